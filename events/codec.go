@@ -1,0 +1,84 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Kafka protocol binding of CloudEvents
+// (https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/kafka-protocol-binding.md):
+// Chronicle produces structured mode and accepts both structured and binary
+// mode.
+
+const (
+	headerContentType = "content-type"
+	binaryPrefix      = "ce_"
+)
+
+// Record encodes e as a Kafka record in structured content mode on the
+// topic of its type, keyed by Key(e).
+func Record(e *Envelope) (*kgo.Record, error) {
+	ti, ok := Lookup(e.Type)
+	if !ok {
+		return nil, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
+	}
+	key, err := Key(e)
+	if err != nil {
+		return nil, err
+	}
+	val, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("events: encode %s: %w", e.ID, err)
+	}
+	return &kgo.Record{
+		Topic:   string(ti.Topic),
+		Key:     []byte(key),
+		Value:   val,
+		Headers: []kgo.RecordHeader{{Key: headerContentType, Value: []byte(ContentTypeCloudEvents)}},
+	}, nil
+}
+
+// FromRecord decodes and validates the event in r, in structured mode
+// (content-type application/cloudevents+json, or no ce_ headers) or binary
+// mode (ce_* headers carry the attributes, the value is the data).
+func FromRecord(r *kgo.Record) (Envelope, error) {
+	raw, err := StructuredJSON(r)
+	if err != nil {
+		return Envelope{}, err
+	}
+	return ParseEvent(raw)
+}
+
+// StructuredJSON returns the CloudEvents JSON form of r, converting a
+// binary-mode record.
+func StructuredJSON(r *kgo.Record) ([]byte, error) {
+	var binary bool
+	attrs := map[string]any{}
+	for _, h := range r.Headers {
+		k := strings.ToLower(h.Key)
+		switch {
+		case k == headerContentType:
+			if !strings.HasPrefix(string(h.Value), "application/cloudevents") {
+				attrs["datacontenttype"] = string(h.Value)
+			}
+		case strings.HasPrefix(k, binaryPrefix):
+			binary = true
+			attrs[strings.TrimPrefix(k, binaryPrefix)] = string(h.Value)
+		}
+	}
+	if !binary {
+		return r.Value, nil
+	}
+	if ct, ok := attrs["datacontenttype"].(string); ok && !strings.HasPrefix(ct, ContentTypeJSON) {
+		return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: only application/json data is accepted", ct)}
+	}
+	attrs["datacontenttype"] = ContentTypeJSON
+	attrs["data"] = json.RawMessage(r.Value)
+	if !json.Valid(r.Value) {
+		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: "binary-mode value is not valid JSON"}
+	}
+	return json.Marshal(attrs)
+}

@@ -1,0 +1,171 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ProducerConfig configures a Producer. Zero fields take the documented
+// defaults; Validate reports the first bad field.
+type ProducerConfig struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// MaxAttempts bounds the produce attempts of one Publish call
+	// (default 5, must be ≥ 1). Each attempt resends only the records the
+	// broker has not acknowledged.
+	MaxAttempts int
+	// InitialBackoff is the wait before the second attempt (default
+	// 100 ms); it doubles per attempt (backoff/v4 exponential, factor 2).
+	InitialBackoff time.Duration
+	// DeliveryTimeout bounds one attempt of one record, including the
+	// client's own internal retries (default 10 s).
+	DeliveryTimeout time.Duration
+	// ExtraOpts are appended to the franz-go client options.
+	ExtraOpts []kgo.Opt
+}
+
+func (c *ProducerConfig) setDefaults() {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 5
+	}
+	if c.InitialBackoff == 0 {
+		c.InitialBackoff = 100 * time.Millisecond
+	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = 10 * time.Second
+	}
+}
+
+// Validate reports the first invalid field of c.
+func (c ProducerConfig) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("events: ProducerConfig.Brokers: at least one broker required")
+	}
+	if c.MaxAttempts < 0 {
+		return errors.New("events: ProducerConfig.MaxAttempts: must be ≥ 1")
+	}
+	return nil
+}
+
+// Producer writes events to Kafka with an idempotent producer and
+// acks=all. Publish returns only once the broker acknowledged every event.
+type Producer struct {
+	cfg ProducerConfig
+	cl  *kgo.Client
+}
+
+// NewProducer connects a Producer. The franz-go client is idempotent with
+// acks=all (its default) and never auto-creates topics, so producing to a
+// missing topic fails after a few metadata refreshes instead of hanging.
+func NewProducer(cfg ProducerConfig) (*Producer, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
+		kgo.UnknownTopicRetries(3),
+		kgo.ProducerLinger(0),
+	}, cfg.ExtraOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("events: producer client: %w", err)
+	}
+	return &Producer{cfg: cfg, cl: cl}, nil
+}
+
+// Client is the underlying franz-go client.
+func (p *Producer) Client() *kgo.Client { return p.cl }
+
+// Close flushes nothing further and closes the client.
+func (p *Producer) Close() { p.cl.Close() }
+
+// ParseBatch validates every raw event of one request before anything is
+// written. The first invalid event is reported as a *ValidationError whose
+// Index is its position; nothing is returned for a rejected batch.
+func ParseBatch(raws [][]byte) ([]Envelope, error) {
+	out := make([]Envelope, 0, len(raws))
+	for i, raw := range raws {
+		env, err := ParseProducerEvent(raw)
+		if err != nil {
+			var ve *ValidationError
+			if errors.As(err, &ve) {
+				ve.Index = i
+			}
+			return nil, err
+		}
+		out = append(out, env)
+	}
+	return out, nil
+}
+
+// Publish validates every event (rejecting derived types), then produces
+// them and waits for the broker's acknowledgement of all. Validation is
+// all-or-nothing: a *ValidationError (with Index) means nothing was
+// written. Produce failures are retried per record with exponential
+// backoff; the final error of the last attempt is returned. A failed
+// Publish may have written some records: retrying it with the same event
+// ids is safe, because consumers drop duplicates by (source, id).
+func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
+	recs := make([]*kgo.Record, 0, len(envs))
+	for i := range envs {
+		if ti, ok := Lookup(envs[i].Type); ok && ti.Derived {
+			return &ValidationError{Index: i, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", envs[i].Type, ErrDerivedType)}
+		}
+		if err := Validate(&envs[i]); err != nil {
+			var ve *ValidationError
+			if errors.As(err, &ve) {
+				ve.Index = i
+			}
+			return err
+		}
+		r, err := Record(&envs[i])
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+	}
+	return p.ProduceRecords(ctx, recs)
+}
+
+// ProduceRecords produces already encoded records (the outbox relay uses
+// it for derived events) with the same acknowledgement and retry rules as
+// Publish.
+func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error {
+	pending := recs
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = p.cfg.InitialBackoff
+	bo.Multiplier = 2
+	bo.MaxElapsedTime = 0
+	var attempts int
+	op := func() error {
+		attempts++
+		results := p.cl.ProduceSync(ctx, pending...)
+		var failed []*kgo.Record
+		var lastErr error
+		for _, r := range results {
+			if r.Err != nil {
+				failed = append(failed, r.Record)
+				lastErr = r.Err
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		pending = failed
+		err := fmt.Errorf("events: produce %d of %d records failed (attempt %d): %w", len(failed), len(recs), attempts, lastErr)
+		if errors.Is(lastErr, kerr.UnknownTopicOrPartition) || errors.Is(lastErr, kerr.MessageTooLarge) || errors.Is(lastErr, kerr.RecordListTooLarge) || ctx.Err() != nil {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	return backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(p.cfg.MaxAttempts-1)), ctx))
+}

@@ -1,0 +1,126 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Type is a CloudEvents type attribute; the version is part of the name
+// (".v1"), so an incompatible change is a new type and an upcaster.
+type Type string
+
+// Producer event types. Field names come from the design documents.
+const (
+	// SessionStarted: {original_task, success_criteria[], assignments[]} (PAIR).
+	SessionStarted Type = "coordination.session.started.v1"
+	// MinuteRecorded: {event_type, actor, data, memory_note} (PAIR).
+	MinuteRecorded Type = "coordination.minute.recorded.v1"
+	// SessionCompleted: {output, decisions[], outcome, reward} (PAIR).
+	SessionCompleted Type = "coordination.session.completed.v1"
+	// ReasoningPassCompleted: one pass of the multi-pass reasoning engine.
+	ReasoningPassCompleted Type = "reasoning.pass.completed.v1"
+	// SearchNodeExpanded: one Beam-A* node expansion.
+	SearchNodeExpanded Type = "search.node.expanded.v1"
+	// MemoryRecorded: a ReasoningBank memory.
+	MemoryRecorded Type = "memory.recorded.v1"
+	// MemoryFeedback: a confidence signal on a memory.
+	MemoryFeedback Type = "memory.feedback.v1"
+	// WorkflowTaskCompleted: one tool call of a workflow layer.
+	WorkflowTaskCompleted Type = "workflow.task.completed.v1"
+	// WorkflowReducerApplied: a workflow-state reducer update.
+	WorkflowReducerApplied Type = "workflow.reducer.applied.v1"
+)
+
+// Derived event types, written by processors only.
+const (
+	// EvaluationCompleted: the FLUX evaluation of a session.
+	EvaluationCompleted Type = "evaluation.completed.v1"
+)
+
+// Topic is the name of a Kafka topic Chronicle uses.
+type Topic string
+
+// Topics. Every topic is created at start with the configured partitions.
+const (
+	// TopicSessions holds the session-scoped producer events (coordination.*,
+	// reasoning.*, search.*, workflow.*), keyed by session id.
+	TopicSessions Topic = "chronicle.sessions"
+	// TopicMemories holds memory.* producer events, keyed by memory id.
+	TopicMemories Topic = "chronicle.memories"
+	// TopicEvaluations holds evaluation.completed.v1, keyed by session id.
+	TopicEvaluations Topic = "chronicle.evaluations"
+	// TopicDeadLetter receives events that failed processing, with the error
+	// and the original topic, partition and offset in headers.
+	TopicDeadLetter Topic = "chronicle.deadletter"
+)
+
+// AllTopics lists every topic in creation order.
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicDeadLetter}
+
+// TypeInfo says where an event type lives and how it is keyed.
+type TypeInfo struct {
+	Type    Type
+	Topic   Topic
+	Derived bool // written by processors only; rejected from producers
+	// KeyField names the data field used as record key when the envelope
+	// has no sessionid ("" means sessionid is required).
+	KeyField string
+}
+
+var registry = map[Type]TypeInfo{
+	SessionStarted:         {Type: SessionStarted, Topic: TopicSessions},
+	MinuteRecorded:         {Type: MinuteRecorded, Topic: TopicSessions},
+	SessionCompleted:       {Type: SessionCompleted, Topic: TopicSessions},
+	ReasoningPassCompleted: {Type: ReasoningPassCompleted, Topic: TopicSessions},
+	SearchNodeExpanded:     {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
+	WorkflowTaskCompleted:  {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
+	WorkflowReducerApplied: {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
+	MemoryRecorded:         {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryFeedback:         {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
+	EvaluationCompleted:    {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
+}
+
+// Lookup returns the TypeInfo of t and whether t is known.
+func Lookup(t Type) (TypeInfo, bool) {
+	ti, ok := registry[t]
+	return ti, ok
+}
+
+// Types returns every known type, sorted.
+func Types() []Type {
+	out := make([]Type, 0, len(registry))
+	for t := range registry {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// SchemaURI is the dataschema attribute of type t.
+func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
+
+// Key returns the record key of e: for memory events the memory id, for
+// everything else the session id, falling back to the type's key field
+// (workflow_id, search_id) when the event belongs to no session.
+func Key(e *Envelope) (string, error) {
+	ti, ok := registry[e.Type]
+	if !ok {
+		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
+	}
+	if ti.Topic != TopicMemories && e.SessionID != "" {
+		return e.SessionID, nil
+	}
+	if ti.KeyField == "" {
+		return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: fmt.Sprintf("required for %s", e.Type)}
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		return "", &ValidationError{Index: -1, Pointer: "/data", Reason: "not a JSON object"}
+	}
+	var k string
+	if err := json.Unmarshal(m[ti.KeyField], &k); err != nil || k == "" {
+		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: "required as record key"}
+	}
+	return k, nil
+}

@@ -1,0 +1,189 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/chronicle-dev/chronicle/schemas"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// ValidationError says why an event was rejected: the JSON pointer of the
+// failing field (relative to the event, so data fields start with /data)
+// and the reason. Index is the event's position in a batch, or -1.
+type ValidationError struct {
+	Index   int    `json:"index"`
+	Pointer string `json:"pointer"`
+	Reason  string `json:"reason"`
+}
+
+func (e *ValidationError) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("event %d: %s: %s", e.Index, e.Pointer, e.Reason)
+	}
+	return fmt.Sprintf("event: %s: %s", e.Pointer, e.Reason)
+}
+
+// ErrDerivedType is wrapped by the ValidationError for a derived type sent
+// by a producer.
+var ErrDerivedType = errors.New("derived event types are written by processors only")
+
+type compiled struct {
+	envelope *jsonschema.Schema
+	data     map[Type]*jsonschema.Schema
+}
+
+var (
+	compileOnce sync.Once
+	schemaSet   *compiled
+	compileErr  error
+)
+
+func loadSchemas() (*compiled, error) {
+	compileOnce.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		files, err := fs.Glob(schemas.FS, "*.json")
+		if err != nil {
+			compileErr = err
+			return
+		}
+		for _, f := range files {
+			b, err := schemas.FS.ReadFile(f)
+			if err != nil {
+				compileErr = err
+				return
+			}
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+			if err != nil {
+				compileErr = fmt.Errorf("events: schema %s: %w", f, err)
+				return
+			}
+			if err := c.AddResource("urn:chronicle:schema:"+strings.TrimSuffix(f, ".json"), doc); err != nil {
+				compileErr = fmt.Errorf("events: schema %s: %w", f, err)
+				return
+			}
+		}
+		out := &compiled{data: map[Type]*jsonschema.Schema{}}
+		if out.envelope, compileErr = c.Compile("urn:chronicle:schema:cloudevent"); compileErr != nil {
+			return
+		}
+		for t := range registry {
+			s, err := c.Compile(SchemaURI(t))
+			if err != nil {
+				compileErr = fmt.Errorf("events: schema of %s: %w", t, err)
+				return
+			}
+			out.data[t] = s
+		}
+		schemaSet = out
+	})
+	return schemaSet, compileErr
+}
+
+// Schema returns the raw JSON Schema of type t (or "cloudevent" for the
+// envelope) and whether it exists.
+func Schema(name string) ([]byte, bool) {
+	b, err := schemas.FS.ReadFile(name + ".json")
+	return b, err == nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// schemaError turns the first leaf of a jsonschema error tree into a
+// ValidationError whose pointer is prefixed with prefix.
+func schemaError(err error, prefix string) *ValidationError {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &ValidationError{Index: -1, Pointer: prefix, Reason: err.Error()}
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	var p strings.Builder
+	p.WriteString(prefix)
+	for _, tok := range ve.InstanceLocation {
+		p.WriteByte('/')
+		p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
+	}
+	ptr := p.String()
+	if ptr == "" {
+		ptr = "/"
+	}
+	return &ValidationError{Index: -1, Pointer: ptr, Reason: ve.ErrorKind.LocalizedString(printer)}
+}
+
+// ParseProducerEvent validates one event sent by a producer (CloudEvents
+// JSON format) and decodes it. It rejects, with a *ValidationError naming
+// the field: malformed JSON, an envelope that breaks the CloudEvents schema,
+// an unknown or derived type, data that breaks the type's JSON Schema, and a
+// missing record key.
+func ParseProducerEvent(raw []byte) (Envelope, error) {
+	env, err := parseEvent(raw)
+	if err != nil {
+		return Envelope{}, err
+	}
+	if registry[env.Type].Derived {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", env.Type, ErrDerivedType)}
+	}
+	return env, nil
+}
+
+// ParseEvent validates and decodes one event of any known type, producer or
+// derived. Processors use it on what they consume.
+func ParseEvent(raw []byte) (Envelope, error) { return parseEvent(raw) }
+
+func parseEvent(raw []byte) (Envelope, error) {
+	set, err := loadSchemas()
+	if err != nil {
+		return Envelope{}, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: "not valid JSON: " + err.Error()}
+	}
+	if err := set.envelope.Validate(doc); err != nil {
+		return Envelope{}, schemaError(err, "")
+	}
+	var env Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: err.Error()}
+	}
+	if err := validateData(set, &env, doc.(map[string]any)["data"]); err != nil {
+		return Envelope{}, err
+	}
+	return env, nil
+}
+
+func validateData(set *compiled, env *Envelope, data any) error {
+	s, ok := set.data[env.Type]
+	if !ok {
+		return &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q (known: %v)", env.Type, Types())}
+	}
+	if err := s.Validate(data); err != nil {
+		return schemaError(err, "/data")
+	}
+	if _, err := Key(env); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Validate checks an already decoded envelope the way ParseEvent checks
+// raw JSON; producers in Go call it through Producer.Publish.
+func Validate(env *Envelope) error {
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
+	}
+	_, err = parseEvent(raw)
+	return err
+}

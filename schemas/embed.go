@@ -1,0 +1,16 @@
+// Package schemas holds the JSON Schemas (draft 2020-12) of Chronicle's
+// events, embedded into every binary so validation never depends on files
+// next to the executable.
+//
+// One file per event type, named after the type including its version
+// (for example coordination.session.started.v1.json), plus
+// cloudevent.json for the CloudEvents 1.0 envelope with Chronicle's
+// extension attributes.
+package schemas
+
+import "embed"
+
+// FS holds every *.json schema of this directory.
+//
+//go:embed *.json
+var FS embed.FS
