@@ -126,22 +126,13 @@ func schemaError(err error, prefix string) *ValidationError {
 // the field: malformed JSON, an envelope that breaks the CloudEvents schema,
 // an unknown or derived type, data that breaks the type's JSON Schema, and a
 // missing record key.
-func ParseProducerEvent(raw []byte) (Envelope, error) {
-	env, err := parseEvent(raw)
-	if err != nil {
-		return Envelope{}, err
-	}
-	if registry[env.Type].Derived {
-		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", env.Type, ErrDerivedType)}
-	}
-	return env, nil
-}
+func ParseProducerEvent(raw []byte) (Envelope, error) { return parseEvent(raw, false) }
 
 // ParseEvent validates and decodes one event of any known type, producer or
 // derived. Processors use it on what they consume.
-func ParseEvent(raw []byte) (Envelope, error) { return parseEvent(raw) }
+func ParseEvent(raw []byte) (Envelope, error) { return parseEvent(raw, true) }
 
-func parseEvent(raw []byte) (Envelope, error) {
+func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 	set, err := loadSchemas()
 	if err != nil {
 		return Envelope{}, err
@@ -156,6 +147,9 @@ func parseEvent(raw []byte) (Envelope, error) {
 	var env Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: err.Error()}
+	}
+	if !allowDerived && registry[env.Type].Derived {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", env.Type, ErrDerivedType)}
 	}
 	if err := validateData(set, &env, doc.(map[string]any)["data"]); err != nil {
 		return Envelope{}, err
@@ -184,6 +178,6 @@ func Validate(env *Envelope) error {
 	if err != nil {
 		return &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 	}
-	_, err = parseEvent(raw)
+	_, err = parseEvent(raw, true)
 	return err
 }

@@ -1,0 +1,153 @@
+// Package broker starts Chronicle's embedded Kafka-protocol broker
+// (franz-go's kfake with on-disk persistence) or connects to an external
+// Kafka cluster, and creates Chronicle's topics.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config configures Start. Zero fields take the documented defaults.
+type Config struct {
+	// Brokers, when set, are the seed brokers (host:port) of an external
+	// Kafka cluster: no embedded broker is started. Default: none.
+	Brokers []string
+	// DataDir is where the embedded broker persists its log. Required
+	// without Brokers.
+	DataDir string
+	// Listen is the embedded broker's loopback address (default
+	// 127.0.0.1:9092; port 0 picks a free port).
+	Listen string
+	// Partitions is the partition count of every topic created (default 4).
+	Partitions int32
+	// ReplicationFactor of created topics on an external cluster
+	// (default -1: the cluster's default).
+	ReplicationFactor int16
+	// SyncWrites fsyncs every produced batch of the embedded broker
+	// (default false: like Kafka's default flush policy, acknowledged
+	// batches are in the OS page cache and survive a killed process).
+	SyncWrites bool
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if len(c.Brokers) == 0 && c.DataDir == "" {
+		return errors.New("broker: Config.DataDir: required for the embedded broker")
+	}
+	if c.Partitions < 0 {
+		return errors.New("broker: Config.Partitions: must be ≥ 1")
+	}
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			return fmt.Errorf("broker: Config.Listen: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:9092"
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 4
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+}
+
+// Broker is a running embedded broker or a handle on an external cluster.
+type Broker struct {
+	cfg     Config
+	cluster *kfake.Cluster
+	addrs   []string
+}
+
+// Start starts the embedded broker (or checks the external cluster) and
+// creates every topic of events.AllTopics that does not exist yet.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, addrs: cfg.Brokers}
+	if len(cfg.Brokers) == 0 {
+		host, portS, _ := net.SplitHostPort(cfg.Listen)
+		if host != "127.0.0.1" && host != "localhost" {
+			return nil, fmt.Errorf("broker: Config.Listen: the embedded broker listens on loopback only, got %q", host)
+		}
+		port, err := strconv.Atoi(portS)
+		if err != nil {
+			return nil, fmt.Errorf("broker: Config.Listen: port %q: %w", portS, err)
+		}
+		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle")}
+		if cfg.SyncWrites {
+			opts = append(opts, kfake.SyncWrites())
+		}
+		c, err := kfake.NewCluster(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("broker: start embedded broker on %s: %w", cfg.Listen, err)
+		}
+		b.cluster = c
+		b.addrs = c.ListenAddrs()
+	}
+	if err := EnsureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Addrs are the seed broker addresses.
+func (b *Broker) Addrs() []string { return b.addrs }
+
+// Embedded reports whether this process runs the broker.
+func (b *Broker) Embedded() bool { return b.cluster != nil }
+
+// Close stops the embedded broker, persisting its state; it does nothing
+// for an external cluster.
+func (b *Broker) Close() {
+	if b.cluster != nil {
+		b.cluster.Close()
+		b.cluster = nil
+	}
+}
+
+// EnsureTopics creates every topic of events.AllTopics that is missing,
+// with partitions partitions. Existing topics are left as they are.
+func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replication int16) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequestTimeoutOverhead(5*time.Second))
+	if err != nil {
+		return fmt.Errorf("broker: admin client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	names := make([]string, len(events.AllTopics))
+	for i, t := range events.AllTopics {
+		names[i] = string(t)
+	}
+	resp, err := adm.CreateTopics(ctx, partitions, replication, nil, names...)
+	if err != nil {
+		return fmt.Errorf("broker: create topics on %v: %w", addrs, err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("broker: create topic %s: %w", r.Topic, r.Err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// typeCase is one file of testdata/types: a valid instance of the type and
+// invalid ones with the JSON pointer the rejection must name.
+type typeCase struct {
+	Valid   json.RawMessage `json:"valid"`
+	Invalid []struct {
+		Pointer string          `json:"pointer"`
+		Event   json.RawMessage `json:"event"`
+	} `json:"invalid"`
+}
+
+func loadCases(t *testing.T) map[events.Type]typeCase {
+	t.Helper()
+	files, err := filepath.Glob("testdata/types/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[events.Type]typeCase{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c typeCase
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[events.Type(strings.TrimSuffix(filepath.Base(f), ".json"))] = c
+	}
+	return out
+}
+
+// Every producer type has a case file, so a new type cannot ship untested.
+func TestEveryProducerTypeHasCases(t *testing.T) {
+	cases := loadCases(t)
+	for _, typ := range events.Types() {
+		ti, _ := events.Lookup(typ)
+		if _, ok := cases[typ]; !ok && !ti.Derived {
+			t.Errorf("no testdata/types/%s.json", typ)
+		}
+	}
+}
+
+func TestValidationNamesTheField(t *testing.T) {
+	for typ, c := range loadCases(t) {
+		if _, err := events.ParseProducerEvent(c.Valid); err != nil {
+			t.Errorf("%s: valid instance rejected: %v", typ, err)
+		}
+		for i, inv := range c.Invalid {
+			_, err := events.ParseProducerEvent(inv.Event)
+			var ve *events.ValidationError
+			if !errors.As(err, &ve) {
+				t.Errorf("%s invalid[%d]: want a ValidationError at %s, got %v", typ, i, inv.Pointer, err)
+				continue
+			}
+			if ve.Pointer != inv.Pointer || ve.Reason == "" {
+				t.Errorf("%s invalid[%d]: pointer %q reason %q, want pointer %q", typ, i, ve.Pointer, ve.Reason, inv.Pointer)
+			}
+		}
+	}
+}
+
+func TestEnvelopeRejections(t *testing.T) {
+	b, err := os.ReadFile("testdata/envelope_invalid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Pointer string          `json:"pointer"`
+		Event   json.RawMessage `json:"event"`
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		_, err := events.ParseProducerEvent(c.Event)
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.Pointer {
+			t.Errorf("case %d: want rejection at %s, got %v", i, c.Pointer, err)
+		}
+	}
+	if _, err := events.ParseProducerEvent([]byte(`{"specversion":`)); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("truncated JSON: got %v", err)
+	}
+}
+
+func TestDerivedTypeRejectedFromProducers(t *testing.T) {
+	env, err := events.New(events.EvaluationCompleted, "test", "e1", time.Unix(0, 0), events.EvaluationData{
+		SessionID: "s", Criteria: []events.CriterionResult{}, Gaps: []events.Gap{}, Recommendation: events.MeetsCriteria, Composite: 100,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Validate(&env); err != nil {
+		t.Fatalf("a derived event itself is valid: %v", err)
+	}
+	raw, _ := json.Marshal(env)
+	_, err = events.ParseProducerEvent(raw)
+	if !errors.Is(err, events.ErrDerivedType) && (err == nil || !strings.Contains(err.Error(), events.ErrDerivedType.Error())) {
+		t.Fatalf("want derived-type rejection, got %v", err)
+	}
+}
+
+func TestParseBatchIndex(t *testing.T) {
+	cases := loadCases(t)
+	good := cases[events.MemoryFeedback].Valid
+	bad := cases[events.MemoryFeedback].Invalid[0].Event
+	_, err := events.ParseBatch([][]byte{good, good, bad})
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Index != 2 || ve.Pointer != "/data/signal" {
+		t.Fatalf("want index 2 /data/signal, got %v", err)
+	}
+	if !strings.HasPrefix(ve.Error(), "event 2: /data/signal:") {
+		t.Fatalf("message %q", ve.Error())
+	}
+}
+
+func startBroker(t *testing.T) []string {
+	t.Helper()
+	b, err := broker.Start(context.Background(), broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b.Addrs()
+}
+
+// Every type round-trips: validated, produced (structured mode), consumed
+// back from its topic and decoded to the same envelope.
+func TestRoundTripThroughKafka(t *testing.T) {
+	addrs := startBroker(t)
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sent := map[string]events.Envelope{}
+	var envs []events.Envelope
+	for typ, c := range loadCases(t) {
+		var env events.Envelope
+		if err := json.Unmarshal(c.Valid, &env); err != nil {
+			t.Fatal(err)
+		}
+		sent[env.ID] = env
+		envs = append(envs, env)
+		_ = typ
+	}
+	if err := p.Publish(ctx, envs...); err != nil {
+		t.Fatal(err)
+	}
+	topics := map[string]map[int32]kgo.Offset{}
+	for _, tp := range events.AllTopics {
+		topics[string(tp)] = map[int32]kgo.Offset{0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(topics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[string]events.Envelope{}
+	for len(got) < len(sent) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("got %d of %d events back", len(got), len(sent))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			env, err := events.FromRecord(r)
+			if err != nil {
+				t.Errorf("decode %s: %v", r.Value, err)
+				return
+			}
+			ti, _ := events.Lookup(env.Type)
+			if string(ti.Topic) != r.Topic {
+				t.Errorf("%s on topic %s, want %s", env.Type, r.Topic, ti.Topic)
+			}
+			key, _ := events.Key(&env)
+			if string(r.Key) != key {
+				t.Errorf("%s: key %q want %q", env.Type, r.Key, key)
+			}
+			got[env.ID] = env
+		})
+	}
+	for id, want := range sent {
+		g := got[id]
+		var a, b any
+		_ = json.Unmarshal(want.Data, &a)
+		_ = json.Unmarshal(g.Data, &b)
+		want.Data, g.Data = nil, nil
+		if !reflect.DeepEqual(want, g) || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: sent %+v %v, got %+v %v", id, want, a, g, b)
+		}
+	}
+}
+
+// Binary content mode: attributes in ce_ headers, data in the value.
+func TestBinaryModeAccepted(t *testing.T) {
+	rec := &kgo.Record{
+		Topic: string(events.TopicMemories), Key: []byte("m1"),
+		Value: []byte(`{"memory_id":"m1","signal":"task_completion","positive":false}`),
+		Headers: []kgo.RecordHeader{
+			{Key: "ce_specversion", Value: []byte("1.0")}, {Key: "ce_id", Value: []byte("b1")},
+			{Key: "ce_source", Value: []byte("kcat")}, {Key: "ce_type", Value: []byte("memory.feedback.v1")},
+			{Key: "ce_time", Value: []byte("2026-11-21T10:00:00Z")}, {Key: "content-type", Value: []byte("application/json")},
+		},
+	}
+	env, err := events.FromRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d events.MemoryFeedbackData
+	if err := env.Decode(&d); err != nil || env.ID != "b1" || d.Signal != "task_completion" {
+		t.Fatalf("got %+v %+v %v", env, d, err)
+	}
+	rec.Headers = rec.Headers[:4] // no ce_time
+	if _, err := events.FromRecord(rec); err == nil {
+		t.Fatal("binary event without time accepted")
+	}
+}
+
+// Producing to a topic that does not exist fails fast with a clear error.
+func TestProduceToMissingTopicFailsFast(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: c.ListenAddrs(), MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var env events.Envelope
+	if err := json.Unmarshal(loadCases(t)[events.MemoryFeedback].Valid, &env); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = p.Publish(ctx, env)
+	if err == nil || !strings.Contains(err.Error(), "UNKNOWN_TOPIC") {
+		t.Fatalf("want an unknown-topic error, got %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Publish ran into the test deadline after %v instead of failing", time.Since(start))
+	}
+	t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}

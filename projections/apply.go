@@ -1,0 +1,252 @@
+package projections
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/cockroachdb/pebble"
+)
+
+// Position is where a consumed event sits in the log.
+type Position struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+func (p Position) String() string { return fmt.Sprintf("%s:%d:%d", p.Topic, p.Partition, p.Offset) }
+
+// Result says what Apply did with an event.
+type Result int
+
+// Apply results.
+const (
+	// Applied: the processor ran and its changes committed.
+	Applied Result = iota
+	// AlreadyApplied: the offset is below the stored one (a redelivery after
+	// a crash or a rebalance); nothing changed.
+	AlreadyApplied
+	// Duplicate: an event with the same idempotency key was applied before
+	// at another offset; only the offset advanced.
+	Duplicate
+)
+
+// ApplyFunc is a processor's reaction to one event: read and write its
+// projection and emit derived events through tx. It must be a deterministic
+// function of the projection and the event (no wall clock, no randomness).
+// An error discards every change of the call.
+type ApplyFunc func(tx *Tx, env *events.Envelope) error
+
+// Apply runs fn for the event env consumed by processor at pos, and
+// commits in one batch: the projection changes, the derived events (into
+// the outbox), the idempotency key and the next offset. Events below the
+// stored offset and events whose (source, id) was applied before are not
+// given to fn. On error nothing is written.
+func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn ApplyFunc) (Result, error) {
+	unlock := s.lockProcessor(processor)
+	defer unlock()
+	okey := offsetKey(processor, pos.Topic, pos.Partition)
+	if next, ok := s.NextOffset(processor, pos.Topic, pos.Partition); ok && pos.Offset < next {
+		return AlreadyApplied, nil
+	}
+	b := s.db.NewIndexedBatch()
+	defer b.Close()
+	dk := dedupKey(processor, env.DedupKey())
+	_, closer, err := b.Get(dk)
+	switch {
+	case err == nil:
+		closer.Close()
+		if err := putOffset(b, okey, pos.Offset+1); err != nil {
+			return 0, err
+		}
+		return Duplicate, s.commit(b, okey, pos.Offset+1, 0)
+	case !errors.Is(err, pebble.ErrNotFound):
+		return 0, err
+	}
+	tx := &Tx{b: b, proj: processor, cause: env}
+	if err := fn(tx, env); err != nil {
+		return 0, err
+	}
+	if tx.err != nil {
+		return 0, tx.err
+	}
+	s.mu.Lock()
+	seq := s.outSeq
+	s.mu.Unlock()
+	for _, rec := range tx.out {
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return 0, err
+		}
+		if err := b.Set(outboxKey(seq), val, nil); err != nil {
+			return 0, err
+		}
+		seq++
+	}
+	if len(tx.out) > 0 {
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], seq)
+		if err := b.Set([]byte(keyOutboxSeq), v[:], nil); err != nil {
+			return 0, err
+		}
+	}
+	var pv [8]byte
+	binary.BigEndian.PutUint64(pv[:], uint64(pos.Offset))
+	if err := b.Set(dk, pv[:], nil); err != nil {
+		return 0, err
+	}
+	if err := putOffset(b, okey, pos.Offset+1); err != nil {
+		return 0, err
+	}
+	return Applied, s.commit(b, okey, pos.Offset+1, seq)
+}
+
+// Skip records that processor is done with pos without applying it: the
+// event was dead-lettered. The offset advances and nothing else changes.
+func (s *Store) Skip(processor string, pos Position) error {
+	unlock := s.lockProcessor(processor)
+	defer unlock()
+	okey := offsetKey(processor, pos.Topic, pos.Partition)
+	if next, ok := s.NextOffset(processor, pos.Topic, pos.Partition); ok && pos.Offset < next {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := putOffset(b, okey, pos.Offset+1); err != nil {
+		return err
+	}
+	return s.commit(b, okey, pos.Offset+1, 0)
+}
+
+func (s *Store) commit(b *pebble.Batch, okey string, next int64, outSeq uint64) error {
+	if err := b.Commit(s.writeOpts()); err != nil {
+		return fmt.Errorf("projections: commit: %w", err)
+	}
+	s.mu.Lock()
+	s.offsets[okey] = next
+	grew := outSeq > s.outSeq
+	if grew {
+		s.outSeq = outSeq
+	}
+	s.mu.Unlock()
+	if grew {
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Tx is one Apply call's view of the store: reads see the call's own
+// writes; keys are relative to the processor's projection.
+type Tx struct {
+	b     *pebble.Batch
+	proj  string
+	cause *events.Envelope
+	out   []OutboxRecord
+	err   error
+}
+
+func (t *Tx) key(k string) []byte { return []byte(prefixProjection + t.proj + "/" + k) }
+
+// Get reads a row; ok is false when absent.
+func (t *Tx) Get(key string) (val []byte, ok bool, err error) {
+	v, closer, err := t.b.Get(t.key(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true, nil
+}
+
+// GetJSON reads a row into v; ok is false when absent.
+func (t *Tx) GetJSON(key string, v any) (bool, error) {
+	b, ok, err := t.Get(key)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return true, json.Unmarshal(b, v)
+}
+
+// Set writes a row.
+func (t *Tx) Set(key string, val []byte) error { return t.b.Set(t.key(key), val, nil) }
+
+// SetJSON writes v as a JSON row. encoding/json sorts map keys, so equal
+// values give equal bytes.
+func (t *Tx) SetJSON(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return t.Set(key, b)
+}
+
+// Delete removes a row.
+func (t *Tx) Delete(key string) error { return t.b.Delete(t.key(key), nil) }
+
+// Scan calls fn for each row whose key starts with prefix, in key order,
+// seeing the call's own writes, until fn returns false or an error.
+func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) error {
+	base := prefixProjection + t.proj + "/"
+	it, err := t.b.NewIter(&pebble.IterOptions{LowerBound: []byte(base + prefix), UpperBound: upper(base + prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		more, err := fn(string(it.Key()[len(base):]), it.Value())
+		if err != nil || !more {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// Emit queues a derived event of type typ with data payload, caused by the
+// event being applied. Its id is events.DerivedID of the cause, the type and
+// the number of events of that type emitted so far by this call; its time,
+// sessionid, scope and correlationid are the cause's; causationid is the
+// cause's id. The event is validated against its schema; an invalid event
+// fails the Apply call.
+func (t *Tx) Emit(typ events.Type, payload any) error {
+	n := 0
+	for _, o := range t.out {
+		if o.Type == typ {
+			n++
+		}
+	}
+	c := t.cause
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	env := events.Envelope{
+		SpecVersion: events.SpecVersion, ID: events.DerivedID(c.Source, c.ID, typ, n),
+		Source: "chronicle/" + t.proj, Type: typ, Time: c.Time,
+		DataContentType: events.ContentTypeJSON, DataSchema: events.SchemaURI(typ),
+		SessionID: c.SessionID, Scope: c.Scope, CausationID: c.ID, CorrelationID: c.CorrelationID,
+		Data: raw,
+	}
+	if env.CorrelationID == "" {
+		env.CorrelationID = c.ID
+	}
+	if err := events.Validate(&env); err != nil {
+		return fmt.Errorf("projections: derived %s invalid: %w", typ, err)
+	}
+	rec, err := events.Record(&env)
+	if err != nil {
+		return err
+	}
+	t.out = append(t.out, OutboxRecord{Topic: rec.Topic, Key: string(rec.Key), Type: typ, Value: rec.Value})
+	return nil
+}
+
+// Emitted returns the derived events queued so far by this call.
+func (t *Tx) Emitted() []OutboxRecord { return t.out }

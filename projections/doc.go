@@ -1,0 +1,20 @@
+// Package projections is Chronicle's Pebble store: the projections that
+// processors build from the log, together with the bookkeeping that makes
+// them exactly-once — consumed offsets, idempotency keys and the outbox of
+// derived events — written in one atomic batch per consumed event.
+//
+// Key layout (one Pebble database per data directory):
+//
+//	p/<projection>/<key>                    projection rows (the digest covers these only)
+//	m/offset/<processor>/<topic>/<partition> next offset to consume (8-byte big-endian)
+//	m/dedup/<processor>/<sha256(source,id)>  idempotency key of an applied event
+//	m/outbox/<seq>                          derived record waiting for the relay
+//	m/outboxseq                             next outbox sequence number
+//
+// Because a projection change, its offset and its outbox entries commit
+// together, a crash at any moment either keeps all of them or none: on
+// restart the processor resumes from the stored offset and re-applies
+// nothing twice. Replaying the log from offset 0 into an empty store with
+// the same processor code gives the same p/ keys and values, which Digest
+// and Diff check.
+package projections

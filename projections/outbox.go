@@ -1,0 +1,65 @@
+package projections
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/cockroachdb/pebble"
+)
+
+// OutboxRecord is a derived event waiting in the outbox: the Kafka record
+// the relay will produce.
+type OutboxRecord struct {
+	Topic string      `json:"topic"`
+	Key   string      `json:"key"`
+	Type  events.Type `json:"type"`
+	Value []byte      `json:"value"`
+}
+
+// OutboxEntry is an OutboxRecord with its outbox sequence number.
+type OutboxEntry struct {
+	Seq uint64
+	OutboxRecord
+}
+
+func outboxKey(seq uint64) []byte {
+	k := make([]byte, len(prefixOutbox)+8)
+	copy(k, prefixOutbox)
+	binary.BigEndian.PutUint64(k[len(prefixOutbox):], seq)
+	return k
+}
+
+// PendingOutbox returns up to max outbox entries in sequence order.
+func (s *Store) PendingOutbox(max int) ([]OutboxEntry, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixOutbox), UpperBound: upper(prefixOutbox)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []OutboxEntry
+	for it.First(); it.Valid() && len(out) < max; it.Next() {
+		var r OutboxRecord
+		if err := json.Unmarshal(it.Value(), &r); err != nil {
+			return nil, fmt.Errorf("projections: outbox entry %x: %w", it.Key(), err)
+		}
+		out = append(out, OutboxEntry{Seq: binary.BigEndian.Uint64(it.Key()[len(prefixOutbox):]), OutboxRecord: r})
+	}
+	return out, it.Error()
+}
+
+// AckOutbox removes relayed entries.
+func (s *Store) AckOutbox(entries []OutboxEntry) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, e := range entries {
+		if err := b.Delete(outboxKey(e.Seq), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(s.writeOpts())
+}
+
+// OutboxNotify receives a value whenever Apply queued derived events.
+func (s *Store) OutboxNotify() <-chan struct{} { return s.notify }

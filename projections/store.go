@@ -1,0 +1,225 @@
+package projections
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// Key prefixes of the layout described in the package doc.
+const (
+	prefixProjection = "p/"
+	prefixOffset     = "m/offset/"
+	prefixDedup      = "m/dedup/"
+	prefixOutbox     = "m/outbox/"
+	keyOutboxSeq     = "m/outboxseq"
+)
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("projections: store closed")
+
+// Options configures Open. Zero fields take the documented defaults.
+type Options struct {
+	// ReadOnly opens the store without writing anything (digest, audit of
+	// a stopped service). Default false.
+	ReadOnly bool
+	// Sync makes every Apply commit fsync the write-ahead log. Default
+	// false: commits are atomic and reach the OS before Apply returns, so
+	// they survive a killed process; after a power loss the last commits
+	// may be missing, together with their offsets, and are re-applied from
+	// the log.
+	Sync bool
+}
+
+// Store is the Pebble database of one data directory. It is safe for
+// concurrent use; Apply calls of one processor are serialised.
+type Store struct {
+	db   *pebble.DB
+	dir  string
+	opts Options
+
+	mu      sync.Mutex
+	offsets map[string]int64 // offset key → next offset
+	procMu  map[string]*sync.Mutex
+	outSeq  uint64
+	notify  chan struct{}
+}
+
+// Open opens (creating if needed) the store in dir. It fails with a clear
+// error when another process holds the directory.
+func Open(dir string, opts Options) (*Store, error) {
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("projections: create %s: %w", dir, err)
+		}
+	} else if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
+		return nil, fmt.Errorf("projections: %s holds no store: %w", dir, err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: opts.ReadOnly, Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("projections: open %s (is another chronicle process using it?): %w", dir, err)
+	}
+	s := &Store{db: db, dir: dir, opts: opts, offsets: map[string]int64{}, procMu: map[string]*sync.Mutex{}, notify: make(chan struct{}, 1)}
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) load() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixOffset), UpperBound: upper(prefixOffset)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		s.offsets[string(it.Key())] = int64(binary.BigEndian.Uint64(it.Value()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	v, closer, err := s.db.Get([]byte(keyOutboxSeq))
+	switch {
+	case err == nil:
+		s.outSeq = binary.BigEndian.Uint64(v)
+		closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Dir is the directory the store lives in.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) writeOpts() *pebble.WriteOptions {
+	if s.opts.Sync {
+		return pebble.Sync
+	}
+	return pebble.NoSync
+}
+
+func offsetKey(processor, topic string, partition int32) string {
+	return prefixOffset + processor + "/" + topic + "/" + strconv.Itoa(int(partition))
+}
+
+// NextOffset is the next offset processor must consume from topic/partition
+// and whether one is stored (false: start at the beginning of the log).
+func (s *Store) NextOffset(processor, topic string, partition int32) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.offsets[offsetKey(processor, topic, partition)]
+	return o, ok
+}
+
+// Offsets returns a copy of every stored next offset, keyed
+// processor/topic/partition.
+func (s *Store) Offsets() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.offsets))
+	for k, v := range s.offsets {
+		out[k[len(prefixOffset):]] = v
+	}
+	return out
+}
+
+func (s *Store) lockProcessor(name string) func() {
+	s.mu.Lock()
+	m, ok := s.procMu[name]
+	if !ok {
+		m = &sync.Mutex{}
+		s.procMu[name] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// Get reads projection row key of projection proj; ok is false when absent.
+func (s *Store) Get(proj, key string) (val []byte, ok bool, err error) {
+	v, closer, err := s.db.Get([]byte(prefixProjection + proj + "/" + key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), true, nil
+}
+
+// GetJSON reads a projection row into v; ok is false when absent.
+func (s *Store) GetJSON(proj, key string, v any) (bool, error) {
+	b, ok, err := s.Get(proj, key)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return true, json.Unmarshal(b, v)
+}
+
+// Scan calls fn for each row of projection proj whose key starts with
+// prefix, from start (exclusive, "" for the first) in key order, until fn
+// returns false or an error.
+func (s *Store) Scan(proj, prefix, after string, fn func(key string, val []byte) (bool, error)) error {
+	base := prefixProjection + proj + "/"
+	lower := []byte(base + prefix)
+	if after != "" {
+		lower = append([]byte(base+after), 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper(base + prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		more, err := fn(string(it.Key()[len(base):]), it.Value())
+		if err != nil || !more {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// upper is the smallest key greater than every key with prefix p.
+func upper(p string) []byte {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return b[:i+1]
+		}
+	}
+	return nil
+}
+
+func dedupKey(processor, dedup string) []byte {
+	h := sha256.Sum256([]byte(dedup))
+	return append([]byte(prefixDedup+processor+"/"), h[:]...)
+}
+
+func putOffset(b *pebble.Batch, key string, next int64) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(next))
+	return b.Set([]byte(key), v[:], nil)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
