@@ -1,0 +1,29 @@
+# Chronicle — the two commands a fresh machine needs are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/chronicle
+DATA    ?= ./data
+
+.PHONY: run test build bench demo clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/chronicle
+
+## run: the demo on the bundled tau-bench sessions, then keep serving the HTTP API on 127.0.0.1:8080
+run: build
+	$(BIN) demo --data $(DATA) --serve
+
+## demo: the demo alone, summary as JSON
+demo: build
+	$(BIN) demo --data $(DATA) --json
+
+## test: vet, then every test with the race detector (includes the crash test)
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 40m ./...
+
+## bench: raw franz-go vs Chronicle ingest→projection throughput and latency, one run
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./processors/pipeline/
+
+clean:
+	rm -rf bin $(DATA)

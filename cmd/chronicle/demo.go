@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// Summary is what the demo prints (as text, or with --json as one object).
+type Summary struct {
+	Sessions            int               `json:"sessions"`
+	Events              int               `json:"events"`
+	Successes           int               `json:"successes"`
+	Failures            int               `json:"failures"`
+	Evaluations         int               `json:"evaluations"`
+	ByRecommendation    map[string]int    `json:"evaluations_by_recommendation"`
+	EvaluationAgreement float64           `json:"evaluation_agreement"`
+	AgreementSessions   int               `json:"agreement_sessions"`
+	Digest              string            `json:"digest"`
+	Projections         map[string]string `json:"projection_digests"`
+	Seconds             float64           `json:"seconds"`
+	DataDir             string            `json:"data_dir"`
+}
+
+func demoCmd() *cobra.Command {
+	var c commonFlags
+	var asJSON, serve bool
+	var httpAddr string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the pipeline on the bundled 200 tau-bench airline sessions and print a summary",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			start := time.Now()
+			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, OnRelayError: logRelayError})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			if !asJSON {
+				describe(p)
+			}
+			recs, err := loadTaubench("sample")
+			if err != nil {
+				return err
+			}
+			if _, err := importTaubench(ctx, p.Producer, recs, newBar(len(recs), "importing sessions")); err != nil {
+				return err
+			}
+			wctx, wcancel := context.WithTimeout(ctx, timeout)
+			defer wcancel()
+			if err := p.WaitCaughtUp(wctx, lagBar()); err != nil {
+				return fmt.Errorf("waiting for the processors to catch up: %w", err)
+			}
+			sum, err := summarise(p.Store, c.data, time.Since(start))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(sum); err != nil {
+					return err
+				}
+			} else {
+				printSummary(sum)
+			}
+			if serve {
+				return serveHTTP(ctx, p, httpAddr)
+			}
+			return nil
+		},
+	}
+	c.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	cmd.Flags().BoolVar(&serve, "serve", false, "keep serving the HTTP API afterwards")
+	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address with --serve")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the processors to catch up")
+	return cmd
+}
+
+// lagBar shows the remaining lag while the processors catch up.
+func lagBar() func(int64) {
+	var bar *progressbar.ProgressBar
+	var max int64
+	return func(lag int64) {
+		if bar == nil {
+			max = lag
+			bar = progressbar.NewOptions64(max, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("processors catching up"),
+				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
+		}
+		if lag > max {
+			max = lag
+			bar.ChangeMax64(max)
+		}
+		_ = bar.Set64(max - lag)
+		if lag == 0 {
+			_ = bar.Finish()
+		}
+	}
+}
+
+func summarise(store *projections.Store, data string, took time.Duration) (Summary, error) {
+	st, err := sessions.ComputeStats(store)
+	if err != nil {
+		return Summary{}, err
+	}
+	d, err := store.Digest()
+	if err != nil {
+		return Summary{}, err
+	}
+	return Summary{
+		Sessions: st.Sessions, Events: st.Events, Successes: st.Successes, Failures: st.Failures,
+		Evaluations: st.Evaluations, ByRecommendation: st.ByRecommendation,
+		EvaluationAgreement: st.Agreement, AgreementSessions: st.Compared,
+		Digest: d.All, Projections: d.Projections, Seconds: took.Seconds(), DataDir: data,
+	}, nil
+}
+
+func printSummary(s Summary) {
+	fmt.Printf("Chronicle demo — tau-bench airline (GPT-4o), data in %s\n", s.DataDir)
+	fmt.Printf("  sessions            %d (%d successes, %d failures by tau-bench reward)\n", s.Sessions, s.Successes, s.Failures)
+	fmt.Printf("  events              %d\n", s.Events)
+	fmt.Printf("  evaluations         %d\n", s.Evaluations)
+	recs := make([]string, 0, len(s.ByRecommendation))
+	for r := range s.ByRecommendation {
+		recs = append(recs, r)
+	}
+	sort.Strings(recs)
+	for _, r := range recs {
+		fmt.Printf("    %-18s %d\n", r, s.ByRecommendation[r])
+	}
+	fmt.Printf("  agreement           %.1f%% of %d sessions: evaluator meets_criteria ⇔ tau-bench reward 1\n", 100*s.EvaluationAgreement, s.AgreementSessions)
+	fmt.Printf("  projection digest   %s\n", s.Digest)
+	fmt.Printf("  seconds             %.2f\n", s.Seconds)
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// common flags of the commands that run or read a pipeline.
+type commonFlags struct {
+	data        string
+	brokers     string
+	kafkaListen string
+	partitions  int32
+}
+
+func (c *commonFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.data, "data", "./data", "data directory: the embedded broker's log (DATA/log) and the projections (DATA/projections)")
+	cmd.Flags().StringVar(&c.brokers, "brokers", "", "comma-separated host:port of a Kafka cluster; empty starts the embedded broker")
+	cmd.Flags().StringVar(&c.kafkaListen, "kafka-listen", "127.0.0.1:9092", "address of the embedded broker (port 0: any free port)")
+	cmd.Flags().Int32Var(&c.partitions, "partitions", 4, "partitions of each topic created at start")
+}
+
+func (c *commonFlags) brokerList() []string {
+	if c.brokers == "" {
+		return nil
+	}
+	var out []string
+	for _, b := range strings.Split(c.brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// exitCoder is an error with its own exit status.
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) ExitCode() int { return e.code }
+
+func as(err error, target *exitCoder) bool { return errors.As(err, target) }
+
+func fail(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,293 @@
+// Package httpapi is Chronicle's HTTP API: event ingest, the session query
+// API over the projections, one session's log read back from Kafka,
+// health, digest and Prometheus metrics. Routing is net/http's ServeMux.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// MaxBodyBytes is the largest POST /v1/events body accepted (4 MiB).
+const MaxBodyBytes = 4 << 20
+
+// Server serves the API of a running pipeline.
+type Server struct {
+	P *pipeline.Pipeline
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/events", s.postEvents)
+	mux.HandleFunc("GET /v1/sessions", s.listSessions)
+	mux.HandleFunc("GET /v1/sessions/{id...}", s.sessionRoutes)
+	mux.HandleFunc("GET /v1/digest", s.digest)
+	mux.HandleFunc("GET /healthz", s.health)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+type errorBody struct {
+	Error   string `json:"error"`
+	Index   *int   `json:"index,omitempty"`
+	Pointer string `json:"pointer,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
+}
+
+// postEvents validates every event of the body (one event or an array)
+// before producing any, so a request is all or nothing; it answers 202 with
+// the ids once the broker acknowledged all of them.
+func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeErr(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", MaxBodyBytes)
+			return
+		}
+		writeErr(w, http.StatusBadRequest, "read body: %v", err)
+		return
+	}
+	raws, err := splitBody(body)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	envs, err := events.ParseBatch(raws)
+	if err != nil {
+		var ve *events.ValidationError
+		if errors.As(err, &ve) {
+			idx := ve.Index
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+			return
+		}
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := s.P.Producer.Publish(ctx, envs...); err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry with the same ids: %v", err)
+		return
+	}
+	ids := make([]string, len(envs))
+	for i := range envs {
+		ids[i] = envs[i].ID
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids})
+}
+
+// splitBody accepts one JSON object or a non-empty JSON array of them.
+func splitBody(body []byte) ([][]byte, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, errors.New("empty body: send one CloudEvent (JSON object) or a JSON array of them")
+	}
+	if !json.Valid(body) {
+		return nil, errors.New("body is not valid JSON")
+	}
+	switch body[0] {
+	case '{':
+		return [][]byte{body}, nil
+	case '[':
+		var arr []json.RawMessage
+		if err := json.Unmarshal(body, &arr); err != nil {
+			return nil, err
+		}
+		if len(arr) == 0 {
+			return nil, errors.New("empty array: nothing to ingest")
+		}
+		out := make([][]byte, len(arr))
+		for i, a := range arr {
+			out[i] = a
+		}
+		return out, nil
+	}
+	return nil, errors.New("body must be a JSON object (one CloudEvent) or an array of them")
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	outcome := q.Get("outcome")
+	switch outcome {
+	case "", events.OutcomeSuccess, events.OutcomeFailure, events.OutcomeUnknown:
+	default:
+		writeErr(w, http.StatusBadRequest, "outcome: %q is not one of success, failure, unknown", outcome)
+		return
+	}
+	limit := 50
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 500 {
+			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer from 1 to 500", l)
+			return
+		}
+		limit = n
+	}
+	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), nil)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if list == nil {
+		list = []sessions.View{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "next_cursor": next})
+}
+
+// sessionRoutes serves /v1/sessions/{id} and /v1/sessions/{id}/events;
+// session ids contain slashes (taubench-airline/3/0), so the suffix is
+// matched here.
+func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if rest, ok := cutSuffix(id, "/events"); ok {
+		s.sessionEvents(w, r, rest)
+		return
+	}
+	v, ok, err := sessions.Get(s.P.Store, id)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+	case !ok:
+		writeErr(w, http.StatusNotFound, "session %q not found", id)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func cutSuffix(s, suffix string) (string, bool) {
+	if len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
+		return s[:len(s)-len(suffix)], true
+	}
+	return "", false
+}
+
+// sessionEvents reads one session's events back from the log, in order:
+// the session's partition (the producer's key hashing) from its start to
+// the high watermark, keeping the records keyed by the session.
+func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, id string) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	list, err := ReadSessionLog(ctx, s.P.Broker.Addrs(), id)
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	if len(list) == 0 {
+		writeErr(w, http.StatusNotFound, "session %q has no events in the log", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "events": list})
+}
+
+// LoggedEvent is an event with its position in the log.
+type LoggedEvent struct {
+	Partition int32           `json:"partition"`
+	Offset    int64           `json:"offset"`
+	Event     json.RawMessage `json:"event"`
+}
+
+// ReadSessionLog reads the records keyed id from the sessions topic, in
+// log order. Cost: one scan of the session's partition.
+func ReadSessionLog(ctx context.Context, brokers []string, id string) ([]LoggedEvent, error) {
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	topic := string(events.TopicSessions)
+	md, err := adm.Request(ctx, metadataReq(topic))
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	nparts := partitionsOf(md, topic)
+	if nparts == 0 {
+		return nil, fmt.Errorf("topic %s not found", topic)
+	}
+	part := kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(id)}, nparts)
+	end, err := endOffset(ctx, adm, topic, int32(part))
+	if err != nil {
+		return nil, err
+	}
+	if end == 0 {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(part): kgo.NewOffset().At(0)}}))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []LoggedEvent
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read log: %w", ctx.Err())
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			rec := it.Next()
+			if string(rec.Key) == id {
+				raw, err := events.StructuredJSON(rec)
+				if err != nil {
+					raw, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
+				}
+				out = append(out, LoggedEvent{Partition: rec.Partition, Offset: rec.Offset, Event: raw})
+			}
+			if rec.Offset+1 >= end {
+				return out, nil
+			}
+		}
+	}
+}
+
+func (s *Server) digest(w http.ResponseWriter, _ *http.Request) {
+	d, err := s.P.Store.Digest()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	lag, err := s.P.Lag(ctx)
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "broker unreachable", "error": err.Error()})
+		return
+	}
+	var total int64
+	for _, l := range lag {
+		total += l.Lag
+	}
+	status := "ok"
+	if err := s.P.Err(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "failed", "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": status, "lag": total, "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+func ingestCmd() *cobra.Command {
+	var brokers string
+	cmd := &cobra.Command{
+		Use:   "ingest FILE.jsonl",
+		Short: "Validate and produce CloudEvents, one JSON object per line (all lines are validated before any is produced)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			envs, err := readJSONL(args[0])
+			if err != nil {
+				return err
+			}
+			p, err := events.NewProducer(events.ProducerConfig{Brokers: splitBrokers(brokers)})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			if err := publishBatches(ctx, p, envs, 500, newBar(len(envs), "ingest")); err != nil {
+				return err
+			}
+			fmt.Printf("ingested %d events\n", len(envs))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers (a running chronicle serve's embedded broker by default)")
+	return cmd
+}
+
+func splitBrokers(s string) []string {
+	c := commonFlags{brokers: s}
+	return c.brokerList()
+}
+
+// readJSONL validates every line; the first bad one is reported with its
+// line number, field and reason, and nothing is returned.
+func readJSONL(path string) ([]events.Envelope, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var out []events.Envelope
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(trimSpace(b)) == 0 {
+			continue
+		}
+		env, err := events.ParseProducerEvent(b)
+		if err != nil {
+			var ve *events.ValidationError
+			if errors.As(err, &ve) {
+				return nil, fmt.Errorf("%s:%d: %s: %s (nothing was ingested)", path, line, ve.Pointer, ve.Reason)
+			}
+			return nil, fmt.Errorf("%s:%d: %w (nothing was ingested)", path, line, err)
+		}
+		out = append(out, env)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
+	}
+	return out, nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
+
+func publishBatches(ctx context.Context, p *events.Producer, envs []events.Envelope, size int, bar *progressbar.ProgressBar) error {
+	for i := 0; i < len(envs); i += size {
+		j := min(i+size, len(envs))
+		if err := p.Publish(ctx, envs[i:j]...); err != nil {
+			return fmt.Errorf("events %d-%d: %w", i, j-1, err)
+		}
+		_ = bar.Add(j - i)
+	}
+	_ = bar.Finish()
+	return nil
+}
+
+func importCmd() *cobra.Command {
+	var brokers string
+	cmd := &cobra.Command{
+		Use:   "import taubench FILE",
+		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 || args[0] != "taubench" {
+				return errors.New("usage: chronicle import taubench FILE")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			recs, err := loadTaubench(args[1])
+			if err != nil {
+				return err
+			}
+			p, err := events.NewProducer(events.ProducerConfig{Brokers: splitBrokers(brokers)})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			n, err := importTaubench(ctx, p, recs, newBar(len(recs), "import"))
+			if err != nil {
+				return err
+			}
+			fmt.Printf("imported %d sessions, %d events\n", len(recs), n)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers")
+	return cmd
+}
+
+func loadTaubench(path string) ([]taubench.Record, error) {
+	var r io.ReadCloser
+	var err error
+	switch path {
+	case "sample":
+		r, err = taubench.Sample()
+	case "-":
+		r = io.NopCloser(os.Stdin)
+	default:
+		r, err = os.Open(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return taubench.ReadRecords(r)
+}
+
+// importTaubench produces every record's events, one acknowledged batch per
+// session, and returns the number of events.
+func importTaubench(ctx context.Context, p *events.Producer, recs []taubench.Record, bar *progressbar.ProgressBar) (int, error) {
+	n := 0
+	for i, rec := range recs {
+		envs, err := taubench.Events(rec)
+		if err != nil {
+			return n, fmt.Errorf("record %d: %w", i, err)
+		}
+		if err := p.Publish(ctx, envs...); err != nil {
+			return n, fmt.Errorf("record %d (%s): %w", i, taubench.SessionID(rec.TaskID, rec.Trial), err)
+		}
+		n += len(envs)
+		_ = bar.Add(1)
+	}
+	_ = bar.Finish()
+	return n, nil
+}
+
+// newBar is a progress bar on stderr; it draws nothing when stderr is not a
+// terminal except the final line.
+func newBar(n int, what string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(n,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }),
+	)
+}

@@ -1,0 +1,29 @@
+// Command chronicle is Chronicle's CLI: the service (serve), the demo on
+// the bundled tau-bench sessions, ingest and import into the log, and the
+// analyst's tools — replay, digest and audit.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "chronicle",
+		Short:         "An auditable memory for AI-agent systems: every decision an event in Kafka, projections rebuilt by replay",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(serveCmd(), demoCmd(), ingestCmd(), importCmd(), replayCmd(), digestCmd(), auditCmd(), brokerCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "chronicle:", err)
+		var ec exitCoder
+		if as(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/spf13/cobra"
+)
+
+func serveCmd() *cobra.Command {
+	var c commonFlags
+	var httpAddr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, OnRelayError: logRelayError})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			describe(p)
+			return serveHTTP(ctx, p, httpAddr)
+		},
+	}
+	c.register(cmd)
+	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
+	return cmd
+}
+
+func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay:", err) }
+
+func describe(p *pipeline.Pipeline) {
+	if p.Broker.Embedded() {
+		fmt.Fprintf(os.Stderr, "chronicle: embedded Kafka broker on %v (log in %s)\n", p.Broker.Addrs(), pipeline.LogDir(p.Config.DataDir))
+	} else {
+		fmt.Fprintf(os.Stderr, "chronicle: Kafka cluster %v\n", p.Broker.Addrs())
+	}
+	fmt.Fprintf(os.Stderr, "chronicle: projections in %s\n", pipeline.ProjectionsDir(p.Config.DataDir))
+}
+
+// serveHTTP serves the API until ctx ends, then shuts down gracefully.
+func serveHTTP(ctx context.Context, p *pipeline.Pipeline, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: (&httpapi.Server{P: p}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}

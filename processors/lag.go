@@ -1,0 +1,78 @@
+package processors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// PartitionLag is how far one processor is behind on one partition.
+type PartitionLag struct {
+	Processor string `json:"processor"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Next      int64  `json:"next"` // next offset the processor will consume
+	End       int64  `json:"end"`  // high watermark of the partition
+	Lag       int64  `json:"lag"`  // End − Next, ≥ 0
+}
+
+// Lag computes every processor's lag per partition from the stored offsets
+// and the partitions' end offsets, sorted by processor, topic, partition.
+func Lag(ctx context.Context, adm *kadm.Client, store *projections.Store, procs []Processor) ([]PartitionLag, error) {
+	topicSet := map[string]bool{}
+	for _, p := range procs {
+		for _, t := range p.Topics() {
+			topicSet[string(t)] = true
+		}
+	}
+	topics := make([]string, 0, len(topicSet))
+	for t := range topicSet {
+		topics = append(topics, t)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("processors: end offsets: %w", err)
+	}
+	var out []PartitionLag
+	for _, p := range procs {
+		for _, t := range p.Topics() {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Topic != string(t) || o.Err != nil {
+					return
+				}
+				next, _ := store.NextOffset(p.Name(), o.Topic, o.Partition)
+				lag := o.Offset - next
+				if lag < 0 {
+					lag = 0
+				}
+				out = append(out, PartitionLag{Processor: p.Name(), Topic: o.Topic, Partition: o.Partition, Next: next, End: o.Offset, Lag: lag})
+			})
+			if err := ends.Error(); err != nil {
+				return nil, fmt.Errorf("processors: end offsets: %w", err)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Processor != b.Processor {
+			return a.Processor < b.Processor
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out, nil
+}
+
+// TotalLag sums the lag of every partition.
+func TotalLag(l []PartitionLag) int64 {
+	var n int64
+	for _, x := range l {
+		n += x.Lag
+	}
+	return n
+}

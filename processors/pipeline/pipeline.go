@@ -1,0 +1,254 @@
+// Package pipeline assembles a running Chronicle: the broker (embedded or
+// external), the projection store, the producer, the processors on the
+// Router, the outbox relay and the metrics. The CLI, the tests and the
+// benchmarks start it the same way.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config configures Start. Zero fields take the documented defaults.
+type Config struct {
+	// DataDir holds the embedded broker's log (DataDir/log) and the
+	// projections (DataDir/projections). Default ./data.
+	DataDir string
+	// Brokers of an external Kafka cluster; empty starts the embedded
+	// broker.
+	Brokers []string
+	// KafkaListen is the embedded broker's address (default
+	// 127.0.0.1:9092; port 0 picks a free one).
+	KafkaListen string
+	// Partitions of every topic created (default 4).
+	Partitions int32
+	// Processors to run (default DefaultProcessors()).
+	Processors []processors.Processor
+	// Logger (default watermill.NopLogger).
+	Logger watermill.LoggerAdapter
+	// OnRelayError is told about outbox relay failures (default: ignored;
+	// the relay retries).
+	OnRelayError func(error)
+}
+
+// DefaultProcessors are the processors a Chronicle service runs.
+func DefaultProcessors() []processors.Processor {
+	return []processors.Processor{sessions.Processor{}}
+}
+
+// LogDir and ProjectionsDir are the sub-directories of a data directory.
+func LogDir(data string) string         { return filepath.Join(data, "log") }
+func ProjectionsDir(data string) string { return filepath.Join(data, "projections") }
+
+// Pipeline is a running Chronicle.
+type Pipeline struct {
+	Config     Config
+	Broker     *broker.Broker
+	Store      *projections.Store
+	Producer   *events.Producer
+	Runner     *processors.Runner
+	Registry   *prometheus.Registry
+	Metrics    *processors.Metrics
+	Processors []processors.Processor
+	admin      *kadm.Client
+	adminCl    *kgo.Client
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errMu  sync.Mutex
+	err    error
+}
+
+// Start starts every part and returns once the processors are subscribed.
+// The store is opened first, so a second process on the same data
+// directory fails before it touches the log.
+func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = "./data"
+	}
+	if cfg.Processors == nil {
+		cfg.Processors = DefaultProcessors()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = watermill.NopLogger{}
+	}
+	p := &Pipeline{Config: cfg, Processors: cfg.Processors, Registry: prometheus.NewRegistry()}
+	var err error
+	if p.Store, err = projections.Open(ProjectionsDir(cfg.DataDir), projections.Options{}); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Pipeline, error) {
+		p.Close()
+		return nil, err
+	}
+	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions}); err != nil {
+		return fail(err)
+	}
+	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs()}); err != nil {
+		return fail(err)
+	}
+	if p.adminCl, err = kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...)); err != nil {
+		return fail(err)
+	}
+	p.admin = kadm.NewClient(p.adminCl)
+	p.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p.Metrics = processors.NewMetrics(p.Registry)
+	p.Registry.MustRegister(&lagCollector{p: p, desc: lagDesc})
+	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
+		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Metrics: p.Metrics, Logger: cfg.Logger,
+	}); err != nil {
+		return fail(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		if err := p.Runner.Run(runCtx); err != nil {
+			p.setErr(fmt.Errorf("pipeline: router: %w", err))
+		}
+	}()
+	relay := &processors.Relay{Store: p.Store, Producer: p.Producer, OnError: cfg.OnRelayError}
+	go func() {
+		defer p.wg.Done()
+		_ = relay.Run(runCtx)
+	}()
+	select {
+	case <-p.Runner.Running():
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	case <-time.After(60 * time.Second):
+		return fail(errors.New("pipeline: processors did not subscribe within 60 s"))
+	}
+	return p, nil
+}
+
+func (p *Pipeline) setErr(err error) {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+// Err is the first background failure, if any.
+func (p *Pipeline) Err() error {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
+
+// Admin is an admin client on the pipeline's brokers.
+func (p *Pipeline) Admin() *kadm.Client { return p.admin }
+
+// Lag is every processor's lag per partition.
+func (p *Pipeline) Lag(ctx context.Context) ([]processors.PartitionLag, error) {
+	return processors.Lag(ctx, p.admin, p.Store, p.Processors)
+}
+
+// CaughtUp reports whether every processor has consumed every partition to
+// its end and the outbox is empty.
+func (p *Pipeline) CaughtUp(ctx context.Context) (bool, int64, error) {
+	l, err := p.Lag(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	pending, err := p.Store.PendingOutbox(1)
+	if err != nil {
+		return false, 0, err
+	}
+	total := processors.TotalLag(l)
+	return total == 0 && len(pending) == 0, total, nil
+}
+
+// WaitCaughtUp polls CaughtUp until it holds twice in a row (derived events
+// relayed in between are consumed too), ctx ends, or a background part
+// failed. progress, when set, receives the remaining lag.
+func (p *Pipeline) WaitCaughtUp(ctx context.Context, progress func(lag int64)) error {
+	streak := 0
+	for {
+		if err := p.Err(); err != nil {
+			return err
+		}
+		ok, lag, err := p.CaughtUp(ctx)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if progress != nil {
+			progress(lag)
+		}
+		if ok {
+			streak++
+			if streak >= 2 {
+				return nil
+			}
+		} else {
+			streak = 0
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops the processors and the relay, then closes the producer, the
+// broker and the store.
+func (p *Pipeline) Close() error {
+	if p.cancel != nil {
+		p.cancel()
+		p.wg.Wait()
+	}
+	if p.adminCl != nil {
+		p.adminCl.Close()
+	}
+	if p.Producer != nil {
+		p.Producer.Close()
+	}
+	if p.Broker != nil {
+		p.Broker.Close()
+	}
+	if p.Store != nil {
+		return p.Store.Close()
+	}
+	return nil
+}
+
+var lagDesc = prometheus.NewDesc("chronicle_processor_lag", "Records a processor has yet to consume, per topic partition.", []string{"processor", "topic", "partition"}, nil)
+
+// lagCollector computes the lag on each scrape.
+type lagCollector struct {
+	p    *Pipeline
+	desc *prometheus.Desc
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	l, err := c.p.Lag(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, x := range l {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(x.Lag), x.Processor, x.Topic, fmt.Sprint(x.Partition))
+	}
+}

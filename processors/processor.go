@@ -1,0 +1,31 @@
+// Package processors runs Chronicle's processors: deterministic functions of
+// the log that write projections into the Pebble store (package
+// projections) and emit derived events through its outbox.
+//
+// The same Apply path serves the live pipeline (Runner: consumer groups on
+// Watermill's Router, with Recoverer, Retry and a poison queue into the
+// dead-letter topic) and Replay (a straight read of the log from offset 0),
+// so a replay rebuilds every projection bit for bit.
+package processors
+
+import (
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// Processor reacts to events of some topics. Name is also the name of its
+// projection and part of its consumer group ids, so it must be stable and
+// free of '/'. Apply must be a deterministic function of the projection and
+// the event: no wall clock, no random ids (time comes from the event).
+// An error from Apply is a processing failure: the event is retried, then
+// dead-lettered, and nothing it wrote is kept.
+type Processor interface {
+	Name() string
+	Topics() []events.Topic
+	Apply(tx *projections.Tx, env *events.Envelope) error
+}
+
+// GroupID is the consumer group of processor p on topic t:
+// chronicle.<processor>.<topic>. One group per topic keeps every group's
+// subscription uniform.
+func GroupID(p Processor, t events.Topic) string { return "chronicle." + p.Name() + "." + string(t) }

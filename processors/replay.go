@@ -1,0 +1,252 @@
+package processors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Until bounds a replay: the state "as of" a moment.
+//   - Time: every record whose Kafka timestamp (when the log received it)
+//     is at or before Time.
+//   - Pos: the record at Pos and everything before it on its partition;
+//     on other partitions, every record with a timestamp at or before Pos's.
+//
+// The zero Until replays everything present when the replay starts.
+type Until struct {
+	Time time.Time
+	Pos  *projections.Position
+}
+
+// ParseUntil parses an RFC 3339 time or topic:partition:offset.
+func ParseUntil(s string) (Until, error) {
+	if s == "" {
+		return Until{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return Until{Time: t}, nil
+	}
+	i := strings.LastIndexByte(s, ':')
+	j := strings.LastIndexByte(s[:max(i, 0)], ':')
+	if i < 0 || j < 0 {
+		return Until{}, fmt.Errorf("--until: %q is neither an RFC 3339 time nor topic:partition:offset", s)
+	}
+	p, err1 := strconv.ParseInt(s[j+1:i], 10, 32)
+	o, err2 := strconv.ParseInt(s[i+1:], 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || o < 0 {
+		return Until{}, fmt.Errorf("--until: %q: partition and offset must be non-negative integers", s)
+	}
+	return Until{Pos: &projections.Position{Topic: s[:j], Partition: int32(p), Offset: o}}, nil
+}
+
+// ReplayStats summarises a replay.
+type ReplayStats struct {
+	Records      int64 `json:"records"`       // records read
+	Applied      int64 `json:"applied"`       // processor applications
+	Duplicates   int64 `json:"duplicates"`    // dropped by idempotency key
+	DeadLettered int64 `json:"dead_lettered"` // failed and skipped, as live would dead-letter them
+}
+
+// ReplayConfig configures Replay.
+type ReplayConfig struct {
+	Brokers    []string
+	Store      *projections.Store // an empty store to rebuild into
+	Processors []Processor
+	Until      Until
+	// Progress, when set, is called now and then with records read so far
+	// and the total to read.
+	Progress func(done, total int64)
+	// StopAt, when set, bounds each processor separately: it applies the
+	// records of topic/partition below the returned offset only. audit uses
+	// it to replay exactly as far as the live store got.
+	StopAt func(processor, topic string, partition int32) int64
+}
+
+// Replay rebuilds the processors' projections into cfg.Store by reading
+// their topics from offset 0 up to the end offsets found at start (or
+// cfg.Until), applying every record with the same Apply path as the live
+// Runner. An event that fails is skipped, as the live pipeline would have
+// dead-lettered it. Derived events land in the store's outbox and are not
+// relayed: the log already has them.
+func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
+	var st ReplayStats
+	byTopic := map[string][]Processor{}
+	for _, p := range cfg.Processors {
+		for _, t := range p.Topics() {
+			byTopic[string(t)] = append(byTopic[string(t)], p)
+		}
+	}
+	topics := make([]string, 0, len(byTopic))
+	for t := range byTopic {
+		topics = append(topics, t)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		return st, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return st, fmt.Errorf("replay: end offsets: %w", err)
+	}
+	if err := ends.Error(); err != nil {
+		return st, fmt.Errorf("replay: end offsets: %w", err)
+	}
+	stopAt := map[string]map[int32]int64{}
+	var total int64
+	start := map[string]map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if stopAt[o.Topic] == nil {
+			stopAt[o.Topic] = map[int32]int64{}
+			start[o.Topic] = map[int32]kgo.Offset{}
+		}
+		stopAt[o.Topic][o.Partition] = o.Offset
+		total += o.Offset
+		if o.Offset > 0 {
+			start[o.Topic][o.Partition] = kgo.NewOffset().At(0)
+		}
+	})
+	until := cfg.Until.Time
+	if pos := cfg.Until.Pos; pos != nil {
+		end, ok := stopAt[pos.Topic][pos.Partition]
+		if !ok {
+			return st, fmt.Errorf("--until: %s: no such topic partition among %v", pos, topics)
+		}
+		if pos.Offset >= end {
+			return st, fmt.Errorf("--until: %s: offset beyond the end of the partition (%d)", pos, end)
+		}
+		ts, err := recordTime(ctx, cfg.Brokers, *pos)
+		if err != nil {
+			return st, err
+		}
+		until = ts
+		stopAt[pos.Topic][pos.Partition] = pos.Offset + 1
+	}
+	remaining := 0
+	for t, ps := range stopAt {
+		for p, end := range ps {
+			if end > 0 {
+				remaining++
+			} else {
+				delete(start[t], p)
+			}
+		}
+	}
+	if remaining == 0 {
+		return st, nil
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return st, err
+	}
+	defer cons.Close()
+	done := map[string]map[int32]bool{}
+	finish := func(t string, p int32) {
+		if done[t] == nil {
+			done[t] = map[int32]bool{}
+		}
+		if !done[t][p] {
+			done[t][p] = true
+			remaining--
+		}
+	}
+	for remaining > 0 {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("replay: fetch %s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return st, ferr
+		}
+		var aerr error
+		fs.EachRecord(func(r *kgo.Record) {
+			if aerr != nil || done[r.Topic][r.Partition] {
+				return
+			}
+			if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until)) {
+				finish(r.Topic, r.Partition)
+				return
+			}
+			st.Records++
+			for _, p := range byTopic[r.Topic] {
+				if cfg.StopAt != nil && r.Offset >= cfg.StopAt(p.Name(), r.Topic, r.Partition) {
+					continue
+				}
+				res, err := applyRecord(cfg.Store, p, r)
+				switch {
+				case err != nil:
+					st.DeadLettered++
+					if err := cfg.Store.Skip(p.Name(), positionOf(r)); err != nil {
+						aerr = err
+					}
+				case res == projections.Duplicate:
+					st.Duplicates++
+				case res == projections.Applied:
+					st.Applied++
+				}
+			}
+			if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
+				finish(r.Topic, r.Partition)
+			}
+		})
+		if aerr != nil {
+			return st, aerr
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(st.Records, total)
+		}
+	}
+	return st, nil
+}
+
+func positionOf(r *kgo.Record) projections.Position {
+	return projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+}
+
+// applyRecord decodes r and applies it for p. A record that is not a valid
+// event is a processing error like any other.
+func applyRecord(store *projections.Store, p Processor, r *kgo.Record) (projections.Result, error) {
+	env, err := events.FromRecord(r)
+	if err != nil {
+		return 0, err
+	}
+	return store.Apply(p.Name(), positionOf(r), &env, p.Apply)
+}
+
+func recordTime(ctx context.Context, brokers []string, pos projections.Position) (time.Time, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)},
+	}))
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("--until: read %s: %w", pos, ctx.Err())
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			r := it.Next()
+			if r.Offset == pos.Offset {
+				return r.Timestamp, nil
+			}
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return time.Time{}, fmt.Errorf("--until: read %s: %w", pos, errors.Join(errs[0].Err))
+		}
+	}
+}

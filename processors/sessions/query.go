@@ -1,0 +1,142 @@
+package sessions
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// View is a session with its evaluation, as the query API returns it.
+type View struct {
+	Session
+	Evaluation *events.EvaluationData `json:"evaluation,omitempty"`
+}
+
+// Get returns the session id with its evaluation; ok is false when the
+// projection has no such session.
+func Get(store *projections.Store, id string) (View, bool, error) {
+	var v View
+	ok, err := store.GetJSON(Name, sessionKey(id), &v.Session)
+	if err != nil || !ok {
+		return v, ok, err
+	}
+	var ev events.EvaluationData
+	has, err := store.GetJSON(Name, evaluationKey(id), &ev)
+	if err != nil {
+		return v, true, err
+	}
+	if has {
+		v.Evaluation = &ev
+	}
+	return v, true, nil
+}
+
+// List returns up to limit sessions in id order after cursor (exclusive),
+// only those with the given outcome when outcome is not empty, and the
+// cursor of the next page ("" at the end). allow, when not nil, filters
+// sessions by scope (the caller's access rights).
+func List(store *projections.Store, outcome string, limit int, cursor string, allow func(scope string) bool) ([]View, string, error) {
+	var ids []string
+	prefix, strip := "s/", "s/"
+	if outcome != "" {
+		prefix = "o/" + outcome + "/"
+		strip = prefix
+	}
+	after := ""
+	if cursor != "" {
+		after = strip + cursor
+	}
+	var out []View
+	next := ""
+	err := store.Scan(Name, prefix, after, func(key string, _ []byte) (bool, error) {
+		id := strings.TrimPrefix(key, strip)
+		v, ok, err := Get(store, id)
+		if err != nil || !ok {
+			return err == nil, err
+		}
+		if allow != nil && !allow(v.Scope) {
+			return true, nil
+		}
+		if len(out) == limit {
+			next = ids[len(ids)-1]
+			return false, nil
+		}
+		ids = append(ids, id)
+		out = append(out, v)
+		return true, nil
+	})
+	return out, next, err
+}
+
+// Trace returns the projected trace of session id in log order.
+func Trace(store *projections.Store, id string) ([]TraceItem, error) {
+	var out []TraceItem
+	err := store.Scan(Name, tracePrefix(id), "", func(_ string, val []byte) (bool, error) {
+		var it TraceItem
+		if err := json.Unmarshal(val, &it); err != nil {
+			return false, err
+		}
+		out = append(out, it)
+		return true, nil
+	})
+	return out, err
+}
+
+// Stats summarise the projection for the demo.
+type Stats struct {
+	Sessions         int            `json:"sessions"`
+	Completed        int            `json:"completed"`
+	Events           int            `json:"events"`
+	Successes        int            `json:"successes"`
+	Failures         int            `json:"failures"`
+	Evaluations      int            `json:"evaluations"`
+	ByRecommendation map[string]int `json:"evaluations_by_recommendation"`
+	// Agreement is the share of evaluated sessions with a producer reward
+	// where (recommendation == meets_criteria) equals (reward == 1).
+	Agreement float64 `json:"evaluation_agreement"`
+	// Compared is how many sessions Agreement is computed over.
+	Compared int `json:"agreement_sessions"`
+}
+
+// ComputeStats scans the whole projection.
+func ComputeStats(store *projections.Store) (Stats, error) {
+	st := Stats{ByRecommendation: map[string]int{}}
+	agree := 0
+	err := store.Scan(Name, "s/", "", func(key string, val []byte) (bool, error) {
+		var s Session
+		if err := json.Unmarshal(val, &s); err != nil {
+			return false, err
+		}
+		st.Sessions++
+		st.Events += s.Events
+		switch s.Outcome {
+		case events.OutcomeSuccess:
+			st.Successes++
+		case events.OutcomeFailure:
+			st.Failures++
+		}
+		if s.Status == StatusCompleted {
+			st.Completed++
+		}
+		var ev events.EvaluationData
+		ok, err := store.GetJSON(Name, evaluationKey(s.ID), &ev)
+		if err != nil || !ok {
+			return err == nil, err
+		}
+		st.Evaluations++
+		st.ByRecommendation[ev.Recommendation]++
+		if s.Reward != nil {
+			st.Compared++
+			if (ev.Recommendation == events.MeetsCriteria) == (*s.Reward == 1) {
+				agree++
+			}
+		}
+		return true, nil
+	})
+	if st.Compared > 0 {
+		st.Agreement = float64(agree) / float64(st.Compared)
+	}
+	return st, err
+}

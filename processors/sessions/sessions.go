@@ -1,0 +1,175 @@
+// Package sessions is the processor that projects coordination sessions —
+// their task, criteria, trace and outcome — and evaluates each completed
+// session with the FLUX evaluator (package flux), emitting
+// evaluation.completed.v1.
+//
+// Projection rows (under p/sessions/):
+//
+//	s/<session id>                 Session (JSON)
+//	t/<session id>/<seq, 6 digits> TraceItem (JSON), in log order
+//	e/<session id>                 events.EvaluationData (JSON)
+//	o/<outcome>/<session id>       index for listing by outcome (empty value)
+package sessions
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/flux"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// Name is the processor's and projection's name.
+const Name = "sessions"
+
+// Session is the projected state of one session.
+type Session struct {
+	ID            string             `json:"id"`
+	Scope         string             `json:"scope"`
+	Task          string             `json:"task,omitempty"`
+	Criteria      []events.Criterion `json:"criteria,omitempty"`
+	Iteration     int                `json:"iteration,omitempty"`
+	ParentSession string             `json:"parent_session,omitempty"`
+	StartedAt     string             `json:"started_at,omitempty"`
+	CompletedAt   string             `json:"completed_at,omitempty"`
+	Status        string             `json:"status"` // running | completed
+	Outcome       string             `json:"outcome,omitempty"`
+	Reward        *float64           `json:"reward,omitempty"`
+	Output        string             `json:"output,omitempty"`
+	Events        int                `json:"events"`
+	ToolCalls     int                `json:"tool_calls"`
+	Minutes       int                `json:"minutes"`
+}
+
+// TraceItem is one event of a session's trace, as the evaluator sees it.
+type TraceItem struct {
+	ID   string          `json:"id"`
+	Type events.Type     `json:"type"`
+	Time string          `json:"time"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Session statuses.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+)
+
+// ErrNotStarted is the processing error of a completion for a session that
+// was never started: there are no criteria to evaluate against, so the
+// event goes to the dead-letter topic.
+var ErrNotStarted = errors.New("session completed before it was started: no success criteria to evaluate")
+
+// ErrAlreadyCompleted is the processing error of a second completion (with
+// another event id) of the same session.
+var ErrAlreadyCompleted = errors.New("session already completed")
+
+// Processor is the sessions processor.
+type Processor struct{}
+
+// Name implements processors.Processor.
+func (Processor) Name() string { return Name }
+
+// Topics implements processors.Processor.
+func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
+
+func sessionKey(id string) string                { return "s/" + id }
+func traceKey(id string, seq int) string         { return fmt.Sprintf("t/%s/%06d", id, seq) }
+func evaluationKey(id string) string             { return "e/" + id }
+func outcomeKey(outcome, id string) string       { return "o/" + outcome + "/" + id }
+func tracePrefix(id string) string               { return "t/" + id + "/" }
+func keyOf(env *events.Envelope) (string, error) { return events.Key(env) }
+
+// Apply implements processors.Processor.
+func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
+	id, err := keyOf(env)
+	if err != nil {
+		return err
+	}
+	var s Session
+	ok, err := tx.GetJSON(sessionKey(id), &s)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s = Session{ID: id, Scope: env.EffectiveScope(), Status: StatusRunning}
+	}
+	switch env.Type {
+	case events.SessionStarted:
+		var d events.SessionStartedData
+		if err := env.Decode(&d); err != nil {
+			return err
+		}
+		s.Task, s.Criteria, s.StartedAt = d.OriginalTask, d.SuccessCriteria, env.Time
+		s.Iteration, s.ParentSession = d.Iteration, d.ParentSession
+	case events.SessionCompleted:
+		if s.StartedAt == "" {
+			return fmt.Errorf("session %s: %w", id, ErrNotStarted)
+		}
+		if s.Status == StatusCompleted {
+			return fmt.Errorf("session %s: %w", id, ErrAlreadyCompleted)
+		}
+		var d events.SessionCompletedData
+		if err := env.Decode(&d); err != nil {
+			return err
+		}
+		s.Status, s.CompletedAt, s.Outcome, s.Reward, s.Output = StatusCompleted, env.Time, d.Outcome, d.Reward, d.Output
+		if err := tx.Set(outcomeKey(d.Outcome, id), nil); err != nil {
+			return err
+		}
+	case events.MinuteRecorded:
+		s.Minutes++
+	case events.WorkflowTaskCompleted:
+		s.ToolCalls++
+	}
+	if err := tx.SetJSON(traceKey(id, s.Events), TraceItem{ID: env.ID, Type: env.Type, Time: env.Time, Data: env.Data}); err != nil {
+		return err
+	}
+	s.Events++
+	if err := tx.SetJSON(sessionKey(id), s); err != nil {
+		return err
+	}
+	if env.Type != events.SessionCompleted {
+		return nil
+	}
+	in, err := evaluatorInput(tx, &s)
+	if err != nil {
+		return err
+	}
+	ev := flux.Evaluate(in)
+	if err := tx.SetJSON(evaluationKey(id), ev); err != nil {
+		return err
+	}
+	return tx.Emit(events.EvaluationCompleted, ev)
+}
+
+// evaluatorInput builds what the evaluator may see from the projected
+// trace: the task, the criteria, the output, the minutes and the tool
+// calls — never the producer's outcome or reward.
+func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
+	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
+	err := tx.Scan(tracePrefix(s.ID), func(_ string, val []byte) (bool, error) {
+		var it TraceItem
+		if err := json.Unmarshal(val, &it); err != nil {
+			return false, err
+		}
+		switch it.Type {
+		case events.MinuteRecorded:
+			var m events.MinuteData
+			if err := json.Unmarshal(it.Data, &m); err != nil {
+				return false, err
+			}
+			in.Minutes = append(in.Minutes, m)
+		case events.WorkflowTaskCompleted:
+			var c events.TaskCompletedData
+			if err := json.Unmarshal(it.Data, &c); err != nil {
+				return false, err
+			}
+			in.Calls = append(in.Calls, c)
+		}
+		return true, nil
+	})
+	return in, err
+}
