@@ -1,0 +1,194 @@
+package pipeline_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func start(t *testing.T) *pipeline.Pipeline {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func sampleEvents(t *testing.T, n int) [][]events.Envelope {
+	t.Helper()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]events.Envelope
+	for _, r := range recs[:n] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, envs)
+	}
+	return out
+}
+
+// A poison event — valid against its schema, but the processor cannot
+// apply it (a completion for a session that never started) — is retried,
+// lands in the dead-letter topic with the error and its original position
+// in headers, and the pipeline goes on with the next events.
+func TestPoisonEventGoesToDeadLetterTopic(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	poison, err := events.New(events.SessionCompleted, "test/poison", "poison-1", time.Unix(1700000000, 0), events.SessionCompletedData{Output: "done", Outcome: "success"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison.SessionID = "never-started"
+	if err := p.Producer.Publish(ctx, poison); err != nil {
+		t.Fatal(err)
+	}
+	sess := sampleEvents(t, 3)
+	for _, envs := range sess {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, envs := range sess {
+		v, ok, err := sessions.Get(p.Store, envs[0].SessionID)
+		if err != nil || !ok || v.Evaluation == nil {
+			t.Fatalf("session %s after the poison event: ok=%v err=%v eval=%v", envs[0].SessionID, ok, err, v.Evaluation)
+		}
+	}
+	if _, ok, _ := sessions.Get(p.Store, "never-started"); ok {
+		t.Fatal("the poison event's changes were kept")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicDeadLetter)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	fs := cl.PollFetches(ctx)
+	recs := fs.Records()
+	if len(recs) != 1 {
+		t.Fatalf("dead-letter topic holds %d records, want 1 (errors %v)", len(recs), fs.Errors())
+	}
+	h := map[string]string{}
+	for _, x := range recs[0].Headers {
+		h[x.Key] = string(x.Value)
+	}
+	if !strings.Contains(h[processors.HeaderError], sessions.ErrNotStarted.Error()) ||
+		h[processors.HeaderOriginalTopic] != string(events.TopicSessions) || h[processors.HeaderOriginalOffset] == "" || h[processors.HeaderOriginalPartition] == "" {
+		t.Fatalf("dead-letter headers %v", h)
+	}
+	env, err := events.ParseEvent(recs[0].Value)
+	if err != nil || env.ID != "poison-1" {
+		t.Fatalf("dead-letter value is not the original event: %v %s", err, recs[0].Value)
+	}
+	if got := testCounter(t, p, "chronicle_dead_letter_events_total"); got != 1 {
+		t.Fatalf("dead-letter metric %v, want 1", got)
+	}
+}
+
+// Live projections equal a replay of the log, and derived events reach
+// their topic exactly once per id.
+func TestLiveEqualsReplay(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sess := sampleEvents(t, 12)
+	for _, envs := range sess {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the same sessions again: duplicates by id must change nothing
+	for _, envs := range sess[:4] {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	live, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: rep, Processors: p.Processors})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Duplicates == 0 {
+		t.Fatalf("replay saw no duplicates although 4 sessions were sent twice: %+v", st)
+	}
+	d, err := projections.Diff(rep, p.Store)
+	if err != nil || d != nil {
+		t.Fatalf("replay differs from live: %v %v", d, err)
+	}
+	rd, _ := rep.Digest()
+	if rd.All != live.All || live.Rows[sessions.Name] == 0 {
+		t.Fatalf("digest live %s replay %s", live.All, rd.All)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicEvaluations)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ids := map[string]int{}
+	for len(ids) < len(sess) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d evaluations relayed, want %d", len(ids), len(sess))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			env, err := events.FromRecord(r)
+			if err != nil || env.Type != events.EvaluationCompleted || env.CausationID == "" {
+				t.Errorf("derived record %s: %v", r.Value, err)
+			}
+			ids[env.ID]++
+		})
+	}
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("evaluation %s relayed %d times", id, n)
+		}
+	}
+}
+
+func testCounter(t *testing.T, p *pipeline.Pipeline, name string) float64 {
+	t.Helper()
+	mfs, err := p.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
