@@ -16,7 +16,8 @@ import "encoding/json"
 //   - judge {rubric}: an LLM judge fills the rubric checklist (unevaluated
 //     until a judge is configured);
 //   - no_other_calls {tools, allowed}: every successful call of one of tools
-//     matches an entry of allowed (no unrequested side effects).
+//     matches an entry of allowed (no unrequested side effects); a missing
+//     allowed means no call of those tools is allowed.
 type Check struct {
 	Kind      string          `json:"kind"`
 	Name      string          `json:"name,omitempty"`

@@ -1,0 +1,273 @@
+// Package flux is Chronicle's FLUX evaluator (PAIR design): it scores a
+// finished session against the success criteria its producer declared in
+// coordination.session.started.v1 and returns the data of
+// evaluation.completed.v1. Evaluate is a pure function of its Input: no
+// I/O, no clock, no map iteration into output order, so evaluating the same
+// session twice gives identical results.
+//
+// # What is checked
+//
+// Each criterion carries a machine check (events.Check):
+//
+//   - tool_call: some successful call (a workflow.task.completed.v1 with
+//     success true) of the named tool whose inputs contain the expected
+//     arguments → 100, else 0. Containment is a subset match: objects by
+//     key, recursively (extra keys in the call are fine); arrays element
+//     by element with equal length; numbers numerically (250 = 250.0);
+//     strings, booleans and null exactly.
+//   - output_contains: the text occurs, case-insensitively and with commas
+//     removed from the searched text (tau-bench's own rule), in the
+//     session output or in the content of any minute whose actor is
+//     "assistant" → 100, else 0.
+//   - json_schema: the output parses as JSON and is valid against the
+//     schema (JSON Schema 2020-12 by default, formats asserted, no remote
+//     references loaded) → 100, else 0.
+//   - regex: the Go (RE2) pattern matches the output → 100, else 0.
+//   - no_other_calls: 100 × (successful calls of the listed tools that
+//     subset-match an allowed entry) / (all successful calls of the listed
+//     tools); 100 when there are none.
+//   - judge: needs an LLM judge, which this package does not run: reported
+//     with evaluated=false, listed in Unevaluated, left out of the
+//     composite. A check that cannot be run at all (unknown kind, invalid
+//     regex or schema) is treated the same way, with the reason in its
+//     detail, since the agent is not at fault for a broken criterion.
+//
+// Every result has a detail saying what was found or is missing, for a
+// failed tool_call the closest call and the first argument that differed.
+//
+// # Scores (PAIR FLUX design)
+//
+//   - "Per-criterion score 0-100", rounded to 2 decimals.
+//   - "Composite = weighted mean of evaluated criteria": Σ weight·score /
+//     Σ weight over evaluated criteria, rounded to 2 decimals. When the
+//     evaluated weight sums to 0 the composite is the plain mean of the
+//     evaluated scores; when nothing is evaluated it is 0 (and the
+//     recommendation total_failure: there is no evidence of success).
+//   - "A gap for each evaluated criterion below 100", zero-weight ones
+//     included (they are informative), with "severity low (score ≥ 90),
+//     medium (≥ 75), high (≥ 50) or critical", "impact_on_criteria =
+//     100 − score" and "improvement_priority = max(1, floor((100 −
+//     score)/10))"; gaps are sorted by priority, highest first, ties in
+//     criterion order.
+//   - "Recommendation meets_criteria (composite ≥ 95), needs_improvement
+//     (≥ 75), significant_gaps (≥ 25), else total_failure."
+//
+// # Why this agrees with tau-bench
+//
+// tau-bench rewards a session with 1 when the database after the agent's
+// calls equals the database after the ground-truth calls and every
+// expected output was said to the user. Only successful calls of mutating
+// tools change the database (a tool that fails returns "Error: ..." and
+// leaves it untouched; lookups never touch it). The taubench importer
+// therefore declares, with weight 1, one tool_call criterion per
+// ground-truth write, one output_contains criterion per expected output
+// and one no_other_calls criterion over the mutating tools allowing only
+// the ground-truth writes; ground-truth lookups get weight 0. A session
+// meets its criteria exactly when every ground-truth write was done with
+// matching arguments, no other write succeeded and every output was said:
+// the database and outputs tau-bench compares. A plain comparison of call
+// lists misses this: it demands the lookups too, counts failed calls as
+// done and is fooled by extra writes. The evaluator never sees the
+// producer's outcome or reward.
+//
+// On the 200 GPT-4o airline sessions shipped with the importer the
+// evaluator agrees with tau-bench's reward on 198 (99%), the plain
+// canonical-JSON comparison on 154 (77%). Both disagreements are sessions
+// tau-bench cut off at its step limit (30 agent turns): it then never
+// compares databases (reward_info is null) and the reward stays 0, although
+// the database at the cut-off was the expected one.
+package flux
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// Input is what the evaluator may see: never the producer's outcome or reward.
+type Input struct {
+	// SessionID is copied into the evaluation.
+	SessionID string
+	// Task is the session's original task (for judges; no machine check
+	// reads it).
+	Task string
+	// Criteria are the session's success criteria, in declaration order.
+	Criteria []events.Criterion
+	// Output is the session's final output.
+	Output string
+	// Minutes are the session's minutes in order.
+	Minutes []events.MinuteData
+	// Calls are the session's tool calls (workflow.task.completed.v1) in order.
+	Calls []events.TaskCompletedData
+}
+
+// Severities of a gap.
+const (
+	SeverityLow      = "low"
+	SeverityMedium   = "medium"
+	SeverityHigh     = "high"
+	SeverityCritical = "critical"
+)
+
+// Evaluate scores in against its criteria (see the package documentation
+// for the checks and formulas) and returns the data of
+// evaluation.completed.v1. Criteria and Gaps are never nil; Unevaluated
+// lists, in criterion order, the ids of criteria that were not scored. If
+// no criterion could be evaluated the composite is 0 and the
+// recommendation total_failure.
+func Evaluate(in Input) events.EvaluationData {
+	out := events.EvaluationData{
+		SessionID: in.SessionID,
+		Criteria:  make([]events.CriterionResult, 0, len(in.Criteria)),
+		Gaps:      []events.Gap{},
+	}
+	var scores, weights []float64
+	for _, c := range in.Criteria {
+		r := events.CriterionResult{ID: c.ID, Description: c.Description, Kind: c.Check.Kind, Weight: c.Weight}
+		score, detail, ok := check(c, in)
+		r.Detail = detail
+		if !ok {
+			out.Unevaluated = append(out.Unevaluated, c.ID)
+			out.Criteria = append(out.Criteria, r)
+			continue
+		}
+		score = round2(clamp(score))
+		r.Evaluated = true
+		r.Score = &score
+		out.Criteria = append(out.Criteria, r)
+		scores = append(scores, score)
+		weights = append(weights, c.Weight)
+		if score < 100 {
+			out.Gaps = append(out.Gaps, gap(c, score, detail))
+		}
+	}
+	out.Composite = Composite(scores, weights)
+	out.Recommendation = Recommendation(out.Composite)
+	sort.SliceStable(out.Gaps, func(i, j int) bool {
+		return out.Gaps[i].ImprovementPriority > out.Gaps[j].ImprovementPriority
+	})
+	return out
+}
+
+func gap(c events.Criterion, score float64, detail string) events.Gap {
+	impact := round2(100 - score)
+	return events.Gap{
+		CriterionID:         c.ID,
+		Description:         c.Description,
+		Score:               score,
+		Severity:            Severity(score),
+		ImpactOnCriteria:    impact,
+		ImprovementPriority: Priority(score),
+		Detail:              detail,
+	}
+}
+
+// Composite is the weighted mean of scores (PAIR FLUX: "composite =
+// weighted mean of evaluated criteria"), rounded to 2 decimals; the plain
+// mean when the weights sum to 0; 0 for no scores. Negative weights count
+// as 0.
+func Composite(scores, weights []float64) float64 {
+	if len(scores) == 0 {
+		return 0
+	}
+	var sum, wsum, plain float64
+	for i, s := range scores {
+		w := 0.0
+		if i < len(weights) && weights[i] > 0 {
+			w = weights[i]
+		}
+		sum += w * s
+		wsum += w
+		plain += s
+	}
+	if wsum == 0 {
+		return round2(plain / float64(len(scores)))
+	}
+	return round2(sum / wsum)
+}
+
+// Severity of a gap with the given score (PAIR FLUX): "low (score ≥ 90),
+// medium (≥ 75), high (≥ 50) or critical".
+func Severity(score float64) string {
+	switch {
+	case score >= 90:
+		return SeverityLow
+	case score >= 75:
+		return SeverityMedium
+	case score >= 50:
+		return SeverityHigh
+	default:
+		return SeverityCritical
+	}
+}
+
+// Priority is a gap's improvement priority (PAIR FLUX):
+// "max(1, floor((100 − score)/10))".
+func Priority(score float64) int {
+	// The epsilon absorbs binary rounding of 2-decimal scores (e.g. 100 −
+	// 70.00 must give 3, not 2.9999…).
+	p := int(math.Floor(round2(100-score)/10 + 1e-9))
+	return max(1, p)
+}
+
+// Recommendation maps a composite to PAIR FLUX's recommendation:
+// "meets_criteria (composite ≥ 95), needs_improvement (≥ 75),
+// significant_gaps (≥ 25), else total_failure".
+func Recommendation(composite float64) string {
+	switch {
+	case composite >= 95:
+		return events.MeetsCriteria
+	case composite >= 75:
+		return events.NeedsImprovement
+	case composite >= 25:
+		return events.SignificantGaps
+	default:
+		return events.TotalFailure
+	}
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+func clamp(x float64) float64 {
+	if math.IsNaN(x) || x < 0 {
+		return 0
+	}
+	return min(x, 100)
+}
+
+// check runs one criterion's check: its score, detail, and whether it was
+// evaluated at all.
+func check(c events.Criterion, in Input) (float64, string, bool) {
+	switch c.Check.Kind {
+	case events.CheckToolCall:
+		s, d := checkToolCall(c.Check, in.Calls)
+		return s, d, true
+	case events.CheckOutputContains:
+		s, d := checkOutputContains(c.Check, in)
+		return s, d, true
+	case events.CheckJSONSchema:
+		return checkJSONSchema(c.Check, in.Output)
+	case events.CheckRegex:
+		return checkRegex(c.Check, in.Output)
+	case events.CheckNoOtherCalls:
+		s, d := checkNoOtherCalls(c.Check, in.Calls)
+		return s, d, true
+	case events.CheckJudge:
+		return 0, "judge criterion: needs an LLM judge, none configured", false
+	default:
+		return 0, fmt.Sprintf("unknown check kind %q", c.Check.Kind), false
+	}
+}
+
+// truncate shortens s to n runes with an ellipsis, on one line.
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
