@@ -62,7 +62,7 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 		if err := putOffset(b, okey, pos.Offset+1); err != nil {
 			return 0, err
 		}
-		return Duplicate, s.commit(b, okey, pos.Offset+1, 0)
+		return Duplicate, s.commit(b, okey, pos.Offset+1, false)
 	case !errors.Is(err, pebble.ErrNotFound):
 		return 0, err
 	}
@@ -73,9 +73,7 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 	if tx.err != nil {
 		return 0, tx.err
 	}
-	s.mu.Lock()
-	seq := s.outSeq
-	s.mu.Unlock()
+	seq := s.reserveOutbox(len(tx.out))
 	for _, rec := range tx.out {
 		val, err := json.Marshal(rec)
 		if err != nil {
@@ -86,13 +84,6 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 		}
 		seq++
 	}
-	if len(tx.out) > 0 {
-		var v [8]byte
-		binary.BigEndian.PutUint64(v[:], seq)
-		if err := b.Set([]byte(keyOutboxSeq), v[:], nil); err != nil {
-			return 0, err
-		}
-	}
 	var pv [8]byte
 	binary.BigEndian.PutUint64(pv[:], uint64(pos.Offset))
 	if err := b.Set(dk, pv[:], nil); err != nil {
@@ -101,7 +92,7 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 	if err := putOffset(b, okey, pos.Offset+1); err != nil {
 		return 0, err
 	}
-	return Applied, s.commit(b, okey, pos.Offset+1, seq)
+	return Applied, s.commit(b, okey, pos.Offset+1, len(tx.out) > 0)
 }
 
 // Skip records that processor is done with pos without applying it: the
@@ -118,27 +109,34 @@ func (s *Store) Skip(processor string, pos Position) error {
 	if err := putOffset(b, okey, pos.Offset+1); err != nil {
 		return err
 	}
-	return s.commit(b, okey, pos.Offset+1, 0)
+	return s.commit(b, okey, pos.Offset+1, false)
 }
 
-func (s *Store) commit(b *pebble.Batch, okey string, next int64, outSeq uint64) error {
+func (s *Store) commit(b *pebble.Batch, okey string, next int64, emitted bool) error {
 	if err := b.Commit(s.writeOpts()); err != nil {
 		return fmt.Errorf("projections: commit: %w", err)
 	}
 	s.mu.Lock()
 	s.offsets[okey] = next
-	grew := outSeq > s.outSeq
-	if grew {
-		s.outSeq = outSeq
-	}
 	s.mu.Unlock()
-	if grew {
+	if emitted {
 		select {
 		case s.notify <- struct{}{}:
 		default:
 		}
 	}
 	return nil
+}
+
+// reserveOutbox hands out n consecutive outbox sequence numbers. Numbers
+// are unique across processors applying concurrently; a number reserved by
+// a discarded batch is simply never used.
+func (s *Store) reserveOutbox(n int) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq := s.outSeq
+	s.outSeq += uint64(n)
+	return seq
 }
 
 // Tx is one Apply call's view of the store: reads see the call's own

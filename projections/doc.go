@@ -8,8 +8,7 @@
 //	p/<projection>/<key>                    projection rows (the digest covers these only)
 //	m/offset/<processor>/<topic>/<partition> next offset to consume (8-byte big-endian)
 //	m/dedup/<processor>/<sha256(source,id)>  idempotency key of an applied event
-//	m/outbox/<seq>                          derived record waiting for the relay
-//	m/outboxseq                             next outbox sequence number
+//	m/outbox/<seq, 8-byte big-endian>       derived record waiting for the relay
 //
 // Because a projection change, its offset and its outbox entries commit
 // together, a crash at any moment either keeps all of them or none: on

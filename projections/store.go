@@ -1,18 +1,18 @@
 package projections
 
 import (
+	"os"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Key prefixes of the layout described in the package doc.
@@ -21,7 +21,6 @@ const (
 	prefixOffset     = "m/offset/"
 	prefixDedup      = "m/dedup/"
 	prefixOutbox     = "m/outbox/"
-	keyOutboxSeq     = "m/outboxseq"
 )
 
 // ErrClosed is returned by operations on a closed Store.
@@ -38,6 +37,16 @@ type Options struct {
 	// may be missing, together with their offsets, and are re-applied from
 	// the log.
 	Sync bool
+	// FS is the filesystem (default vfs.Default, the OS). Tests inject
+	// failing filesystems through it.
+	FS vfs.FS
+	// OnFatal is called when Pebble cannot go on (a write-ahead-log write
+	// or sync failed: disk full, I/O error). It must not return. Default:
+	// print the error to stderr and exit with status 70, so a supervisor
+	// restarts the process, which resumes from the offsets of the last
+	// committed batches. Never a panic: Watermill's Recoverer would turn it
+	// into a processing error and dead-letter a healthy event.
+	OnFatal func(msg string)
 }
 
 // Store is the Pebble database of one data directory. It is safe for
@@ -50,21 +59,27 @@ type Store struct {
 	mu      sync.Mutex
 	offsets map[string]int64 // offset key → next offset
 	procMu  map[string]*sync.Mutex
-	outSeq  uint64
+	outSeq  uint64 // next outbox sequence number
 	notify  chan struct{}
 }
 
 // Open opens (creating if needed) the store in dir. It fails with a clear
 // error when another process holds the directory.
 func Open(dir string, opts Options) (*Store, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.OnFatal == nil {
+		opts.OnFatal = exitOnFatal
+	}
 	if !opts.ReadOnly {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("projections: create %s: %w", dir, err)
 		}
-	} else if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
+	} else if _, err := opts.FS.Stat(opts.FS.PathJoin(dir, "CURRENT")); err != nil {
 		return nil, fmt.Errorf("projections: %s holds no store: %w", dir, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: opts.ReadOnly, Logger: quietLogger{}})
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: opts.ReadOnly, Logger: fatalLogger{onFatal: opts.OnFatal}, FS: opts.FS})
 	if err != nil {
 		return nil, fmt.Errorf("projections: open %s (is another chronicle process using it?): %w", dir, err)
 	}
@@ -87,15 +102,16 @@ func (s *Store) load() error {
 	if err := it.Close(); err != nil {
 		return err
 	}
-	v, closer, err := s.db.Get([]byte(keyOutboxSeq))
-	switch {
-	case err == nil:
-		s.outSeq = binary.BigEndian.Uint64(v)
-		closer.Close()
-	case !errors.Is(err, pebble.ErrNotFound):
+	// The next outbox number follows the last pending entry; once the relay
+	// has drained the outbox, numbering may start again from 0.
+	ob, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixOutbox), UpperBound: upper(prefixOutbox)})
+	if err != nil {
 		return err
 	}
-	return nil
+	if ob.Last() {
+		s.outSeq = binary.BigEndian.Uint64(ob.Key()[len(prefixOutbox):]) + 1
+	}
+	return ob.Close()
 }
 
 // Close closes the database.
@@ -216,10 +232,17 @@ func putOffset(b *pebble.Batch, key string, next int64) error {
 	return b.Set([]byte(key), v[:], nil)
 }
 
-type quietLogger struct{}
+// fatalLogger silences Pebble's informational logs and hands fatal errors
+// to Options.OnFatal.
+type fatalLogger struct{ onFatal func(string) }
 
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
+func (fatalLogger) Infof(string, ...any)  {}
+func (fatalLogger) Errorf(string, ...any) {}
+func (l fatalLogger) Fatalf(format string, args ...any) {
+	l.onFatal(fmt.Sprintf(format, args...))
+}
+
+func exitOnFatal(msg string) {
+	fmt.Fprintln(os.Stderr, "chronicle: projections store failed, exiting so a restart resumes from the last committed offsets:", msg)
+	os.Exit(70)
 }

@@ -1,0 +1,252 @@
+package projections_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
+)
+
+func open(t *testing.T, dir string) *projections.Store {
+	t.Helper()
+	s, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func feedback(t *testing.T, id string) *events.Envelope {
+	t.Helper()
+	env, err := events.New(events.MemoryFeedback, "test", id, time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env
+}
+
+// counter counts events into row "n" and emits nothing.
+func counter(tx *projections.Tx, env *events.Envelope) error {
+	v, _, err := tx.Get("n")
+	if err != nil {
+		return err
+	}
+	return tx.Set("n", append(v, 'x'))
+}
+
+func rows(t *testing.T, s *projections.Store) string {
+	t.Helper()
+	v, _, err := s.Get("count", "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(v)
+}
+
+func TestApplyOffsetsAndIdempotencyKeys(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	pos := func(o int64) projections.Position { return projections.Position{Topic: "t", Partition: 0, Offset: o} }
+	for _, c := range []struct {
+		off  int64
+		id   string
+		want projections.Result
+	}{
+		{0, "a", projections.Applied},
+		{1, "b", projections.Applied},
+		{1, "b", projections.AlreadyApplied}, // redelivery of the same offset
+		{0, "a", projections.AlreadyApplied},
+		{2, "a", projections.Duplicate}, // the same event again at a later offset
+		{3, "c", projections.Applied},
+	} {
+		got, err := s.Apply("count", pos(c.off), feedback(t, c.id), counter)
+		if err != nil || got != c.want {
+			t.Fatalf("offset %d id %s: %v %v, want %v", c.off, c.id, got, err, c.want)
+		}
+	}
+	if r := rows(t, s); r != "xxx" {
+		t.Fatalf("applied %q, want 3 applications", r)
+	}
+	if n, ok := s.NextOffset("count", "t", 0); !ok || n != 4 {
+		t.Fatalf("next offset %d %v", n, ok)
+	}
+	// a failing apply writes nothing, not even the offset
+	boom := errors.New("boom")
+	if _, err := s.Apply("count", pos(4), feedback(t, "d"), func(tx *projections.Tx, _ *events.Envelope) error {
+		_ = tx.Set("n", []byte("garbage"))
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if r := rows(t, s); r != "xxx" {
+		t.Fatalf("failed apply left %q", r)
+	}
+	if err := s.Skip("count", pos(4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	defer s.Close()
+	if n, _ := s.NextOffset("count", "t", 0); n != 5 {
+		t.Fatalf("offset after reopen %d, want 5", n)
+	}
+	if got, _ := s.Apply("count", pos(5), feedback(t, "b"), counter); got != projections.Duplicate {
+		t.Fatalf("idempotency key forgotten after reopen: %v", got)
+	}
+}
+
+// Processors applying concurrently never share an outbox number, and a
+// reopened store numbers after the last pending entry.
+func TestOutboxConcurrentAndReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	emit := func(tx *projections.Tx, env *events.Envelope) error {
+		return tx.Emit(events.EvaluationCompleted, events.EvaluationData{
+			SessionID: env.ID, Criteria: []events.CriterionResult{}, Gaps: []events.Gap{}, Composite: 100, Recommendation: events.MeetsCriteria,
+		})
+	}
+	var wg sync.WaitGroup
+	for p := 0; p < 4; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if _, err := s.Apply(fmt.Sprintf("proc%d", p), projections.Position{Topic: "t", Offset: int64(i)}, feedback(t, fmt.Sprintf("%d-%d", p, i)), emit); err != nil {
+					t.Error(err)
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	pending, err := s.PendingOutbox(1000)
+	if err != nil || len(pending) != 200 {
+		t.Fatalf("%d outbox entries, want 200 (%v)", len(pending), err)
+	}
+	ids := map[string]bool{}
+	for _, e := range pending {
+		env, err := events.ParseEvent(e.Value)
+		if err != nil || env.CausationID == "" || ids[env.ID] {
+			t.Fatalf("outbox entry %s: %v", e.Value, err)
+		}
+		ids[env.ID] = true
+	}
+	if err := s.AckOutbox(pending[:150]); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir)
+	defer s.Close()
+	if _, err := s.Apply("proc0", projections.Position{Topic: "t", Offset: 50}, feedback(t, "after"), emit); err != nil {
+		t.Fatal(err)
+	}
+	pending, _ = s.PendingOutbox(1000)
+	if len(pending) != 51 || pending[50].Seq <= pending[49].Seq {
+		t.Fatalf("after reopen: %d pending, last seqs %d %d", len(pending), pending[49].Seq, pending[50].Seq)
+	}
+}
+
+func TestDigestAndDiff(t *testing.T) {
+	a, b := open(t, t.TempDir()), open(t, t.TempDir())
+	defer a.Close()
+	defer b.Close()
+	for i, id := range []string{"a", "b", "c"} {
+		for _, s := range []*projections.Store{a, b} {
+			if _, err := s.Apply("count", projections.Position{Topic: "t", Offset: int64(i)}, feedback(t, id), counter); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	if da.All != db.All || da.Rows["count"] != 1 {
+		t.Fatalf("equal stores, digests %v %v", da, db)
+	}
+	if d, err := projections.Diff(a, b); err != nil || d != nil {
+		t.Fatalf("diff of equal stores: %v %v", d, err)
+	}
+	// offsets are not part of the digest
+	if err := b.Skip("count", projections.Position{Topic: "t", Offset: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if db2, _ := b.Digest(); db2.All != da.All {
+		t.Fatal("an offset change changed the digest")
+	}
+	if _, err := b.Apply("count", projections.Position{Topic: "t", Offset: 4}, feedback(t, "d"), counter); err != nil {
+		t.Fatal(err)
+	}
+	d, err := projections.Diff(a, b)
+	if err != nil || d == nil || d.Key != "p/count/n" || string(d.Right) != "xxxx" {
+		t.Fatalf("diff: %v %v", d, err)
+	}
+	if !strings.Contains(d.String(), `"p/count/n"`) {
+		t.Fatal(d.String())
+	}
+}
+
+// A disk that starts failing stops the store (fail-stop through OnFatal)
+// before the event is acknowledged: its offset does not advance, so a
+// restarted process consumes it again.
+func TestDiskFailure(t *testing.T) {
+	var failing atomic.Bool
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if failing.Load() && op.OpKind() == errorfs.OpKindWrite {
+			return errors.New("injected: no space left on device")
+		}
+		return nil
+	}))
+	fatal := make(chan string, 1)
+	s, err := projections.Open("/db", projections.Options{FS: fs, Sync: true, OnFatal: func(msg string) {
+		fatal <- msg
+		runtime.Goexit() // OnFatal must not return; end the applying goroutine
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply("count", projections.Position{Topic: "t", Offset: 0}, feedback(t, "a"), counter); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	returned := make(chan error, 1)
+	go func() {
+		_, err := s.Apply("count", projections.Position{Topic: "t", Offset: 1}, feedback(t, "b"), counter)
+		returned <- err
+	}()
+	select {
+	case msg := <-fatal:
+		if !strings.Contains(msg, "no space left") {
+			t.Fatalf("fatal message %q does not name the cause", msg)
+		}
+	case err := <-returned:
+		if err == nil {
+			t.Fatal("apply on a failing disk succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("apply on a failing disk neither failed nor stopped the store")
+	}
+	if n, _ := s.NextOffset("count", "t", 0); n != 1 {
+		t.Fatalf("offset advanced to %d although the write failed", n)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := projections.Open(t.TempDir(), projections.Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "holds no store") {
+		t.Fatalf("read-only open of an empty dir: %v", err)
+	}
+	dir := t.TempDir()
+	s := open(t, dir)
+	defer s.Close()
+	if _, err := projections.Open(dir, projections.Options{}); err == nil || !strings.Contains(err.Error(), "another chronicle process") {
+		t.Fatalf("second open of a locked store: %v", err)
+	}
+}
