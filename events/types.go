@@ -30,12 +30,21 @@ const (
 	WorkflowTaskCompleted Type = "workflow.task.completed.v1"
 	// WorkflowReducerApplied: a workflow-state reducer update.
 	WorkflowReducerApplied Type = "workflow.reducer.applied.v1"
+	// MemoryRetrieved: a memory was returned by a search (a usage).
+	MemoryRetrieved Type = "memory.retrieved.v1"
 )
 
 // Derived event types, written by processors only.
 const (
 	// EvaluationCompleted: the FLUX evaluation of a session.
 	EvaluationCompleted Type = "evaluation.completed.v1"
+	// ClockTick: the service's clock, the time source of decay. Written by
+	// the service only.
+	ClockTick Type = "clock.tick.v1"
+	// MemoryConfidenceChanged: a memory's confidence moved.
+	MemoryConfidenceChanged Type = "memory.confidence.changed.v1"
+	// MemoryPruned: a memory fell below the prune threshold.
+	MemoryPruned Type = "memory.pruned.v1"
 )
 
 // Topic is the name of a Kafka topic Chronicle uses.
@@ -46,17 +55,30 @@ const (
 	// TopicSessions holds the session-scoped producer events (coordination.*,
 	// reasoning.*, search.*, workflow.*), keyed by session id.
 	TopicSessions Topic = "chronicle.sessions"
-	// TopicMemories holds memory.* producer events, keyed by memory id.
+	// TopicMemories holds the memory bank's input: memory.* producer
+	// events, distilled memory.recorded.v1 and clock.tick.v1, keyed by
+	// memory id ("clock" for ticks).
 	TopicMemories Topic = "chronicle.memories"
 	// TopicEvaluations holds evaluation.completed.v1, keyed by session id.
 	TopicEvaluations Topic = "chronicle.evaluations"
+	// TopicLearned is the learned-patterns topic downstream consumers
+	// subscribe to: confidence changes, prunes and tool-graph edges/ranks,
+	// keyed by memory or tool id.
+	TopicLearned Topic = "chronicle.learned"
 	// TopicDeadLetter receives events that failed processing, with the error
 	// and the original topic, partition and offset in headers.
 	TopicDeadLetter Topic = "chronicle.deadletter"
 )
 
+// SinglePartition lists the topics created with exactly one partition
+// whatever the configured count: their consumers keep state across keys
+// (the memory bank merges duplicates across memories and decays all of them
+// at a tick), which is a deterministic function of the log only when the
+// topic is one totally ordered stream.
+var SinglePartition = map[Topic]bool{TopicMemories: true}
+
 // AllTopics lists every topic in creation order.
-var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicDeadLetter}
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicLearned, TopicDeadLetter}
 
 // TypeInfo says where an event type lives and how it is keyed.
 type TypeInfo struct {
@@ -64,21 +86,25 @@ type TypeInfo struct {
 	Topic   Topic
 	Derived bool // written by processors only; rejected from producers
 	// KeyField names the data field used as record key when the envelope
-	// has no sessionid ("" means sessionid is required).
+	// has no sessionid ("" means sessionid is required, "-" a constant key).
 	KeyField string
 }
 
 var registry = map[Type]TypeInfo{
-	SessionStarted:         {Type: SessionStarted, Topic: TopicSessions},
-	MinuteRecorded:         {Type: MinuteRecorded, Topic: TopicSessions},
-	SessionCompleted:       {Type: SessionCompleted, Topic: TopicSessions},
-	ReasoningPassCompleted: {Type: ReasoningPassCompleted, Topic: TopicSessions},
-	SearchNodeExpanded:     {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
-	WorkflowTaskCompleted:  {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
-	WorkflowReducerApplied: {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
-	MemoryRecorded:         {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
-	MemoryFeedback:         {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
-	EvaluationCompleted:    {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
+	SessionStarted:          {Type: SessionStarted, Topic: TopicSessions},
+	MinuteRecorded:          {Type: MinuteRecorded, Topic: TopicSessions},
+	SessionCompleted:        {Type: SessionCompleted, Topic: TopicSessions},
+	ReasoningPassCompleted:  {Type: ReasoningPassCompleted, Topic: TopicSessions},
+	SearchNodeExpanded:      {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
+	WorkflowTaskCompleted:   {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
+	WorkflowReducerApplied:  {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
+	MemoryRecorded:          {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryFeedback:          {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryRetrieved:         {Type: MemoryRetrieved, Topic: TopicMemories, KeyField: "memory_id"},
+	ClockTick:               {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
+	MemoryConfidenceChanged: {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	MemoryPruned:            {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 
 // Lookup returns the TypeInfo of t and whether t is known.
@@ -110,6 +136,9 @@ func Key(e *Envelope) (string, error) {
 	}
 	if ti.Topic != TopicMemories && e.SessionID != "" {
 		return e.SessionID, nil
+	}
+	if ti.KeyField == "-" {
+		return "clock", nil
 	}
 	if ti.KeyField == "" {
 		return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: fmt.Sprintf("required for %s", e.Type)}

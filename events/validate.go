@@ -151,8 +151,12 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 	if !allowDerived && registry[env.Type].Derived {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", env.Type, ErrDerivedType)}
 	}
-	if err := validateData(set, &env, doc.(map[string]any)["data"]); err != nil {
+	data := doc.(map[string]any)["data"]
+	if err := validateData(set, &env, data); err != nil {
 		return Envelope{}, err
+	}
+	if !allowDerived && env.Type == MemoryRecorded && data.(map[string]any)["source"] == "distilled" {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/data/source", Reason: "distilled memories are written by the distillation processor only; producers record explicit memories"}
 	}
 	return env, nil
 }

@@ -29,3 +29,11 @@ type Processor interface {
 // chronicle.<processor>.<topic>. One group per topic keeps every group's
 // subscription uniform.
 func GroupID(p Processor, t events.Topic) string { return "chronicle." + p.Name() + "." + string(t) }
+
+// TotalOrder is implemented by processors whose state spans keys (and so
+// partitions): they are deterministic functions of the log only when each
+// of their topics has a single partition. The pipeline refuses to start
+// them otherwise.
+type TotalOrder interface {
+	NeedsTotalOrder() bool
+}

@@ -126,7 +126,8 @@ func (b *Broker) Close() {
 }
 
 // EnsureTopics creates every topic of events.AllTopics that is missing,
-// with partitions partitions. Existing topics are left as they are.
+// with partitions partitions (one for events.SinglePartition topics).
+// Existing topics are left as they are.
 func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replication int16) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
@@ -136,17 +137,19 @@ func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replica
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	names := make([]string, len(events.AllTopics))
-	for i, t := range events.AllTopics {
-		names[i] = string(t)
-	}
-	resp, err := adm.CreateTopics(ctx, partitions, replication, nil, names...)
-	if err != nil {
-		return fmt.Errorf("broker: create topics on %v: %w", addrs, err)
-	}
-	for _, r := range resp.Sorted() {
-		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("broker: create topic %s: %w", r.Topic, r.Err)
+	for _, t := range events.AllTopics {
+		n := partitions
+		if events.SinglePartition[t] {
+			n = 1
+		}
+		resp, err := adm.CreateTopics(ctx, n, replication, nil, string(t))
+		if err != nil {
+			return fmt.Errorf("broker: create topics on %v: %w", addrs, err)
+		}
+		for _, r := range resp.Sorted() {
+			if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+				return fmt.Errorf("broker: create topic %s: %w", r.Topic, r.Err)
+			}
 		}
 	}
 	return nil

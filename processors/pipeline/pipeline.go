@@ -16,6 +16,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,7 +49,7 @@ type Config struct {
 
 // DefaultProcessors are the processors a Chronicle service runs.
 func DefaultProcessors() []processors.Processor {
-	return []processors.Processor{sessions.Processor{}}
+	return []processors.Processor{sessions.Processor{}, memories.Processor{}}
 }
 
 // LogDir and ProjectionsDir are the sub-directories of a data directory.
@@ -106,6 +107,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		return fail(err)
 	}
 	p.admin = kadm.NewClient(p.adminCl)
+	if err := checkTotalOrder(ctx, p.admin, cfg.Processors); err != nil {
+		return fail(err)
+	}
 	p.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.Metrics = processors.NewMetrics(p.Registry)
 	p.Registry.MustRegister(&lagCollector{p: p, desc: lagDesc})
@@ -251,4 +255,25 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, x := range l {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(x.Lag), x.Processor, x.Topic, fmt.Sprint(x.Partition))
 	}
+}
+
+// checkTotalOrder fails when a processor that needs one total order reads a
+// topic with more than one partition.
+func checkTotalOrder(ctx context.Context, adm *kadm.Client, procs []processors.Processor) error {
+	for _, p := range procs {
+		to, ok := p.(processors.TotalOrder)
+		if !ok || !to.NeedsTotalOrder() {
+			continue
+		}
+		for _, t := range p.Topics() {
+			td, err := adm.ListTopics(ctx, string(t))
+			if err != nil {
+				return fmt.Errorf("pipeline: describe %s: %w", t, err)
+			}
+			if n := len(td[string(t)].Partitions); n != 1 {
+				return fmt.Errorf("pipeline: processor %s needs %s to have one partition (one total order keeps it deterministic), it has %d", p.Name(), t, n)
+			}
+		}
+	}
+	return nil
 }

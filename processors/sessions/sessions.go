@@ -12,11 +12,13 @@
 package sessions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -66,8 +68,16 @@ var ErrNotStarted = errors.New("session completed before it was started: no succ
 // another event id) of the same session.
 var ErrAlreadyCompleted = errors.New("session already completed")
 
-// Processor is the sessions processor.
-type Processor struct{}
+// Processor is the sessions processor. On completion it evaluates the
+// session and, unless LLMDistillation is set, distills 0–3 memories with
+// the deterministic extractor and emits them as memory.recorded.v1
+// (source distilled) for the memory bank.
+type Processor struct {
+	// LLMDistillation leaves distillation to the LLM distiller, which
+	// writes the model's answer to the log (distillation.completed.v1).
+	// Default false: the deterministic extractor runs here.
+	LLMDistillation bool
+}
 
 // Name implements processors.Processor.
 func (Processor) Name() string { return Name }
@@ -83,7 +93,7 @@ func tracePrefix(id string) string               { return "t/" + id + "/" }
 func keyOf(env *events.Envelope) (string, error) { return events.Key(env) }
 
 // Apply implements processors.Processor.
-func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
+func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	id, err := keyOf(env)
 	if err != nil {
 		return err
@@ -142,7 +152,31 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err := tx.SetJSON(evaluationKey(id), ev); err != nil {
 		return err
 	}
-	return tx.Emit(events.EvaluationCompleted, ev)
+	if err := tx.Emit(events.EvaluationCompleted, ev); err != nil {
+		return err
+	}
+	if p.LLMDistillation {
+		return nil
+	}
+	return emitDistilled(tx, &s, distill.NewSession(in, ev))
+}
+
+// emitDistilled runs the deterministic extractor and emits each memory
+// with its content address as id, so equal memories merge in the bank.
+func emitDistilled(tx *projections.Tx, s *Session, ds distill.Session) error {
+	mems, err := distill.Deterministic{}.Extract(context.Background(), ds)
+	if err != nil {
+		return err
+	}
+	for _, m := range mems {
+		if err := tx.Emit(events.MemoryRecorded, events.MemoryRecordedData{
+			MemoryID: distill.MemoryID(s.Scope, m.Title, m.Content), Title: m.Title, Description: m.Description,
+			Content: m.Content, Outcome: m.Outcome, Tags: m.Tags, Source: "distilled", SourceSession: s.ID,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // evaluatorInput builds what the evaluator may see from the projected

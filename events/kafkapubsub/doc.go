@@ -1,0 +1,37 @@
+// Package kafkapubsub implements Watermill's message.Publisher and
+// message.Subscriber on top of franz-go (kgo).
+//
+// # Publishing
+//
+// Publisher.Publish marshals every message into a kgo.Record (see
+// Marshaler), produces all of them with an idempotent, acks=all producer and
+// returns only once the broker acknowledged every record. Records that fail
+// with a retriable error are produced again with exponential backoff. The
+// record key is taken from the metadata entry MetadataKey ("partition_key")
+// when the Marshaler did not set one, so messages sharing a key share a
+// partition and keep their relative order.
+//
+// # Subscribing
+//
+// Every Subscriber.Subscribe call creates its own franz-go client. With
+// SubscriberConfig.ConsumerGroup set, the client is a group member whose
+// offsets are committed synchronously on every Ack; without it, the client
+// reads every partition of the topic from the start of the log.
+//
+// Delivery is strictly sequential per subscription: a message is sent on the
+// output channel only after the previous one was Acked (which implies that
+// messages of one partition arrive in log order). A Nacked message is sent
+// again, as a fresh copy, after SubscriberConfig.NackResendSleep. Group
+// members block rebalances while they process a poll (kgo.BlockRebalanceOnPoll),
+// so a partition is never revoked while one of its messages is in flight,
+// and records of revoked partitions are never delivered.
+//
+// SubscriberConfig.InitialOffsets lets the application keep its own
+// checkpoints: when it reports an offset for a partition, consumption of that
+// partition starts there, overriding the group's committed offset.
+//
+// Every delivered message carries the metadata entries TopicMetadataKey,
+// PartitionMetadataKey, OffsetMetadataKey, RecordKeyMetadataKey and
+// TimestampMetadataKey, plus whatever the Unmarshaler derives from the record
+// (DefaultMarshaler: all record headers).
+package kafkapubsub

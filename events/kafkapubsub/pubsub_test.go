@@ -1,0 +1,127 @@
+package kafkapubsub_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
+)
+
+// suitePartitions is the partition count of every topic the suite creates.
+const suitePartitions = 4
+
+// TestPubSub runs Watermill's Pub/Sub conformance suite against an embedded
+// kfake broker, twice: once with subscribers that use no consumer group
+// (every subscriber reads the whole log) and once with subscribers that
+// share one consumer group per test (so that the suite's "new subscriber"
+// instances continue from the group's committed offsets). TestConsumerGroups
+// always uses the suite's own group names.
+func TestPubSub(t *testing.T) {
+	brokers := startCluster(t, kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(suitePartitions))
+
+	features := tests.Features{
+		ConsumerGroups:      true,
+		ExactlyOnceDelivery: false,
+		// Kafka orders per partition. The suite checks order per payload,
+		// and the suite's publisher keys records by payload (see
+		// payloadKeyMarshaler), exactly like watermill-kafka's ordered run.
+		GuaranteedOrder: true,
+		Persistent:      true,
+	}
+
+	t.Run("NoGroup", func(t *testing.T) {
+		f := features
+		// Without a group every subscriber reads from the start of the log.
+		f.NewSubscriberReceivesOldMessages = true
+		tests.TestPubSub(t, f,
+			func(t *testing.T) (message.Publisher, message.Subscriber) {
+				return newSuitePubSub(t, brokers, "")
+			},
+			func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
+				return newSuitePubSub(t, brokers, group)
+			},
+		)
+	})
+
+	t.Run("Group", func(t *testing.T) {
+		// All subscribers a test creates join the same group, so a new
+		// subscriber does not receive what the group already consumed:
+		// NewSubscriberReceivesOldMessages stays false.
+		tests.TestPubSub(t, features,
+			func(t *testing.T) (message.Publisher, message.Subscriber) {
+				return newSuitePubSub(t, brokers, "suite-"+strings.ReplaceAll(t.Name(), "/", "-"))
+			},
+			func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
+				return newSuitePubSub(t, brokers, group)
+			},
+		)
+	})
+}
+
+// payloadKeyMarshaler keys every record by its payload so that the suite's
+// per-payload ordering check is a per-partition ordering check.
+type payloadKeyMarshaler struct{ kafkapubsub.DefaultMarshaler }
+
+func (m payloadKeyMarshaler) Marshal(topic string, msg *message.Message) (*kgo.Record, error) {
+	rec, err := m.DefaultMarshaler.Marshal(topic, msg)
+	if err != nil {
+		return nil, err
+	}
+	rec.Key = append([]byte(nil), msg.Payload...)
+	return rec, nil
+}
+
+func newSuitePubSub(t *testing.T, brokers []string, group string) (message.Publisher, message.Subscriber) {
+	t.Helper()
+	logger := testLogger()
+	pub, err := kafkapubsub.NewPublisher(kafkapubsub.PublisherConfig{
+		Brokers:   brokers,
+		Marshaler: payloadKeyMarshaler{},
+	}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
+		Brokers:       brokers,
+		ConsumerGroup: group,
+		ExtraOpts:     fastGroupOpts(),
+	}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, sub
+}
+
+// fastGroupOpts makes group members notice rebalances quickly; the
+// production default heartbeat (3s) would dominate the suite's runtime.
+func fastGroupOpts() []kgo.Opt {
+	return []kgo.Opt{kgo.HeartbeatInterval(200 * time.Millisecond)}
+}
+
+// startCluster starts an in-process kfake broker on 127.0.0.1 and returns
+// its address; it is closed when the test ends.
+func startCluster(t testing.TB, opts ...kfake.Opt) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// testLogger logs to stderr when KAFKAPUBSUB_DEBUG is set.
+func testLogger() watermill.LoggerAdapter {
+	if os.Getenv("KAFKAPUBSUB_DEBUG") != "" {
+		return watermill.NewStdLogger(true, false)
+	}
+	return watermill.NopLogger{}
+}

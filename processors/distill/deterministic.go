@@ -1,0 +1,256 @@
+package distill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/flux"
+)
+
+// Deterministic extracts memories without a model, from the trace and the
+// FLUX evaluation:
+//   - a session that meets its criteria gives one strategy: the ordered tool
+//     sequence (argument names, not values, so trials of the same kind of
+//     task merge) and the weighted criteria it satisfied;
+//   - a session that does not gives up to three anti-patterns, one per
+//     weighted gap in priority order: the criterion that failed, what the
+//     evaluator found (the closest call and the argument that differed, the
+//     unrequested write, the missing call or output) and what to do instead.
+//
+// It is a pure function of the session: replay gives the same memories.
+type Deterministic struct{}
+
+// Name implements Extractor.
+func (Deterministic) Name() string { return "deterministic" }
+
+// Extract implements Extractor.
+func (Deterministic) Extract(_ context.Context, s Session) ([]Memory, error) {
+	if s.Outcome == events.OutcomeSuccess {
+		return []Memory{strategy(s)}, nil
+	}
+	return antiPatterns(s), nil
+}
+
+// taskSummary is the first sentence of the task that is not a role line
+// ("You are …"), in the third person.
+func taskSummary(task string) string {
+	for _, sent := range strings.SplitAfter(task, ". ") {
+		sent = strings.TrimSpace(sent)
+		if sent == "" || strings.HasPrefix(sent, "You are ") {
+			continue
+		}
+		sent = strings.TrimSuffix(sent, ".")
+		for _, p := range [][2]string{{"You want to ", "the user wants to "}, {"You need to ", "the user needs to "}, {"You ", "the user "}, {"your ", "their "}, {"you ", "they "}} {
+			sent = strings.ReplaceAll(sent, p[0], p[1])
+		}
+		return sent
+	}
+	return clip(task, 120)
+}
+
+// callSig renders a call as tool(arg, names) with sorted argument names.
+func callSig(c events.TaskCompletedData) string {
+	var args map[string]json.RawMessage
+	_ = json.Unmarshal(c.Inputs, &args)
+	names := make([]string, 0, len(args))
+	for k := range args {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return c.ToolID + "(" + strings.Join(names, ", ") + ")"
+}
+
+// steps lists the successful calls, folding consecutive repeats.
+func steps(calls []events.TaskCompletedData) []string {
+	var out []string
+	var last string
+	n := 0
+	flush := func() {
+		if n == 0 {
+			return
+		}
+		if n > 1 {
+			out = append(out, fmt.Sprintf("%s ×%d", last, n))
+		} else {
+			out = append(out, last)
+		}
+	}
+	for _, c := range calls {
+		if !c.Success {
+			continue
+		}
+		sig := callSig(c)
+		if sig == last {
+			n++
+			continue
+		}
+		flush()
+		last, n = sig, 1
+	}
+	flush()
+	return out
+}
+
+// weighted returns the criteria with weight > 0 by id.
+func weighted(in flux.Input) map[string]events.Criterion {
+	out := map[string]events.Criterion{}
+	for _, c := range in.Criteria {
+		if c.Weight > 0 {
+			out[c.ID] = c
+		}
+	}
+	return out
+}
+
+func writeTools(in flux.Input) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range in.Criteria {
+		if c.Weight > 0 && c.Check.Kind == events.CheckToolCall && !seen[c.Check.Name] {
+			seen[c.Check.Name] = true
+			out = append(out, c.Check.Name)
+		}
+	}
+	return out
+}
+
+func strategy(s Session) Memory {
+	in := s.Input
+	tools := writeTools(in)
+	title := "Strategy: answer without changing records"
+	if len(tools) > 0 {
+		title = "Strategy: " + strings.Join(tools, " + ")
+	}
+	st := steps(in.Calls)
+	w := weighted(in)
+	var satisfied []string
+	for _, r := range s.Evaluation.Criteria {
+		if _, ok := w[r.ID]; ok && r.Evaluated && r.Score != nil && *r.Score == 100 {
+			satisfied = append(satisfied, r.Description)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Tool sequence that met every weighted criterion:\n")
+	for i, x := range st {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, x)
+	}
+	if len(satisfied) > 0 {
+		b.WriteString("Criteria satisfied:\n")
+		for _, x := range satisfied {
+			fmt.Fprintf(&b, "- %s\n", x)
+		}
+	}
+	b.WriteString("Look up the records first, confirm the exact change with the user, then make only the requested writes.")
+	desc := fmt.Sprintf("Use when %s: %d successful calls, %d of %d weighted criteria met.", taskSummary(in.Task), len(st), len(satisfied), len(w))
+	tags := append([]string{"strategy"}, tools...)
+	return Clamp(Memory{Title: title, Description: desc, Content: b.String(), Tags: tags, Outcome: events.OutcomeSuccess})
+}
+
+func antiPatterns(s Session) []Memory {
+	in := s.Input
+	w := weighted(in)
+	byID := map[string]events.CriterionResult{}
+	for _, r := range s.Evaluation.Criteria {
+		byID[r.ID] = r
+	}
+	var out []Memory
+	for _, g := range s.Evaluation.Gaps {
+		c, ok := w[g.CriterionID]
+		if !ok {
+			continue
+		}
+		m := antiPattern(in, c, byID[g.CriterionID], g)
+		out = append(out, Clamp(m))
+		if len(out) == MaxMemories {
+			break
+		}
+	}
+	return out
+}
+
+func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g events.Gap) Memory {
+	task := taskSummary(in.Task)
+	var title, instead string
+	tags := []string{"anti-pattern", g.Severity}
+	switch c.Check.Kind {
+	case events.CheckToolCall:
+		tags = append(tags, c.Check.Name)
+		switch {
+		case strings.Contains(r.Detail, "never called"):
+			title = "Avoid: skipping " + c.Check.Name
+			instead = fmt.Sprintf("Call %s before ending the session; the task requires it.", expectedSig(c.Check))
+		case strings.Contains(r.Detail, "closest"):
+			title = "Avoid: wrong " + c.Check.Name + " arguments"
+			instead = fmt.Sprintf("Call %s with the values the user asked for; re-read the request and the looked-up records before confirming.", expectedSig(c.Check))
+		default:
+			title = "Avoid: failed " + c.Check.Name + " call"
+			instead = fmt.Sprintf("Fix the cause of the error and call %s again.", expectedSig(c.Check))
+		}
+	case events.CheckNoOtherCalls:
+		bad := unrequested(in, c.Check)
+		title = "Avoid: unrequested writes"
+		if len(bad) > 0 {
+			title = "Avoid: unrequested " + bad[0]
+			tags = append(tags, bad...)
+		}
+		instead = "Make only the changes the user asked for; when a request is ambiguous or against policy, ask or refuse instead of writing."
+	case events.CheckOutputContains:
+		title = "Avoid: not stating the requested answer"
+		instead = fmt.Sprintf("Tell the user %q explicitly.", c.Check.Text)
+	default:
+		title = "Avoid: missing " + c.Check.Kind + " criterion"
+		instead = "Check the output against the criterion before finishing."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Failed criterion (%s, score %.0f): %s\n", g.Severity, g.Score, c.Description)
+	fmt.Fprintf(&b, "What went wrong: %s\n", r.Detail)
+	if st := steps(in.Calls); len(st) > 0 {
+		b.WriteString("Calls made: " + strings.Join(st, " → ") + "\n")
+	}
+	b.WriteString("Instead: " + instead)
+	desc := fmt.Sprintf("When %s: %s", task, c.Description)
+	return Memory{Title: title, Description: desc, Content: b.String(), Tags: tags, Outcome: events.OutcomeFailure}
+}
+
+func expectedSig(ch events.Check) string {
+	var args map[string]json.RawMessage
+	_ = json.Unmarshal(ch.Arguments, &args)
+	names := make([]string, 0, len(args))
+	for k := range args {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return ch.Name + "(" + strings.Join(names, ", ") + ")"
+}
+
+// unrequested lists the tools of successful calls a no_other_calls check
+// did not allow, in call order, without repeats.
+func unrequested(in flux.Input, ch events.Check) []string {
+	listed := map[string]bool{}
+	for _, t := range ch.Tools {
+		listed[t] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range in.Calls {
+		if !c.Success || !listed[c.ToolID] {
+			continue
+		}
+		ok := false
+		for _, a := range ch.Allowed {
+			if a.Name == c.ToolID && flux.Contains(c.Inputs, a.Arguments) {
+				ok = true
+				break
+			}
+		}
+		if !ok && !seen[c.ToolID] {
+			seen[c.ToolID] = true
+			out = append(out, c.ToolID)
+		}
+	}
+	return out
+}

@@ -1,0 +1,271 @@
+package distill
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/chronicle-dev/chronicle/events"
+	"golang.org/x/time/rate"
+)
+
+// Prompt is the ReasoningBank distillation prompt, sent as the user
+// message with {{outcome}} and {{trace}} filled in.
+const Prompt = `You are analyzing a completed agent session to extract reusable strategies.
+Session Outcome: {{outcome}}
+Session Trace:
+{{trace}}
+For SUCCESSFUL outcomes, extract strategies that worked: What approach led to success? What patterns can be reused? What context made this work?
+For FAILED outcomes, extract anti-patterns to avoid: What approach failed? Why did it fail? What should be done instead?
+Format each extraction as:
+## Memory {{n}}
+**Title**: <concise name, max 50 chars>
+**Description**: <when to use/avoid this, max 200 chars>
+**Content**: <detailed steps or explanation>
+**Tags**: <comma-separated tags>
+**Outcome**: success | failure
+Extract 0-3 memories. Only extract if there's genuine reusable value.
+If nothing is extractable, respond with: NO_EXTRACTIONS`
+
+// NoExtractions is the model's answer when nothing is worth keeping.
+const NoExtractions = "NO_EXTRACTIONS"
+
+// RenderPrompt fills the prompt. {{n}} stays as written: it is part of the
+// answer format the model must follow.
+func RenderPrompt(outcome, trace string) string {
+	return strings.NewReplacer("{{outcome}}", outcome, "{{trace}}", trace).Replace(Prompt)
+}
+
+// Trace renders a session for the prompt: the task, then one line per
+// minute and tool call in order, then the output.
+func Trace(s Session) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task: %s\n", s.Input.Task)
+	for _, m := range s.Input.Minutes {
+		var d struct {
+			Content string `json:"content"`
+		}
+		_ = json.Unmarshal(m.Data, &d)
+		if d.Content == "" || m.Actor == "system" {
+			continue
+		}
+		fmt.Fprintf(&b, "[%s] %s\n", m.Actor, clip(d.Content, 600))
+	}
+	for _, c := range s.Input.Calls {
+		status := "ok"
+		if !c.Success {
+			status = "error"
+		}
+		fmt.Fprintf(&b, "[tool %s] %s(%s) -> %s\n", status, c.ToolID, clip(string(c.Inputs), 300), clip(string(c.Result), 300))
+	}
+	fmt.Fprintf(&b, "Output: %s\n", clip(s.Input.Output, 600))
+	return b.String()
+}
+
+var (
+	memoryHeader = regexp.MustCompile(`(?m)^#+\s*Memory\s*\d*\s*$`)
+	fieldRe      = regexp.MustCompile(`(?m)^\s*[-*]*\s*\*\*(Title|Description|Content|Tags|Outcome)\*\*\s*:\s*`)
+)
+
+// ParseResponse parses a model answer into memories: NO_EXTRACTIONS gives
+// none; otherwise each "## Memory n" block must carry Title, Description,
+// Content and Outcome (success|failure); Tags are optional. At most three
+// memories are kept; titles and descriptions are clipped to their limits.
+// A block missing a field is an error naming the block and the field.
+func ParseResponse(raw string) ([]Memory, error) {
+	text := strings.TrimSpace(raw)
+	if strings.HasPrefix(text, NoExtractions) {
+		return nil, nil
+	}
+	locs := memoryHeader.FindAllStringIndex(text, -1)
+	if len(locs) == 0 {
+		return nil, fmt.Errorf("distill: answer has neither %s nor a '## Memory' block", NoExtractions)
+	}
+	var out []Memory
+	for i, loc := range locs {
+		end := len(text)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		m, err := parseBlock(text[loc[1]:end])
+		if err != nil {
+			return nil, fmt.Errorf("distill: memory %d: %w", i+1, err)
+		}
+		out = append(out, Clamp(m))
+		if len(out) == MaxMemories {
+			break
+		}
+	}
+	return out, nil
+}
+
+func parseBlock(block string) (Memory, error) {
+	fields := map[string]string{}
+	idx := fieldRe.FindAllStringSubmatchIndex(block, -1)
+	for i, m := range idx {
+		end := len(block)
+		if i+1 < len(idx) {
+			end = idx[i+1][0]
+		}
+		fields[block[m[2]:m[3]]] = strings.TrimSpace(block[m[1]:end])
+	}
+	for _, f := range []string{"Title", "Description", "Content", "Outcome"} {
+		if fields[f] == "" {
+			return Memory{}, fmt.Errorf("field **%s** missing or empty", f)
+		}
+	}
+	outcome := strings.ToLower(strings.Trim(fields["Outcome"], " .*"))
+	if outcome != events.OutcomeSuccess && outcome != events.OutcomeFailure {
+		return Memory{}, fmt.Errorf("**Outcome**: %q is not success or failure", fields["Outcome"])
+	}
+	var tags []string
+	for _, t := range strings.Split(fields["Tags"], ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return Memory{Title: fields["Title"], Description: fields["Description"], Content: fields["Content"], Tags: tags, Outcome: outcome}, nil
+}
+
+// LLMConfig configures the LLM client. Zero fields take the documented
+// defaults; Validate reports the first bad field.
+type LLMConfig struct {
+	// URL is the base URL of an OpenAI-compatible API, e.g.
+	// http://127.0.0.1:11434/v1 (Ollama); /chat/completions is appended.
+	// Required.
+	URL string
+	// Model is the chat model name. Required.
+	Model string
+	// APIKeyEnv names the environment variable holding the API key
+	// (default CHRONICLE_LLM_API_KEY; empty value: no Authorization header).
+	APIKeyEnv string
+	// Attempts is the number of tries (default 3); the wait starts at
+	// InitialBackoff (default 1 s) and doubles (backoff/v4, factor 2).
+	Attempts       int
+	InitialBackoff time.Duration
+	// Timeout bounds one request (default 60 s).
+	Timeout time.Duration
+	// RatePerSecond limits requests (default 1 per second, burst 1).
+	RatePerSecond float64
+	// HTTPClient (default http.DefaultClient with Timeout).
+	HTTPClient *http.Client
+}
+
+// Validate reports the first invalid field.
+func (c LLMConfig) Validate() error {
+	switch {
+	case c.URL == "":
+		return errors.New("distill: LLMConfig.URL: required (--llm-url)")
+	case c.Model == "":
+		return errors.New("distill: LLMConfig.Model: required (--llm-model)")
+	case c.Attempts < 0:
+		return errors.New("distill: LLMConfig.Attempts: must be ≥ 1")
+	case c.RatePerSecond < 0:
+		return errors.New("distill: LLMConfig.RatePerSecond: must be > 0")
+	}
+	return nil
+}
+
+// LLM is a chat-completions client at temperature 0.
+type LLM struct {
+	cfg     LLMConfig
+	key     string
+	limiter *rate.Limiter
+}
+
+// NewLLM validates cfg and returns a client.
+func NewLLM(cfg LLMConfig) (*LLM, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.APIKeyEnv == "" {
+		cfg.APIKeyEnv = "CHRONICLE_LLM_API_KEY"
+	}
+	if cfg.Attempts == 0 {
+		cfg.Attempts = 3
+	}
+	if cfg.InitialBackoff == 0 {
+		cfg.InitialBackoff = time.Second
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.RatePerSecond == 0 {
+		cfg.RatePerSecond = 1
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: cfg.Timeout}
+	}
+	return &LLM{cfg: cfg, key: os.Getenv(cfg.APIKeyEnv), limiter: rate.NewLimiter(rate.Limit(cfg.RatePerSecond), 1)}, nil
+}
+
+// Model is the configured model name.
+func (l *LLM) Model() string { return l.cfg.Model }
+
+// Complete sends one user message at temperature 0 and returns the
+// assistant's answer. Transport errors, 429 and 5xx are retried; other 4xx
+// are not. The error of the last attempt is returned.
+func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
+	body, _ := json.Marshal(map[string]any{
+		"model":       l.cfg.Model,
+		"temperature": 0,
+		"messages":    []map[string]string{{"role": "user", "content": user}},
+	})
+	var answer string
+	attempt := 0
+	op := func() error {
+		attempt++
+		if err := l.limiter.Wait(ctx); err != nil {
+			return backoff.Permanent(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(l.cfg.URL, "/")+"/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			return backoff.Permanent(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if l.key != "" {
+			req.Header.Set("Authorization", "Bearer "+l.key)
+		}
+		resp, err := l.cfg.HTTPClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("attempt %d: %w", attempt, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		if resp.StatusCode != http.StatusOK {
+			err := fmt.Errorf("attempt %d: %s: %s", attempt, resp.Status, clip(string(b), 300))
+			if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+				return err
+			}
+			return backoff.Permanent(err)
+		}
+		var out struct {
+			Choices []struct {
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
+			return fmt.Errorf("attempt %d: answer is not a chat completion: %s", attempt, clip(string(b), 300))
+		}
+		answer = out.Choices[0].Message.Content
+		return nil
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.Multiplier, bo.RandomizationFactor, bo.MaxElapsedTime = l.cfg.InitialBackoff, 2, 0, 0
+	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(l.cfg.Attempts-1)), ctx))
+	if err != nil {
+		return "", fmt.Errorf("distill: %s after %d attempts: %w", l.cfg.Model, attempt, err)
+	}
+	return answer, nil
+}

@@ -1,0 +1,97 @@
+package memories
+
+import (
+	"math"
+	"time"
+)
+
+// Signal deltas (ReasoningBank design): positive / negative.
+var signalDeltas = map[string][2]float64{
+	"explicit_feedback": {+0.30, -0.20},
+	"task_completion":   {+0.10, -0.05},
+	"code_stability":    {+0.20, -0.15},
+}
+
+// Thresholds of the ReasoningBank design.
+const (
+	// ConsensusUsage: below this usage count a signal needs consensus.
+	ConsensusUsage = 3
+	// ConsensusSignals agreeing signals (same polarity) are needed…
+	ConsensusSignals = 2
+	// …within ConsensusWindow of the newest.
+	ConsensusWindow = 7 * 24 * time.Hour
+	// DecayPerMonth is lost per month of age (30-day months).
+	DecayPerMonth = 0.05
+	// Month is the decay month.
+	Month = 30 * 24 * time.Hour
+	// PruneBelow: a memory whose confidence falls below it is pruned.
+	PruneBelow = 0.3
+)
+
+// Delta is the confidence change of one signal; ok is false for an
+// unknown signal kind.
+func Delta(signal string, positive bool) (float64, bool) {
+	d, ok := signalDeltas[signal]
+	if !ok {
+		return 0, false
+	}
+	if positive {
+		return d[0], true
+	}
+	return d[1], true
+}
+
+// Clamp bounds c to [0, 1] and rounds it to 6 decimals, so stored values
+// are stable (0.7 + 0.1 is 0.8, not 0.7999999999999999).
+func Clamp(c float64) float64 {
+	c = math.Max(0, math.Min(1, c))
+	return math.Round(c*1e6) / 1e6
+}
+
+// Decay is the confidence lost between two times: DecayPerMonth per 30-day
+// month, pro rata. Nothing is lost when to is not after from.
+func Decay(from, to time.Time) float64 {
+	if !to.After(from) {
+		return 0
+	}
+	return DecayPerMonth * float64(to.Sub(from)) / float64(Month)
+}
+
+// Pending is a stored signal that has not changed confidence yet.
+type Pending struct {
+	EventID  string  `json:"event_id"`
+	Time     string  `json:"time"`
+	Signal   string  `json:"signal"`
+	Positive bool    `json:"positive"`
+	Delta    float64 `json:"delta"`
+	Applied  bool    `json:"applied"`
+}
+
+// Consensus decides which stored signals apply when sig arrives
+// (ReasoningBank design): with usage ≥ ConsensusUsage the new signal
+// applies alone; below it, the not yet applied signals of sig's polarity
+// within ConsensusWindow before sig (sig included) apply together once
+// there are at least ConsensusSignals of them, otherwise none. It returns
+// the indexes into stored (sig must be the last element) that apply.
+func Consensus(usage int, stored []Pending, at time.Time) []int {
+	last := len(stored) - 1
+	if usage >= ConsensusUsage {
+		return []int{last}
+	}
+	sig := stored[last]
+	var idx []int
+	for i, p := range stored {
+		if p.Applied || p.Positive != sig.Positive {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, p.Time)
+		if err != nil || at.Sub(t) > ConsensusWindow || t.After(at) {
+			continue
+		}
+		idx = append(idx, i)
+	}
+	if len(idx) < ConsensusSignals {
+		return nil
+	}
+	return idx
+}

@@ -1,0 +1,344 @@
+// Package memories is the memory-bank processor (ReasoningBank design): it
+// records memories (explicit ones from producers, distilled ones from
+// sessions), merges duplicates, and keeps each memory's confidence from
+// feedback signals (with consensus while a memory is young), usage, decay on
+// clock ticks and pruning. Every change is kept in the memory's history with
+// the event that caused it.
+//
+// It consumes chronicle.memories, one totally ordered stream, so its state
+// (which needs the order of events across memories: duplicates by content,
+// decay of every memory at a tick) is a deterministic function of the log.
+//
+// Projection rows (under p/memories/):
+//
+//	m/<memory id>                 Memory
+//	d/<scope>/<content address>   memory id of the first memory with that normalised title+content
+//	h/<memory id>/<seq, 6 digits> Change
+//	s/<memory id>/<seq, 6 digits> Pending signal
+package memories
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// Name is the processor's and projection's name.
+const Name = "memories"
+
+// Memory is the projected state of one memory.
+type Memory struct {
+	ID             string   `json:"id"`
+	Scope          string   `json:"scope"`
+	Title          string   `json:"title"`
+	Description    string   `json:"description"`
+	Content        string   `json:"content"`
+	Outcome        string   `json:"outcome"`
+	Tags           []string `json:"tags,omitempty"`
+	Source         string   `json:"source"`
+	SourceSessions []string `json:"source_sessions,omitempty"` // sorted, unique
+	Evidence       int      `json:"evidence"`                  // recordings merged into this memory
+	Confidence     float64  `json:"confidence"`
+	UsageCount     int      `json:"usage_count"`
+	CreatedAt      string   `json:"created_at"`
+	LastDecayAt    string   `json:"last_decay_at"`
+	LastUsedAt     string   `json:"last_used_at,omitempty"`
+	Pruned         bool     `json:"pruned"`
+	PrunedAt       string   `json:"pruned_at,omitempty"`
+	Changes        int      `json:"changes"`
+	Signals        int      `json:"signals"`
+}
+
+// Change is one entry of a memory's history.
+type Change struct {
+	EventID string          `json:"event_id"`
+	Type    events.Type     `json:"type"`
+	Time    string          `json:"time"`
+	Reason  string          `json:"reason"` // created | evidence | signal | consensus | pending | usage | decay | pruned
+	Old     float64         `json:"old"`
+	New     float64         `json:"new"`
+	Signals []AppliedSignal `json:"signals,omitempty"`
+}
+
+// AppliedSignal is a signal whose delta moved confidence.
+type AppliedSignal struct {
+	EventID  string  `json:"event_id"`
+	Signal   string  `json:"signal"`
+	Positive bool    `json:"positive"`
+	Delta    float64 `json:"delta"`
+	Time     string  `json:"time,omitempty"`
+}
+
+// ErrUnknownMemory is the processing error of feedback or a retrieval for
+// a memory that was never recorded (the event is dead-lettered).
+var ErrUnknownMemory = errors.New("unknown memory")
+
+// ErrUnknownSignal is the processing error of a signal kind without a
+// delta.
+var ErrUnknownSignal = errors.New("unknown signal")
+
+// Processor is the memory-bank processor.
+type Processor struct{}
+
+// Name implements processors.Processor.
+func (Processor) Name() string { return Name }
+
+// Topics implements processors.Processor.
+func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicMemories} }
+
+// NeedsTotalOrder implements processors.TotalOrder.
+func (Processor) NeedsTotalOrder() bool { return true }
+
+func memKey(id string) string             { return "m/" + id }
+func digestKey(scope, addr string) string { return "d/" + scope + "/" + addr }
+func changeKey(id string, n int) string   { return fmt.Sprintf("h/%s/%06d", id, n) }
+func signalKey(id string, n int) string   { return fmt.Sprintf("s/%s/%06d", id, n) }
+
+// Apply implements processors.Processor.
+func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
+	at, err := env.EventTime()
+	if err != nil {
+		return err
+	}
+	switch env.Type {
+	case events.MemoryRecorded:
+		var d events.MemoryRecordedData
+		if err := env.Decode(&d); err != nil {
+			return err
+		}
+		return record(tx, env, d)
+	case events.MemoryFeedback:
+		var d events.MemoryFeedbackData
+		if err := env.Decode(&d); err != nil {
+			return err
+		}
+		return feedback(tx, env, at, d)
+	case events.MemoryRetrieved:
+		var d struct {
+			MemoryID string `json:"memory_id"`
+		}
+		if err := env.Decode(&d); err != nil {
+			return err
+		}
+		m, err := load(tx, d.MemoryID)
+		if err != nil {
+			return err
+		}
+		m.UsageCount++
+		m.LastUsedAt = env.Time
+		return save(tx, m)
+	case events.ClockTick:
+		return decayAll(tx, env, at)
+	}
+	return nil
+}
+
+func load(tx *projections.Tx, id string) (*Memory, error) {
+	var m Memory
+	ok, err := tx.GetJSON(memKey(id), &m)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("memory %s: %w", id, ErrUnknownMemory)
+	}
+	return &m, nil
+}
+
+func save(tx *projections.Tx, m *Memory) error { return tx.SetJSON(memKey(m.ID), m) }
+
+func addChange(tx *projections.Tx, m *Memory, c Change) error {
+	if err := tx.SetJSON(changeKey(m.ID, m.Changes), c); err != nil {
+		return err
+	}
+	m.Changes++
+	return nil
+}
+
+// InitialConfidence of a new memory (ReasoningBank design): 0.8 explicit,
+// 0.7 distilled success, 0.6 distilled failure.
+func InitialConfidence(source, outcome string) float64 {
+	switch {
+	case source != "distilled":
+		return distill.InitialExplicit
+	case outcome == events.OutcomeSuccess:
+		return distill.InitialDistilledSuccess
+	default:
+		return distill.InitialDistilledFailure
+	}
+}
+
+// record creates a memory, or adds evidence to the memory of the same scope
+// whose normalised title and content are equal.
+func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedData) error {
+	scope := env.EffectiveScope()
+	addr := distill.MemoryID(scope, d.Title, d.Content)
+	existing, found, err := tx.Get(digestKey(scope, addr))
+	if err != nil {
+		return err
+	}
+	if !found {
+		if _, taken, err := tx.Get(memKey(d.MemoryID)); err != nil || taken {
+			if err == nil {
+				err = fmt.Errorf("memory id %s already holds other content", d.MemoryID)
+			}
+			return err
+		}
+		c := InitialConfidence(d.Source, d.Outcome)
+		m := &Memory{
+			ID: d.MemoryID, Scope: scope, Title: d.Title, Description: d.Description, Content: d.Content,
+			Outcome: d.Outcome, Tags: d.Tags, Source: d.Source, Evidence: 1, Confidence: c,
+			CreatedAt: env.Time, LastDecayAt: env.Time,
+		}
+		if d.SourceSession != "" {
+			m.SourceSessions = []string{d.SourceSession}
+		}
+		if err := tx.Set(digestKey(scope, addr), []byte(m.ID)); err != nil {
+			return err
+		}
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "created", Old: c, New: c}); err != nil {
+			return err
+		}
+		return save(tx, m)
+	}
+	m, err := load(tx, string(existing))
+	if err != nil {
+		return err
+	}
+	m.Evidence++
+	m.UsageCount++
+	if d.SourceSession != "" {
+		i := sort.SearchStrings(m.SourceSessions, d.SourceSession)
+		if i == len(m.SourceSessions) || m.SourceSessions[i] != d.SourceSession {
+			m.SourceSessions = append(m.SourceSessions[:i], append([]string{d.SourceSession}, m.SourceSessions[i:]...)...)
+		}
+	}
+	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "evidence", Old: m.Confidence, New: m.Confidence}); err != nil {
+		return err
+	}
+	return save(tx, m)
+}
+
+func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.MemoryFeedbackData) error {
+	m, err := load(tx, d.MemoryID)
+	if err != nil {
+		return err
+	}
+	delta, ok := Delta(d.Signal, d.Positive)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownSignal, d.Signal)
+	}
+	var stored []Pending
+	if err := tx.Scan("s/"+m.ID+"/", func(_ string, v []byte) (bool, error) {
+		var p Pending
+		if err := json.Unmarshal(v, &p); err != nil {
+			return false, err
+		}
+		stored = append(stored, p)
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta})
+	apply := Consensus(m.UsageCount, stored, at)
+	m.UsageCount++
+	m.LastUsedAt = env.Time
+	reason := "signal"
+	if m.UsageCount-1 < ConsensusUsage {
+		reason = "consensus"
+	}
+	old := m.Confidence
+	var applied []AppliedSignal
+	sum := 0.0
+	for _, i := range apply {
+		stored[i].Applied = true
+		sum += stored[i].Delta
+		applied = append(applied, AppliedSignal{EventID: stored[i].EventID, Signal: stored[i].Signal, Positive: stored[i].Positive, Delta: stored[i].Delta, Time: stored[i].Time})
+		if i < len(stored)-1 {
+			if err := tx.SetJSON(signalKey(m.ID, i), stored[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.SetJSON(signalKey(m.ID, len(stored)-1), stored[len(stored)-1]); err != nil {
+		return err
+	}
+	m.Signals = len(stored)
+	if len(apply) == 0 {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pending", Old: old, New: old}); err != nil {
+			return err
+		}
+		return save(tx, m)
+	}
+	return setConfidence(tx, env, m, Clamp(old+sum), reason, applied)
+}
+
+// setConfidence records a confidence change (history + derived event) and
+// prunes the memory when it falls below PruneBelow.
+func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float64, reason string, applied []AppliedSignal) error {
+	old := m.Confidence
+	m.Confidence = c
+	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: reason, Old: old, New: c, Signals: applied}); err != nil {
+		return err
+	}
+	if c != old {
+		if applied == nil {
+			applied = []AppliedSignal{}
+		}
+		if err := tx.Emit(events.MemoryConfidenceChanged, map[string]any{
+			"memory_id": m.ID, "old": old, "new": c, "signals_applied": applied, "reason": reason,
+		}); err != nil {
+			return err
+		}
+	}
+	if c < PruneBelow && !m.Pruned {
+		m.Pruned, m.PrunedAt = true, env.Time
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pruned", Old: c, New: c}); err != nil {
+			return err
+		}
+		if err := tx.Emit(events.MemoryPruned, map[string]any{"memory_id": m.ID, "confidence": c, "threshold": PruneBelow}); err != nil {
+			return err
+		}
+	}
+	return save(tx, m)
+}
+
+// decayAll applies decay to every memory not pruned, from its last decay
+// to the tick's time.
+func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
+	var ids []string
+	if err := tx.Scan("m/", func(k string, _ []byte) (bool, error) {
+		ids = append(ids, k[2:])
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		m, err := load(tx, id)
+		if err != nil {
+			return err
+		}
+		if m.Pruned {
+			continue
+		}
+		from, err := time.Parse(time.RFC3339Nano, m.LastDecayAt)
+		if err != nil {
+			return fmt.Errorf("memory %s: last_decay_at: %w", id, err)
+		}
+		loss := Decay(from, at)
+		if loss == 0 {
+			continue
+		}
+		m.LastDecayAt = env.Time
+		if err := setConfidence(tx, env, m, Clamp(m.Confidence-loss), "decay", nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,284 @@
+package memories_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// bank feeds events to the memory-bank processor through a real store.
+type bank struct {
+	t     *testing.T
+	store *projections.Store
+	off   int64
+}
+
+func newBank(t *testing.T) *bank {
+	s, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &bank{t: t, store: s}
+}
+
+func (b *bank) send(typ events.Type, at time.Time, scope string, data any) error {
+	b.t.Helper()
+	env, err := events.New(typ, "test", fmt.Sprintf("e%d", b.off), at, data)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	env.Scope = scope
+	_, err = b.store.Apply(memories.Name, projections.Position{Topic: "chronicle.memories", Offset: b.off}, &env, memories.Processor{}.Apply)
+	b.off++
+	return err
+}
+
+func (b *bank) record(id, source, outcome string, at time.Time) {
+	b.t.Helper()
+	d := events.MemoryRecordedData{MemoryID: id, Title: "t " + id, Description: "d", Content: "c " + id, Outcome: outcome, Source: source}
+	if source == "distilled" {
+		d.SourceSession = "s1"
+	}
+	if err := b.send(events.MemoryRecorded, at, "project:a", d); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bank) signal(id, sig string, positive bool, at time.Time) {
+	b.t.Helper()
+	if err := b.send(events.MemoryFeedback, at, "project:a", events.MemoryFeedbackData{MemoryID: id, Signal: sig, Positive: positive}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bank) use(id string, n int, at time.Time) {
+	b.t.Helper()
+	for i := 0; i < n; i++ {
+		if err := b.send(events.MemoryRetrieved, at, "project:a", map[string]any{"memory_id": id}); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+func (b *bank) tick(at time.Time) {
+	b.t.Helper()
+	if err := b.send(events.ClockTick, at, "", map[string]any{"interval_seconds": 86400}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bank) get(id string) memories.Memory {
+	b.t.Helper()
+	m, ok, err := memories.Get(b.store, id)
+	if err != nil || !ok {
+		b.t.Fatalf("memory %s: %v %v", id, ok, err)
+	}
+	return m
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestInitialConfidence(t *testing.T) {
+	b := newBank(t)
+	b.record("ds", "distilled", "success", t0)
+	b.record("df", "distilled", "failure", t0)
+	b.record("ex", "explicit", "success", t0)
+	for id, want := range map[string]float64{"ds": 0.7, "df": 0.6, "ex": 0.8} {
+		if c := b.get(id).Confidence; !near(c, want) {
+			t.Errorf("%s: %v want %v", id, c, want)
+		}
+	}
+}
+
+// Hand-computed consensus cases (ReasoningBank design: below usage 3 a
+// signal waits for a second agreeing one within 7 days; from usage 3 a
+// signal applies alone).
+func TestConsensus(t *testing.T) {
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		name    string
+		usage   int
+		signals []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}
+		want float64
+	}{
+		{name: "one signal, young memory: stored, no change", want: 0.8, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"explicit_feedback", true, day}}},
+		{name: "two agreeing within 7 days: both deltas apply, 0.8+0.3+0.1 clamps to 1", want: 1.0, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"explicit_feedback", true, day}, {"task_completion", true, 3 * day}}},
+		{name: "two negative agreeing: 0.8-0.2-0.05 = 0.55", want: 0.55, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"explicit_feedback", false, day}, {"task_completion", false, 2 * day}}},
+		{name: "mixed polarity: no consensus, no change", want: 0.8, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"explicit_feedback", true, day}, {"explicit_feedback", false, 2 * day}}},
+		{name: "agreeing but 8 days apart: no consensus", want: 0.8, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"code_stability", false, day}, {"code_stability", false, 9 * day}}},
+		{name: "mixed then agreeing: +,-,+ → the two positives apply, 0.8+0.3+0.2 → 1", want: 1.0, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"explicit_feedback", true, day}, {"task_completion", false, 2 * day}, {"code_stability", true, 3 * day}}},
+		{name: "usage 3: a single signal applies, 0.8-0.15 = 0.65", usage: 3, want: 0.65, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"code_stability", false, day}}},
+		{name: "usage 2: first signal waits (usage→3), second applies alone: 0.8-0.05 = 0.75", usage: 2, want: 0.75, signals: []struct {
+			sig string
+			pos bool
+			at  time.Duration
+		}{{"explicit_feedback", true, day}, {"task_completion", false, 2 * day}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBank(t)
+			b.record("m", "explicit", "success", t0)
+			b.use("m", c.usage, t0)
+			for _, s := range c.signals {
+				b.signal("m", s.sig, s.pos, t0.Add(s.at))
+			}
+			if got := b.get("m").Confidence; !near(got, c.want) {
+				t.Fatalf("confidence %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// Decay: −0.05 per 30-day month. Ticks at 30, 60 and 90 days take a
+// distilled success (0.7) to 0.65, 0.60, 0.55; a tick earlier than the last
+// decay changes nothing.
+func TestDecayOverThreeMonths(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "distilled", "success", t0)
+	for i, want := range []float64{0.65, 0.60, 0.55} {
+		b.tick(t0.Add(time.Duration(i+1) * memories.Month))
+		if got := b.get("m").Confidence; !near(got, want) {
+			t.Fatalf("after %d months: %v, want %v", i+1, got, want)
+		}
+	}
+	b.tick(t0.Add(memories.Month)) // a late tick from the past
+	if got := b.get("m").Confidence; !near(got, 0.55) {
+		t.Fatalf("a past tick changed confidence to %v", got)
+	}
+	// half a month later: −0.025
+	b.tick(t0.Add(3*memories.Month + memories.Month/2))
+	if got := b.get("m").Confidence; !near(got, 0.525) {
+		t.Fatalf("pro-rata decay: %v, want 0.525", got)
+	}
+}
+
+// Prune below 0.3: a distilled failure (0.6) with usage 3 and two negative
+// explicit feedbacks: 0.6-0.2 = 0.4, then 0.2 → pruned, one memory.pruned
+// event; it stays in history. Clamp: further negatives stop at 0.
+func TestPruneAndClamp(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "distilled", "failure", t0)
+	b.use("m", 3, t0)
+	b.signal("m", "explicit_feedback", false, t0.Add(time.Hour))
+	if m := b.get("m"); !near(m.Confidence, 0.4) || m.Pruned {
+		t.Fatalf("after one negative: %+v", m)
+	}
+	b.signal("m", "explicit_feedback", false, t0.Add(2*time.Hour))
+	m := b.get("m")
+	if !near(m.Confidence, 0.2) || !m.Pruned || m.PrunedAt == "" {
+		t.Fatalf("after two negatives: %+v", m)
+	}
+	b.signal("m", "explicit_feedback", false, t0.Add(3*time.Hour))
+	b.signal("m", "explicit_feedback", false, t0.Add(4*time.Hour))
+	if m := b.get("m"); m.Confidence != 0 {
+		t.Fatalf("clamp at 0: %v", m.Confidence)
+	}
+	changes, signals, err := memories.History(b.store, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, c := range changes {
+		reasons = append(reasons, c.Reason)
+	}
+	want := `["created","signal","signal","pruned","signal","signal"]`
+	if got, _ := json.Marshal(reasons); string(got) != want {
+		t.Fatalf("history %s, want %s", got, want)
+	}
+	if len(signals) != 4 || !signals[3].Applied {
+		t.Fatalf("signals %+v", signals)
+	}
+	// decay skips pruned memories
+	b.tick(t0.Add(6 * memories.Month))
+	if m := b.get("m"); m.Confidence != 0 || len(changes) != b.get("m").Changes {
+		t.Fatalf("tick touched a pruned memory: %+v", m)
+	}
+}
+
+func TestClamp(t *testing.T) {
+	for _, c := range [][2]float64{{1.2, 1}, {-0.1, 0}, {0.7 + 0.1, 0.8}, {0.30000000001, 0.3}} {
+		if got := memories.Clamp(c[0]); got != c[1] {
+			t.Errorf("Clamp(%v) = %v, want %v", c[0], got, c[1])
+		}
+	}
+}
+
+// Equal title and content in one scope merge: evidence and source sessions
+// grow, no second memory. Another scope keeps its own.
+func TestDuplicatesMerge(t *testing.T) {
+	b := newBank(t)
+	d := events.MemoryRecordedData{MemoryID: "a", Title: "Confirm first", Description: "d1", Content: "List   the details.", Outcome: "success", Source: "explicit"}
+	if err := b.send(events.MemoryRecorded, t0, "project:a", d); err != nil {
+		t.Fatal(err)
+	}
+	d.MemoryID, d.Title, d.Content, d.Description = "b", "confirm FIRST", "list the details.", "d2"
+	if err := b.send(events.MemoryRecorded, t0, "project:a", d); err != nil {
+		t.Fatal(err)
+	}
+	d.MemoryID = "c"
+	if err := b.send(events.MemoryRecorded, t0, "project:b", d); err != nil {
+		t.Fatal(err)
+	}
+	if m := b.get("a"); m.Evidence != 2 || m.UsageCount != 1 {
+		t.Fatalf("merged memory %+v", m)
+	}
+	if _, ok, _ := memories.Get(b.store, "b"); ok {
+		t.Fatal("duplicate created a second memory")
+	}
+	if m := b.get("c"); m.Evidence != 1 {
+		t.Fatalf("other scope: %+v", m)
+	}
+	st, _ := memories.ComputeStats(b.store)
+	if st.Memories != 2 || st.DuplicatesMerged != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestFeedbackForUnknownMemoryIsAProcessingError(t *testing.T) {
+	b := newBank(t)
+	err := b.send(events.MemoryFeedback, t0, "project:a", events.MemoryFeedbackData{MemoryID: "ghost", Signal: "task_completion", Positive: true})
+	if !errors.Is(err, memories.ErrUnknownMemory) {
+		t.Fatalf("got %v", err)
+	}
+}

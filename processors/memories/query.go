@@ -1,0 +1,92 @@
+package memories
+
+import (
+	"encoding/json"
+
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// Get returns memory id; ok is false when it was never recorded.
+func Get(store *projections.Store, id string) (Memory, bool, error) {
+	var m Memory
+	ok, err := store.GetJSON(Name, memKey(id), &m)
+	return m, ok, err
+}
+
+// History returns every change of memory id in order, and its stored
+// signals (applied or waiting for consensus).
+func History(store *projections.Store, id string) ([]Change, []Pending, error) {
+	var changes []Change
+	if err := store.Scan(Name, "h/"+id+"/", "", func(_ string, v []byte) (bool, error) {
+		var c Change
+		if err := json.Unmarshal(v, &c); err != nil {
+			return false, err
+		}
+		changes = append(changes, c)
+		return true, nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	var signals []Pending
+	err := store.Scan(Name, "s/"+id+"/", "", func(_ string, v []byte) (bool, error) {
+		var p Pending
+		if err := json.Unmarshal(v, &p); err != nil {
+			return false, err
+		}
+		signals = append(signals, p)
+		return true, nil
+	})
+	return changes, signals, err
+}
+
+// Each calls fn for every memory in id order until fn returns false.
+func Each(store *projections.Store, fn func(Memory) bool) error {
+	return store.Scan(Name, "m/", "", func(_ string, v []byte) (bool, error) {
+		var m Memory
+		if err := json.Unmarshal(v, &m); err != nil {
+			return false, err
+		}
+		return fn(m), nil
+	})
+}
+
+// Stats summarise distillation over the projection.
+type Stats struct {
+	// Memories is the number of distinct memories.
+	Memories int `json:"memories"`
+	// Distilled counts distinct distilled memories; Explicit the others.
+	Distilled int `json:"distilled"`
+	Explicit  int `json:"explicit"`
+	// Recordings is the number of memory.recorded events applied, merged
+	// or not; DuplicatesMerged = Recordings − Memories.
+	Recordings       int `json:"recordings"`
+	DuplicatesMerged int `json:"duplicates_merged"`
+	// SessionsWithMemory is the number of distinct source sessions.
+	SessionsWithMemory int `json:"sessions_with_memory_count"`
+	Pruned             int `json:"pruned"`
+}
+
+// ComputeStats scans every memory.
+func ComputeStats(store *projections.Store) (Stats, error) {
+	var st Stats
+	sessions := map[string]bool{}
+	err := Each(store, func(m Memory) bool {
+		st.Memories++
+		if m.Source == "distilled" {
+			st.Distilled++
+		} else {
+			st.Explicit++
+		}
+		st.Recordings += m.Evidence
+		if m.Pruned {
+			st.Pruned++
+		}
+		for _, s := range m.SourceSessions {
+			sessions[s] = true
+		}
+		return true
+	})
+	st.DuplicatesMerged = st.Recordings - st.Memories
+	st.SessionsWithMemory = len(sessions)
+	return st, err
+}
