@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -25,6 +26,7 @@ type Summary struct {
 	ByRecommendation    map[string]int    `json:"evaluations_by_recommendation"`
 	EvaluationAgreement float64           `json:"evaluation_agreement"`
 	AgreementSessions   int               `json:"agreement_sessions"`
+	Memories            memories.Stats    `json:"memories"`
 	Digest              string            `json:"digest"`
 	Projections         map[string]string `json:"projection_digests"`
 	Seconds             float64           `json:"seconds"`
@@ -120,7 +122,12 @@ func summarise(store *projections.Store, data string, took time.Duration) (Summa
 	if err != nil {
 		return Summary{}, err
 	}
+	ms, err := memories.ComputeStats(store)
+	if err != nil {
+		return Summary{}, err
+	}
 	return Summary{
+		Memories: ms,
 		Sessions: st.Sessions, Events: st.Events, Successes: st.Successes, Failures: st.Failures,
 		Evaluations: st.Evaluations, ByRecommendation: st.ByRecommendation,
 		EvaluationAgreement: st.Agreement, AgreementSessions: st.Compared,
@@ -142,6 +149,7 @@ func printSummary(s Summary) {
 		fmt.Printf("    %-18s %d\n", r, s.ByRecommendation[r])
 	}
 	fmt.Printf("  agreement           %.1f%% of %d sessions: evaluator meets_criteria ⇔ tau-bench reward 1\n", 100*s.EvaluationAgreement, s.AgreementSessions)
+	fmt.Printf("  memories            %d distilled from %d sessions (%d duplicates merged)\n", s.Memories.Distilled, s.Memories.SessionsWithMemory, s.Memories.DuplicatesMerged)
 	fmt.Printf("  projection digest   %s\n", s.Digest)
 	fmt.Printf("  seconds             %.2f\n", s.Seconds)
 }

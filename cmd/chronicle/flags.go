@@ -24,7 +24,7 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.data, "data", "./data", "data directory: the embedded broker's log (DATA/log) and the projections (DATA/projections)")
 	cmd.Flags().StringVar(&c.brokers, "brokers", "", "comma-separated host:port of a Kafka cluster; empty starts the embedded broker")
 	cmd.Flags().StringVar(&c.kafkaListen, "kafka-listen", "127.0.0.1:9092", "address of the embedded broker (port 0: any free port)")
-	cmd.Flags().Int32Var(&c.partitions, "partitions", 4, "partitions of each topic created at start")
+	cmd.Flags().Int32Var(&c.partitions, "partitions", 1, "partitions of each topic created at start (1 keeps derived events in one order: see README)")
 }
 
 func (c *commonFlags) brokerList() []string {

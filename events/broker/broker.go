@@ -29,7 +29,7 @@ type Config struct {
 	// Listen is the embedded broker's loopback address (default
 	// 127.0.0.1:9092; port 0 picks a free port).
 	Listen string
-	// Partitions is the partition count of every topic created (default 4).
+	// Partitions is the partition count of every topic created (default 1).
 	Partitions int32
 	// ReplicationFactor of created topics on an external cluster
 	// (default -1: the cluster's default).
@@ -61,7 +61,7 @@ func (c *Config) setDefaults() {
 		c.Listen = "127.0.0.1:9092"
 	}
 	if c.Partitions == 0 {
-		c.Partitions = 4
+		c.Partitions = 1
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1

@@ -16,6 +16,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/clock"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -36,7 +37,7 @@ type Config struct {
 	// KafkaListen is the embedded broker's address (default
 	// 127.0.0.1:9092; port 0 picks a free one).
 	KafkaListen string
-	// Partitions of every topic created (default 4).
+	// Partitions of every topic created (default 1).
 	Partitions int32
 	// Processors to run (default DefaultProcessors()).
 	Processors []processors.Processor
@@ -45,6 +46,10 @@ type Config struct {
 	// OnRelayError is told about outbox relay failures (default: ignored;
 	// the relay retries).
 	OnRelayError func(error)
+	// TickInterval is the interval of clock.tick.v1 events, the time source
+	// of decay (default 0: no ticks; serve sets 24 h). The first tick comes
+	// one interval after start.
+	TickInterval time.Duration
 }
 
 // DefaultProcessors are the processors a Chronicle service runs.
@@ -132,6 +137,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		defer p.wg.Done()
 		_ = relay.Run(runCtx)
 	}()
+	if cfg.TickInterval > 0 {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			(&clock.Ticker{Producer: p.Producer, Interval: cfg.TickInterval, OnError: cfg.OnRelayError}).Run(runCtx)
+		}()
+	}
 	select {
 	case <-p.Runner.Running():
 	case <-ctx.Done():

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,6 +36,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/events", s.postEvents)
 	mux.HandleFunc("GET /v1/sessions", s.listSessions)
 	mux.HandleFunc("GET /v1/sessions/{id...}", s.sessionRoutes)
+	mux.HandleFunc("GET /v1/memories/{id}", s.getMemory)
+	mux.HandleFunc("GET /v1/memories/{id}/history", s.memoryHistory)
 	mux.HandleFunc("GET /v1/digest", s.digest)
 	mux.HandleFunc("GET /healthz", s.health)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{}))
@@ -290,4 +293,37 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": status, "lag": total, "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
+}
+
+func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
+	m, ok, err := memories.Get(s.P.Store, r.PathValue("id"))
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+	case !ok:
+		writeErr(w, http.StatusNotFound, "memory %q not found", r.PathValue("id"))
+	default:
+		writeJSON(w, http.StatusOK, m)
+	}
+}
+
+// memoryHistory lists every change of a memory's confidence and state with
+// the id and time of the event that caused it, and its stored signals.
+func (s *Server) memoryHistory(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	m, ok, err := memories.Get(s.P.Store, id)
+	if err == nil && ok {
+		var changes []memories.Change
+		var signals []memories.Pending
+		changes, signals, err = memories.History(s.P.Store, id)
+		if err == nil {
+			writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals})
+			return
+		}
+	}
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeErr(w, http.StatusNotFound, "memory %q not found", id)
 }
