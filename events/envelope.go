@@ -111,3 +111,29 @@ func New(t Type, source, id string, at time.Time, payload any) (Envelope, error)
 		Data:            raw,
 	}, nil
 }
+
+// Derive builds the n-th derived event of type typ caused by cause, written
+// by component source (e.g. "chronicle/sessions"): its id is DerivedID of
+// the cause, its time, sessionid and scope are the cause's, causationid is
+// the cause's id and correlationid the cause's (or the cause's id). The
+// event is validated against its schema.
+func Derive(cause *Envelope, source string, typ Type, n int, payload any) (Envelope, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("events: marshal %s data: %w", typ, err)
+	}
+	env := Envelope{
+		SpecVersion: SpecVersion, ID: DerivedID(cause.Source, cause.ID, typ, n),
+		Source: source, Type: typ, Time: cause.Time,
+		DataContentType: ContentTypeJSON, DataSchema: SchemaURI(typ),
+		SessionID: cause.SessionID, Scope: cause.Scope, CausationID: cause.ID, CorrelationID: cause.CorrelationID,
+		Data: raw,
+	}
+	if env.CorrelationID == "" {
+		env.CorrelationID = cause.ID
+	}
+	if err := Validate(&env); err != nil {
+		return Envelope{}, fmt.Errorf("events: derived %s invalid: %w", typ, err)
+	}
+	return env, nil
+}

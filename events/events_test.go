@@ -265,3 +265,28 @@ func TestProduceToMissingTopicFailsFast(t *testing.T) {
 	}
 	t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
 }
+
+// Every schema file belongs to a registered type and every registered type
+// has a schema, so a new type cannot be half-added.
+func TestSchemasAndRegistryAgree(t *testing.T) {
+	files, err := filepath.Glob("../schemas/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[events.Type]bool{}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		if name == "cloudevent" {
+			continue
+		}
+		if _, ok := events.Lookup(events.Type(name)); !ok {
+			t.Errorf("schema %s has no registry entry in types.go", name)
+		}
+		seen[events.Type(name)] = true
+	}
+	for _, typ := range events.Types() {
+		if !seen[typ] {
+			t.Errorf("type %s has no schema file", typ)
+		}
+	}
+}

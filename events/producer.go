@@ -136,6 +136,24 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 	return p.ProduceRecords(ctx, recs)
 }
 
+// PublishDerived is Publish for Chronicle's own writers (the clock, the LLM
+// distiller, the judge): it validates and produces events of any known
+// type, derived ones included.
+func (p *Producer) PublishDerived(ctx context.Context, envs ...Envelope) error {
+	recs := make([]*kgo.Record, 0, len(envs))
+	for i := range envs {
+		if err := Validate(&envs[i]); err != nil {
+			return err
+		}
+		r, err := Record(&envs[i])
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+	}
+	return p.ProduceRecords(ctx, recs)
+}
+
 // ProduceRecords produces already encoded records (the outbox relay uses
 // it for derived events) with the same acknowledgement and retry rules as
 // Publish.

@@ -45,6 +45,8 @@ const (
 	MemoryConfidenceChanged Type = "memory.confidence.changed.v1"
 	// MemoryPruned: a memory fell below the prune threshold.
 	MemoryPruned Type = "memory.pruned.v1"
+	// DistillationCompleted: the LLM distiller's raw model answer.
+	DistillationCompleted Type = "distillation.completed.v1"
 )
 
 // Topic is the name of a Kafka topic Chronicle uses.
@@ -104,6 +106,7 @@ var registry = map[Type]TypeInfo{
 	ClockTick:               {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
 	MemoryConfidenceChanged: {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
 	MemoryPruned:            {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	DistillationCompleted:   {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
 	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 

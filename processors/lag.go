@@ -76,3 +76,39 @@ func TotalLag(l []PartitionLag) int64 {
 	}
 	return n
 }
+
+// WorkerLag is the records worker groups have yet to commit, summed.
+func WorkerLag(ctx context.Context, adm *kadm.Client, workers []Worker) (int64, error) {
+	if len(workers) == 0 {
+		return 0, nil
+	}
+	groups := make([]string, len(workers))
+	for i, w := range workers {
+		groups[i] = WorkerGroupID(w)
+	}
+	lags, err := adm.Lag(ctx, groups...)
+	if err != nil {
+		return 0, fmt.Errorf("processors: worker lag: %w", err)
+	}
+	var total int64
+	for _, w := range workers {
+		l, ok := lags[WorkerGroupID(w)]
+		if !ok {
+			continue
+		}
+		if l.Error() != nil {
+			return 0, fmt.Errorf("processors: worker %s lag: %w", w.Name(), l.Error())
+		}
+		if l.Lag.IsEmpty() {
+			// nothing committed yet: everything on the topic is pending
+			ends, err := adm.ListEndOffsets(ctx, string(w.Topic()))
+			if err != nil {
+				return 0, err
+			}
+			ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+			continue
+		}
+		total += l.Lag.Total()
+	}
+	return total, nil
+}

@@ -9,6 +9,8 @@
 package processors
 
 import (
+	"context"
+
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -37,3 +39,18 @@ func GroupID(p Processor, t events.Topic) string { return "chronicle." + p.Name(
 type TotalOrder interface {
 	NeedsTotalOrder() bool
 }
+
+// Worker reacts to events with effects outside the store (calling a model)
+// and writes what it learned as new events, whose ids it derives from the
+// cause (events.Derive) so that a repeat is dropped downstream. Its position
+// is its consumer group's committed offset: at-least-once. A Handle error
+// sends the event to the dead-letter topic with the reason; the worker goes
+// on with the next event.
+type Worker interface {
+	Name() string
+	Topic() events.Topic
+	Handle(ctx context.Context, env *events.Envelope) error
+}
+
+// WorkerGroupID is the consumer group of worker w: chronicle.<worker>.<topic>.
+func WorkerGroupID(w Worker) string { return "chronicle." + w.Name() + "." + string(w.Topic()) }

@@ -36,6 +36,8 @@ type RunnerConfig struct {
 	Store *projections.Store
 	// Processors to run. At least one.
 	Processors []Processor
+	// Workers to run next to the processors (default none).
+	Workers []Worker
 	// MaxRetries is how often a failing event is retried before it goes to
 	// the dead-letter topic (default 3).
 	MaxRetries int
@@ -137,6 +139,26 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 				middleware.Recoverer,
 			)
 		}
+	}
+	for _, w := range cfg.Workers {
+		w := w
+		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
+			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, ExtraOpts: cfg.SubscriberOpts,
+		}, cfg.Logger)
+		if err != nil {
+			pub.Close()
+			return nil, err
+		}
+		h := router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
+			env, err := events.ParseEvent(msg.Payload)
+			if err != nil {
+				return err
+			}
+			return w.Handle(msg.Context(), &env)
+		})
+		// no Retry: a worker retries its own calls (the LLM client: 3
+		// attempts with backoff) and a failure after that is final.
+		h.AddMiddleware(poison, middleware.Recoverer)
 	}
 	return r, nil
 }

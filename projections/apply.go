@@ -220,23 +220,9 @@ func (t *Tx) Emit(typ events.Type, payload any) error {
 			n++
 		}
 	}
-	c := t.cause
-	raw, err := json.Marshal(payload)
+	env, err := events.Derive(t.cause, "chronicle/"+t.proj, typ, n, payload)
 	if err != nil {
-		return err
-	}
-	env := events.Envelope{
-		SpecVersion: events.SpecVersion, ID: events.DerivedID(c.Source, c.ID, typ, n),
-		Source: "chronicle/" + t.proj, Type: typ, Time: c.Time,
-		DataContentType: events.ContentTypeJSON, DataSchema: events.SchemaURI(typ),
-		SessionID: c.SessionID, Scope: c.Scope, CausationID: c.ID, CorrelationID: c.CorrelationID,
-		Data: raw,
-	}
-	if env.CorrelationID == "" {
-		env.CorrelationID = c.ID
-	}
-	if err := events.Validate(&env); err != nil {
-		return fmt.Errorf("projections: derived %s invalid: %w", typ, err)
+		return fmt.Errorf("projections: %w", err)
 	}
 	rec, err := events.Record(&env)
 	if err != nil {

@@ -1,7 +1,9 @@
 package kafkapubsub_test
 
 import (
+	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -124,4 +127,82 @@ func testLogger() watermill.LoggerAdapter {
 		return watermill.NewStdLogger(true, false)
 	}
 	return watermill.NopLogger{}
+}
+
+// createTopic creates topic with the given partition count.
+func createTopic(t testing.TB, brokers []string, topic string, partitions int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+func newTestPublisher(t testing.TB, cfg kafkapubsub.PublisherConfig) *kafkapubsub.Publisher {
+	t.Helper()
+	pub, err := kafkapubsub.NewPublisher(cfg, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pub.Close() })
+	return pub
+}
+
+func newTestSubscriber(t testing.TB, cfg kafkapubsub.SubscriberConfig) *kafkapubsub.Subscriber {
+	t.Helper()
+	cfg.ExtraOpts = append(fastGroupOpts(), cfg.ExtraOpts...)
+	sub, err := kafkapubsub.NewSubscriber(cfg, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	return sub
+}
+
+// publishNumbered publishes n messages whose payloads are their index; key
+// (if not nil) gives each message's partition_key.
+func publishNumbered(t testing.TB, pub message.Publisher, topic string, n int, key func(i int) string) message.Messages {
+	t.Helper()
+	msgs := make(message.Messages, n)
+	for i := range msgs {
+		msgs[i] = message.NewMessage(watermill.NewUUID(), []byte(strconv.Itoa(i)))
+		if key != nil {
+			msgs[i].Metadata.Set(kafkapubsub.MetadataKey, key(i))
+		}
+	}
+	if err := pub.Publish(topic, msgs...); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	return msgs
+}
+
+// receive returns the next message or fails the test after timeout.
+func receive(t testing.TB, ch <-chan *message.Message, timeout time.Duration) *message.Message {
+	t.Helper()
+	select {
+	case msg, ok := <-ch:
+		if !ok {
+			t.Fatal("messages channel closed")
+		}
+		return msg
+	case <-time.After(timeout):
+		t.Fatalf("no message within %s", timeout)
+	}
+	return nil
+}
+
+// offsetOf returns the kafka_offset metadata of msg.
+func offsetOf(t testing.TB, msg *message.Message) int64 {
+	t.Helper()
+	off, err := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.OffsetMetadataKey), 10, 64)
+	if err != nil {
+		t.Fatalf("message %s: bad %s: %v", msg.UUID, kafkapubsub.OffsetMetadataKey, err)
+	}
+	return off
 }

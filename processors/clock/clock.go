@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Ticker writes a tick every Interval. The first tick comes one interval
@@ -54,14 +53,7 @@ func (t *Ticker) Tick(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := events.Validate(&env); err != nil {
-		return err
-	}
-	rec, err := events.Record(&env)
-	if err != nil {
-		return err
-	}
-	if err := t.Producer.ProduceRecords(ctx, []*kgo.Record{rec}); err != nil {
+	if err := t.Producer.PublishDerived(ctx, env); err != nil {
 		return fmt.Errorf("clock: tick %s: %w", env.ID, err)
 	}
 	return nil

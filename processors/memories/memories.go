@@ -135,6 +135,36 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return save(tx, m)
 	case events.ClockTick:
 		return decayAll(tx, env, at)
+	case events.DistillationCompleted:
+		return distilled(tx, env)
+	}
+	return nil
+}
+
+// distilled parses the model answer carried by a distillation.completed
+// event (never calling the model) and records each memory it holds. An
+// answer that does not parse is a processing error: the event goes to the
+// dead-letter topic with the reason.
+func distilled(tx *projections.Tx, env *events.Envelope) error {
+	var d struct {
+		SessionID   string `json:"session_id"`
+		RawResponse string `json:"raw_response"`
+	}
+	if err := env.Decode(&d); err != nil {
+		return err
+	}
+	mems, err := distill.ParseResponse(d.RawResponse)
+	if err != nil {
+		return err
+	}
+	for _, m := range mems {
+		rec := events.MemoryRecordedData{
+			MemoryID: distill.MemoryID(env.EffectiveScope(), m.Title, m.Content), Title: m.Title, Description: m.Description,
+			Content: m.Content, Outcome: m.Outcome, Tags: m.Tags, Source: "distilled", SourceSession: d.SessionID,
+		}
+		if err := record(tx, env, rec); err != nil {
+			return err
+		}
 	}
 	return nil
 }

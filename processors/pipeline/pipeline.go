@@ -17,6 +17,8 @@ import (
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/clock"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/distiller"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -46,6 +48,10 @@ type Config struct {
 	// OnRelayError is told about outbox relay failures (default: ignored;
 	// the relay retries).
 	OnRelayError func(error)
+	// LLM, when set, moves distillation to the LLM distiller worker (the
+	// sessions processor stops running the deterministic extractor). Default
+	// nil: deterministic distillation, no network.
+	LLM *distill.LLMConfig
 	// TickInterval is the interval of clock.tick.v1 events, the time source
 	// of decay (default 0: no ticks; serve sets 24 h). The first tick comes
 	// one interval after start.
@@ -71,6 +77,7 @@ type Pipeline struct {
 	Registry   *prometheus.Registry
 	Metrics    *processors.Metrics
 	Processors []processors.Processor
+	Workers    []processors.Worker
 	admin      *kadm.Client
 	adminCl    *kgo.Client
 
@@ -89,6 +96,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	if cfg.Processors == nil {
 		cfg.Processors = DefaultProcessors()
+		if cfg.LLM != nil {
+			cfg.Processors[0] = sessions.Processor{LLMDistillation: true}
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = watermill.NopLogger{}
@@ -118,8 +128,15 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	p.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.Metrics = processors.NewMetrics(p.Registry)
 	p.Registry.MustRegister(&lagCollector{p: p, desc: lagDesc})
+	if cfg.LLM != nil {
+		llm, err := distill.NewLLM(*cfg.LLM)
+		if err != nil {
+			return fail(err)
+		}
+		p.Workers = append(p.Workers, &distiller.Worker{Store: p.Store, LLM: llm, Producer: p.Producer})
+	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
-		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Metrics: p.Metrics, Logger: cfg.Logger,
+		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 	}); err != nil {
 		return fail(err)
 	}
@@ -188,7 +205,11 @@ func (p *Pipeline) CaughtUp(ctx context.Context) (bool, int64, error) {
 	if err != nil {
 		return false, 0, err
 	}
-	total := processors.TotalLag(l)
+	wl, err := processors.WorkerLag(ctx, p.admin, p.Workers)
+	if err != nil {
+		return false, 0, err
+	}
+	total := processors.TotalLag(l) + wl
 	return total == 0 && len(pending) == 0, total, nil
 }
 

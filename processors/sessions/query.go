@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -139,4 +140,21 @@ func ComputeStats(store *projections.Store) (Stats, error) {
 		st.Agreement = float64(agree) / float64(st.Compared)
 	}
 	return st, err
+}
+
+// Input returns what the evaluator and the distillers may see of session
+// id: task, criteria, output, minutes and tool calls (never the producer's
+// outcome or reward); ok is false when the session is unknown.
+func Input(store *projections.Store, id string) (flux.Input, bool, error) {
+	var s Session
+	ok, err := store.GetJSON(Name, sessionKey(id), &s)
+	if err != nil || !ok {
+		return flux.Input{}, ok, err
+	}
+	items, err := Trace(store, id)
+	if err != nil {
+		return flux.Input{}, true, err
+	}
+	in, err := inputFrom(&s, items)
+	return in, true, err
 }

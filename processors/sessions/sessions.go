@@ -183,27 +183,38 @@ func emitDistilled(tx *projections.Tx, s *Session, ds distill.Session) error {
 // trace: the task, the criteria, the output, the minutes and the tool
 // calls — never the producer's outcome or reward.
 func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
-	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
+	var items []TraceItem
 	err := tx.Scan(tracePrefix(s.ID), func(_ string, val []byte) (bool, error) {
 		var it TraceItem
 		if err := json.Unmarshal(val, &it); err != nil {
 			return false, err
 		}
+		items = append(items, it)
+		return true, nil
+	})
+	if err != nil {
+		return flux.Input{}, err
+	}
+	return inputFrom(s, items)
+}
+
+func inputFrom(s *Session, items []TraceItem) (flux.Input, error) {
+	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
+	for _, it := range items {
 		switch it.Type {
 		case events.MinuteRecorded:
 			var m events.MinuteData
 			if err := json.Unmarshal(it.Data, &m); err != nil {
-				return false, err
+				return in, err
 			}
 			in.Minutes = append(in.Minutes, m)
 		case events.WorkflowTaskCompleted:
 			var c events.TaskCompletedData
 			if err := json.Unmarshal(it.Data, &c); err != nil {
-				return false, err
+				return in, err
 			}
 			in.Calls = append(in.Calls, c)
 		}
-		return true, nil
-	})
-	return in, err
+	}
+	return in, nil
 }

@@ -1,0 +1,162 @@
+package distill_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/flux"
+)
+
+func TestParseResponse(t *testing.T) {
+	long := strings.Repeat("x", 80)
+	for _, c := range []struct {
+		name, raw string
+		n         int
+		err       string
+	}{
+		{"none", "NO_EXTRACTIONS", 0, ""},
+		{"none with trailing text", "NO_EXTRACTIONS\nnothing reusable here", 0, ""},
+		{"two", "Here you go.\n## Memory 1\n**Title**: A\n**Description**: when a\n**Content**: steps\n**Tags**: x, y\n**Outcome**: success\n\n## Memory 2\n**Title**: B\n**Description**: when b\n**Content**: 1. one\n2. two\n**Outcome**: Failure\n", 2, ""},
+		{"four kept to three", strings.Repeat("## Memory\n**Title**: T\n**Description**: D\n**Content**: C\n**Outcome**: success\n", 4), 3, ""},
+		{"missing content", "## Memory 1\n**Title**: A\n**Description**: d\n**Outcome**: success\n", 0, "**Content**"},
+		{"bad outcome", "## Memory 1\n**Title**: A\n**Description**: d\n**Content**: c\n**Outcome**: maybe\n", 0, "not success or failure"},
+		{"prose", "I think the agent did fine.", 0, "NO_EXTRACTIONS"},
+		{"title clipped", "## Memory 1\n**Title**: " + long + "\n**Description**: d\n**Content**: c\n**Outcome**: success\n", 1, ""},
+	} {
+		mems, err := distill.ParseResponse(c.raw)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || len(mems) != c.n {
+			t.Errorf("%s: %d memories, %v", c.name, len(mems), err)
+			continue
+		}
+		for _, m := range mems {
+			if utf8.RuneCountInString(m.Title) > distill.MaxTitle || m.Outcome == "" {
+				t.Errorf("%s: %+v", c.name, m)
+			}
+		}
+		if c.name == "two" && (mems[1].Outcome != "failure" || mems[1].Content != "1. one\n2. two" || len(mems[0].Tags) != 2) {
+			t.Errorf("two: %+v", mems)
+		}
+	}
+}
+
+// The client retries 429/5xx with backoff (3 attempts), not other 4xx.
+func TestLLMRetries(t *testing.T) {
+	var calls atomic.Int32
+	codes := []int{503, 429, 200}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1) - 1
+		if r.Header.Get("Authorization") != "Bearer k3y" {
+			http.Error(w, "no key", 401)
+			return
+		}
+		if c := codes[min(int(n), len(codes)-1)]; c != 200 {
+			http.Error(w, "busy", c)
+			return
+		}
+		w.Write([]byte(`{"choices":[{"message":{"content":"NO_EXTRACTIONS"}}]}`))
+	}))
+	defer srv.Close()
+	t.Setenv("TEST_LLM_KEY", "k3y")
+	llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "m", APIKeyEnv: "TEST_LLM_KEY", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := llm.Complete(context.Background(), "hi")
+	if err != nil || got != "NO_EXTRACTIONS" || calls.Load() != 3 {
+		t.Fatalf("%q %v after %d calls", got, err, calls.Load())
+	}
+	calls.Store(0)
+	t.Setenv("TEST_LLM_KEY", "wrong")
+	llm, _ = distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "m", APIKeyEnv: "TEST_LLM_KEY", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+	if _, err := llm.Complete(context.Background(), "hi"); err == nil || !strings.Contains(err.Error(), "401") || calls.Load() != 1 {
+		t.Fatalf("401 must not be retried: %v after %d calls", err, calls.Load())
+	}
+	if _, err := distill.NewLLM(distill.LLMConfig{Model: "m"}); err == nil || !strings.Contains(err.Error(), "URL") {
+		t.Fatalf("missing URL: %v", err)
+	}
+}
+
+// The deterministic extractor on the real tau-bench sessions: a strategy
+// for every session that meets its criteria, 1-3 anti-patterns for the
+// others, within the limits, specific to the session's tools.
+func TestDeterministicOnTaubench(t *testing.T) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withMemory, total := 0, 0
+	ids := map[string]bool{}
+	for _, r := range recs {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := flux.InputFromEvents(envs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := distill.NewSession(in, flux.Evaluate(in))
+		mems, err := distill.Deterministic{}.Extract(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mems) > 3 {
+			t.Fatalf("%d memories", len(mems))
+		}
+		if len(mems) > 0 {
+			withMemory++
+		}
+		for _, m := range mems {
+			total++
+			ids[distill.MemoryID("project:taubench-airline", m.Title, m.Content)] = true
+			if m.Title == "" || utf8.RuneCountInString(m.Title) > 50 || m.Description == "" || utf8.RuneCountInString(m.Description) > 200 || m.Content == "" {
+				t.Fatalf("limits: %+v", m)
+			}
+			if m.Outcome != s.Outcome {
+				t.Fatalf("outcome %s for a %s session", m.Outcome, s.Outcome)
+			}
+			if s.Outcome == "success" && !strings.HasPrefix(m.Title, "Strategy: ") || s.Outcome == "failure" && !strings.HasPrefix(m.Title, "Avoid: ") {
+				t.Fatalf("title %q", m.Title)
+			}
+		}
+	}
+	t.Logf("%d sessions with memories, %d memories, %d distinct", withMemory, total, len(ids))
+	if withMemory < 190 || len(ids) >= total {
+		t.Fatalf("%d sessions with memories, %d memories, %d distinct: want nearly all sessions covered and some duplicates merged", withMemory, total, len(ids))
+	}
+}
+
+func BenchmarkDeterministic(b *testing.B) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sessions []distill.Session
+	for _, r := range recs {
+		envs, _ := taubench.Events(r)
+		in, _ := flux.InputFromEvents(envs)
+		sessions = append(sessions, distill.NewSession(in, flux.Evaluate(in)))
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := (distill.Deterministic{}).Extract(context.Background(), sessions[i%len(sessions)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "sessions/s")
+}

@@ -1,0 +1,65 @@
+// Package distiller is the LLM distillation worker (ReasoningBank design):
+// for each evaluated session it sends the ReasoningBank prompt to an
+// OpenAI-compatible chat model and writes the raw answer to the log as
+// distillation.completed.v1. The memory bank parses that answer from the
+// log, so a replay rebuilds the same memories without calling the model.
+package distiller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// Worker implements processors.Worker on chronicle.evaluations.
+type Worker struct {
+	Store    *projections.Store
+	LLM      *distill.LLM
+	Producer *events.Producer
+}
+
+// Name implements processors.Worker.
+func (*Worker) Name() string { return "distiller" }
+
+// Topic implements processors.Worker.
+func (*Worker) Topic() events.Topic { return events.TopicEvaluations }
+
+// Handle implements processors.Worker: it reads the session's trace from
+// the sessions projection (written before the evaluation was emitted), asks
+// the model (3 attempts, backoff from 1 s, rate-limited; see distill.LLM)
+// and publishes the answer. A model failure after its retries is returned:
+// the evaluation event goes to the dead-letter topic with the reason.
+func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
+	var ev events.EvaluationData
+	if err := env.Decode(&ev); err != nil {
+		return err
+	}
+	in, ok, err := sessions.Input(w.Store, ev.SessionID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("distiller: session %s is not in the sessions projection", ev.SessionID)
+	}
+	ds := distill.NewSession(in, ev)
+	prompt := distill.RenderPrompt(ds.Outcome, distill.Trace(ds))
+	raw, err := w.LLM.Complete(ctx, prompt)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(prompt))
+	out, err := events.Derive(env, "chronicle/distiller", events.DistillationCompleted, 0, map[string]any{
+		"session_id": ev.SessionID, "extractor": "llm", "model": w.LLM.Model(), "outcome": ds.Outcome,
+		"prompt_sha256": hex.EncodeToString(sum[:]), "raw_response": raw,
+	})
+	if err != nil {
+		return err
+	}
+	return w.Producer.PublishDerived(ctx, out)
+}
