@@ -171,6 +171,9 @@ type EvaluationData struct {
 	Gaps           []Gap             `json:"gaps"`
 	Recommendation string            `json:"recommendation"`
 	Unevaluated    []string          `json:"unevaluated,omitempty"`
+	// Revision is 0 for the evaluation at completion and grows by one each
+	// time a judge answer re-scores the session.
+	Revision int `json:"revision,omitempty"`
 }
 
 // Recommendations of an evaluation.

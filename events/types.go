@@ -47,6 +47,9 @@ const (
 	MemoryPruned Type = "memory.pruned.v1"
 	// DistillationCompleted: the LLM distiller's raw model answer.
 	DistillationCompleted Type = "distillation.completed.v1"
+	// JudgeCompleted: the critic's and judge's raw answers for one judge
+	// criterion of a session.
+	JudgeCompleted Type = "judge.completed.v1"
 )
 
 // Topic is the name of a Kafka topic Chronicle uses.
@@ -107,6 +110,7 @@ var registry = map[Type]TypeInfo{
 	MemoryConfidenceChanged: {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
 	MemoryPruned:            {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
 	DistillationCompleted:   {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
+	JudgeCompleted:          {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
 	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +19,24 @@ type commonFlags struct {
 	brokers     string
 	kafkaListen string
 	partitions  int32
+	llmURL      string
+	llmModel    string
+	llmKeyEnv   string
+}
+
+// registerLLM adds the flags of the LLM distiller and judge.
+func (c *commonFlags) registerLLM(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1); enables the LLM distiller and the judge")
+	cmd.Flags().StringVar(&c.llmModel, "llm-model", "", "chat model for the LLM distiller and the judge")
+	cmd.Flags().StringVar(&c.llmKeyEnv, "llm-key-env", "CHRONICLE_LLM_API_KEY", "environment variable holding the API key")
+}
+
+// llm is the LLM configuration, nil without --llm-url.
+func (c *commonFlags) llm() *distill.LLMConfig {
+	if c.llmURL == "" {
+		return nil
+	}
+	return &distill.LLMConfig{URL: c.llmURL, Model: c.llmModel, APIKeyEnv: c.llmKeyEnv}
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {

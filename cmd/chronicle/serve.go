@@ -24,7 +24,7 @@ func serveCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, OnRelayError: logRelayError, TickInterval: tick})
+			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick})
 			if err != nil {
 				return err
 			}
@@ -34,6 +34,7 @@ func serveCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
+	c.registerLLM(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd

@@ -69,9 +69,9 @@ func TestPublishRetriesFailedRecords(t *testing.T) {
 	pub := newTestPublisher(t, kafkapubsub.PublisherConfig{
 		Brokers:        brokers,
 		InitialBackoff: 10 * time.Millisecond,
-		// One try per attempt, so that the client hands the broker's
-		// error back to Publish instead of retrying internally.
-		ExtraOpts: []kgo.Opt{kgo.RecordRetries(1)},
+		// Let the client fail a rejected record at once instead of
+		// retrying internally, so that Publish's own retries are used.
+		ExtraOpts: []kgo.Opt{kgo.RecordRetries(0)},
 	})
 	published := publishNumbered(t, pub, topic, 5, nil)
 	if n := rejected.Load(); n != 2 {
@@ -119,7 +119,7 @@ func TestPublishGivesUpAfterMaxAttempts(t *testing.T) {
 		Brokers:        brokers,
 		MaxAttempts:    3,
 		InitialBackoff: 10 * time.Millisecond,
-		ExtraOpts:      []kgo.Opt{kgo.RecordRetries(1)},
+		ExtraOpts:      []kgo.Opt{kgo.RecordRetries(0)},
 	})
 	err = pub.Publish("always-failing", message.NewMessage(watermill.NewUUID(), []byte("x")))
 	if !errors.Is(err, kerr.NotEnoughReplicas) {

@@ -41,6 +41,7 @@ func TestPubSub(t *testing.T) {
 	}
 
 	t.Run("NoGroup", func(t *testing.T) {
+		t.Parallel()
 		f := features
 		// Without a group every subscriber reads from the start of the log.
 		f.NewSubscriberReceivesOldMessages = true
@@ -55,6 +56,7 @@ func TestPubSub(t *testing.T) {
 	})
 
 	t.Run("Group", func(t *testing.T) {
+		t.Parallel()
 		// All subscribers a test creates join the same group, so a new
 		// subscriber does not receive what the group already consumed:
 		// NewSubscriberReceivesOldMessages stays false.

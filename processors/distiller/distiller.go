@@ -40,6 +40,9 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	if err := env.Decode(&ev); err != nil {
 		return err
 	}
+	if ev.Revision > 0 {
+		return nil // a judge re-scored the session; it was distilled at revision 0
+	}
 	in, ok, err := sessions.Input(w.Store, ev.SessionID)
 	if err != nil {
 		return err

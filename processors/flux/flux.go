@@ -91,6 +91,10 @@ import (
 type Input struct {
 	// SessionID is copied into the evaluation.
 	SessionID string
+	// Judged holds the scores of judge criteria, by criterion id, parsed
+	// from the judge's answers in the log (package judge). A judge
+	// criterion without an entry stays unevaluated.
+	Judged map[string]Judged
 	// Task is the session's original task (for judges; no machine check
 	// reads it).
 	Task string
@@ -111,6 +115,18 @@ const (
 	SeverityHigh     = "high"
 	SeverityCritical = "critical"
 )
+
+// JudgeWeight multiplies the weight of judge criteria in the composite:
+// objective checks (tool calls, outputs, schemas, patterns) decide, an LLM
+// judge's opinion counts half as much at equal declared weight.
+const JudgeWeight = 0.5
+
+// Judged is a judge criterion's score: the share of rubric checks the
+// judge marked passed, 0..100, with what it said.
+type Judged struct {
+	Score  float64 `json:"score"`
+	Detail string  `json:"detail"`
+}
 
 // Evaluate scores in against its criteria (see the package documentation
 // for the checks and formulas) and returns the data of
@@ -139,7 +155,11 @@ func Evaluate(in Input) events.EvaluationData {
 		r.Score = &score
 		out.Criteria = append(out.Criteria, r)
 		scores = append(scores, score)
-		weights = append(weights, c.Weight)
+		w := c.Weight
+		if c.Check.Kind == events.CheckJudge {
+			w *= JudgeWeight
+		}
+		weights = append(weights, w)
 		if score < 100 {
 			out.Gaps = append(out.Gaps, gap(c, score, detail))
 		}
@@ -256,7 +276,10 @@ func check(c events.Criterion, in Input) (float64, string, bool) {
 		s, d := checkNoOtherCalls(c.Check, in.Calls)
 		return s, d, true
 	case events.CheckJudge:
-		return 0, "judge criterion: needs an LLM judge, none configured", false
+		if j, ok := in.Judged[c.ID]; ok {
+			return j.Score, j.Detail, true
+		}
+		return 0, "judge criterion: no judge answer in the log (no LLM configured, or not judged yet)", false
 	default:
 		return 0, fmt.Sprintf("unknown check kind %q", c.Check.Kind), false
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/clock"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/distiller"
+	"github.com/chronicle-dev/chronicle/processors/judge"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -49,8 +50,9 @@ type Config struct {
 	// the relay retries).
 	OnRelayError func(error)
 	// LLM, when set, moves distillation to the LLM distiller worker (the
-	// sessions processor stops running the deterministic extractor). Default
-	// nil: deterministic distillation, no network.
+	// sessions processor stops running the deterministic extractor) and
+	// scores judge criteria with the critic–judge worker. Default nil:
+	// deterministic distillation, judge criteria unevaluated, no network.
 	LLM *distill.LLMConfig
 	// TickInterval is the interval of clock.tick.v1 events, the time source
 	// of decay (default 0: no ticks; serve sets 24 h). The first tick comes
@@ -133,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		if err != nil {
 			return fail(err)
 		}
-		p.Workers = append(p.Workers, &distiller.Worker{Store: p.Store, LLM: llm, Producer: p.Producer})
+		p.Workers = append(p.Workers, &distiller.Worker{Store: p.Store, LLM: llm, Producer: p.Producer}, &judge.Worker{Store: p.Store, LLM: llm, Producer: p.Producer})
 	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,

@@ -9,6 +9,7 @@
 //	t/<session id>/<seq, 6 digits> TraceItem (JSON), in log order
 //	e/<session id>                 events.EvaluationData (JSON)
 //	o/<outcome>/<session id>       index for listing by outcome (empty value)
+//	j/<session id>/<criterion id>  flux.Judged parsed from a judge.completed.v1
 package sessions
 
 import (
@@ -97,6 +98,9 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	id, err := keyOf(env)
 	if err != nil {
 		return err
+	}
+	if env.Type == events.JudgeCompleted {
+		return applyJudge(tx, env, id)
 	}
 	var s Session
 	ok, err := tx.GetJSON(sessionKey(id), &s)
@@ -195,7 +199,72 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	if err != nil {
 		return flux.Input{}, err
 	}
-	return inputFrom(s, items)
+	in, err := inputFrom(s, items)
+	if err != nil {
+		return in, err
+	}
+	err = tx.Scan("j/"+s.ID+"/", func(key string, val []byte) (bool, error) {
+		var j flux.Judged
+		if err := json.Unmarshal(val, &j); err != nil {
+			return false, err
+		}
+		if in.Judged == nil {
+			in.Judged = map[string]flux.Judged{}
+		}
+		in.Judged[key[len("j/"+s.ID+"/"):]] = j
+		return true, nil
+	})
+	return in, err
+}
+
+// applyJudge scores a judge criterion from the judge's answer in the log and
+// re-evaluates the session (a new revision of its evaluation).
+func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
+	var d struct {
+		CriterionID string `json:"criterion_id"`
+		JudgeRaw    string `json:"judge_raw"`
+	}
+	if err := env.Decode(&d); err != nil {
+		return err
+	}
+	var s Session
+	ok, err := tx.GetJSON(sessionKey(id), &s)
+	if err != nil {
+		return err
+	}
+	if !ok || s.Status != StatusCompleted {
+		return fmt.Errorf("session %s: judge answer before completion", id)
+	}
+	var rubric []string
+	for _, c := range s.Criteria {
+		if c.ID == d.CriterionID && c.Check.Kind == events.CheckJudge {
+			rubric = c.Check.Rubric
+		}
+	}
+	if rubric == nil {
+		return fmt.Errorf("session %s: %q is not a judge criterion", id, d.CriterionID)
+	}
+	j, err := JudgeScore(rubric, d.JudgeRaw)
+	if err != nil {
+		return err
+	}
+	if err := tx.SetJSON("j/"+id+"/"+d.CriterionID, j); err != nil {
+		return err
+	}
+	var prev events.EvaluationData
+	if _, err := tx.GetJSON(evaluationKey(id), &prev); err != nil {
+		return err
+	}
+	in, err := evaluatorInput(tx, &s)
+	if err != nil {
+		return err
+	}
+	ev := flux.Evaluate(in)
+	ev.Revision = prev.Revision + 1
+	if err := tx.SetJSON(evaluationKey(id), ev); err != nil {
+		return err
+	}
+	return tx.Emit(events.EvaluationCompleted, ev)
 }
 
 func inputFrom(s *Session, items []TraceItem) (flux.Input, error) {

@@ -1,0 +1,116 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+)
+
+func judgedSession(t *testing.T) []events.Envelope {
+	t.Helper()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	mk := func(typ events.Type, n int, data any) events.Envelope {
+		e, err := events.New(typ, "test/judge", "j-"+string(rune('a'+n)), at.Add(time.Duration(n)*time.Second), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SessionID, e.Scope = "judged-1", "project:a"
+		return e
+	}
+	return []events.Envelope{
+		mk(events.SessionStarted, 0, events.SessionStartedData{OriginalTask: "Refund order 7", SuccessCriteria: []events.Criterion{
+			{ID: "refund", Description: "refund issued", Weight: 1, Check: events.Check{Kind: "tool_call", Name: "refund", Arguments: json.RawMessage(`{"order":7}`)}},
+			{ID: "tone", Description: "tone", Weight: 1, Check: events.Check{Kind: "judge", Rubric: []string{"polite", "apologised"}}},
+		}}),
+		mk(events.WorkflowTaskCompleted, 1, events.TaskCompletedData{WorkflowID: "judged-1", TaskID: "c1", ToolID: "refund", Inputs: json.RawMessage(`{"order":7}`), Success: true}),
+		mk(events.SessionCompleted, 2, events.SessionCompletedData{Output: "Refunded.", Outcome: "success"}),
+	}
+}
+
+// The critic–judge loop scores the judge criterion as the share of passed
+// checks (1 of 2 → 50); objective checks weigh twice as much: composite =
+// (100·1 + 50·0.5) / (1 + 0.5) = 83.33 → needs_improvement.
+func TestJudgeScoresRubric(t *testing.T) {
+	var critic, judged atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		prompt := req.Messages[0].Content
+		answer := "NO_EXTRACTIONS"
+		switch {
+		case strings.HasPrefix(prompt, "You are a critic"):
+			critic.Add(1)
+			answer = "- the agent never apologised for the delay"
+		case strings.HasPrefix(prompt, "You are a judge"):
+			judged.Add(1)
+			if !strings.Contains(prompt, "never apologised") {
+				answer = "the critic's report is missing"
+			} else {
+				answer = "- [x] polite\n- [ ] apologised"
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": answer}}}})
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
+		LLM: &distill.LLMConfig{URL: srv.URL, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Producer.Publish(ctx, judgedSession(t)...); err != nil {
+		t.Fatal(err)
+	}
+	var v sessions.View
+	for {
+		if err := p.WaitCaughtUp(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ = sessions.Get(p.Store, "judged-1")
+		if v.Evaluation != nil && v.Evaluation.Revision == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no judged revision: %+v", v.Evaluation)
+		}
+	}
+	ev := v.Evaluation
+	if ev.Composite != 83.33 || ev.Recommendation != events.NeedsImprovement || len(ev.Unevaluated) != 0 || critic.Load() != 1 || judged.Load() != 1 {
+		t.Fatalf("evaluation %+v (critic %d, judge %d calls)", ev, critic.Load(), judged.Load())
+	}
+	if len(ev.Gaps) != 1 || ev.Gaps[0].CriterionID != "tone" || !strings.Contains(ev.Gaps[0].Detail, "failed: apologised") {
+		t.Fatalf("gaps %+v", ev.Gaps)
+	}
+}
+
+// Without an LLM the judge criterion stays unevaluated and says so.
+func TestJudgeUnevaluatedWithoutLLM(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Producer.Publish(ctx, judgedSession(t)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ := sessions.Get(p.Store, "judged-1")
+	ev := v.Evaluation
+	if ev == nil || ev.Composite != 100 || len(ev.Unevaluated) != 1 || ev.Unevaluated[0] != "tone" || !strings.Contains(ev.Criteria[1].Detail, "no judge answer") {
+		t.Fatalf("evaluation %+v", ev)
+	}
+}
