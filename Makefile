@@ -21,9 +21,11 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 40m ./...
 
-## bench: raw franz-go vs Chronicle ingest→projection throughput and latency, one run
+## bench: one run of every benchmark, each side by side with its baseline
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./processors/pipeline/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./processors/distill/
+	$(GO) test -run '^$$' -bench . -benchtime 20000x -count 1 ./processors/memories/
 
 clean:
 	rm -rf bin $(DATA)
