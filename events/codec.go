@@ -21,6 +21,15 @@ const (
 // Record encodes e as a Kafka record in structured content mode on the
 // topic of its type, keyed by Key(e).
 func Record(e *Envelope) (*kgo.Record, error) {
+	val, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("events: encode %s: %w", e.ID, err)
+	}
+	return recordOf(e, val)
+}
+
+// recordOf is the record of e whose structured-mode encoding is val.
+func recordOf(e *Envelope, val []byte) (*kgo.Record, error) {
 	ti, ok := Lookup(e.Type)
 	if !ok {
 		return nil, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
@@ -28,10 +37,6 @@ func Record(e *Envelope) (*kgo.Record, error) {
 	key, err := Key(e)
 	if err != nil {
 		return nil, err
-	}
-	val, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("events: encode %s: %w", e.ID, err)
 	}
 	return &kgo.Record{
 		Topic:   string(ti.Topic),

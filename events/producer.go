@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -120,15 +121,12 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 		if ti, ok := Lookup(envs[i].Type); ok && ti.Derived {
 			return &ValidationError{Index: i, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", envs[i].Type, ErrDerivedType)}
 		}
-		if err := Validate(&envs[i]); err != nil {
+		r, err := validRecord(&envs[i])
+		if err != nil {
 			var ve *ValidationError
 			if errors.As(err, &ve) {
 				ve.Index = i
 			}
-			return err
-		}
-		r, err := Record(&envs[i])
-		if err != nil {
 			return err
 		}
 		recs = append(recs, r)
@@ -142,16 +140,26 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 func (p *Producer) PublishDerived(ctx context.Context, envs ...Envelope) error {
 	recs := make([]*kgo.Record, 0, len(envs))
 	for i := range envs {
-		if err := Validate(&envs[i]); err != nil {
-			return err
-		}
-		r, err := Record(&envs[i])
+		r, err := validRecord(&envs[i])
 		if err != nil {
 			return err
 		}
 		recs = append(recs, r)
 	}
 	return p.ProduceRecords(ctx, recs)
+}
+
+// validRecord encodes e once, validates that encoding and makes it the
+// record value.
+func validRecord(e *Envelope) (*kgo.Record, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
+	}
+	if _, err := parseEvent(raw, true); err != nil {
+		return nil, err
+	}
+	return recordOf(e, raw)
 }
 
 // ProduceRecords produces already encoded records (the outbox relay uses

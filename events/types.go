@@ -50,6 +50,11 @@ const (
 	// JudgeCompleted: the critic's and judge's raw answers for one judge
 	// criterion of a session.
 	JudgeCompleted Type = "judge.completed.v1"
+	// GraphEdgeLearned: a tool-graph edge was first observed or its
+	// confidence crossed 0.7 or 0.85 (GraphRAG design).
+	GraphEdgeLearned Type = "graph.edge.learned.v1"
+	// GraphRanksUpdated: tool-graph PageRank and communities recomputed.
+	GraphRanksUpdated Type = "graph.ranks.updated.v1"
 )
 
 // Topic is the name of a Kafka topic Chronicle uses.
@@ -111,6 +116,8 @@ var registry = map[Type]TypeInfo{
 	MemoryPruned:            {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
 	DistillationCompleted:   {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
 	JudgeCompleted:          {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
+	GraphEdgeLearned:        {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from"},
+	GraphRanksUpdated:       {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph"},
 	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 
@@ -134,14 +141,15 @@ func Types() []Type {
 func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 
 // Key returns the record key of e: for memory events the memory id, for
-// everything else the session id, falling back to the type's key field
-// (workflow_id, search_id) when the event belongs to no session.
+// learned patterns their subject (memory or tool id), for everything else
+// the session id, falling back to the type's key field (workflow_id,
+// search_id) when the event belongs to no session.
 func Key(e *Envelope) (string, error) {
 	ti, ok := registry[e.Type]
 	if !ok {
 		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
-	if ti.Topic != TopicMemories && e.SessionID != "" {
+	if ti.Topic != TopicMemories && ti.Topic != TopicLearned && e.SessionID != "" {
 		return e.SessionID, nil
 	}
 	if ti.KeyField == "-" {

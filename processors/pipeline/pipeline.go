@@ -22,6 +22,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/judge"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -62,7 +63,7 @@ type Config struct {
 
 // DefaultProcessors are the processors a Chronicle service runs.
 func DefaultProcessors() []processors.Processor {
-	return []processors.Processor{sessions.Processor{}, memories.Processor{}}
+	return []processors.Processor{sessions.Processor{}, memories.Processor{}, toolgraph.Processor{}}
 }
 
 // LogDir and ProjectionsDir are the sub-directories of a data directory.

@@ -23,6 +23,9 @@ func Get(store *projections.Store, id string) (View, bool, error) {
 	if err != nil || !ok {
 		return v, ok, err
 	}
+	if _, err := store.GetJSON(Name, criteriaKey(id), &v.Criteria); err != nil {
+		return v, true, err
+	}
 	var ev events.EvaluationData
 	has, err := store.GetJSON(Name, evaluationKey(id), &ev)
 	if err != nil {
@@ -150,6 +153,9 @@ func Input(store *projections.Store, id string) (flux.Input, bool, error) {
 	ok, err := store.GetJSON(Name, sessionKey(id), &s)
 	if err != nil || !ok {
 		return flux.Input{}, ok, err
+	}
+	if _, err := store.GetJSON(Name, criteriaKey(id), &s.Criteria); err != nil {
+		return flux.Input{}, true, err
 	}
 	items, err := Trace(store, id)
 	if err != nil {

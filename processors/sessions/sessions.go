@@ -5,7 +5,8 @@
 //
 // Projection rows (under p/sessions/):
 //
-//	s/<session id>                 Session (JSON)
+//	s/<session id>                 Session (JSON, without its criteria)
+//	c/<session id>                 the session's success criteria (written once, at start)
 //	t/<session id>/<seq, 6 digits> TraceItem (JSON), in log order
 //	e/<session id>                 events.EvaluationData (JSON)
 //	o/<outcome>/<session id>       index for listing by outcome (empty value)
@@ -32,7 +33,7 @@ type Session struct {
 	ID            string             `json:"id"`
 	Scope         string             `json:"scope"`
 	Task          string             `json:"task,omitempty"`
-	Criteria      []events.Criterion `json:"criteria,omitempty"`
+	Criteria      []events.Criterion `json:"criteria,omitempty"` // in the c/ row, not the s/ row
 	Iteration     int                `json:"iteration,omitempty"`
 	ParentSession string             `json:"parent_session,omitempty"`
 	StartedAt     string             `json:"started_at,omitempty"`
@@ -87,6 +88,7 @@ func (Processor) Name() string { return Name }
 func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
 
 func sessionKey(id string) string                { return "s/" + id }
+func criteriaKey(id string) string               { return "c/" + id }
 func traceKey(id string, seq int) string         { return fmt.Sprintf("t/%s/%06d", id, seq) }
 func evaluationKey(id string) string             { return "e/" + id }
 func outcomeKey(outcome, id string) string       { return "o/" + outcome + "/" + id }
@@ -116,8 +118,11 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := env.Decode(&d); err != nil {
 			return err
 		}
-		s.Task, s.Criteria, s.StartedAt = d.OriginalTask, d.SuccessCriteria, env.Time
+		s.Task, s.StartedAt = d.OriginalTask, env.Time
 		s.Iteration, s.ParentSession = d.Iteration, d.ParentSession
+		if err := tx.SetJSON(criteriaKey(id), d.SuccessCriteria); err != nil {
+			return err
+		}
 	case events.SessionCompleted:
 		if s.StartedAt == "" {
 			return fmt.Errorf("session %s: %w", id, ErrNotStarted)
@@ -147,6 +152,9 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	}
 	if env.Type != events.SessionCompleted {
 		return nil
+	}
+	if _, err := tx.GetJSON(criteriaKey(id), &s.Criteria); err != nil {
+		return err
 	}
 	in, err := evaluatorInput(tx, &s)
 	if err != nil {
@@ -234,6 +242,9 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
 	}
 	if !ok || s.Status != StatusCompleted {
 		return fmt.Errorf("session %s: judge answer before completion", id)
+	}
+	if _, err := tx.GetJSON(criteriaKey(id), &s.Criteria); err != nil {
+		return err
 	}
 	var rubric []string
 	for _, c := range s.Criteria {

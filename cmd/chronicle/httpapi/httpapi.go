@@ -12,12 +12,15 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -28,6 +31,10 @@ const MaxBodyBytes = 4 << 20
 // Server serves the API of a running pipeline.
 type Server struct {
 	P *pipeline.Pipeline
+
+	graphMu  sync.Mutex
+	graph    *toolgraph.Graph
+	graphVer int
 }
 
 // Handler returns the API's routes.
@@ -38,6 +45,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{id...}", s.sessionRoutes)
 	mux.HandleFunc("GET /v1/memories/{id}", s.getMemory)
 	mux.HandleFunc("GET /v1/memories/{id}/history", s.memoryHistory)
+	mux.HandleFunc("GET /v1/graph/next", s.graphNext)
+	mux.HandleFunc("GET /v1/graph/tools", s.graphTools)
+	mux.HandleFunc("GET /v1/graph/path", s.graphPath)
 	mux.HandleFunc("GET /v1/digest", s.digest)
 	mux.HandleFunc("GET /healthz", s.health)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{}))
@@ -326,4 +336,78 @@ func (s *Server) memoryHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeErr(w, http.StatusNotFound, "memory %q not found", id)
+}
+
+// toolGraph returns the learned tool graph, reloading it from the
+// projection only when its version moved.
+func (s *Server) toolGraph() (*toolgraph.Graph, error) {
+	v, err := toolgraph.Version(s.P.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.graphMu.Lock()
+	defer s.graphMu.Unlock()
+	if s.graph == nil || v != s.graphVer {
+		g, err := toolgraph.Load(s.P.Store)
+		if err != nil {
+			return nil, err
+		}
+		s.graph, s.graphVer = g, v
+	}
+	return s.graph, nil
+}
+
+// graphNext predicts the next tool: after=a,b (the tools called so far,
+// oldest first; empty for the first call), k (default 5, 1..100).
+func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
+	var after []string
+	if a := r.URL.Query().Get("after"); a != "" {
+		after = strings.Split(a, ",")
+	}
+	k := 5
+	if ks := r.URL.Query().Get("k"); ks != "" {
+		n, err := strconv.Atoi(ks)
+		if err != nil || n < 1 || n > 100 {
+			writeErr(w, http.StatusBadRequest, "k: %q is not an integer from 1 to 100", ks)
+			return
+		}
+		k = n
+	}
+	g, err := s.toolGraph()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, g.Next(after, k))
+}
+
+func (s *Server) graphTools(w http.ResponseWriter, _ *http.Request) {
+	g, err := s.toolGraph()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": g.Tools()})
+}
+
+func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
+	from, to := r.URL.Query().Get("from"), r.URL.Query().Get("to")
+	if from == "" || to == "" {
+		writeErr(w, http.StatusBadRequest, "from and to: both required")
+		return
+	}
+	g, err := s.toolGraph()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	route, err := g.Path(from, to)
+	switch {
+	case errors.Is(err, toolgraph.ErrUnknownTool), errors.Is(err, toolgraph.ErrNoPath):
+		writeErr(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+	default:
+		writeJSON(w, http.StatusOK, route)
+	}
 }

@@ -136,6 +136,27 @@ func TestIngestAndQuery(t *testing.T) {
 	if code := get(t, srv, "/v1/sessions?outcome=great", nil); code != 400 {
 		t.Fatalf("bad outcome: %d", code)
 	}
+	var tools struct {
+		Tools []struct {
+			Tool     string  `json:"tool"`
+			PageRank float64 `json:"pagerank"`
+		} `json:"tools"`
+	}
+	if code := get(t, srv, "/v1/graph/tools", &tools); code != 200 || len(tools.Tools) == 0 {
+		t.Fatalf("graph tools: %d %+v", code, tools)
+	}
+	var next struct {
+		Suggestions []map[string]any `json:"suggestions"`
+	}
+	if code := get(t, srv, "/v1/graph/next?k=2&after="+url.QueryEscape(tools.Tools[0].Tool), &next); code != 200 || len(next.Suggestions) == 0 || len(next.Suggestions) > 2 {
+		t.Fatalf("graph next: %d %+v", code, next)
+	}
+	if code := get(t, srv, "/v1/graph/next?k=0", nil); code != 400 {
+		t.Fatalf("k=0: %d", code)
+	}
+	if code := get(t, srv, "/v1/graph/path?from=nope&to="+tools.Tools[0].Tool, nil); code != 404 {
+		t.Fatalf("path from an unknown tool: %d", code)
+	}
 	var health map[string]any
 	if code := get(t, srv, "/healthz", &health); code != 200 || health["status"] != "ok" {
 		t.Fatalf("healthz: %d %v", code, health)

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events/taubench"
+)
+
+// eval on the bundled sessions: the learned graph beats both baselines on
+// top-3 and every session yields at least one memory, some merged.
+func TestEval(t *testing.T) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runEval(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("top-3 graph %.3f, bigram %.3f, frequency %.3f; memories %d of %d", rep.NextToolTop3, rep.BaselineBigramTop3, rep.BaselineFrequencyTop3, rep.Memories, rep.Extracted)
+	if rep.NextToolTop3 <= rep.BaselineBigramTop3 || rep.NextToolTop3 <= rep.BaselineFrequencyTop3 || rep.NextToolTop3 < 0.76 {
+		t.Fatalf("next-tool top-3 %.3f vs bigram %.3f, frequency %.3f", rep.NextToolTop3, rep.BaselineBigramTop3, rep.BaselineFrequencyTop3)
+	}
+	if rep.SessionsWithMemory != 1 || rep.DuplicatesMerged == 0 || rep.Memories == 0 {
+		t.Fatalf("distillation %+v", rep)
+	}
+}

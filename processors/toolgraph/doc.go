@@ -1,0 +1,123 @@
+// Package toolgraph is the processor that learns a graph of tools from the
+// tool calls of workflows, after the GraphRAG DAG-suggester design, and
+// answers next-step, tool-ranking and path queries over it.
+//
+// # Model (GraphRAG design)
+//
+// Nodes are tools. Each workflow's workflow.task.completed.v1 events, in
+// log order, are its tool calls; two consecutive calls A, B of the same
+// workflow are an observation of the sequence edge A→B (A→A included: a
+// repeated call). An edge carries its observed_count and
+//
+//	confidence = count(A→B) / (count(A→·) + 1)                     (Confidence)
+//	weight     = type weight × source weight × confidence          (EdgeWeight)
+//
+// with the design's type weights dependency 1.0, contains 0.8, sequence
+// 0.5, alternative 0.3 and source weights observed 1.0, inferred 0.7,
+// template 0.5. Learned edges are sequence/observed. The design's
+// thresholds on confidence are 0.7 (an edge may be suggested) and 0.85 (its
+// target may be executed speculatively).
+//
+// Over the weights: weighted PageRank (damping 0.85) and Louvain
+// communities (gonum's community.Modularize, directed modularity,
+// resolution 1, PCG source with a fixed seed), self-loops left out (a
+// repeated call is not a relation between two tools). Node ids are the
+// positions of the sorted tool names and every gonum iterator runs in id
+// order, so the same graph always gives the same ranks and communities,
+// bit for bit. gonum's network.PageRank cannot give that: it starts the
+// power iteration from a vector drawn from the unseeded global math/rand
+// source, so its last digits change from call to call; this package runs
+// the same formulation (gonum's edge-weighted PageRankSparse) from the
+// uniform vector and the tests check it against gonum to 1e-6.
+//
+// Next-step prediction (Graph.Next) scores a candidate B after the context
+// tool A with the design's
+//
+//	score = 0.6·confidence(A→B) + 0.3·community + 0.1·recency + 0.1·pagerank
+//
+// (community = 1 when B is in A's community; pagerank normalised by the
+// largest; recency = RecencyBoost), ranks candidates by evidence tier, then
+// score, and falls back to a prior when A has fewer than 5 observations
+// (the design's floor) or there is no context. Graph.Path is the cheapest
+// path under cost −ln(weight) with gonum's Dijkstra.
+//
+// # Projection rows (under p/toolgraph/)
+//
+//	n/<tool>                 node: calls, starts, transitions in/out, first/last seen (Unix ms)
+//	e/<from>/<to>            edge: observed_count, first/last seen (Unix ms)
+//	w/<key>/<workflow>       the workflow's last tool and number of calls (key = events.Key)
+//	g/totals                 calls, transitions, workflows, tools, edges
+//
+// Ids are path-escaped in keys. Rows hold integers and strings only;
+// confidence, weights, PageRank and communities are computed when a Graph
+// is built from the rows (Load, or inside Apply for a recompute).
+//
+// # Determinism and replay
+//
+// Apply is a deterministic function of the projection and the event: no
+// clock (times are event times), no randomness besides the fixed-seed
+// Louvain source, no map order in stored bytes or emitted events. Beyond
+// that, the rows are order-independent: counts are sums and seen-times are
+// minima and maxima, so the projection after a set of events does not
+// depend on how events of different keys interleave. That matters because
+// the toolgraph state spans sessions, and the live Runner and Replay
+// consume the partitions of chronicle.sessions in different interleavings;
+// only w/ rows depend on event order, and only within one record key,
+// which Kafka orders. (Topics have one partition by default, which makes
+// the point moot there; Processor.NeedsTotalOrder is false because the
+// projection does not need a total order.) This is also why PageRank and
+// communities are not stored: a snapshot taken every N transitions would
+// depend on which events of other partitions had been applied by then, and
+// `chronicle audit` would report a difference after a correct replay. They
+// are recomputed from the rows instead: about 1 ms for the 14 tau-bench
+// tools including reading the rows from Pebble, 4.7 s for 10,000 tools and
+// 100,000 edges, nearly all of it Louvain (PageRank alone: 26 ms). Derived
+// events do depend on the interleaving (which event first crosses a
+// threshold) but live in the outbox, which the digest leaves out.
+//
+// # Derived events
+//
+// graph.edge.learned.v1 (EdgeLearnedData) on an edge's first observation
+// and whenever its confidence crosses 0.7 or 0.85, upwards or downwards
+// (observing A→C lowers the confidence of every other A→B); an edge close
+// to a threshold can cross it repeatedly as A's successors alternate, and
+// the event carries the counts so consumers can debounce.
+// graph.ranks.updated.v1 (RanksUpdatedData) when the number of transitions
+// reaches a multiple of Processor.RecomputeEvery (default 50; with
+// thousands of tools a recompute takes seconds, so raise it). Both go to
+// events.TopicLearned, keyed by the edge's from tool and by "toolgraph".
+// The schemas are schemas/graph.edge.learned.v1.json and
+// schemas/graph.ranks.updated.v1.json.
+//
+// # Evaluation (EvaluateNextTool, tau-bench airline, 200 sessions)
+//
+// Leave-one-task-out over the 50 tasks × 4 trials, 1,164 predicted calls
+// (182 of them first calls, predicted from the start prior by the graph
+// and from frequency by both baselines):
+//
+//	                        all calls         calls with a previous call
+//	                        top-1   top-3     top-1   top-3
+//	learned graph           0.525   0.760     0.522   0.721
+//	bigram baseline         0.505   0.754     0.524   0.718
+//	frequency baseline      0.324   0.548     0.310   0.474
+//
+// The graph beats frequency by far and bigram narrowly: 7 more top-3 hits
+// out of 1,164 (3 of them with context), 23 more top-1 hits, which all come
+// from the start prior (with context it has 2 fewer). Among a tool's
+// well-observed successors the design score is the bigram order plus the
+// community, recency and PageRank terms, so on 14 tools it can only
+// reorder the bigram's candidates at the margin. The choices were compared
+// on this same evaluation, never on a held-out task alone; but the variant
+// was not chosen in a nested loop, so the small margin over bigram is an
+// optimistic estimate. Measured variants (everything else as shipped):
+//
+//	variant                                             top-1   top-3
+//	as shipped                                          0.525   0.760
+//	no evidence tiers (all tools ranked by score)       0.525   0.701
+//	recency normalised by rank instead of time span     0.525   0.741
+//	no recency term                                     0.525   0.750
+//	PageRank instead of frequency as the prior          0.441   0.608
+//	smoothing k = 0.5 / 2 / 5 instead of 1              0.525   0.760 / 0.760 / 0.759
+//	no community term (not the design)                  0.525   0.746
+//	second-order bonus, weight 0.1 to 1.0 (removed)     0.519–0.525   0.758–0.765
+package toolgraph

@@ -1,0 +1,285 @@
+package toolgraph
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+)
+
+// Accuracy is next-tool accuracy of the learned graph and of the two
+// baselines over the same predictions. Accuracies are shares in [0, 1].
+type Accuracy struct {
+	// Predictions is the number of predicted calls.
+	Predictions int `json:"predictions"`
+	// NextToolTop1 and NextToolTop3: the learned graph (Graph.Next) had the
+	// actual call first, or among its first three.
+	NextToolTop1 float64 `json:"next_tool_top1"`
+	NextToolTop3 float64 `json:"next_tool_top3"`
+	// BaselineFrequency*: the training sessions' most frequent tools.
+	BaselineFrequencyTop1 float64 `json:"baseline_frequency_top1"`
+	BaselineFrequencyTop3 float64 `json:"baseline_frequency_top3"`
+	// BaselineBigram*: the previous tool's most frequent successors in the
+	// training sessions, then the most frequent tools (also for the first
+	// call, which has no previous tool).
+	BaselineBigramTop1 float64 `json:"baseline_bigram_top1"`
+	BaselineBigramTop3 float64 `json:"baseline_bigram_top3"`
+}
+
+// Report is the result of EvaluateNextTool.
+type Report struct {
+	// Accuracy covers every call of every held-out session, the first call
+	// included (predicted from the start prior by the graph and from
+	// frequency by both baselines).
+	Accuracy
+	// WithContext covers the calls that have a previous call in their
+	// session (the first calls left out).
+	WithContext Accuracy `json:"with_context"`
+	// Tasks and Sessions evaluated (tasks = folds).
+	Tasks    int `json:"tasks"`
+	Sessions int `json:"sessions"`
+	// FirstCalls is the number of first calls among Predictions.
+	FirstCalls int `json:"first_calls"`
+	// PriorFallbacks is the number of graph predictions made from a prior
+	// (first calls, and context tools with fewer than MinObservations
+	// observations in training).
+	PriorFallbacks int `json:"prior_fallbacks"`
+}
+
+// session is one tau-bench session's tool calls.
+type session struct {
+	task  int
+	calls []call
+}
+
+func (s session) tools() []string {
+	out := make([]string, len(s.calls))
+	for i, c := range s.calls {
+		out[i] = c.Tool
+	}
+	return out
+}
+
+// sessionsOf maps records to sessions through taubench.Events, the events
+// the processor would consume.
+func sessionsOf(recs []taubench.Record) ([]session, error) {
+	out := make([]session, 0, len(recs))
+	for _, rec := range recs {
+		evs, err := taubench.Events(rec)
+		if err != nil {
+			return nil, err
+		}
+		s := session{task: rec.TaskID}
+		for i := range evs {
+			if evs[i].Type != events.WorkflowTaskCompleted {
+				continue
+			}
+			c, err := parseCall(&evs[i])
+			if err != nil {
+				return nil, err
+			}
+			s.calls = append(s.calls, c)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// EvaluateNextTool measures next-tool prediction on tau-bench records by
+// leave-one-task-out: for each task, a Graph is learned (Learner, the
+// processor's learning code, in memory) from the sessions of every other
+// task, and each call of the held-out task's sessions is predicted from the
+// calls before it in its session (Graph.Next with the session's calls so
+// far; the first call of a session is predicted too, with an empty
+// context). Two baselines are learned from the same training sessions and
+// asked the same questions: global tool frequency, and bigram counts (the
+// previous tool's most frequent successors, filled up with the most
+// frequent tools). Ties are broken by tool name everywhere. Nothing of the
+// held-out task reaches the training side. Errors: no records, or a record
+// that taubench.Events rejects.
+func EvaluateNextTool(recs []taubench.Record) (Report, error) {
+	if len(recs) == 0 {
+		return Report{}, errors.New("toolgraph: evaluate: no records")
+	}
+	sessions, err := sessionsOf(recs)
+	if err != nil {
+		return Report{}, err
+	}
+	return evaluate(sessions, nil)
+}
+
+// evaluate is EvaluateNextTool on decoded sessions, with non-default
+// scoring parameters when p is not nil.
+func evaluate(sessions []session, p *params) (Report, error) {
+	taskSet := map[int]bool{}
+	for _, s := range sessions {
+		taskSet[s.task] = true
+	}
+	tasks := make([]int, 0, len(taskSet))
+	for t := range taskSet {
+		tasks = append(tasks, t)
+	}
+	sort.Ints(tasks)
+
+	var all, ctx hits
+	rep := Report{Tasks: len(tasks), Sessions: len(sessions)}
+	for _, held := range tasks {
+		l := NewLearner()
+		base := newBaselines()
+		for _, s := range sessions {
+			if s.task == held {
+				continue
+			}
+			for _, c := range s.calls {
+				if err := l.observeCall(c); err != nil {
+					return Report{}, fmt.Errorf("toolgraph: evaluate: %w", err)
+				}
+			}
+			base.learn(s.tools())
+		}
+		g := l.Graph()
+		if p != nil {
+			g.setParams(*p)
+		}
+		base.freeze()
+		for _, s := range sessions {
+			if s.task != held {
+				continue
+			}
+			tools := s.tools()
+			for i, actual := range tools {
+				pr := g.Next(tools[:i], 3)
+				if pr.Basis != BasisGraph {
+					rep.PriorFallbacks++
+				}
+				graphTop := make([]string, len(pr.Suggestions))
+				for j, sg := range pr.Suggestions {
+					graphTop[j] = sg.Tool
+				}
+				prev := ""
+				if i > 0 {
+					prev = tools[i-1]
+				}
+				r := [3][]string{graphTop, base.frequency(3), base.bigram(prev, 3)}
+				all.add(actual, r)
+				if i == 0 {
+					rep.FirstCalls++
+				} else {
+					ctx.add(actual, r)
+				}
+			}
+		}
+	}
+	rep.Accuracy, rep.WithContext = all.accuracy(), ctx.accuracy()
+	return rep, nil
+}
+
+// hits counts top-1 and top-3 hits of the graph and the two baselines.
+type hits struct {
+	n          int
+	top1, top3 [3]int
+}
+
+func (h *hits) add(actual string, ranked [3][]string) {
+	h.n++
+	for m, r := range ranked {
+		for j, t := range r {
+			if t != actual || j >= 3 {
+				continue
+			}
+			h.top3[m]++
+			if j == 0 {
+				h.top1[m]++
+			}
+		}
+	}
+}
+
+func (h *hits) accuracy() Accuracy {
+	if h.n == 0 {
+		return Accuracy{}
+	}
+	f := func(x int) float64 { return float64(x) / float64(h.n) }
+	return Accuracy{
+		Predictions:  h.n,
+		NextToolTop1: f(h.top1[0]), NextToolTop3: f(h.top3[0]),
+		BaselineFrequencyTop1: f(h.top1[1]), BaselineFrequencyTop3: f(h.top3[1]),
+		BaselineBigramTop1: f(h.top1[2]), BaselineBigramTop3: f(h.top3[2]),
+	}
+}
+
+// baselines are the frequency and bigram predictors, learned from raw
+// tool sequences independently of the Graph code.
+type baselines struct {
+	freq   map[string]int
+	bi     map[string]map[string]int
+	order  []string            // by decreasing frequency, then name
+	biTop  map[string][]string // successors by decreasing count, then name
+	biFill map[string][]string // biTop filled up with order
+}
+
+func newBaselines() *baselines {
+	return &baselines{freq: map[string]int{}, bi: map[string]map[string]int{}}
+}
+
+func (b *baselines) learn(tools []string) {
+	for i, t := range tools {
+		b.freq[t]++
+		if i > 0 {
+			m := b.bi[tools[i-1]]
+			if m == nil {
+				m = map[string]int{}
+				b.bi[tools[i-1]] = m
+			}
+			m[t]++
+		}
+	}
+}
+
+func rankCounts(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if m[out[i]] != m[out[j]] {
+			return m[out[i]] > m[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+func (b *baselines) freeze() {
+	b.order = rankCounts(b.freq)
+	b.biTop = map[string][]string{}
+	b.biFill = map[string][]string{}
+	for prev, m := range b.bi {
+		top := rankCounts(m)
+		b.biTop[prev] = top
+		seen := map[string]bool{}
+		fill := append([]string{}, top...)
+		for _, t := range top {
+			seen[t] = true
+		}
+		for _, t := range b.order {
+			if !seen[t] {
+				fill = append(fill, t)
+			}
+		}
+		b.biFill[prev] = fill
+	}
+}
+
+// frequency is the frequency baseline's top k.
+func (b *baselines) frequency(k int) []string { return b.order[:min(k, len(b.order))] }
+
+// bigram is the bigram baseline's top k after prev ("" = no previous call).
+func (b *baselines) bigram(prev string, k int) []string {
+	if r, ok := b.biFill[prev]; ok {
+		return r[:min(k, len(r))]
+	}
+	return b.frequency(k)
+}

@@ -1,0 +1,328 @@
+package toolgraph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/schemas"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// emitted is a derived event queued through Processor.Emit.
+type emitted struct {
+	Type events.Type
+	Data string // JSON
+}
+
+// recorder is an Emit that keeps the events instead of validating them
+// against the (not yet registered) types.
+type recorder struct{ out []emitted }
+
+func (r *recorder) emit(_ *projections.Tx, typ events.Type, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	r.out = append(r.out, emitted{typ, string(b)})
+	return nil
+}
+
+func openStore(t *testing.T) *projections.Store {
+	t.Helper()
+	s, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// applyAll applies evs at consecutive offsets of partition 0 and returns
+// the results.
+func applyAll(t *testing.T, s *projections.Store, p Processor, evs []events.Envelope) []projections.Result {
+	t.Helper()
+	var res []projections.Result
+	for i := range evs {
+		r, err := s.Apply(Name, projections.Position{Topic: string(events.TopicSessions), Partition: 0, Offset: int64(i)}, &evs[i], p.Apply)
+		if err != nil {
+			t.Fatalf("event %d (%s): %v", i, evs[i].ID, err)
+		}
+		res = append(res, r)
+	}
+	return res
+}
+
+// rows returns every row of the projection.
+func rows(t *testing.T, s *projections.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := s.Scan(Name, "", "", func(k string, v []byte) (bool, error) {
+		out[k] = string(v)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// schemaValidator validates derived payloads against the schema files
+// added for them in schemas/ (the registry does not know them yet).
+func schemaValidator(t *testing.T) func(typ events.Type, data string) error {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	compiled := map[events.Type]*jsonschema.Schema{}
+	for _, typ := range []events.Type{EdgeLearned, RanksUpdated} {
+		b, err := schemas.FS.ReadFile(string(typ) + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddResource(events.SchemaURI(typ), doc); err != nil {
+			t.Fatal(err)
+		}
+		if compiled[typ], err = c.Compile(events.SchemaURI(typ)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(typ events.Type, data string) error {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(data))
+		if err != nil {
+			return err
+		}
+		return compiled[typ].Validate(v)
+	}
+}
+
+func edgeEvent(from, to string, count, out int, reason string, threshold float64) emitted {
+	c := Confidence(count, out)
+	b, _ := json.Marshal(EdgeLearnedData{From: from, To: to, EdgeType: EdgeSequence, EdgeSource: SourceObserved,
+		ObservedCount: count, SourceObservations: out, Confidence: c, Weight: 0.5 * c, Reason: reason, Threshold: threshold})
+	return emitted{EdgeLearned, string(b)}
+}
+
+// Six workflows a b and one a c, applied through a real store: rows,
+// idempotency, and the derived events by hand.
+func TestProcessorApply(t *testing.T) {
+	evs := sequences(t, []string{"a", "b"}, []string{"a", "b"}, []string{"a", "b"}, []string{"a", "b"},
+		[]string{"a", "b"}, []string{"a", "b"}, []string{"a", "c"})
+	minute, err := events.New(events.MinuteRecorded, "test/toolgraph", "m1", base, events.MinuteData{EventType: "note", Actor: "x", Data: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	minute.SessionID = "s1"
+	evs = append(evs, minute, evs[0]) // ignored type; a redelivered duplicate
+	s := openStore(t)
+	rec := &recorder{}
+	res := applyAll(t, s, Processor{RecomputeEvery: 3, Emit: rec.emit}, evs)
+	if res[len(res)-1] != projections.Duplicate {
+		t.Errorf("redelivered event: %v, want Duplicate", res[len(res)-1])
+	}
+
+	// Derived events, by hand: a→b goes 1/2, 2/3, 3/4 (crosses 0.7), 4/5,
+	// 5/6, 6/7 (crosses 0.85); then a→c makes it 6/8 (back below 0.85).
+	// Ranks at 3 and 6 transitions.
+	ranksAt := func(n int) emitted {
+		l := NewLearner()
+		for i := 0; i < 2*n; i++ {
+			if err := l.Observe(&evs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, _ := json.Marshal(ranksData(l.Graph()))
+		return emitted{RanksUpdated, string(b)}
+	}
+	want := []emitted{
+		edgeEvent("a", "b", 1, 1, ReasonFirstObserved, 0),
+		edgeEvent("a", "b", 3, 3, ReasonAboveSuggestion, 0.7),
+		ranksAt(3),
+		edgeEvent("a", "b", 6, 6, ReasonAboveSpeculation, 0.85),
+		ranksAt(6),
+		edgeEvent("a", "b", 6, 7, ReasonBelowSpeculation, 0.85),
+		edgeEvent("a", "c", 1, 7, ReasonFirstObserved, 0),
+	}
+	if !reflect.DeepEqual(rec.out, want) {
+		t.Errorf("emitted:\n%v\nwant:\n%v", rec.out, want)
+	}
+	var ru RanksUpdatedData
+	if err := json.Unmarshal([]byte(want[4].Data), &ru); err != nil || ru.Transitions != 6 || ru.Tools != 2 || ru.Edges != 1 ||
+		len(ru.Ranks) != 2 || ru.Graph != GraphID {
+		t.Errorf("ranks at 6 transitions: %+v (%v)", ru, err)
+	}
+	valid := schemaValidator(t)
+	for _, e := range rec.out {
+		if err := valid(e.Type, e.Data); err != nil {
+			t.Errorf("%s %s breaks its schema: %v", e.Type, e.Data, err)
+		}
+	}
+
+	// Rows.
+	var a, b nodeRow
+	var ab, ac edgeRow
+	var tot totalsRow
+	var w7 workflowRow
+	for key, v := range map[string]any{"n/a": &a, "n/b": &b, "e/a/b": &ab, "e/a/c": &ac, "g/totals": &tot, "w/s7/w7": &w7} {
+		if ok, err := s.GetJSON(Name, key, v); err != nil || !ok {
+			t.Fatalf("row %s: %v %v", key, ok, err)
+		}
+	}
+	ms := func(sec int) int64 { return base.UnixMilli() + int64(sec)*1000 }
+	if a != (nodeRow{Tool: "a", Calls: 7, Starts: 7, Out: 7, FirstSeenMS: ms(0), LastSeenMS: ms(12)}) {
+		t.Errorf("n/a = %+v", a)
+	}
+	if b != (nodeRow{Tool: "b", Calls: 6, In: 6, FirstSeenMS: ms(1), LastSeenMS: ms(11)}) {
+		t.Errorf("n/b = %+v", b)
+	}
+	if ab != (edgeRow{From: "a", To: "b", Count: 6, FirstSeenMS: ms(1), LastSeenMS: ms(11)}) {
+		t.Errorf("e/a/b = %+v", ab)
+	}
+	if ac != (edgeRow{From: "a", To: "c", Count: 1, FirstSeenMS: ms(13), LastSeenMS: ms(13)}) {
+		t.Errorf("e/a/c = %+v", ac)
+	}
+	if tot != (totalsRow{Calls: 14, Transitions: 7, Workflows: 7, Tools: 3, Edges: 2}) {
+		t.Errorf("g/totals = %+v", tot)
+	}
+	if w7 != (workflowRow{Key: "s7", Workflow: "w7", Last: "c", Calls: 2}) {
+		t.Errorf("w/s7/w7 = %+v", w7)
+	}
+	if n := len(rows(t, s)); n != 3+2+1+7 {
+		t.Errorf("%d rows, want 3 nodes, 2 edges, totals and 7 workflows", n)
+	}
+
+	// Queries over the store.
+	if v, err := Version(s); err != nil || v != 14 {
+		t.Errorf("Version = %d, %v", v, err)
+	}
+	p, err := Next(s, []string{"a"}, 2)
+	if err != nil || p.Basis != BasisGraph || len(p.Suggestions) != 2 || p.Suggestions[0].Tool != "b" || p.Suggestions[0].Count != 6 {
+		t.Errorf("Next after a: %+v, %v", p, err)
+	}
+	if _, err := Next(s, []string{"a"}, 0); !errors.Is(err, ErrBadK) {
+		t.Errorf("k = 0: %v", err)
+	}
+	tools, err := Tools(s)
+	if want := learnAll(t, evs[:14]).Tools(); err != nil || len(tools) != 3 || !reflect.DeepEqual(tools, want) {
+		t.Errorf("Tools: %+v, %v; want %+v", tools, err, want)
+	}
+	r, err := Path(s, "a", "c")
+	if err != nil || !reflect.DeepEqual(r.Tools, []string{"a", "c"}) {
+		t.Errorf("Path a→c: %+v, %v", r, err)
+	}
+	if _, err := Path(s, "c", "a"); !errors.Is(err, ErrNoPath) {
+		t.Errorf("Path c→a: %v", err)
+	}
+}
+
+func flatten(sessions [][]events.Envelope) []events.Envelope {
+	var out []events.Envelope
+	for _, s := range sessions {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// interleave takes one event of each session in turn, as a consumer of
+// several partitions may see them.
+func interleave(sessions [][]events.Envelope) []events.Envelope {
+	var out []events.Envelope
+	for i := 0; ; i++ {
+		more := false
+		for _, s := range sessions {
+			if i < len(s) {
+				out = append(out, s[i])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+// The same events applied twice give identical rows and identical derived
+// events; another interleaving of the sessions (as with several
+// partitions) gives identical rows too; and the projection's Graph equals
+// the one the in-memory Learner builds from the same events.
+func TestProcessorDeterministicAndReplayable(t *testing.T) {
+	sessions := sampleEvents(t, 24)
+	seq := flatten(sessions)
+	run := func(evs []events.Envelope) (map[string]string, []emitted, *projections.Store) {
+		s := openStore(t)
+		rec := &recorder{}
+		applyAll(t, s, Processor{RecomputeEvery: 20, Emit: rec.emit}, evs)
+		return rows(t, s), rec.out, s
+	}
+	rows1, out1, s1 := run(seq)
+	rows2, out2, _ := run(seq)
+	if !reflect.DeepEqual(rows1, rows2) {
+		t.Error("same events, different rows")
+	}
+	if !reflect.DeepEqual(out1, out2) {
+		t.Error("same events, different derived events")
+	}
+	ranks := 0
+	for _, e := range out1 {
+		if e.Type == RanksUpdated {
+			ranks++
+		}
+	}
+	g, err := Load(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := g.Transitions() / 20; ranks != want || ranks == 0 {
+		t.Errorf("%d rank updates for %d transitions", ranks, g.Transitions())
+	}
+	rows3, out3, _ := run(interleave(sessions))
+	if !reflect.DeepEqual(rows1, rows3) {
+		t.Error("another interleaving of the sessions changed the rows")
+	}
+	if len(out3) == 0 {
+		t.Error("no derived events")
+	}
+	if !reflect.DeepEqual(observe(g), observe(learnAll(t, seq))) {
+		t.Error("projection graph differs from the in-memory learner's")
+	}
+}
+
+// With the default Emit (projections.Tx.Emit) the derived events are
+// validated against the registry: until events/types.go registers them,
+// the Apply that emits fails and keeps nothing; once registered, they land
+// in the outbox on chronicle.learned, keyed by tool.
+func TestProcessorDefaultEmit(t *testing.T) {
+	evs := sequences(t, []string{"a", "b"})
+	s := openStore(t)
+	p := Processor{}
+	applyAll(t, s, p, evs[:1])
+	_, err := s.Apply(Name, projections.Position{Topic: string(events.TopicSessions), Offset: 1}, &evs[1], p.Apply)
+	if _, registered := events.Lookup(EdgeLearned); !registered {
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), string(EdgeLearned)) {
+			t.Fatalf("unregistered %s: want a validation error naming it, got %v", EdgeLearned, err)
+		}
+		if _, ok, _ := s.Get(Name, "e/a/b"); ok {
+			t.Error("a failed Apply left its edge row behind")
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.PendingOutbox(10)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("outbox: %+v, %v", out, err)
+	}
+	if out[0].Type != EdgeLearned || out[0].Topic != string(events.TopicLearned) || out[0].Key != "a" {
+		t.Errorf("outbox record %s on %s keyed %q, want %s on %s keyed by the from tool \"a\"",
+			out[0].Type, out[0].Topic, out[0].Key, EdgeLearned, events.TopicLearned)
+	}
+}
