@@ -1,0 +1,18 @@
+//go:build amd64 && !purego
+
+package embedder
+
+import "golang.org/x/sys/cpu"
+
+// haveSIMD reports whether the AVX2+FMA kernel in matmul_amd64.s can run.
+var haveSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// gemm4x16 adds, for r in 0..3 and j in 0..15,
+//
+//	c[r*ldc+j] += Σ_{i<k} a[r*lda+i] · b[i*16+j]
+//
+// where b is one packed 16-column panel of a weight matrix. It needs AVX2
+// and FMA (see haveSIMD).
+//
+//go:noescape
+func gemm4x16(k int, a *float32, lda int, b *float32, c *float32, ldc int)

@@ -1,0 +1,12 @@
+//go:build !amd64 || purego
+
+package embedder
+
+// haveSIMD is false: only the portable Go kernel exists on this platform
+// (or with the purego build tag).
+var haveSIMD = false
+
+// gemm4x16 is never called when haveSIMD is false.
+func gemm4x16(k int, a *float32, lda int, b *float32, c *float32, ldc int) {
+	panic("embedder: gemm4x16 without SIMD support")
+}
