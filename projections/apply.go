@@ -92,7 +92,18 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 	if err := putOffset(b, okey, pos.Offset+1); err != nil {
 		return 0, err
 	}
-	return Applied, s.commit(b, okey, pos.Offset+1, len(tx.out) > 0)
+	if err := s.commit(b, okey, pos.Offset+1, len(tx.out) > 0); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	hooks := s.hooks
+	s.mu.Unlock()
+	if len(hooks) > 0 && len(tx.touched) > 0 {
+		for _, h := range hooks {
+			h(processor, tx.touched)
+		}
+	}
+	return Applied, nil
 }
 
 // Skip records that processor is done with pos without applying it: the
@@ -142,11 +153,12 @@ func (s *Store) reserveOutbox(n int) uint64 {
 // Tx is one Apply call's view of the store: reads see the call's own
 // writes; keys are relative to the processor's projection.
 type Tx struct {
-	b     *pebble.Batch
-	proj  string
-	cause *events.Envelope
-	out   []OutboxRecord
-	err   error
+	b       *pebble.Batch
+	proj    string
+	cause   *events.Envelope
+	out     []OutboxRecord
+	err     error
+	touched []string // rows written or deleted, for commit hooks
 }
 
 func (t *Tx) key(k string) []byte { return []byte(prefixProjection + t.proj + "/" + k) }
@@ -174,7 +186,10 @@ func (t *Tx) GetJSON(key string, v any) (bool, error) {
 }
 
 // Set writes a row.
-func (t *Tx) Set(key string, val []byte) error { return t.b.Set(t.key(key), val, nil) }
+func (t *Tx) Set(key string, val []byte) error {
+	t.touched = append(t.touched, key)
+	return t.b.Set(t.key(key), val, nil)
+}
 
 // SetJSON writes v as a JSON row. encoding/json sorts map keys, so equal
 // values give equal bytes.
@@ -187,7 +202,10 @@ func (t *Tx) SetJSON(key string, v any) error {
 }
 
 // Delete removes a row.
-func (t *Tx) Delete(key string) error { return t.b.Delete(t.key(key), nil) }
+func (t *Tx) Delete(key string) error {
+	t.touched = append(t.touched, key)
+	return t.b.Delete(t.key(key), nil)
+}
 
 // Scan calls fn for each row whose key starts with prefix, in key order,
 // seeing the call's own writes, until fn returns false or an error.

@@ -21,7 +21,28 @@ const (
 	prefixOffset     = "m/offset/"
 	prefixDedup      = "m/dedup/"
 	prefixOutbox     = "m/outbox/"
+	prefixCache      = "x/"
 )
+
+// GetCache reads a cache entry: data derived from projections that is not
+// part of them (embedding vectors), outside the digest. ok is false when
+// absent.
+func (s *Store) GetCache(key string) ([]byte, bool, error) {
+	v, closer, err := s.db.Get([]byte(prefixCache + key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), true, nil
+}
+
+// SetCache writes a cache entry (see GetCache).
+func (s *Store) SetCache(key string, val []byte) error {
+	return s.db.Set([]byte(prefixCache+key), val, s.writeOpts())
+}
 
 // ErrClosed is returned by operations on a closed Store.
 var ErrClosed = errors.New("projections: store closed")
@@ -61,6 +82,19 @@ type Store struct {
 	procMu  map[string]*sync.Mutex
 	outSeq  uint64 // next outbox sequence number
 	notify  chan struct{}
+	hooks   []CommitHook
+}
+
+// CommitHook is told, after a processor's batch committed, which rows of
+// its projection the batch wrote or deleted (keys relative to the
+// projection). It runs on the applying goroutine: keep it short.
+type CommitHook func(projection string, keys []string)
+
+// OnCommit registers h. Register hooks before processors start.
+func (s *Store) OnCommit(h CommitHook) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks = append(s.hooks, h)
 }
 
 // Open opens (creating if needed) the store in dir. It fails with a clear

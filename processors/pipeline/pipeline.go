@@ -24,6 +24,8 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
+	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -55,6 +57,8 @@ type Config struct {
 	// scores judge criteria with the critic–judge worker. Default nil:
 	// deterministic distillation, judge criteria unevaluated, no network.
 	LLM *distill.LLMConfig
+	// Embedder for memory search (default: USE lite, offline).
+	Embedder embedder.Embedder
 	// TickInterval is the interval of clock.tick.v1 events, the time source
 	// of decay (default 0: no ticks; serve sets 24 h). The first tick comes
 	// one interval after start.
@@ -81,8 +85,10 @@ type Pipeline struct {
 	Metrics    *processors.Metrics
 	Processors []processors.Processor
 	Workers    []processors.Worker
-	admin      *kadm.Client
-	adminCl    *kgo.Client
+	// Search serves memory search, record and feedback (the memory tools).
+	Search  *search.Service
+	admin   *kadm.Client
+	adminCl *kgo.Client
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -138,6 +144,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 		p.Workers = append(p.Workers, &distiller.Worker{Store: p.Store, LLM: llm, Producer: p.Producer}, &judge.Worker{Store: p.Store, LLM: llm, Producer: p.Producer})
 	}
+	emb := cfg.Embedder
+	if emb == nil {
+		if emb, err = embedder.NewUSELite(); err != nil {
+			return fail(err)
+		}
+	}
+	p.Search = &search.Service{Index: search.NewIndex(p.Store, emb), Store: p.Store, Producer: p.Producer}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 	}); err != nil {

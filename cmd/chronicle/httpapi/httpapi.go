@@ -21,6 +21,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -43,6 +44,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/events", s.postEvents)
 	mux.HandleFunc("GET /v1/sessions", s.listSessions)
 	mux.HandleFunc("GET /v1/sessions/{id...}", s.sessionRoutes)
+	mux.HandleFunc("GET /v1/memories/search", s.searchMemories)
+	mux.HandleFunc("POST /v1/memories", s.recordMemory)
+	mux.HandleFunc("POST /v1/memories/{id}/feedback", s.memoryFeedback)
 	mux.HandleFunc("GET /v1/memories/{id}", s.getMemory)
 	mux.HandleFunc("GET /v1/memories/{id}/history", s.memoryHistory)
 	mux.HandleFunc("GET /v1/graph/next", s.graphNext)
@@ -410,4 +414,87 @@ func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, route)
 	}
+}
+
+// toolError answers an error of the memory tools: 400 for invalid
+// arguments, 404 for a memory the caller cannot see, 503 otherwise.
+func toolError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, search.ErrInvalid):
+		writeErr(w, http.StatusBadRequest, "%v", err)
+	case errors.Is(err, search.ErrNotFound):
+		writeErr(w, http.StatusNotFound, "%v", err)
+	default:
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+	}
+}
+
+// searchMemories is memory_search over HTTP: query, scope, outcome, limit,
+// min_confidence as query parameters.
+func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id")}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer", l)
+			return
+		}
+		q.Limit = n
+	}
+	if mc := v.Get("min_confidence"); mc != "" {
+		f, err := strconv.ParseFloat(mc, 64)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "min_confidence: %q is not a number", mc)
+			return
+		}
+		q.MinConfidence = &f
+	}
+	res, err := s.P.Search.Search(r.Context(), q)
+	if err != nil {
+		toolError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// recordMemory is memory_record over HTTP: {title, description, content,
+// outcome, tags, scope}.
+func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		search.Record
+		Scope string `json:"scope"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&body); err != nil {
+		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		return
+	}
+	body.Record.Scope = body.Scope
+	if body.Record.Scope == "" {
+		body.Record.Scope = events.DefaultScope
+	}
+	res, err := s.P.Search.Record(r.Context(), body.Record)
+	if err != nil {
+		toolError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+// memoryFeedback is memory_feedback over HTTP: {helpful, comment}.
+func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Helpful *bool  `json:"helpful"`
+		Comment string `json:"comment"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&body); err != nil || body.Helpful == nil {
+		writeErr(w, http.StatusBadRequest, "body: {\"helpful\": true|false, \"comment\": \"...\"} required (%v)", err)
+		return
+	}
+	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: r.PathValue("id"), Helpful: *body.Helpful, Comment: body.Comment})
+	if err != nil {
+		toolError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }

@@ -1,0 +1,97 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+func TestMemorySearchRecordFeedback(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, envs := range sampleEvents(t, 12) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Search.Search(ctx, search.Query{Text: "cancel the user's reservation", Limit: 3, MinConfidence: new(float64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Memories) == 0 || len(res.Memories) > 3 || res.TotalFound < len(res.Memories) || res.TokensUsed == 0 {
+		t.Fatalf("search: %+v", res)
+	}
+	for i := 1; i < len(res.Memories); i++ {
+		if res.Memories[i].Relevance > res.Memories[i-1].Relevance {
+			t.Fatalf("not sorted by relevance: %+v", res.Memories)
+		}
+	}
+	top := res.Memories[0]
+	if !strings.Contains(strings.ToLower(top.Title+top.Content), "cancel") {
+		t.Errorf("top memory for a cancellation query: %q", top.Title)
+	}
+	// each returned memory wrote a memory.retrieved usage event
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, _, _ := memories.Get(p.Store, top.ID)
+	if m.UsageCount != top.UsageCount+1 {
+		t.Fatalf("usage %d after a retrieval, was %d", m.UsageCount, top.UsageCount)
+	}
+
+	// an explicit memory in project:x
+	rec, err := p.Search.Record(ctx, search.Record{Title: "Quote the refund total", Description: "When cancelling, state the exact refund amount.",
+		Content: "Compute the refund with calculate, then tell the user the amount before cancelling.", Outcome: "success", Scope: "project:x"})
+	if err != nil || rec.InitialConfidence != 0.8 || rec.ID == "" {
+		t.Fatalf("record: %+v %v", rec, err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	only := func(scope string) bool { return scope == "project:x" }
+	res, err = p.Search.Search(ctx, search.Query{Text: "tell the user the refund amount", Readable: only})
+	if err != nil || len(res.Memories) != 1 || res.Memories[0].ID != rec.ID || res.Memories[0].Scope != "project:x" {
+		t.Fatalf("scoped search: %+v %v", res, err)
+	}
+	if res, _ := p.Search.Search(ctx, search.Query{Text: "tell the user the refund amount", Scope: "team"}); len(res.Memories) != 0 {
+		t.Fatalf("scope kind team found %+v", res.Memories)
+	}
+
+	// feedback: the memory now has usage 1 (one retrieval), so consensus applies
+	fb, err := p.Search.Feedback(ctx, search.Feedback{MemoryID: rec.ID, Helpful: true})
+	if err != nil || !fb.Success || fb.NewConfidence != 0.8 || !strings.Contains(fb.Message, "consensus") {
+		t.Fatalf("first feedback: %+v %v", fb, err)
+	}
+	fb, err = p.Search.Feedback(ctx, search.Feedback{MemoryID: rec.ID, Helpful: true})
+	if err != nil || fb.NewConfidence != 1 || !strings.Contains(fb.Message, "applied") {
+		t.Fatalf("second feedback: %+v %v", fb, err)
+	}
+	// usage is now 3: each negative applies alone, 1 → 0.8 → 0.6 → 0.4 → 0.2 (pruned)
+	for i := 0; i < 4; i++ {
+		if fb, err = p.Search.Feedback(ctx, search.Feedback{MemoryID: rec.ID, Helpful: false}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fb.NewConfidence != 0.2 {
+		t.Fatalf("after four negatives: %+v", fb)
+	}
+	res, _ = p.Search.Search(ctx, search.Query{Text: "tell the user the refund amount", Readable: only, MinConfidence: new(float64)})
+	if len(res.Memories) != 0 {
+		t.Fatalf("a pruned memory was returned: %+v", res.Memories)
+	}
+	if _, err := p.Search.Feedback(ctx, search.Feedback{MemoryID: rec.ID, Helpful: true, Writable: func(string) bool { return false }}); !errors.Is(err, search.ErrNotFound) {
+		t.Fatalf("feedback without write access: %v", err)
+	}
+	if _, err := p.Search.Search(ctx, search.Query{Text: "x", Limit: 21}); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("limit 21: %v", err)
+	}
+}

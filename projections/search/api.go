@@ -1,0 +1,115 @@
+// Package search is memory search over the memory bank: the vector
+// projection of memories (embedded index in Pebble by default), hybrid
+// relevance (vector + BM25), scope weights, and the tool contract of the
+// ReasoningBank design's MCP tools (memory_search, memory_record,
+// memory_feedback).
+package search
+
+import "context"
+
+// Scope filters of memory_search.
+const (
+	ScopeProject = "project"
+	ScopeTeam    = "team"
+	ScopeOrg     = "org"
+	ScopeAll     = "all"
+)
+
+// Query is a memory_search call. Zero fields take the defaults of the
+// ReasoningBank tool schema.
+type Query struct {
+	// Text is the query (required).
+	Text string `json:"query"`
+	// Scope kind to search: project, team, org or all (default all).
+	Scope string `json:"scope,omitempty"`
+	// Outcome filter: success, failure or all (default all).
+	Outcome string `json:"outcome,omitempty"`
+	// Limit of memories returned (default 5, at most 20).
+	Limit int `json:"limit,omitempty"`
+	// MinConfidence (default 0.5): memories below it are left out.
+	MinConfidence *float64 `json:"min_confidence,omitempty"`
+	// Readable, when set, says which scopes (project:a, team:b, org:c) the
+	// caller may read; others are invisible. nil: every scope.
+	Readable func(scope string) bool `json:"-"`
+	// SessionID, when set, is recorded on the memory.retrieved events.
+	SessionID string `json:"-"`
+}
+
+// Hit is one memory returned by a search.
+type Hit struct {
+	ID          string  `json:"id"`
+	Title       string  `json:"title"`
+	Description string  `json:"description"`
+	Content     string  `json:"content"`
+	Outcome     string  `json:"outcome"`
+	Confidence  float64 `json:"confidence"`
+	UsageCount  int     `json:"usage_count"`
+	Relevance   float64 `json:"relevance"`
+	Scope       string  `json:"scope"`
+}
+
+// Result is memory_search's answer.
+type Result struct {
+	Memories   []Hit `json:"memories"`
+	TotalFound int   `json:"total_found"`
+	// TokensUsed estimates the tokens the returned memories add to a
+	// prompt (characters / 4).
+	TokensUsed int `json:"tokens_used"`
+}
+
+// Record is a memory_record call: an explicit memory.
+type Record struct {
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Content     string   `json:"content"`
+	Outcome     string   `json:"outcome"`
+	Tags        []string `json:"tags,omitempty"`
+	// Scope the memory is written to (project:<id>, team:<id>, org:<id>).
+	Scope string `json:"-"`
+}
+
+// Recorded is memory_record's answer.
+type Recorded struct {
+	ID                string  `json:"id"`
+	Message           string  `json:"message"`
+	InitialConfidence float64 `json:"initial_confidence"`
+}
+
+// Feedback is a memory_feedback call.
+type Feedback struct {
+	MemoryID string `json:"memory_id"`
+	Helpful  bool   `json:"helpful"`
+	Comment  string `json:"comment,omitempty"`
+	// Writable, when set, says which scopes the caller may write.
+	Writable func(scope string) bool `json:"-"`
+}
+
+// FeedbackResult is memory_feedback's answer. NewConfidence is the value
+// after the confidence processor applied the signal, or the unchanged
+// value when the signal waits for consensus (Message says which).
+type FeedbackResult struct {
+	Success       bool    `json:"success"`
+	NewConfidence float64 `json:"new_confidence"`
+	Message       string  `json:"message"`
+}
+
+// Backend serves the three memory tools. The write path is always the log:
+// Record and Feedback answer after the broker acknowledged the event, and
+// Feedback after the memory bank applied it (bounded wait).
+type Backend interface {
+	Search(ctx context.Context, q Query) (Result, error)
+	Record(ctx context.Context, r Record) (Recorded, error)
+	Feedback(ctx context.Context, f Feedback) (FeedbackResult, error)
+}
+
+// ErrNotFound is returned (wrapped) for a memory the caller cannot see —
+// absent, or in a scope it may not read: the two are indistinguishable.
+var ErrNotFound = errorString("memory not found")
+
+// ErrInvalid is returned (wrapped) for a call that breaks the tool schema;
+// the message names the field and the reason.
+var ErrInvalid = errorString("invalid argument")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -1,0 +1,166 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/google/uuid"
+)
+
+// Service is the Backend of a running Chronicle: searches run on the
+// Index, every returned memory writes a memory.retrieved.v1 usage event,
+// and records and feedback are events on the log.
+type Service struct {
+	Index    *Index
+	Store    *projections.Store
+	Producer *events.Producer
+	// FeedbackWait bounds how long Feedback waits for the memory bank to
+	// apply the signal (default 5 s).
+	FeedbackWait time.Duration
+	// Now is the clock of the events the service writes (default time.Now).
+	Now func() time.Time
+}
+
+var _ Backend = (*Service)(nil)
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) newEvent(typ events.Type, scope string, data any) (events.Envelope, error) {
+	env, err := events.New(typ, "chronicle/memory-tools", uuid.NewString(), s.now(), data)
+	env.Scope = scope
+	return env, err
+}
+
+// Search implements Backend.
+func (s *Service) Search(ctx context.Context, q Query) (Result, error) {
+	res, err := s.Index.Search(ctx, q)
+	if err != nil || len(res.Memories) == 0 {
+		return res, err
+	}
+	envs := make([]events.Envelope, 0, len(res.Memories))
+	for i, h := range res.Memories {
+		env, err := s.newEvent(events.MemoryRetrieved, h.Scope, map[string]any{
+			"memory_id": h.ID, "query": q.Text, "rank": i + 1, "relevance": h.Relevance, "session_id": q.SessionID,
+		})
+		if err != nil {
+			return res, err
+		}
+		envs = append(envs, env)
+	}
+	if err := s.Producer.Publish(ctx, envs...); err != nil {
+		return res, fmt.Errorf("search: record usage: %w", err)
+	}
+	return res, nil
+}
+
+// Record implements Backend: an explicit memory whose id is its content
+// address in its scope, so recording equal content twice adds evidence to
+// one memory.
+func (s *Service) Record(ctx context.Context, r Record) (Recorded, error) {
+	switch {
+	case strings.TrimSpace(r.Title) == "" || utf8.RuneCountInString(r.Title) > distill.MaxTitle:
+		return Recorded{}, fmt.Errorf("%w: title: required, at most %d characters", ErrInvalid, distill.MaxTitle)
+	case strings.TrimSpace(r.Description) == "" || utf8.RuneCountInString(r.Description) > distill.MaxDescription:
+		return Recorded{}, fmt.Errorf("%w: description: required, at most %d characters", ErrInvalid, distill.MaxDescription)
+	case strings.TrimSpace(r.Content) == "":
+		return Recorded{}, fmt.Errorf("%w: content: required", ErrInvalid)
+	case r.Outcome != events.OutcomeSuccess && r.Outcome != events.OutcomeFailure:
+		return Recorded{}, fmt.Errorf("%w: outcome: %q is not success or failure", ErrInvalid, r.Outcome)
+	case r.Scope == "":
+		return Recorded{}, fmt.Errorf("%w: scope: the caller has no scope to write to", ErrInvalid)
+	}
+	id := distill.MemoryID(r.Scope, r.Title, r.Content)
+	_, existed, err := memories.Get(s.Store, id)
+	if err != nil {
+		return Recorded{}, err
+	}
+	env, err := s.newEvent(events.MemoryRecorded, r.Scope, events.MemoryRecordedData{
+		MemoryID: id, Title: r.Title, Description: r.Description, Content: r.Content, Outcome: r.Outcome, Tags: r.Tags, Source: "explicit",
+	})
+	if err != nil {
+		return Recorded{}, err
+	}
+	if err := s.Producer.Publish(ctx, env); err != nil {
+		var ve *events.ValidationError
+		if errors.As(err, &ve) {
+			return Recorded{}, fmt.Errorf("%w: %s: %s", ErrInvalid, ve.Pointer, ve.Reason)
+		}
+		return Recorded{}, err
+	}
+	msg := "memory recorded in " + r.Scope
+	if existed {
+		msg = "an equal memory exists in " + r.Scope + "; this recording adds evidence to it"
+	}
+	return Recorded{ID: id, Message: msg, InitialConfidence: distill.InitialExplicit}, nil
+}
+
+// Feedback implements Backend: an explicit_feedback signal. It waits up to
+// FeedbackWait for the memory bank to apply the event and answers the
+// confidence then; under consensus (usage < 3) the signal is stored and
+// confidence moves only with a second agreeing signal within 7 days, which
+// Message says.
+func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, error) {
+	if f.MemoryID == "" {
+		return FeedbackResult{}, fmt.Errorf("%w: memory_id: required", ErrInvalid)
+	}
+	m, ok, err := memories.Get(s.Store, f.MemoryID)
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	if !ok || (f.Writable != nil && !f.Writable(m.Scope)) {
+		return FeedbackResult{}, fmt.Errorf("%w: %s", ErrNotFound, f.MemoryID)
+	}
+	env, err := s.newEvent(events.MemoryFeedback, m.Scope, events.MemoryFeedbackData{MemoryID: f.MemoryID, Signal: "explicit_feedback", Positive: f.Helpful, Comment: f.Comment})
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	if err := s.Producer.Publish(ctx, env); err != nil {
+		return FeedbackResult{}, err
+	}
+	wait := s.FeedbackWait
+	if wait == 0 {
+		wait = 5 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		changes, _, err := memories.History(s.Store, f.MemoryID)
+		if err != nil {
+			return FeedbackResult{}, err
+		}
+		for _, c := range changes {
+			if c.EventID != env.ID {
+				continue
+			}
+			cur, _, err := memories.Get(s.Store, f.MemoryID)
+			if err != nil {
+				return FeedbackResult{}, err
+			}
+			msg := fmt.Sprintf("signal applied: confidence %.2f → %.2f", c.Old, c.New)
+			if c.Reason == "pending" {
+				msg = "signal stored; confidence moves once 2 agreeing signals exist within 7 days (consensus while usage < 3)"
+			}
+			return FeedbackResult{Success: true, NewConfidence: cur.Confidence, Message: msg}, nil
+		}
+		if time.Now().After(deadline) {
+			return FeedbackResult{Success: true, NewConfidence: m.Confidence, Message: "signal recorded in the log; the memory bank has not applied it yet"}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return FeedbackResult{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
