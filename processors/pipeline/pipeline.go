@@ -59,6 +59,8 @@ type Config struct {
 	LLM *distill.LLMConfig
 	// Embedder for memory search (default: USE lite, offline).
 	Embedder embedder.Embedder
+	// VectorStore for memory search (default: the embedded MemStore).
+	VectorStore search.VectorStore
 	// TickInterval is the interval of clock.tick.v1 events, the time source
 	// of decay (default 0: no ticks; serve sets 24 h). The first tick comes
 	// one interval after start.
@@ -150,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			return fail(err)
 		}
 	}
-	p.Search = &search.Service{Index: search.NewIndex(p.Store, emb), Store: p.Store, Producer: p.Producer}
+	p.Search = &search.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore), Store: p.Store, Producer: p.Producer}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 	}); err != nil {

@@ -33,6 +33,8 @@ type Query struct {
 	Readable func(scope string) bool `json:"-"`
 	// SessionID, when set, is recorded on the memory.retrieved events.
 	SessionID string `json:"-"`
+	// ExcludeSourceSession leaves out memories distilled from that session.
+	ExcludeSourceSession string `json:"-"`
 }
 
 // Hit is one memory returned by a search.
@@ -46,6 +48,10 @@ type Hit struct {
 	UsageCount  int     `json:"usage_count"`
 	Relevance   float64 `json:"relevance"`
 	Scope       string  `json:"scope"`
+	// Tags and SourceSessions are not part of the memory_search tool's
+	// answer; PAIR retrieval groups by tag.
+	Tags           []string `json:"-"`
+	SourceSessions []string `json:"-"`
 }
 
 // Result is memory_search's answer.

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -27,9 +26,6 @@ const (
 	// the lexical (BM25) half of the score.
 	AlphaStep  = 0.05
 	AlphaFloor = 0.5
-	// BM25 parameters (Robertson & Zaragoza's usual k1, b).
-	bm25K1 = 1.2
-	bm25B  = 0.75
 )
 
 // ScopeWeight multiplies relevance by the kind of scope a memory lives in:
@@ -55,35 +51,30 @@ func Alpha(obs int) float64 {
 	return math.Max(AlphaFloor, 1-AlphaStep*float64(obs-AlphaObservations+1))
 }
 
-type doc struct {
-	m   memories.Memory
-	vec []float32
-	tf  map[string]int
-	n   int // tokens
-}
-
-// Index is the embedded vector + BM25 index over the memory bank's
-// projection. Vectors are cached in the store outside the digest, keyed by
-// embedding model and text hash: a model change re-embeds every memory
-// instead of mixing vector spaces. The index follows the memory bank's
-// commits (a commit hook marks memories dirty; the next search refreshes
-// them).
+// Index keeps a VectorStore in step with the memory bank's projection and
+// ranks its candidates. Vectors are cached in the Pebble store outside the
+// digest, keyed by embedding model and text hash: a model change re-embeds
+// every memory instead of mixing vector spaces. The index follows the
+// memory bank's commits (a commit hook marks memories dirty; the next
+// search, or Sync, pushes them to the vector store).
 type Index struct {
 	store *projections.Store
 	emb   embedder.Embedder
+	vs    VectorStore
 
-	mu       sync.Mutex
-	docs     map[string]*doc
-	df       map[string]int
-	totalLen int
-	dirty    map[string]bool
-	loaded   bool
+	mu     sync.Mutex
+	dirty  map[string]bool
+	loaded bool
 }
 
-// NewIndex builds an index over store's memories projection with emb. It
-// registers a commit hook: call it before the processors start.
-func NewIndex(store *projections.Store, emb embedder.Embedder) *Index {
-	ix := &Index{store: store, emb: emb, docs: map[string]*doc{}, df: map[string]int{}, dirty: map[string]bool{}}
+// NewIndex builds an index over store's memories projection with emb and
+// vs (nil: a new MemStore). It registers a commit hook: call it before the
+// processors start.
+func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *Index {
+	if vs == nil {
+		vs = NewMemStore()
+	}
+	ix := &Index{store: store, emb: emb, vs: vs, dirty: map[string]bool{}}
 	store.OnCommit(func(proj string, keys []string) {
 		if proj != memories.Name {
 			return
@@ -102,13 +93,10 @@ func NewIndex(store *projections.Store, emb embedder.Embedder) *Index {
 // Model is the embedding model of the vectors.
 func (ix *Index) Model() string { return ix.emb.Model() }
 
-func tokens(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-}
+// Store is the vector store behind the index.
+func (ix *Index) Store() VectorStore { return ix.vs }
 
-func docText(m memories.Memory) string { return m.Title + "\n" + m.Description + "\n" + m.Content }
-
-// vector returns the cached vector of text, embedding it on a miss.
+// vectors returns the cached vectors of texts, embedding the misses.
 func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	var missing []int
@@ -154,15 +142,23 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 	return out, nil
 }
 
-// refresh loads every memory on first use, then the dirty ones.
-func (ix *Index) refresh(ctx context.Context) error {
+// DocOf is the vector-store document of memory m (without its vector).
+func DocOf(m memories.Memory) Doc {
+	return Doc{ID: m.ID, Scope: m.Scope, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
+		Tags: m.Tags, SourceSessions: m.SourceSessions, Confidence: m.Confidence, Pruned: m.Pruned, Evidence: m.Evidence, UsageCount: m.UsageCount}
+}
+
+// Sync pushes every memory (first call) or the memories changed since
+// (later calls) to the vector store, embedding what is not cached.
+func (ix *Index) Sync(ctx context.Context) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	var ms []memories.Memory
+	var gone []string
 	if !ix.loaded {
 		if err := memories.Each(ix.store, func(m memories.Memory) bool { ms = append(ms, m); return true }); err != nil {
 			return err
 		}
-		ix.loaded = true
-		ix.dirty = map[string]bool{}
 	} else {
 		ids := make([]string, 0, len(ix.dirty))
 		for id := range ix.dirty {
@@ -177,63 +173,50 @@ func (ix *Index) refresh(ctx context.Context) error {
 			if ok {
 				ms = append(ms, m)
 			} else {
-				ix.remove(id)
+				gone = append(gone, id)
 			}
-			delete(ix.dirty, id)
 		}
 	}
-	if len(ms) == 0 {
-		return nil
-	}
+	docs := make([]Doc, len(ms))
 	texts := make([]string, len(ms))
 	for i, m := range ms {
-		texts[i] = docText(m)
+		docs[i] = DocOf(m)
+		texts[i] = DocText(docs[i])
 	}
 	vecs, err := ix.vectors(ctx, texts)
 	if err != nil {
 		return err
 	}
-	for i, m := range ms {
-		ix.remove(m.ID)
-		d := &doc{m: m, vec: vecs[i], tf: map[string]int{}}
-		for _, t := range tokens(texts[i]) {
-			d.tf[t]++
-			d.n++
+	for i := range docs {
+		docs[i].Vector, docs[i].Model = vecs[i], ix.emb.Model()
+	}
+	if len(docs) > 0 {
+		if err := ix.vs.Upsert(ctx, docs); err != nil {
+			return fmt.Errorf("search: vector store upsert: %w", err)
 		}
-		for t := range d.tf {
-			ix.df[t]++
+	}
+	if len(gone) > 0 {
+		if err := ix.vs.Delete(ctx, gone); err != nil {
+			return fmt.Errorf("search: vector store delete: %w", err)
 		}
-		ix.totalLen += d.n
-		ix.docs[m.ID] = d
+	}
+	ix.loaded = true
+	for _, m := range ms {
+		delete(ix.dirty, m.ID)
+	}
+	for _, id := range gone {
+		delete(ix.dirty, id)
 	}
 	return nil
 }
 
-func (ix *Index) remove(id string) {
-	d, ok := ix.docs[id]
-	if !ok {
-		return
-	}
-	for t := range d.tf {
-		if ix.df[t]--; ix.df[t] == 0 {
-			delete(ix.df, t)
-		}
-	}
-	ix.totalLen -= d.n
-	delete(ix.docs, id)
-}
-
-// Len is the number of memories indexed (after the last refresh).
-func (ix *Index) Len() int {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	return len(ix.docs)
-}
-
 // Search ranks the memories visible to q: relevance = (alpha · cosine +
-// (1 − alpha) · BM25 / max BM25) × scope weight, cosine clamped at 0.
-// Pruned memories, memories below MinConfidence, and memories outside the
-// scope kind, the outcome or Readable never appear. Ties are broken by id.
+// (1 − alpha) · BM25 / max BM25) × scope weight, cosine clamped at 0, over
+// the candidates of the vector store (the CandidatesPerQuery nearest by
+// vector and best by BM25). Pruned memories, memories below
+// MinConfidence, and memories outside the scope kind, the outcome or
+// Readable never appear. Ties are broken by id. TotalFound counts the
+// candidates with a positive relevance.
 func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	q, err := normalise(q)
 	if err != nil {
@@ -243,76 +226,56 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("search: embed query: %w", err)
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if err := ix.refresh(ctx); err != nil {
+	if err := ix.Sync(ctx); err != nil {
 		return Result{}, err
 	}
-	qt := tokens(q.Text)
-	type cand struct {
-		d        *doc
-		cos, bm  float64
-		relevant float64
+	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession}
+	cands, err := ix.vs.Candidates(ctx, qv[0], q.Text, f, max(CandidatesPerQuery, 4*q.Limit))
+	if err != nil {
+		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}
-	var cands []cand
 	maxBM := 0.0
-	avg := 1.0
-	if len(ix.docs) > 0 {
-		avg = float64(ix.totalLen) / float64(len(ix.docs))
+	for _, c := range cands {
+		maxBM = math.Max(maxBM, c.BM25)
 	}
-	for _, d := range ix.docs {
-		m := d.m
-		if m.Pruned || m.Confidence < *q.MinConfidence || (q.Outcome != "all" && m.Outcome != q.Outcome) ||
-			(q.Scope != ScopeAll && !strings.HasPrefix(m.Scope, q.Scope+":")) || (q.Readable != nil && !q.Readable(m.Scope)) {
-			continue
-		}
-		var cos float64
-		for i, x := range qv[0] {
-			cos += float64(x) * float64(d.vec[i])
-		}
-		bm := 0.0
-		for _, t := range qt {
-			f := float64(d.tf[t])
-			if f == 0 {
-				continue
-			}
-			n := float64(len(ix.docs))
-			idf := math.Log(1 + (n-float64(ix.df[t])+0.5)/(float64(ix.df[t])+0.5))
-			bm += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(d.n)/avg))
-		}
-		maxBM = math.Max(maxBM, bm)
-		cands = append(cands, cand{d: d, cos: math.Max(0, cos), bm: bm})
+	type ranked struct {
+		c   Candidate
+		rel float64
 	}
-	for i := range cands {
-		c := &cands[i]
+	rs := make([]ranked, 0, len(cands))
+	for _, c := range cands {
 		bm := 0.0
 		if maxBM > 0 {
-			bm = c.bm / maxBM
+			bm = c.BM25 / maxBM
 		}
-		a := Alpha(c.d.m.Evidence + c.d.m.UsageCount)
-		c.relevant = (a*c.cos + (1-a)*bm) * ScopeWeight(c.d.m.Scope)
+		a := Alpha(c.Evidence + c.UsageCount)
+		rs = append(rs, ranked{c, (a*math.Max(0, c.Cosine) + (1-a)*bm) * ScopeWeight(c.Scope)})
 	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].relevant != cands[j].relevant {
-			return cands[i].relevant > cands[j].relevant
+	sort.Slice(rs, func(i, j int) bool {
+		if rs[i].rel != rs[j].rel {
+			return rs[i].rel > rs[j].rel
 		}
-		return cands[i].d.m.ID < cands[j].d.m.ID
+		return rs[i].c.ID < rs[j].c.ID
 	})
 	res := Result{Memories: []Hit{}}
-	for _, c := range cands {
-		if c.relevant <= 0 {
+	for _, r := range rs {
+		if r.rel <= 0 {
 			break
 		}
 		res.TotalFound++
 		if len(res.Memories) < q.Limit {
-			m := c.d.m
+			m := r.c
 			res.Memories = append(res.Memories, Hit{ID: m.ID, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
-				Confidence: m.Confidence, UsageCount: m.UsageCount, Relevance: math.Round(c.relevant*1e4) / 1e4, Scope: m.Scope})
+				Confidence: m.Confidence, UsageCount: m.UsageCount, Relevance: math.Round(r.rel*1e4) / 1e4, Scope: m.Scope, Tags: m.Tags, SourceSessions: m.SourceSessions})
 			res.TokensUsed += (len(m.Title) + len(m.Description) + len(m.Content) + 3) / 4
 		}
 	}
 	return res, nil
 }
+
+// CandidatesPerQuery is how many candidates a search asks the vector
+// store for, by vector and by BM25 each (at least 4 × the limit).
+const CandidatesPerQuery = 200
 
 // normalise applies the tool schema's defaults and bounds.
 func normalise(q Query) (Query, error) {

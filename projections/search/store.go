@@ -1,0 +1,91 @@
+package search
+
+import "context"
+
+// Doc is a memory as a vector store holds it: its searchable text, the
+// properties every filter needs, and its vector with the model that made
+// it.
+type Doc struct {
+	ID             string    `json:"id"`
+	Scope          string    `json:"scope"`
+	Title          string    `json:"title"`
+	Description    string    `json:"description"`
+	Content        string    `json:"content"`
+	Outcome        string    `json:"outcome"`
+	Tags           []string  `json:"tags,omitempty"`
+	SourceSessions []string  `json:"source_sessions,omitempty"`
+	Confidence     float64   `json:"confidence"`
+	Pruned         bool      `json:"pruned"`
+	Evidence       int       `json:"evidence"`
+	UsageCount     int       `json:"usage_count"`
+	Vector         []float32 `json:"-"`
+	Model          string    `json:"model"`
+}
+
+// Filter restricts candidates. Zero fields filter nothing except Pruned:
+// pruned documents are never candidates.
+type Filter struct {
+	MinConfidence float64
+	// Outcome: success or failure ("" or "all": both).
+	Outcome string
+	// ScopeKind: project, team or org ("" or "all": every kind).
+	ScopeKind string
+	// Readable, when set, admits only the scopes it accepts.
+	Readable func(scope string) bool
+	// ExcludeSourceSession leaves out documents distilled from that
+	// session (PAIR: retrieval never sees memories of the session being
+	// evaluated).
+	ExcludeSourceSession string
+}
+
+// Candidate is a document with its similarity to the query: Cosine
+// (vector, −1..1) when it was among the nearest vectors, BM25 when it was
+// among the best lexical matches.
+type Candidate struct {
+	Doc
+	Cosine, BM25       float64
+	HasCosine, HasBM25 bool
+}
+
+// VectorStore holds memory documents and answers candidate queries; the
+// ranking (alpha fusion, scope weights) is Index's, the same for every
+// store. Implementations: the embedded MemStore and Weaviate. Upserts are
+// idempotent by Doc.ID.
+type VectorStore interface {
+	Upsert(ctx context.Context, docs []Doc) error
+	Delete(ctx context.Context, ids []string) error
+	// Candidates returns up to k documents nearest to v by cosine and up
+	// to k best by BM25 on text, among those passing f, merged by id.
+	Candidates(ctx context.Context, v []float32, text string, f Filter, k int) ([]Candidate, error)
+	// Len is the number of documents held.
+	Len(ctx context.Context) (int, error)
+}
+
+// admits reports whether d passes f.
+func (f Filter) admits(d *Doc) bool {
+	if d.Pruned || d.Confidence < f.MinConfidence {
+		return false
+	}
+	if f.Outcome != "" && f.Outcome != "all" && d.Outcome != f.Outcome {
+		return false
+	}
+	if f.ScopeKind != "" && f.ScopeKind != ScopeAll && !hasPrefix(d.Scope, f.ScopeKind+":") {
+		return false
+	}
+	if f.Readable != nil && !f.Readable(d.Scope) {
+		return false
+	}
+	if f.ExcludeSourceSession != "" {
+		for _, s := range d.SourceSessions {
+			if s == f.ExcludeSourceSession {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Admits is Filter's test, exported for stores that filter after fetching.
+func (f Filter) Admits(d *Doc) bool { return f.admits(d) }
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
