@@ -121,6 +121,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 				ConsumerGroup: GroupID(p, t),
 				Unmarshaler:   recordUnmarshaler{},
 				ExtraOpts:     cfg.SubscriberOpts,
+				// positions live in Pebble; the group offset is for lag
+				// dashboards only, so no commit round trip per event
+				CommitInterval: time.Second,
 				InitialOffsets: func(topic string, partition int32) (int64, bool) {
 					return cfg.Store.NextOffset(p.Name(), topic, partition)
 				},

@@ -41,9 +41,11 @@ type PublisherConfig struct {
 	// ExtraOpts are appended to the franz-go client options, after the
 	// publisher's own (kgo.SeedBrokers, kgo.RequiredAcks(kgo.AllISRAcks()),
 	// kgo.RecordDeliveryTimeout(10s), a logger forwarding franz-go warnings
-	// and errors), so they can override them. Default: none. Note that the
-	// client never auto-creates topics unless kgo.AllowAutoTopicCreation is
-	// passed here.
+	// and errors), so they can override them. Default: none. The producer
+	// is idempotent (franz-go's default); kgo.DisableIdempotentWrite or
+	// weaker kgo.RequiredAcks here void Publish's acknowledgement
+	// guarantee. The client never auto-creates topics unless
+	// kgo.AllowAutoTopicCreation is passed here.
 	ExtraOpts []kgo.Opt
 
 	// MaxAttempts bounds the produce attempts of one Publish call,
@@ -98,6 +100,10 @@ type SubscriberConfig struct {
 	// nothing is committed). Empty (the default) means no group: every
 	// Subscribe call reads all partitions from the start of the log,
 	// independently of any other subscription, and commits nothing.
+	// Every Subscribe call is a separate group member; members of a group
+	// rebalance together even when they consume different topics, so a
+	// message left un-Acked on one subscription delays the rebalances of
+	// all of them.
 	ConsumerGroup string
 
 	// Unmarshaler turns a kgo.Record into a Watermill message.
@@ -122,6 +128,16 @@ type SubscriberConfig struct {
 	// NackResendSleep is how long a Nacked message waits before it is
 	// delivered again. Default: 100ms; NoSleep redelivers immediately.
 	NackResendSleep time.Duration
+
+	// CommitInterval, when positive and with a ConsumerGroup, makes an Ack
+	// only mark the record; franz-go commits the marks every
+	// CommitInterval (kgo.AutoCommitMarks). This saves a commit round trip
+	// per message at the price of a group offset up to CommitInterval
+	// behind: after a crash up to that much is delivered again. Use it when
+	// the consumer keeps its own offsets (Chronicle's processors store them
+	// in Pebble with their projections and start from those via
+	// InitialOffsets). Default 0: every Ack is committed synchronously.
+	CommitInterval time.Duration
 
 	// InitialOffsets, when set, is asked for every partition of a
 	// subscribed topic: when the partition is assigned to a group member,

@@ -21,10 +21,20 @@
 // Delivery is strictly sequential per subscription: a message is sent on the
 // output channel only after the previous one was Acked (which implies that
 // messages of one partition arrive in log order). A Nacked message is sent
-// again, as a fresh copy, after SubscriberConfig.NackResendSleep. Group
-// members block rebalances while they process a poll (kgo.BlockRebalanceOnPoll),
-// so a partition is never revoked while one of its messages is in flight,
-// and records of revoked partitions are never delivered.
+// again, as a fresh copy, after SubscriberConfig.NackResendSleep.
+//
+// Group members block rebalances while they process a poll
+// (kgo.BlockRebalanceOnPoll), so a partition is never revoked while one of
+// its messages is in flight (sent and not yet Acked or Nacked), and records
+// of revoked partitions are never delivered. A member whose next message is
+// not taken from the channel, or who waits to resend a Nacked one, does not
+// hold a waiting rebalance up: it rewinds its undelivered records and lets
+// the rebalance through. A message held longer than the group's rebalance
+// timeout (kgo.RebalanceTimeout, 60s by default) while a rebalance waits gets
+// the member removed from the group; its partitions move to other members,
+// from the committed offset, so that message is delivered again there. The
+// removed member notices when committing the message, drops everything it
+// had polled and rejoins with a new client.
 //
 // SubscriberConfig.InitialOffsets lets the application keep its own
 // checkpoints: when it reports an offset for a partition, consumption of that

@@ -13,7 +13,7 @@ import (
 
 // MetadataKey is the message metadata entry whose value becomes the record
 // key when publishing (unless the Marshaler already set a key). Messages
-// without it are produced with a nil key.
+// without it, or with an empty value, are produced with a nil key.
 const MetadataKey = "partition_key"
 
 // UUIDHeaderKey is the record header in which DefaultMarshaler stores the

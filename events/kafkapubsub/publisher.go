@@ -75,11 +75,16 @@ func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publish
 }
 
 // Publish produces msgs to topic, in order, and returns only once the broker
-// acknowledged all of them. Records that fail with a retriable error are
-// produced again, up to PublisherConfig.MaxAttempts attempts in total with
-// exponential backoff; a missing topic, an oversized record or a closed
-// publisher fail at once. On error some of the messages may have been
-// written: publishing them again can produce duplicates.
+// acknowledged all of them. A message's record key is its MetadataKey
+// metadata entry when that is non-empty and the Marshaler set no key, so
+// messages sharing a key keep their order in one partition. Records that
+// fail with a retriable error are produced again, up to
+// PublisherConfig.MaxAttempts attempts in total with exponential backoff.
+// Other failures are returned without another attempt: among them a missing
+// topic (reported once the client's own metadata retries are exhausted,
+// after about a second), an oversized record and a closed publisher. On
+// error some of the messages may have been written: publishing them again
+// can produce duplicates.
 //
 // It returns ErrPublisherClosed after Close, and an error wrapping the
 // Marshaler's error without producing anything if a message cannot be
@@ -109,7 +114,7 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		}
 		rec.Topic = topic
 		if rec.Key == nil {
-			if key, ok := msg.Metadata[MetadataKey]; ok {
+			if key := msg.Metadata.Get(MetadataKey); key != "" {
 				rec.Key = []byte(key)
 			}
 		}

@@ -27,15 +27,22 @@ const suitePartitions = 4
 // share one consumer group per test (so that the suite's "new subscriber"
 // instances continue from the group's committed offsets). TestConsumerGroups
 // always uses the suite's own group names.
+//
+// The suite runs in full (not short) mode. About 30s of it is
+// TestContinueAfterErrors, whose 300 Nacks each wait the default
+// NackResendSleep (100ms). TestReconnect is skipped by the suite: it needs a
+// RestartServiceCommand, and the in-process broker cannot be restarted by a
+// command.
 func TestPubSub(t *testing.T) {
 	brokers := startCluster(t, kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(suitePartitions))
 
 	features := tests.Features{
 		ConsumerGroups:      true,
 		ExactlyOnceDelivery: false,
-		// Kafka orders per partition. The suite checks order per payload,
-		// and the suite's publisher keys records by payload (see
-		// payloadKeyMarshaler), exactly like watermill-kafka's ordered run.
+		// Kafka orders per partition, hence per record key. The suite
+		// checks the order per payload, so its publisher keys records by
+		// payload (see payloadKeyMarshaler); unkeyed records spread over
+		// partitions would have no order relative to each other.
 		GuaranteedOrder: true,
 		Persistent:      true,
 	}

@@ -71,18 +71,22 @@ func NewSubscriber(cfg SubscriberConfig, logger watermill.LoggerAdapter) (*Subsc
 	}, nil
 }
 
-// Subscribe starts consuming topic and returns the channel on which its
+// Subscribe starts consuming topic with a new franz-go client (with a
+// consumer group, a new group member) and returns the channel on which its
 // messages are delivered, one at a time: the next message is sent only
-// after the previous one was Acked; a Nacked one is sent again (as a fresh
-// copy) after SubscriberConfig.NackResendSleep. With a consumer group, the
-// offset of every Acked message is committed before the next message is
-// sent. The context of a delivered message is canceled once it is Acked or
-// Nacked, or when the subscription ends; it carries the values of ctx.
+// after the previous one was Acked, so the messages of a partition arrive in
+// log order; a Nacked one is sent again (as a fresh copy) after
+// SubscriberConfig.NackResendSleep. With a consumer group, the offset of
+// every Acked message is committed, synchronously, before the next message
+// is sent; without one, the whole topic is read from the start of the log.
+// The context of a delivered message carries the values of ctx and is
+// canceled once the message is Acked or Nacked, or when the subscription
+// ends.
 //
-// The channel is closed, and the franz-go client closed, when ctx is
-// canceled or the Subscriber is closed. Subscribe returns
+// The channel is closed, and the client closed (leaving the group), when
+// ctx is canceled or the Subscriber is closed. Subscribe returns
 // ErrSubscriberClosed after Close, or the franz-go client's error for
-// invalid ExtraOpts.
+// invalid ExtraOpts; it does not wait for the brokers.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if topic == "" {
 		return nil, errors.New("kafkapubsub: subscribe: empty topic")
@@ -104,9 +108,10 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 			"topic":          topic,
 			"consumer_group": s.cfg.ConsumerGroup,
 		}),
-		ctx:    subCtx,
-		out:    make(chan *message.Message),
-		starts: make(map[int32]int64),
+		ctx:       subCtx,
+		out:       make(chan *message.Message),
+		rebalance: make(chan struct{}, 1),
+		starts:    make(map[int32]int64),
 	}
 	client, err := kgo.NewClient(sub.clientOpts()...)
 	if err != nil {
@@ -127,10 +132,10 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 }
 
 // SubscribeInitialize creates topic with the brokers' default partition
-// count and replication factor if it does not exist yet (it implements
-// message.SubscribeInitializer). It returns ErrSubscriberClosed after
-// Close, and the broker's error (other than TOPIC_ALREADY_EXISTS) otherwise;
-// it gives up after 30s.
+// count and replication factor (which needs Kafka 2.4 or later) if it does
+// not exist yet; it implements message.SubscribeInitializer. It returns
+// ErrSubscriberClosed after Close, and the broker's error (other than
+// TOPIC_ALREADY_EXISTS) otherwise; it gives up after 30s.
 func (s *Subscriber) SubscribeInitialize(topic string) error {
 	if s.ctx.Err() != nil {
 		return ErrSubscriberClosed

@@ -20,6 +20,10 @@ type subscription struct {
 	ctx    context.Context // canceled when the subscription must end
 	out    chan *message.Message
 
+	// rebalance is signaled (without blocking) when a group rebalance is
+	// waiting for this subscription to finish its poll.
+	rebalance chan struct{}
+
 	// starts holds, without a group, the first offset to deliver per
 	// partition (-1: no restriction), decided by InitialOffsets when the
 	// partition is first seen. Only touched by the run goroutine.
@@ -30,9 +34,10 @@ type subscription struct {
 type outcome int
 
 const (
-	delivered outcome = iota // acked (and committed) or skipped
+	delivered outcome = iota // acked (and committed) or skipped: go on
 	stopped                  // the subscription is ending
-	lost                     // group membership was lost: drop the poll
+	lost                     // group membership was lost: start over with a new client
+	yielded                  // not in flight and a rebalance is waiting: rewind, poll again
 )
 
 func (s *subscription) grouped() bool { return s.cfg.ConsumerGroup != "" }
@@ -46,13 +51,24 @@ func (s *subscription) clientOpts() []kgo.Opt {
 		kgo.WithLogger(kgoLogger{logger: s.logger}),
 	}
 	if s.grouped() {
+		commit := kgo.DisableAutoCommit()
+		if s.cfg.CommitInterval > 0 {
+			commit = kgo.AutoCommitMarks()
+			opts = append(opts, kgo.AutoCommitInterval(s.cfg.CommitInterval))
+		}
 		opts = append(opts,
 			kgo.ConsumerGroup(s.cfg.ConsumerGroup),
 			kgo.BlockRebalanceOnPoll(),
-			kgo.DisableAutoCommit(),
+			commit,
 			kgo.OnPartitionsAssigned(s.logPartitions("Partitions assigned")),
 			kgo.OnPartitionsRevoked(s.logPartitions("Partitions revoked")),
 			kgo.OnPartitionsLost(s.logPartitions("Partitions lost")),
+			kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) {
+				select {
+				case s.rebalance <- struct{}{}:
+				default:
+				}
+			}),
 		)
 		if s.cfg.InitialOffsets != nil {
 			opts = append(opts, kgo.AdjustFetchOffsetsFn(s.adjustOffsets))
@@ -81,52 +97,98 @@ func (s *subscription) adjustOffsets(_ context.Context, offsets map[string]map[i
 	return offsets, nil
 }
 
+// run consumes until the subscription ends, then closes the output channel.
+// A group member that finds out (through a failed commit) that it was
+// removed from the group starts over with a new client, so that nothing it
+// had buffered for its former partitions is ever delivered.
 func (s *subscription) run() {
 	defer close(s.out)
+	for s.consume() == lost {
+		s.logger.Info("Lost group membership, rejoining with a new client", nil)
+		client, err := kgo.NewClient(s.clientOpts()...)
+		if err != nil {
+			s.logger.Error("Cannot recreate the consumer client, ending the subscription", err, nil)
+			return
+		}
+		s.client = client
+	}
+}
+
+// consume polls and delivers with s.client, which it closes on return, until
+// the subscription ends (stopped) or the group membership is lost (lost).
+func (s *subscription) consume() outcome {
 	defer s.client.Close()
 	for {
+		// A signal left from before this poll concerns a rebalance that
+		// AllowRebalance already let through.
+		select {
+		case <-s.rebalance:
+		default:
+		}
 		fetches := s.client.PollRecords(s.ctx, maxPollRecords)
 		if s.ctx.Err() != nil || fetches.IsClientClosed() {
 			s.client.AllowRebalance()
-			return
+			return stopped
 		}
-		ok := s.process(fetches)
+		o := s.process(fetches)
 		s.client.AllowRebalance()
-		if !ok {
-			return
+		if o == stopped || o == lost {
+			return o
 		}
 	}
 }
 
-// process delivers every record of one poll, partition by partition. It
-// returns false when the subscription is ending.
-func (s *subscription) process(fetches kgo.Fetches) bool {
+// process delivers every record of one poll, partition by partition, and
+// returns stopped, lost, or delivered to go on with the next poll.
+func (s *subscription) process(fetches kgo.Fetches) outcome {
+	var parts [][]*kgo.Record
 	var errs int
-	for _, fetch := range fetches {
-		for _, topic := range fetch.Topics {
-			for _, part := range topic.Partitions {
-				if part.Err != nil {
-					errs++
-					s.logger.Error("Fetch failed", part.Err, watermill.LogFields{"partition": part.Partition})
-				}
-				for _, rec := range s.fromStart(part.Partition, part.Records) {
-					switch s.deliver(rec) {
-					case stopped:
-						return false
-					case lost:
-						// Everything left in this poll belongs to a
-						// generation we are no longer part of; the
-						// client re-fetches committed offsets on rejoin.
-						return true
-					}
-				}
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Err != nil {
+			errs++
+			s.logger.Error("Fetch failed", p.Err, watermill.LogFields{"partition": p.Partition})
+		}
+		if recs := s.fromStart(p.Partition, p.Records); len(recs) > 0 {
+			parts = append(parts, recs)
+		}
+	})
+	for i, recs := range parts {
+		for j, rec := range recs {
+			switch o := s.deliver(rec); o {
+			case stopped, lost:
+				return o
+			case yielded:
+				s.rewind(append([][]*kgo.Record{recs[j:]}, parts[i+1:]...))
+				return delivered
 			}
 		}
 	}
-	if errs > 0 && fetches.NumRecords() == 0 {
-		return s.sleep(pollErrorBackoff)
+	if errs > 0 && len(parts) == 0 && !s.sleep(pollErrorBackoff) {
+		return stopped
 	}
-	return true
+	return delivered
+}
+
+// rewind moves the partitions of undelivered records back to the first of
+// them, so that they are fetched again if the partitions stay assigned
+// after the rebalance this subscription yields to (revoked partitions
+// continue at the committed offset, which is the same).
+func (s *subscription) rewind(undelivered [][]*kgo.Record) {
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	for _, recs := range undelivered {
+		if len(recs) == 0 {
+			continue
+		}
+		first := recs[0]
+		if offsets[first.Topic] == nil {
+			offsets[first.Topic] = make(map[int32]kgo.EpochOffset)
+		}
+		if _, seen := offsets[first.Topic][first.Partition]; !seen { // keep the earliest
+			offsets[first.Topic][first.Partition] = kgo.EpochOffset{Epoch: first.LeaderEpoch, Offset: first.Offset}
+		}
+	}
+	s.logger.Debug("Yielding to rebalance", watermill.LogFields{"rewind": offsets})
+	s.client.SetOffsets(offsets)
 }
 
 // fromStart applies InitialOffsets for a subscription without a group: the
@@ -162,7 +224,9 @@ func (s *subscription) fromStart(partition int32, recs []*kgo.Record) []*kgo.Rec
 	return nil
 }
 
-// deliver sends rec until it is Acked, then commits it (with a group).
+// deliver sends rec until it is Acked, then commits it (with a group). While
+// rec is not in flight (before it is sent, and between a Nack and its
+// redelivery), it gives way to a group rebalance that is waiting.
 func (s *subscription) deliver(rec *kgo.Record) outcome {
 	for {
 		msg, err := s.cfg.Unmarshaler.Unmarshal(rec)
@@ -176,6 +240,9 @@ func (s *subscription) deliver(rec *kgo.Record) outcome {
 		msg.SetContext(msgCtx)
 		select {
 		case s.out <- msg:
+		case <-s.rebalance:
+			cancelMsg()
+			return yielded
 		case <-s.ctx.Done():
 			cancelMsg()
 			return stopped
@@ -188,8 +255,8 @@ func (s *subscription) deliver(rec *kgo.Record) outcome {
 		case <-msg.Nacked():
 			cancelMsg()
 			s.logger.Trace("Message nacked, resending", recordFields(rec))
-			if !s.sleep(s.cfg.NackResendSleep) {
-				return stopped
+			if o := s.nackSleep(); o != delivered {
+				return o
 			}
 		case <-s.ctx.Done():
 			cancelMsg()
@@ -207,6 +274,10 @@ func (s *subscription) deliver(rec *kgo.Record) outcome {
 // synchronous and not interrupted by the end of the subscription.
 func (s *subscription) commit(rec *kgo.Record) outcome {
 	if !s.grouped() {
+		return delivered
+	}
+	if s.cfg.CommitInterval > 0 {
+		s.client.MarkCommitRecords(rec)
 		return delivered
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), commitTimeout)
@@ -229,6 +300,24 @@ func membershipLost(err error) bool {
 		errors.Is(err, kerr.UnknownMemberID) ||
 		errors.Is(err, kerr.FencedInstanceID) ||
 		errors.Is(err, kerr.StaleMemberEpoch)
+}
+
+// nackSleep waits NackResendSleep before a redelivery; it returns delivered
+// when the redelivery should go ahead.
+func (s *subscription) nackSleep() outcome {
+	if s.cfg.NackResendSleep <= 0 {
+		return delivered
+	}
+	t := time.NewTimer(s.cfg.NackResendSleep)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return delivered
+	case <-s.rebalance:
+		return yielded
+	case <-s.ctx.Done():
+		return stopped
+	}
 }
 
 // sleep waits d (nothing for d ≤ 0) and reports whether the subscription is
