@@ -79,7 +79,11 @@ func demoCmd() *cobra.Command {
 				printSummary(sum)
 			}
 			if serve {
-				return serveHTTP(ctx, p, httpAddr)
+				tf, err := loadTokens("", httpAddr)
+				if err != nil {
+					return err
+				}
+				return serveHTTP(ctx, p, httpAddr, tf)
 			}
 			return nil
 		},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/spf13/cobra"
@@ -18,24 +19,30 @@ func serveCmd() *cobra.Command {
 	var c commonFlags
 	var httpAddr string
 	var tick time.Duration
+	var tokens string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			tf, err := loadTokens(tokens, httpAddr)
+			if err != nil {
+				return err
+			}
 			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick})
 			if err != nil {
 				return err
 			}
 			defer p.Close()
 			describe(p)
-			return serveHTTP(ctx, p, httpAddr)
+			return serveHTTP(ctx, p, httpAddr, tf)
 		},
 	}
 	c.register(cmd)
 	c.registerLLM(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
+	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
 }
@@ -52,12 +59,12 @@ func describe(p *pipeline.Pipeline) {
 }
 
 // serveHTTP serves the API until ctx ends, then shuts down gracefully.
-func serveHTTP(ctx context.Context, p *pipeline.Pipeline, addr string) error {
+func serveHTTP(ctx context.Context, p *pipeline.Pipeline, addr string, tokens *access.File) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: (&httpapi.Server{P: p}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: (&httpapi.Server{P: p, Tokens: tokens}).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

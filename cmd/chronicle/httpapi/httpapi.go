@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -32,6 +34,10 @@ const MaxBodyBytes = 4 << 20
 // Server serves the API of a running pipeline.
 type Server struct {
 	P *pipeline.Pipeline
+	// Tokens, when set, require a bearer token on every /v1 route and
+	// limit each caller to its scopes; nil serves every scope (the service
+	// then listens on loopback only).
+	Tokens *access.File
 
 	graphMu  sync.Mutex
 	graph    *toolgraph.Graph
@@ -55,7 +61,46 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/digest", s.digest)
 	mux.HandleFunc("GET /healthz", s.health)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{}))
-	return mux
+	mux.Handle("/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller}))
+	return s.authenticate(mux)
+}
+
+type callerKey struct{}
+
+// authenticate resolves the caller of every route but /healthz and
+// /metrics (which show no scoped data): 401 without a known bearer token
+// when tokens are configured.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := access.Unrestricted
+		if s.Tokens != nil && r.URL.Path != "/healthz" && r.URL.Path != "/metrics" {
+			var err error
+			if c, err = s.Tokens.Authenticate(r.Header.Get("Authorization")); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="chronicle"`)
+				writeErr(w, http.StatusUnauthorized, "%v", err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	})
+}
+
+// CallerOf is the authenticated caller of r.
+func CallerOf(r *http.Request) access.Caller {
+	if c, ok := r.Context().Value(callerKey{}).(access.Caller); ok {
+		return c
+	}
+	return access.Caller{}
+}
+
+// needsAll answers 403 unless the caller reads every scope (cross-scope
+// aggregates: the tool graph, the digest).
+func needsAll(w http.ResponseWriter, r *http.Request) bool {
+	if CallerOf(r).ReadsAll() {
+		return false
+	}
+	writeErr(w, http.StatusForbidden, "this view aggregates every scope: it needs a token that reads * ")
+	return true
 }
 
 type errorBody struct {
@@ -104,6 +149,14 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
+	}
+	c := CallerOf(r)
+	for i := range envs {
+		if sc := envs[i].EffectiveScope(); !c.CanWrite(sc) {
+			idx := i
+			writeJSON(w, http.StatusForbidden, errorBody{Error: fmt.Sprintf("event %d: /scope: this token may not write %s", i, sc), Index: &idx, Pointer: "/scope", Reason: "scope not writable"})
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
@@ -165,7 +218,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), nil)
+	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), CallerOf(r).CanRead)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -182,6 +235,10 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if rest, ok := cutSuffix(id, "/events"); ok {
+		if v, ok, err := sessions.Get(s.P.Store, rest); err == nil && ok && !CallerOf(r).CanRead(v.Scope) {
+			writeErr(w, http.StatusNotFound, "session %q has no events in the log", rest)
+			return
+		}
 		s.sessionEvents(w, r, rest)
 		return
 	}
@@ -189,7 +246,7 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
-	case !ok:
+	case !ok || !CallerOf(r).CanRead(v.Scope):
 		writeErr(w, http.StatusNotFound, "session %q not found", id)
 	default:
 		writeJSON(w, http.StatusOK, v)
@@ -280,7 +337,10 @@ func ReadSessionLog(ctx context.Context, brokers []string, id string) ([]LoggedE
 	}
 }
 
-func (s *Server) digest(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) digest(w http.ResponseWriter, r *http.Request) {
+	if needsAll(w, r) {
+		return
+	}
 	d, err := s.P.Store.Digest()
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -314,7 +374,7 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
-	case !ok:
+	case !ok || !CallerOf(r).CanRead(m.Scope):
 		writeErr(w, http.StatusNotFound, "memory %q not found", r.PathValue("id"))
 	default:
 		writeJSON(w, http.StatusOK, m)
@@ -326,7 +386,7 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
 func (s *Server) memoryHistory(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	m, ok, err := memories.Get(s.P.Store, id)
-	if err == nil && ok {
+	if err == nil && ok && CallerOf(r).CanRead(m.Scope) {
 		var changes []memories.Change
 		var signals []memories.Pending
 		changes, signals, err = memories.History(s.P.Store, id)
@@ -364,6 +424,9 @@ func (s *Server) toolGraph() (*toolgraph.Graph, error) {
 // graphNext predicts the next tool: after=a,b (the tools called so far,
 // oldest first; empty for the first call), k (default 5, 1..100).
 func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
+	if needsAll(w, r) {
+		return
+	}
 	var after []string
 	if a := r.URL.Query().Get("after"); a != "" {
 		after = strings.Split(a, ",")
@@ -385,7 +448,10 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, g.Next(after, k))
 }
 
-func (s *Server) graphTools(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
+	if needsAll(w, r) {
+		return
+	}
 	g, err := s.toolGraph()
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -395,6 +461,9 @@ func (s *Server) graphTools(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
+	if needsAll(w, r) {
+		return
+	}
 	from, to := r.URL.Query().Get("from"), r.URL.Query().Get("to")
 	if from == "" || to == "" {
 		writeErr(w, http.StatusBadRequest, "from and to: both required")
@@ -433,7 +502,7 @@ func toolError(w http.ResponseWriter, err error) {
 // min_confidence as query parameters.
 func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id")}
+	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
@@ -469,9 +538,17 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "body: %v", err)
 		return
 	}
+	c := CallerOf(r)
 	body.Record.Scope = body.Scope
 	if body.Record.Scope == "" {
+		body.Record.Scope = c.DefaultWriteScope()
+	}
+	if body.Record.Scope == "" {
 		body.Record.Scope = events.DefaultScope
+	}
+	if !c.CanWrite(body.Record.Scope) {
+		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", body.Record.Scope)
+		return
 	}
 	res, err := s.P.Search.Record(r.Context(), body.Record)
 	if err != nil {
@@ -491,10 +568,27 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "body: {\"helpful\": true|false, \"comment\": \"...\"} required (%v)", err)
 		return
 	}
-	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: r.PathValue("id"), Helpful: *body.Helpful, Comment: body.Comment})
+	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: r.PathValue("id"), Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite})
 	if err != nil {
 		toolError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// mcpCaller maps the authenticated caller of an /mcp request to the MCP
+// tools' caller: it writes new memories to its first concrete write scope.
+func (s *Server) mcpCaller(_ context.Context, r *http.Request) (mcpserver.Caller, error) {
+	c := access.Unrestricted
+	if s.Tokens != nil {
+		var err error
+		if c, err = s.Tokens.Authenticate(r.Header.Get("Authorization")); err != nil {
+			return mcpserver.Caller{}, err
+		}
+	}
+	def := c.DefaultWriteScope()
+	if def == "" {
+		def = events.DefaultScope
+	}
+	return mcpserver.Caller{ReadScopes: c.Read, WriteScopes: c.Write, DefaultScope: def}, nil
 }

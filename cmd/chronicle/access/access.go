@@ -1,0 +1,168 @@
+// Package access holds Chronicle's API tokens: each maps to the scopes it
+// may read and write (project:<id>, team:<id>, org:<id>, or * for all).
+// Tokens are stored hashed (SHA-256) in a JSON file; the plain token is
+// shown once, when it is created.
+package access
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Token is one entry of the token file.
+type Token struct {
+	Name string `json:"name"`
+	// SHA256 is the hex SHA-256 of the token; the token itself is never
+	// stored.
+	SHA256 string   `json:"sha256"`
+	Read   []string `json:"read"`
+	Write  []string `json:"write"`
+}
+
+// File is the token file's content: {"tokens": [...]}.
+type File struct {
+	Tokens []Token `json:"tokens"`
+}
+
+var scopeRe = regexp.MustCompile(`^((project|team|org):[A-Za-z0-9._-]+|\*)$`)
+
+// Validate reports the first bad entry, naming it and the field.
+func (f File) Validate() error {
+	seen := map[string]bool{}
+	for i, t := range f.Tokens {
+		if t.Name == "" {
+			return fmt.Errorf("access: tokens[%d].name: required", i)
+		}
+		if b, err := hex.DecodeString(t.SHA256); err != nil || len(b) != sha256.Size {
+			return fmt.Errorf("access: tokens[%d] (%s).sha256: not a hex SHA-256", i, t.Name)
+		}
+		if seen[t.SHA256] {
+			return fmt.Errorf("access: tokens[%d] (%s).sha256: duplicate token", i, t.Name)
+		}
+		seen[t.SHA256] = true
+		for _, l := range [][]string{t.Read, t.Write} {
+			for _, s := range l {
+				if !scopeRe.MatchString(s) {
+					return fmt.Errorf("access: tokens[%d] (%s): scope %q is not project:<id>, team:<id>, org:<id> or *", i, t.Name, s)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Load reads and validates a token file.
+func Load(path string) (File, error) {
+	var f File
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("access: %w", err)
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return f, fmt.Errorf("access: %s: %w", path, err)
+	}
+	return f, f.Validate()
+}
+
+// Save writes f to path (mode 0600).
+func Save(path string, f File) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// Hash is the hex SHA-256 of a token.
+func Hash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// NewToken returns a fresh random token ("chr_" + 32 random bytes,
+// base64url).
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "chr_" + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Caller is an authenticated caller's rights.
+type Caller struct {
+	Name  string
+	Read  []string
+	Write []string
+}
+
+// Unrestricted is the caller of a service without tokens (loopback only).
+var Unrestricted = Caller{Name: "local", Read: []string{"*"}, Write: []string{"*"}}
+
+func allowed(list []string, scope string) bool {
+	for _, s := range list {
+		if s == "*" || s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+// CanRead reports whether c may read scope.
+func (c Caller) CanRead(scope string) bool { return allowed(c.Read, scope) }
+
+// CanWrite reports whether c may write scope.
+func (c Caller) CanWrite(scope string) bool { return allowed(c.Write, scope) }
+
+// ReadsAll reports whether c may read every scope (cross-scope views: the
+// tool graph, the digest).
+func (c Caller) ReadsAll() bool {
+	for _, s := range c.Read {
+		if s == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultWriteScope is the scope a write without one goes to: the first
+// write scope that is not "*".
+func (c Caller) DefaultWriteScope() string {
+	for _, s := range c.Write {
+		if s != "*" {
+			return s
+		}
+	}
+	return ""
+}
+
+// ErrUnauthenticated is returned for a missing or unknown token.
+var ErrUnauthenticated = errors.New("access: missing or unknown bearer token")
+
+// Authenticate finds the token of an Authorization header value
+// ("Bearer <token>"), comparing hashes in constant time.
+func (f File) Authenticate(header string) (Caller, error) {
+	tok, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || tok == "" {
+		return Caller{}, ErrUnauthenticated
+	}
+	h := Hash(tok)
+	for _, t := range f.Tokens {
+		if subtle.ConstantTimeCompare([]byte(h), []byte(t.SHA256)) == 1 {
+			return Caller{Name: t.Name, Read: t.Read, Write: t.Write}, nil
+		}
+	}
+	return Caller{}, ErrUnauthenticated
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// Client is a search.Backend over a running service's HTTP API, for
+// `chronicle mcp` on stdio: the memory tools of an agent runtime reach the
+// service (and its single writer of the data directory) through it.
+type Client struct {
+	// Base is the service URL, e.g. http://127.0.0.1:8080.
+	Base string
+	// Token is sent as a bearer token when set.
+	Token string
+	// HTTP is the client (default: 30 s timeout).
+	HTTP *http.Client
+}
+
+var _ search.Backend = (*Client)(nil)
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Base, "/")+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode >= 300 {
+		var e errorBody
+		_ = json.Unmarshal(b, &e)
+		switch resp.StatusCode {
+		case http.StatusBadRequest:
+			return fmt.Errorf("%w: %s", search.ErrInvalid, e.Error)
+		case http.StatusNotFound, http.StatusForbidden:
+			return fmt.Errorf("%w: %s", search.ErrNotFound, e.Error)
+		}
+		return fmt.Errorf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// Search implements search.Backend (GET /v1/memories/search).
+func (c *Client) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	v := url.Values{"query": {q.Text}, "scope": {q.Scope}, "outcome": {q.Outcome}}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.MinConfidence != nil {
+		v.Set("min_confidence", strconv.FormatFloat(*q.MinConfidence, 'f', -1, 64))
+	}
+	var res search.Result
+	err := c.do(ctx, http.MethodGet, "/v1/memories/search?"+v.Encode(), nil, &res)
+	if err == nil && q.Readable != nil {
+		kept := res.Memories[:0]
+		for _, h := range res.Memories {
+			if q.Readable(h.Scope) {
+				kept = append(kept, h)
+			}
+		}
+		res.Memories = kept
+	}
+	return res, err
+}
+
+// Record implements search.Backend (POST /v1/memories).
+func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
+	body := map[string]any{"title": r.Title, "description": r.Description, "content": r.Content, "outcome": r.Outcome, "tags": r.Tags, "scope": r.Scope}
+	var out search.Recorded
+	return out, c.do(ctx, http.MethodPost, "/v1/memories", body, &out)
+}
+
+// Feedback implements search.Backend (POST /v1/memories/{id}/feedback).
+func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
+	var out search.FeedbackResult
+	return out, c.do(ctx, http.MethodPost, "/v1/memories/"+url.PathEscape(f.MemoryID)+"/feedback", map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
+}

@@ -1,0 +1,172 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// A token for project:a never sees project:b, through any endpoint: the
+// answer for someone else's object is the same 404 as for a missing one.
+func TestScopesThroughEveryEndpoint(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
+		{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
+		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+	}}
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	defer srv.Close()
+	do := func(token, method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		var rd *bytes.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		} else {
+			rd = bytes.NewReader(nil)
+		}
+		req, _ := http.NewRequest(method, srv.URL+path, rd)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+
+	// project:a's session and memory, written with a's token
+	recs, _ := taubench.SampleRecords()
+	envs, _ := taubench.Events(recs[3])
+	for i := range envs {
+		envs[i].Scope = "project:a"
+	}
+	id := envs[0].SessionID
+	if code, m := do("tok-b", "POST", "/v1/events", envs); code != 403 || m["index"] != float64(0) {
+		t.Fatalf("b writing project:a: %d %v", code, m)
+	}
+	if code, m := do("tok-a", "POST", "/v1/events", envs); code != 202 {
+		t.Fatalf("a writing project:a: %d %v", code, m)
+	}
+	code, rec := do("tok-a", "POST", "/v1/memories", map[string]any{"title": "Check fare rules", "description": "Before changing flights, check the fare class.", "content": "Look up the reservation, then the fare rules.", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("record: %d %v", code, rec)
+	}
+	mem := rec["id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, m := do("tok-a", "GET", "/v1/memories/"+mem, nil); code != 200 || m["scope"] != "project:a" {
+		t.Fatalf("a reading its memory: %d %v", code, m)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		body         any
+		want         int
+	}{
+		{"GET", "/v1/sessions/" + id, nil, 404},
+		{"GET", "/v1/sessions/" + id + "/events", nil, 404},
+		{"GET", "/v1/memories/" + mem, nil, 404},
+		{"GET", "/v1/memories/" + mem + "/history", nil, 404},
+		{"POST", "/v1/memories/" + mem + "/feedback", map[string]any{"helpful": true}, 404},
+		{"POST", "/v1/memories", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success", "scope": "project:a"}, 403},
+		{"GET", "/v1/graph/tools", nil, 403},
+		{"GET", "/v1/graph/next?after=get_user_details", nil, 403},
+		{"GET", "/v1/graph/path?from=a&to=b", nil, 403},
+		{"GET", "/v1/digest", nil, 403},
+	} {
+		if code, m := do("tok-b", c.method, c.path, c.body); code != c.want {
+			t.Errorf("b %s %s: %d %v, want %d", c.method, c.path, code, m, c.want)
+		}
+		// the answer about b's own missing objects is the same
+	}
+	if code, m := do("tok-b", "GET", "/v1/sessions/no-such-session", nil); code != 404 || m["error"] != `session "no-such-session" not found` {
+		t.Fatalf("missing session: %d %v", code, m)
+	}
+	if code, m := do("tok-b", "GET", "/v1/sessions/"+id, nil); m["error"] != `session "`+id+`" not found` {
+		t.Fatalf("b's answer about a's session leaks existence: %d %v", code, m)
+	}
+	if code, m := do("tok-b", "GET", "/v1/sessions", nil); code != 200 || len(m["sessions"].([]any)) != 0 {
+		t.Fatalf("b listing: %d %v", code, m)
+	}
+	if code, m := do("tok-a", "GET", "/v1/sessions", nil); code != 200 || len(m["sessions"].([]any)) != 1 {
+		t.Fatalf("a listing: %d %v", code, m)
+	}
+	q := "/v1/memories/search?min_confidence=0&query=" + url.QueryEscape("check the fare rules before changing flights")
+	if code, m := do("tok-b", "GET", q, nil); code != 200 || len(m["memories"].([]any)) != 0 {
+		t.Fatalf("b searching: %d %v", code, m)
+	}
+	if code, m := do("tok-a", "GET", q, nil); code != 200 || len(m["memories"].([]any)) == 0 {
+		t.Fatalf("a searching: %d %v", code, m)
+	}
+	if code, _ := do("tok-admin", "GET", "/v1/graph/tools", nil); code != 200 {
+		t.Fatalf("admin graph: %d", code)
+	}
+	for _, tok := range []string{"", "tok-wrong"} {
+		if code, _ := do(tok, "GET", "/v1/sessions", nil); code != 401 {
+			t.Fatalf("token %q: %d", tok, code)
+		}
+	}
+	if code, _ := do("", "GET", "/healthz", nil); code != 200 {
+		t.Fatalf("healthz without a token: %d", code)
+	}
+
+	// the MCP tools over /mcp with b's token see nothing of project:a
+	client := mcp.NewClient(&mcp.Implementation{Name: "scope-test", Version: "1"}, nil)
+	for _, c := range []struct {
+		token string
+		hits  int
+	}{{"tok-b", 0}, {"tok-a", 1}} {
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{c.token, http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_search", Arguments: map[string]any{"query": "check the fare rules", "min_confidence": 0}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s memory_search: %v %+v", c.token, err, res)
+		}
+		var out struct {
+			Memories []map[string]any `json:"memories"`
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+		if len(out.Memories) < c.hits || (c.hits == 0 && len(out.Memories) != 0) {
+			t.Fatalf("%s via MCP: %d memories", c.token, len(out.Memories))
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": mem, "helpful": true}})
+		if err != nil || (c.token == "tok-b") != res.IsError {
+			t.Fatalf("%s memory_feedback on a's memory: %v %+v", c.token, err, res)
+		}
+		cs.Close()
+	}
+}

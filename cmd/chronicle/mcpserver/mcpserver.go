@@ -1,0 +1,202 @@
+// Package mcpserver serves the ReasoningBank memory tools — memory_search,
+// memory_record and memory_feedback — over the Model Context Protocol, on
+// top of a [search.Backend].
+//
+// The tools are registered with the official Go SDK's typed handlers; their
+// input schemas advertise the ReasoningBank constraints (required fields,
+// enums, defaults, bounds), which the SDK enforces before a handler runs, and
+// each handler checks its input again. A call that breaks the contract, is
+// not allowed for its caller or fails in the backend answers with a tool
+// error (a result with isError set whose text names the field and the
+// reason), never with a protocol error.
+//
+// Who is calling decides what a call may see and change: every call runs
+// for a [Caller], fixed for a stdio server ([Options.Caller]) and resolved
+// per HTTP request by [Options.CallerFunc] for the streamable HTTP
+// transport. The server turns the caller into [search.Query.Readable],
+// [search.Feedback.Writable] and [search.Record.Scope] before calling the
+// backend.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// AllScopes in [Caller.ReadScopes] or [Caller.WriteScopes] grants every
+// scope.
+const AllScopes = "*"
+
+// Caller is who makes the tool calls of a connection (stdio) or of an HTTP
+// request, and what it may do. A scope is "project:<id>", "team:<id>",
+// "org:<id>" or [AllScopes]. Scopes match exactly: "team:a" does not grant
+// the projects of team a. The zero Caller may read and write nothing.
+type Caller struct {
+	// ReadScopes are the scopes whose memories memory_search may return.
+	ReadScopes []string
+	// WriteScopes are the scopes the caller may record memories into and
+	// give feedback on.
+	WriteScopes []string
+	// DefaultScope is the scope memory_record writes to; it must be one of
+	// WriteScopes (or WriteScopes holds [AllScopes]) and must not be "*".
+	DefaultScope string
+}
+
+// readable is the [search.Query.Readable] filter of the caller: nil (every
+// scope) when it may read all scopes.
+func (c Caller) readable() func(string) bool {
+	if slices.Contains(c.ReadScopes, AllScopes) {
+		return nil
+	}
+	scopes := slices.Clone(c.ReadScopes)
+	return func(scope string) bool { return grants(scopes, scope) }
+}
+
+// writable is the [search.Feedback.Writable] filter of the caller.
+func (c Caller) writable() func(string) bool {
+	scopes := slices.Clone(c.WriteScopes)
+	return func(scope string) bool { return grants(scopes, scope) }
+}
+
+// grants reports whether scopes hold scope, a concrete scope, or AllScopes.
+func grants(scopes []string, scope string) bool {
+	if !validScope(scope) {
+		return false
+	}
+	return slices.Contains(scopes, AllScopes) || slices.Contains(scopes, scope)
+}
+
+// validScope reports whether s is a concrete scope: project:<id>, team:<id>
+// or org:<id> with a non-empty id.
+func validScope(s string) bool {
+	kind, id, ok := strings.Cut(s, ":")
+	if !ok || id == "" {
+		return false
+	}
+	switch kind {
+	case search.ScopeProject, search.ScopeTeam, search.ScopeOrg:
+		return true
+	}
+	return false
+}
+
+// Options configure the MCP server.
+type Options struct {
+	// Name and Version identify the server in the initialize handshake
+	// (default "chronicle" and "dev").
+	Name, Version string
+	// Caller is the caller of every call over stdio, and over HTTP when
+	// CallerFunc is nil.
+	Caller Caller
+	// CallerFunc, when set, resolves the caller of each HTTP request before
+	// the request reaches the MCP transport (typically from its bearer
+	// token). An error answers 401 Unauthorized with the error's text and
+	// the request is not served. Not used over stdio.
+	CallerFunc func(ctx context.Context, req *http.Request) (Caller, error)
+}
+
+// New returns an MCP server exposing the three memory tools on backend
+// (which must not be nil). Every call on it runs for opts.Caller; use
+// [HTTPHandler] to resolve callers per HTTP request with opts.CallerFunc.
+func New(backend search.Backend, opts Options) *mcp.Server {
+	return newServer(backend, opts, nil)
+}
+
+// ServeStdio serves the memory tools over stdin/stdout (newline-delimited
+// JSON-RPC) for opts.Caller until the client closes stdin or ctx ends.
+func ServeStdio(ctx context.Context, backend search.Backend, opts Options) error {
+	return New(backend, opts).Run(ctx, &mcp.StdioTransport{})
+}
+
+// HTTPHandler returns the streamable HTTP transport of the memory tools, to
+// be mounted at /mcp. It is stateless: every POST carries its own caller
+// (opts.CallerFunc, else opts.Caller), so no MCP session outlives its
+// request and no session can be taken over with another token. Requests
+// reaching a loopback listener with a non-loopback Host header are refused
+// (the SDK's DNS rebinding protection); bodies are limited to 4 MiB.
+func HTTPHandler(backend search.Backend, opts Options) http.Handler {
+	var reg *callerRegistry
+	if opts.CallerFunc != nil {
+		reg = &callerRegistry{callers: make(map[string]Caller)}
+	}
+	server := newServer(backend, opts, reg)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true})
+	if reg == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, err := opts.CallerFunc(r.Context(), r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+		key, release := reg.add(caller)
+		defer release()
+		r = r.Clone(r.Context())
+		r.Header.Set(callerHeader, key)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// callerHeader carries, from [HTTPHandler]'s authentication step to the tool
+// handlers, the registry key of the request's caller. The SDK hands tool
+// handlers the request's headers but not its context. Whatever a client
+// sends in this header is overwritten, and a key is only valid in the
+// registry of the handler that made it while its request is being served.
+const callerHeader = "X-Chronicle-Mcp-Caller"
+
+// callerRegistry holds the callers of the HTTP requests being served.
+type callerRegistry struct {
+	mu      sync.Mutex
+	callers map[string]Caller
+}
+
+// add registers c under a fresh random key; release removes it.
+func (r *callerRegistry) add(c Caller) (key string, release func()) {
+	b := make([]byte, 16)
+	rand.Read(b) // never fails (crypto/rand)
+	key = hex.EncodeToString(b)
+	r.mu.Lock()
+	r.callers[key] = c
+	r.mu.Unlock()
+	return key, func() {
+		r.mu.Lock()
+		delete(r.callers, key)
+		r.mu.Unlock()
+	}
+}
+
+func (r *callerRegistry) get(key string) (Caller, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.callers[key]
+	return c, ok
+}
+
+// callerOf returns the caller of a tool call: opts.Caller without a
+// registry, else the one registered for the HTTP request carrying req.
+func (s *tools) callerOf(req *mcp.CallToolRequest) (Caller, error) {
+	if s.reg == nil {
+		return s.opts.Caller, nil
+	}
+	var key string
+	if req != nil && req.Extra != nil && req.Extra.Header != nil {
+		key = req.Extra.Header.Get(callerHeader)
+	}
+	if c, ok := s.reg.get(key); ok && key != "" {
+		return c, nil
+	}
+	return Caller{}, fmt.Errorf("unauthenticated: the call carries no authenticated caller")
+}

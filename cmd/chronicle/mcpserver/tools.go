@@ -1,0 +1,337 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// Limits of the ReasoningBank tool schemas.
+const (
+	maxTitle          = 50
+	maxDescription    = 200
+	defaultLimit      = 5
+	maxLimit          = 20
+	defaultConfidence = 0.5
+)
+
+// searchInput is memory_search's arguments.
+type searchInput struct {
+	Query         string  `json:"query" jsonschema:"what to look for: the task at hand, an error, a question"`
+	Scope         string  `json:"scope,omitempty" jsonschema:"which scope kind to search: project, team, org or all"`
+	Outcome       string  `json:"outcome,omitempty" jsonschema:"success for strategies that worked, failure for anti-patterns, or all"`
+	Limit         int     `json:"limit,omitempty" jsonschema:"how many memories to return at most"`
+	MinConfidence float64 `json:"min_confidence,omitempty" jsonschema:"leave out memories whose confidence is below this"`
+}
+
+// recordInput is memory_record's arguments.
+type recordInput struct {
+	Title       string   `json:"title" jsonschema:"short name of the strategy or anti-pattern"`
+	Description string   `json:"description" jsonschema:"one or two sentences: when it applies and what it does"`
+	Content     string   `json:"content" jsonschema:"the full memory: steps, reasoning, pitfalls"`
+	Outcome     string   `json:"outcome" jsonschema:"success for a strategy that worked, failure for an anti-pattern"`
+	Tags        []string `json:"tags,omitempty" jsonschema:"keywords to find the memory by"`
+}
+
+// feedbackInput is memory_feedback's arguments.
+type feedbackInput struct {
+	MemoryID string `json:"memory_id" jsonschema:"id of the memory, as memory_search or memory_record returned it"`
+	Helpful  bool   `json:"helpful" jsonschema:"whether the memory helped"`
+	Comment  string `json:"comment,omitempty" jsonschema:"why it helped or not"`
+}
+
+// tools holds what the tool handlers need.
+type tools struct {
+	backend search.Backend
+	opts    Options
+	reg     *callerRegistry // nil: every call runs for opts.Caller
+}
+
+func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.Server {
+	if backend == nil {
+		panic("mcpserver: nil search.Backend")
+	}
+	name, version := opts.Name, opts.Version
+	if name == "" {
+		name = "chronicle"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
+		Instructions: "Chronicle's ReasoningBank: call memory_search before a task for strategies " +
+			"and anti-patterns learned from earlier sessions, memory_record to keep a new one, and " +
+			"memory_feedback to say whether a memory helped.",
+	})
+	t := &tools{backend: backend, opts: opts, reg: reg}
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "memory_search",
+		Description: "Search the memory bank for strategies (success) and anti-patterns (failure) relevant to a query, best first.",
+		InputSchema: searchSchema(),
+		// Read-only for the caller: the backend only logs the retrieval
+		// (memory.retrieved, a usage count).
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+	}, t.search)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "memory_record",
+		Description: "Record a new memory (a strategy that worked or an anti-pattern) in the caller's default scope.",
+		InputSchema: recordSchema(),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+	}, t.record)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "memory_feedback",
+		Description: "Tell the memory bank whether a memory helped; this moves its confidence.",
+		InputSchema: feedbackSchema(),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+	}, t.feedback)
+	return s
+}
+
+// inferSchema is the schema of T's JSON form (required fields: those
+// without omitempty; descriptions from jsonschema tags).
+func inferSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: input schema: %v", err))
+	}
+	return s
+}
+
+func enum(values ...string) []any {
+	out := make([]any, len(values))
+	for i, v := range values {
+		out[i] = v
+	}
+	return out
+}
+
+func defaultValue(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func searchSchema() *jsonschema.Schema {
+	s := inferSchema[searchInput]()
+	p := s.Properties
+	p["query"].MinLength = jsonschema.Ptr(1)
+	p["scope"].Enum = enum(search.ScopeProject, search.ScopeTeam, search.ScopeOrg, search.ScopeAll)
+	p["scope"].Default = defaultValue(search.ScopeAll)
+	p["outcome"].Enum = enum("success", "failure", "all")
+	p["outcome"].Default = defaultValue("all")
+	p["limit"].Minimum = jsonschema.Ptr(1.0)
+	p["limit"].Maximum = jsonschema.Ptr(float64(maxLimit))
+	p["limit"].Default = defaultValue(defaultLimit)
+	p["min_confidence"].Minimum = jsonschema.Ptr(0.0)
+	p["min_confidence"].Maximum = jsonschema.Ptr(1.0)
+	p["min_confidence"].Default = defaultValue(defaultConfidence)
+	return s
+}
+
+func recordSchema() *jsonschema.Schema {
+	s := inferSchema[recordInput]()
+	p := s.Properties
+	p["title"].MinLength = jsonschema.Ptr(1)
+	p["title"].MaxLength = jsonschema.Ptr(maxTitle)
+	p["description"].MinLength = jsonschema.Ptr(1)
+	p["description"].MaxLength = jsonschema.Ptr(maxDescription)
+	p["content"].MinLength = jsonschema.Ptr(1)
+	p["outcome"].Enum = enum("success", "failure")
+	p["tags"].Types, p["tags"].Type = nil, "array" // not null
+	p["tags"].Items.MinLength = jsonschema.Ptr(1)
+	return s
+}
+
+func feedbackSchema() *jsonschema.Schema {
+	s := inferSchema[feedbackInput]()
+	s.Properties["memory_id"].MinLength = jsonschema.Ptr(1)
+	return s
+}
+
+// invalid is the error of an argument that breaks the tool schema.
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", search.ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+// toolError is the error a handler returns for a backend failure; the SDK
+// turns it into a tool error result carrying its text.
+func toolError(tool string, err error) error {
+	switch {
+	case errors.Is(err, search.ErrNotFound), errors.Is(err, search.ErrInvalid):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: interrupted: %w", tool, err)
+	}
+	return fmt.Errorf("%s failed: %w", tool, err)
+}
+
+func oneOf(field, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return invalid(field, "%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+func required(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return invalid(field, "required, must not be empty")
+	}
+	return nil
+}
+
+func (in *searchInput) validate() error {
+	// The SDK applied the schema's defaults to absent arguments; these
+	// cover a server used with another schema.
+	if in.Scope == "" {
+		in.Scope = search.ScopeAll
+	}
+	if in.Outcome == "" {
+		in.Outcome = "all"
+	}
+	if err := required("query", in.Query); err != nil {
+		return err
+	}
+	if err := oneOf("scope", in.Scope, search.ScopeProject, search.ScopeTeam, search.ScopeOrg, search.ScopeAll); err != nil {
+		return err
+	}
+	if err := oneOf("outcome", in.Outcome, "success", "failure", "all"); err != nil {
+		return err
+	}
+	if in.Limit < 1 || in.Limit > maxLimit {
+		return invalid("limit", "%d is out of range 1..%d", in.Limit, maxLimit)
+	}
+	if math.IsNaN(in.MinConfidence) || in.MinConfidence < 0 || in.MinConfidence > 1 {
+		return invalid("min_confidence", "%v is out of range 0..1", in.MinConfidence)
+	}
+	return nil
+}
+
+func (in *recordInput) validate() error {
+	if err := required("title", in.Title); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(in.Title); n > maxTitle {
+		return invalid("title", "%d characters, at most %d", n, maxTitle)
+	}
+	if err := required("description", in.Description); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(in.Description); n > maxDescription {
+		return invalid("description", "%d characters, at most %d", n, maxDescription)
+	}
+	if err := required("content", in.Content); err != nil {
+		return err
+	}
+	if err := oneOf("outcome", in.Outcome, "success", "failure"); err != nil {
+		return err
+	}
+	for i, tag := range in.Tags {
+		if err := required(fmt.Sprintf("tags[%d]", i), tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (in *feedbackInput) validate() error {
+	return required("memory_id", in.MemoryID)
+}
+
+// search is the memory_search handler.
+func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchInput) (*mcp.CallToolResult, search.Result, error) {
+	if err := in.validate(); err != nil {
+		return nil, search.Result{}, err
+	}
+	caller, err := t.callerOf(req)
+	if err != nil {
+		return nil, search.Result{}, err
+	}
+	if len(caller.ReadScopes) == 0 {
+		return nil, search.Result{}, errors.New("memory_search: the caller may read no scope")
+	}
+	minConfidence := in.MinConfidence
+	res, err := t.backend.Search(ctx, search.Query{
+		Text:          in.Query,
+		Scope:         in.Scope,
+		Outcome:       in.Outcome,
+		Limit:         in.Limit,
+		MinConfidence: &minConfidence,
+		Readable:      caller.readable(),
+	})
+	if err != nil {
+		return nil, search.Result{}, toolError("memory_search", err)
+	}
+	if res.Memories == nil {
+		res.Memories = []search.Hit{}
+	}
+	return nil, res, nil
+}
+
+// record is the memory_record handler.
+func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordInput) (*mcp.CallToolResult, search.Recorded, error) {
+	if err := in.validate(); err != nil {
+		return nil, search.Recorded{}, err
+	}
+	caller, err := t.callerOf(req)
+	if err != nil {
+		return nil, search.Recorded{}, err
+	}
+	scope := caller.DefaultScope
+	switch {
+	case scope == "":
+		return nil, search.Recorded{}, errors.New("memory_record: the caller has no default scope to write to")
+	case !validScope(scope):
+		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller's default scope %q is not project:<id>, team:<id> or org:<id>", scope)
+	case !grants(caller.WriteScopes, scope):
+		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller may not write scope %s", scope)
+	}
+	rec, err := t.backend.Record(ctx, search.Record{
+		Title:       in.Title,
+		Description: in.Description,
+		Content:     in.Content,
+		Outcome:     in.Outcome,
+		Tags:        in.Tags,
+		Scope:       scope,
+	})
+	if err != nil {
+		return nil, search.Recorded{}, toolError("memory_record", err)
+	}
+	return nil, rec, nil
+}
+
+// feedback is the memory_feedback handler.
+func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedbackInput) (*mcp.CallToolResult, search.FeedbackResult, error) {
+	if err := in.validate(); err != nil {
+		return nil, search.FeedbackResult{}, err
+	}
+	caller, err := t.callerOf(req)
+	if err != nil {
+		return nil, search.FeedbackResult{}, err
+	}
+	if len(caller.WriteScopes) == 0 {
+		return nil, search.FeedbackResult{}, errors.New("memory_feedback: the caller may write no scope")
+	}
+	res, err := t.backend.Feedback(ctx, search.Feedback{
+		MemoryID: in.MemoryID,
+		Helpful:  in.Helpful,
+		Comment:  in.Comment,
+		Writable: caller.writable(),
+	})
+	if err != nil {
+		return nil, search.FeedbackResult{}, toolError("memory_feedback", err)
+	}
+	return nil, res, nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/spf13/cobra"
+)
+
+func tokenCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "Manage API tokens (stored hashed in a JSON file)"}
+	var file, name, read, write string
+	create := &cobra.Command{
+		Use:   "create --file tokens.json --name NAME --read project:a[,team:b|*] --write project:a",
+		Short: "Create a token, store its SHA-256 in the file and print the token once",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var f access.File
+			if _, err := os.Stat(file); err == nil {
+				if f, err = access.Load(file); err != nil {
+					return err
+				}
+			}
+			tok, err := access.NewToken()
+			if err != nil {
+				return err
+			}
+			f.Tokens = append(f.Tokens, access.Token{Name: name, SHA256: access.Hash(tok), Read: splitList(read), Write: splitList(write)})
+			if err := access.Save(file, f); err != nil {
+				return err
+			}
+			fmt.Println(tok)
+			fmt.Fprintf(os.Stderr, "token %q stored hashed in %s; this is the only time it is shown\n", name, file)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&file, "file", "tokens.json", "token file")
+	create.Flags().StringVar(&name, "name", "", "who the token is for")
+	create.Flags().StringVar(&read, "read", "", "comma-separated scopes it may read (project:<id>, team:<id>, org:<id>, *)")
+	create.Flags().StringVar(&write, "write", "", "comma-separated scopes it may write")
+	cmd.AddCommand(create)
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// loadTokens reads --tokens; without a file the API must listen on
+// loopback only.
+func loadTokens(file, httpAddr string) (*access.File, error) {
+	if file == "" {
+		host, _, err := net.SplitHostPort(httpAddr)
+		if err != nil {
+			return nil, fmt.Errorf("--http %s: %w", httpAddr, err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, errors.New("--http: no --tokens configured, so the API serves every scope and listens on loopback only; give a loopback address or --tokens FILE")
+		}
+		fmt.Fprintln(os.Stderr, "chronicle: no API tokens configured: every scope is served, on loopback only")
+		return nil, nil
+	}
+	f, err := access.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "chronicle: %d API tokens from %s; every /v1 call needs one\n", len(f.Tokens), file)
+	return &f, nil
+}
