@@ -1,0 +1,63 @@
+package access_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+)
+
+func TestTokenFile(t *testing.T) {
+	tok, err := access.NewToken()
+	if err != nil || !strings.HasPrefix(tok, "chr_") || len(tok) < 40 {
+		t.Fatalf("token %q %v", tok, err)
+	}
+	f := access.File{Tokens: []access.Token{{Name: "a", SHA256: access.Hash(tok), Read: []string{"project:a", "team:t"}, Write: []string{"project:a"}}}}
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	if err := access.Save(path, f); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), tok) {
+		t.Fatal("the plain token is stored")
+	}
+	g, err := access.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.Authenticate("Bearer " + tok)
+	if err != nil || c.Name != "a" || !c.CanRead("team:t") || c.CanRead("project:b") || !c.CanWrite("project:a") || c.CanWrite("team:t") || c.ReadsAll() || c.DefaultWriteScope() != "project:a" {
+		t.Fatalf("caller %+v %v", c, err)
+	}
+	for _, h := range []string{"", "Bearer ", "Bearer nope", tok, "Basic " + tok} {
+		if _, err := g.Authenticate(h); !errors.Is(err, access.ErrUnauthenticated) {
+			t.Errorf("header %q: %v", h, err)
+		}
+	}
+	if !access.Unrestricted.ReadsAll() || !access.Unrestricted.CanWrite("org:x") {
+		t.Fatal("unrestricted caller")
+	}
+}
+
+func TestValidateNamesTheEntry(t *testing.T) {
+	h := access.Hash("x")
+	for _, c := range []struct {
+		f    access.File
+		want string
+	}{
+		{access.File{Tokens: []access.Token{{SHA256: h}}}, "tokens[0].name"},
+		{access.File{Tokens: []access.Token{{Name: "n", SHA256: "abc"}}}, "tokens[0] (n).sha256"},
+		{access.File{Tokens: []access.Token{{Name: "n", SHA256: h, Read: []string{"galaxy:1"}}}}, `scope "galaxy:1"`},
+		{access.File{Tokens: []access.Token{{Name: "n", SHA256: h}, {Name: "m", SHA256: h}}}, "tokens[1] (m).sha256: duplicate"},
+	} {
+		if err := c.f.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.f, err, c.want)
+		}
+	}
+}
