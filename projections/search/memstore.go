@@ -22,18 +22,21 @@ const (
 type MemStore struct {
 	mu       sync.RWMutex
 	docs     map[string]*memDoc
-	df       map[string]int
+	post     map[string]map[*memDoc]int // term → document → term frequency
 	totalLen int
+	list     []*memDoc // docs in a slice for scans; nil when stale
 }
 
 type memDoc struct {
 	Doc
-	tf map[string]int
-	n  int
+	terms []string // distinct terms
+	n     int      // tokens
 }
 
 // NewMemStore returns an empty store.
-func NewMemStore() *MemStore { return &MemStore{docs: map[string]*memDoc{}, df: map[string]int{}} }
+func NewMemStore() *MemStore {
+	return &MemStore{docs: map[string]*memDoc{}, post: map[string]map[*memDoc]int{}}
+}
 
 var _ VectorStore = (*MemStore)(nil)
 
@@ -50,17 +53,25 @@ func (s *MemStore) Upsert(_ context.Context, docs []Doc) error {
 	defer s.mu.Unlock()
 	for _, d := range docs {
 		s.remove(d.ID)
-		md := &memDoc{Doc: d, tf: map[string]int{}}
+		md := &memDoc{Doc: d}
+		tf := map[string]int{}
 		for _, t := range tokens(DocText(d)) {
-			md.tf[t]++
+			tf[t]++
 			md.n++
 		}
-		for t := range md.tf {
-			s.df[t]++
+		for t, f := range tf {
+			md.terms = append(md.terms, t)
+			p := s.post[t]
+			if p == nil {
+				p = map[*memDoc]int{}
+				s.post[t] = p
+			}
+			p[md] = f
 		}
 		s.totalLen += md.n
 		s.docs[d.ID] = md
 	}
+	s.list = nil
 	return nil
 }
 
@@ -79,13 +90,17 @@ func (s *MemStore) remove(id string) {
 	if !ok {
 		return
 	}
-	for t := range d.tf {
-		if s.df[t]--; s.df[t] == 0 {
-			delete(s.df, t)
+	for _, t := range d.terms {
+		if p := s.post[t]; p != nil {
+			delete(p, d)
+			if len(p) == 0 {
+				delete(s.post, t)
+			}
 		}
 	}
 	s.totalLen -= d.n
 	delete(s.docs, id)
+	s.list = nil
 }
 
 // Len implements VectorStore.
@@ -95,82 +110,159 @@ func (s *MemStore) Len(context.Context) (int, error) {
 	return len(s.docs), nil
 }
 
-// Candidates implements VectorStore.
+// Candidates implements VectorStore: an exact scan of every admitted
+// vector (a dot product: vectors are L2-normalised) and BM25 over the
+// postings of the query's terms, each keeping its top k in a heap.
 func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Filter, k int) ([]Candidate, error) {
+	s.mu.Lock()
+	if s.list == nil {
+		s.list = make([]*memDoc, 0, len(s.docs))
+		for _, d := range s.docs {
+			s.list = append(s.list, d)
+		}
+		sort.Slice(s.list, func(i, j int) bool { return s.list[i].ID < s.list[j].ID })
+	}
+	list := s.list
+	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	qt := tokens(text)
+	admitted := map[*memDoc]bool{}
+	admit := func(d *memDoc) bool {
+		ok, seen := admitted[d]
+		if !seen {
+			ok = f.admits(&d.Doc)
+			admitted[d] = ok
+		}
+		return ok
+	}
+	byCos := &topK{k: k}
+	for _, d := range list {
+		if len(v) != len(d.Vector) || !admit(d) {
+			continue
+		}
+		var dot float32
+		for i, x := range v {
+			dot += x * d.Vector[i]
+		}
+		byCos.offer(d, float64(dot))
+	}
 	n := float64(len(s.docs))
 	avg := 1.0
 	if n > 0 {
 		avg = float64(s.totalLen) / n
 	}
-	var all []Candidate
-	for _, d := range s.docs {
-		if !f.admits(&d.Doc) {
-			continue
-		}
-		c := Candidate{Doc: d.Doc}
-		c.Vector = nil
-		if len(v) == len(d.Vector) {
-			var dot float64
-			for i, x := range v {
-				dot += float64(x) * float64(d.Vector[i])
-			}
-			c.Cosine = dot
-		}
-		for _, t := range qt {
-			tf := float64(d.tf[t])
-			if tf == 0 {
+	bm := map[*memDoc]float64{}
+	for _, t := range uniq(tokens(text)) {
+		p := s.post[t]
+		df := float64(len(p))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for d, tf := range p {
+			if !admit(d) {
 				continue
 			}
-			df := float64(s.df[t])
-			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-			c.BM25 += idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(d.n)/avg))
+			f := float64(tf)
+			bm[d] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(d.n)/avg))
 		}
-		all = append(all, c)
 	}
-	keep := map[string]*Candidate{}
-	var order []string
-	take := func(less func(a, b *Candidate) bool, mark func(c *Candidate)) {
-		sort.Slice(all, func(i, j int) bool { return less(&all[i], &all[j]) })
-		for i := 0; i < len(all) && i < k; i++ {
-			c, ok := keep[all[i].ID]
-			if !ok {
-				cp := all[i]
-				c = &cp
-				keep[c.ID] = c
-				order = append(order, c.ID)
+	byBM := &topK{k: k}
+	for d, score := range bm {
+		byBM.offer(d, score)
+	}
+	keep := map[*memDoc]*Candidate{}
+	var out []*Candidate
+	get := func(d *memDoc) *Candidate {
+		c, ok := keep[d]
+		if !ok {
+			c = &Candidate{Doc: d.Doc}
+			c.Vector = nil
+			keep[d] = c
+			out = append(out, c)
+		}
+		return c
+	}
+	for _, e := range byCos.sorted() {
+		c := get(e.d)
+		c.Cosine, c.HasCosine = e.score, true
+	}
+	for _, e := range byBM.sorted() {
+		c := get(e.d)
+		c.BM25, c.HasBM25 = e.score, true
+	}
+	res := make([]Candidate, len(out))
+	for i, c := range out {
+		res[i] = *c
+	}
+	return res, nil
+}
+
+func uniq(ts []string) []string {
+	seen := map[string]bool{}
+	out := ts[:0]
+	for _, t := range ts {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+type scored struct {
+	d     *memDoc
+	score float64
+}
+
+// topK keeps the k best (highest score, then lowest id) offered documents
+// in a min-heap.
+type topK struct {
+	k int
+	h []scored
+}
+
+func worse(a, b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.d.ID > b.d.ID
+}
+
+func (t *topK) offer(d *memDoc, score float64) {
+	e := scored{d, score}
+	if len(t.h) < t.k {
+		t.h = append(t.h, e)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !worse(t.h[i], t.h[p]) {
+				break
 			}
-			mark(c)
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
 		}
+		return
 	}
-	take(func(a, b *Candidate) bool {
-		if a.Cosine != b.Cosine {
-			return a.Cosine > b.Cosine
-		}
-		return a.ID < b.ID
-	}, func(c *Candidate) { c.HasCosine = true })
-	take(func(a, b *Candidate) bool {
-		if a.BM25 != b.BM25 {
-			return a.BM25 > b.BM25
-		}
-		return a.ID < b.ID
-	}, func(c *Candidate) {
-		if c.BM25 > 0 {
-			c.HasBM25 = true
-		}
-	})
-	out := make([]Candidate, 0, len(order))
-	for _, id := range order {
-		c := keep[id]
-		if !c.HasBM25 {
-			c.BM25 = 0
-		}
-		if !c.HasCosine {
-			c.Cosine = 0
-		}
-		out = append(out, *c)
+	if t.k == 0 || !worse(t.h[0], e) {
+		return
 	}
-	return out, nil
+	t.h[0] = e
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.h) && worse(t.h[l], t.h[m]) {
+			m = l
+		}
+		if r < len(t.h) && worse(t.h[r], t.h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
+}
+
+// sorted returns the kept documents, best first.
+func (t *topK) sorted() []scored {
+	out := append([]scored(nil), t.h...)
+	sort.Slice(out, func(i, j int) bool { return worse(out[j], out[i]) })
+	return out
 }

@@ -1,0 +1,13 @@
+package searchtest_test
+
+import (
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/chronicle-dev/chronicle/projections/search/searchtest"
+)
+
+// TestMemStore runs the conformance suite against the embedded store.
+func TestMemStore(t *testing.T) {
+	searchtest.Run(t, func(*testing.T) search.VectorStore { return search.NewMemStore() })
+}

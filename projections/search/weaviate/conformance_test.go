@@ -1,0 +1,25 @@
+package weaviate
+
+import (
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/chronicle-dev/chronicle/projections/search/searchtest"
+)
+
+// TestConformance runs the shared VectorStore suite against a real
+// Weaviate server.
+func TestConformance(t *testing.T) {
+	srv := sharedServer(t)
+	searchtest.Run(t, func(t *testing.T) search.VectorStore { return newTestStore(t, srv, testConfig(srv)) })
+}
+
+// TestConformanceGRPC runs the suite with batch upserts over gRPC.
+func TestConformanceGRPC(t *testing.T) {
+	srv := sharedServer(t)
+	searchtest.Run(t, func(t *testing.T) search.VectorStore {
+		cfg := testConfig(srv)
+		cfg.GRPCHost = srv.GRPCHost
+		return newTestStore(t, srv, cfg)
+	})
+}

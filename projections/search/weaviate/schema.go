@@ -1,0 +1,187 @@
+package weaviate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/weaviate/weaviate-go-client/v4/weaviate/fault"
+	"github.com/weaviate/weaviate/entities/models"
+)
+
+// The collections (Weaviate classes) the store creates at start when they
+// are missing, each with vectorizer "none" (vectors come from the caller,
+// with the embedding model's name in the model property), an HNSW index on
+// cosine distance, BM25 (k1 1.2, b 0.75, no stopword list: the embedded
+// MemStore has none) on the word-tokenised text properties, and exact
+// ("field"-tokenised) filterable properties for everything a filter needs.
+const (
+	// MemoryClass holds the memory bank's memories: the collection the
+	// Store's VectorStore methods work on. Properties: memory_id, scope,
+	// scope_kind (project, team or org: the part of scope before ':'),
+	// title, description, content (BM25), outcome, tags, source_sessions,
+	// confidence, pruned, evidence, usage_count, model.
+	MemoryClass = "Memory"
+	// PatternClass is for coordination patterns: reusable ways agents
+	// split and hand over work (name, description, content searchable;
+	// roles, tags, scope, scope_kind, outcome, confidence, usage_count,
+	// source_sessions, model). Created empty; nothing writes it yet.
+	PatternClass = "CoordinationPattern"
+	// ToolClass is for tools agents can call (name, description, usage
+	// searchable; tags, scope, scope_kind, success_rate, usage_count,
+	// model). Created empty; nothing writes it yet.
+	ToolClass = "Tool"
+)
+
+func boolp(b bool) *bool { return &b }
+
+// keyword is an exact, filterable text (or text[]) property.
+func keyword(name, dataType, desc string) *models.Property {
+	return &models.Property{Name: name, DataType: []string{dataType}, Description: desc, Tokenization: "field",
+		IndexFilterable: boolp(true), IndexSearchable: boolp(false)}
+}
+
+// prose is a word-tokenised property BM25 searches.
+func prose(name, desc string) *models.Property {
+	return &models.Property{Name: name, DataType: []string{"text"}, Description: desc, Tokenization: "word",
+		IndexFilterable: boolp(false), IndexSearchable: boolp(true)}
+}
+
+func number(name, dataType, desc string, rangeable bool) *models.Property {
+	p := &models.Property{Name: name, DataType: []string{dataType}, Description: desc, IndexFilterable: boolp(true)}
+	if rangeable {
+		p.IndexRangeFilters = boolp(true)
+	}
+	return p
+}
+
+func class(name, desc string, props ...*models.Property) *models.Class {
+	return &models.Class{
+		Class:               name,
+		Description:         desc,
+		Vectorizer:          "none",
+		VectorIndexType:     "hnsw",
+		VectorIndexConfig:   map[string]any{"distance": "cosine"},
+		InvertedIndexConfig: &models.InvertedIndexConfig{Bm25: &models.BM25Config{K1: 1.2, B: 0.75}, Stopwords: &models.StopwordConfig{Preset: "none"}},
+		Properties:          props,
+	}
+}
+
+// memoryText are the properties BM25 searches in MemoryClass.
+var memoryText = []string{"title", "description", "content"}
+
+// classes are the definitions of the three collections, named with
+// prefix.
+func classes(prefix string) []*models.Class {
+	scope := func() []*models.Property {
+		return []*models.Property{
+			keyword("scope", "text", "project:<id>, team:<id> or org:<id>"),
+			keyword("scope_kind", "text", "project, team or org: the scope before ':'"),
+		}
+	}
+	mem := append([]*models.Property{
+		keyword("memory_id", "text", "the memory's id (the object UUID is UUID v5 of it)"),
+		prose("title", "short title"),
+		prose("description", "one-sentence description"),
+		prose("content", "the memory itself"),
+		keyword("outcome", "text", "success or failure of the sessions it came from"),
+		keyword("tags", "text[]", "tags"),
+		keyword("source_sessions", "text[]", "sessions it was distilled from"),
+		number("confidence", "number", "confidence 0..1", true),
+		{Name: "pruned", DataType: []string{"boolean"}, Description: "pruned memories are kept, never returned", IndexFilterable: boolp(true)},
+		number("evidence", "int", "observations supporting it", false),
+		number("usage_count", "int", "times retrieved", false),
+		keyword("model", "text", "embedding model of the vector"),
+	}, scope()...)
+	pat := append([]*models.Property{
+		keyword("pattern_id", "text", "the pattern's id (the object UUID is UUID v5 of it)"),
+		prose("name", "pattern name"),
+		prose("description", "what the pattern does and when it applies"),
+		prose("content", "the steps: roles, hand-overs, checks"),
+		keyword("roles", "text[]", "agent roles taking part"),
+		keyword("tags", "text[]", "tags"),
+		keyword("outcome", "text", "success or failure where it was observed"),
+		number("confidence", "number", "confidence 0..1", true),
+		number("usage_count", "int", "times used", false),
+		keyword("source_sessions", "text[]", "sessions it was observed in"),
+		keyword("model", "text", "embedding model of the vector"),
+	}, scope()...)
+	tool := append([]*models.Property{
+		keyword("tool_id", "text", "the tool's id (the object UUID is UUID v5 of it)"),
+		prose("name", "tool name"),
+		prose("description", "what the tool does"),
+		prose("usage", "how to call it: arguments, pitfalls"),
+		keyword("tags", "text[]", "tags"),
+		number("success_rate", "number", "share of successful calls 0..1", true),
+		number("usage_count", "int", "times called", false),
+		keyword("model", "text", "embedding model of the vector"),
+	}, scope()...)
+	return []*models.Class{
+		class(prefix+MemoryClass, "Chronicle memories (search.VectorStore)", mem...),
+		class(prefix+PatternClass, "Chronicle coordination patterns", pat...),
+		class(prefix+ToolClass, "Chronicle tools", tool...),
+	}
+}
+
+func statusOf(err error) int {
+	var we *fault.WeaviateClientError
+	if errors.As(err, &we) {
+		return we.StatusCode
+	}
+	return 0
+}
+
+// ensureSchema creates every missing collection and adds the properties
+// an existing one lacks (a collection created by an older version).
+func (s *Store) ensureSchema(ctx context.Context) error {
+	for _, want := range classes(s.cfg.ClassPrefix) {
+		var have *models.Class
+		err := s.retry(ctx, "get collection "+want.Class, func(ctx context.Context) error {
+			c, err := s.client.Schema().ClassGetter().WithClassName(want.Class).Do(ctx)
+			if statusOf(err) == http.StatusNotFound {
+				return nil
+			}
+			have = c
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if have == nil {
+			err := s.retry(ctx, "create collection "+want.Class, func(ctx context.Context) error {
+				return s.client.Schema().ClassCreator().WithClass(want).Do(ctx)
+			})
+			if err == nil {
+				continue
+			}
+			if !strings.Contains(strings.ToLower(err.Error()), "already exists") {
+				return err
+			}
+			// Created concurrently by another store: check its properties.
+			if err := s.retry(ctx, "get collection "+want.Class, func(ctx context.Context) error {
+				c, err := s.client.Schema().ClassGetter().WithClassName(want.Class).Do(ctx)
+				have = c
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		got := map[string]bool{}
+		for _, p := range have.Properties {
+			got[p.Name] = true
+		}
+		for _, p := range want.Properties {
+			if got[p.Name] {
+				continue
+			}
+			if err := s.retry(ctx, fmt.Sprintf("add property %s.%s", want.Class, p.Name), func(ctx context.Context) error {
+				return s.client.Schema().PropertyCreator().WithClassName(want.Class).WithProperty(p).Do(ctx)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

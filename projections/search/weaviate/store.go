@@ -1,0 +1,600 @@
+// Package weaviate is a search.VectorStore on a Weaviate server (1.35;
+// client github.com/weaviate/weaviate-go-client/v4).
+//
+// At start New creates the collections MemoryClass (the memories this
+// store serves), PatternClass (coordination patterns) and ToolClass
+// (tools) when they are missing, all with vectorizer "none": vectors come
+// from the caller (search.Doc.Vector), and every object records the
+// embedding model that made its vector (property model).
+//
+// Object UUIDs are UUID v5 of the memory id in the fixed Namespace
+// (ObjectID), so Upsert is an idempotent batch upsert: writing a memory
+// again replaces the object, and its latest properties win. Pruned
+// memories are kept with pruned=true (Len counts them) and are filtered
+// out of every candidate query.
+//
+// Candidates runs two GraphQL queries, each with a where-filter for the
+// minimum confidence, the outcome, the scope kind (property scope_kind,
+// the part of scope before ':'), pruned=false and, for
+// ExcludeSourceSession, Not(source_sessions ContainsAny [session]):
+//
+//   - nearVector, limited to k, on cosine distance. Weaviate reports the
+//     cosine distance d = 1 − cos(a, b) (0 for the same direction, 2 for
+//     opposite ones); Candidate.Cosine is the similarity 1 − d, in −1..1,
+//     the dot product for unit vectors as in the MemStore. (Weaviate's
+//     certainty is (2 − d)/2 = (1 + cos)/2, i.e. cos = 2·certainty − 1.)
+//   - bm25 on title, description and content, limited to k. Its scores
+//     are Weaviate's (summed over the properties), not the MemStore's
+//     numbers; Index only uses them relative to the largest candidate.
+//
+// Filter.Readable is a Go function Weaviate cannot evaluate: with it, each
+// query asks for OverFetch × k objects, keeps those Filter.Admits, and asks
+// again for OverFetch times as many while fewer than k pass and the server
+// had more (up to MaxFetch). Every result goes through Filter.Admits, then
+// each list is trimmed to k and the two are merged by id as the MemStore
+// does: cosine order first, then BM25-only candidates; HasCosine/HasBM25
+// tell which list a candidate came from, and the absent score is zero.
+// Ties are broken by id; with HNSW (approximate) and exact ties at the k-th
+// place, Weaviate may keep a different document than the MemStore.
+//
+// All vectors of the collection must have one dimension: a model change
+// to another dimension needs Drop (or another ClassPrefix) and a full
+// re-sync.
+//
+// Connection errors (refused, reset, timed out, HTTP 502/503/504) are
+// retried with exponential backoff (github.com/cenkalti/backoff/v4) for up
+// to Config.RetryMaxElapsed, then returned wrapping ErrUnavailable.
+package weaviate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-openapi/strfmt"
+	"github.com/google/uuid"
+	wv "github.com/weaviate/weaviate-go-client/v4/weaviate"
+	"github.com/weaviate/weaviate-go-client/v4/weaviate/fault"
+	"github.com/weaviate/weaviate-go-client/v4/weaviate/filters"
+	"github.com/weaviate/weaviate-go-client/v4/weaviate/graphql"
+	wvgrpc "github.com/weaviate/weaviate-go-client/v4/weaviate/grpc"
+	"github.com/weaviate/weaviate/entities/models"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// Namespace is the UUID namespace of ObjectID (fixed: changing it would
+// orphan every stored object).
+var Namespace = uuid.MustParse("5b0c8a2e-6f5e-4c1b-9d8e-2f6a1c3b7d40")
+
+// ObjectID is the Weaviate object UUID of the document with id: UUID v5 of
+// id in Namespace.
+func ObjectID(id string) string { return uuid.NewSHA1(Namespace, []byte(id)).String() }
+
+// ErrUnavailable is wrapped by the error of an operation that still met
+// connection errors when its retry budget (Config.RetryMaxElapsed) ran
+// out.
+var ErrUnavailable = errors.New("weaviate: server unavailable")
+
+// Store is a search.VectorStore on the MemoryClass collection of a Weaviate
+// server. It is safe for concurrent use.
+type Store struct {
+	cfg       Config
+	client    *wv.Client
+	http      *http.Client
+	memory    string
+	patterns  string
+	tools     string
+	queryProp []graphql.Field
+}
+
+var _ search.VectorStore = (*Store)(nil)
+
+// New connects to the server of cfg (zero fields take their defaults),
+// waiting through connection errors for up to cfg.RetryMaxElapsed, and
+// creates the missing collections. Errors: an invalid config (ErrConfig),
+// an unreachable server (ErrUnavailable), or the server's refusal of the
+// schema.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: cfg.Timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	wcfg := wv.Config{Host: cfg.Host, Scheme: cfg.Scheme, ConnectionClient: hc, Timeout: cfg.Timeout}
+	if cfg.GRPCHost != "" {
+		wcfg.GrpcConfig = &wvgrpc.Config{Host: cfg.GRPCHost, Secured: cfg.Scheme == "https"}
+	}
+	client, err := wv.NewClient(wcfg) // StartupTimeout 0: no waiting here, retry does it
+	if err != nil {
+		return nil, fmt.Errorf("weaviate: client: %w", err)
+	}
+	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
+		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass}
+	for _, p := range []string{"memory_id", "scope", "title", "description", "content", "outcome", "tags", "source_sessions",
+		"confidence", "pruned", "evidence", "usage_count", "model"} {
+		s.queryProp = append(s.queryProp, graphql.Field{Name: p})
+	}
+	if err := s.ensureSchema(ctx); err != nil {
+		hc.CloseIdleConnections()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Config is the store's configuration with its defaults applied.
+func (s *Store) Config() Config { return s.cfg }
+
+// Collections are the names of the memory, coordination-pattern and tool
+// collections (with ClassPrefix).
+func (s *Store) Collections() (memory, patterns, tools string) { return s.memory, s.patterns, s.tools }
+
+// Close releases idle connections. The store must not be used after.
+func (s *Store) Close() error {
+	s.http.CloseIdleConnections()
+	return nil
+}
+
+// Drop deletes the three collections and everything in them (for tests,
+// and before re-syncing vectors of another dimension). A missing
+// collection is not an error; the store must be made anew with New after.
+func (s *Store) Drop(ctx context.Context) error {
+	for _, c := range []string{s.memory, s.patterns, s.tools} {
+		err := s.retry(ctx, "drop collection "+c, func(ctx context.Context) error {
+			err := s.client.Schema().ClassDeleter().WithClassName(c).Do(ctx)
+			if statusOf(err) == http.StatusNotFound {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retry runs op until it succeeds, fails with an error that is not a
+// connection error, ctx ends, or cfg.RetryMaxElapsed has passed.
+func (s *Store) retry(ctx context.Context, what string, op func(ctx context.Context) error) error {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = s.cfg.RetryInitialInterval
+	b.MaxInterval = s.cfg.RetryMaxInterval
+	b.MaxElapsedTime = s.cfg.RetryMaxElapsed
+	attempts := 0
+	var last error
+	err := backoff.Retry(func() error {
+		attempts++
+		err := op(ctx)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if ctx.Err() != nil || !retryable(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(b, ctx))
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && last != nil && retryable(last):
+		return fmt.Errorf("weaviate: %s: %w after %d attempts: %v (%v)", what, ErrUnavailable, attempts, last, ctx.Err())
+	case retryable(err):
+		return fmt.Errorf("weaviate: %s: %w after %d attempts: %v", what, ErrUnavailable, attempts, err)
+	default:
+		return fmt.Errorf("weaviate: %s: %w", what, err)
+	}
+}
+
+// retryable reports whether err is a connection error worth retrying.
+func retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var we *fault.WeaviateClientError
+	if errors.As(err, &we) {
+		if we.DerivedFromError != nil {
+			return retryable(we.DerivedFromError)
+		}
+		switch we.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// scopeKind is the part of scope before its first ':' ("" without one).
+func scopeKind(scope string) string {
+	if i := strings.IndexByte(scope, ':'); i >= 0 {
+		return scope[:i]
+	}
+	return ""
+}
+
+func object(class string, d search.Doc) *models.Object {
+	tags, sessions := d.Tags, d.SourceSessions
+	if tags == nil {
+		tags = []string{}
+	}
+	if sessions == nil {
+		sessions = []string{}
+	}
+	return &models.Object{
+		Class: class,
+		ID:    strfmt.UUID(ObjectID(d.ID)),
+		Properties: map[string]any{
+			"memory_id": d.ID, "scope": d.Scope, "scope_kind": scopeKind(d.Scope), "title": d.Title, "description": d.Description,
+			"content": d.Content, "outcome": d.Outcome, "tags": tags, "source_sessions": sessions, "confidence": d.Confidence,
+			"pruned": d.Pruned, "evidence": d.Evidence, "usage_count": d.UsageCount, "model": d.Model,
+		},
+		Vector: d.Vector,
+	}
+}
+
+// Upsert writes docs in batches of cfg.BatchSize, replacing the objects of
+// ids already held; of several docs with one id, the last wins. A batch is
+// retried whole on connection errors (writes are idempotent); an object
+// the server refuses (e.g. a vector of another dimension) fails the call
+// with its message. Batches before a failing one stay written.
+func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
+	last := make(map[string]int, len(docs))
+	for i, d := range docs {
+		if d.ID == "" {
+			return fmt.Errorf("weaviate: upsert: document %d has no id", i)
+		}
+		last[d.ID] = i
+	}
+	objs := make([]*models.Object, 0, len(last))
+	for i, d := range docs {
+		if last[d.ID] == i {
+			objs = append(objs, object(s.memory, d))
+		}
+	}
+	for start := 0; start < len(objs); start += s.cfg.BatchSize {
+		batch := objs[start:min(start+s.cfg.BatchSize, len(objs))]
+		var resp []models.ObjectsGetResponse
+		err := s.retry(ctx, "batch upsert", func(ctx context.Context) error {
+			var err error
+			resp, err = s.client.Batch().ObjectsBatcher().WithObjects(batch...).Do(ctx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := batchErrors(resp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func batchErrors(resp []models.ObjectsGetResponse) error {
+	var msgs []string
+	n := 0
+	for _, r := range resp {
+		if r.Result == nil || r.Result.Errors == nil || len(r.Result.Errors.Error) == 0 {
+			continue
+		}
+		n++
+		if len(msgs) < 3 {
+			id := ""
+			if props, ok := r.Properties.(map[string]any); ok {
+				id, _ = props["memory_id"].(string)
+			}
+			msgs = append(msgs, fmt.Sprintf("%s: %s", id, r.Result.Errors.Error[0].Message))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("weaviate: batch upsert: %d objects refused: %s", n, strings.Join(msgs, "; "))
+}
+
+// Delete removes the documents with ids (unknown ids are no error), in
+// batches of cfg.BatchSize.
+func (s *Store) Delete(ctx context.Context, ids []string) error {
+	for start := 0; start < len(ids); start += s.cfg.BatchSize {
+		chunk := ids[start:min(start+s.cfg.BatchSize, len(ids))]
+		uuids := make([]string, len(chunk))
+		for i, id := range chunk {
+			uuids[i] = ObjectID(id)
+		}
+		where := filters.Where().WithPath([]string{"id"}).WithOperator(filters.ContainsAny).WithValueText(uuids...)
+		var resp *models.BatchDeleteResponse
+		err := s.retry(ctx, "batch delete", func(ctx context.Context) error {
+			var err error
+			resp, err = s.client.Batch().ObjectsBatchDeleter().WithClassName(s.memory).WithWhere(where).WithOutput("minimal").Do(ctx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if resp != nil && resp.Results != nil && resp.Results.Failed > 0 {
+			return fmt.Errorf("weaviate: batch delete: %d of %d objects not deleted", resp.Results.Failed, resp.Results.Matches)
+		}
+	}
+	return nil
+}
+
+// Len is the number of memories held, pruned ones included.
+func (s *Store) Len(ctx context.Context) (int, error) {
+	var resp *models.GraphQLResponse
+	err := s.retry(ctx, "count", func(ctx context.Context) error {
+		var err error
+		resp, err = s.client.GraphQL().Aggregate().WithClassName(s.memory).
+			WithFields(graphql.Field{Name: "meta", Fields: []graphql.Field{{Name: "count"}}}).Do(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		Aggregate map[string][]struct {
+			Meta struct {
+				Count int `json:"count"`
+			} `json:"meta"`
+		} `json:"Aggregate"`
+	}
+	if err := decode(resp, &out); err != nil {
+		return 0, fmt.Errorf("weaviate: count: %w", err)
+	}
+	rows := out.Aggregate[s.memory]
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	return rows[0].Meta.Count, nil
+}
+
+// decode checks a GraphQL response for errors and decodes its data.
+func decode(resp *models.GraphQLResponse, into any) error {
+	if resp == nil {
+		return errors.New("empty GraphQL response")
+	}
+	if len(resp.Errors) > 0 {
+		msgs := make([]string, len(resp.Errors))
+		for i, e := range resp.Errors {
+			msgs[i] = e.Message
+		}
+		return fmt.Errorf("GraphQL: %s", strings.Join(msgs, "; "))
+	}
+	b, err := json.Marshal(resp.Data)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, into)
+}
+
+// gqlSafe reports whether Go's %q quoting of v (the client's) is a valid
+// GraphQL string: only printable runes.
+func gqlSafe(v string) bool {
+	for _, r := range v {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// where is the server-side part of f and whether it is all of f (then
+// Filter.Admits rejects nothing the server returns).
+func where(f search.Filter) (*filters.WhereBuilder, bool) {
+	exact := f.Readable == nil
+	ops := []*filters.WhereBuilder{
+		filters.Where().WithPath([]string{"pruned"}).WithOperator(filters.Equal).WithValueBoolean(false),
+		filters.Where().WithPath([]string{"confidence"}).WithOperator(filters.GreaterThanEqual).WithValueNumber(f.MinConfidence),
+	}
+	if f.Outcome != "" && f.Outcome != "all" {
+		if gqlSafe(f.Outcome) && strings.TrimSpace(f.Outcome) == f.Outcome {
+			ops = append(ops, filters.Where().WithPath([]string{"outcome"}).WithOperator(filters.Equal).WithValueText(f.Outcome))
+		} else {
+			exact = false
+		}
+	}
+	if f.ScopeKind != "" && f.ScopeKind != search.ScopeAll {
+		if gqlSafe(f.ScopeKind) && !strings.Contains(f.ScopeKind, ":") && strings.TrimSpace(f.ScopeKind) == f.ScopeKind {
+			ops = append(ops, filters.Where().WithPath([]string{"scope_kind"}).WithOperator(filters.Equal).WithValueText(f.ScopeKind))
+		} else {
+			exact = false
+		}
+	}
+	if f.ExcludeSourceSession != "" {
+		if gqlSafe(f.ExcludeSourceSession) && strings.TrimSpace(f.ExcludeSourceSession) == f.ExcludeSourceSession {
+			ops = append(ops, filters.Where().WithOperator(filters.Not).WithOperands([]*filters.WhereBuilder{
+				filters.Where().WithPath([]string{"source_sessions"}).WithOperator(filters.ContainsAny).WithValueText(f.ExcludeSourceSession),
+			}))
+		} else {
+			exact = false
+		}
+	}
+	return filters.Where().WithOperator(filters.And).WithOperands(ops), exact
+}
+
+// hit is one object of a Get query.
+type hit struct {
+	MemoryID       string   `json:"memory_id"`
+	Scope          string   `json:"scope"`
+	Title          string   `json:"title"`
+	Description    string   `json:"description"`
+	Content        string   `json:"content"`
+	Outcome        string   `json:"outcome"`
+	Tags           []string `json:"tags"`
+	SourceSessions []string `json:"source_sessions"`
+	Confidence     float64  `json:"confidence"`
+	Pruned         bool     `json:"pruned"`
+	Evidence       float64  `json:"evidence"`
+	UsageCount     float64  `json:"usage_count"`
+	Model          string   `json:"model"`
+	Additional     struct {
+		Distance *float64   `json:"distance"`
+		Score    *jsonFloat `json:"score"`
+	} `json:"_additional"`
+}
+
+// jsonFloat reads a number sent as a JSON number or a string (Weaviate
+// sends BM25 scores as strings).
+type jsonFloat float64
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("score %s: %w", b, err)
+	}
+	*f = jsonFloat(v)
+	return nil
+}
+
+func (h *hit) doc() search.Doc {
+	d := search.Doc{ID: h.MemoryID, Scope: h.Scope, Title: h.Title, Description: h.Description, Content: h.Content,
+		Outcome: h.Outcome, Confidence: h.Confidence, Pruned: h.Pruned, Evidence: int(h.Evidence),
+		UsageCount: int(h.UsageCount), Model: h.Model}
+	if len(h.Tags) > 0 {
+		d.Tags = h.Tags
+	}
+	if len(h.SourceSessions) > 0 {
+		d.SourceSessions = h.SourceSessions
+	}
+	return d
+}
+
+// scored is a candidate of one pass with its score.
+type scored struct {
+	doc   search.Doc
+	score float64
+}
+
+// search runs one pass (nearVector when vec is set, else bm25 on text),
+// over-fetching as the filter requires, and returns the best k admitted
+// documents by score, ties by id.
+func (s *Store) search(ctx context.Context, what string, vec []float32, text string, f search.Filter, k int) ([]scored, error) {
+	w, exact := where(f)
+	limit := k
+	if !exact {
+		limit = k * s.cfg.OverFetch
+	}
+	limit = min(limit, s.cfg.MaxFetch)
+	for {
+		get := s.client.GraphQL().Get().WithClassName(s.memory).WithWhere(w).WithLimit(limit)
+		add := graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}}
+		if vec != nil {
+			get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
+		} else {
+			get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(memoryText...))
+			add.Fields = []graphql.Field{{Name: "score"}}
+		}
+		get = get.WithFields(append(append([]graphql.Field{}, s.queryProp...), add)...)
+		var resp *models.GraphQLResponse
+		err := s.retry(ctx, what, func(ctx context.Context) error {
+			var err error
+			resp, err = get.Do(ctx)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		var out struct {
+			Get map[string][]hit `json:"Get"`
+		}
+		if err := decode(resp, &out); err != nil {
+			return nil, fmt.Errorf("weaviate: %s: %w", what, err)
+		}
+		hits := out.Get[s.memory]
+		res := make([]scored, 0, min(len(hits), k))
+		for i := range hits {
+			h := &hits[i]
+			d := h.doc()
+			if !f.Admits(&d) {
+				continue
+			}
+			var sc float64
+			switch {
+			case vec != nil && h.Additional.Distance != nil:
+				sc = 1 - *h.Additional.Distance
+			case vec == nil && h.Additional.Score != nil:
+				sc = float64(*h.Additional.Score)
+			default:
+				return nil, fmt.Errorf("weaviate: %s: object %q came without its distance or score", what, d.ID)
+			}
+			res = append(res, scored{d, sc})
+		}
+		if len(res) >= k || len(hits) < limit || limit >= s.cfg.MaxFetch {
+			sort.SliceStable(res, func(i, j int) bool {
+				if res[i].score != res[j].score {
+					return res[i].score > res[j].score
+				}
+				return res[i].doc.ID < res[j].doc.ID
+			})
+			return res[:min(k, len(res))], nil
+		}
+		limit = min(limit*max(2, s.cfg.OverFetch), s.cfg.MaxFetch)
+	}
+}
+
+// bm25Query is text reduced to the MemStore's tokens (lower-case runs of
+// letters and digits), which is also what Weaviate's word tokenisation
+// makes of it.
+func bm25Query(text string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }), " ")
+}
+
+// Candidates implements search.VectorStore: up to k documents nearest to v
+// (skipped when v is empty) and up to k best by BM25 on text (skipped when
+// text has no word), among those f admits, merged by id. k ≤ 0 returns
+// none.
+func (s *Store) Candidates(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	if k <= 0 {
+		return nil, nil
+	}
+	var byVec, byText []scored
+	if len(v) > 0 {
+		var err error
+		if byVec, err = s.search(ctx, "nearVector", v, "", f, k); err != nil {
+			return nil, err
+		}
+	}
+	if q := bm25Query(text); q != "" {
+		var err error
+		if byText, err = s.search(ctx, "bm25", nil, q, f, k); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]search.Candidate, 0, len(byVec)+len(byText))
+	at := make(map[string]int, len(byVec)+len(byText))
+	for _, c := range byVec {
+		at[c.doc.ID] = len(out)
+		out = append(out, search.Candidate{Doc: c.doc, Cosine: c.score, HasCosine: true})
+	}
+	for _, c := range byText {
+		if c.score <= 0 {
+			continue
+		}
+		if i, ok := at[c.doc.ID]; ok {
+			out[i].BM25, out[i].HasBM25 = c.score, true
+			continue
+		}
+		at[c.doc.ID] = len(out)
+		out = append(out, search.Candidate{Doc: c.doc, BM25: c.score, HasBM25: true})
+	}
+	return out, nil
+}

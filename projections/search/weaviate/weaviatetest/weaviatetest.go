@@ -1,0 +1,373 @@
+// Package weaviatetest runs a real Weaviate server for tests: a
+// single-node weaviate-server process on free loopback ports with its own
+// data directory, built from the Go module proxy by
+//
+//	cd /tmp && GOFLAGS=-mod=mod go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.35.2
+//
+// (`make weaviate` does that when the binary is missing).
+//
+// The binary is $WEAVIATE_SERVER when set, else weaviate-server in `go env
+// GOBIN`, else in `go env GOPATH`/bin. When it is missing, Start and Require
+// skip the test with a message saying how to install it, or fail it when
+// $CHRONICLE_REQUIRE_WEAVIATE is 1 (CI sets it, so a missing install step
+// cannot pass as green).
+package weaviatetest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Environment variables the package reads.
+const (
+	// EnvServer names the weaviate-server binary to run (default: the one
+	// `go install` puts in GOBIN or GOPATH/bin).
+	EnvServer = "WEAVIATE_SERVER"
+	// EnvRequire set to 1 turns a missing binary from a skip into a
+	// failure.
+	EnvRequire = "CHRONICLE_REQUIRE_WEAVIATE"
+)
+
+// Version is the Weaviate release the tests are written against.
+const Version = "v1.35.2"
+
+// InstallCommand is the shell command that installs the binary.
+const InstallCommand = "cd /tmp && GOFLAGS=-mod=mod go install github.com/weaviate/weaviate/cmd/weaviate-server@" + Version
+
+// StartTimeout bounds how long Launch and Restart wait for the server to
+// report ready (/v1/.well-known/ready).
+const StartTimeout = 90 * time.Second
+
+// StopTimeout is how long Stop waits after SIGTERM before it kills.
+const StopTimeout = 20 * time.Second
+
+// ErrNoBinary is wrapped by Binary's error when no weaviate-server binary
+// is found.
+var ErrNoBinary = errors.New("weaviatetest: weaviate-server binary not found")
+
+// Binary returns the path of the weaviate-server binary: $WEAVIATE_SERVER,
+// else GOBIN/weaviate-server, else GOPATH/bin/weaviate-server (as `go env`
+// reports them). The error wraps ErrNoBinary and names the paths tried.
+func Binary() (string, error) {
+	if p := os.Getenv(EnvServer); p != "" {
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			return "", fmt.Errorf("%w: %s=%s: not a file", ErrNoBinary, EnvServer, p)
+		}
+		return p, nil
+	}
+	var tried []string
+	for _, dir := range goBinDirs() {
+		p := filepath.Join(dir, "weaviate-server")
+		tried = append(tried, p)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w (tried %s; install: %s, or set %s)", ErrNoBinary, strings.Join(tried, ", "), InstallCommand, EnvServer)
+}
+
+func goBinDirs() []string {
+	var dirs []string
+	out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output()
+	if err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) > 0 && strings.TrimSpace(lines[0]) != "" {
+			dirs = append(dirs, strings.TrimSpace(lines[0]))
+		}
+		if len(lines) > 1 {
+			for _, p := range filepath.SplitList(strings.TrimSpace(lines[1])) {
+				dirs = append(dirs, filepath.Join(p, "bin"))
+			}
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	return dirs
+}
+
+// Require returns the binary's path, or ends tb: Fatal when
+// $CHRONICLE_REQUIRE_WEAVIATE is 1, Skip otherwise.
+func Require(tb testing.TB) string {
+	tb.Helper()
+	p, err := Binary()
+	if err == nil {
+		return p
+	}
+	if os.Getenv(EnvRequire) == "1" {
+		tb.Fatalf("%v (%s=1: a real Weaviate server is required)", err, EnvRequire)
+	}
+	tb.Skipf("skipping: %v", err)
+	return ""
+}
+
+// Server is a weaviate-server process on loopback ports.
+type Server struct {
+	// Host is the REST/GraphQL address, 127.0.0.1:<port>.
+	Host string
+	// GRPCHost is the gRPC address, 127.0.0.1:<port>.
+	GRPCHost string
+	// DataDir is PERSISTENCE_DATA_PATH; it outlives Stop, so Restart
+	// finds the data again.
+	DataDir string
+	// LogPath is the file the server's output is appended to.
+	LogPath string
+
+	bin   string
+	ports [4]int // grpc, gossip (data = +1), raft (internal rpc = +1), http in Host
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start launches a server for tb (after Require) in a temporary
+// directory and stops it when tb ends; on failure it fails tb. When tb
+// failed, the end of the server's log is logged.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin := Require(tb)
+	dir := tb.TempDir()
+	s, err := Launch(bin, filepath.Join(dir, "data"), filepath.Join(dir, "weaviate.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("weaviate-server log (last lines):\n%s", s.LogTail(40))
+		}
+		if err := s.Stop(); err != nil {
+			tb.Errorf("stop weaviate-server: %v", err)
+		}
+	})
+	return s
+}
+
+// Launch starts bin on free loopback ports with dataDir (created if
+// missing), appending its output to logPath, and waits until it is ready
+// (StartTimeout). If the ports were taken meanwhile it tries new ones,
+// three times at most.
+func Launch(bin, dataDir, logPath string) (*Server, error) {
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		s := &Server{DataDir: dataDir, LogPath: logPath, bin: bin}
+		if err := s.pickPorts(); err != nil {
+			return nil, err
+		}
+		if last = s.Restart(); last == nil {
+			return s, nil
+		}
+	}
+	return nil, last
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePair returns p with p and p+1 both free.
+func freePair() (int, error) {
+	for i := 0; i < 50; i++ {
+		p, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		if p >= 65535 {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p, nil
+	}
+	return 0, errors.New("weaviatetest: no two adjacent free ports")
+}
+
+func (s *Server) pickPorts() error {
+	httpPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	grpcPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	gossip, err := freePair()
+	if err != nil {
+		return err
+	}
+	raft, err := freePair()
+	if err != nil {
+		return err
+	}
+	s.Host = "127.0.0.1:" + strconv.Itoa(httpPort)
+	s.GRPCHost = "127.0.0.1:" + strconv.Itoa(grpcPort)
+	s.ports = [4]int{grpcPort, gossip, raft, httpPort}
+	return nil
+}
+
+func (s *Server) env() []string {
+	grpcPort, gossip, raft := s.ports[0], s.ports[1], s.ports[2]
+	return append(os.Environ(),
+		"PERSISTENCE_DATA_PATH="+s.DataDir,
+		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true",
+		"DEFAULT_VECTORIZER_MODULE=none",
+		"ENABLE_MODULES=",
+		"CLUSTER_HOSTNAME=node1",
+		"CLUSTER_ADVERTISE_ADDR=127.0.0.1",
+		"CLUSTER_BIND_ADDR=127.0.0.1",
+		"CLUSTER_GOSSIP_BIND_PORT="+strconv.Itoa(gossip),
+		"CLUSTER_DATA_BIND_PORT="+strconv.Itoa(gossip+1),
+		"RAFT_PORT="+strconv.Itoa(raft),
+		"RAFT_INTERNAL_RPC_PORT="+strconv.Itoa(raft+1),
+		"RAFT_BOOTSTRAP_EXPECT=1",
+		"RAFT_JOIN=node1:"+strconv.Itoa(raft),
+		// One node: no need for production's 5× raft timeouts (start-up
+		// takes ~3 s instead of ~10 s).
+		"RAFT_TIMEOUTS_MULTIPLIER=1",
+		"GRPC_PORT="+strconv.Itoa(grpcPort),
+		"GO_PROFILING_DISABLE=true",
+		"PROMETHEUS_MONITORING_ENABLED=false",
+		"DISABLE_TELEMETRY=true",
+		"LOG_LEVEL=warning",
+	)
+}
+
+// Running reports whether the process is up (started and not exited).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Restart starts the process again after Stop (or for the first time),
+// on the same ports and data directory, and waits until it is ready. It
+// is an error while it is running.
+func (s *Server) Restart() error {
+	if s.Running() {
+		return errors.New("weaviatetest: server already running")
+	}
+	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "---- weaviatetest: start %s at %s, data %s\n", s.bin, s.Host, s.DataDir)
+	cmd := exec.Command(s.bin, "--host", "127.0.0.1", "--port", strconv.Itoa(s.ports[3]), "--scheme", "http")
+	cmd.Env = s.env()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("weaviatetest: start %s: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(StartTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return fmt.Errorf("weaviatetest: weaviate-server exited during start-up (%v); log:\n%s", cmd.ProcessState, s.LogTail(30))
+		case <-time.After(100 * time.Millisecond):
+		}
+		resp, err := client.Get("http://" + s.Host + "/v1/.well-known/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	_ = s.Stop()
+	return fmt.Errorf("weaviatetest: weaviate-server not ready after %v; log:\n%s", StartTimeout, s.LogTail(30))
+}
+
+// Stop ends the process: SIGTERM, then SIGKILL after StopTimeout. It
+// keeps the data directory. Stopping a stopped server does nothing.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(StopTimeout):
+	}
+	_ = cmd.Process.Kill()
+	<-done
+	return fmt.Errorf("weaviatetest: weaviate-server ignored SIGTERM for %v, killed", StopTimeout)
+}
+
+// Kill ends the process with SIGKILL at once (a crash) and waits for it.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// LogTail is the last n lines of the server's log.
+func (s *Server) LogTail(n int) string {
+	f, err := os.Open(s.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
