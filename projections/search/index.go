@@ -1,11 +1,14 @@
 package search
 
 import (
+	"time"
+
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/cenkalti/backoff/v4"
 	"math"
 	"sort"
 	"strings"
@@ -309,4 +312,51 @@ func normalise(q Query) (Query, error) {
 		return q, fmt.Errorf("%w: min_confidence: %v is not between 0 and 1", ErrInvalid, *q.MinConfidence)
 	}
 	return q, nil
+}
+
+// Pending is how many memories changed since the last successful Sync
+// (all of them before the first): the vector store's lag.
+func (ix *Index) Pending() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.loaded {
+		n := 0
+		_ = memories.Each(ix.store, func(memories.Memory) bool { n++; return true })
+		return n
+	}
+	return len(ix.dirty)
+}
+
+// Run keeps the vector store in step until ctx ends: it syncs every
+// interval (default 1 s) and, while the store fails (Weaviate down), retries
+// with exponential backoff (backoff/v4, from 1 s up to 30 s) and lags —
+// Pending grows — without holding up the processors. Nothing is lost: a
+// memory stays pending until an upsert of it succeeds. onErr, when set, is
+// told about each failure.
+func (ix *Index) Run(ctx context.Context, interval time.Duration, onErr func(error)) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = time.Second, 30*time.Second, 0
+	wait := interval
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if err := ix.Sync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if onErr != nil {
+				onErr(err)
+			}
+			wait = bo.NextBackOff()
+			continue
+		}
+		bo.Reset()
+		wait = interval
+	}
 }
