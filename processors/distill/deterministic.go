@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/flux"
@@ -35,21 +36,40 @@ func (Deterministic) Extract(_ context.Context, s Session) ([]Memory, error) {
 	return antiPatterns(s), nil
 }
 
-// taskSummary is the first sentence of the task that is not a role line
-// ("You are …"), in the third person.
+// taskSummary is the task's goal in the third person: the first sentence
+// that says what the user wants ("… want …"), else the first sentence that
+// is not a role line ("You are …").
 func taskSummary(task string) string {
+	var sentences []string
 	for _, sent := range strings.SplitAfter(task, ". ") {
-		sent = strings.TrimSpace(sent)
-		if sent == "" || strings.HasPrefix(sent, "You are ") {
-			continue
+		if sent = strings.TrimSuffix(strings.TrimSpace(sent), "."); sent != "" {
+			sentences = append(sentences, sent)
 		}
-		sent = strings.TrimSuffix(sent, ".")
-		for _, p := range [][2]string{{"You want to ", "the user wants to "}, {"You need to ", "the user needs to "}, {"You ", "the user "}, {"your ", "their "}, {"you ", "they "}} {
-			sent = strings.ReplaceAll(sent, p[0], p[1])
-		}
-		return sent
 	}
-	return clip(task, 120)
+	pick := ""
+	for _, sent := range sentences {
+		if strings.Contains(strings.ToLower(sent), " want") {
+			pick = sent
+			break
+		}
+	}
+	if pick == "" {
+		for _, sent := range sentences {
+			if !strings.HasPrefix(sent, "You are ") {
+				pick = sent
+				break
+			}
+		}
+	}
+	if pick == "" {
+		return clip(task, 120)
+	}
+	for _, p := range [][2]string{{"You want to ", "the user wants to "}, {"you want to ", "the user wants to "}, {"You need to ", "the user needs to "}, {"You are ", "the user is "}, {"you're ", "they're "}, {"You ", "the user "}, {"your ", "their "}, {"Your ", "their "}, {"you ", "they "}} {
+		pick = strings.ReplaceAll(pick, p[0], p[1])
+	}
+	r := []rune(pick)
+	r[0] = unicode.ToLower(r[0])
+	return string(r)
 }
 
 // callSig renders a call as tool(arg, names) with sorted argument names.
