@@ -215,14 +215,7 @@ func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) 
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		more, err := fn(string(it.Key()[len(base):]), it.Value())
-		if err != nil || !more {
-			return err
-		}
-	}
-	return it.Error()
+	return scanRows(it, len(base), fn)
 }
 
 // Emit queues a derived event of type typ with data payload, caused by the

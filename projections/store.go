@@ -233,9 +233,15 @@ func (s *Store) Scan(proj, prefix, after string, fn func(key string, val []byte)
 	if err != nil {
 		return err
 	}
+	return scanRows(it, len(base), fn)
+}
+
+// scanRows calls fn for every row of it (keys with their first strip bytes
+// removed) until fn returns false or an error, and closes it.
+func scanRows(it *pebble.Iterator, strip int, fn func(key string, val []byte) (bool, error)) error {
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		more, err := fn(string(it.Key()[len(base):]), it.Value())
+		more, err := fn(string(it.Key()[strip:]), it.Value())
 		if err != nil || !more {
 			return err
 		}

@@ -73,15 +73,19 @@ func taskSummary(task string) string {
 }
 
 // callSig renders a call as tool(arg, names) with sorted argument names.
-func callSig(c events.TaskCompletedData) string {
-	var args map[string]json.RawMessage
-	_ = json.Unmarshal(c.Inputs, &args)
-	names := make([]string, 0, len(args))
-	for k := range args {
+func callSig(c events.TaskCompletedData) string { return signature(c.ToolID, c.Inputs) }
+
+// signature renders tool(arg, names): the sorted names of the JSON object
+// args, without their values, so calls of the same shape read alike.
+func signature(tool string, args json.RawMessage) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(args, &m)
+	names := make([]string, 0, len(m))
+	for k := range m {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	return c.ToolID + "(" + strings.Join(names, ", ") + ")"
+	return tool + "(" + strings.Join(names, ", ") + ")"
 }
 
 // steps lists the successful calls, folding consecutive repeats.
@@ -236,16 +240,7 @@ func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g 
 	return Memory{Title: title, Description: desc, Content: b.String(), Tags: tags, Outcome: events.OutcomeFailure}
 }
 
-func expectedSig(ch events.Check) string {
-	var args map[string]json.RawMessage
-	_ = json.Unmarshal(ch.Arguments, &args)
-	names := make([]string, 0, len(args))
-	for k := range args {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return ch.Name + "(" + strings.Join(names, ", ") + ")"
-}
+func expectedSig(ch events.Check) string { return signature(ch.Name, ch.Arguments) }
 
 // unrequested lists the tools of successful calls a no_other_calls check
 // did not allow, in call order, without repeats.
