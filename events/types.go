@@ -55,6 +55,9 @@ const (
 	GraphEdgeLearned Type = "graph.edge.learned.v1"
 	// GraphRanksUpdated: tool-graph PageRank and communities recomputed.
 	GraphRanksUpdated Type = "graph.ranks.updated.v1"
+	// PairContextRetrieved: the success patterns PAIR retrieval found for
+	// the gaps of a session below composite 95 (the pair worker).
+	PairContextRetrieved Type = "pair.context.retrieved.v1"
 )
 
 // Topic is the name of a Kafka topic Chronicle uses.
@@ -118,6 +121,7 @@ var registry = map[Type]TypeInfo{
 	JudgeCompleted:          {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
 	GraphEdgeLearned:        {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from"},
 	GraphRanksUpdated:       {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph"},
+	PairContextRetrieved:    {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
 	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 

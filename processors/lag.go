@@ -2,11 +2,13 @@ package processors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // PartitionLag is how far one processor is behind on one partition.
@@ -96,10 +98,11 @@ func WorkerLag(ctx context.Context, adm *kadm.Client, workers []Worker) (int64, 
 		if !ok {
 			continue
 		}
-		if l.Error() != nil {
+		notYet := errors.Is(l.Error(), kerr.GroupIDNotFound)
+		if l.Error() != nil && !notYet {
 			return 0, fmt.Errorf("processors: worker %s lag: %w", w.Name(), l.Error())
 		}
-		if l.Lag.IsEmpty() {
+		if notYet || l.Lag.IsEmpty() {
 			// nothing committed yet: everything on the topic is pending
 			ends, err := adm.ListEndOffsets(ctx, string(w.Topic()))
 			if err != nil {

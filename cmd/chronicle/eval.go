@@ -9,7 +9,9 @@ import (
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/flux"
+	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/spf13/cobra"
 )
 
@@ -27,6 +29,13 @@ type EvalReport struct {
 	MemoriesPerSession float64 `json:"memories_per_session"`
 	// SessionsWithMemory is the share of sessions with at least one memory.
 	SessionsWithMemory float64 `json:"sessions_with_memory"`
+	// PairRecallAt3 is, over failed sessions whose task has a successful
+	// trial, the share where PAIR retrieval (offline USE lite model) puts a
+	// memory distilled from a successful trial of the same task in its top
+	// 3; PairRecallAt3Lexical the same with BM25 ranking only.
+	PairRecallAt3        float64 `json:"pair_recall_at_3"`
+	PairRecallAt3Lexical float64 `json:"pair_recall_at_3_lexical"`
+	PairRecallSessions   int     `json:"pair_recall_sessions"`
 }
 
 func evalCmd() *cobra.Command {
@@ -55,6 +64,8 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("distillation (deterministic), %d sessions\n", rep.Sessions)
 			fmt.Printf("  memories %d distinct of %d extracted (%d duplicates merged), %.2f per session, %.1f%% of sessions with one\n",
 				rep.Memories, rep.Extracted, rep.DuplicatesMerged, rep.MemoriesPerSession, 100*rep.SessionsWithMemory)
+			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
+			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f\n", rep.PairRecallAt3, rep.PairRecallAt3Lexical)
 			return nil
 		},
 	}
@@ -97,5 +108,12 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 	rep.DuplicatesMerged = rep.Extracted - rep.Memories
 	rep.MemoriesPerSession = float64(rep.Extracted) / float64(len(recs))
 	rep.SessionsWithMemory = float64(with) / float64(len(recs))
+	emb, err := embedder.NewUSELite()
+	if err != nil {
+		return rep, err
+	}
+	if rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallSessions, err = pair.RecallAt3(recs, emb); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }

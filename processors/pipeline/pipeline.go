@@ -21,6 +21,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/distiller"
 	"github.com/chronicle-dev/chronicle/processors/judge"
 	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -57,6 +58,11 @@ type Config struct {
 	// scores judge criteria with the critic–judge worker. Default nil:
 	// deterministic distillation, judge criteria unevaluated, no network.
 	LLM *distill.LLMConfig
+	// PAIR runs the pair worker: PAIR retrieval for sessions below
+	// composite 95 (pair.context.retrieved.v1 on chronicle.learned) and
+	// pair_improvement_completed memories. Its searches embed every memory
+	// as it arrives. Default false (serve turns it on).
+	PAIR bool
 	// Embedder for memory search (default: USE lite, offline).
 	Embedder embedder.Embedder
 	// VectorStore for memory search (default: the embedded MemStore).
@@ -153,6 +159,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 	}
 	p.Search = &search.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore), Store: p.Store, Producer: p.Producer}
+	if cfg.PAIR {
+		p.Workers = append(p.Workers, &pair.Worker{Store: p.Store, Index: p.Search.Index, Producer: p.Producer})
+	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 	}); err != nil {

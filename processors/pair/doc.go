@@ -1,0 +1,126 @@
+// Package pair is PAIR retrieval (the PAIR self-improving coordination
+// design): when FLUX finds gaps in a session, the pair worker looks up what
+// worked before for each gap and writes that context to the log for the
+// producer's next attempt; when a revised attempt fixes its parent's gaps,
+// it records the improvement as a memory.
+//
+// # The loop
+//
+// A producer runs a session (iteration 1). The sessions processor evaluates
+// it (evaluation.completed.v1). If the composite is below 95, the pair worker
+// writes pair.context.retrieved.v1 for the session: per gap, the success
+// patterns it found and a recommendation. The producer's revised attempt is
+// a new session whose coordination.session.started.v1 carries iteration
+// (previous + 1, given as next_iteration in the context) and
+// parent_session (the failed session). The loop stops at the third
+// iteration or at a composite ≥ 95. When a session with a parent completes
+// with a composite ≥ 95 while its parent scored below 95, the worker
+// records a memory.recorded.v1 tagged pair_improvement_completed.
+//
+// # Design decisions
+//
+// Worker, not processor. Retrieval reads the memory-search index, which is
+// not a deterministic function of the log (it depends on how far the memory
+// bank had got, and on the embedding model), so PAIR retrieval is a
+// processors.Worker named "pair" on chronicle.evaluations whose answer goes
+// into the log with an id derived from the evaluation (events.Derive): a
+// redelivery produces byte-identical events that consumers drop, and a
+// replay reads the answer from the log and never queries again. The worker
+// writes no memory.retrieved.v1 usage events: their effect on the memory
+// bank (usage counts, consensus, the alpha of hybrid ranking) would then
+// depend on the timing of the retrieval, and the memory projection would
+// stop being reproducible from one clean run to the next; the context event
+// itself names every memory it returned.
+//
+// Topic. pair.context.retrieved.v1 goes to chronicle.learned (the
+// learned-patterns topic for downstream consumers), keyed by session_id
+// (KeyField "session_id"), so one session's contexts stay in order on one
+// partition. It does not go to chronicle.evaluations: the distiller and the
+// judge workers consume that topic and decode every record as an
+// evaluation, so a second type there would make the distiller distil a
+// session twice. No processor consumes chronicle.learned, so the context
+// events change no projection and no digest.
+//
+// Which evaluations. Only revision 0 (a judge re-score, revision > 0, is
+// not a new attempt) and only composite < 95. The iteration is the
+// session's Iteration from the sessions projection (0 or absent means 1).
+// At iteration ≥ MaxIterations (3) the worker does not retrieve: it writes
+// the context with the session's gaps, no patterns and the recommendation
+// stop_iteration_limit, so the producer sees why the loop ended.
+//
+// Gaps. The gaps of weighted criteria (weight > 0): only they move the
+// composite, and a composite below 95 always has at least one. Weight-0
+// criteria (tau-bench's read-only lookups) report informative gaps that
+// would only add noise queries. At most MaxGaps, in the evaluator's
+// priority order. A session whose criteria all weigh 0 uses all its gaps.
+//
+// Query. For each gap, "Coordination pattern: <gap description>" (the
+// criterion id when the gap has no description) through
+// (*search.Index).Search: outcome success, ExcludeSourceSession = the
+// evaluated session (retrieval never sees memories distilled from it),
+// min_confidence 0.5 and then confidence strictly above 0.5, up to
+// QueryLimit hits, scope restricted by Worker.Readable (default: only the
+// session's own scope).
+//
+// Coordination patterns. The PAIR design searches success memories and a
+// separate collection of coordination patterns. The Weaviate
+// CoordinationPattern collection of the design is not populated (Chronicle
+// writes nothing to Weaviate yet), so both come from the memory bank: every
+// success memory is searched, and an example is marked kind
+// "coordination_pattern" when its tags mark a coordination strategy — the
+// deterministic distiller's "strategy" memories, this worker's
+// "pair_improvement_completed" memories, and explicit memories tagged
+// "coordination_pattern" — and kind "success_memory" otherwise.
+//
+// Category. Hits are grouped by the first tag that is not generic
+// ("strategy", "anti-pattern", "pair_improvement_completed",
+// "coordination_pattern", and the severities low, medium, high, critical);
+// "uncategorised" when there is none. For distilled strategies that is the
+// first database-writing tool of the task. Groups are ordered by their best
+// example's relevance, examples by relevance, at most MaxExamples per group.
+//
+// Success rate. The filter keeps success memories only, so the share of
+// successful examples would always be 1. Instead an example's success rate
+// is the share of its source sessions whose current evaluation (the latest
+// revision, in the sessions projection) meets the criteria, with sessions =
+// how many source sessions were found evaluated; a group's success rate
+// pools its examples' sessions. For a distilled strategy it is 1 unless a
+// judge re-score demoted one of its sessions; an explicit memory has no
+// source session, so its success rate is absent (null, not 0).
+//
+// Recommendation. revise_with_patterns (at least one gap has patterns),
+// revise_without_patterns (none has), stop_iteration_limit.
+//
+// pair_improvement_completed. On an evaluation (revision 0) with composite
+// ≥ 95 of a session whose parent_session has an evaluation below 95, the
+// worker writes memory.recorded.v1 (source "distilled" — written by
+// Chronicle, not by a producer — through events.Derive, so the producer
+// rule that rejects distilled memories from producers does not apply),
+// outcome success, source_session the improved session, titled "PAIR
+// improvement: <first fixed gap>", tags pair_improvement_completed and the
+// tools (or check kinds) of the fixed gaps, content the fixed gaps and the
+// improved attempt's tool sequence (argument names only, like the
+// deterministic distiller, so equal improvements merge as evidence). A
+// fixed gap is a weighted gap of the parent whose criterion has no gap, or
+// a higher score, in the improved session. A parent without an evaluation
+// yet gives no memory.
+//
+// Cost. Every search syncs the index, so a running pair worker embeds each
+// memory of the bank as it arrives (USE lite: about 40 ms per memory on a
+// 2-core machine) plus one short query per gap. On the 200-session demo
+// that was about 13 s more than without the worker (18.7 s against 5.3 s),
+// so it belongs where PAIR is used (the service), behind a switch, rather
+// than in every batch run.
+//
+// # Evaluation: pair_recall_at_3
+//
+// RecallAt3 measures retrieval on the 200 bundled tau-bench sessions; see
+// its documentation for the protocol. Measured with USE lite: 58 cases;
+// the worker's ranking (hybrid index) puts a memory of a successful trial
+// of the same task in the top 3 for 29 (0.500), BM25 alone for 46 (0.793).
+// Gap descriptions of tau-bench criteria carry exact identifiers
+// (reservation ids, user ids, flight numbers) that the strategies of the
+// successful trials repeat; BM25 matches them, while USE lite maps such
+// rare tokens to near-unknown pieces, and the index ranks memories with
+// fewer than 5 observations — nearly all of them — by vector alone.
+package pair

@@ -1,0 +1,260 @@
+package pair_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/flux"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// useLite is one USE lite embedder for every test of the package.
+var useLite = sync.OnceValues(func() (embedder.Embedder, error) { return embedder.NewUSELite() })
+
+func sharedEmbedder(t *testing.T) embedder.Embedder {
+	t.Helper()
+	e, err := useLite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// scenario is one tau-bench task with a failed trial the evaluator fails
+// (composite below 95) and a successful trial it passes, plus a few
+// successful sessions of other tasks as competing memories.
+type scenario struct {
+	task          int
+	failed, good  []events.Envelope
+	others        [][]events.Envelope
+	failedID      string
+	goodID        string
+	failedEvalGap []events.Gap
+}
+
+var loadScenario = sync.OnceValues(func() (scenario, error) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		return scenario{}, err
+	}
+	type tr struct {
+		envs []events.Envelope
+		ev   events.EvaluationData
+		rec  taubench.Record
+	}
+	byTask := map[int][]tr{}
+	var order []int
+	for _, r := range recs {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			return scenario{}, err
+		}
+		in, err := flux.InputFromEvents(envs)
+		if err != nil {
+			return scenario{}, err
+		}
+		if _, ok := byTask[r.TaskID]; !ok {
+			order = append(order, r.TaskID)
+		}
+		byTask[r.TaskID] = append(byTask[r.TaskID], tr{envs, flux.Evaluate(in), r})
+	}
+	var sc scenario
+	found := false
+	for _, task := range order {
+		var bad, good *tr
+		for i := range byTask[task] {
+			x := &byTask[task][i]
+			if x.rec.Reward == 0 && x.ev.Composite < pair.PassComposite && bad == nil {
+				bad = x
+			}
+			if x.rec.Reward == 1 && x.ev.Composite >= pair.PassComposite && good == nil {
+				good = x
+			}
+		}
+		switch {
+		case !found && bad != nil && good != nil:
+			sc = scenario{task: task, failed: bad.envs, good: good.envs, failedID: bad.envs[0].SessionID, goodID: good.envs[0].SessionID, failedEvalGap: bad.ev.Gaps}
+			found = true
+		case found && good != nil && len(sc.others) < 3:
+			sc.others = append(sc.others, good.envs)
+		}
+	}
+	if !found || len(sc.others) < 3 {
+		return sc, fmt.Errorf("no task with a failed and a successful trial in the sample")
+	}
+	return sc, nil
+})
+
+func getScenario(t *testing.T) scenario {
+	t.Helper()
+	sc, err := loadScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// rekey copies a session's events under a new session id, with the given
+// iteration and parent session in its coordination.session.started.v1.
+// The started data is edited as JSON so that no field is lost to
+// omitempty (the importer writes empty allow-lists the schema requires).
+func rekey(t *testing.T, envs []events.Envelope, id string, iteration int, parent string) []events.Envelope {
+	t.Helper()
+	out := make([]events.Envelope, len(envs))
+	for i, e := range envs {
+		e.ID = fmt.Sprintf("%s#%04d", id, i)
+		e.SessionID, e.CorrelationID = id, id
+		if e.Type == events.SessionStarted {
+			var m map[string]any
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["iteration"] = iteration
+			if parent != "" {
+				m["parent_session"] = parent
+			}
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Data = b
+		}
+		if e.Type == events.WorkflowTaskCompleted {
+			var m map[string]any
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["workflow_id"] = id
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Data = b
+		}
+		if err := events.Validate(&e); err != nil {
+			t.Fatalf("rekeyed event %d: %v", i, err)
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// harness runs the sessions processor and the memory bank on a real store
+// without Kafka: derived events are taken from the outbox and applied (the
+// memories) or kept (the evaluations) as the relay would deliver them.
+type harness struct {
+	t     *testing.T
+	store *projections.Store
+	ix    *search.Index
+	w     *pair.Worker
+	off   map[string]int64
+	evals map[string]*events.Envelope // session id → its latest evaluation
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	s, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ix := search.NewIndex(s, sharedEmbedder(t), nil)
+	return &harness{t: t, store: s, ix: ix, w: &pair.Worker{Store: s, Index: ix}, off: map[string]int64{}, evals: map[string]*events.Envelope{}}
+}
+
+func (h *harness) apply(proc string, topic events.Topic, env *events.Envelope, fn projections.ApplyFunc) {
+	h.t.Helper()
+	if _, err := h.store.Apply(proc, projections.Position{Topic: string(topic), Offset: h.off[proc]}, env, fn); err != nil {
+		h.t.Fatalf("%s %s: %v", proc, env.ID, err)
+	}
+	h.off[proc]++
+}
+
+// send applies envs as the sessions processor, then relays the outbox.
+func (h *harness) send(envs ...events.Envelope) {
+	h.t.Helper()
+	for i := range envs {
+		h.apply(sessions.Name, events.TopicSessions, &envs[i], sessions.Processor{}.Apply)
+	}
+	h.relay()
+}
+
+// record applies a memory.recorded.v1 to the memory bank.
+func (h *harness) record(env events.Envelope) {
+	h.t.Helper()
+	h.apply(memories.Name, events.TopicMemories, &env, memories.Processor{}.Apply)
+}
+
+func (h *harness) relay() {
+	h.t.Helper()
+	for {
+		entries, err := h.store.PendingOutbox(100)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if len(entries) == 0 {
+			return
+		}
+		for _, e := range entries {
+			env, err := events.ParseEvent(e.Value)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			switch env.Type {
+			case events.MemoryRecorded:
+				h.record(env)
+			case events.EvaluationCompleted:
+				var ev events.EvaluationData
+				if err := env.Decode(&ev); err != nil {
+					h.t.Fatal(err)
+				}
+				h.evals[ev.SessionID] = &env
+			}
+		}
+		if err := h.store.AckOutbox(entries); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// eval is the evaluation of session id.
+func (h *harness) eval(id string) (*events.Envelope, events.EvaluationData) {
+	h.t.Helper()
+	env, ok := h.evals[id]
+	if !ok {
+		h.t.Fatalf("no evaluation of %s", id)
+	}
+	var ev events.EvaluationData
+	if err := env.Decode(&ev); err != nil {
+		h.t.Fatal(err)
+	}
+	return env, ev
+}
+
+// memoryOf returns the memories whose source sessions contain id.
+func memoriesOf(t *testing.T, store *projections.Store, id string) []memories.Memory {
+	t.Helper()
+	var out []memories.Memory
+	err := memories.Each(store, func(m memories.Memory) bool {
+		for _, s := range m.SourceSessions {
+			if s == id {
+				out = append(out, m)
+				break
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,345 @@
+package pair
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// ContextRetrieved is pair.context.retrieved.v1 (data Context), written by
+// the pair worker on chronicle.learned, keyed by session_id. Its registry
+// entry lives in events/types.go.
+const ContextRetrieved = events.PairContextRetrieved
+
+// Limits and thresholds of PAIR retrieval.
+const (
+	// PassComposite is the composite at which a session needs no revision
+	// (FLUX's meets_criteria).
+	PassComposite = 95.0
+	// MaxIterations is the last iteration of the loop: a session at this
+	// iteration gets no retrieval, only stop_iteration_limit.
+	MaxIterations = 3
+	// MinConfidence: only memories with a confidence strictly above it are
+	// kept.
+	MinConfidence = 0.5
+	// QueryLimit is how many hits one gap's query asks for.
+	QueryLimit = 10
+	// MaxExamples is how many examples a category group keeps.
+	MaxExamples = 3
+	// MaxGaps is how many gaps (in priority order) are queried.
+	MaxGaps = 5
+	// MaxContent bounds an example's content in the event (characters).
+	MaxContent = 2000
+	// QueryPrefix starts every gap query.
+	QueryPrefix = "Coordination pattern: "
+	// Uncategorised is the category of a memory without a specific tag.
+	Uncategorised = "uncategorised"
+	// ImprovementTag tags the memory of a successful improvement.
+	ImprovementTag = "pair_improvement_completed"
+	// PatternTag marks an explicit memory as a coordination pattern.
+	PatternTag = "coordination_pattern"
+)
+
+// Recommendations of a Context.
+const (
+	// ReviseWithPatterns: revise the session; at least one gap has
+	// patterns.
+	ReviseWithPatterns = "revise_with_patterns"
+	// ReviseWithoutPatterns: revise the session; no gap has patterns.
+	ReviseWithoutPatterns = "revise_without_patterns"
+	// StopIterationLimit: the session was the last iteration; no retrieval.
+	StopIterationLimit = "stop_iteration_limit"
+)
+
+// Kinds of an Example.
+const (
+	// KindPattern: a success memory whose tags mark a coordination
+	// strategy (strategy, pair_improvement_completed, coordination_pattern).
+	KindPattern = "coordination_pattern"
+	// KindSuccess: any other success memory.
+	KindSuccess = "success_memory"
+)
+
+// Context is the data of pair.context.retrieved.v1: what PAIR retrieved for
+// one evaluated session.
+type Context struct {
+	SessionID     string  `json:"session_id"`
+	Iteration     int     `json:"iteration"`
+	ParentSession string  `json:"parent_session,omitempty"`
+	Composite     float64 `json:"composite"`
+	// Gaps are the queried gaps in priority order, each with its patterns.
+	Gaps           []GapContext `json:"gaps"`
+	Recommendation string       `json:"recommendation"`
+	// NextIteration is the iteration the revised attempt should start
+	// with (absent on stop_iteration_limit).
+	NextIteration int `json:"next_iteration,omitempty"`
+}
+
+// GapContext is one gap with the patterns retrieved for it.
+type GapContext struct {
+	CriterionID         string  `json:"criterion_id"`
+	Description         string  `json:"description,omitempty"`
+	Score               float64 `json:"score"`
+	Severity            string  `json:"severity"`
+	ImprovementPriority int     `json:"improvement_priority"`
+	// Query is the search text ("" when nothing was retrieved).
+	Query string `json:"query,omitempty"`
+	// Patterns are the hits grouped by category, best group first.
+	Patterns []Group `json:"patterns"`
+}
+
+// Group is the hits of one category for a gap.
+type Group struct {
+	Category string `json:"category"`
+	// SuccessRate pools the examples' source sessions: the share whose
+	// evaluation meets the criteria; nil when none is known.
+	SuccessRate *float64 `json:"success_rate,omitempty"`
+	// Sessions is how many source sessions SuccessRate is computed from.
+	Sessions int `json:"sessions"`
+	// Confidence is the mean confidence of the examples.
+	Confidence float64 `json:"confidence"`
+	// Examples are the group's best hits (at most MaxExamples), by
+	// relevance.
+	Examples []Example `json:"examples"`
+}
+
+// Example is one memory in a Group.
+type Example struct {
+	MemoryID    string   `json:"memory_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Content     string   `json:"content"`
+	Kind        string   `json:"kind"`
+	Confidence  float64  `json:"confidence"`
+	Relevance   float64  `json:"relevance"`
+	SuccessRate *float64 `json:"success_rate,omitempty"`
+	Sessions    int      `json:"sessions"`
+}
+
+// Searcher runs a memory search; *search.Index implements it.
+type Searcher interface {
+	Search(ctx context.Context, q search.Query) (search.Result, error)
+}
+
+// RateFunc tells, for a memory's source sessions, how many were found
+// evaluated (known) and how many of those meet their criteria (met).
+type RateFunc func(sessionIDs []string) (met, known int, err error)
+
+// genericTags are tags that say what kind of memory it is, not what it is
+// about: they never name a category.
+var genericTags = map[string]bool{
+	"strategy": true, "anti-pattern": true, ImprovementTag: true, PatternTag: true,
+	"low": true, "medium": true, "high": true, "critical": true,
+}
+
+// Category is the first tag of tags that is not generic, or Uncategorised.
+func Category(tags []string) string {
+	for _, t := range tags {
+		if t = strings.TrimSpace(t); t != "" && !genericTags[strings.ToLower(t)] {
+			return t
+		}
+	}
+	return Uncategorised
+}
+
+// KindOf is KindPattern when tags mark a coordination strategy, else
+// KindSuccess.
+func KindOf(tags []string) string {
+	for _, t := range tags {
+		switch strings.ToLower(t) {
+		case "strategy", ImprovementTag, PatternTag:
+			return KindPattern
+		}
+	}
+	return KindSuccess
+}
+
+// Query is the search text of gap g: QueryPrefix and its description (its
+// criterion id when it has none).
+func Query(g events.Gap) string {
+	d := strings.TrimSpace(g.Description)
+	if d == "" {
+		d = g.CriterionID
+	}
+	return QueryPrefix + d
+}
+
+// SearchQuery is the memory search PAIR runs for gap g of session
+// sessionID: outcome success, memories of the session excluded,
+// min_confidence MinConfidence (Keep then drops those equal to it),
+// QueryLimit hits, scopes readable restricts by readable (nil: all).
+func SearchQuery(g events.Gap, sessionID string, readable func(scope string) bool) search.Query {
+	mc := MinConfidence
+	return search.Query{
+		Text: Query(g), Outcome: events.OutcomeSuccess, Limit: QueryLimit, MinConfidence: &mc,
+		ExcludeSourceSession: sessionID, Readable: readable,
+	}
+}
+
+// Keep returns the hits PAIR may use, in order: outcome success,
+// confidence strictly above MinConfidence, not distilled from
+// excludeSession. (The search already filters; Keep makes the rule hold
+// whatever Searcher answered.)
+func Keep(hits []search.Hit, excludeSession string) []search.Hit {
+	out := make([]search.Hit, 0, len(hits))
+next:
+	for _, h := range hits {
+		if h.Outcome != events.OutcomeSuccess || h.Confidence <= MinConfidence {
+			continue
+		}
+		for _, s := range h.SourceSessions {
+			if s == excludeSession {
+				continue next
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// WeightedGaps are the gaps PAIR queries: those of criteria with weight > 0
+// (all gaps when no criterion has a weight), in the evaluation's priority
+// order, at most MaxGaps.
+func WeightedGaps(ev events.EvaluationData) []events.Gap {
+	gs := weightedAll(ev)
+	return gs[:min(len(gs), MaxGaps)]
+}
+
+// GroupHits groups hits (in relevance order) by Category: groups by their
+// best hit's relevance (then category name), examples in hit order, at
+// most MaxExamples each. rate, when not nil, gives each example's success
+// rate from its source sessions and the group's pooled one.
+func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
+	type acc struct {
+		g         Group
+		best      float64
+		met, know int
+	}
+	byCat := map[string]*acc{}
+	for _, h := range hits {
+		cat := Category(h.Tags)
+		a, ok := byCat[cat]
+		if !ok {
+			a = &acc{g: Group{Category: cat}, best: h.Relevance}
+			byCat[cat] = a
+		}
+		if len(a.g.Examples) == MaxExamples {
+			continue
+		}
+		ex := Example{MemoryID: h.ID, Title: h.Title, Description: h.Description, Content: clip(h.Content, MaxContent),
+			Kind: KindOf(h.Tags), Confidence: h.Confidence, Relevance: h.Relevance}
+		if rate != nil && len(h.SourceSessions) > 0 {
+			met, known, err := rate(h.SourceSessions)
+			if err != nil {
+				return nil, err
+			}
+			if known > 0 {
+				r := float64(met) / float64(known)
+				ex.SuccessRate, ex.Sessions = &r, known
+				a.met += met
+				a.know += known
+			}
+		}
+		a.best = max(a.best, h.Relevance)
+		a.g.Examples = append(a.g.Examples, ex)
+	}
+	out := make([]*acc, 0, len(byCat))
+	for _, a := range byCat {
+		var sum float64
+		for _, e := range a.g.Examples {
+			sum += e.Confidence
+		}
+		a.g.Confidence = round4(sum / float64(len(a.g.Examples)))
+		if a.know > 0 {
+			r := float64(a.met) / float64(a.know)
+			a.g.SuccessRate, a.g.Sessions = &r, a.know
+		}
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].best != out[j].best {
+			return out[i].best > out[j].best
+		}
+		return out[i].g.Category < out[j].g.Category
+	})
+	groups := make([]Group, len(out))
+	for i, a := range out {
+		groups[i] = a.g
+	}
+	return groups, nil
+}
+
+// Retrieve runs PAIR retrieval for the gaps of session sessionID: one
+// SearchQuery per gap through s, Keep, GroupHits. It returns one
+// GapContext per gap, in order.
+func Retrieve(ctx context.Context, s Searcher, rate RateFunc, sessionID string, gaps []events.Gap, readable func(scope string) bool) ([]GapContext, error) {
+	out := make([]GapContext, 0, len(gaps))
+	for _, g := range gaps {
+		q := SearchQuery(g, sessionID, readable)
+		res, err := s.Search(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("pair: search for gap %s: %w", g.CriterionID, err)
+		}
+		groups, err := GroupHits(Keep(res.Memories, sessionID), rate)
+		if err != nil {
+			return nil, err
+		}
+		gc := gapContext(g)
+		gc.Query, gc.Patterns = q.Text, groups
+		out = append(out, gc)
+	}
+	return out, nil
+}
+
+func gapContext(g events.Gap) GapContext {
+	return GapContext{CriterionID: g.CriterionID, Description: g.Description, Score: g.Score, Severity: g.Severity,
+		ImprovementPriority: g.ImprovementPriority, Patterns: []Group{}}
+}
+
+// Build assembles the Context of an evaluation at iteration (≥ 1): at
+// MaxIterations or later the gaps without patterns and StopIterationLimit;
+// otherwise the retrieved gaps and ReviseWithPatterns or
+// ReviseWithoutPatterns, with NextIteration = iteration + 1. retrieved is
+// ignored at the limit.
+func Build(ev events.EvaluationData, iteration int, parent string, retrieved []GapContext) Context {
+	c := Context{SessionID: ev.SessionID, Iteration: iteration, ParentSession: parent, Composite: ev.Composite}
+	if iteration >= MaxIterations {
+		c.Recommendation = StopIterationLimit
+		c.Gaps = []GapContext{}
+		for _, g := range WeightedGaps(ev) {
+			c.Gaps = append(c.Gaps, gapContext(g))
+		}
+		return c
+	}
+	c.Gaps = retrieved
+	if c.Gaps == nil {
+		c.Gaps = []GapContext{}
+	}
+	c.NextIteration = iteration + 1
+	c.Recommendation = ReviseWithoutPatterns
+	for _, g := range c.Gaps {
+		if len(g.Patterns) > 0 {
+			c.Recommendation = ReviseWithPatterns
+			break
+		}
+	}
+	return c
+}
+
+// clip shortens s to at most n characters, ending in "…" when cut.
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

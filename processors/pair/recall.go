@@ -1,0 +1,207 @@
+package pair
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/flux"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
+	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// RecallK is the cut-off of RecallAt3.
+const RecallK = 3
+
+// RecallAt3 is pair_recall_at_3 on tau-bench records, for `chronicle eval`.
+//
+// Memory bank: every record goes through the importer (taubench.Events),
+// the FLUX evaluator and the deterministic distiller exactly as the
+// sessions processor runs them, and each distilled memory is applied, in
+// record order, by the memory-bank processor (memories.Processor) to a
+// temporary in-memory projection store; the bank is indexed with
+// search.NewIndex(store, emb, nil).
+//
+// Cases: the records with reward 0 whose task has a trial with reward 1,
+// and for which PAIR retrieves at all (composite below PassComposite; a
+// failed trial the evaluator passes gets no retrieval and is not counted).
+// n is their number.
+//
+// For each case the PAIR queries of its gaps (WeightedGaps, SearchQuery
+// with the session excluded, Keep) are run, and the ranked lists of the
+// gaps are interleaved by rank (the first hit of each gap in priority
+// order, then the second ones, …, repeats skipped); the top RecallK of
+// that order are the session's top 3. A case is a hit when one of them
+// was distilled from a trial of the same task with reward 1 (its source
+// sessions contain taubench-airline/<task>/<trial> of such a trial).
+//
+// model ranks each gap's query with (*search.Index).Search, the ranking
+// the worker uses (hybrid vector + BM25 with alpha by observations, which
+// is vector-only for memories with fewer than 5 observations). lexical
+// ranks the same candidates of the same vector store (same filters) by
+// BM25 alone, ties by id: a dedicated ranking, because a constant-vector
+// embedder would leave young memories (alpha 1) all tied. No threshold
+// was tuned on these records: the constants are the worker's.
+func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (model, lexical float64, n int, err error) {
+	ctx := context.Background()
+	store, err := projections.Open("pair-recall", projections.Options{FS: vfs.NewMem()})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer store.Close()
+
+	type sess struct {
+		id, task string
+		reward   float64
+		ev       events.EvaluationData
+	}
+	var all []sess
+	succeeded := map[string]map[string]bool{} // task → successful session ids
+	var off int64
+	for _, r := range recs {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		in, err := flux.InputFromEvents(envs)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		ev := flux.Evaluate(in)
+		sid := taubench.SessionID(r.TaskID, r.Trial)
+		task := fmt.Sprint(r.TaskID)
+		all = append(all, sess{id: sid, task: task, reward: r.Reward, ev: ev})
+		if r.Reward == 1 {
+			if succeeded[task] == nil {
+				succeeded[task] = map[string]bool{}
+			}
+			succeeded[task][sid] = true
+		}
+		mems, err := distill.Deterministic{}.Extract(ctx, distill.NewSession(in, ev))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		done := &envs[len(envs)-1]
+		for i, m := range mems {
+			env, err := events.Derive(done, "chronicle/sessions", events.MemoryRecorded, i, events.MemoryRecordedData{
+				MemoryID: distill.MemoryID(done.EffectiveScope(), m.Title, m.Content), Title: m.Title, Description: m.Description,
+				Content: m.Content, Outcome: m.Outcome, Tags: m.Tags, Source: "distilled", SourceSession: sid,
+			})
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			if _, err := store.Apply(memories.Name, projections.Position{Topic: string(events.TopicMemories), Offset: off}, &env, memories.Processor{}.Apply); err != nil {
+				return 0, 0, 0, err
+			}
+			off++
+		}
+	}
+	ix := search.NewIndex(store, emb, nil)
+	if err := ix.Sync(ctx); err != nil {
+		return 0, 0, 0, err
+	}
+
+	var hitModel, hitLexical int
+	for _, s := range all {
+		if s.reward != 0 || len(succeeded[s.task]) == 0 || s.ev.Composite >= PassComposite {
+			continue
+		}
+		n++
+		var byModel, byLexical [][]search.Hit
+		for _, g := range WeightedGaps(s.ev) {
+			res, err := ix.Search(ctx, SearchQuery(g, s.id, nil))
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			byModel = append(byModel, Keep(res.Memories, s.id))
+			lex, err := lexicalSearch(ctx, ix.Store(), g, s.id)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			byLexical = append(byLexical, lex)
+		}
+		if hitsTask(Interleave(byModel, RecallK), succeeded[s.task]) {
+			hitModel++
+		}
+		if hitsTask(Interleave(byLexical, RecallK), succeeded[s.task]) {
+			hitLexical++
+		}
+	}
+	if n == 0 {
+		return 0, 0, 0, nil
+	}
+	return float64(hitModel) / float64(n), float64(hitLexical) / float64(n), n, nil
+}
+
+// lexicalSearch is the BM25-only ranking of gap g's query over vs with the
+// filters of SearchQuery: hits with a positive BM25, best first, ties by
+// id, at most QueryLimit, through Keep.
+func lexicalSearch(ctx context.Context, vs search.VectorStore, g events.Gap, sessionID string) ([]search.Hit, error) {
+	f := search.Filter{MinConfidence: MinConfidence, Outcome: events.OutcomeSuccess, ExcludeSourceSession: sessionID}
+	cands, err := vs.Candidates(ctx, nil, Query(g), f, search.CandidatesPerQuery)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].BM25 != cands[j].BM25 {
+			return cands[i].BM25 > cands[j].BM25
+		}
+		return cands[i].ID < cands[j].ID
+	})
+	var hits []search.Hit
+	for _, c := range cands {
+		if c.BM25 <= 0 || len(hits) == QueryLimit {
+			break
+		}
+		hits = append(hits, search.Hit{ID: c.ID, Title: c.Title, Description: c.Description, Content: c.Content, Outcome: c.Outcome,
+			Confidence: c.Confidence, UsageCount: c.UsageCount, Relevance: c.BM25, Scope: c.Scope, Tags: c.Tags, SourceSessions: c.SourceSessions})
+	}
+	return Keep(hits, sessionID), nil
+}
+
+// Interleave merges ranked lists by rank — the first of each list in list
+// order, then the second of each, … — skipping memories already taken,
+// and returns the first k.
+func Interleave(lists [][]search.Hit, k int) []search.Hit {
+	var out []search.Hit
+	seen := map[string]bool{}
+	for rank := 0; len(out) < k; rank++ {
+		more := false
+		for _, l := range lists {
+			if rank >= len(l) {
+				continue
+			}
+			more = true
+			if h := l[rank]; !seen[h.ID] {
+				seen[h.ID] = true
+				out = append(out, h)
+				if len(out) == k {
+					return out
+				}
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return out
+}
+
+// hitsTask reports whether one of hits was distilled from one of the
+// sessions in want.
+func hitsTask(hits []search.Hit, want map[string]bool) bool {
+	for _, h := range hits {
+		for _, s := range h.SourceSessions {
+			if want[s] {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,173 @@
+package pair
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// Source is the CloudEvents source of the events the pair worker writes.
+const Source = "chronicle/pair"
+
+// Worker is the pair worker: a processors.Worker on chronicle.evaluations
+// that writes pair.context.retrieved.v1 for sessions below PassComposite and
+// the pair_improvement_completed memory of a revision that fixed its
+// parent (see the package documentation).
+type Worker struct {
+	// Store holds the sessions projection (iteration, parent, scope, the
+	// evaluations behind success rates).
+	Store *projections.Store
+	// Index answers the memory searches (a *search.Index).
+	Index Searcher
+	// Producer publishes the derived events.
+	Producer *events.Producer
+	// Readable says whether a session in sessionScope may see memories of
+	// memoryScope. Default: only the session's own scope.
+	Readable func(sessionScope, memoryScope string) bool
+}
+
+var (
+	_ processors.Worker = (*Worker)(nil)
+	_ Searcher          = (*search.Index)(nil)
+)
+
+// Name implements processors.Worker.
+func (*Worker) Name() string { return "pair" }
+
+// Topic implements processors.Worker.
+func (*Worker) Topic() events.Topic { return events.TopicEvaluations }
+
+// Handle implements processors.Worker: it publishes what Derive returns. A
+// failure (an unknown session, a search or produce error) is returned, and
+// the evaluation goes to the dead-letter topic with the reason.
+func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
+	out, err := w.Derive(ctx, env)
+	if err != nil || len(out) == 0 {
+		return err
+	}
+	return w.Producer.PublishDerived(ctx, out...)
+}
+
+// Plan is what the worker writes for one evaluation: a Context, an
+// improvement memory, or nothing (both nil).
+type Plan struct {
+	// Context is the data of pair.context.retrieved.v1 (composite below
+	// PassComposite).
+	Context *Context
+	// Improvement is the pair_improvement_completed memory (composite at
+	// or above PassComposite, parent below it).
+	Improvement *events.MemoryRecordedData
+}
+
+// Plan decides what to write for evaluation ev: nothing for a judge
+// revision (revision > 0) or a session at PassComposite without a parent
+// below it; the Context below PassComposite (retrieval unless the session
+// is at MaxIterations); the improvement memory of a revision at
+// PassComposite whose parent scored below it. scope is the scope of the
+// evaluation event (the memory's content address depends on it). The
+// session must be in the sessions projection.
+func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationData) (Plan, error) {
+	if ev.Revision > 0 {
+		return Plan{}, nil
+	}
+	v, ok, err := sessions.Get(w.Store, ev.SessionID)
+	if err != nil {
+		return Plan{}, err
+	}
+	if !ok {
+		return Plan{}, fmt.Errorf("pair: session %s is not in the sessions projection", ev.SessionID)
+	}
+	iteration := max(1, v.Iteration)
+	if ev.Composite >= PassComposite {
+		m, err := w.improvement(scope, ev, iteration, v)
+		return Plan{Improvement: m}, err
+	}
+	var retrieved []GapContext
+	if iteration < MaxIterations {
+		readable := func(scope string) bool { return scope == v.Scope }
+		if w.Readable != nil {
+			readable = func(scope string) bool { return w.Readable(v.Scope, scope) }
+		}
+		if retrieved, err = Retrieve(ctx, w.Index, w.rate, ev.SessionID, WeightedGaps(ev), readable); err != nil {
+			return Plan{}, err
+		}
+	}
+	c := Build(ev, iteration, v.ParentSession, retrieved)
+	return Plan{Context: &c}, nil
+}
+
+// Derive computes the events the worker writes for env (Plan as events)
+// without publishing them: pair.context.retrieved.v1 or memory.recorded.v1,
+// or none (also for types other than evaluation.completed.v1). Ids are
+// derived from env (events.Derive), so a repeat gives identical events.
+func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Envelope, error) {
+	if env.Type != events.EvaluationCompleted {
+		return nil, nil
+	}
+	var ev events.EvaluationData
+	if err := env.Decode(&ev); err != nil {
+		return nil, err
+	}
+	p, err := w.Plan(ctx, env.EffectiveScope(), ev)
+	if err != nil {
+		return nil, err
+	}
+	var typ events.Type
+	var data any
+	switch {
+	case p.Context != nil:
+		typ, data = ContextRetrieved, p.Context
+	case p.Improvement != nil:
+		typ, data = events.MemoryRecorded, p.Improvement
+	default:
+		return nil, nil
+	}
+	out, err := events.Derive(env, Source, typ, 0, data)
+	if err != nil {
+		return nil, err
+	}
+	return []events.Envelope{out}, nil
+}
+
+// rate is the RateFunc of the sessions projection: a session is known when
+// it has an evaluation, met when that evaluation meets its criteria.
+func (w *Worker) rate(ids []string) (met, known int, err error) {
+	for _, id := range ids {
+		v, ok, err := sessions.Get(w.Store, id)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !ok || v.Evaluation == nil {
+			continue
+		}
+		known++
+		if v.Evaluation.Recommendation == events.MeetsCriteria {
+			met++
+		}
+	}
+	return met, known, nil
+}
+
+// improvement returns the pair_improvement_completed memory of session v
+// (evaluated at or above PassComposite), or nil when it has no parent or
+// its parent has no evaluation below PassComposite.
+func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration int, v sessions.View) (*events.MemoryRecordedData, error) {
+	if v.ParentSession == "" {
+		return nil, nil
+	}
+	parent, ok, err := sessions.Get(w.Store, v.ParentSession)
+	if err != nil || !ok || parent.Evaluation == nil || parent.Evaluation.Composite >= PassComposite {
+		return nil, err
+	}
+	in, _, err := sessions.Input(w.Store, ev.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	m := Improvement(scope, ev, iteration, in.Calls, *parent.Evaluation, parent.Criteria)
+	return &m, nil
+}

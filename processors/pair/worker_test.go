@@ -1,0 +1,195 @@
+package pair_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+)
+
+// The worker's decisions (Plan) on real tau-bench sessions run through the
+// sessions processor and the memory bank on a real store, with the real
+// index and USE lite. Plan publishes nothing and builds no event, so these
+// tests run before pair.context.retrieved.v1 is in the events registry.
+func TestWorkerPlan(t *testing.T) {
+	sc := getScenario(t)
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, envs := range append(sc.others, sc.good) {
+		h.send(envs...)
+	}
+	h.send(sc.failed...)
+	scope := sc.failed[0].EffectiveScope()
+
+	// a successful session without a parent: nothing
+	_, goodEv := h.eval(sc.goodID)
+	if p, err := h.w.Plan(ctx, scope, goodEv); err != nil || p.Context != nil || p.Improvement != nil {
+		t.Fatalf("success without parent: %+v %v", p, err)
+	}
+	// a judge revision: nothing, whatever the composite
+	_, failedEv := h.eval(sc.failedID)
+	rev := failedEv
+	rev.Revision = 1
+	if p, err := h.w.Plan(ctx, scope, rev); err != nil || p.Context != nil || p.Improvement != nil {
+		t.Fatalf("revision 1: %+v %v", p, err)
+	}
+	// an unknown session is an error (the evaluation is dead-lettered)
+	unknown := failedEv
+	unknown.SessionID = "never-seen"
+	if _, err := h.w.Plan(ctx, scope, unknown); err == nil || !strings.Contains(err.Error(), "never-seen") {
+		t.Fatalf("unknown session: %v", err)
+	}
+
+	// the failed trial: a context whose patterns include the successful
+	// trial's strategy, with its success rate from the sessions projection
+	p, err := h.w.Plan(ctx, scope, failedEv)
+	if err != nil || p.Context == nil || p.Improvement != nil {
+		t.Fatalf("failed session: %+v %v", p, err)
+	}
+	c := p.Context
+	if c.SessionID != sc.failedID || c.Iteration != 1 || c.NextIteration != 2 || c.Recommendation != pair.ReviseWithPatterns || c.Composite != failedEv.Composite {
+		t.Fatalf("context %+v", c)
+	}
+	if len(c.Gaps) == 0 || len(c.Gaps) != len(pair.WeightedGaps(failedEv)) {
+		t.Fatalf("context has %d gaps, the evaluation %d weighted", len(c.Gaps), len(pair.WeightedGaps(failedEv)))
+	}
+	goodMem := memoriesOf(t, h.store, sc.goodID)
+	if len(goodMem) != 1 || goodMem[0].Outcome != "success" {
+		t.Fatalf("the successful trial's memories: %+v", goodMem)
+	}
+	own := map[string]bool{}
+	for _, m := range memoriesOf(t, h.store, sc.failedID) {
+		own[m.ID] = true
+	}
+	found := false
+	for _, g := range c.Gaps {
+		if !strings.HasPrefix(g.Query, pair.QueryPrefix) {
+			t.Fatalf("gap query %q", g.Query)
+		}
+		for _, grp := range g.Patterns {
+			if len(grp.Examples) == 0 || len(grp.Examples) > pair.MaxExamples {
+				t.Fatalf("group %s has %d examples", grp.Category, len(grp.Examples))
+			}
+			for _, e := range grp.Examples {
+				if own[e.MemoryID] || e.Confidence <= pair.MinConfidence || e.Kind != pair.KindPattern {
+					t.Fatalf("example %+v (own memory, low confidence or not a strategy)", e)
+				}
+				if e.SuccessRate == nil || *e.SuccessRate != 1 || e.Sessions != 1 {
+					t.Fatalf("example %s: success rate %v over %d sessions, want 1 over 1", e.MemoryID, e.SuccessRate, e.Sessions)
+				}
+				if e.MemoryID == goodMem[0].ID {
+					found = true
+					if grp.Category != pair.Category(goodMem[0].Tags) {
+						t.Fatalf("category %q, tags %v", grp.Category, goodMem[0].Tags)
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the successful trial's strategy %s is in no gap's patterns: %+v", goodMem[0].ID, c.Gaps)
+	}
+
+	// a copy of the successful trial merges into its strategy memory; an
+	// evaluation of the copy never sees that memory (ExcludeSourceSession)
+	copyID := "pair-test/copy"
+	h.send(rekey(t, sc.good, copyID, 1, "")...)
+	if m := memoriesOf(t, h.store, copyID); len(m) != 1 || m[0].ID != goodMem[0].ID {
+		t.Fatalf("the copy's strategy did not merge: %+v", m)
+	}
+	fake := failedEv
+	fake.SessionID = copyID
+	p, err = h.w.Plan(ctx, scope, fake)
+	if err != nil || p.Context == nil {
+		t.Fatalf("copy: %+v %v", p, err)
+	}
+	for _, g := range p.Context.Gaps {
+		for _, grp := range g.Patterns {
+			for _, e := range grp.Examples {
+				if e.MemoryID == goodMem[0].ID {
+					t.Fatalf("retrieval for %s saw a memory distilled from it", copyID)
+				}
+			}
+		}
+	}
+
+	// scopes: an explicit pattern in another project is invisible by
+	// default and visible when Readable allows it
+	other := events.MemoryRecordedData{Title: "Handoff pattern", Description: "Cancel after confirming.", Content: "Coordination pattern: " + failedEv.Gaps[0].Description,
+		Outcome: "success", Tags: []string{pair.PatternTag, "handoff"}, Source: "explicit"}
+	other.MemoryID = distill.MemoryID("project:other", other.Title, other.Content)
+	env, err := events.New(events.MemoryRecorded, "test", "explicit-1", taubench.BaseTime, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Scope = "project:other"
+	h.record(env)
+	seen := func(p pair.Plan) bool {
+		for _, g := range p.Context.Gaps {
+			for _, grp := range g.Patterns {
+				for _, e := range grp.Examples {
+					if e.MemoryID == other.MemoryID {
+						return grp.Category == "handoff" && e.SuccessRate == nil && e.Confidence == distill.InitialExplicit
+					}
+				}
+			}
+		}
+		return false
+	}
+	if p, err := h.w.Plan(ctx, scope, failedEv); err != nil || seen(p) {
+		t.Fatalf("another project's memory was retrieved (err %v)", err)
+	}
+	wide := &pair.Worker{Store: h.store, Index: h.ix, Readable: func(string, string) bool { return true }}
+	if p, err := wide.Plan(ctx, scope, failedEv); err != nil || !seen(p) {
+		t.Fatalf("Readable allowing every scope: explicit memory not retrieved as expected (err %v)", err)
+	}
+
+	// iteration 2: the successful trial as the revision of the failed one
+	r2 := "pair-test/revision-2"
+	h.send(rekey(t, sc.good, r2, 2, sc.failedID)...)
+	v, _, _ := sessions.Get(h.store, r2)
+	if v.Iteration != 2 || v.ParentSession != sc.failedID {
+		t.Fatalf("revision projected as %+v", v.Session)
+	}
+	_, r2Ev := h.eval(r2)
+	p, err = h.w.Plan(ctx, scope, r2Ev)
+	if err != nil || p.Context != nil || p.Improvement == nil {
+		t.Fatalf("improved revision: %+v %v", p, err)
+	}
+	m := p.Improvement
+	if m.SourceSession != r2 || m.Source != "distilled" || m.Outcome != "success" || m.Tags[0] != pair.ImprovementTag || !strings.HasPrefix(m.Title, "PAIR improvement: ") {
+		t.Fatalf("improvement memory %+v", m)
+	}
+	if len(pair.FixedGaps(failedEv, r2Ev)) == 0 || !strings.Contains(m.Content, pair.FixedGaps(failedEv, r2Ev)[0].Description) {
+		t.Fatalf("improvement content %q", m.Content)
+	}
+
+	// iteration 3: the failed trial again, as the last attempt: stop
+	r3 := "pair-test/revision-3"
+	h.send(rekey(t, sc.failed, r3, 3, r2)...)
+	_, r3Ev := h.eval(r3)
+	p, err = h.w.Plan(ctx, scope, r3Ev)
+	if err != nil || p.Context == nil {
+		t.Fatalf("iteration 3: %+v %v", p, err)
+	}
+	if c := p.Context; c.Recommendation != pair.StopIterationLimit || c.Iteration != 3 || c.ParentSession != r2 || c.NextIteration != 0 || len(c.Gaps) == 0 {
+		t.Fatalf("iteration 3 context %+v", c)
+	}
+	for _, g := range p.Context.Gaps {
+		if len(g.Patterns) != 0 || g.Query != "" {
+			t.Fatalf("iteration 3 retrieved for gap %+v", g)
+		}
+	}
+	// a success at iteration 3 whose parent met its criteria: no memory
+	r4 := "pair-test/revision-4"
+	h.send(rekey(t, sc.good, r4, 3, r2)...)
+	_, r4Ev := h.eval(r4)
+	if p, err := h.w.Plan(ctx, scope, r4Ev); err != nil || p.Context != nil || p.Improvement != nil {
+		t.Fatalf("success after a successful parent: %+v %v", p, err)
+	}
+}
