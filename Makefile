@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/chronicle
 DATA    ?= ./data
 
-.PHONY: run test build bench demo clean
+.PHONY: run test build bench demo clean weaviate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/chronicle
@@ -16,8 +16,9 @@ run: build
 demo: build
 	$(BIN) demo --data $(DATA) --json
 
-## test: vet, then every test with the race detector (includes the crash test)
-test:
+## test: vet, then every test with the race detector (includes the crash test and, with the
+## Weaviate server installed by `make weaviate`, the Weaviate integration tests)
+test: weaviate
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 40m ./...
 
@@ -29,6 +30,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -count 1 ./processors/toolgraph/
 	$(GO) test -run '^$$' -bench MemorySearch -benchtime 100x -count 1 -timeout 20m ./projections/search/
 	$(GO) test -run '^$$' -bench USELite -count 1 ./projections/embedder/
+
+## weaviate: install the Weaviate server the projections/search/weaviate tests start (from the Go module proxy, about 7 min on 2 cores, a 170 MB binary; skipped when present)
+WEAVIATE_VERSION ?= v1.35.2
+WEAVIATE_SERVER  ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/weaviate-server
+weaviate:
+	@if [ -x "$(WEAVIATE_SERVER)" ]; then echo "weaviate-server: $(WEAVIATE_SERVER)"; else \
+		echo "installing weaviate-server $(WEAVIATE_VERSION) into $(dir $(WEAVIATE_SERVER))"; \
+		cd /tmp && GOFLAGS=-mod=mod $(GO) install github.com/weaviate/weaviate/cmd/weaviate-server@$(WEAVIATE_VERSION); fi
 
 clean:
 	rm -rf bin $(DATA)

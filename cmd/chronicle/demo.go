@@ -45,7 +45,11 @@ func demoCmd() *cobra.Command {
 			ctx, cancel := signalContext()
 			defer cancel()
 			start := time.Now()
-			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError})
+			vs, err := c.vectorStore(ctx)
+			if err != nil {
+				return err
+			}
+			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError})
 			if err != nil {
 				return err
 			}
@@ -90,6 +94,7 @@ func demoCmd() *cobra.Command {
 	}
 	c.register(cmd)
 	c.registerLLM(cmd)
+	c.registerSearch(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	cmd.Flags().BoolVar(&serve, "serve", false, "keep serving the HTTP API afterwards")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address with --serve")

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/chronicle-dev/chronicle/projections/search/weaviate"
 	"github.com/spf13/cobra"
 )
 
@@ -22,6 +24,7 @@ type commonFlags struct {
 	llmURL      string
 	llmModel    string
 	llmKeyEnv   string
+	weaviate    string
 }
 
 // registerLLM adds the flags of the LLM distiller and judge.
@@ -29,6 +32,19 @@ func (c *commonFlags) registerLLM(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1); enables the LLM distiller and the judge")
 	cmd.Flags().StringVar(&c.llmModel, "llm-model", "", "chat model for the LLM distiller and the judge")
 	cmd.Flags().StringVar(&c.llmKeyEnv, "llm-key-env", "CHRONICLE_LLM_API_KEY", "environment variable holding the API key")
+}
+
+// registerSearch adds the vector store flag.
+func (c *commonFlags) registerSearch(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.weaviate, "weaviate", "", "host:port of a Weaviate server for memory search (e.g. 127.0.0.1:8081); empty: the embedded vector store")
+}
+
+// vectorStore connects --weaviate, or returns nil for the embedded store.
+func (c *commonFlags) vectorStore(ctx context.Context) (search.VectorStore, error) {
+	if c.weaviate == "" {
+		return nil, nil
+	}
+	return weaviate.New(ctx, weaviate.Config{Host: c.weaviate})
 }
 
 // llm is the LLM configuration, nil without --llm-url.

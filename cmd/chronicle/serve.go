@@ -30,7 +30,11 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true})
+			vs, err := c.vectorStore(ctx)
+			if err != nil {
+				return err
+			}
+			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true})
 			if err != nil {
 				return err
 			}
@@ -41,6 +45,7 @@ func serveCmd() *cobra.Command {
 	}
 	c.register(cmd)
 	c.registerLLM(cmd)
+	c.registerSearch(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")

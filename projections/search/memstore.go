@@ -240,7 +240,7 @@ func (t *topK) offer(d *memDoc, score float64) {
 		}
 		return
 	}
-	if t.k == 0 || !worse(t.h[0], e) {
+	if t.k <= 0 || !worse(t.h[0], e) {
 		return
 	}
 	t.h[0] = e

@@ -12,11 +12,9 @@
 // order (each store has its own BM25 numbers; Index normalises them by the
 // largest among the candidates).
 //
-// A candidate carrying neither flag has no score for Index (its relevance
-// is 0 and it is never returned); the suite ignores such candidates (the
-// MemStore used to return some when fewer than k admitted documents
-// matched the query text: its BM25 pass took the k best, zero scores
-// included).
+// Every candidate must come from one of the two lists (HasCosine or
+// HasBM25), be returned once, carry no vector, and have zero for the
+// score of a list it is not in; a BM25 candidate has a positive score.
 package searchtest
 
 import (
@@ -152,9 +150,10 @@ func cands(t *testing.T, s search.VectorStore, v []float32, text string, f searc
 		if len(c.Vector) != 0 {
 			t.Errorf("%s: candidate carries its vector (%d values), want none", c.ID, len(c.Vector))
 		}
-		if c.HasCosine || c.HasBM25 {
-			out = append(out, c)
+		if !c.HasCosine && !c.HasBM25 {
+			t.Errorf("%s: a candidate with neither HasCosine nor HasBM25", c.ID)
 		}
+		out = append(out, c)
 	}
 	return out
 }

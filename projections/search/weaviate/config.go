@@ -54,14 +54,16 @@ type Config struct {
 	// Timeout bounds one request (DefaultTimeout).
 	Timeout time.Duration
 	// RetryInitialInterval is the first pause after a connection error
-	// (DefaultRetryInitialInterval); pauses grow exponentially with
-	// jitter up to RetryMaxInterval (DefaultRetryMaxInterval).
+	// (DefaultRetryInitialInterval); pauses grow exponentially (×1.5,
+	// with ±50% jitter).
 	RetryInitialInterval time.Duration
-	RetryMaxInterval     time.Duration
+	// RetryMaxInterval caps one pause (DefaultRetryMaxInterval).
+	RetryMaxInterval time.Duration
 	// RetryMaxElapsed is how long an operation retries connection errors
-	// (refused, reset, timed out, HTTP 502/503/504) before it returns an
-	// error wrapping ErrUnavailable (DefaultRetryMaxElapsed). Other errors
-	// are returned at once.
+	// (refused, reset, timed out, HTTP 502/503/504) and the refusals of a
+	// server still loading its collections after a restart, before it
+	// returns an error wrapping ErrUnavailable (DefaultRetryMaxElapsed).
+	// Other errors are returned at once.
 	RetryMaxElapsed time.Duration
 	// OverFetch multiplies k when Candidates must filter in Go
 	// (DefaultOverFetch); it multiplies again while too few pass.

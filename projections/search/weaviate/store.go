@@ -27,23 +27,30 @@
 //     are Weaviate's (summed over the properties), not the MemStore's
 //     numbers; Index only uses them relative to the largest candidate.
 //
-// Filter.Readable is a Go function Weaviate cannot evaluate: with it, each
-// query asks for OverFetch × k objects, keeps those Filter.Admits, and asks
-// again for OverFetch times as many while fewer than k pass and the server
-// had more (up to MaxFetch). Every result goes through Filter.Admits, then
-// each list is trimmed to k and the two are merged by id as the MemStore
-// does: cosine order first, then BM25-only candidates; HasCosine/HasBM25
-// tell which list a candidate came from, and the absent score is zero.
-// Ties are broken by id; with HNSW (approximate) and exact ties at the k-th
-// place, Weaviate may keep a different document than the MemStore.
+// The two queries run concurrently. Filter.Readable is a Go function
+// Weaviate cannot evaluate: with it, each query asks for OverFetch × k
+// objects, with only the properties Filter.Admits reads, keeps those it
+// admits, and asks again for OverFetch times as many while fewer than k
+// pass and the server had more (up to MaxFetch); the chosen documents are
+// then fetched whole by id in one more query. Every result goes through
+// Filter.Admits, then each list is trimmed to k and the two are merged by
+// id as the MemStore does: cosine order first, then BM25-only candidates;
+// HasCosine/HasBM25 tell which list a candidate came from, and the absent
+// score is zero. Ties are broken by id; with HNSW (approximate) and exact
+// ties at the k-th place, Weaviate may keep a different document than the
+// MemStore.
 //
 // All vectors of the collection must have one dimension: a model change
 // to another dimension needs Drop (or another ClassPrefix) and a full
 // re-sync.
 //
-// Connection errors (refused, reset, timed out, HTTP 502/503/504) are
-// retried with exponential backoff (github.com/cenkalti/backoff/v4) for up
-// to Config.RetryMaxElapsed, then returned wrapping ErrUnavailable.
+// Connection errors (refused, reset, timed out, HTTP 502/503/504) and the
+// refusals of a server that reports ready while it is still loading its
+// collections after a restart ("could not find index for class", "shard
+// is not ready") are retried with exponential backoff
+// (github.com/cenkalti/backoff/v4) for up to Config.RetryMaxElapsed, then
+// returned wrapping ErrUnavailable. A batch is retried whole: writes are
+// idempotent.
 package weaviate
 
 import (
@@ -57,6 +64,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode"
 
@@ -77,16 +85,18 @@ import (
 
 // Namespace is the UUID namespace of ObjectID (fixed: changing it would
 // orphan every stored object).
-var Namespace = uuid.MustParse("5b0c8a2e-6f5e-4c1b-9d8e-2f6a1c3b7d40")
+const Namespace = "5b0c8a2e-6f5e-4c1b-9d8e-2f6a1c3b7d40"
+
+var namespace = uuid.MustParse(Namespace)
 
 // ObjectID is the Weaviate object UUID of the document with id: UUID v5 of
 // id in Namespace.
-func ObjectID(id string) string { return uuid.NewSHA1(Namespace, []byte(id)).String() }
+func ObjectID(id string) string { return uuid.NewSHA1(namespace, []byte(id)).String() }
 
 // ErrUnavailable is wrapped by the error of an operation that still met
-// connection errors when its retry budget (Config.RetryMaxElapsed) ran
-// out.
-var ErrUnavailable = errors.New("weaviate: server unavailable")
+// connection errors (or a server still loading its collections) when its
+// retry budget (Config.RetryMaxElapsed) ran out.
+var ErrUnavailable = errors.New("weaviate server unavailable")
 
 // Store is a search.VectorStore on the MemoryClass collection of a Weaviate
 // server. It is safe for concurrent use.
@@ -97,7 +107,8 @@ type Store struct {
 	memory    string
 	patterns  string
 	tools     string
-	queryProp []graphql.Field
+	queryProp []graphql.Field // every property of a Doc
+	lightProp []graphql.Field // the properties Filter.Admits reads
 }
 
 var _ search.VectorStore = (*Store)(nil)
@@ -127,6 +138,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		"confidence", "pruned", "evidence", "usage_count", "model"} {
 		s.queryProp = append(s.queryProp, graphql.Field{Name: p})
 	}
+	for _, p := range []string{"memory_id", "scope", "outcome", "source_sessions", "confidence", "pruned"} {
+		s.lightProp = append(s.lightProp, graphql.Field{Name: p})
+	}
 	if err := s.ensureSchema(ctx); err != nil {
 		hc.CloseIdleConnections()
 		return nil, err
@@ -141,7 +155,9 @@ func (s *Store) Config() Config { return s.cfg }
 // collections (with ClassPrefix).
 func (s *Store) Collections() (memory, patterns, tools string) { return s.memory, s.patterns, s.tools }
 
-// Close releases idle connections. The store must not be used after.
+// Close releases idle HTTP connections; it always returns nil. The store
+// must not be used after. (With GRPCHost, the gRPC connection stays open
+// until the process ends: the client library cannot close it.)
 func (s *Store) Close() error {
 	s.http.CloseIdleConnections()
 	return nil
@@ -187,22 +203,65 @@ func (s *Store) retry(ctx context.Context, what string, op func(ctx context.Cont
 		}
 		return err
 	}, backoff.WithContext(b, ctx))
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case ctx.Err() != nil && last != nil && retryable(last):
-		return fmt.Errorf("weaviate: %s: %w after %d attempts: %v (%v)", what, ErrUnavailable, attempts, last, ctx.Err())
-	case retryable(err):
-		return fmt.Errorf("weaviate: %s: %w after %d attempts: %v", what, ErrUnavailable, attempts, err)
-	default:
-		return fmt.Errorf("weaviate: %s: %w", what, err)
+	}
+	if last == nil { // ctx ended before the first attempt
+		last = err
+	}
+	return &opError{op: what, attempts: attempts, unavailable: retryable(last), cause: last}
+}
+
+// opError is the error of a store operation: the operation, the cause's
+// message without the client's wrapping, and for connection errors
+// ErrUnavailable; errors.Is and errors.As see ErrUnavailable and the
+// cause.
+type opError struct {
+	op          string
+	attempts    int
+	unavailable bool
+	cause       error
+}
+
+func (e *opError) Error() string {
+	if e.unavailable {
+		return fmt.Sprintf("weaviate: %s: server unavailable after %d attempts: %s", e.op, e.attempts, describe(e.cause))
+	}
+	return fmt.Sprintf("weaviate: %s: %s", e.op, describe(e.cause))
+}
+
+func (e *opError) Unwrap() []error {
+	if e.unavailable {
+		return []error{ErrUnavailable, e.cause}
+	}
+	return []error{e.cause}
+}
+
+// describe is err's message without the client's "status code: -1,
+// error: check the DerivedFromError field" layers.
+func describe(err error) string {
+	for {
+		var we *fault.WeaviateClientError
+		if !errors.As(err, &we) || we == nil {
+			return err.Error()
+		}
+		if we.DerivedFromError != nil {
+			err = we.DerivedFromError
+			continue
+		}
+		return fmt.Sprintf("HTTP %d: %s", we.StatusCode, strings.TrimSpace(we.Msg))
 	}
 }
 
-// retryable reports whether err is a connection error worth retrying.
+// retryable reports whether err is worth retrying: a connection error,
+// HTTP 502/503/504, or a transient refusal (transientMarkers).
 func retryable(err error) bool {
 	if err == nil {
 		return false
+	}
+	var te *transientError
+	if errors.As(err, &te) {
+		return true
 	}
 	var we *fault.WeaviateClientError
 	if errors.As(err, &we) {
@@ -213,7 +272,7 @@ func retryable(err error) bool {
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			return true
 		}
-		return false
+		return transient(we.Msg)
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
@@ -273,30 +332,33 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 	}
 	for start := 0; start < len(objs); start += s.cfg.BatchSize {
 		batch := objs[start:min(start+s.cfg.BatchSize, len(objs))]
-		var resp []models.ObjectsGetResponse
 		err := s.retry(ctx, "batch upsert", func(ctx context.Context) error {
-			var err error
-			resp, err = s.client.Batch().ObjectsBatcher().WithObjects(batch...).Do(ctx)
-			return err
+			resp, err := s.client.Batch().ObjectsBatcher().WithObjects(batch...).Do(ctx)
+			if err != nil {
+				return err
+			}
+			return batchErrors(resp)
 		})
 		if err != nil {
-			return err
-		}
-		if err := batchErrors(resp); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// batchErrors is the error of the objects a batch response refused
+// (nil: none), a transientError when every refusal is transient.
 func batchErrors(resp []models.ObjectsGetResponse) error {
 	var msgs []string
-	n := 0
+	n, allTransient := 0, true
 	for _, r := range resp {
 		if r.Result == nil || r.Result.Errors == nil || len(r.Result.Errors.Error) == 0 {
 			continue
 		}
 		n++
+		for _, e := range r.Result.Errors.Error {
+			allTransient = allTransient && e != nil && transient(e.Message)
+		}
 		if len(msgs) < 3 {
 			id := ""
 			if props, ok := r.Properties.(map[string]any); ok {
@@ -308,8 +370,31 @@ func batchErrors(resp []models.ObjectsGetResponse) error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("weaviate: batch upsert: %d objects refused: %s", n, strings.Join(msgs, "; "))
+	msg := fmt.Sprintf("%d objects refused: %s", n, strings.Join(msgs, "; "))
+	if allTransient {
+		return &transientError{msg}
+	}
+	return errors.New(msg)
 }
+
+// transientMarkers are the messages of a server whose collections are
+// still loading (it reports ready before it has loaded every shard after
+// a restart); they are retried like connection errors.
+var transientMarkers = []string{"could not find index for class", "shard is not ready"}
+
+func transient(msg string) bool {
+	for _, m := range transientMarkers {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// transientError is a refusal worth retrying (see transientMarkers).
+type transientError struct{ msg string }
+
+func (e *transientError) Error() string { return e.msg }
 
 // Delete removes the documents with ids (unknown ids are no error), in
 // batches of cfg.BatchSize.
@@ -339,16 +424,6 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 
 // Len is the number of memories held, pruned ones included.
 func (s *Store) Len(ctx context.Context) (int, error) {
-	var resp *models.GraphQLResponse
-	err := s.retry(ctx, "count", func(ctx context.Context) error {
-		var err error
-		resp, err = s.client.GraphQL().Aggregate().WithClassName(s.memory).
-			WithFields(graphql.Field{Name: "meta", Fields: []graphql.Field{{Name: "count"}}}).Do(ctx)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
 	var out struct {
 		Aggregate map[string][]struct {
 			Meta struct {
@@ -356,8 +431,10 @@ func (s *Store) Len(ctx context.Context) (int, error) {
 			} `json:"meta"`
 		} `json:"Aggregate"`
 	}
-	if err := decode(resp, &out); err != nil {
-		return 0, fmt.Errorf("weaviate: count: %w", err)
+	agg := s.client.GraphQL().Aggregate().WithClassName(s.memory).
+		WithFields(graphql.Field{Name: "meta", Fields: []graphql.Field{{Name: "count"}}})
+	if err := s.query(ctx, "count", agg.Do, &out); err != nil {
+		return 0, err
 	}
 	rows := out.Aggregate[s.memory]
 	if len(rows) == 0 {
@@ -366,17 +443,36 @@ func (s *Store) Len(ctx context.Context) (int, error) {
 	return rows[0].Meta.Count, nil
 }
 
-// decode checks a GraphQL response for errors and decodes its data.
+// query runs a GraphQL request and decodes its data into into, retrying
+// connection errors and transient refusals.
+func (s *Store) query(ctx context.Context, what string, do func(context.Context) (*models.GraphQLResponse, error), into any) error {
+	return s.retry(ctx, what, func(ctx context.Context) error {
+		resp, err := do(ctx)
+		if err != nil {
+			return err
+		}
+		return decode(resp, into)
+	})
+}
+
+// decode checks a GraphQL response for errors (a transientError when all
+// are transient) and decodes its data.
 func decode(resp *models.GraphQLResponse, into any) error {
 	if resp == nil {
 		return errors.New("empty GraphQL response")
 	}
 	if len(resp.Errors) > 0 {
 		msgs := make([]string, len(resp.Errors))
+		allTransient := true
 		for i, e := range resp.Errors {
 			msgs[i] = e.Message
+			allTransient = allTransient && transient(e.Message)
 		}
-		return fmt.Errorf("GraphQL: %s", strings.Join(msgs, "; "))
+		msg := "GraphQL: " + strings.Join(msgs, "; ")
+		if allTransient {
+			return &transientError{msg}
+		}
+		return errors.New(msg)
 	}
 	b, err := json.Marshal(resp.Data)
 	if err != nil {
@@ -486,12 +582,15 @@ type scored struct {
 
 // search runs one pass (nearVector when vec is set, else bm25 on text),
 // over-fetching as the filter requires, and returns the best k admitted
-// documents by score, ties by id.
-func (s *Store) search(ctx context.Context, what string, vec []float32, text string, f search.Filter, k int) ([]scored, error) {
+// documents by score, ties by id. When it over-fetches it asks only for
+// the properties Filter.Admits reads (partial is then true: the
+// documents need fetchDocs); the server's work and the response grow
+// with every property of every object.
+func (s *Store) search(ctx context.Context, what string, vec []float32, text string, f search.Filter, k int) (res []scored, partial bool, err error) {
 	w, exact := where(f)
-	limit := k
+	limit, fields := k, s.queryProp
 	if !exact {
-		limit = k * s.cfg.OverFetch
+		limit, fields, partial = k*s.cfg.OverFetch, s.lightProp, true
 	}
 	limit = min(limit, s.cfg.MaxFetch)
 	for {
@@ -503,24 +602,15 @@ func (s *Store) search(ctx context.Context, what string, vec []float32, text str
 			get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(memoryText...))
 			add.Fields = []graphql.Field{{Name: "score"}}
 		}
-		get = get.WithFields(append(append([]graphql.Field{}, s.queryProp...), add)...)
-		var resp *models.GraphQLResponse
-		err := s.retry(ctx, what, func(ctx context.Context) error {
-			var err error
-			resp, err = get.Do(ctx)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
+		get = get.WithFields(append(append([]graphql.Field{}, fields...), add)...)
 		var out struct {
 			Get map[string][]hit `json:"Get"`
 		}
-		if err := decode(resp, &out); err != nil {
-			return nil, fmt.Errorf("weaviate: %s: %w", what, err)
+		if err := s.query(ctx, what, get.Do, &out); err != nil {
+			return nil, partial, err
 		}
 		hits := out.Get[s.memory]
-		res := make([]scored, 0, min(len(hits), k))
+		res = make([]scored, 0, min(len(hits), k))
 		for i := range hits {
 			h := &hits[i]
 			d := h.doc()
@@ -534,7 +624,7 @@ func (s *Store) search(ctx context.Context, what string, vec []float32, text str
 			case vec == nil && h.Additional.Score != nil:
 				sc = float64(*h.Additional.Score)
 			default:
-				return nil, fmt.Errorf("weaviate: %s: object %q came without its distance or score", what, d.ID)
+				return nil, partial, fmt.Errorf("weaviate: %s: object %q came without its distance or score", what, d.ID)
 			}
 			res = append(res, scored{d, sc})
 		}
@@ -545,10 +635,37 @@ func (s *Store) search(ctx context.Context, what string, vec []float32, text str
 				}
 				return res[i].doc.ID < res[j].doc.ID
 			})
-			return res[:min(k, len(res))], nil
+			return res[:min(k, len(res))], partial, nil
 		}
 		limit = min(limit*max(2, s.cfg.OverFetch), s.cfg.MaxFetch)
 	}
+}
+
+// fetchDocs returns the documents with ids (those still held), in
+// chunks of cfg.MaxFetch.
+func (s *Store) fetchDocs(ctx context.Context, ids []string) (map[string]search.Doc, error) {
+	out := make(map[string]search.Doc, len(ids))
+	for start := 0; start < len(ids); start += s.cfg.MaxFetch {
+		chunk := ids[start:min(start+s.cfg.MaxFetch, len(ids))]
+		uuids := make([]string, len(chunk))
+		for i, id := range chunk {
+			uuids[i] = ObjectID(id)
+		}
+		get := s.client.GraphQL().Get().WithClassName(s.memory).WithLimit(len(chunk)).
+			WithWhere(filters.Where().WithPath([]string{"id"}).WithOperator(filters.ContainsAny).WithValueText(uuids...)).
+			WithFields(s.queryProp...)
+		var res struct {
+			Get map[string][]hit `json:"Get"`
+		}
+		if err := s.query(ctx, "fetch documents", get.Do, &res); err != nil {
+			return nil, err
+		}
+		for i := range res.Get[s.memory] {
+			d := res.Get[s.memory][i].doc()
+			out[d.ID] = d
+		}
+	}
+	return out, nil
 }
 
 // bm25Query is text reduced to the MemStore's tokens (lower-case runs of
@@ -566,18 +683,54 @@ func (s *Store) Candidates(ctx context.Context, v []float32, text string, f sear
 	if k <= 0 {
 		return nil, nil
 	}
+	// The two passes run concurrently: the server works on both at once.
 	var byVec, byText []scored
+	var partVec, partText bool
+	var errVec, errText error
+	var wg sync.WaitGroup
 	if len(v) > 0 {
-		var err error
-		if byVec, err = s.search(ctx, "nearVector", v, "", f, k); err != nil {
-			return nil, err
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			byVec, partVec, errVec = s.search(ctx, "nearVector", v, "", f, k)
+		}()
 	}
 	if q := bm25Query(text); q != "" {
-		var err error
-		if byText, err = s.search(ctx, "bm25", nil, q, f, k); err != nil {
+		byText, partText, errText = s.search(ctx, "bm25", nil, q, f, k)
+	}
+	wg.Wait()
+	if err := errors.Join(errVec, errText); err != nil {
+		return nil, err
+	}
+	if partVec || partText {
+		// Over-fetched with the filter's properties only: fetch the chosen
+		// documents whole. One changed or deleted meanwhile is judged
+		// again (or dropped).
+		var ids []string
+		seen := map[string]bool{}
+		for _, l := range [][]scored{byVec, byText} {
+			for _, c := range l {
+				if !seen[c.doc.ID] {
+					seen[c.doc.ID] = true
+					ids = append(ids, c.doc.ID)
+				}
+			}
+		}
+		docs, err := s.fetchDocs(ctx, ids)
+		if err != nil {
 			return nil, err
 		}
+		full := func(l []scored) []scored {
+			out := l[:0]
+			for _, c := range l {
+				if d, ok := docs[c.doc.ID]; ok && f.Admits(&d) {
+					c.doc = d
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		byVec, byText = full(byVec), full(byText)
 	}
 	out := make([]search.Candidate, 0, len(byVec)+len(byText))
 	at := make(map[string]int, len(byVec)+len(byText))
