@@ -62,7 +62,7 @@ func taskSummary(task string) string {
 		}
 	}
 	if pick == "" {
-		return clip(task, 120)
+		return Clip(task, 120)
 	}
 	for _, p := range [][2]string{{"You want to ", "the user wants to "}, {"you want to ", "the user wants to "}, {"You need to ", "the user needs to "}, {"You are ", "the user is "}, {"you're ", "they're "}, {"You ", "the user "}, {"your ", "their "}, {"Your ", "their "}, {"you ", "they "}} {
 		pick = strings.ReplaceAll(pick, p[0], p[1])
@@ -88,8 +88,9 @@ func signature(tool string, args json.RawMessage) string {
 	return tool + "(" + strings.Join(names, ", ") + ")"
 }
 
-// steps lists the successful calls, folding consecutive repeats.
-func steps(calls []events.TaskCompletedData) []string {
+// Steps lists the successful calls as tool(sorted argument names),
+// folding consecutive repeats into "×n".
+func Steps(calls []events.TaskCompletedData) []string {
 	var out []string
 	var last string
 	n := 0
@@ -149,7 +150,7 @@ func strategy(s Session) Memory {
 	if len(tools) > 0 {
 		title = "Strategy: " + strings.Join(tools, " + ")
 	}
-	st := steps(in.Calls)
+	st := Steps(in.Calls)
 	w := weighted(in)
 	var satisfied []string
 	for _, r := range s.Evaluation.Criteria {
@@ -232,7 +233,7 @@ func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Failed criterion (%s, score %.0f): %s\n", g.Severity, g.Score, c.Description)
 	fmt.Fprintf(&b, "What went wrong: %s\n", r.Detail)
-	if st := steps(in.Calls); len(st) > 0 {
+	if st := Steps(in.Calls); len(st) > 0 {
 		b.WriteString("Calls made: " + strings.Join(st, " → ") + "\n")
 	}
 	b.WriteString("Instead: " + instead)

@@ -74,8 +74,8 @@ func MemoryID(scope, title, content string) string {
 	return "mem-" + hex.EncodeToString(h[:16])
 }
 
-// clip shortens s to at most n characters (runes), ending in "…" when cut.
-func clip(s string, n int) string {
+// Clip shortens s to at most n characters (runes), ending in "…" when cut.
+func Clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
@@ -86,7 +86,7 @@ func clip(s string, n int) string {
 
 // Clamp makes m fit the limits: title ≤ 50, description ≤ 200 characters.
 func Clamp(m Memory) Memory {
-	m.Title = clip(m.Title, MaxTitle)
-	m.Description = clip(m.Description, MaxDescription)
+	m.Title = Clip(m.Title, MaxTitle)
+	m.Description = Clip(m.Description, MaxDescription)
 	return m
 }

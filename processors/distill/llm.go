@@ -58,16 +58,16 @@ func Trace(s Session) string {
 		if d.Content == "" || m.Actor == "system" {
 			continue
 		}
-		fmt.Fprintf(&b, "[%s] %s\n", m.Actor, clip(d.Content, 600))
+		fmt.Fprintf(&b, "[%s] %s\n", m.Actor, Clip(d.Content, 600))
 	}
 	for _, c := range s.Input.Calls {
 		status := "ok"
 		if !c.Success {
 			status = "error"
 		}
-		fmt.Fprintf(&b, "[tool %s] %s(%s) -> %s\n", status, c.ToolID, clip(string(c.Inputs), 300), clip(string(c.Result), 300))
+		fmt.Fprintf(&b, "[tool %s] %s(%s) -> %s\n", status, c.ToolID, Clip(string(c.Inputs), 300), Clip(string(c.Result), 300))
 	}
-	fmt.Fprintf(&b, "Output: %s\n", clip(s.Input.Output, 600))
+	fmt.Fprintf(&b, "Output: %s\n", Clip(s.Input.Output, 600))
 	return b.String()
 }
 
@@ -242,7 +242,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 		if resp.StatusCode != http.StatusOK {
-			err := fmt.Errorf("attempt %d: %s: %s", attempt, resp.Status, clip(string(b), 300))
+			err := fmt.Errorf("attempt %d: %s: %s", attempt, resp.Status, Clip(string(b), 300))
 			if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 				return err
 			}
@@ -256,7 +256,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 			} `json:"choices"`
 		}
 		if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
-			return fmt.Errorf("attempt %d: answer is not a chat completion: %s", attempt, clip(string(b), 300))
+			return fmt.Errorf("attempt %d: answer is not a chat completion: %s", attempt, Clip(string(b), 300))
 		}
 		answer = out.Choices[0].Message.Content
 		return nil

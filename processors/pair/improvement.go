@@ -1,9 +1,7 @@
 package pair
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -76,7 +74,7 @@ func Improvement(scope string, improved events.EvaluationData, iteration int, ca
 			}
 		}
 	}
-	if st := callSteps(calls); len(st) > 0 {
+	if st := distill.Steps(calls); len(st) > 0 {
 		b.WriteString("Tool sequence of the attempt that met the criteria:\n")
 		for i, s := range st {
 			fmt.Fprintf(&b, "%d. %s\n", i+1, s)
@@ -103,40 +101,4 @@ func describe(g events.Gap) string {
 		return d
 	}
 	return g.CriterionID
-}
-
-// callSteps lists the successful calls as tool(sorted argument names),
-// folding consecutive repeats into "×n".
-func callSteps(calls []events.TaskCompletedData) []string {
-	var out []string
-	last, n := "", 0
-	flush := func() {
-		switch {
-		case n > 1:
-			out = append(out, fmt.Sprintf("%s ×%d", last, n))
-		case n == 1:
-			out = append(out, last)
-		}
-	}
-	for _, c := range calls {
-		if !c.Success {
-			continue
-		}
-		var args map[string]json.RawMessage
-		_ = json.Unmarshal(c.Inputs, &args)
-		names := make([]string, 0, len(args))
-		for k := range args {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		sig := c.ToolID + "(" + strings.Join(names, ", ") + ")"
-		if sig == last {
-			n++
-			continue
-		}
-		flush()
-		last, n = sig, 1
-	}
-	flush()
-	return out
 }

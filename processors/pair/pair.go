@@ -3,10 +3,10 @@ package pair
 import (
 	"context"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/processors/distill"
 	"math"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -232,7 +232,7 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 		if len(a.g.Examples) == MaxExamples {
 			continue
 		}
-		ex := Example{MemoryID: h.ID, Title: h.Title, Description: h.Description, Content: clip(h.Content, MaxContent),
+		ex := Example{MemoryID: h.ID, Title: h.Title, Description: h.Description, Content: distill.Clip(h.Content, MaxContent),
 			Kind: KindOf(h.Tags), Confidence: h.Confidence, Relevance: h.Relevance}
 		if rate != nil && len(h.SourceSessions) > 0 {
 			met, known, err := rate(h.SourceSessions)
@@ -330,16 +330,6 @@ func Build(ev events.EvaluationData, iteration int, parent string, retrieved []G
 		}
 	}
 	return c
-}
-
-// clip shortens s to at most n characters, ending in "…" when cut.
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:n-1])) + "…"
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
