@@ -201,7 +201,7 @@ func (r *Runner) handle(p Processor, msg *message.Message) error {
 		return fmt.Errorf("%s at %s, event %s: %w", p.Name(), pos, env.ID, err)
 	}
 	if m := r.cfg.Metrics; m != nil {
-		m.observe(p.Name(), res, env.Time)
+		m.observe(p.Name(), res)
 	}
 	return nil
 }
@@ -286,6 +286,6 @@ var resultLabel = map[projections.Result]string{
 	projections.Applied: "applied", projections.AlreadyApplied: "already_applied", projections.Duplicate: "duplicate",
 }
 
-func (m *Metrics) observe(proc string, res projections.Result, _ string) {
+func (m *Metrics) observe(proc string, res projections.Result) {
 	m.Events.WithLabelValues(proc, resultLabel[res]).Inc()
 }

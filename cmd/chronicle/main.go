@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -21,7 +22,7 @@ func main() {
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
 		var ec exitCoder
-		if as(err, &ec) {
+		if errors.As(err, &ec) {
 			os.Exit(ec.ExitCode())
 		}
 		os.Exit(1)

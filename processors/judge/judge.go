@@ -14,7 +14,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/distill"
-	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -48,13 +47,6 @@ func bullets(items []string, prefix string) string {
 		b.WriteString(prefix + it + "\n")
 	}
 	return b.String()
-}
-
-// Score parses a judge answer against the rubric (the sessions processor
-// does this from the log): exactly one checklist line per rubric item, in
-// order; the score is 100 × passed / items.
-func Score(rubric []string, answer string) (flux.Judged, error) {
-	return sessions.JudgeScore(rubric, answer)
 }
 
 // Worker implements processors.Worker on chronicle.evaluations: for each

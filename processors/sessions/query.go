@@ -42,7 +42,6 @@ func Get(store *projections.Store, id string) (View, bool, error) {
 // cursor of the next page ("" at the end). allow, when not nil, filters
 // sessions by scope (the caller's access rights).
 func List(store *projections.Store, outcome string, limit int, cursor string, allow func(scope string) bool) ([]View, string, error) {
-	var ids []string
 	prefix, strip := "s/", "s/"
 	if outcome != "" {
 		prefix = "o/" + outcome + "/"
@@ -64,10 +63,9 @@ func List(store *projections.Store, outcome string, limit int, cursor string, al
 			return true, nil
 		}
 		if len(out) == limit {
-			next = ids[len(ids)-1]
+			next = out[len(out)-1].ID
 			return false, nil
 		}
-		ids = append(ids, id)
 		out = append(out, v)
 		return true, nil
 	})
