@@ -144,7 +144,8 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	if remaining == 0 {
 		return st, nil
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond))
+	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
 		return st, err
 	}

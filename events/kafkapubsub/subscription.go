@@ -49,6 +49,11 @@ func (s *subscription) clientOpts() []kgo.Opt {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(fetchMaxWait),
 		kgo.WithLogger(kgoLogger{logger: s.logger}),
+		// franz-go v1.22.2 reads a fetch session's id in Client.Close while
+		// its fetch loop may still write it (a data race the race detector
+		// reports); without fetch sessions the id is never written. They
+		// only save bandwidth with many partitions.
+		kgo.DisableFetchSessions(),
 	}
 	if s.grouped() {
 		commit := kgo.DisableAutoCommit()
