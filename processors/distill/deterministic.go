@@ -36,10 +36,10 @@ func (Deterministic) Extract(_ context.Context, s Session) ([]Memory, error) {
 	return antiPatterns(s), nil
 }
 
-// taskSummary is the task's goal in the third person: the first sentence
+// TaskSummary is the task's goal in the third person: the first sentence
 // that says what the user wants ("… want …"), else the first sentence that
 // is not a role line ("You are …").
-func taskSummary(task string) string {
+func TaskSummary(task string) string {
 	var sentences []string
 	for _, sent := range strings.SplitAfter(task, ". ") {
 		if sent = strings.TrimSuffix(strings.TrimSpace(sent), "."); sent != "" {
@@ -131,7 +131,9 @@ func weighted(in flux.Input) map[string]events.Criterion {
 	return out
 }
 
-func writeTools(in flux.Input) []string {
+// WriteTools lists the tools of the weighted tool-call criteria (the
+// database writes a session must make), in criteria order, each once.
+func WriteTools(in flux.Input) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range in.Criteria {
@@ -145,7 +147,7 @@ func writeTools(in flux.Input) []string {
 
 func strategy(s Session) Memory {
 	in := s.Input
-	tools := writeTools(in)
+	tools := WriteTools(in)
 	title := "Strategy: answer without changing records"
 	if len(tools) > 0 {
 		title = "Strategy: " + strings.Join(tools, " + ")
@@ -170,7 +172,7 @@ func strategy(s Session) Memory {
 		}
 	}
 	b.WriteString("Look up the records first, confirm the exact change with the user, then make only the requested writes.")
-	desc := fmt.Sprintf("Use when %s: %d successful calls, %d of %d weighted criteria met.", taskSummary(in.Task), len(st), len(satisfied), len(w))
+	desc := fmt.Sprintf("Use when %s: %d successful calls, %d of %d weighted criteria met.", TaskSummary(in.Task), len(st), len(satisfied), len(w))
 	tags := append([]string{"strategy"}, tools...)
 	return Clamp(Memory{Title: title, Description: desc, Content: b.String(), Tags: tags, Outcome: events.OutcomeSuccess})
 }
@@ -198,7 +200,7 @@ func antiPatterns(s Session) []Memory {
 }
 
 func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g events.Gap) Memory {
-	task := taskSummary(in.Task)
+	task := TaskSummary(in.Task)
 	var title, instead string
 	tags := []string{"anti-pattern", g.Severity}
 	switch c.Check.Kind {

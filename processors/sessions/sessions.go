@@ -11,6 +11,7 @@
 //	e/<session id>                 events.EvaluationData (JSON)
 //	o/<outcome>/<session id>       index for listing by outcome (empty value)
 //	j/<session id>/<criterion id>  flux.Judged parsed from a judge.completed.v1
+//	pt/<pattern id>                Pattern: a coordination pattern (tool sequence) and its sessions
 package sessions
 
 import (
@@ -167,6 +168,9 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err := tx.Emit(events.EvaluationCompleted, ev); err != nil {
 		return err
 	}
+	if err := countPattern(tx, &s, in, ev); err != nil {
+		return err
+	}
 	if p.LLMDistillation {
 		return nil
 	}
@@ -273,6 +277,9 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
 	ev := flux.Evaluate(in)
 	ev.Revision = prev.Revision + 1
 	if err := tx.SetJSON(evaluationKey(id), ev); err != nil {
+		return err
+	}
+	if err := countPattern(tx, &s, in, ev); err != nil {
 		return err
 	}
 	return tx.Emit(events.EvaluationCompleted, ev)

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
+	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/graph/path"
 	"gonum.org/v1/gonum/graph/simple"
@@ -123,4 +126,70 @@ func (g *Graph) Path(from, to string) (Route, error) {
 	}
 	r.Hops, r.Cost, r.Likelihood = len(r.Edges), cost, math.Exp(-cost)
 	return r, nil
+}
+
+// Profile is what the graph knows of one tool without ranking it: its
+// counts and its most frequent neighbours. The search index describes
+// tools with it (the Tool collection).
+type Profile struct {
+	Tool   string `json:"tool"`
+	Calls  int    `json:"calls"`
+	Starts int    `json:"starts"`
+	// Before are the tools most often called right before it, After those
+	// most often called right after it (self-loops left out), by
+	// decreasing count, ties by name.
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
+}
+
+// Profiles returns every tool's Profile with at most k neighbours each
+// way, in tool order. One pass over the edges: O(E log E), no PageRank.
+func (g *Graph) Profiles(k int) []Profile {
+	type nb struct {
+		tool  string
+		count int
+	}
+	before, after := map[string][]nb{}, map[string][]nb{}
+	for _, r := range g.edges {
+		if r.From == r.To {
+			continue
+		}
+		after[r.From] = append(after[r.From], nb{r.To, r.Count})
+		before[r.To] = append(before[r.To], nb{r.From, r.Count})
+	}
+	top := func(l []nb) []string {
+		sort.Slice(l, func(i, j int) bool {
+			if l[i].count != l[j].count {
+				return l[i].count > l[j].count
+			}
+			return l[i].tool < l[j].tool
+		})
+		var out []string
+		for _, n := range l[:min(k, len(l))] {
+			out = append(out, n.tool)
+		}
+		return out
+	}
+	out := make([]Profile, 0, len(g.nodes))
+	for tool, r := range g.nodes {
+		out = append(out, Profile{Tool: tool, Calls: r.Calls, Starts: r.Starts, Before: top(before[tool]), After: top(after[tool])})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Tool < out[j].Tool })
+	return out
+}
+
+// ToolOfKey is the tool id of a row key of the projection ("" when the
+// key is not a tool's node row): the commit hook of the search index uses
+// it to follow tool changes (every call, and every transition into or out
+// of a tool, rewrites its node row).
+func ToolOfKey(key string) string {
+	esc, ok := strings.CutPrefix(key, "n/")
+	if !ok {
+		return ""
+	}
+	tool, err := url.PathUnescape(esc)
+	if err != nil {
+		return ""
+	}
+	return tool
 }
