@@ -111,6 +111,8 @@ type Group struct {
 
 // Example is one memory in a Group.
 type Example struct {
+	// MemoryID is the id of the memory, or of the coordination pattern
+	// (Collection says which).
 	MemoryID    string   `json:"memory_id"`
 	Title       string   `json:"title"`
 	Description string   `json:"description"`
@@ -120,6 +122,9 @@ type Example struct {
 	Relevance   float64  `json:"relevance"`
 	SuccessRate *float64 `json:"success_rate,omitempty"`
 	Sessions    int      `json:"sessions"`
+	// Collection is where the example was found: "Memory" (a success
+	// memory) or "CoordinationPattern" (an observed tool sequence).
+	Collection search.Collection `json:"collection"`
 }
 
 // Searcher runs a memory search; *search.Index implements it.
@@ -233,7 +238,12 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 			continue
 		}
 		ex := Example{MemoryID: h.ID, Title: h.Title, Description: h.Description, Content: distill.Clip(h.Content, MaxContent),
-			Kind: KindOf(h.Tags), Confidence: h.Confidence, Relevance: h.Relevance}
+			Kind: KindOf(h.Tags), Confidence: h.Confidence, Relevance: h.Relevance, Collection: h.Collection}
+		if h.Collection == search.Patterns {
+			ex.Kind = KindPattern
+		} else {
+			ex.Collection = search.Memories
+		}
 		if rate != nil && len(h.SourceSessions) > 0 {
 			met, known, err := rate(h.SourceSessions)
 			if err != nil {
@@ -275,18 +285,35 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 	return groups, nil
 }
 
-// Retrieve runs PAIR retrieval for the gaps of session sessionID: one
-// SearchQuery per gap through s, Keep, GroupHits. It returns one
-// GapContext per gap, in order.
+// Retrieve runs PAIR retrieval for the gaps of session sessionID: per gap,
+// SearchQuery through s over success memories and over coordination
+// patterns (the same query with Collection search.Patterns), both ranked
+// by the index's one relevance formula and merged by relevance (ties by
+// id), then Keep and GroupHits. It returns one GapContext per gap, in
+// order.
 func Retrieve(ctx context.Context, s Searcher, rate RateFunc, sessionID string, gaps []events.Gap, readable func(scope string) bool) ([]GapContext, error) {
 	out := make([]GapContext, 0, len(gaps))
 	for _, g := range gaps {
 		q := SearchQuery(g, sessionID, readable)
-		res, err := s.Search(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("pair: search for gap %s: %w", g.CriterionID, err)
+		var hits []search.Hit
+		for _, c := range []search.Collection{search.Memories, search.Patterns} {
+			q.Collection = c
+			res, err := s.Search(ctx, q)
+			if err != nil {
+				return nil, fmt.Errorf("pair: search %s for gap %s: %w", c, g.CriterionID, err)
+			}
+			for _, h := range res.Memories {
+				h.Collection = c
+				hits = append(hits, h)
+			}
 		}
-		groups, err := GroupHits(Keep(res.Memories, sessionID), rate)
+		sort.SliceStable(hits, func(i, j int) bool {
+			if hits[i].Relevance != hits[j].Relevance {
+				return hits[i].Relevance > hits[j].Relevance
+			}
+			return hits[i].ID < hits[j].ID
+		})
+		groups, err := GroupHits(Keep(hits, sessionID), rate)
 		if err != nil {
 			return nil, err
 		}

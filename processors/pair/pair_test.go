@@ -179,15 +179,18 @@ func TestGroupHits(t *testing.T) {
 	}
 }
 
-// fakeSearcher answers every query with the same hits and records the
-// queries.
+// fakeSearcher answers every memory query with hits and every pattern
+// query with patterns, and records the queries.
 type fakeSearcher struct {
-	hits    []search.Hit
-	queries []search.Query
+	hits, patterns []search.Hit
+	queries        []search.Query
 }
 
 func (f *fakeSearcher) Search(_ context.Context, q search.Query) (search.Result, error) {
 	f.queries = append(f.queries, q)
+	if q.Collection == search.Patterns {
+		return search.Result{Memories: f.patterns, TotalFound: len(f.patterns)}, nil
+	}
 	return search.Result{Memories: f.hits, TotalFound: len(f.hits)}, nil
 }
 
@@ -205,9 +208,15 @@ func TestRetrieveAndBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fs.queries) != 2 || fs.queries[1].Text != "Coordination pattern: tell the user \"42\"" || fs.queries[0].ExcludeSourceSession != "me" ||
+	if len(fs.queries) != 4 || fs.queries[2].Text != "Coordination pattern: tell the user \"42\"" || fs.queries[0].ExcludeSourceSession != "me" ||
 		fs.queries[0].Readable == nil || !fs.queries[0].Readable("project:a") || fs.queries[0].Readable("project:b") {
 		t.Fatalf("queries %+v", fs.queries)
+	}
+	for i, q := range fs.queries {
+		want := []search.Collection{search.Memories, search.Patterns}[i%2]
+		if q.Collection != want || q.Text != fs.queries[i-i%2].Text || q.ExcludeSourceSession != "me" || q.Outcome != "success" || q.Readable == nil {
+			t.Fatalf("query %d: %+v, want the gap's query on %s", i, q, want)
+		}
 	}
 	if len(got) != 2 || got[0].CriterionID != "a" || got[0].Query != pair.Query(gaps[0]) || got[1].Severity != "medium" || got[1].Score != 80 {
 		t.Fatalf("gap contexts %+v", got)
@@ -387,5 +396,36 @@ func TestImprovementMemory(t *testing.T) {
 	}
 	if err := events.Validate(&env); err != nil {
 		t.Fatalf("improvement memory invalid: %v", err)
+	}
+}
+
+// Memories and coordination patterns are merged by relevance into the
+// same groups; a pattern example says where it came from and counts as a
+// coordination pattern, and a pattern the evaluated session followed is
+// left out like its own memories.
+func TestRetrieveMergesPatterns(t *testing.T) {
+	fs := &fakeSearcher{
+		hits: []search.Hit{hit("m1", 0.9, 0.7, "success", []string{"anti-pattern", "cancel_reservation"}, "s1"), hit("m2", 0.5, 0.7, "success", []string{"book_reservation"}, "s2")},
+		patterns: []search.Hit{hit("pat-own", 0.99, 0.9, "success", []string{"cancel_reservation"}, "s3", "me"),
+			hit("pat-1", 0.7, 0.75, "success", []string{"cancel_reservation"}, "s4", "s5")},
+	}
+	rate := func(ids []string) (int, int, error) { return len(ids) - 1, len(ids), nil }
+	got, err := pair.Retrieve(context.Background(), fs, rate, "me", []events.Gap{{CriterionID: "a", Description: "cancel", Severity: "high"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0].Patterns) != 2 {
+		t.Fatalf("groups %+v", got)
+	}
+	cancel, book := got[0].Patterns[0], got[0].Patterns[1]
+	if cancel.Category != "cancel_reservation" || book.Category != "book_reservation" || len(cancel.Examples) != 2 || len(book.Examples) != 1 {
+		t.Fatalf("groups %+v", got[0].Patterns)
+	}
+	m, p := cancel.Examples[0], cancel.Examples[1]
+	if m.MemoryID != "m1" || m.Collection != search.Memories || m.Kind != pair.KindSuccess {
+		t.Fatalf("memory example %+v", m)
+	}
+	if p.MemoryID != "pat-1" || p.Collection != search.Patterns || p.Kind != pair.KindPattern || p.SuccessRate == nil || *p.SuccessRate != 0.5 || p.Sessions != 2 {
+		t.Fatalf("pattern example %+v", p)
 	}
 }

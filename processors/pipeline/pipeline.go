@@ -186,10 +186,12 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		defer p.wg.Done()
 		p.Search.Index.Run(runCtx, time.Second, cfg.OnRelayError)
 	}()
-	p.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "chronicle", Name: "vector_store_pending_memories",
-		Help: "Memories changed in the memory bank and not yet in the vector store (its lag; grows while Weaviate is down).",
-	}, func() float64 { return float64(p.Search.Index.Pending()) }))
+	for _, c := range search.Collections() {
+		p.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "chronicle", Name: "vector_store_pending_documents", ConstLabels: prometheus.Labels{"collection": string(c)},
+			Help: "Documents (memories, coordination patterns, tools) changed in their projection and not yet in the vector store: its lag, which grows while Weaviate is down.",
+		}, func() float64 { return float64(p.Search.Index.PendingIn(c)) }))
+	}
 	if cfg.TickInterval > 0 {
 		p.wg.Add(1)
 		go func() {

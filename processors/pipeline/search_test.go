@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -93,5 +94,82 @@ func TestMemorySearchRecordFeedback(t *testing.T) {
 	}
 	if _, err := p.Search.Search(ctx, search.Query{Text: "x", Limit: 21}); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("limit 21: %v", err)
+	}
+}
+
+// Coordination patterns and tools of real sessions are searchable by
+// meaning, with the same ranking and filters as memories, and searching
+// them writes no memory usage events.
+func TestPatternAndToolSearch(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, envs := range sampleEvents(t, 40) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := p.Search.Search(ctx, search.Query{Text: "cancel a reservation", Collection: search.Patterns, Outcome: "success", Limit: 3})
+	if err != nil || len(res.Memories) == 0 {
+		t.Fatalf("pattern search: %+v %v", res, err)
+	}
+	for _, h := range res.Memories {
+		pat, ok, err := sessions.GetPattern(p.Store, h.ID)
+		if err != nil || !ok {
+			t.Fatalf("hit %s is not a pattern of the projection (%v)", h.ID, err)
+		}
+		if h.Outcome != "success" || len(pat.Succeeded) == 0 || h.Confidence != pat.Confidence() || h.Confidence <= 0.5 {
+			t.Fatalf("hit %+v for pattern %+v", h, pat)
+		}
+	}
+	if top, _, _ := sessions.GetPattern(p.Store, res.Memories[0].ID); top.Category != "cancel_reservation" {
+		t.Errorf("top pattern for a cancellation: category %q, title %q", top.Category, res.Memories[0].Title)
+	}
+	// a failed pattern (confidence 1/3) passes only an explicit low bound
+	failed, err := p.Search.Search(ctx, search.Query{Text: "cancel a reservation", Collection: search.Patterns, Outcome: "failure", MinConfidence: new(float64), Limit: 20})
+	if err != nil || len(failed.Memories) == 0 {
+		t.Fatalf("failed patterns: %+v %v", failed, err)
+	}
+	for _, h := range failed.Memories {
+		if h.Outcome != "failure" || h.Confidence >= 0.5 {
+			t.Fatalf("failure filter let through %+v", h)
+		}
+	}
+	if res, _ := p.Search.Search(ctx, search.Query{Text: "cancel a reservation", Collection: search.Patterns, Outcome: "failure"}); len(res.Memories) != 0 {
+		t.Fatalf("default min_confidence 0.5 let failed patterns through: %+v", res.Memories)
+	}
+
+	tools, err := p.Search.Search(ctx, search.Query{Text: "look up a direct flight between two airports", Collection: search.Tools, Limit: 3})
+	if err != nil || len(tools.Memories) == 0 {
+		t.Fatalf("tool search: %+v %v", tools, err)
+	}
+	found := false
+	for _, h := range tools.Memories {
+		found = found || h.ID == "search_direct_flight"
+	}
+	if !found {
+		t.Errorf("search_direct_flight not in the top 3 tools: %+v", tools.Memories)
+	}
+
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Projections[memories.Name] != before.Projections[memories.Name] {
+		t.Fatal("pattern and tool searches changed the memory bank (usage events)")
+	}
+	if _, err := p.Search.Search(ctx, search.Query{Text: "x", Collection: "Widgets"}); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "collection") {
+		t.Fatalf("unknown collection: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/chronicle-dev/chronicle/projections/search/weaviate"
 	"github.com/chronicle-dev/chronicle/projections/search/weaviate/weaviatetest"
@@ -59,7 +61,7 @@ func TestWeaviateDownAndBack(t *testing.T) {
 	if p.Search.Index.Pending() == 0 {
 		t.Fatal("no lag while Weaviate is down")
 	}
-	if got := gauge(t, p, "chronicle_vector_store_pending_memories"); got == 0 {
+	if got := gauge(t, p, "chronicle_vector_store_pending_documents"); got == 0 {
 		t.Fatal("the lag is not visible in the metrics")
 	}
 	if err := srv.Restart(); err != nil {
@@ -70,10 +72,28 @@ func TestWeaviateDownAndBack(t *testing.T) {
 	if n, err := vs.Len(ctx); err != nil || n != bank.Memories {
 		t.Fatalf("Weaviate holds %d memories, the bank %d (%v)", n, bank.Memories, err)
 	}
+	// Coordination patterns and tools caught up too.
+	npat := 0
+	if err := sessions.EachPattern(p.Store, func(sessions.Pattern) bool { npat++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := toolgraph.Load(p.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, want := range map[search.Collection]int{search.Patterns: npat, search.Tools: g.NumTools()} {
+		if n, err := vs.Collection(c).Len(ctx); err != nil || n != want || want == 0 {
+			t.Fatalf("Weaviate holds %d %s documents, the projection %d (%v)", n, c, want, err)
+		}
+	}
 	zero := 0.0
 	res, err := p.Search.Search(ctx, search.Query{Text: sess[7][0].SessionID, MinConfidence: &zero, Limit: 20})
 	if err != nil || len(res.Memories) == 0 {
 		t.Fatalf("search after the restart: %+v %v", res, err)
+	}
+	res, err = p.Search.Search(ctx, search.Query{Text: "search direct flight", Collection: search.Tools})
+	if err != nil || len(res.Memories) == 0 || res.Memories[0].ID != "search_direct_flight" {
+		t.Fatalf("tool search after the restart: %+v %v", res, err)
 	}
 }
 
@@ -85,7 +105,11 @@ func gauge(t *testing.T, p *pipeline.Pipeline, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+			sum := 0.0
+			for _, m := range mf.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+			return sum
 		}
 	}
 	t.Fatalf("no metric %s", name)

@@ -35,6 +35,10 @@ type Query struct {
 	SessionID string `json:"-"`
 	// ExcludeSourceSession leaves out memories distilled from that session.
 	ExcludeSourceSession string `json:"-"`
+	// Collection searched ("": Memories). The memory_search tool always
+	// searches memories; PAIR retrieval and the HTTP API also search
+	// coordination patterns and tools, whose hits have the same shape.
+	Collection Collection `json:"-"`
 }
 
 // Hit is one memory returned by a search.
@@ -52,6 +56,8 @@ type Hit struct {
 	// answer; PAIR retrieval groups by tag.
 	Tags           []string `json:"-"`
 	SourceSessions []string `json:"-"`
+	// Collection is the collection the hit came from (Query.Collection).
+	Collection Collection `json:"-"`
 }
 
 // Result is memory_search's answer.

@@ -1,20 +1,20 @@
 package search
 
 import (
-	"time"
-
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"github.com/cenkalti/backoff/v4"
 	"math"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
-	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 )
@@ -54,41 +54,62 @@ func Alpha(obs int) float64 {
 	return math.Max(AlphaFloor, 1-AlphaStep*float64(obs-AlphaObservations+1))
 }
 
-// Index keeps a VectorStore in step with the memory bank's projection and
-// ranks its candidates. Vectors are cached in the Pebble store outside the
-// digest, keyed by embedding model and text hash: a model change re-embeds
-// every memory instead of mixing vector spaces. The index follows the
-// memory bank's commits (a commit hook marks memories dirty; the next
-// search, or Sync, pushes them to the vector store).
+// Index keeps the vector stores of the three collections in step with
+// their projections — memories (the memory bank), coordination patterns
+// (the sessions projection) and tools (the tool graph) — and ranks their
+// candidates. Vectors are cached in the Pebble store outside the digest,
+// keyed by embedding model and text hash: a model change re-embeds every
+// document instead of mixing vector spaces. The index follows the
+// projections' commits (a commit hook marks documents dirty; the next
+// search, or Sync, pushes them to the vector stores).
 type Index struct {
 	store *projections.Store
 	emb   embedder.Embedder
-	vs    VectorStore
 
-	mu     sync.Mutex
+	mu   sync.Mutex
+	cols []*collection // in Collections() order
+}
+
+// collection is one collection's source, store and sync state.
+type collection struct {
+	source
+	vs     VectorStore
 	dirty  map[string]bool
 	loaded bool
 }
 
-// NewIndex builds an index over store's memories projection with emb and
-// vs (nil: a new MemStore). It registers a commit hook: call it before the
-// processors start.
+// NewIndex builds an index over store's projections with emb and vs (nil:
+// NewMemStores()). vs serves the Memories collection; when it is a
+// MultiStore it serves the others too, else they get a MemStore each.
+// NewIndex registers a commit hook: call it before the processors start.
 func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *Index {
 	if vs == nil {
-		vs = NewMemStore()
+		vs = NewMemStores()
 	}
-	ix := &Index{store: store, emb: emb, vs: vs, dirty: map[string]bool{}}
-	store.OnCommit(func(proj string, keys []string) {
-		if proj != memories.Name {
-			return
-		}
-		ix.mu.Lock()
-		for _, k := range keys {
-			if strings.HasPrefix(k, "m/") {
-				ix.dirty[k[2:]] = true
+	ix := &Index{store: store, emb: emb}
+	for _, src := range sources() {
+		c := &collection{source: src, dirty: map[string]bool{}, vs: vs}
+		if src.coll != Memories {
+			c.vs = NewMemStore()
+			if ms, ok := vs.(MultiStore); ok {
+				c.vs = ms.Collection(src.coll)
 			}
 		}
-		ix.mu.Unlock()
+		ix.cols = append(ix.cols, c)
+	}
+	store.OnCommit(func(proj string, keys []string) {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		for _, c := range ix.cols {
+			if c.proj != proj {
+				continue
+			}
+			for _, k := range keys {
+				if id := c.idOfKey(k); id != "" {
+					c.dirty[id] = true
+				}
+			}
+		}
 	})
 	return ix
 }
@@ -96,8 +117,25 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *
 // Model is the embedding model of the vectors.
 func (ix *Index) Model() string { return ix.emb.Model() }
 
-// Store is the vector store behind the index.
-func (ix *Index) Store() VectorStore { return ix.vs }
+// Store is the vector store of the Memories collection.
+func (ix *Index) Store() VectorStore { return ix.Collection(Memories) }
+
+// Collection is the vector store of collection c (nil for an unknown one).
+func (ix *Index) Collection(c Collection) VectorStore {
+	if col := ix.col(c); col != nil {
+		return col.vs
+	}
+	return nil
+}
+
+func (ix *Index) col(c Collection) *collection {
+	for _, col := range ix.cols {
+		if col.coll == c {
+			return col
+		}
+	}
+	return nil
+}
 
 // vectors returns the cached vectors of texts, embedding the misses.
 func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, error) {
@@ -145,45 +183,41 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 	return out, nil
 }
 
-// DocOf is the vector-store document of memory m (without its vector).
-func DocOf(m memories.Memory) Doc {
-	return Doc{ID: m.ID, Scope: m.Scope, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
-		Tags: m.Tags, SourceSessions: m.SourceSessions, Confidence: m.Confidence, Pruned: m.Pruned, Evidence: m.Evidence, UsageCount: m.UsageCount}
-}
-
-// Sync pushes every memory (first call) or the memories changed since
-// (later calls) to the vector store, embedding what is not cached.
+// Sync pushes every document (first call) or the documents changed since
+// (later calls) of every collection to its vector store, embedding what
+// is not cached. A collection that fails stays pending; the others are
+// still synced. Errors of several collections are joined.
 func (ix *Index) Sync(ctx context.Context) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	var ms []memories.Memory
-	var gone []string
-	if !ix.loaded {
-		if err := memories.Each(ix.store, func(m memories.Memory) bool { ms = append(ms, m); return true }); err != nil {
-			return err
+	var errs []error
+	for _, c := range ix.cols {
+		if err := ix.sync(ctx, c); err != nil {
+			errs = append(errs, fmt.Errorf("search: %s: %w", c.coll, err))
 		}
-	} else {
-		ids := make([]string, 0, len(ix.dirty))
-		for id := range ix.dirty {
+	}
+	return errors.Join(errs...)
+}
+
+// sync is Sync of one collection; ix.mu is held.
+func (ix *Index) sync(ctx context.Context, c *collection) error {
+	var ids []string
+	if c.loaded {
+		if len(c.dirty) == 0 {
+			return nil
+		}
+		ids = make([]string, 0, len(c.dirty))
+		for id := range c.dirty {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		for _, id := range ids {
-			m, ok, err := memories.Get(ix.store, id)
-			if err != nil {
-				return err
-			}
-			if ok {
-				ms = append(ms, m)
-			} else {
-				gone = append(gone, id)
-			}
-		}
 	}
-	docs := make([]Doc, len(ms))
-	texts := make([]string, len(ms))
-	for i, m := range ms {
-		docs[i] = DocOf(m)
+	docs, gone, err := c.docs(ix.store, ids)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, len(docs))
+	for i := range docs {
 		texts[i] = DocText(docs[i])
 	}
 	vecs, err := ix.vectors(ctx, texts)
@@ -194,21 +228,21 @@ func (ix *Index) Sync(ctx context.Context) error {
 		docs[i].Vector, docs[i].Model = vecs[i], ix.emb.Model()
 	}
 	if len(docs) > 0 {
-		if err := ix.vs.Upsert(ctx, docs); err != nil {
-			return fmt.Errorf("search: vector store upsert: %w", err)
+		if err := c.vs.Upsert(ctx, docs); err != nil {
+			return fmt.Errorf("vector store upsert: %w", err)
 		}
 	}
 	if len(gone) > 0 {
-		if err := ix.vs.Delete(ctx, gone); err != nil {
-			return fmt.Errorf("search: vector store delete: %w", err)
+		if err := c.vs.Delete(ctx, gone); err != nil {
+			return fmt.Errorf("vector store delete: %w", err)
 		}
 	}
-	ix.loaded = true
-	for _, m := range ms {
-		delete(ix.dirty, m.ID)
+	c.loaded = true
+	for _, d := range docs {
+		delete(c.dirty, d.ID)
 	}
 	for _, id := range gone {
-		delete(ix.dirty, id)
+		delete(c.dirty, id)
 	}
 	return nil
 }
@@ -233,7 +267,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession}
-	cands, err := ix.vs.Candidates(ctx, qv[0], q.Text, f, max(CandidatesPerQuery, 4*q.Limit))
+	col := ix.col(q.Collection)
+	cands, err := col.vs.Candidates(ctx, qv[0], q.Text, f, max(CandidatesPerQuery, 4*q.Limit))
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}
@@ -269,7 +304,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		if len(res.Memories) < q.Limit {
 			m := r.c
 			res.Memories = append(res.Memories, Hit{ID: m.ID, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
-				Confidence: m.Confidence, UsageCount: m.UsageCount, Relevance: math.Round(r.rel*1e4) / 1e4, Scope: m.Scope, Tags: m.Tags, SourceSessions: m.SourceSessions})
+				Confidence: m.Confidence, UsageCount: m.UsageCount, Relevance: math.Round(r.rel*1e4) / 1e4, Scope: m.Scope, Tags: m.Tags, SourceSessions: m.SourceSessions, Collection: q.Collection})
 			res.TokensUsed += (len(m.Title) + len(m.Description) + len(m.Content) + 3) / 4
 		}
 	}
@@ -285,6 +320,11 @@ func normalise(q Query) (Query, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return q, fmt.Errorf("%w: query: required", ErrInvalid)
 	}
+	c, err := ParseCollection(string(q.Collection))
+	if err != nil {
+		return q, err
+	}
+	q.Collection = c
 	switch q.Scope {
 	case "":
 		q.Scope = ScopeAll
@@ -314,17 +354,33 @@ func normalise(q Query) (Query, error) {
 	return q, nil
 }
 
-// Pending is how many memories changed since the last successful Sync
-// (all of them before the first): the vector store's lag.
+// Pending is how many documents of every collection changed since the
+// last successful Sync (all of them before a collection's first): the
+// vector stores' lag.
 func (ix *Index) Pending() int {
+	n := 0
+	for _, c := range Collections() {
+		n += ix.PendingIn(c)
+	}
+	return n
+}
+
+// PendingIn is Pending of one collection (0 for an unknown one).
+func (ix *Index) PendingIn(coll Collection) int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if !ix.loaded {
-		n := 0
-		_ = memories.Each(ix.store, func(memories.Memory) bool { n++; return true })
-		return n
+	c := ix.col(coll)
+	switch {
+	case c == nil:
+		return 0
+	case c.loaded:
+		return len(c.dirty)
 	}
-	return len(ix.dirty)
+	docs, _, err := c.docs(ix.store, nil)
+	if err != nil {
+		return 0
+	}
+	return len(docs)
 }
 
 // Run keeps the vector store in step until ctx ends: it syncs every

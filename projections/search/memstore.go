@@ -266,3 +266,34 @@ func (t *topK) sorted() []scored {
 	sort.Slice(out, func(i, j int) bool { return worse(out[j], out[i]) })
 	return out
 }
+
+// MemStores is the embedded MultiStore: a MemStore per collection. Its
+// own VectorStore methods are those of the Memories collection's.
+type MemStores struct {
+	*MemStore
+	others map[Collection]*MemStore
+}
+
+// NewMemStores returns empty stores for every collection.
+func NewMemStores() *MemStores {
+	s := &MemStores{MemStore: NewMemStore(), others: map[Collection]*MemStore{}}
+	for _, c := range Collections() {
+		if c != Memories {
+			s.others[c] = NewMemStore()
+		}
+	}
+	return s
+}
+
+var _ MultiStore = (*MemStores)(nil)
+
+// Collection implements MultiStore (nil for an unknown collection).
+func (s *MemStores) Collection(c Collection) VectorStore {
+	if c == Memories {
+		return s.MemStore
+	}
+	if m, ok := s.others[c]; ok {
+		return m
+	}
+	return nil
+}

@@ -44,10 +44,11 @@ func (s *Service) newEvent(typ events.Type, scope string, data any) (events.Enve
 	return env, err
 }
 
-// Search implements Backend.
+// Search implements Backend. Only memories (q.Collection "" or Memories)
+// write usage events: patterns and tools have no usage-driven state.
 func (s *Service) Search(ctx context.Context, q Query) (Result, error) {
 	res, err := s.Index.Search(ctx, q)
-	if err != nil || len(res.Memories) == 0 {
+	if err != nil || len(res.Memories) == 0 || (q.Collection != "" && q.Collection != Memories) {
 		return res, err
 	}
 	envs := make([]events.Envelope, 0, len(res.Memories))

@@ -11,3 +11,9 @@ import (
 func TestMemStore(t *testing.T) {
 	searchtest.Run(t, func(*testing.T) search.VectorStore { return search.NewMemStore() })
 }
+
+// TestMemStores runs the suite against every collection of the embedded
+// MultiStore.
+func TestMemStores(t *testing.T) {
+	searchtest.RunMulti(t, func(*testing.T) search.MultiStore { return search.NewMemStores() })
+}

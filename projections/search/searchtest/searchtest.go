@@ -98,6 +98,49 @@ func Run(t *testing.T, newStore func(t *testing.T) search.VectorStore) {
 	t.Run("KLimits", func(t *testing.T) { testKLimits(t, newStore(t)) })
 }
 
+// RunMulti runs the suite against every collection of the MultiStores
+// newStore makes (each call a new, empty one), then checks that the
+// collections are independent: the same id in two collections is two
+// documents, and writes to one never show in another.
+func RunMulti(t *testing.T, newStore func(t *testing.T) search.MultiStore) {
+	for _, c := range search.Collections() {
+		t.Run(string(c), func(t *testing.T) {
+			Run(t, func(t *testing.T) search.VectorStore { return newStore(t).Collection(c) })
+		})
+	}
+	t.Run("CollectionsIndependent", func(t *testing.T) { testIndependent(t, newStore(t)) })
+}
+
+func testIndependent(t *testing.T, ms search.MultiStore) {
+	if ms.Collection("NoSuchCollection") != nil {
+		t.Fatal("Collection of an unknown name is not nil")
+	}
+	if ms.Collection(search.Memories) == nil || ms.Collection(search.Patterns) == nil || ms.Collection(search.Tools) == nil {
+		t.Fatal("a collection of the design is nil")
+	}
+	mem, pat, tool := ms.Collection(search.Memories), ms.Collection(search.Patterns), ms.Collection(search.Tools)
+	upsert(t, mem, doc("shared-id", OneHot(1), "orchard apples harvest"))
+	upsert(t, pat, doc("shared-id", OneHot(2), "glacier ice climbing"))
+	upsert(t, tool, doc("tool-only", OneHot(3), "volcano lava basalt"))
+	wantLen(t, mem, 1)
+	wantLen(t, pat, 1)
+	wantLen(t, tool, 1)
+	if got := cands(t, pat, OneHot(1), "orchard apples", search.Filter{}, 5); len(got) != 1 || got[0].Content != "glacier ice climbing" || got[0].HasBM25 {
+		t.Fatalf("patterns answered with another collection's document: %+v", got)
+	}
+	if got := cands(t, mem, nil, "volcano lava", search.Filter{}, 5); len(got) != 0 {
+		t.Fatalf("memories found a tool: %+v", got)
+	}
+	if err := pat.Delete(ctxT(t), []string{"shared-id"}); err != nil {
+		t.Fatal(err)
+	}
+	wantLen(t, pat, 0)
+	wantLen(t, mem, 1)
+	if got := cands(t, mem, nil, "orchard", search.Filter{}, 5); len(got) != 1 || got[0].ID != "shared-id" {
+		t.Fatalf("deleting from patterns changed memories: %+v", got)
+	}
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	t.Cleanup(cancel)

@@ -7,11 +7,11 @@ import (
 	"github.com/chronicle-dev/chronicle/projections/search/searchtest"
 )
 
-// TestConformance runs the shared VectorStore suite against a real
-// Weaviate server.
+// TestConformance runs the shared suite against every collection of a
+// real Weaviate server.
 func TestConformance(t *testing.T) {
 	srv := sharedServer(t)
-	searchtest.Run(t, func(t *testing.T) search.VectorStore { return newTestStore(t, srv, testConfig(srv)) })
+	searchtest.RunMulti(t, func(t *testing.T) search.MultiStore { return newTestStore(t, srv, testConfig(srv)) })
 }
 
 // TestConformanceGRPC runs the suite with batch upserts over gRPC.

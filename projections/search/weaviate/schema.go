@@ -18,22 +18,24 @@ import (
 // MemStore has none) on the word-tokenised text properties, and exact
 // ("field"-tokenised) filterable properties for everything a filter needs.
 const (
-	// MemoryClass holds the memory bank's memories: the collection the
-	// Store's VectorStore methods work on. Properties: memory_id, scope,
-	// scope_kind (project, team or org: the part of scope before ':'),
-	// title, description, content (BM25), outcome, tags, source_sessions,
-	// confidence, pruned, evidence, usage_count, model.
+	// MemoryClass holds the memory bank's memories (search.Memories): the
+	// collection the Store's own VectorStore methods work on.
 	MemoryClass = "Memory"
-	// PatternClass is for coordination patterns: reusable ways agents
-	// split and hand over work (name, description, content searchable;
-	// roles, tags, scope, scope_kind, outcome, confidence, usage_count,
-	// source_sessions, model). Created empty; nothing writes it yet.
+	// PatternClass holds coordination patterns (search.Patterns).
 	PatternClass = "CoordinationPattern"
-	// ToolClass is for tools agents can call (name, description, usage
-	// searchable; tags, scope, scope_kind, success_rate, usage_count,
-	// model). Created empty; nothing writes it yet.
+	// ToolClass holds the tools of the tool graph (search.Tools).
 	ToolClass = "Tool"
 )
+
+// idProps name each collection's id property. Besides it, every
+// collection has the same properties: scope, scope_kind (project, team or
+// org: the part of scope before ':'), title, description, content (BM25),
+// outcome, tags, source_sessions, confidence, pruned, evidence,
+// usage_count and model. (Versions before the Tool and CoordinationPattern
+// collections were written created them with other properties — name,
+// roles, usage, success_rate; New adds the missing ones and leaves those
+// unused.)
+var idProps = map[string]string{MemoryClass: "memory_id", PatternClass: "pattern_id", ToolClass: "tool_id"}
 
 func boolp(b bool) *bool { return &b }
 
@@ -69,8 +71,8 @@ func class(name, desc string, props ...*models.Property) *models.Class {
 	}
 }
 
-// memoryText are the properties BM25 searches in MemoryClass.
-var memoryText = []string{"title", "description", "content"}
+// textProps are the properties BM25 searches, in every collection.
+var textProps = []string{"title", "description", "content"}
 
 // classes are the definitions of the three collections, named with
 // prefix.
@@ -81,47 +83,28 @@ func classes(prefix string) []*models.Class {
 			keyword("scope_kind", "text", "project, team or org: the scope before ':'"),
 		}
 	}
-	mem := append([]*models.Property{
-		keyword("memory_id", "text", "the memory's id (the object UUID is UUID v5 of it)"),
-		prose("title", "short title"),
-		prose("description", "one-sentence description"),
-		prose("content", "the memory itself"),
-		keyword("outcome", "text", "success or failure of the sessions it came from"),
-		keyword("tags", "text[]", "tags"),
-		keyword("source_sessions", "text[]", "sessions it was distilled from"),
-		number("confidence", "number", "confidence 0..1", true),
-		{Name: "pruned", DataType: []string{"boolean"}, Description: "pruned memories are kept, never returned", IndexFilterable: boolp(true)},
-		number("evidence", "int", "observations supporting it", false),
-		number("usage_count", "int", "times retrieved", false),
-		keyword("model", "text", "embedding model of the vector"),
-	}, scope()...)
-	pat := append([]*models.Property{
-		keyword("pattern_id", "text", "the pattern's id (the object UUID is UUID v5 of it)"),
-		prose("name", "pattern name"),
-		prose("description", "what the pattern does and when it applies"),
-		prose("content", "the steps: roles, hand-overs, checks"),
-		keyword("roles", "text[]", "agent roles taking part"),
-		keyword("tags", "text[]", "tags"),
-		keyword("outcome", "text", "success or failure where it was observed"),
-		number("confidence", "number", "confidence 0..1", true),
-		number("usage_count", "int", "times used", false),
-		keyword("source_sessions", "text[]", "sessions it was observed in"),
-		keyword("model", "text", "embedding model of the vector"),
-	}, scope()...)
-	tool := append([]*models.Property{
-		keyword("tool_id", "text", "the tool's id (the object UUID is UUID v5 of it)"),
-		prose("name", "tool name"),
-		prose("description", "what the tool does"),
-		prose("usage", "how to call it: arguments, pitfalls"),
-		keyword("tags", "text[]", "tags"),
-		number("success_rate", "number", "share of successful calls 0..1", true),
-		number("usage_count", "int", "times called", false),
-		keyword("model", "text", "embedding model of the vector"),
-	}, scope()...)
+	// Every collection has the same properties but its id's name, so one
+	// Store code path serves all three.
+	props := func(idProp, what string) []*models.Property {
+		return append([]*models.Property{
+			keyword(idProp, "text", "the "+what+"'s id (the object UUID is UUID v5 of it)"),
+			prose("title", "short title"),
+			prose("description", "one-sentence description"),
+			prose("content", "the "+what+" itself"),
+			keyword("outcome", "text", "success or failure of the sessions it came from"),
+			keyword("tags", "text[]", "tags"),
+			keyword("source_sessions", "text[]", "sessions it was learned from"),
+			number("confidence", "number", "confidence 0..1", true),
+			{Name: "pruned", DataType: []string{"boolean"}, Description: "pruned objects are kept, never returned", IndexFilterable: boolp(true)},
+			number("evidence", "int", "observations supporting it", false),
+			number("usage_count", "int", "times retrieved", false),
+			keyword("model", "text", "embedding model of the vector"),
+		}, scope()...)
+	}
 	return []*models.Class{
-		class(prefix+MemoryClass, "Chronicle memories (search.VectorStore)", mem...),
-		class(prefix+PatternClass, "Chronicle coordination patterns", pat...),
-		class(prefix+ToolClass, "Chronicle tools", tool...),
+		class(prefix+MemoryClass, "Chronicle memories", props(idProps[MemoryClass], "memory")...),
+		class(prefix+PatternClass, "Chronicle coordination patterns", props(idProps[PatternClass], "pattern")...),
+		class(prefix+ToolClass, "Chronicle tools", props(idProps[ToolClass], "tool")...),
 	}
 }
 

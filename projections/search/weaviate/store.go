@@ -1,14 +1,15 @@
-// Package weaviate is a search.VectorStore on a Weaviate server (1.35;
+// Package weaviate is a search.MultiStore on a Weaviate server (1.35;
 // client github.com/weaviate/weaviate-go-client/v4).
 //
-// At start New creates the collections MemoryClass (the memories this
-// store serves), PatternClass (coordination patterns) and ToolClass
-// (tools) when they are missing, all with vectorizer "none": vectors come
-// from the caller (search.Doc.Vector), and every object records the
-// embedding model that made its vector (property model).
+// At start New creates the collections MemoryClass (memories),
+// PatternClass (coordination patterns) and ToolClass (tools) when they are
+// missing, all with vectorizer "none": vectors come from the caller
+// (search.Doc.Vector), and every object records the embedding model that
+// made its vector (property model). The Store serves MemoryClass;
+// Collection gives a Store on another; everything below holds for each.
 //
-// Object UUIDs are UUID v5 of the memory id in the fixed Namespace
-// (ObjectID), so Upsert is an idempotent batch upsert: writing a memory
+// Object UUIDs are UUID v5 of the document id in the fixed Namespace
+// (ObjectID), so Upsert is an idempotent batch upsert: writing a document
 // again replaces the object, and its latest properties win. Pruned
 // memories are kept with pruned=true (Len counts them) and are filtered
 // out of every candidate query.
@@ -98,8 +99,9 @@ func ObjectID(id string) string { return uuid.NewSHA1(namespace, []byte(id)).Str
 // retry budget (Config.RetryMaxElapsed) ran out.
 var ErrUnavailable = errors.New("weaviate server unavailable")
 
-// Store is a search.VectorStore on the MemoryClass collection of a Weaviate
-// server. It is safe for concurrent use.
+// Store is a search.MultiStore on a Weaviate server: its VectorStore
+// methods serve the MemoryClass collection, and Collection gives a Store
+// on the others. It is safe for concurrent use.
 type Store struct {
 	cfg       Config
 	client    *wv.Client
@@ -107,6 +109,8 @@ type Store struct {
 	memory    string
 	patterns  string
 	tools     string
+	class     string          // the collection this value serves
+	idProp    string          // its id property
 	queryProp []graphql.Field // every property of a Doc
 	lightProp []graphql.Field // the properties Filter.Admits reads
 }
@@ -134,13 +138,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
 		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass}
-	for _, p := range []string{"memory_id", "scope", "title", "description", "content", "outcome", "tags", "source_sessions",
-		"confidence", "pruned", "evidence", "usage_count", "model"} {
-		s.queryProp = append(s.queryProp, graphql.Field{Name: p})
-	}
-	for _, p := range []string{"memory_id", "scope", "outcome", "source_sessions", "confidence", "pruned"} {
-		s.lightProp = append(s.lightProp, graphql.Field{Name: p})
-	}
+	s.serve(MemoryClass)
 	if err := s.ensureSchema(ctx); err != nil {
 		hc.CloseIdleConnections()
 		return nil, err
@@ -150,6 +148,36 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 
 // Config is the store's configuration with its defaults applied.
 func (s *Store) Config() Config { return s.cfg }
+
+// serve points s at collection name (MemoryClass, PatternClass or
+// ToolClass) with the class prefix.
+func (s *Store) serve(name string) {
+	s.class, s.idProp = s.cfg.ClassPrefix+name, idProps[name]
+	s.queryProp, s.lightProp = nil, nil
+	for _, p := range []string{s.idProp, "scope", "title", "description", "content", "outcome", "tags", "source_sessions",
+		"confidence", "pruned", "evidence", "usage_count", "model"} {
+		s.queryProp = append(s.queryProp, graphql.Field{Name: p})
+	}
+	for _, p := range []string{s.idProp, "scope", "outcome", "source_sessions", "confidence", "pruned"} {
+		s.lightProp = append(s.lightProp, graphql.Field{Name: p})
+	}
+}
+
+var _ search.MultiStore = (*Store)(nil)
+
+// Collection implements search.MultiStore: a Store on the same server and
+// connection serving collection c (MemoryClass for search.Memories,
+// PatternClass for search.Patterns, ToolClass for search.Tools). An
+// unknown collection gives nil.
+func (s *Store) Collection(c search.Collection) search.VectorStore {
+	name := map[search.Collection]string{search.Memories: MemoryClass, search.Patterns: PatternClass, search.Tools: ToolClass}[c]
+	if name == "" {
+		return nil
+	}
+	cp := *s
+	cp.serve(name)
+	return &cp
+}
 
 // Collections are the names of the memory, coordination-pattern and tool
 // collections (with ClassPrefix).
@@ -291,7 +319,7 @@ func scopeKind(scope string) string {
 	return ""
 }
 
-func object(class string, d search.Doc) *models.Object {
+func object(class, idProp string, d search.Doc) *models.Object {
 	tags, sessions := d.Tags, d.SourceSessions
 	if tags == nil {
 		tags = []string{}
@@ -303,7 +331,7 @@ func object(class string, d search.Doc) *models.Object {
 		Class: class,
 		ID:    strfmt.UUID(ObjectID(d.ID)),
 		Properties: map[string]any{
-			"memory_id": d.ID, "scope": d.Scope, "scope_kind": scopeKind(d.Scope), "title": d.Title, "description": d.Description,
+			idProp: d.ID, "scope": d.Scope, "scope_kind": scopeKind(d.Scope), "title": d.Title, "description": d.Description,
 			"content": d.Content, "outcome": d.Outcome, "tags": tags, "source_sessions": sessions, "confidence": d.Confidence,
 			"pruned": d.Pruned, "evidence": d.Evidence, "usage_count": d.UsageCount, "model": d.Model,
 		},
@@ -327,7 +355,7 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 	objs := make([]*models.Object, 0, len(last))
 	for i, d := range docs {
 		if last[d.ID] == i {
-			objs = append(objs, object(s.memory, d))
+			objs = append(objs, object(s.class, s.idProp, d))
 		}
 	}
 	for start := 0; start < len(objs); start += s.cfg.BatchSize {
@@ -362,7 +390,11 @@ func batchErrors(resp []models.ObjectsGetResponse) error {
 		if len(msgs) < 3 {
 			id := ""
 			if props, ok := r.Properties.(map[string]any); ok {
-				id, _ = props["memory_id"].(string)
+				for _, p := range idProps {
+					if v, ok := props[p].(string); ok {
+						id = v
+					}
+				}
 			}
 			msgs = append(msgs, fmt.Sprintf("%s: %s", id, r.Result.Errors.Error[0].Message))
 		}
@@ -409,7 +441,7 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 		var resp *models.BatchDeleteResponse
 		err := s.retry(ctx, "batch delete", func(ctx context.Context) error {
 			var err error
-			resp, err = s.client.Batch().ObjectsBatchDeleter().WithClassName(s.memory).WithWhere(where).WithOutput("minimal").Do(ctx)
+			resp, err = s.client.Batch().ObjectsBatchDeleter().WithClassName(s.class).WithWhere(where).WithOutput("minimal").Do(ctx)
 			return err
 		})
 		if err != nil {
@@ -422,7 +454,7 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// Len is the number of memories held, pruned ones included.
+// Len is the number of documents held, pruned ones included.
 func (s *Store) Len(ctx context.Context) (int, error) {
 	var out struct {
 		Aggregate map[string][]struct {
@@ -431,12 +463,12 @@ func (s *Store) Len(ctx context.Context) (int, error) {
 			} `json:"meta"`
 		} `json:"Aggregate"`
 	}
-	agg := s.client.GraphQL().Aggregate().WithClassName(s.memory).
+	agg := s.client.GraphQL().Aggregate().WithClassName(s.class).
 		WithFields(graphql.Field{Name: "meta", Fields: []graphql.Field{{Name: "count"}}})
 	if err := s.query(ctx, "count", agg.Do, &out); err != nil {
 		return 0, err
 	}
-	rows := out.Aggregate[s.memory]
+	rows := out.Aggregate[s.class]
 	if len(rows) == 0 {
 		return 0, nil
 	}
@@ -529,6 +561,8 @@ func where(f search.Filter) (*filters.WhereBuilder, bool) {
 // hit is one object of a Get query.
 type hit struct {
 	MemoryID       string   `json:"memory_id"`
+	PatternID      string   `json:"pattern_id"`
+	ToolID         string   `json:"tool_id"`
 	Scope          string   `json:"scope"`
 	Title          string   `json:"title"`
 	Description    string   `json:"description"`
@@ -562,7 +596,7 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 }
 
 func (h *hit) doc() search.Doc {
-	d := search.Doc{ID: h.MemoryID, Scope: h.Scope, Title: h.Title, Description: h.Description, Content: h.Content,
+	d := search.Doc{ID: h.MemoryID + h.PatternID + h.ToolID, Scope: h.Scope, Title: h.Title, Description: h.Description, Content: h.Content,
 		Outcome: h.Outcome, Confidence: h.Confidence, Pruned: h.Pruned, Evidence: int(h.Evidence),
 		UsageCount: int(h.UsageCount), Model: h.Model}
 	if len(h.Tags) > 0 {
@@ -594,12 +628,12 @@ func (s *Store) search(ctx context.Context, what string, vec []float32, text str
 	}
 	limit = min(limit, s.cfg.MaxFetch)
 	for {
-		get := s.client.GraphQL().Get().WithClassName(s.memory).WithWhere(w).WithLimit(limit)
+		get := s.client.GraphQL().Get().WithClassName(s.class).WithWhere(w).WithLimit(limit)
 		add := graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}}
 		if vec != nil {
 			get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
 		} else {
-			get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(memoryText...))
+			get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(textProps...))
 			add.Fields = []graphql.Field{{Name: "score"}}
 		}
 		get = get.WithFields(append(append([]graphql.Field{}, fields...), add)...)
@@ -609,7 +643,7 @@ func (s *Store) search(ctx context.Context, what string, vec []float32, text str
 		if err := s.query(ctx, what, get.Do, &out); err != nil {
 			return nil, partial, err
 		}
-		hits := out.Get[s.memory]
+		hits := out.Get[s.class]
 		res = make([]scored, 0, min(len(hits), k))
 		for i := range hits {
 			h := &hits[i]
@@ -651,7 +685,7 @@ func (s *Store) fetchDocs(ctx context.Context, ids []string) (map[string]search.
 		for i, id := range chunk {
 			uuids[i] = ObjectID(id)
 		}
-		get := s.client.GraphQL().Get().WithClassName(s.memory).WithLimit(len(chunk)).
+		get := s.client.GraphQL().Get().WithClassName(s.class).WithLimit(len(chunk)).
 			WithWhere(filters.Where().WithPath([]string{"id"}).WithOperator(filters.ContainsAny).WithValueText(uuids...)).
 			WithFields(s.queryProp...)
 		var res struct {
@@ -660,8 +694,8 @@ func (s *Store) fetchDocs(ctx context.Context, ids []string) (map[string]search.
 		if err := s.query(ctx, "fetch documents", get.Do, &res); err != nil {
 			return nil, err
 		}
-		for i := range res.Get[s.memory] {
-			d := res.Get[s.memory][i].doc()
+		for i := range res.Get[s.class] {
+			d := res.Get[s.class][i].doc()
 			out[d.ID] = d
 		}
 	}

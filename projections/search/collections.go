@@ -1,0 +1,197 @@
+package search
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// Collection names a searchable collection: a Weaviate class (with the
+// store's class prefix), a MemStore of its own in the embedded default.
+type Collection string
+
+// The collections of the memory-search design.
+const (
+	// Memories are the memory bank's memories (processors/memories).
+	Memories Collection = "Memory"
+	// Patterns are coordination patterns: the tool sequences of evaluated
+	// sessions with their success rates (sessions.Pattern).
+	Patterns Collection = "CoordinationPattern"
+	// Tools are the tools of the learned tool graph (toolgraph.Profile).
+	Tools Collection = "Tool"
+)
+
+// Collections lists every collection, memories first.
+func Collections() []Collection { return []Collection{Memories, Patterns, Tools} }
+
+// ParseCollection checks a collection name (case-insensitive; "" is
+// Memories). Errors wrap ErrInvalid.
+func ParseCollection(s string) (Collection, error) {
+	if s == "" {
+		return Memories, nil
+	}
+	for _, c := range Collections() {
+		if strings.EqualFold(s, string(c)) {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%w: collection: %q is not Memory, CoordinationPattern or Tool", ErrInvalid, s)
+}
+
+// MultiStore is a VectorStore whose own methods serve the Memories
+// collection and which holds the other collections too (Weaviate's
+// Store). An Index given a plain VectorStore keeps patterns and tools in a
+// MemStore each.
+type MultiStore interface {
+	VectorStore
+	// Collection is the store of collection c (itself for Memories).
+	Collection(c Collection) VectorStore
+}
+
+// ToolScope is the scope of every Tool document: the tool graph is learned
+// from the sessions of every scope, so reading it needs access to all of
+// them (the HTTP API's rule for the graph endpoints).
+const ToolScope = "org:*"
+
+// source is where one collection's documents come from: a projection,
+// whose commits mark the documents dirty.
+type source struct {
+	coll Collection
+	proj string
+	// idOfKey maps a row key committed to proj to the id of the document
+	// it changes ("" for none).
+	idOfKey func(key string) string
+	// docs returns the documents with ids, and the ids that are gone; nil
+	// ids: every document.
+	docs func(store *projections.Store, ids []string) (found []Doc, gone []string, err error)
+}
+
+func sources() []source {
+	return []source{
+		{coll: Memories, proj: memories.Name, idOfKey: func(k string) string { return strings.TrimPrefix(k, "m/") }, docs: memoryDocs},
+		{coll: Patterns, proj: sessions.Name, idOfKey: sessions.PatternIDOfKey, docs: patternDocs},
+		{coll: Tools, proj: toolgraph.Name, idOfKey: toolgraph.ToolOfKey, docs: toolDocs},
+	}
+}
+
+// DocOf is the vector-store document of memory m (without its vector).
+func DocOf(m memories.Memory) Doc {
+	return Doc{ID: m.ID, Scope: m.Scope, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
+		Tags: m.Tags, SourceSessions: m.SourceSessions, Confidence: m.Confidence, Pruned: m.Pruned, Evidence: m.Evidence, UsageCount: m.UsageCount}
+}
+
+func memoryDocs(store *projections.Store, ids []string) (found []Doc, gone []string, err error) {
+	if ids == nil {
+		err = memories.Each(store, func(m memories.Memory) bool { found = append(found, DocOf(m)); return true })
+		return found, nil, err
+	}
+	for _, id := range ids {
+		m, ok, err := memories.Get(store, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			found = append(found, DocOf(m))
+		} else {
+			gone = append(gone, id)
+		}
+	}
+	return found, gone, nil
+}
+
+// PatternDoc is the document of coordination pattern p: title its tool
+// chain, description the goal it served, content its numbered steps; tags
+// its category first, then its other writing tools; confidence its
+// success rate (Laplace); evidence its number of sessions; outcome success
+// once a session met its criteria with it. Its source sessions are all its
+// sessions, so PAIR's ExcludeSourceSession hides a pattern from the
+// sessions that followed it.
+func PatternDoc(p sessions.Pattern) Doc {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tool sequence (%s):\n", p.Category)
+	for i, s := range p.Steps {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, s)
+	}
+	tags := []string{p.Category}
+	for _, t := range p.Tools {
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	return Doc{ID: p.ID, Scope: p.Scope, Title: p.Title(), Description: "Used when " + p.Task + ".", Content: strings.TrimSpace(b.String()),
+		Outcome: p.Outcome(), Tags: tags, SourceSessions: p.Sessions, Confidence: p.Confidence(), Evidence: len(p.Sessions)}
+}
+
+func patternDocs(store *projections.Store, ids []string) (found []Doc, gone []string, err error) {
+	if ids == nil {
+		err = sessions.EachPattern(store, func(p sessions.Pattern) bool { found = append(found, PatternDoc(p)); return true })
+		return found, nil, err
+	}
+	for _, id := range ids {
+		p, ok, err := sessions.GetPattern(store, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			found = append(found, PatternDoc(p))
+		} else {
+			gone = append(gone, id)
+		}
+	}
+	return found, gone, nil
+}
+
+// ToolNeighbours is how many neighbours each way a Tool document names.
+const ToolNeighbours = 3
+
+// ToolDoc is the document of a tool: title its id, description its id in
+// words ("search direct flight"), content the tools most often called
+// right before and after it (ToolNeighbours each way). Counts stay out of
+// the text (they would change it, and its vector, on every call); Evidence
+// is the number of calls, so hybrid ranking gives established tools' exact
+// names their BM25 share. Confidence 1 and outcome success: a tool is an
+// observed fact, not a belief that feedback moves. Scope ToolScope.
+func ToolDoc(p toolgraph.Profile) Doc {
+	var b strings.Builder
+	if len(p.Before) > 0 {
+		fmt.Fprintf(&b, "Usually called after: %s.\n", strings.Join(p.Before, ", "))
+	}
+	if len(p.After) > 0 {
+		fmt.Fprintf(&b, "Usually followed by: %s.\n", strings.Join(p.After, ", "))
+	}
+	if len(p.Before) == 0 && len(p.After) == 0 {
+		b.WriteString("Called on its own.")
+	}
+	words := strings.Join(strings.FieldsFunc(p.Tool, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == '/' }), " ")
+	return Doc{ID: p.Tool, Scope: ToolScope, Title: p.Tool, Description: "Tool: " + words + ".", Content: strings.TrimSpace(b.String()),
+		Outcome: events.OutcomeSuccess, Confidence: 1, Evidence: p.Calls}
+}
+
+func toolDocs(store *projections.Store, ids []string) (found []Doc, gone []string, err error) {
+	g, err := toolgraph.Load(store)
+	if err != nil {
+		return nil, nil, err
+	}
+	byTool := map[string]toolgraph.Profile{}
+	for _, p := range g.Profiles(ToolNeighbours) {
+		if ids == nil {
+			found = append(found, ToolDoc(p))
+		} else {
+			byTool[p.Tool] = p
+		}
+	}
+	for _, id := range ids {
+		if p, ok := byTool[id]; ok {
+			found = append(found, ToolDoc(p))
+		} else {
+			gone = append(gone, id)
+		}
+	}
+	return found, gone, nil
+}
