@@ -59,15 +59,28 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if resp.StatusCode >= 300 {
 		var e errorBody
 		_ = json.Unmarshal(b, &e)
+		if e.Error == "" {
+			e.Error = resp.Status
+		}
+		// The memory routes answer 404 for a memory the token may not see
+		// (as for a missing one) and 403 only for a scope it may not write,
+		// which is not a missing memory.
 		switch resp.StatusCode {
 		case http.StatusBadRequest:
-			return fmt.Errorf("%w: %s", search.ErrInvalid, e.Error)
-		case http.StatusNotFound, http.StatusForbidden:
-			return fmt.Errorf("%w: %s", search.ErrNotFound, e.Error)
+			return wrapAs(search.ErrInvalid, e.Error)
+		case http.StatusNotFound:
+			return wrapAs(search.ErrNotFound, e.Error)
 		}
 		return fmt.Errorf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)
 	}
 	return json.Unmarshal(b, out)
+}
+
+// wrapAs wraps the service's error message in sentinel, whose text the
+// service's message already starts with when it comes from the same
+// sentinel ("memory not found: m1"), so it is not said twice.
+func wrapAs(sentinel error, msg string) error {
+	return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(msg, sentinel.Error()+": "))
 }
 
 // Search implements search.Backend (GET /v1/memories/search).

@@ -16,10 +16,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver/mcptest"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -195,12 +195,6 @@ func newHTTP(t *testing.T) (*fakeBackend, string) {
 	return fake, srv.URL
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // connectHTTP connects the SDK's client over the streamable HTTP transport
 // with the given request headers.
 func connectHTTP(t *testing.T, url string, hdr http.Header) (*mcp.ClientSession, error) {
@@ -211,7 +205,7 @@ func connectHTTP(t *testing.T, url string, hdr http.Header) (*mcp.ClientSession,
 		HTTPClient: &http.Client{Transport: header{set: hdr, base: http.DefaultTransport}},
 		MaxRetries: -1,
 	}
-	cs, err := client.Connect(testContext(t), transport, nil)
+	cs, err := client.Connect(mcptest.Context(t), transport, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -226,59 +220,6 @@ func connectToken(t *testing.T, url, token string) *mcp.ClientSession {
 		t.Fatalf("connect as %s: %v", token, err)
 	}
 	return cs
-}
-
-// call calls a tool; a protocol error fails the test (tool errors are
-// results).
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s(%v): protocol error: %v", tool, args, err)
-	}
-	return res
-}
-
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
-// structured decodes a successful result's structured content into T.
-func structured[T any](t *testing.T, res *mcp.CallToolResult) T {
-	t.Helper()
-	var out T
-	if res.IsError {
-		t.Fatalf("tool error: %s", text(res))
-	}
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&out); err != nil {
-		t.Fatalf("structured content %s: %v", b, err)
-	}
-	return out
-}
-
-// wantToolError checks res is a tool error whose text contains every want.
-func wantToolError(t *testing.T, res *mcp.CallToolResult, want ...string) {
-	t.Helper()
-	if !res.IsError {
-		t.Fatalf("want a tool error containing %q, got success %s", want, text(res))
-	}
-	for _, w := range want {
-		if !strings.Contains(text(res), w) {
-			t.Errorf("tool error %q does not contain %q", text(res), w)
-		}
-	}
 }
 
 func ids(hits []search.Hit) []string {
@@ -316,7 +257,7 @@ func prop(t *testing.T, schema map[string]any, name string) map[string]any {
 func TestHTTPListTools(t *testing.T) {
 	_, url := newHTTP(t)
 	cs := connectToken(t, url, "reader")
-	res, err := cs.ListTools(testContext(t), nil)
+	res, err := cs.ListTools(mcptest.Context(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +343,7 @@ func TestHTTPSearch(t *testing.T) {
 
 	// Defaults, and the reader's scopes: project:a and team:t only.
 	reader := connectToken(t, url, "reader")
-	got := structured[search.Result](t, call(t, reader, "memory_search", map[string]any{"query": "flight change"}))
+	got := mcptest.Structured[search.Result](t, mcptest.Call(t, reader, "memory_search", map[string]any{"query": "flight change"}))
 	if want := []string{"m1", "m2"}; !slices.Equal(ids(got.Memories), want) {
 		t.Fatalf("reader sees %v, want %v", ids(got.Memories), want)
 	}
@@ -428,7 +369,7 @@ func TestHTTPSearch(t *testing.T) {
 
 	// Explicit arguments arrive unchanged; "*" reads every scope.
 	writer := connectToken(t, url, "writer")
-	got = structured[search.Result](t, call(t, writer, "memory_search", map[string]any{
+	got = mcptest.Structured[search.Result](t, mcptest.Call(t, writer, "memory_search", map[string]any{
 		"query": "booking", "scope": "project", "outcome": "success", "limit": 1, "min_confidence": 0.2,
 	}))
 	if want := []string{"m1"}; !slices.Equal(ids(got.Memories), want) || got.TotalFound != 3 {
@@ -444,12 +385,12 @@ func TestHTTPSearch(t *testing.T) {
 	}
 
 	// Nothing found is an empty list, not null.
-	res := call(t, reader, "memory_search", map[string]any{"query": "x", "min_confidence": 1})
-	if got := structured[search.Result](t, res); got.Memories == nil || len(got.Memories) != 0 || got.TotalFound != 0 {
+	res := mcptest.Call(t, reader, "memory_search", map[string]any{"query": "x", "min_confidence": 1})
+	if got := mcptest.Structured[search.Result](t, res); got.Memories == nil || len(got.Memories) != 0 || got.TotalFound != 0 {
 		t.Errorf("empty search: %+v", got)
 	}
-	if !strings.Contains(text(res), `"memories":[]`) {
-		t.Errorf("empty search text %s", text(res))
+	if !strings.Contains(mcptest.Text(res), `"memories":[]`) {
+		t.Errorf("empty search text %s", mcptest.Text(res))
 	}
 }
 
@@ -463,7 +404,7 @@ func TestHTTPRecord(t *testing.T) {
 		"tags":        []string{"airline", "change"},
 	}
 	writer := connectToken(t, url, "writer")
-	got := structured[search.Recorded](t, call(t, writer, "memory_record", args))
+	got := mcptest.Structured[search.Recorded](t, mcptest.Call(t, writer, "memory_record", args))
 	if got.ID != "rec-1" || got.InitialConfidence != 0.8 || got.Message != "recorded in project:a" {
 		t.Errorf("recorded %+v", got)
 	}
@@ -479,15 +420,15 @@ func TestHTTPRecord(t *testing.T) {
 
 	// A caller without write scope gets a tool error; the backend is not called.
 	reader := connectToken(t, url, "reader")
-	wantToolError(t, call(t, reader, "memory_record", args), "may not write scope project:a")
+	mcptest.WantToolError(t, mcptest.Call(t, reader, "memory_record", args), "may not write scope project:a")
 	// Its default scope must be writable too.
-	wantToolError(t, call(t, connectToken(t, url, "misconfigured"), "memory_record", args), "may not write scope team:t")
+	mcptest.WantToolError(t, mcptest.Call(t, connectToken(t, url, "misconfigured"), "memory_record", args), "may not write scope team:t")
 	// A client cannot pick another caller with the internal header.
 	forged, err := connectHTTP(t, url, http.Header{"Authorization": {"Bearer reader"}, callerHeader: {"anything"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantToolError(t, call(t, forged, "memory_record", args), "may not write")
+	mcptest.WantToolError(t, mcptest.Call(t, forged, "memory_record", args), "may not write")
 	if _, recs, _ := fake.calls(); len(recs) != 1 {
 		t.Errorf("refused records reached the backend: %d records", len(recs))
 	}
@@ -496,12 +437,12 @@ func TestHTTPRecord(t *testing.T) {
 func TestHTTPFeedback(t *testing.T) {
 	fake, url := newHTTP(t)
 	writer := connectToken(t, url, "writer")
-	got := structured[search.FeedbackResult](t, call(t, writer, "memory_feedback",
+	got := mcptest.Structured[search.FeedbackResult](t, mcptest.Call(t, writer, "memory_feedback",
 		map[string]any{"memory_id": "m1", "helpful": true, "comment": "saved a retry loop"}))
 	if !got.Success || got.NewConfidence != 0.95 || got.Message != "applied" {
 		t.Errorf("feedback %+v", got)
 	}
-	got = structured[search.FeedbackResult](t, call(t, writer, "memory_feedback", map[string]any{"memory_id": "m1", "helpful": false}))
+	got = mcptest.Structured[search.FeedbackResult](t, mcptest.Call(t, writer, "memory_feedback", map[string]any{"memory_id": "m1", "helpful": false}))
 	if !got.Success || got.NewConfidence != 0.85 {
 		t.Errorf("negative feedback %+v", got)
 	}
@@ -514,11 +455,11 @@ func TestHTTPFeedback(t *testing.T) {
 	}
 
 	// Memories outside the caller's write scopes, and unknown ones: not found.
-	wantToolError(t, call(t, writer, "memory_feedback", map[string]any{"memory_id": "m4", "helpful": true}), "memory not found", "m4")
-	wantToolError(t, call(t, writer, "memory_feedback", map[string]any{"memory_id": "nope", "helpful": true}), "memory not found")
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_feedback", map[string]any{"memory_id": "m4", "helpful": true}), "memory not found", "m4")
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_feedback", map[string]any{"memory_id": "nope", "helpful": true}), "memory not found")
 	// A caller that writes nothing is refused before the backend.
 	n := fake.ncalls()
-	wantToolError(t, call(t, connectToken(t, url, "reader"), "memory_feedback", map[string]any{"memory_id": "m1", "helpful": true}), "may write no scope")
+	mcptest.WantToolError(t, mcptest.Call(t, connectToken(t, url, "reader"), "memory_feedback", map[string]any{"memory_id": "m1", "helpful": true}), "may write no scope")
 	if fake.ncalls() != n {
 		t.Error("refused feedback reached the backend")
 	}
@@ -570,9 +511,9 @@ func TestHTTPInvalidArguments(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s %v", c.tool, c.args), func(t *testing.T) {
-			res := call(t, cs, c.tool, c.args)
-			t.Log(text(res))
-			wantToolError(t, res, c.want...)
+			res := mcptest.Call(t, cs, c.tool, c.args)
+			t.Log(mcptest.Text(res))
+			mcptest.WantToolError(t, res, c.want...)
 		})
 	}
 	if n := fake.ncalls(); n != 0 {
@@ -580,7 +521,7 @@ func TestHTTPInvalidArguments(t *testing.T) {
 	}
 	// Exactly at the limits is fine.
 	ok := record(map[string]any{"title": strings.Repeat("é", 50), "description": strings.Repeat("d", 200)})
-	structured[search.Recorded](t, call(t, cs, "memory_record", ok))
+	mcptest.Structured[search.Recorded](t, mcptest.Call(t, cs, "memory_record", ok))
 }
 
 func TestHTTPBackendErrors(t *testing.T) {
@@ -589,17 +530,17 @@ func TestHTTPBackendErrors(t *testing.T) {
 	rec := map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success"}
 
 	fake.setErr(fmt.Errorf("%w: content: duplicate of m1", search.ErrInvalid))
-	wantToolError(t, call(t, cs, "memory_record", rec), "invalid argument: content: duplicate of m1")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_record", rec), "invalid argument: content: duplicate of m1")
 
 	fake.setErr(fmt.Errorf("%w: m9", search.ErrNotFound))
-	wantToolError(t, call(t, cs, "memory_feedback", map[string]any{"memory_id": "m9", "helpful": true}), "memory not found: m9")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_feedback", map[string]any{"memory_id": "m9", "helpful": true}), "memory not found: m9")
 
 	fake.setErr(errors.New("broker did not acknowledge"))
-	wantToolError(t, call(t, cs, "memory_search", map[string]any{"query": "q"}), "memory_search failed", "broker did not acknowledge")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "q"}), "memory_search failed", "broker did not acknowledge")
 
 	// The session survives tool errors.
 	fake.setErr(nil)
-	if got := structured[search.Result](t, call(t, cs, "memory_search", map[string]any{"query": "q"})); got.TotalFound == 0 {
+	if got := mcptest.Structured[search.Result](t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "q"})); got.TotalFound == 0 {
 		t.Errorf("search after errors found nothing")
 	}
 }
@@ -641,8 +582,8 @@ func TestFixedCallerHTTP(t *testing.T) {
 	if got := cs.InitializeResult().ServerInfo; got.Name != "chronicle" || got.Version != "dev" {
 		t.Errorf("server info %+v", got)
 	}
-	wantToolError(t, call(t, cs, "memory_search", map[string]any{"query": "q"}), "may read no scope")
-	wantToolError(t, call(t, cs, "memory_record", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success"}),
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "q"}), "may read no scope")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_record", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success"}),
 		"no default scope")
 	if fake.ncalls() != 0 {
 		t.Error("calls of the zero caller reached the backend")
@@ -654,18 +595,13 @@ func TestFixedCallerHTTP(t *testing.T) {
 func TestStdio(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), stdioEnv+"=1")
-	stderr := new(syncBuffer)
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
-	cs, err := client.Connect(testContext(t), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v (stderr: %s)", err, stderr.String())
-	}
+	srv := mcptest.Start(t, cmd)
+	cs := srv.Session
 	if got := cs.InitializeResult().ServerInfo.Name; got != "chronicle-test" {
 		t.Errorf("server name %q", got)
 	}
 
-	tools, err := cs.ListTools(testContext(t), nil)
+	tools, err := cs.ListTools(mcptest.Context(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -674,47 +610,23 @@ func TestStdio(t *testing.T) {
 	}
 
 	// The fixed caller reads project:a only: m1 (m5 is below 0.5).
-	got := structured[search.Result](t, call(t, cs, "memory_search", map[string]any{"query": "retry"}))
+	got := mcptest.Structured[search.Result](t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "retry"}))
 	if want := []string{"m1"}; !slices.Equal(ids(got.Memories), want) || got.Memories[0].Title != "Retry with backoff" {
 		t.Errorf("search: %+v", got)
 	}
-	rec := structured[search.Recorded](t, call(t, cs, "memory_record", map[string]any{
+	rec := mcptest.Structured[search.Recorded](t, mcptest.Call(t, cs, "memory_record", map[string]any{
 		"title": "Retry with jitter", "description": "add jitter to backoff", "content": "random 0..1s", "outcome": "success",
 	}))
 	if rec.ID != "rec-1" || rec.Message != "recorded in project:a" || rec.InitialConfidence != 0.8 {
 		t.Errorf("record: %+v", rec)
 	}
 	// The new memory is visible to the next search (the same backend).
-	got = structured[search.Result](t, call(t, cs, "memory_search", map[string]any{"query": "retry", "min_confidence": 0.8}))
+	got = mcptest.Structured[search.Result](t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "retry", "min_confidence": 0.8}))
 	if want := []string{"m1", "rec-1"}; !slices.Equal(ids(got.Memories), want) {
 		t.Errorf("search after record: %v, want %v", ids(got.Memories), want)
 	}
-	wantToolError(t, call(t, cs, "memory_search", map[string]any{"query": "x", "limit": 50}), "limit")
-	wantToolError(t, call(t, cs, "memory_feedback", map[string]any{"memory_id": "m2", "helpful": true}), "memory not found")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "x", "limit": 50}), "limit")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_feedback", map[string]any{"memory_id": "m2", "helpful": true}), "memory not found")
 
-	if err := cs.Close(); err != nil {
-		t.Errorf("close: %v (stderr: %s)", err, stderr.String())
-	}
-	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
-		t.Errorf("server process: %v (stderr: %s)", cmd.ProcessState, stderr.String())
-	}
-}
-
-// syncBuffer is a strings.Builder safe for the copying goroutine of
-// exec.Cmd and the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	srv.Close(t)
 }

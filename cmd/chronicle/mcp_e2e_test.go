@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver/mcptest"
+	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// The tests in this file run `chronicle serve` and `chronicle mcp` as child
+// processes and drive the MCP side with the official SDK client, so the
+// whole path is the production one: stdio JSON-RPC → mcpserver →
+// httpapi.Client → HTTP API → Kafka log → memory bank → search index.
+
+// startServe runs `chronicle serve` with extra args on a fresh data
+// directory with loopback ports (embedded broker and HTTP API on any free
+// port) and returns the API's base URL once /healthz answers 200. The
+// process is stopped with SIGTERM when the test ends.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := new(mcptest.Buffer)
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("serve did not stop within 15 s of SIGTERM")
+		}
+		if !cmd.ProcessState.Success() {
+			t.Errorf("serve did not shut down cleanly on SIGTERM: %v", cmd.ProcessState)
+		}
+		if t.Failed() {
+			t.Logf("serve stderr:\n%s", logs.String())
+		}
+	})
+	// The API prints its address once it listens ("HTTP API on http://…").
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logs.Write([]byte(line + "\n"))
+			if _, url, ok := strings.Cut(line, "HTTP API on "); ok {
+				select {
+				case addr <- strings.Fields(url)[0]:
+				default:
+				}
+			}
+		}
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	var base string
+	select {
+	case base = <-addr:
+	case <-exited:
+		t.Fatalf("serve exited before listening: %v\n%s", cmd.ProcessState, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not listen within 30 s:\n%s", logs.String())
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := hc.Get(base + "/healthz")
+		last := fmt.Sprint(err)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+			last = resp.Status
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/healthz not ready within 20 s (last: %s):\n%s", base, last, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startMCP runs `chronicle mcp --api base` with extra args and
+// CHRONICLE_TOKEN=token (unset when empty) through the SDK's command
+// transport. Closing the session at the end of the test must end the
+// process cleanly.
+func startMCP(t *testing.T, base, token string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"mcp", "--api", base}, args...)...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CHRONICLE_TOKEN=") })
+	if token != "" {
+		cmd.Env = append(cmd.Env, "CHRONICLE_TOKEN="+token)
+	}
+	srv := mcptest.Start(t, cmd)
+	t.Cleanup(func() { srv.Close(t) })
+	cs := srv.Session
+	if got := cs.InitializeResult().ServerInfo.Name; got != "chronicle" {
+		t.Errorf("server name %q, want chronicle", got)
+	}
+	return cs
+}
+
+// callOK calls a tool that must succeed and decodes its structured result
+// strictly (an unknown field fails).
+func callOK[T any](t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) T {
+	t.Helper()
+	return mcptest.Structured[T](t, mcptest.Call(t, cs, tool, args))
+}
+
+// callError calls a tool that must answer a tool error and returns its text.
+func callError(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	res := mcptest.Call(t, cs, tool, args)
+	mcptest.WantToolError(t, res)
+	return mcptest.Text(res)
+}
+
+// searchUntil repeats memory_search until want accepts a hit (the memory
+// bank and the search index follow the log asynchronously) and returns
+// that hit; it fails after 20 s.
+func searchUntil(t *testing.T, cs *mcp.ClientSession, args map[string]any, what string, want func(search.Hit) bool) search.Hit {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res := callOK[search.Result](t, cs, "memory_search", args)
+		for _, h := range res.Memories {
+			if want(h) {
+				return h
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memory_search %v: no %s within 20 s; last answer %+v", args, what, res)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func hitIDs(hits []search.Hit) []string {
+	ids := []string{}
+	for _, h := range hits {
+		ids = append(ids, h.ID)
+	}
+	return ids
+}
+
+// successArgs are memory_record's arguments for a strategy that worked.
+func successArgs(title, description, content string, tags ...string) map[string]any {
+	return map[string]any{"title": title, "description": description, "content": content, "outcome": "success", "tags": tags}
+}
+
+// The consensus message of memory_feedback (projections/search.Service):
+// under usage 3 a single signal is stored and confidence does not move.
+const consensusMessage = "signal stored; confidence moves once 2 agreeing signals exist within 7 days (consensus while usage < 3)"
+
+// TestMCPStdioAgainstServe drives `chronicle mcp` (stdio) against a real
+// `chronicle serve`: list the tools, record a memory, find it, move its
+// confidence with feedback, and the error answers.
+func TestMCPStdioAgainstServe(t *testing.T) {
+	t.Parallel()
+	base := startServe(t)
+	cs := startMCP(t, base, "") // --scope defaults to org:default
+
+	tools, err := cs.ListTools(mcptest.Context(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"memory_feedback", "memory_record", "memory_search"}; !slices.Equal(names, want) {
+		t.Fatalf("tools %v, want %v", names, want)
+	}
+
+	rec := successArgs("Verify the booking class before refunds",
+		"Check the fare class of a reservation before promising a refund.",
+		"1. get_reservation_details 2. compare the cabin class with the refund policy 3. only then call cancel_reservation",
+		"airline", "refund")
+	recorded := callOK[search.Recorded](t, cs, "memory_record", rec)
+	wantID := distill.MemoryID("org:default", rec["title"].(string), rec["content"].(string))
+	if recorded.ID != wantID || recorded.InitialConfidence != 0.8 || recorded.Message != "memory recorded in org:default" {
+		t.Fatalf("memory_record: %+v, want id %s, initial_confidence 0.8, message \"memory recorded in org:default\"", recorded, wantID)
+	}
+
+	query := map[string]any{"query": "refund fare class of a reservation"}
+	hit := searchUntil(t, cs, query, "hit "+wantID, func(h search.Hit) bool { return h.ID == wantID })
+	if hit.Title != rec["title"] || hit.Description != rec["description"] || hit.Content != rec["content"] ||
+		hit.Outcome != "success" || hit.Scope != "org:default" || hit.Confidence != 0.8 || hit.UsageCount != 0 || hit.Relevance <= 0 {
+		t.Errorf("memory_search hit %+v, want the recorded memory in org:default with confidence 0.8, usage 0 and a positive relevance", hit)
+	}
+	// Filters reach the service: a failure-only search leaves it out.
+	if res := callOK[search.Result](t, cs, "memory_search", map[string]any{"query": query["query"], "outcome": "failure"}); slices.Contains(hitIDs(res.Memories), wantID) {
+		t.Errorf("memory_search outcome=failure returned the success memory: %v", hitIDs(res.Memories))
+	}
+
+	// Usage is below 3 (one retrieval at most), so one helpful signal waits
+	// for consensus and leaves confidence at 0.8; the second agreeing one
+	// applies both: 0.8 + 2 × 0.3 (explicit_feedback), clamped to 1.
+	fb := map[string]any{"memory_id": wantID, "helpful": true, "comment": "saved a wrong refund"}
+	first := callOK[search.FeedbackResult](t, cs, "memory_feedback", fb)
+	if want := (search.FeedbackResult{Success: true, NewConfidence: 0.8, Message: consensusMessage}); first != want {
+		t.Errorf("first memory_feedback: %+v, want %+v", first, want)
+	}
+	second := callOK[search.FeedbackResult](t, cs, "memory_feedback", fb)
+	if want := (search.FeedbackResult{Success: true, NewConfidence: 1, Message: "signal applied: confidence 0.80 → 1.00"}); second != want {
+		t.Errorf("second memory_feedback: %+v, want %+v", second, want)
+	}
+	// The new confidence reaches search.
+	searchUntil(t, cs, map[string]any{"query": query["query"], "min_confidence": 0.95}, "hit with confidence 1",
+		func(h search.Hit) bool { return h.ID == wantID && h.Confidence == 1 })
+
+	// Errors are tool errors naming the field or the memory, and the
+	// session survives them.
+	if msg := callError(t, cs, "memory_search", map[string]any{"query": "refund", "limit": 50}); !strings.Contains(msg, "limit") {
+		t.Errorf("memory_search limit 50: %q does not name limit", msg)
+	}
+	if msg := callError(t, cs, "memory_feedback", map[string]any{"memory_id": "no-such-memory", "helpful": true}); msg != "memory not found: no-such-memory" {
+		t.Errorf("memory_feedback on an unknown id: %q, want \"memory not found: no-such-memory\"", msg)
+	}
+	if msg := callError(t, cs, "memory_record", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "maybe"}); !strings.Contains(msg, "outcome") {
+		t.Errorf("memory_record outcome maybe: %q does not name outcome", msg)
+	}
+	searchUntil(t, cs, query, "hit after the errors", func(h search.Hit) bool { return h.ID == wantID })
+}
+
+// createToken runs `chronicle token create` and returns the printed token.
+func createToken(t *testing.T, file, name, read, write string) string {
+	t.Helper()
+	out, err := exec.Command(binary, "token", "create", "--file", file, "--name", name, "--read", read, "--write", write).Output()
+	if err != nil {
+		t.Fatalf("token create %s: %v", name, err)
+	}
+	tok := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(tok, "chr_") {
+		t.Fatalf("token create %s printed %q", name, out)
+	}
+	return tok
+}
+
+// TestMCPScopedTokens runs `chronicle mcp` with scoped API tokens against
+// `serve --tokens`: project:b's token neither finds project:a's memory nor
+// learns that it exists.
+func TestMCPScopedTokens(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	tokA := createToken(t, file, "agent-a", "project:a", "project:a")
+	tokB := createToken(t, file, "agent-b", "project:b", "project:b")
+	base := startServe(t, "--tokens", file)
+
+	a := startMCP(t, base, tokA, "--scope", "project:a")
+	b := startMCP(t, base, tokB, "--scope", "project:b")
+
+	rec := successArgs("Rotate the staging database password",
+		"Project a keeps its staging credentials in the vault.",
+		"vault write staging/db password=...; restart the api pods",
+		"staging", "vault")
+	recorded := callOK[search.Recorded](t, a, "memory_record", rec)
+	if recorded.Message != "memory recorded in project:a" || recorded.InitialConfidence != 0.8 {
+		t.Fatalf("memory_record as project:a: %+v", recorded)
+	}
+	query := map[string]any{"query": "staging database password vault"}
+	// project:a sees it: the memory is in the memory bank and the index
+	// before project:b looks, so what b gets is the scope check, not lag.
+	searchUntil(t, a, query, "hit "+recorded.ID, func(h search.Hit) bool { return h.ID == recorded.ID && h.Scope == "project:a" })
+
+	res := callOK[search.Result](t, b, "memory_search", query)
+	if len(res.Memories) != 0 || res.TotalFound != 0 {
+		t.Errorf("memory_search as project:b: %+v, want nothing", res)
+	}
+	hidden := callError(t, b, "memory_feedback", map[string]any{"memory_id": recorded.ID, "helpful": false})
+	missing := callError(t, b, "memory_feedback", map[string]any{"memory_id": "no-such-memory", "helpful": false})
+	if hidden != "memory not found: "+recorded.ID || strings.ReplaceAll(hidden, recorded.ID, "no-such-memory") != missing {
+		t.Errorf("memory_feedback as project:b on project:a's memory: %q; on a missing one: %q; want the same not-found answer", hidden, missing)
+	}
+	// project:b's token writing to project:a is refused for what it is,
+	// not as a missing memory.
+	bIntoA := startMCP(t, base, tokB, "--scope", "project:a")
+	if msg := callError(t, bIntoA, "memory_record", rec); !strings.Contains(msg, "403 Forbidden: scope: this token may not write project:a") || strings.Contains(msg, "not found") {
+		t.Errorf("memory_record into project:a with project:b's token: %q, want the 403 naming the scope", msg)
+	}
+	// b's refused calls changed nothing: a still sees confidence 0.8.
+	if h := searchUntil(t, a, query, "hit "+recorded.ID, func(h search.Hit) bool { return h.ID == recorded.ID }); h.Confidence != 0.8 {
+		t.Errorf("confidence after project:b's refused feedback: %v, want 0.8", h.Confidence)
+	}
+}
