@@ -24,6 +24,7 @@ type commonFlags struct {
 	llmModel    string
 	llmKeyEnv   string
 	weaviate    string
+	weaviateKey string // name of the environment variable holding the API key
 }
 
 // registerLLM adds the flags of the LLM distiller and judge.
@@ -33,9 +34,12 @@ func (c *commonFlags) registerLLM(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.llmKeyEnv, "llm-key-env", "CHRONICLE_LLM_API_KEY", "environment variable holding the API key")
 }
 
-// registerSearch adds the vector store flag.
+// registerSearch adds the vector store flags. The Weaviate API key is
+// read from an environment variable, never from a flag: a flag's value
+// shows in ps and /proc/<pid>/cmdline.
 func (c *commonFlags) registerSearch(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.weaviate, "weaviate", "", "host:port of a Weaviate server for memory search (e.g. 127.0.0.1:8081); empty: the embedded vector store")
+	cmd.Flags().StringVar(&c.weaviateKey, "weaviate-api-key-env", "WEAVIATE_API_KEY", "environment variable holding the --weaviate server's API key; unset or empty: anonymous access")
 }
 
 // vectorStore connects --weaviate, or returns nil for the embedded store.
@@ -43,7 +47,11 @@ func (c *commonFlags) vectorStore(ctx context.Context) (search.VectorStore, erro
 	if c.weaviate == "" {
 		return nil, nil
 	}
-	return weaviate.New(ctx, weaviate.Config{Host: c.weaviate})
+	cfg := weaviate.Config{Host: c.weaviate}
+	if c.weaviateKey != "" {
+		cfg.APIKey = os.Getenv(c.weaviateKey)
+	}
+	return weaviate.New(ctx, cfg)
 }
 
 // llm is the LLM configuration, nil without --llm-url.

@@ -39,6 +39,13 @@ const (
 type Config struct {
 	// Host is the host:port of the REST/GraphQL API (DefaultHost).
 	Host string
+	// APIKey is the key of a server with API-key authentication
+	// (AUTHENTICATION_APIKEY_ENABLED). Default empty: anonymous access.
+	// It is sent as a Bearer token (the client's auth.ApiKey) with every
+	// REST/GraphQL request and gRPC call, and never logged: String and
+	// GoString redact it, and errors do not contain it. A missing, wrong
+	// or insufficient key fails at once with ErrUnauthorized.
+	APIKey string
 	// Scheme is "http" or "https" (DefaultScheme).
 	Scheme string
 	// GRPCHost, when set (host:port of Weaviate's GRPC_PORT), sends batch
@@ -63,7 +70,8 @@ type Config struct {
 	// (refused, reset, timed out, HTTP 502/503/504) and the refusals of a
 	// server still loading its collections after a restart, before it
 	// returns an error wrapping ErrUnavailable (DefaultRetryMaxElapsed).
-	// Other errors are returned at once.
+	// Other errors, among them a refused API key (ErrUnauthorized), are
+	// returned at once.
 	RetryMaxElapsed time.Duration
 	// OverFetch multiplies k when Candidates must filter in Go
 	// (DefaultOverFetch); it multiplies again while too few pass.
@@ -74,6 +82,21 @@ type Config struct {
 	// BatchSize is how many objects one batch request carries
 	// (DefaultBatchSize).
 	BatchSize int
+}
+
+// String is c with APIKey redacted, as %v and %+v print it.
+func (c Config) String() string { return fmt.Sprintf("%+v", c.redacted()) }
+
+// GoString is c with APIKey redacted, as %#v prints it.
+func (c Config) GoString() string { return fmt.Sprintf("%#v", c.redacted()) }
+
+// redacted is c, without its methods, with "[redacted]" for a set APIKey.
+func (c Config) redacted() any {
+	type config Config
+	if c.APIKey != "" {
+		c.APIKey = "[redacted]"
+	}
+	return config(c)
 }
 
 // DefaultConfig is the Config with every default.

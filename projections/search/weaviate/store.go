@@ -120,8 +120,8 @@ var _ search.VectorStore = (*Store)(nil)
 // New connects to the server of cfg (zero fields take their defaults),
 // waiting through connection errors for up to cfg.RetryMaxElapsed, and
 // creates the missing collections. Errors: an invalid config (ErrConfig),
-// an unreachable server (ErrUnavailable), or the server's refusal of the
-// schema.
+// an unreachable server (ErrUnavailable), a refused API key
+// (ErrUnauthorized), or the server's refusal of the schema.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -129,6 +129,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	hc := &http.Client{Timeout: cfg.Timeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	wcfg := wv.Config{Host: cfg.Host, Scheme: cfg.Scheme, ConnectionClient: hc, Timeout: cfg.Timeout}
+	wcfg.Headers = cfg.authHeaders() // REST/GraphQL and gRPC alike
 	if cfg.GRPCHost != "" {
 		wcfg.GrpcConfig = &wvgrpc.Config{Host: cfg.GRPCHost, Secured: cfg.Scheme == "https"}
 	}
@@ -236,6 +237,9 @@ func (s *Store) retry(ctx context.Context, what string, op func(ctx context.Cont
 	}
 	if last == nil { // ctx ended before the first attempt
 		last = err
+	}
+	if unauthorized(last) {
+		return newAuthError(s.cfg, what, last)
 	}
 	return &opError{op: what, attempts: attempts, unavailable: retryable(last), cause: last}
 }
@@ -406,7 +410,7 @@ func batchErrors(resp []models.ObjectsGetResponse) error {
 	if allTransient {
 		return &transientError{msg}
 	}
-	return errors.New(msg)
+	return refusal(msg)
 }
 
 // transientMarkers are the messages of a server whose collections are
@@ -504,7 +508,7 @@ func decode(resp *models.GraphQLResponse, into any) error {
 		if allTransient {
 			return &transientError{msg}
 		}
-		return errors.New(msg)
+		return refusal(msg)
 	}
 	b, err := json.Marshal(resp.Data)
 	if err != nil {

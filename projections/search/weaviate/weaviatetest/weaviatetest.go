@@ -1,6 +1,8 @@
 // Package weaviatetest runs a real Weaviate server for tests: a
 // single-node weaviate-server process on free loopback ports with its own
-// data directory, built from the Go module proxy by
+// data directory (anonymous access, or API-key authentication with
+// StartWith/LaunchWith and Options.APIKey), built from the Go module proxy
+// by
 //
 //	cd /tmp && GOFLAGS=-mod=mod go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.35.2
 //
@@ -113,7 +115,34 @@ func Require(tb testing.TB) string {
 	return ""
 }
 
-// Server is a weaviate-server process on loopback ports.
+// Users of the API keys of a server started with Options.APIKey.
+const (
+	// AdminUser is the user of Options.APIKey: it may do everything.
+	AdminUser = "chronicle-admin"
+	// ReadOnlyUser is the user of Options.ReadOnlyAPIKey: it may only
+	// read.
+	ReadOnlyUser = "chronicle-reader"
+)
+
+// Options are the settings of a server beyond the defaults of Start and
+// Launch (the zero Options: anonymous access, which may do everything).
+type Options struct {
+	// APIKey, when set, turns anonymous access off and API-key
+	// authentication on (AUTHENTICATION_APIKEY_*), with this key for
+	// AdminUser, and the admin list authorization on
+	// (AUTHORIZATION_ADMINLIST_*), with AdminUser as its admin. A request
+	// without a key or with an unknown one gets HTTP 401 (gRPC
+	// Unauthenticated).
+	APIKey string
+	// ReadOnlyAPIKey, with APIKey, is a second key, for ReadOnlyUser, a
+	// read-only user of the admin list: its writes get HTTP 403 (gRPC
+	// PermissionDenied).
+	ReadOnlyAPIKey string
+}
+
+// Server is a weaviate-server process on free ports: REST, gossip and
+// raft on 127.0.0.1; gRPC and the cluster data port on all interfaces
+// (weaviate-server has no setting for their address).
 type Server struct {
 	// Host is the REST/GraphQL address, 127.0.0.1:<port>.
 	Host string
@@ -126,6 +155,7 @@ type Server struct {
 	LogPath string
 
 	bin   string
+	opts  Options
 	ports [4]int // grpc, gossip (data = +1), raft (internal rpc = +1), http in Host
 
 	mu   sync.Mutex
@@ -138,9 +168,15 @@ type Server struct {
 // failed, the end of the server's log is logged.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return StartWith(tb, Options{})
+}
+
+// StartWith is Start with opts.
+func StartWith(tb testing.TB, opts Options) *Server {
+	tb.Helper()
 	bin := Require(tb)
 	dir := tb.TempDir()
-	s, err := Launch(bin, filepath.Join(dir, "data"), filepath.Join(dir, "weaviate.log"))
+	s, err := LaunchWith(bin, filepath.Join(dir, "data"), filepath.Join(dir, "weaviate.log"), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -160,12 +196,23 @@ func Start(tb testing.TB) *Server {
 // (StartTimeout). If the ports were taken meanwhile it tries new ones,
 // three times at most.
 func Launch(bin, dataDir, logPath string) (*Server, error) {
+	return LaunchWith(bin, dataDir, logPath, Options{})
+}
+
+// LaunchWith is Launch with opts (kept by Restart).
+func LaunchWith(bin, dataDir, logPath string, opts Options) (*Server, error) {
+	if opts.ReadOnlyAPIKey != "" && opts.APIKey == "" {
+		return nil, errors.New("weaviatetest: Options.ReadOnlyAPIKey needs APIKey")
+	}
+	if opts.ReadOnlyAPIKey != "" && opts.ReadOnlyAPIKey == opts.APIKey {
+		return nil, errors.New("weaviatetest: Options.ReadOnlyAPIKey equals APIKey")
+	}
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
-		s := &Server{DataDir: dataDir, LogPath: logPath, bin: bin}
+		s := &Server{DataDir: dataDir, LogPath: logPath, bin: bin, opts: opts}
 		if err := s.pickPorts(); err != nil {
 			return nil, err
 		}
@@ -230,13 +277,17 @@ func (s *Server) pickPorts() error {
 
 func (s *Server) env() []string {
 	grpcPort, gossip, raft := s.ports[0], s.ports[1], s.ports[2]
-	return append(os.Environ(),
+	env := append(os.Environ(),
 		"PERSISTENCE_DATA_PATH="+s.DataDir,
-		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true",
 		"DEFAULT_VECTORIZER_MODULE=none",
 		"ENABLE_MODULES=",
 		"CLUSTER_HOSTNAME=node1",
 		"CLUSTER_ADVERTISE_ADDR=127.0.0.1",
+		// Gossip (TCP and UDP), raft and raft's internal RPC bind to
+		// CLUSTER_BIND_ADDR. The gRPC API (GRPC_PORT) and the cluster data
+		// port (CLUSTER_DATA_BIND_PORT) listen on all interfaces whatever
+		// the settings: v1.35.2 listens on ":<port>" for both and has no
+		// setting for their address.
 		"CLUSTER_BIND_ADDR=127.0.0.1",
 		"CLUSTER_GOSSIP_BIND_PORT="+strconv.Itoa(gossip),
 		"CLUSTER_DATA_BIND_PORT="+strconv.Itoa(gossip+1),
@@ -256,6 +307,25 @@ func (s *Server) env() []string {
 		"PROMETHEUS_MONITORING_ENABLED=false",
 		"DISABLE_TELEMETRY=true",
 		"LOG_LEVEL=warning",
+	)
+	if s.opts.APIKey == "" {
+		return append(env, "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true")
+	}
+	keys, users := s.opts.APIKey, AdminUser
+	if s.opts.ReadOnlyAPIKey != "" {
+		keys, users = keys+","+s.opts.ReadOnlyAPIKey, users+","+ReadOnlyUser
+		env = append(env, "AUTHORIZATION_ADMINLIST_READONLY_USERS="+ReadOnlyUser)
+	}
+	// Without an authorization module every authenticated user may do
+	// everything; the admin list makes the read-only user read-only.
+	// (/v1/.well-known/ready, which Restart polls, needs no key.)
+	return append(env,
+		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=false",
+		"AUTHENTICATION_APIKEY_ENABLED=true",
+		"AUTHENTICATION_APIKEY_ALLOWED_KEYS="+keys,
+		"AUTHENTICATION_APIKEY_USERS="+users,
+		"AUTHORIZATION_ADMINLIST_ENABLED=true",
+		"AUTHORIZATION_ADMINLIST_USERS="+AdminUser,
 	)
 }
 
