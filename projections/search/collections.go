@@ -151,25 +151,27 @@ func patternDocs(store *projections.Store, ids []string) (found []Doc, gone []st
 const ToolNeighbours = 3
 
 // ToolDoc is the document of a tool: title its id, description its id in
-// words ("search direct flight"), content the tools most often called
-// right before and after it (ToolNeighbours each way). Counts stay out of
-// the text (they would change it, and its vector, on every call); Evidence
-// is the number of calls, so hybrid ranking gives established tools' exact
-// names their BM25 share. Confidence 1 and outcome success: a tool is an
-// observed fact, not a belief that feedback moves. Scope ToolScope.
+// words ("Tool: search direct flight."), no content. Its most frequent
+// neighbours (ToolNeighbours each way) are tags, "follows:<tool>" and
+// "precedes:<tool>": filterable and returned, but neither embedded nor
+// BM25-indexed — in the text, a tool's neighbours' names made it match
+// queries for them (get_reservation_details outranked
+// search_direct_flight for "search direct flight"). Counts stay out of the
+// document's text (they would change it, and its vector, on every call);
+// Evidence is the number of calls, so hybrid ranking gives established
+// tools' exact names their BM25 share. Confidence 1 and outcome success: a
+// tool is an observed fact, not a belief that feedback moves. Scope
+// ToolScope.
 func ToolDoc(p toolgraph.Profile) Doc {
-	var b strings.Builder
-	if len(p.Before) > 0 {
-		fmt.Fprintf(&b, "Usually called after: %s.\n", strings.Join(p.Before, ", "))
+	var tags []string
+	for _, t := range p.Before {
+		tags = append(tags, "follows:"+t)
 	}
-	if len(p.After) > 0 {
-		fmt.Fprintf(&b, "Usually followed by: %s.\n", strings.Join(p.After, ", "))
-	}
-	if len(p.Before) == 0 && len(p.After) == 0 {
-		b.WriteString("Called on its own.")
+	for _, t := range p.After {
+		tags = append(tags, "precedes:"+t)
 	}
 	words := strings.Join(strings.FieldsFunc(p.Tool, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == '/' }), " ")
-	return Doc{ID: p.Tool, Scope: ToolScope, Title: p.Tool, Description: "Tool: " + words + ".", Content: strings.TrimSpace(b.String()),
+	return Doc{ID: p.Tool, Scope: ToolScope, Title: p.Tool, Description: "Tool: " + words + ".", Tags: tags,
 		Outcome: events.OutcomeSuccess, Confidence: 1, Evidence: p.Calls}
 }
 

@@ -51,6 +51,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions", s.listSessions)
 	mux.HandleFunc("GET /v1/sessions/{id...}", s.sessionRoutes)
 	mux.HandleFunc("GET /v1/memories/search", s.searchMemories)
+	mux.HandleFunc("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns"))
+	mux.HandleFunc("GET /v1/tools/search", s.searchCollection(search.Tools, "tools"))
 	mux.HandleFunc("POST /v1/memories", s.recordMemory)
 	mux.HandleFunc("POST /v1/memories/{id}/feedback", s.memoryFeedback)
 	mux.HandleFunc("GET /v1/memories/{id}", s.getMemory)
@@ -502,23 +504,9 @@ func toolError(w http.ResponseWriter, err error) {
 // searchMemories is memory_search over HTTP: query, scope, outcome, limit,
 // min_confidence as query parameters.
 func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
-	v := r.URL.Query()
-	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead}
-	if l := v.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil {
-			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer", l)
-			return
-		}
-		q.Limit = n
-	}
-	if mc := v.Get("min_confidence"); mc != "" {
-		f, err := strconv.ParseFloat(mc, 64)
-		if err != nil {
-			writeErr(w, http.StatusBadRequest, "min_confidence: %q is not a number", mc)
-			return
-		}
-		q.MinConfidence = &f
+	q, ok := searchQuery(w, r)
+	if !ok {
+		return
 	}
 	res, err := s.P.Search.Search(r.Context(), q)
 	if err != nil {
@@ -526,6 +514,68 @@ func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// searchQuery reads memory_search's parameters from the URL query; it
+// answers 400 naming the parameter when one is malformed.
+func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
+	v := r.URL.Query()
+	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer", l)
+			return q, false
+		}
+		q.Limit = n
+	}
+	if mc := v.Get("min_confidence"); mc != "" {
+		f, err := strconv.ParseFloat(mc, 64)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "min_confidence: %q is not a number", mc)
+			return q, false
+		}
+		q.MinConfidence = &f
+	}
+	return q, true
+}
+
+// CollectionHit is a hit of GET /v1/patterns/search or /v1/tools/search:
+// a search.Hit with its tags (a pattern's category first) and source
+// sessions (the sessions that followed a pattern).
+type CollectionHit struct {
+	search.Hit
+	Tags           []string `json:"tags,omitempty"`
+	SourceSessions []string `json:"source_sessions,omitempty"`
+}
+
+// searchCollection serves GET /v1/patterns/search and /v1/tools/search:
+// the parameters and ranking of memory search on another collection,
+// answered as {<key>: [CollectionHit], total_found, tokens_used}. Patterns
+// are filtered by the caller's scopes like memories; tools aggregate
+// every scope, so they need a token that reads all of them (like the
+// graph endpoints). No usage events are written.
+func (s *Server) searchCollection(c search.Collection, key string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if c == search.Tools && needsAll(w, r) {
+			return
+		}
+		q, ok := searchQuery(w, r)
+		if !ok {
+			return
+		}
+		q.Collection = c
+		res, err := s.P.Search.Search(r.Context(), q)
+		if err != nil {
+			toolError(w, err)
+			return
+		}
+		hits := make([]CollectionHit, len(res.Memories))
+		for i, h := range res.Memories {
+			hits[i] = CollectionHit{Hit: h, Tags: h.Tags, SourceSessions: h.SourceSessions}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key: hits, "total_found": res.TotalFound, "tokens_used": res.TokensUsed})
+	}
 }
 
 // recordMemory is memory_record over HTTP: {title, description, content,

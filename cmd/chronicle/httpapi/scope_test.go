@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,7 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 		{"POST", "/v1/memories/" + mem + "/feedback", map[string]any{"helpful": true}, 404},
 		{"POST", "/v1/memories", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success", "scope": "project:a"}, 403},
 		{"GET", "/v1/graph/tools", nil, 403},
+		{"GET", "/v1/tools/search?query=flight", nil, 403},
 		{"GET", "/v1/graph/next?after=get_user_details", nil, 403},
 		{"GET", "/v1/graph/path?from=a&to=b", nil, 403},
 		{"GET", "/v1/digest", nil, 403},
@@ -130,6 +132,21 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 	}
 	if code, _ := do("tok-admin", "GET", "/v1/graph/tools", nil); code != 200 {
 		t.Fatalf("admin graph: %d", code)
+	}
+	// coordination patterns are scoped like memories; tools need every scope
+	pq := "/v1/patterns/search?min_confidence=0&outcome=all&query=" + url.QueryEscape("change the flight of a reservation")
+	if code, m := do("tok-b", "GET", pq, nil); code != 200 || len(m["patterns"].([]any)) != 0 || m["total_found"] != float64(0) {
+		t.Fatalf("b searching patterns: %d %v", code, m)
+	}
+	if code, m := do("tok-a", "GET", pq, nil); code != 200 || len(m["patterns"].([]any)) != 1 ||
+		m["patterns"].([]any)[0].(map[string]any)["source_sessions"].([]any)[0] != id {
+		t.Fatalf("a searching patterns: %d %v", code, m)
+	}
+	if code, m := do("tok-admin", "GET", "/v1/tools/search?query="+url.QueryEscape("look up the user's details"), nil); code != 200 || len(m["tools"].([]any)) == 0 {
+		t.Fatalf("admin searching tools: %d %v", code, m)
+	}
+	if code, m := do("tok-admin", "GET", "/v1/patterns/search?query=x&limit=99", nil); code != 400 || !strings.Contains(m["error"].(string), "limit") {
+		t.Fatalf("bad limit: %d %v", code, m)
 	}
 	for _, tok := range []string{"", "tok-wrong"} {
 		if code, _ := do(tok, "GET", "/v1/sessions", nil); code != 401 {
