@@ -27,6 +27,7 @@ type Summary struct {
 	EvaluationAgreement float64           `json:"evaluation_agreement"`
 	AgreementSessions   int               `json:"agreement_sessions"`
 	Memories            memories.Stats    `json:"memories"`
+	Patterns            PatternStats      `json:"coordination_patterns"`
 	Digest              string            `json:"digest"`
 	Projections         map[string]string `json:"projection_digests"`
 	Seconds             float64           `json:"seconds"`
@@ -136,13 +137,35 @@ func summarise(store *projections.Store, data string, took time.Duration) (Summa
 	if err != nil {
 		return Summary{}, err
 	}
+	var ps PatternStats
+	if err := sessions.EachPattern(store, func(p sessions.Pattern) bool {
+		ps.Patterns++
+		if len(p.Succeeded) > 0 {
+			ps.Succeeded++
+		}
+		if len(p.Sessions) > 1 {
+			ps.Shared++
+		}
+		return true
+	}); err != nil {
+		return Summary{}, err
+	}
 	return Summary{
-		Memories: ms,
+		Memories: ms, Patterns: ps,
 		Sessions: st.Sessions, Events: st.Events, Successes: st.Successes, Failures: st.Failures,
 		Evaluations: st.Evaluations, ByRecommendation: st.ByRecommendation,
 		EvaluationAgreement: st.Agreement, AgreementSessions: st.Compared,
 		Digest: d.All, Projections: d.Projections, Seconds: took.Seconds(), DataDir: data,
 	}, nil
+}
+
+// PatternStats counts the coordination patterns of the sessions
+// projection: all, those with a session that met its criteria, those
+// followed by more than one session.
+type PatternStats struct {
+	Patterns  int `json:"patterns"`
+	Succeeded int `json:"with_success"`
+	Shared    int `json:"shared"`
 }
 
 func printSummary(s Summary) {
@@ -160,6 +183,7 @@ func printSummary(s Summary) {
 	}
 	fmt.Printf("  agreement           %.1f%% of %d sessions: evaluator meets_criteria ⇔ tau-bench reward 1\n", 100*s.EvaluationAgreement, s.AgreementSessions)
 	fmt.Printf("  memories            %d distilled from %d sessions (%d duplicates merged)\n", s.Memories.Distilled, s.Memories.SessionsWithMemory, s.Memories.DuplicatesMerged)
+	fmt.Printf("  coordination        %d tool-sequence patterns (%d with a success, %d followed by several sessions)\n", s.Patterns.Patterns, s.Patterns.Succeeded, s.Patterns.Shared)
 	fmt.Printf("  projection digest   %s\n", s.Digest)
 	fmt.Printf("  seconds             %.2f\n", s.Seconds)
 }

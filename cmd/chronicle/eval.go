@@ -35,7 +35,10 @@ type EvalReport struct {
 	// 3; PairRecallAt3Lexical the same with BM25 ranking only.
 	PairRecallAt3        float64 `json:"pair_recall_at_3"`
 	PairRecallAt3Lexical float64 `json:"pair_recall_at_3_lexical"`
-	PairRecallSessions   int     `json:"pair_recall_sessions"`
+	// PairRecallAt3Patterns ranks memories and coordination patterns
+	// together, as the pair worker does (pair.Recall.WithPatterns).
+	PairRecallAt3Patterns float64 `json:"pair_recall_at_3_with_patterns"`
+	PairRecallSessions    int     `json:"pair_recall_sessions"`
 }
 
 func evalCmd() *cobra.Command {
@@ -65,7 +68,8 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("  memories %d distinct of %d extracted (%d duplicates merged), %.2f per session, %.1f%% of sessions with one\n",
 				rep.Memories, rep.Extracted, rep.DuplicatesMerged, rep.MemoriesPerSession, 100*rep.SessionsWithMemory)
 			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
-			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f\n", rep.PairRecallAt3, rep.PairRecallAt3Lexical)
+			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f   memories + coordination patterns %.3f\n",
+				rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns)
 			return nil
 		},
 	}
@@ -112,8 +116,10 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	if rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallSessions, err = pair.RecallAt3(recs, emb); err != nil {
+	r, err := pair.RecallAt3(recs, emb)
+	if err != nil {
 		return rep, err
 	}
+	rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns, rep.PairRecallSessions = r.Model, r.Lexical, r.WithPatterns, r.Sessions
 	return rep, nil
 }

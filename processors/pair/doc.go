@@ -63,14 +63,20 @@
 // session's own scope).
 //
 // Coordination patterns. The PAIR design searches success memories and a
-// separate collection of coordination patterns. The Weaviate
-// CoordinationPattern collection of the design is not populated (Chronicle
-// writes nothing to Weaviate yet), so both come from the memory bank: every
-// success memory is searched, and an example is marked kind
-// "coordination_pattern" when its tags mark a coordination strategy — the
-// deterministic distiller's "strategy" memories, this worker's
-// "pair_improvement_completed" memories, and explicit memories tagged
-// "coordination_pattern" — and kind "success_memory" otherwise.
+// separate collection of coordination patterns. Both exist: each gap's
+// query runs on the memory bank and on the CoordinationPattern collection
+// (sessions.Pattern: the tool sequences of evaluated sessions with their
+// success rates), with the same filters; the hits are merged by relevance
+// (one formula ranks both) before grouping (Ranked). An example says where
+// it came from (collection "Memory" or "CoordinationPattern"). Its kind is
+// "coordination_pattern" for a pattern and for a memory whose tags mark a
+// coordination strategy — the deterministic distiller's "strategy"
+// memories, this worker's "pair_improvement_completed" memories, and
+// explicit memories tagged "coordination_pattern" — and "success_memory"
+// otherwise. A pattern's source sessions are every session that followed
+// it, so a pattern the evaluated session followed is never retrieved for
+// it, and its success rate is the share of those sessions that met their
+// criteria.
 //
 // Category. Hits are grouped by the first tag that is not generic
 // ("strategy", "anti-pattern", "pair_improvement_completed",
@@ -116,8 +122,12 @@
 //
 // RecallAt3 measures retrieval on the 200 bundled tau-bench sessions; see
 // its documentation for the protocol. Measured with USE lite: 58 cases;
-// the worker's ranking (hybrid index) puts a memory of a successful trial
-// of the same task in the top 3 for 29 (0.500), BM25 alone for 46 (0.793).
+// the index's ranking of memories puts a memory of a successful trial of
+// the same task in the top 3 for 29 (0.500), BM25 alone for 46 (0.793);
+// the worker's merged ranking of memories and coordination patterns puts
+// a memory or pattern of such a trial there for 27 (0.466) — patterns
+// with the same tool sequence as the gap's task, but learned from other
+// tasks, take places.
 // Gap descriptions of tau-bench criteria carry exact identifiers
 // (reservation ids, user ids, flight numbers) that the strategies of the
 // successful trials repeat; BM25 matches them, while USE lite maps such

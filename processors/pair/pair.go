@@ -294,34 +294,47 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 func Retrieve(ctx context.Context, s Searcher, rate RateFunc, sessionID string, gaps []events.Gap, readable func(scope string) bool) ([]GapContext, error) {
 	out := make([]GapContext, 0, len(gaps))
 	for _, g := range gaps {
-		q := SearchQuery(g, sessionID, readable)
-		var hits []search.Hit
-		for _, c := range []search.Collection{search.Memories, search.Patterns} {
-			q.Collection = c
-			res, err := s.Search(ctx, q)
-			if err != nil {
-				return nil, fmt.Errorf("pair: search %s for gap %s: %w", c, g.CriterionID, err)
-			}
-			for _, h := range res.Memories {
-				h.Collection = c
-				hits = append(hits, h)
-			}
+		hits, err := Ranked(ctx, s, g, sessionID, readable)
+		if err != nil {
+			return nil, err
 		}
-		sort.SliceStable(hits, func(i, j int) bool {
-			if hits[i].Relevance != hits[j].Relevance {
-				return hits[i].Relevance > hits[j].Relevance
-			}
-			return hits[i].ID < hits[j].ID
-		})
-		groups, err := GroupHits(Keep(hits, sessionID), rate)
+		groups, err := GroupHits(hits, rate)
 		if err != nil {
 			return nil, err
 		}
 		gc := gapContext(g)
-		gc.Query, gc.Patterns = q.Text, groups
+		gc.Query, gc.Patterns = Query(g), groups
 		out = append(out, gc)
 	}
 	return out, nil
+}
+
+// Ranked is what PAIR retrieves for gap g of session sessionID before
+// grouping: SearchQuery over success memories and over coordination
+// patterns (the same query with Collection search.Patterns), each hit
+// marked with its collection, merged by relevance (both come from the
+// index's one formula; ties by id), through Keep.
+func Ranked(ctx context.Context, s Searcher, g events.Gap, sessionID string, readable func(scope string) bool) ([]search.Hit, error) {
+	q := SearchQuery(g, sessionID, readable)
+	var hits []search.Hit
+	for _, c := range []search.Collection{search.Memories, search.Patterns} {
+		q.Collection = c
+		res, err := s.Search(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("pair: search %s for gap %s: %w", c, g.CriterionID, err)
+		}
+		for _, h := range res.Memories {
+			h.Collection = c
+			hits = append(hits, h)
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Relevance != hits[j].Relevance {
+			return hits[i].Relevance > hits[j].Relevance
+		}
+		return hits[i].ID < hits[j].ID
+	})
+	return Keep(hits, sessionID), nil
 }
 
 func gapContext(g events.Gap) GapContext {

@@ -10,6 +10,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -25,8 +26,9 @@ const RecallK = 3
 // the FLUX evaluator and the deterministic distiller exactly as the
 // sessions processor runs them, and each distilled memory is applied, in
 // record order, by the memory-bank processor (memories.Processor) to a
-// temporary in-memory projection store; the bank is indexed with
-// search.NewIndex(store, emb, nil).
+// temporary in-memory projection store, where the sessions processor
+// also projects every session (and so the coordination patterns); memories
+// and patterns are indexed with search.NewIndex(store, emb, nil).
 //
 // Cases: the records with reward 0 whose task has a trial with reward 1,
 // and for which PAIR retrieves at all (composite below PassComposite; a
@@ -46,15 +48,18 @@ const RecallK = 3
 // is vector-only for memories with fewer than 5 observations). lexical
 // ranks the same candidates of the same vector store (same filters) by
 // BM25 alone, ties by id: a dedicated ranking, because a constant-vector
-// embedder would leave young memories (alpha 1) all tied. No threshold
-// was tuned on these records: the constants are the worker's.
-func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (model, lexical float64, n int, err error) {
+// embedder would leave young memories (alpha 1) all tied. WithPatterns
+// ranks each gap with Ranked, the worker's merge of memories and
+// coordination patterns. No threshold was tuned on these records: the
+// constants are the worker's.
+func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (Recall, error) {
 	ctx := context.Background()
 	store, err := projections.Open("pair-recall", projections.Options{FS: vfs.NewMem()})
 	if err != nil {
-		return 0, 0, 0, err
+		return Recall{}, err
 	}
 	defer store.Close()
+	fail := func(err error) (Recall, error) { return Recall{}, err }
 
 	type sess struct {
 		id, task string
@@ -67,11 +72,17 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (model, lexical fl
 	for _, r := range recs {
 		envs, err := taubench.Events(r)
 		if err != nil {
-			return 0, 0, 0, err
+			return fail(err)
+		}
+		for i := range envs { // the sessions processor projects the coordination patterns
+			if _, err := store.Apply(sessions.Name, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &envs[i], sessions.Processor{LLMDistillation: true}.Apply); err != nil {
+				return fail(err)
+			}
+			off++
 		}
 		in, err := flux.InputFromEvents(envs)
 		if err != nil {
-			return 0, 0, 0, err
+			return fail(err)
 		}
 		ev := flux.Evaluate(in)
 		sid := taubench.SessionID(r.TaskID, r.Trial)
@@ -85,7 +96,7 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (model, lexical fl
 		}
 		mems, err := distill.Deterministic{}.Extract(ctx, distill.NewSession(in, ev))
 		if err != nil {
-			return 0, 0, 0, err
+			return fail(err)
 		}
 		done := &envs[len(envs)-1]
 		for i, m := range mems {
@@ -94,37 +105,42 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (model, lexical fl
 				Content: m.Content, Outcome: m.Outcome, Tags: m.Tags, Source: "distilled", SourceSession: sid,
 			})
 			if err != nil {
-				return 0, 0, 0, err
+				return fail(err)
 			}
 			if _, err := store.Apply(memories.Name, projections.Position{Topic: string(events.TopicMemories), Offset: off}, &env, memories.Processor{}.Apply); err != nil {
-				return 0, 0, 0, err
+				return fail(err)
 			}
 			off++
 		}
 	}
 	ix := search.NewIndex(store, emb, nil)
 	if err := ix.Sync(ctx); err != nil {
-		return 0, 0, 0, err
+		return fail(err)
 	}
 
-	var hitModel, hitLexical int
+	var hitModel, hitLexical, hitPatterns, n int
 	for _, s := range all {
 		if s.reward != 0 || len(succeeded[s.task]) == 0 || s.ev.Composite >= PassComposite {
 			continue
 		}
 		n++
-		var byModel, byLexical [][]search.Hit
+		var byModel, byLexical, withPatterns [][]search.Hit
 		for _, g := range WeightedGaps(s.ev) {
 			res, err := ix.Search(ctx, SearchQuery(g, s.id, nil))
 			if err != nil {
-				return 0, 0, 0, err
+				return fail(err)
 			}
 			byModel = append(byModel, Keep(res.Memories, s.id))
 			lex, err := lexicalSearch(ctx, ix.Store(), g, s.id)
 			if err != nil {
-				return 0, 0, 0, err
+				return fail(err)
 			}
 			byLexical = append(byLexical, lex)
+			both, err := Ranked(ctx, ix, g, s.id, nil)
+			if err != nil {
+				return fail(err)
+			}
+			withPatterns = append(withPatterns, both)
 		}
 		if hitsTask(Interleave(byModel, RecallK), succeeded[s.task]) {
 			hitModel++
@@ -132,11 +148,30 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (model, lexical fl
 		if hitsTask(Interleave(byLexical, RecallK), succeeded[s.task]) {
 			hitLexical++
 		}
+		if hitsTask(Interleave(withPatterns, RecallK), succeeded[s.task]) {
+			hitPatterns++
+		}
 	}
 	if n == 0 {
-		return 0, 0, 0, nil
+		return Recall{}, nil
 	}
-	return float64(hitModel) / float64(n), float64(hitLexical) / float64(n), n, nil
+	return Recall{Sessions: n, Model: float64(hitModel) / float64(n), Lexical: float64(hitLexical) / float64(n),
+		WithPatterns: float64(hitPatterns) / float64(n)}, nil
+}
+
+// Recall is the result of RecallAt3: shares of Sessions, in [0, 1].
+type Recall struct {
+	// Sessions is the number of cases.
+	Sessions int `json:"sessions"`
+	// Model is pair_recall_at_3: memories only, ranked by the index.
+	Model float64 `json:"model"`
+	// Lexical is the BM25-only baseline on the same memories.
+	Lexical float64 `json:"lexical"`
+	// WithPatterns ranks what the worker retrieves — memories and
+	// coordination patterns merged by relevance (Ranked) — and counts a
+	// case when one of the top 3 was learned from a successful trial of
+	// the same task (a memory distilled from it, or a pattern it followed).
+	WithPatterns float64 `json:"with_patterns"`
 }
 
 // lexicalSearch is the BM25-only ranking of gap g's query over vs with the
