@@ -22,7 +22,7 @@ import (
 // benchEvents returns n events: the tau-bench sample's sessions, copied
 // under new session and event ids until n are reached (whole sessions, so
 // every copy is evaluated on completion).
-func benchEvents(b *testing.B, n int) []events.Envelope {
+func benchEvents(b testing.TB, n int) []events.Envelope {
 	b.Helper()
 	recs, err := taubench.SampleRecords()
 	if err != nil {

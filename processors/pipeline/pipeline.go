@@ -154,9 +154,12 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	emb := cfg.Embedder
 	if emb == nil {
-		if emb, err = embedder.NewUSELite(); err != nil {
+		u, err := embedder.NewUSELite()
+		if err != nil {
 			return fail(err)
 		}
+		u.Workers = 1 // the vector projection is background work: one core at most
+		emb = u
 	}
 	p.Search = &search.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore), Store: p.Store, Producer: p.Producer}
 	if cfg.PAIR {

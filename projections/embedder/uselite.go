@@ -103,6 +103,10 @@ func chunks(texts []string) [][2]int {
 // binary. It is safe for concurrent use.
 type USELite struct {
 	lm *liteModel
+	// Workers caps the goroutines one Embed call runs on. 0 (the
+	// default): GOMAXPROCS. A background projection sets 1 so that
+	// embedding never takes more than one core from the processors.
+	Workers int
 }
 
 // NewUSELite returns the offline USE lite embedder. The embedded weights are
@@ -143,6 +147,9 @@ func (u *USELite) Embed(ctx context.Context, texts []string) ([][]float32, error
 	}
 	parts := chunks(texts)
 	workers := min(runtime.GOMAXPROCS(0), len(parts))
+	if u.Workers > 0 {
+		workers = min(workers, u.Workers)
+	}
 	if workers <= 1 {
 		for _, p := range parts {
 			if err := ctx.Err(); err != nil {

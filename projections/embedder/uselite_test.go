@@ -176,7 +176,15 @@ func TestUSELiteBatchIndependence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On one goroutine (Workers 1): the same vectors.
+	serial, err := (&USELite{lm: u.lm, Workers: 1}).Embed(ctx, texts(cases))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, c := range cases {
+		if !slices.Equal(serial[i], all[i]) {
+			t.Errorf("%s: vector with Workers 1 differs", c.Name)
+		}
 		one, err := u.Embed(ctx, []string{c.Text})
 		if err != nil {
 			t.Fatal(err)

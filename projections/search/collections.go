@@ -72,12 +72,36 @@ type source struct {
 	docs func(store *projections.Store, ids []string) (found []Doc, gone []string, err error)
 }
 
+// EmbedText is the text the index embeds for a document of collection c:
+// DocText, except for coordination patterns, whose vector is made from
+// their title (the tool chain) and description (the goal) only. Their
+// content — every step with its argument names — is for BM25; embedding
+// it made each new pattern cost about 2.5 times as much (USE lite reads up
+// to 128 tokens, and a step list fills them), which in the ingest benchmark
+// took CPU from the processors.
+func EmbedText(c Collection, d Doc) string {
+	if c == Patterns {
+		return d.Title + "\n" + d.Description
+	}
+	return DocText(d)
+}
+
 func sources() []source {
 	return []source{
-		{coll: Memories, proj: memories.Name, idOfKey: func(k string) string { return strings.TrimPrefix(k, "m/") }, docs: memoryDocs},
+		{coll: Memories, proj: memories.Name, idOfKey: memoryIDOfKey, docs: memoryDocs},
 		{coll: Patterns, proj: sessions.Name, idOfKey: sessions.PatternIDOfKey, docs: patternDocs},
 		{coll: Tools, proj: toolgraph.Name, idOfKey: toolgraph.ToolOfKey, docs: toolDocs},
 	}
+}
+
+// memoryIDOfKey is the memory id of a memories row key ("m/<id>"), ""
+// for the projection's other rows (history, signals).
+func memoryIDOfKey(k string) string {
+	id, ok := strings.CutPrefix(k, "m/")
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 // DocOf is the vector-store document of memory m (without its vector).

@@ -66,15 +66,23 @@ type Index struct {
 	store *projections.Store
 	emb   embedder.Embedder
 
-	mu   sync.Mutex
-	cols []*collection // in Collections() order
+	// syncMu serialises Syncs. mu guards the collections' dirty sets and
+	// gen, and is held only briefly: the commit hook takes it on the
+	// processors' goroutines, which must never wait for an embedding or a
+	// vector-store call.
+	syncMu sync.Mutex
+	mu     sync.Mutex
+	gen    uint64
+	cols   []*collection // in Collections() order
 }
 
 // collection is one collection's source, store and sync state.
 type collection struct {
 	source
-	vs     VectorStore
-	dirty  map[string]bool
+	vs VectorStore
+	// dirty maps a changed document's id to the generation (Index.gen) of
+	// its latest change.
+	dirty  map[string]uint64
 	loaded bool
 }
 
@@ -88,7 +96,7 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *
 	}
 	ix := &Index{store: store, emb: emb}
 	for _, src := range sources() {
-		c := &collection{source: src, dirty: map[string]bool{}, vs: vs}
+		c := &collection{source: src, dirty: map[string]uint64{}, vs: vs}
 		if src.coll != Memories {
 			c.vs = NewMemStore()
 			if ms, ok := vs.(MultiStore); ok {
@@ -100,13 +108,14 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *
 	store.OnCommit(func(proj string, keys []string) {
 		ix.mu.Lock()
 		defer ix.mu.Unlock()
+		ix.gen++
 		for _, c := range ix.cols {
 			if c.proj != proj {
 				continue
 			}
 			for _, k := range keys {
 				if id := c.idOfKey(k); id != "" {
-					c.dirty[id] = true
+					c.dirty[id] = ix.gen
 				}
 			}
 		}
@@ -188,8 +197,8 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 // is not cached. A collection that fails stays pending; the others are
 // still synced. Errors of several collections are joined.
 func (ix *Index) Sync(ctx context.Context) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	ix.syncMu.Lock()
+	defer ix.syncMu.Unlock()
 	var errs []error
 	for _, c := range ix.cols {
 		if err := ix.sync(ctx, c); err != nil {
@@ -199,26 +208,33 @@ func (ix *Index) Sync(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// sync is Sync of one collection; ix.mu is held.
+// sync is Sync of one collection; ix.syncMu is held. It snapshots the
+// dirty set, reads the documents (at least as new as the snapshot: a hook
+// runs after its commit), and after a successful upsert clears only the
+// ids not changed again meanwhile (same generation).
 func (ix *Index) sync(ctx context.Context, c *collection) error {
 	var ids []string
-	if c.loaded {
-		if len(c.dirty) == 0 {
-			return nil
-		}
-		ids = make([]string, 0, len(c.dirty))
-		for id := range c.dirty {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
+	ix.mu.Lock()
+	loaded, seen, upTo := c.loaded, make(map[string]uint64, len(c.dirty)), ix.gen
+	for id, g := range c.dirty {
+		seen[id] = g
+		ids = append(ids, id)
 	}
+	ix.mu.Unlock()
+	if loaded && len(ids) == 0 {
+		return nil
+	}
+	if !loaded {
+		ids = nil // every document
+	}
+	sort.Strings(ids)
 	docs, gone, err := c.docs(ix.store, ids)
 	if err != nil {
 		return err
 	}
 	texts := make([]string, len(docs))
 	for i := range docs {
-		texts[i] = DocText(docs[i])
+		texts[i] = EmbedText(c.coll, docs[i])
 	}
 	vecs, err := ix.vectors(ctx, texts)
 	if err != nil {
@@ -237,12 +253,23 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 			return fmt.Errorf("vector store delete: %w", err)
 		}
 	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	c.loaded = true
+	clear := func(id string) {
+		g, ok := c.dirty[id]
+		if !ok {
+			return
+		}
+		if want, snap := seen[id]; (snap && g == want) || (!loaded && g <= upTo) {
+			delete(c.dirty, id)
+		}
+	}
 	for _, d := range docs {
-		delete(c.dirty, d.ID)
+		clear(d.ID)
 	}
 	for _, id := range gone {
-		delete(c.dirty, id)
+		clear(id)
 	}
 	return nil
 }
@@ -367,16 +394,17 @@ func (ix *Index) Pending() int {
 
 // PendingIn is Pending of one collection (0 for an unknown one).
 func (ix *Index) PendingIn(coll Collection) int {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	c := ix.col(coll)
-	switch {
-	case c == nil:
+	if c == nil {
 		return 0
-	case c.loaded:
-		return len(c.dirty)
 	}
-	docs, _, err := c.docs(ix.store, nil)
+	ix.mu.Lock()
+	loaded, n := c.loaded, len(c.dirty)
+	ix.mu.Unlock()
+	if loaded {
+		return n
+	}
+	docs, _, err := c.docs(ix.store, nil) // outside mu: the commit hook must not wait
 	if err != nil {
 		return 0
 	}

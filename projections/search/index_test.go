@@ -1,0 +1,116 @@
+package search_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// gateEmbedder returns a constant unit vector, but first waits on gate
+// while it is not nil.
+type gateEmbedder struct {
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gateEmbedder) Model() string { return "gate-test" }
+func (g *gateEmbedder) Dim() int      { return 4 }
+func (g *gateEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if g.gate != nil {
+		g.entered <- struct{}{}
+		<-g.gate
+	}
+	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = []float32{1, 0, 0, 0}
+	}
+	return out, nil
+}
+
+// A processor's commit never waits for a sync that is embedding or
+// writing to the vector store, and a memory changed during a sync stays
+// pending until a later sync has pushed its new version.
+func TestCommitDuringSync(t *testing.T) {
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	emb := &gateEmbedder{}
+	ix := search.NewIndex(store, emb, nil)
+	var off int64
+	record := func(id, title string) error {
+		env, err := events.New(events.MemoryRecorded, "test", fmt.Sprint("e", off), time.Unix(1700000000, 0),
+			events.MemoryRecordedData{MemoryID: id, Title: title, Description: "d", Content: "c", Outcome: "success", Source: "explicit"})
+		if err != nil {
+			return err
+		}
+		env.Scope = "project:a"
+		_, err = store.Apply(memories.Name, projections.Position{Topic: string(events.TopicMemories), Offset: off}, &env, memories.Processor{}.Apply)
+		off++
+		return err
+	}
+	if err := record("m1", "first"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	emb.entered, emb.gate = make(chan struct{}), make(chan struct{})
+	if err := record("m2", "second"); err != nil { // pending; the next sync embeds it and blocks
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ix.Sync(ctx) }()
+	<-emb.entered
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		// the same memory again (evidence + 1) and a new one, during the sync
+		if err := errors.Join(record("m2", "second"), record("m3", "third")); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-applied:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit waited for the sync's embedding")
+	}
+	if n := ix.PendingIn(search.Memories); n != 2 {
+		t.Fatalf("pending during the sync: %d, want 2 (m2 changed again, m3 new)", n)
+	}
+	close(emb.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := ix.PendingIn(search.Memories); n != 2 {
+		t.Fatalf("pending after the blocked sync: %d, want 2: the changes made during it are not in the store yet", n)
+	}
+	emb.gate = nil
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := ix.Pending(); n != 0 {
+		t.Fatalf("pending after the next sync: %d", n)
+	}
+	cands, err := ix.Store().Candidates(ctx, []float32{1, 0, 0, 0}, "", search.Filter{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := map[string]int{}
+	for _, c := range cands {
+		ev[c.ID] = c.Evidence
+	}
+	if len(ev) != 3 || ev["m2"] != 2 {
+		t.Fatalf("vector store holds %v (id → evidence), want m1, m2 with evidence 2, m3", ev)
+	}
+}
