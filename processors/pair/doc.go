@@ -125,9 +125,9 @@
 // the index's ranking of memories puts a memory of a successful trial of
 // the same task in the top 3 for 29 (0.500), BM25 alone for 46 (0.793);
 // the worker's merged ranking of memories and coordination patterns puts
-// a memory or pattern of such a trial there for 27 (0.466) — patterns
-// with the same tool sequence as the gap's task, but learned from other
-// tasks, take places.
+// a memory or pattern of such a trial there for 29 (0.500): patterns add
+// no recall here (patterns of other tasks with similar tool chains take
+// places as often as they bring the right one).
 // Gap descriptions of tau-bench criteria carry exact identifiers
 // (reservation ids, user ids, flight numbers) that the strategies of the
 // successful trials repeat; BM25 matches them, while USE lite maps such

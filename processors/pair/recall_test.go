@@ -9,7 +9,7 @@ import (
 
 // pair_recall_at_3 on the 200 bundled tau-bench sessions with USE lite.
 // Measured: model 29/58 = 0.5000, lexical (BM25 only) 46/58 = 0.7931,
-// memories and coordination patterns merged 27/58 = 0.4655. The
+// memories and coordination patterns merged 29/58 = 0.5000. The
 // assertions are those numbers rounded down to two decimals; they move
 // when the distiller's wording or the ranking changes.
 func TestRecallAt3(t *testing.T) {
@@ -27,7 +27,7 @@ func TestRecallAt3(t *testing.T) {
 	if n != 58 {
 		t.Errorf("n = %d, want 58 (failed sessions below composite 95 whose task has a successful trial)", n)
 	}
-	if model < 0.50 || lexical < 0.79 || model > 1 || lexical > 1 || r.WithPatterns < 0.46 || r.WithPatterns > 1 {
-		t.Errorf("recall@3 model %.4f (want ≥ 0.50), lexical %.4f (want ≥ 0.79), with patterns %.4f (want ≥ 0.46)", model, lexical, r.WithPatterns)
+	if model < 0.50 || lexical < 0.79 || model > 1 || lexical > 1 || r.WithPatterns < 0.50 || r.WithPatterns > 1 {
+		t.Errorf("recall@3 model %.4f (want ≥ 0.50), lexical %.4f (want ≥ 0.79), with patterns %.4f (want ≥ 0.50)", model, lexical, r.WithPatterns)
 	}
 }
