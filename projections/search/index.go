@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -153,7 +154,7 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 	keys := make([]string, len(texts))
 	for i, t := range texts {
 		h := sha256.Sum256([]byte(t))
-		keys[i] = "vec/" + ix.emb.Model() + "/" + hex.EncodeToString(h[:16])
+		keys[i] = "vec/" + ix.emb.Model() + "/" + strconv.Itoa(ix.emb.Dim()) + "/" + hex.EncodeToString(h[:16])
 		b, ok, err := ix.store.GetCache(keys[i])
 		if err != nil {
 			return nil, err
@@ -241,7 +242,7 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 		return err
 	}
 	for i := range docs {
-		docs[i].Vector, docs[i].Model = vecs[i], ix.emb.Model()
+		docs[i].Vector, docs[i].Model, docs[i].Dim = vecs[i], ix.emb.Model(), ix.emb.Dim()
 	}
 	if len(docs) > 0 {
 		if err := c.vs.Upsert(ctx, docs); err != nil {

@@ -19,7 +19,11 @@ type Doc struct {
 	Evidence       int       `json:"evidence"`
 	UsageCount     int       `json:"usage_count"`
 	Vector         []float32 `json:"-"`
-	Model          string    `json:"model"`
+	// Model and Dim are the embedding model that made Vector and its
+	// dimension (len(Vector)), recorded with every vector so that vectors
+	// of two models are never compared.
+	Model string `json:"model"`
+	Dim   int    `json:"dim"`
 }
 
 // Filter restricts candidates. Zero fields filter nothing except Pruned:

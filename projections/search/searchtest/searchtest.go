@@ -284,7 +284,7 @@ func testRoundTrip(t *testing.T, s search.VectorStore) {
 	d := search.Doc{ID: "mem-roundtrip", Scope: "project:p-1", Title: "Retry the flaky payment call",
 		Description: "Payment gateway times out under load", Content: "Wrap the gateway call in exponential backoff.",
 		Outcome: "failure", Tags: []string{"payments", "retry"}, SourceSessions: []string{"sess-1", "sess-2"},
-		Confidence: 0.625, Evidence: 3, UsageCount: 7, Vector: OneHot(3), Model: "use-lite-512@test"}
+		Confidence: 0.625, Evidence: 3, UsageCount: 7, Vector: OneHot(3), Model: "use-lite-512@test", Dim: len(OneHot(3))}
 	upsert(t, s, d)
 	wantLen(t, s, 1)
 	cs := cands(t, s, OneHot(3), "gateway backoff", search.Filter{}, 5)
@@ -304,7 +304,7 @@ func testRoundTrip(t *testing.T, s search.VectorStore) {
 	if got.ID != want.ID || got.Scope != want.Scope || got.Title != want.Title || got.Description != want.Description ||
 		got.Content != want.Content || got.Outcome != want.Outcome || !slices.Equal(got.Tags, want.Tags) ||
 		!slices.Equal(got.SourceSessions, want.SourceSessions) || got.Confidence != want.Confidence || got.Pruned != want.Pruned ||
-		got.Evidence != want.Evidence || got.UsageCount != want.UsageCount || got.Model != want.Model {
+		got.Evidence != want.Evidence || got.UsageCount != want.UsageCount || got.Model != want.Model || got.Dim != want.Dim {
 		t.Fatalf("candidate document differs:\n got %+v\nwant %+v", got, want)
 	}
 }

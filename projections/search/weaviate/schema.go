@@ -31,7 +31,7 @@ const (
 // collection has the same properties: scope, scope_kind (project, team or
 // org: the part of scope before ':'), title, description, content (BM25),
 // outcome, tags, source_sessions, confidence, pruned, evidence,
-// usage_count and model. (Versions before the Tool and CoordinationPattern
+// usage_count, model and dim. (Versions before the Tool and CoordinationPattern
 // collections were written created them with other properties — name,
 // roles, usage, success_rate; New adds the missing ones and leaves those
 // unused.)
@@ -99,6 +99,7 @@ func classes(prefix string) []*models.Class {
 			number("evidence", "int", "observations supporting it", false),
 			number("usage_count", "int", "times retrieved", false),
 			keyword("model", "text", "embedding model of the vector"),
+			number("dim", "int", "dimension of the vector", false),
 		}, scope()...)
 	}
 	return []*models.Class{

@@ -156,7 +156,7 @@ func (s *Store) serve(name string) {
 	s.class, s.idProp = s.cfg.ClassPrefix+name, idProps[name]
 	s.queryProp, s.lightProp = nil, nil
 	for _, p := range []string{s.idProp, "scope", "title", "description", "content", "outcome", "tags", "source_sessions",
-		"confidence", "pruned", "evidence", "usage_count", "model"} {
+		"confidence", "pruned", "evidence", "usage_count", "model", "dim"} {
 		s.queryProp = append(s.queryProp, graphql.Field{Name: p})
 	}
 	for _, p := range []string{s.idProp, "scope", "outcome", "source_sessions", "confidence", "pruned"} {
@@ -337,7 +337,7 @@ func object(class, idProp string, d search.Doc) *models.Object {
 		Properties: map[string]any{
 			idProp: d.ID, "scope": d.Scope, "scope_kind": scopeKind(d.Scope), "title": d.Title, "description": d.Description,
 			"content": d.Content, "outcome": d.Outcome, "tags": tags, "source_sessions": sessions, "confidence": d.Confidence,
-			"pruned": d.Pruned, "evidence": d.Evidence, "usage_count": d.UsageCount, "model": d.Model,
+			"pruned": d.Pruned, "evidence": d.Evidence, "usage_count": d.UsageCount, "model": d.Model, "dim": d.Dim,
 		},
 		Vector: d.Vector,
 	}
@@ -579,6 +579,7 @@ type hit struct {
 	Evidence       float64  `json:"evidence"`
 	UsageCount     float64  `json:"usage_count"`
 	Model          string   `json:"model"`
+	Dim            float64  `json:"dim"`
 	Additional     struct {
 		Distance *float64   `json:"distance"`
 		Score    *jsonFloat `json:"score"`
@@ -602,7 +603,7 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 func (h *hit) doc() search.Doc {
 	d := search.Doc{ID: h.MemoryID + h.PatternID + h.ToolID, Scope: h.Scope, Title: h.Title, Description: h.Description, Content: h.Content,
 		Outcome: h.Outcome, Confidence: h.Confidence, Pruned: h.Pruned, Evidence: int(h.Evidence),
-		UsageCount: int(h.UsageCount), Model: h.Model}
+		UsageCount: int(h.UsageCount), Model: h.Model, Dim: int(h.Dim)}
 	if len(h.Tags) > 0 {
 		d.Tags = h.Tags
 	}
