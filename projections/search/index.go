@@ -100,7 +100,7 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *
 		c := &collection{source: src, dirty: map[string]uint64{}, vs: vs}
 		if src.coll != Memories {
 			c.vs = NewMemStore()
-			if ms, ok := vs.(MultiStore); ok {
+			if ms, ok := vs.(MultiStore); ok && ms.Collection(src.coll) != nil {
 				c.vs = ms.Collection(src.coll)
 			}
 		}
@@ -275,13 +275,16 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 	return nil
 }
 
-// Search ranks the memories visible to q: relevance = (alpha · cosine +
-// (1 − alpha) · BM25 / max BM25) × scope weight, cosine clamped at 0, over
-// the candidates of the vector store (the CandidatesPerQuery nearest by
-// vector and best by BM25). Pruned memories, memories below
-// MinConfidence, and memories outside the scope kind, the outcome or
-// Readable never appear. Ties are broken by id. TotalFound counts the
-// candidates with a positive relevance.
+// Search ranks the documents of q.Collection (default: memories) visible
+// to q: relevance = (alpha · cosine + (1 − alpha) · BM25 / max BM25) ×
+// scope weight, cosine clamped at 0, over the candidates of the
+// collection's vector store (the CandidatesPerQuery nearest by vector and
+// best by BM25). Pruned documents, documents below MinConfidence, and
+// documents outside the scope kind, the outcome or Readable never appear.
+// Ties are broken by id. TotalFound counts the candidates with a positive
+// relevance. Errors: ErrInvalid (wrapped, naming the field) for a query
+// that breaks the tool schema or names an unknown collection; embedding
+// and vector-store errors.
 func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	q, err := normalise(q)
 	if err != nil {
