@@ -197,6 +197,14 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 // (later calls) of every collection to its vector store, embedding what
 // is not cached. A collection that fails stays pending; the others are
 // still synced. Errors of several collections are joined.
+//
+// After a failed sync of a collection, its next sync pushes every document
+// again, not only the changed ones: a vector store that failed may have
+// lost writes it had acknowledged — a SIGKILLed Weaviate 1.35 came back
+// with the objects written just before the kill but without their
+// vectors in the HNSW index, so they were found by BM25 and never by
+// meaning. Upserts are idempotent and vectors are cached, so the cost is
+// one upload of the collection per outage.
 func (ix *Index) Sync(ctx context.Context) error {
 	ix.syncMu.Lock()
 	defer ix.syncMu.Unlock()
@@ -204,6 +212,9 @@ func (ix *Index) Sync(ctx context.Context) error {
 	for _, c := range ix.cols {
 		if err := ix.sync(ctx, c); err != nil {
 			errs = append(errs, fmt.Errorf("search: %s: %w", c.coll, err))
+			ix.mu.Lock()
+			c.loaded = false
+			ix.mu.Unlock()
 		}
 	}
 	return errors.Join(errs...)
@@ -419,8 +430,9 @@ func (ix *Index) PendingIn(coll Collection) int {
 // interval (default 1 s) and, while the store fails (Weaviate down), retries
 // with exponential backoff (backoff/v4, from 1 s up to 30 s) and lags —
 // Pending grows — without holding up the processors. Nothing is lost: a
-// memory stays pending until an upsert of it succeeds. onErr, when set, is
-// told about each failure.
+// document stays pending until an upsert of it succeeds, and after a
+// failure the whole collection is pushed again (see Sync). onErr, when
+// set, is told about each failure.
 func (ix *Index) Run(ctx context.Context, interval time.Duration, onErr func(error)) {
 	if interval <= 0 {
 		interval = time.Second

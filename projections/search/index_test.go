@@ -114,3 +114,80 @@ func TestCommitDuringSync(t *testing.T) {
 		t.Fatalf("vector store holds %v (id → evidence), want m1, m2 with evidence 2, m3", ev)
 	}
 }
+
+// flakyStore is a MemStore whose Upserts fail while down, and which
+// records the ids of every successful Upsert.
+type flakyStore struct {
+	*search.MemStore
+	down     bool
+	upserted [][]string
+}
+
+func (f *flakyStore) Upsert(ctx context.Context, docs []search.Doc) error {
+	if f.down {
+		return errors.New("store down")
+	}
+	var ids []string
+	for _, d := range docs {
+		ids = append(ids, d.ID)
+	}
+	f.upserted = append(f.upserted, ids)
+	return f.MemStore.Upsert(ctx, docs)
+}
+
+// After a failed sync the next one pushes every document, not only the
+// changed ones: the store may have lost acknowledged writes.
+func TestResyncAfterFailure(t *testing.T) {
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	fs := &flakyStore{MemStore: search.NewMemStore()}
+	ix := search.NewIndex(store, &gateEmbedder{}, fs)
+	var off int64
+	record := func(id string) {
+		t.Helper()
+		env, err := events.New(events.MemoryRecorded, "test", fmt.Sprint("e", off), time.Unix(1700000000, 0),
+			events.MemoryRecordedData{MemoryID: id, Title: id, Description: "d", Content: "c", Outcome: "success", Source: "explicit"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = "project:a"
+		if _, err := store.Apply(memories.Name, projections.Position{Topic: string(events.TopicMemories), Offset: off}, &env, memories.Processor{}.Apply); err != nil {
+			t.Fatal(err)
+		}
+		off++
+	}
+	ctx := context.Background()
+	record("m1")
+	record("m2")
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	record("m3")
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 1 || got[0] != "m3" {
+		t.Fatalf("an ordinary sync pushed %v, want only the change [m3]", got)
+	}
+	fs.down = true
+	record("m4")
+	if err := ix.Sync(ctx); err == nil {
+		t.Fatal("sync with the store down succeeded")
+	}
+	if n := ix.PendingIn(search.Memories); n != 4 {
+		t.Fatalf("pending while down: %d, want all 4 (the next sync pushes everything)", n)
+	}
+	fs.down = false
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 4 {
+		t.Fatalf("the sync after the failure pushed %v, want all 4 memories", got)
+	}
+	if n := ix.Pending(); n != 0 {
+		t.Fatalf("pending after recovery: %d", n)
+	}
+}
