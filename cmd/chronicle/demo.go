@@ -140,10 +140,10 @@ func summarise(store *projections.Store, data string, took time.Duration) (Summa
 	var ps PatternStats
 	if err := sessions.EachPattern(store, func(p sessions.Pattern) bool {
 		ps.Patterns++
-		if len(p.Succeeded) > 0 {
+		if p.SucceededCount > 0 {
 			ps.Succeeded++
 		}
-		if len(p.Sessions) > 1 {
+		if p.SessionCount > 1 {
 			ps.Shared++
 		}
 		return true

@@ -17,12 +17,16 @@ import (
 // coordination sequences" PAIR retrieval searches beside success
 // memories): the tool sequence of evaluated sessions in one scope — their
 // successful calls as tool(argument names), consecutive repeats folded
-// (distill.Steps) — with the sessions that followed it and those of them
-// whose latest evaluation meets the criteria. Sessions with the same
-// sequence in the same scope share one pattern, so its confidence is the
-// sequence's observed success rate. It is a row of the sessions projection
-// (pt/<id>), written in the same batch as the evaluation that counts the
-// session, so replay rebuilds it exactly.
+// (distill.Steps) — with how many sessions followed it and how many of
+// those met their criteria in their latest evaluation. Sessions with the
+// same sequence in the same scope share one pattern, so its confidence is
+// the sequence's observed success rate. It is a row of the sessions
+// projection (pt/<id>), written in the same batch as the evaluation that
+// counts the session, so replay rebuilds it exactly. The counts are
+// exact; the row names only the last MaxPatternSessions sessions, so it
+// stays small however common the sequence (each session's own row,
+// ps/<session id>, says which pattern counted it and whether as a
+// success).
 type Pattern struct {
 	// ID is PatternID(Scope, Steps).
 	ID    string `json:"id"`
@@ -39,12 +43,26 @@ type Pattern struct {
 	// Task is the goal (distill.TaskSummary) of the first session that met
 	// its criteria with this sequence, until one does the first session's.
 	Task string `json:"task"`
-	// Sessions are the evaluated sessions that followed the sequence, in
-	// the order they were first evaluated.
-	Sessions []string `json:"sessions"`
-	// Succeeded are those of Sessions whose latest evaluation meets the
-	// criteria (a judge re-score can move a session in or out).
+	// SessionCount is the number of evaluated sessions that followed the
+	// sequence; SucceededCount how many of them meet their criteria now
+	// (a judge re-score can move a session either way).
+	SessionCount   int `json:"session_count"`
+	SucceededCount int `json:"succeeded_count"`
+	// Sessions are the last MaxPatternSessions of those sessions, in the
+	// order they were first evaluated; Succeeded those of them that meet
+	// their criteria.
+	Sessions  []string `json:"sessions"`
 	Succeeded []string `json:"succeeded,omitempty"`
+}
+
+// MaxPatternSessions bounds Pattern.Sessions and Pattern.Succeeded.
+const MaxPatternSessions = 100
+
+// patternMember is the ps/<session id> row: the pattern that counted the
+// session and whether as a success.
+type patternMember struct {
+	Pattern string `json:"pattern"`
+	Met     bool   `json:"met"`
 }
 
 // CategoryReadOnly is the Category of a pattern whose session had no
@@ -67,13 +85,13 @@ func PatternID(scope string, steps []string) string {
 // after one failure, tending to the observed rate as sessions accumulate.
 // In (0, 1).
 func (p Pattern) Confidence() float64 {
-	return float64(len(p.Succeeded)+1) / float64(len(p.Sessions)+2)
+	return float64(p.SucceededCount+1) / float64(p.SessionCount+2)
 }
 
 // Outcome is success when at least one session met its criteria with the
 // sequence, else failure.
 func (p Pattern) Outcome() string {
-	if len(p.Succeeded) > 0 {
+	if p.SucceededCount > 0 {
 		return events.OutcomeSuccess
 	}
 	return events.OutcomeFailure
@@ -93,11 +111,13 @@ func (p Pattern) Title() string {
 	return distill.Clip("Pattern: "+strings.Join(names, " → "), 4*distill.MaxTitle)
 }
 
-func patternKey(id string) string { return "pt/" + id }
+func patternKey(id string) string        { return "pt/" + id }
+func patternMemberKey(sid string) string { return "ps/" + sid }
 
 // countPattern counts session s, just evaluated as ev from in, toward the
-// pattern of its tool sequence. A re-evaluation (judge re-score) updates
-// whether it succeeded. A session without successful calls has no pattern.
+// pattern of its tool sequence. A re-evaluation (judge re-score) only
+// updates whether it succeeded. A session without successful calls has no
+// pattern. Cost: two row reads and writes, whatever the pattern's size.
 func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.EvaluationData) error {
 	steps := distill.Steps(in.Calls)
 	if len(steps) == 0 {
@@ -115,21 +135,44 @@ func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.Evalu
 			p.Category, p.Tools = tools[0], tools
 		}
 	}
-	if !slices.Contains(p.Sessions, s.ID) {
-		p.Sessions = append(p.Sessions, s.ID)
+	var m patternMember
+	counted, err := tx.GetJSON(patternMemberKey(s.ID), &m)
+	if err != nil {
+		return err
 	}
-	success := ev.Recommendation == events.MeetsCriteria
-	i := slices.Index(p.Succeeded, s.ID)
+	met := ev.Recommendation == events.MeetsCriteria
+	if counted && m.Met == met {
+		return nil
+	}
+	if !counted {
+		p.SessionCount++
+		p.Sessions = lastN(append(p.Sessions, s.ID), MaxPatternSessions)
+	}
 	switch {
-	case success && i < 0:
-		if len(p.Succeeded) == 0 {
+	case met:
+		if p.SucceededCount == 0 {
 			p.Task = distill.TaskSummary(in.Task)
 		}
-		p.Succeeded = append(p.Succeeded, s.ID)
-	case !success && i >= 0:
-		p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
+		p.SucceededCount++
+		p.Succeeded = lastN(append(p.Succeeded, s.ID), MaxPatternSessions)
+	case counted: // was a success, is no longer
+		p.SucceededCount--
+		if i := slices.Index(p.Succeeded, s.ID); i >= 0 {
+			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
+		}
+	}
+	if err := tx.SetJSON(patternMemberKey(s.ID), patternMember{Pattern: id, Met: met}); err != nil {
+		return err
 	}
 	return tx.SetJSON(patternKey(id), p)
+}
+
+// lastN is the last n elements of l.
+func lastN(l []string, n int) []string {
+	if len(l) <= n {
+		return l
+	}
+	return slices.Clone(l[len(l)-n:])
 }
 
 // GetPattern returns the pattern id; ok is false when there is none.

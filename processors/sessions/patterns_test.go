@@ -63,6 +63,9 @@ func TestPatternsFromTauBench(t *testing.T) {
 			}
 			inPattern[sid] = p.ID
 		}
+		if p.SessionCount != len(p.Sessions) || p.SucceededCount != len(p.Succeeded) {
+			t.Fatalf("pattern %s: counts %d/%d, lists %d/%d (below MaxPatternSessions they agree)", p.ID, p.SucceededCount, p.SessionCount, len(p.Succeeded), len(p.Sessions))
+		}
 		want := (float64(len(p.Succeeded)) + 1) / (float64(len(p.Sessions)) + 2)
 		if math.Abs(p.Confidence()-want) > 1e-12 {
 			t.Fatalf("pattern %s: confidence %v, want %v", p.ID, p.Confidence(), want)
@@ -112,36 +115,50 @@ func TestPatternsFromTauBench(t *testing.T) {
 	t.Logf("%d sessions, %d patterns (%d shared by several sessions), %d sessions met their criteria", counted, len(pats), shared, succeeded)
 }
 
+// patternCounter applies countPattern for sessions that all follow the
+// same two-call sequence, and returns the pattern after each.
+type patternCounter struct {
+	t     *testing.T
+	store *projections.Store
+	in    flux.Input
+	off   int64
+}
+
+func newPatternCounter(t *testing.T) *patternCounter {
+	return &patternCounter{t: t, store: openStore(t), in: flux.Input{Task: "You want to cancel reservation ABC123.",
+		Criteria: []events.Criterion{{ID: "c1", Weight: 1, Check: events.Check{Kind: events.CheckToolCall, Name: "cancel_reservation"}}},
+		Calls: []events.TaskCompletedData{{ToolID: "get_reservation_details", Inputs: []byte(`{"reservation_id":"ABC123"}`), Success: true},
+			{ToolID: "cancel_reservation", Inputs: []byte(`{"reservation_id":"ABC123"}`), Success: true}}}}
+}
+
+func (c *patternCounter) count(sid, rec string) Pattern {
+	t := c.t
+	t.Helper()
+	env, err := events.New(events.SessionCompleted, "test", fmt.Sprint("e", c.off), time.Unix(0, 0), map[string]any{"outcome": "success"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SessionID = sid
+	s := &Session{ID: sid, Scope: "project:a"}
+	if _, err := c.store.Apply(Name, projections.Position{Topic: "t", Offset: c.off}, &env, func(tx *projections.Tx, _ *events.Envelope) error {
+		return countPattern(tx, s, c.in, events.EvaluationData{Recommendation: rec})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.off++
+	p, ok, err := GetPattern(c.store, PatternID("project:a", distill.Steps(c.in.Calls)))
+	if err != nil || !ok {
+		t.Fatalf("pattern: %v %v", ok, err)
+	}
+	return p
+}
+
 // TestCountPatternRevision: a re-evaluation that no longer meets the
 // criteria takes the session out of Succeeded (and back in), without
 // counting it twice.
 func TestCountPatternRevision(t *testing.T) {
-	store := openStore(t)
-	s := &Session{ID: "s1", Scope: "project:a"}
-	in := flux.Input{SessionID: "s1", Task: "You want to cancel reservation ABC123.",
-		Criteria: []events.Criterion{{ID: "c1", Weight: 1, Check: events.Check{Kind: events.CheckToolCall, Name: "cancel_reservation"}}},
-		Calls: []events.TaskCompletedData{{ToolID: "get_reservation_details", Inputs: []byte(`{"reservation_id":"ABC123"}`), Success: true},
-			{ToolID: "cancel_reservation", Inputs: []byte(`{"reservation_id":"ABC123"}`), Success: true}}}
-	var off int64
-	count := func(rec string) Pattern {
-		t.Helper()
-		env, err := events.New(events.SessionCompleted, "test", fmt.Sprint("e", off), time.Unix(0, 0), map[string]any{"outcome": "success"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.SessionID = "s1"
-		if _, err := store.Apply(Name, projections.Position{Topic: "t", Offset: off}, &env, func(tx *projections.Tx, _ *events.Envelope) error {
-			return countPattern(tx, s, in, events.EvaluationData{Recommendation: rec})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		off++
-		p, ok, err := GetPattern(store, PatternID("project:a", distill.Steps(in.Calls)))
-		if err != nil || !ok {
-			t.Fatalf("pattern: %v %v", ok, err)
-		}
-		return p
-	}
+	pc := newPatternCounter(t)
+	count := func(rec string) Pattern { t.Helper(); return pc.count("s1", rec) }
 	p := count(events.MeetsCriteria)
 	if len(p.Sessions) != 1 || len(p.Succeeded) != 1 || p.Outcome() != events.OutcomeSuccess || math.Abs(p.Confidence()-2.0/3) > 1e-12 {
 		t.Fatalf("after success: %+v (confidence %v)", p, p.Confidence())
@@ -157,7 +174,40 @@ func TestCountPatternRevision(t *testing.T) {
 		t.Fatalf("after re-score below: %+v", p)
 	}
 	p = count(events.MeetsCriteria)
-	if len(p.Sessions) != 1 || len(p.Succeeded) != 1 {
+	if len(p.Sessions) != 1 || len(p.Succeeded) != 1 || p.SessionCount != 1 || p.SucceededCount != 1 {
 		t.Fatalf("after re-score above: %+v", p)
+	}
+	if p = count(events.MeetsCriteria); p.SessionCount != 1 || p.SucceededCount != 1 || len(p.Succeeded) != 1 {
+		t.Fatalf("the same verdict again changed the pattern: %+v", p)
+	}
+}
+
+// A common sequence keeps exact counts but names only its last
+// MaxPatternSessions sessions; re-scoring a session that fell off the list
+// still moves the counts.
+func TestPatternBounded(t *testing.T) {
+	pc := newPatternCounter(t)
+	n := MaxPatternSessions + 50
+	var p Pattern
+	for i := 0; i < n; i++ {
+		rec := events.NeedsImprovement
+		if i%2 == 0 {
+			rec = events.MeetsCriteria
+		}
+		p = pc.count(fmt.Sprintf("s%03d", i), rec)
+	}
+	if p.SessionCount != n || p.SucceededCount != n/2 || len(p.Sessions) != MaxPatternSessions || len(p.Succeeded) != MaxPatternSessions/2+25 {
+		t.Fatalf("counts %d/%d, lists %d/%d", p.SucceededCount, p.SessionCount, len(p.Succeeded), len(p.Sessions))
+	}
+	if p.Sessions[0] != fmt.Sprintf("s%03d", n-MaxPatternSessions) || p.Sessions[len(p.Sessions)-1] != fmt.Sprintf("s%03d", n-1) {
+		t.Fatalf("sessions kept: %s … %s", p.Sessions[0], p.Sessions[len(p.Sessions)-1])
+	}
+	want := float64(n/2+1) / float64(n+2)
+	if math.Abs(p.Confidence()-want) > 1e-12 {
+		t.Fatalf("confidence %v, want %v", p.Confidence(), want)
+	}
+	p = pc.count("s000", events.NeedsImprovement) // an old success re-scored below
+	if p.SessionCount != n || p.SucceededCount != n/2-1 || len(p.Sessions) != MaxPatternSessions {
+		t.Fatalf("after re-scoring s000: counts %d/%d, %d listed", p.SucceededCount, p.SessionCount, len(p.Sessions))
 	}
 }

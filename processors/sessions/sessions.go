@@ -12,6 +12,7 @@
 //	o/<outcome>/<session id>       index for listing by outcome (empty value)
 //	j/<session id>/<criterion id>  flux.Judged parsed from a judge.completed.v1
 //	pt/<pattern id>                Pattern: a coordination pattern (tool sequence) and its sessions
+//	ps/<session id>                the pattern that counted the session, and whether as a success
 package sessions
 
 import (

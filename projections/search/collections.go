@@ -133,9 +133,10 @@ func memoryDocs(store *projections.Store, ids []string) (found []Doc, gone []str
 // chain, description the goal it served, content its numbered steps; tags
 // its category first, then its other writing tools; confidence its
 // success rate (Laplace); evidence its number of sessions; outcome success
-// once a session met its criteria with it. Its source sessions are all its
-// sessions, so PAIR's ExcludeSourceSession hides a pattern from the
-// sessions that followed it.
+// once a session met its criteria with it. Its source sessions are its
+// last sessions (sessions.MaxPatternSessions), so PAIR's
+// ExcludeSourceSession hides a pattern from a session that just followed
+// it.
 func PatternDoc(p sessions.Pattern) Doc {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tool sequence (%s):\n", p.Category)
@@ -149,7 +150,7 @@ func PatternDoc(p sessions.Pattern) Doc {
 		}
 	}
 	return Doc{ID: p.ID, Scope: p.Scope, Title: p.Title(), Description: "Used when " + p.Task + ".", Content: strings.TrimSpace(b.String()),
-		Outcome: p.Outcome(), Tags: tags, SourceSessions: p.Sessions, Confidence: p.Confidence(), Evidence: len(p.Sessions)}
+		Outcome: p.Outcome(), Tags: tags, SourceSessions: p.Sessions, Confidence: p.Confidence(), Evidence: p.SessionCount}
 }
 
 func patternDocs(store *projections.Store, ids []string) (found []Doc, gone []string, err error) {
