@@ -10,6 +10,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/chronicle-dev/chronicle/projections/search/weaviate"
 	"github.com/chronicle-dev/chronicle/projections/search/weaviate/weaviatetest"
@@ -85,6 +86,27 @@ func TestWeaviateDownAndBack(t *testing.T) {
 	for c, want := range map[search.Collection]int{search.Patterns: npat, search.Tools: g.NumTools()} {
 		if n, err := vs.Collection(c).Len(ctx); err != nil || n != want || want == 0 {
 			t.Fatalf("Weaviate holds %d %s documents, the projection %d (%v)", n, c, want, err)
+		}
+	}
+	// Every object is in the vector index too: a query vector with k above
+	// the collection's size finds them all (the restarted server once kept
+	// objects written while it recovered out of its vector index).
+	emb, err := embedder.NewUSELite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qv, err := emb.Embed(ctx, []string{"search direct flight"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range search.Collections() {
+		n, err := vs.Collection(c).Len(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := vs.Collection(c).Candidates(ctx, qv[0], "", search.Filter{}, n+10)
+		if err != nil || len(cs) != n {
+			t.Fatalf("%s: %d of %d objects found by vector after the restart (%v)", c, len(cs), n, err)
 		}
 	}
 	zero := 0.0

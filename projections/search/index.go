@@ -85,7 +85,16 @@ type collection struct {
 	// its latest change.
 	dirty  map[string]uint64
 	loaded bool
+	// repair counts the successful syncs to go until the collection is
+	// trusted again after a failure (see Sync): 2 after a failure, the
+	// rewrite happens at 1.
+	repair int
 }
+
+// RepairChunk is how many documents a rewrite after an outage deletes and
+// re-inserts at a time: each is missing from searches only between its
+// chunk's delete and insert.
+const RepairChunk = 200
 
 // NewIndex builds an index over store's projections with emb and vs (nil:
 // NewMemStores()). vs serves the Memories collection; when it is a
@@ -198,13 +207,20 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 // is not cached. A collection that fails stays pending; the others are
 // still synced. Errors of several collections are joined.
 //
-// After a failed sync of a collection, its next sync pushes every document
-// again, not only the changed ones: a vector store that failed may have
-// lost writes it had acknowledged — a SIGKILLed Weaviate 1.35 came back
-// with the objects written just before the kill but without their
-// vectors in the HNSW index, so they were found by BM25 and never by
-// meaning. Upserts are idempotent and vectors are cached, so the cost is
-// one upload of the collection per outage.
+// Repair after an outage. When any collection's sync fails, every
+// collection is repaired: its next successful sync pushes every document
+// (not only the changed ones), and the sync after that rewrites every
+// document, deleting each chunk of RepairChunk documents and inserting it
+// again; until then the whole collection counts as pending. The reason is
+// what a SIGKILLed and restarted Weaviate 1.35 did: it accepted writes to
+// a collection while still recovering that collection's write-ahead log,
+// and an object written then was stored but missing from the vector index
+// — found by BM25, never by meaning. An upsert cannot repair that
+// (Weaviate skips re-indexing an object whose vector did not change), and
+// a write in the first successful sync may still fall in the recovery
+// window, hence the rewrite one sync later. Vectors are cached, so the
+// cost is one upload and one rewrite of each collection per outage. A
+// restart that no sync sees fail (between two syncs) is not detected.
 func (ix *Index) Sync(ctx context.Context) error {
 	ix.syncMu.Lock()
 	defer ix.syncMu.Unlock()
@@ -212,10 +228,14 @@ func (ix *Index) Sync(ctx context.Context) error {
 	for _, c := range ix.cols {
 		if err := ix.sync(ctx, c); err != nil {
 			errs = append(errs, fmt.Errorf("search: %s: %w", c.coll, err))
-			ix.mu.Lock()
-			c.loaded = false
-			ix.mu.Unlock()
 		}
+	}
+	if len(errs) > 0 {
+		ix.mu.Lock()
+		for _, c := range ix.cols {
+			c.loaded, c.repair = false, 2
+		}
+		ix.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
@@ -227,7 +247,7 @@ func (ix *Index) Sync(ctx context.Context) error {
 func (ix *Index) sync(ctx context.Context, c *collection) error {
 	var ids []string
 	ix.mu.Lock()
-	loaded, seen, upTo := c.loaded, make(map[string]uint64, len(c.dirty)), ix.gen
+	loaded, rewrite, seen, upTo := c.loaded, c.repair == 1, make(map[string]uint64, len(c.dirty)), ix.gen
 	for id, g := range c.dirty {
 		seen[id] = g
 		ids = append(ids, id)
@@ -255,8 +275,18 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 	for i := range docs {
 		docs[i].Vector, docs[i].Model, docs[i].Dim = vecs[i], ix.emb.Model(), ix.emb.Dim()
 	}
-	if len(docs) > 0 {
-		if err := c.vs.Upsert(ctx, docs); err != nil {
+	for start := 0; start < len(docs); start += RepairChunk {
+		chunk := docs[start:min(start+RepairChunk, len(docs))]
+		if rewrite {
+			ids := make([]string, len(chunk))
+			for i, d := range chunk {
+				ids[i] = d.ID
+			}
+			if err := c.vs.Delete(ctx, ids); err != nil {
+				return fmt.Errorf("vector store delete before rewrite: %w", err)
+			}
+		}
+		if err := c.vs.Upsert(ctx, chunk); err != nil {
 			return fmt.Errorf("vector store upsert: %w", err)
 		}
 	}
@@ -267,7 +297,10 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	c.loaded = true
+	if c.repair > 0 {
+		c.repair--
+	}
+	c.loaded = c.repair == 0
 	clear := func(id string) {
 		g, ok := c.dirty[id]
 		if !ok {

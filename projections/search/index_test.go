@@ -121,6 +121,12 @@ type flakyStore struct {
 	*search.MemStore
 	down     bool
 	upserted [][]string
+	deleted  []string
+}
+
+func (f *flakyStore) Delete(ctx context.Context, ids []string) error {
+	f.deleted = append(f.deleted, ids...)
+	return f.MemStore.Delete(ctx, ids)
 }
 
 func (f *flakyStore) Upsert(ctx context.Context, docs []search.Doc) error {
@@ -135,8 +141,9 @@ func (f *flakyStore) Upsert(ctx context.Context, docs []search.Doc) error {
 	return f.MemStore.Upsert(ctx, docs)
 }
 
-// After a failed sync the next one pushes every document, not only the
-// changed ones: the store may have lost acknowledged writes.
+// After a failed sync the next one pushes every document and the one after
+// rewrites every document (delete, then insert): the store may have lost
+// acknowledged writes that an upsert would not repair.
 func TestResyncAfterFailure(t *testing.T) {
 	store, err := projections.Open(t.TempDir(), projections.Options{})
 	if err != nil {
@@ -169,8 +176,8 @@ func TestResyncAfterFailure(t *testing.T) {
 	if err := ix.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 1 || got[0] != "m3" {
-		t.Fatalf("an ordinary sync pushed %v, want only the change [m3]", got)
+	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 1 || got[0] != "m3" || len(fs.deleted) != 0 {
+		t.Fatalf("an ordinary sync pushed %v and deleted %v, want only the change [m3] and no delete", got, fs.deleted)
 	}
 	fs.down = true
 	record("m4")
@@ -184,8 +191,27 @@ func TestResyncAfterFailure(t *testing.T) {
 	if err := ix.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 4 {
-		t.Fatalf("the sync after the failure pushed %v, want all 4 memories", got)
+	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 4 || len(fs.deleted) != 0 {
+		t.Fatalf("the first sync after the failure deleted %v and pushed %v, want all 4 memories pushed", fs.deleted, got)
+	}
+	if n := ix.PendingIn(search.Memories); n != 4 {
+		t.Fatalf("pending before the rewrite: %d, want all 4", n)
+	}
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 4 || len(fs.deleted) != 4 {
+		t.Fatalf("the second sync after the failure deleted %v and inserted %v, want all 4 memories rewritten", fs.deleted, got)
+	}
+	if n, _ := fs.Len(ctx); n != 4 {
+		t.Fatalf("store holds %d memories after the rewrite", n)
+	}
+	record("m5")
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 1 || len(fs.deleted) != 4 {
+		t.Fatalf("the sync after the rewrite pushed %v and deleted %v: only the rewrite deletes", got, fs.deleted)
 	}
 	if n := ix.Pending(); n != 0 {
 		t.Fatalf("pending after recovery: %d", n)
