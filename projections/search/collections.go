@@ -110,18 +110,28 @@ func DocOf(m memories.Memory) Doc {
 		Tags: m.Tags, SourceSessions: m.SourceSessions, Confidence: m.Confidence, Pruned: m.Pruned, Evidence: m.Evidence, UsageCount: m.UsageCount}
 }
 
-func memoryDocs(store *projections.Store, ids []string) (found []Doc, gone []string, err error) {
+func memoryDocs(store *projections.Store, ids []string) ([]Doc, []string, error) {
+	return rowDocs(store, ids, memories.Each, memories.Get, DocOf)
+}
+
+// rowDocs is a source's docs for a projection with one row per document:
+// every row through each (ids nil), else each id through get.
+func rowDocs[T any](store *projections.Store, ids []string,
+	each func(*projections.Store, func(T) bool) error,
+	get func(*projections.Store, string) (T, bool, error),
+	doc func(T) Doc,
+) (found []Doc, gone []string, err error) {
 	if ids == nil {
-		err = memories.Each(store, func(m memories.Memory) bool { found = append(found, DocOf(m)); return true })
+		err = each(store, func(r T) bool { found = append(found, doc(r)); return true })
 		return found, nil, err
 	}
 	for _, id := range ids {
-		m, ok, err := memories.Get(store, id)
+		r, ok, err := get(store, id)
 		if err != nil {
 			return nil, nil, err
 		}
 		if ok {
-			found = append(found, DocOf(m))
+			found = append(found, doc(r))
 		} else {
 			gone = append(gone, id)
 		}
@@ -153,23 +163,8 @@ func PatternDoc(p sessions.Pattern) Doc {
 		Outcome: p.Outcome(), Tags: tags, SourceSessions: p.Sessions, Confidence: p.Confidence(), Evidence: p.SessionCount}
 }
 
-func patternDocs(store *projections.Store, ids []string) (found []Doc, gone []string, err error) {
-	if ids == nil {
-		err = sessions.EachPattern(store, func(p sessions.Pattern) bool { found = append(found, PatternDoc(p)); return true })
-		return found, nil, err
-	}
-	for _, id := range ids {
-		p, ok, err := sessions.GetPattern(store, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ok {
-			found = append(found, PatternDoc(p))
-		} else {
-			gone = append(gone, id)
-		}
-	}
-	return found, gone, nil
+func patternDocs(store *projections.Store, ids []string) ([]Doc, []string, error) {
+	return rowDocs(store, ids, sessions.EachPattern, sessions.GetPattern, PatternDoc)
 }
 
 // ToolNeighbours is how many neighbours each way a Tool document names.
