@@ -8,7 +8,6 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/distill"
-	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -22,13 +21,14 @@ const RecallK = 3
 
 // RecallAt3 is pair_recall_at_3 on tau-bench records, for `chronicle eval`.
 //
-// Memory bank: every record goes through the importer (taubench.Events),
-// the FLUX evaluator and the deterministic distiller exactly as the
-// sessions processor runs them, and each distilled memory is applied, in
-// record order, by the memory-bank processor (memories.Processor) to a
-// temporary in-memory projection store, where the sessions processor
-// also projects every session (and so the coordination patterns); memories
-// and patterns are indexed with search.NewIndex(store, emb, nil).
+// Memory bank: every record goes through the importer (taubench.Events)
+// and the sessions processor (which evaluates it and projects the
+// coordination patterns) into a temporary in-memory projection store; the
+// deterministic distiller extracts the session's memories from the
+// projected input and evaluation, as the processor does, and each is
+// applied, in record order, by the memory-bank processor
+// (memories.Processor). Memories and patterns are indexed with
+// search.NewIndex(store, emb, nil).
 //
 // Cases: the records with reward 0 whose task has a trial with reward 1,
 // and for which PAIR retrieves at all (composite below PassComposite; a
@@ -80,12 +80,17 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (Recall, error) {
 			}
 			off++
 		}
-		in, err := flux.InputFromEvents(envs)
-		if err != nil {
-			return fail(err)
-		}
-		ev := flux.Evaluate(in)
+		// the processor has evaluated the session: read what it projected
 		sid := taubench.SessionID(r.TaskID, r.Trial)
+		in, ok, err := sessions.Input(store, sid)
+		if err != nil || !ok {
+			return fail(fmt.Errorf("pair: recall: session %s not projected (%v)", sid, err))
+		}
+		v, _, err := sessions.Get(store, sid)
+		if err != nil || v.Evaluation == nil {
+			return fail(fmt.Errorf("pair: recall: session %s not evaluated (%v)", sid, err))
+		}
+		ev := *v.Evaluation
 		task := fmt.Sprint(r.TaskID)
 		all = append(all, sess{id: sid, task: task, reward: r.Reward, ev: ev})
 		if r.Reward == 1 {
