@@ -1,0 +1,33 @@
+package events_test
+
+import (
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+func TestEntityKey(t *testing.T) {
+	for _, c := range []struct{ scope, id, key string }{
+		{"project:a", "sa-2", "project:a/sa-2"},
+		{"", "sa-2", "org:default/sa-2"},
+		{"team:x", "taubench-airline/5/2", "team:x/taubench-airline/5/2"},
+	} {
+		k := events.EntityKey(c.scope, c.id)
+		if k != c.key {
+			t.Errorf("EntityKey(%q, %q) = %q, want %q", c.scope, c.id, k, c.key)
+		}
+		s, id, ok := events.SplitEntityKey(k)
+		wantScope := c.scope
+		if wantScope == "" {
+			wantScope = events.DefaultScope
+		}
+		if !ok || s != wantScope || id != c.id {
+			t.Errorf("SplitEntityKey(%q) = %q, %q, %v", k, s, id, ok)
+		}
+	}
+	for _, bad := range []string{"", "noslash", "/id", "project:a/"} {
+		if _, _, ok := events.SplitEntityKey(bad); ok {
+			t.Errorf("SplitEntityKey(%q) ok, want not ok", bad)
+		}
+	}
+}
