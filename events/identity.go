@@ -1,6 +1,10 @@
 package events
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // EntityKey is the identity of an entity — a session, memory, search,
 // reasoning task, workflow or pattern — wherever Chronicle stores or routes
@@ -26,4 +30,55 @@ func SplitEntityKey(k string) (scope, id string, ok bool) {
 		return "", "", false
 	}
 	return scope, id, true
+}
+
+// MaxIDLength is the longest entity id accepted, in bytes.
+const MaxIDLength = 256
+
+// CheckID reports whether id is a valid entity id (session, memory,
+// search, reasoning task, workflow): 1 to MaxIDLength bytes of ASCII
+// letters, digits and . _ ~ : @ + = - /, starting with a letter or digit,
+// with no empty segment ("//") and no trailing '/'. The error says which
+// rule failed. In URLs an id is one path segment: clients percent-encode
+// its '/' as %2F (taubench-airline%2F5%2F2).
+func CheckID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("empty")
+	case len(id) > MaxIDLength:
+		return fmt.Errorf("%d bytes, longer than %d", len(id), MaxIDLength)
+	case !isAlnum(id[0]):
+		return errors.New("must start with a letter or digit")
+	case strings.HasSuffix(id, "/") || strings.Contains(id, "//"):
+		return errors.New(`no empty segment ("//") and no trailing '/'`)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !isAlnum(c) && !strings.ContainsRune(idPunct, rune(c)) {
+			return fmt.Errorf("character %q at byte %d is not allowed (letters, digits and %s only)", c, i, idPunct)
+		}
+	}
+	return nil
+}
+
+// idPunct are the punctuation characters an id may contain.
+const idPunct = "._~:@+=-/"
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// ValidScope reports whether s is a concrete scope as the envelope schema's
+// scope attribute allows it: project:<name>, team:<name> or org:<name>,
+// name made of ASCII letters, digits, '.', '_' and '-'.
+func ValidScope(s string) bool {
+	kind, name, ok := strings.Cut(s, ":")
+	if !ok || name == "" || kind != "project" && kind != "team" && kind != "org" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
 }

@@ -144,16 +144,32 @@ func Types() []Type {
 // SchemaURI is the dataschema attribute of type t.
 func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 
-// Key returns the record key of e: for memory events the memory id, for
-// learned patterns their subject (memory or tool id), for everything else
-// the session id, falling back to the type's key field (workflow_id,
-// search_id) when the event belongs to no session.
+// Key returns the record key of e: the EntityKey (scope "/" id) of the
+// entity the event belongs to — its session for session-scoped events, else
+// the type's key field (memory_id, workflow_id, search_id, session_id) —
+// and "clock" for clock ticks. Scope is part of the key, so an event of one
+// scope can never reach another scope's entity, and all events of one
+// entity share a partition. The id must pass CheckID.
 func Key(e *Envelope) (string, error) {
+	id, err := EntityID(e)
+	if err != nil || id == "clock" && registry[e.Type].KeyField == "-" {
+		return id, err
+	}
+	return EntityKey(e.EffectiveScope(), id), nil
+}
+
+// EntityID returns the id (without scope) of the entity e belongs to: the
+// session id for session-scoped events, else the type's key field, and
+// "clock" for clock ticks. Errors name the attribute or data field.
+func EntityID(e *Envelope) (string, error) {
 	ti, ok := registry[e.Type]
 	if !ok {
 		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
 	if ti.Topic != TopicMemories && ti.Topic != TopicLearned && e.SessionID != "" {
+		if err := CheckID(e.SessionID); err != nil {
+			return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
+		}
 		return e.SessionID, nil
 	}
 	if ti.KeyField == "-" {
@@ -169,6 +185,9 @@ func Key(e *Envelope) (string, error) {
 	var k string
 	if err := json.Unmarshal(m[ti.KeyField], &k); err != nil || k == "" {
 		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: "required as record key"}
+	}
+	if err := CheckID(k); err != nil {
+		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: err.Error()}
 	}
 	return k, nil
 }

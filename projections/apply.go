@@ -243,5 +243,18 @@ func (t *Tx) Emit(typ events.Type, payload any) error {
 	return nil
 }
 
+// EmitIn is Emit with the derived event's scope set to scope instead of the
+// cause's: for a change of an entity of another scope than the causing
+// event (decay of every memory at a clock tick), so its record key is the
+// entity's events.EntityKey.
+func (t *Tx) EmitIn(scope string, typ events.Type, payload any) error {
+	cause := *t.cause
+	cause.Scope = scope
+	orig := t.cause
+	t.cause = &cause
+	defer func() { t.cause = orig }()
+	return t.Emit(typ, payload)
+}
+
 // Emitted returns the derived events queued so far by this call.
 func (t *Tx) Emitted() []OutboxRecord { return t.out }

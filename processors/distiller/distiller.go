@@ -43,7 +43,7 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	if ev.Revision > 0 {
 		return nil // a judge re-scored the session; it was distilled at revision 0
 	}
-	in, ok, err := sessions.Input(w.Store, ev.SessionID)
+	in, ok, err := sessions.Input(w.Store, events.EntityKey(env.EffectiveScope(), ev.SessionID))
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	for _, id := range ev.Unevaluated {
 		pending[id] = true
 	}
-	in, ok, err := sessions.Input(w.Store, ev.SessionID)
+	in, ok, err := sessions.Input(w.Store, events.EntityKey(env.EffectiveScope(), ev.SessionID))
 	if err != nil || !ok {
 		return fmt.Errorf("judge: session %s: not projected (%v)", ev.SessionID, err)
 	}

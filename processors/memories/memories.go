@@ -11,10 +11,15 @@
 //
 // Projection rows (under p/memories/):
 //
-//	m/<memory id>                 Memory
+//	m/<key>                       Memory
 //	d/<scope>/<content address>   memory id of the first memory with that normalised title+content
-//	h/<memory id>/<seq, 6 digits> Change
-//	s/<memory id>/<seq, 6 digits> Pending signal
+//	i/<memory id>\x00<scope>      index from a bare memory id to the scopes that hold it (empty value)
+//	h/<key>/<seq, 6 digits>       Change
+//	s/<key>/<seq, 6 digits>       Pending signal
+//
+// <key> is the memory's events.EntityKey, scope "/" memory id: feedback or a
+// retrieval in one scope never reaches a memory of another scope (it names
+// a memory that does not exist there and is dead-lettered).
 package memories
 
 import (
@@ -95,7 +100,11 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicMem
 // NeedsTotalOrder implements processors.TotalOrder.
 func (Processor) NeedsTotalOrder() bool { return true }
 
-func memKey(id string) string             { return "m/" + id }
+func memKey(key string) string            { return "m/" + key }
+func idIndexKey(id, scope string) string  { return "i/" + id + "\x00" + scope }
+
+// Key is the memory's events.EntityKey (scope "/" id), the key of its rows.
+func (m Memory) Key() string { return events.EntityKey(m.Scope, m.ID) }
 func digestKey(scope, addr string) string { return "d/" + scope + "/" + addr }
 func changeKey(id string, n int) string   { return fmt.Sprintf("h/%s/%06d", id, n) }
 func signalKey(id string, n int) string   { return fmt.Sprintf("s/%s/%06d", id, n) }
@@ -126,7 +135,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := env.Decode(&d); err != nil {
 			return err
 		}
-		m, err := load(tx, d.MemoryID)
+		m, err := load(tx, events.EntityKey(env.EffectiveScope(), d.MemoryID))
 		if err != nil {
 			return err
 		}
@@ -169,22 +178,24 @@ func distilled(tx *projections.Tx, env *events.Envelope) error {
 	return nil
 }
 
-func load(tx *projections.Tx, id string) (*Memory, error) {
+// load reads the memory with key (events.EntityKey); a memory the scope
+// does not hold is ErrUnknownMemory.
+func load(tx *projections.Tx, key string) (*Memory, error) {
 	var m Memory
-	ok, err := tx.GetJSON(memKey(id), &m)
+	ok, err := tx.GetJSON(memKey(key), &m)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("memory %s: %w", id, ErrUnknownMemory)
+		return nil, fmt.Errorf("memory %s: %w", key, ErrUnknownMemory)
 	}
 	return &m, nil
 }
 
-func save(tx *projections.Tx, m *Memory) error { return tx.SetJSON(memKey(m.ID), m) }
+func save(tx *projections.Tx, m *Memory) error { return tx.SetJSON(memKey(m.Key()), m) }
 
 func addChange(tx *projections.Tx, m *Memory, c Change) error {
-	if err := tx.SetJSON(changeKey(m.ID, m.Changes), c); err != nil {
+	if err := tx.SetJSON(changeKey(m.Key(), m.Changes), c); err != nil {
 		return err
 	}
 	m.Changes++
@@ -214,7 +225,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		return err
 	}
 	if !found {
-		if _, taken, err := tx.Get(memKey(d.MemoryID)); err != nil || taken {
+		if _, taken, err := tx.Get(memKey(events.EntityKey(scope, d.MemoryID))); err != nil || taken {
 			if err == nil {
 				err = fmt.Errorf("memory id %s already holds other content", d.MemoryID)
 			}
@@ -232,12 +243,15 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		if err := tx.Set(digestKey(scope, addr), []byte(m.ID)); err != nil {
 			return err
 		}
+		if err := tx.Set(idIndexKey(m.ID, scope), nil); err != nil {
+			return err
+		}
 		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "created", Old: c, New: c}); err != nil {
 			return err
 		}
 		return save(tx, m)
 	}
-	m, err := load(tx, string(existing))
+	m, err := load(tx, events.EntityKey(scope, string(existing)))
 	if err != nil {
 		return err
 	}
@@ -256,7 +270,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 }
 
 func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.MemoryFeedbackData) error {
-	m, err := load(tx, d.MemoryID)
+	m, err := load(tx, events.EntityKey(env.EffectiveScope(), d.MemoryID))
 	if err != nil {
 		return err
 	}
@@ -265,7 +279,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		return fmt.Errorf("%w %q", ErrUnknownSignal, d.Signal)
 	}
 	var stored []Pending
-	if err := tx.Scan("s/"+m.ID+"/", func(_ string, v []byte) (bool, error) {
+	if err := tx.Scan("s/"+m.Key()+"/", func(_ string, v []byte) (bool, error) {
 		var p Pending
 		if err := json.Unmarshal(v, &p); err != nil {
 			return false, err
@@ -291,12 +305,12 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		sum += stored[i].Delta
 		applied = append(applied, AppliedSignal{EventID: stored[i].EventID, Signal: stored[i].Signal, Positive: stored[i].Positive, Delta: stored[i].Delta, Time: stored[i].Time})
 		if i < len(stored)-1 {
-			if err := tx.SetJSON(signalKey(m.ID, i), stored[i]); err != nil {
+			if err := tx.SetJSON(signalKey(m.Key(), i), stored[i]); err != nil {
 				return err
 			}
 		}
 	}
-	if err := tx.SetJSON(signalKey(m.ID, len(stored)-1), stored[len(stored)-1]); err != nil {
+	if err := tx.SetJSON(signalKey(m.Key(), len(stored)-1), stored[len(stored)-1]); err != nil {
 		return err
 	}
 	m.Signals = len(stored)
@@ -321,7 +335,7 @@ func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float6
 		if applied == nil {
 			applied = []AppliedSignal{}
 		}
-		if err := tx.Emit(events.MemoryConfidenceChanged, map[string]any{
+		if err := tx.EmitIn(m.Scope, events.MemoryConfidenceChanged, map[string]any{
 			"memory_id": m.ID, "old": old, "new": c, "signals_applied": applied, "reason": reason,
 		}); err != nil {
 			return err
@@ -332,7 +346,7 @@ func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float6
 		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pruned", Old: c, New: c}); err != nil {
 			return err
 		}
-		if err := tx.Emit(events.MemoryPruned, map[string]any{"memory_id": m.ID, "confidence": c, "threshold": PruneBelow}); err != nil {
+		if err := tx.EmitIn(m.Scope, events.MemoryPruned, map[string]any{"memory_id": m.ID, "confidence": c, "threshold": PruneBelow}); err != nil {
 			return err
 		}
 	}

@@ -79,7 +79,7 @@ func (b *bank) tick(at time.Time) {
 
 func (b *bank) get(id string) memories.Memory {
 	b.t.Helper()
-	m, ok, err := memories.Get(b.store, id)
+	m, ok, err := memories.Get(b.store, events.EntityKey("project:a", id))
 	if err != nil || !ok {
 		b.t.Fatalf("memory %s: %v %v", id, ok, err)
 	}
@@ -214,7 +214,7 @@ func TestPruneAndClamp(t *testing.T) {
 	if m := b.get("m"); m.Confidence != 0 {
 		t.Fatalf("clamp at 0: %v", m.Confidence)
 	}
-	changes, signals, err := memories.History(b.store, "m")
+	changes, signals, err := memories.History(b.store, events.EntityKey("project:a", "m"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,15 +263,47 @@ func TestDuplicatesMerge(t *testing.T) {
 	if m := b.get("a"); m.Evidence != 2 || m.UsageCount != 1 {
 		t.Fatalf("merged memory %+v", m)
 	}
-	if _, ok, _ := memories.Get(b.store, "b"); ok {
+	if _, ok, _ := memories.Get(b.store, events.EntityKey("project:a", "b")); ok {
 		t.Fatal("duplicate created a second memory")
 	}
-	if m := b.get("c"); m.Evidence != 1 {
-		t.Fatalf("other scope: %+v", m)
+	if m, ok, _ := memories.Get(b.store, events.EntityKey("project:b", "c")); !ok || m.Evidence != 1 {
+		t.Fatalf("other scope: %v %+v", ok, m)
 	}
 	st, _ := memories.ComputeStats(b.store)
 	if st.Memories != 2 || st.DuplicatesMerged != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Issue 9, defect C: feedback and usage events of one scope naming another
+// scope's memory id are rejected (dead-lettered by the runner) and leave
+// that memory unchanged; the same id in the other scope is another memory.
+func TestFeedbackNeverCrossesScopes(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	for i := 0; i < 4; i++ {
+		err := b.send(events.MemoryFeedback, t0.Add(time.Duration(i)*time.Minute), "project:b", events.MemoryFeedbackData{MemoryID: "m", Signal: "explicit_feedback", Positive: false})
+		if !errors.Is(err, memories.ErrUnknownMemory) {
+			t.Fatalf("feedback %d from project:b on project:a's memory: %v, want ErrUnknownMemory", i, err)
+		}
+	}
+	if err := b.send(events.MemoryRetrieved, t0, "project:b", map[string]any{"memory_id": "m"}); !errors.Is(err, memories.ErrUnknownMemory) {
+		t.Fatalf("usage from project:b: %v", err)
+	}
+	if m := b.get("m"); m.Confidence != 0.8 || m.Pruned || m.UsageCount != 0 || m.Signals != 0 {
+		t.Fatalf("project:a's memory changed: %+v", m)
+	}
+	// project:b squats the id: a memory of its own, project:a's untouched
+	d := events.MemoryRecordedData{MemoryID: "m", Title: "squat", Description: "d", Content: "other", Outcome: "failure", Source: "explicit"}
+	if err := b.send(events.MemoryRecorded, t0, "project:b", d); err != nil {
+		t.Fatal(err)
+	}
+	if m := b.get("m"); m.Title != "t m" || m.Scope != "project:a" {
+		t.Fatalf("project:a's memory after the squat: %+v", m)
+	}
+	scopes, err := memories.Scopes(b.store, "m")
+	if err != nil || len(scopes) != 2 || scopes[0] != "project:a" || scopes[1] != "project:b" {
+		t.Fatalf("scopes of m: %v %v", scopes, err)
 	}
 }
 

@@ -6,16 +6,30 @@ import (
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
-// Get returns memory id; ok is false when it was never recorded.
-func Get(store *projections.Store, id string) (Memory, bool, error) {
+// Get returns the memory with key (events.EntityKey: scope "/" memory id);
+// ok is false when that scope never recorded it.
+func Get(store *projections.Store, key string) (Memory, bool, error) {
 	var m Memory
-	ok, err := store.GetJSON(Name, memKey(id), &m)
+	ok, err := store.GetJSON(Name, memKey(key), &m)
 	return m, ok, err
 }
 
-// History returns every change of memory id in order, and its stored
-// signals (applied or waiting for consensus).
-func History(store *projections.Store, id string) ([]Change, []Pending, error) {
+// Scopes returns, sorted, the scopes that hold a memory with the bare id
+// (usually one: memory ids are content addresses of scope and content).
+func Scopes(store *projections.Store, id string) ([]string, error) {
+	var out []string
+	prefix := idIndexKey(id, "")
+	err := store.Scan(Name, prefix, "", func(key string, _ []byte) (bool, error) {
+		out = append(out, key[len(prefix):])
+		return true, nil
+	})
+	return out, err
+}
+
+// History returns every change of the memory with key (events.EntityKey) in
+// order, and its stored signals (applied or waiting for consensus).
+func History(store *projections.Store, key string) ([]Change, []Pending, error) {
+	id := key
 	var changes []Change
 	if err := store.Scan(Name, "h/"+id+"/", "", func(_ string, v []byte) (bool, error) {
 		var c Change
@@ -39,7 +53,8 @@ func History(store *projections.Store, id string) ([]Change, []Pending, error) {
 	return changes, signals, err
 }
 
-// Each calls fn for every memory in id order until fn returns false.
+// Each calls fn for every memory in key order (scope, then id) until fn
+// returns false.
 func Each(store *projections.Store, fn func(Memory) bool) error {
 	return store.Scan(Name, "m/", "", func(_ string, v []byte) (bool, error) {
 		var m Memory

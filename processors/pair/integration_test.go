@@ -123,7 +123,7 @@ func TestPipelinePAIRLoop(t *testing.T) {
 			if err := env.Decode(&c); err != nil {
 				t.Fatal(err)
 			}
-			if string(r.Key) != c.SessionID || env.Source != pair.Source || env.CausationID == "" {
+			if string(r.Key) != events.EntityKey(env.EffectiveScope(), c.SessionID) || env.Source != pair.Source || env.CausationID == "" {
 				t.Errorf("context record key %q source %q causation %q for %s", r.Key, env.Source, env.CausationID, c.SessionID)
 			}
 			ids[env.ID]++

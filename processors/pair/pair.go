@@ -132,9 +132,10 @@ type Searcher interface {
 	Search(ctx context.Context, q search.Query) (search.Result, error)
 }
 
-// RateFunc tells, for a memory's source sessions, how many were found
-// evaluated (known) and how many of those meet their criteria (met).
-type RateFunc func(sessionIDs []string) (met, known int, err error)
+// RateFunc tells, for a memory's source sessions (bare ids in the memory's
+// scope), how many were found evaluated (known) and how many of those meet
+// their criteria (met).
+type RateFunc func(scope string, sessionIDs []string) (met, known int, err error)
 
 // genericTags are tags that say what kind of memory it is, not what it is
 // about: they never name a category.
@@ -245,7 +246,7 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 			ex.Collection = search.Memories
 		}
 		if rate != nil && len(h.SourceSessions) > 0 {
-			met, known, err := rate(h.SourceSessions)
+			met, known, err := rate(h.Scope, h.SourceSessions)
 			if err != nil {
 				return nil, err
 			}

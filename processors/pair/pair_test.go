@@ -113,7 +113,7 @@ func TestGroupHits(t *testing.T) {
 	// s1..s6 evaluated, s3 did not meet its criteria; "unknown" has no evaluation
 	met := map[string]bool{"s1": true, "s2": true, "s3": false, "s4": true, "s5": true, "s6": true}
 	calls := 0
-	rate := func(ids []string) (int, int, error) {
+	rate := func(_ string, ids []string) (int, int, error) {
 		calls++
 		m, k := 0, 0
 		for _, id := range ids {
@@ -174,7 +174,7 @@ func TestGroupHits(t *testing.T) {
 		t.Fatalf("nil rate: %+v %v", groups[0], err)
 	}
 	boom := errors.New("boom")
-	if _, err := pair.GroupHits(hits, func([]string) (int, int, error) { return 0, 0, boom }); !errors.Is(err, boom) {
+	if _, err := pair.GroupHits(hits, func(string, []string) (int, int, error) { return 0, 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("rate error not returned: %v", err)
 	}
 }
@@ -280,7 +280,7 @@ func TestContextMatchesSchema(t *testing.T) {
 		}
 		return sch.Validate(inst)
 	}
-	rate := func(ids []string) (int, int, error) { return len(ids), len(ids), nil }
+	rate := func(_ string, ids []string) (int, int, error) { return len(ids), len(ids), nil }
 	hits := []search.Hit{hit("m1", 0.9, 0.7, "success", []string{"strategy", "x"}, "s1"), hit("m2", 0.8, 0.8, "success", nil)}
 	gaps, err := pair.Retrieve(context.Background(), &fakeSearcher{hits: hits}, rate, "me", []events.Gap{{CriterionID: "a", Description: "d", Severity: "high", ImprovementPriority: 5, Score: 50}}, nil)
 	if err != nil {
@@ -409,7 +409,7 @@ func TestRetrieveMergesPatterns(t *testing.T) {
 		patterns: []search.Hit{hit("pat-own", 0.99, 0.9, "success", []string{"cancel_reservation"}, "s3", "me"),
 			hit("pat-1", 0.7, 0.75, "success", []string{"cancel_reservation"}, "s4", "s5")},
 	}
-	rate := func(ids []string) (int, int, error) { return len(ids) - 1, len(ids), nil }
+	rate := func(_ string, ids []string) (int, int, error) { return len(ids) - 1, len(ids), nil }
 	got, err := pair.Retrieve(context.Background(), fs, rate, "me", []events.Gap{{CriterionID: "a", Description: "cancel", Severity: "high"}}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -82,11 +82,11 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (Recall, error) {
 		}
 		// the processor has evaluated the session: read what it projected
 		sid := taubench.SessionID(r.TaskID, r.Trial)
-		in, ok, err := sessions.Input(store, sid)
+		in, ok, err := sessions.Input(store, events.EntityKey(taubench.Scope, sid))
 		if err != nil || !ok {
 			return fail(fmt.Errorf("pair: recall: session %s not projected (%v)", sid, err))
 		}
-		v, _, err := sessions.Get(store, sid)
+		v, _, err := sessions.Get(store, events.EntityKey(taubench.Scope, sid))
 		if err != nil || v.Evaluation == nil {
 			return fail(fmt.Errorf("pair: recall: session %s not evaluated (%v)", sid, err))
 		}

@@ -75,7 +75,7 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 	if ev.Revision > 0 {
 		return Plan{}, nil
 	}
-	v, ok, err := sessions.Get(w.Store, ev.SessionID)
+	v, ok, err := sessions.Get(w.Store, events.EntityKey(scope, ev.SessionID))
 	if err != nil {
 		return Plan{}, err
 	}
@@ -136,9 +136,9 @@ func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Env
 
 // rate is the RateFunc of the sessions projection: a session is known when
 // it has an evaluation, met when that evaluation meets its criteria.
-func (w *Worker) rate(ids []string) (met, known int, err error) {
+func (w *Worker) rate(scope string, ids []string) (met, known int, err error) {
 	for _, id := range ids {
-		v, ok, err := sessions.Get(w.Store, id)
+		v, ok, err := sessions.Get(w.Store, events.EntityKey(scope, id))
 		if err != nil {
 			return 0, 0, err
 		}
@@ -160,11 +160,11 @@ func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration i
 	if v.ParentSession == "" {
 		return nil, nil
 	}
-	parent, ok, err := sessions.Get(w.Store, v.ParentSession)
+	parent, ok, err := sessions.Get(w.Store, events.EntityKey(v.Scope, v.ParentSession))
 	if err != nil || !ok || parent.Evaluation == nil || parent.Evaluation.Composite >= PassComposite {
 		return nil, err
 	}
-	in, _, err := sessions.Input(w.Store, ev.SessionID)
+	in, _, err := sessions.Input(w.Store, v.Key())
 	if err != nil {
 		return nil, err
 	}

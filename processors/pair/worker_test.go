@@ -152,7 +152,7 @@ func TestWorkerPlan(t *testing.T) {
 	// iteration 2: the successful trial as the revision of the failed one
 	r2 := "pair-test/revision-2"
 	h.send(rekey(t, sc.good, r2, 2, sc.failedID)...)
-	v, _, _ := sessions.Get(h.store, r2)
+	v, _, _ := sessions.Get(h.store, events.EntityKey(scope, r2))
 	if v.Iteration != 2 || v.ParentSession != sc.failedID {
 		t.Fatalf("revision projected as %+v", v.Session)
 	}

@@ -25,7 +25,7 @@ import (
 // counts the session, so replay rebuilds it exactly. The counts are
 // exact; the row names only the last MaxPatternSessions sessions, so it
 // stays small however common the sequence (each session's own row,
-// ps/<session id>, says which pattern counted it and whether as a
+// ps/<session key>, says which pattern counted it and whether as a
 // success).
 type Pattern struct {
 	// ID is PatternID(Scope, Steps).
@@ -58,7 +58,7 @@ type Pattern struct {
 // MaxPatternSessions bounds Pattern.Sessions and Pattern.Succeeded.
 const MaxPatternSessions = 100
 
-// patternMember is the ps/<session id> row: the pattern that counted the
+// patternMember is the ps/<session key> row: the pattern that counted the
 // session and whether as a success.
 type patternMember struct {
 	Pattern string `json:"pattern"`
@@ -136,7 +136,7 @@ func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.Evalu
 		}
 	}
 	var m patternMember
-	counted, err := tx.GetJSON(patternMemberKey(s.ID), &m)
+	counted, err := tx.GetJSON(patternMemberKey(s.Key()), &m)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.Evalu
 			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
 		}
 	}
-	if err := tx.SetJSON(patternMemberKey(s.ID), patternMember{Pattern: id, Met: met}); err != nil {
+	if err := tx.SetJSON(patternMemberKey(s.Key()), patternMember{Pattern: id, Met: met}); err != nil {
 		return err
 	}
 	return tx.SetJSON(patternKey(id), p)

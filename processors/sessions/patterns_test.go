@@ -74,11 +74,11 @@ func TestPatternsFromTauBench(t *testing.T) {
 	succeeded, counted := 0, 0
 	for _, r := range recs {
 		sid := taubench.SessionID(r.TaskID, r.Trial)
-		in, ok, err := Input(store, sid)
+		in, ok, err := Input(store, events.EntityKey(taubench.Scope, sid))
 		if err != nil || !ok {
 			t.Fatalf("session %s: %v %v", sid, ok, err)
 		}
-		v, _, err := Get(store, sid)
+		v, _, err := Get(store, events.EntityKey(taubench.Scope, sid))
 		if err != nil || v.Evaluation == nil {
 			t.Fatalf("session %s: no evaluation (%v)", sid, err)
 		}

@@ -15,19 +15,19 @@ type View struct {
 	Evaluation *events.EvaluationData `json:"evaluation,omitempty"`
 }
 
-// Get returns the session id with its evaluation; ok is false when the
-// projection has no such session.
-func Get(store *projections.Store, id string) (View, bool, error) {
+// Get returns the session whose events.EntityKey is key (scope "/" id) with
+// its evaluation; ok is false when the projection has no such session.
+func Get(store *projections.Store, key string) (View, bool, error) {
 	var v View
-	ok, err := store.GetJSON(Name, sessionKey(id), &v.Session)
+	ok, err := store.GetJSON(Name, sessionKey(key), &v.Session)
 	if err != nil || !ok {
 		return v, ok, err
 	}
-	if _, err := store.GetJSON(Name, criteriaKey(id), &v.Criteria); err != nil {
+	if _, err := store.GetJSON(Name, criteriaKey(key), &v.Criteria); err != nil {
 		return v, true, err
 	}
 	var ev events.EvaluationData
-	has, err := store.GetJSON(Name, evaluationKey(id), &ev)
+	has, err := store.GetJSON(Name, evaluationKey(key), &ev)
 	if err != nil {
 		return v, true, err
 	}
@@ -37,7 +37,8 @@ func Get(store *projections.Store, id string) (View, bool, error) {
 	return v, true, nil
 }
 
-// List returns up to limit sessions in id order after cursor (exclusive),
+// List returns up to limit sessions in key order (scope, then id) after
+// cursor (a session key, exclusive),
 // only those with the given outcome when outcome is not empty, and the
 // cursor of the next page ("" at the end). allow, when not nil, filters
 // sessions by scope (the caller's access rights).
@@ -63,7 +64,7 @@ func List(store *projections.Store, outcome string, limit int, cursor string, al
 			return true, nil
 		}
 		if len(out) == limit {
-			next = out[len(out)-1].ID
+			next = out[len(out)-1].Key()
 			return false, nil
 		}
 		out = append(out, v)
@@ -72,7 +73,19 @@ func List(store *projections.Store, outcome string, limit int, cursor string, al
 	return out, next, err
 }
 
-// Trace returns the projected trace of session id in log order.
+// Scopes returns, sorted, the scopes that hold a session with the bare id
+// (usually one; the same id in several scopes is several sessions).
+func Scopes(store *projections.Store, id string) ([]string, error) {
+	var out []string
+	prefix := idIndexKey(id, "")
+	err := store.Scan(Name, prefix, "", func(key string, _ []byte) (bool, error) {
+		out = append(out, key[len(prefix):])
+		return true, nil
+	})
+	return out, err
+}
+
+// Trace returns the projected trace of the session with key in log order.
 func Trace(store *projections.Store, id string) ([]TraceItem, error) {
 	var out []TraceItem
 	err := store.Scan(Name, tracePrefix(id), "", func(_ string, val []byte) (bool, error) {
@@ -123,7 +136,7 @@ func ComputeStats(store *projections.Store) (Stats, error) {
 			st.Completed++
 		}
 		var ev events.EvaluationData
-		ok, err := store.GetJSON(Name, evaluationKey(s.ID), &ev)
+		ok, err := store.GetJSON(Name, evaluationKey(s.Key()), &ev)
 		if err != nil || !ok {
 			return err == nil, err
 		}
@@ -143,19 +156,19 @@ func ComputeStats(store *projections.Store) (Stats, error) {
 	return st, err
 }
 
-// Input returns what the evaluator and the distillers may see of session
-// id: task, criteria, output, minutes and tool calls (never the producer's
+// Input returns what the evaluator and the distillers may see of the
+// session with key (events.EntityKey): task, criteria, output, minutes and tool calls (never the producer's
 // outcome or reward); ok is false when the session is unknown.
-func Input(store *projections.Store, id string) (flux.Input, bool, error) {
+func Input(store *projections.Store, key string) (flux.Input, bool, error) {
 	var s Session
-	ok, err := store.GetJSON(Name, sessionKey(id), &s)
+	ok, err := store.GetJSON(Name, sessionKey(key), &s)
 	if err != nil || !ok {
 		return flux.Input{}, ok, err
 	}
-	if _, err := store.GetJSON(Name, criteriaKey(id), &s.Criteria); err != nil {
+	if _, err := store.GetJSON(Name, criteriaKey(key), &s.Criteria); err != nil {
 		return flux.Input{}, true, err
 	}
-	items, err := Trace(store, id)
+	items, err := Trace(store, key)
 	if err != nil {
 		return flux.Input{}, true, err
 	}

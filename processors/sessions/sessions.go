@@ -5,14 +5,18 @@
 //
 // Projection rows (under p/sessions/):
 //
-//	s/<session id>                 Session (JSON, without its criteria)
-//	c/<session id>                 the session's success criteria (written once, at start)
-//	t/<session id>/<seq, 6 digits> TraceItem (JSON), in log order
-//	e/<session id>                 events.EvaluationData (JSON)
-//	o/<outcome>/<session id>       index for listing by outcome (empty value)
-//	j/<session id>/<criterion id>  flux.Judged parsed from a judge.completed.v1
+//	s/<key>                        Session (JSON, without its criteria)
+//	c/<key>                        the session's success criteria (written once, at start)
+//	t/<key>/<seq, 6 digits>        TraceItem (JSON), in log order
+//	e/<key>                        events.EvaluationData (JSON)
+//	o/<outcome>/<key>              index for listing by outcome (empty value)
+//	j/<key>/<criterion id>         flux.Judged parsed from a judge.completed.v1
+//	i/<session id>\x00<scope>      index from a bare id to the scopes that hold it (empty value)
 //	pt/<pattern id>                Pattern: a coordination pattern (tool sequence) and its sessions
-//	ps/<session id>                the pattern that counted the session, and whether as a success
+//	ps/<key>                       the pattern that counted the session, and whether as a success
+//
+// <key> is the session's events.EntityKey, scope "/" id: the same id in two
+// scopes is two sessions, and no event of one scope reaches the other's.
 package sessions
 
 import (
@@ -96,6 +100,10 @@ func evaluationKey(id string) string             { return "e/" + id }
 func outcomeKey(outcome, id string) string       { return "o/" + outcome + "/" + id }
 func tracePrefix(id string) string               { return "t/" + id + "/" }
 func keyOf(env *events.Envelope) (string, error) { return events.Key(env) }
+func idIndexKey(id, scope string) string         { return "i/" + id + "\x00" + scope }
+
+// Key is the session's events.EntityKey (scope "/" id), the key of its rows.
+func (s Session) Key() string { return events.EntityKey(s.Scope, s.ID) }
 
 // Apply implements processors.Processor.
 func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
@@ -106,13 +114,17 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if env.Type == events.JudgeCompleted {
 		return applyJudge(tx, env, id)
 	}
+	scope, bare, _ := events.SplitEntityKey(id)
 	var s Session
 	ok, err := tx.GetJSON(sessionKey(id), &s)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		s = Session{ID: id, Scope: env.EffectiveScope(), Status: StatusRunning}
+		s = Session{ID: bare, Scope: scope, Status: StatusRunning}
+		if err := tx.Set(idIndexKey(bare, scope), nil); err != nil {
+			return err
+		}
 	}
 	switch env.Type {
 	case events.SessionStarted:
@@ -201,7 +213,7 @@ func emitDistilled(tx *projections.Tx, s *Session, ds distill.Session) error {
 // calls — never the producer's outcome or reward.
 func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	var items []TraceItem
-	err := tx.Scan(tracePrefix(s.ID), func(_ string, val []byte) (bool, error) {
+	err := tx.Scan(tracePrefix(s.Key()), func(_ string, val []byte) (bool, error) {
 		var it TraceItem
 		if err := json.Unmarshal(val, &it); err != nil {
 			return false, err
@@ -216,7 +228,7 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	if err != nil {
 		return in, err
 	}
-	err = tx.Scan("j/"+s.ID+"/", func(key string, val []byte) (bool, error) {
+	err = tx.Scan("j/"+s.Key()+"/", func(key string, val []byte) (bool, error) {
 		var j flux.Judged
 		if err := json.Unmarshal(val, &j); err != nil {
 			return false, err
@@ -224,7 +236,7 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 		if in.Judged == nil {
 			in.Judged = map[string]flux.Judged{}
 		}
-		in.Judged[key[len("j/"+s.ID+"/"):]] = j
+		in.Judged[key[len("j/"+s.Key()+"/"):]] = j
 		return true, nil
 	})
 	return in, err

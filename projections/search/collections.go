@@ -94,8 +94,10 @@ func sources() []source {
 	}
 }
 
-// memoryIDOfKey is the memory id of a memories row key ("m/<id>"), ""
-// for the projection's other rows (history, signals).
+// memoryIDOfKey is the document id of a memories row key ("m/<key>"): the
+// memory's events.EntityKey, scope "/" memory id, so equal ids in two scopes
+// are two documents. "" for the projection's other rows (history,
+// signals).
 func memoryIDOfKey(k string) string {
 	id, ok := strings.CutPrefix(k, "m/")
 	if !ok {
@@ -104,9 +106,10 @@ func memoryIDOfKey(k string) string {
 	return id
 }
 
-// DocOf is the vector-store document of memory m (without its vector).
+// DocOf is the vector-store document of memory m (without its vector); its
+// id is the memory's events.EntityKey (search hits name the bare memory id).
 func DocOf(m memories.Memory) Doc {
-	return Doc{ID: m.ID, Scope: m.Scope, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
+	return Doc{ID: m.Key(), Scope: m.Scope, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
 		Tags: m.Tags, SourceSessions: m.SourceSessions, Confidence: m.Confidence, Pruned: m.Pruned, Evidence: m.Evidence, UsageCount: m.UsageCount}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/chronicle-dev/chronicle/events"
 
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
@@ -378,7 +379,11 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.TotalFound++
 		if len(res.Memories) < q.Limit {
 			m := r.c
-			res.Memories = append(res.Memories, Hit{ID: m.ID, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
+			id := m.ID
+			if scope, bare, ok := events.SplitEntityKey(id); ok && scope == m.Scope {
+				id = bare // a memory document's id is its entity key
+			}
+			res.Memories = append(res.Memories, Hit{ID: id, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
 				Confidence: m.Confidence, UsageCount: m.UsageCount, Relevance: math.Round(r.rel*1e4) / 1e4, Scope: m.Scope, Tags: m.Tags, SourceSessions: m.SourceSessions, Collection: q.Collection})
 			res.TokensUsed += (len(m.Title) + len(m.Description) + len(m.Content) + 3) / 4
 		}

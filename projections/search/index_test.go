@@ -110,7 +110,7 @@ func TestCommitDuringSync(t *testing.T) {
 	for _, c := range cands {
 		ev[c.ID] = c.Evidence
 	}
-	if len(ev) != 3 || ev["m2"] != 2 {
+	if len(ev) != 3 || ev["project:a/m2"] != 2 {
 		t.Fatalf("vector store holds %v (id → evidence), want m1, m2 with evidence 2, m3", ev)
 	}
 }
@@ -176,7 +176,7 @@ func TestResyncAfterFailure(t *testing.T) {
 	if err := ix.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 1 || got[0] != "m3" || len(fs.deleted) != 0 {
+	if got := fs.upserted[len(fs.upserted)-1]; len(got) != 1 || got[0] != "project:a/m3" || len(fs.deleted) != 0 {
 		t.Fatalf("an ordinary sync pushed %v and deleted %v, want only the change [m3] and no delete", got, fs.deleted)
 	}
 	fs.down = true

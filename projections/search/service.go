@@ -84,7 +84,7 @@ func (s *Service) Record(ctx context.Context, r Record) (Recorded, error) {
 		return Recorded{}, fmt.Errorf("%w: scope: the caller has no scope to write to", ErrInvalid)
 	}
 	id := distill.MemoryID(r.Scope, r.Title, r.Content)
-	_, existed, err := memories.Get(s.Store, id)
+	_, existed, err := memories.Get(s.Store, events.EntityKey(r.Scope, id))
 	if err != nil {
 		return Recorded{}, err
 	}
@@ -117,7 +117,11 @@ func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, err
 	if f.MemoryID == "" {
 		return FeedbackResult{}, fmt.Errorf("%w: memory_id: required", ErrInvalid)
 	}
-	m, ok, err := memories.Get(s.Store, f.MemoryID)
+	key, err := s.feedbackKey(f)
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	m, ok, err := memories.Get(s.Store, key)
 	if err != nil {
 		return FeedbackResult{}, err
 	}
@@ -137,7 +141,7 @@ func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, err
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		changes, _, err := memories.History(s.Store, f.MemoryID)
+		changes, _, err := memories.History(s.Store, key)
 		if err != nil {
 			return FeedbackResult{}, err
 		}
@@ -145,7 +149,7 @@ func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, err
 			if c.EventID != env.ID {
 				continue
 			}
-			cur, _, err := memories.Get(s.Store, f.MemoryID)
+			cur, _, err := memories.Get(s.Store, key)
 			if err != nil {
 				return FeedbackResult{}, err
 			}
@@ -164,4 +168,29 @@ func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, err
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// feedbackKey resolves the memory f names to its events.EntityKey: in
+// f.Scope when given, else in the one writable scope that holds the id.
+func (s *Service) feedbackKey(f Feedback) (string, error) {
+	if f.Scope != "" {
+		return events.EntityKey(f.Scope, f.MemoryID), nil
+	}
+	scopes, err := memories.Scopes(s.Store, f.MemoryID)
+	if err != nil {
+		return "", err
+	}
+	var held []string
+	for _, sc := range scopes {
+		if f.Writable == nil || f.Writable(sc) {
+			held = append(held, sc)
+		}
+	}
+	switch len(held) {
+	case 0:
+		return "", fmt.Errorf("%w: %s", ErrNotFound, f.MemoryID)
+	case 1:
+		return events.EntityKey(held[0], f.MemoryID), nil
+	}
+	return "", fmt.Errorf("%w: memory_id: %s exists in several scopes you may write (%s): name the scope", ErrInvalid, f.MemoryID, strings.Join(held, ", "))
 }

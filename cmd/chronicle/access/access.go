@@ -120,6 +120,20 @@ func allowed(list []string, scope string) bool {
 	return false
 }
 
+// OnlyReadScope is the scope a request that names none means for an entity
+// no projection holds yet: c's only concrete read scope, or the default
+// scope (org:default) for a caller that reads every scope; "" when c reads
+// several concrete scopes (the request must name one).
+func (c Caller) OnlyReadScope() string {
+	if c.ReadsAll() {
+		return "org:default"
+	}
+	if len(c.Read) == 1 {
+		return c.Read[0]
+	}
+	return ""
+}
+
 // CanRead reports whether c may read scope.
 func (c Caller) CanRead(scope string) bool { return allowed(c.Read, scope) }
 

@@ -54,9 +54,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns"))
 	mux.HandleFunc("GET /v1/tools/search", s.searchCollection(search.Tools, "tools"))
 	mux.HandleFunc("POST /v1/memories", s.recordMemory)
-	mux.HandleFunc("POST /v1/memories/{id}/feedback", s.memoryFeedback)
-	mux.HandleFunc("GET /v1/memories/{id}", s.getMemory)
-	mux.HandleFunc("GET /v1/memories/{id}/history", s.memoryHistory)
+	mux.HandleFunc("POST /v1/memories/{id...}", s.memoryFeedback)
+	mux.HandleFunc("GET /v1/memories/{id...}", s.memoryRoutes)
 	mux.HandleFunc("GET /v1/graph/next", s.graphNext)
 	mux.HandleFunc("GET /v1/graph/tools", s.graphTools)
 	mux.HandleFunc("GET /v1/graph/path", s.graphPath)
@@ -231,44 +230,51 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "next_cursor": next})
 }
 
-// sessionRoutes serves /v1/sessions/{id} and /v1/sessions/{id}/events;
-// session ids contain slashes (taubench-airline/3/0), so the suffix is
-// matched here.
+// sessionRoutes serves /v1/sessions/{id} and /v1/sessions/{id}/events.
+// The id is one path segment with '/' percent-encoded (%2F); ?scope= picks
+// the scope when the caller may read several that hold the id.
 func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if rest, ok := cutSuffix(id, "/events"); ok {
-		if v, ok, err := sessions.Get(s.P.Store, rest); err == nil && ok && !CallerOf(r).CanRead(v.Scope) {
-			writeErr(w, http.StatusNotFound, "session %q has no events in the log", rest)
-			return
-		}
-		s.sessionEvents(w, r, rest)
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events")
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	v, ok, err := sessions.Get(s.P.Store, id)
+	c := CallerOf(r)
+	if suffix == "events" {
+		// the log may hold a session the projection does not (not yet
+		// processed, or dead-lettered): then the caller's only readable
+		// scope is meant
+		key, ok := entityKey(w, r, "session", id, sessions.Scopes, s.P.Store, c.CanRead, c.OnlyReadScope)
+		if ok {
+			s.sessionEvents(w, r, key)
+		}
+		return
+	}
+	key, ok := entityKey(w, r, "session", id, sessions.Scopes, s.P.Store, c.CanRead, nil)
+	if !ok {
+		return
+	}
+	v, ok, err := sessions.Get(s.P.Store, key)
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
-	case !ok || !CallerOf(r).CanRead(v.Scope):
+	case !ok:
 		writeErr(w, http.StatusNotFound, "session %q not found", id)
 	default:
 		writeJSON(w, http.StatusOK, v)
 	}
 }
 
-func cutSuffix(s, suffix string) (string, bool) {
-	if len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
-		return s[:len(s)-len(suffix)], true
-	}
-	return "", false
-}
-
-// sessionEvents reads one session's events back from the log, in order:
-// the session's partition (the producer's key hashing) from its start to
-// the high watermark, keeping the records keyed by the session.
-func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, id string) {
+// sessionEvents reads the events of the session with key (scope "/" id)
+// back from the log, in order: the records of the key's partition whose
+// own scope attribute is the key's scope — the scope comes from the
+// records themselves, so a record written straight to Kafka under another
+// scope's key is never shown.
+func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key string) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	list, err := ReadSessionLog(ctx, s.P.Broker.Addrs(), id)
+	scope, id, _ := events.SplitEntityKey(key)
+	list, err := ReadSessionLog(ctx, s.P.Broker.Addrs(), key, scope)
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
 		return
@@ -277,7 +283,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, id string
 		writeErr(w, http.StatusNotFound, "session %q has no events in the log", id)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "events": list})
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "events": list})
 }
 
 // LoggedEvent is an event with its position in the log.
@@ -287,9 +293,11 @@ type LoggedEvent struct {
 	Event     json.RawMessage `json:"event"`
 }
 
-// ReadSessionLog reads the records keyed id from the sessions topic, in
-// log order. Cost: one scan of the session's partition.
-func ReadSessionLog(ctx context.Context, brokers []string, id string) ([]LoggedEvent, error) {
+// ReadSessionLog reads the records keyed key (events.EntityKey) from the
+// sessions topic, in log order, keeping only those whose scope attribute
+// is scope. Cost: one scan of the session's partition.
+func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([]LoggedEvent, error) {
+	id := key
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return nil, err
@@ -327,11 +335,10 @@ func ReadSessionLog(ctx context.Context, brokers []string, id string) ([]LoggedE
 		for it := fs.RecordIter(); !it.Done(); {
 			rec := it.Next()
 			if string(rec.Key) == id {
-				raw, err := events.StructuredJSON(rec)
-				if err != nil {
-					raw, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
+				// undecodable records have no scope of their own: never shown
+				if raw, err := events.StructuredJSON(rec); err == nil && recordScope(raw) == scope {
+					out = append(out, LoggedEvent{Partition: rec.Partition, Offset: rec.Offset, Event: raw})
 				}
-				out = append(out, LoggedEvent{Partition: rec.Partition, Offset: rec.Offset, Event: raw})
 			}
 			if rec.Offset+1 >= end {
 				return out, nil
@@ -372,37 +379,49 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": status, "lag": total, "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
 }
 
-func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
-	m, ok, err := memories.Get(s.P.Store, r.PathValue("id"))
+// recordScope is the effective scope attribute of a structured event, ""
+// when it does not parse.
+func recordScope(raw []byte) string {
+	var env events.Envelope
+	if json.Unmarshal(raw, &env) != nil {
+		return ""
+	}
+	return env.EffectiveScope()
+}
+
+// memoryRoutes serves /v1/memories/{id} and /v1/memories/{id}/history; the
+// id is resolved like a session's (?scope=, else the one readable scope
+// that holds it).
+func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/memories/"), "history")
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	key, ok := entityKey(w, r, "memory", id, memories.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
+	if !ok {
+		return
+	}
+	m, ok, err := memories.Get(s.P.Store, key)
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
-	case !ok || !CallerOf(r).CanRead(m.Scope):
-		writeErr(w, http.StatusNotFound, "memory %q not found", r.PathValue("id"))
-	default:
+		return
+	case !ok:
+		writeErr(w, http.StatusNotFound, "memory %q not found", id)
+		return
+	case suffix == "":
 		writeJSON(w, http.StatusOK, m)
+		return
 	}
-}
-
-// memoryHistory lists every change of a memory's confidence and state with
-// the id and time of the event that caused it, and its stored signals.
-func (s *Server) memoryHistory(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	m, ok, err := memories.Get(s.P.Store, id)
-	if err == nil && ok && CallerOf(r).CanRead(m.Scope) {
-		var changes []memories.Change
-		var signals []memories.Pending
-		changes, signals, err = memories.History(s.P.Store, id)
-		if err == nil {
-			writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals})
-			return
-		}
-	}
+	// history: every change of the memory's confidence and state with the
+	// id and time of the event that caused it, and its stored signals
+	changes, signals, err := memories.History(s.P.Store, key)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeErr(w, http.StatusNotFound, "memory %q not found", id)
+	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals})
 }
 
 // toolGraph returns the learned tool graph, reloading it from the
@@ -619,7 +638,24 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "body: {\"helpful\": true|false, \"comment\": \"...\"} required (%v)", err)
 		return
 	}
-	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: r.PathValue("id"), Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite})
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/memories/"), "feedback")
+	if err == nil && suffix != "feedback" {
+		writeErr(w, http.StatusNotFound, "no such route: POST %s (POST /v1/memories/{id}/feedback)", r.URL.Path)
+		return
+	}
+	if err == nil {
+		err = events.CheckID(id)
+	}
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "memory id: %v", err)
+		return
+	}
+	sc := r.URL.Query().Get("scope")
+	if sc != "" && !events.ValidScope(sc) {
+		writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+		return
+	}
+	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite})
 	if err != nil {
 		toolError(w, err)
 		return

@@ -25,11 +25,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -70,24 +70,10 @@ func (c Caller) writable() func(string) bool {
 
 // grants reports whether scopes hold scope, a concrete scope, or AllScopes.
 func grants(scopes []string, scope string) bool {
-	if !validScope(scope) {
+	if !events.ValidScope(scope) {
 		return false
 	}
 	return slices.Contains(scopes, AllScopes) || slices.Contains(scopes, scope)
-}
-
-// validScope reports whether s is a concrete scope: project:<id>, team:<id>
-// or org:<id> with a non-empty id.
-func validScope(s string) bool {
-	kind, id, ok := strings.Cut(s, ":")
-	if !ok || id == "" {
-		return false
-	}
-	switch kind {
-	case search.ScopeProject, search.ScopeTeam, search.ScopeOrg:
-		return true
-	}
-	return false
 }
 
 // Options configure the MCP server.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -293,7 +294,7 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 	switch {
 	case scope == "":
 		return nil, search.Recorded{}, errors.New("memory_record: the caller has no default scope to write to")
-	case !validScope(scope):
+	case !events.ValidScope(scope):
 		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller's default scope %q is not project:<id>, team:<id> or org:<id>", scope)
 	case !grants(caller.WriteScopes, scope):
 		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller may not write scope %s", scope)

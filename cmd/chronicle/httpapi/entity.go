@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// scopesOfID lists the scopes whose projection holds an entity with a bare
+// id (sessions.Scopes, memories.Scopes).
+type scopesOfID func(store *projections.Store, id string) ([]string, error)
+
+// entityKey resolves the entity a request names to its events.EntityKey.
+// An id is one path segment ('/' percent-encoded as %2F); the scope comes
+// from ?scope= or, without it, is the one scope the caller may access
+// (allowed: CanRead for reads, CanWrite for writes) that holds the id. It
+// writes the error and returns ok false: 400 for a bad id or scope, 404
+// when no accessible scope holds the id (the same answer as a missing
+// entity, so another scope's ids are not revealed), 409 when several do.
+// When the projection holds the id nowhere, fallback (may be nil) names the
+// scope to use, e.g. the caller's only scope for a session log that was
+// never projected.
+func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes scopesOfID, store *projections.Store, allowed func(string) bool, fallback func() string) (string, bool) {
+	if err := events.CheckID(id); err != nil {
+		writeErr(w, http.StatusBadRequest, "%s id: %v", kind, err)
+		return "", false
+	}
+	if sc := r.URL.Query().Get("scope"); sc != "" {
+		if !events.ValidScope(sc) {
+			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+			return "", false
+		}
+		if !allowed(sc) {
+			writeErr(w, http.StatusNotFound, "%s %q not found", kind, id)
+			return "", false
+		}
+		return events.EntityKey(sc, id), true
+	}
+	all, err := scopes(store, id)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return "", false
+	}
+	var held []string
+	for _, sc := range all {
+		if allowed(sc) {
+			held = append(held, sc)
+		}
+	}
+	switch {
+	case len(held) == 1:
+		return events.EntityKey(held[0], id), true
+	case len(held) > 1:
+		writeErr(w, http.StatusConflict, "%s %q exists in several scopes you may access (%s): add ?scope=", kind, id, strings.Join(held, ", "))
+		return "", false
+	case len(all) == 0 && fallback != nil:
+		if sc := fallback(); sc != "" && allowed(sc) {
+			return events.EntityKey(sc, id), true
+		}
+	}
+	writeErr(w, http.StatusNotFound, "%s %q not found", kind, id)
+	return "", false
+}
+
+// pathID returns the entity id of an escaped path remainder (after the
+// route's prefix) and the rest after it: the id is the first segment,
+// percent-decoded, so %2F stands for a '/' inside the id. For
+// compatibility, an unencoded id with '/' is accepted when no known
+// suffix follows: suffixes lists the sub-routes ("events", "history").
+func pathID(escaped string, suffixes ...string) (id, suffix string, err error) {
+	for _, s := range suffixes {
+		if rest, ok := strings.CutSuffix(escaped, "/"+s); ok && rest != "" {
+			escaped, suffix = rest, s
+			break
+		}
+	}
+	id, err = url.PathUnescape(escaped)
+	if err != nil {
+		return "", "", fmt.Errorf("id: %v", err)
+	}
+	return id, suffix, nil
+}
