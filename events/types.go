@@ -125,6 +125,20 @@ var registry = map[Type]TypeInfo{
 	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 
+// CheckTopic returns a *ValidationError when e's type does not live on
+// topic (a record written straight to Kafka onto the wrong topic): its
+// consumers dead-letter it with that reason instead of applying it.
+func CheckTopic(e *Envelope, topic Topic) error {
+	ti, ok := registry[e.Type]
+	if !ok {
+		return &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
+	}
+	if ti.Topic != topic {
+		return &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s belongs on topic %s, not %s", e.Type, ti.Topic, topic)}
+	}
+	return nil
+}
+
 // Lookup returns the TypeInfo of t and whether t is known.
 func Lookup(t Type) (TypeInfo, bool) {
 	ti, ok := registry[t]

@@ -144,6 +144,10 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	if remaining == 0 {
 		return st, nil
 	}
+	// a replay killed from here on leaves a store that digest and audit refuse
+	if err := cfg.Store.MarkReplayStarted(); err != nil {
+		return st, err
+	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
@@ -208,7 +212,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			cfg.Progress(st.Records, total)
 		}
 	}
-	return st, nil
+	return st, cfg.Store.MarkReplayFinished()
 }
 
 func positionOf(r *kgo.Record) projections.Position {
@@ -220,6 +224,9 @@ func positionOf(r *kgo.Record) projections.Position {
 func applyRecord(store *projections.Store, p Processor, r *kgo.Record) (projections.Result, error) {
 	env, err := events.FromRecord(r)
 	if err != nil {
+		return 0, err
+	}
+	if err := events.CheckTopic(&env, events.Topic(r.Topic)); err != nil {
 		return 0, err
 	}
 	return store.Apply(p.Name(), positionOf(r), &env, p.Apply)

@@ -193,10 +193,19 @@ func (r *Runner) handle(p Processor, msg *message.Message) error {
 		return err
 	}
 	env, err := events.ParseEvent(msg.Payload)
+	if err == nil {
+		err = events.CheckTopic(&env, events.Topic(pos.Topic))
+	}
 	if err != nil {
 		return fmt.Errorf("%s at %s: %w", p.Name(), pos, err)
 	}
 	res, err := r.cfg.Store.Apply(p.Name(), pos, &env, p.Apply)
+	if errors.Is(err, projections.ErrConflictingDuplicate) && msg.Metadata.Get(metaConflictCounted) == "" {
+		msg.Metadata.Set(metaConflictCounted, "1") // Retry hands the same message again
+		if m := r.cfg.Metrics; m != nil {
+			m.ConflictingDuplicates.WithLabelValues(p.Name()).Inc()
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%s at %s, event %s: %w", p.Name(), pos, env.ID, err)
 	}
@@ -205,6 +214,10 @@ func (r *Runner) handle(p Processor, msg *message.Message) error {
 	}
 	return nil
 }
+
+// metaConflictCounted marks a message whose conflicting duplicate was
+// counted, so retries do not count it again.
+const metaConflictCounted = "chronicle_conflict_counted"
 
 // markDeadLettered advances the stored offset past an event the poison
 // queue has published to the dead-letter topic, so a restart does not
@@ -263,6 +276,10 @@ type Metrics struct {
 	Events *prometheus.CounterVec
 	// DeadLettered counts events sent to the dead-letter topic by processor.
 	DeadLettered *prometheus.CounterVec
+	// ConflictingDuplicates counts events whose idempotency key (source,
+	// id) had been applied with other content, by processor; each is also
+	// dead-lettered (projections.ErrConflictingDuplicate).
+	ConflictingDuplicates *prometheus.CounterVec
 }
 
 // NewMetrics registers the runner's metrics on reg.
@@ -278,7 +295,11 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Help: "Events a processor sent to the dead-letter topic.",
 		}, []string{"processor"}),
 	}
-	reg.MustRegister(m.Events, m.DeadLettered)
+	m.ConflictingDuplicates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "chronicle", Name: "conflicting_duplicates_total",
+		Help: "Events whose idempotency key (source, id) was applied before with other content; never applied, dead-lettered.",
+	}, []string{"processor"})
+	reg.MustRegister(m.Events, m.DeadLettered, m.ConflictingDuplicates)
 	return m
 }
 

@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -34,6 +36,25 @@ const (
 	Duplicate
 )
 
+// ErrConflictingDuplicate is the processing error of an event whose
+// idempotency key (source, id) was applied before with other content.
+// CloudEvents lets a consumer drop it as a duplicate; Chronicle refuses it
+// instead, so that it is counted and listed (dead-lettered with the reason)
+// rather than silently lost. An exact repeat is still a Duplicate.
+var ErrConflictingDuplicate = errors.New("conflicting duplicate")
+
+// contentHash is the first 16 bytes of the SHA-256 of env's canonical JSON
+// (attributes in a fixed order, data compacted): two sends of one event
+// hash alike whatever their whitespace.
+func contentHash(env *events.Envelope) []byte {
+	raw, err := json.Marshal(env)
+	if err != nil {
+		raw = append([]byte(env.Type), env.Data...) // unreachable for a parsed event
+	}
+	h := sha256.Sum256(raw)
+	return h[:16]
+}
+
 // ApplyFunc is a processor's reaction to one event: read and write its
 // projection and emit derived events through tx. It must be a deterministic
 // function of the projection and the event (no wall clock, no randomness).
@@ -55,10 +76,16 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 	b := s.db.NewIndexedBatch()
 	defer b.Close()
 	dk := dedupKey(processor, env.DedupKey())
-	_, closer, err := b.Get(dk)
+	sum := contentHash(env)
+	prev, closer, err := b.Get(dk)
 	switch {
 	case err == nil:
+		// values written before content hashes were kept hold the offset only
+		conflict := len(prev) >= 8+len(sum) && !bytes.Equal(prev[8:8+len(sum)], sum)
 		closer.Close()
+		if conflict {
+			return 0, fmt.Errorf("%w: (source %q, id %q) was applied before with other content", ErrConflictingDuplicate, env.Source, env.ID)
+		}
 		if err := putOffset(b, okey, pos.Offset+1); err != nil {
 			return 0, err
 		}
@@ -84,9 +111,8 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 		}
 		seq++
 	}
-	var pv [8]byte
-	binary.BigEndian.PutUint64(pv[:], uint64(pos.Offset))
-	if err := b.Set(dk, pv[:], nil); err != nil {
+	pv := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(sum)), uint64(pos.Offset))
+	if err := b.Set(dk, append(pv, sum...), nil); err != nil {
 		return 0, err
 	}
 	if err := putOffset(b, okey, pos.Offset+1); err != nil {

@@ -250,3 +250,53 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatalf("second open of a locked store: %v", err)
 	}
 }
+
+// Issue 9 item 6: an idempotency key seen again with other content is
+// refused (ErrConflictingDuplicate, nothing applied) while an exact repeat,
+// even re-encoded with other whitespace, is still a plain Duplicate.
+func TestConflictingDuplicateIsRefused(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	pos := func(o int64) projections.Position { return projections.Position{Topic: "t", Partition: 0, Offset: o} }
+	if got, err := s.Apply("count", pos(0), feedback(t, "a"), counter); err != nil || got != projections.Applied {
+		t.Fatal(got, err)
+	}
+	same := feedback(t, "a")
+	same.Data = []byte(`{ "memory_id": "m1", "signal": "task_completion", "positive": true }`) // same content, other spacing
+	if got, err := s.Apply("count", pos(1), same, counter); err != nil || got != projections.Duplicate {
+		t.Fatalf("exact repeat: %v %v, want Duplicate", got, err)
+	}
+	other := feedback(t, "a")
+	other.Data = []byte(`{"memory_id":"m1","signal":"task_completion","positive":false}`)
+	if _, err := s.Apply("count", pos(2), other, counter); !errors.Is(err, projections.ErrConflictingDuplicate) {
+		t.Fatalf("conflicting repeat: %v, want ErrConflictingDuplicate", err)
+	}
+	if r := rows(t, s); r != "x" {
+		t.Fatalf("applied %q, want the first event only", r)
+	}
+}
+
+// Issue 9 item 7: a store whose replay did not finish is recognisable.
+func TestReplayMark(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	if err := s.CheckComplete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkReplayStarted(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckComplete(); !errors.Is(err, projections.ErrReplayIncomplete) {
+		t.Fatalf("during replay: %v", err)
+	}
+	d1, _ := s.Digest()
+	if err := s.MarkReplayFinished(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckComplete(); err != nil {
+		t.Fatal(err)
+	}
+	if d2, _ := s.Digest(); d1.String() != d2.String() {
+		t.Fatal("the replay mark is part of the digest")
+	}
+}

@@ -101,6 +101,9 @@ func digestCmd() *cobra.Command {
 				return fmt.Errorf("%w (a running service answers GET /v1/digest)", err)
 			}
 			defer store.Close()
+			if err := store.CheckComplete(); err != nil {
+				return err
+			}
 			d, err := store.Digest()
 			if err != nil {
 				return err
@@ -130,6 +133,9 @@ func auditCmd() *cobra.Command {
 				return fmt.Errorf("%w (stop the service first: audit reads the live projections)", err)
 			}
 			defer live.Close()
+			if err := live.CheckComplete(); err != nil {
+				return err
+			}
 			brokers, stop, err := logBrokers(ctx, &c)
 			if err != nil {
 				return err
