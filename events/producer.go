@@ -149,12 +149,27 @@ func (p *Producer) PublishDerived(ctx context.Context, envs ...Envelope) error {
 	return p.ProduceRecords(ctx, recs)
 }
 
+// MaxEventBytes is the largest event Chronicle produces: 983,040 bytes
+// (960 KiB) of encoded envelope, the record value. It leaves room for the
+// record key, headers and batch overhead below franz-go's default batch
+// limit (1,000,012 bytes) and Kafka's default max.message.bytes (1,048,588,
+// also kfake's), so an event that passes this check is never refused by
+// the broker for its size.
+const MaxEventBytes = 960 << 10
+
+// ErrEventTooLarge is wrapped by the ValidationError of an event whose
+// encoding exceeds MaxEventBytes; the HTTP API answers 413 for it.
+var ErrEventTooLarge = errors.New("event too large")
+
 // validRecord encodes e once, validates that encoding and makes it the
 // record value.
 func validRecord(e *Envelope) (*kgo.Record, error) {
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
+	}
+	if len(raw) > MaxEventBytes {
+		return nil, &ValidationError{Index: -1, Pointer: "/", Reason: fmt.Sprintf("%d bytes encoded, above the %d-byte limit of one event", len(raw), MaxEventBytes), Err: ErrEventTooLarge}
 	}
 	if _, err := parseEvent(raw, true); err != nil {
 		return nil, err

@@ -22,7 +22,12 @@ type ValidationError struct {
 	Index   int    `json:"index"`
 	Pointer string `json:"pointer"`
 	Reason  string `json:"reason"`
+	// Err, when set, is the sentinel the error wraps (ErrEventTooLarge).
+	Err error `json:"-"`
 }
+
+// Unwrap returns Err.
+func (e *ValidationError) Unwrap() error { return e.Err }
 
 func (e *ValidationError) Error() string {
 	if e.Index >= 0 {

@@ -69,7 +69,7 @@ func serveHTTP(ctx context.Context, p *pipeline.Pipeline, addr string, tokens *a
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: (&httpapi.Server{P: p, Tokens: tokens}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpapi.NewHTTPServer((&httpapi.Server{P: p, Tokens: tokens}).Handler())
 	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

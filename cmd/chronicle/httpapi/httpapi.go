@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,11 +26,54 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// MaxBodyBytes is the largest POST /v1/events body accepted (4 MiB).
+// MaxBodyBytes is the largest request body accepted (4 MiB): a batch of
+// events; each event of it must also fit events.MaxEventBytes (960 KiB),
+// the largest record the broker is sure to accept. Larger: 413 naming the
+// limit.
 const MaxBodyBytes = 4 << 20
+
+// Request read bounds of the server NewHTTPServer returns.
+const (
+	// ReadHeaderTimeout bounds reading a request's headers (10 s).
+	ReadHeaderTimeout = 10 * time.Second
+	// ReadTimeout bounds reading a whole request, body included (30 s): a
+	// body trickled more slowly than MaxBodyBytes / 30 s is cut off then.
+	ReadTimeout = 30 * time.Second
+	// IdleTimeout closes an idle keep-alive connection (120 s).
+	IdleTimeout = 120 * time.Second
+)
+
+// NewHTTPServer is the http.Server that serves h with the documented read
+// bounds (ReadHeaderTimeout, ReadTimeout, IdleTimeout). Handlers bound
+// their own waits: a publish 30 s, a feedback 5 s, a session log read 30 s.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout, IdleTimeout: IdleTimeout}
+}
+
+// jsonContentTypes are the request media types the API reads: JSON and
+// the CloudEvents JSON formats (structured and batched).
+var jsonContentTypes = map[string]bool{
+	"application/json": true, events.ContentTypeCloudEvents: true, "application/cloudevents-batch+json": true,
+}
+
+// requireJSON answers 415 for a request body of another media type than
+// jsonContentTypes; a request without Content-Type is read as JSON.
+func requireJSON(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			mt, _, err := mime.ParseMediaType(ct)
+			if err != nil || !jsonContentTypes[mt] {
+				writeErr(w, http.StatusUnsupportedMediaType, "Content-Type: %q is not application/json, application/cloudevents+json or application/cloudevents-batch+json", ct)
+				return
+			}
+		}
+		next(w, r)
+	}
+}
 
 // Server serves the API of a running pipeline.
 type Server struct {
@@ -47,14 +91,14 @@ type Server struct {
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/events", s.postEvents)
+	mux.HandleFunc("POST /v1/events", requireJSON(s.postEvents))
 	mux.HandleFunc("GET /v1/sessions", s.listSessions)
 	mux.HandleFunc("GET /v1/sessions/{id...}", s.sessionRoutes)
 	mux.HandleFunc("GET /v1/memories/search", s.searchMemories)
 	mux.HandleFunc("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns"))
 	mux.HandleFunc("GET /v1/tools/search", s.searchCollection(search.Tools, "tools"))
-	mux.HandleFunc("POST /v1/memories", s.recordMemory)
-	mux.HandleFunc("POST /v1/memories/{id...}", s.memoryFeedback)
+	mux.HandleFunc("POST /v1/memories", requireJSON(s.recordMemory))
+	mux.HandleFunc("POST /v1/memories/{id...}", requireJSON(s.memoryFeedback))
 	mux.HandleFunc("GET /v1/memories/{id...}", s.memoryRoutes)
 	mux.HandleFunc("GET /v1/graph/next", s.graphNext)
 	mux.HandleFunc("GET /v1/graph/tools", s.graphTools)
@@ -129,7 +173,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeErr(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", MaxBodyBytes)
+			writeErr(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes (MaxBodyBytes; one event may be at most %d bytes)", MaxBodyBytes, events.MaxEventBytes)
 			return
 		}
 		writeErr(w, http.StatusBadRequest, "read body: %v", err)
@@ -162,7 +206,21 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	if err := s.P.Producer.Publish(ctx, envs...); err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry with the same ids: %v", err)
+		var ve *events.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			code := http.StatusBadRequest
+			if errors.Is(err, events.ErrEventTooLarge) {
+				code = http.StatusRequestEntityTooLarge
+			}
+			idx := ve.Index
+			writeJSON(w, code, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
+			// a cluster configured below Kafka's defaults: permanent, not "retry"
+			writeErr(w, http.StatusRequestEntityTooLarge, "the broker refused the events as too large (its max.message.bytes is below Chronicle's %d-byte event limit): %v", events.MaxEventBytes, err)
+		default:
+			writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry with the same ids: %v", err)
+		}
 		return
 	}
 	ids := make([]string, len(envs))
