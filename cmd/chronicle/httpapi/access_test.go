@@ -1,0 +1,298 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi/accesstest"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+)
+
+// scopedServer is a pipeline behind an API with three tokens: tok-a
+// (project:a), tok-b (project:b) and tok-admin (*).
+func scopedServer(t *testing.T) (*pipeline.Pipeline, *httpapi.Server, string) {
+	t.Helper()
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
+		{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
+		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+	}}
+	api := &httpapi.Server{P: p, Tokens: &tokens}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	return p, api, srv.URL
+}
+
+// call sends body as JSON with token and decodes a JSON answer.
+func call(t *testing.T, base, token, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func waitCaughtUp(t *testing.T, p *pipeline.Pipeline) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sessionIn is the tau-bench session i with its events moved to scope and
+// its task text marked with secret.
+func sessionIn(t *testing.T, i int, scope, secret string) ([]events.Envelope, string) {
+	t.Helper()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := taubench.Events(recs[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range envs {
+		envs[j].Scope = scope
+		envs[j].Source += "/" + scope
+		if envs[j].Type == events.SessionStarted {
+			var d map[string]any
+			_ = json.Unmarshal(envs[j].Data, &d)
+			d["original_task"] = secret + " " + d["original_task"].(string)
+			envs[j].Data, _ = json.Marshal(d)
+		}
+	}
+	return envs, envs[0].SessionID
+}
+
+// TestAccessConformance runs the exported access-control suite over every
+// registered route and the MCP tools.
+func TestAccessConformance(t *testing.T) {
+	p, api, base := scopedServer(t)
+	secret := "SECRET-A-7f3c"
+	envs, sid := sessionIn(t, 3, "project:a", secret)
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", envs); code != 202 {
+		t.Fatalf("seeding project:a: %d %v", code, m)
+	}
+	bEnvs, _ := sessionIn(t, 5, "project:b", "B-ONLY")
+	if code, m := call(t, base, "tok-b", "POST", "/v1/events", bEnvs); code != 202 {
+		t.Fatalf("seeding project:b: %d %v", code, m)
+	}
+	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Check fare rules " + secret, "description": "Before changing flights, check the fare class.", "content": "Look up the reservation, then the fare rules. " + secret, "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("record: %d %v", code, rec)
+	}
+	waitCaughtUp(t, p)
+	f := accesstest.Fixture{
+		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
+		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: rec["id"].(string), Secrets: []string{secret},
+		State: func(t *testing.T) string {
+			waitCaughtUp(t, p)
+			var b strings.Builder
+			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + rec["id"].(string), "/v1/memories/" + rec["id"].(string) + "/history"} {
+				code, m := call(t, base, "tok-a", "GET", path, nil)
+				fmt.Fprintf(&b, "%s %d %v\n", path, code, m)
+			}
+			return b.String()
+		},
+	}
+	var registered []string
+	for _, r := range api.Routes() {
+		registered = append(registered, r.Pattern)
+	}
+	accesstest.Run(t, f, registered, accesstest.Cases())
+	accesstest.RunMCP(t, f)
+}
+
+// The suite fails for a route that has no case.
+func TestAccessConformanceNeedsEveryRoute(t *testing.T) {
+	ft := &testing.T{}
+	done := make(chan struct{})
+	go func() { // Run's t.Errorf on a bare testing.T must not end this test
+		defer close(done)
+		defer func() { _ = recover() }()
+		accesstest.Run(ft, accesstest.Fixture{State: func(*testing.T) string { return "" }}, []string{"GET /v1/new-route"}, nil)
+	}()
+	<-done
+	if !ft.Failed() {
+		t.Fatal("a registered route without a case did not fail the suite")
+	}
+}
+
+// Issue 9, defects B and D: project:b posting into project:a's session id
+// gets a session of its own; project:a's session keeps its minutes, and
+// each scope reads its own under the same id.
+func TestSameIDInTwoScopesIsTwoSessions(t *testing.T) {
+	p, _, base := scopedServer(t)
+	// D: b squats the id first
+	aEnvs, sid := sessionIn(t, 3, "project:a", "A-TASK")
+	squat := aEnvs[1] // a minute of the session, rewritten into project:b
+	squat.Scope, squat.Source, squat.ID = "project:b", "squatter", "squat-1"
+	if code, m := call(t, base, "tok-b", "POST", "/v1/events", []events.Envelope{squat}); code != 202 {
+		t.Fatalf("b's minute: %d %v", code, m)
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", aEnvs); code != 202 {
+		t.Fatalf("a's session: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, a := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(sid), nil)
+	if code != 200 || a["scope"] != "project:a" || !strings.Contains(fmt.Sprint(a["task"]), "A-TASK") {
+		t.Fatalf("a reading its session: %d %v", code, a)
+	}
+	minutesA := a["minutes"]
+	code, b := call(t, base, "tok-b", "GET", "/v1/sessions/"+url.PathEscape(sid), nil)
+	if code != 200 || b["scope"] != "project:b" || strings.Contains(fmt.Sprint(b), "A-TASK") || b["evaluation"] != nil {
+		t.Fatalf("b reading the squatted id: %d %v", code, b)
+	}
+	// B: b posts another minute into "a's" id: it lands in b's session
+	squat.ID = "squat-2"
+	if code, m := call(t, base, "tok-b", "POST", "/v1/events", []events.Envelope{squat}); code != 202 {
+		t.Fatalf("b's second minute: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	if _, a2 := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(sid), nil); a2["minutes"] != minutesA {
+		t.Fatalf("a's minutes moved %v → %v after b's posts", minutesA, a2["minutes"])
+	}
+	_, evs := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(sid)+"/events", nil)
+	if strings.Contains(fmt.Sprint(evs), "squatter") {
+		t.Fatal("b's minute appears in a's event list")
+	}
+	// an admin reading every scope must name one
+	if code, m := call(t, base, "tok-admin", "GET", "/v1/sessions/"+url.PathEscape(sid), nil); code != 409 {
+		t.Fatalf("admin without ?scope=: %d %v, want 409", code, m)
+	}
+	if code, m := call(t, base, "tok-admin", "GET", "/v1/sessions/"+url.PathEscape(sid)+"?scope=project:b", nil); code != 200 || m["scope"] != "project:b" {
+		t.Fatalf("admin with ?scope=project:b: %d %v", code, m)
+	}
+}
+
+// Issue 9, defect A: the log of a session the projection does not hold
+// (its start was dead-lettered, or not yet processed) is read only with
+// the session's own scope, from the records' own scope attribute.
+func TestSessionLogOfUnprojectedSession(t *testing.T) {
+	_, _, base := scopedServer(t)
+	envs, sid := sessionIn(t, 3, "project:a", "X")
+	// only a completion: the sessions processor dead-letters it, the log keeps it
+	last := envs[len(envs)-1]
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{last}); code != 202 {
+		t.Fatalf("%d %v", code, m)
+	}
+	if code, m := call(t, base, "tok-b", "GET", "/v1/sessions/"+url.PathEscape(sid)+"/events", nil); code != 404 {
+		t.Fatalf("b reading a's unprojected log: %d %v", code, m)
+	}
+	if code, m := call(t, base, "tok-b", "GET", "/v1/sessions/"+url.PathEscape(sid)+"/events?scope=project:a", nil); code != 404 {
+		t.Fatalf("b naming project:a: %d %v", code, m)
+	}
+	code, m := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(sid)+"/events", nil)
+	if code != 200 || len(m["events"].([]any)) != 1 {
+		t.Fatalf("a reading its own unprojected log: %d %v", code, m)
+	}
+}
+
+// Issue 9, defect E and G: an event above the broker's record limit is a
+// 413 naming the limit, not a 503 to retry; a body that is not JSON is 415.
+func TestEventSizeAndContentType(t *testing.T) {
+	_, srv := setup(t)
+	envs, _ := sessionIn(t, 3, "project:a", "X")
+	big := envs[1]
+	var d map[string]any
+	_ = json.Unmarshal(big.Data, &d)
+	d["memory_note"] = strings.Repeat("x", 999_000)
+	big.Data, _ = json.Marshal(d)
+	b, _ := json.Marshal(big)
+	code, m := post(t, srv, b)
+	if code != 413 || !strings.Contains(fmt.Sprint(m["error"]), fmt.Sprint(events.MaxEventBytes)) {
+		t.Fatalf("a 1 MB event: %d %v, want 413 naming the %d-byte limit", code, m, events.MaxEventBytes)
+	}
+	resp, err := http.Post(srv.URL+"/v1/events", "text/plain", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 415 {
+		t.Fatalf("text/plain: %d, want 415", resp.StatusCode)
+	}
+	ok, _ := json.Marshal(envs[0])
+	resp, err = http.Post(srv.URL+"/v1/events", "application/cloudevents+json; charset=utf-8", bytes.NewReader(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("application/cloudevents+json: %d, want 202", resp.StatusCode)
+	}
+	bad := envs[0]
+	bad.SessionID, bad.ID = "has space", "bad-id"
+	b, _ = json.Marshal(bad)
+	if code, m := post(t, srv, b); code != 400 || m["pointer"] != "/sessionid" {
+		t.Fatalf("session id with a space: %d %v, want 400 at /sessionid", code, m)
+	}
+}
+
+// Issue 9, defect F: a body trickled one byte at a time is cut off by the
+// whole-request read deadline (shortened here from ReadTimeout's 30 s).
+func TestTrickledBodyIsCutOff(t *testing.T) {
+	p, _ := setup(t)
+	hs := httpapi.NewHTTPServer((&httpapi.Server{P: p}).Handler())
+	if hs.ReadTimeout != httpapi.ReadTimeout || hs.ReadTimeout <= 0 || hs.ReadHeaderTimeout <= 0 {
+		t.Fatalf("NewHTTPServer: read timeouts %v / %v", hs.ReadHeaderTimeout, hs.ReadTimeout)
+	}
+	hs.ReadTimeout = 2 * time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n")
+	start := time.Now()
+	for time.Since(start) < 20*time.Second {
+		if _, err := conn.Write([]byte("[")); err != nil {
+			break // the server closed the connection
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if n, _ := conn.Read(make([]byte, 512)); n > 0 {
+			break // it answered (an error) instead of waiting for the body
+		}
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("a trickled body kept the request open %v with a 2 s read deadline", el)
+	}
+}

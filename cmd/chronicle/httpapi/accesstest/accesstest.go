@@ -1,0 +1,304 @@
+// Package accesstest is the access-control conformance suite of Chronicle's
+// HTTP API, in the style of Watermill's exported Pub/Sub test suites: a
+// table of every route × {no token, wrong token, other scope, own scope},
+// run against a real server, asserting each status and that no response to
+// another scope's token carries the own scope's data.
+//
+// Run fails for a registered route that has no Case, so a route added
+// later cannot skip the review of who may call it: add its Case to Cases.
+package accesstest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Fixture is a running server with data in two scopes. The own scope
+// (OwnScope, e.g. project:a) holds Session and Memory, whose stored text
+// contains every string of Secrets; OtherToken reads and writes only
+// OtherScope, OwnToken only OwnScope, AdminToken every scope.
+type Fixture struct {
+	BaseURL                          string
+	OwnToken, OtherToken, AdminToken string
+	OwnScope, OtherScope             string
+	Session, Memory                  string
+	Secrets                          []string
+	// State returns a digest of the own scope's entities as the own token
+	// reads them (session, its events, memory, history); Run requires it
+	// unchanged by every request of the other scope's token.
+	State func(t *testing.T) string
+}
+
+// Caller is who sends a request.
+type Caller string
+
+// The four callers of every Case.
+const (
+	NoToken    Caller = "no token"
+	WrongToken Caller = "wrong token"
+	Other      Caller = "other scope"
+	Own        Caller = "own scope"
+)
+
+// Request is one concrete request.
+type Request struct {
+	Method, Path string
+	Body         any // marshalled as JSON; nil: no body
+}
+
+// Case is a route's row of the table.
+type Case struct {
+	// Pattern is the route's ServeMux pattern, as Server.Routes lists it.
+	Pattern string
+	// Write says whether the route changes state.
+	Write bool
+	// Request is the request about the own scope's entities (for Other it
+	// is sent unchanged: another scope's token naming the own scope's ids).
+	Request func(f Fixture) Request
+	// Public routes answer without a token and show no scoped data.
+	Public bool
+	// Want is the status each caller gets (NoToken and WrongToken default
+	// to 401 unless Public).
+	Want map[Caller]int
+}
+
+func (c Case) want(who Caller) int {
+	if w, ok := c.Want[who]; ok {
+		return w
+	}
+	if (who == NoToken || who == WrongToken) && !c.Public {
+		return http.StatusUnauthorized
+	}
+	return http.StatusOK
+}
+
+func esc(id string) string { return url.PathEscape(id) }
+
+// Cases is the table of Chronicle's routes. Aggregates over every scope
+// (the tool graph, the digest, tool search) need a token that reads "*":
+// 403 for both scoped tokens.
+func Cases() []Case {
+	get := func(path func(Fixture) string) func(Fixture) Request {
+		return func(f Fixture) Request { return Request{Method: "GET", Path: path(f)} }
+	}
+	aggregate := map[Caller]int{Own: 403, Other: 403}
+	return []Case{
+		{Pattern: "POST /v1/events", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/events", Body: []any{minute(f.OwnScope, f.Session, "note from "+string(f.OwnScope))}}
+		}, Want: map[Caller]int{Own: 202, Other: 403}},
+		{Pattern: "GET /v1/sessions", Request: get(func(Fixture) string { return "/v1/sessions" })},
+		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) + "/events" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/memories/search", Request: get(func(f Fixture) string {
+			return "/v1/memories/search?min_confidence=0&query=" + url.QueryEscape(f.Secrets[0])
+		})},
+		{Pattern: "GET /v1/patterns/search", Request: get(func(f Fixture) string {
+			return "/v1/patterns/search?min_confidence=0&outcome=all&query=" + url.QueryEscape(f.Secrets[0])
+		})},
+		{Pattern: "GET /v1/tools/search", Request: get(func(Fixture) string { return "/v1/tools/search?query=flight" }), Want: aggregate},
+		{Pattern: "POST /v1/memories", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/memories", Body: map[string]any{"title": "Probe", "description": "A probe memory.", "content": "probe", "outcome": "success", "scope": f.OwnScope}}
+		}, Want: map[Caller]int{Own: 202, Other: 403}},
+		{Pattern: "POST /v1/memories/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/memories/" + esc(f.Memory) + "/feedback", Body: map[string]any{"helpful": true}}
+		}, Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) + "/history" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" }), Want: aggregate},
+		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
+		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},
+		{Pattern: "GET /v1/digest", Request: get(func(Fixture) string { return "/v1/digest" }), Want: aggregate},
+		{Pattern: "GET /healthz", Public: true, Request: get(func(Fixture) string { return "/healthz" })},
+		{Pattern: "GET /metrics", Public: true, Request: get(func(Fixture) string { return "/metrics" })},
+		// the MCP tools: MCPCases covers them tool by tool; here the
+		// endpoint itself (an initialize request)
+		{Pattern: "/mcp", Request: func(Fixture) Request {
+			return Request{Method: "POST", Path: "/mcp", Body: map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+				"params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "accesstest", "version": "1"}}}}
+		}},
+	}
+}
+
+// minute is a coordination.minute.recorded.v1 event in scope for session.
+func minute(scope, session, text string) map[string]any {
+	return map[string]any{
+		"specversion": "1.0", "id": fmt.Sprintf("accesstest-%d", time.Now().UnixNano()), "source": "accesstest",
+		"type": "coordination.minute.recorded.v1", "time": time.Now().UTC().Format(time.RFC3339Nano),
+		"sessionid": session, "scope": scope,
+		"data": map[string]any{"event_type": "note", "actor": "accesstest", "data": map[string]any{"text": text}},
+	}
+}
+
+// Run checks every registered route pattern has a Case, then sends every
+// Case as each Caller and checks the status; every 2xx answer to Other must
+// contain none of f.Secrets, and f.State must not change through Other's
+// requests.
+func Run(t *testing.T, f Fixture, registered []string, cases []Case) {
+	t.Helper()
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[c.Pattern] = true
+	}
+	for _, p := range registered {
+		if !covered[p] {
+			t.Errorf("route %q has no access-control case: add it to accesstest.Cases", p)
+		}
+	}
+	for _, c := range cases {
+		if !slices.Contains(registered, c.Pattern) {
+			t.Errorf("case for %q, which is not a registered route", c.Pattern)
+		}
+	}
+	before := f.State(t)
+	tokens := map[Caller]string{NoToken: "", WrongToken: "chr_not-a-token", Other: f.OtherToken}
+	for _, c := range cases {
+		req := c.Request(f)
+		for _, who := range []Caller{NoToken, WrongToken, Other} {
+			code, body := send(t, f.BaseURL, tokens[who], req)
+			if want := c.want(who); code != want {
+				t.Errorf("%s %s as %s: status %d, want %d (%s)", req.Method, req.Path, who, code, want, clip(body))
+			}
+			if code/100 == 2 {
+				for _, s := range f.Secrets {
+					if strings.Contains(body, s) {
+						t.Errorf("%s %s as %s: the answer carries the own scope's %q", req.Method, req.Path, who, s)
+					}
+				}
+			}
+		}
+	}
+	if after := f.State(t); after != before {
+		t.Errorf("the other scope's requests changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
+	}
+	// own last: its writes are allowed to change the state
+	for _, c := range cases {
+		req := c.Request(f)
+		if code, body := send(t, f.BaseURL, f.OwnToken, req); code != c.want(Own) {
+			t.Errorf("%s %s as %s: status %d, want %d (%s)", req.Method, req.Path, Own, code, c.want(Own), clip(body))
+		}
+	}
+}
+
+// send sends r with token (none when "") and returns the status and body.
+func send(t *testing.T, base, token string, r Request) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if r.Body != nil {
+		b, err := json.Marshal(r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(r.Method, base+r.Path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.Path == "/mcp" {
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.Method, r.Path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// RunMCP checks the MCP tools over the /mcp endpoint as each caller: no or
+// a wrong token cannot connect (401); the other scope's token finds none of
+// the own scope's memories (memory_search), cannot give feedback on the own
+// scope's memory (memory_feedback is an error, the same as for a missing
+// memory) and records only into its own scope (memory_record); the own
+// scope's token gives feedback.
+func RunMCP(t *testing.T, f Fixture) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	connect := func(token string) (*mcp.ClientSession, error) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "accesstest", Version: "1"}, nil)
+		return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.BaseURL + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}, Timeout: 30 * time.Second}}, nil)
+	}
+	for _, tok := range []string{"", "chr_not-a-token"} {
+		if cs, err := connect(tok); err == nil {
+			cs.Close()
+			t.Errorf("MCP with token %q: connected, want 401", tok)
+		}
+	}
+	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		b, _ := json.Marshal(res)
+		return res, string(b)
+	}
+	before := f.State(t)
+	other, err := connect(f.OtherToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, s := range f.Secrets {
+		if _, body := call(other, "memory_search", map[string]any{"query": s, "min_confidence": 0, "scope": "all"}); strings.Contains(body, s) {
+			t.Errorf("memory_search as %s returned the own scope's %q", Other, s)
+		}
+	}
+	if res, body := call(other, "memory_feedback", map[string]any{"memory_id": f.Memory, "helpful": false}); !res.IsError {
+		t.Errorf("memory_feedback as %s on the own scope's memory succeeded: %s", Other, clip(body))
+	}
+	if res, body := call(other, "memory_record", map[string]any{"title": "Probe", "description": "A probe.", "content": "probe from the other scope", "outcome": "success"}); res.IsError || !strings.Contains(body, f.OtherScope) {
+		t.Errorf("memory_record as %s: %s, want a memory in %s", Other, clip(body), f.OtherScope)
+	}
+	if after := f.State(t); after != before {
+		t.Errorf("the other scope's MCP calls changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
+	}
+	own, err := connect(f.OwnToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if res, body := call(own, "memory_feedback", map[string]any{"memory_id": f.Memory, "helpful": true}); res.IsError {
+		t.Errorf("memory_feedback as %s: %s", Own, clip(body))
+	}
+}
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.base.RoundTrip(r)
+}
