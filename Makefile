@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/chronicle
 DATA    ?= ./data
 
-.PHONY: run test build bench demo clean weaviate
+.PHONY: run test build bench demo clean weaviate fuzz
 
 build:
 	$(GO) build -o $(BIN) ./cmd/chronicle
@@ -30,6 +30,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -count 1 ./processors/toolgraph/
 	$(GO) test -run '^$$' -bench MemorySearch -benchtime 100x -count 1 -timeout 20m ./projections/search/
 	$(GO) test -run '^$$' -bench USELite -count 1 ./projections/embedder/
+
+## fuzz: each Go fuzz target for FUZZTIME (default 1m); `make test` runs only their seed corpora
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseProducerEvent$$' -fuzztime $(FUZZTIME) ./events/
+	$(GO) test -run '^$$' -fuzz '^FuzzBinaryModeRecord$$' -fuzztime $(FUZZTIME) ./events/
+	$(GO) test -run '^$$' -fuzz '^FuzzPayloadDecoders$$' -fuzztime $(FUZZTIME) ./events/
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitBody$$' -fuzztime $(FUZZTIME) ./cmd/chronicle/httpapi/
 
 ## weaviate: install the Weaviate server the projections/search/weaviate tests start (from the Go module proxy, about 7 min on 2 cores, a 170 MB binary; skipped when present)
 WEAVIATE_VERSION ?= v1.35.2
