@@ -38,8 +38,11 @@ type RunnerConfig struct {
 	Processors []Processor
 	// Workers to run next to the processors (default none).
 	Workers []Worker
-	// MaxRetries is how often a failing event is retried before it goes to
-	// the dead-letter topic (default 3).
+	// MaxRetries is how often an event that failed for a transient reason
+	// (the store, the broker) is retried before it goes to the dead-letter
+	// topic (default 3). A deterministic rejection (projections.Deterministic:
+	// the processor refused it, it does not validate, it conflicts with an
+	// applied duplicate) is dead-lettered at once.
 	MaxRetries int
 	// RetryInterval is the first retry's delay, doubled per retry (default
 	// 100 ms).
@@ -138,7 +141,10 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			h.AddMiddleware(
 				r.markDeadLettered(p),
 				poison,
-				middleware.Retry{MaxRetries: cfg.MaxRetries, InitialInterval: cfg.RetryInterval, Multiplier: 2, Logger: cfg.Logger}.Middleware,
+				middleware.Retry{MaxRetries: cfg.MaxRetries, InitialInterval: cfg.RetryInterval, Multiplier: 2, Logger: cfg.Logger,
+					// a processor's rejection is a deterministic function of
+					// the log: retrying only stalls the partition
+					ShouldRetry: func(p middleware.RetryParams) bool { return !projections.Deterministic(p.Err) }}.Middleware,
 				middleware.Recoverer,
 			)
 		}

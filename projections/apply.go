@@ -36,6 +36,24 @@ const (
 	Duplicate
 )
 
+// RejectedError is the error of an event its processor's ApplyFunc
+// refused. Processors are deterministic functions of the log, so applying
+// it again refuses it again: the live runner dead-letters it at once
+// instead of retrying. Store failures are not RejectedErrors.
+type RejectedError struct{ Err error }
+
+func (e *RejectedError) Error() string { return e.Err.Error() }
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// Deterministic reports whether err is a rejection that retrying cannot
+// change: a RejectedError, a conflicting duplicate, or an event that does
+// not parse or validate (*events.ValidationError).
+func Deterministic(err error) bool {
+	var re *RejectedError
+	var ve *events.ValidationError
+	return errors.As(err, &re) || errors.As(err, &ve) || errors.Is(err, ErrConflictingDuplicate)
+}
+
 // ErrConflictingDuplicate is the processing error of an event whose
 // idempotency key (source, id) was applied before with other content.
 // CloudEvents lets a consumer drop it as a duplicate; Chronicle refuses it
@@ -95,7 +113,7 @@ func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn A
 	}
 	tx := &Tx{b: b, proj: processor, cause: env}
 	if err := fn(tx, env); err != nil {
-		return 0, err
+		return 0, &RejectedError{Err: err}
 	}
 	if tx.err != nil {
 		return 0, tx.err

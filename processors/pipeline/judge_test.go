@@ -80,7 +80,7 @@ func TestJudgeScoresRubric(t *testing.T) {
 		if err := p.WaitCaughtUp(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		v, _, _ = sessions.Get(p.Store, "judged-1")
+		v, _, _ = sessions.Get(p.Store, events.EntityKey("project:a", "judged-1"))
 		if v.Evaluation != nil && v.Evaluation.Revision == 1 {
 			break
 		}
@@ -108,7 +108,7 @@ func TestJudgeUnevaluatedWithoutLLM(t *testing.T) {
 	if err := p.WaitCaughtUp(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	v, _, _ := sessions.Get(p.Store, "judged-1")
+	v, _, _ := sessions.Get(p.Store, events.EntityKey("project:a", "judged-1"))
 	ev := v.Evaluation
 	if ev == nil || ev.Composite != 100 || len(ev.Unevaluated) != 1 || ev.Unevaluated[0] != "tone" || !strings.Contains(ev.Criteria[1].Detail, "no judge answer") {
 		t.Fatalf("evaluation %+v", ev)

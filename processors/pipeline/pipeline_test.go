@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,12 +71,12 @@ func TestPoisonEventGoesToDeadLetterTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, envs := range sess {
-		v, ok, err := sessions.Get(p.Store, envs[0].SessionID)
+		v, ok, err := sessions.Get(p.Store, events.EntityKey(envs[0].Scope, envs[0].SessionID))
 		if err != nil || !ok || v.Evaluation == nil {
 			t.Fatalf("session %s after the poison event: ok=%v err=%v eval=%v", envs[0].SessionID, ok, err, v.Evaluation)
 		}
 	}
-	if _, ok, _ := sessions.Get(p.Store, "never-started"); ok {
+	if _, ok, _ := sessions.Get(p.Store, events.EntityKey(events.DefaultScope, "never-started")); ok {
 		t.Fatal("the poison event's changes were kept")
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicDeadLetter)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -191,4 +192,44 @@ func testCounter(t *testing.T, p *pipeline.Pipeline, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// Issue 10 item 7: a processor's rejection is deterministic, so it is
+// dead-lettered at once, without the retry backoff that held every later
+// event of the partition (80 such events ahead of a valid session delayed
+// it by 24 s). With the old retries (100+200+400 ms each) these 80 would
+// take at least 56 s; the bound below is a third of that.
+func TestRejectionsAreNotRetried(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var bad []events.Envelope
+	for i := range 80 {
+		e, err := events.New(events.SessionCompleted, "test/poison", fmt.Sprintf("poison-%d", i), time.Unix(1700000000, 0), events.SessionCompletedData{Output: "done", Outcome: "success"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SessionID = "never-started"
+		bad = append(bad, e)
+	}
+	begin := time.Now()
+	if err := p.Producer.Publish(ctx, bad...); err != nil {
+		t.Fatal(err)
+	}
+	good := sampleEvents(t, 1)[0]
+	if err := p.Producer.Publish(ctx, good...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(begin); el > 18*time.Second {
+		t.Fatalf("80 rejected events and one session took %v: rejections are being retried", el)
+	}
+	if v, ok, _ := sessions.Get(p.Store, events.EntityKey(good[0].Scope, good[0].SessionID)); !ok || v.Evaluation == nil {
+		t.Fatal("the valid session behind the rejected events was not evaluated")
+	}
+	if got := testCounter(t, p, "chronicle_dead_letter_events_total"); got != 80 {
+		t.Fatalf("dead-lettered %v, want 80", got)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -44,7 +45,7 @@ func TestMemorySearchRecordFeedback(t *testing.T) {
 	if err := p.WaitCaughtUp(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	m, _, _ := memories.Get(p.Store, top.ID)
+	m, _, _ := memories.Get(p.Store, events.EntityKey(top.Scope, top.ID))
 	if m.UsageCount != top.UsageCount+1 {
 		t.Fatalf("usage %d after a retrieval, was %d", m.UsageCount, top.UsageCount)
 	}
