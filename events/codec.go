@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -71,7 +72,13 @@ func StructuredJSON(r *kgo.Record) ([]byte, error) {
 			}
 		case strings.HasPrefix(k, binaryPrefix):
 			binary = true
-			attrs[strings.TrimPrefix(k, binaryPrefix)] = string(h.Value)
+			name := strings.TrimPrefix(k, binaryPrefix)
+			// JSON encoding would replace invalid UTF-8 with U+FFFD, so two
+			// different sources (idempotency keys) could become one
+			if !utf8.Valid(h.Value) {
+				return nil, &ValidationError{Index: -1, Pointer: "/" + name, Reason: "binary-mode header " + h.Key + " is not valid UTF-8"}
+			}
+			attrs[name] = string(h.Value)
 		}
 	}
 	if !binary {

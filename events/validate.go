@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -141,6 +142,11 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 	set, err := loadSchemas()
 	if err != nil {
 		return Envelope{}, err
+	}
+	// RFC 8259 JSON is UTF-8; decoding would replace invalid bytes with
+	// U+FFFD, silently merging distinct ids and sources
+	if !utf8.Valid(raw) {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: "not valid UTF-8"}
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
