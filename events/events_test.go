@@ -290,3 +290,35 @@ func TestSchemasAndRegistryAgree(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10 item 8: with the broker gone, Publish answers within
+// PublishTimeout (shortened to 2 s here from its 15 s default) with
+// ErrNotAcknowledged instead of hanging.
+func TestPublishIsBoundedWhenTheBrokerIsDown(t *testing.T) {
+	b, err := broker.Start(context.Background(), broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: b.Addrs(), PublishTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	env, err := events.New(events.MemoryFeedback, "test", "down-1", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(context.Background(), env); err != nil {
+		t.Fatalf("with the broker up: %v", err)
+	}
+	b.Close()
+	env.ID = "down-2"
+	start := time.Now()
+	err = p.Publish(context.Background(), env)
+	if !errors.Is(err, events.ErrNotAcknowledged) {
+		t.Fatalf("with the broker down: %v, want ErrNotAcknowledged", err)
+	}
+	if el := time.Since(start); el > 6*time.Second {
+		t.Fatalf("Publish returned after %v with a 2 s PublishTimeout", el)
+	}
+}

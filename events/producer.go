@@ -27,6 +27,12 @@ type ProducerConfig struct {
 	// DeliveryTimeout bounds one attempt of one record, including the
 	// client's own internal retries (default 10 s).
 	DeliveryTimeout time.Duration
+	// PublishTimeout bounds a whole Publish or ProduceRecords call, all
+	// attempts included (default 15 s): with the broker down the caller
+	// gets ErrNotAcknowledged then, never later. Records still buffered may
+	// reach the broker afterwards; a retry with the same event ids is
+	// dropped as a duplicate.
+	PublishTimeout time.Duration
 	// ExtraOpts are appended to the franz-go client options.
 	ExtraOpts []kgo.Opt
 }
@@ -40,6 +46,9 @@ func (c *ProducerConfig) setDefaults() {
 	}
 	if c.DeliveryTimeout == 0 {
 		c.DeliveryTimeout = 10 * time.Second
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 15 * time.Second
 	}
 }
 
@@ -181,6 +190,8 @@ func validRecord(e *Envelope) (*kgo.Record, error) {
 // it for derived events) with the same acknowledgement and retry rules as
 // Publish.
 func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
+	defer cancel()
 	pending := recs
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = p.cfg.InitialBackoff
@@ -189,15 +200,7 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	var attempts int
 	op := func() error {
 		attempts++
-		results := p.cl.ProduceSync(ctx, pending...)
-		var failed []*kgo.Record
-		var lastErr error
-		for _, r := range results {
-			if r.Err != nil {
-				failed = append(failed, r.Record)
-				lastErr = r.Err
-			}
-		}
+		failed, lastErr := p.produceOnce(ctx, pending)
 		if len(failed) == 0 {
 			return nil
 		}
@@ -208,5 +211,52 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 		}
 		return err
 	}
-	return backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(p.cfg.MaxAttempts-1)), ctx))
+	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(p.cfg.MaxAttempts-1)), ctx))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotAcknowledged, err)
+	}
+	return nil
+}
+
+// ErrNotAcknowledged wraps every produce failure: the broker did not
+// acknowledge all records within ProducerConfig.PublishTimeout (or the
+// caller's context). Retrying with the same event ids is safe.
+var ErrNotAcknowledged = errors.New("events: not acknowledged by the broker")
+
+// produceOnce produces recs and waits for every acknowledgement, or for
+// ctx: franz-go keeps a buffered record until its delivery timeout even
+// when the context of ProduceSync ends, so the wait is bounded here. It
+// returns the records not acknowledged and the last error.
+func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.Record, error) {
+	type result struct {
+		i   int
+		err error
+	}
+	done := make(chan result, len(recs))
+	for i, r := range recs {
+		p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- result{i, err} })
+	}
+	acked := make([]bool, len(recs))
+	var lastErr error
+wait:
+	for range recs {
+		select {
+		case res := <-done:
+			if res.err != nil {
+				lastErr = res.err
+			} else {
+				acked[res.i] = true
+			}
+		case <-ctx.Done():
+			lastErr = ctx.Err()
+			break wait
+		}
+	}
+	var failed []*kgo.Record
+	for i, r := range recs {
+		if !acked[i] {
+			failed = append(failed, r)
+		}
+	}
+	return failed, lastErr
 }

@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
@@ -82,6 +84,9 @@ type Server struct {
 	// limit each caller to its scopes; nil serves every scope (the service
 	// then listens on loopback only).
 	Tokens *access.File
+
+	// brokerDown is set while produces fail, so an outage is logged once.
+	brokerDown atomic.Bool
 
 	graphMu  sync.Mutex
 	graph    *toolgraph.Graph
@@ -222,9 +227,8 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
-	if err := s.P.Producer.Publish(ctx, envs...); err != nil {
+	// bounded by the producer's PublishTimeout (15 s)
+	if err := s.P.Producer.Publish(r.Context(), envs...); err != nil {
 		var ve *events.ValidationError
 		switch {
 		case errors.As(err, &ve):
@@ -238,9 +242,15 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			// a cluster configured below Kafka's defaults: permanent, not "retry"
 			writeErr(w, http.StatusRequestEntityTooLarge, "the broker refused the events as too large (its max.message.bytes is below Chronicle's %d-byte event limit): %v", events.MaxEventBytes, err)
 		default:
+			if !s.brokerDown.Swap(true) { // once per outage
+				slog.Warn("broker not acknowledging events: POST /v1/events answers 503", "error", err)
+			}
 			writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry with the same ids: %v", err)
 		}
 		return
+	}
+	if s.brokerDown.Swap(false) {
+		slog.Info("broker acknowledging events again")
 	}
 	ids := make([]string, len(envs))
 	for i := range envs {
