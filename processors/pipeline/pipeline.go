@@ -142,6 +142,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if err := checkTotalOrder(ctx, p.admin, cfg.Processors); err != nil {
 		return fail(err)
 	}
+	if err := checkLog(ctx, p.admin, p.Store); err != nil {
+		return fail(err)
+	}
 	p.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.Metrics = processors.NewMetrics(p.Registry)
 	p.Registry.MustRegister(&lagCollector{p: p, desc: lagDesc})

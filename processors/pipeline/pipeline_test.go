@@ -2,7 +2,9 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +234,44 @@ func TestRejectionsAreNotRetried(t *testing.T) {
 	if got := testCounter(t, p, "chronicle_dead_letter_events_total"); got != 80 {
 		t.Fatalf("dead-lettered %v, want 80", got)
 	}
+}
+
+// Issue 10 item 9: a data directory whose projections are not built from
+// the log it is served with is refused at start, naming the processor,
+// partition and both offsets; a restart on its own log is not.
+func TestForeignLogIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1}
+	p, err := pipeline.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, envs := range sampleEvents(t, 2) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// the same directory with its own log starts again
+	p, err = pipeline.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("restart on its own log: %v", err)
+	}
+	_ = p.Close()
+	// the projections without their log (what a replayed directory is)
+	if err := os.RemoveAll(pipeline.LogDir(dir)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pipeline.Start(ctx, cfg)
+	if !errors.Is(err, pipeline.ErrForeignLog) {
+		t.Fatalf("projections without their log: %v, want ErrForeignLog", err)
+	}
+	t.Log(err)
 }

@@ -1,0 +1,87 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// ErrForeignLog is wrapped by the start-up error of a data directory whose
+// projections were not built from the log the pipeline is connected to: a
+// stored offset beyond the log's end (a replayed directory served without
+// its log, a log deleted or replaced), or a topic with another topic id.
+// Serving it would apply new events at offsets the store believes applied,
+// and relay its outbox into a log that is not its own.
+var ErrForeignLog = errors.New("the data directory does not match its log")
+
+// checkLog refuses a store that does not follow the log behind adm: every
+// stored next offset must be at most the end offset of its partition, and
+// every topic must keep the topic id the store first saw (recorded at the
+// first start, under projections meta "topic-id/<topic>").
+func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) error {
+	offsets := store.Offsets() // processor/topic/partition → next offset
+	topics := map[string]bool{}
+	for k := range offsets {
+		parts := strings.Split(k, "/")
+		if len(parts) == 3 {
+			topics[parts[1]] = true
+		}
+	}
+	details, err := adm.ListTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("pipeline: list topics: %w", err)
+	}
+	for name, td := range details {
+		if strings.HasPrefix(name, "__") {
+			continue
+		}
+		id := td.ID.String()
+		prev, ok, err := store.Meta("topic-id/" + name)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok:
+			if err := store.SetMeta("topic-id/"+name, []byte(id)); err != nil {
+				return err
+			}
+		case string(prev) != id:
+			return fmt.Errorf("pipeline: %w: topic %s has id %s, the store was built from id %s", ErrForeignLog, name, id, prev)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	ends, err := adm.ListEndOffsets(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("pipeline: end offsets: %w", err)
+	}
+	for k, next := range offsets {
+		parts := strings.Split(k, "/")
+		if len(parts) != 3 {
+			continue
+		}
+		p, err := strconv.ParseInt(parts[2], 10, 32)
+		if err != nil {
+			continue
+		}
+		end, ok := ends.Lookup(parts[1], int32(p))
+		if !ok || end.Err != nil {
+			return fmt.Errorf("pipeline: %w: processor %s reads %s partition %d, which the log does not have", ErrForeignLog, parts[0], parts[1], p)
+		}
+		if next > end.Offset {
+			return fmt.Errorf("pipeline: %w: processor %s, %s partition %d: stored next offset %d is beyond the log's end offset %d (a replayed or copied directory is read with digest and audit, not served)",
+				ErrForeignLog, parts[0], parts[1], p, next, end.Offset)
+		}
+	}
+	return nil
+}
