@@ -26,9 +26,9 @@ test: weaviate
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./processors/pipeline/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./processors/distill/
-	$(GO) test -run '^$$' -bench . -benchtime 20000x -count 1 ./processors/memories/
+	$(GO) test -run '^$$' -bench ConfidenceUpdates -benchtime 20000x -count 1 ./processors/memories/
 	$(GO) test -run '^$$' -bench . -count 1 ./processors/toolgraph/
-	$(GO) test -run '^$$' -bench MemorySearch -benchtime 100x -count 1 -timeout 20m ./projections/search/
+	$(GO) test -run '^$$' -bench MemorySearch -benchtime 100x -count 1 -timeout 20m ./processors/memories/
 	$(GO) test -run '^$$' -bench USELite -count 1 ./projections/embedder/
 
 ## fuzz: each Go fuzz target for FUZZTIME (default 1m); `make test` runs only their seed corpora

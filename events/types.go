@@ -101,6 +101,10 @@ type TypeInfo struct {
 	// KeyField names the data field used as record key when the envelope
 	// has no sessionid ("" means sessionid is required, "-" a constant key).
 	KeyField string
+	// Unscoped: the key field names no entity of a scope but an aggregate
+	// over every scope (a tool of the tool graph), so the record key is
+	// the field's value itself, not an EntityKey.
+	Unscoped bool
 }
 
 var registry = map[Type]TypeInfo{
@@ -119,8 +123,8 @@ var registry = map[Type]TypeInfo{
 	MemoryPruned:            {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
 	DistillationCompleted:   {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
 	JudgeCompleted:          {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
-	GraphEdgeLearned:        {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from"},
-	GraphRanksUpdated:       {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph"},
+	GraphEdgeLearned:        {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
+	GraphRanksUpdated:       {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
 	PairContextRetrieved:    {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
 	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
@@ -166,7 +170,7 @@ func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 // entity share a partition. The id must pass CheckID.
 func Key(e *Envelope) (string, error) {
 	id, err := EntityID(e)
-	if err != nil || id == "clock" && registry[e.Type].KeyField == "-" {
+	if ti := registry[e.Type]; err != nil || ti.KeyField == "-" || ti.Unscoped {
 		return id, err
 	}
 	return EntityKey(e.EffectiveScope(), id), nil

@@ -169,7 +169,7 @@ func successArgs(title, description, content string, tags ...string) map[string]
 	return map[string]any{"title": title, "description": description, "content": content, "outcome": "success", "tags": tags}
 }
 
-// The consensus message of memory_feedback (projections/search.Service):
+// The consensus message of memory_feedback (memories.Service):
 // under usage 3 a single signal is stored and confidence does not move.
 const consensusMessage = "signal stored; confidence moves once 2 agreeing signals exist within 7 days (consensus while usage < 3)"
 

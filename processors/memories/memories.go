@@ -100,11 +100,11 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicMem
 // NeedsTotalOrder implements processors.TotalOrder.
 func (Processor) NeedsTotalOrder() bool { return true }
 
-func memKey(key string) string            { return "m/" + key }
-func idIndexKey(id, scope string) string  { return "i/" + id + "\x00" + scope }
+func memKey(key string) string           { return "m/" + key }
+func idIndexKey(id, scope string) string { return "i/" + id + "\x00" + scope }
 
 // Key is the memory's events.EntityKey (scope "/" id), the key of its rows.
-func (m Memory) Key() string { return events.EntityKey(m.Scope, m.ID) }
+func (m Memory) Key() string              { return events.EntityKey(m.Scope, m.ID) }
 func digestKey(scope, addr string) string { return "d/" + scope + "/" + addr }
 func changeKey(id string, n int) string   { return fmt.Sprintf("h/%s/%06d", id, n) }
 func signalKey(id string, n int) string   { return fmt.Sprintf("s/%s/%06d", id, n) }

@@ -167,7 +167,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	ix := search.NewIndex(s, sharedEmbedder(t), nil)
+	ix := search.NewIndex(s, sharedEmbedder(t), nil, memories.SearchSource(), sessions.PatternSource())
 	return &harness{t: t, store: s, ix: ix, w: &pair.Worker{Store: s, Index: ix}, off: map[string]int64{}, evals: map[string]*events.Envelope{}}
 }
 

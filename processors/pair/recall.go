@@ -28,7 +28,7 @@ const RecallK = 3
 // projected input and evaluation, as the processor does, and each is
 // applied, in record order, by the memory-bank processor
 // (memories.Processor). Memories and patterns are indexed with
-// search.NewIndex(store, emb, nil).
+// search.NewIndex(store, emb, nil, memories and pattern sources).
 //
 // Cases: the records with reward 0 whose task has a trial with reward 1,
 // and for which PAIR retrieves at all (composite below PassComposite; a
@@ -118,7 +118,7 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (Recall, error) {
 			off++
 		}
 	}
-	ix := search.NewIndex(store, emb, nil)
+	ix := search.NewIndex(store, emb, nil, memories.SearchSource(), sessions.PatternSource())
 	if err := ix.Sync(ctx); err != nil {
 		return fail(err)
 	}

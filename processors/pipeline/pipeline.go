@@ -94,7 +94,7 @@ type Pipeline struct {
 	Processors []processors.Processor
 	Workers    []processors.Worker
 	// Search serves memory search, record and feedback (the memory tools).
-	Search  *search.Service
+	Search  *memories.Service
 	admin   *kadm.Client
 	adminCl *kgo.Client
 
@@ -164,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		u.Workers = 1 // the vector projection is background work: one core at most
 		emb = u
 	}
-	p.Search = &search.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore), Store: p.Store, Producer: p.Producer}
+	p.Search = &memories.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore, SearchSources()...), Store: p.Store, Producer: p.Producer}
 	if cfg.PAIR {
 		p.Workers = append(p.Workers, &pair.Worker{Store: p.Store, Index: p.Search.Index, Producer: p.Producer})
 	}
@@ -353,4 +353,11 @@ func checkTotalOrder(ctx context.Context, adm *kadm.Client, procs []processors.P
 		}
 	}
 	return nil
+}
+
+// SearchSources are the collections of the memory-search design and the
+// processors whose projections fill them: memories, coordination patterns,
+// tools.
+func SearchSources() []search.Source {
+	return []search.Source{memories.SearchSource(), sessions.PatternSource(), toolgraph.SearchSource()}
 }

@@ -170,7 +170,7 @@ func TestProcessorApply(t *testing.T) {
 	var ab, ac edgeRow
 	var tot totalsRow
 	var w7 workflowRow
-	for key, v := range map[string]any{"n/a": &a, "n/b": &b, "e/a/b": &ab, "e/a/c": &ac, "g/totals": &tot, "w/s7/w7": &w7} {
+	for key, v := range map[string]any{"n/a": &a, "n/b": &b, "e/a/b": &ab, "e/a/c": &ac, "g/totals": &tot, "w/org:default%2Fs7/w7": &w7} {
 		if ok, err := s.GetJSON(Name, key, v); err != nil || !ok {
 			t.Fatalf("row %s: %v %v", key, ok, err)
 		}
@@ -191,7 +191,7 @@ func TestProcessorApply(t *testing.T) {
 	if tot != (totalsRow{Calls: 14, Transitions: 7, Workflows: 7, Tools: 3, Edges: 2}) {
 		t.Errorf("g/totals = %+v", tot)
 	}
-	if w7 != (workflowRow{Key: "s7", Workflow: "w7", Last: "c", Calls: 2}) {
+	if w7 != (workflowRow{Key: "org:default/s7", Workflow: "w7", Last: "c", Calls: 2}) {
 		t.Errorf("w/s7/w7 = %+v", w7)
 	}
 	if n := len(rows(t, s)); n != 3+2+1+7 {

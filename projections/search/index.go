@@ -80,7 +80,7 @@ type Index struct {
 
 // collection is one collection's source, store and sync state.
 type collection struct {
-	source
+	Source
 	vs VectorStore
 	// dirty maps a changed document's id to the generation (Index.gen) of
 	// its latest change.
@@ -98,20 +98,22 @@ type collection struct {
 const RepairChunk = 200
 
 // NewIndex builds an index over store's projections with emb and vs (nil:
-// NewMemStores()). vs serves the Memories collection; when it is a
-// MultiStore it serves the others too, else they get a MemStore each.
-// NewIndex registers a commit hook: call it before the processors start.
-func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *Index {
+// NewMemStores()), one collection per source (the processors' SearchSource
+// functions). vs serves the Memories collection; when it is a MultiStore it
+// serves the others too, else they get a MemStore each. A search of a
+// collection without a source finds nothing. NewIndex registers a commit
+// hook: call it before the processors start.
+func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore, sources ...Source) *Index {
 	if vs == nil {
 		vs = NewMemStores()
 	}
 	ix := &Index{store: store, emb: emb}
-	for _, src := range sources() {
-		c := &collection{source: src, dirty: map[string]uint64{}, vs: vs}
-		if src.coll != Memories {
+	for _, src := range sources {
+		c := &collection{Source: src, dirty: map[string]uint64{}, vs: vs}
+		if src.Collection != Memories {
 			c.vs = NewMemStore()
-			if ms, ok := vs.(MultiStore); ok && ms.Collection(src.coll) != nil {
-				c.vs = ms.Collection(src.coll)
+			if ms, ok := vs.(MultiStore); ok && ms.Collection(src.Collection) != nil {
+				c.vs = ms.Collection(src.Collection)
 			}
 		}
 		ix.cols = append(ix.cols, c)
@@ -121,11 +123,11 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore) *
 		defer ix.mu.Unlock()
 		ix.gen++
 		for _, c := range ix.cols {
-			if c.proj != proj {
+			if c.Projection != proj {
 				continue
 			}
 			for _, k := range keys {
-				if id := c.idOfKey(k); id != "" {
+				if id := c.IDOfKey(k); id != "" {
 					c.dirty[id] = ix.gen
 				}
 			}
@@ -150,7 +152,7 @@ func (ix *Index) Collection(c Collection) VectorStore {
 
 func (ix *Index) col(c Collection) *collection {
 	for _, col := range ix.cols {
-		if col.coll == c {
+		if col.Collection == c {
 			return col
 		}
 	}
@@ -228,7 +230,7 @@ func (ix *Index) Sync(ctx context.Context) error {
 	var errs []error
 	for _, c := range ix.cols {
 		if err := ix.sync(ctx, c); err != nil {
-			errs = append(errs, fmt.Errorf("search: %s: %w", c.coll, err))
+			errs = append(errs, fmt.Errorf("search: %s: %w", c.Collection, err))
 		}
 	}
 	if len(errs) > 0 {
@@ -261,13 +263,13 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 		ids = nil // every document
 	}
 	sort.Strings(ids)
-	docs, gone, err := c.docs(ix.store, ids)
+	docs, gone, err := c.Docs(ix.store, ids)
 	if err != nil {
 		return err
 	}
 	texts := make([]string, len(docs))
 	for i := range docs {
-		texts[i] = EmbedText(c.coll, docs[i])
+		texts[i] = EmbedText(c.Collection, docs[i])
 	}
 	vecs, err := ix.vectors(ctx, texts)
 	if err != nil {
@@ -457,7 +459,7 @@ func (ix *Index) PendingIn(coll Collection) int {
 	if loaded {
 		return n
 	}
-	docs, _, err := c.docs(ix.store, nil) // outside mu: the commit hook must not wait
+	docs, _, err := c.Docs(ix.store, nil) // outside mu: the commit hook must not wait
 	if err != nil {
 		return 0
 	}

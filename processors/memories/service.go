@@ -1,4 +1,4 @@
-package search
+package memories
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/distill"
-	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/google/uuid"
 )
 
-// Service is the Backend of a running Chronicle: searches run on the
-// Index, every returned memory writes a memory.retrieved.v1 usage event,
+// Service is the search.Backend of a running Chronicle (the memory tools):
+// searches run on the search.Index, every returned memory writes a memory.retrieved.v1 usage event,
 // and records and feedback are events on the log.
 type Service struct {
-	Index    *Index
+	Index    *search.Index
 	Store    *projections.Store
 	Producer *events.Producer
 	// FeedbackWait bounds how long Feedback waits for the memory bank to
@@ -29,7 +29,7 @@ type Service struct {
 	Now func() time.Time
 }
 
-var _ Backend = (*Service)(nil)
+var _ search.Backend = (*Service)(nil)
 
 func (s *Service) now() time.Time {
 	if s.Now != nil {
@@ -46,9 +46,9 @@ func (s *Service) newEvent(typ events.Type, scope string, data any) (events.Enve
 
 // Search implements Backend. Only memories (q.Collection "" or Memories)
 // write usage events: patterns and tools have no usage-driven state.
-func (s *Service) Search(ctx context.Context, q Query) (Result, error) {
+func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, error) {
 	res, err := s.Index.Search(ctx, q)
-	if err != nil || len(res.Memories) == 0 || (q.Collection != "" && q.Collection != Memories) {
+	if err != nil || len(res.Memories) == 0 || (q.Collection != "" && q.Collection != search.Memories) {
 		return res, err
 	}
 	envs := make([]events.Envelope, 0, len(res.Memories))
@@ -70,42 +70,42 @@ func (s *Service) Search(ctx context.Context, q Query) (Result, error) {
 // Record implements Backend: an explicit memory whose id is its content
 // address in its scope, so recording equal content twice adds evidence to
 // one memory.
-func (s *Service) Record(ctx context.Context, r Record) (Recorded, error) {
+func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	switch {
 	case strings.TrimSpace(r.Title) == "" || utf8.RuneCountInString(r.Title) > distill.MaxTitle:
-		return Recorded{}, fmt.Errorf("%w: title: required, at most %d characters", ErrInvalid, distill.MaxTitle)
+		return search.Recorded{}, fmt.Errorf("%w: title: required, at most %d characters", search.ErrInvalid, distill.MaxTitle)
 	case strings.TrimSpace(r.Description) == "" || utf8.RuneCountInString(r.Description) > distill.MaxDescription:
-		return Recorded{}, fmt.Errorf("%w: description: required, at most %d characters", ErrInvalid, distill.MaxDescription)
+		return search.Recorded{}, fmt.Errorf("%w: description: required, at most %d characters", search.ErrInvalid, distill.MaxDescription)
 	case strings.TrimSpace(r.Content) == "":
-		return Recorded{}, fmt.Errorf("%w: content: required", ErrInvalid)
+		return search.Recorded{}, fmt.Errorf("%w: content: required", search.ErrInvalid)
 	case r.Outcome != events.OutcomeSuccess && r.Outcome != events.OutcomeFailure:
-		return Recorded{}, fmt.Errorf("%w: outcome: %q is not success or failure", ErrInvalid, r.Outcome)
+		return search.Recorded{}, fmt.Errorf("%w: outcome: %q is not success or failure", search.ErrInvalid, r.Outcome)
 	case r.Scope == "":
-		return Recorded{}, fmt.Errorf("%w: scope: the caller has no scope to write to", ErrInvalid)
+		return search.Recorded{}, fmt.Errorf("%w: scope: the caller has no scope to write to", search.ErrInvalid)
 	}
 	id := distill.MemoryID(r.Scope, r.Title, r.Content)
-	_, existed, err := memories.Get(s.Store, events.EntityKey(r.Scope, id))
+	_, existed, err := Get(s.Store, events.EntityKey(r.Scope, id))
 	if err != nil {
-		return Recorded{}, err
+		return search.Recorded{}, err
 	}
 	env, err := s.newEvent(events.MemoryRecorded, r.Scope, events.MemoryRecordedData{
 		MemoryID: id, Title: r.Title, Description: r.Description, Content: r.Content, Outcome: r.Outcome, Tags: r.Tags, Source: "explicit",
 	})
 	if err != nil {
-		return Recorded{}, err
+		return search.Recorded{}, err
 	}
 	if err := s.Producer.Publish(ctx, env); err != nil {
 		var ve *events.ValidationError
 		if errors.As(err, &ve) {
-			return Recorded{}, fmt.Errorf("%w: %s: %s", ErrInvalid, ve.Pointer, ve.Reason)
+			return search.Recorded{}, fmt.Errorf("%w: %s: %s", search.ErrInvalid, ve.Pointer, ve.Reason)
 		}
-		return Recorded{}, err
+		return search.Recorded{}, err
 	}
 	msg := "memory recorded in " + r.Scope
 	if existed {
 		msg = "an equal memory exists in " + r.Scope + "; this recording adds evidence to it"
 	}
-	return Recorded{ID: id, Message: msg, InitialConfidence: distill.InitialExplicit}, nil
+	return search.Recorded{ID: id, Message: msg, InitialConfidence: distill.InitialExplicit}, nil
 }
 
 // Feedback implements Backend: an explicit_feedback signal. It waits up to
@@ -113,27 +113,27 @@ func (s *Service) Record(ctx context.Context, r Record) (Recorded, error) {
 // confidence then; under consensus (usage < 3) the signal is stored and
 // confidence moves only with a second agreeing signal within 7 days, which
 // Message says.
-func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, error) {
+func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
 	if f.MemoryID == "" {
-		return FeedbackResult{}, fmt.Errorf("%w: memory_id: required", ErrInvalid)
+		return search.FeedbackResult{}, fmt.Errorf("%w: memory_id: required", search.ErrInvalid)
 	}
 	key, err := s.feedbackKey(f)
 	if err != nil {
-		return FeedbackResult{}, err
+		return search.FeedbackResult{}, err
 	}
-	m, ok, err := memories.Get(s.Store, key)
+	m, ok, err := Get(s.Store, key)
 	if err != nil {
-		return FeedbackResult{}, err
+		return search.FeedbackResult{}, err
 	}
 	if !ok || (f.Writable != nil && !f.Writable(m.Scope)) {
-		return FeedbackResult{}, fmt.Errorf("%w: %s", ErrNotFound, f.MemoryID)
+		return search.FeedbackResult{}, fmt.Errorf("%w: %s", search.ErrNotFound, f.MemoryID)
 	}
 	env, err := s.newEvent(events.MemoryFeedback, m.Scope, events.MemoryFeedbackData{MemoryID: f.MemoryID, Signal: "explicit_feedback", Positive: f.Helpful, Comment: f.Comment})
 	if err != nil {
-		return FeedbackResult{}, err
+		return search.FeedbackResult{}, err
 	}
 	if err := s.Producer.Publish(ctx, env); err != nil {
-		return FeedbackResult{}, err
+		return search.FeedbackResult{}, err
 	}
 	wait := s.FeedbackWait
 	if wait == 0 {
@@ -141,30 +141,30 @@ func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, err
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		changes, _, err := memories.History(s.Store, key)
+		changes, _, err := History(s.Store, key)
 		if err != nil {
-			return FeedbackResult{}, err
+			return search.FeedbackResult{}, err
 		}
 		for _, c := range changes {
 			if c.EventID != env.ID {
 				continue
 			}
-			cur, _, err := memories.Get(s.Store, key)
+			cur, _, err := Get(s.Store, key)
 			if err != nil {
-				return FeedbackResult{}, err
+				return search.FeedbackResult{}, err
 			}
 			msg := fmt.Sprintf("signal applied: confidence %.2f → %.2f", c.Old, c.New)
 			if c.Reason == "pending" {
 				msg = "signal stored; confidence moves once 2 agreeing signals exist within 7 days (consensus while usage < 3)"
 			}
-			return FeedbackResult{Success: true, NewConfidence: cur.Confidence, Message: msg}, nil
+			return search.FeedbackResult{Success: true, NewConfidence: cur.Confidence, Message: msg}, nil
 		}
 		if time.Now().After(deadline) {
-			return FeedbackResult{Success: true, NewConfidence: m.Confidence, Message: "signal recorded in the log; the memory bank has not applied it yet"}, nil
+			return search.FeedbackResult{Success: true, NewConfidence: m.Confidence, Message: "signal recorded in the log; the memory bank has not applied it yet"}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return FeedbackResult{}, ctx.Err()
+			return search.FeedbackResult{}, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -172,11 +172,11 @@ func (s *Service) Feedback(ctx context.Context, f Feedback) (FeedbackResult, err
 
 // feedbackKey resolves the memory f names to its events.EntityKey: in
 // f.Scope when given, else in the one writable scope that holds the id.
-func (s *Service) feedbackKey(f Feedback) (string, error) {
+func (s *Service) feedbackKey(f search.Feedback) (string, error) {
 	if f.Scope != "" {
 		return events.EntityKey(f.Scope, f.MemoryID), nil
 	}
-	scopes, err := memories.Scopes(s.Store, f.MemoryID)
+	scopes, err := Scopes(s.Store, f.MemoryID)
 	if err != nil {
 		return "", err
 	}
@@ -188,9 +188,9 @@ func (s *Service) feedbackKey(f Feedback) (string, error) {
 	}
 	switch len(held) {
 	case 0:
-		return "", fmt.Errorf("%w: %s", ErrNotFound, f.MemoryID)
+		return "", fmt.Errorf("%w: %s", search.ErrNotFound, f.MemoryID)
 	case 1:
 		return events.EntityKey(held[0], f.MemoryID), nil
 	}
-	return "", fmt.Errorf("%w: memory_id: %s exists in several scopes you may write (%s): name the scope", ErrInvalid, f.MemoryID, strings.Join(held, ", "))
+	return "", fmt.Errorf("%w: memory_id: %s exists in several scopes you may write (%s): name the scope", search.ErrInvalid, f.MemoryID, strings.Join(held, ", "))
 }

@@ -1,4 +1,4 @@
-package search_test
+package memories_test
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func BenchmarkMemorySearch(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			st := bankOf(b, n)
 			defer st.Close()
-			ix := search.NewIndex(st, hashEmbedder{}, nil)
+			ix := search.NewIndex(st, hashEmbedder{}, nil, memories.SearchSource())
 			ctx := context.Background()
 			if err := ix.Sync(ctx); err != nil {
 				b.Fatal(err)

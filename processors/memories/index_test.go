@@ -1,4 +1,4 @@
-package search_test
+package memories_test
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestCommitDuringSync(t *testing.T) {
 	}
 	defer store.Close()
 	emb := &gateEmbedder{}
-	ix := search.NewIndex(store, emb, nil)
+	ix := search.NewIndex(store, emb, nil, memories.SearchSource())
 	var off int64
 	record := func(id, title string) error {
 		env, err := events.New(events.MemoryRecorded, "test", fmt.Sprint("e", off), time.Unix(1700000000, 0),
@@ -151,7 +151,7 @@ func TestResyncAfterFailure(t *testing.T) {
 	}
 	defer store.Close()
 	fs := &flakyStore{MemStore: search.NewMemStore()}
-	ix := search.NewIndex(store, &gateEmbedder{}, fs)
+	ix := search.NewIndex(store, &gateEmbedder{}, fs, memories.SearchSource())
 	var off int64
 	record := func(id string) {
 		t.Helper()
