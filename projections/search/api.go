@@ -92,9 +92,9 @@ type Feedback struct {
 	MemoryID string `json:"memory_id"`
 	// Scope is the memory's scope; empty: the one scope the caller may
 	// write that holds MemoryID (ErrInvalid when several do).
-	Scope string `json:"scope,omitempty"`
-	Helpful  bool   `json:"helpful"`
-	Comment  string `json:"comment,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	Helpful bool   `json:"helpful"`
+	Comment string `json:"comment,omitempty"`
 	// Writable, when set, says which scopes the caller may write.
 	Writable func(scope string) bool `json:"-"`
 }

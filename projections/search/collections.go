@@ -109,4 +109,3 @@ func RowDocs[T any](store *projections.Store, ids []string,
 	}
 	return found, gone, nil
 }
-
