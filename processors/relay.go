@@ -71,6 +71,12 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 			Value:   p.Value,
 			Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte(events.ContentTypeCloudEvents)}},
 		}
+		if p.Headers != nil { // a dead-letter record keeps the original's headers
+			recs[i].Headers = make([]kgo.RecordHeader, len(p.Headers))
+			for j, h := range p.Headers {
+				recs[i].Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			}
+		}
 	}
 	if err := r.Producer.ProduceRecords(ctx, recs); err != nil {
 		return 0, err

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -175,34 +174,49 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			return st, ferr
 		}
 		var aerr error
-		fs.EachRecord(func(r *kgo.Record) {
-			if aerr != nil || done[r.Topic][r.Partition] {
+		fs.EachPartition(func(part kgo.FetchTopicPartition) {
+			if aerr != nil || done[part.Topic][part.Partition] {
 				return
 			}
-			if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until)) {
-				finish(r.Topic, r.Partition)
-				return
-			}
-			st.Records++
-			for _, p := range byTopic[r.Topic] {
-				if cfg.StopAt != nil && r.Offset >= cfg.StopAt(p.Name(), r.Topic, r.Partition) {
-					continue
+			// the records to apply: up to the stop offset and the time bound
+			var items []projections.Item
+			for _, r := range part.Records {
+				if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until)) {
+					finish(r.Topic, r.Partition)
+					break
 				}
-				res, err := applyRecord(cfg.Store, p, r)
-				switch {
-				case err != nil:
-					st.DeadLettered++
-					if err := cfg.Store.Skip(p.Name(), positionOf(r)); err != nil {
-						aerr = err
+				items = append(items, parseItem(r))
+				if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
+					finish(r.Topic, r.Partition)
+				}
+			}
+			st.Records += int64(len(items))
+			for _, p := range byTopic[part.Topic] {
+				mine := items
+				if cfg.StopAt != nil {
+					stop := cfg.StopAt(p.Name(), part.Topic, part.Partition)
+					n := 0
+					for n < len(mine) && mine[n].Pos.Offset < stop {
+						n++
 					}
-				case res == projections.Duplicate:
-					st.Duplicates++
-				case res == projections.Applied:
-					st.Applied++
+					mine = mine[:n]
 				}
-			}
-			if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
-				finish(r.Topic, r.Partition)
+				// no dead-letter records: the log's dead-letter topic has them
+				outs, err := cfg.Store.ApplyBatch(p.Name(), mine, p.Apply)
+				if err != nil {
+					aerr = err
+					return
+				}
+				for _, o := range outs {
+					switch o.Result {
+					case projections.DeadLettered:
+						st.DeadLettered++
+					case projections.Duplicate:
+						st.Duplicates++
+					case projections.Applied:
+						st.Applied++
+					}
+				}
 			}
 		})
 		if aerr != nil {
@@ -213,23 +227,6 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		}
 	}
 	return st, cfg.Store.MarkReplayFinished()
-}
-
-func positionOf(r *kgo.Record) projections.Position {
-	return projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-}
-
-// applyRecord decodes r and applies it for p. A record that is not a valid
-// event is a processing error like any other.
-func applyRecord(store *projections.Store, p Processor, r *kgo.Record) (projections.Result, error) {
-	env, err := events.FromRecord(r)
-	if err != nil {
-		return 0, err
-	}
-	if err := events.CheckTopic(&env, events.Topic(r.Topic)); err != nil {
-		return 0, err
-	}
-	return store.Apply(p.Name(), positionOf(r), &env, p.Apply)
 }
 
 func recordTime(ctx context.Context, brokers []string, pos projections.Position) (time.Time, error) {

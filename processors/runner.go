@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -18,13 +19,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Dead-letter headers added to every record of the dead-letter topic, next
-// to Watermill's reason_poisoned, topic_poisoned and handler_poisoned.
+// Headers of every record of the dead-letter topic, next to the original
+// record's own: where it came from, why, and which handler (processor@topic
+// or worker@topic) refused it. The names are those of Watermill's poison
+// queue, which dead-letters the workers' failures.
 const (
 	HeaderOriginalTopic     = kafkapubsub.TopicMetadataKey
 	HeaderOriginalPartition = kafkapubsub.PartitionMetadataKey
 	HeaderOriginalOffset    = kafkapubsub.OffsetMetadataKey
 	HeaderError             = middleware.ReasonForPoisonedKey
+	HeaderPoisonedTopic     = middleware.PoisonedTopicKey
+	HeaderHandler           = middleware.PoisonedHandlerKey
 )
 
 // RunnerConfig configures a Runner. Zero fields take the documented
@@ -53,6 +58,14 @@ type RunnerConfig struct {
 	Logger watermill.LoggerAdapter
 	// SubscriberOpts are extra franz-go options for every consumer.
 	SubscriberOpts []kgo.Opt
+	// MaxBatch is the most records one poll returns, and so the most a
+	// processor applies in one Pebble batch per partition (default 1000).
+	// A poll never waits for more records once one is there, so batching
+	// adds no latency under a light load.
+	MaxBatch int
+	// FetchMaxWait is how long the broker holds a fetch that finds no new
+	// record (default 200 ms); it bounds how long a poll waits.
+	FetchMaxWait time.Duration
 }
 
 // Validate reports the first invalid field.
@@ -66,6 +79,10 @@ func (c RunnerConfig) Validate() error {
 		return errors.New("processors: RunnerConfig.Processors: at least one")
 	case c.MaxRetries < 0:
 		return errors.New("processors: RunnerConfig.MaxRetries: must be ≥ 0")
+	case c.MaxBatch < 0:
+		return errors.New("processors: RunnerConfig.MaxBatch: must be ≥ 0")
+	case c.FetchMaxWait < 0:
+		return errors.New("processors: RunnerConfig.FetchMaxWait: must be ≥ 0")
 	}
 	return nil
 }
@@ -80,74 +97,69 @@ func (c *RunnerConfig) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = watermill.NopLogger{}
 	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 1000
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = 200 * time.Millisecond
+	}
 }
 
-// Runner runs processors live: one consumer group per processor and topic
-// on Watermill's Router, with middleware (outermost first) dead-letter
-// bookkeeping, PoisonQueue into events.TopicDeadLetter, Retry with
-// exponential backoff and Recoverer. A consumer starts each partition at
-// the offset stored in Pebble, not at the group's committed offset.
+// Runner runs processors and workers live.
+//
+// Processors run on the engine: one consumer group (ProcessorsGroup) for
+// every topic they read, each record parsed and validated once, each
+// partition's records of one poll applied per processor as one Pebble
+// batch, partitions concurrently (see KeyedState). A rejected event is
+// dead-lettered at once through the outbox, in the batch that moves the
+// offset past it; only store failures are retried (MaxRetries times from
+// RetryInterval, doubling; then the partition pauses and retries with
+// backoff while the others go on).
+//
+// Workers (effects outside the store: calling a model) run on Watermill's
+// Router, one handler per worker, with its poison queue into
+// events.TopicDeadLetter and Recoverer: at-least-once, one message at a
+// time, which is what a model call needs.
 type Runner struct {
-	cfg    RunnerConfig
-	router *message.Router
-	pub    *kafkapubsub.Publisher
+	cfg     RunnerConfig
+	engine  *engine
+	router  *message.Router // nil without workers
+	pub     *kafkapubsub.Publisher
+	running chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
-// NewRunner builds the router; Run starts it.
+// NewRunner builds the engine and the workers' router; Run starts them.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, cfg.Logger)
+	eng, err := newEngine(cfg)
 	if err != nil {
 		return nil, err
 	}
-	pub, err := kafkapubsub.NewPublisher(kafkapubsub.PublisherConfig{Brokers: cfg.Brokers}, cfg.Logger)
-	if err != nil {
+	r := &Runner{cfg: cfg, engine: eng, running: make(chan struct{}), done: make(chan struct{})}
+	if len(cfg.Workers) == 0 {
+		return r, nil
+	}
+	if r.router, err = message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, cfg.Logger); err != nil {
+		eng.client.Close()
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, router: router, pub: pub}
-	poison, err := middleware.PoisonQueue(pub, string(events.TopicDeadLetter))
+	if r.pub, err = kafkapubsub.NewPublisher(kafkapubsub.PublisherConfig{Brokers: cfg.Brokers}, cfg.Logger); err != nil {
+		eng.client.Close()
+		return nil, err
+	}
+	poison, err := middleware.PoisonQueue(r.pub, string(events.TopicDeadLetter))
 	if err != nil {
-		pub.Close()
+		r.pub.Close()
+		eng.client.Close()
 		return nil, err
 	}
 	if cfg.Metrics != nil {
-		wmmetrics.NewPrometheusMetricsBuilder(cfg.Metrics.Registry, "chronicle", "router").AddPrometheusRouterMetrics(router)
-	}
-	for _, p := range cfg.Processors {
-		for _, t := range p.Topics() {
-			p, t := p, t
-			sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
-				Brokers:       cfg.Brokers,
-				ConsumerGroup: GroupID(p, t),
-				Unmarshaler:   recordUnmarshaler{},
-				ExtraOpts:     cfg.SubscriberOpts,
-				// positions live in Pebble; the group offset is for lag
-				// dashboards only, so no commit round trip per event
-				CommitInterval: time.Second,
-				InitialOffsets: func(topic string, partition int32) (int64, bool) {
-					return cfg.Store.NextOffset(p.Name(), topic, partition)
-				},
-			}, cfg.Logger)
-			if err != nil {
-				pub.Close()
-				return nil, err
-			}
-			h := router.AddConsumerHandler(p.Name()+"@"+string(t), string(t), sub, func(msg *message.Message) error {
-				return r.handle(p, msg)
-			})
-			h.AddMiddleware(
-				r.markDeadLettered(p),
-				poison,
-				middleware.Retry{MaxRetries: cfg.MaxRetries, InitialInterval: cfg.RetryInterval, Multiplier: 2, Logger: cfg.Logger,
-					// a processor's rejection is a deterministic function of
-					// the log: retrying only stalls the partition
-					ShouldRetry: func(p middleware.RetryParams) bool { return !projections.Deterministic(p.Err) }}.Middleware,
-				middleware.Recoverer,
-			)
-		}
+		wmmetrics.NewPrometheusMetricsBuilder(cfg.Metrics.Registry, "chronicle", "router").AddPrometheusRouterMetrics(r.router)
 	}
 	for _, w := range cfg.Workers {
 		w := w
@@ -155,10 +167,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, ExtraOpts: cfg.SubscriberOpts,
 		}, cfg.Logger)
 		if err != nil {
-			pub.Close()
+			r.pub.Close()
+			eng.client.Close()
 			return nil, err
 		}
-		h := router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
+		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
 			env, err := events.ParseEvent(msg.Payload)
 			if err != nil {
 				return err
@@ -172,79 +185,56 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	return r, nil
 }
 
-// Run runs the router until ctx ends or Close is called.
+// Run runs the engine and the workers until ctx ends or Close is called.
+// Its error is the router's; the engine only stops with ctx.
 func (r *Runner) Run(ctx context.Context) error {
-	defer r.pub.Close()
-	return r.router.Run(ctx)
-}
-
-// Running is closed once every handler is subscribed.
-func (r *Runner) Running() chan struct{} { return r.router.Running() }
-
-// Close stops the router, waiting for in-flight events.
-func (r *Runner) Close() error { return r.router.Close() }
-
-func positionOfMessage(msg *message.Message) (projections.Position, error) {
-	p, err1 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
-	o, err2 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.OffsetMetadataKey), 10, 64)
-	if err1 != nil || err2 != nil {
-		return projections.Position{}, fmt.Errorf("processors: message %s has no kafka position metadata", msg.UUID)
+	ctx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	defer close(r.done)
+	defer cancel()
+	var routerErr error
+	var wg sync.WaitGroup
+	if r.router != nil {
+		defer r.pub.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			routerErr = r.router.Run(ctx)
+			cancel()
+		}()
 	}
-	return projections.Position{Topic: msg.Metadata.Get(kafkapubsub.TopicMetadataKey), Partition: int32(p), Offset: o}, nil
-}
-
-func (r *Runner) handle(p Processor, msg *message.Message) error {
-	pos, err := positionOfMessage(msg)
-	if err != nil {
-		return err
-	}
-	env, err := events.ParseEvent(msg.Payload)
-	if err == nil {
-		err = events.CheckTopic(&env, events.Topic(pos.Topic))
-	}
-	if err != nil {
-		return fmt.Errorf("%s at %s: %w", p.Name(), pos, err)
-	}
-	res, err := r.cfg.Store.Apply(p.Name(), pos, &env, p.Apply)
-	if errors.Is(err, projections.ErrConflictingDuplicate) && msg.Metadata.Get(metaConflictCounted) == "" {
-		msg.Metadata.Set(metaConflictCounted, "1") // Retry hands the same message again
-		if m := r.cfg.Metrics; m != nil {
-			m.ConflictingDuplicates.WithLabelValues(p.Name()).Inc()
+	go func() {
+		select {
+		case <-r.engine.running:
+		case <-ctx.Done():
+			return
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("%s at %s, event %s: %w", p.Name(), pos, env.ID, err)
-	}
-	if m := r.cfg.Metrics; m != nil {
-		m.observe(p.Name(), res)
+		if r.router != nil {
+			select {
+			case <-r.router.Running():
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(r.running)
+	}()
+	err := r.engine.run(ctx)
+	cancel()
+	wg.Wait()
+	return errors.Join(err, routerErr)
+}
+
+// Running is closed once the engine has its first partitions and every
+// worker is subscribed.
+func (r *Runner) Running() chan struct{} { return r.running }
+
+// Close stops the engine and the workers, waiting for in-flight batches.
+func (r *Runner) Close() error {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
 	}
 	return nil
-}
-
-// metaConflictCounted marks a message whose conflicting duplicate was
-// counted, so retries do not count it again.
-const metaConflictCounted = "chronicle_conflict_counted"
-
-// markDeadLettered advances the stored offset past an event the poison
-// queue has published to the dead-letter topic, so a restart does not
-// dead-letter it again.
-func (r *Runner) markDeadLettered(p Processor) message.HandlerMiddleware {
-	return func(h message.HandlerFunc) message.HandlerFunc {
-		return func(msg *message.Message) ([]*message.Message, error) {
-			out, err := h(msg)
-			if err != nil || msg.Metadata.Get(middleware.ReasonForPoisonedKey) == "" {
-				return out, err
-			}
-			pos, perr := positionOfMessage(msg)
-			if perr != nil {
-				return out, perr
-			}
-			if m := r.cfg.Metrics; m != nil {
-				m.DeadLettered.WithLabelValues(p.Name()).Inc()
-			}
-			return out, r.cfg.Store.Skip(p.Name(), pos)
-		}
-	}
 }
 
 // recordUnmarshaler turns a consumed record into a message whose payload is
@@ -294,7 +284,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Registry: reg,
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "chronicle", Name: "processor_events_total",
-			Help: "Events handled by a processor, by result (applied, already_applied, duplicate).",
+			Help: "Events handled by a processor, by result (applied, already_applied, duplicate, dead_lettered).",
 		}, []string{"processor", "result"}),
 		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "chronicle", Name: "dead_letter_events_total",
@@ -311,6 +301,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 
 var resultLabel = map[projections.Result]string{
 	projections.Applied: "applied", projections.AlreadyApplied: "already_applied", projections.Duplicate: "duplicate",
+	projections.DeadLettered: "dead_lettered",
 }
 
 func (m *Metrics) observe(proc string, res projections.Result) {

@@ -1,9 +1,7 @@
 package projections
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +32,10 @@ const (
 	// Duplicate: an event with the same idempotency key was applied before
 	// at another offset; only the offset advanced.
 	Duplicate
+	// DeadLettered: the event was rejected (ApplyBatch only): its
+	// dead-letter record, if any, went to the outbox and the offset moved
+	// past it; nothing else changed.
+	DeadLettered
 )
 
 // RejectedError is the error of an event its processor's ApplyFunc
@@ -83,77 +85,23 @@ type ApplyFunc func(tx *Tx, env *events.Envelope) error
 // commits in one batch: the projection changes, the derived events (into
 // the outbox), the idempotency key and the next offset. Events below the
 // stored offset and events whose (source, id) was applied before are not
-// given to fn. On error nothing is written.
+// given to fn. On error nothing is written: a rejection by fn is a
+// *RejectedError, a conflicting duplicate ErrConflictingDuplicate. The live
+// engine and replay use ApplyBatch, which dead-letters rejections instead.
 func (s *Store) Apply(processor string, pos Position, env *events.Envelope, fn ApplyFunc) (Result, error) {
-	unlock := s.lockProcessor(processor)
+	unlock := s.lockPartition(processor, pos.Topic, pos.Partition)
 	defer unlock()
-	okey := offsetKey(processor, pos.Topic, pos.Partition)
-	if next, ok := s.NextOffset(processor, pos.Topic, pos.Partition); ok && pos.Offset < next {
-		return AlreadyApplied, nil
-	}
-	b := s.db.NewIndexedBatch()
-	defer b.Close()
-	dk := dedupKey(processor, env.DedupKey())
-	sum := contentHash(env)
-	prev, closer, err := b.Get(dk)
-	switch {
-	case err == nil:
-		// values written before content hashes were kept hold the offset only
-		conflict := len(prev) >= 8+len(sum) && !bytes.Equal(prev[8:8+len(sum)], sum)
-		closer.Close()
-		if conflict {
-			return 0, fmt.Errorf("%w: (source %q, id %q) was applied before with other content", ErrConflictingDuplicate, env.Source, env.ID)
-		}
-		if err := putOffset(b, okey, pos.Offset+1); err != nil {
-			return 0, err
-		}
-		return Duplicate, s.commit(b, okey, pos.Offset+1, false)
-	case !errors.Is(err, pebble.ErrNotFound):
+	out := make([]Outcome, 1)
+	if _, _, err := s.applyRun(processor, offsetKey(processor, pos.Topic, pos.Partition), []Item{{Pos: pos, Env: env}}, out, fn, false); err != nil {
 		return 0, err
 	}
-	tx := &Tx{b: b, proj: processor, cause: env}
-	if err := fn(tx, env); err != nil {
-		return 0, &RejectedError{Err: err}
-	}
-	if tx.err != nil {
-		return 0, tx.err
-	}
-	seq := s.reserveOutbox(len(tx.out))
-	for _, rec := range tx.out {
-		val, err := json.Marshal(rec)
-		if err != nil {
-			return 0, err
-		}
-		if err := b.Set(outboxKey(seq), val, nil); err != nil {
-			return 0, err
-		}
-		seq++
-	}
-	pv := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(sum)), uint64(pos.Offset))
-	if err := b.Set(dk, append(pv, sum...), nil); err != nil {
-		return 0, err
-	}
-	if err := putOffset(b, okey, pos.Offset+1); err != nil {
-		return 0, err
-	}
-	if err := s.commit(b, okey, pos.Offset+1, len(tx.out) > 0); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	hooks := s.hooks
-	s.mu.Unlock()
-	if len(hooks) > 0 && len(tx.touched) > 0 {
-		for _, h := range hooks {
-			h(processor, tx.touched)
-		}
-	}
-	return Applied, nil
+	return out[0].Result, nil
 }
 
 // Skip records that processor is done with pos without applying it: the
 // event was dead-lettered. The offset advances and nothing else changes.
 func (s *Store) Skip(processor string, pos Position) error {
-	unlock := s.lockProcessor(processor)
+	unlock := s.lockPartition(processor, pos.Topic, pos.Partition)
 	defer unlock()
 	okey := offsetKey(processor, pos.Topic, pos.Partition)
 	if next, ok := s.NextOffset(processor, pos.Topic, pos.Partition); ok && pos.Offset < next {

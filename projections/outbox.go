@@ -16,6 +16,16 @@ type OutboxRecord struct {
 	Key   string      `json:"key"`
 	Type  events.Type `json:"type"`
 	Value []byte      `json:"value"`
+	// Headers, when set, are the record's headers (a dead-letter record
+	// keeps the original's and adds the reason); nil means the derived
+	// event's content-type header.
+	Headers []Header `json:"headers,omitempty"`
+}
+
+// Header is one Kafka record header of an OutboxRecord.
+type Header struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
 }
 
 // OutboxEntry is an OutboxRecord with its outbox sequence number.

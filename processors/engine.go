@@ -1,0 +1,336 @@
+package processors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Group is a Kafka consumer group id.
+type Group string
+
+// ProcessorsGroup is the consumer group of the processing engine: one group
+// for every topic any processor reads, so a partition has one owner and
+// its records are fetched, parsed and validated once for all the
+// processors that read it. The group's committed offsets are for lag
+// dashboards only; a processor's position is the offset stored in Pebble
+// with its projection.
+const ProcessorsGroup Group = "chronicle.processors"
+
+// KeyedState is implemented by processors whose Apply reads and writes
+// only rows of the entity its event's record key names (events.Key), so
+// the partitions of a topic can be applied concurrently. A processor that
+// does not implement it (or returns false) has rows that span keys (the
+// tool graph's counts): its partitions are applied one batch at a time.
+type KeyedState interface {
+	StatePerKey() bool
+}
+
+// engine is the hot path of the Runner: one franz-go group consumer for
+// every topic the processors read; each poll is split by partition, every
+// record is parsed and validated once, and each processor applies a
+// partition's records as one Pebble batch (projections.Store.ApplyBatch).
+// Partitions, and the processors of one partition, are applied
+// concurrently (at most GOMAXPROCS at once); a processor without
+// KeyedState holds a lock across its partitions.
+type engine struct {
+	cfg     RunnerConfig
+	byTopic map[string][]Processor
+	serial  map[string]*sync.Mutex // processors whose rows span keys
+	topics  []string
+	client  *kgo.Client
+	running chan struct{}
+	once    sync.Once
+	sem     chan struct{}
+
+	mu     sync.Mutex
+	paused map[tp]*pausedPartition // partitions backing off after a store failure
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+type pausedPartition struct {
+	until time.Time
+	bo    backoff.BackOff
+}
+
+func newEngine(cfg RunnerConfig) (*engine, error) {
+	e := &engine{cfg: cfg, byTopic: map[string][]Processor{}, serial: map[string]*sync.Mutex{}, running: make(chan struct{}),
+		sem: make(chan struct{}, runtime.GOMAXPROCS(0)), paused: map[tp]*pausedPartition{}}
+	for _, p := range cfg.Processors {
+		if k, ok := p.(KeyedState); !ok || !k.StatePerKey() {
+			e.serial[p.Name()] = &sync.Mutex{}
+		}
+		for _, t := range p.Topics() {
+			e.byTopic[string(t)] = append(e.byTopic[string(t)], p)
+		}
+	}
+	for t, ps := range e.byTopic {
+		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Name() < ps[j].Name() })
+		e.topics = append(e.topics, t)
+	}
+	sort.Strings(e.topics)
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumerGroup(string(ProcessorsGroup)),
+		kgo.ConsumeTopics(e.topics...),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(cfg.FetchMaxWait),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.AutoCommitMarks(),
+		kgo.AutoCommitInterval(time.Second),
+		kgo.DisableFetchSessions(), // avoids a data race inside franz-go's Client.Close
+		kgo.AdjustFetchOffsetsFn(e.storedOffsets),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { e.once.Do(func() { close(e.running) }) }),
+	}
+	opts = append(opts, cfg.SubscriberOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	e.client = cl
+	return e, nil
+}
+
+// storedOffsets starts each assigned partition at the lowest next offset
+// any processor of its topic has stored (those further on skip what they
+// applied: projections.AlreadyApplied), or at the start of the log.
+func (e *engine) storedOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	for topic, parts := range offsets {
+		for partition := range parts {
+			from := int64(-1)
+			for _, p := range e.byTopic[topic] {
+				next, ok := e.cfg.Store.NextOffset(p.Name(), topic, partition)
+				if !ok {
+					next = 0
+				}
+				if from < 0 || next < from {
+					from = next
+				}
+			}
+			if from >= 0 {
+				parts[partition] = kgo.NewOffset().At(from).WithEpoch(-1)
+			}
+		}
+	}
+	return offsets, nil
+}
+
+// run polls and applies until ctx ends.
+func (e *engine) run(ctx context.Context) error {
+	defer func() {
+		e.client.AllowRebalance() // a poll holds rebalances, and so leaving the group, until this
+		e.client.Close()
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil
+		}
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if e.resumeDue() {
+			// some partitions are paused: wake up to resume them
+			pollCtx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+		}
+		fs := e.client.PollRecords(pollCtx, e.cfg.MaxBatch)
+		cancel()
+		if fs.IsClientClosed() || ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				e.cfg.Logger.Error("fetch failed", err, map[string]any{"topic": t, "partition": p})
+			}
+		})
+		var wg sync.WaitGroup
+		fs.EachPartition(func(part kgo.FetchTopicPartition) {
+			if len(part.Records) == 0 {
+				return
+			}
+			wg.Add(1)
+			go func(topic string, partition int32, recs []*kgo.Record) {
+				defer wg.Done()
+				e.partition(ctx, topic, partition, recs)
+			}(part.Topic, part.Partition, part.Records)
+		})
+		wg.Wait()
+		e.client.AllowRebalance()
+	}
+}
+
+// partition applies one poll's records of one partition for every
+// processor of the topic.
+func (e *engine) partition(ctx context.Context, topic string, partition int32, recs []*kgo.Record) {
+	procs := e.byTopic[topic]
+	base := make([]projections.Item, len(recs))
+	for i, r := range recs {
+		base[i] = parseItem(r)
+	}
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Add(1)
+		go func(i int, p Processor) {
+			defer wg.Done()
+			e.sem <- struct{}{}
+			defer func() { <-e.sem }()
+			items := make([]projections.Item, len(base))
+			for j, it := range base {
+				rec := recs[j]
+				// a record that is no event of the topic is dead-lettered
+				// once, by the topic's first processor
+				if it.Err == nil || i == 0 {
+					it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
+				}
+				items[j] = it
+			}
+			errs[i] = e.apply(p, items)
+		}(i, p)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		e.backOff(topic, partition, err)
+		return
+	}
+	e.clearBackOff(topic, partition)
+	e.client.MarkCommitRecords(recs[len(recs)-1])
+}
+
+// apply runs ApplyBatch for p, retrying store failures cfg.MaxRetries times
+// with exponential backoff from cfg.RetryInterval.
+func (e *engine) apply(p Processor, items []projections.Item) error {
+	if mu := e.serial[p.Name()]; mu != nil {
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	bo := backoff.WithMaxRetries(&backoff.ExponentialBackOff{
+		InitialInterval: e.cfg.RetryInterval, RandomizationFactor: 0, Multiplier: 2,
+		MaxInterval: time.Minute, MaxElapsedTime: 0, Stop: backoff.Stop, Clock: backoff.SystemClock,
+	}, uint64(e.cfg.MaxRetries))
+	return backoff.Retry(func() error {
+		outs, err := e.cfg.Store.ApplyBatch(p.Name(), items, p.Apply)
+		if err != nil {
+			e.cfg.Logger.Error("store failed; retrying the batch", err, map[string]any{"processor": p.Name(), "at": items[0].Pos.String()})
+			return err
+		}
+		e.observe(p, items, outs)
+		return nil
+	}, bo)
+}
+
+func (e *engine) observe(p Processor, items []projections.Item, outs []projections.Outcome) {
+	m := e.cfg.Metrics
+	for i, o := range outs {
+		if o.Result == projections.DeadLettered {
+			e.cfg.Logger.Info("dead-lettered", map[string]any{"processor": p.Name(), "at": items[i].Pos.String(), "reason": o.Err.Error()})
+		}
+		if m == nil {
+			continue
+		}
+		m.observe(p.Name(), o.Result)
+		if o.Result == projections.DeadLettered {
+			if items[i].DeadLetter != nil {
+				m.DeadLettered.WithLabelValues(p.Name()).Inc()
+			}
+			if errors.Is(o.Err, projections.ErrConflictingDuplicate) {
+				m.ConflictingDuplicates.WithLabelValues(p.Name()).Inc()
+			}
+		}
+	}
+}
+
+// backOff pauses a partition whose batch failed after its retries, rewinds
+// it to the first record a processor still needs, and resumes it after an
+// exponential backoff (100 ms doubling to 30 s), so one failing partition
+// never holds the others.
+func (e *engine) backOff(topic string, partition int32, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := tp{topic, partition}
+	pp := e.paused[k]
+	if pp == nil {
+		pp = &pausedPartition{bo: &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.2,
+			Multiplier: 2, MaxInterval: 30 * time.Second, Stop: backoff.Stop, Clock: backoff.SystemClock}}
+		pp.bo.Reset()
+		e.paused[k] = pp
+	}
+	wait := pp.bo.NextBackOff()
+	pp.until = time.Now().Add(wait)
+	e.cfg.Logger.Error("partition paused after a store failure", err, map[string]any{"topic": topic, "partition": partition, "retry_in": wait.String()})
+	e.client.PauseFetchPartitions(map[string][]int32{topic: {partition}})
+	from, _ := e.storedOffsets(context.Background(), map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset()}})
+	e.client.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {partition: {Epoch: -1, Offset: from[topic][partition].EpochOffset().Offset}}})
+}
+
+func (e *engine) clearBackOff(topic string, partition int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.paused, tp{topic, partition})
+}
+
+// resumeDue resumes paused partitions whose backoff ran out and reports
+// whether any partition is still paused.
+func (e *engine) resumeDue() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	for k, pp := range e.paused {
+		if !pp.until.IsZero() && now.After(pp.until) {
+			e.client.ResumeFetchPartitions(map[string][]int32{k.topic: {k.partition}})
+			pp.until = time.Time{} // stays known until a batch succeeds, so the backoff grows
+		}
+	}
+	for _, pp := range e.paused {
+		if !pp.until.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// parseItem parses and validates r once, for every processor of its topic.
+func parseItem(r *kgo.Record) projections.Item {
+	it := projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}
+	env, err := events.FromRecord(r)
+	if err == nil {
+		err = events.CheckTopic(&env, events.Topic(r.Topic))
+	}
+	if err != nil {
+		it.Err = fmt.Errorf("at %s: %w", it.Pos, err)
+		return it
+	}
+	it.Env = &env
+	return it
+}
+
+// deadLetterRecord is the record events.TopicDeadLetter receives for rec,
+// rejected by p: the original key, value and headers, plus the reason and
+// where it came from (the header names Watermill's poison queue uses).
+func deadLetterRecord(p Processor, rec *kgo.Record, reason error) projections.OutboxRecord {
+	hs := make([]projections.Header, 0, len(rec.Headers)+6)
+	for _, h := range rec.Headers {
+		hs = append(hs, projections.Header{Key: h.Key, Value: h.Value})
+	}
+	hs = append(hs,
+		projections.Header{Key: HeaderError, Value: []byte(reason.Error())},
+		projections.Header{Key: HeaderPoisonedTopic, Value: []byte(rec.Topic)},
+		projections.Header{Key: HeaderHandler, Value: []byte(p.Name() + "@" + rec.Topic)},
+		projections.Header{Key: HeaderOriginalTopic, Value: []byte(rec.Topic)},
+		projections.Header{Key: HeaderOriginalPartition, Value: []byte(strconv.Itoa(int(rec.Partition)))},
+		projections.Header{Key: HeaderOriginalOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+	)
+	return projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: string(rec.Key), Value: rec.Value, Headers: hs}
+}

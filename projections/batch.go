@@ -1,0 +1,223 @@
+package projections
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/cockroachdb/pebble"
+)
+
+// Item is one consumed record handed to ApplyBatch.
+type Item struct {
+	// Pos is where the record sits in the log. Every item of one
+	// ApplyBatch call is on the same topic partition, in offset order.
+	Pos Position
+	// Env is the parsed, validated event; nil when the record did not parse
+	// (Err says why).
+	Env *events.Envelope
+	// Err is why the record is not an event of its topic (it does not
+	// parse, does not validate, or its type belongs on another topic). The
+	// item is never given to the ApplyFunc; it is dead-lettered.
+	Err error
+	// DeadLetter, when set, builds the dead-letter record written to the
+	// outbox, in the same batch as the offset that moves past the item,
+	// when the item is rejected. Nil: a rejected item only advances the
+	// offset (another processor of the topic dead-letters a record that does
+	// not parse, so it is dead-lettered once, not once per processor).
+	DeadLetter func(reason error) OutboxRecord
+}
+
+// Outcome is what ApplyBatch did with one item.
+type Outcome struct {
+	Result Result
+	// Err is the rejection of a DeadLettered item: a *RejectedError (the
+	// processor refused it), ErrConflictingDuplicate, or the item's own Err.
+	Err error
+}
+
+// ApplyBatch applies items, consecutive records of one topic partition, for
+// processor and commits them in as few Pebble batches as it can: normally
+// one, holding every item's projection changes, derived events (outbox),
+// idempotency key and dead-letter record, and the offset after the last
+// item. Exactly-once holds as for Apply: a crash keeps a whole batch or
+// none of it.
+//
+// A rejection (the ApplyFunc returned an error, a conflicting duplicate, an
+// item with Err) costs no neighbour: a rejected ApplyFunc call's partial
+// writes cannot be taken out of a Pebble batch, so the batch is discarded,
+// the items before the rejected one are applied again and committed (Apply
+// is deterministic), the rejected item is dead-lettered alone (its
+// DeadLetter record and its offset in one batch), and the rest continue in
+// a new batch. The returned outcomes have one entry per item.
+//
+// The error is a store failure (transient: the caller retries the call;
+// items committed before it are AlreadyApplied then). Calls for different
+// partitions of one processor may run concurrently: the caller makes sure
+// that the processor's state is per key then (a processor whose rows span
+// keys serialises its partitions itself).
+func (s *Store) ApplyBatch(processor string, items []Item, fn ApplyFunc) ([]Outcome, error) {
+	out := make([]Outcome, len(items))
+	if len(items) == 0 {
+		return out, nil
+	}
+	first := items[0].Pos
+	for _, it := range items {
+		if it.Pos.Topic != first.Topic || it.Pos.Partition != first.Partition {
+			return out, fmt.Errorf("projections: ApplyBatch: items of %s and %s: one topic partition per call", first, it.Pos)
+		}
+	}
+	unlock := s.lockPartition(processor, first.Topic, first.Partition)
+	defer unlock()
+	okey := offsetKey(processor, first.Topic, first.Partition)
+	i, limit := 0, len(items)
+	for i < len(items) {
+		n, failAt, err := s.applyRun(processor, okey, items[i:limit], out[i:limit], fn, true)
+		if err != nil {
+			return out, err
+		}
+		if failAt > 0 {
+			// item i+failAt was rejected: apply the good prefix on its own
+			limit = i + failAt
+			continue
+		}
+		i += n
+		limit = len(items)
+	}
+	return out, nil
+}
+
+// applyRun applies items in one batch. It returns how many items it
+// consumed (committed), or, when the ApplyFunc rejected item j > 0, failAt
+// = j and nothing committed: the caller applies items[:j] alone first. A
+// rejection of item 0 is dead-lettered (when deadLetter is set; else
+// returned as the error with nothing written) and counts as one consumed
+// item.
+func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn ApplyFunc, deadLetter bool) (n, failAt int, err error) {
+	b := s.db.NewIndexedBatch()
+	defer b.Close()
+	next, hasNext := s.NextOffset(processor, items[0].Pos.Topic, items[0].Pos.Partition)
+	var (
+		outbox  []OutboxRecord
+		touched []string
+		moved   bool // the offset moves in this batch
+	)
+	advance := func(pos Position) {
+		next, hasNext, moved = pos.Offset+1, true, true
+	}
+	reject := func(j int, it Item, why error) {
+		out[j] = Outcome{Result: DeadLettered, Err: why}
+		if it.DeadLetter != nil {
+			outbox = append(outbox, it.DeadLetter(why))
+		}
+		advance(it.Pos)
+	}
+	for j, it := range items {
+		if hasNext && it.Pos.Offset < next {
+			out[j] = Outcome{Result: AlreadyApplied}
+			continue
+		}
+		if it.Err != nil {
+			if !deadLetter {
+				return 0, -1, it.Err
+			}
+			reject(j, it, it.Err)
+			continue
+		}
+		dk := dedupKey(processor, it.Env.DedupKey())
+		sum := contentHash(it.Env)
+		prev, closer, gerr := b.Get(dk)
+		switch {
+		case gerr == nil:
+			// values written before content hashes were kept hold the offset only
+			conflict := len(prev) >= 8+len(sum) && string(prev[8:8+len(sum)]) != string(sum)
+			closer.Close()
+			if conflict {
+				cerr := fmt.Errorf("%w: (source %q, id %q) was applied before with other content", ErrConflictingDuplicate, it.Env.Source, it.Env.ID)
+				if !deadLetter {
+					return 0, -1, cerr
+				}
+				reject(j, it, cerr)
+				continue
+			}
+			out[j] = Outcome{Result: Duplicate}
+			advance(it.Pos)
+			continue
+		case !errors.Is(gerr, pebble.ErrNotFound):
+			return 0, -1, gerr
+		}
+		tx := &Tx{b: b, proj: processor, cause: it.Env}
+		if ferr := fn(tx, it.Env); ferr != nil {
+			if tx.err != nil { // a store failure inside the call, not a rejection
+				return 0, -1, tx.err
+			}
+			rerr := &RejectedError{Err: ferr}
+			if !deadLetter {
+				return 0, -1, rerr
+			}
+			if j > 0 {
+				return 0, j, nil
+			}
+			// the call's partial writes are in b: start a clean batch
+			b.Close()
+			b = s.db.NewIndexedBatch()
+			outbox, touched = nil, nil
+			reject(0, it, rerr)
+			return s.commitRun(b, okey, next, outbox, touched, processor, 1)
+		}
+		if tx.err != nil {
+			return 0, -1, tx.err
+		}
+		outbox = append(outbox, tx.out...)
+		touched = append(touched, tx.touched...)
+		pv := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(sum)), uint64(it.Pos.Offset))
+		if err := b.Set(dk, append(pv, sum...), nil); err != nil {
+			return 0, -1, err
+		}
+		out[j] = Outcome{Result: Applied}
+		advance(it.Pos)
+	}
+	if !moved {
+		return len(items), -1, nil
+	}
+	return s.commitRun(b, okey, next, outbox, touched, processor, len(items))
+}
+
+// commitRun writes the outbox rows and the offset into b, commits it and
+// runs the commit hooks; it reports n consumed items.
+func (s *Store) commitRun(b *pebble.Batch, okey string, next int64, outbox []OutboxRecord, touched []string, processor string, n int) (int, int, error) {
+	seq := s.reserveOutbox(len(outbox))
+	for _, rec := range outbox {
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return 0, -1, err
+		}
+		if err := b.Set(outboxKey(seq), val, nil); err != nil {
+			return 0, -1, err
+		}
+		seq++
+	}
+	if err := putOffset(b, okey, next); err != nil {
+		return 0, -1, err
+	}
+	if err := s.commit(b, okey, next, len(outbox) > 0); err != nil {
+		return 0, -1, err
+	}
+	if len(touched) > 0 {
+		s.mu.Lock()
+		hooks := s.hooks
+		s.mu.Unlock()
+		for _, h := range hooks {
+			h(processor, touched)
+		}
+	}
+	return n, -1, nil
+}
+
+// lockPartition serialises the ApplyBatch, Apply and Skip calls of one
+// processor on one topic partition.
+func (s *Store) lockPartition(processor, topic string, partition int32) func() {
+	return s.lockProcessor(offsetKey(processor, topic, partition))
+}

@@ -1,0 +1,140 @@
+package projections_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// batchItems are items at offsets 0.. of topic "t" partition 0 for ids.
+func batchItems(t *testing.T, ids ...string) []projections.Item {
+	t.Helper()
+	items := make([]projections.Item, len(ids))
+	for i, id := range ids {
+		items[i] = projections.Item{Pos: projections.Position{Topic: "t", Offset: int64(i)}, Env: feedback(t, id)}
+		items[i].DeadLetter = func(reason error) projections.OutboxRecord {
+			return projections.OutboxRecord{Topic: "dlq", Key: id, Value: []byte(reason.Error())}
+		}
+	}
+	return items
+}
+
+// poisonCounter counts like counter, writes a row per event, and refuses
+// the events whose id starts with "bad" after writing part of its change.
+func poisonCounter(tx *projections.Tx, env *events.Envelope) error {
+	if err := tx.Set("seen/"+env.ID, []byte("1")); err != nil {
+		return err
+	}
+	if strings.HasPrefix(env.ID, "bad") {
+		return fmt.Errorf("refused %s", env.ID)
+	}
+	return counter(tx, env)
+}
+
+func results(outs []projections.Outcome) string {
+	var b strings.Builder
+	for _, o := range outs {
+		b.WriteString([]string{"A", "a", "D", "X"}[o.Result])
+	}
+	return b.String()
+}
+
+// A rejected event inside a batch costs no neighbour: the others are
+// applied, only it is dead-lettered (its record in the outbox), and none of
+// its partial writes survive.
+func TestApplyBatchPoisonInTheMiddle(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	items := batchItems(t, "a", "b", "bad1", "c", "bad2", "bad3", "d")
+	outs, err := s.ApplyBatch("count", items, poisonCounter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := results(outs); got != "AAXAXXA" {
+		t.Fatalf("results %s, want AAXAXXA", got)
+	}
+	for _, i := range []int{2, 4, 5} {
+		var re *projections.RejectedError
+		if !errors.As(outs[i].Err, &re) || !strings.Contains(outs[i].Err.Error(), "refused bad") {
+			t.Fatalf("item %d: err %v, want a RejectedError naming it", i, outs[i].Err)
+		}
+	}
+	if got := rows(t, s); got != "xxxx" {
+		t.Fatalf("count row %q, want 4 applications", got)
+	}
+	for _, id := range []string{"bad1", "bad2", "bad3"} {
+		if _, ok, _ := s.Get("count", "seen/"+id); ok {
+			t.Fatalf("a partial write of rejected %s survived", id)
+		}
+	}
+	if next, _ := s.NextOffset("count", "t", 0); next != 7 {
+		t.Fatalf("next offset %d, want 7", next)
+	}
+	pending, err := s.PendingOutbox(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, p := range pending {
+		keys = append(keys, p.Topic+":"+p.Key)
+	}
+	if got := strings.Join(keys, ","); got != "dlq:bad1,dlq:bad2,dlq:bad3" {
+		t.Fatalf("outbox %s, want one dead-letter record per rejected event", got)
+	}
+	// applying the same batch again changes nothing
+	outs, err = s.ApplyBatch("count", items, poisonCounter)
+	if err != nil || results(outs) != "aaaaaaa" {
+		t.Fatalf("second application: %s %v, want all already applied", results(outs), err)
+	}
+}
+
+// Inside one batch, a repeat of an event is a duplicate, the same
+// idempotency key with other content a conflicting duplicate (dead-lettered),
+// and an item that did not parse is dead-lettered without calling the
+// processor — with a record only when the item carries one.
+func TestApplyBatchDuplicatesAndUnparsed(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	items := batchItems(t, "a", "a", "b", "c", "d")
+	other := feedback(t, "b")
+	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":false}`)
+	items[3].Env = other // b again, other content
+	items[4].Env, items[4].Err, items[4].DeadLetter = nil, errors.New("does not parse"), nil
+	called := 0
+	outs, err := s.ApplyBatch("count", items, func(tx *projections.Tx, env *events.Envelope) error {
+		called++
+		return counter(tx, env)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := results(outs); got != "ADAXX" {
+		t.Fatalf("results %s, want ADAXX", got)
+	}
+	if called != 2 || rows(t, s) != "xx" {
+		t.Fatalf("processor called %d times, row %q; want 2", called, rows(t, s))
+	}
+	if !errors.Is(outs[3].Err, projections.ErrConflictingDuplicate) {
+		t.Fatalf("item 3: %v, want a conflicting duplicate", outs[3].Err)
+	}
+	pending, _ := s.PendingOutbox(10)
+	if len(pending) != 1 || pending[0].Key != "c" { // item 3's record (built for id c)
+		t.Fatalf("outbox %+v, want the conflicting duplicate's record only", pending)
+	}
+}
+
+// Items of two partitions in one call are refused: a batch commits one
+// partition's offset.
+func TestApplyBatchOnePartition(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	items := batchItems(t, "a", "b")
+	items[1].Pos.Partition = 1
+	if _, err := s.ApplyBatch("count", items, counter); err == nil || !strings.Contains(err.Error(), "one topic partition") {
+		t.Fatalf("err %v, want one topic partition per call", err)
+	}
+}
