@@ -55,6 +55,11 @@ const (
 	GraphEdgeLearned Type = "graph.edge.learned.v1"
 	// GraphRanksUpdated: tool-graph PageRank and communities recomputed.
 	GraphRanksUpdated Type = "graph.ranks.updated.v1"
+	// PatternCounted: the sessions processor counted an evaluated session
+	// toward the coordination pattern of its tool sequence (or re-counted it
+	// after a re-score). Keyed by the pattern, so the patterns processor
+	// aggregates sessions of every partition in the order the log fixes.
+	PatternCounted Type = "coordination.pattern.counted.v1"
 	// PairContextRetrieved: the success patterns PAIR retrieval found for
 	// the gaps of a session below composite 95 (the pair worker).
 	PairContextRetrieved Type = "pair.context.retrieved.v1"
@@ -74,6 +79,11 @@ const (
 	TopicMemories Topic = "chronicle.memories"
 	// TopicEvaluations holds evaluation.completed.v1, keyed by session id.
 	TopicEvaluations Topic = "chronicle.evaluations"
+	// TopicPatterns holds coordination.pattern.counted.v1, keyed by the
+	// pattern (scope "/" pattern id): a repartition topic, so that the
+	// coordination patterns, an aggregate over sessions of every partition,
+	// are a function of one ordered log per pattern.
+	TopicPatterns Topic = "chronicle.patterns"
 	// TopicLearned is the learned-patterns topic downstream consumers
 	// subscribe to: confidence changes, prunes and tool-graph edges/ranks,
 	// keyed by memory or tool id.
@@ -91,7 +101,7 @@ const (
 var SinglePartition = map[Topic]bool{TopicMemories: true}
 
 // AllTopics lists every topic in creation order.
-var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicLearned, TopicDeadLetter}
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicDeadLetter}
 
 // TypeInfo says where an event type lives and how it is keyed.
 type TypeInfo struct {
@@ -127,6 +137,7 @@ var registry = map[Type]TypeInfo{
 	GraphRanksUpdated:       {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
 	PairContextRetrieved:    {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
 	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
+	PatternCounted:          {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
 }
 
 // CheckTopic returns a *ValidationError when e's type does not live on
@@ -184,7 +195,7 @@ func EntityID(e *Envelope) (string, error) {
 	if !ok {
 		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
-	if ti.Topic != TopicMemories && ti.Topic != TopicLearned && e.SessionID != "" {
+	if ti.Topic != TopicMemories && ti.Topic != TopicLearned && ti.Topic != TopicPatterns && e.SessionID != "" {
 		if err := CheckID(e.SessionID); err != nil {
 			return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
 		}

@@ -233,6 +233,9 @@ func (e *engine) apply(p Processor, items []projections.Item) error {
 
 func (e *engine) observe(p Processor, items []projections.Item, outs []projections.Outcome) {
 	m := e.cfg.Metrics
+	if m != nil {
+		m.BatchEvents.WithLabelValues(p.Name()).Observe(float64(len(items)))
+	}
 	for i, o := range outs {
 		if o.Result == projections.DeadLettered {
 			e.cfg.Logger.Info("dead-lettered", map[string]any{"processor": p.Name(), "at": items[i].Pos.String(), "reason": o.Err.Error()})

@@ -276,6 +276,9 @@ type Metrics struct {
 	// id) had been applied with other content, by processor; each is also
 	// dead-lettered (projections.ErrConflictingDuplicate).
 	ConflictingDuplicates *prometheus.CounterVec
+	// BatchEvents is the number of records a processor applied per Pebble
+	// batch (one partition's share of one poll), by processor.
+	BatchEvents *prometheus.HistogramVec
 }
 
 // NewMetrics registers the runner's metrics on reg.
@@ -295,7 +298,12 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Namespace: "chronicle", Name: "conflicting_duplicates_total",
 		Help: "Events whose idempotency key (source, id) was applied before with other content; never applied, dead-lettered.",
 	}, []string{"processor"})
-	reg.MustRegister(m.Events, m.DeadLettered, m.ConflictingDuplicates)
+	m.BatchEvents = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "chronicle", Name: "engine_batch_events",
+		Help:    "Records a processor applied in one Pebble batch (one partition's share of one poll).",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 7),
+	}, []string{"processor"})
+	reg.MustRegister(m.Events, m.DeadLettered, m.ConflictingDuplicates, m.BatchEvents)
 	return m
 }
 

@@ -212,6 +212,8 @@ func (h *harness) relay() {
 			switch env.Type {
 			case events.MemoryRecorded:
 				h.record(env)
+			case events.PatternCounted:
+				h.apply(sessions.PatternsName, events.TopicPatterns, &env, sessions.PatternsProcessor{}.Apply)
 			case events.EvaluationCompleted:
 				var ev events.EvaluationData
 				if err := env.Decode(&ev); err != nil {

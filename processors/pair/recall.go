@@ -75,7 +75,7 @@ func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (Recall, error) {
 			return fail(err)
 		}
 		for i := range envs { // the sessions processor projects the coordination patterns
-			if _, err := store.Apply(sessions.Name, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &envs[i], sessions.Processor{LLMDistillation: true}.Apply); err != nil {
+			if err := sessions.ApplyLocally(store, sessions.Processor{LLMDistillation: true}, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &envs[i]); err != nil {
 				return fail(err)
 			}
 			off++

@@ -71,11 +71,15 @@ type Config struct {
 	// of decay (default 0: no ticks; serve sets 24 h). The first tick comes
 	// one interval after start.
 	TickInterval time.Duration
+	// CommitHook, when set, is registered on the store before any processor
+	// starts (projections.Store.OnCommit): benchmarks and tests time or
+	// follow commits with it. Default none.
+	CommitHook projections.CommitHook
 }
 
 // DefaultProcessors are the processors a Chronicle service runs.
 func DefaultProcessors() []processors.Processor {
-	return []processors.Processor{sessions.Processor{}, memories.Processor{}, toolgraph.Processor{}}
+	return []processors.Processor{sessions.Processor{}, sessions.PatternsProcessor{}, memories.Processor{}, toolgraph.Processor{}}
 }
 
 // LogDir and ProjectionsDir are the sub-directories of a data directory.
@@ -124,6 +128,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	var err error
 	if p.Store, err = projections.Open(ProjectionsDir(cfg.DataDir), projections.Options{}); err != nil {
 		return nil, err
+	}
+	if cfg.CommitHook != nil {
+		p.Store.OnCommit(cfg.CommitHook)
 	}
 	fail := func(err error) (*Pipeline, error) {
 		p.Close()

@@ -114,27 +114,35 @@ func (p Pattern) Title() string {
 func patternKey(id string) string        { return "pt/" + id }
 func patternMemberKey(sid string) string { return "ps/" + sid }
 
-// countPattern counts session s, just evaluated as ev from in, toward the
-// pattern of its tool sequence. A re-evaluation (judge re-score) only
-// updates whether it succeeded. A session without successful calls has no
-// pattern. Cost: two row reads and writes, whatever the pattern's size.
+// PatternCountedData is the data of coordination.pattern.counted.v1.
+type PatternCountedData struct {
+	PatternID string   `json:"pattern_id"`
+	SessionID string   `json:"session_id"`
+	Steps     []string `json:"steps"`
+	Category  string   `json:"category"`
+	Tools     []string `json:"tools,omitempty"`
+	// Task is the session's goal (distill.TaskSummary).
+	Task string `json:"task"`
+	// Met: the session meets its criteria in this evaluation; First: it is
+	// counted for the first time; WasMet: it met them when last counted.
+	Met    bool `json:"met"`
+	First  bool `json:"first"`
+	WasMet bool `json:"was_met"`
+}
+
+// countPattern records that session s, just evaluated as ev from in,
+// follows the pattern of its tool sequence (its ps/ row, a row of the
+// session's own key) and, when that is new or whether it met its criteria
+// changed, emits coordination.pattern.counted.v1 keyed by the pattern: the
+// patterns processor aggregates those in the order of chronicle.patterns,
+// so the pattern rows do not depend on how session partitions interleave.
+// A session without successful calls has no pattern.
 func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.EvaluationData) error {
 	steps := distill.Steps(in.Calls)
 	if len(steps) == 0 {
 		return nil
 	}
 	id := PatternID(s.Scope, steps)
-	var p Pattern
-	ok, err := tx.GetJSON(patternKey(id), &p)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		p = Pattern{ID: id, Scope: s.Scope, Steps: steps, Category: CategoryReadOnly, Task: distill.TaskSummary(in.Task)}
-		if tools := distill.WriteTools(in); len(tools) > 0 {
-			p.Category, p.Tools = tools[0], tools
-		}
-	}
 	var m patternMember
 	counted, err := tx.GetJSON(patternMemberKey(s.Key()), &m)
 	if err != nil {
@@ -144,27 +152,72 @@ func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.Evalu
 	if counted && m.Met == met {
 		return nil
 	}
-	if !counted {
-		p.SessionCount++
-		p.Sessions = lastN(append(p.Sessions, s.ID), MaxPatternSessions)
-	}
-	switch {
-	case met:
-		if p.SucceededCount == 0 {
-			p.Task = distill.TaskSummary(in.Task)
-		}
-		p.SucceededCount++
-		p.Succeeded = lastN(append(p.Succeeded, s.ID), MaxPatternSessions)
-	case counted: // was a success, is no longer
-		p.SucceededCount--
-		if i := slices.Index(p.Succeeded, s.ID); i >= 0 {
-			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
-		}
+	d := PatternCountedData{PatternID: id, SessionID: s.ID, Steps: steps, Category: CategoryReadOnly, Task: distill.TaskSummary(in.Task),
+		Met: met, First: !counted, WasMet: counted && m.Met}
+	if tools := distill.WriteTools(in); len(tools) > 0 {
+		d.Category, d.Tools = tools[0], tools
 	}
 	if err := tx.SetJSON(patternMemberKey(s.Key()), patternMember{Pattern: id, Met: met}); err != nil {
 		return err
 	}
-	return tx.SetJSON(patternKey(id), p)
+	return tx.Emit(events.PatternCounted, d)
+}
+
+// PatternsName is the name of the patterns processor and its projection.
+const PatternsName = "patterns"
+
+// PatternsProcessor projects the coordination patterns (pt/<pattern id>
+// rows) from coordination.pattern.counted.v1 on chronicle.patterns. Its
+// state is per pattern, the record key of its topic.
+type PatternsProcessor struct{}
+
+// Name implements processors.Processor.
+func (PatternsProcessor) Name() string { return PatternsName }
+
+// Topics implements processors.Processor.
+func (PatternsProcessor) Topics() []events.Topic { return []events.Topic{events.TopicPatterns} }
+
+// StatePerKey implements processors.KeyedState: one row per pattern.
+func (PatternsProcessor) StatePerKey() bool { return true }
+
+// Apply implements processors.Processor: it counts the session toward the
+// pattern (exact counts, the last MaxPatternSessions sessions named) and
+// moves it in or out of Succeeded as its verdict changed. Cost: one row
+// read and write, whatever the pattern's size.
+func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
+	if env.Type != events.PatternCounted {
+		return nil
+	}
+	var d PatternCountedData
+	if err := env.Decode(&d); err != nil {
+		return err
+	}
+	var p Pattern
+	ok, err := tx.GetJSON(patternKey(d.PatternID), &p)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		p = Pattern{ID: d.PatternID, Scope: env.EffectiveScope(), Steps: d.Steps, Category: d.Category, Tools: d.Tools, Task: d.Task}
+	}
+	if d.First {
+		p.SessionCount++
+		p.Sessions = lastN(append(p.Sessions, d.SessionID), MaxPatternSessions)
+	}
+	switch {
+	case d.Met && (d.First || !d.WasMet):
+		if p.SucceededCount == 0 {
+			p.Task = d.Task
+		}
+		p.SucceededCount++
+		p.Succeeded = lastN(append(p.Succeeded, d.SessionID), MaxPatternSessions)
+	case !d.Met && d.WasMet: // was a success, is no longer
+		p.SucceededCount--
+		if i := slices.Index(p.Succeeded, d.SessionID); i >= 0 {
+			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
+		}
+	}
+	return tx.SetJSON(patternKey(d.PatternID), p)
 }
 
 // lastN is the last n elements of l.
@@ -178,14 +231,14 @@ func lastN(l []string, n int) []string {
 // GetPattern returns the pattern id; ok is false when there is none.
 func GetPattern(store *projections.Store, id string) (Pattern, bool, error) {
 	var p Pattern
-	ok, err := store.GetJSON(Name, patternKey(id), &p)
+	ok, err := store.GetJSON(PatternsName, patternKey(id), &p)
 	return p, ok, err
 }
 
 // EachPattern calls fn with every pattern in id order until fn returns
 // false.
 func EachPattern(store *projections.Store, fn func(Pattern) bool) error {
-	return store.Scan(Name, "pt/", "", func(_ string, val []byte) (bool, error) {
+	return store.Scan(PatternsName, "pt/", "", func(_ string, val []byte) (bool, error) {
 		var p Pattern
 		if err := json.Unmarshal(val, &p); err != nil {
 			return false, err
@@ -202,4 +255,34 @@ func PatternIDOfKey(key string) string {
 		return id
 	}
 	return ""
+}
+
+// ApplyLocally applies env at pos with p and then every
+// coordination.pattern.counted.v1 that emitted with PatternsProcessor, at
+// the next offsets of partition 0 of chronicle.patterns: the two steps the
+// pipeline takes through the log, for evaluations and tests that project
+// sessions without a broker. Errors are Apply's.
+func ApplyLocally(store *projections.Store, p Processor, pos projections.Position, env *events.Envelope) error {
+	var emitted []projections.OutboxRecord
+	if _, err := store.Apply(Name, pos, env, func(tx *projections.Tx, env *events.Envelope) error {
+		err := p.Apply(tx, env)
+		emitted = tx.Emitted()
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, rec := range emitted {
+		if rec.Type != events.PatternCounted {
+			continue
+		}
+		pc, err := events.ParseEvent(rec.Value)
+		if err != nil {
+			return err
+		}
+		next, _ := store.NextOffset(PatternsName, string(events.TopicPatterns), 0)
+		if _, err := store.Apply(PatternsName, projections.Position{Topic: string(events.TopicPatterns), Offset: next}, &pc, PatternsProcessor{}.Apply); err != nil {
+			return err
+		}
+	}
+	return nil
 }

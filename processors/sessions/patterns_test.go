@@ -42,7 +42,7 @@ func TestPatternsFromTauBench(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range envs {
-			if _, err := store.Apply(Name, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &envs[i], Processor{LLMDistillation: true}.Apply); err != nil {
+			if err := ApplyLocally(store, Processor{LLMDistillation: true}, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &envs[i]); err != nil {
 				t.Fatal(err)
 			}
 			off++
@@ -140,10 +140,22 @@ func (c *patternCounter) count(sid, rec string) Pattern {
 	}
 	env.SessionID = sid
 	s := &Session{ID: sid, Scope: "project:a"}
+	var emitted []projections.OutboxRecord
 	if _, err := c.store.Apply(Name, projections.Position{Topic: "t", Offset: c.off}, &env, func(tx *projections.Tx, _ *events.Envelope) error {
-		return countPattern(tx, s, c.in, events.EvaluationData{Recommendation: rec})
+		err := countPattern(tx, s, c.in, events.EvaluationData{Recommendation: rec})
+		emitted = tx.Emitted()
+		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range emitted { // what chronicle.patterns carries to the patterns processor
+		pc, err := events.ParseEvent(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.store.Apply(PatternsName, projections.Position{Topic: string(events.TopicPatterns), Offset: c.off}, &pc, PatternsProcessor{}.Apply); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.off++
 	p, ok, err := GetPattern(c.store, PatternID("project:a", distill.Steps(c.in.Calls)))

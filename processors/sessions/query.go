@@ -23,6 +23,9 @@ func Get(store *projections.Store, key string) (View, bool, error) {
 	if err != nil || !ok {
 		return v, ok, err
 	}
+	if v.Task, err = task(store, key); err != nil {
+		return v, true, err
+	}
 	if _, err := store.GetJSON(Name, criteriaKey(key), &v.Criteria); err != nil {
 		return v, true, err
 	}
@@ -165,6 +168,9 @@ func Input(store *projections.Store, key string) (flux.Input, bool, error) {
 	if err != nil || !ok {
 		return flux.Input{}, ok, err
 	}
+	if s.Task, err = task(store, key); err != nil {
+		return flux.Input{}, true, err
+	}
 	if _, err := store.GetJSON(Name, criteriaKey(key), &s.Criteria); err != nil {
 		return flux.Input{}, true, err
 	}
@@ -174,4 +180,11 @@ func Input(store *projections.Store, key string) (flux.Input, bool, error) {
 	}
 	in, err := inputFrom(&s, items)
 	return in, true, err
+}
+
+// task is the task text of the session with key (its d/ row).
+func task(store *projections.Store, key string) (string, error) {
+	var dt detail
+	_, err := store.GetJSON(Name, detailKey(key), &dt)
+	return dt.Task, err
 }

@@ -10,9 +10,9 @@ import (
 )
 
 // PatternSource is the search.Source of the CoordinationPattern collection:
-// one document per pattern row (pt/<id>) of this projection.
+// one document per pattern row (pt/<id>) of the patterns projection.
 func PatternSource() search.Source {
-	return search.Source{Collection: search.Patterns, Projection: Name, IDOfKey: PatternIDOfKey,
+	return search.Source{Collection: search.Patterns, Projection: PatternsName, IDOfKey: PatternIDOfKey,
 		Docs: func(store *projections.Store, ids []string) ([]search.Doc, []string, error) {
 			return search.RowDocs(store, ids, EachPattern, GetPattern, PatternDoc)
 		}}

@@ -12,8 +12,14 @@
 //	o/<outcome>/<key>              index for listing by outcome (empty value)
 //	j/<key>/<criterion id>         flux.Judged parsed from a judge.completed.v1
 //	i/<session id>\x00<scope>      index from a bare id to the scopes that hold it (empty value)
-//	pt/<pattern id>                Pattern: a coordination pattern (tool sequence) and its sessions
+//	d/<key>                        the session's task text (written once, at start)
 //	ps/<key>                       the pattern that counted the session, and whether as a success
+//
+// The coordination patterns (pt/<pattern id>) are the patterns projection's
+// (PatternsProcessor), fed through chronicle.patterns. Every row is one
+// session's, so partitions are applied concurrently (StatePerKey). The s/
+// row, rewritten by every event, holds the counters and short fields only;
+// the task text and the criteria are written once.
 //
 // <key> is the session's events.EntityKey, scope "/" id: the same id in two
 // scopes is two sessions, and no event of one scope reaches the other's.
@@ -93,8 +99,18 @@ func (Processor) Name() string { return Name }
 // Topics implements processors.Processor.
 func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
 
+// StatePerKey implements processors.KeyedState: every row is one session's.
+func (Processor) StatePerKey() bool { return true }
+
 func sessionKey(id string) string                { return "s/" + id }
 func criteriaKey(id string) string               { return "c/" + id }
+func detailKey(id string) string                 { return "d/" + id }
+
+// detail is the d/ row: a session's cold text, written once at start so
+// the s/ row every event rewrites stays small.
+type detail struct {
+	Task string `json:"task"`
+}
 func traceKey(id string, seq int) string         { return fmt.Sprintf("t/%s/%06d", id, seq) }
 func evaluationKey(id string) string             { return "e/" + id }
 func outcomeKey(outcome, id string) string       { return "o/" + outcome + "/" + id }
@@ -132,8 +148,11 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := env.Decode(&d); err != nil {
 			return err
 		}
-		s.Task, s.StartedAt = d.OriginalTask, env.Time
+		s.StartedAt = env.Time
 		s.Iteration, s.ParentSession = d.Iteration, d.ParentSession
+		if err := tx.SetJSON(detailKey(id), detail{Task: d.OriginalTask}); err != nil {
+			return err
+		}
 		if err := tx.SetJSON(criteriaKey(id), d.SuccessCriteria); err != nil {
 			return err
 		}
@@ -212,6 +231,11 @@ func emitDistilled(tx *projections.Tx, s *Session, ds distill.Session) error {
 // trace: the task, the criteria, the output, the minutes and the tool
 // calls — never the producer's outcome or reward.
 func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
+	var dt detail
+	if _, err := tx.GetJSON(detailKey(s.Key()), &dt); err != nil {
+		return flux.Input{}, err
+	}
+	s.Task = dt.Task
 	var items []TraceItem
 	err := tx.Scan(tracePrefix(s.Key()), func(_ string, val []byte) (bool, error) {
 		var it TraceItem

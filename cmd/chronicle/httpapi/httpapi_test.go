@@ -167,7 +167,7 @@ func TestIngestAndQuery(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"chronicle_processor_lag{", "chronicle_processor_events_total{", "chronicle_router_handler_execution_time_seconds"} {
+	for _, want := range []string{"chronicle_processor_lag{", "chronicle_processor_events_total{", "chronicle_engine_batch_events_bucket{"} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

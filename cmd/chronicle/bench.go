@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/processors/bench"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// benchCmd is `chronicle bench`: the engine's throughput and latency side by
+// side with the raw franz-go job, in one run on the embedded broker.
+func benchCmd() *cobra.Command {
+	var cfg bench.Config
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Throughput and latency of the processing engine next to a raw franz-go job, in one run on the embedded broker",
+		Long: `Produces --events tau-bench events into an embedded broker with --partitions partitions,
+then consumes them with: a raw franz-go job counting events per session in Pebble (one batch per
+fetch: the limit), Chronicle running a count processor, Chronicle running the default processors
+(what serve runs), and Replay of the default processors; last, the produce→projection latency of
+--probes single events. Ratios are to the raw job of the same run.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var bar *progressbar.ProgressBar
+			var stage string
+			cfg.Progress = func(s string, done, total int64) {
+				if s != stage || bar == nil {
+					if bar != nil {
+						_ = bar.Finish()
+					}
+					stage = s
+					bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription(s),
+						progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
+				}
+				if total > 0 {
+					bar.ChangeMax64(total)
+				}
+				_ = bar.Set64(done)
+			}
+			res, err := bench.Run(cmd.Context(), cfg)
+			if bar != nil {
+				_ = bar.Finish()
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			fmt.Printf("%d tau-bench events, embedded broker, %d partitions\n", res.Events, res.Partitions)
+			fmt.Printf("  raw franz-go count (one Pebble batch per fetch)  %9.0f events/s\n", res.RawEventsPerS)
+			fmt.Printf("  chronicle, count processor                       %9.0f events/s  ×%.3f raw\n", res.CountEventsPerS, res.CountRatio)
+			fmt.Printf("  chronicle, default processors                    %9.0f events/s  ×%.3f raw\n", res.DefaultEventsPerS, res.DefaultRatio)
+			fmt.Printf("  replay, default processors                       %9.0f records/s ×%.3f raw (%d records)\n", res.ReplayEventsPerS, res.ReplayRatio, res.ReplayRecords)
+			fmt.Printf("  produce→projection latency, single events        p50 %.2f ms  p99 %.2f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Events, "events", 20000, "tau-bench events to consume")
+	cmd.Flags().Int32Var(&cfg.Partitions, "partitions", 4, "partitions of every topic")
+	cmd.Flags().IntVar(&cfg.Probes, "probes", 500, "single events for the latency")
+	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "directory for the log and the stores (default a temporary one, removed afterwards)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}

@@ -1,0 +1,385 @@
+// Package bench measures the processing engine side by side in one run on
+// the embedded broker, the way Kafka's perf-test tools do: the same events,
+// already in the log, consumed by
+//
+//   - the raw job: a plain franz-go consumer that counts events per session
+//     in Pebble, one batch per fetch with the offsets (the limit);
+//   - Chronicle running a processor doing the same counting;
+//   - Chronicle running the default processors (what serve runs);
+//   - Replay of the default processors;
+//
+// and the produce→projection latency of single events on a running
+// pipeline. `chronicle bench` and `make bench` run it.
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/cockroachdb/pebble"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config configures Run. Zero fields take the documented defaults.
+type Config struct {
+	// Events is how many tau-bench events are consumed (default 20,000):
+	// the bundled 200 sessions, copied under new ids, whole sessions.
+	Events int
+	// Partitions of every topic (default 4).
+	Partitions int32
+	// Probes is how many single events measure the latency (default 500).
+	Probes int
+	// Dir holds the broker's log and the stores (default a temporary
+	// directory, removed afterwards).
+	Dir string
+	// Progress, when set, is told what runs and how far it got.
+	Progress func(stage string, done, total int64)
+}
+
+// Result is one run's measurements. Rates are events (records) per second
+// of wall time from the start of consumption until the last one is applied;
+// ratios are to the raw job of the same run.
+type Result struct {
+	Events            int     `json:"events"`
+	Partitions        int32   `json:"partitions"`
+	RawEventsPerS     float64 `json:"raw_events_per_s"`
+	CountEventsPerS   float64 `json:"count_events_per_s"`
+	DefaultEventsPerS float64 `json:"default_events_per_s"`
+	ReplayEventsPerS  float64 `json:"replay_events_per_s"`
+	CountRatio        float64 `json:"count_ratio"`
+	DefaultRatio      float64 `json:"default_ratio"`
+	ReplayRatio       float64 `json:"replay_ratio"`
+	LatencyP50Ms      float64 `json:"latency_p50_ms"`
+	LatencyP99Ms      float64 `json:"latency_p99_ms"`
+	// ReplayRecords is what the replay read: the events and every derived
+	// event the default processors wrote.
+	ReplayRecords int64 `json:"replay_records"`
+}
+
+func (c *Config) setDefaults() {
+	if c.Events == 0 {
+		c.Events = 20000
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 4
+	}
+	if c.Probes == 0 {
+		c.Probes = 500
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Events < 0:
+		return errors.New("bench: Config.Events: must be ≥ 0")
+	case c.Partitions < 0:
+		return errors.New("bench: Config.Partitions: must be ≥ 0")
+	case c.Probes < 0:
+		return errors.New("bench: Config.Probes: must be ≥ 0")
+	}
+	return nil
+}
+
+// Run runs every job once, in one process, against one embedded broker.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	res := Result{Events: cfg.Events, Partitions: cfg.Partitions}
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "chronicle-bench-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(d)
+		cfg.Dir = d
+	}
+	progress := func(stage string, done, total int64) {
+		if cfg.Progress != nil {
+			cfg.Progress(stage, done, total)
+		}
+	}
+	envs, err := Events(cfg.Events)
+	if err != nil {
+		return res, err
+	}
+	brk, err := broker.Start(ctx, broker.Config{DataDir: filepath.Join(cfg.Dir, "log"), Listen: "127.0.0.1:0", Partitions: cfg.Partitions})
+	if err != nil {
+		return res, err
+	}
+	defer brk.Close()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brk.Addrs()})
+	if err != nil {
+		return res, err
+	}
+	for i := 0; i < len(envs); i += 500 {
+		if err := prod.Publish(ctx, envs[i:min(i+500, len(envs))]...); err != nil {
+			prod.Close()
+			return res, err
+		}
+		progress("produce", int64(min(i+500, len(envs))), int64(len(envs)))
+	}
+	prod.Close()
+
+	if res.RawEventsPerS, err = rawCount(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "raw"), len(envs), progress); err != nil {
+		return res, fmt.Errorf("bench: raw job: %w", err)
+	}
+	if res.CountEventsPerS, _, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "count"), cfg, []processors.Processor{Count{}}, "count", len(envs), 0, progress); err != nil {
+		return res, fmt.Errorf("bench: count processor: %w", err)
+	}
+	var lat []time.Duration
+	if res.DefaultEventsPerS, lat, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "default"), cfg, pipeline.DefaultProcessors(), "default", len(envs), cfg.Probes, progress); err != nil {
+		return res, fmt.Errorf("bench: default processors: %w", err)
+	}
+	if res.ReplayEventsPerS, res.ReplayRecords, err = replay(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "replay"), progress); err != nil {
+		return res, fmt.Errorf("bench: replay: %w", err)
+	}
+	res.CountRatio = res.CountEventsPerS / res.RawEventsPerS
+	res.DefaultRatio = res.DefaultEventsPerS / res.RawEventsPerS
+	res.ReplayRatio = res.ReplayEventsPerS / res.RawEventsPerS
+	if len(lat) > 0 {
+		res.LatencyP50Ms = ms(quantile(lat, 0.50))
+		res.LatencyP99Ms = ms(quantile(lat, 0.99))
+	}
+	return res, nil
+}
+
+// Events returns n tau-bench events: the bundled sample's sessions, copied
+// under new session and event ids until n are reached (whole sessions, so
+// every copy is evaluated on completion; the last copy may be cut).
+func Events(n int) ([]events.Envelope, error) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]events.Envelope, 0, n)
+	for c := 0; len(out) < n; c++ {
+		for _, r := range recs {
+			envs, err := taubench.Events(r)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range envs {
+				e.SessionID = fmt.Sprintf("%s@%d", e.SessionID, c)
+				e.CorrelationID = e.SessionID
+				e.ID = fmt.Sprintf("%s@%d", e.ID, c)
+				out = append(out, e)
+				if len(out) == n {
+					return out, nil
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Count is the count processor: per record key (session), how many of its
+// events were applied, one row per session. Its state is per key.
+type Count struct{}
+
+// Name implements processors.Processor.
+func (Count) Name() string { return "count" }
+
+// Topics implements processors.Processor.
+func (Count) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
+
+// StatePerKey implements processors.KeyedState.
+func (Count) StatePerKey() bool { return true }
+
+// Apply implements processors.Processor.
+func (Count) Apply(tx *projections.Tx, env *events.Envelope) error {
+	key, err := events.Key(env)
+	if err != nil {
+		return err
+	}
+	v, _, err := tx.Get("c/" + key)
+	if err != nil {
+		return err
+	}
+	var n uint64
+	if len(v) == 8 {
+		n = binary.BigEndian.Uint64(v)
+	}
+	return tx.Set("c/"+key, binary.BigEndian.AppendUint64(nil, n+1))
+}
+
+// rawCount is the limit: franz-go consuming every partition of the
+// sessions topic, one indexed Pebble batch per fetch holding the
+// per-session counts (read-modify-write) and the partitions' next offsets.
+func rawCount(ctx context.Context, brokers []string, dir string, n int, progress func(string, int64, int64)) (float64, error) {
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(string(events.TopicSessions)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableFetchSessions())
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	start := time.Now()
+	got := 0
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		b := db.NewIndexedBatch()
+		var ferr error
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				k := append([]byte("c/"), r.Key...)
+				var c uint64
+				if v, closer, err := b.Get(k); err == nil {
+					c = binary.BigEndian.Uint64(v)
+					closer.Close()
+				} else if !errors.Is(err, pebble.ErrNotFound) {
+					ferr = err
+					return
+				}
+				if err := b.Set(k, binary.BigEndian.AppendUint64(nil, c+1), nil); err != nil {
+					ferr = err
+					return
+				}
+				got++
+			}
+			if len(p.Records) > 0 {
+				last := p.Records[len(p.Records)-1]
+				if err := b.Set([]byte("o/"+p.Topic+"/"+strconv.Itoa(int(p.Partition))), binary.BigEndian.AppendUint64(nil, uint64(last.Offset+1)), nil); err != nil {
+					ferr = err
+				}
+			}
+		})
+		if ferr == nil {
+			ferr = b.Commit(pebble.NoSync)
+		}
+		b.Close()
+		if ferr != nil {
+			return 0, ferr
+		}
+		progress("raw franz-go count", int64(got), int64(n))
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// chronicle starts a pipeline with procs on the log and waits until it has
+// caught up (derived events relayed and consumed too); rate is the n
+// events over that time. With probes > 0 it then measures the latency of
+// single events, each published alone and waited for until the sessions
+// projection committed it.
+func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, procs []processors.Processor, stage string, n, probes int, progress func(string, int64, int64)) (float64, []time.Duration, error) {
+	// the rate runs from the first commit to the last one: the pipeline's
+	// start (loading the embedding model, joining the group) is not the
+	// engine's work, and the caught-up check polls
+	var tmu sync.Mutex
+	var first, last time.Time
+	var mu sync.Mutex
+	waiting := map[string]chan struct{}{}
+	hook := func(projection string, keys []string) {
+		now := time.Now()
+		tmu.Lock()
+		if first.IsZero() {
+			first = now
+		}
+		last = now
+		tmu.Unlock()
+		if projection != "sessions" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			if ch, ok := waiting[k]; ok {
+				close(ch)
+				delete(waiting, k)
+			}
+		}
+	}
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, Brokers: brokers, Partitions: cfg.Partitions, Processors: procs, CommitHook: hook})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer p.Close()
+	var total int64 = -1
+	if err := p.WaitCaughtUp(ctx, func(lag int64) {
+		if total < 0 || lag > total {
+			total = lag
+		}
+		progress("chronicle "+stage, total-lag, total)
+	}); err != nil {
+		return 0, nil, err
+	}
+	tmu.Lock()
+	rate := float64(n) / last.Sub(first).Seconds()
+	tmu.Unlock()
+	if probes == 0 {
+		return rate, nil, nil
+	}
+	lat := make([]time.Duration, 0, probes)
+	for i := 0; i < probes; i++ {
+		env, err := events.New(events.MinuteRecorded, "bench/latency", fmt.Sprintf("probe-%d", i), time.Unix(1700000000, 0),
+			events.MinuteData{EventType: "message", Actor: "assistant", Data: []byte(`{"content":"probe"}`)})
+		if err != nil {
+			return 0, nil, err
+		}
+		env.SessionID = fmt.Sprintf("latency-%d", i)
+		done := make(chan struct{})
+		mu.Lock()
+		waiting["s/"+events.EntityKey(env.EffectiveScope(), env.SessionID)] = done
+		mu.Unlock()
+		t0 := time.Now()
+		if err := p.Producer.Publish(ctx, env); err != nil {
+			return 0, nil, err
+		}
+		select {
+		case <-done:
+			lat = append(lat, time.Since(t0))
+		case <-time.After(10 * time.Second):
+			return 0, nil, fmt.Errorf("probe %d not projected within 10 s", i)
+		}
+		progress("latency probes", int64(i+1), int64(probes))
+	}
+	return rate, lat, nil
+}
+
+// replay rebuilds the default processors' projections from the log into a
+// new store: records read per second.
+func replay(ctx context.Context, brokers []string, dir string, progress func(string, int64, int64)) (float64, int64, error) {
+	store, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer store.Close()
+	start := time.Now()
+	st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: pipeline.DefaultProcessors(),
+		Progress: func(done, total int64) { progress("replay", done, total) }})
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(st.Records) / time.Since(start).Seconds(), st.Records, nil
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
