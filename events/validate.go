@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/chronicle-dev/chronicle/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -148,7 +151,7 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 	if !utf8.Valid(raw) {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: "not valid UTF-8"}
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	doc, err := decodeAny(raw)
 	if err != nil {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: "not valid JSON: " + err.Error()}
 	}
@@ -156,7 +159,7 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 		return Envelope{}, schemaError(err, "")
 	}
 	var env Envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
+	if err := gojson.Unmarshal(raw, &env); err != nil {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: err.Error()}
 	}
 	if !allowDerived && registry[env.Type].Derived {
@@ -170,6 +173,23 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/data/source", Reason: "distilled memories are written by the distillation processor only; producers record explicit memories"}
 	}
 	return env, nil
+}
+
+// decodeAny decodes raw as jsonschema.UnmarshalJSON does (numbers as
+// json.Number, one value and nothing after it), with goccy/go-json:
+// decoding into any is the larger half of validating an event, and
+// go-json does it in about half the time of encoding/json (BenchmarkParseEvent).
+func decodeAny(raw []byte) (any, error) {
+	dec := gojson.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("invalid character after top-level value")
+	}
+	return doc, nil
 }
 
 func validateData(set *compiled, env *Envelope, data any) error {

@@ -1,7 +1,9 @@
 package projections
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,16 +65,59 @@ func Deterministic(err error) bool {
 // rather than silently lost. An exact repeat is still a Duplicate.
 var ErrConflictingDuplicate = errors.New("conflicting duplicate")
 
-// contentHash is the first 16 bytes of the SHA-256 of env's canonical JSON
-// (attributes in a fixed order, data compacted): two sends of one event
-// hash alike whatever their whitespace.
-func contentHash(env *events.Envelope) []byte {
+// contentHashV1 is the first 16 bytes of the SHA-256 of env's canonical
+// JSON (attributes in a fixed order, data compacted): two sends of one
+// event hash alike whatever their whitespace. Idempotency keys written
+// before contentHash existed hold it (a 24-byte value).
+func contentHashV1(env *events.Envelope) []byte {
 	raw, err := json.Marshal(env)
 	if err != nil {
 		raw = append([]byte(env.Type), env.Data...) // unreachable for a parsed event
 	}
 	h := sha256.Sum256(raw)
 	return h[:16]
+}
+
+// contentHash is the first 16 bytes of the SHA-256 of env's attributes in
+// a fixed order, each followed by a 0 byte, and its data compacted: the
+// same identity as contentHashV1 (whitespace does not count) without
+// encoding the whole event, which cost as much as the processor's work.
+func contentHash(env *events.Envelope) []byte {
+	h := sha256.New()
+	for _, a := range [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, env.Time, env.DataContentType,
+		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID} {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, env.Data); err != nil {
+		h.Write(env.Data) // unreachable for a parsed event
+	} else {
+		h.Write(buf.Bytes())
+	}
+	return h.Sum(nil)[:16]
+}
+
+// dedupValue is the value of an idempotency key: the offset it was applied
+// at, dedupVersion and contentHash.
+func dedupValue(offset int64, sum []byte) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 9+len(sum)), uint64(offset))
+	return append(append(v, dedupVersion), sum...)
+}
+
+const dedupVersion = 2
+
+// sameContent reports whether the stored idempotency-key value prev was
+// written for an event with env's content. Values of every earlier layout
+// are understood: offset only (no hash: the same), offset + contentHashV1.
+func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {
+	switch {
+	case len(prev) == 9+len(sum) && prev[8] == dedupVersion:
+		return bytes.Equal(prev[9:], sum)
+	case len(prev) == 8+16:
+		return bytes.Equal(prev[8:], contentHashV1(env))
+	}
+	return true
 }
 
 // ApplyFunc is a processor's reaction to one event: read and write its

@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,7 +131,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		switch {
 		case gerr == nil:
 			// values written before content hashes were kept hold the offset only
-			conflict := len(prev) >= 8+len(sum) && string(prev[8:8+len(sum)]) != string(sum)
+			conflict := !sameContent(prev, it.Env, sum)
 			closer.Close()
 			if conflict {
 				cerr := fmt.Errorf("%w: (source %q, id %q) was applied before with other content", ErrConflictingDuplicate, it.Env.Source, it.Env.ID)
@@ -172,8 +171,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		}
 		outbox = append(outbox, tx.out...)
 		touched = append(touched, tx.touched...)
-		pv := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(sum)), uint64(it.Pos.Offset))
-		if err := b.Set(dk, append(pv, sum...), nil); err != nil {
+		if err := b.Set(dk, dedupValue(it.Pos.Offset, sum), nil); err != nil {
 			return 0, -1, err
 		}
 		out[j] = Outcome{Result: Applied}

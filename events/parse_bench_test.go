@@ -1,0 +1,37 @@
+package events_test
+
+import (
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+)
+
+// BenchmarkParseEvent parses and validates real tau-bench events, the
+// engine's per-record cost before any processor runs.
+func BenchmarkParseEvent(b *testing.B) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var raws [][]byte
+	for _, r := range recs[:20] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range envs {
+			rec, err := events.Record(&envs[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			raws = append(raws, rec.Value)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := events.ParseEvent(raws[i%len(raws)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package bench_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/processors/bench"
+)
+
+// BenchmarkEngine runs `chronicle bench` once per iteration and reports its
+// rates and their ratios to the raw franz-go job of the same run
+// (CHRONICLE_BENCH_EVENTS overrides the 20,000 events).
+func BenchmarkEngine(b *testing.B) {
+	cfg := bench.Config{Dir: b.TempDir()}
+	if n, err := strconv.Atoi(os.Getenv("CHRONICLE_BENCH_EVENTS")); err == nil {
+		cfg.Events = n
+	}
+	for i := 0; i < b.N; i++ {
+		res, err := bench.Run(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(res.RawEventsPerS, "raw_ev/s")
+		b.ReportMetric(res.CountRatio, "count_ratio")
+		b.ReportMetric(res.DefaultRatio, "default_ratio")
+		b.ReportMetric(res.ReplayRatio, "replay_ratio")
+		b.ReportMetric(res.LatencyP99Ms, "p99_ms")
+	}
+}
+
+// A short run measures every job and gives rates that are positive and
+// ratios that are consistent with them.
+func TestRunSmall(t *testing.T) {
+	res, err := bench.Run(context.Background(), bench.Config{Events: 1500, Probes: 20, Partitions: 2, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RawEventsPerS <= 0 || res.CountEventsPerS <= 0 || res.DefaultEventsPerS <= 0 || res.ReplayEventsPerS <= 0 {
+		t.Fatalf("a rate is not positive: %+v", res)
+	}
+	if res.ReplayRecords < 1500 || res.LatencyP99Ms < res.LatencyP50Ms || res.LatencyP50Ms <= 0 {
+		t.Fatalf("replay records %d, latency p50 %v p99 %v", res.ReplayRecords, res.LatencyP50Ms, res.LatencyP99Ms)
+	}
+	if d := res.CountRatio - res.CountEventsPerS/res.RawEventsPerS; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("count ratio %v for %v / %v", res.CountRatio, res.CountEventsPerS, res.RawEventsPerS)
+	}
+}
