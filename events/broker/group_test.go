@@ -1,0 +1,223 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+)
+
+// startBroker runs the embedded broker on a free loopback port with every
+// Chronicle topic at 4 partitions.
+func startBroker(tb testing.TB) []string {
+	tb.Helper()
+	b, err := broker.Start(context.Background(), broker.Config{DataDir: tb.TempDir(), Listen: "127.0.0.1:0", Partitions: 4})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(b.Close)
+	return b.Addrs()
+}
+
+// member is one plain franz-go group member (cooperative-sticky, franz-go's
+// default balancer) that records what it consumed.
+type member struct {
+	name string
+	cl   *kgo.Client
+	done chan struct{}
+
+	mu    sync.Mutex
+	seen  map[string]int          // "partition/offset" → deliveries
+	first map[int32]time.Time     // first record per partition
+	last  map[int32]time.Time     // latest record per partition
+	owned map[int32]bool          // current assignment
+	gaps  map[int32]time.Duration // longest pause between records per partition
+}
+
+func newMember(tb testing.TB, name string, brokers []string, group string, topic events.Topic, opts ...kgo.Opt) *member {
+	tb.Helper()
+	m := &member{name: name, done: make(chan struct{}), seen: map[string]int{}, first: map[int32]time.Time{},
+		last: map[int32]time.Time{}, owned: map[int32]bool{}, gaps: map[int32]time.Duration{}}
+	all := append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(string(topic)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.DisableFetchSessions(), // as kafkapubsub: avoids a race in franz-go's Close
+		kgo.AutoCommitInterval(200 * time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, p := range a[string(topic)] {
+				m.owned[p] = true
+			}
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, p := range r[string(topic)] {
+				delete(m.owned, p)
+			}
+		}),
+	}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m.cl = cl
+	go func() {
+		defer close(m.done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			now := time.Now()
+			m.mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) {
+				m.seen[strconv.Itoa(int(r.Partition))+"/"+strconv.FormatInt(r.Offset, 10)]++
+				if _, ok := m.first[r.Partition]; !ok {
+					m.first[r.Partition] = now
+				}
+				if l, ok := m.last[r.Partition]; ok && now.Sub(l) > m.gaps[r.Partition] {
+					m.gaps[r.Partition] = now.Sub(l)
+				}
+				m.last[r.Partition] = now
+			})
+			m.mu.Unlock()
+		}
+	}()
+	tb.Cleanup(m.close)
+	return m
+}
+
+// close leaves the group gracefully (franz-go commits and sends LeaveGroup).
+func (m *member) close() {
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	m.cl.Close()
+	<-m.done
+}
+
+func (m *member) assignment() []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int32
+	for p := range m.owned {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// produce writes n records spread over the topic's partitions (by key) and
+// waits for their acknowledgements.
+func produce(tb testing.TB, brokers []string, topic events.Topic, from, n int) {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(string(topic)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		k := strconv.Itoa(from + i)
+		recs[i] = &kgo.Record{Key: []byte("key-" + k), Value: []byte(k)}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// waitAll waits until the members together have consumed want distinct
+// records, and fails with what each holds if that does not happen.
+func waitAll(t *testing.T, want int, within time.Duration, ms ...*member) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		union := map[string]bool{}
+		for _, m := range ms {
+			m.mu.Lock()
+			for k := range m.seen {
+				union[k] = true
+			}
+			m.mu.Unlock()
+		}
+		if len(union) >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			var desc string
+			for _, m := range ms {
+				m.mu.Lock()
+				desc += fmt.Sprintf(" %s: %d records, partitions %v;", m.name, len(m.seen), m.owned)
+				m.mu.Unlock()
+			}
+			t.Fatalf("group consumed %d of %d records within %s (stalled):%s", len(union), want, within, desc)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestGroupSplitsAndHandsOverPartitions is the control for issue 15's
+// stall: two plain franz-go members with the cooperative-sticky balancer
+// on the embedded broker (kfake) split 4 partitions, both make progress,
+// and after one leaves gracefully the other takes its partitions over from
+// the committed offsets and consumes everything. It passes: the embedded
+// broker's group coordinator is not what stalled the two serve instances.
+func TestGroupSplitsAndHandsOverPartitions(t *testing.T) {
+	brokers := startBroker(t)
+	const group = "control"
+	topic := events.TopicSessions
+	produce(t, brokers, topic, 0, 2000)
+
+	a := newMember(t, "A", brokers, group, topic)
+	waitAll(t, 1, 10*time.Second, a)
+	b := newMember(t, "B", brokers, group, topic)
+	produce(t, brokers, topic, 2000, 2000)
+	waitAll(t, 4000, 20*time.Second, a, b)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for len(a.assignment())+len(b.assignment()) != 4 || len(a.assignment()) == 0 || len(b.assignment()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no split of the 4 partitions: A %v, B %v", a.assignment(), b.assignment())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	bParts := b.assignment()
+	t.Logf("split: A %v, B %v", a.assignment(), bParts)
+
+	// Both members keep consuming while split.
+	produce(t, brokers, topic, 4000, 1000)
+	waitAll(t, 5000, 20*time.Second, a, b)
+
+	b.close() // graceful leave
+	produce(t, brokers, topic, 5000, 1000)
+	waitAll(t, 6000, 20*time.Second, a, b)
+	if got := a.assignment(); len(got) != 4 {
+		t.Fatalf("after B left, A owns %v, want all 4 partitions", got)
+	}
+	for _, m := range []*member{a, b} {
+		m.mu.Lock()
+		for k, n := range m.seen {
+			if n > 1 {
+				t.Errorf("%s consumed %s %d times", m.name, k, n)
+			}
+		}
+		m.mu.Unlock()
+	}
+}
