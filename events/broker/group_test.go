@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"sync"
@@ -220,4 +221,140 @@ func TestGroupSplitsAndHandsOverPartitions(t *testing.T) {
 		}
 		m.mu.Unlock()
 	}
+}
+
+// BenchmarkRebalancePauseAfterLeave measures issue 15's "rebalance pause
+// after a graceful leave" on the embedded broker with two plain franz-go
+// members and the cooperative-sticky balancer (franz-go's default): while a
+// producer writes to every partition continuously (a record per partition
+// every 5 ms), member B leaves the group gracefully (Client.Close: commit,
+// LeaveGroup) and the benchmark reports, from the start of the leave,
+//
+//   - moved-ms: until A has consumed a record of every partition B owned
+//     (partitions moved → processing again),
+//   - first-ms: until A consumed the first record of one of them,
+//   - own-gap-ms: the longest pause between two records on A's own
+//     partitions during the rebalance (cooperative: they keep flowing).
+//
+// One iteration is one leave; run it with -benchtime=1x -count=N. The
+// variants differ in kgo.HeartbeatInterval, how soon the member that stays
+// learns of the rebalance (franz-go's and Kafka's default: 3 s).
+func BenchmarkRebalancePauseAfterLeave(b *testing.B) {
+	for _, bc := range []struct {
+		name      string
+		heartbeat time.Duration
+	}{{"heartbeat=3s", 3 * time.Second}, {"heartbeat=500ms", 500 * time.Millisecond}} {
+		b.Run(bc.name, func(b *testing.B) {
+			brokers := startBroker(b)
+			topic := events.TopicSessions
+			var moved, first, gap time.Duration
+			for i := 0; i < b.N; i++ {
+				m, f, g := rebalancePause(b, brokers, "pause-"+strconv.Itoa(i), topic, bc.heartbeat)
+				moved += m
+				first += f
+				gap += g
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(moved.Milliseconds())/n, "moved-ms")
+			b.ReportMetric(float64(first.Milliseconds())/n, "first-ms")
+			b.ReportMetric(float64(gap.Milliseconds())/n, "own-gap-ms")
+		})
+	}
+}
+
+// rebalancePause runs one graceful leave of BenchmarkRebalancePauseAfterLeave.
+// The leave comes at a random phase of A's heartbeat (1 s + up to one
+// heartbeat interval after the split), as an operator's would.
+func rebalancePause(b *testing.B, brokers []string, group string, topic events.Topic, heartbeat time.Duration) (moved, first, ownGap time.Duration) {
+	b.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(string(topic)),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prod.Close()
+	stop := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			for p := int32(0); p < 4; p++ {
+				prod.Produce(context.Background(), &kgo.Record{Partition: p, Value: []byte(strconv.Itoa(n))}, nil)
+			}
+		}
+	}()
+	defer func() { close(stop); <-produced }()
+
+	a := newMember(b, "A", brokers, group, topic, kgo.HeartbeatInterval(heartbeat))
+	m := newMember(b, "B", brokers, group, topic, kgo.HeartbeatInterval(heartbeat))
+	deadline := time.Now().Add(20 * time.Second)
+	for len(a.assignment()) == 0 || len(m.assignment()) == 0 || len(a.assignment())+len(m.assignment()) != 4 {
+		if time.Now().After(deadline) {
+			b.Fatalf("no split of the 4 partitions: A %v, B %v", a.assignment(), m.assignment())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second + rand.N(heartbeat)) // both consuming steadily
+	bParts := m.assignment()
+	a.mu.Lock()
+	for p := range a.gaps {
+		a.gaps[p] = 0
+	}
+	for _, p := range bParts {
+		delete(a.first, p) // A may have held them before B joined
+	}
+	a.mu.Unlock()
+
+	start := time.Now()
+	m.close()
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		a.mu.Lock()
+		var firstAt, lastAt time.Time
+		all := true
+		for _, p := range bParts {
+			t, ok := a.first[p]
+			if !ok {
+				all = false
+				continue
+			}
+			if firstAt.IsZero() || t.Before(firstAt) {
+				firstAt = t
+			}
+			if t.After(lastAt) {
+				lastAt = t
+			}
+		}
+		if all {
+			for p, g := range a.gaps {
+				if !contains(bParts, p) && g > ownGap {
+					ownGap = g
+				}
+			}
+		}
+		a.mu.Unlock()
+		if all {
+			return lastAt.Sub(start), firstAt.Sub(start), ownGap
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("A consumed none or some of B's partitions %v within 30 s of B's leave: A owns %v", bParts, a.assignment())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func contains(ps []int32, p int32) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
 }
