@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -357,4 +359,42 @@ func contains(ps []int32, p int32) bool {
 		}
 	}
 	return false
+}
+
+// TestGroupMinSessionTimeout: a member asking for a 1 s session timeout is
+// refused by default (Kafka's 6 s minimum: INVALID_SESSION_TIMEOUT) and
+// joins and consumes with Config.GroupMinSessionTimeout lowered to 1 s.
+func TestGroupMinSessionTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		min  time.Duration
+		join bool
+	}{{"default 6s", 0, false}, {"lowered to 1s", time.Second, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := broker.Start(context.Background(), broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4, GroupMinSessionTimeout: tc.min})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			produce(t, b.Addrs(), events.TopicSessions, 0, 1)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumerGroup("short-session"),
+				kgo.ConsumeTopics(string(events.TopicSessions)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(300*time.Millisecond), kgo.DisableFetchSessions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			fs := cl.PollFetches(ctx)
+			var joinErr error
+			fs.EachError(func(_ string, _ int32, err error) { joinErr = err })
+			switch {
+			case tc.join && fs.NumRecords() != 1:
+				t.Fatalf("with a 1 s minimum: %d records, error %v; want the 1 record", fs.NumRecords(), joinErr)
+			case !tc.join && !errors.Is(joinErr, kerr.InvalidSessionTimeout):
+				t.Fatalf("with the default minimum: error %v, want INVALID_SESSION_TIMEOUT", joinErr)
+			}
+		})
+	}
 }
