@@ -3,6 +3,7 @@ package processors_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -26,14 +27,14 @@ type instance struct {
 	done   chan error
 }
 
-func startInstance(t *testing.T, name string, brokers []string, procs []processors.Processor) *instance {
+func startInstance(t testing.TB, name string, brokers []string, procs []processors.Processor, opts ...kgo.Opt) *instance {
 	t.Helper()
 	store, err := projections.Open(t.TempDir(), projections.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: procs,
-		SubscriberOpts: []kgo.Opt{kgo.ClientID("instance-" + name)}})
+		SubscriberOpts: append([]kgo.Opt{kgo.ClientID("instance-" + name)}, opts...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func sessionsByPartition(t *testing.T, brokers []string, end map[int32]int64) ma
 
 // assignment is the group's current assignment of the sessions topic's
 // partitions by client id.
-func assignment(t *testing.T, adm *kadm.Client, group string) map[string][]int32 {
+func assignment(t testing.TB, adm *kadm.Client, group string) map[string][]int32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -178,7 +179,7 @@ func assignment(t *testing.T, adm *kadm.Client, group string) map[string][]int32
 
 // waitFor polls cond every 50 ms until it returns "" (done) or within
 // passes, then fails with cond's last explanation.
-func waitFor(t *testing.T, within time.Duration, cond func() string) {
+func waitFor(t testing.TB, within time.Duration, cond func() string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -338,4 +339,163 @@ func TestTwoInstancesSplitAndHandOver(t *testing.T) {
 	if n := a.sessionCount(t); n != nSessions {
 		t.Fatalf("after B left, A holds %d sessions, want %d", n, nSessions)
 	}
+}
+
+// BenchmarkRunnerHandOverAfterLeave measures issue 15's "rebalance pause
+// after a graceful leave" in Chronicle's path: two Runners (sessions
+// processor, kafkapubsub subscribers, own Pebble stores) split the 4
+// partitions of chronicle.sessions while tau-bench sessions keep arriving
+// (one every 20 ms); then B closes (its members commit and leave) and the
+// benchmark reports, from the start of B's Close,
+//
+//   - first-ms: until A has applied a record of every partition B owned
+//     (processing again),
+//   - caught-up-ms: until A's store reached, on each of them, the end
+//     offset the partition had when B started leaving.
+//
+// A ran alone before B joined, so its store has positions on B's
+// partitions and it resumes there: what it catches up on is what B applied
+// meanwhile. One iteration is one leave; run with -benchtime=1x -count=N.
+// The variants differ in the consumers' kgo.HeartbeatInterval (passed as
+// RunnerConfig.SubscriberOpts), how soon A learns of the rebalance.
+func BenchmarkRunnerHandOverAfterLeave(b *testing.B) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, hb := range []time.Duration{3 * time.Second, 500 * time.Millisecond} {
+		b.Run("heartbeat="+hb.String(), func(b *testing.B) {
+			var first, caught time.Duration
+			for i := 0; i < b.N; i++ {
+				f, c := handOver(b, recs, hb)
+				first += f
+				caught += c
+			}
+			b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "first-ms")
+			b.ReportMetric(float64(caught.Milliseconds())/float64(b.N), "caught-up-ms")
+		})
+	}
+}
+
+// handOver runs one leave of BenchmarkRunnerHandOverAfterLeave, at a
+// random phase of A's heartbeat.
+func handOver(b *testing.B, recs []taubench.Record, heartbeat time.Duration) (first, caught time.Duration) {
+	opts := []kgo.Opt{kgo.HeartbeatInterval(heartbeat)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: b.TempDir(), Listen: "127.0.0.1:0", Partitions: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer brk.Close()
+	brokers := brk.Addrs()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prod.Close()
+	publish := func(r taubench.Record) {
+		envs, err := taubench.Events(r)
+		if err == nil {
+			err = prod.Publish(ctx, envs...)
+		}
+		if err != nil && ctx.Err() == nil {
+			b.Error(err)
+		}
+	}
+	for _, r := range recs[:40] {
+		publish(r)
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	ends := func() map[int32]int64 {
+		l, err := adm.ListEndOffsets(ctx, string(events.TopicSessions))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := map[int32]int64{}
+		l.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+		return out
+	}
+	next := func(in *instance, p int32) int64 {
+		n, _ := in.store.NextOffset(sessions.Name, string(events.TopicSessions), p)
+		return n
+	}
+
+	procs := []processors.Processor{sessions.Processor{}}
+	group := processors.GroupID(sessions.Processor{}, events.TopicSessions)
+	a := startInstance(b, "A", brokers, procs, opts...)
+	end := ends()
+	waitFor(b, 30*time.Second, func() string {
+		for p, e := range end {
+			if next(a, p) < e {
+				return "A alone did not catch up"
+			}
+		}
+		return ""
+	})
+	bi := startInstance(b, "B", brokers, procs, opts...)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // sessions keep arriving
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for _, r := range recs[40:] {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			publish(r)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	var bParts []int32
+	waitFor(b, 30*time.Second, func() string {
+		owned := assignment(b, adm, group)
+		if len(owned["instance-A"]) == 0 || len(owned["instance-B"]) == 0 {
+			return fmt.Sprintf("no split: %v", owned)
+		}
+		for _, p := range owned["instance-B"] {
+			if next(bi, p) == 0 {
+				return "B has not started its partitions"
+			}
+		}
+		bParts = owned["instance-B"]
+		return ""
+	})
+	time.Sleep(time.Second + rand.N(heartbeat))
+
+	at := map[int32]int64{}
+	for _, p := range bParts {
+		at[p] = next(a, p)
+	}
+	start := time.Now()
+	leaveEnd := ends()
+	bi.stop()
+	deadline := time.Now().Add(60 * time.Second)
+	for first == 0 || caught == 0 {
+		moved, upToDate := true, true
+		for _, p := range bParts {
+			n := next(a, p)
+			moved = moved && n > at[p]
+			upToDate = upToDate && n >= leaveEnd[p]
+		}
+		if moved && first == 0 {
+			first = time.Since(start)
+		}
+		if upToDate && caught == 0 {
+			caught = time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("A did not take over B's partitions %v within 60 s", bParts)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return first, caught
 }
