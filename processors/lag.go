@@ -16,13 +16,29 @@ type PartitionLag struct {
 	Processor string `json:"processor"`
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	Next      int64  `json:"next"` // next offset the processor will consume
-	End       int64  `json:"end"`  // high watermark of the partition
-	Lag       int64  `json:"lag"`  // End − Next, ≥ 0
+	Next      int64  `json:"next"` // next offset the processor will consume in this store
+	// Committed is the offset last committed to the processor's consumer
+	// group for the partition, by whichever instance owns it (-1: none).
+	Committed int64 `json:"committed"`
+	End       int64 `json:"end"` // high watermark of the partition
+	Lag       int64 `json:"lag"` // End − max(Next, Committed), ≥ 0
 }
 
-// Lag computes every processor's lag per partition from the stored offsets
-// and the partitions' end offsets, sorted by processor, topic, partition.
+// Lag computes every processor's lag per partition from the stored offsets,
+// the consumer groups' committed offsets and the partitions' end offsets,
+// sorted by processor, topic, partition.
+//
+// A partition counts as processed up to the further of this store's
+// position and the group's committed offset. With several instances in a
+// group, a partition another instance owns is never consumed here, so its
+// stored position stays where it was: counted alone it would show as lag
+// that never moves, on every instance, while the group is caught up (issue
+// 15's "stall"). The owner commits its progress (the Runner's consumers
+// every second), so the committed offset carries it. An instance alone in
+// its groups commits only what it applied, so for it Lag is End − Next as
+// before. An instance restoring a partition from the start of the log
+// shows the previous owner's commit until it commits its own first
+// progress (within the commit interval).
 func Lag(ctx context.Context, adm *kadm.Client, store *projections.Store, procs []Processor) ([]PartitionLag, error) {
 	topicSet := map[string]bool{}
 	for _, p := range procs {
@@ -38,19 +54,34 @@ func Lag(ctx context.Context, adm *kadm.Client, store *projections.Store, procs 
 	if err != nil {
 		return nil, fmt.Errorf("processors: end offsets: %w", err)
 	}
+	var groups []string
+	for _, p := range procs {
+		for _, t := range p.Topics() {
+			groups = append(groups, GroupID(p, t))
+		}
+	}
+	committed := adm.FetchManyOffsets(ctx, groups...)
 	var out []PartitionLag
 	for _, p := range procs {
 		for _, t := range p.Topics() {
+			group := committed[GroupID(p, t)]
+			if group.Err != nil && !errors.Is(group.Err, kerr.GroupIDNotFound) {
+				return nil, fmt.Errorf("processors: committed offsets of %s: %w", GroupID(p, t), group.Err)
+			}
 			ends.Each(func(o kadm.ListedOffset) {
 				if o.Topic != string(t) || o.Err != nil {
 					return
 				}
 				next, _ := store.NextOffset(p.Name(), o.Topic, o.Partition)
-				lag := o.Offset - next
+				c := int64(-1)
+				if r, ok := group.Fetched.Lookup(o.Topic, o.Partition); ok && r.Err == nil {
+					c = r.At
+				}
+				lag := o.Offset - max(next, c)
 				if lag < 0 {
 					lag = 0
 				}
-				out = append(out, PartitionLag{Processor: p.Name(), Topic: o.Topic, Partition: o.Partition, Next: next, End: o.Offset, Lag: lag})
+				out = append(out, PartitionLag{Processor: p.Name(), Topic: o.Topic, Partition: o.Partition, Next: next, Committed: c, End: o.Offset, Lag: lag})
 			})
 			if err := ends.Error(); err != nil {
 				return nil, fmt.Errorf("processors: end offsets: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -11,13 +12,14 @@ import (
 
 func brokerCmd() *cobra.Command {
 	var c commonFlags
+	var minSession time.Duration
 	cmd := &cobra.Command{
 		Use:   "broker",
 		Short: "Run only the embedded Kafka-protocol broker on DATA/log (for kcat or other clients)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: c.kafkaListen, Partitions: c.partitions})
+			b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: c.kafkaListen, Partitions: c.partitions, GroupMinSessionTimeout: minSession})
 			if err != nil {
 				return err
 			}
@@ -29,5 +31,6 @@ func brokerCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
+	cmd.Flags().DurationVar(&minSession, "group-min-session-timeout", 0, "shortest session timeout a consumer group member may ask for (Kafka's group.min.session.timeout.ms); 0: Kafka's 6s")
 	return cmd
 }

@@ -38,6 +38,12 @@ type Config struct {
 	// (default false: like Kafka's default flush policy, acknowledged
 	// batches are in the OS page cache and survive a killed process).
 	SyncWrites bool
+	// GroupMinSessionTimeout is the embedded broker's
+	// group.min.session.timeout.ms: the shortest session timeout a group
+	// member may ask for (kgo.SessionTimeout). Default 0: Kafka's 6 s.
+	// Multi-instance tests lower it to fail a stopped instance over
+	// within seconds.
+	GroupMinSessionTimeout time.Duration
 }
 
 // Validate reports the first invalid field.
@@ -47,6 +53,9 @@ func (c Config) Validate() error {
 	}
 	if c.Partitions < 0 {
 		return errors.New("broker: Config.Partitions: must be ≥ 1")
+	}
+	if c.GroupMinSessionTimeout < 0 || c.GroupMinSessionTimeout > 0 && c.GroupMinSessionTimeout < time.Millisecond {
+		return fmt.Errorf("broker: Config.GroupMinSessionTimeout: must be 0 (6 s) or ≥ 1ms, got %s", c.GroupMinSessionTimeout)
 	}
 	if c.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
@@ -95,6 +104,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle")}
 		if cfg.SyncWrites {
 			opts = append(opts, kfake.SyncWrites())
+		}
+		if cfg.GroupMinSessionTimeout > 0 {
+			opts = append(opts, kfake.GroupMinSessionTimeout(cfg.GroupMinSessionTimeout))
 		}
 		c, err := kfake.NewCluster(opts...)
 		if err != nil {

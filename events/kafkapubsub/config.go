@@ -145,9 +145,13 @@ type SubscriberConfig struct {
 	// If it returns ok, consumption of that partition starts at offset
 	// next (the offset of the first record to deliver), overriding the
 	// group's committed offset; records below next are never delivered.
-	// If it returns !ok, the committed offset (or the start of the log)
-	// is used. With a group, it is called from franz-go's group management
-	// goroutine and must be fast and safe for concurrent use. Default: nil.
+	// If it returns !ok, the partition starts at the start of the log:
+	// with InitialOffsets set the group's committed offset is never a
+	// start position, since it may have been committed by another member
+	// (another instance, with its own state) and starting there would
+	// skip every record below it. With a group, it is called from
+	// franz-go's group management goroutine and must be fast and safe for
+	// concurrent use. Default: nil.
 	InitialOffsets func(topic string, partition int32) (next int64, ok bool)
 }
 

@@ -38,7 +38,9 @@
 //
 // SubscriberConfig.InitialOffsets lets the application keep its own
 // checkpoints: when it reports an offset for a partition, consumption of that
-// partition starts there, overriding the group's committed offset.
+// partition starts there, overriding the group's committed offset; a
+// partition it has no checkpoint for starts at the start of the log (the
+// committed offset may be another member's).
 //
 // Every delivered message carries the metadata entries TopicMetadataKey,
 // PartitionMetadataKey, OffsetMetadataKey, RecordKeyMetadataKey and

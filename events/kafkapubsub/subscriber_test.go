@@ -22,8 +22,9 @@ import (
 const waitMsg = 10 * time.Second
 
 // TestInitialOffsetsGroup: InitialOffsets overrides the group's committed
-// offset when partitions are assigned; when it declines, the committed
-// offset is used.
+// offset when partitions are assigned; when it declines, the partition
+// starts at the start of the log, not at the committed offset (which
+// another member, with other state, may have committed).
 func TestInitialOffsetsGroup(t *testing.T) {
 	brokers := startCluster(t)
 	const topic, group = "initial-offsets", "initial-offsets-group"
@@ -90,7 +91,7 @@ func TestInitialOffsetsGroup(t *testing.T) {
 	}
 	mu.Unlock()
 
-	// InitialOffsets declines: the committed offset (8) is used.
+	// InitialOffsets declines: the start of the log, not the committed 8.
 	sub = newTestSubscriber(t, kafkapubsub.SubscriberConfig{
 		Brokers:        brokers,
 		ConsumerGroup:  group,
@@ -100,8 +101,11 @@ func TestInitialOffsetsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := offsetOf(t, receive(t, ch, waitMsg)); got != 8 {
-		t.Fatalf("first offset without an initial offset %d, want the committed 8", got)
+	if got := committedOffset(t, brokers, group, topic, 0); got != 8 {
+		t.Fatalf("committed offset %d, want 8", got)
+	}
+	if got := offsetOf(t, receive(t, ch, waitMsg)); got != 0 {
+		t.Fatalf("first offset without an initial offset %d, want 0 (the start of the log), not the committed 8", got)
 	}
 }
 

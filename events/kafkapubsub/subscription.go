@@ -89,14 +89,23 @@ func (s *subscription) logPartitions(msg string) func(context.Context, *kgo.Clie
 }
 
 // adjustOffsets applies InitialOffsets to the offsets a group member is about
-// to start its newly assigned partitions at.
+// to start its newly assigned partitions at. A partition InitialOffsets
+// declines starts at the start of the log, never at the group's committed
+// offset: the application keeps its own positions, so it has applied
+// nothing of that partition, and the committed offset may be another
+// member's (another instance's store), which would skip every record below
+// it (issue 15).
 func (s *subscription) adjustOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	for topic, partitions := range offsets {
 		for partition := range partitions {
-			if next, ok := s.cfg.InitialOffsets(topic, partition); ok {
-				partitions[partition] = kgo.NewOffset().At(next).WithEpoch(-1)
-				s.logger.Debug("Starting partition at initial offset", watermill.LogFields{"partition": partition, "offset": next})
+			next, ok := s.cfg.InitialOffsets(topic, partition)
+			if !ok {
+				partitions[partition] = kgo.NewOffset().AtStart()
+				s.logger.Debug("Starting partition at the start of the log", watermill.LogFields{"partition": partition})
+				continue
 			}
+			partitions[partition] = kgo.NewOffset().At(next).WithEpoch(-1)
+			s.logger.Debug("Starting partition at initial offset", watermill.LogFields{"partition": partition, "offset": next})
 		}
 	}
 	return offsets, nil
