@@ -257,7 +257,7 @@ func TestTwoInstancesSplitAndHandOver(t *testing.T) {
 	// A processes the first half alone, and its progress is committed to
 	// the group, before B joins (as in the second run).
 	procs := []processors.Processor{sessions.Processor{}}
-	group := processors.GroupID(sessions.Processor{}, events.TopicSessions)
+	group := string(processors.ProcessorsGroup)
 	a := startInstance(t, "A", brokers, procs)
 	half := ends()
 	waitFor(t, 20*time.Second, func() string {
@@ -427,7 +427,7 @@ func handOver(b *testing.B, recs []taubench.Record, heartbeat time.Duration) (fi
 	}
 
 	procs := []processors.Processor{sessions.Processor{}}
-	group := processors.GroupID(sessions.Processor{}, events.TopicSessions)
+	group := string(processors.ProcessorsGroup)
 	a := startInstance(b, "A", brokers, procs, opts...)
 	end := ends()
 	waitFor(b, 30*time.Second, func() string {

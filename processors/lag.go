@@ -33,8 +33,8 @@ type PartitionLag struct {
 // group, a partition another instance owns is never consumed here, so its
 // stored position stays where it was: counted alone it would show as lag
 // that never moves, on every instance, while the group is caught up (issue
-// 15's "stall"). The owner commits its progress (the Runner's consumers
-// every second), so the committed offset carries it. An instance alone in
+// 15's "stall"). The owner commits its progress (the engine marks a partition's
+// records once every processor applied them and commits every second), so the committed offset carries it. An instance alone in
 // its groups commits only what it applied, so for it Lag is End − Next as
 // before. An instance restoring a partition from the start of the log
 // shows the previous owner's commit until it commits its own first
@@ -54,19 +54,13 @@ func Lag(ctx context.Context, adm *kadm.Client, store *projections.Store, procs 
 	if err != nil {
 		return nil, fmt.Errorf("processors: end offsets: %w", err)
 	}
-	var groups []string
-	for _, p := range procs {
-		for _, t := range p.Topics() {
-			groups = append(groups, GroupID(p, t))
-		}
-	}
-	committed := adm.FetchManyOffsets(ctx, groups...)
+	committed := adm.FetchManyOffsets(ctx, string(ProcessorsGroup))
 	var out []PartitionLag
 	for _, p := range procs {
 		for _, t := range p.Topics() {
-			group := committed[GroupID(p, t)]
+			group := committed[string(ProcessorsGroup)]
 			if group.Err != nil && !errors.Is(group.Err, kerr.GroupIDNotFound) {
-				return nil, fmt.Errorf("processors: committed offsets of %s: %w", GroupID(p, t), group.Err)
+				return nil, fmt.Errorf("processors: committed offsets of %s: %w", ProcessorsGroup, group.Err)
 			}
 			ends.Each(func(o kadm.ListedOffset) {
 				if o.Topic != string(t) || o.Err != nil {

@@ -27,11 +27,6 @@ type Processor interface {
 	Apply(tx *projections.Tx, env *events.Envelope) error
 }
 
-// GroupID is the consumer group of processor p on topic t:
-// chronicle.<processor>.<topic>. One group per topic keeps every group's
-// subscription uniform.
-func GroupID(p Processor, t events.Topic) string { return "chronicle." + p.Name() + "." + string(t) }
-
 // TotalOrder is implemented by processors whose state spans keys (and so
 // partitions): they are deterministic functions of the log only when each
 // of their topics has a single partition. The pipeline refuses to start
