@@ -102,15 +102,16 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicSes
 // StatePerKey implements processors.KeyedState: every row is one session's.
 func (Processor) StatePerKey() bool { return true }
 
-func sessionKey(id string) string                { return "s/" + id }
-func criteriaKey(id string) string               { return "c/" + id }
-func detailKey(id string) string                 { return "d/" + id }
+func sessionKey(id string) string  { return "s/" + id }
+func criteriaKey(id string) string { return "c/" + id }
+func detailKey(id string) string   { return "d/" + id }
 
 // detail is the d/ row: a session's cold text, written once at start so
 // the s/ row every event rewrites stays small.
 type detail struct {
 	Task string `json:"task"`
 }
+
 func traceKey(id string, seq int) string         { return fmt.Sprintf("t/%s/%06d", id, seq) }
 func evaluationKey(id string) string             { return "e/" + id }
 func outcomeKey(outcome, id string) string       { return "o/" + outcome + "/" + id }
