@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/cockroachdb/pebble"
@@ -167,6 +168,7 @@ func (s *Store) commit(b *pebble.Batch, okey string, next int64, emitted bool) e
 	s.mu.Lock()
 	s.offsets[okey] = next
 	s.mu.Unlock()
+	s.lastCommit.Store(time.Now().UnixNano())
 	if emitted {
 		select {
 		case s.notify <- struct{}{}:

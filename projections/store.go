@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -127,6 +130,19 @@ type Store struct {
 	outSeq  uint64 // next outbox sequence number
 	notify  chan struct{}
 	hooks   []CommitHook
+	// lastCommit is when a processor's batch last committed (Unix ns).
+	lastCommit atomic.Int64
+}
+
+// SinceCommit is how long ago a processor's batch last committed (a large
+// duration when none has since the store opened). Background work (the
+// search index's embedding) waits for the processors to be idle with it.
+func (s *Store) SinceCommit() time.Duration {
+	last := s.lastCommit.Load()
+	if last == 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Since(time.Unix(0, last))
 }
 
 // CommitHook is told, after a processor's batch committed, which rows of

@@ -467,7 +467,10 @@ func (ix *Index) PendingIn(coll Collection) int {
 }
 
 // Run keeps the vector store in step until ctx ends: it syncs every
-// interval (default 1 s) and, while the store fails (Weaviate down), retries
+// interval (default 1 s), behind the processors — it waits until they
+// have been idle (no batch committed) for IdleBeforeSync, at most 5
+// intervals, so embedding takes the cores only between bursts of events or
+// once every 5 intervals under a constant load — and, while the store fails (Weaviate down), retries
 // with exponential backoff (backoff/v4, from 1 s up to 30 s) and lags —
 // Pending grows — without holding up the processors. Nothing is lost: a
 // document stays pending until an upsert of it succeeds, and after a
@@ -486,6 +489,7 @@ func (ix *Index) Run(ctx context.Context, interval time.Duration, onErr func(err
 			return
 		case <-time.After(wait):
 		}
+		ix.waitIdle(ctx, 5*interval)
 		if err := ix.Sync(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
@@ -498,5 +502,22 @@ func (ix *Index) Run(ctx context.Context, interval time.Duration, onErr func(err
 		}
 		bo.Reset()
 		wait = interval
+	}
+}
+
+// IdleBeforeSync is how long the processors must have committed nothing
+// before the background sync (Run) embeds and pushes documents.
+const IdleBeforeSync = 50 * time.Millisecond
+
+// waitIdle returns once the processors have been idle for IdleBeforeSync,
+// after at most max, or when ctx ends.
+func (ix *Index) waitIdle(ctx context.Context, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for ix.store.SinceCommit() < IdleBeforeSync && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
