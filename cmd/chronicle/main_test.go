@@ -35,9 +35,9 @@ func TestMain(m *testing.M) {
 
 // runDemo runs `chronicle demo --json` to completion on data and returns
 // its summary.
-func runDemo(t *testing.T, data string) Summary {
+func runDemo(t *testing.T, data string, extra ...string) Summary {
 	t.Helper()
-	cmd := exec.Command(binary, "demo", "--data", data, "--kafka-listen", "127.0.0.1:0", "--json")
+	cmd := exec.Command(binary, append([]string{"demo", "--data", data, "--kafka-listen", "127.0.0.1:0", "--json"}, extra...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
