@@ -46,12 +46,11 @@ type KeyedState interface {
 type engine struct {
 	cfg     RunnerConfig
 	byTopic map[string][]Processor
-	serial  map[string]*sync.Mutex // processors whose rows span keys
+	pool    *pool
 	topics  []string
 	client  *kgo.Client
 	running chan struct{}
 	once    sync.Once
-	sem     chan struct{}
 
 	mu     sync.Mutex
 	paused map[tp]*pausedPartition // partitions backing off after a store failure
@@ -68,18 +67,8 @@ type pausedPartition struct {
 }
 
 func newEngine(cfg RunnerConfig) (*engine, error) {
-	e := &engine{cfg: cfg, byTopic: map[string][]Processor{}, serial: map[string]*sync.Mutex{}, running: make(chan struct{}),
-		sem: make(chan struct{}, runtime.GOMAXPROCS(0)), paused: map[tp]*pausedPartition{}}
-	for _, p := range cfg.Processors {
-		if k, ok := p.(KeyedState); !ok || !k.StatePerKey() {
-			e.serial[p.Name()] = &sync.Mutex{}
-		}
-		for _, t := range p.Topics() {
-			e.byTopic[string(t)] = append(e.byTopic[string(t)], p)
-		}
-	}
-	for t, ps := range e.byTopic {
-		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Name() < ps[j].Name() })
+	e := &engine{cfg: cfg, byTopic: byTopic(cfg.Processors), pool: newPool(cfg.Processors), running: make(chan struct{}), paused: map[tp]*pausedPartition{}}
+	for t := range e.byTopic {
 		e.topics = append(e.topics, t)
 	}
 	sort.Strings(e.topics)
@@ -179,29 +168,20 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 	for i, r := range recs {
 		base[i] = parseItem(r)
 	}
-	errs := make([]error, len(procs))
-	var wg sync.WaitGroup
-	for i, p := range procs {
-		wg.Add(1)
-		go func(i int, p Processor) {
-			defer wg.Done()
-			e.sem <- struct{}{}
-			defer func() { <-e.sem }()
-			items := make([]projections.Item, len(base))
-			for j, it := range base {
-				rec := recs[j]
-				// a record that is no event of the topic is dead-lettered
-				// once, by the topic's first processor
-				if it.Err == nil || i == 0 {
-					it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
-				}
-				items[j] = it
+	err := e.pool.each(procs, func(i int, p Processor) error {
+		items := make([]projections.Item, len(base))
+		for j, it := range base {
+			rec := recs[j]
+			// a record that is no event of the topic is dead-lettered
+			// once, by the topic's first processor
+			if it.Err == nil || i == 0 {
+				it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
 			}
-			errs[i] = e.apply(p, items)
-		}(i, p)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+			items[j] = it
+		}
+		return e.apply(p, items)
+	})
+	if err != nil {
 		e.backOff(topic, partition, err)
 		return
 	}
@@ -212,10 +192,6 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 // apply runs ApplyBatch for p, retrying store failures cfg.MaxRetries times
 // with exponential backoff from cfg.RetryInterval.
 func (e *engine) apply(p Processor, items []projections.Item) error {
-	if mu := e.serial[p.Name()]; mu != nil {
-		mu.Lock()
-		defer mu.Unlock()
-	}
 	bo := backoff.WithMaxRetries(&backoff.ExponentialBackOff{
 		InitialInterval: e.cfg.RetryInterval, RandomizationFactor: 0, Multiplier: 2,
 		MaxInterval: time.Minute, MaxElapsedTime: 0, Stop: backoff.Stop, Clock: backoff.SystemClock,
@@ -302,6 +278,61 @@ func (e *engine) resumeDue() bool {
 		}
 	}
 	return false
+}
+
+// byTopic lists the processors of each topic, by name.
+func byTopic(procs []Processor) map[string][]Processor {
+	m := map[string][]Processor{}
+	for _, p := range procs {
+		for _, t := range p.Topics() {
+			m[string(t)] = append(m[string(t)], p)
+		}
+	}
+	for _, ps := range m {
+		sort.SliceStable(ps, func(i, j int) bool { return ps[i].Name() < ps[j].Name() })
+	}
+	return m
+}
+
+// pool runs processors' batches concurrently, at most GOMAXPROCS at once,
+// holding a lock per processor whose rows span keys (no KeyedState), so
+// its partitions are applied one batch at a time. The live engine and
+// Replay share it.
+type pool struct {
+	sem    chan struct{}
+	serial map[string]*sync.Mutex
+}
+
+func newPool(procs []Processor) *pool {
+	pl := &pool{sem: make(chan struct{}, runtime.GOMAXPROCS(0)), serial: map[string]*sync.Mutex{}}
+	for _, p := range procs {
+		if k, ok := p.(KeyedState); !ok || !k.StatePerKey() {
+			pl.serial[p.Name()] = &sync.Mutex{}
+		}
+	}
+	return pl
+}
+
+// each runs fn for every processor of procs concurrently and joins their
+// errors.
+func (pl *pool) each(procs []Processor, fn func(i int, p Processor) error) error {
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl.sem <- struct{}{}
+			defer func() { <-pl.sem }()
+			if mu := pl.serial[p.Name()]; mu != nil {
+				mu.Lock()
+				defer mu.Unlock()
+			}
+			errs[i] = fn(i, p)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // parseItem parses and validates r once, for every processor of its topic.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/projections"
@@ -77,14 +78,10 @@ type ReplayConfig struct {
 // relayed: the log already has them.
 func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	var st ReplayStats
-	byTopic := map[string][]Processor{}
-	for _, p := range cfg.Processors {
-		for _, t := range p.Topics() {
-			byTopic[string(t)] = append(byTopic[string(t)], p)
-		}
-	}
-	topics := make([]string, 0, len(byTopic))
-	for t := range byTopic {
+	procs := byTopic(cfg.Processors)
+	pl := newPool(cfg.Processors)
+	topics := make([]string, 0, len(procs))
+	for t := range procs {
 		topics = append(topics, t)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
@@ -173,9 +170,13 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		if ferr != nil {
 			return st, ferr
 		}
-		var aerr error
+		// the partitions of a poll, and the processors of each, are
+		// applied concurrently, as the live engine does
+		var smu sync.Mutex
+		var wg sync.WaitGroup
+		var errs []error
 		fs.EachPartition(func(part kgo.FetchTopicPartition) {
-			if aerr != nil || done[part.Topic][part.Partition] {
+			if done[part.Topic][part.Partition] {
 				return
 			}
 			// the records to apply: up to the stop offset and the time bound
@@ -190,35 +191,51 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 					finish(r.Topic, r.Partition)
 				}
 			}
-			st.Records += int64(len(items))
-			for _, p := range byTopic[part.Topic] {
-				mine := items
-				if cfg.StopAt != nil {
-					stop := cfg.StopAt(p.Name(), part.Topic, part.Partition)
-					n := 0
-					for n < len(mine) && mine[n].Pos.Offset < stop {
-						n++
-					}
-					mine = mine[:n]
-				}
-				// no dead-letter records: the log's dead-letter topic has them
-				outs, err := cfg.Store.ApplyBatch(p.Name(), mine, p.Apply)
-				if err != nil {
-					aerr = err
-					return
-				}
-				for _, o := range outs {
-					switch o.Result {
-					case projections.DeadLettered:
-						st.DeadLettered++
-					case projections.Duplicate:
-						st.Duplicates++
-					case projections.Applied:
-						st.Applied++
-					}
-				}
+			if len(items) == 0 {
+				return
 			}
+			st.Records += int64(len(items))
+			wg.Add(1)
+			go func(topic string, partition int32) {
+				defer wg.Done()
+				err := pl.each(procs[topic], func(_ int, p Processor) error {
+					mine := items
+					if cfg.StopAt != nil {
+						stop := cfg.StopAt(p.Name(), topic, partition)
+						n := 0
+						for n < len(mine) && mine[n].Pos.Offset < stop {
+							n++
+						}
+						mine = mine[:n]
+					}
+					// no dead-letter records: the log's dead-letter topic has them
+					outs, err := cfg.Store.ApplyBatch(p.Name(), mine, p.Apply)
+					if err != nil {
+						return err
+					}
+					smu.Lock()
+					defer smu.Unlock()
+					for _, o := range outs {
+						switch o.Result {
+						case projections.DeadLettered:
+							st.DeadLettered++
+						case projections.Duplicate:
+							st.Duplicates++
+						case projections.Applied:
+							st.Applied++
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					smu.Lock()
+					errs = append(errs, err)
+					smu.Unlock()
+				}
+			}(part.Topic, part.Partition)
 		})
+		wg.Wait()
+		aerr := errors.Join(errs...)
 		if aerr != nil {
 			return st, aerr
 		}
