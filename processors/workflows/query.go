@@ -65,3 +65,23 @@ func Applied(store *projections.Store, key, eventID string) (bool, error) {
 	_, ok, err := store.Get(Name, eventKey(key, eventID))
 	return ok, err
 }
+
+// View is a workflow as GET /v1/workflows/{id} answers it: the state with
+// the id (log position) of its last checkpoint.
+type View struct {
+	State
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// WriteResult answers a workflow write over HTTP: the event written, its
+// position in the log (topic:partition:offset), the checkpoint id (for a
+// checkpoint: its own position; for a resume: the checkpoint resumed
+// from) and the state after the event.
+type WriteResult struct {
+	EventID      string `json:"event_id"`
+	Position     string `json:"position"`
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+	State        State  `json:"state"`
+	// NextLayer is the layer to run after a resume (the checkpoint's + 1).
+	NextLayer *int `json:"next_layer,omitempty"`
+}

@@ -115,6 +115,8 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/memories", requireJSON(s.recordMemory)),
 		f("POST /v1/memories/{id...}", requireJSON(s.memoryFeedback)),
 		f("GET /v1/memories/{id...}", s.memoryRoutes),
+		f("GET /v1/workflows/{id...}", s.workflowGet),
+		f("POST /v1/workflows/{id...}", requireJSON(s.workflowPost)),
 		f("GET /v1/graph/next", s.graphNext),
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),
