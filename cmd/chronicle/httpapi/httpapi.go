@@ -117,6 +117,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/memories/{id...}", s.memoryRoutes),
 		f("GET /v1/workflows/{id...}", s.workflowGet),
 		f("POST /v1/workflows/{id...}", requireJSON(s.workflowPost)),
+		f("POST /v1/dags", requireJSON(s.postDAG)),
 		f("GET /v1/graph/next", s.graphNext),
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,5 +230,29 @@ func TestHILPauseAndCrashResumeSurviveRestart(t *testing.T) {
 	var ae *client.Error
 	if _, err := c.Update(ctx, "w", 2, events.ChannelTasks, 1); !errors.As(err, &ae) || ae.Status != 409 {
 		t.Fatalf("an update after completion: %v", err)
+	}
+}
+
+// POST /v1/dags: layers for catalogue tools and declared ones, the cycle
+// named with 422, an unknown tool named with 400.
+func TestPostDAG(t *testing.T) {
+	_, srv := setup(t)
+	code, m := call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []any{
+		"cancel_reservation", "think",
+		map[string]any{"name": "find_reservation", "parameters": map[string]any{"type": "object", "properties": map[string]any{"email": map[string]any{"type": "string"}}},
+			"output": map[string]any{"type": "object", "properties": map[string]any{"reservation_id": map[string]any{"type": "string"}}}},
+	}})
+	if code != 200 || fmt.Sprint(m["layers"]) != "[[find_reservation think] [cancel_reservation]]" {
+		t.Fatalf("%d %v", code, m)
+	}
+	code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"cancel_reservation", "get_reservation_details"}})
+	if code != 422 || fmt.Sprint(m["cycle"]) != "[cancel_reservation get_reservation_details cancel_reservation]" {
+		t.Fatalf("cycle: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"launch_rocket"}}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), `"launch_rocket"`) {
+		t.Fatalf("unknown tool: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"think"}, "rule": "fuzzy"}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "rule") {
+		t.Fatalf("bad rule: %d %v", code, m)
 	}
 }

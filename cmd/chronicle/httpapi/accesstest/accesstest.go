@@ -140,6 +140,10 @@ func Cases() []Case {
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/resume", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint}}
 		}, Want: map[Caller]int{Other: 404}},
+		// the DAG builder reads no scoped data: any token
+		{Pattern: "POST /v1/dags", Request: func(Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/dags", Body: map[string]any{"tools": []string{"get_reservation_details", "think"}}}
+		}},
 		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},
