@@ -50,7 +50,7 @@ func evalCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "eval [--json]",
-		Short: "Quality on the bundled tau-bench sessions: next-tool prediction (leave-one-task-out, against frequency and bigram baselines) and distillation",
+		Short: "Quality on the bundled tau-bench sessions: next-tool prediction (leave-one-task-out, against frequency and bigram baselines), distillation, PAIR retrieval, DAG dependencies vs observed data flow",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := taubench.SampleRecords()
 			if err != nil {
