@@ -12,6 +12,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
+	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/spf13/cobra"
 )
@@ -44,6 +45,10 @@ type EvalReport struct {
 	// learned from replies) with the data flow observed in the sessions:
 	// per-edge precision and recall on the report half (dag.Report).
 	DAG dag.Report `json:"dag_dependencies"`
+	// Suggestions measures POST /v1/workflows/suggest leave-one-task-out:
+	// the hybrid with k 1 and 3, semantic-only and graph-only with k 3
+	// (suggest.Report).
+	Suggestions []suggest.Report `json:"suggestions"`
 }
 
 func evalCmd() *cobra.Command {
@@ -80,6 +85,15 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("  per edge: precision %.3f [%.3f, %.3f]  recall %.3f [%.3f, %.3f] (95%% bootstrap)  %d predicted, %d observed, %d both\n",
 				d.Precision, d.PrecisionCI95[0], d.PrecisionCI95[1], d.Recall, d.RecallCI95[0], d.RecallCI95[1], d.Predicted, d.Observed, d.Both)
 			fmt.Printf("  flow instances covered by a predicted edge %.3f of %d\n", d.FlowRecall, d.Flows)
+			fmt.Println("workflow suggestions, leave-one-task-out (intent = task, context = first call): recall / precision of the used tools")
+			for _, sr := range rep.Suggestions {
+				fmt.Printf("  %-13s k=%d  %d sessions  recall %.3f  precision %.3f  speculative on a write %d\n", sr.Variant, sr.K, sr.Sessions, sr.All.Recall, sr.All.Precision, sr.SpeculativeWrites)
+				for _, m := range []string{suggest.ModeExplicitRequired, suggest.ModeSuggestion, suggest.ModeSpeculative} {
+					if ms, ok := sr.ByMode[m]; ok {
+						fmt.Printf("    %-22s %3d  recall %.3f  precision %.3f\n", m, ms.Suggestions, ms.Recall, ms.Precision)
+					}
+				}
+			}
 			return nil
 		},
 	}
@@ -132,6 +146,9 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 	}
 	rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns, rep.PairRecallSessions = r.Model, r.Lexical, r.WithPatterns, r.Sessions
 	if rep.DAG, err = dag.Evaluate(recs); err != nil {
+		return rep, err
+	}
+	if rep.Suggestions, err = suggest.Evaluate(context.Background(), recs, emb); err != nil {
 		return rep, err
 	}
 	return rep, nil

@@ -26,6 +26,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -91,6 +92,9 @@ type Server struct {
 	graphMu  sync.Mutex
 	graph    *toolgraph.Graph
 	graphVer int
+
+	suggestMu sync.Mutex
+	suggester suggest.Suggester // POST /v1/workflows/suggest
 }
 
 // Route is one route of the API: its net/http ServeMux pattern
@@ -115,6 +119,7 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/memories", requireJSON(s.recordMemory)),
 		f("POST /v1/memories/{id...}", requireJSON(s.memoryFeedback)),
 		f("GET /v1/memories/{id...}", s.memoryRoutes),
+		f("POST /v1/workflows/suggest", requireJSON(s.postSuggest)),
 		f("GET /v1/workflows/{id...}", s.workflowGet),
 		f("POST /v1/workflows/{id...}", requireJSON(s.workflowPost)),
 		f("POST /v1/dags", requireJSON(s.postDAG)),

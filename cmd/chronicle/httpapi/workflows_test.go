@@ -256,3 +256,17 @@ func TestPostDAG(t *testing.T) {
 		t.Fatalf("bad rule: %d %v", code, m)
 	}
 }
+
+// POST /v1/workflows/suggest on a fresh service (no tool graph yet): the
+// picks come from meaning alone, no edge supports them, so the agent must
+// choose; bad input names the field.
+func TestPostSuggest(t *testing.T) {
+	_, srv := setup(t)
+	code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "I want to cancel my reservation", "k": 2})
+	if code != 200 || m["mode"] != "explicit_required" || len(m["tools"].([]any)) != 2 || m["confidence"].(float64) != 0 {
+		t.Fatalf("%d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
+		t.Fatalf("no intent: %d %v", code, m)
+	}
+}

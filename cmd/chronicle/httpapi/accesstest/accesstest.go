@@ -140,6 +140,9 @@ func Cases() []Case {
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/resume", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint}}
 		}, Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/workflows/suggest", Request: func(Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/suggest", Body: map[string]any{"intent": "change my flight", "context_tools": []string{"get_user_details"}}}
+		}, Want: aggregate},
 		// the DAG builder reads no scoped data: any token
 		{Pattern: "POST /v1/dags", Request: func(Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/dags", Body: map[string]any{"tools": []string{"get_reservation_details", "think"}}}
