@@ -195,6 +195,16 @@ type ResumedData struct {
 	CheckpointEventID string `json:"checkpoint_event_id"`
 }
 
+// SuggestionFeedbackData is the data of workflow.suggestion.feedback.v1:
+// the record key is the policy (events.EntityKey(scope, policy)).
+type SuggestionFeedbackData struct {
+	Policy       string  `json:"policy"`
+	SuggestionID string  `json:"suggestion_id,omitempty"`
+	Accepted     bool    `json:"accepted"`
+	Mode         string  `json:"mode"`
+	Confidence   float64 `json:"confidence"`
+}
+
 // WorkflowCompletedData is the data of workflow.completed.v1.
 type WorkflowCompletedData struct {
 	WorkflowID string          `json:"workflow_id"`

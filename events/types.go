@@ -49,6 +49,9 @@ const (
 	WorkflowResumed Type = "workflow.resumed.v1"
 	// WorkflowCompleted: the workflow ended.
 	WorkflowCompleted Type = "workflow.completed.v1"
+	// WorkflowSuggestionFeedback: a suggested DAG was accepted or
+	// rejected; feeds a policy's adaptive speculation threshold.
+	WorkflowSuggestionFeedback Type = "workflow.suggestion.feedback.v1"
 	// MemoryRetrieved: a memory was returned by a search (a usage).
 	MemoryRetrieved Type = "memory.retrieved.v1"
 )
@@ -135,32 +138,33 @@ type TypeInfo struct {
 }
 
 var registry = map[Type]TypeInfo{
-	SessionStarted:            {Type: SessionStarted, Topic: TopicSessions},
-	MinuteRecorded:            {Type: MinuteRecorded, Topic: TopicSessions},
-	SessionCompleted:          {Type: SessionCompleted, Topic: TopicSessions},
-	ReasoningPassCompleted:    {Type: ReasoningPassCompleted, Topic: TopicSessions},
-	SearchNodeExpanded:        {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
-	WorkflowTaskCompleted:     {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
-	WorkflowReducerApplied:    {Type: WorkflowReducerApplied, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	WorkflowCheckpointSaved:   {Type: WorkflowCheckpointSaved, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	WorkflowCommandEnqueued:   {Type: WorkflowCommandEnqueued, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	WorkflowDecisionRequested: {Type: WorkflowDecisionRequested, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	WorkflowDecisionAnswered:  {Type: WorkflowDecisionAnswered, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	WorkflowForked:            {Type: WorkflowForked, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	WorkflowResumed:           {Type: WorkflowResumed, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	WorkflowCompleted:         {Type: WorkflowCompleted, Topic: TopicWorkflows, KeyField: "workflow_id"},
-	MemoryRecorded:            {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
-	MemoryFeedback:            {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
-	MemoryRetrieved:           {Type: MemoryRetrieved, Topic: TopicMemories, KeyField: "memory_id"},
-	ClockTick:                 {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
-	MemoryConfidenceChanged:   {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
-	MemoryPruned:              {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
-	DistillationCompleted:     {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
-	JudgeCompleted:            {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
-	GraphEdgeLearned:          {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
-	GraphRanksUpdated:         {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
-	PairContextRetrieved:      {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
-	EvaluationCompleted:       {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
+	SessionStarted:             {Type: SessionStarted, Topic: TopicSessions},
+	MinuteRecorded:             {Type: MinuteRecorded, Topic: TopicSessions},
+	SessionCompleted:           {Type: SessionCompleted, Topic: TopicSessions},
+	ReasoningPassCompleted:     {Type: ReasoningPassCompleted, Topic: TopicSessions},
+	SearchNodeExpanded:         {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
+	WorkflowTaskCompleted:      {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
+	WorkflowReducerApplied:     {Type: WorkflowReducerApplied, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowCheckpointSaved:    {Type: WorkflowCheckpointSaved, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowCommandEnqueued:    {Type: WorkflowCommandEnqueued, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowDecisionRequested:  {Type: WorkflowDecisionRequested, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowDecisionAnswered:   {Type: WorkflowDecisionAnswered, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowForked:             {Type: WorkflowForked, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowResumed:            {Type: WorkflowResumed, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowCompleted:          {Type: WorkflowCompleted, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowSuggestionFeedback: {Type: WorkflowSuggestionFeedback, Topic: TopicWorkflows, KeyField: "policy"},
+	MemoryRecorded:             {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryFeedback:             {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryRetrieved:            {Type: MemoryRetrieved, Topic: TopicMemories, KeyField: "memory_id"},
+	ClockTick:                  {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
+	MemoryConfidenceChanged:    {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	MemoryPruned:               {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	DistillationCompleted:      {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
+	JudgeCompleted:             {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
+	GraphEdgeLearned:           {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
+	GraphRanksUpdated:          {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
+	PairContextRetrieved:       {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
+	EvaluationCompleted:        {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 
 // CheckTopic returns a *ValidationError when e's type does not live on

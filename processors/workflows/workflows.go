@@ -17,6 +17,7 @@
 //	ce/<key>/<event id>       the seq of the checkpoint saved by that event
 //	ev/<key>/<event id>       the workflow's event count after that event (the event was applied)
 //	i/<id>\x00<scope>         index from a bare id to the scopes that hold it (empty value)
+//	th/<policy key>           Policy: an adaptive speculation threshold (key = EntityKey(scope, policy))
 //
 // Apply reads and writes only the rows of the workflow its event's key
 // names; a fork carries the parent's state in the event.
@@ -178,6 +179,9 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	key, err := keyOf(env)
 	if err != nil {
 		return err
+	}
+	if env.Type == events.WorkflowSuggestionFeedback {
+		return applyFeedback(tx, key, env) // key names a policy, not a workflow
 	}
 	scope, id, _ := events.SplitEntityKey(key)
 	var s State

@@ -281,3 +281,46 @@ func TestKeyIsTheWorkflow(t *testing.T) {
 		t.Fatalf("reducer updates on %s", ti.Topic)
 	}
 }
+
+// The speculation threshold starts at 0.92, holds until 50 feedbacks,
+// falls 0.01 per feedback while success ≥ 95% and waste < 10% (to 0.85),
+// and rises when speculative executions are wasted.
+func TestAdaptiveThreshold(t *testing.T) {
+	h := newHarness(t)
+	key := events.EntityKey(scopeA, "default")
+	fb := func(i int, accepted bool, mode string) {
+		h.must(scopeA, fmt.Sprintf("f%d", i), events.WorkflowSuggestionFeedback, events.SuggestionFeedbackData{Policy: "default", Accepted: accepted, Mode: mode, Confidence: 0.9})
+	}
+	p, err := GetPolicy(h.store, key)
+	if err != nil || p.Threshold != 0.92 {
+		t.Fatalf("initial %v %v", p.Threshold, err)
+	}
+	for i := range 49 {
+		fb(i, true, "suggestion")
+	}
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.92 || p.Feedbacks != 49 {
+		t.Fatalf("before 50 feedbacks: %+v", p)
+	}
+	fb(49, true, "speculative_execution")
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.91 {
+		t.Fatalf("50 accepted: %v", p.Threshold)
+	}
+	for i := 50; i < 70; i++ {
+		fb(i, true, "speculative_execution")
+	}
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.85 {
+		t.Fatalf("at the floor: %v", p.Threshold)
+	}
+	// 11 wasted speculative executions: the first two keep waste below 10%
+	// (1/22, 2/23), from the third (3/24) the threshold rises 0.01 each
+	// time: 9 × 0.01 above the floor
+	for i := 70; i < 81; i++ {
+		fb(i, false, "speculative_execution")
+	}
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.94 || p.Waste < 0.10 || p.Success >= 0.95 {
+		t.Fatalf("after waste: %+v", p)
+	}
+	if other, _ := GetPolicy(h.store, events.EntityKey("project:b", "default")); other.Threshold != 0.92 || other.Feedbacks != 0 {
+		t.Fatalf("another scope's policy moved: %+v", other)
+	}
+}

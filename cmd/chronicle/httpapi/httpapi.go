@@ -120,6 +120,7 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/memories/{id...}", requireJSON(s.memoryFeedback)),
 		f("GET /v1/memories/{id...}", s.memoryRoutes),
 		f("POST /v1/workflows/suggest", requireJSON(s.postSuggest)),
+		f("POST /v1/workflows/suggest/feedback", requireJSON(s.postSuggestFeedback)),
 		f("GET /v1/workflows/{id...}", s.workflowGet),
 		f("POST /v1/workflows/{id...}", requireJSON(s.workflowPost)),
 		f("POST /v1/dags", requireJSON(s.postDAG)),

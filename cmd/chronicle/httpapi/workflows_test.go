@@ -263,8 +263,17 @@ func TestPostDAG(t *testing.T) {
 func TestPostSuggest(t *testing.T) {
 	_, srv := setup(t)
 	code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "I want to cancel my reservation", "k": 2})
-	if code != 200 || m["mode"] != "explicit_required" || len(m["tools"].([]any)) != 2 || m["confidence"].(float64) != 0 {
+	sg, _ := m["suggestion"].(map[string]any)
+	if code != 200 || sg["mode"] != "explicit_required" || len(sg["tools"].([]any)) != 2 || sg["confidence"].(float64) != 0 || sg["speculation_threshold"].(float64) != 0.92 {
 		t.Fatalf("%d %v", code, m)
+	}
+	// feedback reaches the policy's projection
+	code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", map[string]any{"accepted": false, "mode": "speculative_execution", "confidence": 0.93})
+	if code != 200 || m["feedbacks"].(float64) != 1 || m["window"] != "R" || m["threshold"].(float64) != 0.92 {
+		t.Fatalf("feedback: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"accepted": true, "mode": "guess", "confidence": 0.93}); code != 400 || m["pointer"] != "/data/mode" {
+		t.Fatalf("bad mode: %d %v", code, m)
 	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
 		t.Fatalf("no intent: %d %v", code, m)

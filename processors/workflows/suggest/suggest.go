@@ -66,8 +66,11 @@ type Request struct {
 	ContextTools []string `json:"context_tools"`
 	// K is the number of tools to suggest (default 3, at most 10).
 	K int `json:"k"`
-	// SpeculationThreshold is the current adaptive threshold (default
-	// InitialSpeculationThreshold).
+	// Policy names the adaptive threshold that applies (default
+	// "default"; see workflows.Policy).
+	Policy string `json:"policy,omitempty"`
+	// SpeculationThreshold is the policy's current threshold (default
+	// InitialSpeculationThreshold), set by the caller from the projection.
 	SpeculationThreshold float64 `json:"-"`
 }
 

@@ -143,6 +143,9 @@ func Cases() []Case {
 		{Pattern: "POST /v1/workflows/suggest", Request: func(Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/suggest", Body: map[string]any{"intent": "change my flight", "context_tools": []string{"get_user_details"}}}
 		}, Want: aggregate},
+		{Pattern: "POST /v1/workflows/suggest/feedback", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/suggest/feedback?scope=" + url.QueryEscape(f.OwnScope), Body: map[string]any{"accepted": true, "mode": "suggestion", "confidence": 0.8}}
+		}, Want: aggregate},
 		// the DAG builder reads no scoped data: any token
 		{Pattern: "POST /v1/dags", Request: func(Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/dags", Body: map[string]any{"tools": []string{"get_reservation_details", "think"}}}
