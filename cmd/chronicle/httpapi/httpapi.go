@@ -680,6 +680,10 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 			return
 		}
 		q.Collection = c
+		if ctx := contextTools(r); c == search.Tools && len(ctx) > 0 {
+			s.hybridTools(w, r, q, ctx) // the graph term (issue 14)
+			return
+		}
 		res, err := s.P.Search.Search(r.Context(), q)
 		if err != nil {
 			toolError(w, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
@@ -298,5 +300,56 @@ func TestPostSuggest(t *testing.T) {
 	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
 		t.Fatalf("no intent: %d %v", code, m)
+	}
+}
+
+// GET /v1/tools/search with context_tools: hits re-ranked by
+// α·semantic + (1 − α)·graph, α below 1 for a well-observed context tool.
+func TestToolSearchGraphTerm(t *testing.T) {
+	p, srv := setup(t)
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []events.Envelope
+	for _, r := range recs[:20] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, envs...)
+	}
+	if code, m := call(t, srv.URL, "", "POST", "/v1/events", all); code != 202 {
+		t.Fatalf("%d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, m := call(t, srv.URL, "", "GET", "/v1/tools/search?query=reservation&limit=10", nil)
+		if ts, _ := m["tools"].([]any); len(ts) >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool collection did not fill")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	code, m := call(t, srv.URL, "", "GET", "/v1/tools/search?query=reservation&limit=3&context_tools=get_user_details", nil)
+	alpha, _ := m["alpha"].(float64)
+	hits, _ := m["tools"].([]any)
+	if code != 200 || alpha < 0.5 || alpha >= 1 || len(hits) != 3 {
+		t.Fatalf("%d alpha %v, %d hits: %v", code, alpha, len(hits), m)
+	}
+	prev := 2.0
+	for _, h := range hits {
+		h := h.(map[string]any)
+		rel, sem, gr := h["relevance"].(float64), h["semantic"].(float64), h["graph"].(float64)
+		if math.Abs(rel-(alpha*sem+(1-alpha)*gr)) > 1e-9 || rel > prev {
+			t.Fatalf("hit %v: relevance %v ≠ %v·%v + (1−%v)·%v, or out of order", h["id"], rel, alpha, sem, alpha, gr)
+		}
+		prev = rel
+	}
+	if code, _ := call(t, srv.URL, "", "GET", "/v1/tools/search?query=x&limit=50&context_tools=get_user_details", nil); code != 400 {
+		t.Fatalf("limit 50: %d", code)
 	}
 }
