@@ -9,7 +9,11 @@
 // Every write carries an event id the client makes up once per call and
 // keeps across its retries (a 503 from an unacknowledged publish is
 // retried up to 3 times), so a retried write is applied once. Each write
-// returns after the workflows processor applied it, with the new state.
+// returns after the workflows processor applied it, with the new state;
+// when the processor did not get to it within the service's 5 s, the
+// error is an *Error with Status 202 (the event is in the log and will be
+// applied: read the state again). A write the processor refused is an
+// *Error with Status 409, bad input 400 with the JSON pointer.
 //
 //	c := client.New("http://127.0.0.1:8080", os.Getenv("CHRONICLE_TOKEN"))
 //	c.Update(ctx, "w1", 0, events.ChannelTasks, []any{task})
