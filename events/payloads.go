@@ -114,6 +114,104 @@ type ReducerAppliedData struct {
 	Update     json.RawMessage `json:"update"`
 }
 
+// Workflow-state channels of workflow.reducer.applied.v1 (PML design:
+// WorkflowState). Messages, tasks and decisions append; context merges.
+const (
+	ChannelMessages  = "messages"
+	ChannelTasks     = "tasks"
+	ChannelDecisions = "decisions"
+	ChannelContext   = "context"
+)
+
+// CheckpointSavedData is the data of workflow.checkpoint.saved.v1: layer
+// is the DAG layer just finished; processed_commands are the queued
+// commands the executor handled before it (removed from the queue).
+type CheckpointSavedData struct {
+	WorkflowID        string   `json:"workflow_id"`
+	Layer             int      `json:"layer"`
+	ProcessedCommands []string `json:"processed_commands,omitempty"`
+}
+
+// Workflow commands (PML design: command queue).
+const (
+	CommandInjectTasks = "inject_tasks"
+	CommandReplanDAG   = "replan_dag"
+	CommandApprove     = "approve"
+	CommandReject      = "reject"
+	CommandAbort       = "abort"
+)
+
+// CommandEnqueuedData is the data of workflow.command.enqueued.v1.
+type CommandEnqueuedData struct {
+	WorkflowID string          `json:"workflow_id"`
+	CommandID  string          `json:"command_id"`
+	Command    string          `json:"command"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	By         string          `json:"by,omitempty"`
+}
+
+// Decision kinds: agent-in-the-loop and human-in-the-loop.
+const (
+	DecisionAgent = "agent"
+	DecisionHuman = "human"
+)
+
+// DecisionRequestedData is the data of workflow.decision.requested.v1.
+type DecisionRequestedData struct {
+	WorkflowID string   `json:"workflow_id"`
+	DecisionID string   `json:"decision_id"`
+	Kind       string   `json:"kind"`
+	Layer      int      `json:"layer,omitempty"`
+	Question   string   `json:"question"`
+	Options    []string `json:"options,omitempty"`
+}
+
+// DecisionAnsweredData is the data of workflow.decision.answered.v1.
+type DecisionAnsweredData struct {
+	WorkflowID string `json:"workflow_id"`
+	DecisionID string `json:"decision_id"`
+	Answer     string `json:"answer"`
+	By         string `json:"by,omitempty"`
+	Comment    string `json:"comment,omitempty"`
+}
+
+// ForkedData is the data of workflow.forked.v1: the parent's state as of
+// its checkpoint (topic:partition:offset) travels in the event, so the
+// new workflow's processor reads only its own rows; update holds one
+// reducer update per channel, applied after the copy.
+type ForkedData struct {
+	WorkflowID         string                     `json:"workflow_id"`
+	ParentWorkflowID   string                     `json:"parent_workflow_id"`
+	ParentCheckpointID string                     `json:"parent_checkpoint_id"`
+	State              json.RawMessage            `json:"state"`
+	Update             map[string]json.RawMessage `json:"update,omitempty"`
+}
+
+// ResumedData is the data of workflow.resumed.v1: the checkpoint by its
+// log position and by the id of its workflow.checkpoint.saved.v1 event.
+type ResumedData struct {
+	WorkflowID        string `json:"workflow_id"`
+	CheckpointID      string `json:"checkpoint_id"`
+	CheckpointEventID string `json:"checkpoint_event_id"`
+}
+
+// SuggestionFeedbackData is the data of workflow.suggestion.feedback.v1:
+// the record key is the policy (events.EntityKey(scope, policy)).
+type SuggestionFeedbackData struct {
+	Policy       string  `json:"policy"`
+	SuggestionID string  `json:"suggestion_id,omitempty"`
+	Accepted     bool    `json:"accepted"`
+	Mode         string  `json:"mode"`
+	Confidence   float64 `json:"confidence"`
+}
+
+// WorkflowCompletedData is the data of workflow.completed.v1.
+type WorkflowCompletedData struct {
+	WorkflowID string          `json:"workflow_id"`
+	Outcome    string          `json:"outcome"`
+	Output     json.RawMessage `json:"output,omitempty"`
+}
+
 // MemoryRecordedData is the data of memory.recorded.v1 (ReasoningBank).
 type MemoryRecordedData struct {
 	MemoryID      string   `json:"memory_id"`

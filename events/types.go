@@ -28,8 +28,30 @@ const (
 	MemoryFeedback Type = "memory.feedback.v1"
 	// WorkflowTaskCompleted: one tool call of a workflow layer.
 	WorkflowTaskCompleted Type = "workflow.task.completed.v1"
-	// WorkflowReducerApplied: a workflow-state reducer update.
+	// WorkflowReducerApplied: a workflow-state reducer update on one
+	// channel (messages, tasks, decisions append; context merges).
 	WorkflowReducerApplied Type = "workflow.reducer.applied.v1"
+	// WorkflowCheckpointSaved: a DAG layer finished; the workflows
+	// processor saves the complete state as of this event.
+	WorkflowCheckpointSaved Type = "workflow.checkpoint.saved.v1"
+	// WorkflowCommandEnqueued: a command (inject_tasks, replan_dag, approve,
+	// reject, abort) for the executor, processed between layers.
+	WorkflowCommandEnqueued Type = "workflow.command.enqueued.v1"
+	// WorkflowDecisionRequested: an agent (AIL) or human (HIL) decision
+	// point; a human one pauses the workflow until answered.
+	WorkflowDecisionRequested Type = "workflow.decision.requested.v1"
+	// WorkflowDecisionAnswered: the answer to a decision point.
+	WorkflowDecisionAnswered Type = "workflow.decision.answered.v1"
+	// WorkflowForked: a new workflow from another's checkpoint (the state
+	// travels in the event) with a state update.
+	WorkflowForked Type = "workflow.forked.v1"
+	// WorkflowResumed: the workflow restarts from one of its checkpoints.
+	WorkflowResumed Type = "workflow.resumed.v1"
+	// WorkflowCompleted: the workflow ended.
+	WorkflowCompleted Type = "workflow.completed.v1"
+	// WorkflowSuggestionFeedback: a suggested DAG was accepted or
+	// rejected; feeds a policy's adaptive speculation threshold.
+	WorkflowSuggestionFeedback Type = "workflow.suggestion.feedback.v1"
 	// MemoryRetrieved: a memory was returned by a search (a usage).
 	MemoryRetrieved Type = "memory.retrieved.v1"
 )
@@ -88,6 +110,14 @@ const (
 	// subscribe to: confidence changes, prunes and tool-graph edges/ranks,
 	// keyed by memory or tool id.
 	TopicLearned Topic = "chronicle.learned"
+	// TopicWorkflows holds the workflow family (reducer updates,
+	// checkpoints, commands, decisions, forks, resumes, completions),
+	// keyed by events.EntityKey(scope, workflow_id) whatever the event's
+	// sessionid, so all of a workflow's events share a partition and a
+	// checkpoint's position names one point of that workflow's history.
+	// workflow.task.completed.v1 stays on TopicSessions: the tool graph
+	// and the FLUX evaluator read a session's calls in its order there.
+	TopicWorkflows Topic = "chronicle.workflows"
 	// TopicDeadLetter receives events that failed processing, with the error
 	// and the original topic, partition and offset in headers.
 	TopicDeadLetter Topic = "chronicle.deadletter"
@@ -101,7 +131,7 @@ const (
 var SinglePartition = map[Topic]bool{TopicMemories: true}
 
 // AllTopics lists every topic in creation order.
-var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicDeadLetter}
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicWorkflows, TopicDeadLetter}
 
 // TypeInfo says where an event type lives and how it is keyed.
 type TypeInfo struct {
@@ -118,26 +148,34 @@ type TypeInfo struct {
 }
 
 var registry = map[Type]TypeInfo{
-	SessionStarted:          {Type: SessionStarted, Topic: TopicSessions},
-	MinuteRecorded:          {Type: MinuteRecorded, Topic: TopicSessions},
-	SessionCompleted:        {Type: SessionCompleted, Topic: TopicSessions},
-	ReasoningPassCompleted:  {Type: ReasoningPassCompleted, Topic: TopicSessions},
-	SearchNodeExpanded:      {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
-	WorkflowTaskCompleted:   {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
-	WorkflowReducerApplied:  {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
-	MemoryRecorded:          {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
-	MemoryFeedback:          {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
-	MemoryRetrieved:         {Type: MemoryRetrieved, Topic: TopicMemories, KeyField: "memory_id"},
-	ClockTick:               {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
-	MemoryConfidenceChanged: {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
-	MemoryPruned:            {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
-	DistillationCompleted:   {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
-	JudgeCompleted:          {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
-	GraphEdgeLearned:        {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
-	GraphRanksUpdated:       {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
-	PairContextRetrieved:    {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
-	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
-	PatternCounted:          {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
+	SessionStarted:             {Type: SessionStarted, Topic: TopicSessions},
+	MinuteRecorded:             {Type: MinuteRecorded, Topic: TopicSessions},
+	SessionCompleted:           {Type: SessionCompleted, Topic: TopicSessions},
+	ReasoningPassCompleted:     {Type: ReasoningPassCompleted, Topic: TopicSessions},
+	SearchNodeExpanded:         {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
+	WorkflowTaskCompleted:      {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
+	WorkflowReducerApplied:     {Type: WorkflowReducerApplied, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowCheckpointSaved:    {Type: WorkflowCheckpointSaved, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowCommandEnqueued:    {Type: WorkflowCommandEnqueued, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowDecisionRequested:  {Type: WorkflowDecisionRequested, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowDecisionAnswered:   {Type: WorkflowDecisionAnswered, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowForked:             {Type: WorkflowForked, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowResumed:            {Type: WorkflowResumed, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowCompleted:          {Type: WorkflowCompleted, Topic: TopicWorkflows, KeyField: "workflow_id"},
+	WorkflowSuggestionFeedback: {Type: WorkflowSuggestionFeedback, Topic: TopicWorkflows, KeyField: "policy"},
+	MemoryRecorded:             {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryFeedback:             {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryRetrieved:            {Type: MemoryRetrieved, Topic: TopicMemories, KeyField: "memory_id"},
+	ClockTick:                  {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
+	MemoryConfidenceChanged:    {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	MemoryPruned:               {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	DistillationCompleted:      {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
+	JudgeCompleted:             {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
+	GraphEdgeLearned:           {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
+	GraphRanksUpdated:          {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
+	PairContextRetrieved:       {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
+	EvaluationCompleted:        {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
+	PatternCounted:             {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
 }
 
 // CheckTopic returns a *ValidationError when e's type does not live on
@@ -175,7 +213,8 @@ func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 
 // Key returns the record key of e: the EntityKey (scope "/" id) of the
 // entity the event belongs to — its session for session-scoped events, else
-// the type's key field (memory_id, workflow_id, search_id, session_id) —
+// the type's key field (memory_id, workflow_id, search_id, session_id;
+// always workflow_id on chronicle.workflows) —
 // and "clock" for clock ticks. Scope is part of the key, so an event of one
 // scope can never reach another scope's entity, and all events of one
 // entity share a partition. The id must pass CheckID.
@@ -195,7 +234,7 @@ func EntityID(e *Envelope) (string, error) {
 	if !ok {
 		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
-	if ti.Topic != TopicMemories && ti.Topic != TopicLearned && ti.Topic != TopicPatterns && e.SessionID != "" {
+	if ti.Topic == TopicSessions && e.SessionID != "" {
 		if err := CheckID(e.SessionID); err != nil {
 			return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
+	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/spf13/cobra"
 )
@@ -39,13 +41,21 @@ type EvalReport struct {
 	// together, as the pair worker does (pair.Recall.WithPatterns).
 	PairRecallAt3Patterns float64 `json:"pair_recall_at_3_with_patterns"`
 	PairRecallSessions    int     `json:"pair_recall_sessions"`
+	// DAG compares the DAG builder's dependencies (tool schemas, outputs
+	// learned from replies) with the data flow observed in the sessions:
+	// per-edge precision and recall on the report half (dag.Report).
+	DAG dag.Report `json:"dag_dependencies"`
+	// Suggestions measures POST /v1/workflows/suggest leave-one-task-out:
+	// the hybrid with k 1 and 3, semantic-only and graph-only with k 3
+	// (suggest.Report).
+	Suggestions []suggest.Report `json:"suggestions"`
 }
 
 func evalCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "eval [--json]",
-		Short: "Quality on the bundled tau-bench sessions: next-tool prediction (leave-one-task-out, against frequency and bigram baselines) and distillation",
+		Short: "Quality on the bundled tau-bench sessions: next-tool prediction (leave-one-task-out, against frequency and bigram baselines), distillation, PAIR retrieval, DAG dependencies vs observed data flow",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := taubench.SampleRecords()
 			if err != nil {
@@ -70,6 +80,20 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
 			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f   memories + coordination patterns %.3f\n",
 				rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns)
+			d := rep.DAG
+			fmt.Printf("DAG builder dependencies vs observed data flow, rule %s chosen on %d sessions (even task ids), measured on %d (odd)\n", d.Rule, d.LearnSessions, d.ReportSessions)
+			fmt.Printf("  per edge: precision %.3f [%.3f, %.3f]  recall %.3f [%.3f, %.3f] (95%% bootstrap)  %d predicted, %d observed, %d both\n",
+				d.Precision, d.PrecisionCI95[0], d.PrecisionCI95[1], d.Recall, d.RecallCI95[0], d.RecallCI95[1], d.Predicted, d.Observed, d.Both)
+			fmt.Printf("  flow instances covered by a predicted edge %.3f of %d\n", d.FlowRecall, d.Flows)
+			fmt.Println("workflow suggestions, leave-one-task-out (intent = task, context = first call): recall / precision of the used tools")
+			for _, sr := range rep.Suggestions {
+				fmt.Printf("  %-13s k=%d  %d sessions  recall %.3f  precision %.3f  speculative on a write %d\n", sr.Variant, sr.K, sr.Sessions, sr.All.Recall, sr.All.Precision, sr.SpeculativeWrites)
+				for _, m := range []string{suggest.ModeExplicitRequired, suggest.ModeSuggestion, suggest.ModeSpeculative} {
+					if ms, ok := sr.ByMode[m]; ok {
+						fmt.Printf("    %-22s %3d  recall %.3f  precision %.3f\n", m, ms.Suggestions, ms.Recall, ms.Precision)
+					}
+				}
+			}
 			return nil
 		},
 	}
@@ -121,5 +145,11 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 		return rep, err
 	}
 	rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns, rep.PairRecallSessions = r.Model, r.Lexical, r.WithPatterns, r.Sessions
+	if rep.DAG, err = dag.Evaluate(recs); err != nil {
+		return rep, err
+	}
+	if rep.Suggestions, err = suggest.Evaluate(context.Background(), recs, emb); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -79,7 +80,13 @@ type Config struct {
 
 // DefaultProcessors are the processors a Chronicle service runs.
 func DefaultProcessors() []processors.Processor {
-	return []processors.Processor{sessions.Processor{}, sessions.PatternsProcessor{}, memories.Processor{}, toolgraph.Processor{}}
+	return []processors.Processor{
+		sessions.Processor{},
+		sessions.PatternsProcessor{},
+		memories.Processor{},
+		toolgraph.Processor{},
+		workflows.Processor{}, // issue 14
+	}
 }
 
 // LogDir and ProjectionsDir are the sub-directories of a data directory.

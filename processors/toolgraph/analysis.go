@@ -202,7 +202,7 @@ func structure(g *Graph, p params) *analysis {
 		if !okU || !okV { // cannot happen with rows written by learn
 			continue
 		}
-		c := confidenceK(e.Count, a.out[u], p.k)
+		c := confidenceK(e.Count-e.Failed, a.out[u], p.k) // failed calls lower it
 		a.succ[u] = append(a.succ[u], arc{to: v, count: e.Count, conf: c,
 			weight: EdgeWeight(EdgeSequence, SourceObserved, c), last: e.LastSeenMS})
 		if u == v {

@@ -139,6 +139,8 @@ type edgeRow struct {
 	From  string `json:"from"`
 	To    string `json:"to"`
 	Count int    `json:"observed_count"`
+	// Failed counts the observations whose call of To failed.
+	Failed int `json:"failed_count,omitempty"`
 	// FirstSeenMS and LastSeenMS bound the event times of the observations
 	// (the time of the call of To), Unix ms.
 	FirstSeenMS int64 `json:"first_seen_ms"`
@@ -171,12 +173,13 @@ type workflowRow struct {
 type observation struct {
 	From, To string // From "" = first call of the workflow
 	AtMS     int64
+	Failed   bool // the call of To failed
 }
 
 // advance records the call of tool at atMS in the workflow's state and
 // returns the observation it makes.
-func (w *workflowRow) advance(tool string, atMS int64) observation {
-	o := observation{From: w.Last, To: tool, AtMS: atMS}
+func (w *workflowRow) advance(tool string, atMS int64, failed bool) observation {
+	o := observation{From: w.Last, To: tool, AtMS: atMS, Failed: failed}
 	w.Last = tool
 	w.Calls++
 	return o
@@ -243,6 +246,9 @@ func learn(c counts, o observation) error {
 		tot.Edges++
 	}
 	e.Count++
+	if o.Failed {
+		e.Failed++
+	}
 	e.FirstSeenMS, e.LastSeenMS = min(e.FirstSeenMS, o.AtMS), max(e.LastSeenMS, o.AtMS)
 	if err := c.putEdge(e); err != nil {
 		return err
@@ -324,9 +330,12 @@ type Edge struct {
 	Source EdgeSource `json:"edge_source"`
 	// Count is count(From→To).
 	Count int `json:"observed_count"`
+	// Failed is how many of them ended in a failed call of To.
+	Failed int `json:"failed_count"`
 	// SourceObservations is count(From→·).
 	SourceObservations int `json:"source_observations"`
-	// Confidence is Confidence(Count, SourceObservations).
+	// Confidence is Confidence(Count − Failed, SourceObservations): a
+	// failed call counts against the edge.
 	Confidence float64 `json:"confidence"`
 	// Weight is EdgeWeight(Type, Source, Confidence).
 	Weight float64 `json:"weight"`
@@ -340,10 +349,10 @@ func (g *Graph) edgeView(r *edgeRow) Edge {
 	if n, ok := g.nodes[r.From]; ok {
 		out = n.Out
 	}
-	c := Confidence(r.Count, out)
+	c := Confidence(r.Count-r.Failed, out)
 	return Edge{
 		From: r.From, To: r.To, Type: EdgeSequence, Source: SourceObserved,
-		Count: r.Count, SourceObservations: out, Confidence: c,
+		Count: r.Count, Failed: r.Failed, SourceObservations: out, Confidence: c,
 		Weight:      EdgeWeight(EdgeSequence, SourceObserved, c),
 		FirstSeenMS: r.FirstSeenMS, LastSeenMS: r.LastSeenMS,
 	}

@@ -12,6 +12,7 @@ type call struct {
 	Workflow string
 	Tool     string
 	AtMS     int64 // event time, Unix milliseconds
+	Failed   bool  // success was false
 }
 
 // parseCall decodes a workflow.task.completed.v1 event.
@@ -31,7 +32,7 @@ func parseCall(env *events.Envelope) (call, error) {
 	if err != nil {
 		return call{}, err
 	}
-	return call{Key: key, Workflow: d.WorkflowID, Tool: d.ToolID, AtMS: at.UnixMilli()}, nil
+	return call{Key: key, Workflow: d.WorkflowID, Tool: d.ToolID, AtMS: at.UnixMilli(), Failed: !d.Success}, nil
 }
 
 // Learner builds a Graph in memory from events with the same learning code
@@ -70,7 +71,7 @@ func (l *Learner) observeCall(c call) error {
 		w = &workflowRow{Key: c.Key, Workflow: c.Workflow}
 		l.workflows[k] = w
 	}
-	return learn(l.g, w.advance(c.Tool, c.AtMS))
+	return learn(l.g, w.advance(c.Tool, c.AtMS, c.Failed))
 }
 
 // Graph returns the graph learned so far. It is the Learner's own graph:

@@ -108,7 +108,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if _, err := tx.GetJSON(wk, &w); err != nil {
 		return err
 	}
-	o := w.advance(c.Tool, c.AtMS)
+	o := w.advance(c.Tool, c.AtMS, c.Failed)
 	if err := tx.SetJSON(wk, w); err != nil {
 		return err
 	}
@@ -168,21 +168,25 @@ func edgeChanges(cs txCounts, tx *projections.Tx, o observation) ([]EdgeLearnedD
 		if e.From != o.From {
 			return false, fmt.Errorf("toolgraph: edge row %s→%s under the prefix of %q", e.From, e.To, o.From)
 		}
-		oldCount := e.Count
+		oldCount, newSucc := e.Count, e.Count-e.Failed
+		oldSucc := newSucc
 		if e.To == o.To {
 			oldCount--
+			if !o.Failed {
+				oldSucc--
+			}
 		}
-		out = append(out, crossings(e.From, e.To, oldCount, e.Count, newOut-1, newOut)...)
+		out = append(out, crossings(e.From, e.To, oldCount, e.Count, oldSucc, newSucc, newOut-1, newOut)...)
 		return true, nil
 	})
 	return out, err
 }
 
 // crossings lists the graph.edge.learned.v1 data of edge from→to when its
-// count goes from oldCount to newCount and count(from→·) from oldOut to
-// newOut.
-func crossings(from, to string, oldCount, newCount, oldOut, newOut int) []EdgeLearnedData {
-	oldConf, newConf := Confidence(oldCount, oldOut), Confidence(newCount, newOut)
+// count goes from oldCount to newCount (its successful observations from
+// oldSucc to newSucc) and count(from→·) from oldOut to newOut.
+func crossings(from, to string, oldCount, newCount, oldSucc, newSucc, oldOut, newOut int) []EdgeLearnedData {
+	oldConf, newConf := Confidence(oldSucc, oldOut), Confidence(newSucc, newOut)
 	mk := func(reason string, threshold float64) EdgeLearnedData {
 		return EdgeLearnedData{
 			From: from, To: to, EdgeType: EdgeSequence, EdgeSource: SourceObserved,

@@ -20,6 +20,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 )
 
 // scopedServer is a pipeline behind an API with three tokens: tok-a
@@ -114,14 +115,28 @@ func TestAccessConformance(t *testing.T) {
 	if code != 202 {
 		t.Fatalf("record: %d %v", code, rec)
 	}
+	wfc := client.New(base, "tok-a")
+	ctx := context.Background()
+	if _, err := wfc.Update(ctx, "wf-a", 0, events.ChannelContext, map[string]any{"note": secret}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := wfc.Checkpoint(ctx, "wf-a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := wfc.Interrupt(ctx, "wf-a", events.DecisionHuman, "approve "+secret+"?", "approve", "reject")
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitCaughtUp(t, p)
 	f := accesstest.Fixture{
+		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: rec["id"].(string), Secrets: []string{secret},
 		State: func(t *testing.T) string {
 			waitCaughtUp(t, p)
 			var b strings.Builder
-			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + rec["id"].(string), "/v1/memories/" + rec["id"].(string) + "/history"} {
+			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + rec["id"].(string), "/v1/memories/" + rec["id"].(string) + "/history", "/v1/workflows/wf-a", "/v1/workflows/wf-a/checkpoints"} {
 				code, m := call(t, base, "tok-a", "GET", path, nil)
 				fmt.Fprintf(&b, "%s %d %v\n", path, code, m)
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -91,6 +92,9 @@ type Server struct {
 	graphMu  sync.Mutex
 	graph    *toolgraph.Graph
 	graphVer int
+
+	suggestMu sync.Mutex
+	suggester suggest.Suggester // POST /v1/workflows/suggest
 }
 
 // Route is one route of the API: its net/http ServeMux pattern
@@ -115,6 +119,11 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/memories", requireJSON(s.recordMemory)),
 		f("POST /v1/memories/{id...}", requireJSON(s.memoryFeedback)),
 		f("GET /v1/memories/{id...}", s.memoryRoutes),
+		f("POST /v1/workflows/suggest", requireJSON(s.postSuggest)),
+		f("POST /v1/workflows/suggest/feedback", requireJSON(s.postSuggestFeedback)),
+		f("GET /v1/workflows/{id...}", s.workflowGet),
+		f("POST /v1/workflows/{id...}", requireJSON(s.workflowPost)),
+		f("POST /v1/dags", requireJSON(s.postDAG)),
 		f("GET /v1/graph/next", s.graphNext),
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),
@@ -671,6 +680,10 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 			return
 		}
 		q.Collection = c
+		if ctx := contextTools(r); c == search.Tools && len(ctx) > 0 {
+			s.hybridTools(w, r, q, ctx) // the graph term (issue 14)
+			return
+		}
 		res, err := s.P.Search.Search(r.Context(), q)
 		if err != nil {
 			toolError(w, err)

@@ -33,7 +33,11 @@ type Fixture struct {
 	OwnToken, OtherToken, AdminToken string
 	OwnScope, OtherScope             string
 	Session, Memory                  string
-	Secrets                          []string
+	// Workflow is a workflow of the own scope whose context holds a
+	// secret, with a checkpoint (WorkflowCheckpoint, its log position) and
+	// a pending human decision (WorkflowDecision).
+	Workflow, WorkflowCheckpoint, WorkflowDecision string
+	Secrets                                        []string
 	// State returns a digest of the own scope's entities as the own token
 	// reads them (session, its events, memory, history); Run requires it
 	// unchanged by every request of the other scope's token.
@@ -115,6 +119,37 @@ func Cases() []Case {
 		}, Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) + "/history" }), Want: map[Caller]int{Other: 404}},
+		// workflows: reads and the writes that need the workflow's past are
+		// 404 for the other scope; writes that may start a workflow go to
+		// the caller's own scope (the other scope gets its own workflow of
+		// that id, and the own one stays unchanged)
+		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string { return "/v1/workflows/" + esc(f.Workflow) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string { return "/v1/workflows/" + esc(f.Workflow) + "/checkpoints" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string {
+			return "/v1/workflows/" + esc(f.Workflow) + "/checkpoints/" + esc(f.WorkflowCheckpoint)
+		}), Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/updates", Body: map[string]any{"layer": 1, "channel": "messages", "update": "probe"}}
+		}},
+		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/decisions/" + esc(f.WorkflowDecision), Body: map[string]any{"answer": "approve", "by": "accesstest"}}
+		}, Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/fork", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint, "workflow_id": "accesstest-fork"}}
+		}, Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/resume", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint}}
+		}, Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/workflows/suggest", Request: func(Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/suggest", Body: map[string]any{"intent": "change my flight", "context_tools": []string{"get_user_details"}}}
+		}, Want: aggregate},
+		{Pattern: "POST /v1/workflows/suggest/feedback", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/suggest/feedback?scope=" + url.QueryEscape(f.OwnScope), Body: map[string]any{"accepted": true, "mode": "suggestion", "confidence": 0.8}}
+		}, Want: aggregate},
+		// the DAG builder reads no scoped data: any token
+		{Pattern: "POST /v1/dags", Request: func(Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/dags", Body: map[string]any{"tools": []string{"get_reservation_details", "think"}}}
+		}},
 		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},

@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
+	"github.com/google/uuid"
+)
+
+// suggestEmbedder embeds intents and tool descriptions for
+// POST /v1/workflows/suggest (USE lite, offline), loaded on first use.
+var suggestEmbedder = sync.OnceValues(func() (embedder.Embedder, error) {
+	u, err := embedder.NewUSELite()
+	if err != nil {
+		return nil, err
+	}
+	u.Workers = 1
+	return u, nil
+})
+
+// postSuggest serves POST /v1/workflows/suggest {intent, context_tools, k}:
+// a DAG from the learned tool graph (which aggregates every scope, so the
+// route needs a token that reads *), the airline catalogue's schemas and
+// the intent's meaning, with its confidence, mode, safety reasons and
+// explanation (package suggest).
+func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
+	if needsAll(w, r) {
+		return
+	}
+	var req suggest.Request
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		return
+	}
+	g, err := s.toolGraph()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	cat, err := dagCatalog()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	emb, err := suggestEmbedder()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if req.Policy == "" {
+		req.Policy = "default"
+	}
+	scope, ok := policyScope(w, r)
+	if !ok {
+		return
+	}
+	if err := events.CheckID(req.Policy); err != nil {
+		writeErr(w, http.StatusBadRequest, "policy: %v", err)
+		return
+	}
+	pol, err := workflows.GetPolicy(s.P.Store, events.EntityKey(scope, req.Policy))
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	req.SpeculationThreshold = pol.Threshold
+	s.suggestMu.Lock() // the Suggester caches vectors
+	defer s.suggestMu.Unlock()
+	sg := &s.suggester
+	sg.Graph, sg.Catalog, sg.Embedder = g, cat, emb
+	res, err := sg.Suggest(r.Context(), req)
+	switch {
+	case errors.Is(err, suggest.ErrInvalid):
+		writeErr(w, http.StatusBadRequest, "%v", err)
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"suggestion": res, "policy": pol})
+	}
+}
+
+// policyScope is the scope of a policy: ?scope=, else org:default.
+func policyScope(w http.ResponseWriter, r *http.Request) (string, bool) {
+	sc := r.URL.Query().Get("scope")
+	if sc == "" {
+		return events.DefaultScope, true
+	}
+	if !events.ValidScope(sc) {
+		writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+		return "", false
+	}
+	return sc, true
+}
+
+// postSuggestFeedback serves POST /v1/workflows/suggest/feedback
+// {policy, suggestion_id, accepted, mode, confidence}: whether a
+// suggestion was used, as workflow.suggestion.feedback.v1 in ?scope= (or
+// org:default); it answers the policy's threshold after it. Like
+// suggestions, it needs a token that reads every scope, and it must write
+// the scope.
+func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
+	if needsAll(w, r) {
+		return
+	}
+	var d events.SuggestionFeedbackData
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		return
+	}
+	if d.Policy == "" {
+		d.Policy = "default"
+	}
+	scope, ok := policyScope(w, r)
+	if !ok {
+		return
+	}
+	if !CallerOf(r).CanWrite(scope) {
+		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", scope)
+		return
+	}
+	env, err := events.New(events.WorkflowSuggestionFeedback, "chronicle/api", "fb-"+uuid.NewString(), time.Now(), d)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	env.Scope = scope
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	_, err = s.workflowService().Submit(ctx, env)
+	var ve *events.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		idx := 0
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		return
+	case err != nil:
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	pol, err := workflows.GetPolicy(s.P.Store, events.EntityKey(scope, d.Policy))
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pol)
+}

@@ -1,0 +1,388 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/google/uuid"
+)
+
+// The workflow routes: a LangGraph-style checkpointer surface over the
+// workflows projection. Reads are scoped like sessions (?scope=, else the
+// one readable scope holding the id; 404 for another scope's workflow).
+// Writes that may start a workflow (updates, checkpoints, commands,
+// decision requests, completion) go to ?scope= or the caller's write scope;
+// writes that need the workflow's past (answers, resume, fork) resolve it
+// like reads, among writable (fork: readable) scopes. Every write waits
+// until the workflows processor applied the event and answers with the
+// new state (202 when the processor did not get to it within 5 s).
+
+// workflowPath splits /v1/workflows/<escaped id>/<sub...>: the id is the
+// first segment, percent-decoded.
+func workflowPath(r *http.Request) (id string, sub []string, err error) {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v1/workflows/")
+	segs := strings.Split(rest, "/")
+	if id, err = url.PathUnescape(segs[0]); err != nil {
+		return "", nil, fmt.Errorf("workflow id: %v", err)
+	}
+	for _, s := range segs[1:] {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return "", nil, fmt.Errorf("path: %v", err)
+		}
+		sub = append(sub, u)
+	}
+	return id, sub, nil
+}
+
+func (s *Server) workflowService() *workflows.Service {
+	return &workflows.Service{Store: s.P.Store, Producer: s.P.Producer}
+}
+
+// workflowGet serves GET /v1/workflows/{id}, /{id}/checkpoints (the
+// history, oldest first) and /{id}/checkpoints/{checkpoint id} (the state
+// as of that checkpoint: time travel).
+func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
+	id, sub, err := workflowPath(r)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if len(sub) > 2 || len(sub) > 0 && sub[0] != "checkpoints" {
+		writeErr(w, http.StatusNotFound, "no such route: GET %s (GET /v1/workflows/{id}[/checkpoints[/{checkpoint_id}]])", r.URL.Path)
+		return
+	}
+	key, ok := entityKey(w, r, "workflow", id, workflows.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
+	if !ok {
+		return
+	}
+	st, ok, err := workflows.Get(s.P.Store, key)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	case !ok:
+		writeErr(w, http.StatusNotFound, "workflow %q not found", id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	switch len(sub) {
+	case 0:
+		v := workflows.View{State: st}
+		if st.Checkpoint != nil {
+			if v.CheckpointID, err = s.checkpointIDOf(ctx, key, st.Checkpoint.EventID); err != nil {
+				writeErr(w, http.StatusServiceUnavailable, "%v", err)
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, v)
+	case 1:
+		h, err := workflows.History(ctx, s.P.Broker.Addrs(), s.P.Store, key)
+		if err != nil {
+			writeErr(w, http.StatusServiceUnavailable, "%v", err)
+			return
+		}
+		if h == nil {
+			h = []workflows.HistoryEntry{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h})
+	case 2:
+		cp, ok := s.checkpointAt(ctx, w, key, sub[1])
+		if ok {
+			writeJSON(w, http.StatusOK, workflows.HistoryEntry{CheckpointID: sub[1], Checkpoint: cp})
+		}
+	}
+}
+
+// checkpointIDOf is the log position of the checkpoint event eventID of
+// the workflow ("" when the log does not show it).
+func (s *Server) checkpointIDOf(ctx context.Context, key, eventID string) (string, error) {
+	h, err := workflows.History(ctx, s.P.Broker.Addrs(), s.P.Store, key)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range h {
+		if e.EventID == eventID {
+			return e.CheckpointID, nil
+		}
+	}
+	return "", nil
+}
+
+// checkpointAt resolves a checkpoint id of the workflow; it answers 400
+// for a malformed id, 404 for one that is no checkpoint of the workflow.
+func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, key, cid string) (workflows.Checkpoint, bool) {
+	pos, err := workflows.ParseCheckpointID(cid)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return workflows.Checkpoint{}, false
+	}
+	cp, err := workflows.CheckpointAt(ctx, s.P.Broker.Addrs(), s.P.Store, key, pos)
+	switch {
+	case errors.Is(err, workflows.ErrNoCheckpoint):
+		writeErr(w, http.StatusNotFound, "%v", err)
+		return cp, false
+	case err != nil:
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		return cp, false
+	}
+	return cp, true
+}
+
+// workflowBody is the union of the write routes' bodies; each route reads
+// its fields.
+type workflowBody struct {
+	EventID           string                     `json:"event_id"`
+	Layer             int                        `json:"layer"`
+	Channel           string                     `json:"channel"`
+	Update            json.RawMessage            `json:"update"`
+	ProcessedCommands []string                   `json:"processed_commands"`
+	CommandID         string                     `json:"command_id"`
+	Command           string                     `json:"command"`
+	Args              json.RawMessage            `json:"args"`
+	By                string                     `json:"by"`
+	DecisionID        string                     `json:"decision_id"`
+	Kind              string                     `json:"kind"`
+	Question          string                     `json:"question"`
+	Options           []string                   `json:"options"`
+	Answer            string                     `json:"answer"`
+	Comment           string                     `json:"comment"`
+	CheckpointID      string                     `json:"checkpoint_id"`
+	WorkflowID        string                     `json:"workflow_id"`
+	Updates           map[string]json.RawMessage `json:"updates"`
+	Outcome           string                     `json:"outcome"`
+	Output            json.RawMessage            `json:"output"`
+}
+
+// workflowPost serves the write routes:
+//
+//	POST /v1/workflows/{id}/updates            {layer, channel, update}: a reducer update
+//	POST /v1/workflows/{id}/checkpoints        {layer, processed_commands}: a layer checkpoint; answers its checkpoint_id
+//	POST /v1/workflows/{id}/commands           {command, args, by, command_id?}: enqueue a command
+//	POST /v1/workflows/{id}/decisions          {kind agent|human, question, options, layer, decision_id?}: a decision point (interrupt)
+//	POST /v1/workflows/{id}/decisions/{did}    {answer, by, comment}: answer it (resume with the answer)
+//	POST /v1/workflows/{id}/resume             {checkpoint_id?}: back to a checkpoint (default the last), e.g. after a crash
+//	POST /v1/workflows/{id}/fork               {checkpoint_id, workflow_id, updates{channel: update}}: a new workflow from a checkpoint
+//	POST /v1/workflows/{id}/complete           {outcome, output}
+//
+// Every body may name its event_id (a retry with the same id is applied
+// once); without one the server makes one up.
+func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
+	id, sub, err := workflowPath(r)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if err := events.CheckID(id); err != nil {
+		writeErr(w, http.StatusBadRequest, "workflow id: %v", err)
+		return
+	}
+	action := ""
+	if len(sub) > 0 {
+		action = sub[0]
+	}
+	known := map[string]int{"updates": 1, "checkpoints": 1, "commands": 1, "decisions": 1, "resume": 1, "fork": 1, "complete": 1}
+	if known[action] == 0 || len(sub) > 2 || len(sub) == 2 && action != "decisions" {
+		writeErr(w, http.StatusNotFound, "no such route: POST %s (updates, checkpoints, commands, decisions[/{decision_id}], resume, fork, complete)", r.URL.Path)
+		return
+	}
+	var b workflowBody
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		return
+	}
+	if b.EventID == "" {
+		b.EventID = "wf-" + uuid.NewString()
+	}
+	c := CallerOf(r)
+	// the workflow the write names
+	var key string
+	switch {
+	case action == "fork":
+		k, ok := entityKey(w, r, "workflow", id, workflows.Scopes, s.P.Store, c.CanRead, nil)
+		if !ok {
+			return
+		}
+		key = k
+	case action == "resume" || len(sub) == 2:
+		k, ok := entityKey(w, r, "workflow", id, workflows.Scopes, s.P.Store, c.CanWrite, nil)
+		if !ok {
+			return
+		}
+		key = k
+	default:
+		sc := r.URL.Query().Get("scope")
+		if sc == "" {
+			sc = c.DefaultWriteScope()
+		}
+		if sc == "" {
+			sc = events.DefaultScope
+		}
+		if !events.ValidScope(sc) {
+			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+			return
+		}
+		if !c.CanWrite(sc) {
+			writeErr(w, http.StatusForbidden, "scope: this token may not write %s", sc)
+			return
+		}
+		key = events.EntityKey(sc, id)
+	}
+	scope, _, _ := events.SplitEntityKey(key)
+	st, exists, err := workflows.Get(s.P.Store, key)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if exists && st.Status == workflows.StatusCompleted && action != "fork" {
+		writeErr(w, http.StatusConflict, "workflow %q completed (%s): it takes no more events; fork it to go on", id, st.Outcome)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	var typ events.Type
+	var data any
+	var next *int
+	var cpID string
+	switch action {
+	case "updates":
+		typ, data = events.WorkflowReducerApplied, events.ReducerAppliedData{WorkflowID: id, Layer: b.Layer, Channel: b.Channel, Update: b.Update}
+	case "checkpoints":
+		typ, data = events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: id, Layer: b.Layer, ProcessedCommands: b.ProcessedCommands}
+	case "commands":
+		if b.CommandID == "" {
+			b.CommandID = b.EventID
+		}
+		typ, data = events.WorkflowCommandEnqueued, events.CommandEnqueuedData{WorkflowID: id, CommandID: b.CommandID, Command: b.Command, Args: b.Args, By: b.By}
+	case "decisions":
+		if len(sub) == 2 {
+			did := sub[1]
+			pending := false
+			for _, d := range st.PendingDecisions {
+				pending = pending || d.DecisionID == did
+			}
+			if !pending {
+				writeErr(w, http.StatusNotFound, "decision %q: not pending in workflow %q", did, id)
+				return
+			}
+			typ, data = events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: id, DecisionID: did, Answer: b.Answer, By: b.By, Comment: b.Comment}
+			break
+		}
+		if b.DecisionID == "" {
+			b.DecisionID = b.EventID
+		}
+		typ, data = events.WorkflowDecisionRequested, events.DecisionRequestedData{WorkflowID: id, DecisionID: b.DecisionID, Kind: b.Kind, Layer: b.Layer, Question: b.Question, Options: b.Options}
+	case "resume":
+		cid := b.CheckpointID
+		var cp workflows.Checkpoint
+		if cid == "" {
+			if st.Checkpoint == nil {
+				writeErr(w, http.StatusNotFound, "workflow %q has no checkpoint to resume from", id)
+				return
+			}
+			h, err := workflows.History(ctx, s.P.Broker.Addrs(), s.P.Store, key)
+			if err != nil {
+				writeErr(w, http.StatusServiceUnavailable, "%v", err)
+				return
+			}
+			if len(h) == 0 {
+				writeErr(w, http.StatusNotFound, "workflow %q has no checkpoint in the log", id)
+				return
+			}
+			last := h[len(h)-1]
+			cid, cp = last.CheckpointID, last.Checkpoint
+		} else {
+			var ok bool
+			if cp, ok = s.checkpointAt(ctx, w, key, cid); !ok {
+				return
+			}
+		}
+		n := cp.Layer + 1
+		next, cpID = &n, cid
+		typ, data = events.WorkflowResumed, events.ResumedData{WorkflowID: id, CheckpointID: cid, CheckpointEventID: cp.EventID}
+	case "fork":
+		if b.WorkflowID == "" || b.CheckpointID == "" {
+			writeErr(w, http.StatusBadRequest, "body: workflow_id (the new workflow) and checkpoint_id are required")
+			return
+		}
+		if err := events.CheckID(b.WorkflowID); err != nil {
+			writeErr(w, http.StatusBadRequest, "workflow_id: %v", err)
+			return
+		}
+		if !c.CanWrite(scope) {
+			writeErr(w, http.StatusForbidden, "scope: this token may not write %s, the scope of the fork", scope)
+			return
+		}
+		if _, taken, err := workflows.Get(s.P.Store, events.EntityKey(scope, b.WorkflowID)); err != nil || taken {
+			writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s (%v)", b.WorkflowID, scope, err)
+			return
+		}
+		cp, ok := s.checkpointAt(ctx, w, key, b.CheckpointID)
+		if !ok {
+			return
+		}
+		raw, err := json.Marshal(cp.State)
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		key = events.EntityKey(scope, b.WorkflowID)
+		typ, data = events.WorkflowForked, events.ForkedData{WorkflowID: b.WorkflowID, ParentWorkflowID: id, ParentCheckpointID: b.CheckpointID, State: raw, Update: b.Updates}
+	case "complete":
+		typ, data = events.WorkflowCompleted, events.WorkflowCompletedData{WorkflowID: id, Outcome: b.Outcome, Output: b.Output}
+	}
+	env, err := events.New(typ, "chronicle/api", b.EventID, time.Now(), data)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	env.Scope = scope
+	if typ == events.WorkflowCheckpointSaved {
+		// a retry of a checkpoint already saved: its id is its first position
+		if done, err := workflows.Applied(s.P.Store, key, env.ID); err == nil && done {
+			if cpID, err = s.checkpointIDOf(ctx, key, env.ID); err != nil {
+				writeErr(w, http.StatusServiceUnavailable, "%v", err)
+				return
+			}
+		}
+	}
+	pos, err := s.workflowService().Submit(ctx, env)
+	var ve *events.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		idx := 0
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		return
+	case errors.Is(err, workflows.ErrRejected):
+		writeErr(w, http.StatusConflict, "%v", err)
+		return
+	case errors.Is(err, workflows.ErrNotProcessed):
+		writeJSON(w, http.StatusAccepted, map[string]any{"event_id": env.ID, "position": pos.String(), "status": err.Error()})
+		return
+	case err != nil:
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	res := workflows.WriteResult{EventID: env.ID, Position: pos.String(), NextLayer: next, CheckpointID: cpID}
+	if typ == events.WorkflowCheckpointSaved && cpID == "" {
+		res.CheckpointID = pos.String()
+	}
+	after, _, err := workflows.Get(s.P.Store, key)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	res.State = after
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,355 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
+	"github.com/chronicle-dev/chronicle/projections"
+	"net/http/httptest"
+)
+
+// startAt starts a pipeline on dir with an API in front and a workflow
+// client of it; stop closes both (a restart starts again on dir).
+func startAt(t *testing.T, dir string) (p *pipeline.Pipeline, c *client.Client, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			srv.Close()
+			_ = p.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return p, client.New(srv.URL, ""), stop
+}
+
+// musts are the workflow client's calls that must succeed.
+type musts struct {
+	t *testing.T
+	c *client.Client
+}
+
+func (m musts) w(r workflows.WriteResult, err error) workflows.WriteResult {
+	m.t.Helper()
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return r
+}
+
+func (m musts) state(id string) workflows.View {
+	m.t.Helper()
+	v, err := m.c.State(context.Background(), id)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return v
+}
+
+func taskIDsOf(t *testing.T, s workflows.State) []string {
+	t.Helper()
+	var out []string
+	for _, raw := range s.Tasks {
+		var x struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &x); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, x.ID)
+	}
+	return out
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Every checkpoint's state equals what `chronicle replay --until
+// <checkpoint id>` rebuilds (processors.Replay, the command's code, into a
+// fresh store), and GET .../checkpoints/{id} answers the same state; an
+// interleaved second workflow changes nothing of it.
+func TestWorkflowCheckpointIsReplayUntil(t *testing.T) {
+	p, c, _ := startAt(t, t.TempDir())
+	ctx, m := context.Background(), musts{t, c}
+	const wf = "book/w-1" // an id with '/': percent-encoded in URLs
+	var ids []string
+	for layer := 0; layer < 3; layer++ {
+		m.w(c.Update(ctx, wf, layer, events.ChannelTasks, []map[string]any{{"id": "t" + string(rune('a'+layer)), "tool": "get_user_details"}}))
+		m.w(c.Update(ctx, wf, layer, events.ChannelContext, map[string]any{"layer": layer, "user": "mia_li_3668"}))
+		m.w(c.Update(ctx, "other", layer, events.ChannelMessages, "noise"))
+		if layer == 1 {
+			m.w(c.Enqueue(ctx, wf, events.CommandReplanDAG, map[string]any{"requirement": "also check baggage"}, "agent"))
+			m.w(c.Interrupt(ctx, wf, events.DecisionAgent, "layer 1 done: continue or replan?"))
+		}
+		cp := m.w(c.Checkpoint(ctx, wf, layer))
+		ids = append(ids, cp.CheckpointID)
+		m.w(c.Update(ctx, wf, layer, events.ChannelMessages, map[string]any{"role": "tool", "content": "after checkpoint"}))
+	}
+	hist := func() []workflows.HistoryEntry {
+		h, err := c.History(ctx, wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}()
+	if len(hist) != 3 {
+		t.Fatalf("history: %d checkpoints, want 3", len(hist))
+	}
+	view := m.state(wf)
+	if view.CheckpointID != ids[2] || view.Checkpoints != 3 {
+		t.Fatalf("state names checkpoint %q (%d saved), want %q", view.CheckpointID, view.Checkpoints, ids[2])
+	}
+	for i, h := range hist {
+		if h.CheckpointID != ids[i] || h.Layer != i {
+			t.Fatalf("history[%d] = %s layer %d, the checkpoint write answered %s", i, h.CheckpointID, h.Layer, ids[i])
+		}
+		at := func() workflows.HistoryEntry {
+			h, err := c.StateAt(ctx, wf, h.CheckpointID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}()
+		pos, err := workflows.ParseCheckpointID(h.CheckpointID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := projections.Open(filepath.Join(t.TempDir(), "replay"), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: st, Processors: pipeline.DefaultProcessors(), Until: processors.Until{Pos: &pos}}); err != nil {
+			t.Fatal(err)
+		}
+		replayed, ok, err := workflows.Get(st, events.EntityKey(events.DefaultScope, wf))
+		st.Close()
+		if err != nil || !ok {
+			t.Fatalf("replay --until %s: no workflow (%v)", h.CheckpointID, err)
+		}
+		if a, b := jsonOf(t, replayed), jsonOf(t, at.State); a != b {
+			t.Fatalf("checkpoint %s:\nreplay --until %s\ncheckpoint     %s", h.CheckpointID, a, b)
+		}
+		if len(replayed.Tasks) != i+1 || len(replayed.Messages) != i {
+			t.Fatalf("checkpoint %d holds %d tasks, %d messages", i, len(replayed.Tasks), len(replayed.Messages))
+		}
+	}
+	if len(view.Messages) != 3 || view.Status != workflows.StatusWaitingForAgent || len(view.PendingCommands) != 1 {
+		t.Fatalf("current state: %s", jsonOf(t, view))
+	}
+	// a fork from checkpoint 0 with an update; the parent stays
+	f := m.w(c.Fork(ctx, wf, ids[0], "book/w-1-fork", map[string]any{"context": map[string]any{"user": "sophia_silva_7557"}}))
+	if got := taskIDsOf(t, f.State); !reflect.DeepEqual(got, []string{"ta"}) || string(f.State.Context["user"]) != `"sophia_silva_7557"` || f.State.Parent.CheckpointID != ids[0] {
+		t.Fatalf("fork: %s", jsonOf(t, f.State))
+	}
+	if v := m.state(wf); string(v.Context["user"]) != `"mia_li_3668"` || v.Events != view.Events {
+		t.Fatalf("the fork changed its parent: %s", jsonOf(t, v))
+	}
+	// a whole replay rebuilds the live workflows projection bit for bit
+	waitCaughtUp(t, p)
+	full, err := projections.Open(filepath.Join(t.TempDir(), "full"), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: full, Processors: pipeline.DefaultProcessors()}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, err := full.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.Projections[workflows.Name] == "" || live.Projections[workflows.Name] != rebuilt.Projections[workflows.Name] {
+		t.Fatalf("workflows projection: live %q, replayed %q", live.Projections[workflows.Name], rebuilt.Projections[workflows.Name])
+	}
+	var ae *client.Error
+	if _, err := c.StateAt(ctx, wf, "chronicle.workflows:0:999999"); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("a checkpoint id past the log: %v", err)
+	}
+	if _, err := c.Update(ctx, wf, 0, "inbox", 1); !errors.As(err, &ae) || ae.Status != 400 || ae.Pointer != "/data/channel" {
+		t.Fatalf("an unknown channel: %v", err)
+	}
+}
+
+// A human decision pauses the workflow and the pause survives a restart of
+// the service; the answer after it resumes the workflow. Then the
+// executor "crashes" during layer 1 (one of its two tasks recorded, the
+// service restarted): resuming from the last checkpoint and running layer
+// 1 again records every task exactly once.
+func TestHILPauseAndCrashResumeSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	_, c, stop := startAt(t, dir)
+	m := musts{t, c}
+	m.w(c.Update(ctx, "w", 0, events.ChannelTasks, []map[string]any{{"id": "t1"}, {"id": "t2"}}))
+	cp0 := m.w(c.Checkpoint(ctx, "w", 0))
+	d := m.w(c.Interrupt(ctx, "w", events.DecisionHuman, "Cancel reservation ABC123?", "approve", "reject"))
+	if d.State.Status != workflows.StatusWaitingForHuman {
+		t.Fatalf("after the interrupt: %s", d.State.Status)
+	}
+	stop()
+
+	_, c, stop = startAt(t, dir)
+	m = musts{t, c}
+	v := m.state("w")
+	if v.Status != workflows.StatusWaitingForHuman || len(v.PendingDecisions) != 1 || v.PendingDecisions[0].DecisionID != d.EventID || v.CheckpointID != cp0.CheckpointID {
+		t.Fatalf("after a restart: %s", jsonOf(t, v))
+	}
+	a := m.w(c.Answer(ctx, "w", d.EventID, "approve", "human:ana"))
+	if a.State.Status != workflows.StatusRunning || len(a.State.Decisions) != 1 {
+		t.Fatalf("after the answer: %s", jsonOf(t, a.State))
+	}
+	cp1 := m.w(c.Checkpoint(ctx, "w", 0)) // the decision is part of layer 0's state
+	m.w(c.Update(ctx, "w", 1, events.ChannelTasks, map[string]any{"id": "t3"}))
+	stop() // crash during layer 1: t4 never ran
+
+	_, c, _ = startAt(t, dir)
+	m = musts{t, c}
+	r := m.w(c.Resume(ctx, "w", ""))
+	if r.CheckpointID != cp1.CheckpointID || r.NextLayer == nil || *r.NextLayer != 1 {
+		t.Fatalf("resume: from %s, next layer %v; want %s, 1", r.CheckpointID, r.NextLayer, cp1.CheckpointID)
+	}
+	if got := taskIDsOf(t, r.State); !reflect.DeepEqual(got, []string{"t1", "t2"}) || len(r.State.Decisions) != 1 {
+		t.Fatalf("state after resume: tasks %v, decisions %d", got, len(r.State.Decisions))
+	}
+	m.w(c.Update(ctx, "w", 1, events.ChannelTasks, []map[string]any{{"id": "t3"}, {"id": "t4"}}))
+	m.w(c.Checkpoint(ctx, "w", 1))
+	done := m.w(c.Complete(ctx, "w", "success", map[string]any{"cancelled": "ABC123"}))
+	if got := taskIDsOf(t, done.State); !reflect.DeepEqual(got, []string{"t1", "t2", "t3", "t4"}) || done.State.Status != workflows.StatusCompleted {
+		t.Fatalf("tasks at the end: %v (each once), status %s", got, done.State.Status)
+	}
+	var ae *client.Error
+	if _, err := c.Update(ctx, "w", 2, events.ChannelTasks, 1); !errors.As(err, &ae) || ae.Status != 409 {
+		t.Fatalf("an update after completion: %v", err)
+	}
+}
+
+// POST /v1/dags: layers for catalogue tools and declared ones, the cycle
+// named with 422, an unknown tool named with 400.
+func TestPostDAG(t *testing.T) {
+	_, srv := setup(t)
+	code, m := call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []any{
+		"cancel_reservation", "think",
+		map[string]any{"name": "find_reservation", "parameters": map[string]any{"type": "object", "properties": map[string]any{"email": map[string]any{"type": "string"}}},
+			"output": map[string]any{"type": "object", "properties": map[string]any{"reservation_id": map[string]any{"type": "string"}}}},
+	}})
+	if code != 200 || fmt.Sprint(m["layers"]) != "[[find_reservation think] [cancel_reservation]]" {
+		t.Fatalf("%d %v", code, m)
+	}
+	code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"cancel_reservation", "get_reservation_details"}})
+	if code != 422 || fmt.Sprint(m["cycle"]) != "[cancel_reservation get_reservation_details cancel_reservation]" {
+		t.Fatalf("cycle: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"launch_rocket"}}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), `"launch_rocket"`) {
+		t.Fatalf("unknown tool: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"think"}, "rule": "fuzzy"}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "rule") {
+		t.Fatalf("bad rule: %d %v", code, m)
+	}
+}
+
+// POST /v1/workflows/suggest on a fresh service (no tool graph yet): the
+// picks come from meaning alone, no edge supports them, so the agent must
+// choose; bad input names the field.
+func TestPostSuggest(t *testing.T) {
+	_, srv := setup(t)
+	code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "I want to cancel my reservation", "k": 2})
+	sg, _ := m["suggestion"].(map[string]any)
+	if code != 200 || sg["mode"] != "explicit_required" || len(sg["tools"].([]any)) != 2 || sg["confidence"].(float64) != 0 || sg["speculation_threshold"].(float64) != 0.92 {
+		t.Fatalf("%d %v", code, m)
+	}
+	// feedback reaches the policy's projection
+	code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", map[string]any{"accepted": false, "mode": "speculative_execution", "confidence": 0.93})
+	if code != 200 || m["feedbacks"].(float64) != 1 || m["window"] != "R" || m["threshold"].(float64) != 0.92 {
+		t.Fatalf("feedback: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"accepted": true, "mode": "guess", "confidence": 0.93}); code != 400 || m["pointer"] != "/data/mode" {
+		t.Fatalf("bad mode: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
+		t.Fatalf("no intent: %d %v", code, m)
+	}
+}
+
+// GET /v1/tools/search with context_tools: hits re-ranked by
+// α·semantic + (1 − α)·graph, α below 1 for a well-observed context tool.
+func TestToolSearchGraphTerm(t *testing.T) {
+	p, srv := setup(t)
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []events.Envelope
+	for _, r := range recs[:20] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, envs...)
+	}
+	if code, m := call(t, srv.URL, "", "POST", "/v1/events", all); code != 202 {
+		t.Fatalf("%d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, m := call(t, srv.URL, "", "GET", "/v1/tools/search?query=reservation&limit=10", nil)
+		if ts, _ := m["tools"].([]any); len(ts) >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool collection did not fill")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	code, m := call(t, srv.URL, "", "GET", "/v1/tools/search?query=reservation&limit=3&context_tools=get_user_details", nil)
+	alpha, _ := m["alpha"].(float64)
+	hits, _ := m["tools"].([]any)
+	if code != 200 || alpha < 0.5 || alpha >= 1 || len(hits) != 3 {
+		t.Fatalf("%d alpha %v, %d hits: %v", code, alpha, len(hits), m)
+	}
+	prev := 2.0
+	for _, h := range hits {
+		h := h.(map[string]any)
+		rel, sem, gr := h["relevance"].(float64), h["semantic"].(float64), h["graph"].(float64)
+		if math.Abs(rel-(alpha*sem+(1-alpha)*gr)) > 1e-9 || rel > prev {
+			t.Fatalf("hit %v: relevance %v ≠ %v·%v + (1−%v)·%v, or out of order", h["id"], rel, alpha, sem, alpha, gr)
+		}
+		prev = rel
+	}
+	if code, _ := call(t, srv.URL, "", "GET", "/v1/tools/search?query=x&limit=50&context_tools=get_user_details", nil); code != 400 {
+		t.Fatalf("limit 50: %d", code)
+	}
+}

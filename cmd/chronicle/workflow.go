@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
+	"github.com/spf13/cobra"
+)
+
+// workflowCmd is `chronicle workflow`: the workflow routes of a running
+// serve from the command line (processors/workflows/client), each printing
+// the service's JSON answer.
+func workflowCmd() *cobra.Command {
+	var api, tokenEnv, scope string
+	newClient := func() *client.Client {
+		c := client.New(api, os.Getenv(tokenEnv))
+		c.Scope = scope
+		return c
+	}
+	print := func(c *cobra.Command) func(v any, err error) error {
+		return func(v any, err error) error {
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(c.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+	}
+	cmd := &cobra.Command{
+		Use:   "workflow state|history|at|resume|answer ID ...",
+		Short: "A workflow of a running chronicle serve: its state, checkpoint history, state as of a checkpoint; resume it, answer its decision",
+	}
+	cmd.PersistentFlags().StringVar(&api, "api", "http://127.0.0.1:8080", "URL of a running chronicle serve")
+	cmd.PersistentFlags().StringVar(&tokenEnv, "token-env", "CHRONICLE_TOKEN", "environment variable holding the API token, if the service uses tokens")
+	cmd.PersistentFlags().StringVar(&scope, "scope", "", "the workflow's scope, when the token holds several")
+	cmd.AddCommand(
+		&cobra.Command{Use: "state ID", Short: "the workflow's state", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, a []string) error {
+			return print(c)(newClient().State(c.Context(), a[0]))
+		}},
+		&cobra.Command{Use: "history ID", Short: "its checkpoints, oldest first, each with its id (log position)", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, a []string) error {
+			return print(c)(newClient().History(c.Context(), a[0]))
+		}},
+		&cobra.Command{Use: "at ID CHECKPOINT_ID", Short: "its state as of a checkpoint (= replay --until the checkpoint id)", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, a []string) error {
+			return print(c)(newClient().StateAt(c.Context(), a[0], a[1]))
+		}},
+		&cobra.Command{Use: "resume ID [CHECKPOINT_ID]", Short: "back to a checkpoint (default the last), e.g. after a crash", Args: cobra.RangeArgs(1, 2), RunE: func(c *cobra.Command, a []string) error {
+			cp := ""
+			if len(a) == 2 {
+				cp = a[1]
+			}
+			return print(c)(newClient().Resume(c.Context(), a[0], cp))
+		}},
+		&cobra.Command{Use: "answer ID DECISION_ID ANSWER", Short: "answer a pending decision (a human's approval)", Args: cobra.ExactArgs(3), RunE: func(c *cobra.Command, a []string) error {
+			by := os.Getenv("USER")
+			if by == "" {
+				by = "cli"
+			}
+			return print(c)(newClient().Answer(c.Context(), a[0], a[1], a[2], fmt.Sprintf("human:%s", by)))
+		}},
+	)
+	return cmd
+}

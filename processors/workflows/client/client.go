@@ -1,0 +1,223 @@
+// Package client drives a workflow through a running Chronicle service's
+// HTTP API, the way an agent runtime uses LangGraph's checkpointer: record
+// reducer updates and a checkpoint per DAG layer, enqueue commands, pause
+// for a human decision and resume with the answer, read the state, the
+// checkpoint history and the state as of any checkpoint (time travel),
+// fork from a checkpoint with a state update, and resume from the last
+// checkpoint after a crash.
+//
+// Every write carries an event id the client makes up once per call and
+// keeps across its retries (a 503 from an unacknowledged publish is
+// retried up to 3 times), so a retried write is applied once. Each write
+// returns after the workflows processor applied it, with the new state;
+// when the processor did not get to it within the service's 5 s, the
+// error is an *Error with Status 202 (the event is in the log and will be
+// applied: read the state again). A write the processor refused is an
+// *Error with Status 409, bad input 400 with the JSON pointer.
+//
+//	c := client.New("http://127.0.0.1:8080", os.Getenv("CHRONICLE_TOKEN"))
+//	c.Update(ctx, "w1", 0, events.ChannelTasks, []any{task})
+//	cp, _ := c.Checkpoint(ctx, "w1", 0)        // cp.CheckpointID = "chronicle.workflows:0:17"
+//	c.Interrupt(ctx, "w1", events.DecisionHuman, "Cancel reservation ABC123?", "approve", "reject")
+//	...
+//	r, _ := c.Resume(ctx, "w1", "")             // after a crash: back to the last checkpoint, run r.NextLayer
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/google/uuid"
+)
+
+// Client is a workflow client of one service.
+type Client struct {
+	// Base is the service URL, e.g. http://127.0.0.1:8080.
+	Base string
+	// Token is sent as a bearer token when set.
+	Token string
+	// Scope, when set, is sent as ?scope= (needed when the token reads or
+	// writes several scopes).
+	Scope string
+	// HTTP is the client (default: 60 s timeout).
+	HTTP *http.Client
+}
+
+// New returns a client of the service at base with token ("" for none).
+func New(base, token string) *Client { return &Client{Base: base, Token: token} }
+
+// Error is a non-2xx answer of the service.
+type Error struct {
+	Status  int
+	Message string
+	Pointer string
+}
+
+func (e *Error) Error() string {
+	if e.Pointer != "" {
+		return fmt.Sprintf("chronicle: %d: %s (at %s)", e.Status, e.Message, e.Pointer)
+	}
+	return fmt.Sprintf("chronicle: %d: %s", e.Status, e.Message)
+}
+
+func (c *Client) url(id string, sub ...string) string {
+	p := strings.TrimRight(c.Base, "/") + "/v1/workflows/" + url.PathEscape(id)
+	for _, s := range sub {
+		p += "/" + url.PathEscape(s)
+	}
+	if c.Scope != "" {
+		p += "?scope=" + url.QueryEscape(c.Scope)
+	}
+	return p
+}
+
+func (c *Client) do(ctx context.Context, method, u string, body, out any) error {
+	var raw []byte
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	for attempt := 1; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
+		if err != nil {
+			return err
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if c.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable && attempt < 3 && method == http.MethodPost {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			}
+			continue // same body, same event id: applied once
+		}
+		if resp.StatusCode >= 300 || resp.StatusCode == http.StatusAccepted && method == http.MethodPost {
+			var e struct {
+				Error, Pointer, Status string
+			}
+			_ = json.Unmarshal(b, &e)
+			if e.Error == "" {
+				e.Error = e.Status
+			}
+			if e.Error == "" {
+				e.Error = resp.Status
+			}
+			return &Error{Status: resp.StatusCode, Message: e.Error, Pointer: e.Pointer}
+		}
+		return json.Unmarshal(b, out)
+	}
+}
+
+func (c *Client) write(ctx context.Context, id string, sub []string, body map[string]any) (workflows.WriteResult, error) {
+	body["event_id"] = "wf-" + uuid.NewString()
+	var res workflows.WriteResult
+	return res, c.do(ctx, http.MethodPost, c.url(id, sub...), body, &res)
+}
+
+// Update applies a reducer update on channel (events.ChannelMessages,
+// ChannelTasks, ChannelDecisions append — a slice appends its elements;
+// ChannelContext merges an object) at layer.
+func (c *Client) Update(ctx context.Context, id string, layer int, channel string, update any) (workflows.WriteResult, error) {
+	return c.write(ctx, id, []string{"updates"}, map[string]any{"layer": layer, "channel": channel, "update": update})
+}
+
+// Checkpoint saves the checkpoint of a finished layer; processed names
+// the queued commands handled before it. The result's CheckpointID is the
+// checkpoint's id (its log position).
+func (c *Client) Checkpoint(ctx context.Context, id string, layer int, processed ...string) (workflows.WriteResult, error) {
+	return c.write(ctx, id, []string{"checkpoints"}, map[string]any{"layer": layer, "processed_commands": processed})
+}
+
+// Enqueue puts a command (events.CommandInjectTasks, CommandReplanDAG,
+// CommandApprove, ...) on the workflow's queue.
+func (c *Client) Enqueue(ctx context.Context, id, command string, args any, by string) (workflows.WriteResult, error) {
+	body := map[string]any{"command": command, "by": by}
+	if args != nil {
+		body["args"] = args
+	}
+	return c.write(ctx, id, []string{"commands"}, body)
+}
+
+// Interrupt requests a decision (events.DecisionHuman pauses the workflow
+// until Answer; events.DecisionAgent asks the agent whether to continue or
+// replan). The decision id is the result's event id.
+func (c *Client) Interrupt(ctx context.Context, id, kind, question string, options ...string) (workflows.WriteResult, error) {
+	return c.write(ctx, id, []string{"decisions"}, map[string]any{"kind": kind, "question": question, "options": options})
+}
+
+// Answer answers the pending decision decisionID; the workflow runs again
+// once no human decision is pending.
+func (c *Client) Answer(ctx context.Context, id, decisionID, answer, by string) (workflows.WriteResult, error) {
+	return c.write(ctx, id, []string{"decisions", decisionID}, map[string]any{"answer": answer, "by": by})
+}
+
+// Resume returns the workflow to a checkpoint ("" = the last one), e.g.
+// after the executor crashed during a layer: the state becomes the
+// checkpoint's, and the executor runs res.NextLayer again (its tasks with
+// side effects must be idempotent).
+func (c *Client) Resume(ctx context.Context, id, checkpointID string) (workflows.WriteResult, error) {
+	body := map[string]any{}
+	if checkpointID != "" {
+		body["checkpoint_id"] = checkpointID
+	}
+	return c.write(ctx, id, []string{"resume"}, body)
+}
+
+// Fork starts workflow newID from the checkpoint of workflow id with
+// updates (channel → update) applied through the reducers; id is
+// unchanged.
+func (c *Client) Fork(ctx context.Context, id, checkpointID, newID string, updates map[string]any) (workflows.WriteResult, error) {
+	return c.write(ctx, id, []string{"fork"}, map[string]any{"checkpoint_id": checkpointID, "workflow_id": newID, "updates": updates})
+}
+
+// Complete ends the workflow (outcome success, failure or aborted).
+func (c *Client) Complete(ctx context.Context, id, outcome string, output any) (workflows.WriteResult, error) {
+	return c.write(ctx, id, []string{"complete"}, map[string]any{"outcome": outcome, "output": output})
+}
+
+// State returns the workflow's current state.
+func (c *Client) State(ctx context.Context, id string) (workflows.View, error) {
+	var v workflows.View
+	return v, c.do(ctx, http.MethodGet, c.url(id), nil, &v)
+}
+
+// History returns the workflow's checkpoints, oldest first.
+func (c *Client) History(ctx context.Context, id string) ([]workflows.HistoryEntry, error) {
+	var out struct {
+		Checkpoints []workflows.HistoryEntry `json:"checkpoints"`
+	}
+	err := c.do(ctx, http.MethodGet, c.url(id, "checkpoints"), nil, &out)
+	return out.Checkpoints, err
+}
+
+// StateAt returns the checkpoint checkpointID with the workflow's state as
+// of it (time travel).
+func (c *Client) StateAt(ctx context.Context, id, checkpointID string) (workflows.HistoryEntry, error) {
+	var h workflows.HistoryEntry
+	return h, c.do(ctx, http.MethodGet, c.url(id, "checkpoints", checkpointID), nil, &h)
+}

@@ -1,0 +1,343 @@
+package dag
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"gonum.org/v1/gonum/graph"
+	"gonum.org/v1/gonum/graph/simple"
+	"gonum.org/v1/gonum/graph/topo"
+)
+
+// NameRule says when an output property name matches an input parameter
+// name.
+type NameRule int
+
+const (
+	// Exact: the names are equal (the design's rule).
+	Exact NameRule = iota
+	// ExactOrPluralID: equal, or the output is a list "<x>s" and the input
+	// "<x>_id" (reservations → reservation_id). Declared before measuring;
+	// chronicle eval picks between the two rules on one half of the
+	// sessions and reports on the other.
+	ExactOrPluralID
+)
+
+func (r NameRule) String() string {
+	if r == ExactOrPluralID {
+		return "exact_or_plural_id"
+	}
+	return "exact"
+}
+
+// Rule is how outputs are matched to inputs.
+type Rule struct {
+	Names NameRule
+	// SkipEcho leaves out an output property named like one of the
+	// tool's own input parameters: an echo of what the tool was given
+	// (cancel_reservation returns the reservation_id it cancelled), not
+	// something it produces. Declared with the name rules; chronicle eval
+	// chooses among the combinations on the learn half.
+	SkipEcho bool
+}
+
+func (r Rule) String() string {
+	if r.SkipEcho {
+		return r.Names.String() + "+skip_echo"
+	}
+	return r.Names.String()
+}
+
+// Rules are the combinations chronicle eval compares.
+var Rules = []Rule{{Exact, false}, {ExactOrPluralID, false}, {Exact, true}, {ExactOrPluralID, true}}
+
+// DefaultRule is the rule POST /v1/dags uses: the one chosen on the
+// learn half of the bundled sessions (see Report; README "Workflows").
+var DefaultRule = Rule{ExactOrPluralID, false}
+
+// Match is why A → B: an output property of A (its path in A's output,
+// e.g. "[].flight_number") feeding input parameter Param of B.
+type Match struct {
+	Output string `json:"output"`
+	Param  string `json:"param"`
+	// Required: the parameter is required by B's schema.
+	Required bool `json:"required"`
+	// Ambiguous: a type was unknown on one side (or integer met number),
+	// so the design's conservative rule assumed a dependency.
+	Ambiguous bool `json:"ambiguous,omitempty"`
+}
+
+// Edge is a dependency: B (To) needs something A (From) produces.
+type Edge struct {
+	From    string  `json:"from"`
+	To      string  `json:"to"`
+	Matches []Match `json:"matches"`
+	// Ambiguous: every match is ambiguous.
+	Ambiguous bool `json:"ambiguous,omitempty"`
+}
+
+// Dependencies returns the edges among tools under rule, sorted by (from,
+// to). A tool never depends on itself: a tool whose output feeds its own
+// input (get_reservation_details returns reservation_id) is a repeat call,
+// not an order between two tasks. A tool without a known output schema
+// feeds nothing. Cost: O(tools² · output properties · parameters).
+func Dependencies(tools []Tool, rule Rule) []Edge {
+	var out []Edge
+	for _, a := range tools {
+		props := outputProps(a.Output, "")
+		if rule.SkipEcho && a.Parameters != nil {
+			props = slices.DeleteFunc(props, func(p outProp) bool { _, echo := a.Parameters.Properties[p.name]; return echo })
+		}
+		for _, b := range tools {
+			if a.Name == b.Name || b.Parameters == nil {
+				continue
+			}
+			var ms []Match
+			for _, pname := range sortedKeys(b.Parameters.Properties) {
+				ps := b.Parameters.Properties[pname]
+				for _, op := range props {
+					if !nameMatches(op.name, op.schema, pname, rule.Names) {
+						continue
+					}
+					ok, amb := compatible(op.schema, ps)
+					if ok {
+						ms = append(ms, Match{Output: op.path, Param: pname, Required: slices.Contains(b.Parameters.Required, pname), Ambiguous: amb})
+					}
+				}
+			}
+			if len(ms) > 0 {
+				e := Edge{From: a.Name, To: b.Name, Matches: ms, Ambiguous: true}
+				for _, m := range ms {
+					e.Ambiguous = e.Ambiguous && m.Ambiguous
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].From != out[j].From {
+			return out[i].From < out[j].From
+		}
+		return out[i].To < out[j].To
+	})
+	return out
+}
+
+type outProp struct {
+	name, path string
+	schema     *jsonschema.Schema
+}
+
+// outputProps lists every named property of an output schema at any
+// depth (array items included), with its path ("[]" for an array level).
+func outputProps(s *jsonschema.Schema, path string) []outProp {
+	if s == nil {
+		return nil
+	}
+	var out []outProp
+	for _, k := range sortedKeys(s.Properties) {
+		p := path + "." + k
+		if path == "" {
+			p = k
+		}
+		out = append(out, outProp{name: k, path: p, schema: s.Properties[k]})
+		out = append(out, outputProps(s.Properties[k], p)...)
+	}
+	if s.Items != nil {
+		out = append(out, outputProps(s.Items, path+"[]")...)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]*jsonschema.Schema) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func nameMatches(out string, os *jsonschema.Schema, in string, rule NameRule) bool {
+	if out == in {
+		return true
+	}
+	if rule == ExactOrPluralID && slices.Contains(types(os), "array") {
+		if x, ok := strings.CutSuffix(out, "s"); ok && x != "" && in == x+"_id" {
+			return true
+		}
+	}
+	return false
+}
+
+// compatible says whether an output of schema out can feed an input of
+// schema in: the same type; integer into number; an array's element type
+// into that scalar type (a list of ids feeds one id); a scalar into an
+// array of it. A side without a type, or integer/number met the other
+// way, is ambiguous and counted as compatible (the design's conservative
+// rule).
+func compatible(out, in *jsonschema.Schema) (ok, ambiguous bool) {
+	ot, it := nonNull(types(out)), nonNull(types(in))
+	if len(ot) == 0 || len(it) == 0 {
+		return true, true
+	}
+	for _, o := range ot {
+		for _, i := range it {
+			switch {
+			case o == i:
+				if o == "array" && out.Items != nil && in.Items != nil {
+					if ok, amb := compatible(out.Items, in.Items); ok {
+						return true, amb
+					}
+					continue
+				}
+				return true, false
+			case o == "integer" && i == "number":
+				return true, false
+			case o == "number" && i == "integer":
+				return true, true
+			case o == "array" && out.Items != nil:
+				if ok, amb := compatible(out.Items, &jsonschema.Schema{Type: i}); ok {
+					return true, amb
+				}
+			case i == "array" && in.Items != nil:
+				if ok, _ := compatible(&jsonschema.Schema{Type: o}, in.Items); ok {
+					return true, true
+				}
+			}
+		}
+	}
+	return false, false
+}
+
+func nonNull(ts []string) []string {
+	return slices.DeleteFunc(slices.Clone(ts), func(t string) bool { return t == "null" })
+}
+
+// DAG is a built workflow DAG: the dependencies and the layers, each a
+// set of tools that can run in parallel once the previous layers ran.
+type DAG struct {
+	Tools  []string   `json:"tools"`
+	Edges  []Edge     `json:"edges"`
+	Layers [][]string `json:"layers"`
+}
+
+// CycleError is Build's error for tools whose dependencies form a cycle;
+// Cycle names it, first tool repeated at the end (a → b → a).
+type CycleError struct {
+	Cycle []string
+}
+
+func (e *CycleError) Error() string {
+	return "dag: the dependencies form a cycle: " + strings.Join(e.Cycle, " → ")
+}
+
+// ErrUnknownTool is wrapped by Build's error for a tool name the catalogue
+// does not have.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Build builds the DAG of the named tools (each at most once) from the
+// catalogue under rule: their dependencies, then gonum's topological sort
+// (topo.Sort); layer(t) = 0 without dependencies, else 1 + the largest
+// layer of the tools it depends on, so tools without dependencies all run
+// in the first layer. A cycle is a *CycleError naming it.
+func Build(catalog []Tool, names []string, rule Rule) (DAG, error) {
+	byName := map[string]Tool{}
+	for _, t := range catalog {
+		byName[t.Name] = t
+	}
+	var tools []Tool
+	seen := map[string]bool{}
+	for _, n := range names {
+		t, ok := byName[n]
+		if !ok {
+			return DAG{}, fmt.Errorf("dag: %w %q", ErrUnknownTool, n)
+		}
+		if !seen[n] {
+			seen[n] = true
+			tools = append(tools, t)
+		}
+	}
+	d := DAG{Edges: Dependencies(tools, rule), Layers: [][]string{}}
+	g := simple.NewDirectedGraph()
+	id := map[string]int64{}
+	for i, t := range tools {
+		id[t.Name] = int64(i)
+		d.Tools = append(d.Tools, t.Name)
+		g.AddNode(simple.Node(i))
+	}
+	preds := map[string][]string{}
+	for _, e := range d.Edges {
+		g.SetEdge(g.NewEdge(simple.Node(id[e.From]), simple.Node(id[e.To])))
+		preds[e.To] = append(preds[e.To], e.From)
+	}
+	order, err := topo.Sort(g)
+	if err != nil {
+		var u topo.Unorderable
+		if errors.As(err, &u) && len(u) > 0 {
+			return DAG{}, &CycleError{Cycle: cycleIn(g, u[0], tools)}
+		}
+		return DAG{}, err
+	}
+	layer := map[string]int{}
+	for _, n := range order {
+		name := tools[n.ID()].Name
+		l := 0
+		for _, p := range preds[name] {
+			l = max(l, layer[p]+1)
+		}
+		layer[name] = l
+		for len(d.Layers) <= l {
+			d.Layers = append(d.Layers, nil)
+		}
+		d.Layers[l] = append(d.Layers[l], name)
+	}
+	for _, l := range d.Layers {
+		sort.Strings(l)
+	}
+	return d, nil
+}
+
+// cycleIn finds one cycle inside a strongly connected component by a
+// depth-first walk from its lowest-id node.
+func cycleIn(g *simple.DirectedGraph, scc []graph.Node, tools []Tool) []string {
+	in := map[int64]bool{}
+	for _, n := range scc {
+		in[n.ID()] = true
+	}
+	start := scc[0].ID()
+	for _, n := range scc {
+		start = min(start, n.ID())
+	}
+	var path []int64
+	onPath := map[int64]bool{}
+	var walk func(v int64) bool
+	walk = func(v int64) bool {
+		path = append(path, v)
+		onPath[v] = true
+		succ := graph.NodesOf(g.From(v))
+		slices.SortFunc(succ, func(a, b graph.Node) int { return int(a.ID() - b.ID()) })
+		for _, w := range succ {
+			if w.ID() == start {
+				path = append(path, start)
+				return true
+			}
+			if in[w.ID()] && !onPath[w.ID()] && walk(w.ID()) {
+				return true
+			}
+		}
+		path = path[:len(path)-1]
+		onPath[v] = false
+		return false
+	}
+	walk(start)
+	out := make([]string, len(path))
+	for i, v := range path {
+		out[i] = tools[v].Name
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Logged is a workflow event read back from the log with its position.
+type Logged struct {
+	Pos projections.Position
+	Env events.Envelope
+}
+
+// partitionOf is the partition of chronicle.workflows that holds the
+// records keyed key (franz-go's default partitioner, the producer's).
+func partitionOf(ctx context.Context, cl *kgo.Client, key string) (int32, int64, error) {
+	topic := string(events.TopicWorkflows)
+	adm := kadm.NewClient(cl)
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, 0, fmt.Errorf("workflows: metadata: %w", err)
+	}
+	n := len(td[topic].Partitions)
+	if n == 0 {
+		return 0, 0, fmt.Errorf("workflows: topic %s not found", topic)
+	}
+	part := int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, n))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, 0, fmt.Errorf("workflows: end offsets: %w", err)
+	}
+	o, ok := ends.Lookup(topic, part)
+	if !ok || o.Err != nil {
+		return 0, 0, fmt.Errorf("workflows: end offset of %s/%d: %v", topic, part, o.Err)
+	}
+	return part, o.Offset, nil
+}
+
+// ReadLog reads the events of the workflow with key (events.EntityKey)
+// back from chronicle.workflows in log order: the records of its partition
+// with that key whose own scope attribute is the key's scope (a record
+// written straight to Kafka under another scope's key is never returned).
+// Records that do not decode are skipped. Cost: one scan of the
+// workflow's partition.
+func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error) {
+	scope, _, ok := events.SplitEntityKey(key)
+	if !ok {
+		return nil, fmt.Errorf("workflows: %q is not scope/id", key)
+	}
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	part, end, err := partitionOf(ctx, adm, key)
+	if err != nil || end == 0 {
+		return nil, err
+	}
+	topic := string(events.TopicWorkflows)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(0)}}),
+		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []Logged
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("workflows: read log: %w", ctx.Err())
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			rec := it.Next()
+			if string(rec.Key) == key {
+				if env, err := events.FromRecord(rec); err == nil && env.EffectiveScope() == scope {
+					out = append(out, Logged{Pos: projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}, Env: env})
+				}
+			}
+			if rec.Offset+1 >= end {
+				return out, nil
+			}
+		}
+	}
+}
+
+// HistoryEntry is one checkpoint of a workflow's history: its id (the log
+// position of its event) and the checkpoint the processor saved.
+type HistoryEntry struct {
+	CheckpointID string `json:"checkpoint_id"`
+	Checkpoint
+}
+
+// History lists the workflow's checkpoints, oldest first, each named by
+// the log position of its workflow.checkpoint.saved.v1 event: the events
+// read back from the log (ReadLog) joined with the checkpoints the
+// processor saved (a checkpoint event it has not applied yet, or rejected,
+// is not listed). Cost: one scan of the workflow's partition.
+func History(ctx context.Context, brokers []string, store *projections.Store, key string) ([]HistoryEntry, error) {
+	logged, err := ReadLog(ctx, brokers, key)
+	if err != nil {
+		return nil, err
+	}
+	var out []HistoryEntry
+	seen := map[string]bool{}
+	for _, l := range logged {
+		if l.Env.Type != events.WorkflowCheckpointSaved || seen[l.Env.ID] {
+			continue // a repeat of an event id was dropped as a duplicate
+		}
+		cp, ok, err := CheckpointByEvent(store, key, l.Env.ID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			seen[l.Env.ID] = true
+			out = append(out, HistoryEntry{CheckpointID: l.Pos.String(), Checkpoint: cp})
+		}
+	}
+	return out, nil
+}
+
+// ErrNoCheckpoint is wrapped by the error of a checkpoint id that names no
+// checkpoint of the workflow.
+var ErrNoCheckpoint = errors.New("no such checkpoint")
+
+// ParseCheckpointID parses a checkpoint id, topic:partition:offset on
+// chronicle.workflows.
+func ParseCheckpointID(id string) (projections.Position, error) {
+	u, err := processors.ParseUntil(id)
+	if err != nil || u.Pos == nil {
+		return projections.Position{}, fmt.Errorf("%w: checkpoint_id %q is not %s:<partition>:<offset>", ErrNoCheckpoint, id, events.TopicWorkflows)
+	}
+	if u.Pos.Topic != string(events.TopicWorkflows) {
+		return projections.Position{}, fmt.Errorf("%w: checkpoint_id %q is not on %s", ErrNoCheckpoint, id, events.TopicWorkflows)
+	}
+	return *u.Pos, nil
+}
+
+// CheckpointAt returns the checkpoint whose id is the position pos: the
+// record there must be a workflow.checkpoint.saved.v1 of the workflow
+// with key (same key and scope) that the processor applied. (A repeat of
+// a checkpoint event, dropped as a duplicate, resolves to the checkpoint
+// its first copy saved; History lists the first position only.) Cost: one
+// fetch at pos.
+func CheckpointAt(ctx context.Context, brokers []string, store *projections.Store, key string, pos projections.Position) (Checkpoint, error) {
+	scope, _, _ := events.SplitEntityKey(key)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)}}),
+		kgo.DisableFetchSessions())
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	defer cl.Close()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	part, end, err := partitionOf(ctx, adm, key)
+	adm.Close()
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if pos.Partition != part || pos.Offset >= end {
+		return Checkpoint{}, fmt.Errorf("%w: %s is not a position of this workflow", ErrNoCheckpoint, pos)
+	}
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return Checkpoint{}, fmt.Errorf("workflows: read %s: %w", pos, ctx.Err())
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			rec := it.Next()
+			if rec.Offset < pos.Offset {
+				continue
+			}
+			env, err := events.FromRecord(rec)
+			if rec.Offset != pos.Offset || err != nil || string(rec.Key) != key || env.EffectiveScope() != scope || env.Type != events.WorkflowCheckpointSaved {
+				return Checkpoint{}, fmt.Errorf("%w: %s is not a checkpoint of this workflow", ErrNoCheckpoint, pos)
+			}
+			cp, ok, err := CheckpointByEvent(store, key, env.ID)
+			if err != nil {
+				return Checkpoint{}, err
+			}
+			if !ok {
+				return Checkpoint{}, fmt.Errorf("%w: %s: its event %q was not applied (not yet, or rejected)", ErrNoCheckpoint, pos, env.ID)
+			}
+			return cp, nil
+		}
+	}
+}

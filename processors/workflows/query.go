@@ -1,0 +1,87 @@
+package workflows
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// Get returns the state of the workflow whose events.EntityKey is key; ok
+// is false when the projection has no such workflow.
+func Get(store *projections.Store, key string) (State, bool, error) {
+	var s State
+	ok, err := store.GetJSON(Name, stateKey(key), &s)
+	return s, ok, err
+}
+
+// Scopes returns, sorted, the scopes that hold a workflow with the bare id.
+func Scopes(store *projections.Store, id string) ([]string, error) {
+	var out []string
+	prefix := idIndexKey(id, "")
+	err := store.Scan(Name, prefix, "", func(key string, _ []byte) (bool, error) {
+		out = append(out, key[len(prefix):])
+		return true, nil
+	})
+	return out, err
+}
+
+// Checkpoints returns the workflow's saved checkpoints in the order they
+// were saved (seq order), each with its complete state.
+func Checkpoints(store *projections.Store, key string) ([]Checkpoint, error) {
+	var out []Checkpoint
+	err := store.Scan(Name, checkpointPrefix(key), "", func(_ string, val []byte) (bool, error) {
+		var cp Checkpoint
+		if err := json.Unmarshal(val, &cp); err != nil {
+			return false, err
+		}
+		out = append(out, cp)
+		return true, nil
+	})
+	return out, err
+}
+
+// CheckpointByEvent returns the checkpoint saved by the
+// workflow.checkpoint.saved.v1 event with id eventID; ok is false when the
+// workflow saved none with that event (not applied yet, or rejected).
+func CheckpointByEvent(store *projections.Store, key, eventID string) (Checkpoint, bool, error) {
+	var cp Checkpoint
+	seq, ok, err := store.Get(Name, checkpointEventKey(key, eventID))
+	if err != nil || !ok {
+		return cp, ok, err
+	}
+	n, err := strconv.Atoi(string(seq))
+	if err != nil {
+		return cp, false, err
+	}
+	ok, err = store.GetJSON(Name, checkpointKey(key, n), &cp)
+	return cp, ok, err
+}
+
+// Applied reports whether the workflows processor applied the event with
+// id eventID to the workflow (false for one not applied yet, or rejected
+// and dead-lettered).
+func Applied(store *projections.Store, key, eventID string) (bool, error) {
+	_, ok, err := store.Get(Name, eventKey(key, eventID))
+	return ok, err
+}
+
+// View is a workflow as GET /v1/workflows/{id} answers it: the state with
+// the id (log position) of its last checkpoint.
+type View struct {
+	State
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// WriteResult answers a workflow write over HTTP: the event written, its
+// position in the log (topic:partition:offset), the checkpoint id (for a
+// checkpoint: its own position; for a resume: the checkpoint resumed
+// from) and the state after the event.
+type WriteResult struct {
+	EventID      string `json:"event_id"`
+	Position     string `json:"position"`
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+	State        State  `json:"state"`
+	// NextLayer is the layer to run after a resume (the checkpoint's + 1).
+	NextLayer *int `json:"next_layer,omitempty"`
+}

@@ -1,0 +1,94 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// ErrBadUpdate is wrapped by a reducer's rejection of an update: the
+// error names the channel and the reason.
+var ErrBadUpdate = errors.New("bad reducer update")
+
+// Reduce applies one reducer update to s, as the PML design's
+// WorkflowState defines the channels:
+//
+//   - messages, tasks, decisions append: an array update appends its
+//     elements in order (LangGraph's operator.add on lists), any other
+//     JSON value is appended as one element;
+//   - context merges: the update must be an object, and the result is
+//     {...existing, ...update} (a shallow merge: a key of the update
+//     replaces the existing value, null included).
+//
+// null is refused on every channel. Values are stored compacted, so the
+// same update sent with other whitespace gives the same state. Cost: O(size
+// of the update) plus the append's amortised copy.
+func Reduce(s *State, channel string, update json.RawMessage) error {
+	update = bytes.TrimSpace(update)
+	if len(update) == 0 || bytes.Equal(update, []byte("null")) {
+		return fmt.Errorf("%w: /data/update: null or absent on channel %s", ErrBadUpdate, channel)
+	}
+	switch channel {
+	case events.ChannelMessages:
+		return appendTo(&s.Messages, channel, update)
+	case events.ChannelTasks:
+		return appendTo(&s.Tasks, channel, update)
+	case events.ChannelDecisions:
+		return appendTo(&s.Decisions, channel, update)
+	case events.ChannelContext:
+		if update[0] != '{' {
+			return fmt.Errorf("%w: /data/update: the context channel merges objects, got %s", ErrBadUpdate, kindOf(update))
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(update, &m); err != nil {
+			return fmt.Errorf("%w: /data/update: %v", ErrBadUpdate, err)
+		}
+		if s.Context == nil {
+			s.Context = map[string]json.RawMessage{}
+		}
+		for k, v := range m {
+			s.Context[k] = compact(v)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: /data/channel: %q is not messages, tasks, decisions or context", ErrBadUpdate, channel)
+}
+
+func appendTo(list *[]json.RawMessage, channel string, update json.RawMessage) error {
+	if update[0] != '[' {
+		*list = append(*list, compact(update))
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(update, &items); err != nil {
+		return fmt.Errorf("%w: /data/update: channel %s: %v", ErrBadUpdate, channel, err)
+	}
+	for _, it := range items {
+		*list = append(*list, compact(it))
+	}
+	return nil
+}
+
+func compact(v json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return append(json.RawMessage(nil), v...)
+	}
+	return b.Bytes()
+}
+
+func kindOf(v json.RawMessage) string {
+	switch v[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}

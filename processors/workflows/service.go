@@ -1,0 +1,90 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Service writes workflow events and waits until the workflows processor
+// has handled them, so a caller reads its own writes: the HTTP API's
+// workflow routes and the benchmarks use it.
+type Service struct {
+	Store    *projections.Store
+	Producer *events.Producer
+	// Wait bounds the wait for the processor after the broker acknowledged
+	// (default 5 s).
+	Wait time.Duration
+}
+
+// ErrRejected is wrapped by Submit's error for an event the workflows
+// processor refused (dead-lettered with the reason).
+var ErrRejected = errors.New("rejected by the workflows processor (dead-lettered with the reason on chronicle.deadletter)")
+
+// ErrNotProcessed is wrapped by Submit's error when the processor did not
+// reach the event within Service.Wait; the event is in the log and will be
+// processed.
+var ErrNotProcessed = errors.New("written to the log, not yet processed")
+
+// Submit validates env (a producer event of the workflow family), produces
+// it, waits for the broker's acknowledgement and then for the workflows
+// processor to pass its offset, and returns its position in the log — for
+// a workflow.checkpoint.saved.v1, the checkpoint's id. The error wraps a
+// *events.ValidationError for an invalid event, ErrRejected when the
+// processor refused it, ErrNotProcessed after Service.Wait.
+func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.Position, error) {
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return projections.Position{}, err
+	}
+	if env, err = events.ParseProducerEvent(raw); err != nil {
+		return projections.Position{}, err
+	}
+	if err := events.CheckTopic(&env, events.TopicWorkflows); err != nil {
+		return projections.Position{}, err
+	}
+	key, err := events.Key(&env)
+	if err != nil {
+		return projections.Position{}, err
+	}
+	rec, err := events.Record(&env)
+	if err != nil {
+		return projections.Position{}, err
+	}
+	if err := s.Producer.ProduceRecords(ctx, []*kgo.Record{rec}); err != nil {
+		return projections.Position{}, err
+	}
+	pos := projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+	wait := s.Wait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for sleep := 50 * time.Microsecond; ; sleep = min(2*sleep, 2*time.Millisecond) {
+		if next, ok := s.Store.NextOffset(Name, pos.Topic, pos.Partition); ok && next > pos.Offset {
+			break
+		}
+		if time.Now().After(deadline) {
+			return pos, fmt.Errorf("workflows: event %s at %s: %w after %v", env.ID, pos, ErrNotProcessed, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return pos, ctx.Err()
+		case <-time.After(sleep):
+		}
+	}
+	ok, err := Applied(s.Store, key, env.ID)
+	if err != nil {
+		return pos, err
+	}
+	if !ok {
+		return pos, fmt.Errorf("workflows: event %s (%s) at %s: %w", env.ID, env.Type, pos, ErrRejected)
+	}
+	return pos, nil
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package suggest
+
+const raceEnabled = false

@@ -1,0 +1,326 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+func TestReduceTable(t *testing.T) {
+	type step struct {
+		channel, update string
+	}
+	cases := []struct {
+		name  string
+		steps []step
+		want  State // only the four channels are compared
+		err   string
+	}{
+		{name: "messages append one value", steps: []step{{"messages", `{"role":"user","content":"hi"}`}},
+			want: State{Messages: raws(`{"role":"user","content":"hi"}`)}},
+		{name: "an array appends its elements in order", steps: []step{{"tasks", `[{"id":"t1"},{"id":"t2"}]`}, {"tasks", `{"id":"t3"}`}},
+			want: State{Tasks: raws(`{"id":"t1"}`, `{"id":"t2"}`, `{"id":"t3"}`)}},
+		{name: "appends keep log order across updates", steps: []step{{"decisions", `"b"`}, {"decisions", `"a"`}, {"decisions", `["c","a"]`}},
+			want: State{Decisions: raws(`"b"`, `"a"`, `"c"`, `"a"`)}},
+		{name: "an empty array appends nothing", steps: []step{{"messages", `"x"`}, {"messages", `[]`}},
+			want: State{Messages: raws(`"x"`)}},
+		{name: "a nested array is one element", steps: []step{{"tasks", `[[1,2]]`}},
+			want: State{Tasks: raws(`[1,2]`)}},
+		{name: "context merges: update wins, other keys stay", steps: []step{{"context", `{"a":1,"b":{"x":1}}`}, {"context", `{"b":{"y":2},"c":null}`}},
+			want: State{Context: map[string]json.RawMessage{"a": json.RawMessage(`1`), "b": json.RawMessage(`{"y":2}`), "c": json.RawMessage(`null`)}}},
+		{name: "values are stored compacted", steps: []step{{"messages", "{ \"a\" :\n 1 }"}},
+			want: State{Messages: raws(`{"a":1}`)}},
+		{name: "channels are independent", steps: []step{{"messages", `1`}, {"tasks", `2`}, {"context", `{"k":"v"}`}, {"decisions", `3`}},
+			want: State{Messages: raws(`1`), Tasks: raws(`2`), Decisions: raws(`3`), Context: map[string]json.RawMessage{"k": json.RawMessage(`"v"`)}}},
+		{name: "context refuses an array", steps: []step{{"context", `[1]`}}, err: "context channel merges objects, got an array"},
+		{name: "null is refused", steps: []step{{"tasks", `null`}}, err: "null or absent on channel tasks"},
+		{name: "unknown channel", steps: []step{{"inbox", `1`}}, err: `/data/channel: "inbox"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var s State
+			var err error
+			for _, st := range c.steps {
+				if err = Reduce(&s, st.channel, json.RawMessage(st.update)); err != nil {
+					break
+				}
+			}
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrBadUpdate) {
+					t.Fatalf("err %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := State{Messages: s.Messages, Tasks: s.Tasks, Decisions: s.Decisions, Context: s.Context}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got %s\nwant %s", js(got), js(c.want))
+			}
+		})
+	}
+}
+
+func raws(vs ...string) []json.RawMessage {
+	out := make([]json.RawMessage, len(vs))
+	for i, v := range vs {
+		out[i] = json.RawMessage(v)
+	}
+	return out
+}
+
+func js(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// harness applies events through the real Store.Apply path.
+type harness struct {
+	t     *testing.T
+	store *projections.Store
+	off   int64
+	at    time.Time
+}
+
+func newHarness(t *testing.T) *harness {
+	st, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &harness{t: t, store: st, at: time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)}
+}
+
+// apply applies an event of typ for workflow wf in scope with data; it
+// returns the processor's error.
+func (h *harness) apply(scope, id string, typ events.Type, data any) error {
+	h.t.Helper()
+	h.at = h.at.Add(time.Second)
+	env, err := events.New(typ, "test", id, h.at, data)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	env.Scope = scope
+	if err := events.Validate(&env); err != nil {
+		h.t.Fatalf("%s: %v", id, err)
+	}
+	pos := projections.Position{Topic: string(events.TopicWorkflows), Offset: h.off}
+	h.off++
+	_, err = h.store.Apply(Name, pos, &env, Processor{}.Apply)
+	return err
+}
+
+func (h *harness) must(scope, id string, typ events.Type, data any) {
+	h.t.Helper()
+	if err := h.apply(scope, id, typ, data); err != nil {
+		h.t.Fatalf("%s: %v", id, err)
+	}
+}
+
+func (h *harness) state(scope, wf string) State {
+	h.t.Helper()
+	s, ok, err := Get(h.store, events.EntityKey(scope, wf))
+	if err != nil || !ok {
+		h.t.Fatalf("state of %s/%s: %v %v", scope, wf, ok, err)
+	}
+	return s
+}
+
+func upd(wf string, layer int, ch, update string) events.ReducerAppliedData {
+	return events.ReducerAppliedData{WorkflowID: wf, Layer: layer, Channel: ch, Update: json.RawMessage(update)}
+}
+
+func taskIDs(s State) []string {
+	var out []string
+	for _, raw := range s.Tasks {
+		var t struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(raw, &t)
+		out = append(out, t.ID)
+	}
+	return out
+}
+
+const scopeA = "project:a"
+
+// Decisions: a human decision pauses the workflow until answered; the
+// answer is appended to the decisions channel after earlier decision
+// updates; answering twice or an unknown id is refused.
+func TestDecisionPointsAndCommands(t *testing.T) {
+	h := newHarness(t)
+	h.must(scopeA, "e1", events.WorkflowReducerApplied, upd("w1", 0, "decisions", `{"note":"start"}`))
+	h.must(scopeA, "e2", events.WorkflowDecisionRequested, events.DecisionRequestedData{WorkflowID: "w1", DecisionID: "d1", Kind: "agent", Question: "continue or replan?"})
+	if s := h.state(scopeA, "w1"); s.Status != StatusWaitingForAgent {
+		t.Fatalf("status %s after an AIL request", s.Status)
+	}
+	h.must(scopeA, "e3", events.WorkflowDecisionRequested, events.DecisionRequestedData{WorkflowID: "w1", DecisionID: "d2", Kind: "human", Question: "cancel reservation?", Options: []string{"approve", "reject"}})
+	if s := h.state(scopeA, "w1"); s.Status != StatusWaitingForHuman || len(s.PendingDecisions) != 2 {
+		t.Fatalf("after a HIL request: %s, %d pending", s.Status, len(s.PendingDecisions))
+	}
+	if err := h.apply(scopeA, "e3b", events.WorkflowDecisionRequested, events.DecisionRequestedData{WorkflowID: "w1", DecisionID: "d2", Kind: "human", Question: "again"}); !errors.Is(err, ErrDuplicateID) {
+		t.Fatalf("a second pending d2: %v", err)
+	}
+	h.must(scopeA, "e4", events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: "w1", DecisionID: "d2", Answer: "approve", By: "human:ana"})
+	s := h.state(scopeA, "w1")
+	if s.Status != StatusWaitingForAgent || len(s.Decisions) != 2 || !strings.Contains(string(s.Decisions[1]), `"answer":"approve"`) {
+		t.Fatalf("after the answer: %s %s", s.Status, js(s.Decisions))
+	}
+	if err := h.apply(scopeA, "e5", events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: "w1", DecisionID: "d2", Answer: "reject"}); !errors.Is(err, ErrNotPending) || !strings.Contains(err.Error(), "/data/decision_id") {
+		t.Fatalf("answering d2 twice: %v", err)
+	}
+	h.must(scopeA, "e6", events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: "w1", DecisionID: "d1", Answer: "continue"})
+	if s := h.state(scopeA, "w1"); s.Status != StatusRunning {
+		t.Fatalf("status %s with nothing pending", s.Status)
+	}
+	// commands queue in order and leave the queue when a checkpoint
+	// names them processed
+	h.must(scopeA, "c1", events.WorkflowCommandEnqueued, events.CommandEnqueuedData{WorkflowID: "w1", CommandID: "c1", Command: "inject_tasks", Args: json.RawMessage(`{"tasks":[{"id":"t9"}]}`)})
+	h.must(scopeA, "c2", events.WorkflowCommandEnqueued, events.CommandEnqueuedData{WorkflowID: "w1", CommandID: "c2", Command: "replan_dag", Args: json.RawMessage(`{"requirement":"x"}`)})
+	if s := h.state(scopeA, "w1"); len(s.PendingCommands) != 2 || s.PendingCommands[0].CommandID != "c1" {
+		t.Fatalf("queue %s", js(s.PendingCommands))
+	}
+	if err := h.apply(scopeA, "cp-bad", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0, ProcessedCommands: []string{"c7"}}); !errors.Is(err, ErrNotPending) || !strings.Contains(err.Error(), "/data/processed_commands") {
+		t.Fatalf("processing an unknown command: %v", err)
+	}
+	h.must(scopeA, "cp0", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0, ProcessedCommands: []string{"c1"}})
+	if s := h.state(scopeA, "w1"); len(s.PendingCommands) != 1 || s.PendingCommands[0].CommandID != "c2" || s.Checkpoint == nil || s.Checkpoint.EventID != "cp0" {
+		t.Fatalf("after the checkpoint: %s", js(s))
+	}
+	h.must(scopeA, "done", events.WorkflowCompleted, events.WorkflowCompletedData{WorkflowID: "w1", Outcome: "success"})
+	if err := h.apply(scopeA, "late", events.WorkflowReducerApplied, upd("w1", 1, "tasks", `1`)); !errors.Is(err, ErrCompleted) {
+		t.Fatalf("an update after completion: %v", err)
+	}
+}
+
+// Crash during a layer: tasks t3 of layer 1 were recorded, then the
+// executor died. Resuming from the last checkpoint (layer 0) drops t3 from
+// the state; running layer 1 again records t3 and t4 once each.
+func TestResumeFromCheckpointNoLostOrDoubledTask(t *testing.T) {
+	h := newHarness(t)
+	h.must(scopeA, "a1", events.WorkflowReducerApplied, upd("w1", 0, "tasks", `[{"id":"t1"},{"id":"t2"}]`))
+	h.must(scopeA, "a2", events.WorkflowReducerApplied, upd("w1", 0, "context", `{"user":"mia_li_3668"}`))
+	h.must(scopeA, "cp0", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0})
+	h.must(scopeA, "a3", events.WorkflowReducerApplied, upd("w1", 1, "tasks", `{"id":"t3"}`))
+	h.must(scopeA, "a4", events.WorkflowReducerApplied, upd("w1", 1, "context", `{"user":"changed"}`))
+	if err := h.apply(scopeA, "r0", events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:2", CheckpointEventID: "nope"}); !errors.Is(err, ErrUnknownCheckpoint) {
+		t.Fatalf("resume from an unknown checkpoint: %v", err)
+	}
+	h.must(scopeA, "r1", events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:2", CheckpointEventID: "cp0"})
+	s := h.state(scopeA, "w1")
+	if got := taskIDs(s); !reflect.DeepEqual(got, []string{"t1", "t2"}) || string(s.Context["user"]) != `"mia_li_3668"` || s.CurrentLayer != 0 || s.Resumes != 1 {
+		t.Fatalf("after resume: tasks %v, context %s, layer %d", got, js(s.Context), s.CurrentLayer)
+	}
+	h.must(scopeA, "b3", events.WorkflowReducerApplied, upd("w1", 1, "tasks", `[{"id":"t3"},{"id":"t4"}]`))
+	h.must(scopeA, "cp1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1})
+	s = h.state(scopeA, "w1")
+	if got := taskIDs(s); !reflect.DeepEqual(got, []string{"t1", "t2", "t3", "t4"}) {
+		t.Fatalf("tasks after re-running layer 1: %v (want each once)", got)
+	}
+	cps, err := Checkpoints(h.store, events.EntityKey(scopeA, "w1"))
+	if err != nil || len(cps) != 2 || cps[1].Seq != 1 || cps[1].EventID != "cp1" {
+		t.Fatalf("checkpoints %s %v (a resume must not reuse a seq)", js(cps), err)
+	}
+	if err := h.apply(scopeA, "cp1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 2}); err == nil {
+		t.Fatal("a conflicting repeat of checkpoint event cp1 was applied")
+	}
+}
+
+// A fork copies the parent's checkpoint state from its event, applies the
+// update through the reducers, and never touches the parent; a fork into
+// an existing workflow is refused. Scopes: the same id in another scope is
+// another workflow.
+func TestForkAndScopes(t *testing.T) {
+	h := newHarness(t)
+	h.must(scopeA, "a1", events.WorkflowReducerApplied, upd("w1", 0, "messages", `"hello"`))
+	h.must(scopeA, "a2", events.WorkflowReducerApplied, upd("w1", 0, "context", `{"cabin":"economy","n":1}`))
+	h.must(scopeA, "cp0", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0})
+	cp, ok, err := CheckpointByEvent(h.store, events.EntityKey(scopeA, "w1"), "cp0")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	parent, _ := json.Marshal(cp.State)
+	fork := events.ForkedData{WorkflowID: "w2", ParentWorkflowID: "w1", ParentCheckpointID: "chronicle.workflows:0:2", State: parent,
+		Update: map[string]json.RawMessage{"context": json.RawMessage(`{"cabin":"business"}`), "messages": json.RawMessage(`["what if business?"]`)}}
+	h.must(scopeA, "f1", events.WorkflowForked, fork)
+	s := h.state(scopeA, "w2")
+	if string(s.Context["cabin"]) != `"business"` || string(s.Context["n"]) != `1` || len(s.Messages) != 2 || s.Parent == nil || s.Parent.WorkflowID != "w1" || s.Checkpoints != 0 {
+		t.Fatalf("fork: %s", js(s))
+	}
+	if p := h.state(scopeA, "w1"); string(p.Context["cabin"]) != `"economy"` || len(p.Messages) != 1 {
+		t.Fatalf("the parent changed: %s", js(p))
+	}
+	if err := h.apply(scopeA, "f2", events.WorkflowForked, fork); !errors.Is(err, ErrExists) {
+		t.Fatalf("a fork into an existing workflow: %v", err)
+	}
+	h.must("project:b", "b1", events.WorkflowReducerApplied, upd("w1", 0, "messages", `"other"`))
+	if b := h.state("project:b", "w1"); len(b.Messages) != 1 || string(b.Messages[0]) != `"other"` {
+		t.Fatalf("project:b's w1: %s", js(b))
+	}
+	sc, err := Scopes(h.store, "w1")
+	if err != nil || fmt.Sprint(sc) != "[project:a project:b]" {
+		t.Fatalf("scopes of w1: %v %v", sc, err)
+	}
+}
+
+// The record key is the workflow's EntityKey even when the event carries
+// a sessionid, so all of a workflow's events share a partition.
+func TestKeyIsTheWorkflow(t *testing.T) {
+	env, _ := events.New(events.WorkflowReducerApplied, "test", "k1", time.Now(), upd("w1", 0, "tasks", `1`))
+	env.SessionID, env.Scope = "sess-1", scopeA
+	k, err := events.Key(&env)
+	if err != nil || k != "project:a/w1" {
+		t.Fatalf("key %q %v", k, err)
+	}
+	if ti, _ := events.Lookup(events.WorkflowReducerApplied); ti.Topic != events.TopicWorkflows {
+		t.Fatalf("reducer updates on %s", ti.Topic)
+	}
+}
+
+// The speculation threshold starts at 0.92, holds until 50 feedbacks,
+// falls 0.01 per feedback while success ≥ 95% and waste < 10% (to 0.85),
+// and rises when speculative executions are wasted.
+func TestAdaptiveThreshold(t *testing.T) {
+	h := newHarness(t)
+	key := events.EntityKey(scopeA, "default")
+	fb := func(i int, accepted bool, mode string) {
+		h.must(scopeA, fmt.Sprintf("f%d", i), events.WorkflowSuggestionFeedback, events.SuggestionFeedbackData{Policy: "default", Accepted: accepted, Mode: mode, Confidence: 0.9})
+	}
+	p, err := GetPolicy(h.store, key)
+	if err != nil || p.Threshold != 0.92 {
+		t.Fatalf("initial %v %v", p.Threshold, err)
+	}
+	for i := range 49 {
+		fb(i, true, "suggestion")
+	}
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.92 || p.Feedbacks != 49 {
+		t.Fatalf("before 50 feedbacks: %+v", p)
+	}
+	fb(49, true, "speculative_execution")
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.91 {
+		t.Fatalf("50 accepted: %v", p.Threshold)
+	}
+	for i := 50; i < 70; i++ {
+		fb(i, true, "speculative_execution")
+	}
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.85 {
+		t.Fatalf("at the floor: %v", p.Threshold)
+	}
+	// 11 wasted speculative executions: the first two keep waste below 10%
+	// (1/22, 2/23), from the third (3/24) the threshold rises 0.01 each
+	// time: 9 × 0.01 above the floor
+	for i := 70; i < 81; i++ {
+		fb(i, false, "speculative_execution")
+	}
+	if p, _ = GetPolicy(h.store, key); p.Threshold != 0.94 || p.Waste < 0.10 || p.Success >= 0.95 {
+		t.Fatalf("after waste: %+v", p)
+	}
+	if other, _ := GetPolicy(h.store, events.EntityKey("project:b", "default")); other.Threshold != 0.92 || other.Feedbacks != 0 {
+		t.Fatalf("another scope's policy moved: %+v", other)
+	}
+}
