@@ -23,8 +23,9 @@ test: weaviate
 	$(GO) test -race -count=1 -timeout 40m ./...
 
 ## bench: one run of every benchmark, each side by side with its baseline
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 20m ./processors/pipeline/
+bench: build
+	$(BIN) bench
+	$(GO) test -run '^$$' -bench PerEventCost -benchtime 1x -count 1 -timeout 20m ./processors/bench/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./processors/distill/
 	$(GO) test -run '^$$' -bench ConfidenceUpdates -benchtime 20000x -count 1 ./processors/memories/
 	$(GO) test -run '^$$' -bench . -count 1 ./processors/toolgraph/
