@@ -20,8 +20,26 @@ const (
 	SessionCompleted Type = "coordination.session.completed.v1"
 	// ReasoningPassCompleted: one pass of the multi-pass reasoning engine.
 	ReasoningPassCompleted Type = "reasoning.pass.completed.v1"
-	// SearchNodeExpanded: one Beam-A* node expansion.
+	// SearchNodeExpanded: one candidate node produced by a Beam-A* node
+	// expansion, after dedup, pre-filter and evaluation (SearchNodeData).
 	SearchNodeExpanded Type = "search.node.expanded.v1"
+	// SearchStarted: a tree search begins (SearchStartedData).
+	SearchStarted Type = "search.started.v1"
+	// SearchQuotaReserved: tokens reserved before one node expansion
+	// (SearchQuotaReservedData).
+	SearchQuotaReserved Type = "search.quota.reserved.v1"
+	// SearchFrontierDecided: the end of one expansion: reconcile (refund)
+	// and the beam kept (SearchFrontierDecidedData).
+	SearchFrontierDecided Type = "search.frontier.decided.v1"
+	// SearchPaused: a node needs a human; the frontier is saved
+	// (SearchPausedData).
+	SearchPaused Type = "search.paused.v1"
+	// SearchResumed: the human's decision on a paused search
+	// (SearchResumedData).
+	SearchResumed Type = "search.resumed.v1"
+	// SearchCompleted: the search ended, with its winning path
+	// (SearchCompletedData).
+	SearchCompleted Type = "search.completed.v1"
 	// MemoryRecorded: a ReasoningBank memory.
 	MemoryRecorded Type = "memory.recorded.v1"
 	// MemoryFeedback: a confidence signal on a memory.
@@ -66,7 +84,7 @@ type Topic string
 // Topics. Every topic is created at start with the configured partitions.
 const (
 	// TopicSessions holds the session-scoped producer events (coordination.*,
-	// reasoning.*, search.*, workflow.*), keyed by session id.
+	// reasoning.*, workflow.*), keyed by session id.
 	TopicSessions Topic = "chronicle.sessions"
 	// TopicMemories holds the memory bank's input: memory.* producer
 	// events, distilled memory.recorded.v1 and clock.tick.v1, keyed by
@@ -78,6 +96,11 @@ const (
 	// subscribe to: confidence changes, prunes and tool-graph edges/ranks,
 	// keyed by memory or tool id.
 	TopicLearned Topic = "chronicle.learned"
+	// TopicSearches holds the tree-search family (search.*), keyed by
+	// EntityKey(scope, search_id) whatever the sessionid attribute says, so
+	// every event of one search shares a partition and a search never
+	// creates a session.
+	TopicSearches Topic = "chronicle.searches"
 	// TopicDeadLetter receives events that failed processing, with the error
 	// and the original topic, partition and offset in headers.
 	TopicDeadLetter Topic = "chronicle.deadletter"
@@ -91,7 +114,7 @@ const (
 var SinglePartition = map[Topic]bool{TopicMemories: true}
 
 // AllTopics lists every topic in creation order.
-var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicLearned, TopicDeadLetter}
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicLearned, TopicSearches, TopicDeadLetter}
 
 // TypeInfo says where an event type lives and how it is keyed.
 type TypeInfo struct {
@@ -112,7 +135,13 @@ var registry = map[Type]TypeInfo{
 	MinuteRecorded:          {Type: MinuteRecorded, Topic: TopicSessions},
 	SessionCompleted:        {Type: SessionCompleted, Topic: TopicSessions},
 	ReasoningPassCompleted:  {Type: ReasoningPassCompleted, Topic: TopicSessions},
-	SearchNodeExpanded:      {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
+	SearchNodeExpanded:      {Type: SearchNodeExpanded, Topic: TopicSearches, KeyField: "search_id"},
+	SearchStarted:           {Type: SearchStarted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchQuotaReserved:     {Type: SearchQuotaReserved, Topic: TopicSearches, KeyField: "search_id"},
+	SearchFrontierDecided:   {Type: SearchFrontierDecided, Topic: TopicSearches, KeyField: "search_id"},
+	SearchPaused:            {Type: SearchPaused, Topic: TopicSearches, KeyField: "search_id"},
+	SearchResumed:           {Type: SearchResumed, Topic: TopicSearches, KeyField: "search_id"},
+	SearchCompleted:         {Type: SearchCompleted, Topic: TopicSearches, KeyField: "search_id"},
 	WorkflowTaskCompleted:   {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
 	WorkflowReducerApplied:  {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
 	MemoryRecorded:          {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
@@ -163,7 +192,8 @@ func Types() []Type {
 func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 
 // Key returns the record key of e: the EntityKey (scope "/" id) of the
-// entity the event belongs to — its session for session-scoped events, else
+// entity the event belongs to — its session for session-scoped events
+// (never for chronicle.searches, keyed by search_id alone), else
 // the type's key field (memory_id, workflow_id, search_id, session_id) —
 // and "clock" for clock ticks. Scope is part of the key, so an event of one
 // scope can never reach another scope's entity, and all events of one
@@ -184,7 +214,7 @@ func EntityID(e *Envelope) (string, error) {
 	if !ok {
 		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
-	if ti.Topic != TopicMemories && ti.Topic != TopicLearned && e.SessionID != "" {
+	if ti.Topic != TopicMemories && ti.Topic != TopicLearned && ti.Topic != TopicSearches && e.SessionID != "" {
 		if err := CheckID(e.SessionID); err != nil {
 			return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
 		}
