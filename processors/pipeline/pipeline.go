@@ -24,6 +24,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -75,7 +76,9 @@ type Config struct {
 
 // DefaultProcessors are the processors a Chronicle service runs.
 func DefaultProcessors() []processors.Processor {
-	return []processors.Processor{sessions.Processor{}, memories.Processor{}, toolgraph.Processor{}}
+	return []processors.Processor{sessions.Processor{}, memories.Processor{}, toolgraph.Processor{},
+		treesearch.Processor{}, // issue 12: the tree-search frontier projection (topic chronicle.searches)
+	}
 }
 
 // LogDir and ProjectionsDir are the sub-directories of a data directory.

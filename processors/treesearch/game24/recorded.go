@@ -1,0 +1,266 @@
+package game24
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"embed"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+)
+
+//go:embed data/24.csv data/gpt-4_0.7_propose1_value3_greedy5_start900_end1000.json.gz
+var data embed.FS
+
+// ToTFile is the bundled Tree of Thoughts log: GPT-4 (temperature 0.7),
+// one proposal prompt per state, 3 value samples per candidate, the 5 best
+// kept per step, puzzles 901–1000.
+const ToTFile = "data/gpt-4_0.7_propose1_value3_greedy5_start900_end1000.json.gz"
+
+// Puzzle is one row of 24.csv.
+type Puzzle struct {
+	Rank    int
+	Numbers string // canonical state, e.g. "4 5 6 10"
+}
+
+// Puzzles returns the puzzles of ranks from..to (inclusive) of the bundled
+// 24.csv.
+func Puzzles(from, to int) ([]Puzzle, error) {
+	f, err := data.Open("data/24.csv")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("game24: 24.csv: %w", err)
+	}
+	var out []Puzzle
+	for _, r := range rows[1:] {
+		rank, err := strconv.Atoi(r[0])
+		if err != nil {
+			return nil, fmt.Errorf("game24: 24.csv: rank %q", r[0])
+		}
+		if rank < from || rank > to {
+			continue
+		}
+		nums, err := ParseState(r[1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Puzzle{Rank: rank, Numbers: State(nums)})
+	}
+	return out, nil
+}
+
+// ToTStep is one step of a Tree of Thoughts run as logged: the states kept
+// (ys), the proposals (new_ys), their values and the selection.
+type ToTStep struct {
+	Step        int       `json:"step"`
+	X           string    `json:"x"`
+	Ys          []string  `json:"ys"`
+	NewYs       []string  `json:"new_ys"`
+	Values      []float64 `json:"values"`
+	SelectNewYs []string  `json:"select_new_ys"`
+}
+
+// ToTRun is one puzzle of a Tree of Thoughts log.
+type ToTRun struct {
+	Idx   int       `json:"idx"`
+	Steps []ToTStep `json:"steps"`
+	Ys    []string  `json:"ys"`
+	Infos []struct {
+		R int `json:"r"`
+	} `json:"infos"`
+}
+
+// LoadToT reads a Tree of Thoughts log (gzipped or not).
+func LoadToT(r io.Reader) ([]ToTRun, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		if b, err = io.ReadAll(zr); err != nil {
+			return nil, err
+		}
+	}
+	var runs []ToTRun
+	if err := json.Unmarshal(b, &runs); err != nil {
+		return nil, fmt.Errorf("game24: tree of thoughts log: %w", err)
+	}
+	return runs, nil
+}
+
+// BundledToT returns the bundled log.
+func BundledToT() ([]ToTRun, error) {
+	f, err := data.Open(ToTFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return LoadToT(f)
+}
+
+// proposal is one recorded proposal: the line GPT-4 added and the value of
+// the resulting trajectory (the sum of 3 samples: sure 20, likely 1,
+// impossible 0.001).
+type proposal struct {
+	text  string
+	value float64
+}
+
+// Recorded is GPT-4's recorded proposer and evaluator: for a state it
+// returns the proposals GPT-4 made for that exact trajectory in the Tree of
+// Thoughts run, and for a candidate the value GPT-4 gave it (score = value
+// / 60, the most 3 "sure" samples give). A trajectory the run never
+// expanded has no recorded proposals (treesearch.ErrUnknownState: the node
+// is unexpandable). The objective checks are the arithmetic ones.
+type Recorded struct {
+	once     sync.Once
+	err      error
+	children map[string][]proposal // puzzle "\x00" trajectory → proposals, in log order
+	values   map[string]float64    // puzzle "\x00" trajectory → value
+	// Runs is the bundled log (loaded on first use).
+	Runs []ToTRun
+}
+
+func (r *Recorded) load() error {
+	r.once.Do(func() {
+		if r.Runs == nil {
+			if r.Runs, r.err = BundledToT(); r.err != nil {
+				return
+			}
+		}
+		r.children, r.values = map[string][]proposal{}, map[string]float64{}
+		for _, run := range r.Runs {
+			if len(run.Steps) == 0 {
+				continue
+			}
+			nums, err := ParseState(run.Steps[0].X)
+			if err != nil {
+				r.err = err
+				return
+			}
+			puzzle := State(nums)
+			for _, st := range run.Steps {
+				for i, ny := range st.NewYs {
+					k := puzzle + "\x00" + ny
+					if _, ok := r.values[k]; !ok && i < len(st.Values) {
+						r.values[k] = st.Values[i]
+					}
+				}
+				for _, y := range st.Ys {
+					k := puzzle + "\x00" + y
+					if _, done := r.children[k]; done {
+						continue
+					}
+					ps := []proposal{}
+					for _, ny := range st.NewYs {
+						if rest, ok := strings.CutPrefix(ny, y); ok && rest != "" {
+							ps = append(ps, proposal{text: rest, value: r.values[puzzle+"\x00"+ny]})
+						}
+					}
+					r.children[k] = ps
+				}
+			}
+		}
+	})
+	return r.err
+}
+
+// Trajectory is the Tree of Thoughts text of a path: its steps' lines.
+func Trajectory(path []treesearch.Step) string {
+	var b strings.Builder
+	for _, s := range path[1:] {
+		b.WriteString(s.Candidate)
+	}
+	return b.String()
+}
+
+// Component implements treesearch.Proposer and treesearch.Evaluator.
+func (*Recorded) Component() events.SearchComponent {
+	return events.SearchComponent{Name: "game24-recorded-gpt-4-tot-propose1-value3", Version: "1"}
+}
+
+// Proposals returns the recorded proposal lines for the trajectory of
+// path; ok is false outside the recorded tree.
+func (r *Recorded) Proposals(path []treesearch.Step) ([]string, bool, error) {
+	if err := r.load(); err != nil {
+		return nil, false, err
+	}
+	ps, ok := r.children[puzzleOf(path)+"\x00"+Trajectory(path)]
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.text
+	}
+	return out, ok, nil
+}
+
+// Value returns GPT-4's recorded value of the trajectory of path followed
+// by line.
+func (r *Recorded) Value(path []treesearch.Step, line string) (float64, bool, error) {
+	if err := r.load(); err != nil {
+		return 0, false, err
+	}
+	v, ok := r.values[puzzleOf(path)+"\x00"+Trajectory(path)+line]
+	return v, ok, nil
+}
+
+// Propose implements treesearch.Proposer.
+func (r *Recorded) Propose(_ context.Context, req treesearch.ProposeRequest) (treesearch.Proposal, error) {
+	lines, ok, err := r.Proposals(req.Path)
+	if err != nil {
+		return treesearch.Proposal{}, err
+	}
+	if !ok {
+		return treesearch.Proposal{Unexpandable: true}, fmt.Errorf("game24: %w: %q", treesearch.ErrUnknownState, Trajectory(req.Path))
+	}
+	return ProposalOf(req.Path, lines), nil
+}
+
+// ProposalOf turns proposal lines for the last node of path into
+// candidates with their states.
+func ProposalOf(path []treesearch.Step, lines []string) treesearch.Proposal {
+	var out treesearch.Proposal
+	for _, l := range lines {
+		state, _, _ := Next(path, l)
+		out.Candidates = append(out.Candidates, treesearch.Candidate{Text: l, State: state})
+		out.Raw += l
+	}
+	return out
+}
+
+// MaxValue is the most a recorded value can be: 3 samples of "sure" (20).
+const MaxValue = 60
+
+// Check implements treesearch.Evaluator.
+func (*Recorded) Check(req treesearch.EvalRequest) (string, string) { return check(req) }
+
+// Evaluate implements treesearch.Evaluator.
+func (r *Recorded) Evaluate(_ context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
+	v, ok, err := r.Value(req.Path, req.Candidate.Text)
+	if err != nil {
+		return treesearch.Verdict{}, err
+	}
+	if !ok {
+		return treesearch.Verdict{}, fmt.Errorf("game24: %w: no recorded value for %q", treesearch.ErrUnknownState, req.Candidate.Text)
+	}
+	state, _, _ := Next(req.Path, req.Candidate.Text)
+	return treesearch.Verdict{
+		Score: min(v/MaxValue, 1), Goal: strings.HasPrefix(state, "answer:"),
+		Report: fmt.Sprintf("GPT-4 value %g (3 samples: sure 20, likely 1, impossible 0.001)", v),
+	}, nil
+}

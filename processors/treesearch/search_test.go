@@ -1,0 +1,208 @@
+package treesearch_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// noEmbedder stands in for the memory-search embedder, which these tests
+// never use (no memories are written).
+type noEmbedder struct{}
+
+func (noEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	return make([][]float32, len(texts)), nil
+}
+func (noEmbedder) Model() string { return "none" }
+func (noEmbedder) Dim() int      { return 1 }
+
+func start(t *testing.T) *pipeline.Pipeline {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
+		Processors: []processors.Processor{treesearch.Processor{}}, Embedder: noEmbedder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func runner(t *testing.T, p *pipeline.Pipeline, prop treesearch.Proposer, ev treesearch.Evaluator) *treesearch.Runner {
+	t.Helper()
+	r, err := treesearch.NewRunner(p.Store, p.Producer, prop, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Stats = &treesearch.Stats{}
+	return r
+}
+
+func search(t *testing.T, r *treesearch.Runner, scope, id, puzzle string, cfg events.SearchConfig) treesearch.Search {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key, err := r.Start(ctx, treesearch.StartRequest{Scope: scope, SearchID: id, Goal: game24.Goal(puzzle), RootState: puzzle, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Run(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The built-in arithmetic search solves a puzzle end to end through the
+// broker and the projection: the answer passes the objective check, the
+// quota arithmetic is exact, and a replay of the log rebuilds the same
+// projection.
+func TestArithmeticSearchAndReplay(t *testing.T) {
+	p := start(t)
+	r := runner(t, p, game24.Arithmetic{}, game24.Arithmetic{})
+	s := search(t, r, "project:a", "game24/901", "4 5 6 10", game24.Config(5))
+	if s.Outcome != events.SearchSolved {
+		t.Fatalf("outcome %q", s.Outcome)
+	}
+	expr, ok := game24.ParseAnswer(s.Answer)
+	if !ok || game24.CheckAnswer("4 5 6 10", expr) != "" {
+		t.Fatalf("answer %q", s.Answer)
+	}
+	if len(s.Path) != 5 || s.Path[0] != treesearch.RootID {
+		t.Fatalf("path %v", s.Path)
+	}
+	q := s.Quota
+	if q.Reserved != q.Used-q.Overrun+q.Refunded+q.Outstanding || q.Outstanding != 0 || q.Used == 0 {
+		t.Fatalf("quota %+v", q)
+	}
+	if s.Counts.Duplicates == 0 || s.Counts.EvaluatorCalls != r.Stats.EvaluatorCalls {
+		t.Fatalf("counts %+v, runner evaluator calls %d", s.Counts, r.Stats.EvaluatorCalls)
+	}
+	// the same id in another scope is another search
+	other := search(t, r, "project:b", "game24/901", "1 2 4 7", game24.Config(5))
+	if other.Goal == s.Goal || other.Outcome != events.SearchSolved {
+		t.Fatalf("project:b search %+v", other)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	live, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: fresh, Processors: []processors.Processor{treesearch.Processor{}}}); err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := fresh.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.Projections[treesearch.Name] != replayed.Projections[treesearch.Name] || live.Projections[treesearch.Name] == "" {
+		t.Fatalf("replay digest %s != live %s", replayed.Projections[treesearch.Name], live.Projections[treesearch.Name])
+	}
+}
+
+// recorder wraps a proposer and an evaluator and keeps every prompt.
+type recorder struct {
+	treesearch.Proposer
+	treesearch.Evaluator
+	prompts []string
+	evals   int
+}
+
+func (r *recorder) Component() events.SearchComponent { return r.Proposer.Component() }
+func (r *recorder) Propose(ctx context.Context, req treesearch.ProposeRequest) (treesearch.Proposal, error) {
+	r.prompts = append(r.prompts, req.Prompt)
+	return r.Proposer.Propose(ctx, req)
+}
+func (r *recorder) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
+	r.prompts = append(r.prompts, req.Prompt)
+	r.evals++
+	return r.Evaluator.Evaluate(ctx, req)
+}
+
+// Goal pinning: every proposer and evaluator prompt starts with the
+// objective. Dedup: candidates reaching a state already generated are
+// killed without an evaluator call, so the evaluator is called exactly
+// once per node that is neither a duplicate nor rejected by the checks.
+func TestGoalPinningAndDedup(t *testing.T) {
+	p := start(t)
+	rec := &recorder{Proposer: game24.Arithmetic{}, Evaluator: game24.Arithmetic{}}
+	r := runner(t, p, rec, rec)
+	puzzle := "1 1 4 6" // repeated numbers: many equal states
+	s := search(t, r, "project:a", "dedup", puzzle, game24.Config(3))
+	want := "Primary Objective: " + game24.Goal(puzzle) + "\n"
+	for _, pr := range rec.prompts {
+		if !strings.HasPrefix(pr, want) {
+			t.Fatalf("prompt does not start with the objective:\n%s", pr)
+		}
+	}
+	nodes, _, err := treesearch.Nodes(p.Store, s.Key(), 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dups, scored := 0, 0
+	for _, n := range nodes {
+		if n.PrunedReason == events.PrunedDuplicate {
+			dups++
+			if n.Score != nil {
+				t.Fatalf("duplicate %s was evaluated", n.ID)
+			}
+		}
+		if n.Score != nil {
+			scored++
+		}
+	}
+	if dups == 0 || dups != s.Counts.Duplicates {
+		t.Fatalf("%d duplicates, projection counts %d", dups, s.Counts.Duplicates)
+	}
+	if rec.evals != scored || rec.evals != s.Counts.EvaluatorCalls {
+		t.Fatalf("evaluator called %d times for %d scored nodes (projection %d)", rec.evals, scored, s.Counts.EvaluatorCalls)
+	}
+	// the first expansion: 36 candidates from 1 1 4 6, and 1+4 = 4+1 etc. are one state
+	closed, err := treesearch.ClosedSet(p.Store, s.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(closed)+dups != len(nodes) {
+		t.Fatalf("closed set %d + duplicates %d != nodes %d", len(closed), dups, len(nodes))
+	}
+	t.Logf("%d nodes, %d duplicates, %d evaluator calls", len(nodes), dups, rec.evals)
+}
+
+func TestPathSummaryStaysUnderBudget(t *testing.T) {
+	tk, err := treesearch.CL100K()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tk.Count("Primary Objective: obtain 24"); n < 4 || n > 10 {
+		t.Fatalf("cl100k_base count %d", n)
+	}
+	var path []treesearch.Step
+	path = append(path, treesearch.Step{NodeID: "r"})
+	for i := 0; i < 400; i++ {
+		path = append(path, treesearch.Step{Candidate: fmt.Sprintf("step %d: 4 + 5 = 9 (left: 6 9 10) because adding the two smallest numbers keeps options open\n", i)})
+	}
+	sum := treesearch.PathSummary(tk, path, treesearch.PathSummaryTokens)
+	if n := tk.Count(sum); n >= treesearch.PathSummaryTokens || !strings.HasPrefix(sum, "step 0:") || !strings.Contains(sum, "step 399:") {
+		t.Fatalf("summary of %d tokens:\n%.300s", n, sum)
+	}
+}
