@@ -1,6 +1,8 @@
 package treesearch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -77,4 +79,39 @@ func Scopes(store *projections.Store, id string) ([]string, error) {
 		return true, nil
 	})
 	return out, err
+}
+
+// Fingerprint is a SHA-256 over what a search decided — its status,
+// outcome, path, answer, open set, expansion in flight, quota, counts, each
+// node without its event time, and its closed set — leaving out wall-clock
+// times, so two runs of the same search (one of them interrupted and
+// resumed) can be compared. The projection digest covers times too.
+func Fingerprint(store *projections.Store, key string) (string, error) {
+	s, ok, err := Get(store, key)
+	if err != nil || !ok {
+		return "", err
+	}
+	s.StartedAt, s.CompletedAt = "", ""
+	for i := range s.Decisions {
+		s.Decisions[i].Time = ""
+	}
+	h := sha256.New()
+	b, _ := json.Marshal(s)
+	h.Write(b)
+	nodes, _, err := Nodes(store, key, 0, "")
+	if err != nil {
+		return "", err
+	}
+	for _, n := range nodes {
+		n.Time = ""
+		b, _ := json.Marshal(n)
+		h.Write(b)
+	}
+	closed, err := ClosedSet(store, key)
+	if err != nil {
+		return "", err
+	}
+	b, _ = json.Marshal(closed) // map keys sorted
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

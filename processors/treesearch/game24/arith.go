@@ -7,7 +7,9 @@
 // Steps use Tree of Thoughts' format, one per line: "4 + 5 = 9 (left: 6 9
 // 10)"; the final step is "Answer: (4 * 5) + (10 - 6) = 24". A state is the
 // sorted multiset of the numbers left ("6 9 10", exact: "2/3" for a
-// fraction), or "answer: <expression>" after the answer step.
+// fraction); once only 24 is left, "24 = <expression>" (so different ways
+// to 24 stay different states); "answer: <expression>" after the answer
+// step.
 package game24
 
 import (

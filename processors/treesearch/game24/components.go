@@ -56,8 +56,23 @@ func Next(path []treesearch.Step, text string) (state, reason, report string) {
 	if why != "" {
 		return invalid, events.PrunedHardCheck, why
 	}
+	if next == "24" {
+		// 24 is left: the state is the expression that got there, so
+		// different ways to 24 (different answers) stay different states
+		expr, err := Expression(append(path[:len(path):len(path)], treesearch.Step{Candidate: text}))
+		if err != nil {
+			return invalid, events.PrunedHardCheck, err.Error()
+		}
+		return ReachedState(expr), "", ""
+	}
 	return next, "", ""
 }
+
+// ReachedState is the state of a path that left only 24, reached by expr.
+func ReachedState(expr string) string { return "24 = " + expr }
+
+// reached returns the expression of a state that left only 24.
+func reached(state string) (string, bool) { return strings.CutPrefix(state, "24 = ") }
 
 // check implements treesearch.Evaluator.Check for both evaluators.
 func check(req treesearch.EvalRequest) (string, string) {
@@ -84,23 +99,16 @@ func (Arithmetic) Propose(_ context.Context, req treesearch.ProposeRequest) (tre
 	if strings.HasPrefix(last.State, "answer:") {
 		return treesearch.Proposal{}, nil
 	}
-	nums, err := ParseState(last.State)
-	if err != nil {
-		return treesearch.Proposal{}, err
-	}
 	var out treesearch.Proposal
-	if len(nums) == 1 {
-		if nums[0].Cmp(Target) != 0 {
-			return out, nil
-		}
-		expr, err := Expression(req.Path)
-		if err != nil {
-			return out, err
-		}
+	if expr, ok := reached(last.State); ok {
 		text := "Answer: " + expr + " = 24\n"
 		out.Candidates = append(out.Candidates, treesearch.Candidate{Text: text, State: AnswerState(expr)})
 		out.Raw = text
 		return out, nil
+	}
+	nums, err := ParseState(last.State)
+	if err != nil || len(nums) < 2 {
+		return out, err
 	}
 	var raw strings.Builder
 	for i := range nums {
@@ -114,6 +122,9 @@ func (Arithmetic) Propose(_ context.Context, req treesearch.ProposeRequest) (tre
 			for _, m := range moves(nums[i], nums[j]) {
 				after := State(append(append([]*big.Rat{}, rest...), m.c))
 				text := fmt.Sprintf("%s %s %s = %s (left: %s)\n", Format(m.a), m.op, Format(m.b), Format(m.c), after)
+				if after == "24" {
+					after, _, _ = Next(req.Path, text)
+				}
 				out.Candidates = append(out.Candidates, treesearch.Candidate{Text: text, State: after})
 				raw.WriteString(text)
 			}
@@ -179,6 +190,9 @@ func (Arithmetic) Evaluate(_ context.Context, req treesearch.EvalRequest) (trees
 	state, _, _ := Next(req.Path, req.Candidate.Text)
 	if strings.HasPrefix(state, "answer:") {
 		return treesearch.Verdict{Score: 1, Goal: true, Report: "uses each number once and equals 24"}, nil
+	}
+	if _, ok := reached(state); ok {
+		return treesearch.Verdict{Score: 1, Report: "24 is left"}, nil
 	}
 	nums, err := ParseState(state)
 	if err != nil {

@@ -20,7 +20,7 @@ func TestExactChecks(t *testing.T) {
 		{"10 - 4 = 6 (left: 5 6 6)\n", "", "5 6 6"},
 		{"6 / 4 = 1.5 (left: 1.5 5 10)\n", "", "3/2 5 10"},
 		{"4 - 5 = -1 (left: -1 6 10)\n", "", "-1 6 10"},
-		{"4 + 4 = 8 (left: 5 6 8 10)\n", events.PrunedHardCheck, ""},  // 4 used twice
+		{"4 + 4 = 8 (left: 5 6 8 10)\n", events.PrunedHardCheck, ""}, // 4 used twice
 		{"4 + 5 = 10 (left: 6 10 10)\n", events.PrunedHardCheck, ""}, // wrong sum
 		{"4 + 5 = 9 (left: 6 10)\n", events.PrunedHardCheck, ""},     // wrong numbers left
 		{"10 / 1.5 ≈ 6.67 (left: 6.67)\n", events.PrunedPrefilter, ""},

@@ -114,27 +114,65 @@ func BundledToT() ([]ToTRun, error) {
 	return LoadToT(f)
 }
 
-// proposal is one recorded proposal: the line GPT-4 added and the value of
-// the resulting trajectory (the sum of 3 samples: sure 20, likely 1,
-// impossible 0.001).
-type proposal struct {
-	text  string
-	value float64
-}
-
-// Recorded is GPT-4's recorded proposer and evaluator: for a state it
-// returns the proposals GPT-4 made for that exact trajectory in the Tree of
-// Thoughts run, and for a candidate the value GPT-4 gave it (score = value
-// / 60, the most 3 "sure" samples give). A trajectory the run never
-// expanded has no recorded proposals (treesearch.ErrUnknownState: the node
-// is unexpandable). The objective checks are the arithmetic ones.
+// Recorded is GPT-4's recorded proposer and evaluator, looked up the way
+// Tree of Thoughts prompted it. ToT's proposal prompt holds only the
+// numbers left (the whole trajectory once 24 is left, to write the answer),
+// and its value prompt only the numbers left after the step (the answer
+// line for the last step), with answers cached by prompt. So the proposals
+// for a state are those GPT-4 made for the first logged trajectory that
+// reached the same numbers (the same trajectory once 24 is left), and a
+// candidate's value is the one GPT-4 gave the numbers it leaves (the answer
+// line). Score = value / 60, the most 3 "sure" samples (20 each) give. A
+// state the run never expanded has no recorded proposals
+// (treesearch.ErrUnknownState: the node is unexpandable). The objective
+// checks are the arithmetic ones.
 type Recorded struct {
 	once     sync.Once
 	err      error
-	children map[string][]proposal // puzzle "\x00" trajectory → proposals, in log order
-	values   map[string]float64    // puzzle "\x00" trajectory → value
-	// Runs is the bundled log (loaded on first use).
+	children map[string][]string // lookup key → proposal lines, in log order
+	values   map[string]float64  // lookup key → value
+	// Runs is the log (the bundled one when nil at first use).
 	Runs []ToTRun
+}
+
+// proposalKey is where the proposals for the last node of path are
+// recorded: the numbers left, or the trajectory once 24 is left.
+func proposalKey(path []treesearch.Step) string {
+	last := path[len(path)-1].State
+	if _, ok := reached(last); ok || strings.HasPrefix(last, "invalid:") {
+		return puzzleOf(path) + "\x00y:" + Trajectory(path)
+	}
+	return puzzleOf(path) + "\x00s:" + last
+}
+
+// valueKey is where the value of line after path is recorded: the numbers
+// it leaves, or the answer line.
+func valueKey(path []treesearch.Step, line string) string {
+	state, reason, _ := Next(path, line)
+	switch {
+	case strings.HasPrefix(state, "answer:"):
+		return puzzleOf(path) + "\x00a:" + strings.TrimSpace(line)
+	case reason == "":
+		return puzzleOf(path) + "\x00v:" + state
+	}
+	return puzzleOf(path) + "\x00y:" + Trajectory(path) + line
+}
+
+// replay turns a logged trajectory into a path; ok is false when a line
+// fails the checks (its later states are unknown).
+func replay(puzzle, y string) ([]treesearch.Step, bool) {
+	path := []treesearch.Step{{NodeID: treesearch.RootID, State: puzzle}}
+	for _, l := range strings.SplitAfter(y, "\n") {
+		if l == "" {
+			continue
+		}
+		state, reason, _ := Next(path, l)
+		path = append(path, treesearch.Step{Depth: len(path), Candidate: l, State: state})
+		if reason != "" {
+			return path, false
+		}
+	}
+	return path, true
 }
 
 func (r *Recorded) load() error {
@@ -144,7 +182,7 @@ func (r *Recorded) load() error {
 				return
 			}
 		}
-		r.children, r.values = map[string][]proposal{}, map[string]float64{}
+		r.children, r.values = map[string][]string{}, map[string]float64{}
 		for _, run := range r.Runs {
 			if len(run.Steps) == 0 {
 				continue
@@ -156,24 +194,26 @@ func (r *Recorded) load() error {
 			}
 			puzzle := State(nums)
 			for _, st := range run.Steps {
-				for i, ny := range st.NewYs {
-					k := puzzle + "\x00" + ny
-					if _, ok := r.values[k]; !ok && i < len(st.Values) {
-						r.values[k] = st.Values[i]
-					}
-				}
 				for _, y := range st.Ys {
-					k := puzzle + "\x00" + y
+					path, _ := replay(puzzle, y)
+					k := proposalKey(path)
 					if _, done := r.children[k]; done {
 						continue
 					}
-					ps := []proposal{}
-					for _, ny := range st.NewYs {
-						if rest, ok := strings.CutPrefix(ny, y); ok && rest != "" {
-							ps = append(ps, proposal{text: rest, value: r.values[puzzle+"\x00"+ny]})
+					lines := []string{}
+					for i, ny := range st.NewYs {
+						rest, ok := strings.CutPrefix(ny, y)
+						if !ok || rest == "" {
+							continue
+						}
+						lines = append(lines, rest)
+						if vk := valueKey(path, rest); i < len(st.Values) {
+							if _, seen := r.values[vk]; !seen {
+								r.values[vk] = st.Values[i]
+							}
 						}
 					}
-					r.children[k] = ps
+					r.children[k] = lines
 				}
 			}
 		}
@@ -201,12 +241,8 @@ func (r *Recorded) Proposals(path []treesearch.Step) ([]string, bool, error) {
 	if err := r.load(); err != nil {
 		return nil, false, err
 	}
-	ps, ok := r.children[puzzleOf(path)+"\x00"+Trajectory(path)]
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.text
-	}
-	return out, ok, nil
+	ps, ok := r.children[proposalKey(path)]
+	return ps, ok, nil
 }
 
 // Value returns GPT-4's recorded value of the trajectory of path followed
@@ -215,7 +251,7 @@ func (r *Recorded) Value(path []treesearch.Step, line string) (float64, bool, er
 	if err := r.load(); err != nil {
 		return 0, false, err
 	}
-	v, ok := r.values[puzzleOf(path)+"\x00"+Trajectory(path)+line]
+	v, ok := r.values[valueKey(path, line)]
 	return v, ok, nil
 }
 
