@@ -2,6 +2,7 @@ package treesearch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -204,5 +205,59 @@ func TestPathSummaryStaysUnderBudget(t *testing.T) {
 	sum := treesearch.PathSummary(tk, path, treesearch.PathSummaryTokens)
 	if n := tk.Count(sum); n >= treesearch.PathSummaryTokens || !strings.HasPrefix(sum, "step 0:") || !strings.Contains(sum, "step 399:") {
 		t.Fatalf("summary of %d tokens:\n%.300s", n, sum)
+	}
+}
+
+// pauser needs a human for the first candidate whose state leaves 20.
+type pauser struct{ game24.Arithmetic }
+
+func (p pauser) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
+	v, err := p.Arithmetic.Evaluate(ctx, req)
+	if strings.Contains(req.Candidate.State, "20") {
+		v.NeedsHuman, v.Report = true, "uses a product of 20: allowed?"
+	}
+	return v, err
+}
+
+// The runner pauses at a node that needs a human, the frontier stays
+// saved, and after the human's decision (search.resumed.v1) it goes on to
+// the end. A quota too small for the next reservation ends the search with
+// quota_exhausted instead of breaching it.
+func TestRunnerPausesAndQuota(t *testing.T) {
+	p := start(t)
+	r := runner(t, p, game24.Arithmetic{}, pauser{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "pause", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: game24.Config(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Run(ctx, key)
+	if !errors.Is(err, treesearch.ErrPaused) || s.Status != treesearch.StatusPaused || s.PausedAt == "" {
+		t.Fatalf("want a pause, got %v, %+v", err, s)
+	}
+	for s.Status == treesearch.StatusPaused {
+		env, _ := events.New(events.SearchResumed, "test/human", "resume-"+s.PausedAt, time.Now(), events.SearchResumedData{SearchID: "pause", Decision: "reject", By: "test"})
+		env.Scope = "project:a"
+		if err := p.Producer.Publish(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		for s.Status == treesearch.StatusPaused {
+			time.Sleep(5 * time.Millisecond)
+			s, _, _ = treesearch.Get(p.Store, key)
+		}
+		if s, err = r.Run(ctx, key); err != nil && !errors.Is(err, treesearch.ErrPaused) {
+			t.Fatal(err)
+		}
+	}
+	if s.Outcome != events.SearchSolved || len(s.Decisions) == 0 || strings.Contains(s.Answer, "20") && strings.Contains(s.Answer, "4 * 5") {
+		t.Fatalf("after the decisions: %s %q, %d decisions", s.Outcome, s.Answer, len(s.Decisions))
+	}
+
+	cfg := game24.Config(5)
+	cfg.QuotaTokens = 3000
+	q := search(t, runner(t, p, game24.Arithmetic{}, game24.Arithmetic{}), "project:a", "quota", "4 5 6 10", cfg)
+	if q.Outcome != events.SearchQuotaExhausted || q.Quota.Used > cfg.QuotaTokens || q.Quota.Outstanding != 0 {
+		t.Fatalf("quota search: %s, %+v", q.Outcome, q.Quota)
 	}
 }
