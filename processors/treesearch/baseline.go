@@ -22,6 +22,10 @@ type BreadthFirstResult struct {
 // it writes no events.
 func BreadthFirst(ctx context.Context, goal, rootState string, maxDepth, k int, p Proposer, e Evaluator, isGoal func(Candidate) bool) (BreadthFirstResult, error) {
 	var res BreadthFirstResult
+	tk, err := CL100K()
+	if err != nil {
+		return res, err
+	}
 	type item struct{ path []Step }
 	closed := map[string]bool{Digest(rootState): true}
 	queue := []item{{path: []Step{{NodeID: RootID, State: rootState}}}}
@@ -33,7 +37,7 @@ func BreadthFirst(ctx context.Context, goal, rootState string, maxDepth, k int, 
 			continue
 		}
 		res.Expansions++
-		prop, err := p.Propose(ctx, ProposeRequest{Goal: goal, Prompt: PinGoal(goal), Path: it.path, K: k})
+		prop, err := p.Propose(ctx, ProposeRequest{Goal: goal, Prompt: Prompt(tk, goal, it.path), Path: it.path, K: k})
 		if errors.Is(err, ErrUnknownState) {
 			res.Unexpandable++
 			continue
@@ -53,7 +57,7 @@ func BreadthFirst(ctx context.Context, goal, rootState string, maxDepth, k int, 
 				continue
 			}
 			closed[d] = true
-			if reason, _ := e.Check(EvalRequest{Goal: goal, Path: it.path, Candidate: c}); reason != "" {
+			if reason, _ := e.Check(EvalRequest{Goal: goal, Prompt: Prompt(tk, goal, it.path), Path: it.path, Candidate: c}); reason != "" {
 				continue
 			}
 			if isGoal(c) {

@@ -249,8 +249,13 @@ func (r *Runner) step(ctx context.Context, s Search) error {
 }
 
 // prompt is the goal-pinned prompt with the path summary.
-func (r *Runner) prompt(goal string, path []Step) string {
-	return PinGoal(goal) + "Steps so far:\n" + PathSummary(r.Tokenizer, path, PathSummaryTokens) + "\n"
+func (r *Runner) prompt(goal string, path []Step) string { return Prompt(r.Tokenizer, goal, path) }
+
+// Prompt is the start of every proposer prompt (and, followed by the
+// candidate, of every evaluator prompt): the objective, pinned, then the
+// path summary.
+func Prompt(t *Tokenizer, goal string, path []Step) string {
+	return PinGoal(goal) + "Steps so far:\n" + PathSummary(t, path, PathSummaryTokens) + "\n"
 }
 
 // path returns the steps from the root to node id, from the projection.
