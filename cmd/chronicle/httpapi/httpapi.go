@@ -115,6 +115,8 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/memories", requireJSON(s.recordMemory)),
 		f("POST /v1/memories/{id...}", requireJSON(s.memoryFeedback)),
 		f("GET /v1/memories/{id...}", s.memoryRoutes),
+		f("GET /v1/searches/{id...}", s.searchRoutes),               // issue 12: tree searches
+		f("POST /v1/searches/{id...}", requireJSON(s.resumeSearch)), // issue 12: POST /v1/searches/{id}/resume
 		f("GET /v1/graph/next", s.graphNext),
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),

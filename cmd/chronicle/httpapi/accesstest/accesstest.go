@@ -33,7 +33,10 @@ type Fixture struct {
 	OwnToken, OtherToken, AdminToken string
 	OwnScope, OtherScope             string
 	Session, Memory                  string
-	Secrets                          []string
+	// Search is a paused tree search of the own scope (its goal holds a
+	// secret); the own token resumes it.
+	Search  string
+	Secrets []string
 	// State returns a digest of the own scope's entities as the own token
 	// reads them (session, its events, memory, history); Run requires it
 	// unchanged by every request of the other scope's token.
@@ -115,6 +118,11 @@ func Cases() []Case {
 		}, Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) + "/history" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/searches/{id...}", Request: get(func(f Fixture) string { return "/v1/searches/" + esc(f.Search) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/searches/{id...}", Request: get(func(f Fixture) string { return "/v1/searches/" + esc(f.Search) + "/nodes" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/searches/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/searches/" + esc(f.Search) + "/resume", Body: map[string]any{"decision": "approve", "by": "accesstest"}}
+		}, Want: map[Caller]int{Own: 202, Other: 404}},
 		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},
