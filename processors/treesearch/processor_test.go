@@ -206,3 +206,24 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	rejected(t, st.apply(events.SearchResumed, events.SearchResumedData{SearchID: "s1", Decision: "approve"}), "/type")
 }
+
+// A search event carrying a sessionid is still keyed by its search (scope
+// and search_id) and lives on chronicle.searches, so it never reaches the
+// sessions processor or creates a session.
+func TestNodeEventsNeverCreateASession(t *testing.T) {
+	for _, typ := range []events.Type{events.SearchStarted, events.SearchQuotaReserved, events.SearchNodeExpanded, events.SearchFrontierDecided,
+		events.SearchPaused, events.SearchResumed, events.SearchCompleted} {
+		ti, _ := events.Lookup(typ)
+		if ti.Topic != events.TopicSearches {
+			t.Errorf("%s on %s", typ, ti.Topic)
+		}
+	}
+	env, _ := events.New(events.SearchNodeExpanded, "t", "1", time.Now(), map[string]any{"search_id": "s1"})
+	env.SessionID, env.Scope = "sess-1", "project:a"
+	if k, err := events.Key(&env); err != nil || k != "project:a/s1" {
+		t.Fatalf("key %q %v", k, err)
+	}
+	if err := events.CheckTopic(&env, events.TopicSessions); err == nil {
+		t.Fatal("a search event on chronicle.sessions must be refused (dead-lettered), not projected as a session")
+	}
+}
