@@ -151,3 +151,43 @@ const (
 	SearchQuotaExhausted = "quota_exhausted"
 	SearchMaxExpansions  = "max_expansions"
 )
+
+// SearchBranchData is the payload of search.branch.completed.v1: branch
+// BranchID of the panel SearchID finished with Output. Answer is the
+// output's normalised final answer (what majority_vote counts); Score, when
+// set, is the multi-signal evaluator's score in [0, 1] (what
+// judge_selection maximises), with its Report.
+type SearchBranchData struct {
+	SearchID string   `json:"search_id"`
+	BranchID string   `json:"branch_id"`
+	Output   string   `json:"output"`
+	Answer   string   `json:"answer,omitempty"`
+	Score    *float64 `json:"score,omitempty"`
+	Report   string   `json:"report,omitempty"`
+}
+
+// Consensus reducers (Flujo's panel).
+const (
+	// ReducerMajorityVote: the most frequent answer wins; ties go to the
+	// answer that appeared first.
+	ReducerMajorityVote = "majority_vote"
+	// ReducerCodeConsensus: the largest group of identical outputs
+	// (whitespace at the ends ignored) wins; ties go to the earliest.
+	ReducerCodeConsensus = "code_consensus"
+	// ReducerJudgeSelection: the branch the evaluator scored highest
+	// wins; ties go to the earliest.
+	ReducerJudgeSelection = "judge_selection"
+)
+
+// SearchConsensusData is the payload of search.consensus.reduced.v1: the
+// reducer's choice among the panel's branches so far. Winner is the first
+// branch of the winning group, Votes the group's size (judge_selection:
+// the branches with the winning score).
+type SearchConsensusData struct {
+	SearchID string `json:"search_id"`
+	Reducer  string `json:"reducer"`
+	Winner   string `json:"winner"`
+	Output   string `json:"output"`
+	Votes    int    `json:"votes"`
+	Branches int    `json:"branches"`
+}

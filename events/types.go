@@ -40,6 +40,12 @@ const (
 	// SearchCompleted: the search ended, with its winning path
 	// (SearchCompletedData).
 	SearchCompleted Type = "search.completed.v1"
+	// SearchBranchCompleted: one branch of a panel (parallel branches of
+	// one task) finished with its output (SearchBranchData).
+	SearchBranchCompleted Type = "search.branch.completed.v1"
+	// SearchConsensusReduced: a reducer chose among a panel's branches
+	// (SearchConsensusData).
+	SearchConsensusReduced Type = "search.consensus.reduced.v1"
 	// MemoryRecorded: a ReasoningBank memory.
 	MemoryRecorded Type = "memory.recorded.v1"
 	// MemoryFeedback: a confidence signal on a memory.
@@ -142,6 +148,8 @@ var registry = map[Type]TypeInfo{
 	SearchPaused:            {Type: SearchPaused, Topic: TopicSearches, KeyField: "search_id"},
 	SearchResumed:           {Type: SearchResumed, Topic: TopicSearches, KeyField: "search_id"},
 	SearchCompleted:         {Type: SearchCompleted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchBranchCompleted:   {Type: SearchBranchCompleted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchConsensusReduced:  {Type: SearchConsensusReduced, Topic: TopicSearches, KeyField: "search_id"},
 	WorkflowTaskCompleted:   {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
 	WorkflowReducerApplied:  {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
 	MemoryRecorded:          {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},

@@ -11,6 +11,8 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
+	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/spf13/cobra"
 )
@@ -39,6 +41,10 @@ type EvalReport struct {
 	// together, as the pair worker does (pair.Recall.WithPatterns).
 	PairRecallAt3Patterns float64 `json:"pair_recall_at_3_with_patterns"`
 	PairRecallSessions    int     `json:"pair_recall_sessions"`
+	// Consensus (issue 12): the panel reducers on GPT-4's 100 Game of 24
+	// samples per puzzle of 901–1000 (naive_standard, naive_cot), written
+	// as events through the treesearch processor.
+	Consensus []game24.ConsensusResult `json:"consensus"`
 }
 
 func evalCmd() *cobra.Command {
@@ -53,6 +59,9 @@ func evalCmd() *cobra.Command {
 			}
 			rep, err := runEval(recs)
 			if err != nil {
+				return err
+			}
+			if rep.Consensus, err = evalConsensus(); err != nil { // issue 12
 				return err
 			}
 			if asJSON {
@@ -70,6 +79,11 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
 			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f   memories + coordination patterns %.3f\n",
 				rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns)
+			for _, c := range rep.Consensus {
+				fmt.Printf("consensus on Game of 24, %s, %d puzzles × %d GPT-4 samples (%.1f%% of samples correct, best of %d solves %d)\n",
+					c.Dataset, c.Puzzles, c.Samples, 100*c.SampleAccuracy, c.Samples, c.BestOfN)
+				fmt.Printf("  majority_vote %d   code_consensus %d   judge_selection %d\n", c.MajorityVote, c.CodeConsensus, c.JudgeSelection)
+			}
 			return nil
 		},
 	}
@@ -122,4 +136,27 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 	}
 	rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns, rep.PairRecallSessions = r.Model, r.Lexical, r.WithPatterns, r.Sessions
 	return rep, nil
+}
+
+// evalConsensus measures the consensus reducers in a temporary store.
+func evalConsensus() ([]game24.ConsensusResult, error) {
+	dir, err := os.MkdirTemp("", "chronicle-eval-consensus-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var out []game24.ConsensusResult
+	for _, d := range []struct{ file, name string }{{game24.NaiveStandard, "naive_standard"}, {game24.NaiveCoT, "naive_cot"}} {
+		r, err := game24.MeasureConsensus(st, d.file, d.name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

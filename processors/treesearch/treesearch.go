@@ -18,6 +18,7 @@
 //	n/<key>\x00<node id>     Node (JSON)
 //	c/<key>\x00<digest>      closed set: the node that first reached the state
 //	i/<search id>\x00<scope> index from a bare id to the scopes that hold it
+//	p/<key>, b/<key>\x00<id> panels of parallel branches and their reductions (consensus.go)
 //
 // The closed set holds the digest of every state the search has generated
 // (root included), so a candidate reaching a known state is killed as a
@@ -201,6 +202,9 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	key, err := events.Key(env)
 	if err != nil {
 		return err
+	}
+	if env.Type == events.SearchBranchCompleted || env.Type == events.SearchConsensusReduced {
+		return applyPanel(tx, env, key)
 	}
 	var s Search
 	ok, err := tx.GetJSON(searchRow(key), &s)

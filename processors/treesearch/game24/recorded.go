@@ -17,8 +17,22 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 )
 
-//go:embed data/24.csv data/gpt-4_0.7_propose1_value3_greedy5_start900_end1000.json.gz
+//go:embed data/24.csv data/*.json.gz
 var data embed.FS
+
+// readGz reads a bundled gzipped file.
+func readGz(file string) ([]byte, error) {
+	f, err := data.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
 
 // ToTFile is the bundled Tree of Thoughts log: GPT-4 (temperature 0.7),
 // one proposal prompt per state, 3 value samples per candidate, the 5 best
