@@ -13,6 +13,9 @@ type SearchConfig struct {
 	// BeamWidth W: the open set keeps its W best nodes (lowest f, ties by
 	// node id) after every expansion. ≥ 1.
 	BeamWidth int `json:"beam_width"`
+	// BeamPerDepth keeps the W best of each depth instead of the W best
+	// overall (classic level-wise beam search; Tree of Thoughts' BFS).
+	BeamPerDepth bool `json:"beam_per_depth,omitempty"`
 	// K is the most candidates the proposer may generate per expansion. ≥ 1.
 	K int `json:"k"`
 	// MaxDepth: nodes at this depth are not expanded. ≥ 1.

@@ -18,6 +18,7 @@ import (
 // reservation, k children (f from 0.5 up) and the decision keeping the
 // beam of W = 4, given the open set before it.
 func expansionEvents(id string, n int, head string, depth int, open []treesearch.OpenEntry) ([]events.Envelope, []treesearch.OpenEntry) {
+	seq0 := (n - 1) * 4 // nodes generated before this expansion
 	const k, w = 4, 4
 	var out []events.Envelope
 	add := func(t events.Type, suffix string, d any) {
@@ -38,10 +39,10 @@ func expansionEvents(id string, n int, head string, depth int, open []treesearch
 		parent := head
 		add(events.SearchNodeExpanded, cid, events.SearchNodeData{SearchID: id, NodeID: cid, ParentID: &parent, Expansion: n, Depth: depth + 1,
 			State: state, StateDigest: treesearch.Digest(state), Candidate: "step " + state, G: g, H: &h, F: &f, Score: &score, TokensUsed: 100})
-		children = append(children, treesearch.OpenEntry{ID: cid, F: f, Depth: depth + 1})
+		children = append(children, treesearch.OpenEntry{ID: cid, F: f, Seq: seq0 + i + 1, Depth: depth + 1})
 		ids = append(ids, cid)
 	}
-	kept, dropped := treesearch.NextFrontier(open, head, children, w)
+	kept, dropped := treesearch.NextFrontier(open, head, children, w, false)
 	keptIDs, droppedIDs := []string{}, []string{}
 	for _, o := range kept {
 		keptIDs = append(keptIDs, o.ID)

@@ -109,7 +109,7 @@ func TestFrontierOrderAndBeam(t *testing.T) {
 	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
 		Children: []string{"r.0", "r.1", "r.2", "r.3"}, Kept: []string{"r.1", "r.0"}, Dropped: []string{"r.2"}, TokensUsed: 60, TokensRefunded: 40})
 	s := st.get()
-	if got := fmt.Sprint(s.Open); got != "[{r.1 0.5 1 false false} {r.0 0.75 1 false false}]" {
+	if got := fmt.Sprint(s.Open); got != "[{r.1 0.5 2 1 false false} {r.0 0.75 1 1 false false}]" {
 		t.Fatalf("open set %s", got)
 	}
 	if s.Counts.HardFailed != 1 || s.Counts.BeamDropped != 1 || s.Counts.EvaluatorCalls != 3 || s.Expansions != 1 {

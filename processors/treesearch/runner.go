@@ -285,8 +285,9 @@ func (r *Runner) check(dup bool, req EvalRequest) (reason, report string) {
 	return r.Evaluator.Check(req)
 }
 
-// ChildID is the id of the i-th candidate of node parent.
-func ChildID(parent string, i int) string { return parent + "." + strconv.Itoa(i) }
+// ChildID is the id of the i-th candidate of node parent: parent "." i,
+// i with two digits at least, so that siblings list in generation order.
+func ChildID(parent string, i int) string { return fmt.Sprintf("%s.%02d", parent, i) }
 
 // expand runs steps (2)–(7) of Beam-A* for the expansion in flight: expand
 // k candidates, isolate (each is judged on its own path only), dedup
@@ -394,10 +395,10 @@ func (r *Runner) expand(ctx context.Context, s Search) error {
 		}
 		used += n.TokensUsed // evaluator tokens, kept on the node so a resumed expansion counts them too
 		if n.F != nil {
-			children = append(children, OpenEntry{ID: id, F: *n.F, Depth: n.Depth, Goal: n.Goal, NeedsHuman: n.NeedsHuman})
+			children = append(children, OpenEntry{ID: id, F: *n.F, Seq: n.Seq, Depth: n.Depth, Goal: n.Goal, NeedsHuman: n.NeedsHuman})
 		}
 	}
-	kept, dropped := NextFrontier(s.Open, c.NodeID, children, s.Config.BeamWidth)
+	kept, dropped := NextFrontier(s.Open, c.NodeID, children, s.Config.BeamWidth, s.Config.BeamPerDepth)
 	env, err := r.event(key, "e"+strconv.Itoa(c.N)+"/decided", events.SearchFrontierDecided, events.SearchFrontierDecidedData{
 		SearchID: s.ID, Expansion: c.N, NodeID: c.NodeID, Children: nonNil(childIDs), Kept: ids(kept), Dropped: nonNil(ids(dropped)),
 		TokensUsed: used, TokensRefunded: max(0, c.Reserved-used), TokensOverrun: max(0, used-c.Reserved), Unexpandable: prop.Unexpandable,

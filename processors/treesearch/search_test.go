@@ -261,3 +261,50 @@ func TestRunnerPausesAndQuota(t *testing.T) {
 		t.Fatalf("quota search: %s, %+v", q.Outcome, q.Quota)
 	}
 }
+
+// Importing GPT-4's Tree of Thoughts log as searches (a level-wise beam of
+// 5, g = depth) expands at every level exactly the nodes ToT expanded.
+func TestToTImportFollowsToT(t *testing.T) {
+	p := start(t)
+	r := runner(t, p, nil, nil)
+	runs, err := game24.BundledToT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range runs[:10] {
+		l, err := game24.NewToTLog(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Proposer, r.Evaluator = l, l
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:tot", SearchID: fmt.Sprintf("tot-%d", run.Idx+1), Goal: game24.Goal(l.Puzzle), RootState: "", Config: game24.ToTConfig(run)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.Run(ctx, key)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, _, err := treesearch.Nodes(p.Store, s.Key(), 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range run.Steps {
+			want := map[string]bool{}
+			for _, y := range st.Ys {
+				want[y] = true
+			}
+			got := map[string]bool{}
+			for _, n := range nodes {
+				if n.Depth == st.Step && n.Status == treesearch.NodeExpanded {
+					got[n.State] = true
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("puzzle %d level %d: expanded %v, ToT expanded %v", run.Idx+1, st.Step, got, want)
+			}
+		}
+	}
+}

@@ -5,7 +5,8 @@
 // projection only.
 //
 // The projection of one search is its durable frontier: the open set
-// ordered by f = g + h (ties broken by node id, byte order), the closed set
+// ordered by f = g + h (ties broken by generation order: a stable priority
+// queue, as Tree of Thoughts' stable sort), the closed set
 // of state digests, the beam kept after every expansion, the quota
 // (reserved, used, refunded, overrun, outstanding; integers, so the
 // arithmetic is exact), the best path and the status. A replay of the
@@ -64,6 +65,7 @@ const (
 type OpenEntry struct {
 	ID         string  `json:"id"`
 	F          float64 `json:"f"`
+	Seq        int     `json:"seq"` // generation order: the root 0, then 1, 2, … as nodes are generated
 	Depth      int     `json:"depth"`
 	Goal       bool    `json:"goal,omitempty"`
 	NeedsHuman bool    `json:"needs_human,omitempty"`
@@ -127,7 +129,7 @@ type Search struct {
 	StartedAt   string                 `json:"started_at"`
 	CompletedAt string                 `json:"completed_at,omitempty"`
 	// Open is the open set (after the last decision: the beam), ordered by
-	// F, then node id.
+	// F, then generation order (Seq).
 	Open       []OpenEntry `json:"open"`
 	Current    *Expansion  `json:"current,omitempty"`
 	Expansions int         `json:"expansions"`
@@ -147,6 +149,7 @@ func (s Search) Key() string { return events.EntityKey(s.Scope, s.ID) }
 // Node is one node of a search tree.
 type Node struct {
 	ID           string   `json:"id"`
+	Seq          int      `json:"seq"` // generation order
 	Parent       string   `json:"parent,omitempty"`
 	Depth        int      `json:"depth"`
 	Expansion    int      `json:"expansion,omitempty"` // the expansion that generated it
@@ -385,6 +388,7 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		Report: d.Report, TokensUsed: d.TokensUsed, Time: env.Time,
 	}
 	s.Counts.Nodes++
+	n.Seq = s.Counts.Nodes
 	if d.Score != nil {
 		s.Counts.EvaluatorCalls++
 	}
@@ -411,18 +415,26 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	return tx.SetJSON(nodeRow(key, n.ID), n)
 }
 
-// less orders the open set: lower f first, ties by node id (byte order).
+// less orders the open set: lower f first, ties by generation order (then
+// node id, for entries built by hand).
 func less(a, b OpenEntry) bool {
 	if a.F != b.F {
 		return a.F < b.F
+	}
+	if a.Seq != b.Seq {
+		return a.Seq < b.Seq
 	}
 	return a.ID < b.ID
 }
 
 // NextFrontier is step (7) of Beam-A*: the open set without the expanded
-// node, with the unpruned children added, ordered by f (ties by node id),
-// split into the W best (kept: the beam) and the rest (dropped).
-func NextFrontier(open []OpenEntry, expanded string, children []OpenEntry, w int) (kept, dropped []OpenEntry) {
+// node, with the unpruned children added, ordered by f (ties by generation
+// order), split into the W best (kept: the beam) and the rest (dropped).
+// With perDepth (config beam_per_depth) the W best of each depth are kept
+// instead: classic level-wise beam search, which with g rising faster than
+// h can fall (cost_per_step ≥ 1) expands level by level and keeps the W
+// best children of each level, as Tree of Thoughts' breadth-first search.
+func NextFrontier(open []OpenEntry, expanded string, children []OpenEntry, w int, perDepth bool) (kept, dropped []OpenEntry) {
 	all := make([]OpenEntry, 0, len(open)+len(children))
 	for _, o := range open {
 		if o.ID != expanded {
@@ -431,10 +443,22 @@ func NextFrontier(open []OpenEntry, expanded string, children []OpenEntry, w int
 	}
 	all = append(all, children...)
 	sort.SliceStable(all, func(i, j int) bool { return less(all[i], all[j]) })
-	if len(all) <= w {
-		return all, nil
+	if !perDepth {
+		if len(all) <= w {
+			return all, nil
+		}
+		return all[:w], all[w:]
 	}
-	return all[:w], all[w:]
+	n := map[int]int{}
+	for _, o := range all {
+		if n[o.Depth] < w {
+			n[o.Depth]++
+			kept = append(kept, o)
+		} else {
+			dropped = append(dropped, o)
+		}
+	}
+	return kept, dropped
 }
 
 func ids(es []OpenEntry) []string {
@@ -475,10 +499,10 @@ func decide(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		}
 		nodes[id] = n
 		if n.F != nil {
-			children = append(children, OpenEntry{ID: id, F: *n.F, Depth: n.Depth, Goal: n.Goal, NeedsHuman: n.NeedsHuman})
+			children = append(children, OpenEntry{ID: id, F: *n.F, Seq: n.Seq, Depth: n.Depth, Goal: n.Goal, NeedsHuman: n.NeedsHuman})
 		}
 	}
-	kept, dropped := NextFrontier(s.Open, c.NodeID, children, s.Config.BeamWidth)
+	kept, dropped := NextFrontier(s.Open, c.NodeID, children, s.Config.BeamWidth, s.Config.BeamPerDepth)
 	if !slices.Equal(d.Kept, ids(kept)) {
 		return rejectf("/data/kept", "%v: the W = %d best by f are %v", d.Kept, s.Config.BeamWidth, ids(kept))
 	}
