@@ -194,3 +194,19 @@ type SearchConsensusData struct {
 	Votes    int    `json:"votes"`
 	Branches int    `json:"branches"`
 }
+
+// SolverLockedData is the payload of solver.locked.v1 and the content of a
+// lock file (Flujo's frozen solver: blueprint + prompts + config + model):
+// the SHA-256 (lowercase hex) of each prompt template by name, of the
+// search config's JSON, and the proposer's and evaluator's name and
+// version, for a search that was solved. LockSHA256 is the SHA-256 of the
+// lock's JSON with LockSHA256 empty.
+type SolverLockedData struct {
+	SearchID     string            `json:"search_id"`
+	Proposer     SearchComponent   `json:"proposer"`
+	Evaluator    SearchComponent   `json:"evaluator"`
+	Model        string            `json:"model,omitempty"`
+	ConfigSHA256 string            `json:"config_sha256"`
+	Prompts      map[string]string `json:"prompts"`
+	LockSHA256   string            `json:"lock_sha256"`
+}

@@ -46,6 +46,10 @@ const (
 	// SearchConsensusReduced: a reducer chose among a panel's branches
 	// (SearchConsensusData).
 	SearchConsensusReduced Type = "search.consensus.reduced.v1"
+	// SolverLocked: the hashes of everything a successful search used —
+	// prompts, config, model, proposer and evaluator versions — were frozen
+	// into a lock file (SolverLockedData).
+	SolverLocked Type = "solver.locked.v1"
 	// MemoryRecorded: a ReasoningBank memory.
 	MemoryRecorded Type = "memory.recorded.v1"
 	// MemoryFeedback: a confidence signal on a memory.
@@ -150,6 +154,7 @@ var registry = map[Type]TypeInfo{
 	SearchCompleted:         {Type: SearchCompleted, Topic: TopicSearches, KeyField: "search_id"},
 	SearchBranchCompleted:   {Type: SearchBranchCompleted, Topic: TopicSearches, KeyField: "search_id"},
 	SearchConsensusReduced:  {Type: SearchConsensusReduced, Topic: TopicSearches, KeyField: "search_id"},
+	SolverLocked:            {Type: SolverLocked, Topic: TopicSearches, KeyField: "search_id"},
 	WorkflowTaskCompleted:   {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
 	WorkflowReducerApplied:  {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
 	MemoryRecorded:          {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},

@@ -18,7 +18,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), demoCmd(), evalCmd(), ingestCmd(), importCmd(), replayCmd(), digestCmd(), auditCmd(), brokerCmd(), tokenCmd(), mcpCmd(), searchCmd())
+	root.AddCommand(serveCmd(), demoCmd(), evalCmd(), ingestCmd(), importCmd(), replayCmd(), digestCmd(), auditCmd(), brokerCmd(), tokenCmd(), mcpCmd(), searchCmd(), solverCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
 		var ec exitCoder

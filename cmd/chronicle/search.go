@@ -69,7 +69,7 @@ type BFSSummary struct {
 
 func searchGame24Cmd() *cobra.Command {
 	var c commonFlags
-	var proposer, scope string
+	var proposer, scope, lockFile string
 	var beam, from, to int
 	var quota int64
 	var asJSON, baseline bool
@@ -98,6 +98,17 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				prop, eval = r, r
 			default:
 				return fmt.Errorf("--proposer: %q, want arithmetic or recorded", proposer)
+			}
+			if lockFile != "" { // refuse before starting anything
+				frozen, err := readLock(lockFile)
+				if err != nil {
+					return err
+				}
+				cfg := game24.Config(beam)
+				cfg.QuotaTokens = quota
+				if err := treesearch.VerifyLock(frozen, treesearch.SolverLock(frozen.SearchID, cfg, "", prop, eval)); err != nil {
+					return err
+				}
 			}
 			puzzles, err := game24.Puzzles(from, to)
 			if err != nil {
@@ -240,6 +251,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 	cmd.Flags().Int64Var(&quota, "quota", 0, "token quota per search (cl100k_base tokens; 0: none)")
 	cmd.Flags().StringVar(&scope, "scope", events.DefaultScope, "scope of the searches")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	cmd.Flags().StringVar(&lockFile, "lock", "", "a lock file of `chronicle solver lock`: refuse to run when the proposer, evaluator, model, config or a prompt differs from it")
 	cmd.Flags().BoolVar(&baseline, "baseline", true, "also run plain breadth-first search on the same proposer (in memory) for comparison")
 	return cmd
 }

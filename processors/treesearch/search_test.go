@@ -308,3 +308,53 @@ func TestToTImportFollowsToT(t *testing.T) {
 		}
 	}
 }
+
+// A solved search's solver is locked (solver.locked.v1 recorded on the
+// search); a solver whose config, components or prompts differ is refused,
+// naming what differs; an unsolved search cannot be locked.
+func TestSolverLock(t *testing.T) {
+	p := start(t)
+	r := runner(t, p, game24.Arithmetic{}, game24.Arithmetic{})
+	s := search(t, r, "project:a", "lock-me", "4 5 6 10", game24.Config(5))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := r.Lock(ctx, s.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ := treesearch.Get(p.Store, s.Key())
+	if len(after.Locks) != 1 || after.Locks[0] != l.LockSHA256 {
+		t.Fatalf("locks %v, want %s", after.Locks, l.LockSHA256)
+	}
+	if err := treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(5), "", game24.Arithmetic{}, game24.Arithmetic{})); err != nil {
+		t.Fatalf("the same solver refused: %v", err)
+	}
+	err = treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(3), "", game24.Arithmetic{}, game24.Arithmetic{}))
+	if err == nil || !strings.Contains(err.Error(), "config_sha256") {
+		t.Fatalf("another beam: %v", err)
+	}
+	rec := &game24.Recorded{}
+	err = treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(5), "", rec, rec))
+	if err == nil || !strings.Contains(err.Error(), "proposer game24-recorded") {
+		t.Fatalf("another proposer: %v", err)
+	}
+	llm := &game24.LLM{}
+	err = treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(5), "", game24.Arithmetic{}, evaluatorWithPrompts{game24.Arithmetic{}, llm}))
+	if err == nil || !strings.Contains(err.Error(), "prompts.evaluator.value") {
+		t.Fatalf("other prompts: %v", err)
+	}
+	cfg := game24.Config(5)
+	cfg.QuotaTokens = 100
+	q := search(t, r, "project:a", "unsolved", "4 5 6 10", cfg)
+	if _, err := r.Lock(ctx, q.Key()); err == nil {
+		t.Fatal("an unsolved search was locked")
+	}
+}
+
+// evaluatorWithPrompts is an evaluator that carries prompt templates.
+type evaluatorWithPrompts struct {
+	game24.Arithmetic
+	p treesearch.PromptSet
+}
+
+func (e evaluatorWithPrompts) Prompts() map[string]string { return e.p.Prompts() }

@@ -138,6 +138,8 @@ type Search struct {
 	PausedAt   string      `json:"paused_at,omitempty"` // node id while paused
 	Question   string      `json:"question,omitempty"`
 	Decisions  []Decision  `json:"decisions,omitempty"`
+	// Locks are the solver locks (lock_sha256) frozen from this search.
+	Locks []string `json:"locks,omitempty"`
 	// Seq counts the events applied to the search: a writer that knows how
 	// many it published waits for Seq to reach it.
 	Seq int `json:"seq"`
@@ -222,6 +224,13 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	}
 	if !ok {
 		return rejectf("/data/search_id", "search %s was never started (no search.started.v1)", key)
+	}
+	if env.Type == events.SolverLocked {
+		if err := lockApply(env, &s); err != nil {
+			return err
+		}
+		s.Seq++
+		return tx.SetJSON(searchRow(key), s)
 	}
 	if s.Status == StatusCompleted {
 		return rejectf("/type", "search %s is completed; %s comes after its end", key, env.Type)

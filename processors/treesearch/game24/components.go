@@ -203,3 +203,17 @@ func (Arithmetic) Evaluate(_ context.Context, req treesearch.EvalRequest) (trees
 	}
 	return treesearch.Verdict{Score: 0, Report: "24 is unreachable from " + state}, nil
 }
+
+// Components returns the built-in proposer and evaluator of a component
+// name as a search records it (search.started.v1), for `chronicle solver
+// lock`; ok is false for another name.
+func Components(name string) (treesearch.Proposer, treesearch.Evaluator, bool) {
+	switch name {
+	case Arithmetic{}.Component().Name:
+		return Arithmetic{}, Arithmetic{}, true
+	case (&Recorded{}).Component().Name:
+		r := &Recorded{}
+		return r, r, true
+	}
+	return nil, nil, false
+}

@@ -88,3 +88,9 @@ func (l *LLM) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesea
 	state, _, _ := Next(req.Path, req.Candidate.Text)
 	return treesearch.Verdict{Score: min(sum/(20*float64(n)), 1), Goal: strings.HasPrefix(state, "answer:"), Report: report.String()}, nil
 }
+
+// Prompts implements treesearch.PromptSet: the templates of the propose and
+// value prompts, part of a solver lock.
+func (*LLM) Prompts() map[string]string {
+	return map[string]string{"propose": ProposeInstruction("%s"), "answer": ProposeInstruction(ReachedState("%s")), "value": ValueInstruction()}
+}
