@@ -152,7 +152,7 @@ func evalConsensus() ([]game24.ConsensusResult, error) {
 	defer st.Close()
 	var out []game24.ConsensusResult
 	for _, d := range []struct{ file, name string }{{game24.NaiveStandard, "naive_standard"}, {game24.NaiveCoT, "naive_cot"}} {
-		r, err := game24.MeasureConsensus(st, d.file, d.name)
+		r, err := game24.MeasureConsensus(st, d.file, d.name, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -138,11 +138,15 @@ type ConsensusResult struct {
 // search.consensus.reduced.v1 per reducer — through the treesearch
 // processor's Apply into store (which checks each reducer's decision
 // against its own reduction), and counts from the projection the puzzles
-// whose chosen sample the log judges correct.
-func MeasureConsensus(store *projections.Store, file, name string) (ConsensusResult, error) {
+// whose chosen sample the log judges correct. limit > 0 takes the first
+// limit puzzles only.
+func MeasureConsensus(store *projections.Store, file, name string, limit int) (ConsensusResult, error) {
 	runs, err := LoadSamples(file)
 	if err != nil {
 		return ConsensusResult{}, err
+	}
+	if limit > 0 && limit < len(runs) {
+		runs = runs[:limit]
 	}
 	res := ConsensusResult{Dataset: name, Puzzles: len(runs)}
 	off, _ := store.NextOffset(treesearch.Name, string(events.TopicSearches), 0)
