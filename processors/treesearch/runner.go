@@ -384,7 +384,10 @@ func (r *Runner) expand(ctx context.Context, s Search) error {
 	if err != nil {
 		return err
 	}
-	if s.Current == nil || !slices.Equal(s.Current.Children, nonNil(childIDs)) {
+	if s.Current == nil {
+		return fmt.Errorf("treesearch: search %s: expansion %d is no longer in flight", key, c.N)
+	}
+	if !slices.Equal(s.Current.Children, nonNil(childIDs)) {
 		return fmt.Errorf("treesearch: search %s: expansion %d holds children %v, the proposer gave %v (not deterministic?)", key, c.N, s.Current.Children, childIDs)
 	}
 	var children []OpenEntry
