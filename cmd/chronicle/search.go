@@ -147,6 +147,9 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				if err != nil {
 					return err
 				}
+				if s, _, err := treesearch.Get(p.Store, key); err == nil && s.Current != nil {
+					fmt.Fprintf(os.Stderr, "\nresuming search %s: expansion %d of node %s was in flight\n", key, s.Current.N, s.Current.NodeID)
+				}
 				if _, err := r.Run(ctx, key); err != nil && !errors.Is(err, treesearch.ErrPaused) {
 					return err
 				}

@@ -12,6 +12,11 @@ import (
 )
 
 func runSearch(t *testing.T, data string, extra ...string) Game24Summary {
+	s, _ := runSearchStderr(t, data, extra...)
+	return s
+}
+
+func runSearchStderr(t *testing.T, data string, extra ...string) (Game24Summary, string) {
 	t.Helper()
 	args := append([]string{"search", "game24", "--data", data, "--kafka-listen", "127.0.0.1:0", "--json", "--baseline=false"}, extra...)
 	cmd := exec.Command(binary, args...)
@@ -24,7 +29,7 @@ func runSearch(t *testing.T, data string, extra ...string) Game24Summary {
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 		t.Fatalf("summary: %v\n%s", err, out.String())
 	}
-	return s
+	return s, errb.String()
 }
 
 // TestSearchCrashRecovery SIGKILLs `chronicle search game24` (GPT-4's
@@ -32,7 +37,8 @@ func runSearch(t *testing.T, data string, extra ...string) Game24Summary {
 // 5 kills landed while it was searching, resumes it each time, and lets the
 // last run finish: every search's frontier, closed set, nodes, quota and
 // result (the fingerprint) must equal those of an uninterrupted run, and
-// audit must pass.
+// audit must pass. At least one kill must have landed inside an expansion
+// (reserved, not yet decided), which the next run finishes.
 func TestSearchCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the search several times")
@@ -51,7 +57,7 @@ func TestSearchCrashRecovery(t *testing.T) {
 	// early: each attempt does a small part of the work
 	window := time.Duration(clean.Seconds*float64(time.Second)) / 8
 	const wantKills, maxAttempts = 5, 25
-	landed := 0
+	landed, inFlight := 0, 0
 	for i := 0; i < maxAttempts && landed < wantKills; i++ {
 		cmd := exec.Command(binary, append([]string{"search", "game24", "--data", data, "--kafka-listen", "127.0.0.1:0", "--json", "--baseline=false"}, args...)...)
 		var errb bytes.Buffer
@@ -73,6 +79,7 @@ func TestSearchCrashRecovery(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-done
+			inFlight += strings.Count(errb.String(), "was in flight")
 			stage := "starting"
 			if s := errb.String(); strings.Contains(s, "searching") {
 				stage = "searching"
@@ -86,7 +93,12 @@ func TestSearchCrashRecovery(t *testing.T) {
 	if landed < wantKills {
 		t.Fatalf("only %d kills landed while searching (want %d)", landed, wantKills)
 	}
-	final := runSearch(t, data, args...)
+	final, errs := runSearchStderr(t, data, args...)
+	inFlight += strings.Count(errs, "was in flight")
+	t.Logf("%d restarts found an expansion in flight and finished it", inFlight)
+	if inFlight == 0 {
+		t.Fatal("no kill landed inside an expansion (between its reservation and its frontier decision)")
+	}
 	if final.Fingerprint != clean.Fingerprint {
 		t.Fatalf("after crashes fingerprint %s != clean %s\nfinal %+v\nclean %+v", final.Fingerprint, clean.Fingerprint, final, clean)
 	}
