@@ -1,5 +1,7 @@
 package events
 
+import "encoding/json"
+
 // Payloads of the tree-search family (topic chronicle.searches, key
 // EntityKey(scope, search_id)). The design is Flujo's TreeSearchStep:
 // quota-aware Beam-A* with f(n) = g(n) + h(n), h(n) = 1 − evaluator score,
@@ -209,4 +211,18 @@ type SolverLockedData struct {
 	ConfigSHA256 string            `json:"config_sha256"`
 	Prompts      map[string]string `json:"prompts"`
 	LockSHA256   string            `json:"lock_sha256"`
+}
+
+// SearchCorrectionData is the payload of search.candidate.corrected.v1:
+// branch BranchID's output (a JSON document) failed the schema Schema and
+// Patch (an RFC 6902 JSON Patch) turns it into Corrected, which passes;
+// Answer is the corrected output's normalised answer (what majority_vote
+// counts).
+type SearchCorrectionData struct {
+	SearchID  string          `json:"search_id"`
+	BranchID  string          `json:"branch_id"`
+	Schema    string          `json:"schema"`
+	Patch     json.RawMessage `json:"patch"`
+	Corrected json.RawMessage `json:"corrected"`
+	Answer    string          `json:"answer,omitempty"`
 }

@@ -46,6 +46,9 @@ const (
 	// SearchConsensusReduced: a reducer chose among a panel's branches
 	// (SearchConsensusData).
 	SearchConsensusReduced Type = "search.consensus.reduced.v1"
+	// SearchCandidateCorrected: the DiffProcessor's RFC 6902 JSON Patch
+	// correcting a branch's schema-invalid output (SearchCorrectionData).
+	SearchCandidateCorrected Type = "search.candidate.corrected.v1"
 	// SolverLocked: the hashes of everything a successful search used —
 	// prompts, config, model, proposer and evaluator versions — were frozen
 	// into a lock file (SolverLockedData).
@@ -141,34 +144,35 @@ type TypeInfo struct {
 }
 
 var registry = map[Type]TypeInfo{
-	SessionStarted:          {Type: SessionStarted, Topic: TopicSessions},
-	MinuteRecorded:          {Type: MinuteRecorded, Topic: TopicSessions},
-	SessionCompleted:        {Type: SessionCompleted, Topic: TopicSessions},
-	ReasoningPassCompleted:  {Type: ReasoningPassCompleted, Topic: TopicSessions},
-	SearchNodeExpanded:      {Type: SearchNodeExpanded, Topic: TopicSearches, KeyField: "search_id"},
-	SearchStarted:           {Type: SearchStarted, Topic: TopicSearches, KeyField: "search_id"},
-	SearchQuotaReserved:     {Type: SearchQuotaReserved, Topic: TopicSearches, KeyField: "search_id"},
-	SearchFrontierDecided:   {Type: SearchFrontierDecided, Topic: TopicSearches, KeyField: "search_id"},
-	SearchPaused:            {Type: SearchPaused, Topic: TopicSearches, KeyField: "search_id"},
-	SearchResumed:           {Type: SearchResumed, Topic: TopicSearches, KeyField: "search_id"},
-	SearchCompleted:         {Type: SearchCompleted, Topic: TopicSearches, KeyField: "search_id"},
-	SearchBranchCompleted:   {Type: SearchBranchCompleted, Topic: TopicSearches, KeyField: "search_id"},
-	SearchConsensusReduced:  {Type: SearchConsensusReduced, Topic: TopicSearches, KeyField: "search_id"},
-	SolverLocked:            {Type: SolverLocked, Topic: TopicSearches, KeyField: "search_id"},
-	WorkflowTaskCompleted:   {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
-	WorkflowReducerApplied:  {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
-	MemoryRecorded:          {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
-	MemoryFeedback:          {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
-	MemoryRetrieved:         {Type: MemoryRetrieved, Topic: TopicMemories, KeyField: "memory_id"},
-	ClockTick:               {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
-	MemoryConfidenceChanged: {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
-	MemoryPruned:            {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
-	DistillationCompleted:   {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
-	JudgeCompleted:          {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
-	GraphEdgeLearned:        {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
-	GraphRanksUpdated:       {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
-	PairContextRetrieved:    {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
-	EvaluationCompleted:     {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
+	SessionStarted:           {Type: SessionStarted, Topic: TopicSessions},
+	MinuteRecorded:           {Type: MinuteRecorded, Topic: TopicSessions},
+	SessionCompleted:         {Type: SessionCompleted, Topic: TopicSessions},
+	ReasoningPassCompleted:   {Type: ReasoningPassCompleted, Topic: TopicSessions},
+	SearchNodeExpanded:       {Type: SearchNodeExpanded, Topic: TopicSearches, KeyField: "search_id"},
+	SearchStarted:            {Type: SearchStarted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchQuotaReserved:      {Type: SearchQuotaReserved, Topic: TopicSearches, KeyField: "search_id"},
+	SearchFrontierDecided:    {Type: SearchFrontierDecided, Topic: TopicSearches, KeyField: "search_id"},
+	SearchPaused:             {Type: SearchPaused, Topic: TopicSearches, KeyField: "search_id"},
+	SearchResumed:            {Type: SearchResumed, Topic: TopicSearches, KeyField: "search_id"},
+	SearchCompleted:          {Type: SearchCompleted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchBranchCompleted:    {Type: SearchBranchCompleted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchConsensusReduced:   {Type: SearchConsensusReduced, Topic: TopicSearches, KeyField: "search_id"},
+	SolverLocked:             {Type: SolverLocked, Topic: TopicSearches, KeyField: "search_id"},
+	SearchCandidateCorrected: {Type: SearchCandidateCorrected, Topic: TopicSearches, KeyField: "search_id"},
+	WorkflowTaskCompleted:    {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
+	WorkflowReducerApplied:   {Type: WorkflowReducerApplied, Topic: TopicSessions, KeyField: "workflow_id"},
+	MemoryRecorded:           {Type: MemoryRecorded, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryFeedback:           {Type: MemoryFeedback, Topic: TopicMemories, KeyField: "memory_id"},
+	MemoryRetrieved:          {Type: MemoryRetrieved, Topic: TopicMemories, KeyField: "memory_id"},
+	ClockTick:                {Type: ClockTick, Topic: TopicMemories, Derived: true, KeyField: "-"},
+	MemoryConfidenceChanged:  {Type: MemoryConfidenceChanged, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	MemoryPruned:             {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	DistillationCompleted:    {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
+	JudgeCompleted:           {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
+	GraphEdgeLearned:         {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
+	GraphRanksUpdated:        {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
+	PairContextRetrieved:     {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
+	EvaluationCompleted:      {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 }
 
 // CheckTopic returns a *ValidationError when e's type does not live on

@@ -1,6 +1,7 @@
 package treesearch
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -13,10 +14,11 @@ import (
 //	p/<key>                    Panel (JSON)
 //	b/<key>\x00<branch id>     Branch (JSON)
 type Panel struct {
-	ID         string      `json:"id"`
-	Scope      string      `json:"scope"`
-	Branches   []string    `json:"branches"` // branch ids in log order
-	Reductions []Reduction `json:"reductions,omitempty"`
+	ID          string      `json:"id"`
+	Scope       string      `json:"scope"`
+	Branches    []string    `json:"branches"` // branch ids in log order
+	Reductions  []Reduction `json:"reductions,omitempty"`
+	Corrections int         `json:"corrections,omitempty"` // outputs corrected by a JSON Patch
 }
 
 // Branch is one branch of a panel.
@@ -27,6 +29,11 @@ type Branch struct {
 	Score  *float64 `json:"score,omitempty"`
 	Report string   `json:"report,omitempty"`
 	Time   string   `json:"time"`
+	// A corrected output (search.candidate.corrected.v1): the output
+	// before, the RFC 6902 patch and the schema it was corrected to.
+	Original string          `json:"original,omitempty"`
+	Patch    json.RawMessage `json:"patch,omitempty"`
+	Schema   string          `json:"schema,omitempty"`
 }
 
 // Reduction is a reducer's decision, as the processor checked it.
@@ -120,6 +127,12 @@ func applyPanel(tx *projections.Tx, env *events.Envelope, key string) error {
 	}
 	if !ok {
 		p = Panel{ID: id, Scope: scope}
+	}
+	if env.Type == events.SearchCandidateCorrected {
+		if !ok {
+			return rejectf("/data/search_id", "panel %s has no branch", key)
+		}
+		return correct(tx, env, key, &p)
 	}
 	if env.Type == events.SearchBranchCompleted {
 		var d events.SearchBranchData

@@ -208,7 +208,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
-	if env.Type == events.SearchBranchCompleted || env.Type == events.SearchConsensusReduced {
+	if env.Type == events.SearchBranchCompleted || env.Type == events.SearchConsensusReduced || env.Type == events.SearchCandidateCorrected {
 		return applyPanel(tx, env, key)
 	}
 	var s Search

@@ -58,3 +58,53 @@ func TestConsensusOnRecordedSamples(t *testing.T) {
 		}
 	}
 }
+
+// The Flujo milestone on recorded outputs: three agents (GPT-4 CoT
+// samples) run, their schema-invalid answers ("<expression> = 24") are
+// auto-corrected by an RFC 6902 patch (an event the processor checks by
+// applying it), and they vote.
+func TestThreeAgentsVoteAndAutoCorrect(t *testing.T) {
+	st, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := game24.MeasurePanel(st, game24.NaiveCoT, "naive_cot", 3, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", r)
+	if r.Puzzles != 30 || r.SchemaInvalid == 0 || r.Corrected == 0 || r.Corrected > r.SchemaInvalid || r.SolvedWithCorrection < r.SolvedWithoutCorrection {
+		t.Fatalf("%+v", r)
+	}
+	p, bs, ok, err := treesearch.GetPanel(st, events.EntityKey("org:eval", "naive_cot-panel3-901"))
+	if err != nil || !ok || len(bs) != 3 || len(p.Reductions) > 1 {
+		t.Fatalf("panel %+v %v %v", p, ok, err)
+	}
+	for _, b := range bs {
+		if b.Patch != nil {
+			got, err := treesearch.ApplyPatch([]byte(b.Original), b.Patch)
+			if err != nil || string(got) != b.Output {
+				t.Fatalf("patch %s on %s gives %s (%v), output %s", b.Patch, b.Original, got, err, b.Output)
+			}
+		}
+	}
+}
+
+func TestCorrect(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"answer":"(4 + 8) * (6 - 4) = 24"}`, `{"answer":"(4 + 8) * (6 - 4)"}`},
+		{`{"answer":"(4 + 8) * (6 - 4)"}`, ""},     // valid already
+		{`{"answer":"There is no solution."}`, ""}, // nothing to correct to
+		{`{"answer":"4 × 6 = 24"}`, ""},            // × is not in the schema, cutting "= 24" does not help
+	} {
+		got, ok, err := game24.Correct([]byte(c.in))
+		if err != nil || ok != (c.want != "") || ok && string(got) != c.want {
+			t.Errorf("%s: %s %v %v", c.in, got, ok, err)
+		}
+	}
+	patch, err := game24.Diff([]byte(`{"answer":"(4 + 8) * (6 - 4) = 24"}`), []byte(`{"answer":"(4 + 8) * (6 - 4)"}`))
+	if err != nil || string(patch) != `[{"value":"(4 + 8) * (6 - 4)","op":"replace","path":"/answer"}]` && string(patch) != `[{"op":"replace","path":"/answer","value":"(4 + 8) * (6 - 4)"}]` {
+		t.Fatalf("patch %s %v", patch, err)
+	}
+}
