@@ -127,6 +127,7 @@ type recorder struct {
 	treesearch.Evaluator
 	prompts []string
 	evals   int
+	byPath  map[string][]treesearch.EvalRequest // evaluations by the path they extend
 }
 
 func (r *recorder) Component() events.SearchComponent { return r.Proposer.Component() }
@@ -137,11 +138,16 @@ func (r *recorder) Propose(ctx context.Context, req treesearch.ProposeRequest) (
 func (r *recorder) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
 	r.prompts = append(r.prompts, req.Prompt)
 	r.evals++
+	if r.byPath == nil {
+		r.byPath = map[string][]treesearch.EvalRequest{}
+	}
+	k := req.Path[len(req.Path)-1].NodeID
+	r.byPath[k] = append(r.byPath[k], req)
 	return r.Evaluator.Evaluate(ctx, req)
 }
 
 // Goal pinning: every proposer and evaluator prompt starts with the
-// objective. Dedup: candidates reaching a state already generated are
+// objective. Isolation: siblings share no context. Dedup: candidates reaching a state already generated are
 // killed without an evaluator call, so the evaluator is called exactly
 // once per node that is neither a duplicate nor rejected by the checks.
 func TestGoalPinningAndDedup(t *testing.T) {
@@ -187,6 +193,21 @@ func TestGoalPinningAndDedup(t *testing.T) {
 		t.Fatalf("closed set %d + duplicates %d != nodes %d", len(closed), dups, len(nodes))
 	}
 	t.Logf("%d nodes, %d duplicates, %d evaluator calls", len(nodes), dups, rec.evals)
+
+	// isolation: each candidate is judged on its own path and text only —
+	// no sibling's text reaches its evaluator prompt
+	for parent, reqs := range rec.byPath {
+		for _, a := range reqs {
+			if !strings.HasSuffix(a.Prompt, a.Candidate.Text) || strings.Count(a.Prompt, "Candidate next step:") != 1 {
+				t.Fatalf("prompt for %q under %s:\n%s", a.Candidate.Text, parent, a.Prompt)
+			}
+			for _, b := range reqs {
+				if b.Candidate.Text != a.Candidate.Text && strings.Contains(a.Prompt, b.Candidate.Text) {
+					t.Fatalf("sibling %q leaked into the prompt of %q", b.Candidate.Text, a.Candidate.Text)
+				}
+			}
+		}
+	}
 }
 
 func TestPathSummaryStaysUnderBudget(t *testing.T) {
