@@ -32,6 +32,7 @@ bench: build
 	$(GO) test -run '^$$' -bench MemorySearch -benchtime 100x -count 1 -timeout 20m ./processors/memories/
 	$(GO) test -run '^$$' -bench USELite -count 1 ./projections/embedder/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./processors/workflows/
+	$(GO) test -run '^$$' -bench NodeExpansion -benchtime 1000x -count 1 ./processors/treesearch/
 
 ## fuzz: each Go fuzz target for FUZZTIME (default 1m); `make test` runs only their seed corpora
 FUZZTIME ?= 1m

@@ -20,8 +20,39 @@ const (
 	SessionCompleted Type = "coordination.session.completed.v1"
 	// ReasoningPassCompleted: one pass of the multi-pass reasoning engine.
 	ReasoningPassCompleted Type = "reasoning.pass.completed.v1"
-	// SearchNodeExpanded: one Beam-A* node expansion.
+	// SearchNodeExpanded: one candidate node produced by a Beam-A* node
+	// expansion, after dedup, pre-filter and evaluation (SearchNodeData).
 	SearchNodeExpanded Type = "search.node.expanded.v1"
+	// SearchStarted: a tree search begins (SearchStartedData).
+	SearchStarted Type = "search.started.v1"
+	// SearchQuotaReserved: tokens reserved before one node expansion
+	// (SearchQuotaReservedData).
+	SearchQuotaReserved Type = "search.quota.reserved.v1"
+	// SearchFrontierDecided: the end of one expansion: reconcile (refund)
+	// and the beam kept (SearchFrontierDecidedData).
+	SearchFrontierDecided Type = "search.frontier.decided.v1"
+	// SearchPaused: a node needs a human; the frontier is saved
+	// (SearchPausedData).
+	SearchPaused Type = "search.paused.v1"
+	// SearchResumed: the human's decision on a paused search
+	// (SearchResumedData).
+	SearchResumed Type = "search.resumed.v1"
+	// SearchCompleted: the search ended, with its winning path
+	// (SearchCompletedData).
+	SearchCompleted Type = "search.completed.v1"
+	// SearchBranchCompleted: one branch of a panel (parallel branches of
+	// one task) finished with its output (SearchBranchData).
+	SearchBranchCompleted Type = "search.branch.completed.v1"
+	// SearchConsensusReduced: a reducer chose among a panel's branches
+	// (SearchConsensusData).
+	SearchConsensusReduced Type = "search.consensus.reduced.v1"
+	// SearchCandidateCorrected: the DiffProcessor's RFC 6902 JSON Patch
+	// correcting a branch's schema-invalid output (SearchCorrectionData).
+	SearchCandidateCorrected Type = "search.candidate.corrected.v1"
+	// SolverLocked: the hashes of everything a successful search used —
+	// prompts, config, model, proposer and evaluator versions — were frozen
+	// into a lock file (SolverLockedData).
+	SolverLocked Type = "solver.locked.v1"
 	// MemoryRecorded: a ReasoningBank memory.
 	MemoryRecorded Type = "memory.recorded.v1"
 	// MemoryFeedback: a confidence signal on a memory.
@@ -93,7 +124,7 @@ type Topic string
 // Topics. Every topic is created at start with the configured partitions.
 const (
 	// TopicSessions holds the session-scoped producer events (coordination.*,
-	// reasoning.*, search.*, workflow.*), keyed by session id.
+	// reasoning.*, workflow.*), keyed by session id.
 	TopicSessions Topic = "chronicle.sessions"
 	// TopicMemories holds the memory bank's input: memory.* producer
 	// events, distilled memory.recorded.v1 and clock.tick.v1, keyed by
@@ -118,6 +149,11 @@ const (
 	// workflow.task.completed.v1 stays on TopicSessions: the tool graph
 	// and the FLUX evaluator read a session's calls in its order there.
 	TopicWorkflows Topic = "chronicle.workflows"
+	// TopicSearches holds the tree-search family (search.*), keyed by
+	// EntityKey(scope, search_id) whatever the sessionid attribute says, so
+	// every event of one search shares a partition and a search never
+	// creates a session.
+	TopicSearches Topic = "chronicle.searches"
 	// TopicDeadLetter receives events that failed processing, with the error
 	// and the original topic, partition and offset in headers.
 	TopicDeadLetter Topic = "chronicle.deadletter"
@@ -131,7 +167,7 @@ const (
 var SinglePartition = map[Topic]bool{TopicMemories: true}
 
 // AllTopics lists every topic in creation order.
-var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicWorkflows, TopicDeadLetter}
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicWorkflows, TopicSearches, TopicDeadLetter}
 
 // TypeInfo says where an event type lives and how it is keyed.
 type TypeInfo struct {
@@ -152,7 +188,17 @@ var registry = map[Type]TypeInfo{
 	MinuteRecorded:             {Type: MinuteRecorded, Topic: TopicSessions},
 	SessionCompleted:           {Type: SessionCompleted, Topic: TopicSessions},
 	ReasoningPassCompleted:     {Type: ReasoningPassCompleted, Topic: TopicSessions},
-	SearchNodeExpanded:         {Type: SearchNodeExpanded, Topic: TopicSessions, KeyField: "search_id"},
+	SearchNodeExpanded:         {Type: SearchNodeExpanded, Topic: TopicSearches, KeyField: "search_id"},
+	SearchStarted:              {Type: SearchStarted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchQuotaReserved:        {Type: SearchQuotaReserved, Topic: TopicSearches, KeyField: "search_id"},
+	SearchFrontierDecided:      {Type: SearchFrontierDecided, Topic: TopicSearches, KeyField: "search_id"},
+	SearchPaused:               {Type: SearchPaused, Topic: TopicSearches, KeyField: "search_id"},
+	SearchResumed:              {Type: SearchResumed, Topic: TopicSearches, KeyField: "search_id"},
+	SearchCompleted:            {Type: SearchCompleted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchBranchCompleted:      {Type: SearchBranchCompleted, Topic: TopicSearches, KeyField: "search_id"},
+	SearchConsensusReduced:     {Type: SearchConsensusReduced, Topic: TopicSearches, KeyField: "search_id"},
+	SolverLocked:               {Type: SolverLocked, Topic: TopicSearches, KeyField: "search_id"},
+	SearchCandidateCorrected:   {Type: SearchCandidateCorrected, Topic: TopicSearches, KeyField: "search_id"},
 	WorkflowTaskCompleted:      {Type: WorkflowTaskCompleted, Topic: TopicSessions, KeyField: "workflow_id"},
 	WorkflowReducerApplied:     {Type: WorkflowReducerApplied, Topic: TopicWorkflows, KeyField: "workflow_id"},
 	WorkflowCheckpointSaved:    {Type: WorkflowCheckpointSaved, Topic: TopicWorkflows, KeyField: "workflow_id"},
@@ -212,9 +258,10 @@ func Types() []Type {
 func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 
 // Key returns the record key of e: the EntityKey (scope "/" id) of the
-// entity the event belongs to — its session for session-scoped events, else
-// the type's key field (memory_id, workflow_id, search_id, session_id;
-// always workflow_id on chronicle.workflows) —
+// entity the event belongs to — its session for events of
+// chronicle.sessions that carry one, else the type's key field
+// (memory_id, workflow_id, search_id, session_id, pattern_id: families on
+// their own topics are keyed by their entity whatever their sessionid) —
 // and "clock" for clock ticks. Scope is part of the key, so an event of one
 // scope can never reach another scope's entity, and all events of one
 // entity share a partition. The id must pass CheckID.

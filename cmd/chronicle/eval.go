@@ -11,8 +11,10 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
 	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
+	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/spf13/cobra"
 )
@@ -49,6 +51,13 @@ type EvalReport struct {
 	// the hybrid with k 1 and 3, semantic-only and graph-only with k 3
 	// (suggest.Report).
 	Suggestions []suggest.Report `json:"suggestions"`
+	// Consensus (issue 12): the panel reducers on GPT-4's 100 Game of 24
+	// samples per puzzle of 901–1000 (naive_standard, naive_cot), written
+	// as events through the treesearch processor.
+	Consensus []game24.ConsensusResult `json:"consensus"`
+	// Panels (issue 12): three agents (the first 3 samples) vote after the
+	// DiffProcessor auto-corrected their schema-invalid answers.
+	Panels []game24.PanelResult `json:"panels"`
 }
 
 func evalCmd() *cobra.Command {
@@ -63,6 +72,9 @@ func evalCmd() *cobra.Command {
 			}
 			rep, err := runEval(recs)
 			if err != nil {
+				return err
+			}
+			if rep.Consensus, rep.Panels, err = evalConsensus(); err != nil { // issue 12
 				return err
 			}
 			if asJSON {
@@ -93,6 +105,15 @@ func evalCmd() *cobra.Command {
 						fmt.Printf("    %-22s %3d  recall %.3f  precision %.3f\n", m, ms.Suggestions, ms.Recall, ms.Precision)
 					}
 				}
+			}
+			for _, c := range rep.Consensus {
+				fmt.Printf("consensus on Game of 24, %s, %d puzzles × %d GPT-4 samples (%.1f%% of samples correct, best of %d solves %d)\n",
+					c.Dataset, c.Puzzles, c.Samples, 100*c.SampleAccuracy, c.Samples, c.BestOfN)
+				fmt.Printf("  majority_vote %d   code_consensus %d   judge_selection %d\n", c.MajorityVote, c.CodeConsensus, c.JudgeSelection)
+			}
+			for _, c := range rep.Panels {
+				fmt.Printf("panel of %d agents, %s, %d puzzles: %d schema-invalid answers, %d auto-corrected by a JSON Patch; majority vote solves %d without correction, %d with\n",
+					c.Agents, c.Dataset, c.Puzzles, c.SchemaInvalid, c.Corrected, c.SolvedWithoutCorrection, c.SolvedWithCorrection)
 			}
 			return nil
 		},
@@ -152,4 +173,34 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// evalConsensus measures the consensus reducers and the three-agent
+// panels in a temporary store.
+func evalConsensus() ([]game24.ConsensusResult, []game24.PanelResult, error) {
+	dir, err := os.MkdirTemp("", "chronicle-eval-consensus-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer st.Close()
+	var out []game24.ConsensusResult
+	var panels []game24.PanelResult
+	for _, d := range []struct{ file, name string }{{game24.NaiveStandard, "naive_standard"}, {game24.NaiveCoT, "naive_cot"}} {
+		r, err := game24.MeasureConsensus(st, d.file, d.name, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, r)
+		pr, err := game24.MeasurePanel(st, d.file, d.name, 3, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		panels = append(panels, pr)
+	}
+	return out, panels, nil
 }

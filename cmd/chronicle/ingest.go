@@ -104,18 +104,25 @@ func publishBatches(ctx context.Context, p *events.Producer, envs []events.Envel
 
 func importCmd() *cobra.Command {
 	var brokers string
+	var tot totFlags
 	cmd := &cobra.Command{
-		Use:   "import taubench FILE",
-		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy",
+		Use:   "import taubench|tot FILE",
+		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy. import tot: a Tree of Thoughts Game of 24 log as search events (see chronicle import tot --help)",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 || args[0] != "taubench" {
-				return errors.New("usage: chronicle import taubench FILE")
+			if len(args) != 2 || args[0] != "taubench" && args[0] != "tot" {
+				return errors.New("usage: chronicle import taubench FILE | chronicle import tot FILE")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if args[0] == "tot" { // issue 12
+				if cmd.Flags().Changed("brokers") {
+					tot.brokers = brokers
+				}
+				return importToT(ctx, args[1], tot)
+			}
 			recs, err := loadTaubench(args[1])
 			if err != nil {
 				return err
@@ -134,6 +141,7 @@ func importCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers")
+	tot.register(cmd)
 	return cmd
 }
 

@@ -19,7 +19,8 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCmd(), demoCmd(), evalCmd(), benchCmd(), ingestCmd(), importCmd(), replayCmd(), digestCmd(), auditCmd(), brokerCmd(), tokenCmd(), mcpCmd(),
-		workflowCmd(), // issue 14
+		workflowCmd(),            // issue 14
+		searchCmd(), solverCmd(), // issue 12
 	)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
@@ -85,7 +86,8 @@ func DefaultProcessors() []processors.Processor {
 		sessions.PatternsProcessor{},
 		memories.Processor{},
 		toolgraph.Processor{},
-		workflows.Processor{}, // issue 14
+		workflows.Processor{},  // issue 14
+		treesearch.Processor{}, // issue 12: the tree-search frontier projection (topic chronicle.searches)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 )
 
@@ -98,6 +99,38 @@ func sessionIn(t *testing.T, i int, scope, secret string) ([]events.Envelope, st
 	return envs, envs[0].SessionID
 }
 
+// pausedSearchIn is a tree search of scope paused at its first node, its
+// goal marked with secret.
+func pausedSearchIn(t *testing.T, scope, id, secret string) []events.Envelope {
+	t.Helper()
+	root, parent := "root state", "r"
+	h, score := 0.0, 1.0
+	f := 0.5
+	evs := []struct {
+		typ  events.Type
+		data any
+	}{
+		{events.SearchStarted, events.SearchStartedData{SearchID: id, Goal: "obtain 24 " + secret, RootState: root,
+			Config:   events.SearchConfig{BeamWidth: 2, K: 4, MaxDepth: 3, CostPerStep: 0.5},
+			Proposer: events.SearchComponent{Name: "p", Version: "1"}, Evaluator: events.SearchComponent{Name: "e", Version: "1"}}},
+		{events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: id, Expansion: 1, NodeID: "r", Tokens: 10}},
+		{events.SearchNodeExpanded, events.SearchNodeData{SearchID: id, NodeID: "r.0", ParentID: &parent, Expansion: 1, Depth: 1, State: "a",
+			StateDigest: treesearch.Digest("a"), Candidate: "step " + secret, G: 0.5, H: &h, F: &f, Score: &score, NeedsHuman: true}},
+		{events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: id, Expansion: 1, NodeID: "r", Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 10}},
+		{events.SearchPaused, events.SearchPausedData{SearchID: id, NodeID: "r.0", Question: "allowed?"}},
+	}
+	var out []events.Envelope
+	for i, e := range evs {
+		env, err := events.New(e.typ, "accesstest/"+scope, fmt.Sprintf("%s-%d", id, i), time.Now(), e.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = scope
+		out = append(out, env)
+	}
+	return out
+}
+
 // TestAccessConformance runs the exported access-control suite over every
 // registered route and the MCP tools.
 func TestAccessConformance(t *testing.T) {
@@ -128,15 +161,18 @@ func TestAccessConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", pausedSearchIn(t, "project:a", "search-1", secret)); code != 202 {
+		t.Fatalf("seeding the search: %d %v", code, m)
+	}
 	waitCaughtUp(t, p)
-	f := accesstest.Fixture{
+	f := accesstest.Fixture{Search: "search-1",
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: rec["id"].(string), Secrets: []string{secret},
 		State: func(t *testing.T) string {
 			waitCaughtUp(t, p)
 			var b strings.Builder
-			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + rec["id"].(string), "/v1/memories/" + rec["id"].(string) + "/history", "/v1/workflows/wf-a", "/v1/workflows/wf-a/checkpoints"} {
+			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + rec["id"].(string), "/v1/memories/" + rec["id"].(string) + "/history", "/v1/workflows/wf-a", "/v1/workflows/wf-a/checkpoints", "/v1/searches/search-1", "/v1/searches/search-1/nodes"} {
 				code, m := call(t, base, "tok-a", "GET", path, nil)
 				fmt.Fprintf(&b, "%s %d %v\n", path, code, m)
 			}

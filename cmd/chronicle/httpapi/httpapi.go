@@ -124,6 +124,8 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/workflows/{id...}", s.workflowGet),
 		f("POST /v1/workflows/{id...}", requireJSON(s.workflowPost)),
 		f("POST /v1/dags", requireJSON(s.postDAG)),
+		f("GET /v1/searches/{id...}", s.searchRoutes),               // issue 12: tree searches
+		f("POST /v1/searches/{id...}", requireJSON(s.resumeSearch)), // issue 12: POST /v1/searches/{id}/resume
 		f("GET /v1/graph/next", s.graphNext),
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),

@@ -37,7 +37,10 @@ type Fixture struct {
 	// secret, with a checkpoint (WorkflowCheckpoint, its log position) and
 	// a pending human decision (WorkflowDecision).
 	Workflow, WorkflowCheckpoint, WorkflowDecision string
-	Secrets                                        []string
+	// Search is a paused tree search of the own scope (its goal holds a
+	// secret); the own token resumes it.
+	Search  string
+	Secrets []string
 	// State returns a digest of the own scope's entities as the own token
 	// reads them (session, its events, memory, history); Run requires it
 	// unchanged by every request of the other scope's token.
@@ -150,6 +153,11 @@ func Cases() []Case {
 		{Pattern: "POST /v1/dags", Request: func(Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/dags", Body: map[string]any{"tools": []string{"get_reservation_details", "think"}}}
 		}},
+		{Pattern: "GET /v1/searches/{id...}", Request: get(func(f Fixture) string { return "/v1/searches/" + esc(f.Search) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/searches/{id...}", Request: get(func(f Fixture) string { return "/v1/searches/" + esc(f.Search) + "/nodes" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/searches/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/searches/" + esc(f.Search) + "/resume", Body: map[string]any{"decision": "approve", "by": "accesstest"}}
+		}, Want: map[Caller]int{Own: 202, Other: 404}},
 		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},

@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+)
+
+// SearchView is GET /v1/searches/{id}: the search's projected state (status,
+// open set = frontier, quota, counts, best path) with the nodes of its best
+// path: the winning path once solved, else the path to the head of the
+// open set.
+type SearchView struct {
+	treesearch.Search
+	BestPath []treesearch.Node `json:"best_path"`
+}
+
+// searchRoutes serves GET /v1/searches/{id} and GET /v1/searches/{id}/nodes
+// (?limit=1..1000, default 500; ?cursor= the last node id of the previous
+// page).
+func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes")
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	key, ok := entityKey(w, r, "search", id, treesearch.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
+	if !ok {
+		return
+	}
+	sr, ok, err := treesearch.Get(s.P.Store, key)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	case !ok:
+		writeErr(w, http.StatusNotFound, "search %q not found", id)
+		return
+	}
+	if suffix == "nodes" {
+		limit := 500
+		if l := r.URL.Query().Get("limit"); l != "" {
+			if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > 1000 {
+				writeErr(w, http.StatusBadRequest, "limit: %q is not an integer in 1..1000", l)
+				return
+			}
+		}
+		nodes, next, err := treesearch.Nodes(s.P.Store, key, limit, r.URL.Query().Get("cursor"))
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		if nodes == nil {
+			nodes = []treesearch.Node{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"nodes": nodes, "next_cursor": next})
+		return
+	}
+	end := sr.GoalNode
+	if end == "" && len(sr.Open) > 0 {
+		end = sr.Open[0].ID
+	}
+	v := SearchView{Search: sr, BestPath: []treesearch.Node{}}
+	for cur := end; cur != ""; {
+		n, ok, err := treesearch.GetNode(s.P.Store, key, cur)
+		if err != nil || !ok {
+			break
+		}
+		v.BestPath = append([]treesearch.Node{n}, v.BestPath...)
+		cur = n.Parent
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// resumeSearch serves POST /v1/searches/{id}/resume with the human's
+// decision {"decision": "approve"|"reject", "note", "by"} on a paused
+// search: it writes search.resumed.v1 (id derived from the search and the
+// pause, so a retried request is one event) and answers 202 once the broker
+// acknowledged it; 409 when the search is not paused. The runner that owns
+// the search goes on from there.
+func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "resume")
+	if err == nil && suffix != "resume" {
+		writeErr(w, http.StatusNotFound, "no such route: POST %s (POST /v1/searches/{id}/resume)", r.URL.Path)
+		return
+	}
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	var body struct {
+		Decision string `json:"decision"`
+		Note     string `json:"note"`
+		By       string `json:"by"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&body); err != nil {
+		writeErr(w, http.StatusBadRequest, "body: {\"decision\": \"approve\"|\"reject\", \"note\", \"by\"} required (%v)", err)
+		return
+	}
+	if body.Decision != "approve" && body.Decision != "reject" {
+		writeErr(w, http.StatusBadRequest, "decision: %q is not approve or reject", body.Decision)
+		return
+	}
+	key, ok := entityKey(w, r, "search", id, treesearch.Scopes, s.P.Store, CallerOf(r).CanWrite, nil)
+	if !ok {
+		return
+	}
+	sr, ok, err := treesearch.Get(s.P.Store, key)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	case !ok:
+		writeErr(w, http.StatusNotFound, "search %q not found", id)
+		return
+	case sr.Status != treesearch.StatusPaused:
+		writeErr(w, http.StatusConflict, "search %q is %s, not paused", id, sr.Status)
+		return
+	}
+	env, err := events.New(events.SearchResumed, "chronicle/httpapi", key+"/resumed/"+sr.PausedAt+"/"+strconv.Itoa(sr.Seq), time.Now(),
+		events.SearchResumedData{SearchID: sr.ID, Decision: body.Decision, Note: body.Note, By: body.By})
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	env.Scope, env.CorrelationID = sr.Scope, key
+	if err := s.P.Producer.Publish(r.Context(), env); err != nil {
+		var ve *events.ValidationError
+		if errors.As(err, &ve) {
+			writeErr(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": body.Decision})
+}

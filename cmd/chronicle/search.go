@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
+	"github.com/spf13/cobra"
+)
+
+func searchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "search", Short: "Durable tree searches (quota-aware Beam-A*) whose every step is an event"}
+	cmd.AddCommand(searchGame24Cmd())
+	return cmd
+}
+
+// Game24Summary is the result of `chronicle search game24 --json`.
+type Game24Summary struct {
+	Proposer       string  `json:"proposer"`
+	Beam           int     `json:"beam"`
+	Puzzles        int     `json:"puzzles"`
+	Solved         int     `json:"solved"`
+	NodesExpanded  int     `json:"nodes_expanded"`
+	NodesGenerated int     `json:"nodes_generated"`
+	EvaluatorCalls int     `json:"evaluator_calls"`
+	DedupHits      int     `json:"dedup_hits"`
+	HardFailed     int     `json:"hard_failed"`
+	Prefiltered    int     `json:"prefiltered"`
+	Unexpandable   int     `json:"unexpandable"`
+	TokensReserved int64   `json:"tokens_reserved"`
+	TokensUsed     int64   `json:"tokens_used"`
+	TokensRefunded int64   `json:"tokens_refunded"`
+	Seconds        float64 `json:"seconds"`
+	// Fingerprint is a SHA-256 over every search's Fingerprint (frontier,
+	// closed set, nodes, result; no wall-clock times), in rank order.
+	Fingerprint string `json:"fingerprint"`
+	// Baseline: plain breadth-first search on the same proposer and checks
+	// (no evaluator, no beam), in memory.
+	BFS *BFSSummary `json:"breadth_first,omitempty"`
+	// Reference: the Tree of Thoughts run these proposals come from (its
+	// own breadth-first search, b = 5), as logged.
+	ToTAnyOf5 int `json:"tot_solved_any_of_5"`
+	ToTFirst  int `json:"tot_solved_first_output"`
+}
+
+// BFSSummary is the breadth-first baseline.
+type BFSSummary struct {
+	Solved        int `json:"solved"`
+	NodesExpanded int `json:"nodes_expanded"`
+	Unexpandable  int `json:"unexpandable"`
+	// On the puzzles both searches solve: nodes each expanded.
+	BothSolved          int `json:"both_solved"`
+	BeamAStarOnBoth     int `json:"beam_a_star_nodes_expanded_on_both"`
+	BreadthFirstOnBoth  int `json:"breadth_first_nodes_expanded_on_both"`
+	BeamAStarOnlySolved int `json:"beam_a_star_only_solved"`
+	BFSOnlySolved       int `json:"breadth_first_only_solved"`
+}
+
+func searchGame24Cmd() *cobra.Command {
+	var c commonFlags
+	var proposer, scope, lockFile string
+	var beam, from, to int
+	var quota int64
+	var asJSON, baseline bool
+	cmd := &cobra.Command{
+		Use:   "game24",
+		Short: "Beam-A* on Game of 24 puzzles (ranks 901–1000 of 24.csv) through the pipeline: every expansion an event, the frontier a projection",
+		Long: `Runs one search per puzzle through the embedded broker and the treesearch projection.
+--proposer arithmetic: the exhaustive arithmetic proposer and the objective evaluator (24 reachable).
+--proposer recorded:   GPT-4's proposals and values from the Tree of Thoughts run (propose1_value3_greedy5),
+                       with the objective pre-filter; a node outside the recorded tree cannot be expanded.
+Searches already in --data are not run again: an interrupted run resumes where its projection stands.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if beam < 1 {
+				return fmt.Errorf("--beam: %d, must be ≥ 1", beam)
+			}
+			if !events.ValidScope(scope) {
+				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
+			}
+			var prop treesearch.Proposer
+			var eval treesearch.Evaluator
+			switch proposer {
+			case "arithmetic":
+				prop, eval = game24.Arithmetic{}, game24.Arithmetic{}
+			case "recorded":
+				r := &game24.Recorded{}
+				prop, eval = r, r
+			default:
+				return fmt.Errorf("--proposer: %q, want arithmetic or recorded", proposer)
+			}
+			if lockFile != "" { // refuse before starting anything
+				frozen, err := readLock(lockFile)
+				if err != nil {
+					return err
+				}
+				cfg := game24.Config(beam)
+				cfg.QuotaTokens = quota
+				if err := treesearch.VerifyLock(frozen, treesearch.SolverLock(frozen.SearchID, cfg, "", prop, eval)); err != nil {
+					return err
+				}
+			}
+			puzzles, err := game24.Puzzles(from, to)
+			if err != nil {
+				return err
+			}
+			if len(puzzles) == 0 {
+				return fmt.Errorf("--from %d --to %d: no puzzle of 24.csv in that rank range", from, to)
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			start := time.Now()
+			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions,
+				Processors: []processors.Processor{treesearch.Processor{}}, Embedder: noEmbedder{}, OnRelayError: logRelayError})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			// resume: the projection catches up with the log before the runner reads it
+			fmt.Fprintln(os.Stderr, "catching up")
+			if err := p.WaitCaughtUp(ctx, nil); err != nil {
+				return err
+			}
+			r, err := treesearch.NewRunner(p.Store, p.Producer, prop, eval)
+			if err != nil {
+				return err
+			}
+			cfg := game24.Config(beam)
+			cfg.QuotaTokens = quota
+			sum := Game24Summary{Proposer: proposer, Beam: beam, Puzzles: len(puzzles)}
+			fmt.Fprintln(os.Stderr, "searching")
+			bar := newBar(len(puzzles), "searching")
+			keys := make([]string, len(puzzles))
+			for i, pz := range puzzles {
+				id := fmt.Sprintf("game24-%s-w%d-%d", proposer, beam, pz.Rank)
+				key, err := r.Start(ctx, treesearch.StartRequest{Scope: scope, SearchID: id, Goal: game24.Goal(pz.Numbers), RootState: pz.Numbers, Config: cfg})
+				if err != nil {
+					return err
+				}
+				if s, _, err := treesearch.Get(p.Store, key); err == nil && s.Current != nil {
+					fmt.Fprintf(os.Stderr, "\nresuming search %s: expansion %d of node %s was in flight\n", key, s.Current.N, s.Current.NodeID)
+				}
+				if _, err := r.Run(ctx, key); err != nil && !errors.Is(err, treesearch.ErrPaused) {
+					return err
+				}
+				keys[i] = key
+				_ = bar.Add(1)
+			}
+			solved := make([]bool, len(puzzles))
+			expanded := make([]int, len(puzzles))
+			fp := sha256.New()
+			for i, key := range keys {
+				s, _, err := treesearch.Get(p.Store, key)
+				if err != nil {
+					return err
+				}
+				if expr, ok := game24.ParseAnswer(s.Answer); s.Outcome == events.SearchSolved && ok && game24.CheckAnswer(puzzles[i].Numbers, expr) == "" {
+					solved[i] = true
+					sum.Solved++
+				}
+				expanded[i] = s.Expansions
+				sum.NodesExpanded += s.Expansions
+				sum.NodesGenerated += s.Counts.Nodes
+				sum.EvaluatorCalls += s.Counts.EvaluatorCalls
+				sum.DedupHits += s.Counts.Duplicates
+				sum.HardFailed += s.Counts.HardFailed
+				sum.Prefiltered += s.Counts.Prefiltered
+				sum.Unexpandable += s.Counts.Unexpandable
+				sum.TokensReserved += s.Quota.Reserved
+				sum.TokensUsed += s.Quota.Used
+				sum.TokensRefunded += s.Quota.Refunded
+				f, err := treesearch.Fingerprint(p.Store, key)
+				if err != nil {
+					return err
+				}
+				fp.Write([]byte(f))
+			}
+			sum.Fingerprint = hex.EncodeToString(fp.Sum(nil))
+			if baseline {
+				b := &BFSSummary{}
+				for i, pz := range puzzles {
+					res, err := treesearch.BreadthFirst(ctx, game24.Goal(pz.Numbers), pz.Numbers, cfg.MaxDepth, cfg.K, prop, eval,
+						func(c treesearch.Candidate) bool { return strings.HasPrefix(c.State, "answer:") })
+					if err != nil {
+						return err
+					}
+					b.NodesExpanded += res.Expansions
+					b.Unexpandable += res.Unexpandable
+					switch {
+					case res.Solved && solved[i]:
+						b.Solved++
+						b.BothSolved++
+						b.BeamAStarOnBoth += expanded[i]
+						b.BreadthFirstOnBoth += res.Expansions
+					case res.Solved:
+						b.Solved++
+						b.BFSOnlySolved++
+					case solved[i]:
+						b.BeamAStarOnlySolved++
+					}
+				}
+				sum.BFS = b
+			}
+			if runs, err := game24.BundledToT(); err == nil {
+				for _, run := range runs {
+					if rank := run.Idx + 1; rank < from || rank > to {
+						continue
+					}
+					for j, inf := range run.Infos {
+						if inf.R == 1 {
+							sum.ToTAnyOf5++
+							if j == 0 {
+								sum.ToTFirst++
+							}
+							break
+						}
+					}
+				}
+			}
+			sum.Seconds = time.Since(start).Seconds()
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(sum)
+			}
+			fmt.Printf("Beam-A* on Game of 24, ranks %d–%d, proposer %s, beam %d\n", from, to, proposer, beam)
+			fmt.Printf("  solved            %d of %d\n", sum.Solved, sum.Puzzles)
+			fmt.Printf("  nodes expanded    %d (generated %d; %d duplicates, %d hard-check and %d pre-filter failures, %d unexpandable)\n", sum.NodesExpanded, sum.NodesGenerated, sum.DedupHits, sum.HardFailed, sum.Prefiltered, sum.Unexpandable)
+			fmt.Printf("  evaluator calls   %d\n", sum.EvaluatorCalls)
+			fmt.Printf("  tokens            reserved %d, used %d, refunded %d\n", sum.TokensReserved, sum.TokensUsed, sum.TokensRefunded)
+			if b := sum.BFS; b != nil {
+				fmt.Printf("  breadth-first     solved %d, nodes expanded %d (%d unexpandable); on the %d both solve: Beam-A* %d vs breadth-first %d expansions\n", b.Solved, b.NodesExpanded, b.Unexpandable, b.BothSolved, b.BeamAStarOnBoth, b.BreadthFirstOnBoth)
+			}
+			fmt.Printf("  Tree of Thoughts  solved %d (any of 5 outputs), %d (first output), as logged\n", sum.ToTAnyOf5, sum.ToTFirst)
+			fmt.Printf("  seconds           %.2f\n", sum.Seconds)
+			return nil
+		},
+	}
+	c.register(cmd)
+	cmd.Flags().StringVar(&proposer, "proposer", "arithmetic", "arithmetic | recorded (GPT-4's Tree of Thoughts proposals and values)")
+	cmd.Flags().IntVar(&beam, "beam", 5, "beam width W: the open set keeps its W best nodes by f")
+	cmd.Flags().IntVar(&from, "from", 901, "first puzzle rank of 24.csv")
+	cmd.Flags().IntVar(&to, "to", 1000, "last puzzle rank of 24.csv")
+	cmd.Flags().Int64Var(&quota, "quota", 0, "token quota per search (cl100k_base tokens; 0: none)")
+	cmd.Flags().StringVar(&scope, "scope", events.DefaultScope, "scope of the searches")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	cmd.Flags().StringVar(&lockFile, "lock", "", "a lock file of `chronicle solver lock`: refuse to run when the proposer, evaluator, model, config or a prompt differs from it")
+	cmd.Flags().BoolVar(&baseline, "baseline", true, "also run plain breadth-first search on the same proposer (in memory) for comparison")
+	return cmd
+}
+
+// noEmbedder stands in for the memory-search embedder in commands that run
+// no memory processor (search): it is never called with text.
+type noEmbedder struct{}
+
+func (noEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	return make([][]float32, len(texts)), nil
+}
+func (noEmbedder) Model() string { return "none" }
+func (noEmbedder) Dim() int      { return 1 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func runSearch(t *testing.T, data string, extra ...string) Game24Summary {
+	s, _ := runSearchStderr(t, data, extra...)
+	return s
+}
+
+func runSearchStderr(t *testing.T, data string, extra ...string) (Game24Summary, string) {
+	t.Helper()
+	args := append([]string{"search", "game24", "--data", data, "--kafka-listen", "127.0.0.1:0", "--json", "--baseline=false"}, extra...)
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chronicle %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	var s Game24Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out.String())
+	}
+	return s, errb.String()
+}
+
+// TestSearchCrashRecovery SIGKILLs `chronicle search game24` (GPT-4's
+// recorded proposals, beam 5, puzzles 901–1000) at random moments until at least
+// 5 kills landed while it was searching, resumes it each time, and lets the
+// last run finish: every search's frontier, closed set, nodes, quota and
+// result (the fingerprint) must equal those of an uninterrupted run, and
+// audit must pass. At least one kill must have landed inside an expansion
+// (reserved, not yet decided), which the next run finishes.
+func TestSearchCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the search several times")
+	}
+	args := []string{"--proposer", "recorded"}
+	clean := runSearch(t, t.TempDir(), args...)
+	if clean.Puzzles != 100 || clean.Solved == 0 || clean.NodesExpanded == 0 {
+		t.Fatalf("clean run: %+v", clean)
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 12))
+	t.Logf("clean run: %d solved, %d expansions, fingerprint %s in %.2fs; kill seed %d", clean.Solved, clean.NodesExpanded, clean.Fingerprint, clean.Seconds, seed)
+
+	data := t.TempDir()
+	// a resumed run skips the searches already completed, so kills come
+	// early: each attempt does a small part of the work
+	window := time.Duration(clean.Seconds*float64(time.Second)) / 8
+	const wantKills, maxAttempts = 5, 25
+	landed, inFlight := 0, 0
+	for i := 0; i < maxAttempts && landed < wantKills; i++ {
+		cmd := exec.Command(binary, append([]string{"search", "game24", "--data", data, "--kafka-listen", "127.0.0.1:0", "--json", "--baseline=false"}, args...)...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		after := 300*time.Millisecond + time.Duration(rng.Int64N(int64(window)))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Logf("attempt %d: the run finished before %v (%v)", i, after, err)
+			if err == nil {
+				t.Fatalf("attempt %d finished every search: too few kills landed (%d)", i, landed)
+			}
+		case <-time.After(after):
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			inFlight += strings.Count(errb.String(), "was in flight")
+			stage := "starting"
+			if s := errb.String(); strings.Contains(s, "searching") {
+				stage = "searching"
+				landed++
+			} else if strings.Contains(s, "catching up") {
+				stage = "catching up"
+			}
+			t.Logf("attempt %d: SIGKILL after %v while %s", i, after, stage)
+		}
+	}
+	if landed < wantKills {
+		t.Fatalf("only %d kills landed while searching (want %d)", landed, wantKills)
+	}
+	final, errs := runSearchStderr(t, data, args...)
+	inFlight += strings.Count(errs, "was in flight")
+	t.Logf("%d restarts found an expansion in flight and finished it", inFlight)
+	if inFlight == 0 {
+		t.Fatal("no kill landed inside an expansion (between its reservation and its frontier decision)")
+	}
+	if final.Fingerprint != clean.Fingerprint {
+		t.Fatalf("after crashes fingerprint %s != clean %s\nfinal %+v\nclean %+v", final.Fingerprint, clean.Fingerprint, final, clean)
+	}
+	if final.Solved != clean.Solved || final.NodesExpanded != clean.NodesExpanded || final.TokensUsed != clean.TokensUsed || final.EvaluatorCalls != clean.EvaluatorCalls {
+		t.Fatalf("after crashes %+v, clean %+v", final, clean)
+	}
+	if out, err := exec.Command(binary, "audit", "--data", data).CombinedOutput(); err != nil {
+		t.Fatalf("audit after crashes: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,229 @@
+package treesearch_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// store applies events straight through the processor's Apply path, at
+// consecutive offsets, as the live runner and replay do.
+type store struct {
+	t   *testing.T
+	s   *projections.Store
+	off int64
+}
+
+func newStore(t *testing.T) *store {
+	s, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &store{t: t, s: s}
+}
+
+func (st *store) apply(typ events.Type, payload any) error {
+	st.t.Helper()
+	env, err := events.New(typ, "test", fmt.Sprintf("e%d", st.off), time.Unix(1700000000+st.off, 0), payload)
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	env.Scope = "project:a"
+	if err := events.Validate(&env); err != nil {
+		st.t.Fatalf("%s invalid: %v", typ, err)
+	}
+	_, err = st.s.Apply(treesearch.Name, projections.Position{Topic: string(events.TopicSearches), Offset: st.off}, &env, treesearch.Processor{}.Apply)
+	st.off++
+	return err
+}
+
+func (st *store) must(typ events.Type, payload any) {
+	st.t.Helper()
+	if err := st.apply(typ, payload); err != nil {
+		st.t.Fatalf("%s: %v", typ, err)
+	}
+}
+
+func (st *store) get() treesearch.Search {
+	st.t.Helper()
+	s, ok, err := treesearch.Get(st.s, events.EntityKey("project:a", "s1"))
+	if err != nil || !ok {
+		st.t.Fatalf("search: %v %v", ok, err)
+	}
+	return s
+}
+
+func f64(v float64) *float64 { return &v }
+func str(s string) *string   { return &s }
+
+func child(id string, depth int, state string, g, h float64) events.SearchNodeData {
+	parent := "r"
+	if i := strings.LastIndex(id, "."); i > 0 {
+		parent = id[:i]
+	}
+	score := 1 - h
+	h = 1 - score // as the runner computes it
+	return events.SearchNodeData{SearchID: "s1", NodeID: id, ParentID: &parent, Expansion: 1, Depth: depth, State: state,
+		StateDigest: treesearch.Digest(state), Candidate: "step to " + state, G: g, H: f64(h), F: f64(g + h), Score: &score}
+}
+
+func started(st *store, beam int, quota int64) {
+	st.must(events.SearchStarted, events.SearchStartedData{SearchID: "s1", Goal: "obtain 24", RootState: "root",
+		Config:   events.SearchConfig{BeamWidth: beam, K: 8, MaxDepth: 4, QuotaTokens: quota, CostPerStep: 0.25},
+		Proposer: events.SearchComponent{Name: "p", Version: "1"}, Evaluator: events.SearchComponent{Name: "e", Version: "1"}})
+}
+
+func rejected(t *testing.T, err error, pointer string) {
+	t.Helper()
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Pointer != pointer {
+		t.Fatalf("want a rejection naming %s, got %v", pointer, err)
+	}
+}
+
+// Priority-queue order: the open set is ordered by f, ties by node id;
+// the beam keeps the W best and drops the rest; node rows round-trip
+// (h = ∞ as null).
+func TestFrontierOrderAndBeam(t *testing.T) {
+	st := newStore(t)
+	started(st, 2, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	st.must(events.SearchNodeExpanded, child("r.0", 1, "a", 0.25, 0.5))
+	st.must(events.SearchNodeExpanded, child("r.1", 1, "b", 0.25, 0.25))
+	st.must(events.SearchNodeExpanded, child("r.2", 1, "c", 0.25, 0.5)) // ties with r.0: r.0 first
+	hard := child("r.3", 1, "d", 0.25, 0)
+	hard.H, hard.F, hard.Score, hard.HardFail, hard.PrunedReason, hard.Report = nil, nil, nil, true, str(events.PrunedHardCheck), "5 + 5 is 10, not 11"
+	st.must(events.SearchNodeExpanded, hard)
+	// the beam of W = 2 is r.1 (f 0.5), r.0 (f 0.75, before r.2 by id)
+	err := st.apply(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+		Children: []string{"r.0", "r.1", "r.2", "r.3"}, Kept: []string{"r.1", "r.2"}, Dropped: []string{"r.0"}, TokensUsed: 60, TokensRefunded: 40})
+	rejected(t, err, "/data/kept")
+	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+		Children: []string{"r.0", "r.1", "r.2", "r.3"}, Kept: []string{"r.1", "r.0"}, Dropped: []string{"r.2"}, TokensUsed: 60, TokensRefunded: 40})
+	s := st.get()
+	if got := fmt.Sprint(s.Open); got != "[{r.1 0.5 2 1 false false} {r.0 0.75 1 1 false false}]" {
+		t.Fatalf("open set %s", got)
+	}
+	if s.Counts.HardFailed != 1 || s.Counts.BeamDropped != 1 || s.Counts.EvaluatorCalls != 3 || s.Expansions != 1 {
+		t.Fatalf("counts %+v", s.Counts)
+	}
+	key := s.Key()
+	n, _, _ := treesearch.GetNode(st.s, key, "r.3")
+	b, _ := json.Marshal(n)
+	if !strings.Contains(string(b), `"h":null`) || !strings.Contains(string(b), `"f":null`) || !n.HardFail || n.Status != treesearch.NodePruned {
+		t.Fatalf("hard-failed node %s", b)
+	}
+	if n, _, _ := treesearch.GetNode(st.s, key, "r.2"); n.Status != treesearch.NodeDropped {
+		t.Fatalf("r.2 %+v", n)
+	}
+	// the next expansion must take the head of the open set
+	err = st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: 10})
+	rejected(t, err, "/data/node_id")
+	// a duplicate must be declared as one, and is killed without a score
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.1", Tokens: 10})
+	d := child("r.1.0", 2, "a", 0.5, 0.1)
+	d.Expansion = 2
+	rejected(t, st.apply(events.SearchNodeExpanded, d), "/data/pruned_reason")
+	d.H, d.F, d.Score, d.PrunedReason, d.DuplicateOf = nil, nil, nil, str(events.PrunedDuplicate), "r.0"
+	st.must(events.SearchNodeExpanded, d)
+	if s := st.get(); s.Counts.Duplicates != 1 || s.Counts.EvaluatorCalls != 3 {
+		t.Fatalf("after a duplicate: %+v", s.Counts)
+	}
+}
+
+// Quota: a reservation that would breach the quota is refused at reserve
+// time naming /data/tokens; reserve → reconcile is exact (refund and
+// overrun), and the invariant reserved = used − overrun + refunded +
+// outstanding holds after every event.
+func TestQuotaBreachRefusedAtReserve(t *testing.T) {
+	st := newStore(t)
+	started(st, 3, 1000)
+	check := func() {
+		q := st.get().Quota
+		if q.Reserved != q.Used-q.Overrun+q.Refunded+q.Outstanding {
+			t.Fatalf("quota arithmetic broken: %+v", q)
+		}
+	}
+	rejected(t, st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 1001}), "/data/tokens")
+	if q := st.get().Quota; q.Reserved != 0 || q.Outstanding != 0 {
+		t.Fatalf("a refused reservation changed the quota: %+v", q)
+	}
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 700})
+	check()
+	st.must(events.SearchNodeExpanded, child("r.0", 1, "a", 0.25, 0.5))
+	rejected(t, st.apply(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+		Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 650, TokensRefunded: 40}), "/data/tokens_refunded")
+	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+		Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 650, TokensRefunded: 50})
+	check()
+	// 650 used: 351 more would breach 1000, 350 fits
+	rejected(t, st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: 351}), "/data/tokens")
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: 350})
+	check()
+	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 2, NodeID: "r.0",
+		Children: []string{}, Kept: []string{}, Dropped: []string{}, TokensUsed: 400, TokensRefunded: 0, TokensOverrun: 50})
+	check()
+	q := st.get().Quota
+	if q.Used != 1050 || q.Refunded != 50 || q.Overrun != 50 || q.Outstanding != 0 || q.Reserved != 1050 {
+		t.Fatalf("quota %+v", q)
+	}
+	rejected(t, st.apply(events.SearchCompleted, events.SearchCompletedData{SearchID: "s1", Outcome: events.SearchMaxExpansions}), "/data/outcome")
+	st.must(events.SearchCompleted, events.SearchCompletedData{SearchID: "s1", Outcome: events.SearchExhausted})
+	rejected(t, st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 3, NodeID: "r.0", Tokens: 1}), "/type")
+}
+
+// Pause and resume: a node that needs a human pauses the search with its
+// frontier saved; the human's decision is recorded and reject prunes the
+// node.
+func TestPauseAndResume(t *testing.T) {
+	st := newStore(t)
+	started(st, 3, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 0})
+	a := child("r.0", 1, "a", 0.25, 0)
+	a.NeedsHuman = true
+	st.must(events.SearchNodeExpanded, a)
+	st.must(events.SearchNodeExpanded, child("r.1", 1, "b", 0.25, 0.5))
+	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+		Children: []string{"r.0", "r.1"}, Kept: []string{"r.0", "r.1"}, Dropped: []string{}, TokensUsed: 0, TokensRefunded: 0})
+	rejected(t, st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: 0}), "/data/node_id")
+	rejected(t, st.apply(events.SearchPaused, events.SearchPausedData{SearchID: "s1", NodeID: "r.1", Question: "?"}), "/data/node_id")
+	st.must(events.SearchPaused, events.SearchPausedData{SearchID: "s1", NodeID: "r.0", Question: "may it use 4 twice?"})
+	if s := st.get(); s.Status != treesearch.StatusPaused || len(s.Open) != 2 {
+		t.Fatalf("paused %+v", s)
+	}
+	st.must(events.SearchResumed, events.SearchResumedData{SearchID: "s1", Decision: "reject", Note: "no", By: "ana"})
+	s := st.get()
+	if s.Status != treesearch.StatusRunning || len(s.Open) != 1 || s.Open[0].ID != "r.1" || len(s.Decisions) != 1 || s.Decisions[0].Question != "may it use 4 twice?" {
+		t.Fatalf("resumed %+v", s)
+	}
+	rejected(t, st.apply(events.SearchResumed, events.SearchResumedData{SearchID: "s1", Decision: "approve"}), "/type")
+}
+
+// A search event carrying a sessionid is still keyed by its search (scope
+// and search_id) and lives on chronicle.searches, so it never reaches the
+// sessions processor or creates a session.
+func TestNodeEventsNeverCreateASession(t *testing.T) {
+	for _, typ := range []events.Type{events.SearchStarted, events.SearchQuotaReserved, events.SearchNodeExpanded, events.SearchFrontierDecided,
+		events.SearchPaused, events.SearchResumed, events.SearchCompleted} {
+		ti, _ := events.Lookup(typ)
+		if ti.Topic != events.TopicSearches {
+			t.Errorf("%s on %s", typ, ti.Topic)
+		}
+	}
+	env, _ := events.New(events.SearchNodeExpanded, "t", "1", time.Now(), map[string]any{"search_id": "s1"})
+	env.SessionID, env.Scope = "sess-1", "project:a"
+	if k, err := events.Key(&env); err != nil || k != "project:a/s1" {
+		t.Fatalf("key %q %v", k, err)
+	}
+	if err := events.CheckTopic(&env, events.TopicSessions); err == nil {
+		t.Fatal("a search event on chronicle.sessions must be refused (dead-lettered), not projected as a session")
+	}
+}
