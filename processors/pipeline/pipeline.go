@@ -22,6 +22,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/judge"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/passes"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -75,7 +76,9 @@ type Config struct {
 
 // DefaultProcessors are the processors a Chronicle service runs.
 func DefaultProcessors() []processors.Processor {
-	return []processors.Processor{sessions.Processor{}, memories.Processor{}, toolgraph.Processor{}}
+	return []processors.Processor{sessions.Processor{}, memories.Processor{}, toolgraph.Processor{},
+		passes.Processor{}, // issue 13: the reasoning family (chronicle.reasoning)
+	}
 }
 
 // LogDir and ProjectionsDir are the sub-directories of a data directory.

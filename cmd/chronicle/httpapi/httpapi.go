@@ -109,6 +109,7 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/events", requireJSON(s.postEvents)),
 		f("GET /v1/sessions", s.listSessions),
 		f("GET /v1/sessions/{id...}", s.sessionRoutes),
+		f("GET /v1/reasoning/{id...}", s.reasoningRoutes),
 		f("GET /v1/memories/search", s.searchMemories),
 		f("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns")),
 		f("GET /v1/tools/search", s.searchCollection(search.Tools, "tools")),

@@ -33,7 +33,10 @@ type Fixture struct {
 	OwnToken, OtherToken, AdminToken string
 	OwnScope, OtherScope             string
 	Session, Memory                  string
-	Secrets                          []string
+	// Reasoning is a reasoning task of the own scope (its task text
+	// contains the secrets too).
+	Reasoning string
+	Secrets   []string
 	// State returns a digest of the own scope's entities as the own token
 	// reads them (session, its events, memory, history); Run requires it
 	// unchanged by every request of the other scope's token.
@@ -100,6 +103,8 @@ func Cases() []Case {
 		{Pattern: "GET /v1/sessions", Request: get(func(Fixture) string { return "/v1/sessions" })},
 		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) + "/events" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) + "/history" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/search", Request: get(func(f Fixture) string {
 			return "/v1/memories/search?min_confidence=0&query=" + url.QueryEscape(f.Secrets[0])
 		})},
