@@ -9,13 +9,13 @@
 // validation issues and TaskProfile changes.
 //
 // Rejections (dead-lettered with a reason naming the field): a pass number
-// that is not the previous pass's + 1 (/data/pass_number), a refinement
+// not above the last recorded one (/data/pass_number), a refinement
 // that breaks a limit of the design (nesting > 5, > 3 attempts on one
 // fragment or > 10 in a pass) or names an unknown step id
 // (/data/refinement_actions/<i>/target), a plan snapshot with a duplicate
-// id or unknown parent. A rejected pass changes nothing, so the next pass
-// (whose number follows the rejected one) is rejected too: the history
-// never skips a pass. Accepted and flagged: a TaskProfile update without
+// id or unknown parent. A rejected pass changes nothing. Accepted and
+// flagged: a pass whose number skips some (Pass.MissingBefore: a log
+// without that trial, or a rejected pass), a TaskProfile update without
 // the previous pass having failed convergence with validation issues
 // (ProfileChange.Justified false), and an engine's converged flag that
 // differs from the thresholds (CLAIM_DISAGREES).
@@ -87,6 +87,10 @@ type Pass struct {
 	ValidationIssues  []events.ValidationIssue  `json:"validation_issues,omitempty"`
 	Output            string                    `json:"output,omitempty"`
 	Error             string                    `json:"error,omitempty"`
+	// MissingBefore lists the pass numbers between the previous recorded
+	// pass and this one that the log does not hold (or that were
+	// rejected): accepted and flagged.
+	MissingBefore []int `json:"missing_before,omitempty"`
 }
 
 // Task is a reasoning task's current state.
@@ -94,7 +98,8 @@ type Task struct {
 	ID             string             `json:"id"`
 	Scope          string             `json:"scope"`
 	Task           string             `json:"task,omitempty"`
-	Passes         int                `json:"passes"`
+	Passes         int                `json:"passes"` // the last pass number
+	Recorded       int                `json:"passes_recorded"`
 	Status         string             `json:"status"`
 	Converged      bool               `json:"converged"`
 	ConvergedPass  int                `json:"converged_pass,omitempty"` // first pass that converged
@@ -154,14 +159,14 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		prev = &pp
 	}
-	if d.PassNumber != t.Passes+1 {
-		if d.PassNumber <= t.Passes {
-			return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q is already recorded (by another event)", d.PassNumber, id)}
-		}
-		return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q follows pass %d: pass %d is missing", d.PassNumber, id, t.Passes, t.Passes+1)}
+	if d.PassNumber <= t.Passes {
+		return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q is already recorded (the last pass is %d)", d.PassNumber, id, t.Passes)}
 	}
 	p := Pass{PassNumber: d.PassNumber, EventID: env.ID, Time: env.Time, SessionID: d.SessionID, Phase: d.Phase, Status: d.Status,
 		RefinementActions: d.RefinementActions, StepsExecuted: d.StepsExecuted, ValidationIssues: d.ValidationIssues, Output: d.Output, Error: d.Error}
+	for n := t.Passes + 1; n < d.PassNumber; n++ {
+		p.MissingBefore = append(p.MissingBefore, n)
+	}
 	if p.Status == "" {
 		p.Status = events.PassCompleted
 	}
@@ -210,6 +215,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	p.Verdict = Judge(d.Convergence, p.Status, p.TTL.Exhausted, d.ValidationIssues)
 
 	t.Passes = p.PassNumber
+	t.Recorded++
 	if d.Task != "" {
 		t.Task = d.Task
 	}
