@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/chronicle-dev/chronicle/events/reflexion"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/passes"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/spf13/cobra"
@@ -39,6 +41,10 @@ type EvalReport struct {
 	// together, as the pair worker does (pair.Recall.WithPatterns).
 	PairRecallAt3Patterns float64 `json:"pair_recall_at_3_with_patterns"`
 	PairRecallSessions    int     `json:"pair_recall_sessions"`
+	// Reflexion measures the multi-pass reasoning projection on the two
+	// bundled Reflexion HotPotQA runs (with reflections, then the
+	// baseline without): passes.RunReport, keys documented in the README.
+	Reflexion []passes.RunReport `json:"reflexion"`
 }
 
 func evalCmd() *cobra.Command {
@@ -70,6 +76,17 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
 			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f   memories + coordination patterns %.3f\n",
 				rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns)
+			for _, r := range rep.Reflexion {
+				fmt.Printf("reasoning passes, Reflexion HotPotQA run %s: %d questions, %d passes\n", r.Run, r.Questions, r.Passes)
+				fmt.Printf("  success curve (meets_criteria per pass) %v, log %v\n", r.SuccessCurve, r.LogCurve)
+				fmt.Printf("  evaluator agreement %.3f (plain string equality %.3f)\n", r.Agreement, r.StringEqualityAgreement)
+				fmt.Printf("  convergence → correct: precision %.3f recall %.3f   (called Finish: precision %.3f recall %.3f)\n",
+					r.Convergence.Precision, r.Convergence.Recall, r.Finished.Precision, r.Finished.Recall)
+				if rr := r.Reflections; rr != nil {
+					fmt.Printf("  reflection recall@3 on %d report questions: model %.3f, BM25 %.3f, alpha %.1f tuned on %d other questions %.3f\n",
+						rr.ReportCases, rr.Model, rr.Lexical, rr.Alpha, rr.TuneCases, rr.Tuned)
+				}
+			}
 			return nil
 		},
 	}
@@ -121,5 +138,16 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 		return rep, err
 	}
 	rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns, rep.PairRecallSessions = r.Model, r.Lexical, r.WithPatterns, r.Sessions
+	for _, name := range []string{reflexion.RunReflexion, reflexion.RunBase} {
+		run, err := reflexion.Bundled(name)
+		if err != nil {
+			return rep, err
+		}
+		rr, err := passes.EvaluateReflexion(run, name, emb)
+		if err != nil {
+			return rep, err
+		}
+		rep.Reflexion = append(rep.Reflexion, rr)
+	}
 	return rep, nil
 }

@@ -286,7 +286,11 @@ func reflectionRecall(ctx context.Context, store *projections.Store, emb embedde
 		})
 		var out []string
 		for _, x := range rs {
-			out = append(out, x.id)
+			id := x.id
+			if _, bare, ok := events.SplitEntityKey(id); ok {
+				id = bare // a memory document's id is its entity key
+			}
+			out = append(out, id)
 		}
 		return out
 	}
