@@ -78,6 +78,7 @@ type Config struct {
 func DefaultProcessors() []processors.Processor {
 	return []processors.Processor{sessions.Processor{}, memories.Processor{}, toolgraph.Processor{},
 		passes.Processor{}, // issue 13: the reasoning family (chronicle.reasoning)
+		pair.Loop{},        // issue 13: the PAIR loop state and deterministic revision
 	}
 }
 
