@@ -41,6 +41,11 @@ type EvalReport struct {
 	// together, as the pair worker does (pair.Recall.WithPatterns).
 	PairRecallAt3Patterns float64 `json:"pair_recall_at_3_with_patterns"`
 	PairRecallSessions    int     `json:"pair_recall_sessions"`
+	// PairRevision is the coverage of the deterministic PAIR revision:
+	// the share of the required writes failed sessions missed that its
+	// tool sequence names, against the task's most frequent sequence
+	// (pair.RevisionCoverage).
+	PairRevision pair.Coverage `json:"pair_revision"`
 	// Reflexion measures the multi-pass reasoning projection on the two
 	// bundled Reflexion HotPotQA runs (with reflections, then the
 	// baseline without): passes.RunReport, keys documented in the README.
@@ -76,6 +81,8 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
 			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f   memories + coordination patterns %.3f\n",
 				rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns)
+			fmt.Printf("PAIR deterministic revision, %d failed sessions whose task has a successful trial: %d missed required writes\n", rep.PairRevision.Sessions, rep.PairRevision.MissedWrites)
+			fmt.Printf("  named by the revision's tool sequence %.3f   by the task's most frequent sequence %.3f\n", rep.PairRevision.Revision, rep.PairRevision.Baseline)
 			for _, r := range rep.Reflexion {
 				fmt.Printf("reasoning passes, Reflexion HotPotQA run %s: %d questions, %d passes\n", r.Run, r.Questions, r.Passes)
 				fmt.Printf("  success curve (meets_criteria per pass) %v, log %v\n", r.SuccessCurve, r.LogCurve)
@@ -138,6 +145,9 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 		return rep, err
 	}
 	rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns, rep.PairRecallSessions = r.Model, r.Lexical, r.WithPatterns, r.Sessions
+	if rep.PairRevision, err = pair.RevisionCoverage(recs, emb); err != nil {
+		return rep, err
+	}
 	for _, name := range []string{reflexion.RunReflexion, reflexion.RunBase} {
 		run, err := reflexion.Bundled(name)
 		if err != nil {
