@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -116,24 +115,5 @@ func TestLoopStateIsOrderIndependent(t *testing.T) {
 	_ = json.Unmarshal([]byte(rowsOf(t, []int{0}, loopEvents(t, 97, sampleContext()))), &st)
 	if st.Status != pair.LoopSuccess {
 		t.Fatalf("composite 97: %s", st.Status)
-	}
-}
-
-// On the bundled tau-bench sessions the revision's tool sequence names
-// more of the required writes the failed sessions missed than the task's
-// most frequent tool sequence does.
-func TestRevisionCoverageOnTauBench(t *testing.T) {
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := pair.RevisionCoverage(recs, sharedEmbedder(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(c)
-	t.Logf("%s", b)
-	if c.Sessions == 0 || c.MissedWrites == 0 || c.Revision > 1 || c.Baseline < 0 || c.Revision <= c.Baseline {
-		t.Fatalf("coverage %+v", c)
 	}
 }
