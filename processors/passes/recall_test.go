@@ -10,8 +10,9 @@ import (
 )
 
 // Reflection memories are found by memory_search with their question:
-// every measured share is a share, the tuned alpha is on the grid, and the
-// two halves split the questions with reflections.
+// every measured share is a share and the two halves split the questions
+// with reflections. On 30 questions with reflections (embedding all of
+// them is TestEval's job, in cmd/chronicle), to keep -race runs short.
 func TestReflectionRecall(t *testing.T) {
 	emb, err := embedder.NewUSELite()
 	if err != nil {
@@ -20,6 +21,21 @@ func TestReflectionRecall(t *testing.T) {
 	run, err := reflexion.Bundled(reflexion.RunReflexion)
 	if err != nil {
 		t.Fatal(err)
+	}
+	keep := map[string]bool{}
+	for _, q := range reflexion.Questions(run, reflexion.RunReflexion) {
+		if last := q.Agents[len(q.Agents)-1]; len(last.Reflections) > 0 && len(keep) < 30 {
+			keep[q.Text] = true
+		}
+	}
+	for i := range run.Trials {
+		var agents []reflexion.Agent
+		for _, a := range run.Trials[i].Agents {
+			if keep[reflexion.QuestionText(a.Question)] {
+				agents = append(agents, a)
+			}
+		}
+		run.Trials[i].Agents = agents
 	}
 	rep, err := passes.EvaluateReflexion(run, reflexion.RunReflexion, emb)
 	if err != nil {
