@@ -89,6 +89,7 @@ func evalCmd() *cobra.Command {
 				fmt.Printf("  evaluator agreement %.3f (plain string equality %.3f)\n", r.Agreement, r.StringEqualityAgreement)
 				fmt.Printf("  convergence → correct: precision %.3f recall %.3f   (called Finish: precision %.3f recall %.3f)\n",
 					r.Convergence.Precision, r.Convergence.Recall, r.Finished.Precision, r.Finished.Recall)
+				fmt.Printf("  converged and answer stable → correct: precision %.3f recall %.3f\n", r.ConvergedStable.Precision, r.ConvergedStable.Recall)
 				if rr := r.Reflections; rr != nil {
 					fmt.Printf("  reflection recall@3 on %d report questions: model %.3f, BM25 %.3f, alpha %.1f tuned on %d other questions %.3f\n",
 						rr.ReportCases, rr.Model, rr.Lexical, rr.Alpha, rr.TuneCases, rr.Tuned)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/answer"
 	"github.com/chronicle-dev/chronicle/events/reflexion"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
@@ -41,6 +42,13 @@ type RunReport struct {
 	// truth) against the baseline "the agent called Finish".
 	Convergence PrecisionRecall `json:"convergence_predicts_correct"`
 	Finished    PrecisionRecall `json:"finish_predicts_correct"`
+	// ConvergedStable adds the design's "answer stable across passes": a
+	// converged pass whose answer (normalised) equals the previous
+	// recorded pass's, or the task's first pass. In the Reflexion run a
+	// trial is re-run only after a failure, so a correct answer is
+	// carried over unchanged: the signal is the protocol's, read here
+	// without the ground truth.
+	ConvergedStable PrecisionRecall `json:"converged_and_stable_predicts_correct"`
 	// Reflections is the memory-recall measurement (nil for a run without
 	// reflections).
 	Reflections *ReflectionRecall `json:"reflection_recall,omitempty"`
@@ -128,14 +136,14 @@ func EvaluateReflexion(run *reflexion.Run, name string, emb embedder.Embedder) (
 		return rep, err
 	}
 	rep.Questions = len(tasks)
-	var agree, strEq, convTP, convPred, finTP, finPred, positives int
+	var agree, strEq, convTP, convPred, finTP, finPred, stTP, stPred, positives int
 	for _, t := range tasks {
 		h, err := History(store, events.EntityKey(t.Scope, t.ID))
 		if err != nil {
 			return rep, err
 		}
 		everCorrect := false
-		for _, p := range h {
+		for i, p := range h {
 			for len(rep.SuccessCurve) < p.PassNumber {
 				rep.SuccessCurve, rep.LogCurve, rep.CumulativeCurve = append(rep.SuccessCurve, 0), append(rep.LogCurve, 0), append(rep.CumulativeCurve, 0)
 			}
@@ -169,6 +177,12 @@ func EvaluateReflexion(run *reflexion.Run, name string, emb embedder.Embedder) (
 					convTP++
 				}
 			}
+			if p.Verdict.Converged && (i == 0 || answer.Normalize(p.Output) == answer.Normalize(h[i-1].Output)) {
+				stPred++
+				if correct {
+					stTP++
+				}
+			}
 			if p.Status == events.PassCompleted {
 				finPred++
 				if correct {
@@ -184,6 +198,7 @@ func EvaluateReflexion(run *reflexion.Run, name string, emb embedder.Embedder) (
 	rep.StringEqualityAgreement = float64(strEq) / float64(rep.Passes)
 	rep.Convergence = pr(convTP, convPred, positives)
 	rep.Finished = pr(finTP, finPred, positives)
+	rep.ConvergedStable = pr(stTP, stPred, positives)
 	if emb != nil {
 		rr, err := reflectionRecall(ctx, store, emb, tasks)
 		if err != nil {
