@@ -72,6 +72,13 @@ func FromSnapshot(p *events.Plan) (Plan, error) {
 			return Plan{}, err
 		}
 	}
+	for i, st := range p.Steps {
+		for j, d := range st.DependsOn {
+			if out.index(d) < 0 {
+				return Plan{}, reject(fmt.Sprintf("/data/plan/steps/%d/depends_on/%d", i, j), "unknown step id %q", d)
+			}
+		}
+	}
 	out.renumber()
 	return out, nil
 }
@@ -80,8 +87,9 @@ func FromSnapshot(p *events.Plan) (Plan, error) {
 // reducer): ADD inserts a new step id as the last sub-step of
 // changes.parent_id (top level when absent), MODIFY changes the fields
 // changes carries, REMOVE deletes the step with its sub-plan. Rejected:
-// an ADD of an existing id, a MODIFY or REMOVE (or a parent) naming an
-// unknown step id, nesting deeper than MaxNesting, a MODIFY moving a step
+// an ADD of an existing id, a MODIFY or REMOVE (or a parent, or a
+// depends_on entry) naming an unknown step id, a REMOVE that leaves a
+// dependency dangling, nesting deeper than MaxNesting, a MODIFY moving a step
 // under itself, more than MaxAttemptsPerFragment attempts on one fragment
 // or MaxAttemptsPerPass in the pass. p is not changed on error.
 func Refine(p Plan, actions []events.RefinementAction) (Plan, error) {
@@ -164,6 +172,21 @@ func Refine(p Plan, actions []events.RefinementAction) (Plan, error) {
 			out.Steps = slices.Delete(out.Steps, j, j+len(out.subtree(j)))
 		default:
 			return p, reject(ptr+"/type", "unknown refinement type %q (ADD, MODIFY or REMOVE)", a.Type)
+		}
+		if a.Type != events.RefineRemove {
+			for j, d := range ch.DependsOn {
+				if out.index(d) < 0 {
+					return p, reject(fmt.Sprintf("%s/changes/depends_on/%d", ptr, j), "unknown step id %q", d)
+				}
+			}
+		} else {
+			for _, st := range out.Steps {
+				for _, d := range st.DependsOn {
+					if out.index(d) < 0 {
+						return p, reject(ptr+"/target", "REMOVE of %q leaves step %q depending on the removed step %q", a.Target, st.ID, d)
+					}
+				}
+			}
 		}
 		if perFragment[fragment] == nil {
 			perFragment[fragment] = map[int]bool{}

@@ -199,3 +199,16 @@ func TestJudgeThresholds(t *testing.T) {
 		}
 	}
 }
+
+func TestDependenciesMustNameSteps(t *testing.T) {
+	_, err := FromSnapshot(&events.Plan{Steps: []events.PlanStep{{StepID: "a", Description: "A", DependsOn: []string{"b"}}, {StepID: "b", Description: "B", DependsOn: []string{"zz"}}}})
+	rejected(t, err, "/data/plan/steps/1/depends_on/0", `unknown step id "zz"`)
+	p := snapshot(t, events.PlanStep{StepID: "a", Description: "A"}, events.PlanStep{StepID: "b", Description: "B", DependsOn: []string{"a"}})
+	_, err = Refine(p, []events.RefinementAction{{Type: events.RefineAdd, Target: "c", Changes: &events.StepChanges{Description: str("C"), DependsOn: []string{"a", "ghost"}}}})
+	rejected(t, err, "/data/refinement_actions/0/changes/depends_on/1", `unknown step id "ghost"`)
+	_, err = Refine(p, []events.RefinementAction{{Type: events.RefineRemove, Target: "a"}})
+	rejected(t, err, "/data/refinement_actions/0/target", `leaves step "b" depending on the removed step "a"`)
+	if _, err := Refine(p, []events.RefinementAction{{Type: events.RefineRemove, Target: "b"}, {Type: events.RefineRemove, Target: "a"}}); err != nil {
+		t.Fatalf("removing the dependent first: %v", err)
+	}
+}
