@@ -123,7 +123,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/digest", s.digest),
 		f("GET /healthz", s.health),
 		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
-		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller})},
+		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: s.mcpImprovement})},
 	}
 }
 

@@ -1,12 +1,18 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
 // loopStep is one session of an improvement chain.
@@ -135,4 +141,55 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, view)
 	}
+}
+
+// mcpImprovement is the pair_improvement MCP tool's backend: the session
+// resolved like GET /v1/sessions/{id}/improvement (scope given, else the
+// one readable scope that holds the id), answered with the same object. A
+// session the caller may not read is "not found", as a missing one.
+func (s *Server) mcpImprovement(_ context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
+	if err := events.CheckID(id); err != nil {
+		return nil, fmt.Errorf("%w: session_id: %v", search.ErrInvalid, err)
+	}
+	can := func(sc string) bool {
+		return slices.Contains(c.ReadScopes, mcpserver.AllScopes) || slices.Contains(c.ReadScopes, sc)
+	}
+	notFound := fmt.Errorf("%w: session %q", search.ErrNotFound, id)
+	if scope == "" {
+		all, err := sessions.Scopes(s.P.Store, id)
+		if err != nil {
+			return nil, err
+		}
+		var held []string
+		for _, sc := range all {
+			if can(sc) {
+				held = append(held, sc)
+			}
+		}
+		switch len(held) {
+		case 0:
+			return nil, notFound
+		case 1:
+			scope = held[0]
+		default:
+			return nil, fmt.Errorf("%w: scope: session %q exists in several scopes you may read (%s)", search.ErrInvalid, id, strings.Join(held, ", "))
+		}
+	} else if !events.ValidScope(scope) {
+		return nil, fmt.Errorf("%w: scope: %q is not project:<id>, team:<id> or org:<id>", search.ErrInvalid, scope)
+	} else if !can(scope) {
+		return nil, notFound
+	}
+	view, ok, err := s.improvement(events.EntityKey(scope, id))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound
+	}
+	b, err := json.Marshal(view)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
 }

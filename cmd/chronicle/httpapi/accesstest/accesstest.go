@@ -248,8 +248,9 @@ func clip(s string) string {
 // a wrong token cannot connect (401); the other scope's token finds none of
 // the own scope's memories (memory_search), cannot give feedback on the own
 // scope's memory (memory_feedback is an error, the same as for a missing
-// memory) and records only into its own scope (memory_record); the own
-// scope's token gives feedback.
+// memory), records only into its own scope (memory_record) and cannot read
+// the own scope's session's PAIR loop (pair_improvement is an error, with
+// or without its scope); the own scope's token gives feedback and reads it.
 func RunMCP(t *testing.T, f Fixture) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -291,6 +292,11 @@ func RunMCP(t *testing.T, f Fixture) {
 	if res, body := call(other, "memory_record", map[string]any{"title": "Probe", "description": "A probe.", "content": "probe from the other scope", "outcome": "success"}); res.IsError || !strings.Contains(body, f.OtherScope) {
 		t.Errorf("memory_record as %s: %s, want a memory in %s", Other, clip(body), f.OtherScope)
 	}
+	for _, args := range []map[string]any{{"session_id": f.Session}, {"session_id": f.Session, "scope": f.OwnScope}} {
+		if res, body := call(other, "pair_improvement", args); !res.IsError || strings.Contains(body, `"composite"`) {
+			t.Errorf("pair_improvement as %s on the own scope's session %v answered: %s", Other, args, clip(body))
+		}
+	}
 	if after := f.State(t); after != before {
 		t.Errorf("the other scope's MCP calls changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
 	}
@@ -301,6 +307,9 @@ func RunMCP(t *testing.T, f Fixture) {
 	defer own.Close()
 	if res, body := call(own, "memory_feedback", map[string]any{"memory_id": f.Memory, "helpful": true}); res.IsError {
 		t.Errorf("memory_feedback as %s: %s", Own, clip(body))
+	}
+	if res, body := call(own, "pair_improvement", map[string]any{"session_id": f.Session}); res.IsError || !strings.Contains(body, `"status"`) {
+		t.Errorf("pair_improvement as %s: %s", Own, clip(body))
 	}
 }
 
