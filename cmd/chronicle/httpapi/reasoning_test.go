@@ -1,12 +1,17 @@
 package httpapi_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
 // GET /v1/reasoning/{task} and /history serve the passes projection: the
@@ -67,5 +72,14 @@ func TestReasoningRoutes(t *testing.T) {
 	code, imp := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(sid)+"/improvement", nil)
 	if code != 200 || imp["session_id"] != sid || imp["evaluated"] != true || len(imp["chain"].([]any)) != 1 {
 		t.Fatalf("improvement: %d %v", code, imp)
+	}
+	// the same through the stdio MCP tool's client; another scope's token
+	// gets not found
+	m, err := (&httpapi.Client{Base: base, Token: "tok-a"}).Improvement(context.Background(), mcpserver.Caller{}, sid, "")
+	if err != nil || m["session_id"] != sid || m["status"] != imp["status"] {
+		t.Fatalf("client: %v %v", m, err)
+	}
+	if _, err := (&httpapi.Client{Base: base, Token: "tok-b"}).Improvement(context.Background(), mcpserver.Caller{}, sid, "project:a"); !errors.Is(err, search.ErrNotFound) {
+		t.Fatalf("client as project:b: %v", err)
 	}
 }
