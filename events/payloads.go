@@ -15,6 +15,9 @@ import "encoding/json"
 //   - regex {pattern}: the output matches the RE2 pattern;
 //   - judge {rubric}: an LLM judge fills the rubric checklist (unevaluated
 //     until a judge is configured);
+//   - exact_match {text}: the output equals text under HotPotQA's answer
+//     normalisation (package events/answer: lower case, no punctuation, no
+//     articles a/an/the, whitespace collapsed);
 //   - no_other_calls {tools, allowed}: every successful call of one of tools
 //     matches an entry of allowed (no unrequested side effects); a missing
 //     allowed means no call of those tools is allowed.
@@ -38,6 +41,7 @@ const (
 	CheckRegex          = "regex"
 	CheckJudge          = "judge"
 	CheckNoOtherCalls   = "no_other_calls"
+	CheckExactMatch     = "exact_match"
 )
 
 // Call is a tool name with (a subset of) its arguments.

@@ -18,7 +18,9 @@ const (
 	MinuteRecorded Type = "coordination.minute.recorded.v1"
 	// SessionCompleted: {output, decisions[], outcome, reward} (PAIR).
 	SessionCompleted Type = "coordination.session.completed.v1"
-	// ReasoningPassCompleted: one pass of the multi-pass reasoning engine.
+	// ReasoningPassCompleted: one pass (phases A–D) of the adaptive
+	// multi-pass reasoning engine (ReasoningPassData), on TopicReasoning
+	// keyed by its reasoning task.
 	ReasoningPassCompleted Type = "reasoning.pass.completed.v1"
 	// SearchNodeExpanded: one candidate node produced by a Beam-A* node
 	// expansion, after dedup, pre-filter and evaluation (SearchNodeData).
@@ -154,6 +156,10 @@ const (
 	// every event of one search shares a partition and a search never
 	// creates a session.
 	TopicSearches Topic = "chronicle.searches"
+	// TopicReasoning holds the reasoning family (reasoning.pass.completed.v1),
+	// keyed by the EntityKey of the reasoning task (data task_id, else the
+	// sessionid), so all passes of one task share a partition in order.
+	TopicReasoning Topic = "chronicle.reasoning"
 	// TopicDeadLetter receives events that failed processing, with the error
 	// and the original topic, partition and offset in headers.
 	TopicDeadLetter Topic = "chronicle.deadletter"
@@ -167,7 +173,7 @@ const (
 var SinglePartition = map[Topic]bool{TopicMemories: true}
 
 // AllTopics lists every topic in creation order.
-var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicWorkflows, TopicSearches, TopicDeadLetter}
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicWorkflows, TopicSearches, TopicReasoning, TopicDeadLetter}
 
 // TypeInfo says where an event type lives and how it is keyed.
 type TypeInfo struct {
@@ -177,6 +183,10 @@ type TypeInfo struct {
 	// KeyField names the data field used as record key when the envelope
 	// has no sessionid ("" means sessionid is required, "-" a constant key).
 	KeyField string
+	// KeyFirst: the key field names the entity even when the envelope
+	// has a sessionid (a reasoning task's passes may belong to sessions);
+	// without the field the sessionid is the key.
+	KeyFirst bool
 	// Unscoped: the key field names no entity of a scope but an aggregate
 	// over every scope (a tool of the tool graph), so the record key is
 	// the field's value itself, not an EntityKey.
@@ -187,7 +197,7 @@ var registry = map[Type]TypeInfo{
 	SessionStarted:             {Type: SessionStarted, Topic: TopicSessions},
 	MinuteRecorded:             {Type: MinuteRecorded, Topic: TopicSessions},
 	SessionCompleted:           {Type: SessionCompleted, Topic: TopicSessions},
-	ReasoningPassCompleted:     {Type: ReasoningPassCompleted, Topic: TopicSessions},
+	ReasoningPassCompleted:     {Type: ReasoningPassCompleted, Topic: TopicReasoning, KeyField: "task_id", KeyFirst: true},
 	SearchNodeExpanded:         {Type: SearchNodeExpanded, Topic: TopicSearches, KeyField: "search_id"},
 	SearchStarted:              {Type: SearchStarted, Topic: TopicSearches, KeyField: "search_id"},
 	SearchQuotaReserved:        {Type: SearchQuotaReserved, Topic: TopicSearches, KeyField: "search_id"},
@@ -281,7 +291,12 @@ func EntityID(e *Envelope) (string, error) {
 	if !ok {
 		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
-	if ti.Topic == TopicSessions && e.SessionID != "" {
+	if ti.KeyFirst {
+		if k, ok, err := keyField(e, ti.KeyField); err != nil || ok {
+			return k, err
+		}
+	}
+	if (ti.Topic == TopicSessions || ti.Topic == TopicReasoning) && e.SessionID != "" {
 		if err := CheckID(e.SessionID); err != nil {
 			return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
 		}
@@ -305,4 +320,28 @@ func EntityID(e *Envelope) (string, error) {
 		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: err.Error()}
 	}
 	return k, nil
+}
+
+// keyField returns the data field name of e as an entity id when present
+// (ok true), checked with CheckID; absent or empty: ok false.
+func keyField(e *Envelope, name string) (string, bool, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		return "", false, &ValidationError{Index: -1, Pointer: "/data", Reason: "not a JSON object"}
+	}
+	raw, ok := m[name]
+	if !ok {
+		return "", false, nil
+	}
+	var k string
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return "", false, &ValidationError{Index: -1, Pointer: "/data/" + name, Reason: "not a string"}
+	}
+	if k == "" {
+		return "", false, nil
+	}
+	if err := CheckID(k); err != nil {
+		return "", false, &ValidationError{Index: -1, Pointer: "/data/" + name, Reason: err.Error()}
+	}
+	return k, true, nil
 }

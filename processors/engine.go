@@ -32,6 +32,8 @@ const ProcessorsGroup Group = "chronicle.processors"
 // the partitions of a topic can be applied concurrently. A processor that
 // does not implement it (or returns false) has rows that span keys (the
 // tool graph's counts): its partitions are applied one batch at a time.
+// So is a processor that reads several topics: one key's events arrive on
+// a partition of each.
 type KeyedState interface {
 	StatePerKey() bool
 }
@@ -306,7 +308,9 @@ type pool struct {
 func newPool(procs []Processor) *pool {
 	pl := &pool{sem: make(chan struct{}, runtime.GOMAXPROCS(0)), serial: map[string]*sync.Mutex{}}
 	for _, p := range procs {
-		if k, ok := p.(KeyedState); !ok || !k.StatePerKey() {
+		// per-key state on two topics still shares rows between their
+		// partitions (the same key on each), so such a processor is serial
+		if k, ok := p.(KeyedState); !ok || !k.StatePerKey() || len(p.Topics()) > 1 {
 			pl.serial[p.Name()] = &sync.Mutex{}
 		}
 	}

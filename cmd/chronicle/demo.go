@@ -50,7 +50,7 @@ func demoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError})
+			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, PAIR: serve}) // issue 13: PAIR under make run (demo --serve)
 			if err != nil {
 				return err
 			}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/chronicle-dev/chronicle/events/reflexion"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/passes"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
@@ -58,6 +60,15 @@ type EvalReport struct {
 	// Panels (issue 12): three agents (the first 3 samples) vote after the
 	// DiffProcessor auto-corrected their schema-invalid answers.
 	Panels []game24.PanelResult `json:"panels"`
+	// PairRevision is the coverage of the deterministic PAIR revision:
+	// the share of the required writes failed sessions missed that its
+	// tool sequence names, against the task's most frequent sequence
+	// (pair.RevisionCoverage).
+	PairRevision pair.Coverage `json:"pair_revision"`
+	// Reflexion measures the multi-pass reasoning projection on the two
+	// bundled Reflexion HotPotQA runs (with reflections, then the
+	// baseline without): passes.RunReport, keys documented in the README.
+	Reflexion []passes.RunReport `json:"reflexion"`
 }
 
 func evalCmd() *cobra.Command {
@@ -115,6 +126,20 @@ func evalCmd() *cobra.Command {
 				fmt.Printf("panel of %d agents, %s, %d puzzles: %d schema-invalid answers, %d auto-corrected by a JSON Patch; majority vote solves %d without correction, %d with\n",
 					c.Agents, c.Dataset, c.Puzzles, c.SchemaInvalid, c.Corrected, c.SolvedWithoutCorrection, c.SolvedWithCorrection)
 			}
+			fmt.Printf("PAIR deterministic revision, %d failed sessions whose task has a successful trial: %d missed required writes\n", rep.PairRevision.Sessions, rep.PairRevision.MissedWrites)
+			fmt.Printf("  named by the revision's tool sequence %.3f   by the task's most frequent sequence %.3f\n", rep.PairRevision.Revision, rep.PairRevision.Baseline)
+			for _, r := range rep.Reflexion {
+				fmt.Printf("reasoning passes, Reflexion HotPotQA run %s: %d questions, %d passes\n", r.Run, r.Questions, r.Passes)
+				fmt.Printf("  success curve (meets_criteria per pass) %v, log %v\n", r.SuccessCurve, r.LogCurve)
+				fmt.Printf("  evaluator agreement %.3f (plain string equality %.3f)\n", r.Agreement, r.StringEqualityAgreement)
+				fmt.Printf("  convergence → correct: precision %.3f recall %.3f   (called Finish: precision %.3f recall %.3f)\n",
+					r.Convergence.Precision, r.Convergence.Recall, r.Finished.Precision, r.Finished.Recall)
+				fmt.Printf("  converged and answer stable → correct: precision %.3f recall %.3f\n", r.ConvergedStable.Precision, r.ConvergedStable.Recall)
+				if rr := r.Reflections; rr != nil {
+					fmt.Printf("  reflection recall@3 on %d report questions: model %.3f, BM25 %.3f, alpha %.1f tuned on %d other questions %.3f\n",
+						rr.ReportCases, rr.Model, rr.Lexical, rr.Alpha, rr.TuneCases, rr.Tuned)
+				}
+			}
 			return nil
 		},
 	}
@@ -171,6 +196,20 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 	}
 	if rep.Suggestions, err = suggest.Evaluate(context.Background(), recs, emb); err != nil {
 		return rep, err
+	}
+	if rep.PairRevision, err = pair.RevisionCoverage(recs, emb); err != nil {
+		return rep, err
+	}
+	for _, name := range []string{reflexion.RunReflexion, reflexion.RunBase} {
+		run, err := reflexion.Bundled(name)
+		if err != nil {
+			return rep, err
+		}
+		rr, err := passes.EvaluateReflexion(run, name, emb)
+		if err != nil {
+			return rep, err
+		}
+		rep.Reflexion = append(rep.Reflexion, rr)
 	}
 	return rep, nil
 }

@@ -24,4 +24,13 @@ func TestEval(t *testing.T) {
 	if rep.SessionsWithMemory != 1 || rep.DuplicatesMerged == 0 || rep.Memories == 0 {
 		t.Fatalf("distillation %+v", rep)
 	}
+	// the deterministic PAIR revision names more of the missed required
+	// writes than the task's most frequent tool sequence
+	if c := rep.PairRevision; c.Sessions == 0 || c.MissedWrites == 0 || c.Revision > 1 || c.Revision <= c.Baseline {
+		t.Fatalf("pair revision coverage %+v", c)
+	}
+	// both Reflexion runs, their curves rebuilt from the projection
+	if len(rep.Reflexion) != 2 || rep.Reflexion[0].Reflections == nil || rep.Reflexion[1].Reflections != nil {
+		t.Fatalf("reflexion reports %+v", rep.Reflexion)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/reflexion"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -106,17 +107,20 @@ func importCmd() *cobra.Command {
 	var brokers string
 	var tot totFlags
 	cmd := &cobra.Command{
-		Use:   "import taubench|tot FILE",
-		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy. import tot: a Tree of Thoughts Game of 24 log as search events (see chronicle import tot --help)",
+		Use:   "import taubench|tot|reflexion FILE",
+		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy. import tot: a Tree of Thoughts Game of 24 log as search events (see chronicle import tot --help). import reflexion: a Reflexion HotPotQA run log (FILE a path, .gz too, or a bundled run: " + reflexion.RunReflexion + ", " + reflexion.RunBase + ")",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 || args[0] != "taubench" && args[0] != "tot" {
-				return errors.New("usage: chronicle import taubench FILE | chronicle import tot FILE")
+			if len(args) != 2 || args[0] != "taubench" && args[0] != "tot" && args[0] != "reflexion" {
+				return errors.New("usage: chronicle import taubench FILE | chronicle import tot FILE | chronicle import reflexion FILE")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if args[0] == "reflexion" {
+				return importReflexion(ctx, args[1], splitBrokers(brokers))
+			}
 			if args[0] == "tot" { // issue 12
 				if cmd.Flags().Changed("brokers") {
 					tot.brokers = brokers
@@ -161,6 +165,42 @@ func loadTaubench(path string) ([]taubench.Record, error) {
 	}
 	defer r.Close()
 	return taubench.ReadRecords(r)
+}
+
+// importReflexion maps a Reflexion HotPotQA run log to events
+// (reflexion.Events: one reasoning task per question, one pass per trial)
+// and produces them, one acknowledged batch per pass.
+func importReflexion(ctx context.Context, file string, brokers []string) error {
+	run, name, err := reflexion.Open(file)
+	if err != nil {
+		return err
+	}
+	envs, err := reflexion.Events(run, name)
+	if err != nil {
+		return err
+	}
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	// a pass ends with its reasoning.pass.completed.v1: publish up to it
+	bar := newBar(len(envs), "import")
+	passes, from := 0, 0
+	for i := range envs {
+		if envs[i].Type != events.ReasoningPassCompleted {
+			continue
+		}
+		if err := p.Publish(ctx, envs[from:i+1]...); err != nil {
+			return fmt.Errorf("%s: %w", envs[i].ID, err)
+		}
+		_ = bar.Add(i + 1 - from)
+		from = i + 1
+		passes++
+	}
+	_ = bar.Finish()
+	fmt.Printf("imported run %s: %d questions, %d passes, %d events (scope %s)\n", name, len(reflexion.Questions(run, name)), passes, len(envs), reflexion.Scope)
+	return nil
 }
 
 // importTaubench produces every record's events, one acknowledged batch per

@@ -190,7 +190,7 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"memory_feedback", "memory_record", "memory_search"}; !slices.Equal(names, want) {
+	if want := []string{"memory_feedback", "memory_record", "memory_search", "pair_improvement"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 

@@ -23,6 +23,8 @@
 //     schema (JSON Schema 2020-12 by default, formats asserted, no remote
 //     references loaded) → 100, else 0.
 //   - regex: the Go (RE2) pattern matches the output → 100, else 0.
+//   - exact_match: the output equals the text under HotPotQA's answer
+//     normalisation (package events/answer) → 100, else 0.
 //   - no_other_calls: 100 × (successful calls of the listed tools that
 //     subset-match an allowed entry) / (all successful calls of the listed
 //     tools); 100 when there are none.
@@ -267,6 +269,9 @@ func check(c events.Criterion, in Input) (float64, string, bool) {
 		return s, d, true
 	case events.CheckOutputContains:
 		s, d := checkOutputContains(c.Check, in)
+		return s, d, true
+	case events.CheckExactMatch:
+		s, d := checkExactMatch(c.Check, in.Output)
 		return s, d, true
 	case events.CheckJSONSchema:
 		return checkJSONSchema(c.Check, in.Output)

@@ -455,3 +455,14 @@ func TestNoOtherCallsCheck(t *testing.T) {
 		})
 	}
 }
+
+// exact_match scores the output with HotPotQA's normalisation.
+func TestExactMatchCheck(t *testing.T) {
+	c := events.Criterion{ID: "answer", Weight: 1, Check: events.Check{Kind: events.CheckExactMatch, Text: `Jonny" Craig`}}
+	for out, want := range map[string]float64{"Jonny Craig": 100, "the jonny craig.": 100, "Pete Doherty": 0, "": 0} {
+		ev := flux.Evaluate(flux.Input{Criteria: []events.Criterion{c}, Output: out})
+		if ev.Composite != want {
+			t.Errorf("output %q: composite %v, want %v", out, ev.Composite, want)
+		}
+	}
+}

@@ -38,8 +38,9 @@
 // partition. It does not go to chronicle.evaluations: the distiller and the
 // judge workers consume that topic and decode every record as an
 // evaluation, so a second type there would make the distiller distil a
-// session twice. No processor consumes chronicle.learned, so the context
-// events change no projection and no digest.
+// session twice. The pairloop processor (Loop, loop.go) reads the context
+// events with the evaluations and projects each session's loop state and
+// its deterministic revision (Revise, revision.go).
 //
 // Which evaluations. Only revision 0 (a judge re-score, revision > 0, is
 // not a new attempt) and only composite < 95. The iteration is the

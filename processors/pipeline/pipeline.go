@@ -22,6 +22,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/judge"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/passes"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
@@ -88,6 +89,8 @@ func DefaultProcessors() []processors.Processor {
 		toolgraph.Processor{},
 		workflows.Processor{},  // issue 14
 		treesearch.Processor{}, // issue 12: the tree-search frontier projection (topic chronicle.searches)
+		passes.Processor{},     // issue 13: the reasoning family (chronicle.reasoning)
+		pair.Loop{},            // issue 13: the PAIR loop state and deterministic revision
 	}
 }
 

@@ -164,15 +164,27 @@ func TestAccessConformance(t *testing.T) {
 	if code, m := call(t, base, "tok-a", "POST", "/v1/events", pausedSearchIn(t, "project:a", "search-1", secret)); code != 202 {
 		t.Fatalf("seeding the search: %d %v", code, m)
 	}
+	pass, err := events.New(events.ReasoningPassCompleted, "accesstest/reasoning", "pass-a-1", time.Unix(1700000000, 0).UTC(), events.ReasoningPassData{
+		TaskID: "rt/1", Task: "Answer " + secret, PassNumber: 1, Phase: "C", TTLRemaining: 2, Output: secret,
+		Plan:        &events.Plan{Steps: []events.PlanStep{{StepID: "s1", Description: "look up " + secret}}},
+		Convergence: events.ConvergenceScores{Converged: true, Completeness: 1, Coherence: 1, Consistency: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass.Scope = "project:a"
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{pass}); code != 202 {
+		t.Fatalf("seeding project:a's reasoning task: %d %v", code, m)
+	}
 	waitCaughtUp(t, p)
-	f := accesstest.Fixture{Search: "search-1",
+	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1",
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: rec["id"].(string), Secrets: []string{secret},
 		State: func(t *testing.T) string {
 			waitCaughtUp(t, p)
 			var b strings.Builder
-			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + rec["id"].(string), "/v1/memories/" + rec["id"].(string) + "/history", "/v1/workflows/wf-a", "/v1/workflows/wf-a/checkpoints", "/v1/searches/search-1", "/v1/searches/search-1/nodes"} {
+			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + rec["id"].(string), "/v1/memories/" + rec["id"].(string) + "/history", "/v1/workflows/wf-a", "/v1/workflows/wf-a/checkpoints", "/v1/searches/search-1", "/v1/searches/search-1/nodes", "/v1/reasoning/rt%2F1", "/v1/reasoning/rt%2F1/history"} {
 				code, m := call(t, base, "tok-a", "GET", path, nil)
 				fmt.Fprintf(&b, "%s %d %v\n", path, code, m)
 			}

@@ -113,6 +113,8 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/events", requireJSON(s.postEvents)),
 		f("GET /v1/sessions", s.listSessions),
 		f("GET /v1/sessions/{id...}", s.sessionRoutes),
+		f("POST /v1/sessions/{id...}", requireJSON(s.improveSession)),
+		f("GET /v1/reasoning/{id...}", s.reasoningRoutes),
 		f("GET /v1/memories/search", s.searchMemories),
 		f("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns")),
 		f("GET /v1/tools/search", s.searchCollection(search.Tools, "tools")),
@@ -132,7 +134,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/digest", s.digest),
 		f("GET /healthz", s.health),
 		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
-		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller})},
+		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: s.mcpImprovement})},
 	}
 }
 
@@ -332,12 +334,16 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // The id is one path segment with '/' percent-encoded (%2F); ?scope= picks
 // the scope when the caller may read several that hold the id.
 func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
-	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events")
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events", "improvement")
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	c := CallerOf(r)
+	if suffix == "improvement" {
+		s.sessionImprovement(w, r, id)
+		return
+	}
 	if suffix == "events" {
 		// the log may hold a session the projection does not (not yet
 		// processed, or dead-lettered): then the caller's only readable

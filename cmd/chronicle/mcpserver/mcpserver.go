@@ -89,6 +89,9 @@ type Options struct {
 	// token). An error answers 401 Unauthorized with the error's text and
 	// the request is not served. Not used over stdio.
 	CallerFunc func(ctx context.Context, req *http.Request) (Caller, error)
+	// Improvement, when set, adds the pair_improvement tool (issue 13):
+	// the PAIR loop state of a session.
+	Improvement ImprovementFunc
 }
 
 // New returns an MCP server exposing the three memory tools on backend

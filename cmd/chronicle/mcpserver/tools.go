@@ -94,6 +94,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 		InputSchema: feedbackSchema(),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.feedback)
+	t.addImprovement(s)
 	return s
 }
 

@@ -39,8 +39,11 @@ type Fixture struct {
 	Workflow, WorkflowCheckpoint, WorkflowDecision string
 	// Search is a paused tree search of the own scope (its goal holds a
 	// secret); the own token resumes it.
-	Search  string
-	Secrets []string
+	Search string
+	// Reasoning is a reasoning task of the own scope (its task text
+	// contains the secrets too).
+	Reasoning string
+	Secrets   []string
 	// State returns a digest of the own scope's entities as the own token
 	// reads them (session, its events, memory, history); Run requires it
 	// unchanged by every request of the other scope's token.
@@ -107,6 +110,12 @@ func Cases() []Case {
 		{Pattern: "GET /v1/sessions", Request: get(func(Fixture) string { return "/v1/sessions" })},
 		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) + "/events" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) + "/improvement" }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "POST /v1/sessions/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/sessions/" + esc(f.Session) + "/improve", Body: map[string]any{}}
+		}, Want: map[Caller]int{Own: f202(), Other: 404}},
+		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) + "/history" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/search", Request: get(func(f Fixture) string {
 			return "/v1/memories/search?min_confidence=0&query=" + url.QueryEscape(f.Secrets[0])
 		})},
@@ -172,6 +181,11 @@ func Cases() []Case {
 		}},
 	}
 }
+
+// f202 is the own scope's answer to POST …/improve in a fixture whose
+// session is below 95 and that runs no PAIR retrieval (no search index):
+// 202, the context is still to come.
+func f202() int { return http.StatusAccepted }
 
 // minute is a coordination.minute.recorded.v1 event in scope for session.
 func minute(scope, session, text string) map[string]any {
@@ -277,8 +291,9 @@ func clip(s string) string {
 // a wrong token cannot connect (401); the other scope's token finds none of
 // the own scope's memories (memory_search), cannot give feedback on the own
 // scope's memory (memory_feedback is an error, the same as for a missing
-// memory) and records only into its own scope (memory_record); the own
-// scope's token gives feedback.
+// memory), records only into its own scope (memory_record) and cannot read
+// the own scope's session's PAIR loop (pair_improvement is an error, with
+// or without its scope); the own scope's token gives feedback and reads it.
 func RunMCP(t *testing.T, f Fixture) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -320,6 +335,11 @@ func RunMCP(t *testing.T, f Fixture) {
 	if res, body := call(other, "memory_record", map[string]any{"title": "Probe", "description": "A probe.", "content": "probe from the other scope", "outcome": "success"}); res.IsError || !strings.Contains(body, f.OtherScope) {
 		t.Errorf("memory_record as %s: %s, want a memory in %s", Other, clip(body), f.OtherScope)
 	}
+	for _, args := range []map[string]any{{"session_id": f.Session}, {"session_id": f.Session, "scope": f.OwnScope}} {
+		if res, body := call(other, "pair_improvement", args); !res.IsError || strings.Contains(body, `"composite"`) {
+			t.Errorf("pair_improvement as %s on the own scope's session %v answered: %s", Other, args, clip(body))
+		}
+	}
 	if after := f.State(t); after != before {
 		t.Errorf("the other scope's MCP calls changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
 	}
@@ -330,6 +350,9 @@ func RunMCP(t *testing.T, f Fixture) {
 	defer own.Close()
 	if res, body := call(own, "memory_feedback", map[string]any{"memory_id": f.Memory, "helpful": true}); res.IsError {
 		t.Errorf("memory_feedback as %s: %s", Own, clip(body))
+	}
+	if res, body := call(own, "pair_improvement", map[string]any{"session_id": f.Session}); res.IsError || !strings.Contains(body, `"status"`) {
+		t.Errorf("pair_improvement as %s: %s", Own, clip(body))
 	}
 }
 

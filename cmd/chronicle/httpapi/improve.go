@@ -1,0 +1,195 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// loopStep is one session of an improvement chain.
+type loopStep struct {
+	SessionID string  `json:"session_id"`
+	Iteration int     `json:"iteration"`
+	Composite float64 `json:"composite"`
+	Evaluated bool    `json:"evaluated"`
+	Status    string  `json:"status"`
+}
+
+// improvementView is the answer of GET /v1/sessions/{id}/improvement and
+// POST /v1/sessions/{id}/improve: the session's LoopState (contexts per
+// gap with their recommendation text, the revision) and its chain of
+// attempts, first attempt first, with their scores.
+type improvementView struct {
+	pair.LoopState
+	Chain []loopStep `json:"chain"`
+	// Next says how to start the next attempt (absent when the loop is
+	// over): its coordination.session.started.v1 carries these.
+	Next *nextAttempt `json:"next_attempt,omitempty"`
+}
+
+type nextAttempt struct {
+	Iteration     int    `json:"iteration"`
+	ParentSession string `json:"parent_session"`
+}
+
+// improvement builds the view of the session with key; ok false when the
+// session is not projected.
+func (s *Server) improvement(key string) (improvementView, bool, error) {
+	scope, id, _ := events.SplitEntityKey(key)
+	v, ok, err := sessions.Get(s.P.Store, key)
+	if err != nil || !ok {
+		return improvementView{}, false, err
+	}
+	st, has, err := pair.GetLoop(s.P.Store, key)
+	if err != nil {
+		return improvementView{}, true, err
+	}
+	if !has {
+		st = pair.LoopState{SessionID: id, Scope: scope, Status: pair.LoopAwaitingContext}
+		if v.Evaluation != nil {
+			st.Evaluated, st.Composite = true, v.Evaluation.Composite
+		}
+	}
+	if st.Iteration == 0 {
+		st.Iteration = max(1, v.Iteration)
+	}
+	view := improvementView{LoopState: st}
+	// the chain: follow parent_session links (at most MaxIterations + a
+	// margin, against cycles)
+	cur, curView := id, v
+	for i := 0; i <= pair.MaxIterations+2 && cur != ""; i++ {
+		step := loopStep{SessionID: cur, Iteration: max(1, curView.Iteration)}
+		if ls, ok, err := pair.GetLoop(s.P.Store, events.EntityKey(scope, cur)); err == nil && ok {
+			step.Composite, step.Evaluated, step.Status = ls.Composite, ls.Evaluated, ls.Status
+		} else if curView.Evaluation != nil {
+			step.Composite, step.Evaluated, step.Status = curView.Evaluation.Composite, true, pair.LoopAwaitingContext
+		}
+		view.Chain = append([]loopStep{step}, view.Chain...)
+		cur = curView.ParentSession
+		if cur == "" {
+			break
+		}
+		pv, ok, err := sessions.Get(s.P.Store, events.EntityKey(scope, cur))
+		if err != nil || !ok {
+			break
+		}
+		curView = pv
+	}
+	if st.Status == pair.LoopRevisionReady && st.Revision != nil && st.Revision.NextIteration > 0 {
+		view.Next = &nextAttempt{Iteration: st.Revision.NextIteration, ParentSession: id}
+	}
+	return view, true, nil
+}
+
+// sessionImprovement serves GET /v1/sessions/{id}/improvement.
+func (s *Server) sessionImprovement(w http.ResponseWriter, r *http.Request, id string) {
+	key, ok := entityKey(w, r, "session", id, sessions.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
+	if !ok {
+		return
+	}
+	view, ok, err := s.improvement(key)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+	case !ok:
+		writeErr(w, http.StatusNotFound, "session %q not found", id)
+	default:
+		writeJSON(w, http.StatusOK, view)
+	}
+}
+
+// improveSession serves POST /v1/sessions/{id}/improve: a producer asks
+// for its next attempt. The loop runs on the log — the evaluation of a
+// session below 95 makes PAIR retrieval write its context, and the
+// pairloop processor the revision — so this answers with the loop's
+// state: 200 with the revision and next_attempt (iteration, parent_session)
+// when one is ready, or with the final status (SUCCESS,
+// MAX_ITERATIONS_REACHED); 202 while the evaluation or the context is
+// still to come; 404 for an unknown session or one of a scope the caller
+// may not write. The body is ignored (it may be empty or {}).
+func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "improve")
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if suffix != "improve" {
+		writeErr(w, http.StatusNotFound, "POST /v1/sessions/{id}/improve is the only POST route under /v1/sessions/")
+		return
+	}
+	key, ok := entityKey(w, r, "session", id, sessions.Scopes, s.P.Store, CallerOf(r).CanWrite, nil)
+	if !ok {
+		return
+	}
+	view, ok, err := s.improvement(key)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+	case !ok:
+		writeErr(w, http.StatusNotFound, "session %q not found", id)
+	case view.Status == pair.LoopAwaitingContext:
+		writeJSON(w, http.StatusAccepted, view)
+	default:
+		writeJSON(w, http.StatusOK, view)
+	}
+}
+
+// mcpImprovement is the pair_improvement MCP tool's backend: the session
+// resolved like GET /v1/sessions/{id}/improvement (scope given, else the
+// one readable scope that holds the id), answered with the same object. A
+// session the caller may not read is "not found", as a missing one.
+func (s *Server) mcpImprovement(_ context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
+	if err := events.CheckID(id); err != nil {
+		return nil, fmt.Errorf("%w: session_id: %v", search.ErrInvalid, err)
+	}
+	can := func(sc string) bool {
+		return slices.Contains(c.ReadScopes, mcpserver.AllScopes) || slices.Contains(c.ReadScopes, sc)
+	}
+	notFound := fmt.Errorf("%w: session %q", search.ErrNotFound, id)
+	if scope == "" {
+		all, err := sessions.Scopes(s.P.Store, id)
+		if err != nil {
+			return nil, err
+		}
+		var held []string
+		for _, sc := range all {
+			if can(sc) {
+				held = append(held, sc)
+			}
+		}
+		switch len(held) {
+		case 0:
+			return nil, notFound
+		case 1:
+			scope = held[0]
+		default:
+			return nil, fmt.Errorf("%w: scope: session %q exists in several scopes you may read (%s)", search.ErrInvalid, id, strings.Join(held, ", "))
+		}
+	} else if !events.ValidScope(scope) {
+		return nil, fmt.Errorf("%w: scope: %q is not project:<id>, team:<id> or org:<id>", search.ErrInvalid, scope)
+	} else if !can(scope) {
+		return nil, notFound
+	}
+	view, ok, err := s.improvement(events.EntityKey(scope, id))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound
+	}
+	b, err := json.Marshal(view)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}

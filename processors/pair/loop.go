@@ -1,0 +1,108 @@
+package pair
+
+import (
+	"encoding/json"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// LoopName is the name of the PAIR loop processor and its projection.
+const LoopName = "pairloop"
+
+// LoopState is one session's state in the PAIR loop, a row of the
+// pairloop projection: its latest evaluation's composite, the context PAIR
+// retrieval wrote for it (pair.context.retrieved.v1) and the deterministic
+// Revision built from that context. Status is a function of both, not of
+// their order (the two come from different topics): SUCCESS when the
+// composite is ≥ PassComposite, else MAX_ITERATIONS_REACHED when the
+// context stopped the loop (iteration MaxIterations), REVISION_READY with
+// a context, AWAITING_CONTEXT without.
+type LoopState struct {
+	SessionID     string    `json:"session_id"`
+	Scope         string    `json:"scope"`
+	Iteration     int       `json:"iteration,omitempty"` // from the context; 0 until one arrives
+	ParentSession string    `json:"parent_session,omitempty"`
+	Evaluated     bool      `json:"evaluated"`
+	Composite     float64   `json:"composite"`
+	Status        string    `json:"status"`
+	EvaluatedAt   string    `json:"evaluated_at,omitempty"`
+	ContextAt     string    `json:"context_at,omitempty"`
+	Context       *Context  `json:"context,omitempty"`
+	Revision      *Revision `json:"revision,omitempty"`
+}
+
+// Loop is the PAIR loop processor: it reads evaluation.completed.v1
+// (chronicle.evaluations) and pair.context.retrieved.v1
+// (chronicle.learned), both keyed by the session, and keeps one LoopState
+// row per session (l/<session key>). Other types on those topics are
+// ignored. Deterministic: the revision is Revise of the context, no model.
+type Loop struct{}
+
+// Name implements processors.Processor.
+func (Loop) Name() string { return LoopName }
+
+// Topics implements processors.Processor.
+func (Loop) Topics() []events.Topic {
+	return []events.Topic{events.TopicEvaluations, events.TopicLearned}
+}
+
+func loopKey(key string) string { return "l/" + key }
+
+// Apply implements processors.Processor.
+func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
+	if env.Type != events.EvaluationCompleted && env.Type != ContextRetrieved {
+		return nil
+	}
+	key, err := events.Key(env)
+	if err != nil {
+		return err
+	}
+	scope, id, _ := events.SplitEntityKey(key)
+	var st LoopState
+	if _, err := tx.GetJSON(loopKey(key), &st); err != nil {
+		return err
+	}
+	st.SessionID, st.Scope = id, scope
+	switch env.Type {
+	case events.EvaluationCompleted:
+		var ev events.EvaluationData
+		if err := env.Decode(&ev); err != nil {
+			return err
+		}
+		st.Evaluated, st.Composite, st.EvaluatedAt = true, ev.Composite, env.Time
+	default:
+		var c Context
+		if err := json.Unmarshal(env.Data, &c); err != nil {
+			return &events.ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
+		}
+		rev := Revise(c)
+		st.Context, st.Revision, st.ContextAt = &c, &rev, env.Time
+		st.Iteration, st.ParentSession = c.Iteration, c.ParentSession
+		if !st.Evaluated {
+			st.Composite = c.Composite
+		}
+	}
+	st.Status = loopStatus(st)
+	return tx.SetJSON(loopKey(key), st)
+}
+
+func loopStatus(st LoopState) string {
+	switch {
+	case st.Evaluated && st.Composite >= PassComposite:
+		return LoopSuccess
+	case st.Context != nil && st.Context.Recommendation == StopIterationLimit:
+		return LoopMaxIterations
+	case st.Context != nil:
+		return LoopRevisionReady
+	default:
+		return LoopAwaitingContext
+	}
+}
+
+// GetLoop returns the LoopState of the session with key (scope "/" id).
+func GetLoop(store *projections.Store, key string) (LoopState, bool, error) {
+	var st LoopState
+	ok, err := store.GetJSON(LoopName, loopKey(key), &st)
+	return st, ok, err
+}

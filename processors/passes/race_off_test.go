@@ -1,0 +1,5 @@
+//go:build !race
+
+package passes_test
+
+const raceDetector = false
