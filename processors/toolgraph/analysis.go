@@ -361,7 +361,28 @@ func (a *analysis) louvain() ([]int, int) {
 	if n == 0 {
 		return comm, 0
 	}
-	red := community.Modularize(gview{a: a}, LouvainResolution, rand.NewPCG(LouvainSeed, LouvainSeed))
+	// modularity divides by the total edge weight: with none (every
+	// observed transition failed, or only self-loops) gonum's Louvain
+	// computes NaN gains and indexes community -1, so every tool is its own
+	// community instead
+	total := 0.0
+	gv := gview{a: a}
+	for u := range n {
+		for _, e := range a.succ[u] {
+			if int(e.to) != u {
+				if w, _ := gv.Weight(int64(u), int64(e.to)); w > 0 && !math.IsInf(w, 0) {
+					total += w
+				}
+			}
+		}
+	}
+	if total == 0 {
+		for i := range comm {
+			comm[i] = i
+		}
+		return comm, n
+	}
+	red := community.Modularize(gv, LouvainResolution, rand.NewPCG(LouvainSeed, LouvainSeed))
 	groups := red.Communities()
 	firsts := make([][]int32, 0, len(groups))
 	for _, grp := range groups {

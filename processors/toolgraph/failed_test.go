@@ -42,3 +42,26 @@ func TestFailedCallsLowerConfidence(t *testing.T) {
 		t.Fatalf("after lookup: %+v (the failing tool must rank lower)", next.Suggestions)
 	}
 }
+
+// When every observed transition failed, no edge has weight: Louvain
+// (modularity divides by the total weight) must not run, and every tool is
+// its own community instead of gonum indexing community -1 (found by the
+// Reflexion import, whose failed Search calls follow each other).
+func TestAllTransitionsFailedHasCommunities(t *testing.T) {
+	l := NewLearner()
+	at := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+	for i := range 6 {
+		env, err := events.New(events.WorkflowTaskCompleted, "test", fmt.Sprintf("e%d", i), at.Add(time.Duration(i)*time.Second),
+			events.TaskCompletedData{WorkflowID: "w", TaskID: fmt.Sprint(i), ToolID: []string{"Search", "Lookup"}[i%2], Success: false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Observe(&env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tools := l.Graph().Tools()
+	if len(tools) != 2 || tools[0].Community == tools[1].Community {
+		t.Fatalf("tools %+v: want two tools in communities of their own", tools)
+	}
+}
