@@ -39,6 +39,10 @@ type EvalReport struct {
 	// together, as the pair worker does (pair.Recall.WithPatterns).
 	PairRecallAt3Patterns float64 `json:"pair_recall_at_3_with_patterns"`
 	PairRecallSessions    int     `json:"pair_recall_sessions"`
+	// PairRecall is the whole measurement: all cases, and the tuning and
+	// report halves of the tasks (pair.RecallAt3), with BM25 queried by
+	// the gap alone and by the goal-expanded query.
+	PairRecall pair.Recall `json:"pair_recall"`
 }
 
 func evalCmd() *cobra.Command {
@@ -70,6 +74,15 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
 			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f   memories + coordination patterns %.3f\n",
 				rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns)
+			for _, h := range []struct {
+				name string
+				r    *pair.Recall
+			}{{"tuning half", rep.PairRecall.Tuning}, {"report half", rep.PairRecall.Report}} {
+				if h.r != nil {
+					fmt.Printf("  %s (%d sessions): model %.3f   BM25 gap only %.3f   BM25 with goal %.3f   with patterns %.3f\n",
+						h.name, h.r.Sessions, h.r.Model, h.r.Lexical, h.r.LexicalWithGoal, h.r.WithPatterns)
+				}
+			}
 			return nil
 		},
 	}
@@ -121,5 +134,6 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 		return rep, err
 	}
 	rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns, rep.PairRecallSessions = r.Model, r.Lexical, r.WithPatterns, r.Sessions
+	rep.PairRecall = r
 	return rep, nil
 }

@@ -76,6 +76,9 @@ type Index struct {
 	mu     sync.Mutex
 	gen    uint64
 	cols   []*collection // in Collections() order
+
+	// ranking is SetRanking's; nil: DefaultRanking.
+	ranking *Ranking
 }
 
 // collection is one collection's source, store and sync state.
@@ -350,36 +353,17 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}
-	maxBM := 0.0
-	for _, c := range cands {
-		maxBM = math.Max(maxBM, c.BM25)
-	}
-	type ranked struct {
-		c   Candidate
-		rel float64
-	}
-	rs := make([]ranked, 0, len(cands))
-	for _, c := range cands {
-		bm := 0.0
-		if maxBM > 0 {
-			bm = c.BM25 / maxBM
-		}
-		a := Alpha(c.Evidence + c.UsageCount)
-		rs = append(rs, ranked{c, (a*math.Max(0, c.Cosine) + (1-a)*bm) * ScopeWeight(c.Scope)})
-	}
-	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].rel != rs[j].rel {
-			return rs[i].rel > rs[j].rel
-		}
-		return rs[i].c.ID < rs[j].c.ID
-	})
+	rs := ix.rank(cands)
 	res := Result{Memories: []Hit{}}
-	for _, r := range rs {
+	var kept []*rankedDoc
+	for i := range rs {
+		r := &rs[i]
 		if r.rel <= 0 {
 			break
 		}
 		res.TotalFound++
-		if len(res.Memories) < q.Limit {
+		if len(res.Memories) < q.Limit && !ix.duplicate(r, kept) {
+			kept = append(kept, r)
 			m := r.c
 			id := m.ID
 			if scope, bare, ok := events.SplitEntityKey(id); ok && scope == m.Scope {
