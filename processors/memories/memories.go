@@ -53,6 +53,10 @@ type Memory struct {
 	UsageCount     int      `json:"usage_count"`
 	CreatedAt      string   `json:"created_at"`
 	LastDecayAt    string   `json:"last_decay_at"`
+	// DecayClock is the time (a clock.tick.v1's) from which the memory's
+	// next decay counts; empty until the first tick after the memory
+	// entered the bank. See decayAll for the time base.
+	DecayClock string `json:"decay_clock,omitempty"`
 	LastUsedAt     string   `json:"last_used_at,omitempty"`
 	Pruned         bool     `json:"pruned"`
 	PrunedAt       string   `json:"pruned_at,omitempty"`
@@ -353,8 +357,22 @@ func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float6
 	return save(tx, m)
 }
 
-// decayAll applies decay to every memory not pruned, from its last decay
-// to the tick's time.
+// decayAll applies decay at a clock.tick.v1 at time at to every memory
+// not pruned.
+//
+// Time base (issue 11; the design says "−0.05 per month of age" without
+// saying whose clock): age is counted on the clock of the ticks only,
+// from the first tick a memory sees. At that first tick the memory's
+// DecayClock is set to the tick's time and nothing is lost; at each later
+// tick it loses Decay(DecayClock, tick time) and DecayClock moves to the
+// tick. The time attribute of the event that recorded the memory — a
+// producer's time, 2024 for the bundled tau-bench sessions — is never used,
+// so importing old sessions does not make their memories old: the first
+// tick of `serve` used to prune the whole demo bank (about 30 months ×
+// 0.05). Ticks are events in the log, so decay stays a deterministic
+// function of it; the cost is that a memory's first tick interval (at
+// most --decay-interval, 24 h by default) is not decayed. A tick earlier
+// than a memory's DecayClock changes nothing.
 func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 	var ids []string
 	if err := tx.Scan("m/", func(k string, _ []byte) (bool, error) {
@@ -371,15 +389,22 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 		if m.Pruned {
 			continue
 		}
-		from, err := time.Parse(time.RFC3339Nano, m.LastDecayAt)
+		if m.DecayClock == "" {
+			m.DecayClock = env.Time
+			if err := save(tx, m); err != nil {
+				return err
+			}
+			continue
+		}
+		from, err := time.Parse(time.RFC3339Nano, m.DecayClock)
 		if err != nil {
-			return fmt.Errorf("memory %s: last_decay_at: %w", id, err)
+			return fmt.Errorf("memory %s: decay_clock: %w", id, err)
 		}
 		loss := Decay(from, at)
 		if loss == 0 {
 			continue
 		}
-		m.LastDecayAt = env.Time
+		m.LastDecayAt, m.DecayClock = env.Time, env.Time
 		if err := setConfidence(tx, env, m, Clamp(m.Confidence-loss), "decay", nil); err != nil {
 			return err
 		}
