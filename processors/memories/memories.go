@@ -16,6 +16,7 @@
 //	i/<memory id>\x00<scope>      index from a bare memory id to the scopes that hold it (empty value)
 //	h/<key>/<seq, 6 digits>       Change
 //	s/<key>/<seq, 6 digits>       Pending signal
+//	u/<key>/<usage identity hash> a source that used the memory (empty value)
 //
 // <key> is the memory's events.EntityKey, scope "/" memory id: feedback or a
 // retrieval in one scope never reaches a memory of another scope (it names
@@ -23,6 +24,8 @@
 package memories
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,18 +53,22 @@ type Memory struct {
 	SourceSessions []string `json:"source_sessions,omitempty"` // sorted, unique
 	Evidence       int      `json:"evidence"`                  // recordings merged into this memory
 	Confidence     float64  `json:"confidence"`
-	UsageCount     int      `json:"usage_count"`
-	CreatedAt      string   `json:"created_at"`
-	LastDecayAt    string   `json:"last_decay_at"`
+	// UsageCount counts the distinct sources that used the memory: the
+	// sessions (else callers) whose searches returned it, the sources of
+	// its signals and the sessions whose recordings merged into it (see
+	// use).
+	UsageCount  int    `json:"usage_count"`
+	CreatedAt   string `json:"created_at"`
+	LastDecayAt string `json:"last_decay_at"`
 	// DecayClock is the time (a clock.tick.v1's) from which the memory's
 	// next decay counts; empty until the first tick after the memory
 	// entered the bank. See decayAll for the time base.
 	DecayClock string `json:"decay_clock,omitempty"`
-	LastUsedAt     string   `json:"last_used_at,omitempty"`
-	Pruned         bool     `json:"pruned"`
-	PrunedAt       string   `json:"pruned_at,omitempty"`
-	Changes        int      `json:"changes"`
-	Signals        int      `json:"signals"`
+	LastUsedAt string `json:"last_used_at,omitempty"`
+	Pruned     bool   `json:"pruned"`
+	PrunedAt   string `json:"pruned_at,omitempty"`
+	Changes    int    `json:"changes"`
+	Signals    int    `json:"signals"`
 }
 
 // Change is one entry of a memory's history.
@@ -134,7 +141,9 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return feedback(tx, env, at, d)
 	case events.MemoryRetrieved:
 		var d struct {
-			MemoryID string `json:"memory_id"`
+			MemoryID  string `json:"memory_id"`
+			SessionID string `json:"session_id"`
+			Source    string `json:"source"`
 		}
 		if err := env.Decode(&d); err != nil {
 			return err
@@ -143,7 +152,13 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		m.UsageCount++
+		who := d.Source
+		if d.SessionID != "" {
+			who = "session:" + d.SessionID
+		}
+		if err := use(tx, m, who); err != nil {
+			return err
+		}
 		m.LastUsedAt = env.Time
 		return save(tx, m)
 	case events.ClockTick:
@@ -260,7 +275,13 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		return err
 	}
 	m.Evidence++
-	m.UsageCount++
+	who := ""
+	if d.SourceSession != "" {
+		who = "session:" + d.SourceSession
+	}
+	if err := use(tx, m, who); err != nil {
+		return err
+	}
 	if d.SourceSession != "" {
 		i := sort.SearchStrings(m.SourceSessions, d.SourceSession)
 		if i == len(m.SourceSessions) || m.SourceSessions[i] != d.SourceSession {
@@ -293,17 +314,31 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	}); err != nil {
 		return err
 	}
-	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta})
-	apply := Consensus(m.UsageCount, stored, at)
-	m.UsageCount++
-	m.LastUsedAt = env.Time
+	who := d.Source
+	if who == "" && env.SessionID != "" {
+		who = "session:" + env.SessionID
+	}
+	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta, Source: who})
+	apply, repeats := Consensus(m.UsageCount, stored, at)
 	reason := "signal"
-	if m.UsageCount-1 < ConsensusUsage {
+	if m.UsageCount < ConsensusUsage {
 		reason = "consensus"
 	}
+	if err := use(tx, m, who); err != nil {
+		return err
+	}
+	m.LastUsedAt = env.Time
 	old := m.Confidence
 	var applied []AppliedSignal
 	sum := 0.0
+	for _, i := range repeats {
+		stored[i].Applied, stored[i].Repeat = true, true
+		if i < len(stored)-1 {
+			if err := tx.SetJSON(signalKey(m.Key(), i), stored[i]); err != nil {
+				return err
+			}
+		}
+	}
 	for _, i := range apply {
 		stored[i].Applied = true
 		sum += stored[i].Delta
@@ -325,6 +360,29 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		return save(tx, m)
 	}
 	return setConfidence(tx, env, m, Clamp(old+sum), reason, applied)
+}
+
+// use counts a use of m by who (a source: "session:<id>", "token:<name>",
+// …): UsageCount grows only for a source not seen before on m (a u/ row
+// remembers it). An event that names no source (who "") counts as a
+// source of its own, as every use counted before sources existed, so
+// older logs replay to the same counts.
+func use(tx *projections.Tx, m *Memory, who string) error {
+	if who == "" {
+		m.UsageCount++
+		return nil
+	}
+	h := sha256.Sum256([]byte(who))
+	k := "u/" + m.Key() + "/" + hex.EncodeToString(h[:16])
+	_, seen, err := tx.Get(k)
+	if err != nil || seen {
+		return err
+	}
+	if err := tx.Set(k, nil); err != nil {
+		return err
+	}
+	m.UsageCount++
+	return nil
 }
 
 // setConfidence records a confidence change (history + derived event) and
