@@ -187,4 +187,9 @@ const (
 	NeedsImprovement = "needs_improvement"
 	SignificantGaps  = "significant_gaps"
 	TotalFailure     = "total_failure"
+	// NotEvaluated: none of the weighted criteria (of any criterion, when
+	// none has a weight) could be scored — judge criteria without an LLM,
+	// broken checks — so the composite says nothing about the session
+	// (processors/flux, issue 11).
+	NotEvaluated = "not_evaluated"
 )

@@ -36,8 +36,8 @@ func TestTuneRanking(t *testing.T) {
 	for _, lw := range []float64{1, 3, 5} {
 		variants = append(variants, search.Ranking{Fusion: search.FusionScore, VectorWeight: 1, LexicalWeight: lw})
 	}
-	for _, k := range []float64{3, 5, 10, 20, 60} {
-		for _, lw := range []float64{1, 2, 3, 4, 5} {
+	for _, k := range []float64{1, 3, 5, 10, 20, 60} {
+		for _, lw := range []float64{1, 2, 3, 5, 8, 16} {
 			for _, d := range []float64{0, 0.9} {
 				variants = append(variants, search.Ranking{Fusion: search.FusionRRF, K: k, VectorWeight: 1, LexicalWeight: lw, DuplicateJaccard: d})
 			}

@@ -43,16 +43,17 @@ type Ranking struct {
 }
 
 // DefaultRanking is reciprocal-rank fusion of the cosine and BM25 lists
-// with K = 3, the BM25 list weighted 2 and the cosine list 1, and
+// with K = 3, the BM25 list weighted 3 and the cosine list 1, and
 // near-duplicates (Jaccard ≥ 0.9 of their word sets) collapsed. K and the
 // weights were chosen on the tuning half of pair_recall_at_3's tasks only
-// (a grid of K ∈ {3, 5, 10, 20, 60}, BM25 weight ∈ {1 … 5}, collapse off,
-// 0.8, 0.9, 0.95, against the design's alpha rule and a fixed score
-// combination); the README's "Retrieval quality" reports the other half.
-// It replaced the design's alpha rule, which ranks every memory with fewer
-// than 5 observations by meaning alone — nearly every memory of a young
-// bank — and lost to BM25 alone.
-var DefaultRanking = Ranking{Fusion: FusionRRF, K: 3, VectorWeight: 1, LexicalWeight: 2, DuplicateJaccard: 0.9}
+// (processors/pair TestTuneRanking: K ∈ {1, 3, 5, 10, 20, 60}, BM25
+// weight ∈ {1, 2, 3, 5, 8, 16}, collapse off or 0.9, against the design's
+// alpha rule and a fixed score combination), with the deterministic
+// distiller of issue 11; the README's "Retrieval quality" reports the
+// other half. It replaced the design's alpha rule, which ranks every
+// memory with fewer than 5 observations by meaning alone — nearly every
+// memory of a young bank — and lost to BM25 alone.
+var DefaultRanking = Ranking{Fusion: FusionRRF, K: 3, VectorWeight: 1, LexicalWeight: 3, DuplicateJaccard: 0.9}
 
 // SetRanking replaces the index's ranking (DefaultRanking until then).
 // For evaluations; not safe to call during searches.
