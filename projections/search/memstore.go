@@ -41,7 +41,11 @@ type MemStore struct {
 	// vecs holds row i = list[i]'s vector (zeros when it has none of
 	// vecs' dimension: hasVec false). nil until the first vector.
 	vecs *embedder.Panels
-	pool sync.Pool // *scanScratch
+	// lens and hasVec are list[i].n and list[i].hasVec by position, dense
+	// so that scans never follow a document pointer.
+	lens   []int32
+	hasVec []bool
+	pool   sync.Pool // *scanScratch
 }
 
 type memDoc struct {
@@ -52,10 +56,11 @@ type memDoc struct {
 	hasVec bool
 }
 
-// posting is one document's term frequency for a term.
+// posting is one document's term frequency for a term; pos is the
+// document's position (kept up to date when a delete moves it).
 type posting struct {
-	d  *memDoc
-	tf int32
+	pos int32
+	tf  int32
 }
 
 // scanScratch is one query's dense score arrays.
@@ -93,6 +98,8 @@ func (s *MemStore) Upsert(_ context.Context, docs []Doc) error {
 		} else {
 			md = &memDoc{Doc: d, pos: len(s.list)}
 			s.list = append(s.list, md)
+			s.lens = append(s.lens, 0)
+			s.hasVec = append(s.hasVec, false)
 			s.docs[d.ID] = md
 		}
 		tf := map[string]int32{}
@@ -102,14 +109,16 @@ func (s *MemStore) Upsert(_ context.Context, docs []Doc) error {
 		}
 		for t, f := range tf {
 			md.terms = append(md.terms, t)
-			s.post[t] = append(s.post[t], posting{md, f})
+			s.post[t] = append(s.post[t], posting{int32(md.pos), f})
 		}
 		s.totalLen += md.n
+		s.lens[md.pos] = int32(md.n)
 		if s.vecs == nil && len(vec) > 0 {
 			s.vecs = embedder.NewPanels(len(vec))
 		}
 		if s.vecs != nil {
 			md.hasVec = len(vec) == s.vecs.Dim()
+			s.hasVec[md.pos] = md.hasVec
 			if !md.hasVec {
 				vec = make([]float32, s.vecs.Dim())
 			}
@@ -131,7 +140,7 @@ func (s *MemStore) unindex(d *memDoc) {
 	for _, t := range d.terms {
 		p := s.post[t]
 		for i := range p {
-			if p[i].d == d {
+			if int(p[i].pos) == d.pos {
 				p[i] = p[len(p)-1]
 				p = p[:len(p)-1]
 				break
@@ -159,8 +168,20 @@ func (s *MemStore) Delete(_ context.Context, ids []string) error {
 		delete(s.docs, id)
 		last := len(s.list) - 1
 		moved := s.list[last]
+		if moved != d {
+			for _, t := range moved.terms { // its postings follow it
+				p := s.post[t]
+				for i := range p {
+					if int(p[i].pos) == last {
+						p[i].pos = int32(d.pos)
+						break
+					}
+				}
+			}
+		}
 		s.list[d.pos], moved.pos = moved, d.pos
-		s.list = s.list[:last]
+		s.lens[d.pos], s.hasVec[d.pos] = s.lens[last], s.hasVec[last]
+		s.list, s.lens, s.hasVec = s.list[:last], s.lens[:last], s.hasVec[:last]
 		if s.vecs != nil && s.vecs.Len() > last {
 			s.vecs.RemoveSwap(d.pos)
 		}
@@ -207,13 +228,17 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 		}
 		dots := sc.dots[:n]
 		s.vecs.Dots(v, dots)
+		hasVec := s.hasVec[:n]
 		for i, dot := range dots {
-			d := s.list[i]
-			if !d.hasVec {
+			if !hasVec[i] {
 				continue
 			}
-			if len(byCos.h) == byCos.k && !worse(byCos.h[0], scored{d, float64(dot)}) {
+			if len(byCos.h) == byCos.k && float64(dot) < byCos.h[0].score {
 				continue // cannot enter the top k: skip the filter
+			}
+			d := s.list[i]
+			if len(byCos.h) == byCos.k && !worse(byCos.h[0], scored{d, float64(dot)}) {
+				continue
 			}
 			if admit(d) {
 				byCos.offer(d, float64(dot))
@@ -233,22 +258,27 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 		p := s.post[t]
 		df := float64(len(p))
 		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+		lens := s.lens
 		for _, e := range p {
 			f := float64(e.tf)
-			if bm[e.d.pos] == 0 {
-				sc.touched = append(sc.touched, int32(e.d.pos))
+			if bm[e.pos] == 0 {
+				sc.touched = append(sc.touched, e.pos)
 			}
-			bm[e.d.pos] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(e.d.n)/avg))
+			bm[e.pos] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(lens[e.pos])/avg))
 		}
 	}
 	byBM := &topK{k: k}
 	for _, i := range sc.touched {
-		d, score := s.list[i], bm[i]
+		score := bm[i]
 		bm[i] = 0
 		if score <= 0 || k <= 0 {
 			continue
 		}
-		if len(byBM.h) == byBM.k && !worse(byBM.h[0], scored{d, score}) {
+		if len(byBM.h) == byBM.k && score < byBM.h[0].score {
+			continue
+		}
+		d := s.list[i]
+		if len(byBM.h) == byBM.k && (score < byBM.h[0].score || !worse(byBM.h[0], scored{d, score})) {
 			continue
 		}
 		if admit(d) {
