@@ -44,15 +44,19 @@ const RecallK = 3
 // was distilled from a trial of the same task with reward 1 (its source
 // sessions contain taubench-airline/<task>/<trial> of such a trial).
 //
-// model ranks each gap's query with (*search.Index).Search, the ranking
-// the worker uses (hybrid vector + BM25 with alpha by observations, which
-// is vector-only for memories with fewer than 5 observations). lexical
-// ranks the same candidates of the same vector store (same filters) by
-// BM25 alone, ties by id: a dedicated ranking, because a constant-vector
-// embedder would leave young memories (alpha 1) all tied. WithPatterns
-// ranks each gap with Ranked, the worker's merge of memories and
-// coordination patterns. No threshold was tuned on these records: the
-// constants are the worker's.
+// Each gap's query is QueryFor(gap, the session's goal), as the worker's.
+// model ranks it with (*search.Index).Search, the ranking the worker uses
+// (search.DefaultRanking unless the index's was replaced). Lexical ranks
+// the same candidates of the same vector store (same filters) by BM25
+// alone, ties by id, for the gap alone (Query: the baseline before the
+// goal expansion); LexicalWithGoal the same for the expanded query.
+// WithPatterns ranks each gap with Ranked, the worker's merge of memories
+// and coordination patterns.
+//
+// Tuning and Report are the figures over the two halves of the tasks
+// (tuningTasks). The ranking's constants were chosen on the tuning half
+// only (TestTuneRanking); the report half is the figure for a ranking not
+// tuned on it.
 func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (Recall, error) {
 	ctx := context.Background()
 	b, err := buildBank(ctx, recs, emb)

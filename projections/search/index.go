@@ -21,7 +21,8 @@ import (
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 )
 
-// Ranking constants (memory-search design; documented in the README).
+// Constants of the design's alpha rule (memory-search design), used by
+// FusionAlpha; DefaultRanking no longer uses them (README, "Ranking").
 const (
 	// AlphaObservations: below this many observations (evidence + usage) a
 	// memory is ranked by meaning only (alpha 1.0).
@@ -326,10 +327,10 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 }
 
 // Search ranks the documents of q.Collection (default: memories) visible
-// to q: relevance = (alpha · cosine + (1 − alpha) · BM25 / max BM25) ×
-// scope weight, cosine clamped at 0, over the candidates of the
-// collection's vector store (the CandidatesPerQuery nearest by vector and
-// best by BM25). Pruned documents, documents below MinConfidence, and
+// to q by the index's Ranking (DefaultRanking: reciprocal-rank fusion of
+// the cosine and BM25 lists × scope weight, near-duplicates collapsed),
+// over the candidates of the collection's vector store (the
+// CandidatesPerQuery nearest by vector and best by BM25). Pruned documents, documents below MinConfidence, and
 // documents outside the scope kind, the outcome or Readable never appear.
 // Ties are broken by id. TotalFound counts the candidates with a positive
 // relevance. Errors: ErrInvalid (wrapped, naming the field) for a query
