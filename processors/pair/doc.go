@@ -130,5 +130,6 @@
 // (alpha rule: vector only for memories with fewer than 5 observations,
 // the gap alone as query) the index ranked 29 (0.500). The worker's merged
 // ranking of memories and coordination patterns puts a memory or pattern
-// of such a trial there for 48 (0.828).
+// of such a trial there for 47 (0.810); patterns are ranked by
+// search.OtherRanking, untuned.
 package pair

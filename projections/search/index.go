@@ -327,8 +327,9 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 }
 
 // Search ranks the documents of q.Collection (default: memories) visible
-// to q by the index's Ranking (DefaultRanking: reciprocal-rank fusion of
-// the cosine and BM25 lists × scope weight, near-duplicates collapsed),
+// to q by the index's Ranking (memories: DefaultRanking, reciprocal-rank
+// fusion of the cosine and BM25 lists × scope weight, near-duplicates
+// collapsed; other collections: OtherRanking),
 // over the candidates of the collection's vector store (the
 // CandidatesPerQuery nearest by vector and best by BM25). Pruned documents, documents below MinConfidence, and
 // documents outside the scope kind, the outcome or Readable never appear.
@@ -354,7 +355,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}
-	rs := ix.rank(cands)
+	rules := ix.rulesFor(q.Collection)
+	rs := rank(rules, cands)
 	res := Result{Memories: []Hit{}}
 	var kept []*rankedDoc
 	for i := range rs {
@@ -363,7 +365,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 			break
 		}
 		res.TotalFound++
-		if len(res.Memories) < q.Limit && !ix.duplicate(r, kept) {
+		if len(res.Memories) < q.Limit && !duplicate(rules.DuplicateJaccard, r, kept) {
 			kept = append(kept, r)
 			m := r.c
 			id := m.ID

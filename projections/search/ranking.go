@@ -55,9 +55,26 @@ type Ranking struct {
 // memory of a young bank — and lost to BM25 alone.
 var DefaultRanking = Ranking{Fusion: FusionRRF, K: 3, VectorWeight: 1, LexicalWeight: 3, DuplicateJaccard: 0.9}
 
-// SetRanking replaces the index's ranking (DefaultRanking until then).
-// For evaluations; not safe to call during searches.
+// OtherRanking ranks the collections other than memories (coordination
+// patterns, tools): reciprocal-rank fusion with Cormack et al.'s K = 60
+// and equal weights, untuned. DefaultRanking's weights were tuned on memory
+// retrieval only; on patterns, whose descriptions are the goal of
+// whichever session first followed them, a BM25 weight of 3 let a
+// natural-language query ("cancel a reservation") rank read-only patterns
+// first.
+var OtherRanking = Ranking{Fusion: FusionRRF, K: 60, VectorWeight: 1, LexicalWeight: 1, DuplicateJaccard: 0.9}
+
+// SetRanking replaces the index's ranking of memories (DefaultRanking
+// until then). For evaluations; not safe to call during searches.
 func (ix *Index) SetRanking(r Ranking) { ix.ranking = &r }
+
+// rulesFor is the ranking of collection c.
+func (ix *Index) rulesFor(c Collection) Ranking {
+	if c != Memories && c != "" {
+		return OtherRanking
+	}
+	return ix.rules()
+}
 
 func (ix *Index) rules() Ranking {
 	if ix.ranking != nil {
@@ -73,9 +90,8 @@ type rankedDoc struct {
 	words map[string]struct{} // for near-duplicate checks, built lazily
 }
 
-// rank orders cands by relevance (ties by id) under the index's ranking.
-func (ix *Index) rank(cands []Candidate) []rankedDoc {
-	r := ix.rules()
+// rank orders cands by relevance (ties by id) under ranking r.
+func rank(r Ranking, cands []Candidate) []rankedDoc {
 	rs := make([]rankedDoc, len(cands))
 	for i, c := range cands {
 		rs[i].c = c
@@ -158,9 +174,8 @@ func listRanks(cands []Candidate, score func(*Candidate) (float64, bool)) []int 
 }
 
 // duplicate reports whether r is a near-duplicate of a hit in kept under
-// the ranking's DuplicateJaccard.
-func (ix *Index) duplicate(r *rankedDoc, kept []*rankedDoc) bool {
-	th := ix.rules().DuplicateJaccard
+// threshold th (DuplicateJaccard; 0: never).
+func duplicate(th float64, r *rankedDoc, kept []*rankedDoc) bool {
 	if th <= 0 {
 		return false
 	}

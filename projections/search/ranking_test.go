@@ -30,12 +30,10 @@ func TestFusionFindsExactWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix := &Index{}
-	if got := ix.rank(cands); got[0].c.ID != "exact" {
+	if got := rank(DefaultRanking, cands); got[0].c.ID != "exact" {
 		t.Fatalf("fusion ranked %s first (%v), want exact", got[0].c.ID, got)
 	}
-	ix.SetRanking(Ranking{Fusion: FusionAlpha})
-	if got := ix.rank(cands); got[len(got)-1].c.ID != "exact" {
+	if got := rank(Ranking{Fusion: FusionAlpha}, cands); got[len(got)-1].c.ID != "exact" {
 		t.Fatalf("alpha rule ranked %s last, want exact (meaning only)", got[len(got)-1].c.ID)
 	}
 }
@@ -44,14 +42,13 @@ func TestFusionFindsExactWords(t *testing.T) {
 // document only in the BM25 list at rank 1 scores LexicalWeight/(K+1)
 // over the best possible.
 func TestRRFRelevance(t *testing.T) {
-	ix := &Index{}
 	r := DefaultRanking
 	cands := []Candidate{
 		{Doc: Doc{ID: "both", Scope: "project:p"}, Cosine: 0.9, HasCosine: true, BM25: 5, HasBM25: true},
 		{Doc: Doc{ID: "bm-only", Scope: "org:o"}, BM25: 4, HasBM25: true},
 		{Doc: Doc{ID: "none", Scope: "org:o"}, HasCosine: false},
 	}
-	got := ix.rank(cands)
+	got := rank(r, cands)
 	best := (r.VectorWeight + r.LexicalWeight) / (r.K + 1)
 	want := map[string]float64{
 		"both":    1,
@@ -72,21 +69,20 @@ func TestRRFRelevance(t *testing.T) {
 // a distinct document stays; TotalFound still counts all of them.
 func TestSearchCollapsesNearDuplicates(t *testing.T) {
 	base := "Avoid wrong update reservation flights arguments: call update_reservation_flights with the cabin the user asked for, after reading the reservation and the flight status of each segment"
-	ix := &Index{}
 	a := &rankedDoc{c: Candidate{Doc: Doc{ID: "a", Title: base, Content: "reservation ABC123"}}}
 	b := &rankedDoc{c: Candidate{Doc: Doc{ID: "b", Title: base, Content: "reservation XYZ789"}}}
 	c := &rankedDoc{c: Candidate{Doc: Doc{ID: "c", Title: "Strategy: cancel_reservation", Content: "get_reservation_details then cancel"}}}
 	if j := jaccard(a.wordSet(), b.wordSet()); j < 0.9 {
 		t.Fatalf("jaccard(a, b) = %v, the fixture should be a near-duplicate", j)
 	}
-	if !ix.duplicate(b, []*rankedDoc{a}) {
+	th := DefaultRanking.DuplicateJaccard
+	if !duplicate(th, b, []*rankedDoc{a}) {
 		t.Error("b is not collapsed into a")
 	}
-	if ix.duplicate(c, []*rankedDoc{a}) {
+	if duplicate(th, c, []*rankedDoc{a}) {
 		t.Error("c is collapsed into a")
 	}
-	ix.SetRanking(Ranking{Fusion: FusionRRF, K: 3, VectorWeight: 1, LexicalWeight: 2})
-	if ix.duplicate(b, []*rankedDoc{a}) {
+	if duplicate(0, b, []*rankedDoc{a}) {
 		t.Error("collapsing with DuplicateJaccard 0")
 	}
 }
