@@ -234,6 +234,11 @@ type MemoryFeedbackData struct {
 	Signal   string `json:"signal"`
 	Positive bool   `json:"positive"`
 	Comment  string `json:"comment,omitempty"`
+	// Source is who gave the signal (optional): "token:<name>" for the
+	// HTTP API and MCP over HTTP, "mcp:<client>" for MCP over stdio,
+	// "session:<id>" for a task_completion signal of a session. Two
+	// signals of one source never make consensus (processors/memories).
+	Source string `json:"source,omitempty"`
 }
 
 // CriterionResult is one criterion's outcome in an evaluation. Score is
@@ -284,4 +289,9 @@ const (
 	NeedsImprovement = "needs_improvement"
 	SignificantGaps  = "significant_gaps"
 	TotalFailure     = "total_failure"
+	// NotEvaluated: none of the weighted criteria (of any criterion, when
+	// none has a weight) could be scored — judge criteria without an LLM,
+	// broken checks — so the composite says nothing about the session
+	// (processors/flux, issue 11).
+	NotEvaluated = "not_evaluated"
 )

@@ -69,6 +69,10 @@ type EvalReport struct {
 	// bundled Reflexion HotPotQA runs (with reflections, then the
 	// baseline without): passes.RunReport, keys documented in the README.
 	Reflexion []passes.RunReport `json:"reflexion"`
+	// PairRecall is the whole measurement: all cases, and the tuning and
+	// report halves of the tasks (pair.RecallAt3), with BM25 queried by
+	// the gap alone and by the goal-expanded query.
+	PairRecall pair.Recall `json:"pair_recall"`
 }
 
 func evalCmd() *cobra.Command {
@@ -138,6 +142,15 @@ func evalCmd() *cobra.Command {
 				if rr := r.Reflections; rr != nil {
 					fmt.Printf("  reflection recall@3 on %d report questions: model %.3f, BM25 %.3f, alpha %.1f tuned on %d other questions %.3f\n",
 						rr.ReportCases, rr.Model, rr.Lexical, rr.Alpha, rr.TuneCases, rr.Tuned)
+				}
+			}
+			for _, h := range []struct {
+				name string
+				r    *pair.Recall
+			}{{"tuning half", rep.PairRecall.Tuning}, {"report half", rep.PairRecall.Report}} {
+				if h.r != nil {
+					fmt.Printf("  %s (%d sessions): model %.3f   BM25 gap only %.3f   BM25 with goal %.3f   with patterns %.3f\n",
+						h.name, h.r.Sessions, h.r.Model, h.r.Lexical, h.r.LexicalWithGoal, h.r.WithPatterns)
 				}
 			}
 			return nil
@@ -211,6 +224,7 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 		}
 		rep.Reflexion = append(rep.Reflexion, rr)
 	}
+	rep.PairRecall = r
 	return rep, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -22,6 +23,12 @@ import (
 //     evaluator found (the closest call and the argument that differed, the
 //     unrequested write, the missing call or output) and what to do instead.
 //
+// Every sentence of advice comes from the session's own evidence — its
+// calls, its criteria and what the evaluator found — never from a domain
+// (issue 11: every strategy used to end with airline advice). A session
+// whose evaluation is not_evaluated (no weighted criterion could be
+// scored) gives no memory: there is nothing to tell success from failure.
+//
 // It is a pure function of the session: replay gives the same memories.
 type Deterministic struct{}
 
@@ -30,6 +37,9 @@ func (Deterministic) Name() string { return "deterministic" }
 
 // Extract implements Extractor.
 func (Deterministic) Extract(_ context.Context, s Session) ([]Memory, error) {
+	if s.Evaluation.Recommendation == events.NotEvaluated {
+		return nil, nil
+	}
 	if s.Outcome == events.OutcomeSuccess {
 		return []Memory{strategy(s)}, nil
 	}
@@ -37,25 +47,37 @@ func (Deterministic) Extract(_ context.Context, s Session) ([]Memory, error) {
 }
 
 // TaskSummary is the task's goal in the third person: the first sentence
-// that says what the user wants ("… want …"), else the first sentence that
-// is not a role line ("You are …").
+// that says what is wanted ("… want …", "… need …", "… would like …",
+// "… trying to …", "… goal …"), else the first question, else the first
+// sentence that is neither a role line ("You are …") nor a statement of
+// the date or time ("Today is 2024-05-15", "The current time is 10:00
+// EST"), which other agent traces lead with (issue 11: such a date
+// sentence described the task).
 func TaskSummary(task string) string {
 	var sentences []string
-	for _, sent := range strings.SplitAfter(task, ". ") {
-		if sent = strings.TrimSuffix(strings.TrimSpace(sent), "."); sent != "" {
-			sentences = append(sentences, sent)
+	for _, sent := range splitSentences(task) {
+		if sent = strings.TrimSpace(sent); sent != "" {
+			sentences = append(sentences, strings.TrimRight(sent, "."))
 		}
 	}
 	pick := ""
 	for _, sent := range sentences {
-		if strings.Contains(strings.ToLower(sent), " want") {
+		if goalWords.MatchString(sent) && !isDate(sent) {
 			pick = sent
 			break
 		}
 	}
 	if pick == "" {
 		for _, sent := range sentences {
-			if !strings.HasPrefix(sent, "You are ") {
+			if strings.HasSuffix(sent, "?") && !isDate(sent) {
+				pick = sent
+				break
+			}
+		}
+	}
+	if pick == "" {
+		for _, sent := range sentences {
+			if !isDate(sent) && !strings.HasPrefix(sent, "You are ") {
 				pick = sent
 				break
 			}
@@ -70,6 +92,44 @@ func TaskSummary(task string) string {
 	r := []rune(pick)
 	r[0] = unicode.ToLower(r[0])
 	return string(r)
+}
+
+var (
+	goalWords = regexp.MustCompile(`(?i)\b(want|wants|wanted|need|needs|would like|'d like|wish|wishes|trying to|try to|goal|aim)\b`)
+	// dateLead starts a sentence that states the date or time.
+	dateLead = regexp.MustCompile(`(?i)^(today is|today's date|the current (date|time)|current (date|time)|the date is|the time is|it is now|now is|date:|time:)`)
+	dateTime = regexp.MustCompile(`(?i)\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|\d{1,2}/\d{1,2}(/\d{2,4})?|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}|monday|tuesday|wednesday|thursday|friday|saturday|sunday|[ap]\.?m\.?|est|edt|pst|pdt|utc|gmt)\b`)
+)
+
+// splitSentences cuts text after each ".", "!" or "?" that is followed by
+// white space (or ends the text), keeping the mark with its sentence.
+func splitSentences(text string) []string {
+	var out []string
+	r := []rune(text)
+	start := 0
+	for i, c := range r {
+		if (c == '.' || c == '!' || c == '?') && (i+1 == len(r) || unicode.IsSpace(r[i+1])) {
+			out = append(out, string(r[start:i+1]))
+			start = i + 1
+		}
+	}
+	if start < len(r) {
+		out = append(out, string(r[start:]))
+	}
+	return out
+}
+
+// isDate reports whether sent says only what day or time it is: it
+// starts like such a statement, or has at most three words besides its
+// date and time tokens.
+func isDate(sent string) bool {
+	if dateLead.MatchString(sent) {
+		return true
+	}
+	if !dateTime.MatchString(sent) {
+		return false
+	}
+	return len(strings.Fields(dateTime.ReplaceAllString(sent, " "))) <= 3
 }
 
 // callSig renders a call as tool(arg, names) with sorted argument names.
@@ -171,10 +231,48 @@ func strategy(s Session) Memory {
 			fmt.Fprintf(&b, "- %s\n", x)
 		}
 	}
-	b.WriteString("Look up the records first, confirm the exact change with the user, then make only the requested writes.")
+	if ev := orderEvidence(in, tools); ev != "" {
+		b.WriteString(ev)
+	}
 	desc := fmt.Sprintf("Use when %s: %d successful calls, %d of %d weighted criteria met.", TaskSummary(in.Task), len(st), len(satisfied), len(w))
 	tags := append([]string{"strategy"}, tools...)
 	return Clamp(Memory{Title: title, Description: desc, Content: b.String(), Tags: tags, Outcome: events.OutcomeSuccess})
+}
+
+// orderEvidence says, from the session's successful calls, what came
+// before its first write (a tool a weighted tool_call criterion checks) —
+// "Before cancel_reservation: get_user_details, get_reservation_details."
+// — or, when the session wrote nothing and a weighted no_other_calls
+// criterion watched some tools, that none of them was called. "" when the
+// calls say neither.
+func orderEvidence(in flux.Input, writes []string) string {
+	isWrite := map[string]bool{}
+	for _, t := range writes {
+		isWrite[t] = true
+	}
+	var before []string
+	seen := map[string]bool{}
+	for _, c := range in.Calls {
+		if !c.Success {
+			continue
+		}
+		if isWrite[c.ToolID] {
+			if len(before) == 0 {
+				return ""
+			}
+			return fmt.Sprintf("Before %s the session called: %s.", c.ToolID, strings.Join(before, ", "))
+		}
+		if !seen[c.ToolID] {
+			seen[c.ToolID] = true
+			before = append(before, c.ToolID)
+		}
+	}
+	for _, c := range in.Criteria {
+		if c.Weight > 0 && c.Check.Kind == events.CheckNoOtherCalls && len(c.Check.Tools) > 0 && len(c.Check.Allowed) == 0 {
+			return fmt.Sprintf("It called none of %s.", strings.Join(c.Check.Tools, ", "))
+		}
+	}
+	return ""
 }
 
 func antiPatterns(s Session) []Memory {
@@ -209,13 +307,13 @@ func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g 
 		switch {
 		case strings.Contains(r.Detail, "never called"):
 			title = "Avoid: skipping " + c.Check.Name
-			instead = fmt.Sprintf("Call %s before ending the session; the task requires it.", expectedSig(c.Check))
+			instead = fmt.Sprintf("Call %s before ending the session; the criterion expects %s.", c.Check.Name, argValues(c.Check.Arguments))
 		case strings.Contains(r.Detail, "closest"):
 			title = "Avoid: wrong " + c.Check.Name + " arguments"
-			instead = fmt.Sprintf("Call %s with the values the user asked for; re-read the request and the looked-up records before confirming.", expectedSig(c.Check))
+			instead = fmt.Sprintf("Call %s with %s, the values the criterion expects.", c.Check.Name, argValues(c.Check.Arguments))
 		default:
 			title = "Avoid: failed " + c.Check.Name + " call"
-			instead = fmt.Sprintf("Fix the cause of the error and call %s again.", expectedSig(c.Check))
+			instead = fmt.Sprintf("Remove the cause of the failure found above and call %s with %s.", c.Check.Name, argValues(c.Check.Arguments))
 		}
 	case events.CheckNoOtherCalls:
 		bad := unrequested(in, c.Check)
@@ -224,10 +322,10 @@ func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g 
 			title = "Avoid: unrequested " + bad[0]
 			tags = append(tags, bad...)
 		}
-		instead = "Make only the changes the user asked for; when a request is ambiguous or against policy, ask or refuse instead of writing."
+		instead = "Call " + strings.Join(c.Check.Tools, ", ") + " only as the criterion allows: " + allowedCalls(c.Check) + "."
 	case events.CheckOutputContains:
 		title = "Avoid: not stating the requested answer"
-		instead = fmt.Sprintf("Tell the user %q explicitly.", c.Check.Text)
+		instead = fmt.Sprintf("State %q in the output.", c.Check.Text)
 	default:
 		title = "Avoid: missing " + c.Check.Kind + " criterion"
 		instead = "Check the output against the criterion before finishing."
@@ -243,7 +341,43 @@ func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g 
 	return Memory{Title: title, Description: desc, Content: b.String(), Tags: tags, Outcome: events.OutcomeFailure}
 }
 
-func expectedSig(ch events.Check) string { return signature(ch.Name, ch.Arguments) }
+// argValues renders a check's expected arguments as k=v pairs in sorted
+// key order ("no particular arguments" for none).
+func argValues(args json.RawMessage) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(args, &m)
+	if len(m) == 0 {
+		return "no particular arguments"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := string(m[k])
+		var str string
+		if json.Unmarshal(m[k], &str) == nil {
+			v = str
+		}
+		parts[i] = k + "=" + v
+	}
+	return Clip(strings.Join(parts, ", "), 300)
+}
+
+// allowedCalls renders a no_other_calls check's allowed calls
+// ("no call at all" for none).
+func allowedCalls(ch events.Check) string {
+	if len(ch.Allowed) == 0 {
+		return "no call at all"
+	}
+	parts := make([]string, len(ch.Allowed))
+	for i, a := range ch.Allowed {
+		parts[i] = a.Name + "(" + argValues(a.Arguments) + ")"
+	}
+	return strings.Join(parts, "; ")
+}
 
 // unrequested lists the tools of successful calls a no_other_calls check
 // did not allow, in call order, without repeats.

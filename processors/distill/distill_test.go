@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/flux"
@@ -159,4 +160,79 @@ func BenchmarkDeterministic(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "sessions/s")
+}
+
+// The goal sentence, not a leading statement of the date or a role line
+// (issue 11), and tau-bench's "You want …" sentence as before.
+func TestTaskSummaryGoalSentence(t *testing.T) {
+	for _, c := range []struct{ task, want string }{
+		{"Your user id is mia_li_3668. You want to fly from New York to Seattle on May 20 (one way). You do not want to fly before 11am est.",
+			"the user wants to fly from New York to Seattle on May 20 (one way)"},
+		{"Today is 2024-05-15. The customer needs a refund for order #W123 because the item arrived broken.",
+			"the customer needs a refund for order #W123 because the item arrived broken"},
+		{"The current time is 10:00 EST. Which magazine was started first, Arthur's Magazine or First for Women?",
+			"which magazine was started first, Arthur's Magazine or First for Women?"},
+		{"Monday, May 6. Summarise the open incidents of the payments service.", "summarise the open incidents of the payments service"},
+		{"You are a support agent. Reset the password of account 42.", "reset the password of account 42"},
+	} {
+		if got := distill.TaskSummary(c.task); got != c.want {
+			t.Errorf("TaskSummary(%q) = %q, want %q", c.task, got, c.want)
+		}
+	}
+}
+
+// Advice comes from the session's own evidence: no strategy or
+// anti-pattern of the 200 bundled sessions carries the old airline advice
+// or any other sentence shared by every memory of its kind; and a session
+// that could not be evaluated gives no memory.
+func TestDeterministicAdviceFromEvidence(t *testing.T) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastLines := map[string]map[string]int{}
+	for _, r := range recs {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := flux.InputFromEvents(envs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mems, err := distill.Deterministic{}.Extract(context.Background(), distill.NewSession(in, flux.Evaluate(in)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mems {
+			for _, banned := range []string{"Look up the records first", "confirm the exact change with the user", "against policy", "the user asked for"} {
+				if strings.Contains(m.Content, banned) {
+					t.Fatalf("memory %q carries domain advice %q:\n%s", m.Title, banned, m.Content)
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(m.Content), "\n")
+			if lastLines[m.Outcome] == nil {
+				lastLines[m.Outcome] = map[string]int{}
+			}
+			lastLines[m.Outcome][lines[len(lines)-1]]++
+		}
+	}
+	for outcome, lines := range lastLines {
+		if len(lines) < 5 {
+			t.Errorf("%s memories end in only %d distinct lines: %v", outcome, len(lines), lines)
+		}
+	}
+
+	// A session whose only weighted criterion is a judge one, without an
+	// LLM: not_evaluated, nothing distilled.
+	in := flux.Input{SessionID: "s", Task: "Write a haiku about the sea.", Output: "waves", Criteria: []events.Criterion{
+		{ID: "j", Weight: 1, Check: events.Check{Kind: events.CheckJudge, Rubric: []string{"is a haiku"}}},
+	}}
+	ev := flux.Evaluate(in)
+	if ev.Recommendation != events.NotEvaluated {
+		t.Fatalf("recommendation %s, want not_evaluated", ev.Recommendation)
+	}
+	if mems, err := (distill.Deterministic{}).Extract(context.Background(), distill.NewSession(in, ev)); err != nil || len(mems) != 0 {
+		t.Fatalf("distilled %d memories from a session that could not be evaluated (%v)", len(mems), err)
+	}
 }

@@ -43,8 +43,7 @@
 //   - "Composite = weighted mean of evaluated criteria": Σ weight·score /
 //     Σ weight over evaluated criteria, rounded to 2 decimals. When the
 //     evaluated weight sums to 0 the composite is the plain mean of the
-//     evaluated scores; when nothing is evaluated it is 0 (and the
-//     recommendation total_failure: there is no evidence of success).
+//     evaluated scores; when nothing is evaluated it is 0.
 //   - "A gap for each evaluated criterion below 100", zero-weight ones
 //     included (they are informative), with "severity low (score ≥ 90),
 //     medium (≥ 75), high (≥ 50) or critical", "impact_on_criteria =
@@ -52,7 +51,15 @@
 //     score)/10))"; gaps are sorted by priority, highest first, ties in
 //     criterion order.
 //   - "Recommendation meets_criteria (composite ≥ 95), needs_improvement
-//     (≥ 75), significant_gaps (≥ 25), else total_failure."
+//     (≥ 75), significant_gaps (≥ 25), else total_failure." Chronicle adds
+//     not_evaluated (issue 11): when no criterion with a weight > 0 was
+//     evaluated (no criterion at all, when none has a weight) — for
+//     example a session whose only weighted criterion is a judge criterion
+//     and no LLM is configured — the composite is no evidence either way,
+//     and calling the session a total failure made every such session
+//     look failed. Such an evaluation has recommendation not_evaluated
+//     (its composite is whatever the evaluated zero-weight criteria give,
+//     0 when none) and the deterministic distiller learns nothing from it.
 //
 // # Why this agrees with tau-bench
 //
@@ -134,8 +141,8 @@ type Judged struct {
 // for the checks and formulas) and returns the data of
 // evaluation.completed.v1. Criteria and Gaps are never nil; Unevaluated
 // lists, in criterion order, the ids of criteria that were not scored. If
-// no criterion could be evaluated the composite is 0 and the
-// recommendation total_failure.
+// no weighted criterion could be evaluated the recommendation is
+// not_evaluated (see Scores above).
 func Evaluate(in Input) events.EvaluationData {
 	out := events.EvaluationData{
 		SessionID: in.SessionID,
@@ -168,6 +175,9 @@ func Evaluate(in Input) events.EvaluationData {
 	}
 	out.Composite = Composite(scores, weights)
 	out.Recommendation = Recommendation(out.Composite)
+	if !Scored(in.Criteria, out) {
+		out.Recommendation = events.NotEvaluated
+	}
 	sort.SliceStable(out.Gaps, func(i, j int) bool {
 		return out.Gaps[i].ImprovementPriority > out.Gaps[j].ImprovementPriority
 	})
@@ -233,6 +243,25 @@ func Priority(score float64) int {
 	// 70.00 must give 3, not 2.9999…).
 	p := int(math.Floor(round2(100-score)/10 + 1e-9))
 	return max(1, p)
+}
+
+// Scored reports whether ev (the evaluation of criteria) has evidence: a
+// criterion with weight > 0 was evaluated, or — when no criterion has a
+// weight — any criterion was. Evaluate's recommendation is not_evaluated
+// otherwise.
+func Scored(criteria []events.Criterion, ev events.EvaluationData) bool {
+	weighted := map[string]bool{}
+	for _, c := range criteria {
+		if c.Weight > 0 {
+			weighted[c.ID] = true
+		}
+	}
+	for _, r := range ev.Criteria {
+		if r.Evaluated && (len(weighted) == 0 || weighted[r.ID]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Recommendation maps a composite to PAIR FLUX's recommendation:

@@ -195,11 +195,12 @@ func validEvaluation(t *testing.T, d events.EvaluationData) {
 func TestEvaluateEdgeCases(t *testing.T) {
 	score := func(d events.EvaluationData, i int) float64 { return *d.Criteria[i].Score }
 
-	// Nothing evaluated: composite 0, total_failure, empty (non-nil) gaps.
+	// Nothing evaluated: composite 0, not_evaluated (issue 11: it was
+	// total_failure), empty (non-nil) gaps.
 	d := flux.Evaluate(flux.Input{SessionID: "s1", Criteria: []events.Criterion{
 		{ID: "j", Weight: 1, Check: events.Check{Kind: events.CheckJudge, Rubric: []string{"r"}}},
 	}})
-	if d.Composite != 0 || d.Recommendation != events.TotalFailure || d.Gaps == nil || len(d.Gaps) != 0 ||
+	if d.Composite != 0 || d.Recommendation != events.NotEvaluated || d.Gaps == nil || len(d.Gaps) != 0 ||
 		!reflect.DeepEqual(d.Unevaluated, []string{"j"}) {
 		t.Errorf("only judge: %+v", d)
 	}
@@ -207,8 +208,20 @@ func TestEvaluateEdgeCases(t *testing.T) {
 
 	// No criteria at all.
 	d = flux.Evaluate(flux.Input{SessionID: "s1"})
-	if d.Composite != 0 || d.Recommendation != events.TotalFailure || d.Criteria == nil || len(d.Criteria) != 0 {
+	if d.Composite != 0 || d.Recommendation != events.NotEvaluated || d.Criteria == nil || len(d.Criteria) != 0 {
 		t.Errorf("no criteria: %+v", d)
+	}
+	validEvaluation(t, d)
+
+	// The only weighted criterion is a judge one (no LLM); a zero-weight
+	// output check passes: composite 100 from the informative check, but
+	// not_evaluated, since nothing weighted was scored.
+	d = flux.Evaluate(flux.Input{SessionID: "s1", Output: "done", Criteria: []events.Criterion{
+		{ID: "j", Weight: 1, Check: events.Check{Kind: events.CheckJudge, Rubric: []string{"r"}}},
+		{ID: "o", Weight: 0, Check: events.Check{Kind: events.CheckOutputContains, Text: "done"}},
+	}})
+	if d.Recommendation != events.NotEvaluated || !reflect.DeepEqual(d.Unevaluated, []string{"j"}) {
+		t.Errorf("judge weighted, output informative: %+v", d)
 	}
 	validEvaluation(t, d)
 

@@ -65,21 +65,41 @@ type Pending struct {
 	Positive bool    `json:"positive"`
 	Delta    float64 `json:"delta"`
 	Applied  bool    `json:"applied"`
+	// Source is who gave the signal (memory.feedback's source, else
+	// "session:" and the event's sessionid); empty for an event that
+	// names neither, which then counts as a source of its own.
+	Source string `json:"source,omitempty"`
+	// Repeat marks a signal consumed by consensus without a delta of its
+	// own: its source had an agreeing signal that applied with it.
+	Repeat bool `json:"repeat,omitempty"`
+}
+
+// SourceKey is the identity a signal is counted by: its Source, or its
+// event id when it names none (events written before sources existed,
+// each of which keeps counting once, as it did).
+func (p Pending) SourceKey() string {
+	if p.Source != "" {
+		return p.Source
+	}
+	return "event:" + p.EventID
 }
 
 // Consensus decides which stored signals apply when sig arrives
-// (ReasoningBank design): with usage ≥ ConsensusUsage the new signal
-// applies alone; below it, the not yet applied signals of sig's polarity
-// within ConsensusWindow before sig (sig included) apply together once
-// there are at least ConsensusSignals of them, otherwise none. It returns
-// the indexes into stored (sig must be the last element) that apply.
-func Consensus(usage int, stored []Pending, at time.Time) []int {
+// (ReasoningBank design, with distinct sources — issue 11): with usage ≥
+// ConsensusUsage the new signal applies alone; below it, the not yet
+// applied signals of sig's polarity within ConsensusWindow before sig (sig
+// included) apply together once they come from at least ConsensusSignals
+// distinct sources (Pending.SourceKey), otherwise none. Of the signals of
+// one source only the first applies its delta; the others are repeats,
+// consumed with it without a delta. It returns the indexes into stored
+// (sig must be the last element) that apply and those that are repeats.
+func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int) {
 	last := len(stored) - 1
 	if usage >= ConsensusUsage {
-		return []int{last}
+		return []int{last}, nil
 	}
 	sig := stored[last]
-	var idx []int
+	seen := map[string]bool{}
 	for i, p := range stored {
 		if p.Applied || p.Positive != sig.Positive {
 			continue
@@ -88,10 +108,15 @@ func Consensus(usage int, stored []Pending, at time.Time) []int {
 		if err != nil || at.Sub(t) > ConsensusWindow || t.After(at) {
 			continue
 		}
-		idx = append(idx, i)
+		if seen[p.SourceKey()] {
+			repeats = append(repeats, i)
+			continue
+		}
+		seen[p.SourceKey()] = true
+		apply = append(apply, i)
 	}
-	if len(idx) < ConsensusSignals {
-		return nil
+	if len(apply) < ConsensusSignals {
+		return nil, nil
 	}
-	return idx
+	return apply, repeats
 }

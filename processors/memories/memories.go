@@ -16,6 +16,7 @@
 //	i/<memory id>\x00<scope>      index from a bare memory id to the scopes that hold it (empty value)
 //	h/<key>/<seq, 6 digits>       Change
 //	s/<key>/<seq, 6 digits>       Pending signal
+//	u/<key>/<usage identity hash> a source that used the memory (empty value)
 //
 // <key> is the memory's events.EntityKey, scope "/" memory id: feedback or a
 // retrieval in one scope never reaches a memory of another scope (it names
@@ -23,6 +24,8 @@
 package memories
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,14 +53,22 @@ type Memory struct {
 	SourceSessions []string `json:"source_sessions,omitempty"` // sorted, unique
 	Evidence       int      `json:"evidence"`                  // recordings merged into this memory
 	Confidence     float64  `json:"confidence"`
-	UsageCount     int      `json:"usage_count"`
-	CreatedAt      string   `json:"created_at"`
-	LastDecayAt    string   `json:"last_decay_at"`
-	LastUsedAt     string   `json:"last_used_at,omitempty"`
-	Pruned         bool     `json:"pruned"`
-	PrunedAt       string   `json:"pruned_at,omitempty"`
-	Changes        int      `json:"changes"`
-	Signals        int      `json:"signals"`
+	// UsageCount counts the distinct sources that used the memory: the
+	// sessions (else callers) whose searches returned it, the sources of
+	// its signals and the sessions whose recordings merged into it (see
+	// use).
+	UsageCount  int    `json:"usage_count"`
+	CreatedAt   string `json:"created_at"`
+	LastDecayAt string `json:"last_decay_at"`
+	// DecayClock is the time (a clock.tick.v1's) from which the memory's
+	// next decay counts; empty until the first tick after the memory
+	// entered the bank. See decayAll for the time base.
+	DecayClock string `json:"decay_clock,omitempty"`
+	LastUsedAt string `json:"last_used_at,omitempty"`
+	Pruned     bool   `json:"pruned"`
+	PrunedAt   string `json:"pruned_at,omitempty"`
+	Changes    int    `json:"changes"`
+	Signals    int    `json:"signals"`
 }
 
 // Change is one entry of a memory's history.
@@ -130,7 +141,9 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return feedback(tx, env, at, d)
 	case events.MemoryRetrieved:
 		var d struct {
-			MemoryID string `json:"memory_id"`
+			MemoryID  string `json:"memory_id"`
+			SessionID string `json:"session_id"`
+			Source    string `json:"source"`
 		}
 		if err := env.Decode(&d); err != nil {
 			return err
@@ -139,7 +152,13 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		m.UsageCount++
+		who := d.Source
+		if d.SessionID != "" {
+			who = "session:" + d.SessionID
+		}
+		if err := use(tx, m, who); err != nil {
+			return err
+		}
 		m.LastUsedAt = env.Time
 		return save(tx, m)
 	case events.ClockTick:
@@ -256,7 +275,13 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		return err
 	}
 	m.Evidence++
-	m.UsageCount++
+	who := ""
+	if d.SourceSession != "" {
+		who = "session:" + d.SourceSession
+	}
+	if err := use(tx, m, who); err != nil {
+		return err
+	}
 	if d.SourceSession != "" {
 		i := sort.SearchStrings(m.SourceSessions, d.SourceSession)
 		if i == len(m.SourceSessions) || m.SourceSessions[i] != d.SourceSession {
@@ -289,17 +314,31 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	}); err != nil {
 		return err
 	}
-	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta})
-	apply := Consensus(m.UsageCount, stored, at)
-	m.UsageCount++
-	m.LastUsedAt = env.Time
+	who := d.Source
+	if who == "" && env.SessionID != "" {
+		who = "session:" + env.SessionID
+	}
+	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta, Source: who})
+	apply, repeats := Consensus(m.UsageCount, stored, at)
 	reason := "signal"
-	if m.UsageCount-1 < ConsensusUsage {
+	if m.UsageCount < ConsensusUsage {
 		reason = "consensus"
 	}
+	if err := use(tx, m, who); err != nil {
+		return err
+	}
+	m.LastUsedAt = env.Time
 	old := m.Confidence
 	var applied []AppliedSignal
 	sum := 0.0
+	for _, i := range repeats {
+		stored[i].Applied, stored[i].Repeat = true, true
+		if i < len(stored)-1 {
+			if err := tx.SetJSON(signalKey(m.Key(), i), stored[i]); err != nil {
+				return err
+			}
+		}
+	}
 	for _, i := range apply {
 		stored[i].Applied = true
 		sum += stored[i].Delta
@@ -321,6 +360,29 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		return save(tx, m)
 	}
 	return setConfidence(tx, env, m, Clamp(old+sum), reason, applied)
+}
+
+// use counts a use of m by who (a source: "session:<id>", "token:<name>",
+// …): UsageCount grows only for a source not seen before on m (a u/ row
+// remembers it). An event that names no source (who "") counts as a
+// source of its own, as every use counted before sources existed, so
+// older logs replay to the same counts.
+func use(tx *projections.Tx, m *Memory, who string) error {
+	if who == "" {
+		m.UsageCount++
+		return nil
+	}
+	h := sha256.Sum256([]byte(who))
+	k := "u/" + m.Key() + "/" + hex.EncodeToString(h[:16])
+	_, seen, err := tx.Get(k)
+	if err != nil || seen {
+		return err
+	}
+	if err := tx.Set(k, nil); err != nil {
+		return err
+	}
+	m.UsageCount++
+	return nil
 }
 
 // setConfidence records a confidence change (history + derived event) and
@@ -353,8 +415,22 @@ func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float6
 	return save(tx, m)
 }
 
-// decayAll applies decay to every memory not pruned, from its last decay
-// to the tick's time.
+// decayAll applies decay at a clock.tick.v1 at time at to every memory
+// not pruned.
+//
+// Time base (issue 11; the design says "−0.05 per month of age" without
+// saying whose clock): age is counted on the clock of the ticks only,
+// from the first tick a memory sees. At that first tick the memory's
+// DecayClock is set to the tick's time and nothing is lost; at each later
+// tick it loses Decay(DecayClock, tick time) and DecayClock moves to the
+// tick. The time attribute of the event that recorded the memory — a
+// producer's time, 2024 for the bundled tau-bench sessions — is never used,
+// so importing old sessions does not make their memories old: the first
+// tick of `serve` used to prune the whole demo bank (about 30 months ×
+// 0.05). Ticks are events in the log, so decay stays a deterministic
+// function of it; the cost is that a memory's first tick interval (at
+// most --decay-interval, 24 h by default) is not decayed. A tick earlier
+// than a memory's DecayClock changes nothing.
 func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 	var ids []string
 	if err := tx.Scan("m/", func(k string, _ []byte) (bool, error) {
@@ -371,15 +447,22 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 		if m.Pruned {
 			continue
 		}
-		from, err := time.Parse(time.RFC3339Nano, m.LastDecayAt)
+		if m.DecayClock == "" {
+			m.DecayClock = env.Time
+			if err := save(tx, m); err != nil {
+				return err
+			}
+			continue
+		}
+		from, err := time.Parse(time.RFC3339Nano, m.DecayClock)
 		if err != nil {
-			return fmt.Errorf("memory %s: last_decay_at: %w", id, err)
+			return fmt.Errorf("memory %s: decay_clock: %w", id, err)
 		}
 		loss := Decay(from, at)
 		if loss == 0 {
 			continue
 		}
-		m.LastDecayAt = env.Time
+		m.LastDecayAt, m.DecayClock = env.Time, env.Time
 		if err := setConfidence(tx, env, m, Clamp(m.Confidence-loss), "decay", nil); err != nil {
 			return err
 		}

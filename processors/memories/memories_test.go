@@ -170,12 +170,17 @@ func TestConsensus(t *testing.T) {
 	}
 }
 
-// Decay: −0.05 per 30-day month. Ticks at 30, 60 and 90 days take a
-// distilled success (0.7) to 0.65, 0.60, 0.55; a tick earlier than the last
-// decay changes nothing.
+// Decay: −0.05 per 30-day month of tick time, from the first tick the
+// memory sees. The first tick (at t0) starts the clock and changes
+// nothing; ticks at 30, 60 and 90 days take a distilled success (0.7) to
+// 0.65, 0.60, 0.55; a tick earlier than the last decay changes nothing.
 func TestDecayOverThreeMonths(t *testing.T) {
 	b := newBank(t)
-	b.record("m", "distilled", "success", t0)
+	b.record("m", "distilled", "success", t0.AddDate(-2, 0, 0)) // the recording's time is not the clock
+	b.tick(t0)
+	if m := b.get("m"); m.Confidence != 0.7 || m.DecayClock == "" || m.Changes != 1 {
+		t.Fatalf("first tick: %+v, want confidence 0.7, the clock started, no change", m)
+	}
 	for i, want := range []float64{0.65, 0.60, 0.55} {
 		b.tick(t0.Add(time.Duration(i+1) * memories.Month))
 		if got := b.get("m").Confidence; !near(got, want) {
@@ -230,6 +235,7 @@ func TestPruneAndClamp(t *testing.T) {
 		t.Fatalf("signals %+v", signals)
 	}
 	// decay skips pruned memories
+	b.tick(t0.Add(5 * memories.Month))
 	b.tick(t0.Add(6 * memories.Month))
 	if m := b.get("m"); m.Confidence != 0 || len(changes) != b.get("m").Changes {
 		t.Fatalf("tick touched a pruned memory: %+v", m)

@@ -53,9 +53,13 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 	}
 	envs := make([]events.Envelope, 0, len(res.Memories))
 	for i, h := range res.Memories {
-		env, err := s.newEvent(events.MemoryRetrieved, h.Scope, map[string]any{
+		data := map[string]any{
 			"memory_id": h.ID, "query": q.Text, "rank": i + 1, "relevance": h.Relevance, "session_id": q.SessionID,
-		})
+		}
+		if q.Source != "" {
+			data["source"] = q.Source
+		}
+		env, err := s.newEvent(events.MemoryRetrieved, h.Scope, data)
 		if err != nil {
 			return res, err
 		}
@@ -128,7 +132,7 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 	if !ok || (f.Writable != nil && !f.Writable(m.Scope)) {
 		return search.FeedbackResult{}, fmt.Errorf("%w: %s", search.ErrNotFound, f.MemoryID)
 	}
-	env, err := s.newEvent(events.MemoryFeedback, m.Scope, events.MemoryFeedbackData{MemoryID: f.MemoryID, Signal: "explicit_feedback", Positive: f.Helpful, Comment: f.Comment})
+	env, err := s.newEvent(events.MemoryFeedback, m.Scope, events.MemoryFeedbackData{MemoryID: f.MemoryID, Signal: "explicit_feedback", Positive: f.Helpful, Comment: f.Comment, Source: f.Source})
 	if err != nil {
 		return search.FeedbackResult{}, err
 	}
@@ -155,7 +159,7 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 			}
 			msg := fmt.Sprintf("signal applied: confidence %.2f → %.2f", c.Old, c.New)
 			if c.Reason == "pending" {
-				msg = "signal stored; confidence moves once 2 agreeing signals exist within 7 days (consensus while usage < 3)"
+				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 sources used the memory)"
 			}
 			return search.FeedbackResult{Success: true, NewConfidence: cur.Confidence, Message: msg}, nil
 		}

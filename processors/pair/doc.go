@@ -27,7 +27,7 @@
 // redelivery produces byte-identical events that consumers drop, and a
 // replay reads the answer from the log and never queries again. The worker
 // writes no memory.retrieved.v1 usage events: their effect on the memory
-// bank (usage counts, consensus, the alpha of hybrid ranking) would then
+// bank (usage counts, consensus) would then
 // depend on the timing of the retrieval, and the memory projection would
 // stop being reproducible from one clean run to the next; the context event
 // itself names every memory it returned.
@@ -122,16 +122,15 @@
 // # Evaluation: pair_recall_at_3
 //
 // RecallAt3 measures retrieval on the 200 bundled tau-bench sessions; see
-// its documentation for the protocol. Measured with USE lite: 58 cases;
-// the index's ranking of memories puts a memory of a successful trial of
-// the same task in the top 3 for 29 (0.500), BM25 alone for 46 (0.793);
-// the worker's merged ranking of memories and coordination patterns puts
-// a memory or pattern of such a trial there for 29 (0.500): patterns add
-// no recall here (patterns of other tasks with similar tool chains take
-// places as often as they bring the right one).
-// Gap descriptions of tau-bench criteria carry exact identifiers
-// (reservation ids, user ids, flight numbers) that the strategies of the
-// successful trials repeat; BM25 matches them, while USE lite maps such
-// rare tokens to near-unknown pieces, and the index ranks memories with
-// fewer than 5 observations — nearly all of them — by vector alone.
+// its documentation for the protocol. Measured with USE lite (issue 11
+// ranking and distiller): 58 cases; the index's ranking of memories puts
+// a memory of a successful trial of the same task in the top 3 for 51
+// (0.879), BM25 alone on the gap's criterion for 46 (0.793); on the 30
+// cases of the report half (never tuned on) 24 (0.800) against BM25's 24
+// on the gap and 27 (0.900) on the goal-expanded query. Before issue 11
+// (alpha rule: vector only for memories with fewer than 5 observations,
+// the gap alone as query) the index ranked 29 (0.500). The worker's merged
+// ranking of memories and coordination patterns puts a memory or pattern
+// of such a trial there for 47 (0.810); patterns are ranked by
+// search.OtherRanking, untuned.
 package pair

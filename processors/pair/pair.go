@@ -176,14 +176,31 @@ func Query(g events.Gap) string {
 	return QueryPrefix + d
 }
 
+// GoalSeparator joins a gap's query and the session's goal in QueryFor.
+const GoalSeparator = " — task: "
+
+// QueryFor is the search text of gap g for a session whose task has goal
+// (distill.TaskSummary of the task; "" when unknown): Query(g), then
+// GoalSeparator and the goal. The goal is the query expansion that lets a
+// gap whose criterion says nothing about the task ("no airline-database
+// write at all") find what sessions of the same task did: strategy
+// memories describe their task by the same goal sentence.
+func QueryFor(g events.Gap, goal string) string {
+	if goal = strings.TrimSpace(goal); goal == "" {
+		return Query(g)
+	}
+	return Query(g) + GoalSeparator + goal
+}
+
 // SearchQuery is the memory search PAIR runs for gap g of session
-// sessionID: outcome success, memories of the session excluded,
-// min_confidence MinConfidence (Keep then drops those equal to it),
-// QueryLimit hits, scopes readable restricts by readable (nil: all).
-func SearchQuery(g events.Gap, sessionID string, readable func(scope string) bool) search.Query {
+// sessionID, whose task has goal: text QueryFor(g, goal), outcome success,
+// memories of the session excluded, min_confidence MinConfidence (Keep
+// then drops those equal to it), QueryLimit hits, scopes readable
+// restricts by readable (nil: all).
+func SearchQuery(g events.Gap, goal, sessionID string, readable func(scope string) bool) search.Query {
 	mc := MinConfidence
 	return search.Query{
-		Text: Query(g), Outcome: events.OutcomeSuccess, Limit: QueryLimit, MinConfidence: &mc,
+		Text: QueryFor(g, goal), Outcome: events.OutcomeSuccess, Limit: QueryLimit, MinConfidence: &mc,
 		ExcludeSourceSession: sessionID, Readable: readable,
 	}
 }
@@ -286,16 +303,17 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 	return groups, nil
 }
 
-// Retrieve runs PAIR retrieval for the gaps of session sessionID: per gap,
+// Retrieve runs PAIR retrieval for the gaps of session sessionID, whose
+// task has goal (see QueryFor): per gap,
 // SearchQuery through s over success memories and over coordination
 // patterns (the same query with Collection search.Patterns), both ranked
 // by the index's one relevance formula and merged by relevance (ties by
 // id), then Keep and GroupHits. It returns one GapContext per gap, in
 // order.
-func Retrieve(ctx context.Context, s Searcher, rate RateFunc, sessionID string, gaps []events.Gap, readable func(scope string) bool) ([]GapContext, error) {
+func Retrieve(ctx context.Context, s Searcher, rate RateFunc, sessionID, goal string, gaps []events.Gap, readable func(scope string) bool) ([]GapContext, error) {
 	out := make([]GapContext, 0, len(gaps))
 	for _, g := range gaps {
-		hits, err := Ranked(ctx, s, g, sessionID, readable)
+		hits, err := Ranked(ctx, s, g, goal, sessionID, readable)
 		if err != nil {
 			return nil, err
 		}
@@ -304,19 +322,19 @@ func Retrieve(ctx context.Context, s Searcher, rate RateFunc, sessionID string, 
 			return nil, err
 		}
 		gc := gapContext(g)
-		gc.Query, gc.Patterns = Query(g), groups
+		gc.Query, gc.Patterns = QueryFor(g, goal), groups
 		out = append(out, gc)
 	}
 	return out, nil
 }
 
-// Ranked is what PAIR retrieves for gap g of session sessionID before
-// grouping: SearchQuery over success memories and over coordination
+// Ranked is what PAIR retrieves for gap g of session sessionID (whose task
+// has goal) before grouping: SearchQuery over success memories and over coordination
 // patterns (the same query with Collection search.Patterns), each hit
 // marked with its collection, merged by relevance (both come from the
 // index's one formula; ties by id), through Keep.
-func Ranked(ctx context.Context, s Searcher, g events.Gap, sessionID string, readable func(scope string) bool) ([]search.Hit, error) {
-	q := SearchQuery(g, sessionID, readable)
+func Ranked(ctx context.Context, s Searcher, g events.Gap, goal, sessionID string, readable func(scope string) bool) ([]search.Hit, error) {
+	q := SearchQuery(g, goal, sessionID, readable)
 	var hits []search.Hit
 	for _, c := range []search.Collection{search.Memories, search.Patterns} {
 		q.Collection = c

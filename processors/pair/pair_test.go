@@ -50,8 +50,14 @@ func TestQueryBuilding(t *testing.T) {
 	if got := pair.Query(events.Gap{CriterionID: "output-0", Description: "  "}); got != "Coordination pattern: output-0" {
 		t.Fatalf("Query without description = %q", got)
 	}
-	q := pair.SearchQuery(g, "s-1", nil)
-	if q.Text != pair.Query(g) || q.Outcome != "success" || q.ExcludeSourceSession != "s-1" || q.Limit != pair.QueryLimit ||
+	if got := pair.QueryFor(g, "the user wants to cancel"); got != pair.Query(g)+" — task: the user wants to cancel" {
+		t.Fatalf("QueryFor = %q", got)
+	}
+	if got := pair.QueryFor(g, " "); got != pair.Query(g) {
+		t.Fatalf("QueryFor without goal = %q", got)
+	}
+	q := pair.SearchQuery(g, "the user wants to cancel", "s-1", nil)
+	if q.Text != pair.QueryFor(g, "the user wants to cancel") || q.Outcome != "success" || q.ExcludeSourceSession != "s-1" || q.Limit != pair.QueryLimit ||
 		q.MinConfidence == nil || *q.MinConfidence != 0.5 || q.Readable != nil {
 		t.Fatalf("SearchQuery = %+v", q)
 	}
@@ -204,7 +210,7 @@ func TestRetrieveAndBuild(t *testing.T) {
 		{CriterionID: "b", Description: "tell the user \"42\"", Score: 80, Severity: "medium", ImprovementPriority: 2},
 	}
 	readable := func(scope string) bool { return scope == "project:a" }
-	got, err := pair.Retrieve(context.Background(), fs, nil, "me", gaps, readable)
+	got, err := pair.Retrieve(context.Background(), fs, nil, "me", "", gaps, readable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +288,7 @@ func TestContextMatchesSchema(t *testing.T) {
 	}
 	rate := func(_ string, ids []string) (int, int, error) { return len(ids), len(ids), nil }
 	hits := []search.Hit{hit("m1", 0.9, 0.7, "success", []string{"strategy", "x"}, "s1"), hit("m2", 0.8, 0.8, "success", nil)}
-	gaps, err := pair.Retrieve(context.Background(), &fakeSearcher{hits: hits}, rate, "me", []events.Gap{{CriterionID: "a", Description: "d", Severity: "high", ImprovementPriority: 5, Score: 50}}, nil)
+	gaps, err := pair.Retrieve(context.Background(), &fakeSearcher{hits: hits}, rate, "me", "", []events.Gap{{CriterionID: "a", Description: "d", Severity: "high", ImprovementPriority: 5, Score: 50}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +416,7 @@ func TestRetrieveMergesPatterns(t *testing.T) {
 			hit("pat-1", 0.7, 0.75, "success", []string{"cancel_reservation"}, "s4", "s5")},
 	}
 	rate := func(_ string, ids []string) (int, int, error) { return len(ids) - 1, len(ids), nil }
-	got, err := pair.Retrieve(context.Background(), fs, rate, "me", []events.Gap{{CriterionID: "a", Description: "cancel", Severity: "high"}}, nil)
+	got, err := pair.Retrieve(context.Background(), fs, rate, "me", "", []events.Gap{{CriterionID: "a", Description: "cancel", Severity: "high"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

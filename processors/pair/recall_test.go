@@ -7,11 +7,13 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pair"
 )
 
-// pair_recall_at_3 on the 200 bundled tau-bench sessions with USE lite.
-// Measured: model 29/58 = 0.5000, lexical (BM25 only) 46/58 = 0.7931,
-// memories and coordination patterns merged 29/58 = 0.5000. The
-// assertions are those numbers rounded down to two decimals; they move
-// when the distiller's wording or the ranking changes.
+// pair_recall_at_3 on the 200 bundled tau-bench sessions with USE lite,
+// search.DefaultRanking and goal-expanded queries. Measured: all 58 cases
+// model 51/58 = 0.8793, BM25 on the gap alone 46/58 = 0.7931, with
+// patterns 47/58 = 0.8103; report half (30 cases, never tuned on) model
+// 24/30 = 0.8000, BM25 gap only 24/30 = 0.8000, BM25 with goal 27/30 =
+// 0.9000. The assertions are those numbers rounded down to two decimals;
+// they move when the distiller's wording or the ranking changes.
 func TestRecallAt3(t *testing.T) {
 	recs, err := taubench.SampleRecords()
 	if err != nil {
@@ -21,13 +23,19 @@ func TestRecallAt3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, lexical, n := r.Model, r.Lexical, r.Sessions
-	t.Logf("with coordination patterns (the worker's merged ranking): %.4f", r.WithPatterns)
-	t.Logf("pair_recall_at_3: model (USE lite, hybrid index ranking) %.4f, lexical (BM25) %.4f, over %d failed sessions with a successful trial of their task", model, lexical, n)
-	if n != 58 {
-		t.Errorf("n = %d, want 58 (failed sessions below composite 95 whose task has a successful trial)", n)
+	for _, h := range []struct {
+		name string
+		r    *pair.Recall
+	}{{"all", &r}, {"tuning", r.Tuning}, {"report", r.Report}} {
+		t.Logf("%s: %d cases, model %.4f, BM25 gap only %.4f, BM25 with goal %.4f, with patterns %.4f",
+			h.name, h.r.Sessions, h.r.Model, h.r.Lexical, h.r.LexicalWithGoal, h.r.WithPatterns)
 	}
-	if model < 0.50 || lexical < 0.79 || model > 1 || lexical > 1 || r.WithPatterns < 0.50 || r.WithPatterns > 1 {
-		t.Errorf("recall@3 model %.4f (want ≥ 0.50), lexical %.4f (want ≥ 0.79), with patterns %.4f (want ≥ 0.50)", model, lexical, r.WithPatterns)
+	if r.Sessions != 58 || r.Tuning.Sessions+r.Report.Sessions != 58 {
+		t.Errorf("n = %d (%d + %d), want 58 (failed sessions below composite 95 whose task has a successful trial)", r.Sessions, r.Tuning.Sessions, r.Report.Sessions)
+	}
+	rep := r.Report
+	if rep.Model < 0.80 || rep.Model < rep.Lexical || r.Model < 0.87 || r.Lexical < 0.79 || r.WithPatterns < 0.81 {
+		t.Errorf("report half model %.4f (want ≥ 0.80 and ≥ BM25 on the gap %.4f); all: model %.4f (want ≥ 0.87), BM25 %.4f (want ≥ 0.79), with patterns %.4f (want ≥ 0.81)",
+			rep.Model, rep.Lexical, r.Model, r.Lexical, r.WithPatterns)
 	}
 }

@@ -3,6 +3,7 @@ package pair
 import (
 	"context"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/processors/distill"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
@@ -93,7 +94,11 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 		if w.Readable != nil {
 			readable = func(scope string) bool { return w.Readable(v.Scope, scope) }
 		}
-		if retrieved, err = Retrieve(ctx, w.Index, w.rate, ev.SessionID, WeightedGaps(ev), readable); err != nil {
+		in, _, err := sessions.Input(w.Store, v.Key())
+		if err != nil {
+			return Plan{}, err
+		}
+		if retrieved, err = Retrieve(ctx, w.Index, w.rate, ev.SessionID, distill.TaskSummary(in.Task), WeightedGaps(ev), readable); err != nil {
 			return Plan{}, err
 		}
 	}

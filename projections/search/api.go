@@ -33,6 +33,10 @@ type Query struct {
 	Readable func(scope string) bool `json:"-"`
 	// SessionID, when set, is recorded on the memory.retrieved events.
 	SessionID string `json:"-"`
+	// Source, when set, is who searches ("token:<name>", "mcp:<client>"),
+	// recorded on the memory.retrieved events: usage counts distinct
+	// sessions, else distinct sources.
+	Source string `json:"-"`
 	// ExcludeSourceSession leaves out memories distilled from that session.
 	ExcludeSourceSession string `json:"-"`
 	// Collection searched ("": Memories). The memory_search tool always
@@ -97,6 +101,10 @@ type Feedback struct {
 	Comment string `json:"comment,omitempty"`
 	// Writable, when set, says which scopes the caller may write.
 	Writable func(scope string) bool `json:"-"`
+	// Source is who gives the signal ("token:<name>", "mcp:<client>"),
+	// recorded on memory.feedback: two signals of one source never make
+	// consensus.
+	Source string `json:"-"`
 }
 
 // FeedbackResult is memory_feedback's answer. NewConfidence is the value

@@ -21,7 +21,8 @@ import (
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 )
 
-// Ranking constants (memory-search design; documented in the README).
+// Constants of the design's alpha rule (memory-search design), used by
+// FusionAlpha; DefaultRanking no longer uses them (README, "Ranking").
 const (
 	// AlphaObservations: below this many observations (evidence + usage) a
 	// memory is ranked by meaning only (alpha 1.0).
@@ -76,6 +77,9 @@ type Index struct {
 	mu     sync.Mutex
 	gen    uint64
 	cols   []*collection // in Collections() order
+
+	// ranking is SetRanking's; nil: DefaultRanking.
+	ranking *Ranking
 }
 
 // collection is one collection's source, store and sync state.
@@ -323,10 +327,11 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 }
 
 // Search ranks the documents of q.Collection (default: memories) visible
-// to q: relevance = (alpha · cosine + (1 − alpha) · BM25 / max BM25) ×
-// scope weight, cosine clamped at 0, over the candidates of the
-// collection's vector store (the CandidatesPerQuery nearest by vector and
-// best by BM25). Pruned documents, documents below MinConfidence, and
+// to q by the index's Ranking (memories: DefaultRanking, reciprocal-rank
+// fusion of the cosine and BM25 lists × scope weight, near-duplicates
+// collapsed; other collections: OtherRanking),
+// over the candidates of the collection's vector store (the
+// CandidatesPerQuery nearest by vector and best by BM25). Pruned documents, documents below MinConfidence, and
 // documents outside the scope kind, the outcome or Readable never appear.
 // Ties are broken by id. TotalFound counts the candidates with a positive
 // relevance. Errors: ErrInvalid (wrapped, naming the field) for a query
@@ -350,36 +355,18 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}
-	maxBM := 0.0
-	for _, c := range cands {
-		maxBM = math.Max(maxBM, c.BM25)
-	}
-	type ranked struct {
-		c   Candidate
-		rel float64
-	}
-	rs := make([]ranked, 0, len(cands))
-	for _, c := range cands {
-		bm := 0.0
-		if maxBM > 0 {
-			bm = c.BM25 / maxBM
-		}
-		a := Alpha(c.Evidence + c.UsageCount)
-		rs = append(rs, ranked{c, (a*math.Max(0, c.Cosine) + (1-a)*bm) * ScopeWeight(c.Scope)})
-	}
-	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].rel != rs[j].rel {
-			return rs[i].rel > rs[j].rel
-		}
-		return rs[i].c.ID < rs[j].c.ID
-	})
+	rules := ix.rulesFor(q.Collection)
+	rs := rank(rules, cands)
 	res := Result{Memories: []Hit{}}
-	for _, r := range rs {
+	var kept []*rankedDoc
+	for i := range rs {
+		r := &rs[i]
 		if r.rel <= 0 {
 			break
 		}
 		res.TotalFound++
-		if len(res.Memories) < q.Limit {
+		if len(res.Memories) < q.Limit && !duplicate(rules.DuplicateJaccard, r, kept) {
+			kept = append(kept, r)
 			m := r.c
 			id := m.ID
 			if scope, bare, ok := events.SplitEntityKey(id); ok && scope == m.Scope {

@@ -52,7 +52,7 @@ type Candidate struct {
 }
 
 // VectorStore holds memory documents and answers candidate queries; the
-// ranking (alpha fusion, scope weights) is Index's, the same for every
+// ranking (fusion, scope weights, duplicate collapsing) is Index's, the same for every
 // store. Implementations: the embedded MemStore and Weaviate. Upserts are
 // idempotent by Doc.ID.
 type VectorStore interface {

@@ -631,6 +631,7 @@ func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	q.Source = "token:" + CallerOf(r).Name // usage counts distinct callers (issue 11)
 	res, err := s.P.Search.Search(r.Context(), q)
 	if err != nil {
 		toolError(w, err)
@@ -763,7 +764,8 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
 		return
 	}
-	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite})
+	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite,
+		Source: "token:" + CallerOf(r).Name})
 	if err != nil {
 		toolError(w, err)
 		return
@@ -785,5 +787,5 @@ func (s *Server) mcpCaller(_ context.Context, r *http.Request) (mcpserver.Caller
 	if def == "" {
 		def = events.DefaultScope
 	}
-	return mcpserver.Caller{ReadScopes: c.Read, WriteScopes: c.Write, DefaultScope: def}, nil
+	return mcpserver.Caller{ReadScopes: c.Read, WriteScopes: c.Write, DefaultScope: def, Source: "token:" + c.Name}, nil
 }

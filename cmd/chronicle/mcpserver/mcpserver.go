@@ -50,6 +50,10 @@ type Caller struct {
 	// DefaultScope is the scope memory_record writes to; it must be one of
 	// WriteScopes (or WriteScopes holds [AllScopes]) and must not be "*".
 	DefaultScope string
+	// Source names the caller on memory.retrieved and memory.feedback
+	// events ("token:<name>" over HTTP); empty: "mcp:" and the client's
+	// name from its initialize request (stdio).
+	Source string
 }
 
 // readable is the [search.Query.Readable] filter of the caller: nil (every

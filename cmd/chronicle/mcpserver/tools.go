@@ -161,6 +161,21 @@ func feedbackSchema() *jsonschema.Schema {
 	return s
 }
 
+// sourceOf is who a tool call comes from, for usage and consensus
+// (issue 11): the caller's Source, else "mcp:" and the client name of the
+// session's initialize request, else "mcp:unknown".
+func sourceOf(c Caller, req *mcp.CallToolRequest) string {
+	if c.Source != "" {
+		return c.Source
+	}
+	if req != nil && req.Session != nil {
+		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
+			return "mcp:" + p.ClientInfo.Name
+		}
+	}
+	return "mcp:unknown"
+}
+
 // invalid is the error of an argument that breaks the tool schema.
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", search.ErrInvalid, field, fmt.Sprintf(format, args...))
@@ -272,6 +287,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 		Limit:         in.Limit,
 		MinConfidence: &minConfidence,
 		Readable:      caller.readable(),
+		Source:        sourceOf(caller, req),
 	})
 	if err != nil {
 		return nil, search.Result{}, toolError("memory_search", err)
@@ -331,6 +347,7 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 		Helpful:  in.Helpful,
 		Comment:  in.Comment,
 		Writable: caller.writable(),
+		Source:   sourceOf(caller, req),
 	})
 	if err != nil {
 		return nil, search.FeedbackResult{}, toolError("memory_feedback", err)

@@ -1,0 +1,115 @@
+package memories_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+func (b *bank) signalFrom(id, source string, positive bool, at time.Time) {
+	b.t.Helper()
+	if err := b.send(events.MemoryFeedback, at, "project:a", events.MemoryFeedbackData{MemoryID: id, Signal: "task_completion", Positive: positive, Source: source}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bank) retrieved(id string, data map[string]any, at time.Time) {
+	b.t.Helper()
+	data["memory_id"] = id
+	if err := b.send(events.MemoryRetrieved, at, "project:a", data); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// Two signals of one source never make consensus (issue 11: two clicks of
+// one client 27 ms apart did): a young memory (0.8) stays at 0.8 after two
+// of token:alice; token:bob's agreeing signal then applies alice's first
+// and bob's (+0.1 each → 1.0), and alice's second is a repeat without a
+// delta.
+func TestConsensusNeedsDistinctSources(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	b.signalFrom("m", "token:alice", false, t0.Add(time.Hour))
+	b.signalFrom("m", "token:alice", false, t0.Add(time.Hour+27*time.Millisecond))
+	if m := b.get("m"); m.Confidence != 0.8 || m.UsageCount != 1 {
+		t.Fatalf("after two signals of one source: confidence %v usage %d, want 0.8 and 1", m.Confidence, m.UsageCount)
+	}
+	b.signalFrom("m", "token:bob", false, t0.Add(2*time.Hour))
+	m := b.get("m")
+	if !near(m.Confidence, 0.7) || m.UsageCount != 2 {
+		t.Fatalf("after bob agrees: confidence %v usage %d, want 0.8 − 2 × 0.05 = 0.7 and usage 2", m.Confidence, m.UsageCount)
+	}
+	_, signals, err := memories.History(b.store, events.EntityKey("project:a", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(signals) != 3 || !signals[0].Applied || signals[0].Repeat || !signals[1].Applied || !signals[1].Repeat || !signals[2].Applied || signals[2].Repeat {
+		t.Fatalf("signals %+v, want alice applied, alice repeat, bob applied", signals)
+	}
+}
+
+// A task_completion signal without a source is counted by the session of
+// its event (the sessionid attribute): two from one session wait.
+func TestConsensusSessionOfEvent(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	for i := 0; i < 2; i++ {
+		env, err := events.New(events.MemoryFeedback, "test", "fs"+string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute),
+			events.MemoryFeedbackData{MemoryID: "m", Signal: "task_completion", Positive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope, env.SessionID = "project:a", "sess-1"
+		if _, err := b.store.Apply(memories.Name, nextPos(b), &env, memories.Processor{}.Apply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := b.get("m"); m.Confidence != 0.8 {
+		t.Fatalf("two task_completion signals of one session moved confidence to %v", m.Confidence)
+	}
+}
+
+// Usage counts distinct sources (issue 11: three searches raised it to 3,
+// after which one signal applied without consensus): three searches of
+// one session raise it to 1, so a single signal still waits; other
+// callers raise it to 4, after which a signal applies alone. A search is
+// counted by its session when it has one, else by its caller. Retrievals
+// without session or source count one each, as before.
+func TestUsageCountsDistinctSources(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	for i := 0; i < 3; i++ {
+		b.retrieved("m", map[string]any{"session_id": "s-1", "source": "token:alice"}, t0)
+	}
+	if u := b.get("m").UsageCount; u != 1 {
+		t.Fatalf("three searches of one session: usage %d, want 1", u)
+	}
+	b.signalFrom("m", "token:alice", true, t0.Add(time.Minute))
+	if c := b.get("m").Confidence; c != 0.8 {
+		t.Fatalf("a single signal at usage 1 applied: %v", c)
+	}
+	b.retrieved("m", map[string]any{"source": "token:bob"}, t0)
+	b.retrieved("m", map[string]any{"source": "token:bob"}, t0)
+	b.retrieved("m", map[string]any{"source": "token:carol"}, t0)
+	if u := b.get("m").UsageCount; u != 4 {
+		t.Fatalf("session s-1 (three searches), token:alice (its signal), token:bob (two searches), token:carol: usage %d, want 4", u)
+	}
+	b.signalFrom("m", "token:dave", false, t0.Add(2*time.Minute))
+	if c := b.get("m").Confidence; !near(c, 0.75) {
+		t.Fatalf("at usage 3 a single signal applies alone: %v, want 0.75", c)
+	}
+	b.retrieved("m", map[string]any{}, t0)
+	b.retrieved("m", map[string]any{}, t0)
+	if u := b.get("m").UsageCount; u != 7 {
+		t.Fatalf("two retrievals without source after usage 5 (dave's signal): %d, want 7", u)
+	}
+}
+
+func nextPos(b *bank) projections.Position {
+	p := projections.Position{Topic: "chronicle.memories", Offset: b.off}
+	b.off++
+	return p
+}
