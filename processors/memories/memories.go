@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -42,17 +41,23 @@ const Name = "memories"
 
 // Memory is the projected state of one memory.
 type Memory struct {
-	ID             string   `json:"id"`
-	Scope          string   `json:"scope"`
-	Title          string   `json:"title"`
-	Description    string   `json:"description"`
-	Content        string   `json:"content"`
-	Outcome        string   `json:"outcome"`
-	Tags           []string `json:"tags,omitempty"`
-	Source         string   `json:"source"`
-	SourceSessions []string `json:"source_sessions,omitempty"` // sorted, unique
-	Evidence       int      `json:"evidence"`                  // recordings merged into this memory
-	Confidence     float64  `json:"confidence"`
+	ID          string   `json:"id"`
+	Scope       string   `json:"scope"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Content     string   `json:"content"`
+	Outcome     string   `json:"outcome"`
+	Tags        []string `json:"tags,omitempty"`
+	Source      string   `json:"source"`
+	// SourceSessions are the last MaxSourceSessions sessions whose
+	// recordings made or merged into the memory, in log order;
+	// SourceSessionCount counts all of them (each also has a row
+	// ms/<memory key>\x00<session id>), so a memory distilled from
+	// thousands of sessions does not rewrite a growing list on every merge.
+	SourceSessions     []string `json:"source_sessions,omitempty"`
+	SourceSessionCount int      `json:"source_session_count,omitempty"`
+	Evidence           int      `json:"evidence"` // recordings merged into this memory
+	Confidence         float64  `json:"confidence"`
 	// UsageCount counts the distinct sources that used the memory: the
 	// sessions (else callers) whose searches returned it, the sources of
 	// its signals and the sessions whose recordings merged into it (see
@@ -111,7 +116,34 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicMem
 // NeedsTotalOrder implements processors.TotalOrder.
 func (Processor) NeedsTotalOrder() bool { return true }
 
-func memKey(key string) string           { return "m/" + key }
+func memKey(key string) string { return "m/" + key }
+
+// sourceKey is the row that records session sid as a source of the memory
+// with key.
+func sourceKey(key, sid string) string { return "ms/" + key + "\x00" + sid }
+
+// MaxSourceSessions bounds Memory.SourceSessions.
+const MaxSourceSessions = 100
+
+// addSource records session sid as a source of m once: its ms/ row, the
+// count and the bounded list of the last ones.
+func addSource(tx *projections.Tx, m *Memory, sid string) error {
+	if sid == "" {
+		return nil
+	}
+	if _, seen, err := tx.Get(sourceKey(m.Key(), sid)); err != nil || seen {
+		return err
+	}
+	if err := tx.Set(sourceKey(m.Key(), sid), nil); err != nil {
+		return err
+	}
+	m.SourceSessionCount++
+	m.SourceSessions = append(m.SourceSessions, sid)
+	if n := len(m.SourceSessions); n > MaxSourceSessions {
+		m.SourceSessions = append([]string(nil), m.SourceSessions[n-MaxSourceSessions:]...)
+	}
+	return nil
+}
 func idIndexKey(id, scope string) string { return "i/" + id + "\x00" + scope }
 
 // Key is the memory's events.EntityKey (scope "/" id), the key of its rows.
@@ -256,8 +288,8 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 			Outcome: d.Outcome, Tags: d.Tags, Source: d.Source, Evidence: 1, Confidence: c,
 			CreatedAt: env.Time, LastDecayAt: env.Time,
 		}
-		if d.SourceSession != "" {
-			m.SourceSessions = []string{d.SourceSession}
+		if err := addSource(tx, m, d.SourceSession); err != nil {
+			return err
 		}
 		if err := tx.Set(digestKey(scope, addr), []byte(m.ID)); err != nil {
 			return err
@@ -282,11 +314,8 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 	if err := use(tx, m, who); err != nil {
 		return err
 	}
-	if d.SourceSession != "" {
-		i := sort.SearchStrings(m.SourceSessions, d.SourceSession)
-		if i == len(m.SourceSessions) || m.SourceSessions[i] != d.SourceSession {
-			m.SourceSessions = append(m.SourceSessions[:i], append([]string{d.SourceSession}, m.SourceSessions[i:]...)...)
-		}
+	if err := addSource(tx, m, d.SourceSession); err != nil {
+		return err
 	}
 	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "evidence", Old: m.Confidence, New: m.Confidence}); err != nil {
 		return err

@@ -320,3 +320,32 @@ func TestFeedbackForUnknownMemoryIsAProcessingError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A memory merged from many sessions keeps an exact count and names only
+// its last MaxSourceSessions, so its row stays bounded; a session that
+// records it again is not counted twice; Stats still counts every session.
+func TestSourceSessionsBounded(t *testing.T) {
+	b := newBank(t)
+	n := memories.MaxSourceSessions + 50
+	for i := range n + 1 {
+		sid := fmt.Sprintf("s%03d", i%n) // the last one repeats s000
+		d := events.MemoryRecordedData{MemoryID: fmt.Sprintf("m%d", i), Title: "same", Description: "d", Content: "same content", Outcome: "success", Source: "distilled", SourceSession: sid}
+		if err := b.send(events.MemoryRecorded, t0, "project:a", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := b.get("m0")
+	if m.SourceSessionCount != n || len(m.SourceSessions) != memories.MaxSourceSessions || m.Evidence != n+1 {
+		t.Fatalf("count %d, listed %d, evidence %d; want %d, %d, %d", m.SourceSessionCount, len(m.SourceSessions), m.Evidence, n, memories.MaxSourceSessions, n+1)
+	}
+	if last := m.SourceSessions[len(m.SourceSessions)-1]; last != fmt.Sprintf("s%03d", n-1) {
+		t.Fatalf("last source session %s", last)
+	}
+	st, err := memories.ComputeStats(b.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SessionsWithMemory != n {
+		t.Fatalf("stats: %d sessions with a memory, want %d", st.SessionsWithMemory, n)
+	}
+}

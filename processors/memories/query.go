@@ -2,6 +2,7 @@ package memories
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -96,11 +97,16 @@ func ComputeStats(store *projections.Store) (Stats, error) {
 		if m.Pruned {
 			st.Pruned++
 		}
-		for _, s := range m.SourceSessions {
-			sessions[s] = true
-		}
 		return true
 	})
+	if err == nil { // every source session, not only the last ones a memory names
+		err = store.Scan(Name, "ms/", "", func(key string, _ []byte) (bool, error) {
+			if i := strings.IndexByte(key, 0); i >= 0 {
+				sessions[key[i+1:]] = true
+			}
+			return true, nil
+		})
+	}
 	st.DuplicatesMerged = st.Recordings - st.Memories
 	st.SessionsWithMemory = len(sessions)
 	return st, err
