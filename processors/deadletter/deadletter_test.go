@@ -13,6 +13,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -114,6 +115,27 @@ func TestListAndRedrive(t *testing.T) {
 	}
 	if conflicts != 0 {
 		t.Fatalf("%v conflicting duplicates after the redrive", conflicts)
+	}
+	// the time-less events' times come from the log: a replay rebuilds
+	// the same projections
+	rs, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: rs, Processors: pipeline.DefaultProcessors()}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := rs.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.All != replayed.All {
+		t.Fatalf("replay digest differs from live:\n%v\n%v", replayed, live)
 	}
 }
 
