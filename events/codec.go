@@ -1,11 +1,13 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -50,17 +52,53 @@ func recordOf(e *Envelope, val []byte) (*kgo.Record, error) {
 // FromRecord decodes and validates the event in r, in structured mode
 // (content-type application/cloudevents+json, or no ce_ headers) or binary
 // mode (ce_* headers carry the attributes, the value is the data).
+//
+// An event without the time attribute gets RecordTime(r.Timestamp): the
+// record's timestamp stands in, and since it is in the log every replay
+// sees the same time.
 func FromRecord(r *kgo.Record) (Envelope, error) {
-	raw, err := StructuredJSON(r)
+	raw, err := structuredJSON(r)
 	if err != nil {
 		return Envelope{}, err
 	}
-	return ParseEvent(raw)
+	env, err := ParseEvent(raw)
+	if err == nil && env.Time == "" {
+		env.Time = RecordTime(r.Timestamp)
+	}
+	return env, err
 }
 
 // StructuredJSON returns the CloudEvents JSON form of r, converting a
-// binary-mode record.
+// binary-mode record; an event without the time attribute gets
+// RecordTime(r.Timestamp), as FromRecord does.
 func StructuredJSON(r *kgo.Record) ([]byte, error) {
+	raw, err := structuredJSON(r)
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		Time *string `json:"time"`
+	}
+	if err := gojson.Unmarshal(raw, &probe); err != nil || probe.Time != nil {
+		return raw, nil // ParseEvent reports what is wrong with it
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) < 2 || trimmed[0] != '{' {
+		return raw, nil
+	}
+	ts, _ := json.Marshal(RecordTime(r.Timestamp))
+	out := make([]byte, 0, len(trimmed)+len(ts)+10)
+	out = append(out, `{"time":`...)
+	out = append(out, ts...)
+	if rest := bytes.TrimSpace(trimmed[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, trimmed[1:]...), nil
+}
+
+// structuredJSON is the CloudEvents JSON form of r as recorded (binary
+// mode converted).
+func structuredJSON(r *kgo.Record) ([]byte, error) {
 	var binary bool
 	attrs := map[string]any{}
 	for _, h := range r.Headers {

@@ -31,12 +31,16 @@ const DefaultScope = "org:default"
 // (source, id) identifies an event: it is the idempotency key consumers use
 // to drop duplicates, so a producer that retries must resend the same id.
 type Envelope struct {
-	SpecVersion     string `json:"specversion"`
-	ID              string `json:"id"`
-	Source          string `json:"source"`
-	Type            Type   `json:"type"`
-	Subject         string `json:"subject,omitempty"`
-	Time            string `json:"time"` // RFC 3339; kept as sent so re-encoding is byte-stable
+	SpecVersion string `json:"specversion"`
+	ID          string `json:"id"`
+	Source      string `json:"source"`
+	Type        Type   `json:"type"`
+	Subject     string `json:"subject,omitempty"`
+	// Time is the time attribute, RFC 3339, kept as sent so re-encoding is
+	// byte-stable. It is optional (CloudEvents 1.0): a producer may omit
+	// it, and FromRecord then sets it from the Kafka record's timestamp
+	// (RecordTime), which is in the log, so replay sees the same time.
+	Time            string `json:"time,omitempty"`
 	DataContentType string `json:"datacontenttype,omitempty"`
 	DataSchema      string `json:"dataschema,omitempty"`
 	// SessionID is the extension attribute sessionid: the session an event
@@ -51,6 +55,12 @@ type Envelope struct {
 	CorrelationID string `json:"correlationid,omitempty"`
 	// Data is the payload, a JSON object valid against the type's schema.
 	Data json.RawMessage `json:"data"`
+	// Extensions are the event's other CloudEvents extension attributes
+	// (for example traceparent and tracestate of the distributed-tracing
+	// extension), by attribute name: a string, a bool or a json.Number.
+	// They are kept as sent and encoded after data; an envelope without
+	// extensions encodes byte for byte as before they existed.
+	Extensions map[string]any `json:"-"`
 }
 
 // EventTime parses the time attribute. It returns an error naming the

@@ -231,9 +231,76 @@ func TestBinaryModeAccepted(t *testing.T) {
 	if err := env.Decode(&d); err != nil || env.ID != "b1" || d.Signal != "task_completion" {
 		t.Fatalf("got %+v %+v %v", env, d, err)
 	}
-	rec.Headers = rec.Headers[:4] // no ce_time
-	if _, err := events.FromRecord(rec); err == nil {
-		t.Fatal("binary event without time accepted")
+	// time is optional: the record's timestamp stands in; extension
+	// attributes ride along as ce_ headers
+	rec.Headers = append(rec.Headers[:4:4], kgo.RecordHeader{Key: "ce_traceparent", Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")})
+	rec.Timestamp = time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.FixedZone("x", 3600))
+	env, err = events.FromRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Time != "2026-11-21T09:00:00.123456789Z" {
+		t.Fatalf("time %q, want the record timestamp in UTC", env.Time)
+	}
+	if env.Extensions["traceparent"] != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" {
+		t.Fatalf("extensions %v", env.Extensions)
+	}
+	raw, err := events.StructuredJSON(rec)
+	if err != nil || !strings.HasPrefix(string(raw), `{"time":"2026-11-21T09:00:00.123456789Z",`) {
+		t.Fatalf("structured form %s %v", raw, err)
+	}
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "ce_Trace-Parent", Value: []byte("x")})
+	var ve *events.ValidationError
+	if _, err := events.FromRecord(rec); !errors.As(err, &ve) || ve.Pointer != "/trace-parent" {
+		t.Fatalf("bad extension name: %v", err)
+	}
+}
+
+// Extension attributes round-trip through the JSON format and a
+// structured-mode record; an event without them encodes as it always has.
+func TestExtensionsRoundTrip(t *testing.T) {
+	plain := []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","datacontenttype":"application/json","scope":"project:demo","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`)
+	env, err := events.ParseProducerEvent(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Time != "" || env.Extensions != nil {
+		t.Fatalf("time %q extensions %v", env.Time, env.Extensions)
+	}
+	if b, _ := json.Marshal(env); string(b) != string(plain) {
+		t.Fatalf("without extensions the encoding changed:\n%s\n%s", b, plain)
+	}
+	withExt := []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","datacontenttype":"application/json","scope":"project:demo","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true},"n":7,"ok":true,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"rojo=00f067aa0ba902b7"}`)
+	env, err = events.ParseProducerEvent(withExt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env.Extensions) != 4 || env.Extensions["tracestate"] != "rojo=00f067aa0ba902b7" || env.Extensions["n"] != json.Number("7") || env.Extensions["ok"] != true {
+		t.Fatalf("extensions %#v", env.Extensions)
+	}
+	if b, _ := json.Marshal(&env); string(b) != string(withExt) {
+		t.Fatalf("re-encoding differs:\n%s\n%s", b, withExt)
+	}
+	rec, err := events.Record(&env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Timestamp = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	back, err := events.FromRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Time != "2026-01-02T03:04:05Z" || back.Extensions["traceparent"] != env.Extensions["traceparent"] {
+		t.Fatalf("from record: time %q extensions %v", back.Time, back.Extensions)
+	}
+	// data_base64 (what the SDKs send for data given as bytes) becomes data
+	b64 := []byte(`{"specversion":"1.0","id":"e2","source":"test","type":"memory.feedback.v1","datacontenttype":"application/json","data_base64":"eyJtZW1vcnlfaWQiOiJtMSIsInNpZ25hbCI6ImV4cGxpY2l0X2ZlZWRiYWNrIiwicG9zaXRpdmUiOnRydWV9"}`)
+	if e2, err := events.ParseProducerEvent(b64); err != nil || string(e2.Data) != `{"memory_id":"m1","signal":"explicit_feedback","positive":true}` || e2.Extensions != nil {
+		t.Fatalf("data_base64: %v %s %v", err, e2.Data, e2.Extensions)
+	}
+	var viaStd events.Envelope
+	if err := json.Unmarshal(withExt, &viaStd); err != nil || len(viaStd.Extensions) != 4 || viaStd.Extensions["n"] != json.Number("7") {
+		t.Fatalf("UnmarshalJSON: %v %#v", err, viaStd.Extensions)
 	}
 }
 

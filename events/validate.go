@@ -155,17 +155,35 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 	if err != nil {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: "not valid JSON: " + err.Error()}
 	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: "an event must be a JSON object"}
+	}
+	data64, err := dataBase64(obj)
+	if err != nil {
+		return Envelope{}, err
+	}
+	// names first: the schema's message for a bad property name does not
+	// name the attribute
+	ext, err := extensionsOf(obj)
+	if err != nil {
+		return Envelope{}, err
+	}
 	if err := set.envelope.Validate(doc); err != nil {
 		return Envelope{}, schemaError(err, "")
 	}
 	var env Envelope
-	if err := gojson.Unmarshal(raw, &env); err != nil {
+	if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: err.Error()}
+	}
+	env.Extensions = ext
+	if data64 != nil {
+		env.Data = data64
 	}
 	if !allowDerived && registry[env.Type].Derived {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", env.Type, ErrDerivedType)}
 	}
-	data := doc.(map[string]any)["data"]
+	data := obj["data"]
 	if err := validateData(set, &env, data); err != nil {
 		return Envelope{}, err
 	}

@@ -180,7 +180,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		})
 		// no Retry: a worker retries its own calls (the LLM client: 3
 		// attempts with backoff) and a failure after that is final.
-		h.AddMiddleware(poison, middleware.Recoverer)
+		h.AddMiddleware(poison, countPoisoned(cfg.Metrics, w.Name()), middleware.Recoverer) // issue 11 item 8: workers' dead letters counted
 	}
 	return r, nil
 }
@@ -270,7 +270,8 @@ type Metrics struct {
 	// Events counts applied events by processor and result
 	// (applied, already_applied, duplicate).
 	Events *prometheus.CounterVec
-	// DeadLettered counts events sent to the dead-letter topic by processor.
+	// DeadLettered counts events sent to the dead-letter topic by processor
+	// or worker (countPoisoned).
 	DeadLettered *prometheus.CounterVec
 	// ConflictingDuplicates counts events whose idempotency key (source,
 	// id) had been applied with other content, by processor; each is also
@@ -291,7 +292,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		}, []string{"processor", "result"}),
 		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "chronicle", Name: "dead_letter_events_total",
-			Help: "Events a processor sent to the dead-letter topic.",
+			Help: "Events a processor or a worker sent to the dead-letter topic.",
 		}, []string{"processor"}),
 	}
 	m.ConflictingDuplicates = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -21,6 +21,7 @@ func main() {
 	root.AddCommand(serveCmd(), demoCmd(), evalCmd(), benchCmd(), ingestCmd(), importCmd(), replayCmd(), digestCmd(), auditCmd(), brokerCmd(), tokenCmd(), mcpCmd(),
 		workflowCmd(),            // issue 14
 		searchCmd(), solverCmd(), // issue 12
+		deadletterCmd(), // issue 11 item 8
 	)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)

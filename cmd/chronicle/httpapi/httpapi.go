@@ -69,6 +69,10 @@ func requireJSON(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ct := r.Header.Get("Content-Type"); ct != "" {
 			mt, _, err := mime.ParseMediaType(ct)
+			if err == nil && !jsonContentTypes[mt] && hasBinaryHeaders(r) {
+				writeErr(w, http.StatusUnsupportedMediaType, "binary mode: header Content-Type: %q: the body (data) must be application/json", ct)
+				return
+			}
 			if err != nil || !jsonContentTypes[mt] {
 				writeErr(w, http.StatusUnsupportedMediaType, "Content-Type: %q is not application/json, application/cloudevents+json or application/cloudevents-batch+json", ct)
 				return
@@ -202,8 +206,9 @@ func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
 }
 
-// postEvents validates every event of the body (one event or an array)
-// before producing any, so a request is all or nothing; it answers 202 with
+// postEvents validates every event of the request before producing any
+// (CloudEvents HTTP binding: binary, structured or batched content mode,
+// or a JSON object or array as application/json; see modeOf), so a request is all or nothing; it answers 202 with
 // the ids once the broker acknowledged all of them.
 func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
@@ -216,7 +221,8 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "read body: %v", err)
 		return
 	}
-	raws, err := splitBody(body)
+	mode := modeOf(r)
+	raws, err := requestEvents(r, mode, body)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
@@ -226,7 +232,11 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		var ve *events.ValidationError
 		if errors.As(err, &ve) {
 			idx := ve.Index
-			writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+			msg := ve.Error()
+			if mode == modeBinary {
+				msg = binaryModeError(ve)
+			}
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
 			return
 		}
 		writeErr(w, http.StatusBadRequest, "%v", err)

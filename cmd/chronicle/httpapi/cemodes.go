@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// HTTP protocol binding of CloudEvents 1.0
+// (https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/http-protocol-binding.md):
+// POST /v1/events accepts the three content modes.
+
+// ContentTypeBatch is the media type of the CloudEvents batched content
+// mode: a JSON array of events in the JSON format.
+const ContentTypeBatch = "application/cloudevents-batch+json"
+
+// contentMode is how a request carries its events.
+type contentMode int
+
+const (
+	// modePlain: Content-Type application/json (or none) and no ce-
+	// headers: one event object or an array of them (Chronicle's own form).
+	modePlain contentMode = iota
+	// modeStructured: application/cloudevents+json, one event object.
+	modeStructured
+	// modeBatched: application/cloudevents-batch+json, an array of events.
+	modeBatched
+	// modeBinary: the attributes in ce- headers, the data as the body with
+	// its Content-Type (application/json).
+	modeBinary
+)
+
+// binaryHeaderPrefix starts the header of a context attribute in binary mode.
+const binaryHeaderPrefix = "ce-"
+
+// hasBinaryHeaders reports whether r carries any ce- header.
+func hasBinaryHeaders(r *http.Request) bool {
+	for k := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), binaryHeaderPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// modeOf is the content mode of r: the structured and batched media types
+// decide; otherwise ce- headers mean binary mode.
+func modeOf(r *http.Request) contentMode {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case events.ContentTypeCloudEvents:
+		return modeStructured
+	case ContentTypeBatch:
+		return modeBatched
+	}
+	if hasBinaryHeaders(r) {
+		return modeBinary
+	}
+	return modePlain
+}
+
+// requestEvents splits the body of a POST /v1/events into the events'
+// CloudEvents JSON forms, by content mode. Its errors name the mode and,
+// in binary mode, the header.
+func requestEvents(r *http.Request, mode contentMode, body []byte) ([][]byte, error) {
+	switch mode {
+	case modeBinary:
+		raw, err := binaryEvent(r.Header, body)
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{raw}, nil
+	case modeStructured:
+		if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
+			return nil, fmt.Errorf("structured mode (%s): the body must be one event (a JSON object); send an array as %s", events.ContentTypeCloudEvents, ContentTypeBatch)
+		}
+	case modeBatched:
+		if b := bytes.TrimSpace(body); len(b) > 0 && b[0] != '[' {
+			return nil, fmt.Errorf("batched mode (%s): the body must be a JSON array of events", ContentTypeBatch)
+		}
+	}
+	return splitBody(body)
+}
+
+// binaryEvent builds the CloudEvents JSON form of a binary-mode request:
+// every ce-<name> header is the attribute <name> (lower-cased,
+// percent-decoded as the binding requires), the body is data.
+func binaryEvent(h http.Header, body []byte) ([]byte, error) {
+	attrs := map[string]any{}
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		lk := strings.ToLower(k)
+		if !strings.HasPrefix(lk, binaryHeaderPrefix) {
+			continue
+		}
+		name := strings.TrimPrefix(lk, binaryHeaderPrefix)
+		if name == "data" || name == "data_base64" {
+			return nil, fmt.Errorf("binary mode: header %s: data is the body, not a header", lk)
+		}
+		if len(h[k]) > 1 {
+			return nil, fmt.Errorf("binary mode: header %s: sent %d times, an attribute has one value", lk, len(h[k]))
+		}
+		v, err := url.PathUnescape(h[k][0])
+		if err != nil {
+			return nil, fmt.Errorf("binary mode: header %s: not a valid percent-encoded value: %v", lk, err)
+		}
+		if _, dup := attrs[name]; dup {
+			return nil, fmt.Errorf("binary mode: header %s: sent twice", lk)
+		}
+		attrs[name] = v
+	}
+	for _, req := range []string{"specversion", "id", "source", "type"} {
+		if _, ok := attrs[req]; !ok {
+			return nil, fmt.Errorf("binary mode: header %s%s is missing (a required attribute)", binaryHeaderPrefix, req)
+		}
+	}
+	if ct := h.Get("Content-Type"); ct != "" {
+		mt, _, _ := mime.ParseMediaType(ct)
+		if mt != events.ContentTypeJSON {
+			return nil, fmt.Errorf("binary mode: header Content-Type: %q: the body (data) must be application/json", ct)
+		}
+	}
+	attrs["datacontenttype"] = events.ContentTypeJSON
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 {
+		return nil, errors.New("binary mode: the body (data) is empty; it must be the event's data, a JSON object")
+	}
+	if !json.Valid(b) {
+		return nil, errors.New("binary mode: the body (data) is not valid JSON")
+	}
+	attrs["data"] = json.RawMessage(b)
+	return json.Marshal(attrs)
+}
+
+// binaryModeError rewrites a validation error of a binary-mode event so
+// it names the header (or the body) the attribute came from.
+func binaryModeError(ve *events.ValidationError) string {
+	p := strings.TrimPrefix(ve.Pointer, "/")
+	switch {
+	case p == "data" || strings.HasPrefix(p, "data/"):
+		return fmt.Sprintf("binary mode: the body (data) at /%s: %s", p, ve.Reason)
+	case p == "" || strings.Contains(p, "/"):
+		return fmt.Sprintf("binary mode: %s: %s", ve.Pointer, ve.Reason)
+	}
+	return fmt.Sprintf("binary mode: header %s%s: %s", binaryHeaderPrefix, p, ve.Reason)
+}

@@ -1,0 +1,317 @@
+// Package deadletter lists the records of the dead-letter topic
+// (events.TopicDeadLetter) and re-drives them: it re-produces a rejected
+// record to its original topic, with its original key, as its producer sent
+// it, so that processors apply it once whatever made it fail is fixed (for
+// example a completion that arrived before its session's start).
+package deadletter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Letter is one record of the dead-letter topic.
+type Letter struct {
+	// ID names the rejected record by its original position,
+	// "topic:partition:offset". Several letters share an ID when several
+	// handlers rejected the same record; a redrive re-produces it once.
+	ID string `json:"id"`
+	// Topic, Partition and Offset are the rejected record's position.
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Handler is processor@topic or worker@topic; Reason is its error.
+	Handler string `json:"handler"`
+	Reason  string `json:"reason"`
+	// Key is the original record key.
+	Key string `json:"key"`
+	// EventID and EventType are the event's id and type when the record
+	// holds a JSON event with them (empty otherwise: a record that is no
+	// event at all is dead-lettered too).
+	EventID   string `json:"event_id,omitempty"`
+	EventType string `json:"event_type,omitempty"`
+	// DeadLetterPartition and DeadLetterOffset are the letter's own
+	// position in the dead-letter topic.
+	DeadLetterPartition int32 `json:"dead_letter_partition"`
+	DeadLetterOffset    int64 `json:"dead_letter_offset"`
+
+	original *kgo.Record
+	// recordTime is the original record's timestamp when the letter
+	// carries it (a worker's letter: kafka_timestamp), else zero.
+	recordTime time.Time
+}
+
+// Original is the record as its producer sent it (see Restore).
+func (l *Letter) Original() *kgo.Record { return l.original }
+
+// letterHeaders are the headers a dead-letter record carries beyond the
+// original record's own: the engine's and Watermill's poison-queue
+// headers, the kafka_* metadata the workers' messages carry, and
+// Watermill's message uuid and partition key.
+var letterHeaders = map[string]bool{
+	processors.HeaderError: true, processors.HeaderPoisonedTopic: true, processors.HeaderHandler: true,
+	processors.HeaderOriginalTopic: true, processors.HeaderOriginalPartition: true, processors.HeaderOriginalOffset: true,
+	kafkapubsub.RecordKeyMetadataKey: true, kafkapubsub.TimestampMetadataKey: true,
+	kafkapubsub.UUIDHeaderKey: true, kafkapubsub.MetadataKey: true, middleware.PoisonedSubscriberKey: true,
+}
+
+// Parse reads a dead-letter record. It fails, naming the header, when one
+// of the original-position headers is missing or malformed.
+func Parse(rec *kgo.Record) (Letter, error) {
+	hs := map[string]string{}
+	for _, h := range rec.Headers {
+		hs[h.Key] = string(h.Value)
+	}
+	l := Letter{Topic: hs[processors.HeaderOriginalTopic], Handler: hs[processors.HeaderHandler], Reason: hs[processors.HeaderError],
+		Key: string(rec.Key), DeadLetterPartition: rec.Partition, DeadLetterOffset: rec.Offset}
+	at := fmt.Sprintf("dead letter %d:%d", rec.Partition, rec.Offset)
+	if l.Topic == "" {
+		return Letter{}, fmt.Errorf("%s: header %s: missing", at, processors.HeaderOriginalTopic)
+	}
+	p, err := strconv.ParseInt(hs[processors.HeaderOriginalPartition], 10, 32)
+	if err != nil {
+		return Letter{}, fmt.Errorf("%s: header %s: %q is not a partition", at, processors.HeaderOriginalPartition, hs[processors.HeaderOriginalPartition])
+	}
+	o, err := strconv.ParseInt(hs[processors.HeaderOriginalOffset], 10, 64)
+	if err != nil {
+		return Letter{}, fmt.Errorf("%s: header %s: %q is not an offset", at, processors.HeaderOriginalOffset, hs[processors.HeaderOriginalOffset])
+	}
+	l.Partition, l.Offset = int32(p), o
+	if k, ok := hs[kafkapubsub.RecordKeyMetadataKey]; ok { // a worker's letter
+		l.Key = k
+	}
+	if ts, err := time.Parse(time.RFC3339Nano, hs[kafkapubsub.TimestampMetadataKey]); err == nil {
+		l.recordTime = ts
+	}
+	l.ID = fmt.Sprintf("%s:%d:%d", l.Topic, l.Partition, l.Offset)
+	l.original = Restore(rec, l.Topic, l.Key)
+	if raw, err := events.StructuredJSON(l.original); err == nil {
+		var ev struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &ev) == nil {
+			l.EventID, l.EventType = ev.ID, ev.Type
+		}
+	}
+	return l, nil
+}
+
+// Restore rebuilds the original record of the dead-letter record rec:
+// topic and key as given, the value as is, the headers without the
+// letterHeaders. A worker's letter holds the event already converted to
+// structured mode (its message payload) next to the original ce_ headers;
+// re-producing those would make the record parse as binary mode with the
+// whole envelope as data, so when the value is the structured form of the
+// ce_ headers' event (same specversion and id), the ce_ headers are
+// dropped and content-type says structured mode. A record that was binary
+// mode when it was dead-lettered by the engine keeps its ce_ headers.
+func Restore(rec *kgo.Record, topic, key string) *kgo.Record {
+	var ceID, ceSpec string
+	binary := false
+	for _, h := range rec.Headers {
+		switch strings.ToLower(h.Key) {
+		case "ce_id":
+			ceID, binary = string(h.Value), true
+		case "ce_specversion":
+			ceSpec, binary = string(h.Value), true
+		}
+	}
+	converted := false
+	if binary {
+		var v struct {
+			SpecVersion *string `json:"specversion"`
+			ID          *string `json:"id"`
+		}
+		converted = json.Unmarshal(rec.Value, &v) == nil && v.SpecVersion != nil && v.ID != nil && *v.SpecVersion == ceSpec && *v.ID == ceID
+	}
+	out := &kgo.Record{Topic: topic, Key: []byte(key), Value: rec.Value}
+	for _, h := range rec.Headers {
+		lk := strings.ToLower(h.Key)
+		if letterHeaders[h.Key] || converted && (strings.HasPrefix(lk, "ce_") || lk == "content-type") {
+			continue
+		}
+		out.Headers = append(out.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	if converted {
+		out.Headers = append(out.Headers, kgo.RecordHeader{Key: "content-type", Value: []byte(events.ContentTypeCloudEvents)})
+	}
+	return out
+}
+
+// List reads every letter of the dead-letter topic, from its start to the
+// end offsets it has when List is called, in (partition, offset) order.
+func List(ctx context.Context, brokers []string) ([]Letter, error) {
+	topic := string(events.TopicDeadLetter)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("deadletter: end offsets of %s: %w", topic, err)
+	}
+	if err := ends.Error(); err != nil {
+		return nil, fmt.Errorf("deadletter: end offsets of %s: %w", topic, err)
+	}
+	starts := map[int32]kgo.Offset{}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			starts[o.Partition] = kgo.NewOffset().AtStart()
+			want[o.Partition] = o.Offset
+		}
+	})
+	if len(want) == 0 {
+		return nil, nil
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
+		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
+	if err != nil {
+		return nil, err
+	}
+	defer cons.Close()
+	var out []Letter
+	for len(want) > 0 {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("deadletter: read %s: %w", topic, err)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = errors.Join(ferr, err) })
+		if ferr != nil {
+			return nil, fmt.Errorf("deadletter: read %s: %w", topic, ferr)
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			rec := it.Next()
+			end, ok := want[rec.Partition]
+			if !ok || rec.Offset >= end {
+				continue
+			}
+			l, err := Parse(rec)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, l)
+			if rec.Offset+1 >= end {
+				delete(want, rec.Partition)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].DeadLetterPartition != out[j].DeadLetterPartition {
+			return out[i].DeadLetterPartition < out[j].DeadLetterPartition
+		}
+		return out[i].DeadLetterOffset < out[j].DeadLetterOffset
+	})
+	return out, nil
+}
+
+// Redriven is one re-produced record: the letter's ID and the new
+// position of the record on its original topic.
+type Redriven struct {
+	ID        string `json:"id"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// Redrive re-produces the original record of each distinct letter ID of
+// letters (the first letter of an ID, in order) to its original topic and
+// waits for the broker's acknowledgement. The event keeps its id, so a
+// processor that had applied it treats it as a duplicate; one that had
+// rejected it applies it now, or dead-letters it again with the new
+// reason.
+//
+// The new record keeps the original record's timestamp (read from the
+// original topic, or from the letter's kafka_timestamp): an event without
+// a time attribute gets the record's timestamp as its time on consume, and
+// a different time would make it a conflicting duplicate for the
+// processors that had applied it. When the original record is no longer
+// in the log and the letter does not carry its timestamp, the redrive's
+// time is used and such an event may be refused as a conflicting
+// duplicate by those processors.
+func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redriven, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	seen := map[string]bool{}
+	var out []Redriven
+	for _, l := range letters {
+		if seen[l.ID] || l.original == nil {
+			continue
+		}
+		seen[l.ID] = true
+		rec := *l.original
+		rec.Headers = append([]kgo.RecordHeader(nil), l.original.Headers...)
+		rec.Timestamp = l.recordTime
+		if rec.Timestamp.IsZero() {
+			ts, err := originalTime(ctx, brokers, l)
+			if err != nil {
+				return out, fmt.Errorf("deadletter: redrive %s: %w", l.ID, err)
+			}
+			rec.Timestamp = ts
+		}
+		res := cl.ProduceSync(ctx, &rec)
+		if err := res.FirstErr(); err != nil {
+			return out, fmt.Errorf("deadletter: redrive %s: %w", l.ID, err)
+		}
+		r := res[0].Record
+		out = append(out, Redriven{ID: l.ID, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset})
+	}
+	return out, nil
+}
+
+// originalTime reads the timestamp of l's original record from its topic;
+// zero when the log no longer holds that offset.
+func originalTime(ctx context.Context, brokers []string, l Letter) (time.Time, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.Topic: {l.Partition: kgo.NewOffset().At(l.Offset)}}),
+		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("read the original record at %s: %w", l.ID, ctx.Err())
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = errors.Join(ferr, err) })
+		if errors.Is(ferr, kerr.OffsetOutOfRange) {
+			return time.Time{}, nil // retention removed it
+		}
+		if ferr != nil {
+			return time.Time{}, fmt.Errorf("read the original record at %s: %w", l.ID, ferr)
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			rec := it.Next()
+			if rec.Offset >= l.Offset {
+				if rec.Offset > l.Offset { // compacted away
+					return time.Time{}, nil
+				}
+				return rec.Timestamp, nil
+			}
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package deadletter_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// waitLetters polls the dead-letter topic until it holds at least n
+// letters (the outbox relay produces them after the batch commits).
+func waitLetters(ctx context.Context, t *testing.T, brokers []string, n int) []deadletter.Letter {
+	t.Helper()
+	for {
+		ls, err := deadletter.List(ctx, brokers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ls) >= n {
+			return ls
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d letters, want %d", len(ls), n)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// A completion for a session that never started is dead-lettered and
+// listed with its position, handler, reason, key and event id; once the
+// session has started, redriving it makes the sessions processor apply it.
+func TestListAndRedrive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := taubench.Events(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := envs[len(envs)-1]
+	if done.Type != events.SessionCompleted {
+		t.Fatalf("last event is %s", done.Type)
+	}
+	done.Time = "" // the record's timestamp stands in, and a redrive must keep it
+	if err := p.Producer.Publish(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	brokers := p.Broker.Addrs()
+	ls := waitLetters(ctx, t, brokers, 1)
+	var l deadletter.Letter
+	for _, x := range ls {
+		if strings.HasPrefix(x.Handler, sessions.Name+"@") {
+			l = x
+		}
+	}
+	key := events.EntityKey(done.EffectiveScope(), done.SessionID)
+	if l.Topic != string(events.TopicSessions) || l.EventID != done.ID || l.Key != key || !strings.Contains(l.Reason, sessions.ErrNotStarted.Error()) ||
+		l.ID != fmt.Sprintf("%s:%d:%d", l.Topic, l.Partition, l.Offset) {
+		t.Fatalf("letters %+v (want the sessions processor's, key %q)", ls, key)
+	}
+	orig := l.Original()
+	for _, h := range orig.Headers {
+		if h.Key != "content-type" {
+			t.Fatalf("restored record keeps header %s", h.Key)
+		}
+	}
+
+	if err := p.Producer.Publish(ctx, envs[:len(envs)-1]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := sessions.Get(p.Store, key); err != nil || !ok || v.Status != sessions.StatusRunning {
+		t.Fatalf("before the redrive: %+v %v %v", v, ok, err)
+	}
+	out, err := deadletter.Redrive(ctx, brokers, ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].ID != l.ID || out[0].Topic != l.Topic || out[0].Partition != l.Partition || out[0].Offset <= l.Offset {
+		t.Fatalf("redriven %+v (letter %+v)", out, l)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := sessions.Get(p.Store, key); err != nil || !ok || v.Status != sessions.StatusCompleted {
+		t.Fatalf("after the redrive: %+v %v %v", v, ok, err)
+	}
+	// the processors that had applied it see an exact duplicate (same
+	// record time), not a conflicting one
+	var conflicts float64
+	for _, name := range []string{sessions.Name, "toolgraph"} {
+		conflicts += testutil.ToFloat64(p.Metrics.ConflictingDuplicates.WithLabelValues(name))
+	}
+	if conflicts != 0 {
+		t.Fatalf("%v conflicting duplicates after the redrive", conflicts)
+	}
+	// the time-less events' times come from the log: a replay rebuilds
+	// the same projections
+	rs, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: rs, Processors: pipeline.DefaultProcessors()}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := rs.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.All != replayed.All {
+		t.Fatalf("replay digest differs from live:\n%v\n%v", replayed, live)
+	}
+}
+
+// A worker's letter holds the event converted to structured mode next to
+// the original ce_ headers: the restored record drops them (it would
+// otherwise parse as binary mode with the envelope as data) and parses as
+// the original event. An engine letter of a binary-mode record keeps them.
+func TestRestoreContentMode(t *testing.T) {
+	data := `{"memory_id":"m1","signal":"task_completion","positive":false}`
+	ce := []kgo.RecordHeader{
+		{Key: "ce_specversion", Value: []byte("1.0")}, {Key: "ce_id", Value: []byte("b1")},
+		{Key: "ce_source", Value: []byte("kcat")}, {Key: "ce_type", Value: []byte("memory.feedback.v1")},
+		{Key: "content-type", Value: []byte("application/json")},
+	}
+	pos := []kgo.RecordHeader{
+		{Key: processors.HeaderOriginalTopic, Value: []byte(events.TopicMemories)}, {Key: processors.HeaderOriginalPartition, Value: []byte("0")},
+		{Key: processors.HeaderOriginalOffset, Value: []byte("7")}, {Key: processors.HeaderHandler, Value: []byte("w@chronicle.memories")},
+		{Key: processors.HeaderError, Value: []byte("boom")},
+	}
+	structured := `{"data":{"memory_id":"m1","positive":false,"signal":"task_completion"},"datacontenttype":"application/json","id":"b1","source":"kcat","specversion":"1.0","time":"2026-11-21T10:00:00Z","type":"memory.feedback.v1"}`
+	worker := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte("m1"), Value: []byte(structured),
+		Headers: append(append(append([]kgo.RecordHeader{}, ce...), pos...), kgo.RecordHeader{Key: "_watermill_message_uuid", Value: []byte("u")}, kgo.RecordHeader{Key: "kafka_key", Value: []byte("m1")})}
+	engine := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte("m1"), Value: []byte(data), Headers: append(append([]kgo.RecordHeader{}, ce...), pos...)}
+	for name, rec := range map[string]*kgo.Record{"worker": worker, "engine": engine} {
+		l, err := deadletter.Parse(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := l.Original()
+		if o.Topic != string(events.TopicMemories) || string(o.Key) != "m1" || l.ID != "chronicle.memories:0:7" || l.EventID != "b1" || l.Handler != "w@chronicle.memories" || l.Reason != "boom" {
+			t.Fatalf("%s: %+v", name, l)
+		}
+		for _, h := range o.Headers {
+			if h.Key == processors.HeaderError || strings.HasPrefix(h.Key, "kafka_") || strings.HasPrefix(h.Key, "_watermill") {
+				t.Fatalf("%s: kept %s", name, h.Key)
+			}
+		}
+		env, err := events.FromRecord(o)
+		if err != nil {
+			t.Fatalf("%s: restored record does not parse: %v", name, err)
+		}
+		var d events.MemoryFeedbackData
+		if err := env.Decode(&d); err != nil || env.ID != "b1" || d.Signal != "task_completion" {
+			t.Fatalf("%s: %+v %v", name, env, err)
+		}
+	}
+	if _, err := deadletter.Parse(&kgo.Record{Headers: pos[1:]}); err == nil || !strings.Contains(err.Error(), processors.HeaderOriginalTopic) {
+		t.Fatalf("letter without its topic: %v", err)
+	}
+}
