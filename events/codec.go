@@ -63,7 +63,7 @@ func FromRecord(r *kgo.Record) (Envelope, error) {
 	}
 	env, err := ParseEvent(raw)
 	if err == nil && env.Time == "" {
-		env.Time = RecordTime(r.Timestamp)
+		env.Time, env.TimeFromLog = RecordTime(r.Timestamp), true
 	}
 	return env, err
 }

@@ -40,7 +40,11 @@ type Envelope struct {
 	// byte-stable. It is optional (CloudEvents 1.0): a producer may omit
 	// it, and FromRecord then sets it from the Kafka record's timestamp
 	// (RecordTime), which is in the log, so replay sees the same time.
-	Time            string `json:"time,omitempty"`
+	Time string `json:"time,omitempty"`
+	// TimeFromLog reports that Time was not sent but set by FromRecord
+	// from the record's timestamp: a resend of the event, a new record,
+	// gets another time, so the idempotency check leaves it out.
+	TimeFromLog     bool   `json:"-"`
 	DataContentType string `json:"datacontenttype,omitempty"`
 	DataSchema      string `json:"dataschema,omitempty"`
 	// SessionID is the extension attribute sessionid: the session an event

@@ -83,9 +83,15 @@ func contentHashV1(env *events.Envelope) []byte {
 // a fixed order, each followed by a 0 byte, and its data compacted: the
 // same identity as contentHashV1 (whitespace does not count) without
 // encoding the whole event, which cost as much as the processor's work.
+// A time the producer did not send (events.Envelope.TimeFromLog) counts as
+// empty, so a resent time-less event is a duplicate, not a conflict.
 func contentHash(env *events.Envelope) []byte {
 	h := sha256.New()
-	for _, a := range [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, env.Time, env.DataContentType,
+	sent := env.Time
+	if env.TimeFromLog {
+		sent = ""
+	}
+	for _, a := range [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
 		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID} {
 		h.Write([]byte(a))
 		h.Write([]byte{0})

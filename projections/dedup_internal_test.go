@@ -40,3 +40,23 @@ func TestSameContentAcrossLayouts(t *testing.T) {
 		}
 	}
 }
+
+// A time-less event resent as a new record gets another time from its
+// record: it is a duplicate, not a conflicting one.
+func TestResentTimelessEventIsADuplicate(t *testing.T) {
+	env, err := events.New(events.MemoryFeedback, "test", "a", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, again := env, env
+	first.Time, first.TimeFromLog = events.RecordTime(time.Unix(1800000000, 0)), true
+	again.Time, again.TimeFromLog = events.RecordTime(time.Unix(1800000005, 0)), true
+	if !sameContent(dedupValue(1, contentHash(&first)), &again, contentHash(&again)) {
+		t.Fatal("a resend of a time-less event counts as a conflicting duplicate")
+	}
+	sent := again
+	sent.TimeFromLog = false // the same time, but sent by the producer this time
+	if sameContent(dedupValue(1, contentHash(&first)), &sent, contentHash(&sent)) {
+		t.Fatal("an event that now carries a time it did not before is not told apart")
+	}
+}
