@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -21,12 +22,16 @@ func serveCmd() *cobra.Command {
 	var tick time.Duration
 	var tokens string
 	var stallAfter time.Duration
+	var advertise string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if err := checkAdvertise(advertise); err != nil {
+				return err
+			}
 			tf, err := loadTokens(tokens, httpAddr)
 			if err != nil {
 				return err
@@ -41,7 +46,7 @@ func serveCmd() *cobra.Command {
 			}
 			defer p.Close()
 			describe(p)
-			return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter}, httpAddr)
+			return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise}, httpAddr)
 		},
 	}
 	c.register(cmd)
@@ -50,6 +55,7 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
 	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
+	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at, shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
 }
@@ -71,6 +77,9 @@ func serveHTTP(ctx context.Context, s *httpapi.Server, addr string) error {
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", addr, err)
 	}
+	if s.Advertise == "" {
+		s.Advertise = "http://" + ln.Addr().String()
+	}
 	srv := httpapi.NewHTTPServer(s.Handler())
 	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
 	errc := make(chan error, 1)
@@ -86,4 +95,20 @@ func serveHTTP(ctx context.Context, s *httpapi.Server, addr string) error {
 		}
 		return err
 	}
+}
+
+// checkAdvertise accepts an empty --advertise (the listen address) or an
+// absolute http(s) URL with a host.
+func checkAdvertise(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("--advertise %q: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--advertise %q: must be an absolute http:// or https:// URL with a host, e.g. http://chronicle-1:8080", s)
+	}
+	return nil
 }
