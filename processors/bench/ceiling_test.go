@@ -52,32 +52,38 @@ func BenchmarkPartitionCeiling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := func(b *testing.B, p processors.Processor, topic events.Topic, envs []events.Envelope) {
-		for i := 0; i < b.N; i++ {
-			store, err := projections.Open(b.TempDir(), projections.Options{})
+	// rate applies envs with p into an empty store, in one partition.
+	rate := func(p processors.Processor, topic events.Topic, envs []events.Envelope) float64 {
+		store, err := projections.Open(b.TempDir(), projections.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		start := time.Now()
+		for from := 0; from < len(envs); from += 1000 {
+			items := make([]projections.Item, 0, 1000)
+			for j := from; j < min(from+1000, len(envs)); j++ {
+				items = append(items, projections.Item{Pos: projections.Position{Topic: string(topic), Offset: int64(j)}, Env: &envs[j]})
+			}
+			outs, err := store.ApplyBatch(p.Name(), items, p.Apply)
 			if err != nil {
 				b.Fatal(err)
 			}
-			start := time.Now()
-			for from := 0; from < len(envs); from += 1000 {
-				items := make([]projections.Item, 0, 1000)
-				for j := from; j < min(from+1000, len(envs)); j++ {
-					items = append(items, projections.Item{Pos: projections.Position{Topic: string(topic), Offset: int64(j)}, Env: &envs[j]})
-				}
-				outs, err := store.ApplyBatch(p.Name(), items, p.Apply)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for k, o := range outs {
-					if o.Result == projections.DeadLettered {
-						b.Fatalf("%s rejected event %d: %v", p.Name(), from+k, o.Err)
-					}
+			for k, o := range outs {
+				if o.Result == projections.DeadLettered {
+					b.Fatalf("%s rejected event %d: %v", p.Name(), from+k, o.Err)
 				}
 			}
-			b.ReportMetric(float64(len(envs))/time.Since(start).Seconds(), "events/s")
-			store.Close()
 		}
+		return float64(len(envs)) / time.Since(start).Seconds()
 	}
-	b.Run("memories", func(b *testing.B) { run(b, memories.Processor{}, events.TopicMemories, mem) })
-	b.Run("sessions", func(b *testing.B) { run(b, sessions.Processor{}, events.TopicSessions, sess) })
+	// the two run back to back in each iteration, so both see the same
+	// load of the shared machine and their ratio is the figure to read
+	for i := 0; i < b.N; i++ {
+		m := rate(memories.Processor{}, events.TopicMemories, mem)
+		s := rate(sessions.Processor{}, events.TopicSessions, sess)
+		b.ReportMetric(m, "memories-events/s")
+		b.ReportMetric(s, "sessions-events/s")
+		b.ReportMetric(m/s, "memories/sessions")
+	}
 }
