@@ -56,6 +56,8 @@ type engine struct {
 
 	mu     sync.Mutex
 	paused map[tp]*pausedPartition // partitions backing off after a store failure
+
+	own *ownership // assignment, restore and progress per partition (ownership.go)
 }
 
 type tp struct {
@@ -69,7 +71,7 @@ type pausedPartition struct {
 }
 
 func newEngine(cfg RunnerConfig) (*engine, error) {
-	e := &engine{cfg: cfg, byTopic: byTopic(cfg.Processors), pool: newPool(cfg.Processors), running: make(chan struct{}), paused: map[tp]*pausedPartition{}}
+	e := &engine{cfg: cfg, byTopic: byTopic(cfg.Processors), pool: newPool(cfg.Processors), running: make(chan struct{}), paused: map[tp]*pausedPartition{}, own: newOwnership()}
 	for t := range e.byTopic {
 		e.topics = append(e.topics, t)
 	}
@@ -86,7 +88,12 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		kgo.AutoCommitInterval(time.Second),
 		kgo.DisableFetchSessions(), // avoids a data race inside franz-go's Client.Close
 		kgo.AdjustFetchOffsetsFn(e.storedOffsets),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { e.once.Do(func() { close(e.running) }) }),
+		kgo.OnPartitionsAssigned(func(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
+			e.onAssigned(ctx, cl, added)
+			e.once.Do(func() { close(e.running) })
+		}),
+		kgo.OnPartitionsRevoked(e.onRevoked),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) { e.own.revoked(lost) }),
 	}
 	opts = append(opts, cfg.SubscriberOpts...)
 	cl, err := kgo.NewClient(opts...)
@@ -94,6 +101,10 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		return nil, err
 	}
 	e.client = cl
+	if cfg.Metrics != nil && cfg.Metrics.Registry != nil {
+		// a second Runner on the same registry keeps the first's gauge
+		_ = cfg.Metrics.Registry.Register(restoreCollector{own: e.own, desc: restoreDesc})
+	}
 	return e, nil
 }
 
@@ -188,6 +199,7 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 		return
 	}
 	e.clearBackOff(topic, partition)
+	e.own.advanced(topic, partition, recs[len(recs)-1].Offset+1)
 	e.client.MarkCommitRecords(recs[len(recs)-1])
 }
 
@@ -205,6 +217,7 @@ func (e *engine) apply(p Processor, items []projections.Item) error {
 			return err
 		}
 		e.observe(p, items, outs)
+		e.own.committed(items[0].Pos.Topic, items[0].Pos.Partition)
 		return nil
 	}, bo)
 }

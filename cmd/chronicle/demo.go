@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
@@ -88,7 +89,7 @@ func demoCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return serveHTTP(ctx, p, httpAddr, tf)
+				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf}, httpAddr)
 			}
 			return nil
 		},

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -20,12 +21,17 @@ func serveCmd() *cobra.Command {
 	var httpAddr string
 	var tick time.Duration
 	var tokens string
+	var stallAfter time.Duration
+	var advertise string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if err := checkAdvertise(advertise); err != nil {
+				return err
+			}
 			tf, err := loadTokens(tokens, httpAddr)
 			if err != nil {
 				return err
@@ -40,7 +46,7 @@ func serveCmd() *cobra.Command {
 			}
 			defer p.Close()
 			describe(p)
-			return serveHTTP(ctx, p, httpAddr, tf)
+			return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise}, httpAddr)
 		},
 	}
 	c.register(cmd)
@@ -48,6 +54,8 @@ func serveCmd() *cobra.Command {
 	c.registerSearch(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
+	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
+	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at, shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
 }
@@ -64,12 +72,15 @@ func describe(p *pipeline.Pipeline) {
 }
 
 // serveHTTP serves the API until ctx ends, then shuts down gracefully.
-func serveHTTP(ctx context.Context, p *pipeline.Pipeline, addr string, tokens *access.File) error {
+func serveHTTP(ctx context.Context, s *httpapi.Server, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", addr, err)
 	}
-	srv := httpapi.NewHTTPServer((&httpapi.Server{P: p, Tokens: tokens}).Handler())
+	if s.Advertise == "" {
+		s.Advertise = "http://" + ln.Addr().String()
+	}
+	srv := httpapi.NewHTTPServer(s.Handler())
 	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -84,4 +95,20 @@ func serveHTTP(ctx context.Context, p *pipeline.Pipeline, addr string, tokens *a
 		}
 		return err
 	}
+}
+
+// checkAdvertise accepts an empty --advertise (the listen address) or an
+// absolute http(s) URL with a host.
+func checkAdvertise(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("--advertise %q: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--advertise %q: must be an absolute http:// or https:// URL with a host, e.g. http://chronicle-1:8080", s)
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
@@ -89,6 +90,14 @@ type Server struct {
 	// limit each caller to its scopes; nil serves every scope (the service
 	// then listens on loopback only).
 	Tokens *access.File
+	// StallAfter is how long an owned partition may be behind without
+	// progress before /healthz says "stalled" and answers 503 (serve
+	// --stall-after; ≤ 0: processors.DefaultStallAfter, 30 s).
+	StallAfter time.Duration
+	// Advertise is the URL other instances and operators reach this
+	// instance's API at (serve --advertise; default: the listen address),
+	// shown by GET /v1/cluster.
+	Advertise string
 
 	// brokerDown is set while produces fail, so an outage is logged once.
 	brokerDown atomic.Bool
@@ -136,6 +145,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),
 		f("GET /v1/digest", s.digest),
+		f("GET /v1/cluster", s.cluster), // issue 15: members, assignment, lag and restore per partition
 		f("GET /healthz", s.health),
 		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
 		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: s.mcpImprovement})},
@@ -473,6 +483,10 @@ func (s *Server) digest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
+// health answers the instance's health (processors.Health): "ok",
+// "restoring", "rebalancing" or "stalled" with each owned partition's
+// detail, the total lag, and the brokers; 503 while stalled, when the
+// brokers do not answer, or after a background failure.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -481,16 +495,17 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "broker unreachable", "error": err.Error()})
 		return
 	}
-	var total int64
-	for _, l := range lag {
-		total += l.Lag
-	}
-	status := "ok"
 	if err := s.P.Err(); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "failed", "error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": status, "lag": total, "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
+	rep := processors.Health(s.P.Runner.Ownership(), lag, s.StallAfter, time.Now())
+	code := http.StatusOK
+	if rep.Status == processors.HealthStalled {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"status": rep.Status, "lag": processors.TotalLag(lag), "rebalancing": rep.Rebalancing,
+		"stall_after": rep.StallAfter, "partitions": rep.Partitions, "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
 }
 
 // recordScope is the effective scope attribute of a structured event, ""

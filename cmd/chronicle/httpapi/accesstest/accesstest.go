@@ -171,6 +171,7 @@ func Cases() []Case {
 		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},
 		{Pattern: "GET /v1/digest", Request: get(func(Fixture) string { return "/v1/digest" }), Want: aggregate},
+		{Pattern: "GET /v1/cluster", Request: get(func(Fixture) string { return "/v1/cluster" }), Want: aggregate},
 		{Pattern: "GET /healthz", Public: true, Request: get(func(Fixture) string { return "/healthz" })},
 		{Pattern: "GET /metrics", Public: true, Request: get(func(Fixture) string { return "/metrics" })},
 		// the MCP tools: MCPCases covers them tool by tool; here the

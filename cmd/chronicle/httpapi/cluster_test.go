@@ -1,0 +1,112 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+)
+
+// TestClusterView: two instances (the second a pipeline against the
+// first's broker, its own store) in the processors' group. Each one's GET
+// /v1/cluster lists both members with their client hosts, marks itself,
+// shows its advertised URL, gives every partition of chronicle.sessions
+// one owner, the two members' assignments together cover the partitions
+// exactly once, and the partitions it owns carry restore progress, done
+// once caught up.
+func TestClusterView(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	p1, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p1.Close() })
+	body, _ := sessionJSON(t, 0)
+	srv1 := httptest.NewServer((&httpapi.Server{P: p1, Advertise: "http://chronicle-1:8080"}).Handler())
+	t.Cleanup(srv1.Close)
+	if code, m := post(t, srv1, body); code != 202 {
+		t.Fatalf("POST: %d %v", code, m)
+	}
+	p2, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: p1.Broker.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p2.Close() })
+	srv2 := httptest.NewServer((&httpapi.Server{P: p2, Advertise: "http://chronicle-2:8080"}).Handler())
+	t.Cleanup(srv2.Close)
+
+	for i, srv := range []*httptest.Server{srv1, srv2} {
+		want := fmt.Sprintf("http://chronicle-%d:8080", i+1)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			why := checkCluster(t, srv, want)
+			if why == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("instance %d: %s", i+1, why)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+func checkCluster(t *testing.T, srv *httptest.Server, advertise string) string {
+	var v httpapi.ClusterView
+	if code := get(t, srv, "/v1/cluster", &v); code != 200 {
+		return fmt.Sprintf("GET /v1/cluster: %d", code)
+	}
+	if v.Advertise != advertise || v.Self == "" || v.Group != "chronicle.processors" {
+		return fmt.Sprintf("view %+v: advertise %s expected", v, advertise)
+	}
+	if len(v.Members) != 2 {
+		return fmt.Sprintf("%d members: %+v", len(v.Members), v.Members)
+	}
+	selfSeen := 0
+	var assigned []int32
+	for _, m := range v.Members {
+		if m.Self {
+			selfSeen++
+			if m.MemberID != v.Self {
+				return "self flag on another member"
+			}
+		}
+		if m.ClientHost == "" {
+			return fmt.Sprintf("member %s has no client host", m.MemberID)
+		}
+		assigned = append(assigned, m.Assigned[string(events.TopicSessions)]...)
+	}
+	sort.Slice(assigned, func(i, j int) bool { return assigned[i] < assigned[j] })
+	if selfSeen != 1 || fmt.Sprint(assigned) != "[0 1 2 3]" {
+		return fmt.Sprintf("self seen %d times; sessions partitions assigned %v", selfSeen, assigned)
+	}
+	owned := 0
+	for _, p := range v.Partitions {
+		if p.Topic != string(events.TopicSessions) {
+			continue
+		}
+		if p.Owner == "" {
+			return fmt.Sprintf("partition %d has no owner", p.Partition)
+		}
+		if (p.Owner == v.Self) != (p.Restore != nil) {
+			return fmt.Sprintf("partition %d owned by %s: restore %+v (self %s)", p.Partition, p.Owner, p.Restore, v.Self)
+		}
+		if p.Restore != nil {
+			owned++
+			if p.Restore.Remaining != 0 || p.Lag != 0 {
+				return fmt.Sprintf("partition %d not restored yet: %+v lag %d", p.Partition, p.Restore, p.Lag)
+			}
+		}
+	}
+	if owned == 0 {
+		return "this instance owns no sessions partition"
+	}
+	return ""
+}

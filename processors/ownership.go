@@ -1,0 +1,239 @@
+package processors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DefaultStallAfter is how long a partition this instance owns may be
+// behind (lag > 0, or a restore not finished) without any processor of it
+// committing a batch before Health calls it stalled (issue 15, item 6).
+// 30 s is the issue's bound for "a lag with no progress under a live
+// member"; it is well above the engine's longest healthy gap (a store
+// failure's backoff starts at 100 ms, a poll waits at most FetchMaxWait).
+const DefaultStallAfter = 30 * time.Second
+
+// ownership is the engine's record of group membership as this instance
+// sees it: which partitions it owns, whether a rebalance is under way
+// (between a revoke and the next assignment), each owned partition's
+// restore (the stored position at assignment against the end of the
+// partition then) and when a processor last committed a batch of it.
+// The engine updates it from kgo's OnPartitionsAssigned/Revoked/Lost and
+// after each applied batch.
+type ownership struct {
+	mu          sync.Mutex
+	rebalancing bool
+	changed     time.Time // when rebalancing last changed
+	parts       map[tp]*ownedPartition
+}
+
+type ownedPartition struct {
+	assignedAt time.Time
+	from       int64 // lowest stored next offset of the topic's processors at assignment
+	end        int64 // the partition's end offset at assignment (-1: unknown)
+	next       int64 // every processor has applied the records before it
+	progressAt time.Time
+}
+
+func newOwnership() *ownership {
+	return &ownership{rebalancing: true, changed: time.Now(), parts: map[tp]*ownedPartition{}}
+}
+
+// assigned records newly assigned partitions, each starting at from (its
+// stored position) with end (-1 unknown), and ends the rebalance.
+func (o *ownership) assigned(added map[string]map[int32][2]int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	for topic, parts := range added {
+		for p, fe := range parts {
+			o.parts[tp{topic, p}] = &ownedPartition{assignedAt: now, from: fe[0], end: fe[1], next: fe[0], progressAt: now}
+		}
+	}
+	o.rebalancing = false
+	o.changed = now
+}
+
+// revoked forgets revoked (or lost) partitions and starts a rebalance.
+func (o *ownership) revoked(gone map[string][]int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for topic, parts := range gone {
+		for _, p := range parts {
+			delete(o.parts, tp{topic, p})
+		}
+	}
+	o.rebalancing = true
+	o.changed = time.Now()
+}
+
+// committed records that a processor committed a batch of the partition.
+func (o *ownership) committed(topic string, partition int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if op := o.parts[tp{topic, partition}]; op != nil {
+		op.progressAt = time.Now()
+	}
+}
+
+// advanced records that every processor of the partition applied the
+// records before next.
+func (o *ownership) advanced(topic string, partition int32, next int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if op := o.parts[tp{topic, partition}]; op != nil && next > op.next {
+		op.next = next
+	}
+}
+
+// OwnedPartition is one partition assigned to this instance by the
+// processors' consumer group, as Runner.Ownership reports it.
+type OwnedPartition struct {
+	Topic      string    `json:"topic"`
+	Partition  int32     `json:"partition"`
+	AssignedAt time.Time `json:"assigned_at"`
+	// RestoreFrom is the lowest next offset the topic's processors had
+	// stored when the partition was assigned (0: never processed here).
+	RestoreFrom int64 `json:"restore_from"`
+	// RestoreEnd is the partition's end offset at assignment (-1: the
+	// broker did not answer): the records before it are the restore.
+	RestoreEnd int64 `json:"restore_end"`
+	// Next is the offset every processor of the topic has applied up to.
+	Next int64 `json:"next"`
+	// LastProgress is when a processor last committed a batch of the
+	// partition (the assignment time before the first).
+	LastProgress time.Time `json:"last_progress"`
+}
+
+// RestoreRemaining is the records of the restore not applied yet:
+// RestoreEnd − Next, ≥ 0 (0 when RestoreEnd is unknown).
+func (p OwnedPartition) RestoreRemaining() int64 {
+	if p.RestoreEnd < 0 || p.Next >= p.RestoreEnd {
+		return 0
+	}
+	return p.RestoreEnd - p.Next
+}
+
+// Ownership is this instance's view of the processors' consumer group.
+type Ownership struct {
+	// Rebalancing is true between a revoke (or loss) of partitions and the
+	// next assignment, and before the first assignment.
+	Rebalancing bool `json:"rebalancing"`
+	// Since is when Rebalancing last changed.
+	Since time.Time `json:"since"`
+	// Partitions are the partitions assigned to this instance, by topic
+	// and partition.
+	Partitions []OwnedPartition `json:"partitions"`
+}
+
+func (o *ownership) snapshot() Ownership {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := Ownership{Rebalancing: o.rebalancing, Since: o.changed, Partitions: make([]OwnedPartition, 0, len(o.parts))}
+	for k, p := range o.parts {
+		out.Partitions = append(out.Partitions, OwnedPartition{Topic: k.topic, Partition: k.partition, AssignedAt: p.assignedAt,
+			RestoreFrom: p.from, RestoreEnd: p.end, Next: p.next, LastProgress: p.progressAt})
+	}
+	sort.Slice(out.Partitions, func(i, j int) bool {
+		a, b := out.Partitions[i], out.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
+}
+
+// Ownership is which partitions this Runner's engine owns, their restore
+// and progress, and whether a rebalance is under way.
+func (r *Runner) Ownership() Ownership { return r.engine.own.snapshot() }
+
+// MemberID is this Runner's member id in ProcessorsGroup ("" before it
+// joined).
+func (r *Runner) MemberID() string {
+	id, _ := r.engine.client.GroupMetadata()
+	return id
+}
+
+// onAssigned records the partitions the group just gave this instance:
+// each one's stored position (the lowest of the topic's processors, 0 when
+// never processed here) and the partition's end offset now, from which
+// the restore is measured.
+func (e *engine) onAssigned(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
+	ends := map[string]map[int32]int64{}
+	if len(added) > 0 {
+		topics := make([]string, 0, len(added))
+		for t := range added {
+			topics = append(topics, t)
+		}
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, err := kadm.NewClient(cl).ListEndOffsets(lctx, topics...)
+		cancel()
+		if err != nil {
+			e.cfg.Logger.Error("end offsets at assignment", err, nil)
+		}
+		l.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				if ends[o.Topic] == nil {
+					ends[o.Topic] = map[int32]int64{}
+				}
+				ends[o.Topic][o.Partition] = o.Offset
+			}
+		})
+	}
+	rec := map[string]map[int32][2]int64{}
+	for topic, parts := range added {
+		rec[topic] = map[int32][2]int64{}
+		for _, p := range parts {
+			from := int64(-1)
+			for _, proc := range e.byTopic[topic] {
+				next, _ := e.cfg.Store.NextOffset(proc.Name(), topic, p)
+				if from < 0 || next < from {
+					from = next
+				}
+			}
+			end, ok := ends[topic][p]
+			if !ok {
+				end = -1
+			}
+			rec[topic][p] = [2]int64{max(from, 0), end}
+		}
+	}
+	e.own.assigned(rec)
+}
+
+// onRevoked commits the marked offsets (what franz-go's default revoke
+// does, which a callback replaces) and records the revoke.
+func (e *engine) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	if err := cl.CommitMarkedOffsets(ctx); err != nil {
+		e.cfg.Logger.Error("commit on revoke", err, nil)
+	}
+	e.own.revoked(revoked)
+}
+
+// restoreCollector is chronicle_restore_remaining_records{topic,partition}:
+// per owned partition, the records of its restore not applied yet
+// (OwnedPartition.RestoreRemaining).
+type restoreCollector struct {
+	own  *ownership
+	desc *prometheus.Desc
+}
+
+var restoreDesc = prometheus.NewDesc("chronicle_restore_remaining_records",
+	"Records of a partition assigned to this instance that are still to be applied to reach the partition's end offset at assignment (restore progress; 0 once restored).",
+	[]string{"topic", "partition"}, nil)
+
+func (c restoreCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c restoreCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.own.snapshot().Partitions {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(p.RestoreRemaining()), p.Topic, fmt.Sprint(p.Partition))
+	}
+}
