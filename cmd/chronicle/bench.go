@@ -16,6 +16,7 @@ import (
 func benchCmd() *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
+	var only []string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Throughput and latency of the processing engine next to a raw franz-go job, in one run on the embedded broker",
@@ -40,6 +41,17 @@ fetch: the limit), Chronicle running a count processor, Chronicle running the de
 					bar.ChangeMax64(total)
 				}
 				_ = bar.Set64(done)
+			}
+			if len(only) > 0 {
+				cfg.Only = map[string]bool{}
+				for _, j := range only {
+					switch j {
+					case "raw", "count", "default", "replay":
+						cfg.Only[j] = true
+					default:
+						return fmt.Errorf("--only: %q is not a job (raw, count, default, replay)", j)
+					}
+				}
 			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if bar != nil {
@@ -67,5 +79,6 @@ fetch: the limit), Chronicle running a count processor, Chronicle running the de
 	cmd.Flags().IntVar(&cfg.Probes, "probes", 500, "single events for the latency")
 	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "directory for the log and the stores (default a temporary one, removed afterwards)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these jobs (raw, count, default, replay; replay runs default first), e.g. to profile one")
 	return cmd
 }

@@ -48,6 +48,10 @@ type Config struct {
 	Dir string
 	// Progress, when set, is told what runs and how far it got.
 	Progress func(stage string, done, total int64)
+	// Only, when set, runs just these jobs of "raw", "count", "default",
+	// "replay" (replay needs default: it reads what default wrote), for
+	// profiling one of them. Default: all.
+	Only map[string]bool
 }
 
 // Result is one run's measurements. Rates are events (records) per second
@@ -137,18 +141,29 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	prod.Close()
 
-	if res.RawEventsPerS, err = rawCount(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "raw"), len(envs), progress); err != nil {
-		return res, fmt.Errorf("bench: raw job: %w", err)
+	run := func(job string) bool {
+		return cfg.Only == nil || cfg.Only[job] || job == "default" && cfg.Only["replay"]
 	}
-	if res.CountEventsPerS, _, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "count"), cfg, []processors.Processor{Count{}}, "count", len(envs), 0, progress); err != nil {
-		return res, fmt.Errorf("bench: count processor: %w", err)
+	if run("raw") {
+		if res.RawEventsPerS, err = rawCount(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "raw"), len(envs), progress); err != nil {
+			return res, fmt.Errorf("bench: raw job: %w", err)
+		}
+	}
+	if run("count") {
+		if res.CountEventsPerS, _, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "count"), cfg, []processors.Processor{Count{}}, "count", len(envs), 0, progress); err != nil {
+			return res, fmt.Errorf("bench: count processor: %w", err)
+		}
 	}
 	var lat []time.Duration
-	if res.DefaultEventsPerS, lat, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "default"), cfg, pipeline.DefaultProcessors(), "default", len(envs), cfg.Probes, progress); err != nil {
-		return res, fmt.Errorf("bench: default processors: %w", err)
+	if run("default") {
+		if res.DefaultEventsPerS, lat, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "default"), cfg, pipeline.DefaultProcessors(), "default", len(envs), cfg.Probes, progress); err != nil {
+			return res, fmt.Errorf("bench: default processors: %w", err)
+		}
 	}
-	if res.ReplayEventsPerS, res.ReplayRecords, err = replay(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "replay"), progress); err != nil {
-		return res, fmt.Errorf("bench: replay: %w", err)
+	if run("replay") {
+		if res.ReplayEventsPerS, res.ReplayRecords, err = replay(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "replay"), progress); err != nil {
+			return res, fmt.Errorf("bench: replay: %w", err)
+		}
 	}
 	res.CountRatio = res.CountEventsPerS / res.RawEventsPerS
 	res.DefaultRatio = res.DefaultEventsPerS / res.RawEventsPerS

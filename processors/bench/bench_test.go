@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/processors/bench"
@@ -16,6 +17,12 @@ func BenchmarkEngine(b *testing.B) {
 	cfg := bench.Config{Dir: b.TempDir()}
 	if n, err := strconv.Atoi(os.Getenv("CHRONICLE_BENCH_EVENTS")); err == nil {
 		cfg.Events = n
+	}
+	if only := os.Getenv("CHRONICLE_BENCH_ONLY"); only != "" { // e.g. count, to profile one job
+		cfg.Only = map[string]bool{}
+		for _, j := range strings.Split(only, ",") {
+			cfg.Only[j] = true
+		}
 	}
 	for i := 0; i < b.N; i++ {
 		res, err := bench.Run(context.Background(), cfg)
