@@ -78,7 +78,7 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 	sort.Strings(e.topics)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ConsumerGroup(string(ProcessorsGroup)),
+		kgo.ConsumerGroup(string(cfg.Group)),
 		kgo.ConsumeTopics(e.topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

@@ -40,6 +40,12 @@ type PartitionLag struct {
 // shows the previous owner's commit until it commits its own first
 // progress (within the commit interval).
 func Lag(ctx context.Context, adm *kadm.Client, store *projections.Store, procs []Processor) ([]PartitionLag, error) {
+	return LagInGroup(ctx, adm, store, procs, ProcessorsGroup)
+}
+
+// LagInGroup is Lag for processors that run in consumer group g
+// (RunnerConfig.Group).
+func LagInGroup(ctx context.Context, adm *kadm.Client, store *projections.Store, procs []Processor, g Group) ([]PartitionLag, error) {
 	topicSet := map[string]bool{}
 	for _, p := range procs {
 		for _, t := range p.Topics() {
@@ -54,13 +60,13 @@ func Lag(ctx context.Context, adm *kadm.Client, store *projections.Store, procs 
 	if err != nil {
 		return nil, fmt.Errorf("processors: end offsets: %w", err)
 	}
-	committed := adm.FetchManyOffsets(ctx, string(ProcessorsGroup))
+	committed := adm.FetchManyOffsets(ctx, string(g))
 	var out []PartitionLag
 	for _, p := range procs {
 		for _, t := range p.Topics() {
-			group := committed[string(ProcessorsGroup)]
+			group := committed[string(g)]
 			if group.Err != nil && !errors.Is(group.Err, kerr.GroupIDNotFound) {
-				return nil, fmt.Errorf("processors: committed offsets of %s: %w", ProcessorsGroup, group.Err)
+				return nil, fmt.Errorf("processors: committed offsets of %s: %w", g, group.Err)
 			}
 			ends.Each(func(o kadm.ListedOffset) {
 				if o.Topic != string(t) || o.Err != nil {

@@ -63,6 +63,10 @@ type RunnerConfig struct {
 	// A poll never waits for more records once one is there, so batching
 	// adds no latency under a light load.
 	MaxBatch int
+	// Group is the engine's consumer group (default ProcessorsGroup). Only
+	// separate applications on one cluster (a benchmark's jobs) need
+	// another: instances of one application share it.
+	Group Group
 	// FetchMaxWait is how long the broker holds a fetch that finds no new
 	// record (default 200 ms); it bounds how long a poll waits.
 	FetchMaxWait time.Duration
@@ -99,6 +103,9 @@ func (c *RunnerConfig) setDefaults() {
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 1000
+	}
+	if c.Group == "" {
+		c.Group = ProcessorsGroup
 	}
 	if c.FetchMaxWait == 0 {
 		c.FetchMaxWait = 200 * time.Millisecond

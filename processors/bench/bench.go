@@ -165,9 +165,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("bench: replay: %w", err)
 		}
 	}
-	res.CountRatio = res.CountEventsPerS / res.RawEventsPerS
-	res.DefaultRatio = res.DefaultEventsPerS / res.RawEventsPerS
-	res.ReplayRatio = res.ReplayEventsPerS / res.RawEventsPerS
+	if res.RawEventsPerS > 0 { // not without the raw job (--only)
+		res.CountRatio = res.CountEventsPerS / res.RawEventsPerS
+		res.DefaultRatio = res.DefaultEventsPerS / res.RawEventsPerS
+		res.ReplayRatio = res.ReplayEventsPerS / res.RawEventsPerS
+	}
 	if len(lat) > 0 {
 		res.LatencyP50Ms = ms(quantile(lat, 0.50))
 		res.LatencyP99Ms = ms(quantile(lat, 0.99))
@@ -327,7 +329,11 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 			}
 		}
 	}
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, Brokers: brokers, Partitions: cfg.Partitions, Processors: procs, CommitHook: hook})
+	// each job is its own application (group): a group's committed offsets
+	// count as processed (processors.Lag), so a shared group would make the
+	// second job look caught up before it started
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, Brokers: brokers, Partitions: cfg.Partitions, Processors: procs, CommitHook: hook,
+		Group: processors.Group("chronicle.bench." + stage)})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -342,8 +348,12 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 		return 0, nil, err
 	}
 	tmu.Lock()
-	rate := float64(n) / last.Sub(first).Seconds()
+	took := last.Sub(first)
 	tmu.Unlock()
+	if took <= 0 {
+		return 0, nil, fmt.Errorf("%s: caught up without applying a batch", stage)
+	}
+	rate := float64(n) / took.Seconds()
 	if probes == 0 {
 		return rate, nil, nil
 	}

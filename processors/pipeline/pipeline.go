@@ -74,6 +74,9 @@ type Config struct {
 	// of decay (default 0: no ticks; serve sets 24 h). The first tick comes
 	// one interval after start.
 	TickInterval time.Duration
+	// Group is the processors' consumer group (default
+	// processors.ProcessorsGroup); see processors.RunnerConfig.Group.
+	Group processors.Group
 	// CommitHook, when set, is registered on the store before any processor
 	// starts (projections.Store.OnCommit): benchmarks and tests time or
 	// follow commits with it. Default none.
@@ -189,6 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
+		Group: cfg.Group,
 	}); err != nil {
 		return fail(err)
 	}
@@ -254,7 +258,11 @@ func (p *Pipeline) Admin() *kadm.Client { return p.admin }
 
 // Lag is every processor's lag per partition.
 func (p *Pipeline) Lag(ctx context.Context) ([]processors.PartitionLag, error) {
-	return processors.Lag(ctx, p.admin, p.Store, p.Processors)
+	g := p.Config.Group
+	if g == "" {
+		g = processors.ProcessorsGroup
+	}
+	return processors.LagInGroup(ctx, p.admin, p.Store, p.Processors, g)
 }
 
 // CaughtUp reports whether every processor has consumed every partition to
