@@ -148,7 +148,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			return 0, -1, gerr
 		}
 		tx := &Tx{b: b, proj: processor, cause: it.Env}
-		if ferr := fn(tx, it.Env); ferr != nil {
+		if ferr := safeApply(fn, tx, it.Env); ferr != nil {
 			if tx.err != nil { // a store failure inside the call, not a rejection
 				return 0, -1, tx.err
 			}
@@ -218,4 +218,17 @@ func (s *Store) commitRun(b *pebble.Batch, okey string, next int64, outbox []Out
 // processor on one topic partition.
 func (s *Store) lockPartition(processor, topic string, partition int32) func() {
 	return s.lockProcessor(offsetKey(processor, topic, partition))
+}
+
+// safeApply calls fn, turning a panic into its error: a processor that
+// panics on an event panics on it again (it is a function of the log), so
+// the event is rejected and dead-lettered like any rejection instead of
+// taking the service down.
+func safeApply(fn ApplyFunc, tx *Tx, env *events.Envelope) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("processor panicked: %v", r)
+		}
+	}()
+	return fn(tx, env)
 }

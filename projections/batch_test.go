@@ -138,3 +138,23 @@ func TestApplyBatchOnePartition(t *testing.T) {
 		t.Fatalf("err %v, want one topic partition per call", err)
 	}
 }
+
+// A processor that panics on an event rejects it: the event is
+// dead-lettered with the panic as its reason and its neighbours apply.
+func TestApplyBatchPanicIsARejection(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	outs, err := s.ApplyBatch("count", batchItems(t, "a", "boom", "b"), func(tx *projections.Tx, env *events.Envelope) error {
+		if env.ID == "boom" {
+			var m map[string]int
+			m["x"]++ // nil map: panics
+		}
+		return counter(tx, env)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := results(outs); got != "AXA" || !strings.Contains(outs[1].Err.Error(), "panicked") {
+		t.Fatalf("results %s (%v), want the panicking event dead-lettered alone", got, outs[1].Err)
+	}
+}
