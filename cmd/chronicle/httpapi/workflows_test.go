@@ -107,7 +107,7 @@ func TestWorkflowCheckpointIsReplayUntil(t *testing.T) {
 		m.w(c.Update(ctx, wf, layer, events.ChannelContext, map[string]any{"layer": layer, "user": "mia_li_3668"}))
 		m.w(c.Update(ctx, "other", layer, events.ChannelMessages, "noise"))
 		if layer == 1 {
-			m.w(c.Enqueue(ctx, wf, events.CommandReplanDAG, map[string]any{"requirement": "also check baggage"}, "agent"))
+			m.w(c.Enqueue(ctx, wf, events.CommandReplanDAG, map[string]any{"tools": []string{"get_user_details"}}, "agent"))
 			m.w(c.Interrupt(ctx, wf, events.DecisionAgent, "layer 1 done: continue or replan?"))
 		}
 		cp := m.w(c.Checkpoint(ctx, wf, layer))
