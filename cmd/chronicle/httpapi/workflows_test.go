@@ -301,6 +301,13 @@ func TestPostSuggest(t *testing.T) {
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
 		t.Fatalf("no intent: %d %v", code, m)
 	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "estimates": map[string]any{"cancel_reservation": map[string]any{"cost_usd": -0.5}}}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "estimates.cancel_reservation.cost_usd") {
+		t.Fatalf("a negative cost estimate: %d %v", code, m)
+	}
+	code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "I want to cancel my reservation", "k": 1, "estimates": map[string]any{"get_reservation_details": map[string]any{"cost_usd": 0.01, "seconds": 0.5}}})
+	if sg, _ := m["suggestion"].(map[string]any); code != 200 || sg["estimate"] == nil {
+		t.Fatalf("estimates: %d %v", code, m)
+	}
 }
 
 // GET /v1/tools/search with context_tools: hits re-ranked by
