@@ -415,14 +415,14 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 			return nil, false
 		}
 	}
+	if len(a.Tools) == 0 && a.Requirement != "" && needsAll(w, r) {
+		return nil, false
+	}
 	for _, c := range st.PendingCommands {
 		if c.Command == events.CommandReplanDAG {
 			writeErr(w, http.StatusConflict, "command: replan_dag %q is pending: a checkpoint must process it before another replan", c.CommandID)
 			return nil, false
 		}
-	}
-	if len(a.Tools) == 0 && a.Requirement != "" && needsAll(w, r) {
-		return nil, false
 	}
 	var current []string
 	if st.DAG != nil {
