@@ -70,6 +70,9 @@ type State struct {
 	PendingCommands []Command `json:"pending_commands"`
 	// PendingDecisions are the decision points not answered yet.
 	PendingDecisions []Decision `json:"pending_decisions"`
+	// DAG is the running DAG: absent until a checkpoint processes the
+	// first replan_dag command, then grown by each (replan.go).
+	DAG *RunningDAG `json:"dag,omitempty"`
 	// Checkpoint is the last checkpoint saved (or resumed from); the HTTP
 	// API adds its id (log position) as checkpoint_id.
 	Checkpoint *CheckpointRef `json:"checkpoint,omitempty"`
@@ -221,6 +224,11 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if slices.ContainsFunc(s.PendingCommands, func(c Command) bool { return c.CommandID == d.CommandID }) {
 			return fmt.Errorf("workflow %s: /data/command_id: %q: %w (pending)", key, d.CommandID, ErrDuplicateID)
 		}
+		if d.Command == events.CommandReplanDAG {
+			if _, err := parseReplan(d.Args); err != nil {
+				return fmt.Errorf("workflow %s: %w", key, err)
+			}
+		}
 		s.PendingCommands = append(s.PendingCommands, Command{CommandID: d.CommandID, Command: d.Command, Args: compactOrNil(d.Args), By: d.By, EnqueuedAt: env.Time})
 	case events.WorkflowDecisionRequested:
 		var d events.DecisionRequestedData
@@ -262,6 +270,13 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			i := slices.IndexFunc(s.PendingCommands, func(c Command) bool { return c.CommandID == cid })
 			if i < 0 {
 				return fmt.Errorf("workflow %s: /data/processed_commands: %q: %w", key, cid, ErrNotPending)
+			}
+			if c := s.PendingCommands[i]; c.Command == events.CommandReplanDAG {
+				// the executor handled the replan between layers: its
+				// plan, written with the command, joins the DAG now
+				if err := applyReplan(&s, c, d.Layer); err != nil {
+					return fmt.Errorf("workflow %s: %w", key, err)
+				}
 			}
 			s.PendingCommands = slices.Delete(s.PendingCommands, i, i+1)
 		}
@@ -314,7 +329,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		s = State{WorkflowID: id, Scope: scope, CurrentLayer: parent.CurrentLayer,
 			Messages: parent.Messages, Tasks: parent.Tasks, Decisions: parent.Decisions, Context: parent.Context,
-			PendingCommands: parent.PendingCommands, PendingDecisions: parent.PendingDecisions,
+			PendingCommands: parent.PendingCommands, PendingDecisions: parent.PendingDecisions, DAG: parent.DAG,
 			Parent: &Parent{WorkflowID: d.ParentWorkflowID, CheckpointID: d.ParentCheckpointID}, StartedAt: env.Time}
 		for _, ch := range []string{events.ChannelMessages, events.ChannelTasks, events.ChannelDecisions, events.ChannelContext} {
 			if u, has := d.Update[ch]; has {

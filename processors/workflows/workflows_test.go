@@ -181,7 +181,7 @@ func TestDecisionPointsAndCommands(t *testing.T) {
 	// commands queue in order and leave the queue when a checkpoint
 	// names them processed
 	h.must(scopeA, "c1", events.WorkflowCommandEnqueued, events.CommandEnqueuedData{WorkflowID: "w1", CommandID: "c1", Command: "inject_tasks", Args: json.RawMessage(`{"tasks":[{"id":"t9"}]}`)})
-	h.must(scopeA, "c2", events.WorkflowCommandEnqueued, events.CommandEnqueuedData{WorkflowID: "w1", CommandID: "c2", Command: "replan_dag", Args: json.RawMessage(`{"requirement":"x"}`)})
+	h.must(scopeA, "c2", events.WorkflowCommandEnqueued, replanCmd("w1", "c2", "x", []string{"get_user_details"}))
 	if s := h.state(scopeA, "w1"); len(s.PendingCommands) != 2 || s.PendingCommands[0].CommandID != "c1" {
 		t.Fatalf("queue %s", js(s.PendingCommands))
 	}

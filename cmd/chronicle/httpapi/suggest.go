@@ -26,7 +26,9 @@ var suggestEmbedder = sync.OnceValues(func() (embedder.Embedder, error) {
 	return u, nil
 })
 
-// postSuggest serves POST /v1/workflows/suggest {intent, context_tools, k}:
+// postSuggest serves POST /v1/workflows/suggest {intent, context_tools, k,
+// estimates?} (estimates: per-tool {cost_usd, seconds}, checked against the
+// speculation limits, see suggest.Request):
 // a DAG from the learned tool graph (which aggregates every scope, so the
 // route needs a token that reads *), the airline catalogue's schemas and
 // the intent's meaning, with its confidence, mode, safety reasons and

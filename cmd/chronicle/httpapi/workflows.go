@@ -12,6 +12,8 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
+	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/google/uuid"
 )
 
@@ -167,7 +169,7 @@ type workflowBody struct {
 //
 //	POST /v1/workflows/{id}/updates            {layer, channel, update}: a reducer update
 //	POST /v1/workflows/{id}/checkpoints        {layer, processed_commands}: a layer checkpoint; answers its checkpoint_id
-//	POST /v1/workflows/{id}/commands           {command, args, by, command_id?}: enqueue a command
+//	POST /v1/workflows/{id}/commands           {command, args, by, command_id?}: enqueue a command (replan_dag: see replanArgs)
 //	POST /v1/workflows/{id}/decisions          {kind agent|human, question, options, layer, decision_id?}: a decision point (interrupt)
 //	POST /v1/workflows/{id}/decisions/{did}    {answer, by, comment}: answer it (resume with the answer)
 //	POST /v1/workflows/{id}/resume             {checkpoint_id?}: back to a checkpoint (default the last), e.g. after a crash
@@ -263,6 +265,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	case "commands":
 		if b.CommandID == "" {
 			b.CommandID = b.EventID
+		}
+		if b.Command == events.CommandReplanDAG {
+			args, ok := s.replanArgs(w, r, st, b.Args)
+			if !ok {
+				return
+			}
+			b.Args = args
 		}
 		typ, data = events.WorkflowCommandEnqueued, events.CommandEnqueuedData{WorkflowID: id, CommandID: b.CommandID, Command: b.Command, Args: b.Args, By: b.By}
 	case "decisions":
@@ -385,4 +394,78 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	}
 	res.State = after
 	writeJSON(w, http.StatusOK, res)
+}
+
+// replanArgs computes the plan of a replan_dag command before it is
+// written (suggest.Replan over the workflow's running DAG), so the event
+// carries the tool choice and the processor only applies it when a
+// checkpoint names the command processed. args.requirement runs the
+// hybrid tool search over the tool graph, which aggregates every scope:
+// it needs a token that reads * (403); args.tools names the tools and
+// needs no search. It answers 400 naming the field, 409 while another
+// replan is pending (its plan was computed on the DAG this one would
+// change), 422 {error, cycle} when the merged DAG has a cycle.
+func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows.State, raw json.RawMessage) (json.RawMessage, bool) {
+	var a workflows.ReplanArgs
+	if len(raw) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			writeErr(w, http.StatusBadRequest, "args: %v (replan_dag takes requirement, k, or tools)", err)
+			return nil, false
+		}
+	}
+	if len(a.Tools) == 0 && a.Requirement != "" && needsAll(w, r) {
+		return nil, false
+	}
+	for _, c := range st.PendingCommands {
+		if c.Command == events.CommandReplanDAG {
+			writeErr(w, http.StatusConflict, "command: replan_dag %q is pending: a checkpoint must process it before another replan", c.CommandID)
+			return nil, false
+		}
+	}
+	var current []string
+	if st.DAG != nil {
+		current = st.DAG.Tools
+	}
+	g, err := s.toolGraph()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return nil, false
+	}
+	cat, err := dagCatalog()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return nil, false
+	}
+	s.suggestMu.Lock() // the Suggester caches vectors
+	defer s.suggestMu.Unlock()
+	sg := &s.suggester
+	sg.Graph, sg.Catalog = g, cat
+	if len(a.Tools) == 0 && a.Requirement != "" {
+		if sg.Embedder, err = suggestEmbedder(); err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return nil, false
+		}
+	}
+	plan, err := sg.Replan(r.Context(), current, a)
+	var ce *dag.CycleError
+	switch {
+	case errors.As(err, &ce):
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": "args: the replanned DAG: " + err.Error(), "cycle": ce.Cycle})
+		return nil, false
+	case errors.Is(err, suggest.ErrInvalid):
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return nil, false
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return nil, false
+	}
+	a.Plan = &plan
+	out, err := json.Marshal(a)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return nil, false
+	}
+	return out, true
 }

@@ -107,7 +107,7 @@ func TestWorkflowCheckpointIsReplayUntil(t *testing.T) {
 		m.w(c.Update(ctx, wf, layer, events.ChannelContext, map[string]any{"layer": layer, "user": "mia_li_3668"}))
 		m.w(c.Update(ctx, "other", layer, events.ChannelMessages, "noise"))
 		if layer == 1 {
-			m.w(c.Enqueue(ctx, wf, events.CommandReplanDAG, map[string]any{"requirement": "also check baggage"}, "agent"))
+			m.w(c.Enqueue(ctx, wf, events.CommandReplanDAG, map[string]any{"tools": []string{"get_user_details"}}, "agent"))
 			m.w(c.Interrupt(ctx, wf, events.DecisionAgent, "layer 1 done: continue or replan?"))
 		}
 		cp := m.w(c.Checkpoint(ctx, wf, layer))
@@ -300,6 +300,13 @@ func TestPostSuggest(t *testing.T) {
 	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
 		t.Fatalf("no intent: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "estimates": map[string]any{"cancel_reservation": map[string]any{"cost_usd": -0.5}}}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "estimates.cancel_reservation.cost_usd") {
+		t.Fatalf("a negative cost estimate: %d %v", code, m)
+	}
+	code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "I want to cancel my reservation", "k": 1, "estimates": map[string]any{"get_reservation_details": map[string]any{"cost_usd": 0.01, "seconds": 0.5}}})
+	if sg, _ := m["suggestion"].(map[string]any); code != 200 || sg["estimate"] == nil {
+		t.Fatalf("estimates: %d %v", code, m)
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/google/uuid"
 )
@@ -161,6 +162,16 @@ func (c *Client) Enqueue(ctx context.Context, id, command string, args any, by s
 		body["args"] = args
 	}
 	return c.write(ctx, id, []string{"commands"}, body)
+}
+
+// Replan enqueues a replan_dag command (workflows.ReplanArgs without the
+// plan: Requirement for a hybrid tool search, which needs a token that
+// reads *, or Tools by name). The API computes the plan into the command
+// (answering 422 with the cycle when the merged DAG has one, 409 while
+// another replan is pending); the DAG changes when a Checkpoint names the
+// command (the result's EventID) processed.
+func (c *Client) Replan(ctx context.Context, id string, args workflows.ReplanArgs, by string) (workflows.WriteResult, error) {
+	return c.Enqueue(ctx, id, events.CommandReplanDAG, args, by)
 }
 
 // Interrupt requests a decision (events.DecisionHuman pauses the workflow

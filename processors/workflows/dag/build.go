@@ -262,17 +262,39 @@ func Build(catalog []Tool, names []string, rule Rule) (DAG, error) {
 			tools = append(tools, t)
 		}
 	}
-	d := DAG{Edges: Dependencies(tools, rule), Layers: [][]string{}}
+	names = names[:0:0]
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	return Layer(names, Dependencies(tools, rule))
+}
+
+// Layer orders tools (distinct names) under the dependencies edges (each
+// between two of the tools) with gonum's topological sort (topo.Sort):
+// layer(t) = 0 without dependencies, else 1 + the largest layer of the
+// tools it depends on; each layer is sorted by name. A cycle is a
+// *CycleError naming it. Build uses it after computing the edges; a
+// running workflow's replan uses it to merge new nodes and edges (carried
+// by its command) into its DAG without the catalogue.
+func Layer(tools []string, edges []Edge) (DAG, error) {
+	d := DAG{Tools: slices.Clone(tools), Edges: slices.Clone(edges), Layers: [][]string{}}
 	g := simple.NewDirectedGraph()
 	id := map[string]int64{}
 	for i, t := range tools {
-		id[t.Name] = int64(i)
-		d.Tools = append(d.Tools, t.Name)
+		if _, dup := id[t]; dup {
+			return DAG{}, fmt.Errorf("dag: tool %q listed twice", t)
+		}
+		id[t] = int64(i)
 		g.AddNode(simple.Node(i))
 	}
 	preds := map[string][]string{}
-	for _, e := range d.Edges {
-		g.SetEdge(g.NewEdge(simple.Node(id[e.From]), simple.Node(id[e.To])))
+	for _, e := range edges {
+		a, okA := id[e.From]
+		b, okB := id[e.To]
+		if !okA || !okB || a == b {
+			return DAG{}, fmt.Errorf("dag: edge %s → %s: both ends must be distinct tools of the DAG", e.From, e.To)
+		}
+		g.SetEdge(g.NewEdge(simple.Node(a), simple.Node(b)))
 		preds[e.To] = append(preds[e.To], e.From)
 	}
 	order, err := topo.Sort(g)
@@ -285,7 +307,7 @@ func Build(catalog []Tool, names []string, rule Rule) (DAG, error) {
 	}
 	layer := map[string]int{}
 	for _, n := range order {
-		name := tools[n.ID()].Name
+		name := tools[n.ID()]
 		l := 0
 		for _, p := range preds[name] {
 			l = max(l, layer[p]+1)
@@ -304,7 +326,7 @@ func Build(catalog []Tool, names []string, rule Rule) (DAG, error) {
 
 // cycleIn finds one cycle inside a strongly connected component by a
 // depth-first walk from its lowest-id node.
-func cycleIn(g *simple.DirectedGraph, scc []graph.Node, tools []Tool) []string {
+func cycleIn(g *simple.DirectedGraph, scc []graph.Node, tools []string) []string {
 	in := map[int64]bool{}
 	for _, n := range scc {
 		in[n.ID()] = true
@@ -337,7 +359,7 @@ func cycleIn(g *simple.DirectedGraph, scc []graph.Node, tools []Tool) []string {
 	walk(start)
 	out := make([]string, len(path))
 	for i, v := range path {
-		out[i] = tools[v].Name
+		out[i] = tools[v]
 	}
 	return out
 }

@@ -72,6 +72,27 @@ type Request struct {
 	// SpeculationThreshold is the policy's current threshold (default
 	// InitialSpeculationThreshold), set by the caller from the projection.
 	SpeculationThreshold float64 `json:"-"`
+	// Estimates are optional per-tool estimates of a call's cost and
+	// duration, by tool name. When given, speculation is refused (with the
+	// reason) when the DAG's estimated cost reaches MaxSpeculationCostUSD or
+	// its estimated time MaxSpeculationSeconds, or when a pick has no
+	// estimate; without them the limits are not checked (the recorded
+	// sessions have no costs or durations).
+	Estimates map[string]Estimate `json:"estimates,omitempty"`
+}
+
+// Speculation limits (PML design: never speculate above a cost or time
+// limit, < $0.10 and < 5 s estimated).
+const (
+	MaxSpeculationCostUSD = 0.10
+	MaxSpeculationSeconds = 5.0
+)
+
+// Estimate is a tool call's (or, in a Suggestion, the DAG's) estimated
+// cost in US dollars and duration in seconds.
+type Estimate struct {
+	CostUSD float64 `json:"cost_usd"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Pick is one suggested tool and why.
@@ -98,6 +119,11 @@ type Suggestion struct {
 	Mode       string   `json:"mode"`
 	Threshold  float64  `json:"speculation_threshold"`
 	Safety     []string `json:"safety_reasons"`
+	// Estimate is the DAG's estimate when the request gave estimates:
+	// the cost is the sum over the picks; the time is the critical path,
+	// the sum over the layers of the layer's longest pick (a layer's tools
+	// run in parallel).
+	Estimate *Estimate `json:"estimate,omitempty"`
 	// Explanation lists, per tool, the direct edge that supports it and
 	// its transitive path from the first context tool (toolgraph.Path).
 	Explanation []string `json:"explanation"`
@@ -155,7 +181,9 @@ func Alpha(g *toolgraph.Graph, ctx string) float64 {
 // layer, and a safety reason). The DAG's confidence is the smallest edge
 // confidence among the picks (a pick no learned edge supports has 0), so
 // the mode says how well the graph backs every step. Speculation is
-// refused, with the reason, when a pick writes.
+// refused, with the reason, when a pick writes, and, when the request
+// gives Estimates, when a pick has none or the DAG's estimate reaches a
+// limit (MaxSpeculationCostUSD, MaxSpeculationSeconds).
 func (s *Suggester) Suggest(ctx context.Context, req Request) (Suggestion, error) {
 	if strings.TrimSpace(req.Intent) == "" && len(req.ContextTools) == 0 {
 		return Suggestion{}, fmt.Errorf("%w: intent: required (or context_tools)", ErrInvalid)
@@ -166,6 +194,14 @@ func (s *Suggester) Suggest(ctx context.Context, req Request) (Suggestion, error
 	}
 	if k < 1 || k > 10 {
 		return Suggestion{}, fmt.Errorf("%w: k: %d is not from 1 to 10", ErrInvalid, k)
+	}
+	for tool, e := range req.Estimates {
+		if !(e.CostUSD >= 0) || math.IsInf(e.CostUSD, 0) {
+			return Suggestion{}, fmt.Errorf("%w: estimates.%s.cost_usd: %v is not a cost ≥ 0", ErrInvalid, tool, e.CostUSD)
+		}
+		if !(e.Seconds >= 0) || math.IsInf(e.Seconds, 0) {
+			return Suggestion{}, fmt.Errorf("%w: estimates.%s.seconds: %v is not a duration ≥ 0", ErrInvalid, tool, e.Seconds)
+		}
 	}
 	th := req.SpeculationThreshold
 	if th == 0 {
@@ -262,6 +298,9 @@ func (s *Suggester) Suggest(ctx context.Context, req Request) (Suggestion, error
 		return Suggestion{}, err
 	}
 	out.DAG = d
+	if len(req.Estimates) > 0 && len(picks) > 0 {
+		out.Estimate, out.Safety = estimate(d, req.Estimates, out.Safety)
+	}
 	switch {
 	case out.Confidence < SuggestionThreshold:
 		out.Mode = ModeExplicitRequired
@@ -354,4 +393,31 @@ func (s *Suggester) describe(tool string) string {
 		}
 	}
 	return text
+}
+
+// estimate sums the picks' estimated costs and the layers' longest
+// estimated durations, and appends a safety reason for a pick without an
+// estimate or a total at or above a speculation limit.
+func estimate(d dag.DAG, est map[string]Estimate, safety []string) (*Estimate, []string) {
+	var total Estimate
+	for _, layer := range d.Layers {
+		longest := 0.0
+		for _, tool := range layer {
+			e, ok := est[tool]
+			if !ok {
+				safety = append(safety, fmt.Sprintf("%s has no cost or time estimate: the speculation limits cannot be checked", tool))
+				continue
+			}
+			total.CostUSD += e.CostUSD
+			longest = max(longest, e.Seconds)
+		}
+		total.Seconds += longest
+	}
+	if total.CostUSD >= MaxSpeculationCostUSD {
+		safety = append(safety, fmt.Sprintf("estimated cost $%.4f is not below the $%.2f speculation limit", total.CostUSD, MaxSpeculationCostUSD))
+	}
+	if total.Seconds >= MaxSpeculationSeconds {
+		safety = append(safety, fmt.Sprintf("estimated time %.3f s is not below the %.0f s speculation limit", total.Seconds, MaxSpeculationSeconds))
+	}
+	return &total, safety
 }

@@ -152,6 +152,11 @@ func Cases() []Case {
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/resume", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint}}
 		}, Want: map[Caller]int{Other: 404}},
+		// a replan by requirement searches the tool graph, which aggregates
+		// every scope (replan_dag by named tools is a plain write)
+		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
+			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/commands", Body: map[string]any{"command": "replan_dag", "args": map[string]any{"requirement": "check the baggage allowance"}}}
+		}, Want: aggregate},
 		{Pattern: "POST /v1/workflows/suggest", Request: func(Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/suggest", Body: map[string]any{"intent": "change my flight", "context_tools": []string{"get_user_details"}}}
 		}, Want: aggregate},
