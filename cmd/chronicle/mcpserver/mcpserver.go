@@ -96,6 +96,9 @@ type Options struct {
 	// Improvement, when set, adds the pair_improvement tool (issue 13):
 	// the PAIR loop state of a session.
 	Improvement ImprovementFunc
+	// Searches, when set, adds the tree-search tools search_get and
+	// search_resume (issue 12).
+	Searches SearchTools
 }
 
 // New returns an MCP server exposing the three memory tools on backend
