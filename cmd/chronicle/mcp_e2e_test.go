@@ -190,9 +190,12 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"memory_feedback", "memory_record", "memory_search", "pair_improvement"}; !slices.Equal(names, want) {
+	if want := []string{"memory_feedback", "memory_record", "memory_search", "pair_improvement", "search_get", "search_resume"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
+	// the search tools go through GET and POST /v1/searches/{id}: a missing search is not found
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_get", map[string]any{"search_id": "no-such-search"}), "not found")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_resume", map[string]any{"search_id": "no-such-search", "decision": "approve"}), "not found")
 
 	rec := successArgs("Verify the booking class before refunds",
 		"Check the fare class of a reservation before promising a refund.",

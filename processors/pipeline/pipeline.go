@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
@@ -189,6 +191,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	p.Search = &memories.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore, SearchSources()...), Store: p.Store, Producer: p.Producer}
 	if cfg.PAIR {
 		p.Workers = append(p.Workers, &pair.Worker{Store: p.Store, Index: p.Search.Index, Producer: p.Producer})
+	}
+	if slices.ContainsFunc(cfg.Processors, func(pr processors.Processor) bool { return pr.Name() == treesearch.Name }) { // issue 12: an approved resume continues a built-in search
+		p.Workers = append(p.Workers, &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: game24.Builtin, Log: func(f string, a ...any) { cfg.Logger.Info(fmt.Sprintf(f, a...), nil) }})
 	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,

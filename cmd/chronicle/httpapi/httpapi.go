@@ -148,7 +148,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/cluster", s.cluster), // issue 15: members, assignment, lag and restore per partition
 		f("GET /healthz", s.health),
 		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
-		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: s.mcpImprovement})},
+		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: s.mcpImprovement, Searches: mcpSearches{s}})},
 	}
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -62,6 +63,12 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"nodes": nodes, "next_cursor": next})
 		return
 	}
+	v := s.searchView(key, sr)
+	writeJSON(w, http.StatusOK, v)
+}
+
+// searchView is sr with the nodes of its best path.
+func (s *Server) searchView(key string, sr treesearch.Search) SearchView {
 	end := sr.GoalNode
 	if end == "" && len(sr.Open) > 0 {
 		end = sr.Open[0].ID
@@ -75,7 +82,7 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 		v.BestPath = append([]treesearch.Node{n}, v.BestPath...)
 		cur = n.Parent
 	}
-	writeJSON(w, http.StatusOK, v)
+	return v
 }
 
 // resumeSearch serves POST /v1/searches/{id}/resume with the human's
@@ -123,14 +130,8 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusConflict, "search %q is %s, not paused", id, sr.Status)
 		return
 	}
-	env, err := events.New(events.SearchResumed, "chronicle/httpapi", key+"/resumed/"+sr.PausedAt+"/"+strconv.Itoa(sr.Seq), time.Now(),
-		events.SearchResumedData{SearchID: sr.ID, Decision: body.Decision, Note: body.Note, By: body.By})
+	out, err := s.publishResume(r.Context(), key, sr, body.Decision, body.Note, body.By)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	env.Scope, env.CorrelationID = sr.Scope, key
-	if err := s.P.Producer.Publish(r.Context(), env); err != nil {
 		var ve *events.ValidationError
 		if errors.As(err, &ve) {
 			writeErr(w, http.StatusBadRequest, "%v", err)
@@ -139,5 +140,22 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry: %v", err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": body.Decision})
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+// publishResume writes search.resumed.v1 for paused search sr (id derived
+// from the search and the pause, so a retried request is one event) and
+// returns what POST /v1/searches/{id}/resume answers. An error is a
+// *events.ValidationError (bad input) or the broker's.
+func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Search, decision, note, by string) (map[string]any, error) {
+	env, err := events.New(events.SearchResumed, "chronicle/httpapi", key+"/resumed/"+sr.PausedAt+"/"+strconv.Itoa(sr.Seq), time.Now(),
+		events.SearchResumedData{SearchID: sr.ID, Decision: decision, Note: note, By: by})
+	if err != nil {
+		return nil, err
+	}
+	env.Scope, env.CorrelationID = sr.Scope, key
+	if err := s.P.Producer.Publish(ctx, env); err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": decision}, nil
 }

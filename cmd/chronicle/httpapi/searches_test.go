@@ -1,11 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 )
 
 // GET /v1/searches/{id} shows the frontier and the best path, /nodes pages
@@ -66,5 +71,75 @@ func TestSearchRoutes(t *testing.T) {
 	// project:b's search of the same id is still paused
 	if code, m = call(t, base, "tok-b", "GET", "/v1/searches/s%2F1", nil); code != 200 || m["status"] != treesearch.StatusPaused {
 		t.Fatalf("project:b: %d %v", code, m)
+	}
+}
+
+// askOnce asks a human about the first child of the root that the
+// arithmetic evaluator scores 1 (the head of the open set after the first
+// expansion), and about nothing else: verdicts otherwise equal
+// game24.Arithmetic's, under its component name, so the search records the
+// built-in components the resume worker can drive.
+type askOnce struct {
+	game24.Arithmetic
+	mu    sync.Mutex
+	asked bool
+}
+
+func (a *askOnce) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
+	v, err := a.Arithmetic.Evaluate(ctx, req)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(req.Path) == 1 && v.Score == 1 && !a.asked {
+		a.asked, v.NeedsHuman = true, true
+	}
+	return v, err
+}
+
+// A search that paused for a human completes inside the running pipeline
+// once POST /v1/searches/{id}/resume approves the node (the resume worker
+// drives it, nobody else does), with the result of an uninterrupted run of
+// the same puzzle.
+func TestResumeContinuesSearchInServe(t *testing.T) {
+	p, _, base := scopedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	puzzle := "4 5 6 10"
+	run := func(id string, e treesearch.Evaluator) (string, treesearch.Search, error) {
+		r, err := treesearch.NewRunner(p.Store, p.Producer, game24.Arithmetic{}, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: id, Goal: game24.Goal(puzzle), RootState: puzzle, Config: game24.Config(5)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.Run(ctx, key)
+		return key, s, err
+	}
+	_, plain, err := run("plain", game24.Arithmetic{})
+	if err != nil || plain.Outcome != events.SearchSolved {
+		t.Fatalf("uninterrupted run: %v %+v", err, plain)
+	}
+	key, s, err := run("gated", &askOnce{})
+	if !errors.Is(err, treesearch.ErrPaused) || s.Status != treesearch.StatusPaused {
+		t.Fatalf("want a pause, got %v %+v", err, s)
+	}
+	if code, m := call(t, base, "tok-b", "POST", "/v1/searches/gated/resume", map[string]any{"decision": "approve"}); code != 404 {
+		t.Fatalf("resume from another scope: %d %v", code, m)
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/searches/gated/resume", map[string]any{"decision": "approve", "note": "fine", "by": "ana"}); code != 202 {
+		t.Fatalf("resume: %d %v", code, m)
+	}
+	for s.Status != treesearch.StatusCompleted {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the search did not complete after the resume: %+v", s)
+		case <-time.After(20 * time.Millisecond):
+		}
+		s, _, _ = treesearch.Get(p.Store, key)
+	}
+	if s.Outcome != plain.Outcome || s.Answer != plain.Answer || !slices.Equal(s.Path, plain.Path) || s.Expansions != plain.Expansions ||
+		s.Counts != plain.Counts || s.Quota != plain.Quota || len(s.Decisions) != 1 || s.Decisions[0].Decision != "approve" {
+		t.Fatalf("resumed search:\n%+v\nuninterrupted:\n%+v", s, plain)
 	}
 }

@@ -1,6 +1,7 @@
 // Package mcpserver serves the ReasoningBank memory tools — memory_search,
 // memory_record and memory_feedback — over the Model Context Protocol, on
-// top of a [search.Backend].
+// top of a [search.Backend], and, when [Options] provide their backends,
+// pair_improvement and the tree-search tools search_get and search_resume.
 //
 // The tools are registered with the official Go SDK's typed handlers; their
 // input schemas advertise the ReasoningBank constraints (required fields,
@@ -96,6 +97,9 @@ type Options struct {
 	// Improvement, when set, adds the pair_improvement tool (issue 13):
 	// the PAIR loop state of a session.
 	Improvement ImprovementFunc
+	// Searches, when set, adds the tree-search tools search_get and
+	// search_resume (issue 12).
+	Searches SearchTools
 }
 
 // New returns an MCP server exposing the three memory tools on backend

@@ -95,6 +95,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.feedback)
 	t.addImprovement(s)
+	t.addSearches(s)
 	return s
 }
 

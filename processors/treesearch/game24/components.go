@@ -217,3 +217,19 @@ func Components(name string) (treesearch.Proposer, treesearch.Evaluator, bool) {
 	}
 	return nil, nil, false
 }
+
+// Builtin is a treesearch.ComponentsFunc for the resume worker: the
+// built-in proposer and evaluator (arithmetic, or GPT-4's recorded Tree of
+// Thoughts answers) when a search recorded the same one as both, with the
+// version this build has; ok is false otherwise (an LLM or another
+// component needs its own driver).
+func Builtin(proposer, evaluator events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
+	if proposer != evaluator {
+		return nil, nil, false
+	}
+	p, e, ok := Components(proposer.Name)
+	if !ok || p.Component() != proposer || e.Component() != evaluator {
+		return nil, nil, false
+	}
+	return p, e, true
+}

@@ -299,7 +299,9 @@ func clip(s string) string {
 // scope's memory (memory_feedback is an error, the same as for a missing
 // memory), records only into its own scope (memory_record) and cannot read
 // the own scope's session's PAIR loop (pair_improvement is an error, with
-// or without its scope); the own scope's token gives feedback and reads it.
+// or without its scope) nor read or resume the own scope's search
+// (search_get and search_resume are errors, "not found" for the resume);
+// the own scope's token gives feedback, reads the PAIR loop and the search.
 func RunMCP(t *testing.T, f Fixture) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -346,6 +348,20 @@ func RunMCP(t *testing.T, f Fixture) {
 			t.Errorf("pair_improvement as %s on the own scope's session %v answered: %s", Other, args, clip(body))
 		}
 	}
+	if f.Search != "" {
+		for _, args := range []map[string]any{{"search_id": f.Search}, {"search_id": f.Search, "scope": f.OwnScope}} {
+			if res, body := call(other, "search_get", args); !res.IsError || strings.Contains(body, `"open"`) {
+				t.Errorf("search_get as %s on the own scope's search %v answered: %s", Other, args, clip(body))
+			}
+			resume := map[string]any{"decision": "reject", "note": "probe from the other scope"}
+			for k, v := range args {
+				resume[k] = v
+			}
+			if res, body := call(other, "search_resume", resume); !res.IsError || !strings.Contains(body, "not found") {
+				t.Errorf("search_resume as %s on the own scope's search %v answered: %s", Other, args, clip(body))
+			}
+		}
+	}
 	if after := f.State(t); after != before {
 		t.Errorf("the other scope's MCP calls changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
 	}
@@ -359,6 +375,11 @@ func RunMCP(t *testing.T, f Fixture) {
 	}
 	if res, body := call(own, "pair_improvement", map[string]any{"session_id": f.Session}); res.IsError || !strings.Contains(body, `"status"`) {
 		t.Errorf("pair_improvement as %s: %s", Own, clip(body))
+	}
+	if f.Search != "" {
+		if res, body := call(own, "search_get", map[string]any{"search_id": f.Search}); res.IsError || !strings.Contains(body, `"open"`) || !strings.Contains(body, f.Secrets[0]) {
+			t.Errorf("search_get as %s: %s", Own, clip(body))
+		}
 	}
 }
 

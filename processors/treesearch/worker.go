@@ -1,0 +1,156 @@
+package treesearch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// ComponentsFunc builds the proposer and evaluator a search recorded in
+// search.started.v1 (name and version), when that needs no model call;
+// ok is false otherwise (an LLM proposer, a test component, an unknown
+// name or version).
+type ComponentsFunc func(proposer, evaluator events.SearchComponent) (p Proposer, e Evaluator, ok bool)
+
+// ResumeWorker continues a search inside a running pipeline once a human
+// approved the node it paused on: on search.resumed.v1 with decision
+// "approve" it drives the search with the Beam-A* Runner until it
+// completes or pauses again. It only drives searches whose proposer and
+// evaluator Components can build without a model; for any other search
+// (and for "reject") it does nothing, and whoever started the search
+// drives it on.
+//
+// One driver per search: the worker drives a search only while the
+// projection still stands exactly where its resume left it — status
+// running, no expansion in flight, the approved node at the head of the
+// open set and the resume's decision the last one recorded. Any driver
+// that went on first writes quota.reserved or search.completed, which
+// changes that, so a resume redelivered, replayed from the start of the
+// topic, or raced by another runner finds the search moved on and is
+// skipped. In the remaining window (two drivers reading the same state at
+// once) both derive the same event ids (search key, expansion, node), and
+// the log applies an id once (a repeat is a duplicate, a copy with another
+// time a conflicting duplicate that is dead-lettered), so no step is
+// applied twice.
+type ResumeWorker struct {
+	Store      *projections.Store
+	Producer   *events.Producer
+	Components ComponentsFunc
+	// ApplyTimeout bounds the wait for the projection to apply the resume
+	// and, through the Runner, the events it writes (default 30 s).
+	ApplyTimeout time.Duration
+	// Log, when set, is told what the worker did with each resume.
+	Log func(format string, args ...any)
+
+	mu     sync.Mutex
+	runner *Runner
+}
+
+// ResumeWorkerName is the worker's name (its consumer group is
+// chronicle.treesearch-resume.chronicle.searches).
+const ResumeWorkerName = "treesearch-resume"
+
+// Name implements processors.Worker.
+func (*ResumeWorker) Name() string { return ResumeWorkerName }
+
+// Topic implements processors.Worker.
+func (*ResumeWorker) Topic() events.Topic { return events.TopicSearches }
+
+func (w *ResumeWorker) logf(format string, args ...any) {
+	if w.Log != nil {
+		w.Log(format, args...)
+	}
+}
+
+// Handle implements processors.Worker. It returns an error (the resume is
+// dead-lettered for this worker with the reason) when the projection does
+// not apply the resume within ApplyTimeout or the runner fails; a search
+// that pauses again is not an error.
+func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
+	if env.Type != events.SearchResumed {
+		return nil
+	}
+	var d events.SearchResumedData
+	if err := env.Decode(&d); err != nil {
+		return fmt.Errorf("treesearch-resume: data: %w", err)
+	}
+	if d.Decision != "approve" {
+		return nil
+	}
+	key := events.EntityKey(env.Scope, d.SearchID)
+	s, dec, err := w.waitDecision(ctx, key, env, d)
+	if err != nil {
+		return err
+	}
+	if !(s.Status == StatusRunning && s.Current == nil && len(s.Open) > 0 && s.Open[0].ID == dec.NodeID && !s.Open[0].NeedsHuman) {
+		w.logf("treesearch-resume: search %s moved on since the resume of node %s (another driver): left alone", key, dec.NodeID)
+		return nil
+	}
+	if w.Components == nil {
+		return nil
+	}
+	p, e, ok := w.Components(s.Proposer, s.Evaluator)
+	if !ok {
+		w.logf("treesearch-resume: search %s: proposer %s/%s, evaluator %s/%s need their own driver: left alone", key, s.Proposer.Name, s.Proposer.Version, s.Evaluator.Name, s.Evaluator.Version)
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.runner == nil {
+		if w.runner, err = NewRunner(w.Store, w.Producer, p, e); err != nil {
+			return err
+		}
+	}
+	w.runner.Proposer, w.runner.Evaluator, w.runner.ApplyTimeout = p, e, w.ApplyTimeout
+	s, err = w.runner.Run(ctx, key)
+	switch {
+	case errors.Is(err, ErrPaused):
+		w.logf("treesearch-resume: search %s paused again at node %s", key, s.PausedAt)
+		return nil
+	case err != nil:
+		return fmt.Errorf("treesearch-resume: search %s: %w", key, err)
+	}
+	w.logf("treesearch-resume: search %s completed: %s", key, s.Outcome)
+	return nil
+}
+
+// waitDecision waits until the projection of search key recorded the
+// decision of resume env, and returns the search and that decision; the
+// decision must be the last one recorded for the search to be driven.
+func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events.Envelope, d events.SearchResumedData) (Search, Decision, error) {
+	timeout := w.ApplyTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		s, ok, err := Get(w.Store, key)
+		if err != nil {
+			return s, Decision{}, err
+		}
+		if ok {
+			for i := len(s.Decisions) - 1; i >= 0; i-- {
+				dec := s.Decisions[i]
+				if dec.Time == env.Time && dec.Decision == d.Decision && dec.Note == d.Note && dec.By == d.By {
+					if i != len(s.Decisions)-1 {
+						dec.NodeID = "" // a later decision was taken: not the head any more
+					}
+					return s, dec, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return s, Decision{}, fmt.Errorf("treesearch-resume: search %s: the projection did not apply resume %s within %v (rejected? see chronicle.deadletter)", key, env.ID, timeout)
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return s, Decision{}, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package treesearch_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
+)
+
+// gate is the arithmetic evaluator under its own component name, asking a
+// human about the first child of the root it scores 1 (the head of the
+// open set after the first expansion).
+type gate struct {
+	game24.Arithmetic
+	mu    sync.Mutex
+	asked bool
+}
+
+func (*gate) Component() events.SearchComponent {
+	return events.SearchComponent{Name: "test-gate", Version: "1"}
+}
+
+func (g *gate) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
+	v, err := g.Arithmetic.Evaluate(ctx, req)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(req.Path) == 1 && v.Score == 1 && !g.asked {
+		g.asked, v.NeedsHuman = true, true
+	}
+	return v, err
+}
+
+// The resume worker leaves alone a search whose components it cannot
+// build and a resume the search has moved on from (a redelivery), and
+// drives an approved search it can build to completion.
+func TestResumeWorkerOneDriver(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	r := runner(t, p, game24.Arithmetic{}, &gate{})
+	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "gated", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: game24.Config(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Run(ctx, key); !errors.Is(err, treesearch.ErrPaused) {
+		t.Fatalf("want a pause: %v %+v", err, s)
+	}
+	env, err := events.New(events.SearchResumed, "test/human", key+"/resumed", time.Now(), events.SearchResumedData{SearchID: "gated", Decision: "approve", By: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Scope = "project:a"
+	if err := p.Producer.Publish(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	builtin := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: game24.Builtin}
+	if err := builtin.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ := treesearch.Get(p.Store, key)
+	if s.Status != treesearch.StatusRunning || s.Current != nil || len(s.Decisions) != 1 {
+		t.Fatalf("a search of component test-gate was driven by the built-in worker: %+v", s)
+	}
+	own := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
+		return game24.Arithmetic{}, game24.Arithmetic{}, ev.Name == "test-gate"
+	}}
+	if err := own.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ = treesearch.Get(p.Store, key)
+	if s.Status != treesearch.StatusCompleted || s.Outcome != events.SearchSolved {
+		t.Fatalf("after the worker: %+v", s)
+	}
+	// redelivered: the search moved on since, nothing is written
+	if err := own.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := treesearch.Get(p.Store, key); again.Seq != s.Seq {
+		t.Fatalf("a redelivered resume wrote %d events", again.Seq-s.Seq)
+	}
+}
+
+// Builtin builds only the components this build has, by name and version,
+// the same one as proposer and evaluator.
+func TestBuiltinComponents(t *testing.T) {
+	a := game24.Arithmetic{}.Component()
+	rec := (&game24.Recorded{}).Component()
+	for _, c := range []struct {
+		p, e events.SearchComponent
+		ok   bool
+	}{
+		{a, a, true}, {rec, rec, true}, {a, rec, false},
+		{events.SearchComponent{Name: a.Name, Version: "0"}, events.SearchComponent{Name: a.Name, Version: "0"}, false},
+		{events.SearchComponent{Name: "game24-llm:gpt-4", Version: "1"}, events.SearchComponent{Name: "game24-llm:gpt-4", Version: "1"}, false},
+	} {
+		p, e, ok := game24.Builtin(c.p, c.e)
+		if ok != c.ok || ok && (p.Component() != c.p || e.Component() != c.e) {
+			t.Errorf("Builtin(%v, %v) = %v", c.p, c.e, ok)
+		}
+	}
+}
