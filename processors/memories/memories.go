@@ -144,7 +144,8 @@ func addSource(tx *projections.Tx, m *Memory, sid string) error {
 	}
 	return nil
 }
-func idIndexKey(id, scope string) string { return "i/" + id + "\x00" + scope }
+
+var idIndexKey = projections.IDIndexKey
 
 // Key is the memory's events.EntityKey (scope "/" id), the key of its rows.
 func (m Memory) Key() string              { return events.EntityKey(m.Scope, m.ID) }

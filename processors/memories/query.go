@@ -17,15 +17,7 @@ func Get(store *projections.Store, key string) (Memory, bool, error) {
 
 // Scopes returns, sorted, the scopes that hold a memory with the bare id
 // (usually one: memory ids are content addresses of scope and content).
-func Scopes(store *projections.Store, id string) ([]string, error) {
-	var out []string
-	prefix := idIndexKey(id, "")
-	err := store.Scan(Name, prefix, "", func(key string, _ []byte) (bool, error) {
-		out = append(out, key[len(prefix):])
-		return true, nil
-	})
-	return out, err
-}
+func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }
 
 // History returns every change of the memory with key (events.EntityKey) in
 // order, and its stored signals (applied or waiting for consensus).

@@ -126,10 +126,11 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicRea
 // task's (its record key).
 func (Processor) StatePerKey() bool { return true }
 
-func taskKey(key string) string          { return "t/" + key }
-func passKey(key string, n int) string   { return fmt.Sprintf("p/%s\x00%06d", key, n) }
-func passPrefix(key string) string       { return "p/" + key + "\x00" }
-func idIndexKey(id, scope string) string { return "i/" + id + "\x00" + scope }
+func taskKey(key string) string        { return "t/" + key }
+func passKey(key string, n int) string { return fmt.Sprintf("p/%s\x00%06d", key, n) }
+func passPrefix(key string) string     { return "p/" + key + "\x00" }
+
+var idIndexKey = projections.IDIndexKey
 
 // Apply implements processors.Processor.
 func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {

@@ -29,15 +29,7 @@ func History(store *projections.Store, key string) ([]Pass, error) {
 }
 
 // Scopes lists the scopes that hold a reasoning task with the bare id.
-func Scopes(store *projections.Store, id string) ([]string, error) {
-	var out []string
-	prefix := idIndexKey(id, "")
-	err := store.Scan(Name, prefix, "", func(key string, _ []byte) (bool, error) {
-		out = append(out, key[len(prefix):])
-		return true, nil
-	})
-	return out, err
-}
+func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }
 
 // Each calls fn for every task in key order (scope, then id).
 func Each(store *projections.Store, fn func(t Task) error) error {

@@ -78,15 +78,7 @@ func List(store *projections.Store, outcome string, limit int, cursor string, al
 
 // Scopes returns, sorted, the scopes that hold a session with the bare id
 // (usually one; the same id in several scopes is several sessions).
-func Scopes(store *projections.Store, id string) ([]string, error) {
-	var out []string
-	prefix := idIndexKey(id, "")
-	err := store.Scan(Name, prefix, "", func(key string, _ []byte) (bool, error) {
-		out = append(out, key[len(prefix):])
-		return true, nil
-	})
-	return out, err
-}
+func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }
 
 // Trace returns the projected trace of the session with key in log order.
 func Trace(store *projections.Store, id string) ([]TraceItem, error) {

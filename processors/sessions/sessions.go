@@ -120,7 +120,8 @@ func evaluationKey(id string) string             { return "e/" + id }
 func outcomeKey(outcome, id string) string       { return "o/" + outcome + "/" + id }
 func tracePrefix(id string) string               { return "t/" + id + "/" }
 func keyOf(env *events.Envelope) (string, error) { return events.Key(env) }
-func idIndexKey(id, scope string) string         { return "i/" + id + "\x00" + scope }
+
+var idIndexKey = projections.IDIndexKey
 
 // Key is the session's events.EntityKey (scope "/" id), the key of its rows.
 func (s Session) Key() string { return events.EntityKey(s.Scope, s.ID) }

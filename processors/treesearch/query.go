@@ -71,15 +71,7 @@ func Nodes(store *projections.Store, key string, limit int, cursor string) ([]No
 
 // Scopes lists the scopes whose projection holds a search with this bare
 // id, for routes that resolve an id without ?scope=.
-func Scopes(store *projections.Store, id string) ([]string, error) {
-	var out []string
-	p := idIndexPrefix(id)
-	err := store.Scan(Name, p, "", func(k string, _ []byte) (bool, error) {
-		out = append(out, strings.TrimPrefix(k, p))
-		return true, nil
-	})
-	return out, err
-}
+func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }
 
 // Fingerprint is a SHA-256 over what a search decided — its status,
 // outcome, path, answer, open set, expansion in flight, quota, counts, each

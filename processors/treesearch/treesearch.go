@@ -178,8 +178,9 @@ func nodeRow(key, node string) string     { return "n/" + key + "\x00" + node }
 func nodePrefix(key string) string        { return "n/" + key + "\x00" }
 func closedRow(key, digest string) string { return "c/" + key + "\x00" + digest }
 func closedPrefix(key string) string      { return "c/" + key + "\x00" }
-func idIndexRow(id, scope string) string  { return "i/" + id + "\x00" + scope }
-func idIndexPrefix(id string) string      { return "i/" + id + "\x00" }
+
+var idIndexRow = projections.IDIndexKey
+
 func rejectf(field, format string, a ...any) error {
 	return &events.ValidationError{Index: -1, Pointer: field, Reason: fmt.Sprintf(format, a...)}
 }

@@ -16,15 +16,7 @@ func Get(store *projections.Store, key string) (State, bool, error) {
 }
 
 // Scopes returns, sorted, the scopes that hold a workflow with the bare id.
-func Scopes(store *projections.Store, id string) ([]string, error) {
-	var out []string
-	prefix := idIndexKey(id, "")
-	err := store.Scan(Name, prefix, "", func(key string, _ []byte) (bool, error) {
-		out = append(out, key[len(prefix):])
-		return true, nil
-	})
-	return out, err
-}
+func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }
 
 // Checkpoints returns the workflow's saved checkpoints in the order they
 // were saved (seq order), each with its complete state.

@@ -156,12 +156,14 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicWor
 // workflow's (or the suggestion policy's) own, named by its record key.
 func (Processor) StatePerKey() bool { return true }
 
-func stateKey(key string) string                 { return "s/" + key }
-func checkpointKey(key string, seq int) string   { return fmt.Sprintf("cp/%s/%06d", key, seq) }
-func checkpointPrefix(key string) string         { return "cp/" + key + "/" }
-func checkpointEventKey(key, id string) string   { return "ce/" + key + "/" + id }
-func eventKey(key, id string) string             { return "ev/" + key + "/" + id }
-func idIndexKey(id, scope string) string         { return "i/" + id + "\x00" + scope }
+func stateKey(key string) string               { return "s/" + key }
+func checkpointKey(key string, seq int) string { return fmt.Sprintf("cp/%s/%06d", key, seq) }
+func checkpointPrefix(key string) string       { return "cp/" + key + "/" }
+func checkpointEventKey(key, id string) string { return "ce/" + key + "/" + id }
+func eventKey(key, id string) string           { return "ev/" + key + "/" + id }
+
+var idIndexKey = projections.IDIndexKey
+
 func keyOf(env *events.Envelope) (string, error) { return events.Key(env) }
 
 // Processing errors (dead-lettered with the reason).
