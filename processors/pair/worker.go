@@ -63,6 +63,10 @@ type Plan struct {
 	// Improvement is the pair_improvement_completed memory (composite at
 	// or above PassComposite, parent below it).
 	Improvement *events.MemoryRecordedData
+	// Minute is the pair_improvement_completed coordination minute written
+	// with Improvement, on session MinuteSession (the parent).
+	Minute        *events.MinuteData
+	MinuteSession string
 }
 
 // Plan decides what to write for evaluation ev: nothing for a judge
@@ -85,8 +89,7 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 	}
 	iteration := max(1, v.Iteration)
 	if ev.Composite >= PassComposite {
-		m, err := w.improvement(scope, ev, iteration, v)
-		return Plan{Improvement: m}, err
+		return w.improvement(scope, ev, iteration, v)
 	}
 	var retrieved []GapContext
 	if iteration < MaxIterations {
@@ -122,21 +125,36 @@ func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Env
 	if err != nil {
 		return nil, err
 	}
-	var typ events.Type
-	var data any
 	switch {
 	case p.Context != nil:
-		typ, data = ContextRetrieved, p.Context
+		out, err := events.Derive(env, Source, ContextRetrieved, 0, p.Context)
+		if err != nil {
+			return nil, err
+		}
+		return []events.Envelope{out}, nil
 	case p.Improvement != nil:
-		typ, data = events.MemoryRecorded, p.Improvement
-	default:
-		return nil, nil
+		mem, err := events.Derive(env, Source, events.MemoryRecorded, 0, p.Improvement)
+		if err != nil {
+			return nil, err
+		}
+		out := []events.Envelope{mem}
+		if p.Minute != nil {
+			// the minute belongs to the parent session: its sessionid (the
+			// record key on chronicle.sessions) is the parent's; its id is
+			// still derived from the evaluation, so a repeat is a duplicate
+			minute, err := events.Derive(env, Source, events.MinuteRecorded, 0, p.Minute)
+			if err != nil {
+				return nil, err
+			}
+			minute.SessionID = p.MinuteSession
+			if err := events.Validate(&minute); err != nil {
+				return nil, fmt.Errorf("pair: minute: %w", err)
+			}
+			out = append(out, minute)
+		}
+		return out, nil
 	}
-	out, err := events.Derive(env, Source, typ, 0, data)
-	if err != nil {
-		return nil, err
-	}
-	return []events.Envelope{out}, nil
+	return nil, nil
 }
 
 // rate is the RateFunc of the sessions projection: a session is known when
@@ -158,21 +176,26 @@ func (w *Worker) rate(scope string, ids []string) (met, known int, err error) {
 	return met, known, nil
 }
 
-// improvement returns the pair_improvement_completed memory of session v
-// (evaluated at or above PassComposite), or nil when it has no parent or
-// its parent has no evaluation below PassComposite.
-func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration int, v sessions.View) (*events.MemoryRecordedData, error) {
+// improvement returns the Plan of session v (evaluated at or above
+// PassComposite): the pair_improvement_completed memory and minute, or
+// nothing when it has no parent or its parent has no evaluation below
+// PassComposite.
+func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration int, v sessions.View) (Plan, error) {
 	if v.ParentSession == "" {
-		return nil, nil
+		return Plan{}, nil
 	}
 	parent, ok, err := sessions.Get(w.Store, events.EntityKey(v.Scope, v.ParentSession))
 	if err != nil || !ok || parent.Evaluation == nil || parent.Evaluation.Composite >= PassComposite {
-		return nil, err
+		return Plan{}, err
 	}
 	in, _, err := sessions.Input(w.Store, v.Key())
 	if err != nil {
-		return nil, err
+		return Plan{}, err
 	}
 	m := Improvement(scope, ev, iteration, in.Calls, *parent.Evaluation, parent.Criteria)
-	return &m, nil
+	minute, err := Minute(ev, iteration, *parent.Evaluation, m)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Plan{Improvement: &m, Minute: &minute, MinuteSession: v.ParentSession}, nil
 }
