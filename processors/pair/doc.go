@@ -15,7 +15,16 @@
 // parent_session (the failed session). The loop stops at the third
 // iteration or at a composite ≥ 95. When a session with a parent completes
 // with a composite ≥ 95 while its parent scored below 95, the worker
-// records a memory.recorded.v1 tagged pair_improvement_completed.
+// records a memory.recorded.v1 tagged pair_improvement_completed and a
+// pair_improvement_completed minute on the parent.
+//
+// Without a pair worker (demo, a serve instance without it), POST
+// /v1/sessions/{id}/improve starts the loop: Worker.RetrieveNow runs the
+// same retrieval for the evaluation the pairloop projection keeps
+// (EvaluationEvent) and writes the same event, with the same derived id;
+// the worker writes no context for a session whose context the projection
+// already holds (Derive), so the two never write two different contexts
+// under one id.
 //
 // # Design decisions
 //

@@ -110,9 +110,11 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 }
 
 // Derive computes the events the worker writes for env (Plan as events)
-// without publishing them: pair.context.retrieved.v1 or memory.recorded.v1,
-// or none (also for types other than evaluation.completed.v1). Ids are
-// derived from env (events.Derive), so a repeat gives identical events.
+// without publishing them: pair.context.retrieved.v1, or memory.recorded.v1
+// and the minute, or none (also for types other than
+// evaluation.completed.v1, and for a session whose context the pairloop
+// projection already holds). Ids are derived from env (events.Derive), so
+// a repeat gives identical ids.
 func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Envelope, error) {
 	if env.Type != events.EvaluationCompleted {
 		return nil, nil
@@ -120,6 +122,19 @@ func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Env
 	var ev events.EvaluationData
 	if err := env.Decode(&ev); err != nil {
 		return nil, err
+	}
+	if ev.Revision == 0 && ev.Composite < PassComposite {
+		// one context per session: when the pairloop projection holds one
+		// already (written by POST …/improve, or by an earlier run), a
+		// second retrieval could answer differently under the same
+		// derived id, a conflicting duplicate
+		st, ok, err := GetLoop(w.Store, events.EntityKey(env.EffectiveScope(), ev.SessionID))
+		if err != nil {
+			return nil, err
+		}
+		if ok && st.Context != nil {
+			return nil, nil
+		}
 	}
 	p, err := w.Plan(ctx, env.EffectiveScope(), ev)
 	if err != nil {
@@ -198,4 +213,25 @@ func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration i
 		return Plan{}, err
 	}
 	return Plan{Improvement: &m, Minute: &minute, MinuteSession: v.ParentSession}, nil
+}
+
+// RetrieveNow runs PAIR retrieval for the session with key (scope "/" id)
+// now, through Derive, from its evaluation event as the pairloop
+// projection keeps it (EvaluationEvent), and publishes the context: the
+// same event, with the same derived id, as the worker would write for that
+// evaluation, so a later worker run finds the context in the projection
+// and writes nothing. It returns false, writing nothing, when the
+// projection holds no pending evaluation for the session (see
+// EvaluationEvent). POST /v1/sessions/{id}/improve calls it when no pair
+// worker runs.
+func (w *Worker) RetrieveNow(ctx context.Context, key string) (bool, error) {
+	env, ok, err := EvaluationEvent(w.Store, key)
+	if err != nil || !ok {
+		return false, err
+	}
+	out, err := w.Derive(ctx, &env)
+	if err != nil || len(out) == 0 {
+		return false, err
+	}
+	return true, w.Producer.PublishDerived(ctx, out...)
 }
