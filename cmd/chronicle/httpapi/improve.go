@@ -220,9 +220,12 @@ func (s *Server) startLoop(ctx context.Context, key string) (improvementView, bo
 
 // mcpImprovement is the pair_improvement MCP tool's backend: the session
 // resolved like GET /v1/sessions/{id}/improvement (scope given, else the
-// one readable scope that holds the id), answered with the same object. A
-// session the caller may not read is "not found", as a missing one.
-func (s *Server) mcpImprovement(_ context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
+// one readable scope that holds the id), answered with the same object.
+// When the caller may also write that scope, the tool does what POST
+// /v1/sessions/{id}/improve does (startLoop: PAIR retrieval for a session
+// below 95 without a context, bounded by ImproveWait); a reader only reads.
+// A session the caller may not read is "not found", as a missing one.
+func (s *Server) mcpImprovement(ctx context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
 	if err := events.CheckID(id); err != nil {
 		return nil, fmt.Errorf("%w: session_id: %v", search.ErrInvalid, err)
 	}
@@ -254,7 +257,11 @@ func (s *Server) mcpImprovement(_ context.Context, c mcpserver.Caller, id, scope
 	} else if !can(scope) {
 		return nil, notFound
 	}
-	view, ok, err := s.improvement(events.EntityKey(scope, id))
+	key := events.EntityKey(scope, id)
+	view, ok, err := s.improvement(key)
+	if slices.Contains(c.WriteScopes, mcpserver.AllScopes) || slices.Contains(c.WriteScopes, scope) {
+		view, ok, err = s.startLoop(ctx, key)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,14 +2,21 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -104,4 +111,66 @@ func records(ctx context.Context, t *testing.T, p *pipeline.Pipeline, topic even
 		})
 	}
 	return out
+}
+
+// The pair_improvement MCP tool (over /mcp) mirrors the route: a caller
+// who may only read the session's scope gets the state as it is
+// (AWAITING_CONTEXT, nothing written); a caller who may write it starts
+// the loop (REVISION_READY). The stdio backend (Client.Improvement) does
+// the same through POST …/improve, falling back to GET for a reader.
+func TestImprovementToolStartsTheLoop(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
+		{Name: "rb", SHA256: access.Hash("tok-rb"), Read: []string{"project:b"}},
+	}}
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	t.Cleanup(srv.Close)
+	envs, sid := sessionIn(t, 3, "project:b", "TOOL")
+	if code, m := call(t, srv.URL, "tok-b", "POST", "/v1/events", envs); code != 202 {
+		t.Fatalf("session: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	// stdio backend, reader: falls back to GET, writes nothing
+	if m, err := (&httpapi.Client{Base: srv.URL, Token: "tok-rb"}).Improvement(ctx, mcpserver.Caller{}, sid, ""); err != nil || m["status"] != pair.LoopAwaitingContext {
+		t.Fatalf("client as a reader: %v %v", m["status"], err)
+	}
+	tool := func(token string) map[string]any {
+		t.Helper()
+		client := mcp.NewClient(&mcp.Implementation{Name: "improve-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pair_improvement", Arguments: map[string]any{"session_id": sid}})
+		if err != nil || res.IsError {
+			t.Fatalf("pair_improvement as %s: %v %+v", token, err, res)
+		}
+		var out map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+		return out
+	}
+	if st := tool("tok-rb")["status"]; st != pair.LoopAwaitingContext {
+		t.Fatalf("reader: status %v, want %s (the tool only reads)", st, pair.LoopAwaitingContext)
+	}
+	if _, ok, err := pair.EvaluationEvent(p.Store, events.EntityKey("project:b", sid)); err != nil || !ok {
+		t.Fatalf("the reader's calls wrote a context: pending evaluation %v %v", ok, err)
+	}
+	out := tool("tok-b")
+	if out["status"] != pair.LoopRevisionReady || out["revision"] == nil {
+		t.Fatalf("writer: %v", out)
+	}
+	// the stdio backend for the writer: the loop is started, the same state
+	if m, err := (&httpapi.Client{Base: srv.URL, Token: "tok-b"}).Improvement(ctx, mcpserver.Caller{}, sid, "project:b"); err != nil || m["status"] != pair.LoopRevisionReady {
+		t.Fatalf("client as the writer: %v %v", m["status"], err)
+	}
+	waitCaughtUp(t, p)
+	if n := len(records(ctx, t, p, events.TopicLearned, pair.ContextRetrieved)); n != 1 {
+		t.Fatalf("%d contexts, want 1", n)
+	}
 }
