@@ -226,6 +226,14 @@ type MemoryRecordedData struct {
 	Tags          []string `json:"tags,omitempty"`
 	Source        string   `json:"source"`
 	SourceSession string   `json:"source_session,omitempty"`
+	// InitialConfidence, when set (in [0, 1]), is the memory's confidence
+	// when this event creates it, instead of the memory bank's default by
+	// source and outcome (processors/memories InitialConfidence); it is
+	// ignored when the event merges into an existing memory. Only
+	// Chronicle's own writers set it — the pair worker's
+	// pair_improvement_completed memory, at final_score / 100 (PAIR
+	// design) —; ParseProducerEvent rejects a producer's event carrying it.
+	InitialConfidence *float64 `json:"initial_confidence,omitempty"`
 }
 
 // MemoryFeedbackData is the data of memory.feedback.v1 (ReasoningBank).

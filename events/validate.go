@@ -190,6 +190,9 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 	if !allowDerived && env.Type == MemoryRecorded && data.(map[string]any)["source"] == "distilled" {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/data/source", Reason: "distilled memories are written by the distillation processor only; producers record explicit memories"}
 	}
+	if _, set := data.(map[string]any)["initial_confidence"]; !allowDerived && env.Type == MemoryRecorded && set {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/data/initial_confidence", Reason: "set by Chronicle's own writers only (the PAIR improvement memory); a producer's memory starts at the memory bank's confidence for its source"}
+	}
 	return env, nil
 }
 

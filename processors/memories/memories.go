@@ -255,7 +255,10 @@ func addChange(tx *projections.Tx, m *Memory, c Change) error {
 }
 
 // InitialConfidence of a new memory (ReasoningBank design): 0.8 explicit,
-// 0.7 distilled success, 0.6 distilled failure.
+// 0.7 distilled success, 0.6 distilled failure. A memory.recorded.v1 that
+// carries initial_confidence (events.MemoryRecordedData.InitialConfidence,
+// Chronicle's own writers only: the PAIR improvement memory) starts at that
+// value instead (see record).
 func InitialConfidence(source, outcome string) float64 {
 	switch {
 	case source != "distilled":
@@ -268,7 +271,10 @@ func InitialConfidence(source, outcome string) float64 {
 }
 
 // record creates a memory, or adds evidence to the memory of the same scope
-// whose normalised title and content are equal.
+// whose normalised title and content are equal. A new memory's confidence
+// is d.InitialConfidence when set (clamped to [0, 1], 6 decimals), else
+// InitialConfidence(source, outcome); evidence never changes confidence,
+// so an initial_confidence on a merging event is ignored.
 func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedData) error {
 	scope := env.EffectiveScope()
 	addr := distill.MemoryID(scope, d.Title, d.Content)
@@ -284,6 +290,9 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 			return err
 		}
 		c := InitialConfidence(d.Source, d.Outcome)
+		if d.InitialConfidence != nil {
+			c = Clamp(*d.InitialConfidence)
+		}
 		m := &Memory{
 			ID: d.MemoryID, Scope: scope, Title: d.Title, Description: d.Description, Content: d.Content,
 			Outcome: d.Outcome, Tags: d.Tags, Source: d.Source, Evidence: 1, Confidence: c,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -347,5 +348,64 @@ func TestSourceSessionsBounded(t *testing.T) {
 	}
 	if st.SessionsWithMemory != n {
 		t.Fatalf("stats: %d sessions with a memory, want %d", st.SessionsWithMemory, n)
+	}
+}
+
+// A memory.recorded.v1 with initial_confidence starts there (the PAIR
+// improvement memory at final_score / 100); one without starts by source
+// and outcome; a later recording of the same content is evidence and
+// keeps the first confidence, whatever initial_confidence it carries.
+func TestInitialConfidenceCarried(t *testing.T) {
+	b := newBank(t)
+	c := 0.9666666666
+	d := events.MemoryRecordedData{MemoryID: "imp", Title: "PAIR improvement", Description: "d", Content: "c imp", Outcome: events.OutcomeSuccess,
+		Source: "distilled", SourceSession: "s2", InitialConfidence: &c}
+	if err := b.send(events.MemoryRecorded, t0, "project:a", d); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.get("imp").Confidence; got != 0.966667 {
+		t.Fatalf("confidence %v, want 0.966667 (initial_confidence, 6 decimals)", got)
+	}
+	b.record("plain", "distilled", events.OutcomeSuccess, t0)
+	if got := b.get("plain").Confidence; got != 0.7 {
+		t.Fatalf("confidence without initial_confidence %v, want 0.7", got)
+	}
+	other := 1.0
+	d.MemoryID, d.SourceSession, d.InitialConfidence = "imp-again", "s3", &other
+	if err := b.send(events.MemoryRecorded, t0.Add(time.Hour), "project:a", d); err != nil {
+		t.Fatal(err)
+	}
+	if m := b.get("imp"); m.Confidence != 0.966667 || m.Evidence != 2 {
+		t.Fatalf("after a merging recording: confidence %v evidence %d, want 0.966667 and 2", m.Confidence, m.Evidence)
+	}
+}
+
+// Producers may not set initial_confidence: ParseProducerEvent rejects it
+// naming the field; Chronicle's own parse (ParseEvent) accepts it.
+func TestInitialConfidenceProducerRejected(t *testing.T) {
+	c := 0.99
+	env, err := events.New(events.MemoryRecorded, "producer", "m1", t0, events.MemoryRecordedData{MemoryID: "m1", Title: "t", Description: "d",
+		Content: "c", Outcome: events.OutcomeSuccess, Source: "explicit", InitialConfidence: &c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Scope = "project:a"
+	raw, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ve *events.ValidationError
+	if _, err := events.ParseProducerEvent(raw); !errors.As(err, &ve) || ve.Pointer != "/data/initial_confidence" {
+		t.Fatalf("producer event with initial_confidence: %v", err)
+	}
+	if _, err := events.ParseEvent(raw); err != nil {
+		t.Fatalf("derived parse: %v", err)
+	}
+	bad := 1.5
+	env2, _ := events.New(events.MemoryRecorded, "chronicle/pair", "m2", t0, events.MemoryRecordedData{MemoryID: "m2", Title: "t", Description: "d",
+		Content: "c", Outcome: events.OutcomeSuccess, Source: "distilled", InitialConfidence: &bad})
+	env2.Scope = "project:a"
+	if err := events.Validate(&env2); err == nil || !strings.Contains(err.Error(), "initial_confidence") {
+		t.Fatalf("initial_confidence 1.5: %v, want a schema error naming the field", err)
 	}
 }

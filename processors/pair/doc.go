@@ -2,7 +2,7 @@
 // design): when FLUX finds gaps in a session, the pair worker looks up what
 // worked before for each gap and writes that context to the log for the
 // producer's next attempt; when a revised attempt fixes its parent's gaps,
-// it records the improvement as a memory.
+// it records the improvement as a memory and a coordination minute.
 //
 // # The loop
 //
@@ -15,7 +15,16 @@
 // parent_session (the failed session). The loop stops at the third
 // iteration or at a composite ≥ 95. When a session with a parent completes
 // with a composite ≥ 95 while its parent scored below 95, the worker
-// records a memory.recorded.v1 tagged pair_improvement_completed.
+// records a memory.recorded.v1 tagged pair_improvement_completed and a
+// pair_improvement_completed minute on the parent.
+//
+// Without a pair worker (demo, a serve instance without it), POST
+// /v1/sessions/{id}/improve starts the loop: Worker.RetrieveNow runs the
+// same retrieval for the evaluation the pairloop projection keeps
+// (EvaluationEvent) and writes the same event, with the same derived id;
+// the worker writes no context for a session whose context the projection
+// already holds (Derive), so the two never write two different contexts
+// under one id.
 //
 // # Design decisions
 //
@@ -100,17 +109,38 @@
 //
 // pair_improvement_completed. On an evaluation (revision 0) with composite
 // ≥ 95 of a session whose parent_session has an evaluation below 95, the
-// worker writes memory.recorded.v1 (source "distilled" — written by
-// Chronicle, not by a producer — through events.Derive, so the producer
-// rule that rejects distilled memories from producers does not apply),
-// outcome success, source_session the improved session, titled "PAIR
-// improvement: <first fixed gap>", tags pair_improvement_completed and the
-// tools (or check kinds) of the fixed gaps, content the fixed gaps and the
-// improved attempt's tool sequence (argument names only, like the
-// deterministic distiller, so equal improvements merge as evidence). A
-// fixed gap is a weighted gap of the parent whose criterion has no gap, or
-// a higher score, in the improved session. A parent without an evaluation
-// yet gives no memory.
+// worker records the improvement twice, as the PAIR design says, in one
+// produce call, both through events.Derive from the evaluation (indexes 0
+// of their types), so a redelivery or a second worker run writes
+// byte-identical events that consumers drop, and replay reads them from
+// the log:
+//
+//   - memory.recorded.v1 (source "distilled" — written by Chronicle, not by
+//     a producer — so the producer rule that rejects distilled memories
+//     from producers does not apply), outcome success, source_session the
+//     improved session, initial_confidence final_score / 100 (the improved
+//     composite, ImprovementConfidence: the memory bank starts the memory
+//     there instead of the distilled 0.7), titled "PAIR improvement: <first
+//     fixed gap>", tags pair_improvement_completed and the tools (or check
+//     kinds) of the fixed gaps, content the fixed gaps and the improved
+//     attempt's tool sequence (argument names only, like the deterministic
+//     distiller, so equal improvements merge as evidence and keep the
+//     first one's confidence). A fixed gap is a weighted gap of the parent
+//     whose criterion has no gap, or a higher score, in the improved
+//     session.
+//   - coordination.minute.recorded.v1 with event_type
+//     pair_improvement_completed, actor chronicle/pair, data
+//     ImprovementMinute (improved session, iteration, both composites,
+//     fixed gaps, memory id and confidence), on the parent session: its
+//     sessionid and record key on chronicle.sessions are the parent's.
+//     The parent, not the improved session, because the loop's chain is
+//     otherwise only readable backwards (parent_session links): the minute
+//     puts "improved by <session>" into the failed attempt's own trace,
+//     where a reader of that session looks. The minute's actor is not
+//     "assistant", so a later re-evaluation of the parent (a judge
+//     revision) is unchanged by it (FLUX reads assistant minutes only).
+//
+// A parent without an evaluation yet gives neither.
 //
 // Cost. Every search syncs the index, so a running pair worker embeds each
 // memory of the bank as it arrives (USE lite: about 40 ms per memory on a

@@ -11,6 +11,7 @@ package pair_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,8 +30,10 @@ import (
 
 // The PAIR loop on a running Chronicle: a failed session gets a context on
 // chronicle.learned, its successful revision (iteration 2) records a
-// pair_improvement_completed memory in the memory bank, and a failed third
-// iteration gets stop_iteration_limit.
+// pair_improvement_completed memory in the memory bank with confidence
+// final_score / 100 and exactly one pair_improvement_completed minute on
+// its parent, a failed third iteration gets stop_iteration_limit, and a
+// replay rebuilds the sessions and memories projections as live.
 func TestPipelinePAIRLoop(t *testing.T) {
 	if ti, ok := events.Lookup(pair.ContextRetrieved); !ok || ti.Topic != events.TopicLearned || !ti.Derived || ti.KeyField != "session_id" {
 		t.Fatalf("events registry: %s is %+v (registered: %v); add it to events/types.go (topic chronicle.learned, derived, key field session_id)", pair.ContextRetrieved, ti, ok)
@@ -179,9 +183,113 @@ func TestPipelinePAIRLoop(t *testing.T) {
 		t.Fatalf("%d pair_improvement_completed memories, want 1", len(imp))
 	}
 	m := imp[0]
-	if !slices.Equal(m.SourceSessions, []string{r2}) || m.Source != "distilled" || m.Outcome != "success" || m.Confidence != 0.7 ||
-		!strings.HasPrefix(m.Title, "PAIR improvement: ") || m.Scope != sc.good[0].EffectiveScope() {
-		t.Fatalf("improvement memory %+v", m)
+	scope := sc.good[0].EffectiveScope()
+	improved, ok, err := sessions.Get(p.Store, events.EntityKey(scope, r2))
+	if err != nil || !ok || improved.Evaluation == nil || improved.Evaluation.Composite < pair.PassComposite {
+		t.Fatalf("improved session %s: %+v (%v)", r2, improved, err)
+	}
+	// PAIR design: the memory's confidence is final_score / 100
+	wantConf := pair.ImprovementConfidence(improved.Evaluation.Composite)
+	if !slices.Equal(m.SourceSessions, []string{r2}) || m.Source != "distilled" || m.Outcome != "success" || m.Confidence != wantConf || wantConf < 0.95 ||
+		!strings.HasPrefix(m.Title, "PAIR improvement: ") || m.Scope != scope {
+		t.Fatalf("improvement memory %+v, want confidence %v", m, wantConf)
+	}
+
+	// exactly one pair_improvement_completed minute, on the parent
+	// session: once in the log (chronicle.sessions, keyed by the parent)
+	// and once in the parent's projected trace
+	sl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicSessions)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sl.Close()
+	sessEnd, err := p.Admin().ListEndOffsets(ctx, string(events.TopicSessions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[int32]int64{}
+	sessEnd.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	var minutes []events.Envelope
+	for len(left) > 0 {
+		fs := sl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v", events.TopicSessions, fs.Errors())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset+1 >= left[r.Partition] {
+				delete(left, r.Partition)
+			}
+			env, err := events.FromRecord(r)
+			if err != nil || env.Type != events.MinuteRecorded {
+				return
+			}
+			var md events.MinuteData
+			if err := env.Decode(&md); err != nil {
+				t.Fatal(err)
+			}
+			if md.EventType == pair.ImprovementTag {
+				if string(r.Key) != events.EntityKey(scope, sc.failedID) {
+					t.Errorf("minute record key %q, want the parent's", r.Key)
+				}
+				minutes = append(minutes, env)
+			}
+		})
+	}
+	if len(minutes) != 1 {
+		t.Fatalf("%d %s minutes in the log, want 1", len(minutes), pair.ImprovementTag)
+	}
+	var md events.MinuteData
+	var im pair.ImprovementMinute
+	if err := minutes[0].Decode(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(md.Data, &im); err != nil {
+		t.Fatal(err)
+	}
+	if minutes[0].SessionID != sc.failedID || minutes[0].Source != pair.Source || md.Actor != pair.MinuteActor || im.ImprovedSession != r2 ||
+		im.Iteration != 2 || im.MemoryID != m.ID || im.Confidence != wantConf || im.FinalScore != improved.Evaluation.Composite ||
+		im.ParentComposite >= pair.PassComposite || len(im.FixedGaps) == 0 {
+		t.Fatalf("minute %+v data %+v", minutes[0], im)
+	}
+	trace, err := sessions.Trace(p.Store, events.EntityKey(scope, sc.failedID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTrace := 0
+	for _, it := range trace {
+		if it.Type == events.MinuteRecorded && it.ID == minutes[0].ID {
+			inTrace++
+		}
+	}
+	if inTrace != 1 {
+		t.Fatalf("the minute is %d times in the parent's trace, want 1", inTrace)
+	}
+
+	// replay = live for the projections the improvement writes to
+	live, err := p.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: rep, Processors: []processors.Processor{sessions.Processor{}, memories.Processor{}}}); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := rep.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{sessions.Name, memories.Name} {
+		if live.Rows[name] == 0 || rd.Projections[name] != live.Projections[name] {
+			t.Errorf("%s: live %s (%d rows), replay %s (%d rows)", name, live.Projections[name], live.Rows[name], rd.Projections[name], rd.Rows[name])
+		}
 	}
 	end, err := p.Admin().ListEndOffsets(ctx, string(events.TopicDeadLetter))
 	if err != nil {

@@ -2,6 +2,7 @@ package pair
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -37,6 +38,15 @@ type LoopState struct {
 // (chronicle.learned), both keyed by the session, and keeps one LoopState
 // row per session (l/<session key>). Other types on those topics are
 // ignored. Deterministic: the revision is Revise of the context, no model.
+//
+// While a session evaluated below PassComposite (revision 0) has no
+// context, the row ev/<session key> keeps that evaluation event as it is
+// in the log (its JSON encoding), so that POST /v1/sessions/{id}/improve
+// can run PAIR retrieval for it through the worker's own code and derive
+// the same event id (Worker.RetrieveNow). The context deletes the row; an
+// evaluation that arrives after its context (the two topics are read
+// independently) does not write it, so the final rows do not depend on
+// the order of the two topics.
 type Loop struct{}
 
 // Name implements processors.Processor.
@@ -48,6 +58,9 @@ func (Loop) Topics() []events.Topic {
 }
 
 func loopKey(key string) string { return "l/" + key }
+
+// evalKey is the row of a session's pending evaluation event.
+func evalKey(key string) string { return "ev/" + key }
 
 // Apply implements processors.Processor.
 func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
@@ -71,6 +84,15 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return err
 		}
 		st.Evaluated, st.Composite, st.EvaluatedAt = true, ev.Composite, env.Time
+		if ev.Revision == 0 && ev.Composite < PassComposite && st.Context == nil {
+			raw, err := json.Marshal(env)
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(evalKey(key), raw); err != nil {
+				return err
+			}
+		}
 	default:
 		var c Context
 		if err := json.Unmarshal(env.Data, &c); err != nil {
@@ -81,6 +103,9 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 		st.Iteration, st.ParentSession = c.Iteration, c.ParentSession
 		if !st.Evaluated {
 			st.Composite = c.Composite
+		}
+		if err := tx.Delete(evalKey(key)); err != nil {
+			return err
 		}
 	}
 	st.Status = loopStatus(st)
@@ -105,4 +130,19 @@ func GetLoop(store *projections.Store, key string) (LoopState, bool, error) {
 	var st LoopState
 	ok, err := store.GetJSON(LoopName, loopKey(key), &st)
 	return st, ok, err
+}
+
+// EvaluationEvent returns the evaluation.completed.v1 (revision 0, below
+// PassComposite) of the session with key that the pairloop projection
+// keeps while the session has no context; ok false when there is none
+// (not evaluated yet, at or above PassComposite, or its context written).
+func EvaluationEvent(store *projections.Store, key string) (env events.Envelope, ok bool, err error) {
+	raw, ok, err := store.Get(LoopName, evalKey(key))
+	if err != nil || !ok {
+		return events.Envelope{}, false, err
+	}
+	if env, err = events.ParseEvent(raw); err != nil {
+		return events.Envelope{}, false, fmt.Errorf("pair: stored evaluation of %s: %w", key, err)
+	}
+	return env, true, nil
 }

@@ -63,6 +63,10 @@ type Plan struct {
 	// Improvement is the pair_improvement_completed memory (composite at
 	// or above PassComposite, parent below it).
 	Improvement *events.MemoryRecordedData
+	// Minute is the pair_improvement_completed coordination minute written
+	// with Improvement, on session MinuteSession (the parent).
+	Minute        *events.MinuteData
+	MinuteSession string
 }
 
 // Plan decides what to write for evaluation ev: nothing for a judge
@@ -85,8 +89,7 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 	}
 	iteration := max(1, v.Iteration)
 	if ev.Composite >= PassComposite {
-		m, err := w.improvement(scope, ev, iteration, v)
-		return Plan{Improvement: m}, err
+		return w.improvement(scope, ev, iteration, v)
 	}
 	var retrieved []GapContext
 	if iteration < MaxIterations {
@@ -107,9 +110,11 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 }
 
 // Derive computes the events the worker writes for env (Plan as events)
-// without publishing them: pair.context.retrieved.v1 or memory.recorded.v1,
-// or none (also for types other than evaluation.completed.v1). Ids are
-// derived from env (events.Derive), so a repeat gives identical events.
+// without publishing them: pair.context.retrieved.v1, or memory.recorded.v1
+// and the minute, or none (also for types other than
+// evaluation.completed.v1, and for a session whose context the pairloop
+// projection already holds). Ids are derived from env (events.Derive), so
+// a repeat gives identical ids.
 func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Envelope, error) {
 	if env.Type != events.EvaluationCompleted {
 		return nil, nil
@@ -118,25 +123,53 @@ func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Env
 	if err := env.Decode(&ev); err != nil {
 		return nil, err
 	}
+	if ev.Revision == 0 && ev.Composite < PassComposite {
+		// one context per session: when the pairloop projection holds one
+		// already (written by POST …/improve, or by an earlier run), a
+		// second retrieval could answer differently under the same
+		// derived id, a conflicting duplicate
+		st, ok, err := GetLoop(w.Store, events.EntityKey(env.EffectiveScope(), ev.SessionID))
+		if err != nil {
+			return nil, err
+		}
+		if ok && st.Context != nil {
+			return nil, nil
+		}
+	}
 	p, err := w.Plan(ctx, env.EffectiveScope(), ev)
 	if err != nil {
 		return nil, err
 	}
-	var typ events.Type
-	var data any
 	switch {
 	case p.Context != nil:
-		typ, data = ContextRetrieved, p.Context
+		out, err := events.Derive(env, Source, ContextRetrieved, 0, p.Context)
+		if err != nil {
+			return nil, err
+		}
+		return []events.Envelope{out}, nil
 	case p.Improvement != nil:
-		typ, data = events.MemoryRecorded, p.Improvement
-	default:
-		return nil, nil
+		mem, err := events.Derive(env, Source, events.MemoryRecorded, 0, p.Improvement)
+		if err != nil {
+			return nil, err
+		}
+		out := []events.Envelope{mem}
+		if p.Minute != nil {
+			// the minute belongs to the parent session: its sessionid (the
+			// record key on chronicle.sessions) is the parent's; its id is
+			// still derived from the evaluation, so a repeat is a duplicate
+			minute, err := events.Derive(env, Source, events.MinuteRecorded, 0, p.Minute)
+			if err != nil {
+				return nil, err
+			}
+			minute.SessionID = p.MinuteSession
+			if err := events.Validate(&minute); err != nil {
+				return nil, fmt.Errorf("pair: minute: %w", err)
+			}
+			out = append(out, minute)
+		}
+		return out, nil
 	}
-	out, err := events.Derive(env, Source, typ, 0, data)
-	if err != nil {
-		return nil, err
-	}
-	return []events.Envelope{out}, nil
+	return nil, nil
 }
 
 // rate is the RateFunc of the sessions projection: a session is known when
@@ -158,21 +191,47 @@ func (w *Worker) rate(scope string, ids []string) (met, known int, err error) {
 	return met, known, nil
 }
 
-// improvement returns the pair_improvement_completed memory of session v
-// (evaluated at or above PassComposite), or nil when it has no parent or
-// its parent has no evaluation below PassComposite.
-func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration int, v sessions.View) (*events.MemoryRecordedData, error) {
+// improvement returns the Plan of session v (evaluated at or above
+// PassComposite): the pair_improvement_completed memory and minute, or
+// nothing when it has no parent or its parent has no evaluation below
+// PassComposite.
+func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration int, v sessions.View) (Plan, error) {
 	if v.ParentSession == "" {
-		return nil, nil
+		return Plan{}, nil
 	}
 	parent, ok, err := sessions.Get(w.Store, events.EntityKey(v.Scope, v.ParentSession))
 	if err != nil || !ok || parent.Evaluation == nil || parent.Evaluation.Composite >= PassComposite {
-		return nil, err
+		return Plan{}, err
 	}
 	in, _, err := sessions.Input(w.Store, v.Key())
 	if err != nil {
-		return nil, err
+		return Plan{}, err
 	}
 	m := Improvement(scope, ev, iteration, in.Calls, *parent.Evaluation, parent.Criteria)
-	return &m, nil
+	minute, err := Minute(ev, iteration, *parent.Evaluation, m)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Plan{Improvement: &m, Minute: &minute, MinuteSession: v.ParentSession}, nil
+}
+
+// RetrieveNow runs PAIR retrieval for the session with key (scope "/" id)
+// now, through Derive, from its evaluation event as the pairloop
+// projection keeps it (EvaluationEvent), and publishes the context: the
+// same event, with the same derived id, as the worker would write for that
+// evaluation, so a later worker run finds the context in the projection
+// and writes nothing. It returns false, writing nothing, when the
+// projection holds no pending evaluation for the session (see
+// EvaluationEvent). POST /v1/sessions/{id}/improve calls it when no pair
+// worker runs.
+func (w *Worker) RetrieveNow(ctx context.Context, key string) (bool, error) {
+	env, ok, err := EvaluationEvent(w.Store, key)
+	if err != nil || !ok {
+		return false, err
+	}
+	out, err := w.Derive(ctx, &env)
+	if err != nil || len(out) == 0 {
+		return false, err
+	}
+	return true, w.Producer.PublishDerived(ctx, out...)
 }

@@ -2,21 +2,32 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/url"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
+	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
-// Improvement is the pair_improvement tool's backend over the HTTP API
-// (GET /v1/sessions/{id}/improvement, ?scope= when given), for `chronicle
-// mcp` on stdio; the service checks the token's scopes (404 for another
-// scope's session, reported as not found).
+// Improvement is the pair_improvement tool's backend over the HTTP API, for
+// `chronicle mcp` on stdio, mirroring the tool over /mcp: POST
+// /v1/sessions/{id}/improve (?scope= when given), which starts the loop
+// for a session below 95 without a context and waits for it (bounded); when
+// that answers not found — the token may read the session's scope but not
+// write it, or the session does not exist — GET
+// /v1/sessions/{id}/improvement, which only reads. The service checks the
+// token's scopes (404 for another scope's session, reported as not found).
 func (c *Client) Improvement(ctx context.Context, _ mcpserver.Caller, sessionID, scope string) (map[string]any, error) {
-	path := "/v1/sessions/" + url.PathEscape(sessionID) + "/improvement"
+	base := "/v1/sessions/" + url.PathEscape(sessionID)
+	q := ""
 	if scope != "" {
-		path += "?scope=" + url.QueryEscape(scope)
+		q = "?scope=" + url.QueryEscape(scope)
 	}
 	var out map[string]any
-	err := c.do(ctx, "GET", path, nil, &out)
+	err := c.do(ctx, "POST", base+"/improve"+q, map[string]any{}, &out)
+	if errors.Is(err, search.ErrNotFound) {
+		out = nil
+		err = c.do(ctx, "GET", base+"/improvement"+q, nil, &out)
+	}
 	return out, err
 }

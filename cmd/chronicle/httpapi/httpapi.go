@@ -99,6 +99,16 @@ type Server struct {
 	// shown by GET /v1/cluster.
 	Advertise string
 
+	// ImproveWait bounds how long POST /v1/sessions/{id}/improve (and the
+	// pair_improvement MCP tool) waits for PAIR retrieval and its context
+	// to be projected; ≤ 0: DefaultImproveWait (20 s).
+	ImproveWait time.Duration
+
+	// pairMu serialises the improve route's retrievals; pairSent holds the
+	// sessions (entity keys) whose context this process published.
+	pairMu   sync.Mutex
+	pairSent map[string]bool
+
 	// brokerDown is set while produces fail, so an outage is logged once.
 	brokerDown atomic.Bool
 

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -107,15 +109,38 @@ func (s *Server) sessionImprovement(w http.ResponseWriter, r *http.Request, id s
 	}
 }
 
+// DefaultImproveWait is how long POST /v1/sessions/{id}/improve waits, at
+// most, for the loop to answer (Server.ImproveWait).
+const DefaultImproveWait = 20 * time.Second
+
+func (s *Server) improveWait() time.Duration {
+	if s.ImproveWait > 0 {
+		return s.ImproveWait
+	}
+	return DefaultImproveWait
+}
+
+// runsPAIR says whether this server's pipeline runs the pair worker.
+func (s *Server) runsPAIR() bool {
+	return slices.ContainsFunc(s.P.Workers, func(w processors.Worker) bool { return w.Name() == "pair" })
+}
+
 // improveSession serves POST /v1/sessions/{id}/improve: a producer asks
 // for its next attempt. The loop runs on the log — the evaluation of a
 // session below 95 makes PAIR retrieval write its context, and the
-// pairloop processor the revision — so this answers with the loop's
-// state: 200 with the revision and next_attempt (iteration, parent_session)
-// when one is ready, or with the final status (SUCCESS,
-// MAX_ITERATIONS_REACHED); 202 while the evaluation or the context is
-// still to come; 404 for an unknown session or one of a scope the caller
-// may not write. The body is ignored (it may be empty or {}).
+// pairloop processor the revision. When the session is evaluated below 95
+// and has no context yet, the route starts the loop (startLoop): without a
+// pair worker in this process (serve without PAIR, demo) it runs the
+// retrieval itself, synchronously, through the worker's own code; with one
+// it waits for the worker. Either way it waits at most ImproveWait
+// (default 20 s) in all for the context to be projected. It answers 200
+// with the revision and next_attempt (iteration, parent_session) when one
+// is ready, or with the final status (SUCCESS, MAX_ITERATIONS_REACHED);
+// 202 with the state AWAITING_CONTEXT when the session is not evaluated
+// yet or the wait ran out (a later POST or GET …/improvement finds the
+// context; a retrieval cut short wrote nothing and runs again); 404 for an
+// unknown session or one of a scope the caller may not write. The body is
+// ignored (it may be empty or {}).
 func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "improve")
 	if err != nil {
@@ -130,7 +155,7 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	view, ok, err := s.improvement(key)
+	view, ok, err := s.startLoop(r.Context(), key)
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -143,11 +168,64 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// startLoop is the improve action on the session with key: its view, after
+// starting PAIR retrieval when the session is evaluated below
+// PassComposite without a context. Without a pair worker in the pipeline
+// it calls pair.Worker.RetrieveNow (the same retrieval, the same derived
+// event id as the worker: a later worker run writes nothing), once per
+// session per process and one session at a time (pairMu), so two
+// concurrent requests never publish two contexts; then it polls the
+// pairloop projection until the context is applied or ImproveWait has
+// passed since the call. A retrieval that runs out of time publishes
+// nothing (the search is cancelled) and is not counted as done.
+func (s *Server) startLoop(ctx context.Context, key string) (improvementView, bool, error) {
+	view, ok, err := s.improvement(key)
+	if err != nil || !ok || view.Status != pair.LoopAwaitingContext || !view.Evaluated || view.Composite >= pair.PassComposite {
+		return view, ok, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.improveWait())
+	defer cancel()
+	if !s.runsPAIR() && s.P.Search != nil && s.P.Search.Index != nil {
+		s.pairMu.Lock()
+		if !s.pairSent[key] {
+			wk := &pair.Worker{Store: s.P.Store, Index: s.P.Search.Index, Producer: s.P.Producer}
+			sent, err := wk.RetrieveNow(ctx, key)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				// out of time: nothing published, answer 202 below
+			case err != nil:
+				s.pairMu.Unlock()
+				return view, true, err
+			case sent:
+				if s.pairSent == nil {
+					s.pairSent = map[string]bool{}
+				}
+				s.pairSent[key] = true
+			}
+		}
+		s.pairMu.Unlock()
+	}
+	for {
+		v, ok, err := s.improvement(key)
+		if err != nil || !ok || v.Status != pair.LoopAwaitingContext {
+			return v, ok, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, true, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // mcpImprovement is the pair_improvement MCP tool's backend: the session
 // resolved like GET /v1/sessions/{id}/improvement (scope given, else the
-// one readable scope that holds the id), answered with the same object. A
-// session the caller may not read is "not found", as a missing one.
-func (s *Server) mcpImprovement(_ context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
+// one readable scope that holds the id), answered with the same object.
+// When the caller may also write that scope, the tool does what POST
+// /v1/sessions/{id}/improve does (startLoop: PAIR retrieval for a session
+// below 95 without a context, bounded by ImproveWait); a reader only reads.
+// A session the caller may not read is "not found", as a missing one.
+func (s *Server) mcpImprovement(ctx context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
 	if err := events.CheckID(id); err != nil {
 		return nil, fmt.Errorf("%w: session_id: %v", search.ErrInvalid, err)
 	}
@@ -179,7 +257,11 @@ func (s *Server) mcpImprovement(_ context.Context, c mcpserver.Caller, id, scope
 	} else if !can(scope) {
 		return nil, notFound
 	}
-	view, ok, err := s.improvement(events.EntityKey(scope, id))
+	key := events.EntityKey(scope, id)
+	view, ok, err := s.improvement(key)
+	if slices.Contains(c.WriteScopes, mcpserver.AllScopes) || slices.Contains(c.WriteScopes, scope) {
+		view, ok, err = s.startLoop(ctx, key)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,11 @@ import (
 )
 
 // ImprovementFunc returns the PAIR loop state of a session for a caller
-// (the object GET /v1/sessions/{id}/improvement serves); scope may be ""
-// (the one readable scope that holds the session). It returns an error for
-// a session the caller may not read, the same as for a missing one.
+// (the object GET /v1/sessions/{id}/improvement serves), after starting the
+// loop as POST /v1/sessions/{id}/improve does when the caller may write the
+// session's scope; scope may be "" (the one readable scope that holds the
+// session). It returns an error for a session the caller may not read, the
+// same as for a missing one.
 type ImprovementFunc func(ctx context.Context, c Caller, sessionID, scope string) (map[string]any, error)
 
 // improvementInput is pair_improvement's arguments.
@@ -29,8 +31,12 @@ func (t *tools) addImprovement(s *mcp.Server) {
 		Name: "pair_improvement",
 		Description: "The PAIR loop state of a session evaluated below 95: status (SUCCESS, MAX_ITERATIONS_REACHED, REVISION_READY, AWAITING_CONTEXT), " +
 			"the retrieved patterns per gap with their recommendation, the revision (tool sequence to follow, missing writes, rules, rationale, estimated improvement) " +
-			"and how to start the next attempt (next_attempt: iteration, parent_session).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+			"and how to start the next attempt (next_attempt: iteration, parent_session). " +
+			"Like POST /v1/sessions/{id}/improve, it starts the loop when it has not started and the caller may write the session's scope: " +
+			"PAIR retrieval runs for a session below 95 without a context (waiting up to 20 s); a caller who may only read gets the state as it is.",
+		// not read-only: it may write the session's PAIR context; repeating
+		// it writes nothing more (one context per session)
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.improvement)
 }
 

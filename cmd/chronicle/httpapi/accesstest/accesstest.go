@@ -113,7 +113,7 @@ func Cases() []Case {
 		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) + "/improvement" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "POST /v1/sessions/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/sessions/" + esc(f.Session) + "/improve", Body: map[string]any{}}
-		}, Want: map[Caller]int{Own: f202(), Other: 404}},
+		}, Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) + "/history" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/search", Request: get(func(f Fixture) string {
@@ -187,11 +187,6 @@ func Cases() []Case {
 		}},
 	}
 }
-
-// f202 is the own scope's answer to POST …/improve in a fixture whose
-// session is below 95 and that runs no PAIR retrieval (no search index):
-// 202, the context is still to come.
-func f202() int { return http.StatusAccepted }
 
 // minute is a coordination.minute.recorded.v1 event in scope for session.
 func minute(scope, session, text string) map[string]any {
