@@ -147,6 +147,15 @@ func (c *Client) Update(ctx context.Context, id string, layer int, channel strin
 	return c.write(ctx, id, []string{"updates"}, map[string]any{"layer": layer, "channel": channel, "update": update})
 }
 
+// UpdateEventID is Update with the caller's event id: a task re-run after
+// a crash sends the same id, so the service applies the update once
+// however many times it was sent (before or after the crash).
+func (c *Client) UpdateEventID(ctx context.Context, id, eventID string, layer int, channel string, update any) (workflows.WriteResult, error) {
+	var res workflows.WriteResult
+	body := map[string]any{"event_id": eventID, "layer": layer, "channel": channel, "update": update}
+	return res, c.do(ctx, http.MethodPost, c.url(id, "updates"), body, &res)
+}
+
 // Checkpoint saves the checkpoint of a finished layer; processed names
 // the queued commands handled before it. The result's CheckpointID is the
 // checkpoint's id (its log position).
