@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -68,17 +67,17 @@ func resumeOnce(ctx context.Context, c *client.Client, id string) (r workflows.W
 
 // taskUpdate is the update of task i of layer l: its event id is fixed, so
 // a re-run after a crash sends the same event.
-func taskUpdate(l, i int) (string, []any) {
-	return fmt.Sprintf("wfcrash-l%d-t%d", l, i), []any{map[string]any{"id": fmt.Sprintf("l%d-t%d", l, i), "layer": l}}
+func taskUpdate(l, i, epoch int) (string, []any) {
+	return fmt.Sprintf("wfcrash-r%d-l%d-t%d", epoch, l, i), []any{map[string]any{"id": fmt.Sprintf("l%d-t%d", l, i), "layer": l}}
 }
 
 // runLayers drives workflow id from its last checkpoint (after a resume)
 // to the end: layers × tasks task updates, a checkpoint per layer. It
 // stops early (returning false) when stop is closed.
-func runLayers(ctx context.Context, c *client.Client, id string, from, layers, tasks int) error {
+func runLayers(ctx context.Context, c *client.Client, id string, epoch, from, layers, tasks int) error {
 	for l := from; l < layers; l++ {
 		for i := 0; i < tasks; i++ {
-			eid, u := taskUpdate(l, i)
+			eid, u := taskUpdate(l, i, epoch)
 			if _, err := c.UpdateEventID(ctx, id, eid, l, events.ChannelTasks, u); err != nil {
 				return err
 			}
@@ -98,24 +97,22 @@ func runLayers(ctx context.Context, c *client.Client, id string, from, layers, t
 // layer is recorded exactly once, the tasks equal an uninterrupted run's,
 // and audit passes.
 //
-// KNOWN FAILURE (found by this test, not fixed yet): the resume reverts
-// the state to the checkpoint, dropping the layer's acknowledged updates,
-// and the re-sent updates carry event ids the log already holds, so they
-// are deduplicated and never applied again: those tasks are lost. Until
-// that is fixed the test runs only with CHRONICLE_WF_CRASH=1.
+// A resume reverts the state to the checkpoint (the layer's acknowledged
+// updates are dropped), so the re-run sends the same task ids under event
+// ids of its resume epoch (the state's resume count): a retry within an
+// attempt keeps its event id (applied once), a re-run after a resume is a
+// new event. Re-sending the pre-crash event ids would be deduplicated by
+// the log and lose those tasks.
 func TestWorkflowCrashMidLayer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts chronicle serve several times")
-	}
-	if os.Getenv("CHRONICLE_WF_CRASH") == "" {
-		t.Skip("known failure (tasks acknowledged before the kill are lost after the resume); set CHRONICLE_WF_CRASH=1 to run")
 	}
 	const layers, tasks, id = 4, 6, "wfcrash"
 	ctx := context.Background()
 
 	// the uninterrupted run
 	cleanCmd, base := serveOn(t, t.TempDir())
-	if err := runLayers(ctx, client.New(base, ""), id, 0, layers, tasks); err != nil {
+	if err := runLayers(ctx, client.New(base, ""), id, 0, 0, layers, tasks); err != nil {
 		_ = cleanCmd.Process.Kill()
 		t.Fatal(err)
 	}
@@ -137,6 +134,7 @@ func TestWorkflowCrashMidLayer(t *testing.T) {
 	for kills < 3 && next < layers {
 		cmd, base := serveOn(t, data)
 		c := client.New(base, "")
+		epoch := 0
 		if kills > 0 {
 			r, err := resumeOnce(ctx, c, id)
 			if err != nil {
@@ -146,16 +144,17 @@ func TestWorkflowCrashMidLayer(t *testing.T) {
 			if r.NextLayer != nil {
 				next = *r.NextLayer
 			}
+			epoch = r.State.Resumes
 		}
 		// run complete layers up to the victim layer, then part of it
 		victim := max(1, next+rng.IntN(min(2, layers-next))) // layer 0 checkpointed: a resume has a checkpoint
 		acked := 1 + rng.IntN(tasks-1)                       // acknowledged task updates of the victim layer before the kill
-		if err := runLayers(ctx, c, id, next, victim, tasks); err != nil {
+		if err := runLayers(ctx, c, id, epoch, next, victim, tasks); err != nil {
 			_ = cmd.Process.Kill()
 			t.Fatal(err)
 		}
 		for i := 0; i < acked; i++ {
-			eid, u := taskUpdate(victim, i)
+			eid, u := taskUpdate(victim, i, epoch)
 			if _, err := c.UpdateEventID(ctx, id, eid, victim, events.ChannelTasks, u); err != nil {
 				_ = cmd.Process.Kill()
 				t.Fatal(err)
@@ -180,7 +179,7 @@ func TestWorkflowCrashMidLayer(t *testing.T) {
 	if r.NextLayer != nil {
 		from = *r.NextLayer
 	}
-	if err := runLayers(ctx, c, id, from, layers, tasks); err != nil {
+	if err := runLayers(ctx, c, id, r.State.Resumes, from, layers, tasks); err != nil {
 		_ = cmd.Process.Kill()
 		t.Fatal(err)
 	}

@@ -147,9 +147,11 @@ func (c *Client) Update(ctx context.Context, id string, layer int, channel strin
 	return c.write(ctx, id, []string{"updates"}, map[string]any{"layer": layer, "channel": channel, "update": update})
 }
 
-// UpdateEventID is Update with the caller's event id: a task re-run after
-// a crash sends the same id, so the service applies the update once
-// however many times it was sent (before or after the crash).
+// UpdateEventID is Update with the caller's event id: resending the same
+// id applies the update once. After a crash and a Resume (which reverts
+// the state to the checkpoint), re-run the layer's tasks under new ids
+// (e.g. including the state's Resumes count): the log already holds the
+// old ids, so resending them would not apply the tasks again.
 func (c *Client) UpdateEventID(ctx context.Context, id, eventID string, layer int, channel string, update any) (workflows.WriteResult, error) {
 	var res workflows.WriteResult
 	body := map[string]any{"event_id": eventID, "layer": layer, "channel": channel, "update": update}
