@@ -147,6 +147,17 @@ func (c *Client) Update(ctx context.Context, id string, layer int, channel strin
 	return c.write(ctx, id, []string{"updates"}, map[string]any{"layer": layer, "channel": channel, "update": update})
 }
 
+// UpdateEventID is Update with the caller's event id: resending the same
+// id applies the update once. After a crash and a Resume (which reverts
+// the state to the checkpoint), re-run the layer's tasks under new ids
+// (e.g. including the state's Resumes count): the log already holds the
+// old ids, so resending them would not apply the tasks again.
+func (c *Client) UpdateEventID(ctx context.Context, id, eventID string, layer int, channel string, update any) (workflows.WriteResult, error) {
+	var res workflows.WriteResult
+	body := map[string]any{"event_id": eventID, "layer": layer, "channel": channel, "update": update}
+	return res, c.do(ctx, http.MethodPost, c.url(id, "updates"), body, &res)
+}
+
 // Checkpoint saves the checkpoint of a finished layer; processed names
 // the queued commands handled before it. The result's CheckpointID is the
 // checkpoint's id (its log position).
