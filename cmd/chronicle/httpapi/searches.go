@@ -31,17 +31,8 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	key, ok := entityKey(w, r, "search", id, treesearch.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
+	key, sr, ok := s.loadSearch(w, r, id, CallerOf(r).CanRead)
 	if !ok {
-		return
-	}
-	sr, ok, err := treesearch.Get(s.P.Store, key)
-	switch {
-	case err != nil:
-		writeErr(w, http.StatusInternalServerError, "%v", err)
-		return
-	case !ok:
-		writeErr(w, http.StatusNotFound, "search %q not found", id)
 		return
 	}
 	if suffix == "nodes" {
@@ -114,18 +105,11 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "decision: %q is not approve or reject", body.Decision)
 		return
 	}
-	key, ok := entityKey(w, r, "search", id, treesearch.Scopes, s.P.Store, CallerOf(r).CanWrite, nil)
+	key, sr, ok := s.loadSearch(w, r, id, CallerOf(r).CanWrite)
 	if !ok {
 		return
 	}
-	sr, ok, err := treesearch.Get(s.P.Store, key)
 	switch {
-	case err != nil:
-		writeErr(w, http.StatusInternalServerError, "%v", err)
-		return
-	case !ok:
-		writeErr(w, http.StatusNotFound, "search %q not found", id)
-		return
 	case sr.Status != treesearch.StatusPaused:
 		writeErr(w, http.StatusConflict, "search %q is %s, not paused", id, sr.Status)
 		return
@@ -158,4 +142,24 @@ func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Se
 		return nil, err
 	}
 	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": decision}, nil
+}
+
+// loadSearch resolves id in the scopes allow admits (entityKey) and reads
+// the search; ok is false when it answered the request already (an
+// ambiguous or unknown id: 409 or 404; a store error: 500).
+func (s *Server) loadSearch(w http.ResponseWriter, r *http.Request, id string, allow func(string) bool) (string, treesearch.Search, bool) {
+	key, ok := entityKey(w, r, "search", id, treesearch.Scopes, s.P.Store, allow, nil)
+	if !ok {
+		return "", treesearch.Search{}, false
+	}
+	sr, ok, err := treesearch.Get(s.P.Store, key)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return "", sr, false
+	case !ok:
+		writeErr(w, http.StatusNotFound, "search %q not found", id)
+		return "", sr, false
+	}
+	return key, sr, true
 }
