@@ -33,6 +33,8 @@ require (
 	google.golang.org/grpc v1.66.2
 )
 
+require github.com/valyala/fastjson v1.6.10 // indirect
+
 require (
 	github.com/DataDog/zstd v1.4.5 // indirect
 	github.com/asaskevich/govalidator v0.0.0-20230301143203-a9d515a09cc2 // indirect

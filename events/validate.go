@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/valyala/fastjson"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -46,7 +47,13 @@ var ErrDerivedType = errors.New("derived event types are written by processors o
 
 type compiled struct {
 	envelope *jsonschema.Schema
+	// dateTime is the envelope schema's rule for the time attribute alone
+	// (#/properties/time), for parseFast.
+	dateTime *jsonschema.Schema
 	data     map[Type]*jsonschema.Schema
+	// opaque lists, per type, the data members its schema constrains by
+	// JSON type alone (opaqueMembers), for parseFast.
+	opaque map[Type]map[string]fastjson.Type
 }
 
 var (
@@ -81,8 +88,11 @@ func loadSchemas() (*compiled, error) {
 				return
 			}
 		}
-		out := &compiled{data: map[Type]*jsonschema.Schema{}}
+		out := &compiled{data: map[Type]*jsonschema.Schema{}, opaque: map[Type]map[string]fastjson.Type{}}
 		if out.envelope, compileErr = c.Compile("urn:chronicle:schema:cloudevent"); compileErr != nil {
+			return
+		}
+		if out.dateTime, compileErr = c.Compile("urn:chronicle:schema:cloudevent#/properties/time"); compileErr != nil {
 			return
 		}
 		for t := range registry {
@@ -92,6 +102,9 @@ func loadSchemas() (*compiled, error) {
 				return
 			}
 			out.data[t] = s
+			if raw, ok := Schema(string(t)); ok {
+				out.opaque[t] = opaqueMembers(raw)
+			}
 		}
 		schemaSet = out
 	})
@@ -146,6 +159,16 @@ func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
 	if err != nil {
 		return Envelope{}, err
 	}
+	if env, ok := parseFast(set, raw, allowDerived); ok {
+		return env, nil
+	}
+	return parseSlow(set, raw, allowDerived)
+}
+
+// parseSlow is the generic path: the whole event decoded into `any`, the
+// CloudEvents envelope schema and the type's data schema run on it. It
+// decides every event parseFast leaves undecided and writes the error.
+func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 	// RFC 8259 JSON is UTF-8; decoding would replace invalid bytes with
 	// U+FFFD, silently merging distinct ids and sources
 	if !utf8.Valid(raw) {

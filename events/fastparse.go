@@ -1,0 +1,349 @@
+package events
+
+import (
+	"encoding/json"
+	"sync"
+	"unicode/utf8"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/valyala/fastjson"
+)
+
+// The fast path of ParseEvent.
+//
+// Validating a consumed record used to cost about 21 µs on the tau-bench
+// events (BenchmarkParseEvent): a generic decode of the whole event into
+// `any` (9 µs), the CloudEvents envelope schema run on it (7 µs), the
+// type's data schema (4 µs) and a typed decode (2.5 µs). parseFast keeps
+// the two parts that carry information, the type's JSON Schema on data
+// and the typed decode of the envelope, and replaces the other two:
+//
+//   - the envelope's schema (schemas/cloudevent.json) is checked by code,
+//     attribute by attribute, on a fastjson parse of the event (fastjson
+//     parses without allocating per value); only data is converted to the
+//     `any` form the JSON Schema validator reads;
+//   - an event the code does not accept as is goes to the generic path
+//     (parseSlow), which decides and writes the error naming the field.
+//
+// So parseFast may only say yes where the generic path says yes, with the
+// same Envelope: it accepts a subset (every attribute a string of the
+// schema's bounds, no data_base64, no duplicate member names, the type
+// registered) and FuzzFastParseAgrees and TestFastParseAgrees hold it to
+// that. The JSON syntax check is encoding/json's own (json.Valid), the
+// reference the generic path's decoders agree with.
+
+var fastParsers = sync.Pool{New: func() any { return new(fastjson.Parser) }}
+
+// attribute bits of the members parseFast has seen.
+const (
+	bitSpecVersion = 1 << iota
+	bitID
+	bitSource
+	bitType
+	bitSubject
+	bitTime
+	bitDataContentType
+	bitDataSchema
+	bitSessionID
+	bitScope
+	bitCausationID
+	bitCorrelationID
+	bitData
+)
+
+var attributeBits = map[string]int{
+	"specversion": bitSpecVersion, "id": bitID, "source": bitSource, "type": bitType,
+	"subject": bitSubject, "time": bitTime, "datacontenttype": bitDataContentType,
+	"dataschema": bitDataSchema, "sessionid": bitSessionID, "scope": bitScope,
+	"causationid": bitCausationID, "correlationid": bitCorrelationID, "data": bitData,
+}
+
+// parseFast returns the event and true when raw is an event the generic
+// path accepts too; false means "not decided here" (the caller runs the
+// generic path, which gives the error).
+func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
+	if !utf8.Valid(raw) || !gojson.Valid(raw) {
+		return Envelope{}, false
+	}
+	p := fastParsers.Get().(*fastjson.Parser)
+	defer fastParsers.Put(p)
+	v, err := p.ParseBytes(raw)
+	if err != nil {
+		return Envelope{}, false
+	}
+	obj, err := v.Object()
+	if err != nil {
+		return Envelope{}, false
+	}
+	var (
+		seen    int
+		bad     bool
+		typ     string
+		data    *fastjson.Value
+		ext     map[string]any
+		extSeen map[string]bool
+	)
+	obj.Visit(func(k []byte, val *fastjson.Value) {
+		if bad {
+			return
+		}
+		bit, known := attributeBits[string(k)]
+		if !known {
+			name := string(k)
+			if extSeen[name] || CheckAttributeName(name) != nil {
+				bad = true
+				return
+			}
+			if extSeen == nil {
+				extSeen, ext = map[string]bool{}, map[string]any{}
+			}
+			extSeen[name] = true
+			switch val.Type() {
+			case fastjson.TypeString:
+				ext[name] = string(val.GetStringBytes())
+			case fastjson.TypeNumber:
+				ext[name] = json.Number(val.MarshalTo(nil))
+			case fastjson.TypeTrue:
+				ext[name] = true
+			case fastjson.TypeFalse:
+				ext[name] = false
+			default:
+				bad = true
+			}
+			return
+		}
+		if seen&bit != 0 {
+			bad = true // a repeated member: the generic path decides
+			return
+		}
+		seen |= bit
+		if bit == bitData {
+			if val.Type() != fastjson.TypeObject {
+				bad = true
+			}
+			data = val
+			return
+		}
+		if val.Type() != fastjson.TypeString {
+			bad = true
+			return
+		}
+		s := val.GetStringBytes()
+		switch bit {
+		case bitSpecVersion:
+			bad = string(s) != SpecVersion
+		case bitID:
+			bad = !runesWithin(s, 1, 256)
+		case bitSource:
+			bad = !runesWithin(s, 1, 1024)
+		case bitType:
+			typ = string(s) // registered types match the schema's pattern (TestRegisteredTypesMatchPattern)
+		case bitTime:
+			bad = set.dateTime.Validate(string(s)) != nil
+		case bitDataContentType:
+			bad = string(s) != ContentTypeJSON
+		case bitDataSchema, bitCausationID, bitCorrelationID:
+			bad = len(s) == 0
+		case bitSessionID:
+			bad = !runesWithin(s, 1, 512)
+		case bitScope:
+			bad = !scopePattern(s)
+		}
+	})
+	const required = bitSpecVersion | bitID | bitSource | bitType | bitData
+	if bad || seen&required != required {
+		return Envelope{}, false
+	}
+	schema, ok := set.data[Type(typ)]
+	if !ok || (!allowDerived && registry[Type(typ)].Derived) {
+		return Envelope{}, false
+	}
+	doc, ok := dataOf(data, set.opaque[Type(typ)])
+	if !ok {
+		return Envelope{}, false
+	}
+	if schema.Validate(doc) != nil {
+		return Envelope{}, false
+	}
+	var env Envelope
+	if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil || string(env.Type) != typ {
+		return Envelope{}, false
+	}
+	env.Extensions = ext
+	if _, err := Key(&env); err != nil {
+		return Envelope{}, false
+	}
+	if !allowDerived && env.Type == MemoryRecorded {
+		m := doc.(map[string]any)
+		if _, set := m["initial_confidence"]; set || m["source"] == "distilled" {
+			return Envelope{}, false
+		}
+	}
+	return env, true
+}
+
+// dataOf converts data as anyOf does, except that a member the type's
+// schema constrains by its JSON type alone (opaque, from opaqueMembers)
+// becomes an empty value of that type when it has it: the validator's
+// verdict is the same, and the content, which can be most of the event
+// (a minute's tool arguments and outputs), is not converted.
+func dataOf(v *fastjson.Value, opaque map[string]fastjson.Type) (any, bool) {
+	if len(opaque) == 0 {
+		return anyOf(v)
+	}
+	o, _ := v.Object()
+	m := make(map[string]any, o.Len())
+	ok := true
+	o.Visit(func(k []byte, x *fastjson.Value) {
+		if !ok {
+			return
+		}
+		if _, dup := m[string(k)]; dup {
+			ok = false
+			return
+		}
+		if t, isOpaque := opaque[string(k)]; isOpaque && x.Type() == t {
+			if t == fastjson.TypeObject {
+				m[string(k)] = map[string]any{}
+			} else {
+				m[string(k)] = []any{}
+			}
+			return
+		}
+		m[string(k)], ok = anyOf(x)
+	})
+	return m, ok
+}
+
+// opaqueMembers returns the members of a data schema (its raw JSON) that
+// are constrained by their JSON type alone, object or array
+// ({"type": "object"}, with a title or description at most), when the
+// schema's root looks at member values only through "properties" (no
+// if/then/else, no *Of, no schema-valued additionalProperties, no
+// patternProperties or unevaluatedProperties): then the validator's
+// verdict does not depend on what such a member holds.
+func opaqueMembers(raw []byte) map[string]fastjson.Type {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(raw, &root) != nil {
+		return nil
+	}
+	for k, v := range root {
+		switch k {
+		case "$schema", "$id", "title", "description", "type", "required", "properties", "$defs":
+		case "additionalProperties":
+			if string(v) != "false" && string(v) != "true" {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	var props map[string]map[string]json.RawMessage
+	if json.Unmarshal(root["properties"], &props) != nil {
+		return nil
+	}
+	out := map[string]fastjson.Type{}
+	for name, sub := range props {
+		var typ string
+		only := true
+		for k, v := range sub {
+			switch k {
+			case "title", "description":
+			case "type":
+				if json.Unmarshal(v, &typ) != nil {
+					only = false
+				}
+			default:
+				only = false
+			}
+		}
+		switch {
+		case !only:
+		case typ == "object":
+			out[name] = fastjson.TypeObject
+		case typ == "array":
+			out[name] = fastjson.TypeArray
+		}
+	}
+	return out
+}
+
+// anyOf converts a parsed JSON value to the form the JSON Schema validator
+// reads (jsonschema.UnmarshalJSON's: maps, slices, json.Number, string,
+// bool, nil). false on a repeated member name anywhere, which the generic
+// path decides.
+func anyOf(v *fastjson.Value) (any, bool) {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		m := make(map[string]any, o.Len())
+		ok := true
+		o.Visit(func(k []byte, x *fastjson.Value) {
+			if !ok {
+				return
+			}
+			if _, dup := m[string(k)]; dup {
+				ok = false
+				return
+			}
+			m[string(k)], ok = anyOf(x)
+		})
+		return m, ok
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		out := make([]any, len(a))
+		for i, x := range a {
+			var ok bool
+			if out[i], ok = anyOf(x); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case fastjson.TypeString:
+		return string(v.GetStringBytes()), true
+	case fastjson.TypeNumber:
+		return json.Number(v.MarshalTo(nil)), true
+	case fastjson.TypeTrue:
+		return true, true
+	case fastjson.TypeFalse:
+		return false, true
+	case fastjson.TypeNull:
+		return nil, true
+	}
+	return nil, false
+}
+
+// runesWithin reports whether s has between lo and hi code points (JSON
+// Schema's minLength/maxLength count code points).
+func runesWithin(s []byte, lo, hi int) bool {
+	if len(s) < lo {
+		return false
+	}
+	if len(s) <= hi {
+		return true // a code point is at least one byte
+	}
+	n := utf8.RuneCount(s)
+	return n >= lo && n <= hi
+}
+
+// scopePattern is the envelope schema's scope rule,
+// ^(project|team|org):[A-Za-z0-9._-]+$.
+func scopePattern(s []byte) bool {
+	var rest []byte
+	switch {
+	case len(s) > 8 && string(s[:8]) == "project:":
+		rest = s[8:]
+	case len(s) > 5 && string(s[:5]) == "team:":
+		rest = s[5:]
+	case len(s) > 4 && string(s[:4]) == "org:":
+		rest = s[4:]
+	default:
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
