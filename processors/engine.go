@@ -364,6 +364,7 @@ func parseItem(r *kgo.Record) projections.Item {
 		return it
 	}
 	it.Env = &env
+	it.Sum = projections.ContentHash(&env)
 	return it
 }
 

@@ -79,13 +79,17 @@ func contentHashV1(env *events.Envelope) []byte {
 	return h[:16]
 }
 
-// contentHash is the first 16 bytes of the SHA-256 of env's attributes in
+// ContentHash is the first 16 bytes of the SHA-256 of env's attributes in
 // a fixed order, each followed by a 0 byte, and its data compacted: the
 // same identity as contentHashV1 (whitespace does not count) without
 // encoding the whole event, which cost as much as the processor's work.
 // A time the producer did not send (events.Envelope.TimeFromLog) counts as
 // empty, so a resent time-less event is a duplicate, not a conflict.
-func contentHash(env *events.Envelope) []byte {
+//
+// It is what the idempotency key's value keeps to tell a duplicate from a
+// conflicting duplicate; the engine computes it once per record
+// (Item.Sum), not once per processor.
+func ContentHash(env *events.Envelope) []byte {
 	h := sha256.New()
 	sent := env.Time
 	if env.TimeFromLog {
@@ -95,6 +99,12 @@ func contentHash(env *events.Envelope) []byte {
 		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID} {
 		h.Write([]byte(a))
 		h.Write([]byte{0})
+	}
+	// json.Compact only drops whitespace: data without any is compact
+	// already (Chronicle's own producers write it so)
+	if bytes.IndexAny(env.Data, " \t\r\n") < 0 {
+		h.Write(env.Data)
+		return h.Sum(nil)[:16]
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, env.Data); err != nil {

@@ -21,6 +21,9 @@ type Item struct {
 	// parse, does not validate, or its type belongs on another topic). The
 	// item is never given to the ApplyFunc; it is dead-lettered.
 	Err error
+	// Sum is ContentHash(Env) when the caller computed it once for every
+	// processor of the record's topic; nil: ApplyBatch computes it.
+	Sum []byte
 	// DeadLetter, when set, builds the dead-letter record written to the
 	// outbox, in the same batch as the offset that moves past the item,
 	// when the item is rejected. Nil: a rejected item only advances the
@@ -126,7 +129,10 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			continue
 		}
 		dk := dedupKey(processor, it.Env.DedupKey())
-		sum := contentHash(it.Env)
+		sum := it.Sum
+		if sum == nil {
+			sum = ContentHash(it.Env)
+		}
 		prev, closer, gerr := b.Get(dk)
 		switch {
 		case gerr == nil:

@@ -20,7 +20,7 @@ func TestSameContentAcrossLayouts(t *testing.T) {
 	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":true}`)
 	spaced := env
 	spaced.Data = []byte(" {\n \"memory_id\" : \"m1\", \"signal\":\"task_completion\",\"positive\":true}")
-	sum := contentHash(&env)
+	sum := ContentHash(&env)
 	v1 := append(binary.BigEndian.AppendUint64(nil, 7), contentHashV1(&env)...)
 	for _, c := range []struct {
 		name string
@@ -35,7 +35,7 @@ func TestSameContentAcrossLayouts(t *testing.T) {
 		{"v1, other", v1, &other, false},
 		{"offset only", binary.BigEndian.AppendUint64(nil, 7), &other, true},
 	} {
-		if got := sameContent(c.prev, c.env, contentHash(c.env)); got != c.want {
+		if got := sameContent(c.prev, c.env, ContentHash(c.env)); got != c.want {
 			t.Errorf("%s: sameContent %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -51,12 +51,12 @@ func TestResentTimelessEventIsADuplicate(t *testing.T) {
 	first, again := env, env
 	first.Time, first.TimeFromLog = events.RecordTime(time.Unix(1800000000, 0)), true
 	again.Time, again.TimeFromLog = events.RecordTime(time.Unix(1800000005, 0)), true
-	if !sameContent(dedupValue(1, contentHash(&first)), &again, contentHash(&again)) {
+	if !sameContent(dedupValue(1, ContentHash(&first)), &again, ContentHash(&again)) {
 		t.Fatal("a resend of a time-less event counts as a conflicting duplicate")
 	}
 	sent := again
 	sent.TimeFromLog = false // the same time, but sent by the producer this time
-	if sameContent(dedupValue(1, contentHash(&first)), &sent, contentHash(&sent)) {
+	if sameContent(dedupValue(1, ContentHash(&first)), &sent, ContentHash(&sent)) {
 		t.Fatal("an event that now carries a time it did not before is not told apart")
 	}
 }
