@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // SpecVersion is the CloudEvents specification version of every envelope.
@@ -89,9 +91,10 @@ func (e *Envelope) EffectiveScope() string {
 // CloudEvents requires to be unique per distinct event.
 func (e *Envelope) DedupKey() string { return e.Source + "\x00" + e.ID }
 
-// Decode unmarshals Data into v.
+// Decode unmarshals Data into v, with goccy/go-json (encoding/json's
+// semantics, about twice as fast: every processor decodes its payloads).
 func (e *Envelope) Decode(v any) error {
-	if err := json.Unmarshal(e.Data, v); err != nil {
+	if err := gojson.Unmarshal(e.Data, v); err != nil {
 		return fmt.Errorf("events: decode data of %s %s: %w", e.Type, e.ID, err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/cockroachdb/pebble"
+	gojson "github.com/goccy/go-json"
 )
 
 // Position is where a consumed event sits in the log.
@@ -237,7 +238,7 @@ func (t *Tx) GetJSON(key string, v any) (bool, error) {
 	if err != nil || !ok {
 		return ok, err
 	}
-	return true, json.Unmarshal(b, v)
+	return true, gojson.Unmarshal(b, v) // encoding/json's semantics, about twice as fast
 }
 
 // Set writes a row.
