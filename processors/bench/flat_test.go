@@ -3,6 +3,7 @@ package bench_test
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -17,7 +18,10 @@ import (
 // CHRONICLE_BENCH_FLAT_EVENTS) with the sessions processor through
 // ApplyBatch in batches of 500, as the engine does, and reports the cost
 // per event of the first 20,000 and of the last 20,000: the store must not
-// get slower as history (idempotency keys, trace rows) grows.
+// get slower as history (idempotency keys, trace rows) grows. Next to the
+// wall time of the ApplyBatch calls it reports the process's CPU time over
+// each window (Pebble's flushes and compactions and the GC included, which
+// run beside the calls): on a shared machine that is the steadier figure.
 func BenchmarkPerEventCost(b *testing.B) {
 	n := 200000
 	if v, err := strconv.Atoi(os.Getenv("CHRONICLE_BENCH_FLAT_EVENTS")); err == nil {
@@ -29,34 +33,82 @@ func BenchmarkPerEventCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		store, err := projections.Open(b.TempDir(), projections.Options{})
+		store, err := projections.Open(b.TempDir(), storeOptions())
 		if err != nil {
 			b.Fatal(err)
 		}
 		p := sessions.Processor{}
-		var first, last time.Duration
+		var first, last, firstCPU, lastCPU time.Duration
 		for start := 0; start < len(envs); start += 500 {
 			items := make([]projections.Item, 0, 500)
 			for j := start; j < min(start+500, len(envs)); j++ {
 				items = append(items, projections.Item{Pos: projections.Position{Topic: string(events.TopicSessions), Offset: int64(j)}, Env: &envs[j]})
 			}
-			t0 := time.Now()
+			profileWindow(b, start, len(envs), window)
+			t0, c0 := time.Now(), cpuTime()
 			if _, err := store.ApplyBatch(sessions.Name, items, p.Apply); err != nil {
 				b.Fatal(err)
 			}
-			d := time.Since(t0)
+			d, c := time.Since(t0), cpuTime()-c0
 			if start < window {
 				first += d
+				firstCPU += c
 			}
 			if start >= len(envs)-window {
 				last += d
+				lastCPU += c
 			}
 		}
+		profileWindow(b, len(envs), len(envs), window)
 		store.Close()
 		f, l := float64(first.Microseconds())/window, float64(last.Microseconds())/window
 		b.ReportMetric(f, "first_us/ev")
 		b.ReportMetric(l, "last_us/ev")
 		b.ReportMetric(l/f, "last/first")
-		fmt.Printf("per-event cost, sessions processor: first %d events %.1f µs, last %d of %d %.1f µs (×%.2f)\n", window, f, window, len(envs), l, l/f)
+		fc, lc := float64(firstCPU.Microseconds())/window, float64(lastCPU.Microseconds())/window
+		b.ReportMetric(fc, "first_cpu_us/ev")
+		b.ReportMetric(lc, "last_cpu_us/ev")
+		b.ReportMetric(lc/fc, "cpu_last/first")
+		fmt.Printf("per-event cost, sessions processor: first %d events %.1f µs (CPU %.1f), last %d of %d %.1f µs (CPU %.1f): ×%.2f wall, ×%.2f CPU\n", window, f, fc, window, len(envs), l, lc, l/f, lc/fc)
+	}
+}
+
+// storeOptions are the store's defaults unless CHRONICLE_BENCH_CACHE_MB or
+// CHRONICLE_BENCH_MEMTABLE_MB set the block cache or memtable size (to
+// choose them by measurement).
+func storeOptions() projections.Options {
+	var o projections.Options
+	if v, err := strconv.Atoi(os.Getenv("CHRONICLE_BENCH_CACHE_MB")); err == nil {
+		o.CacheSize = int64(v) << 20
+	}
+	if v, err := strconv.Atoi(os.Getenv("CHRONICLE_BENCH_MEMTABLE_MB")); err == nil {
+		o.MemTableSize = uint64(v) << 20
+	}
+	return o
+}
+
+// profileWindow writes a CPU profile of the first and of the last window
+// to $CHRONICLE_BENCH_PROFILE-first.prof and -last.prof when that is set:
+// what grows between them is what makes the cost not flat.
+func profileWindow(b *testing.B, start, n, window int) {
+	prefix := os.Getenv("CHRONICLE_BENCH_PROFILE")
+	if prefix == "" {
+		return
+	}
+	switch start {
+	case 0, n - window:
+		name := prefix + "-first.prof"
+		if start > 0 {
+			name = prefix + "-last.prof"
+		}
+		f, err := os.Create(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	case window, n:
+		pprof.StopCPUProfile()
 	}
 }
