@@ -72,6 +72,15 @@ func TestEvaluateBundled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if raceEnabled {
+		var few []taubench.Record
+		for _, r := range recs {
+			if r.TaskID < 4 {
+				few = append(few, r)
+			}
+		}
+		recs = few
+	}
 	emb, err := embedder.NewUSELite()
 	if err != nil {
 		t.Fatal(err)
