@@ -13,6 +13,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/passes"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/toolsearch"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
 	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
@@ -53,6 +54,11 @@ type EvalReport struct {
 	// the hybrid with k 1 and 3, semantic-only and graph-only with k 3
 	// (suggest.Report).
 	Suggestions []suggest.Report `json:"suggestions"`
+	// ToolSearch measures GET /v1/tools/search?context_tools=… (the
+	// route's toolsearch.Search) leave-one-task-out: hit@1, hit@3 and MRR
+	// of the next tool called for semantic only, graph only and the hybrid
+	// (toolsearch.Report).
+	ToolSearch toolsearch.Report `json:"tool_search"`
 	// Consensus (issue 12): the panel reducers on GPT-4's 100 Game of 24
 	// samples per puzzle of 901–1000 (naive_standard, naive_cot), written
 	// as events through the treesearch processor.
@@ -120,6 +126,15 @@ func evalCmd() *cobra.Command {
 						fmt.Printf("    %-22s %3d  recall %.3f  precision %.3f\n", m, ms.Suggestions, ms.Recall, ms.Precision)
 					}
 				}
+			}
+			ts := rep.ToolSearch
+			fmt.Printf("hybrid tool search (GET /v1/tools/search with context_tools), %s: %d queries over %d tasks, top %d, mean alpha %.3f (%d cold-start), target among the candidates %.3f\n",
+				ts.Split, ts.Queries, ts.Tasks, ts.Limit, ts.MeanAlpha, ts.ColdStart, ts.InCandidates)
+			for _, v := range []struct {
+				name string
+				s    toolsearch.Scores
+			}{{"semantic only", ts.Semantic}, {"graph only", ts.Graph}, {"hybrid", ts.Hybrid}} {
+				fmt.Printf("  %-13s hit@1 %.3f  hit@3 %.3f  MRR %.3f\n", v.name, v.s.HitAt1, v.s.HitAt3, v.s.MRR)
 			}
 			for _, c := range rep.Consensus {
 				fmt.Printf("consensus on Game of 24, %s, %d puzzles × %d GPT-4 samples (%.1f%% of samples correct, best of %d solves %d)\n",
@@ -210,6 +225,9 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 	if rep.Suggestions, err = suggest.Evaluate(context.Background(), recs, emb); err != nil {
 		return rep, err
 	}
+	if rep.ToolSearch, err = evalToolSearch(recs, emb); err != nil {
+		return rep, err
+	}
 	if rep.PairRevision, err = pair.RevisionCoverage(recs, emb); err != nil {
 		return rep, err
 	}
@@ -226,6 +244,22 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 	}
 	rep.PairRecall = r
 	return rep, nil
+}
+
+// evalToolSearch measures the hybrid tool search with a scratch store for
+// the search index's vector cache.
+func evalToolSearch(recs []taubench.Record, emb embedder.Embedder) (toolsearch.Report, error) {
+	dir, err := os.MkdirTemp("", "chronicle-eval-toolsearch-")
+	if err != nil {
+		return toolsearch.Report{}, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		return toolsearch.Report{}, err
+	}
+	defer st.Close()
+	return toolsearch.Evaluate(context.Background(), recs, emb, st)
 }
 
 // evalConsensus measures the consensus reducers and the three-agent

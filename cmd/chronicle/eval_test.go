@@ -29,6 +29,10 @@ func TestEval(t *testing.T) {
 	if c := rep.PairRevision; c.Sessions == 0 || c.MissedWrites == 0 || c.Revision > 1 || c.Revision <= c.Baseline {
 		t.Fatalf("pair revision coverage %+v", c)
 	}
+	// the hybrid tool search's key: queries measured, figures in [0, 1]
+	if ts := rep.ToolSearch; ts.Queries == 0 || ts.Tasks == 0 || ts.Hybrid.MRR <= 0 || ts.Hybrid.MRR > 1 || ts.Semantic.HitAt3 > 1 || ts.Graph.HitAt3 > 1 {
+		t.Fatalf("tool search %+v", ts)
+	}
 	// both Reflexion runs, their curves rebuilt from the projection
 	if len(rep.Reflexion) != 2 || rep.Reflexion[0].Reflections == nil || rep.Reflexion[1].Reflections != nil {
 		t.Fatalf("reflexion reports %+v", rep.Reflexion)

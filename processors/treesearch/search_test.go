@@ -230,7 +230,14 @@ func TestPathSummaryStaysUnderBudget(t *testing.T) {
 }
 
 // pauser needs a human for the first candidate whose state leaves 20.
+// It records a component name of its own: a search of built-in components
+// is driven on by the pipeline's ResumeWorker after any decision, and this
+// test's runner drives its search itself.
 type pauser struct{ game24.Arithmetic }
+
+func (pauser) Component() events.SearchComponent {
+	return events.SearchComponent{Name: "test-pauser", Version: "1"}
+}
 
 func (p pauser) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
 	v, err := p.Arithmetic.Evaluate(ctx, req)

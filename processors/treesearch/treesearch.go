@@ -109,6 +109,10 @@ type Decision struct {
 	Note     string `json:"note,omitempty"`
 	By       string `json:"by,omitempty"`
 	Time     string `json:"time"`
+	// Seq is the search's Seq once the resume that recorded the decision
+	// was applied: while the search's Seq still equals it, nothing has
+	// happened since (the ResumeWorker drives only then).
+	Seq int `json:"seq"`
 }
 
 // Search is the projected state of one search.
@@ -602,7 +606,8 @@ func resume(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	} else {
 		s.Open[0].NeedsHuman = false
 	}
-	s.Decisions = append(s.Decisions, Decision{NodeID: s.PausedAt, Question: s.Question, Decision: d.Decision, Note: d.Note, By: d.By, Time: env.Time})
+	// Apply counts this event (s.Seq++) after resume returns
+	s.Decisions = append(s.Decisions, Decision{NodeID: s.PausedAt, Question: s.Question, Decision: d.Decision, Note: d.Note, By: d.By, Time: env.Time, Seq: s.Seq + 1})
 	s.Status, s.PausedAt, s.Question = StatusRunning, "", ""
 	return tx.SetJSON(nodeRow(key, n.ID), n)
 }

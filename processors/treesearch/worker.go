@@ -18,17 +18,27 @@ import (
 type ComponentsFunc func(proposer, evaluator events.SearchComponent) (p Proposer, e Evaluator, ok bool)
 
 // ResumeWorker continues a search inside a running pipeline once a human
-// approved the node it paused on: on search.resumed.v1 with decision
-// "approve" it drives the search with the Beam-A* Runner until it
-// completes or pauses again. It only drives searches whose proposer and
-// evaluator Components can build without a model; for any other search
-// (and for "reject") it does nothing, and whoever started the search
-// drives it on.
+// answered the node it paused on: on search.resumed.v1 it drives the
+// search with the Beam-A* Runner until it completes or pauses again.
+//
+//   - "approve": the node stays at the head of the open set and is
+//     expanded next.
+//   - "reject": the processor already pruned the node (status
+//     NodeRejected, out of the open set; its subtree is never generated),
+//     and the search goes on with the rest of the frontier: the next best
+//     open node is expanded, and a frontier left empty completes the
+//     search with outcome exhausted (search.completed.v1), as any search
+//     that runs out of open nodes.
+//
+// It only drives searches whose proposer and evaluator Components can
+// build without a model; for any other search it does nothing, and
+// whoever started the search drives it on.
 //
 // One driver per search: the worker drives a search only while the
 // projection still stands exactly where its resume left it — status
-// running, no expansion in flight, the approved node at the head of the
-// open set and the resume's decision the last one recorded. Any driver
+// running, no expansion in flight, the resume's decision the last event
+// applied to the search (Decision.Seq equals the search's Seq) and, for
+// an approval, the approved node at the head of the open set. Any driver
 // that went on first writes quota.reserved or search.completed, which
 // changes that, so a resume redelivered, replayed from the start of the
 // topic, or raced by another runner finds the search moved on and is
@@ -79,7 +89,7 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 	if err := env.Decode(&d); err != nil {
 		return fmt.Errorf("treesearch-resume: data: %w", err)
 	}
-	if d.Decision != "approve" {
+	if d.Decision != "approve" && d.Decision != "reject" {
 		return nil
 	}
 	key := events.EntityKey(env.Scope, d.SearchID)
@@ -87,7 +97,11 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
-	if !(s.Status == StatusRunning && s.Current == nil && len(s.Open) > 0 && s.Open[0].ID == dec.NodeID && !s.Open[0].NeedsHuman) {
+	untouched := s.Status == StatusRunning && s.Current == nil && dec.NodeID != "" && dec.Seq == s.Seq
+	if d.Decision == "approve" {
+		untouched = untouched && len(s.Open) > 0 && s.Open[0].ID == dec.NodeID && !s.Open[0].NeedsHuman
+	}
+	if !untouched {
 		w.logf("treesearch-resume: search %s moved on since the resume of node %s (another driver): left alone", key, dec.NodeID)
 		return nil
 	}
@@ -115,7 +129,7 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 	case err != nil:
 		return fmt.Errorf("treesearch-resume: search %s: %w", key, err)
 	}
-	w.logf("treesearch-resume: search %s completed: %s", key, s.Outcome)
+	w.logf("treesearch-resume: search %s completed after the %s of node %s: %s", key, d.Decision, dec.NodeID, s.Outcome)
 	return nil
 }
 

@@ -104,3 +104,48 @@ func TestBuiltinComponents(t *testing.T) {
 		}
 	}
 }
+
+// A rejection is driven as well: the rejected node is pruned and the
+// worker goes on with the rest of the frontier to the end; a redelivered
+// rejection finds the search moved on (its decision's Seq is no longer the
+// search's) and writes nothing.
+func TestResumeWorkerDrivesReject(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	r := runner(t, p, game24.Arithmetic{}, &gate{})
+	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "gated-reject", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: game24.Config(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Run(ctx, key)
+	if !errors.Is(err, treesearch.ErrPaused) {
+		t.Fatalf("want a pause: %v %+v", err, s)
+	}
+	paused := s.PausedAt
+	env, err := events.New(events.SearchResumed, "test/human", key+"/rejected", time.Now(), events.SearchResumedData{SearchID: "gated-reject", Decision: "reject", By: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Scope = "project:a"
+	if err := p.Producer.Publish(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	own := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
+		return game24.Arithmetic{}, game24.Arithmetic{}, ev.Name == "test-gate"
+	}}
+	if err := own.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ = treesearch.Get(p.Store, key)
+	n, _, _ := treesearch.GetNode(p.Store, key, paused)
+	if s.Status != treesearch.StatusCompleted || s.Outcome != events.SearchSolved || n.Status != treesearch.NodeRejected || len(s.Decisions) != 1 || s.Decisions[0].Seq >= s.Seq {
+		t.Fatalf("after the worker: node %+v, search %+v", n, s)
+	}
+	if err := own.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := treesearch.Get(p.Store, key); again.Seq != s.Seq {
+		t.Fatalf("a redelivered rejection wrote %d events", again.Seq-s.Seq)
+	}
+}

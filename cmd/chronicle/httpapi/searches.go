@@ -80,8 +80,12 @@ func (s *Server) searchView(key string, sr treesearch.Search) SearchView {
 // decision {"decision": "approve"|"reject", "note", "by"} on a paused
 // search: it writes search.resumed.v1 (id derived from the search and the
 // pause, so a retried request is one event) and answers 202 once the broker
-// acknowledged it; 409 when the search is not paused. The runner that owns
-// the search goes on from there.
+// acknowledged it; 409 when the search is not paused. approve keeps the
+// node at the head of the open set; reject prunes it (status rejected) and
+// the search goes on with the rest of the frontier (completing as
+// exhausted when none is left). A search of built-in components is then
+// driven on by the pipeline's treesearch.ResumeWorker; any other by the
+// runner that owns it.
 func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "resume")
 	if err == nil && suffix != "resume" {

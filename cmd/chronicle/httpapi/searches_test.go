@@ -143,3 +143,58 @@ func TestResumeContinuesSearchInServe(t *testing.T) {
 		t.Fatalf("resumed search:\n%+v\nuninterrupted:\n%+v", s, plain)
 	}
 }
+
+// A rejected resume is driven too: POST /v1/searches/{id}/resume with
+// decision reject prunes the paused node (status rejected, never expanded)
+// and the resume worker goes on with the rest of the frontier inside the
+// running pipeline — beam 5: the search still solves the puzzle on
+// another branch; beam 1: the rejected node was the whole frontier, so the
+// search completes as exhausted (search.completed.v1).
+func TestRejectContinuesSearchInServe(t *testing.T) {
+	p, _, base := scopedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	puzzle := "4 5 6 10"
+	for _, c := range []struct {
+		id      string
+		beam    int
+		outcome string
+	}{{"reject-beam5", 5, events.SearchSolved}, {"reject-beam1", 1, events.SearchExhausted}} {
+		r, err := treesearch.NewRunner(p.Store, p.Producer, game24.Arithmetic{}, &askOnce{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: c.id, Goal: game24.Goal(puzzle), RootState: puzzle, Config: game24.Config(c.beam)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.Run(ctx, key)
+		if !errors.Is(err, treesearch.ErrPaused) {
+			t.Fatalf("%s: want a pause, got %v %+v", c.id, err, s)
+		}
+		paused := s.PausedAt
+		if code, m := call(t, base, "tok-a", "POST", "/v1/searches/"+c.id+"/resume", map[string]any{"decision": "reject", "note": "not this one", "by": "ana"}); code != 202 {
+			t.Fatalf("%s: resume: %d %v", c.id, code, m)
+		}
+		for s.Status != treesearch.StatusCompleted {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: the search did not complete after the rejection: %+v", c.id, s)
+			case <-time.After(20 * time.Millisecond):
+			}
+			s, _, _ = treesearch.Get(p.Store, key)
+		}
+		n, _, _ := treesearch.GetNode(p.Store, key, paused)
+		if s.Outcome != c.outcome || len(s.Decisions) != 1 || s.Decisions[0].Decision != "reject" || s.Decisions[0].NodeID != paused ||
+			n.Status != treesearch.NodeRejected || slices.Contains(s.Path, paused) {
+			t.Fatalf("%s: after the rejection of %s (node %+v): %+v", c.id, paused, n, s)
+		}
+		if c.outcome == events.SearchSolved && (s.Answer == "" || s.Expansions < 2) {
+			t.Fatalf("%s: solved without an answer or another expansion: %+v", c.id, s)
+		}
+		// the HTTP view agrees
+		if code, m := call(t, base, "tok-a", "GET", "/v1/searches/"+c.id, nil); code != 200 || m["status"] != treesearch.StatusCompleted || m["outcome"] != c.outcome {
+			t.Fatalf("%s: GET: %d %v", c.id, code, m)
+		}
+	}
+}

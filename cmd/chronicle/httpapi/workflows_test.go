@@ -17,9 +17,12 @@ import (
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/processors/toolsearch"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/search"
 	"net/http/httptest"
 )
 
@@ -355,6 +358,37 @@ func TestToolSearchGraphTerm(t *testing.T) {
 			t.Fatalf("hit %v: relevance %v ≠ %v·%v + (1−%v)·%v, or out of order", h["id"], rel, alpha, sem, alpha, gr)
 		}
 		prev = rel
+	}
+	// the route answers what toolsearch.Search (the function chronicle
+	// eval measures) computes on the same graph and search
+	g, err := toolgraph.Load(p.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ctxTools := range [][]string{{"get_user_details"}, {"get_user_details", "get_reservation_details"}, {"no_such_tool"}} {
+		code, m := call(t, srv.URL, "", "GET", "/v1/tools/search?query=change+my+flight&limit=4&context_tools="+strings.Join(ctxTools, ","), nil)
+		want, err := toolsearch.Search(context.Background(), 4, toolsearch.GraphTermOf(g, ctxTools), toolsearch.Options{},
+			func(ctx context.Context, limit int) ([]toolsearch.Candidate, error) {
+				res, err := p.Search.Search(ctx, search.Query{Text: "change my flight", Limit: limit, Collection: search.Tools})
+				var out []toolsearch.Candidate
+				for _, h := range res.Memories {
+					out = append(out, toolsearch.Candidate{Tool: h.ID, Semantic: h.Relevance})
+				}
+				return out, err
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, _ := m["tools"].([]any)
+		if code != 200 || len(hits) != len(want.Tools) || m["alpha"] != want.Alpha || m["candidates"] != float64(want.Candidates) {
+			t.Fatalf("context %v: route %d %v, shared function %+v", ctxTools, code, m, want)
+		}
+		for i, h := range hits {
+			h := h.(map[string]any)
+			if w := want.Tools[i]; h["id"] != w.Tool || h["relevance"] != w.Score || h["semantic"] != w.Semantic || h["graph"] != w.Graph {
+				t.Fatalf("context %v, hit %d: route %v, shared function %+v", ctxTools, i, h, w)
+			}
+		}
 	}
 	if code, _ := call(t, srv.URL, "", "GET", "/v1/tools/search?query=x&limit=50&context_tools=get_user_details", nil); code != 400 {
 		t.Fatalf("limit 50: %d", code)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package toolsearch_test
+
+const raceEnabled = false
