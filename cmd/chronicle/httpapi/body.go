@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 )
 
 // decodeBody decodes one JSON request body (at most MaxBodyBytes) into v
@@ -38,7 +39,7 @@ func bodyError(err error) error {
 		if te.Field == "" {
 			return fmt.Errorf("body: got %s, want %s", te.Value, jsonKind(te.Type.Kind().String()))
 		}
-		return fmt.Errorf("body: %q: got %s, want %s", te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+		return fmt.Errorf("body: %q: got %s, want %s", jsonField(te.Field), te.Value, jsonKind(te.Type.Kind().String()))
 	case errors.As(err, &se):
 		return fmt.Errorf("body: not valid JSON at byte %d: %s", se.Offset, se.Error())
 	case errors.As(err, &mbe):
@@ -67,4 +68,21 @@ func jsonKind(k string) string {
 		return "number"
 	}
 	return k
+}
+
+// jsonField is the JSON path of an UnmarshalTypeError's Field, without
+// the names of embedded Go structs it holds ("Record.tags" → "tags"): the
+// API's JSON names are lower-case, Go's exported struct names are not.
+func jsonField(f string) string {
+	parts := strings.Split(f, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" && !unicode.IsUpper(rune(p[0])) {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		return f
+	}
+	return strings.Join(kept, ".")
 }
