@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestVersion checks --version prints the -ldflags version when set, and
+// the build's own (module version and Go version) otherwise.
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^chronicle version \S.* go1\.\d+`).Match(out) {
+		t.Errorf("chronicle --version: %q, want \"chronicle version <version> ... go1.x\"", out)
+	}
+	bin := filepath.Join(t.TempDir(), "chronicle")
+	if b, err := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -ldflags: %v\n%s", err, b)
+	}
+	out, err = exec.Command(bin, "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "chronicle version v9.8.7") {
+		t.Errorf("built with -X main.version=v9.8.7: --version %q (%v)", out, err)
+	}
+}
+
+// TestKafkaListenOnlyWhereUsed checks --kafka-listen is offered by the
+// commands that start the embedded broker on it, and by no other.
+func TestKafkaListenOnlyWhereUsed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"serve"}, true}, {[]string{"demo"}, true}, {[]string{"broker"}, true}, {[]string{"search", "game24"}, true}, {[]string{"solver", "lock"}, true},
+		{[]string{"replay"}, false}, {[]string{"audit"}, false}, {[]string{"digest"}, false}, {[]string{"inspect"}, false}, {[]string{"mcp"}, false},
+	} {
+		out, err := exec.Command(binary, append(c.args, "--help")...).Output()
+		if err != nil {
+			t.Fatalf("%v --help: %v", c.args, err)
+		}
+		if got := strings.Contains(string(out), "--kafka-listen"); got != c.want {
+			t.Errorf("chronicle %s --help shows --kafka-listen: %v, want %v", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+}
