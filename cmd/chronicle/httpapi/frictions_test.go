@@ -149,6 +149,37 @@ func TestFrictions(t *testing.T) {
 		}
 	})
 
+	t.Run("sessions scope filter", func(t *testing.T) {
+		for i, sc := range []string{"project:a", "project:b"} {
+			envs, _ := sessionIn(t, i, sc, "secret")
+			if err := p.Producer.Publish(t.Context(), envs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitCaughtUp(t, p)
+		for filter, want := range map[string]string{"": "project:a,project:b", "all": "project:a,project:b", "project": "project:a,project:b", "project:b": "project:b", "team": ""} {
+			var page struct {
+				Sessions []struct {
+					Scope string `json:"scope"`
+				} `json:"sessions"`
+			}
+			if code := getAs(t, base, "tok-admin", "/v1/sessions?scope="+url.QueryEscape(filter), &page); code != 200 {
+				t.Fatalf("sessions scope=%s: %d", filter, code)
+			}
+			var got []string
+			for _, v := range page.Sessions {
+				got = append(got, v.Scope)
+			}
+			slices.Sort(got)
+			if strings.Join(got, ",") != want {
+				t.Errorf("sessions scope=%s: %v, want %s", filter, got, want)
+			}
+		}
+		if code, m := call(t, base, "tok-admin", "GET", "/v1/sessions?scope=galaxy", nil); code != 400 || !strings.HasPrefix(errOf(m), `scope: "galaxy" is not a kind`) {
+			t.Errorf("sessions scope=galaxy: %d %q", code, errOf(m))
+		}
+	})
+
 	t.Run("schema error texts", func(t *testing.T) {
 		ev := func(data any) map[string]any {
 			return map[string]any{"specversion": "1.0", "id": "f-1", "source": "test", "type": "memory.recorded.v1", "scope": "project:a", "data": data}

@@ -369,7 +369,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), CallerOf(r).CanRead)
+	inScope, err := scopeFilter(q.Get("scope"))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	c := CallerOf(r)
+	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), func(sc string) bool { return c.CanRead(sc) && inScope(sc) })
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -86,9 +89,47 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	var undocumented []string
 	for _, c := range accesstest.Cases() {
 		rq := c.Request(f)
-		req := httptest.NewRequest(rq.Method, rq.Path, nil)
-		if _, _, err := router.FindRoute(req); err != nil {
+		var body []byte
+		if rq.Body != nil {
+			body, _ = json.Marshal(rq.Body)
+		}
+		req := httptest.NewRequest(rq.Method, rq.Path, bytes.NewReader(body))
+		if rq.Body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
 			undocumented = append(undocumented, rq.Method+" "+rq.Path+": "+err.Error())
+			continue
+		}
+		// the table's requests are valid ones: their parameters and
+		// bodies must pass the description's schemas
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+			t.Errorf("%s %s: the request breaks openapi.json: %v", rq.Method, rq.Path, err)
+		}
+	}
+	// and what the server refuses, the description refuses too
+	for _, bad := range []struct{ method, path, body string }{
+		{"POST", "/v1/memories", `{"title":"t","description":"d","content":"c","outcome":"success","titel":"typo"}`},
+		{"POST", "/v1/memories/m-1/feedback", `{"comment":"no verdict"}`},
+		{"GET", "/v1/memories/search?query=q&limit=0", ""},
+		{"GET", "/v1/sessions?limit=501", ""},
+		{"GET", "/v1/memories/search?query=q&scope=galaxy", ""},
+	} {
+		req := httptest.NewRequest(bad.method, bad.path, strings.NewReader(bad.body))
+		if bad.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", bad.method, bad.path, err)
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err == nil {
+			t.Errorf("%s %s %s: openapi.json accepts what the server answers 400", bad.method, bad.path, bad.body)
 		}
 	}
 	sort.Strings(undocumented)
