@@ -187,8 +187,9 @@ func (s *Server) Handler() http.Handler {
 
 type callerKey struct{}
 
-// authenticate resolves the caller of every route but publicPaths: 401 without a known bearer token
-// when tokens are configured.
+// authenticate resolves the caller of every route but publicPaths: 401
+// without a known bearer token when tokens are configured. It notes the
+// caller's token name for the request log.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := access.Unrestricted
