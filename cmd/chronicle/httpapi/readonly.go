@@ -49,11 +49,12 @@ func (s *Server) readOnlyGuard(rt Route) http.Handler {
 }
 
 // readsLog says whether a GET path is answered from the log rather than
-// the projections: /v1/sessions/{id}/events and the workflow routes (a
-// workflow's view names its checkpoint by log position).
+// the projections: /v1/sessions/{id}/events, the workflow routes (a
+// workflow's view names its checkpoint by log position) and the learned
+// events' stream (/v1/learned/..., read from its topic).
 func readsLog(path string) bool {
 	if rest, ok := strings.CutPrefix(path, "/v1/sessions/"); ok {
 		return strings.HasSuffix(rest, "/events")
 	}
-	return strings.HasPrefix(path, "/v1/workflows/")
+	return strings.HasPrefix(path, "/v1/workflows/") || strings.HasPrefix(path, "/v1/learned/")
 }
