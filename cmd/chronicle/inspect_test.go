@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,33 @@ func TestInspectReplayedAsOf(t *testing.T) {
 	if code, body := req("GET", "/v1/sessions", ""); code != 200 || !strings.Contains(body, ids[0]) || strings.Contains(body, ids[1]) {
 		t.Errorf("GET /v1/sessions: %d %s, want only %s", code, body, ids[0])
 	}
-	for _, path := range []string{"/v1/digest", "/v1/graph/tools", "/healthz", "/openapi.json", "/v1/memories/search?min_confidence=0&query=" + url.QueryEscape("reservation")} {
+	// the memory distilled from the first session is found (the search
+	// index is built from the read-only projections)
+	code, body = req("GET", "/v1/memories/search?min_confidence=0&query="+url.QueryEscape("book a reservation with certificates"), "")
+	var found struct {
+		Memories []struct {
+			ID    string `json:"id"`
+			Scope string `json:"scope"`
+		} `json:"memories"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &found) != nil || len(found.Memories) == 0 {
+		t.Errorf("memory search: %d %s, want the first session's memory", code, body)
+	}
+	var sources []string
+	for _, h := range found.Memories {
+		var m struct {
+			SourceSessions []string `json:"source_sessions"`
+		}
+		code, body := req("GET", "/v1/memories/"+url.PathEscape(h.ID)+"?scope="+url.QueryEscape(h.Scope), "")
+		if code != 200 || json.Unmarshal([]byte(body), &m) != nil {
+			t.Fatalf("GET memory %s: %d %s", h.ID, code, body)
+		}
+		sources = append(sources, m.SourceSessions...)
+	}
+	if !slices.Contains(sources, ids[0]) || slices.Contains(sources, ids[1]) {
+		t.Errorf("source sessions of the memories found: %v, want %s and not %s (after --until)", sources, ids[0], ids[1])
+	}
+	for _, path := range []string{"/v1/digest", "/v1/graph/tools", "/healthz", "/openapi.json"} {
 		if code, body := req("GET", path, ""); code != 200 {
 			t.Errorf("GET %s: %d %s", path, code, body)
 		}
