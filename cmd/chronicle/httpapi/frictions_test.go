@@ -61,6 +61,11 @@ func TestFrictions(t *testing.T) {
 		if code != 400 || errOf(m) != `body: "tags": got number, want array` {
 			t.Errorf("POST /v1/memories with tags 3: %d %q", code, errOf(m))
 		}
+		// the other strict bodies word it the same way
+		code, m = call(t, base, "tok-a", "POST", "/v1/dags", map[string]any{"tools": []string{"think"}, "tool": "x"})
+		if code != 400 || errOf(m) != `body: unknown field "tool"` {
+			t.Errorf("POST /v1/dags with tool: %d %q", code, errOf(m))
+		}
 		code, m = call(t, base, "tok-a", "POST", "/v1/memories/m1/feedback", map[string]any{"comment": "no verdict"})
 		if code != 400 || errOf(m) != `body: missing property "helpful" (true or false)` {
 			t.Errorf("feedback without helpful: %d %q", code, errOf(m))
