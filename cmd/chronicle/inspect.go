@@ -29,8 +29,8 @@ or a stopped service's directory.
 
 No broker is started, nothing is produced or relayed, and no processor or worker runs.
 Write routes (POST, and the MCP endpoint) answer 405 naming read-only mode; the routes
-that read the Kafka log rather than the projections (a session's events, a workflow's
-checkpoints) answer 503, as does /v1/cluster. Memory searches write no usage events.
+that read the Kafka log rather than the projections (a session's events, the workflow
+routes) answer 503, as does /v1/cluster. Memory searches write no usage events.
 The memory, pattern and tool vectors are embedded once at start with the embedded
 model (vectors the live service cached in DIR are reused).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -72,7 +72,7 @@ model (vectors the live service cached in DIR are reused).`,
 func openInspect(data string) (*httpapi.Server, func(), error) {
 	store, err := projections.Open(pipeline.ProjectionsDir(data), projections.Options{ReadOnly: true})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--data %s: %w (a running service's directory is locked: stop it, or replay into a copy)", data, err)
+		return nil, nil, fmt.Errorf("--data %s: %w", data, err)
 	}
 	if err := store.CheckComplete(); err != nil {
 		store.Close()

@@ -140,6 +140,9 @@ func TestInspectReplayedAsOf(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want 405 naming read-only", w[0], w[1], code, body)
 		}
 	}
+	if code, body := req("GET", "/v1/whoami", ""); code != 200 || !strings.Contains(body, `"write":[]`) || !strings.Contains(body, `"default_write_scope":""`) {
+		t.Errorf("GET /v1/whoami read-only: %d %s, want no write scope", code, body)
+	}
 	if code, body := req("GET", "/v1/sessions/"+url.PathEscape(ids[0])+"/events", ""); code != 503 || !strings.Contains(body, "read-only") {
 		t.Errorf("GET session events: %d %s, want 503 naming read-only", code, body)
 	}

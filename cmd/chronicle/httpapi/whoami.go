@@ -17,7 +17,8 @@ type WhoAmI struct {
 	// DefaultWriteScope is where POST /v1/memories and the MCP tools'
 	// memory_record write without a scope: the token's first concrete
 	// write scope, else events.DefaultScope (org:default) for a token
-	// that writes "*"; "" for a token that writes nothing.
+	// that writes "*"; "" for a token that writes nothing, and on a
+	// read-only server (where Write is empty too).
 	DefaultWriteScope string `json:"default_write_scope"`
 }
 
@@ -31,6 +32,9 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
 		def = events.DefaultScope
 	}
 	read, write := c.Read, c.Write
+	if s.ReadOnly { // chronicle inspect: nobody writes
+		write, def = nil, ""
+	}
 	if read == nil {
 		read = []string{}
 	}
