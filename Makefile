@@ -2,11 +2,13 @@
 GO      ?= go
 BIN     := bin/chronicle
 DATA    ?= ./data
+# VERSION: what chronicle --version prints (empty: the module version and VCS revision of the build)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 
 .PHONY: run test build bench demo clean weaviate fuzz
 
 build:
-	$(GO) build -o $(BIN) ./cmd/chronicle
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/chronicle
 
 ## run: the demo on the bundled tau-bench sessions, then keep serving the HTTP API on 127.0.0.1:8080
 run: build

@@ -43,8 +43,14 @@ func (s *Store) GetCache(key string) ([]byte, bool, error) {
 	return bytes.Clone(v), true, nil
 }
 
-// SetCache writes a cache entry (see GetCache).
+// SetCache writes a cache entry (see GetCache). On a store opened
+// ReadOnly it writes nothing and returns nil: the cache is an
+// optimisation outside the projections, so a read-only reader (chronicle
+// inspect) recomputes what it misses instead of failing.
 func (s *Store) SetCache(key string, val []byte) error {
+	if s.opts.ReadOnly {
+		return nil
+	}
 	return s.db.Set([]byte(prefixCache+key), val, s.writeOpts())
 }
 

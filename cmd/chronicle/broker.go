@@ -31,6 +31,7 @@ func brokerCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
+	c.registerKafkaListen(cmd)
 	cmd.Flags().DurationVar(&minSession, "group-min-session-timeout", 0, "shortest session timeout a consumer group member may ask for (Kafka's group.min.session.timeout.ms); 0: Kafka's 6s")
 	return cmd
 }

@@ -38,7 +38,7 @@ type Summary struct {
 func demoCmd() *cobra.Command {
 	var c commonFlags
 	var asJSON, serve bool
-	var httpAddr string
+	var httpAddr, requestLog string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -89,17 +89,23 @@ func demoCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf}, httpAddr)
+				rl, err := requestLogger(requestLog)
+				if err != nil {
+					return err
+				}
+				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, RequestLog: rl}, httpAddr)
 			}
 			return nil
 		},
 	}
 	c.register(cmd)
+	c.registerKafkaListen(cmd)
 	c.registerLLM(cmd)
 	c.registerSearch(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	cmd.Flags().BoolVar(&serve, "serve", false, "keep serving the HTTP API afterwards")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address with --serve")
+	registerRequestLog(cmd, &requestLog)
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the processors to catch up")
 	return cmd
 }

@@ -65,8 +65,14 @@ func (c *commonFlags) llm() *distill.LLMConfig {
 func (c *commonFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.data, "data", "./data", "data directory: the embedded broker's log (DATA/log) and the projections (DATA/projections)")
 	cmd.Flags().StringVar(&c.brokers, "brokers", "", "comma-separated host:port of a Kafka cluster; empty starts the embedded broker")
-	cmd.Flags().StringVar(&c.kafkaListen, "kafka-listen", "127.0.0.1:9092", "address of the embedded broker (port 0: any free port)")
 	cmd.Flags().Int32Var(&c.partitions, "partitions", 1, "partitions of each topic created at start (1 keeps derived events in one order: see README)")
+}
+
+// registerKafkaListen adds --kafka-listen, only to the commands that start
+// the embedded broker on it (serve, demo, broker, search, solver); replay
+// and audit start theirs on a free loopback port and do not show it.
+func (c *commonFlags) registerKafkaListen(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.kafkaListen, "kafka-listen", "127.0.0.1:9092", "address of the embedded broker (port 0: any free port)")
 }
 
 func (c *commonFlags) brokerList() []string {

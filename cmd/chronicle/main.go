@@ -17,11 +17,13 @@ func main() {
 		Short:         "An auditable memory for AI-agent systems: every decision an event in Kafka, projections rebuilt by replay",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
 	root.AddCommand(serveCmd(), demoCmd(), evalCmd(), benchCmd(), ingestCmd(), importCmd(), replayCmd(), digestCmd(), auditCmd(), brokerCmd(), tokenCmd(), mcpCmd(),
 		workflowCmd(),            // issue 14
 		searchCmd(), solverCmd(), // issue 12
 		deadletterCmd(), // issue 11 item 8
+		inspectCmd(),    // issue 11 item 7: the read API over a stopped or replayed directory
 	)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/spf13/cobra"
 )
 
@@ -17,6 +21,14 @@ func mcpCmd() *cobra.Command {
 			ctx, cancel := signalContext()
 			defer cancel()
 			backend := &httpapi.Client{Base: api, Token: os.Getenv(tokenEnv)}
+			if scope == "" {
+				var err error
+				if scope, err = defaultScope(ctx, backend); err != nil {
+					return err
+				}
+			} else if !events.ValidScope(scope) {
+				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
+			}
 			// The service checks the token's scopes on every call; the
 			// stdio side only picks where new memories go.
 			caller := mcpserver.Caller{ReadScopes: []string{mcpserver.AllScopes}, WriteScopes: []string{mcpserver.AllScopes}, DefaultScope: scope}
@@ -25,6 +37,23 @@ func mcpCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&api, "api", "http://127.0.0.1:8080", "URL of a running chronicle serve")
 	cmd.Flags().StringVar(&tokenEnv, "token-env", "CHRONICLE_TOKEN", "environment variable holding the API token, if the service uses tokens")
-	cmd.Flags().StringVar(&scope, "scope", "org:default", "scope memory_record writes to")
+	cmd.Flags().StringVar(&scope, "scope", "", "scope memory_record writes to (default: the token's default write scope, as GET /v1/whoami answers: its first concrete write scope, org:default for a token that writes *)")
 	return cmd
+}
+
+// defaultScope asks the service where the token's writes go (GET
+// /v1/whoami), so a scoped token works without repeating its scope. The
+// service must answer at start: without it the scope would be a guess
+// (org:default, which a scoped token may not write).
+func defaultScope(ctx context.Context, c *httpapi.Client) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	who, err := c.WhoAmI(ctx)
+	if err != nil {
+		return "", fmt.Errorf("--scope not given, and asking %s/v1/whoami for the token's default write scope failed (start chronicle serve first, or pass --scope): %w", c.Base, err)
+	}
+	if who.DefaultWriteScope == "" {
+		return "", fmt.Errorf("--scope not given, and token %q writes no scope (read %v, write %v): memory_record would always be refused; pass --scope or use a token that writes", who.Name, who.Read, who.Write)
+	}
+	return who.DefaultWriteScope, nil
 }

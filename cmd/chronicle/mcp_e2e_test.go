@@ -309,4 +309,13 @@ func TestMCPScopedTokens(t *testing.T) {
 	if h := searchUntil(t, a, query, "hit "+recorded.ID, func(h search.Hit) bool { return h.ID == recorded.ID }); h.Confidence != 0.8 {
 		t.Errorf("confidence after project:b's refused feedback: %v, want 0.8", h.Confidence)
 	}
+	// without --scope, chronicle mcp writes to the token's own scope (GET
+	// /v1/whoami), not org:default, which project:b's token may not write
+	bDefault := startMCP(t, base, tokB)
+	own := successArgs("Restart the worker pool after a deploy",
+		"Project b's workers keep stale config until restarted.",
+		"kubectl rollout restart deploy/workers", "deploy", "workers")
+	if got := callOK[search.Recorded](t, bDefault, "memory_record", own); got.Message != "memory recorded in project:b" {
+		t.Errorf("memory_record without --scope as project:b's token: %+v, want it recorded in project:b", got)
+	}
 }

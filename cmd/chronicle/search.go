@@ -247,6 +247,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 		},
 	}
 	c.register(cmd)
+	c.registerKafkaListen(cmd)
 	cmd.Flags().StringVar(&proposer, "proposer", "arithmetic", "arithmetic | recorded (GPT-4's Tree of Thoughts proposals and values)")
 	cmd.Flags().IntVar(&beam, "beam", 5, "beam width W: the open set keeps its W best nodes by f")
 	cmd.Flags().IntVar(&from, "from", 901, "first puzzle rank of 24.csv")

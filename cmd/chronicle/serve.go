@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,6 +24,7 @@ func serveCmd() *cobra.Command {
 	var tokens string
 	var stallAfter time.Duration
 	var advertise string
+	var requestLog string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
@@ -30,6 +32,10 @@ func serveCmd() *cobra.Command {
 			ctx, cancel := signalContext()
 			defer cancel()
 			if err := checkAdvertise(advertise); err != nil {
+				return err
+			}
+			rl, err := requestLogger(requestLog)
+			if err != nil {
 				return err
 			}
 			tf, err := loadTokens(tokens, httpAddr)
@@ -46,18 +52,39 @@ func serveCmd() *cobra.Command {
 			}
 			defer p.Close()
 			describe(p)
-			return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise}, httpAddr)
+			return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl}, httpAddr)
 		},
 	}
 	c.register(cmd)
+	c.registerKafkaListen(cmd)
 	c.registerLLM(cmd)
 	c.registerSearch(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
 	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at, shown by GET /v1/cluster (default: http:// and the --http listen address)")
+	registerRequestLog(cmd, &requestLog)
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
+}
+
+// registerRequestLog adds --request-log to a command serving the HTTP API.
+func registerRequestLog(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "request-log", "text", "one line per HTTP request on stderr (method, path, status, bytes, duration_ms, token name, scope; never the token): text, json or off")
+}
+
+// requestLogger is the logger of --request-log: slog's text or JSON
+// handler on stderr, nil for off.
+func requestLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	case "off":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("--request-log: %q is not text, json or off", format)
 }
 
 func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay:", err) }

@@ -72,6 +72,7 @@ func solverCmd() *cobra.Command {
 		},
 	}
 	c.register(lock)
+	c.registerKafkaListen(lock)
 	lock.Flags().StringVar(&scope, "scope", events.DefaultScope, "scope of the search")
 	lock.Flags().StringVar(&out, "out", "", "lock file to write (default SEARCH_ID.lock.json, '/' as '_')")
 	cmd.AddCommand(lock)

@@ -17,7 +17,9 @@ import (
 
 // Service is the search.Backend of a running Chronicle (the memory tools):
 // searches run on the search.Index, every returned memory writes a memory.retrieved.v1 usage event,
-// and records and feedback are events on the log.
+// and records and feedback are events on the log. A Service without a
+// Producer is read-only (chronicle inspect): searches write no usage
+// events, and Record and Feedback fail with ErrReadOnly.
 type Service struct {
 	Index    *search.Index
 	Store    *projections.Store
@@ -30,6 +32,10 @@ type Service struct {
 }
 
 var _ search.Backend = (*Service)(nil)
+
+// ErrReadOnly is Record's and Feedback's error on a Service without a
+// Producer.
+var ErrReadOnly = errors.New("memories: read-only: this service writes no events (chronicle inspect); record and give feedback through a running chronicle serve")
 
 func (s *Service) now() time.Time {
 	if s.Now != nil {
@@ -48,7 +54,7 @@ func (s *Service) newEvent(typ events.Type, scope string, data any) (events.Enve
 // write usage events: patterns and tools have no usage-driven state.
 func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, error) {
 	res, err := s.Index.Search(ctx, q)
-	if err != nil || len(res.Memories) == 0 || (q.Collection != "" && q.Collection != search.Memories) {
+	if err != nil || len(res.Memories) == 0 || (q.Collection != "" && q.Collection != search.Memories) || s.Producer == nil {
 		return res, err
 	}
 	envs := make([]events.Envelope, 0, len(res.Memories))
@@ -76,6 +82,8 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 // one memory.
 func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	switch {
+	case s.Producer == nil:
+		return search.Recorded{}, ErrReadOnly
 	case strings.TrimSpace(r.Title) == "" || utf8.RuneCountInString(r.Title) > distill.MaxTitle:
 		return search.Recorded{}, fmt.Errorf("%w: title: required, at most %d characters", search.ErrInvalid, distill.MaxTitle)
 	case strings.TrimSpace(r.Description) == "" || utf8.RuneCountInString(r.Description) > distill.MaxDescription:
@@ -118,6 +126,9 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 // confidence moves only with a second agreeing signal within 7 days, which
 // Message says.
 func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
+	if s.Producer == nil {
+		return search.FeedbackResult{}, ErrReadOnly
+	}
 	if f.MemoryID == "" {
 		return search.FeedbackResult{}, fmt.Errorf("%w: memory_id: required", search.ErrInvalid)
 	}

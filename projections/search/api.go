@@ -15,16 +15,24 @@ const (
 	ScopeAll     = "all"
 )
 
+// Bounds of Query.Limit (the ReasoningBank tool schema's): an absent
+// limit is DefaultLimit; a given one must be within 1..MaxLimit.
+const (
+	DefaultLimit = 5
+	MaxLimit     = 20
+)
+
 // Query is a memory_search call. Zero fields take the defaults of the
 // ReasoningBank tool schema.
 type Query struct {
 	// Text is the query (required).
 	Text string `json:"query"`
-	// Scope kind to search: project, team, org or all (default all).
+	// Scope to search: a kind (project, team, org or all; default all) or
+	// one scope (project:<id>, team:<id>, org:<id>).
 	Scope string `json:"scope,omitempty"`
 	// Outcome filter: success, failure or all (default all).
 	Outcome string `json:"outcome,omitempty"`
-	// Limit of memories returned (default 5, at most 20).
+	// Limit of memories returned (0: DefaultLimit, else 1..MaxLimit).
 	Limit int `json:"limit,omitempty"`
 	// MinConfidence (default 0.5): memories below it are left out.
 	MinConfidence *float64 `json:"min_confidence,omitempty"`

@@ -399,7 +399,14 @@ func normalise(q Query) (Query, error) {
 		q.Scope = ScopeAll
 	case ScopeProject, ScopeTeam, ScopeOrg, ScopeAll:
 	default:
-		return q, fmt.Errorf("%w: scope: %q is not project, team, org or all", ErrInvalid, q.Scope)
+		if !events.ValidScope(q.Scope) {
+			return q, fmt.Errorf("%w: scope: %q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", ErrInvalid, q.Scope)
+		}
+		// one scope: filter by its kind (pushed down to the vector store)
+		// and keep only that scope among the readable ones
+		one, readable := q.Scope, q.Readable
+		q.Scope, _, _ = strings.Cut(one, ":")
+		q.Readable = func(sc string) bool { return sc == one && (readable == nil || readable(sc)) }
 	}
 	switch q.Outcome {
 	case "":
@@ -409,10 +416,10 @@ func normalise(q Query) (Query, error) {
 		return q, fmt.Errorf("%w: outcome: %q is not success, failure or all", ErrInvalid, q.Outcome)
 	}
 	switch {
-	case q.Limit == 0:
-		q.Limit = 5
-	case q.Limit < 1 || q.Limit > 20:
-		return q, fmt.Errorf("%w: limit: %d is not between 1 and 20", ErrInvalid, q.Limit)
+	case q.Limit == 0: // absent
+		q.Limit = DefaultLimit
+	case q.Limit < 1 || q.Limit > MaxLimit:
+		return q, fmt.Errorf("%w: limit: %d is not between 1 and %d", ErrInvalid, q.Limit, MaxLimit)
 	}
 	if q.MinConfidence == nil {
 		d := 0.5

@@ -118,3 +118,9 @@ func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.Feedba
 	var out search.FeedbackResult
 	return out, c.do(ctx, http.MethodPost, "/v1/memories/"+url.PathEscape(f.MemoryID)+"/feedback", map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
 }
+
+// WhoAmI asks the service who the client's token is (GET /v1/whoami).
+func (c *Client) WhoAmI(ctx context.Context) (WhoAmI, error) {
+	var out WhoAmI
+	return out, c.do(ctx, http.MethodGet, "/v1/whoami", nil, &out)
+}

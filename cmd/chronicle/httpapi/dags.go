@@ -29,7 +29,7 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
 		return
 	}
 	if len(body.Tools) == 0 {

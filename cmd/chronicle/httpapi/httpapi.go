@@ -104,6 +104,14 @@ type Server struct {
 	// to be projected; ≤ 0: DefaultImproveWait (20 s).
 	ImproveWait time.Duration
 
+	// RequestLog, when set, gets one line per request (see logRequests):
+	// serve sets it (--request-log); nil logs nothing.
+	RequestLog *slog.Logger
+	// ReadOnly serves the read API only (chronicle inspect): P has a
+	// Store and Search but no broker, producer or runner; every write
+	// route answers 405 naming read-only mode (see readonly.go).
+	ReadOnly bool
+
 	// pairMu serialises the improve route's retrievals; pairSent holds the
 	// sessions (entity keys) whose context this process published.
 	pairMu   sync.Mutex
@@ -155,7 +163,9 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),
 		f("GET /v1/digest", s.digest),
-		f("GET /v1/cluster", s.cluster), // issue 15: members, assignment, lag and restore per partition
+		f("GET /v1/cluster", s.cluster),   // issue 15: members, assignment, lag and restore per partition
+		f("GET /v1/whoami", s.whoami),     // issue 11: the token's name, scopes and default write scope
+		f("GET /openapi.json", s.openAPI), // issue 11: the OpenAPI 3.1 description of these routes
 		f("GET /healthz", s.health),
 		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
 		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: s.mcpImprovement, Searches: mcpSearches{s}})},
@@ -166,20 +176,24 @@ func (s *Server) Routes() []Route {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, r := range s.Routes() {
-		mux.Handle(r.Pattern, r.Handler)
+		mux.Handle(r.Pattern, s.readOnlyGuard(r))
 	}
-	return s.authenticate(mux)
+	h := s.authenticate(mux)
+	if s.RequestLog != nil {
+		h = logRequests(s.RequestLog, h)
+	}
+	return h
 }
 
 type callerKey struct{}
 
-// authenticate resolves the caller of every route but /healthz and
-// /metrics (which show no scoped data): 401 without a known bearer token
-// when tokens are configured.
+// authenticate resolves the caller of every route but publicPaths: 401
+// without a known bearer token when tokens are configured. It notes the
+// caller's token name for the request log.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := access.Unrestricted
-		if s.Tokens != nil && r.URL.Path != "/healthz" && r.URL.Path != "/metrics" {
+		if s.Tokens != nil && !publicPaths[r.URL.Path] {
 			var err error
 			if c, err = s.Tokens.Authenticate(r.Header.Get("Authorization")); err != nil {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="chronicle"`)
@@ -187,9 +201,16 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if s.Tokens == nil || !publicPaths[r.URL.Path] {
+			noteCaller(r, c.Name)
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }
+
+// publicPaths answer without a token: they show no scoped data (health,
+// metrics, and the API's description).
+var publicPaths = map[string]bool{"/healthz": true, "/metrics": true, "/openapi.json": true}
 
 // CallerOf is the authenticated caller of r.
 func CallerOf(r *http.Request) access.Caller {
@@ -349,7 +370,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), CallerOf(r).CanRead)
+	inScope, err := scopeFilter(q.Get("scope"))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	c := CallerOf(r)
+	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), func(sc string) bool { return c.CanRead(sc) && inScope(sc) })
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -682,8 +709,8 @@ func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
 	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil {
-			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer", l)
+		if err != nil || n < 1 || n > search.MaxLimit {
+			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer from 1 to %d (absent: %d)", l, search.MaxLimit, search.DefaultLimit)
 			return q, false
 		}
 		q.Limit = n
@@ -748,8 +775,8 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		search.Record
 		Scope string `json:"scope"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&body); err != nil {
-		writeErr(w, http.StatusBadRequest, "body: %v", err)
+	if err := decodeBody(w, r, &body); err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	c := CallerOf(r)
@@ -778,8 +805,12 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		Helpful *bool  `json:"helpful"`
 		Comment string `json:"comment"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&body); err != nil || body.Helpful == nil {
-		writeErr(w, http.StatusBadRequest, "body: {\"helpful\": true|false, \"comment\": \"...\"} required (%v)", err)
+	if err := decodeBody(w, r, &body); err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if body.Helpful == nil {
+		writeErr(w, http.StatusBadRequest, "body: missing property \"helpful\" (true or false)")
 		return
 	}
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/memories/"), "feedback")

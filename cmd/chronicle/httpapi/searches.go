@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -101,8 +100,8 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		Note     string `json:"note"`
 		By       string `json:"by"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes)).Decode(&body); err != nil {
-		writeErr(w, http.StatusBadRequest, "body: {\"decision\": \"approve\"|\"reject\", \"note\", \"by\"} required (%v)", err)
+	if err := decodeBody(w, r, &body); err != nil {
+		writeErr(w, http.StatusBadRequest, "%v (want {\"decision\": \"approve\"|\"reject\", \"note\", \"by\"})", err)
 		return
 	}
 	if body.Decision != "approve" && body.Decision != "reject" {

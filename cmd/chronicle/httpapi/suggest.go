@@ -41,7 +41,7 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
 		return
 	}
 	g, err := s.toolGraph()
@@ -118,7 +118,7 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
 		return
 	}
 	if d.Policy == "" {

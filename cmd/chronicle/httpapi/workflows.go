@@ -201,7 +201,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
-		writeErr(w, http.StatusBadRequest, "body: %v", err)
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
 		return
 	}
 	if b.EventID == "" {

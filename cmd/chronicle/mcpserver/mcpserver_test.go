@@ -301,7 +301,7 @@ func TestHTTPListTools(t *testing.T) {
 		want      any
 	}{
 		{"query", "type", "string"},
-		{"scope", "enum", []any{"project", "team", "org", "all"}},
+		{"scope", "pattern", `^(project|team|org|all)$|^(project|team|org):[A-Za-z0-9._-]+$`}, // a kind or one scope (issue 11)
 		{"scope", "default", "all"},
 		{"outcome", "enum", []any{"success", "failure", "all"}},
 		{"outcome", "default", "all"},
@@ -382,6 +382,12 @@ func TestHTTPSearch(t *testing.T) {
 	}
 	if q.Readable != nil {
 		t.Errorf("caller with * : Readable should be nil (every scope)")
+	}
+	// one scope as the filter reaches the backend unchanged (issue 11)
+	mcptest.Structured[search.Result](t, mcptest.Call(t, writer, "memory_search", map[string]any{"query": "booking", "scope": "project:a"}))
+	qs, _, _ = fake.calls()
+	if q = qs[len(qs)-1]; q.Scope != "project:a" {
+		t.Errorf("scope project:a reached the backend as %q", q.Scope)
 	}
 
 	// Nothing found is an empty list, not null.
@@ -487,7 +493,8 @@ func TestHTTPInvalidArguments(t *testing.T) {
 		{"memory_search", map[string]any{}, []string{"query", "required"}},
 		{"memory_search", map[string]any{"query": ""}, []string{"query", "minLength"}},
 		{"memory_search", map[string]any{"query": "   "}, []string{"query", "must not be empty"}},
-		{"memory_search", map[string]any{"query": "x", "scope": "galaxy"}, []string{"scope", "enum"}},
+		{"memory_search", map[string]any{"query": "x", "scope": "galaxy"}, []string{"scope", "pattern"}},
+		{"memory_search", map[string]any{"query": "x", "scope": "project:"}, []string{"scope", "pattern"}},
 		{"memory_search", map[string]any{"query": "x", "outcome": "maybe"}, []string{"outcome", "enum"}},
 		{"memory_search", map[string]any{"query": "x", "limit": 21}, []string{"limit", "maximum"}},
 		{"memory_search", map[string]any{"query": "x", "limit": 0}, []string{"limit", "minimum"}},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -28,7 +29,7 @@ const (
 // searchInput is memory_search's arguments.
 type searchInput struct {
 	Query         string  `json:"query" jsonschema:"what to look for: the task at hand, an error, a question"`
-	Scope         string  `json:"scope,omitempty" jsonschema:"which scope kind to search: project, team, org or all"`
+	Scope         string  `json:"scope,omitempty" jsonschema:"which scopes to search: a kind (project, team, org or all) or one scope (project:<id>, team:<id>, org:<id>)"`
 	Outcome       string  `json:"outcome,omitempty" jsonschema:"success for strategies that worked, failure for anti-patterns, or all"`
 	Limit         int     `json:"limit,omitempty" jsonschema:"how many memories to return at most"`
 	MinConfidence float64 `json:"min_confidence,omitempty" jsonschema:"leave out memories whose confidence is below this"`
@@ -125,11 +126,17 @@ func defaultValue(v any) json.RawMessage {
 	return b
 }
 
+// scopeFilterPattern is memory_search's scope: a kind or one scope (the
+// id alphabet of events.ValidScope).
+const scopeFilterPattern = `^(project|team|org|all)$|^(project|team|org):[A-Za-z0-9._-]+$`
+
+var scopeFilterRe = regexp.MustCompile(scopeFilterPattern)
+
 func searchSchema() *jsonschema.Schema {
 	s := inferSchema[searchInput]()
 	p := s.Properties
 	p["query"].MinLength = jsonschema.Ptr(1)
-	p["scope"].Enum = enum(search.ScopeProject, search.ScopeTeam, search.ScopeOrg, search.ScopeAll)
+	p["scope"].Pattern = scopeFilterPattern
 	p["scope"].Default = defaultValue(search.ScopeAll)
 	p["outcome"].Enum = enum("success", "failure", "all")
 	p["outcome"].Default = defaultValue("all")
@@ -222,8 +229,8 @@ func (in *searchInput) validate() error {
 	if err := required("query", in.Query); err != nil {
 		return err
 	}
-	if err := oneOf("scope", in.Scope, search.ScopeProject, search.ScopeTeam, search.ScopeOrg, search.ScopeAll); err != nil {
-		return err
+	if !scopeFilterRe.MatchString(in.Scope) {
+		return invalid("scope", "%q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", in.Scope)
 	}
 	if err := oneOf("outcome", in.Outcome, "success", "failure", "all"); err != nil {
 		return err

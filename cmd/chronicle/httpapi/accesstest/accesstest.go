@@ -177,6 +177,9 @@ func Cases() []Case {
 		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},
 		{Pattern: "GET /v1/digest", Request: get(func(Fixture) string { return "/v1/digest" }), Want: aggregate},
 		{Pattern: "GET /v1/cluster", Request: get(func(Fixture) string { return "/v1/cluster" }), Want: aggregate},
+		// the caller's own token: its name and scopes, no scoped data
+		{Pattern: "GET /v1/whoami", Request: get(func(Fixture) string { return "/v1/whoami" })},
+		{Pattern: "GET /openapi.json", Public: true, Request: get(func(Fixture) string { return "/openapi.json" })},
 		{Pattern: "GET /healthz", Public: true, Request: get(func(Fixture) string { return "/healthz" })},
 		{Pattern: "GET /metrics", Public: true, Request: get(func(Fixture) string { return "/metrics" })},
 		// the MCP tools: MCPCases covers them tool by tool; here the

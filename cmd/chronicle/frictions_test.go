@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestVersion checks --version prints the build's own version (module
+// version and Go version) without -ldflags, and the -ldflags version (the
+// variable -X main.version sets) when there is one.
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^chronicle version \S.* go1\.\d+`).Match(out) {
+		t.Errorf("chronicle --version: %q, want \"chronicle version <version> ... go1.x\"", out)
+	}
+	defer func(v string) { version = v }(version)
+	version = "v9.8.7" // what -ldflags "-X main.version=v9.8.7" sets
+	if got := versionString(); !strings.HasPrefix(got, "v9.8.7 ") {
+		t.Errorf("versionString with version v9.8.7: %q", got)
+	}
+}
+
+// TestKafkaListenOnlyWhereUsed checks --kafka-listen is offered by the
+// commands that start the embedded broker on it, and by no other.
+func TestKafkaListenOnlyWhereUsed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"serve"}, true}, {[]string{"demo"}, true}, {[]string{"broker"}, true}, {[]string{"search", "game24"}, true}, {[]string{"solver", "lock"}, true},
+		{[]string{"replay"}, false}, {[]string{"audit"}, false}, {[]string{"digest"}, false}, {[]string{"inspect"}, false}, {[]string{"mcp"}, false},
+	} {
+		out, err := exec.Command(binary, append(c.args, "--help")...).Output()
+		if err != nil {
+			t.Fatalf("%v --help: %v", c.args, err)
+		}
+		if got := strings.Contains(string(out), "--kafka-listen"); got != c.want {
+			t.Errorf("chronicle %s --help shows --kafka-listen: %v, want %v", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+}

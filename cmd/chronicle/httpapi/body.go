@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode"
+)
+
+// decodeBody decodes one JSON request body (at most MaxBodyBytes) into v
+// strictly: a field v does not have, a value of the wrong type, trailing
+// data or malformed JSON is an error whose text names the field and the
+// reason, ready for a 400 — e.g. `body: unknown field "titel"`, `body:
+// "tags": got number, want array`.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return bodyError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("body: one JSON object expected, found more after it")
+	}
+	return nil
+}
+
+// bodyError rewrites encoding/json's decode errors to name the field.
+func bodyError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF):
+		return errors.New("body: empty, a JSON object expected")
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return fmt.Errorf("body: got %s, want %s", te.Value, jsonKind(te.Type.Kind().String()))
+		}
+		return fmt.Errorf("body: %q: got %s, want %s", jsonField(te.Field), te.Value, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &se):
+		return fmt.Errorf("body: not valid JSON at byte %d: %s", se.Offset, se.Error())
+	case errors.As(err, &mbe):
+		return fmt.Errorf("body: larger than %d bytes", MaxBodyBytes)
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("body: unknown field %s", f)
+	}
+	return fmt.Errorf("body: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names a Go kind as the JSON type it decodes from.
+func jsonKind(k string) string {
+	switch k {
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	case "string":
+		return "string"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "integer"
+	case "float32", "float64":
+		return "number"
+	}
+	return k
+}
+
+// jsonField is the JSON path of an UnmarshalTypeError's Field, without
+// the names of embedded Go structs it holds ("Record.tags" → "tags"): the
+// API's JSON names are lower-case, Go's exported struct names are not.
+func jsonField(f string) string {
+	parts := strings.Split(f, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" && !unicode.IsUpper(rune(p[0])) {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		return f
+	}
+	return strings.Join(kept, ".")
+}

@@ -1,0 +1,160 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi/accesstest"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// routesOnly is a Server whose Routes can be listed and matched without a
+// running pipeline (no handler is called).
+func routesOnly() *httpapi.Server {
+	return &httpapi.Server{P: &pipeline.Pipeline{Registry: prometheus.NewRegistry(), Search: &memories.Service{}}}
+}
+
+func loadOpenAPI(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(httpapi.OpenAPI)
+	if err != nil {
+		t.Fatalf("openapi.json does not load: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("openapi.json is not a valid OpenAPI document: %v", err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi.json is OpenAPI %s, want 3.1", doc.OpenAPI)
+	}
+	return doc
+}
+
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
+
+// TestOpenAPIMatchesRoutes checks openapi.json against the real router in
+// both directions: every operation of the description is routed by
+// Server.Routes' ServeMux to a registered pattern (not 404/405), every
+// registered pattern is reached by at least one operation, and every
+// concrete request of the access-control table (which covers each
+// route's sub-paths: /events, /history, /checkpoints/{id}...) is an
+// operation of the description.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	s := routesOnly()
+	mux := http.NewServeMux()
+	var registered []string
+	for _, r := range s.Routes() {
+		mux.Handle(r.Pattern, r.Handler)
+		registered = append(registered, r.Pattern)
+	}
+	reached := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			concrete := pathParam.ReplaceAllString(path, "x1")
+			req := httptest.NewRequest(method, concrete, nil)
+			_, pattern := mux.Handler(req)
+			if pattern == "" {
+				t.Errorf("openapi.json: %s %s is not a route of the server (no registered pattern serves %s %s)", method, path, method, concrete)
+				continue
+			}
+			reached[pattern] = true
+		}
+	}
+	for _, p := range registered {
+		if !reached[p] {
+			t.Errorf("route %q is not described in openapi.json: add its operations", p)
+		}
+	}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := accesstest.Fixture{OwnScope: "project:a", OtherScope: "project:b", Session: "s-1", Memory: "m-1", Workflow: "wf-1",
+		WorkflowCheckpoint: "chronicle.workflows:0:7", WorkflowDecision: "d-1", Search: "srch-1", Reasoning: "r-1", Secrets: []string{"x"}}
+	var undocumented []string
+	for _, c := range accesstest.Cases() {
+		rq := c.Request(f)
+		var body []byte
+		if rq.Body != nil {
+			body, _ = json.Marshal(rq.Body)
+		}
+		req := httptest.NewRequest(rq.Method, rq.Path, bytes.NewReader(body))
+		if rq.Body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			undocumented = append(undocumented, rq.Method+" "+rq.Path+": "+err.Error())
+			continue
+		}
+		// the table's requests are valid ones: their parameters and
+		// bodies must pass the description's schemas
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+			t.Errorf("%s %s: the request breaks openapi.json: %v", rq.Method, rq.Path, err)
+		}
+	}
+	// and what the server refuses, the description refuses too
+	for _, bad := range []struct{ method, path, body string }{
+		{"POST", "/v1/memories", `{"title":"t","description":"d","content":"c","outcome":"success","titel":"typo"}`},
+		{"POST", "/v1/memories/m-1/feedback", `{"comment":"no verdict"}`},
+		{"GET", "/v1/memories/search?query=q&limit=0", ""},
+		{"GET", "/v1/sessions?limit=501", ""},
+		{"GET", "/v1/memories/search?query=q&scope=galaxy", ""},
+	} {
+		req := httptest.NewRequest(bad.method, bad.path, strings.NewReader(bad.body))
+		if bad.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", bad.method, bad.path, err)
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err == nil {
+			t.Errorf("%s %s %s: openapi.json accepts what the server answers 400", bad.method, bad.path, bad.body)
+		}
+	}
+	sort.Strings(undocumented)
+	if len(undocumented) > 0 {
+		t.Errorf("requests of the access-control table that openapi.json does not describe:\n%s", strings.Join(undocumented, "\n"))
+	}
+}
+
+// TestOpenAPIServed checks GET /openapi.json answers the description
+// without a token on a server with tokens.
+func TestOpenAPIServed(t *testing.T) {
+	s := routesOnly()
+	s.Tokens = &access.File{Tokens: []access.Token{{Name: "a", SHA256: access.Hash("chr_a"), Read: []string{"project:a"}, Write: []string{"project:a"}}}}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET /openapi.json without a token: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	doc, err := openapi3.NewLoader().LoadFromIoReader(resp.Body)
+	if err != nil || !slices.Contains(doc.Paths.InMatchingOrder(), "/v1/whoami") {
+		t.Fatalf("served document: %v", err)
+	}
+}

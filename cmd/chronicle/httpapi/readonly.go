@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+)
+
+// ReadOnlyMessage starts the error of every route a read-only server
+// (chronicle inspect) does not serve.
+const ReadOnlyMessage = "read-only: chronicle inspect serves the read API over a stopped or replayed data directory and writes nothing"
+
+// readOnlyGuard is rt's handler, or, on a ReadOnly server:
+//   - for a route that writes (every pattern not starting with "GET ",
+//     /mcp included): 405 with Allow: GET and an error naming read-only
+//     mode;
+//   - GET /healthz: {"status": "read-only"};
+//   - GET /v1/cluster: 503 (no consumer group runs);
+//   - the GET routes that read the log itself rather than the projections
+//     (a session's events, a workflow's checkpoints): 503 naming the
+//     reason, since inspect starts no broker;
+//   - every other GET route: served as is, from the projections.
+func (s *Server) readOnlyGuard(rt Route) http.Handler {
+	if !s.ReadOnly {
+		return rt.Handler
+	}
+	if !strings.HasPrefix(rt.Pattern, "GET ") {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", "GET")
+			writeErr(w, http.StatusMethodNotAllowed, "%s: %s %s is a write (send it to a running chronicle serve)", ReadOnlyMessage, r.Method, r.URL.Path)
+		})
+	}
+	switch rt.Pattern {
+	case "GET /healthz":
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "read-only", "lag": 0})
+		})
+	case "GET /v1/cluster":
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeErr(w, http.StatusServiceUnavailable, "%s: no consumer group runs, so there is no cluster view", ReadOnlyMessage)
+		})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if readsLog(r.URL.Path) {
+			writeErr(w, http.StatusServiceUnavailable, "%s: %s reads the Kafka log, and inspect starts no broker (it serves the projections only)", ReadOnlyMessage, r.URL.Path)
+			return
+		}
+		rt.Handler.ServeHTTP(w, r)
+	})
+}
+
+// readsLog says whether a GET path is answered from the log rather than
+// the projections: /v1/sessions/{id}/events, the workflow routes (a
+// workflow's view names its checkpoint by log position) and the learned
+// events' stream (/v1/learned/..., read from its topic).
+func readsLog(path string) bool {
+	if rest, ok := strings.CutPrefix(path, "/v1/sessions/"); ok {
+		return strings.HasSuffix(rest, "/events")
+	}
+	return strings.HasPrefix(path, "/v1/workflows/") || strings.HasPrefix(path, "/v1/learned/")
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
+	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+)
+
+func inspectCmd() *cobra.Command {
+	var data, httpAddr, tokens, requestLog string
+	cmd := &cobra.Command{
+		Use:   "inspect --data DIR [--http 127.0.0.1:8080]",
+		Short: "Serve the read API (every GET route) over a stopped or replayed data directory, read-only: no broker, no processors, no relay, no workers; writes answer 405",
+		Long: `inspect opens DIR's projections read-only (Pebble's read-only mode: nothing in DIR
+is written) and serves the GET routes of the HTTP API over them: sessions, memories
+and memory search, reasoning tasks, tree searches, the tool graph, the digest. It is
+how an analyst reads an as-of state built by "chronicle replay --until ... --into DIR",
+or a stopped service's directory.
+
+No broker is started, nothing is produced or relayed, and no processor or worker runs.
+Write routes (POST, and the MCP endpoint) answer 405 naming read-only mode; the routes
+that read the Kafka log rather than the projections (a session's events, the workflow
+routes) answer 503, as does /v1/cluster. Memory searches write no usage events.
+The memory, pattern and tool vectors are embedded once at start with the embedded
+model (vectors the live service cached in DIR are reused).`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			rl, err := requestLogger(requestLog)
+			if err != nil {
+				return err
+			}
+			tf, err := loadTokens(tokens, httpAddr)
+			if err != nil {
+				return err
+			}
+			s, closeStore, err := openInspect(data)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			start := time.Now()
+			if err := s.P.Search.Index.Sync(ctx); err != nil {
+				return fmt.Errorf("inspect: index the memory bank: %w", err)
+			}
+			fmt.Fprintf(os.Stderr, "chronicle: read-only projections in %s (search index built in %.1fs)\n", pipeline.ProjectionsDir(data), time.Since(start).Seconds())
+			s.Tokens, s.RequestLog = tf, rl
+			return serveHTTP(ctx, s, httpAddr)
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "./data", "data directory to read (its projections: DATA/projections), e.g. the --into of chronicle replay")
+	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
+	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
+	registerRequestLog(cmd, &requestLog)
+	return cmd
+}
+
+// openInspect opens data's projections read-only and returns the
+// read-only API server over them (httpapi.Server.ReadOnly) and the store's
+// close. It fails for a directory without projections and for one a replay
+// did not finish building.
+func openInspect(data string) (*httpapi.Server, func(), error) {
+	store, err := projections.Open(pipeline.ProjectionsDir(data), projections.Options{ReadOnly: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--data %s: %w", data, err)
+	}
+	if err := store.CheckComplete(); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	emb, err := embedder.NewUSELite()
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p := &pipeline.Pipeline{
+		Config:   pipeline.Config{DataDir: data},
+		Store:    store,
+		Registry: reg,
+		// no Producer: searches write no usage events, Record and
+		// Feedback fail with memories.ErrReadOnly
+		Search: &memories.Service{Index: search.NewIndex(store, emb, nil, pipeline.SearchSources()...), Store: store},
+	}
+	return &httpapi.Server{P: p, ReadOnly: true}, func() { store.Close() }, nil
+}
