@@ -112,9 +112,8 @@ type Server struct {
 	// brokerDown is set while produces fail, so an outage is logged once.
 	brokerDown atomic.Bool
 
-	graphMu  sync.Mutex
-	graph    *toolgraph.Graph
-	graphVer int
+	graphMu sync.Mutex
+	graphs  map[string]cachedGraph // by the scopes' list (graphCacheKey)
 
 	suggestMu sync.Mutex
 	suggester suggest.Suggester // POST /v1/workflows/suggest
@@ -563,23 +562,45 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals})
 }
 
-// toolGraph returns the learned tool graph, reloading it from the
-// projection only when its version moved.
-func (s *Server) toolGraph() (*toolgraph.Graph, error) {
-	v, err := toolgraph.Version(s.P.Store)
+// cachedGraph is a loaded tool graph and the version it was loaded at.
+type cachedGraph struct {
+	g   *toolgraph.Graph
+	ver int
+}
+
+// maxCachedGraphs bounds Server.graphs (one entry per distinct list of
+// scopes asked for); past it the cache starts over.
+const maxCachedGraphs = 256
+
+// toolGraph returns the learned tool graph of every scope (their union),
+// reloading it from the projection only when its version moved.
+func (s *Server) toolGraph() (*toolgraph.Graph, error) { return s.toolGraphIn(nil) }
+
+// toolGraphIn returns the union of the tool graphs of scopes (nil: every
+// scope), cached per list of scopes while its version is unchanged.
+func (s *Server) toolGraphIn(scopes []string) (*toolgraph.Graph, error) {
+	v, err := toolgraph.Version(s.P.Store, scopes)
 	if err != nil {
 		return nil, err
 	}
+	key := "*"
+	if scopes != nil {
+		key = "=" + strings.Join(scopes, ",")
+	}
 	s.graphMu.Lock()
 	defer s.graphMu.Unlock()
-	if s.graph == nil || v != s.graphVer {
-		g, err := toolgraph.Load(s.P.Store)
-		if err != nil {
-			return nil, err
-		}
-		s.graph, s.graphVer = g, v
+	if c, ok := s.graphs[key]; ok && c.ver == v {
+		return c.g, nil
 	}
-	return s.graph, nil
+	g, err := toolgraph.LoadIn(s.P.Store, scopes)
+	if err != nil {
+		return nil, err
+	}
+	if s.graphs == nil || len(s.graphs) >= maxCachedGraphs {
+		s.graphs = map[string]cachedGraph{}
+	}
+	s.graphs[key] = cachedGraph{g: g, ver: v}
+	return g, nil
 }
 
 // graphNext predicts the next tool: after=a,b (the tools called so far,
