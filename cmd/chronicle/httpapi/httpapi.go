@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -603,10 +604,37 @@ func (s *Server) toolGraphIn(scopes []string) (*toolgraph.Graph, error) {
 	return g, nil
 }
 
+// graphScopes is the list of scopes whose tool graphs a graph route
+// answers from (their union): ?scope= (one scope the caller reads; 404
+// otherwise, as for another scope's entity), else every scope the caller
+// reads (nil: every scope, for a token that reads *). It writes the error
+// and returns ok false: 400 for a malformed scope.
+func graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+	c := CallerOf(r)
+	if sc := r.URL.Query().Get("scope"); sc != "" {
+		if !events.ValidScope(sc) {
+			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+			return nil, false
+		}
+		if !c.CanRead(sc) {
+			writeErr(w, http.StatusNotFound, "tool graph of scope %q not found", sc)
+			return nil, false
+		}
+		return []string{sc}, true
+	}
+	if c.ReadsAll() {
+		return nil, true
+	}
+	scopes := slices.Clone(c.Read)
+	slices.Sort(scopes)
+	return slices.Compact(scopes), true
+}
+
 // graphNext predicts the next tool: after=a,b (the tools called so far,
 // oldest first; empty for the first call), k (default 5, 1..100).
 func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
-	if needsAll(w, r) {
+	scopes, ok := graphScopes(w, r)
+	if !ok {
 		return
 	}
 	var after []string
@@ -622,7 +650,7 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 		}
 		k = n
 	}
-	g, err := s.toolGraph()
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -631,10 +659,11 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
-	if needsAll(w, r) {
+	scopes, ok := graphScopes(w, r)
+	if !ok {
 		return
 	}
-	g, err := s.toolGraph()
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -643,7 +672,8 @@ func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
-	if needsAll(w, r) {
+	scopes, ok := graphScopes(w, r)
+	if !ok {
 		return
 	}
 	from, to := r.URL.Query().Get("from"), r.URL.Query().Get("to")
@@ -651,7 +681,7 @@ func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "from and to: both required")
 		return
 	}
-	g, err := s.toolGraph()
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
