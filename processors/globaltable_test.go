@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -240,4 +243,139 @@ func firstDiff(a, b []string) string {
 		}
 	}
 	return fmt.Sprintf("%d rows vs %d", len(a), len(b))
+}
+
+// A global-table runner restarted on its store resumes at the stored
+// offsets: it applies only the records after them (none already applied
+// again), and its rows equal a replay of the log.
+func TestGlobalTableRunnerResumesFromStoredOffsets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	brokers := brk.Addrs()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	publish := func(from, to int) {
+		for _, r := range recs[from:to] {
+			envs, err := taubench.Events(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.Publish(ctx, envs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	// the transitions come from a keyed Runner with its outbox relayed
+	in := startInstance(t, "T", brokers, []processors.Processor{toolgraph.Transitions{}})
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		_ = (&processors.Relay{Store: in.store, Producer: prod}).Run(relayCtx)
+	}()
+	defer func() { stopRelay(); <-relayDone }()
+
+	global := []processors.Processor{toolgraph.Processor{}}
+	run := func() (*processors.Metrics, func()) {
+		m := processors.NewMetrics(prometheus.NewRegistry())
+		g, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: brokers, Store: in.store, Processors: global, Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := g.Run(rctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		<-g.Running()
+		return m, func() { stop(); <-done }
+	}
+	caughtUp := func() {
+		waitFor(t, 30*time.Second, func() string {
+			l, err := processors.Lag(ctx, adm, in.store, append([]processors.Processor{toolgraph.Transitions{}}, global...))
+			if err != nil {
+				return err.Error()
+			}
+			if n := processors.TotalLag(l); n != 0 {
+				return fmt.Sprintf("lag %d", n)
+			}
+			if out, err := in.store.PendingOutbox(1); err != nil || len(out) > 0 {
+				return fmt.Sprintf("outbox not relayed (%v)", err)
+			}
+			return ""
+		})
+	}
+	count := func(m *processors.Metrics, result string) int {
+		return int(testutil.ToFloat64(m.Events.WithLabelValues(toolgraph.Name, result)))
+	}
+
+	publish(0, 10)
+	m1, stop1 := run()
+	caughtUp()
+	stop1()
+	first := count(m1, "applied")
+	publish(10, 20)
+	m2, stop2 := run()
+	caughtUp()
+	stop2()
+	v, err := toolgraph.Version(in.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == 0 || count(m2, "applied") != v-first || count(m2, "already_applied") != 0 {
+		t.Errorf("first run applied %d, the restarted one %d (already applied %d); %d calls in all",
+			first, count(m2, "applied"), count(m2, "already_applied"), v)
+	}
+	rep, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: rep, Processors: global}); err != nil {
+		t.Fatal(err)
+	}
+	if ra, rr := projectionRows(t, in.store, toolgraph.Name), projectionRows(t, rep, toolgraph.Name); !equalRows(ra, rr) {
+		t.Errorf("restarted global table differs from a replay: %s", firstDiff(ra, rr))
+	}
+}
+
+// The pipeline's default processors split into the group's and the global
+// tables: the tool graph and the patterns run outside the group only.
+func TestSplitGlobalTables(t *testing.T) {
+	procs := []processors.Processor{sessions.Processor{}, sessions.PatternsProcessor{}, toolgraph.Transitions{}, toolgraph.Processor{}}
+	group, global := processors.SplitGlobalTables(procs)
+	names := func(ps []processors.Processor) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name())
+		}
+		return out
+	}
+	if g, gl := fmt.Sprint(names(group)), fmt.Sprint(names(global)); g != "[sessions toolgraph.transitions]" || gl != "[patterns toolgraph]" {
+		t.Errorf("group %s, global %s", g, gl)
+	}
+	if _, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: []string{"x"}, Processors: global}); err == nil || !strings.Contains(err.Error(), "Store") {
+		t.Errorf("no store: %v", err)
+	}
 }
