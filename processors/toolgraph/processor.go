@@ -213,8 +213,8 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range learned {
-		if err := emit(tx, EdgeLearned, d); err != nil {
+	for _, el := range learned {
+		if err := emit(tx, EdgeLearned, el); err != nil {
 			return err
 		}
 	}
