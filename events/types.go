@@ -115,6 +115,14 @@ const (
 	// after a re-score). Keyed by the pattern, so the patterns processor
 	// aggregates sessions of every partition in the order the log fixes.
 	PatternCounted Type = "coordination.pattern.counted.v1"
+	// ToolTransitionObserved: a tool call of a workflow, with the tool
+	// called before it in the same workflow (none for its first call), as
+	// the tool graph's keyed transitions processor saw it on
+	// chronicle.sessions. Keyed by the scope's tool graph
+	// (EntityKey(scope, "toolgraph")) on chronicle.toolgraph, so the tool
+	// graph, an aggregate over the sessions of every partition, is a
+	// function of one ordered log per scope.
+	ToolTransitionObserved Type = "tool.transition.observed.v1"
 	// PairContextRetrieved: the success patterns PAIR retrieval found for
 	// the gaps of a session below composite 95 (the pair worker).
 	PairContextRetrieved Type = "pair.context.retrieved.v1"
@@ -139,9 +147,16 @@ const (
 	// coordination patterns, an aggregate over sessions of every partition,
 	// are a function of one ordered log per pattern.
 	TopicPatterns Topic = "chronicle.patterns"
+	// TopicToolgraph holds tool.transition.observed.v1, keyed by the
+	// scope's tool graph (EntityKey(scope, "toolgraph")): a repartition
+	// topic, so that each scope's tool graph (PageRank and communities span
+	// all of its tools) is a function of one ordered log. Every instance
+	// reads all of its partitions (a global table).
+	TopicToolgraph Topic = "chronicle.toolgraph"
 	// TopicLearned is the learned-patterns topic downstream consumers
 	// subscribe to: confidence changes, prunes and tool-graph edges/ranks,
-	// keyed by memory or tool id.
+	// keyed by memory, or by EntityKey(scope, tool id) and
+	// EntityKey(scope, "toolgraph") for the tool graph of a scope.
 	TopicLearned Topic = "chronicle.learned"
 	// TopicWorkflows holds the workflow family (reducer updates,
 	// checkpoints, commands, decisions, forks, resumes, completions),
@@ -173,7 +188,7 @@ const (
 var SinglePartition = map[Topic]bool{TopicMemories: true}
 
 // AllTopics lists every topic in creation order.
-var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicLearned, TopicWorkflows, TopicSearches, TopicReasoning, TopicDeadLetter}
+var AllTopics = []Topic{TopicSessions, TopicMemories, TopicEvaluations, TopicPatterns, TopicToolgraph, TopicLearned, TopicWorkflows, TopicSearches, TopicReasoning, TopicDeadLetter}
 
 // TypeInfo says where an event type lives and how it is keyed.
 type TypeInfo struct {
@@ -187,10 +202,6 @@ type TypeInfo struct {
 	// has a sessionid (a reasoning task's passes may belong to sessions);
 	// without the field the sessionid is the key.
 	KeyFirst bool
-	// Unscoped: the key field names no entity of a scope but an aggregate
-	// over every scope (a tool of the tool graph), so the record key is
-	// the field's value itself, not an EntityKey.
-	Unscoped bool
 }
 
 var registry = map[Type]TypeInfo{
@@ -227,8 +238,9 @@ var registry = map[Type]TypeInfo{
 	MemoryPruned:               {Type: MemoryPruned, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
 	DistillationCompleted:      {Type: DistillationCompleted, Topic: TopicMemories, Derived: true, KeyField: "session_id"},
 	JudgeCompleted:             {Type: JudgeCompleted, Topic: TopicSessions, Derived: true, KeyField: "session_id"},
-	GraphEdgeLearned:           {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
-	GraphRanksUpdated:          {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
+	GraphEdgeLearned:           {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from"},
+	GraphRanksUpdated:          {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph"},
+	ToolTransitionObserved:     {Type: ToolTransitionObserved, Topic: TopicToolgraph, Derived: true, KeyField: "graph"},
 	PairContextRetrieved:       {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
 	EvaluationCompleted:        {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 	PatternCounted:             {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
@@ -277,7 +289,7 @@ func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 // entity share a partition. The id must pass CheckID.
 func Key(e *Envelope) (string, error) {
 	id, err := EntityID(e)
-	if ti := registry[e.Type]; err != nil || ti.KeyField == "-" || ti.Unscoped {
+	if ti := registry[e.Type]; err != nil || ti.KeyField == "-" {
 		return id, err
 	}
 	return EntityKey(e.EffectiveScope(), id), nil

@@ -110,7 +110,7 @@ func TestListAndRedrive(t *testing.T) {
 	// the processors that had applied it see an exact duplicate (same
 	// record time), not a conflicting one
 	var conflicts float64
-	for _, name := range []string{sessions.Name, "toolgraph"} {
+	for _, name := range []string{sessions.Name, "toolgraph.transitions"} {
 		conflicts += testutil.ToFloat64(p.Metrics.ConflictingDuplicates.WithLabelValues(name))
 	}
 	if conflicts != 0 {

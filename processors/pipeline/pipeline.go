@@ -85,17 +85,21 @@ type Config struct {
 	CommitHook projections.CommitHook
 }
 
-// DefaultProcessors are the processors a Chronicle service runs.
+// DefaultProcessors are the processors a Chronicle service runs. Those
+// that are processors.GlobalTable (the tool graph, the coordination
+// patterns) run on every instance over every partition of their topics
+// (Pipeline.Global); the others in the consumer group (Pipeline.Runner).
 func DefaultProcessors() []processors.Processor {
 	return []processors.Processor{
 		sessions.Processor{},
 		sessions.PatternsProcessor{},
 		memories.Processor{},
-		toolgraph.Processor{},
-		workflows.Processor{},  // issue 14
-		treesearch.Processor{}, // issue 12: the tree-search frontier projection (topic chronicle.searches)
-		passes.Processor{},     // issue 13: the reasoning family (chronicle.reasoning)
-		pair.Loop{},            // issue 13: the PAIR loop state and deterministic revision
+		toolgraph.Transitions{}, // keyed: emits tool.transition.observed.v1 to chronicle.toolgraph
+		toolgraph.Processor{},   // global table of chronicle.toolgraph
+		workflows.Processor{},   // issue 14
+		treesearch.Processor{},  // issue 12: the tree-search frontier projection (topic chronicle.searches)
+		passes.Processor{},      // issue 13: the reasoning family (chronicle.reasoning)
+		pair.Loop{},             // issue 13: the PAIR loop state and deterministic revision
 	}
 }
 
@@ -105,11 +109,15 @@ func ProjectionsDir(data string) string { return filepath.Join(data, "projection
 
 // Pipeline is a running Chronicle.
 type Pipeline struct {
-	Config     Config
-	Broker     *broker.Broker
-	Store      *projections.Store
-	Producer   *events.Producer
-	Runner     *processors.Runner
+	Config   Config
+	Broker   *broker.Broker
+	Store    *projections.Store
+	Producer *events.Producer
+	Runner   *processors.Runner
+	// Global applies the global tables among Processors
+	// (processors.GlobalTable) on every partition of their topics; nil when
+	// there are none.
+	Global     *processors.GlobalTableRunner
 	Registry   *prometheus.Registry
 	Metrics    *processors.Metrics
 	Processors []processors.Processor
@@ -195,11 +203,24 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if slices.ContainsFunc(cfg.Processors, func(pr processors.Processor) bool { return pr.Name() == treesearch.Name }) { // issue 12: an approved resume continues a built-in search
 		p.Workers = append(p.Workers, &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: game24.Builtin, Log: func(f string, a ...any) { cfg.Logger.Info(fmt.Sprintf(f, a...), nil) }})
 	}
+	// a global table runs outside the group only: in both it would apply
+	// the partitions this instance owns twice
+	group, global := processors.SplitGlobalTables(cfg.Processors)
+	if len(group) == 0 {
+		return fail(errors.New("pipeline: Config.Processors: at least one processor must run in the consumer group (all are global tables)"))
+	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
-		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: cfg.Processors, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
+		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 		Group: cfg.Group,
 	}); err != nil {
 		return fail(err)
+	}
+	if len(global) > 0 {
+		if p.Global, err = processors.NewGlobalTableRunner(processors.GlobalTableConfig{
+			Brokers: p.Broker.Addrs(), Store: p.Store, Processors: global, Metrics: p.Metrics, Logger: cfg.Logger,
+		}); err != nil {
+			return fail(err)
+		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -210,6 +231,15 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			p.setErr(fmt.Errorf("pipeline: router: %w", err))
 		}
 	}()
+	if p.Global != nil {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			if err := p.Global.Run(runCtx); err != nil {
+				p.setErr(fmt.Errorf("pipeline: global tables: %w", err))
+			}
+		}()
+	}
 	relay := &processors.Relay{Store: p.Store, Producer: p.Producer, OnError: cfg.OnRelayError}
 	go func() {
 		defer p.wg.Done()
@@ -233,12 +263,22 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			(&clock.Ticker{Producer: p.Producer, Interval: cfg.TickInterval, OnError: cfg.OnRelayError}).Run(runCtx)
 		}()
 	}
+	deadline := time.After(60 * time.Second)
 	select {
 	case <-p.Runner.Running():
 	case <-ctx.Done():
 		return fail(ctx.Err())
-	case <-time.After(60 * time.Second):
+	case <-deadline:
 		return fail(errors.New("pipeline: processors did not subscribe within 60 s"))
+	}
+	if p.Global != nil {
+		select {
+		case <-p.Global.Running():
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-deadline:
+			return fail(errors.New("pipeline: global tables were not assigned their partitions within 60 s"))
+		}
 	}
 	return p, nil
 }

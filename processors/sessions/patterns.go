@@ -180,6 +180,10 @@ func (PatternsProcessor) Topics() []events.Topic { return []events.Topic{events.
 // StatePerKey implements processors.KeyedState: one row per pattern.
 func (PatternsProcessor) StatePerKey() bool { return true }
 
+// GlobalTable implements processors.GlobalTable: every instance keeps every
+// pattern (PAIR retrieval and pattern search read them for any session).
+func (PatternsProcessor) GlobalTable() bool { return true }
+
 // Apply implements processors.Processor: it counts the session toward the
 // pattern (exact counts, the last MaxPatternSessions sessions named) and
 // moves it in or out of Succeeded as its verdict changed. Cost: one row

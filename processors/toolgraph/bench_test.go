@@ -133,7 +133,7 @@ func BenchmarkNextFromStore(b *testing.B) {
 	off := int64(0)
 	for _, session := range evs {
 		for i := range session {
-			if _, err := s.Apply(Name, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &session[i], p.Apply); err != nil {
+			if _, err := ApplyLocally(s, p, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &session[i]); err != nil {
 				b.Fatal(err)
 			}
 			off++

@@ -45,39 +45,51 @@
 // (the design's floor) or there is no context. Graph.Path is the cheapest
 // path under cost −ln(weight) with gonum's Dijkstra.
 //
-// # Projection rows (under p/toolgraph/)
+// # Two processors, one topic keyed by the aggregate
 //
-//	n/<tool>                 node: calls, starts, transitions in/out, first/last seen (Unix ms)
-//	e/<from>/<to>            edge: observed_count, failed_count (omitted when 0), first/last seen (Unix ms)
-//	w/<key>/<workflow>       the workflow's last tool and number of calls (key = events.Key)
-//	g/totals                 calls, transitions, workflows, tools, edges
+// Transitions (projection toolgraph.transitions) reads
+// workflow.task.completed.v1 on chronicle.sessions, keeps each workflow's
+// last tool in a row of the call's own record key and emits one
+// tool.transition.observed.v1 (TransitionData: from, to, failed) per call
+// to chronicle.toolgraph, keyed by the scope's graph
+// (events.EntityKey(scope, GraphID)). Processor (projection toolgraph)
+// learns each scope's graph from that topic. Keyed by scope, every row a
+// transition touches — both nodes, the edge, the scope's totals that
+// trigger a recompute, the confidences of every edge out of the source —
+// is the state of the event's own key; keyed by tool it would not be.
+// Processor is a processors.GlobalTable: every instance applies every
+// partition of chronicle.toolgraph, so each answers next-tool for every
+// scope, identically.
 //
-// Ids are path-escaped in keys. Rows hold integers and strings only;
-// confidence, weights, PageRank and communities are computed when a Graph
-// is built from the rows (Load, or inside Apply for a recompute).
+// # Projection rows
+//
+//	toolgraph:              n/<scope>/<tool>          node: calls, starts, transitions in/out, first/last seen (Unix ms)
+//	                        e/<scope>/<from>/<to>     edge: observed_count, failed_count (omitted when 0), first/last seen (Unix ms)
+//	                        t/<scope>                 calls, transitions, workflows, tools, edges of the scope
+//	toolgraph.transitions:  w/<key>/<workflow>        the workflow's last tool and number of calls (key = events.Key)
+//
+// Ids and scopes are path-escaped in keys. Rows hold integers and strings
+// only; confidence, weights, PageRank and communities are computed when a
+// Graph is built from the rows (LoadIn for some scopes, their union:
+// counts summed per tool and edge; Load for every scope), or inside Apply
+// for a recompute of one scope.
 //
 // # Determinism and replay
 //
 // Apply is a deterministic function of the projection and the event: no
 // clock (times are event times), no randomness besides the fixed-seed
-// Louvain source, no map order in stored bytes or emitted events. Beyond
-// that, the rows are order-independent: counts are sums and seen-times are
-// minima and maxima, so the projection after a set of events does not
-// depend on how events of different keys interleave. That matters because
-// the toolgraph state spans sessions, and the live Runner and Replay
-// consume the partitions of chronicle.sessions in different interleavings;
-// only w/ rows depend on event order, and only within one record key,
-// which Kafka orders. (Topics have one partition by default, which makes
-// the point moot there; Processor.NeedsTotalOrder is false because the
-// projection does not need a total order.) This is also why PageRank and
-// communities are not stored: a snapshot taken every N transitions would
-// depend on which events of other partitions had been applied by then, and
-// `chronicle audit` would report a difference after a correct replay. They
-// are recomputed from the rows instead: about 1 ms for the 14 tau-bench
-// tools including reading the rows from Pebble, 4.7 s for 10,000 tools and
-// 100,000 edges, nearly all of it Louvain (PageRank alone: 26 ms). Derived
-// events do depend on the interleaving (which event first crosses a
-// threshold) but live in the outbox, which the digest leaves out.
+// Louvain source, no map order in stored bytes or emitted events. Each
+// scope's graph is a function of one partition of chronicle.toolgraph, in
+// the log's order, so the derived events (which event first crosses a
+// threshold, the counts they carry, the rank snapshots) are the same in
+// the live pipeline, in a replay and on every instance, on any number of
+// partitions. The transitions' ids are derived from the calls' ids
+// (events.DerivedID), so a replay or a restoring partition owner re-emits
+// identical events, dropped by their idempotency key. PageRank and
+// communities are recomputed from the rows rather than stored: about 1 ms
+// for the 14 tau-bench tools including reading the rows from Pebble, 4.7 s
+// for 10,000 tools and 100,000 edges, nearly all of it Louvain (PageRank
+// alone: 26 ms).
 //
 // # Derived events
 //
@@ -87,9 +99,10 @@
 // to a threshold can cross it repeatedly as A's successors alternate, and
 // the event carries the counts so consumers can debounce.
 // graph.ranks.updated.v1 (RanksUpdatedData) when the number of transitions
-// reaches a multiple of Processor.RecomputeEvery (default 50; with
-// thousands of tools a recompute takes seconds, so raise it). Both go to
-// events.TopicLearned, keyed by the edge's from tool and by "toolgraph".
+// of a scope reaches a multiple of Processor.RecomputeEvery (default 50;
+// with thousands of tools a recompute takes seconds, so raise it). Both go
+// to events.TopicLearned in the scope of the transition, keyed by
+// EntityKey(scope, from tool) and EntityKey(scope, "toolgraph").
 // The schemas are schemas/graph.edge.learned.v1.json and
 // schemas/graph.ranks.updated.v1.json.
 //

@@ -304,6 +304,36 @@ func (g *Graph) putEdge(r edgeRow) error {
 	return nil
 }
 
+// mergeNode adds r to the node of its tool: counts summed, seen-times
+// widened. Loading several scopes' graphs so gives their union, whatever
+// the order of the rows.
+func (g *Graph) mergeNode(r nodeRow) {
+	g.an.invalidate()
+	n, ok := g.nodes[r.Tool]
+	if !ok {
+		g.nodes[r.Tool] = &r
+		return
+	}
+	n.Calls += r.Calls
+	n.Starts += r.Starts
+	n.Out += r.Out
+	n.In += r.In
+	n.FirstSeenMS, n.LastSeenMS = min(n.FirstSeenMS, r.FirstSeenMS), max(n.LastSeenMS, r.LastSeenMS)
+}
+
+// mergeEdge adds r to the edge of its tools, as mergeNode.
+func (g *Graph) mergeEdge(r edgeRow) {
+	g.an.invalidate()
+	e, ok := g.edges[[2]string{r.From, r.To}]
+	if !ok {
+		g.edges[[2]string{r.From, r.To}] = &r
+		return
+	}
+	e.Count += r.Count
+	e.Failed += r.Failed
+	e.FirstSeenMS, e.LastSeenMS = min(e.FirstSeenMS, r.FirstSeenMS), max(e.LastSeenMS, r.LastSeenMS)
+}
+
 func (g *Graph) getTotals() (totalsRow, error) { return g.totals, nil }
 
 func (g *Graph) putTotals(r totalsRow) error {

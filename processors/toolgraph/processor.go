@@ -9,8 +9,13 @@ import (
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
-// Name is the processor's and projection's name.
+// Name is the name of the tool graph processor (Processor) and its
+// projection: the per-scope aggregate, read by every query.
 const Name = "toolgraph"
+
+// TransitionsName is the name of the keyed transitions processor
+// (Transitions) and its projection: the last tool of every workflow.
+const TransitionsName = "toolgraph.transitions"
 
 // DefaultRecomputeEvery is the default Processor.RecomputeEvery.
 const DefaultRecomputeEvery = 50
@@ -19,83 +24,59 @@ const DefaultRecomputeEvery = 50
 // this shape.
 type EmitFunc func(tx *projections.Tx, typ events.Type, payload any) error
 
-// Processor learns the tool graph from workflow.task.completed.v1 events
-// (GraphRAG design) and emits graph.edge.learned.v1 and
-// graph.ranks.updated.v1. The zero value is ready to use.
-type Processor struct {
-	// RecomputeEvery: PageRank and communities are recomputed, and
-	// graph.ranks.updated.v1 emitted, by the event that brings the total
-	// number of transitions (edge updates) to a multiple of it. 0 means
-	// DefaultRecomputeEvery; a negative value disables recomputes.
-	RecomputeEvery int
-	// Emit queues derived events; nil means (*projections.Tx).Emit, which
-	// validates them and therefore fails while events/types.go does not
-	// register EdgeLearned and RanksUpdated.
-	Emit EmitFunc
+// TransitionData is the data of tool.transition.observed.v1: one tool call
+// of a workflow and the tool called before it in the same workflow. The
+// Transitions processor emits it on chronicle.toolgraph, keyed by the
+// scope's graph (EntityKey(scope, Graph)), whatever partition of
+// chronicle.sessions the call came from.
+type TransitionData struct {
+	// Graph is GraphID; with the event's scope, the record key.
+	Graph string `json:"graph"`
+	// WorkflowID is the workflow of the call.
+	WorkflowID string `json:"workflow_id"`
+	// Entity is the record key of the causing event on chronicle.sessions
+	// (scope/session id, else scope/workflow id).
+	Entity string `json:"entity,omitempty"`
+	// From is the tool called before in the same workflow; "" (absent) for
+	// the workflow's first call.
+	From string `json:"from,omitempty"`
+	// To is the tool called.
+	To string `json:"to"`
+	// Failed: the call of To failed (success false).
+	Failed bool `json:"failed,omitempty"`
+	// Call is the 1-based number of the call in its workflow.
+	Call int `json:"call"`
 }
 
-// Name implements processors.Processor.
-func (Processor) Name() string { return Name }
+// Transitions is the keyed half of the tool graph: it reads
+// workflow.task.completed.v1 on chronicle.sessions, keeps each workflow's
+// last tool (w/<key>/<workflow>, a row of the event's own record key) and
+// emits tool.transition.observed.v1 (TransitionData) for every call,
+// keyed by the scope's tool graph. Its state is per key, so the partitions
+// of chronicle.sessions are applied concurrently and owned by any
+// instance; the aggregate over every session of a scope is Processor's,
+// fed in the order chronicle.toolgraph fixes. The derived event's id is
+// events.DerivedID of the call's event, so a replay or a restoring owner
+// re-emits identical events and Processor drops the repeats by their
+// idempotency key.
+type Transitions struct{}
 
-// NeedsTotalOrder implements processors.TotalOrder: false. The projection
-// is the same for every interleaving of the partitions of
-// chronicle.sessions (see the package documentation), so replay and audit
-// hold with any partition count. The derived events are not: with more
-// than one partition, which event first observes an edge or crosses a
-// threshold, and the counts in the events, depend on the interleaving —
-// the price README's "Why one partition by default" describes for derived
-// chains.
-func (Processor) NeedsTotalOrder() bool { return false }
+// Name implements processors.Processor.
+func (Transitions) Name() string { return TransitionsName }
 
 // Topics implements processors.Processor: chronicle.sessions, where
 // workflow.task.completed.v1 lives.
-func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
+func (Transitions) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
 
-// Row keys. Tool, key and workflow ids are path-escaped so that '/' in an
-// id cannot make two keys collide.
-func esc(s string) string               { return url.PathEscape(s) }
-func nodeKey(tool string) string        { return "n/" + esc(tool) }
-func edgeKey(from, to string) string    { return "e/" + esc(from) + "/" + esc(to) }
-func edgePrefix(from string) string     { return "e/" + esc(from) + "/" }
-func workflowKey(key, wf string) string { return "w/" + esc(key) + "/" + esc(wf) }
+// StatePerKey implements processors.KeyedState: every row is one record
+// key's (the workflow's session, or the workflow).
+func (Transitions) StatePerKey() bool { return true }
 
-const totalsKey = "g/totals"
-
-// txCounts is the projection, through an Apply call's Tx, as learning's
-// counts.
-type txCounts struct{ tx *projections.Tx }
-
-func (c txCounts) getNode(tool string) (nodeRow, bool, error) {
-	var r nodeRow
-	ok, err := c.tx.GetJSON(nodeKey(tool), &r)
-	return r, ok, err
-}
-func (c txCounts) putNode(r nodeRow) error { return c.tx.SetJSON(nodeKey(r.Tool), r) }
-func (c txCounts) getEdge(from, to string) (edgeRow, bool, error) {
-	var r edgeRow
-	ok, err := c.tx.GetJSON(edgeKey(from, to), &r)
-	return r, ok, err
-}
-func (c txCounts) putEdge(r edgeRow) error { return c.tx.SetJSON(edgeKey(r.From, r.To), r) }
-func (c txCounts) getTotals() (totalsRow, error) {
-	var r totalsRow
-	_, err := c.tx.GetJSON(totalsKey, &r)
-	return r, err
-}
-func (c txCounts) putTotals(r totalsRow) error { return c.tx.SetJSON(totalsKey, r) }
-
-// Apply implements processors.Processor. For a workflow.task.completed.v1
-// event it advances the workflow's state (w/<key>/<workflow>: the last
-// tool), counts the call and the transition from the workflow's previous
-// tool (n/, e/, g/totals rows), emits graph.edge.learned.v1 for the
-// edge's first observation and for every edge out of the previous tool
-// whose confidence crossed SuggestionThreshold or SpeculationThreshold
-// (either way: the other successors' confidence drops), and, when the
-// total number of transitions reaches a multiple of RecomputeEvery,
-// recomputes PageRank and communities over the whole graph and emits
-// graph.ranks.updated.v1. Other event types are ignored. Errors: an
-// undecodable event, a store error, or a failed Emit.
-func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
+// Apply implements processors.Processor: for a workflow.task.completed.v1
+// it advances the workflow's w/ row and emits tool.transition.observed.v1.
+// Other types are ignored. Errors: an undecodable event (missing tool or
+// workflow id, bad time), a store error, a failed Emit.
+func (Transitions) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if env.Type != events.WorkflowTaskCompleted {
 		return nil
 	}
@@ -112,7 +93,112 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err := tx.SetJSON(wk, w); err != nil {
 		return err
 	}
-	cs := txCounts{tx}
+	return tx.Emit(events.ToolTransitionObserved, TransitionData{
+		Graph: GraphID, WorkflowID: c.Workflow, Entity: c.Key, From: o.From, To: o.To, Failed: o.Failed, Call: w.Calls,
+	})
+}
+
+// Processor learns the tool graph of each scope from
+// tool.transition.observed.v1 on chronicle.toolgraph (GraphRAG design) and
+// emits graph.edge.learned.v1 and graph.ranks.updated.v1. Its topic is
+// keyed by the scope's graph, so its rows (n/, e/, t/ of one scope) are
+// the state of one record key, and every scope's graph is a function of
+// one ordered partition: the same on every instance and in a replay, on
+// any number of partitions. It is meant to run as a global table
+// (processors.GlobalTable): every instance applies every partition, so
+// each can answer next-tool for any scope. The zero value is ready to use.
+type Processor struct {
+	// RecomputeEvery: PageRank and communities of a scope are recomputed,
+	// and graph.ranks.updated.v1 emitted, by the event that brings the
+	// scope's number of transitions (edge updates) to a multiple of it. 0
+	// means DefaultRecomputeEvery; a negative value disables recomputes.
+	RecomputeEvery int
+	// Emit queues derived events; nil means (*projections.Tx).Emit.
+	Emit EmitFunc
+}
+
+// Name implements processors.Processor.
+func (Processor) Name() string { return Name }
+
+// Topics implements processors.Processor: chronicle.toolgraph.
+func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicToolgraph} }
+
+// StatePerKey implements processors.KeyedState: the rows of one scope's
+// graph are the state of its record key, EntityKey(scope, GraphID).
+func (Processor) StatePerKey() bool { return true }
+
+// GlobalTable implements processors.GlobalTable: every instance keeps the
+// whole tool graph (every scope, every partition of chronicle.toolgraph).
+func (Processor) GlobalTable() bool { return true }
+
+// Row keys. Tool, key and workflow ids and scopes are path-escaped so that
+// '/' in an id cannot make two keys collide.
+func esc(s string) string               { return url.PathEscape(s) }
+func nodeKey(scope, tool string) string { return "n/" + esc(scope) + "/" + esc(tool) }
+func nodePrefix(scope string) string    { return "n/" + esc(scope) + "/" }
+func edgeKey(scope, from, to string) string {
+	return "e/" + esc(scope) + "/" + esc(from) + "/" + esc(to)
+}
+func edgePrefix(scope, from string) string { return "e/" + esc(scope) + "/" + esc(from) + "/" }
+func scopeEdgePrefix(scope string) string  { return "e/" + esc(scope) + "/" }
+func totalsKey(scope string) string        { return "t/" + esc(scope) }
+func workflowKey(key, wf string) string    { return "w/" + esc(key) + "/" + esc(wf) }
+
+// txCounts is one scope's graph in the projection, through an Apply
+// call's Tx, as learning's counts.
+type txCounts struct {
+	tx    *projections.Tx
+	scope string
+}
+
+func (c txCounts) getNode(tool string) (nodeRow, bool, error) {
+	var r nodeRow
+	ok, err := c.tx.GetJSON(nodeKey(c.scope, tool), &r)
+	return r, ok, err
+}
+func (c txCounts) putNode(r nodeRow) error { return c.tx.SetJSON(nodeKey(c.scope, r.Tool), r) }
+func (c txCounts) getEdge(from, to string) (edgeRow, bool, error) {
+	var r edgeRow
+	ok, err := c.tx.GetJSON(edgeKey(c.scope, from, to), &r)
+	return r, ok, err
+}
+func (c txCounts) putEdge(r edgeRow) error { return c.tx.SetJSON(edgeKey(c.scope, r.From, r.To), r) }
+func (c txCounts) getTotals() (totalsRow, error) {
+	var r totalsRow
+	_, err := c.tx.GetJSON(totalsKey(c.scope), &r)
+	return r, err
+}
+func (c txCounts) putTotals(r totalsRow) error { return c.tx.SetJSON(totalsKey(c.scope), r) }
+
+// Apply implements processors.Processor. For a tool.transition.observed.v1
+// of scope S it counts the call and the transition from the previous tool
+// in S's graph (n/S/, e/S/, t/S rows), emits graph.edge.learned.v1 for the
+// edge's first observation and for every edge out of the previous tool
+// whose confidence crossed SuggestionThreshold or SpeculationThreshold
+// (either way: the other successors' confidence drops), and, when S's
+// number of transitions reaches a multiple of RecomputeEvery, recomputes
+// PageRank and communities over S's graph and emits
+// graph.ranks.updated.v1. Both derived events carry S as scope. Other
+// event types are ignored. Errors: an undecodable event (the field named),
+// a store error, or a failed Emit.
+func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
+	if env.Type != events.ToolTransitionObserved {
+		return nil
+	}
+	var d TransitionData
+	if err := env.Decode(&d); err != nil {
+		return err
+	}
+	if d.To == "" {
+		return fmt.Errorf("toolgraph: %s %s: /data/to: required", env.Type, env.ID)
+	}
+	at, err := env.EventTime()
+	if err != nil {
+		return err
+	}
+	o := observation{From: d.From, To: d.To, AtMS: at.UnixMilli(), Failed: d.Failed}
+	scope := env.EffectiveScope()
+	cs := txCounts{tx, scope}
 	if err := learn(cs, o); err != nil {
 		return err
 	}
@@ -123,12 +209,12 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if emit == nil {
 		emit = (*projections.Tx).Emit
 	}
-	learned, err := edgeChanges(cs, tx, o)
+	learned, err := edgeChanges(cs, o)
 	if err != nil {
 		return err
 	}
-	for _, d := range learned {
-		if err := emit(tx, EdgeLearned, d); err != nil {
+	for _, el := range learned {
+		if err := emit(tx, EdgeLearned, el); err != nil {
 			return err
 		}
 	}
@@ -140,7 +226,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil || every < 0 || tot.Transitions%every != 0 {
 		return err
 	}
-	g, err := loadGraph(tx.Scan)
+	g, err := loadGraph(tx.Scan, []string{scope})
 	if err != nil {
 		return err
 	}
@@ -153,14 +239,14 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 // changed because count(From→·) grew by one. Edges come in row-key order,
 // each with first_observed, then upward crossings (0.7, 0.85), then
 // downward ones (0.85, 0.7).
-func edgeChanges(cs txCounts, tx *projections.Tx, o observation) ([]EdgeLearnedData, error) {
+func edgeChanges(cs txCounts, o observation) ([]EdgeLearnedData, error) {
 	from, _, err := cs.getNode(o.From)
 	if err != nil {
 		return nil, err
 	}
 	newOut := from.Out
 	var out []EdgeLearnedData
-	err = tx.Scan(edgePrefix(o.From), func(_ string, val []byte) (bool, error) {
+	err = cs.tx.Scan(edgePrefix(cs.scope, o.From), func(_ string, val []byte) (bool, error) {
 		var e edgeRow
 		if err := json.Unmarshal(val, &e); err != nil {
 			return false, err
@@ -236,29 +322,61 @@ func ranksData(g *Graph) RanksUpdatedData {
 // scanFunc is the Scan of a Tx, or of a Store bound to this projection.
 type scanFunc func(prefix string, fn func(key string, val []byte) (bool, error)) error
 
-// loadGraph builds a Graph from the projection rows.
-func loadGraph(scan scanFunc) (*Graph, error) {
+// loadGraph builds a Graph from the projection rows of scopes (nil: every
+// scope): the union of their graphs, counts summed (Graph.merge).
+func loadGraph(scan scanFunc, scopes []string) (*Graph, error) {
 	g := NewGraph()
-	if err := scan("n/", func(_ string, val []byte) (bool, error) {
-		var r nodeRow
-		if err := json.Unmarshal(val, &r); err != nil {
-			return false, err
+	prefixes := [3][]string{{"n/"}, {"e/"}, {"t/"}}
+	if scopes != nil {
+		prefixes = [3][]string{}
+		for _, sc := range scopes {
+			prefixes[0] = append(prefixes[0], nodePrefix(sc))
+			prefixes[1] = append(prefixes[1], scopeEdgePrefix(sc))
+			prefixes[2] = append(prefixes[2], totalsKey(sc))
 		}
-		return true, g.putNode(r)
-	}); err != nil {
-		return nil, err
 	}
-	if err := scan("e/", func(_ string, val []byte) (bool, error) {
-		var r edgeRow
-		if err := json.Unmarshal(val, &r); err != nil {
-			return false, err
+	for _, pre := range prefixes[0] {
+		if err := scan(pre, func(_ string, val []byte) (bool, error) {
+			var r nodeRow
+			if err := json.Unmarshal(val, &r); err != nil {
+				return false, err
+			}
+			g.mergeNode(r)
+			return true, nil
+		}); err != nil {
+			return nil, err
 		}
-		return true, g.putEdge(r)
-	}); err != nil {
-		return nil, err
 	}
-	err := scan(totalsKey, func(_ string, val []byte) (bool, error) {
-		return false, json.Unmarshal(val, &g.totals)
-	})
-	return g, err
+	for _, pre := range prefixes[1] {
+		if err := scan(pre, func(_ string, val []byte) (bool, error) {
+			var r edgeRow
+			if err := json.Unmarshal(val, &r); err != nil {
+				return false, err
+			}
+			g.mergeEdge(r)
+			return true, nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, pre := range prefixes[2] {
+		exact := scopes != nil
+		if err := scan(pre, func(key string, val []byte) (bool, error) {
+			if exact && key != pre {
+				return true, nil // t/project:a is a prefix of t/project:ab
+			}
+			var r totalsRow
+			if err := json.Unmarshal(val, &r); err != nil {
+				return false, err
+			}
+			g.totals.Calls += r.Calls
+			g.totals.Transitions += r.Transitions
+			g.totals.Workflows += r.Workflows
+			return true, nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	g.totals.Tools, g.totals.Edges = len(g.nodes), len(g.edges)
+	return g, nil
 }

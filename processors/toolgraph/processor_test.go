@@ -49,7 +49,7 @@ func applyAll(t *testing.T, s *projections.Store, p Processor, evs []events.Enve
 	t.Helper()
 	var res []projections.Result
 	for i := range evs {
-		r, err := s.Apply(Name, projections.Position{Topic: string(events.TopicSessions), Partition: 0, Offset: int64(i)}, &evs[i], p.Apply)
+		r, err := ApplyLocally(s, p, projections.Position{Topic: string(events.TopicSessions), Partition: 0, Offset: int64(i)}, &evs[i])
 		if err != nil {
 			t.Fatalf("event %d (%s): %v", i, evs[i].ID, err)
 		}
@@ -58,15 +58,21 @@ func applyAll(t *testing.T, s *projections.Store, p Processor, evs []events.Enve
 	return res
 }
 
-// rows returns every row of the projection.
+// rows returns every row of the two projections (the transitions
+// projection's with its name in front).
 func rows(t *testing.T, s *projections.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	if err := s.Scan(Name, "", "", func(k string, v []byte) (bool, error) {
-		out[k] = string(v)
-		return true, nil
-	}); err != nil {
-		t.Fatal(err)
+	for _, proj := range []string{Name, TransitionsName} {
+		if err := s.Scan(proj, "", "", func(k string, v []byte) (bool, error) {
+			if proj != Name {
+				k = proj + ":" + k
+			}
+			out[k] = string(v)
+			return true, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }
@@ -170,10 +176,13 @@ func TestProcessorApply(t *testing.T) {
 	var ab, ac edgeRow
 	var tot totalsRow
 	var w7 workflowRow
-	for key, v := range map[string]any{"n/a": &a, "n/b": &b, "e/a/b": &ab, "e/a/c": &ac, "g/totals": &tot, "w/org:default%2Fs7/w7": &w7} {
+	for key, v := range map[string]any{"n/org:default/a": &a, "n/org:default/b": &b, "e/org:default/a/b": &ab, "e/org:default/a/c": &ac, "t/org:default": &tot} {
 		if ok, err := s.GetJSON(Name, key, v); err != nil || !ok {
 			t.Fatalf("row %s: %v %v", key, ok, err)
 		}
+	}
+	if ok, err := s.GetJSON(TransitionsName, "w/org:default%2Fs7/w7", &w7); err != nil || !ok {
+		t.Fatalf("row w/org:default%%2Fs7/w7: %v %v", ok, err)
 	}
 	ms := func(sec int) int64 { return base.UnixMilli() + int64(sec)*1000 }
 	if a != (nodeRow{Tool: "a", Calls: 7, Starts: 7, Out: 7, FirstSeenMS: ms(0), LastSeenMS: ms(12)}) {
@@ -194,12 +203,12 @@ func TestProcessorApply(t *testing.T) {
 	if w7 != (workflowRow{Key: "org:default/s7", Workflow: "w7", Last: "c", Calls: 2}) {
 		t.Errorf("w/s7/w7 = %+v", w7)
 	}
-	if n := len(rows(t, s)); n != 3+2+1+7 {
+	if n := len(rows(t, s)); n != 3+2+1+7 { // 7 workflows in the transitions projection
 		t.Errorf("%d rows, want 3 nodes, 2 edges, totals and 7 workflows", n)
 	}
 
 	// Queries over the store.
-	if v, err := Version(s); err != nil || v != 14 {
+	if v, err := Version(s, nil); err != nil || v != 14 {
 		t.Errorf("Version = %d, %v", v, err)
 	}
 	p, err := Next(s, []string{"a"}, 2)
@@ -295,34 +304,40 @@ func TestProcessorDeterministicAndReplayable(t *testing.T) {
 }
 
 // With the default Emit (projections.Tx.Emit) the derived events are
-// validated against the registry: until events/types.go registers them,
-// the Apply that emits fails and keeps nothing; once registered, they land
-// in the outbox on chronicle.learned, keyed by tool.
+// validated against the registry and land in the outbox: each call's
+// tool.transition.observed.v1 on chronicle.toolgraph keyed by the scope's
+// graph, with an id derived from the call's; the edge's
+// graph.edge.learned.v1 on chronicle.learned keyed by scope and tool.
 func TestProcessorDefaultEmit(t *testing.T) {
 	evs := sequences(t, []string{"a", "b"})
 	s := openStore(t)
-	p := Processor{}
-	applyAll(t, s, p, evs[:1])
-	_, err := s.Apply(Name, projections.Position{Topic: string(events.TopicSessions), Offset: 1}, &evs[1], p.Apply)
-	if _, registered := events.Lookup(EdgeLearned); !registered {
-		var ve *events.ValidationError
-		if !errors.As(err, &ve) || !strings.Contains(err.Error(), string(EdgeLearned)) {
-			t.Fatalf("unregistered %s: want a validation error naming it, got %v", EdgeLearned, err)
-		}
-		if _, ok, _ := s.Get(Name, "e/a/b"); ok {
-			t.Error("a failed Apply left its edge row behind")
-		}
-		return
+	applyAll(t, s, Processor{}, evs)
+	out, err := s.PendingOutbox(10)
+	if err != nil || len(out) != 3 {
+		t.Fatalf("outbox: %+v, %v", out, err)
 	}
+	for i, want := range []struct {
+		typ   events.Type
+		topic events.Topic
+		key   string
+	}{
+		{events.ToolTransitionObserved, events.TopicToolgraph, "org:default/toolgraph"},
+		{events.ToolTransitionObserved, events.TopicToolgraph, "org:default/toolgraph"},
+		{EdgeLearned, events.TopicLearned, "org:default/a"},
+	} {
+		if out[i].Type != want.typ || out[i].Topic != string(want.topic) || out[i].Key != want.key {
+			t.Errorf("outbox record %d: %s on %s keyed %q, want %s on %s keyed %q", i, out[i].Type, out[i].Topic, out[i].Key, want.typ, want.topic, want.key)
+		}
+	}
+	tr, err := events.ParseEvent(out[1].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.PendingOutbox(10)
-	if err != nil || len(out) != 1 {
-		t.Fatalf("outbox: %+v, %v", out, err)
+	if want := events.DerivedID(evs[1].Source, evs[1].ID, events.ToolTransitionObserved, 0); tr.ID != want {
+		t.Errorf("transition id %s, want %s (derived from the call's id)", tr.ID, want)
 	}
-	if out[0].Type != EdgeLearned || out[0].Topic != string(events.TopicLearned) || out[0].Key != "a" {
-		t.Errorf("outbox record %s on %s keyed %q, want %s on %s keyed by the from tool \"a\"",
-			out[0].Type, out[0].Topic, out[0].Key, EdgeLearned, events.TopicLearned)
+	var d TransitionData
+	if err := tr.Decode(&d); err != nil || d != (TransitionData{Graph: GraphID, WorkflowID: "w1", Entity: "org:default/s1", From: "a", To: "b", Call: 2}) {
+		t.Errorf("transition data %+v, %v", d, err)
 	}
 }

@@ -38,7 +38,7 @@ func TestProfiles(t *testing.T) {
 	if p := g.Profiles(1); len(p[1].Before) != 1 || p[1].Before[0] != "a" {
 		t.Errorf("k=1: b before %v, want [a]", p[1].Before)
 	}
-	for key, tool := range map[string]string{nodeKey("x/y z"): "x/y z", edgeKey("a", "b"): "", "n/%zz": ""} {
+	for key, tool := range map[string]string{nodeKey("project:a", "x/y z"): "x/y z", edgeKey("project:a", "a", "b"): "", "n/project:a/%zz": "", "n/x": ""} {
 		if got := ToolOfKey(key); got != tool {
 			t.Errorf("ToolOfKey(%q) = %q, want %q", key, got, tool)
 		}

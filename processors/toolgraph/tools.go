@@ -181,9 +181,15 @@ func (g *Graph) Profiles(k int) []Profile {
 // ToolOfKey is the tool id of a row key of the projection ("" when the
 // key is not a tool's node row): the commit hook of the search index uses
 // it to follow tool changes (every call, and every transition into or out
-// of a tool, rewrites its node row).
+// of a tool, rewrites its node row). Node rows are per scope
+// (n/<scope>/<tool>); the Tool collection holds the union of every scope
+// (search.ToolScope), so the scope is dropped.
 func ToolOfKey(key string) string {
-	esc, ok := strings.CutPrefix(key, "n/")
+	rest, ok := strings.CutPrefix(key, "n/")
+	if !ok {
+		return ""
+	}
+	_, esc, ok := strings.Cut(rest, "/")
 	if !ok {
 		return ""
 	}

@@ -14,11 +14,13 @@ const (
 	RanksUpdated = events.GraphRanksUpdated
 )
 
-// GraphID is the value of RanksUpdatedData.Graph: the name of the graph the
-// ranks belong to (this processor's projection). It is meant as the record
-// key of graph.ranks.updated.v1 (KeyField "graph"), so that successive rank
-// snapshots stay in order on one partition; graph.edge.learned.v1 is meant
-// to be keyed by its "from" tool.
+// GraphID is the value of RanksUpdatedData.Graph and TransitionData.Graph:
+// the name of the graph (this processor's projection). With the event's
+// scope it is the record key of graph.ranks.updated.v1 and
+// tool.transition.observed.v1 (KeyField "graph": EntityKey(scope,
+// "toolgraph")), so a scope's transitions and rank snapshots stay in order
+// on one partition; graph.edge.learned.v1 is keyed by EntityKey(scope,
+// from tool).
 const GraphID = Name
 
 // Reasons of an EdgeLearnedData.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,9 +121,8 @@ type Server struct {
 	// brokerDown is set while produces fail, so an outage is logged once.
 	brokerDown atomic.Bool
 
-	graphMu  sync.Mutex
-	graph    *toolgraph.Graph
-	graphVer int
+	graphMu sync.Mutex
+	graphs  map[string]cachedGraph // by the scopes' list (graphCacheKey)
 
 	suggestMu sync.Mutex
 	suggester suggest.Suggester // POST /v1/workflows/suggest
@@ -590,29 +590,78 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals})
 }
 
-// toolGraph returns the learned tool graph, reloading it from the
-// projection only when its version moved.
-func (s *Server) toolGraph() (*toolgraph.Graph, error) {
-	v, err := toolgraph.Version(s.P.Store)
+// cachedGraph is a loaded tool graph and the version it was loaded at.
+type cachedGraph struct {
+	g   *toolgraph.Graph
+	ver int
+}
+
+// maxCachedGraphs bounds Server.graphs (one entry per distinct list of
+// scopes asked for); past it the cache starts over.
+const maxCachedGraphs = 256
+
+// toolGraph returns the learned tool graph of every scope (their union),
+// reloading it from the projection only when its version moved.
+func (s *Server) toolGraph() (*toolgraph.Graph, error) { return s.toolGraphIn(nil) }
+
+// toolGraphIn returns the union of the tool graphs of scopes (nil: every
+// scope), cached per list of scopes while its version is unchanged.
+func (s *Server) toolGraphIn(scopes []string) (*toolgraph.Graph, error) {
+	v, err := toolgraph.Version(s.P.Store, scopes)
 	if err != nil {
 		return nil, err
 	}
+	key := "*"
+	if scopes != nil {
+		key = "=" + strings.Join(scopes, ",")
+	}
 	s.graphMu.Lock()
 	defer s.graphMu.Unlock()
-	if s.graph == nil || v != s.graphVer {
-		g, err := toolgraph.Load(s.P.Store)
-		if err != nil {
-			return nil, err
-		}
-		s.graph, s.graphVer = g, v
+	if c, ok := s.graphs[key]; ok && c.ver == v {
+		return c.g, nil
 	}
-	return s.graph, nil
+	g, err := toolgraph.LoadIn(s.P.Store, scopes)
+	if err != nil {
+		return nil, err
+	}
+	if s.graphs == nil || len(s.graphs) >= maxCachedGraphs {
+		s.graphs = map[string]cachedGraph{}
+	}
+	s.graphs[key] = cachedGraph{g: g, ver: v}
+	return g, nil
+}
+
+// graphScopes is the list of scopes whose tool graphs a graph route
+// answers from (their union): ?scope= (one scope the caller reads; 404
+// otherwise, as for another scope's entity), else every scope the caller
+// reads (nil: every scope, for a token that reads *). It writes the error
+// and returns ok false: 400 for a malformed scope.
+func graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+	c := CallerOf(r)
+	if sc := r.URL.Query().Get("scope"); sc != "" {
+		if !events.ValidScope(sc) {
+			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+			return nil, false
+		}
+		if !c.CanRead(sc) {
+			writeErr(w, http.StatusNotFound, "tool graph of scope %q not found", sc)
+			return nil, false
+		}
+		return []string{sc}, true
+	}
+	if c.ReadsAll() {
+		return nil, true
+	}
+	scopes := slices.Clone(c.Read)
+	slices.Sort(scopes)
+	return slices.Compact(scopes), true
 }
 
 // graphNext predicts the next tool: after=a,b (the tools called so far,
 // oldest first; empty for the first call), k (default 5, 1..100).
 func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
-	if needsAll(w, r) {
+	scopes, ok := graphScopes(w, r)
+	if !ok {
 		return
 	}
 	var after []string
@@ -628,7 +677,7 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 		}
 		k = n
 	}
-	g, err := s.toolGraph()
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -637,10 +686,11 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
-	if needsAll(w, r) {
+	scopes, ok := graphScopes(w, r)
+	if !ok {
 		return
 	}
-	g, err := s.toolGraph()
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -649,7 +699,8 @@ func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
-	if needsAll(w, r) {
+	scopes, ok := graphScopes(w, r)
+	if !ok {
 		return
 	}
 	from, to := r.URL.Query().Get("from"), r.URL.Query().Get("to")
@@ -657,7 +708,7 @@ func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "from and to: both required")
 		return
 	}
-	g, err := s.toolGraph()
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -100,10 +101,11 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 		{"GET", "/v1/memories/" + mem + "/history", nil, 404},
 		{"POST", "/v1/memories/" + mem + "/feedback", map[string]any{"helpful": true}, 404},
 		{"POST", "/v1/memories", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success", "scope": "project:a"}, 403},
-		{"GET", "/v1/graph/tools", nil, 403},
 		{"GET", "/v1/tools/search?query=flight", nil, 403},
-		{"GET", "/v1/graph/next?after=get_user_details", nil, 403},
-		{"GET", "/v1/graph/path?from=a&to=b", nil, 403},
+		{"GET", "/v1/graph/tools?scope=project:a", nil, 404},
+		{"GET", "/v1/graph/next?after=get_user_details&scope=project:a", nil, 404},
+		{"GET", "/v1/graph/path?from=get_user_details&to=get_user_details&scope=project:a", nil, 404},
+		{"GET", "/v1/graph/path?from=get_user_details&to=get_user_details", nil, 404}, // unknown in b's own graph
 		{"GET", "/v1/digest", nil, 403},
 	} {
 		if code, m := do("tok-b", c.method, c.path, c.body); code != c.want {
@@ -132,6 +134,19 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 	}
 	if code, _ := do("tok-admin", "GET", "/v1/graph/tools", nil); code != 200 {
 		t.Fatalf("admin graph: %d", code)
+	}
+	// the tool graph is per scope: b's own graph is empty, a's holds its
+	// session's tools, and the admin's view (every scope) is their union
+	if code, m := do("tok-b", "GET", "/v1/graph/tools", nil); code != 200 || len(m["tools"].([]any)) != 0 {
+		t.Fatalf("b's tool graph: %d %v, want project:b's own (empty)", code, m)
+	}
+	if code, m := do("tok-b", "GET", "/v1/graph/next?after=get_user_details", nil); code != 200 || len(m["suggestions"].([]any)) != 0 {
+		t.Fatalf("b's next tool: %d %v, want no suggestion from project:a's calls", code, m)
+	}
+	codeA, ma := do("tok-a", "GET", "/v1/graph/tools", nil)
+	codeAdm, madm := do("tok-admin", "GET", "/v1/graph/tools?scope=project:a", nil)
+	if codeA != 200 || len(ma["tools"].([]any)) == 0 || codeAdm != 200 || fmt.Sprint(ma) != fmt.Sprint(madm) {
+		t.Fatalf("a's tool graph: %d %v; the admin's view of project:a: %d %v", codeA, ma, codeAdm, madm)
 	}
 	// coordination patterns are scoped like memories; tools need every scope
 	pq := "/v1/patterns/search?min_confidence=0&outcome=all&query=" + url.QueryEscape("change the flight of a reservation")

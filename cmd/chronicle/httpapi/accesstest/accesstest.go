@@ -96,8 +96,9 @@ func (c Case) want(who Caller) int {
 func esc(id string) string { return url.PathEscape(id) }
 
 // Cases is the table of Chronicle's routes. Aggregates over every scope
-// (the tool graph, the digest, tool search) need a token that reads "*":
-// 403 for both scoped tokens.
+// (the digest, tool search) need a token that reads "*": 403 for both
+// scoped tokens. The tool graph routes answer from the graphs of the
+// scopes the caller reads.
 func Cases() []Case {
 	get := func(path func(Fixture) string) func(Fixture) Request {
 		return func(f Fixture) Request { return Request{Method: "GET", Path: path(f)} }
@@ -172,9 +173,18 @@ func Cases() []Case {
 		{Pattern: "POST /v1/searches/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/searches/" + esc(f.Search) + "/resume", Body: map[string]any{"decision": "approve", "by": "accesstest"}}
 		}, Want: map[Caller]int{Own: 202, Other: 404}},
-		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" }), Want: aggregate},
-		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
-		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},
+		// the tool graph is per scope: a caller gets the union of the
+		// graphs of the scopes it reads (another scope's token: its own
+		// graph, where the own scope's tools are unknown), and ?scope= of
+		// a scope it does not read is a 404
+		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" })},
+		{Pattern: "GET /v1/graph/next", Request: get(func(f Fixture) string { return "/v1/graph/next?after=get_user_details&scope=" + f.OwnScope }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" })},
+		{Pattern: "GET /v1/graph/tools", Request: get(func(f Fixture) string { return "/v1/graph/tools?scope=" + f.OwnScope }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=get_user_details" })},
+		{Pattern: "GET /v1/graph/path", Request: get(func(f Fixture) string {
+			return "/v1/graph/path?from=get_user_details&to=get_user_details&scope=" + f.OwnScope
+		}), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/digest", Request: get(func(Fixture) string { return "/v1/digest" }), Want: aggregate},
 		{Pattern: "GET /v1/cluster", Request: get(func(Fixture) string { return "/v1/cluster" }), Want: aggregate},
 		// the caller's own token: its name and scopes, no scoped data

@@ -1,0 +1,381 @@
+package processors_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// member is an instance of the global-tables test: the group's processors
+// on a Runner, its outbox relayed, and the global tables on a
+// GlobalTableRunner, all on one Pebble store.
+type member struct {
+	*instance
+	global *processors.GlobalTableRunner
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startMember(t *testing.T, name string, brokers []string, group, global []processors.Processor) *member {
+	t.Helper()
+	in := startInstance(t, name, brokers, group)
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: brokers, Store: in.store, Processors: global})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{instance: in, global: g, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		relayDone := make(chan struct{})
+		go func() {
+			defer close(relayDone)
+			_ = (&processors.Relay{Store: in.store, Producer: prod}).Run(ctx)
+		}()
+		if err := g.Run(ctx); err != nil {
+			t.Errorf("member %s: global tables: %v", name, err)
+		}
+		<-relayDone
+		prod.Close()
+	}()
+	select {
+	case <-g.Running():
+	case <-m.done:
+		t.Fatalf("member %s: global tables stopped", name)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("member %s: global tables not assigned within 20 s", name)
+	}
+	// registered after startInstance's: runs first, so the store is
+	// closed after the relay and the global tables stopped
+	t.Cleanup(func() { cancel(); <-m.done })
+	return m
+}
+
+// projectionRows returns every row of a projection, in key order.
+func projectionRows(t *testing.T, store *projections.Store, proj string) []string {
+	t.Helper()
+	var out []string
+	if err := store.Scan(proj, "", "", func(k string, v []byte) (bool, error) {
+		out = append(out, k+"="+string(v))
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGlobalTablesAcrossInstances runs two instances (two Pebble stores,
+// one embedded broker, 4 partitions) on 40 tau-bench sessions: the group
+// splits chronicle.sessions between them (sessions and the tool graph's
+// keyed transitions), and each runs the tool graph and the coordination
+// patterns as global tables. Both must hold byte-identical rows of the two
+// tables, answer the same next-tool prediction, and equal a one-instance
+// replay of the same log.
+func TestGlobalTablesAcrossInstances(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	brokers := brk.Addrs()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+
+	group := []processors.Processor{sessions.Processor{}, toolgraph.Transitions{}}
+	global := []processors.Processor{toolgraph.Processor{}, sessions.PatternsProcessor{}}
+	a := startMember(t, "A", brokers, group, global)
+	b := startMember(t, "B", brokers, group, global)
+	const nSessions = 40
+	for i, r := range recs[:nSessions] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 { // two scopes: two tool graphs, two keys of chronicle.toolgraph
+			for j := range envs {
+				envs[j].Scope = "project:b"
+			}
+		}
+		if err := prod.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	// caught up: every partition of chronicle.sessions processed (by its
+	// owner: the group's committed offsets), both outboxes relayed, and
+	// both instances' global tables at the end of every partition of
+	// their topics
+	waitFor(t, 60*time.Second, func() string {
+		owned := assignment(t, adm, string(processors.ProcessorsGroup))
+		if len(owned["instance-A"]) == 0 || len(owned["instance-B"]) == 0 {
+			return fmt.Sprintf("no split of the partitions: %v", owned)
+		}
+		for _, m := range []*member{a, b} {
+			l, err := processors.Lag(ctx, adm, m.store, append(append([]processors.Processor{}, group...), global...))
+			if err != nil {
+				return err.Error()
+			}
+			if n := processors.TotalLag(l); n != 0 {
+				return fmt.Sprintf("instance %s: lag %d", m.name, n)
+			}
+			if out, err := m.store.PendingOutbox(1); err != nil || len(out) > 0 {
+				return fmt.Sprintf("instance %s: outbox not relayed (%v)", m.name, err)
+			}
+		}
+		return ""
+	})
+	// nothing was learned in a global table that a second look would change
+	time.Sleep(500 * time.Millisecond)
+
+	// a one-instance replay of the same log
+	rep, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: rep, Processors: append(append([]processors.Processor{}, group...), global...)}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, proj := range []string{toolgraph.Name, sessions.PatternsName} {
+		ra, rb, rr := projectionRows(t, a.store, proj), projectionRows(t, b.store, proj), projectionRows(t, rep, proj)
+		if len(ra) == 0 {
+			t.Fatalf("%s: no rows", proj)
+		}
+		switch {
+		case !equalRows(ra, rb):
+			t.Errorf("%s: instances differ: A %d rows, B %d rows; first difference: %s", proj, len(ra), len(rb), firstDiff(ra, rb))
+		case !equalRows(ra, rr):
+			t.Errorf("%s: instance A differs from a one-instance replay: %s", proj, firstDiff(ra, rr))
+		default:
+			t.Logf("%s: %d rows, identical on both instances and in the replay", proj, len(ra))
+		}
+	}
+	// the same answers from both instances, per scope and for the union
+	after := []string{"get_user_details", "get_reservation_details"}
+	var answers [][]byte
+	for _, scopes := range [][]string{{"project:taubench-airline"}, {"project:b"}, nil} {
+		var got [][]byte
+		for _, s := range []*projections.Store{a.store, b.store, rep} {
+			g, err := toolgraph.LoadIn(s, scopes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, _ := json.Marshal(g.Next(after, 3))
+			got = append(got, j)
+		}
+		if !bytes.Equal(got[0], got[1]) || !bytes.Equal(got[0], got[2]) {
+			t.Errorf("next-tool answers of %v differ:\nA %s\nB %s\nreplay %s", scopes, got[0], got[1], got[2])
+		}
+		answers = append(answers, got[0])
+	}
+	var used []int32
+	for p := int32(0); p < 4; p++ {
+		if n, _ := a.store.NextOffset(toolgraph.Name, string(events.TopicToolgraph), p); n > 0 {
+			used = append(used, p)
+		}
+	}
+	t.Logf("partitions of %s with records: %v", events.TopicToolgraph, used)
+	if sc, err := toolgraph.Scopes(a.store); err != nil || len(sc) != 2 {
+		t.Errorf("scopes of the tool graph: %v, %v; want the two scopes", sc, err)
+	}
+	// each instance's keyed projection holds only its own partitions'
+	// sessions, together all of them: the group split them
+	na, nb := a.sessionCount(t), b.sessionCount(t)
+	if na == nSessions || nb == nSessions {
+		t.Logf("note: one instance holds every session (A %d, B %d): a partition moved during the run", na, nb)
+	}
+	t.Logf("sessions: A %d, B %d; next after %v in the union: %s", na, nb, after, answers[2])
+}
+
+func equalRows(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func firstDiff(a, b []string) string {
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if a[i] != b[i] {
+			return fmt.Sprintf("row %d:\n  %s\n  %s", i, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("%d rows vs %d", len(a), len(b))
+}
+
+// A global-table runner restarted on its store resumes at the stored
+// offsets: it applies only the records after them (none already applied
+// again), and its rows equal a replay of the log.
+func TestGlobalTableRunnerResumesFromStoredOffsets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	brokers := brk.Addrs()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	publish := func(from, to int) {
+		for _, r := range recs[from:to] {
+			envs, err := taubench.Events(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.Publish(ctx, envs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	// the transitions come from a keyed Runner with its outbox relayed
+	in := startInstance(t, "T", brokers, []processors.Processor{toolgraph.Transitions{}})
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		_ = (&processors.Relay{Store: in.store, Producer: prod}).Run(relayCtx)
+	}()
+	defer func() { stopRelay(); <-relayDone }()
+
+	global := []processors.Processor{toolgraph.Processor{}}
+	run := func() (*processors.Metrics, func()) {
+		m := processors.NewMetrics(prometheus.NewRegistry())
+		g, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: brokers, Store: in.store, Processors: global, Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := g.Run(rctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		<-g.Running()
+		return m, func() { stop(); <-done }
+	}
+	caughtUp := func() {
+		waitFor(t, 30*time.Second, func() string {
+			l, err := processors.Lag(ctx, adm, in.store, append([]processors.Processor{toolgraph.Transitions{}}, global...))
+			if err != nil {
+				return err.Error()
+			}
+			if n := processors.TotalLag(l); n != 0 {
+				return fmt.Sprintf("lag %d", n)
+			}
+			if out, err := in.store.PendingOutbox(1); err != nil || len(out) > 0 {
+				return fmt.Sprintf("outbox not relayed (%v)", err)
+			}
+			return ""
+		})
+	}
+	count := func(m *processors.Metrics, result string) int {
+		return int(testutil.ToFloat64(m.Events.WithLabelValues(toolgraph.Name, result)))
+	}
+
+	publish(0, 10)
+	m1, stop1 := run()
+	caughtUp()
+	stop1()
+	first := count(m1, "applied")
+	publish(10, 20)
+	m2, stop2 := run()
+	caughtUp()
+	stop2()
+	v, err := toolgraph.Version(in.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == 0 || count(m2, "applied") != v-first || count(m2, "already_applied") != 0 {
+		t.Errorf("first run applied %d, the restarted one %d (already applied %d); %d calls in all",
+			first, count(m2, "applied"), count(m2, "already_applied"), v)
+	}
+	rep, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: rep, Processors: global}); err != nil {
+		t.Fatal(err)
+	}
+	if ra, rr := projectionRows(t, in.store, toolgraph.Name), projectionRows(t, rep, toolgraph.Name); !equalRows(ra, rr) {
+		t.Errorf("restarted global table differs from a replay: %s", firstDiff(ra, rr))
+	}
+}
+
+// The pipeline's default processors split into the group's and the global
+// tables: the tool graph and the patterns run outside the group only.
+func TestSplitGlobalTables(t *testing.T) {
+	procs := []processors.Processor{sessions.Processor{}, sessions.PatternsProcessor{}, toolgraph.Transitions{}, toolgraph.Processor{}}
+	group, global := processors.SplitGlobalTables(procs)
+	names := func(ps []processors.Processor) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name())
+		}
+		return out
+	}
+	if g, gl := fmt.Sprint(names(group)), fmt.Sprint(names(global)); g != "[sessions toolgraph.transitions]" || gl != "[patterns toolgraph]" {
+		t.Errorf("group %s, global %s", g, gl)
+	}
+	if _, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: []string{"x"}, Processors: global}); err == nil || !strings.Contains(err.Error(), "Store") {
+		t.Errorf("no store: %v", err)
+	}
+}
