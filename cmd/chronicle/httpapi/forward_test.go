@@ -1,0 +1,310 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+)
+
+// member is one instance of a test cluster: its pipeline, its API and the
+// HTTP server at its advertised URL (swap replaces the handler, e.g. by one
+// that never answers).
+type member struct {
+	p    *pipeline.Pipeline
+	api  *httpapi.Server
+	srv  *httptest.Server
+	h    atomic.Value // http.Handler
+	name string
+}
+
+func (m *member) swap(h http.Handler) { m.h.Store(&h) }
+
+var clusterTokens = access.File{Tokens: []access.Token{
+	{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
+	{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
+	{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+}}
+
+// startMember starts an instance: the server listens first (its URL is
+// the advertised one the pipeline joins the group with), then the
+// pipeline, on brokers (nil: an embedded broker with 4 partitions).
+func startMember(ctx context.Context, t *testing.T, name string, brokers []string, fwd time.Duration) *member {
+	t.Helper()
+	m := &member{name: name}
+	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*m.h.Load().(*http.Handler)).ServeHTTP(w, r)
+	}))
+	url := "http://" + m.srv.Listener.Addr().String()
+	cfg := pipeline.Config{DataDir: t.TempDir(), Brokers: brokers, Partitions: 4, SubscriberOpts: httpapi.MemberOpts(url)}
+	if brokers == nil {
+		cfg.KafkaListen = "127.0.0.1:0"
+	}
+	p, err := pipeline.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	m.p = p
+	m.api = &httpapi.Server{P: p, Tokens: &clusterTokens, Advertise: url, ForwardTimeout: fwd}
+	m.swap(m.api.Handler())
+	m.srv.Start()
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+// fetch sends a GET with token and returns status, body and the member
+// that served it.
+func fetch(t *testing.T, base, token, path string, hdr ...string) (int, []byte, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header.Get(httpapi.ServedByHeader)
+}
+
+// waitCluster waits until every member's GET /v1/cluster lists all of them
+// with their URLs and the sessions topic's 4 partitions assigned, and
+// every member caught up.
+func waitCluster(t *testing.T, ms []*member) {
+	t.Helper()
+	deadline := time.Now().Add(40 * time.Second)
+	for _, m := range ms {
+		for {
+			code, body, _ := fetch(t, m.srv.URL, "tok-admin", "/v1/cluster")
+			why := fmt.Sprintf("GET /v1/cluster: %d %s", code, body)
+			if code == 200 {
+				var v httpapi.ClusterView
+				_ = json.Unmarshal(body, &v)
+				var parts []int32
+				urls := map[string]bool{}
+				for _, mm := range v.Members {
+					urls[mm.URL] = true
+					parts = append(parts, mm.Assigned[string(events.TopicSessions)]...)
+				}
+				sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+				why = fmt.Sprintf("%s: members %+v", m.name, v.Members)
+				ok := len(v.Members) == len(ms) && fmt.Sprint(parts) == "[0 1 2 3]" && !v.Rebalancing
+				for _, o := range ms {
+					ok = ok && urls[o.api.Advertise]
+				}
+				if ok {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(why)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	for _, m := range ms {
+		waitCaughtUp(t, m.p)
+	}
+}
+
+// TestForwardingCluster: three instances on the embedded broker (4
+// partitions), 12 tau-bench sessions of project:a and one memory. Every
+// session (and its log) is readable from every instance with the same
+// body, through the single-scope token (direct forward), the admin token
+// with ?scope= (direct) and without (fan-out); each instance forwards
+// some reads (another member served them). A token of project:b gets 404
+// everywhere. The session list pages (limit 5) from every instance give
+// all sessions once, in id order, with the same cursors. The memory (one
+// partition, one owner) reads from every instance. A forwarded request is
+// never forwarded again. Then one member stops answering: reads of its
+// partitions and the list answer 504 within the forward timeout, naming
+// it; once its server is gone, 503.
+func TestForwardingCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const fwd = time.Second
+	m1 := startMember(ctx, t, "m1", nil, fwd)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), fwd)
+	m3 := startMember(ctx, t, "m3", m1.p.Broker.Addrs(), fwd)
+	ms := []*member{m1, m2, m3}
+
+	var ids []string
+	for i := 0; i < 12; i++ {
+		envs, id := sessionIn(t, i, "project:a", "s3cret")
+		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	code, rec := call(t, m2.srv.URL, "tok-a", "POST", "/v1/memories", map[string]any{"title": "forwarded memory", "description": "a memory read from every instance",
+		"content": "check the partition owner first", "outcome": "success", "tags": []string{"cluster"}, "scope": "project:a"})
+	if code != http.StatusAccepted {
+		t.Fatalf("POST /v1/memories: %d %v", code, rec)
+	}
+	memID, _ := rec["id"].(string)
+	waitCluster(t, ms)
+
+	selfID := map[string]string{}
+	for _, m := range ms {
+		selfID[m.name] = m.p.Runner.MemberID()
+	}
+	forwarded := map[string]int{}
+	for _, id := range ids {
+		esc := url.PathEscape(id)
+		for _, path := range []string{"/v1/sessions/" + esc, "/v1/sessions/" + esc + "/events"} {
+			var first []byte
+			for _, m := range ms {
+				for _, tc := range []struct{ token, query string }{{"tok-a", ""}, {"tok-admin", "?scope=project:a"}, {"tok-admin", ""}} {
+					code, body, by := fetch(t, m.srv.URL, tc.token, path+tc.query)
+					if code != 200 {
+						t.Fatalf("%s GET %s%s (%s): %d %s", m.name, path, tc.query, tc.token, code, body)
+					}
+					if first == nil {
+						first = body
+					} else if string(body) != string(first) {
+						t.Fatalf("%s GET %s%s: body differs from the first instance's:\n%s\n%s", m.name, path, tc.query, body, first)
+					}
+					if by != "" && by != selfID[m.name] {
+						forwarded[m.name]++
+					}
+				}
+				// another scope's token: 404 as locally, with and without ?scope=
+				for _, q := range []string{"", "?scope=project:a"} {
+					if code, body, _ := fetch(t, m.srv.URL, "tok-b", path+q); code != 404 {
+						t.Fatalf("%s GET %s%s as project:b: %d %s, want 404", m.name, path, q, code, body)
+					}
+				}
+			}
+		}
+	}
+	for _, m := range ms {
+		if forwarded[m.name] == 0 {
+			t.Errorf("%s forwarded no read: every session cannot be on it", m.name)
+		}
+	}
+
+	// lists: every instance pages through the same sessions in id order
+	want := append([]string(nil), ids...)
+	sort.Strings(want)
+	var pagesOf []string
+	for _, m := range ms {
+		var got, cursors []string
+		cursor := ""
+		for page := 0; page < 10; page++ {
+			code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/sessions?limit=5&cursor="+url.QueryEscape(cursor))
+			if code != 200 {
+				t.Fatalf("%s list: %d %s", m.name, code, body)
+			}
+			var l struct {
+				Sessions []struct {
+					ID string `json:"id"`
+				} `json:"sessions"`
+				NextCursor string `json:"next_cursor"`
+			}
+			_ = json.Unmarshal(body, &l)
+			if len(l.Sessions) > 5 {
+				t.Fatalf("%s: page of %d > limit 5", m.name, len(l.Sessions))
+			}
+			for _, s := range l.Sessions {
+				got = append(got, s.ID)
+			}
+			cursors = append(cursors, l.NextCursor)
+			if cursor = l.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s listed %v, want %v", m.name, got, want)
+		}
+		pagesOf = append(pagesOf, fmt.Sprint(cursors))
+		if code, body, _ := fetch(t, m.srv.URL, "tok-b", "/v1/sessions"); code != 200 || strings.Contains(string(body), "s3cret") {
+			t.Fatalf("%s list as project:b: %d %s", m.name, code, body)
+		}
+	}
+	if pagesOf[0] != pagesOf[1] || pagesOf[1] != pagesOf[2] {
+		t.Fatalf("cursors differ between instances: %v", pagesOf)
+	}
+
+	// the memory bank's single partition: one owner, readable everywhere
+	var memBody []byte
+	for _, m := range ms {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/memories/"+url.PathEscape(memID))
+			if code == 200 {
+				if memBody != nil && string(body) != string(memBody) {
+					t.Fatalf("%s memory %s differs: %s vs %s", m.name, memID, body, memBody)
+				}
+				memBody = body
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s GET memory %s: %d %s", m.name, memID, code, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if code, _, _ := fetch(t, m.srv.URL, "tok-b", "/v1/memories/"+url.PathEscape(memID)); code != 404 {
+			t.Fatalf("%s memory as project:b: %d", m.name, code)
+		}
+	}
+
+	// the loop guard: a forwarded request is answered locally, so a
+	// session of another member's partition is a 404 here
+	var elsewhere string
+	for _, id := range ids {
+		if _, _, by := fetch(t, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(id)); by != selfID["m1"] && by != "" {
+			elsewhere = id
+			break
+		}
+	}
+	if code, _, _ := fetch(t, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(elsewhere), httpapi.ForwardedHeader, "test"); code != 404 {
+		t.Fatalf("a forwarded request for %s was not answered locally: %d", elsewhere, code)
+	}
+
+	// m3 stops answering (its pipeline stays in the group)
+	var onM3 string
+	for _, id := range ids {
+		if _, _, by := fetch(t, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(id)); by == selfID["m3"] {
+			onM3 = id
+		}
+	}
+	if onM3 == "" {
+		t.Fatal("no session on m3's partitions")
+	}
+	m3.swap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	for _, path := range []string{"/v1/sessions/" + url.PathEscape(onM3), "/v1/sessions?limit=5"} {
+		start := time.Now()
+		code, body, _ := fetch(t, m1.srv.URL, "tok-a", path)
+		took := time.Since(start)
+		var fe httpapi.ForwardError
+		_ = json.Unmarshal(body, &fe)
+		if code != http.StatusGatewayTimeout || fe.Member != selfID["m3"] || fe.URL != m3.api.Advertise || !strings.Contains(fe.Error, selfID["m3"]) {
+			t.Fatalf("GET %s with m3 silent: %d %s, want 504 naming %s", path, code, body, selfID["m3"])
+		}
+		if took > fwd+2*time.Second {
+			t.Fatalf("GET %s with m3 silent took %v, bound %v", path, took, fwd)
+		}
+	}
+	m3.srv.Close()
+	code, body, _ := fetch(t, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(onM3))
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), selfID["m3"]) {
+		t.Fatalf("GET with m3's server gone: %d %s, want 503 naming it", code, body)
+	}
+}
