@@ -17,6 +17,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 )
 
@@ -42,7 +43,7 @@ var clusterTokens = access.File{Tokens: []access.Token{
 // startMember starts an instance: the server listens first (its URL is
 // the advertised one the pipeline joins the group with), then the
 // pipeline, on brokers (nil: an embedded broker with 4 partitions).
-func startMember(ctx context.Context, t *testing.T, name string, brokers []string, fwd time.Duration) *member {
+func startMember(ctx context.Context, t testing.TB, name string, brokers []string, fwd time.Duration) *member {
 	t.Helper()
 	m := &member{name: name}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +69,7 @@ func startMember(ctx context.Context, t *testing.T, name string, brokers []strin
 
 // fetch sends a GET with token and returns status, body and the member
 // that served it.
-func fetch(t *testing.T, base, token, path string, hdr ...string) (int, []byte, string) {
+func fetch(t testing.TB, base, token, path string, hdr ...string) (int, []byte, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, base+path, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -87,7 +88,7 @@ func fetch(t *testing.T, base, token, path string, hdr ...string) (int, []byte, 
 // waitCluster waits until every member's GET /v1/cluster lists all of them
 // with their URLs and the sessions topic's 4 partitions assigned, and
 // every member caught up.
-func waitCluster(t *testing.T, ms []*member) {
+func waitCluster(t testing.TB, ms []*member) {
 	t.Helper()
 	deadline := time.Now().Add(40 * time.Second)
 	for _, m := range ms {
@@ -120,7 +121,12 @@ func waitCluster(t *testing.T, ms []*member) {
 		}
 	}
 	for _, m := range ms {
-		waitCaughtUp(t, m.p)
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := m.p.WaitCaughtUp(cctx, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -307,4 +313,80 @@ func TestForwardingCluster(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), selfID["m3"]) {
 		t.Fatalf("GET with m3's server gone: %d %s, want 503 naming it", code, body)
 	}
+}
+
+// BenchmarkForwardedRead: two instances on the embedded broker (4
+// partitions, 12 sessions). Per iteration, in turn: the owner's local read
+// of a session (GET on the instance that owns its partition), the same
+// read sent to the other instance (forwarded to the owner: single-scope
+// token), and the same read with a token of every scope and no ?scope=
+// (a fan-out to both members). Reports each one's p50 and p99 in µs and
+// the forwarded / local and fan-out / local ratios of the p50s (and the
+// forwarded / local ratio of the p99s).
+//
+//	go test -run '^$' -bench ForwardedRead -benchtime=2000x -count=3 ./cmd/chronicle/httpapi/
+func BenchmarkForwardedRead(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, b, "m1", nil, 0)
+	m2 := startMember(ctx, b, "m2", m1.p.Broker.Addrs(), 0)
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ids []string
+	for i := 0; i < 12; i++ {
+		envs, err := taubench.Events(recs[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := envs[0].SessionID
+		for j := range envs {
+			envs[j].Scope = "project:a"
+		}
+		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	waitCluster(b, []*member{m1, m2})
+	var onM2 string
+	for _, id := range ids {
+		if _, _, by := fetch(b, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(id)); by == m2.p.Runner.MemberID() {
+			onM2 = id
+			break
+		}
+	}
+	if onM2 == "" {
+		b.Fatal("no session on m2's partitions")
+	}
+	path := "/v1/sessions/" + url.PathEscape(onM2)
+	kinds := []struct {
+		name, base, token string
+	}{{"local", m2.srv.URL, "tok-a"}, {"forwarded", m1.srv.URL, "tok-a"}, {"fanout", m1.srv.URL, "tok-admin"}}
+	lat := make([][]time.Duration, len(kinds))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, kd := range kinds {
+			start := time.Now()
+			code, body, _ := fetch(b, kd.base, kd.token, path)
+			lat[k] = append(lat[k], time.Since(start))
+			if code != 200 {
+				b.Fatalf("%s: %d %s", kd.name, code, body)
+			}
+		}
+	}
+	b.StopTimer()
+	q := func(d []time.Duration, f float64) float64 {
+		s := append([]time.Duration(nil), d...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		return float64(s[int(f*float64(len(s)-1))].Microseconds())
+	}
+	for k, kd := range kinds {
+		b.ReportMetric(q(lat[k], 0.5), kd.name+"_p50_us")
+		b.ReportMetric(q(lat[k], 0.99), kd.name+"_p99_us")
+	}
+	b.ReportMetric(q(lat[1], 0.5)/q(lat[0], 0.5), "forwarded/local_p50")
+	b.ReportMetric(q(lat[2], 0.5)/q(lat[0], 0.5), "fanout/local_p50")
+	b.ReportMetric(q(lat[1], 0.99)/q(lat[0], 0.99), "forwarded/local_p99")
 }
