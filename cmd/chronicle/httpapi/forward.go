@@ -30,8 +30,9 @@ import (
 // data (the token, the id, and that the caller may access ?scope=), so a
 // request it would refuse is refused before any forward.
 
-// ForwardTimeout bounds a forwarded request, and each member's answer to
-// a fan-out (5 s). A member that does not answer within it: 504 (deadline)
+// ForwardTimeout bounds a forwarded read, and each member's answer to a
+// fan-out (5 s); a forwarded write gets ImproveWait (20 s) more, the
+// longest a write route waits for its event to be applied. A member that does not answer within it: 504 (deadline)
 // or 503 (refused, reset), with a ForwardError naming the member.
 const ForwardTimeout = 5 * time.Second
 
@@ -122,7 +123,13 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			next(w, r)
 			return
 		}
-		s.forward(w, r, v, owner, topic, p)
+		timeout := s.forwardTimeout()
+		if rt.write {
+			// a write answers after its event is applied: the owner's own
+			// wait (at most ImproveWait, 20 s) comes on top
+			timeout += s.improveWait()
+		}
+		s.forward(w, r, v, owner, topic, p, timeout)
 	}
 }
 
@@ -144,15 +151,16 @@ func (s *Server) ownsLocally(topic string, p int32) bool {
 }
 
 // forward proxies r to member owner (httputil.ReverseProxy), bounded by
-// ForwardTimeout.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, owner, topic string, p int32) {
+// timeout: the forward timeout (ForwardTimeout, 5 s), plus the owner's
+// own wait (ImproveWait, 20 s) for a write.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, owner, topic string, p int32, timeout time.Duration) {
 	target, err := url.Parse(v.urls[owner])
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, ForwardError{Error: fmt.Sprintf("owner %s of %s/%d advertises an invalid URL %q: %v", owner, topic, p, v.urls[owner], err),
 			Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.forwardTimeout())
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -170,7 +178,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			code, what := http.StatusServiceUnavailable, "did not answer"
 			if errors.Is(err, context.DeadlineExceeded) {
-				code, what = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout)", s.forwardTimeout())
+				code, what = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout)", timeout)
 			}
 			writeJSON(w, code, ForwardError{Error: fmt.Sprintf("owner %s (%s) of %s/%d %s: %v", owner, v.urls[owner], topic, p, what, err),
 				Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})

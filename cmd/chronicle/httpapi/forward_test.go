@@ -159,6 +159,14 @@ func TestForwardingCluster(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
+	var searches []string
+	for i := 0; i < 4; i++ {
+		id := fmt.Sprintf("search-%d", i)
+		if err := m1.p.Producer.Publish(ctx, pausedSearchIn(t, "project:a", id, "s3cret")...); err != nil {
+			t.Fatal(err)
+		}
+		searches = append(searches, id)
+	}
 	code, rec := call(t, m2.srv.URL, "tok-a", "POST", "/v1/memories", map[string]any{"title": "forwarded memory", "description": "a memory read from every instance",
 		"content": "check the partition owner first", "outcome": "success", "tags": []string{"cluster"}, "scope": "project:a"})
 	if code != http.StatusAccepted {
@@ -204,6 +212,39 @@ func TestForwardingCluster(t *testing.T) {
 		if forwarded[m.name] == 0 {
 			t.Errorf("%s forwarded no read: every session cannot be on it", m.name)
 		}
+	}
+
+	// tree searches (chronicle.searches): reads from everywhere, and a
+	// write (resume) sent to an instance that does not own the search
+	// reaches its owner
+	var resumed bool
+	for _, id := range searches {
+		var first []byte
+		var owner string
+		for _, m := range ms {
+			code, body, by := fetch(t, m.srv.URL, "tok-a", "/v1/searches/"+id)
+			if code != 200 || (first != nil && string(body) != string(first)) {
+				t.Fatalf("%s GET search %s: %d %s (first %s)", m.name, id, code, body, first)
+			}
+			first, owner = body, by
+			if code, _, _ := fetch(t, m.srv.URL, "tok-b", "/v1/searches/"+id+"?scope=project:a"); code != 404 {
+				t.Fatalf("%s GET search %s as project:b: %d", m.name, id, code)
+			}
+		}
+		if resumed || owner == selfID["m1"] {
+			continue
+		}
+		code, res := call(t, m1.srv.URL, "tok-a", "POST", "/v1/searches/"+id+"/resume", map[string]any{"decision": "approve", "note": "forwarded", "by": "test"})
+		if code != http.StatusAccepted || res["search_id"] != id {
+			t.Fatalf("POST resume of %s (owned by %s) on m1: %d %v", id, owner, code, res)
+		}
+		if code, res := call(t, m1.srv.URL, "tok-b", "POST", "/v1/searches/"+id+"/resume?scope=project:a", map[string]any{"decision": "approve", "by": "test"}); code != 404 {
+			t.Fatalf("POST resume as project:b: %d %v", code, res)
+		}
+		resumed = true
+	}
+	if !resumed {
+		t.Fatal("every search is on m1: no forwarded resume tested")
 	}
 
 	// lists: every instance pages through the same sessions in id order
