@@ -140,6 +140,32 @@ func (s *Server) forwardTimeout() time.Duration {
 	return ForwardTimeout
 }
 
+// toTopicOwner wraps a route over a whole single-partition topic (memory
+// search over chronicle.memories, whose only partition's owner indexes
+// every memory): it forwards to the owner of partition 0 unless that is
+// this instance (or alone, or the request was forwarded to it). The
+// caller's token and scopes are checked by the owner, which reads the
+// data; this instance has none of it to check against.
+func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
+			next(w, r)
+			return
+		}
+		v, err := s.groupView(r.Context())
+		if err != nil || len(v.members) < 2 || v.parts[string(topic)] != 1 {
+			next(w, r)
+			return
+		}
+		owner := v.owner[tp{string(topic), 0}]
+		if owner == "" || owner == v.self || s.ownsLocally(string(topic), 0) || v.urls[owner] == "" {
+			next(w, r)
+			return
+		}
+		s.forward(w, r, v, owner, string(topic), 0, s.forwardTimeout())
+	}
+}
+
 // ownsLocally reports whether the engine holds topic/partition now.
 func (s *Server) ownsLocally(topic string, p int32) bool {
 	for _, op := range s.P.Runner.Ownership().Partitions {

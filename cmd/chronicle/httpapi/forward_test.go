@@ -138,7 +138,9 @@ func waitCluster(t testing.TB, ms []*member) {
 // some reads (another member served them). A token of project:b gets 404
 // everywhere. The session list pages (limit 5) from every instance give
 // all sessions once, in id order, with the same cursors. The memory (one
-// partition, one owner) reads from every instance. A forwarded request is
+// partition, one owner) reads and is found by memory search from every
+// instance. Tree searches read from everywhere, and a resume sent to an
+// instance that does not own the search is applied by its owner. A forwarded request is
 // never forwarded again. Then one member stops answering: reads of its
 // partitions and the list answer 504 within the forward timeout, naming
 // it; once its server is gone, 503.
@@ -309,6 +311,25 @@ func TestForwardingCluster(t *testing.T) {
 		}
 		if code, _, _ := fetch(t, m.srv.URL, "tok-b", "/v1/memories/"+url.PathEscape(memID)); code != 404 {
 			t.Fatalf("%s memory as project:b: %d", m.name, code)
+		}
+	}
+
+	// memory search: only the owner of chronicle.memories/0 indexes the
+	// bank, every instance answers from it
+	for _, m := range ms {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/memories/search?query="+url.QueryEscape("check the partition owner first"))
+			if code == 200 && strings.Contains(string(body), memID) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s memory search: %d %s, want a hit %s", m.name, code, body, memID)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if code, body, _ := fetch(t, m.srv.URL, "tok-b", "/v1/memories/search?query="+url.QueryEscape("check the partition owner first")); code != 200 || strings.Contains(string(body), memID) {
+			t.Fatalf("%s memory search as project:b: %d %s", m.name, code, body)
 		}
 	}
 

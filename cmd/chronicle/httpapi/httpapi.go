@@ -146,7 +146,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/sessions/{id...}", s.toOwner(sessionsRoute(false), s.sessionRoutes)),
 		f("POST /v1/sessions/{id...}", requireJSON(s.toOwner(sessionsRoute(true), s.improveSession))),
 		f("GET /v1/reasoning/{id...}", s.toOwner(reasoningRoute, s.reasoningRoutes)),
-		f("GET /v1/memories/search", s.searchMemories),
+		f("GET /v1/memories/search", s.toTopicOwner(events.TopicMemories, s.searchMemories)),
 		f("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns")),
 		f("GET /v1/tools/search", s.searchCollection(search.Tools, "tools")),
 		f("POST /v1/memories", requireJSON(s.recordMemory)),
