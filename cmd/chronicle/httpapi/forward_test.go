@@ -452,3 +452,56 @@ func BenchmarkForwardedRead(b *testing.B) {
 	b.ReportMetric(q(lat[2], 0.5)/q(lat[0], 0.5), "fanout/local_p50")
 	b.ReportMetric(q(lat[1], 0.99)/q(lat[0], 0.99), "forwarded/local_p99")
 }
+
+// TestMixedGroupAgreesOnSticky: an instance with the advertising balancer
+// and one of an older Chronicle (plain cooperative-sticky, as before this
+// change) form one group: the coordinator picks the protocol both know,
+// the partitions are split between them, the members show no URL, and
+// the new instance answers reads from its own store instead of
+// forwarding (a rolling upgrade keeps working).
+func TestMixedGroupAgreesOnSticky(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, t, "new", nil, time.Second)
+	old, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: m1.p.Broker.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Close() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body, _ := fetch(t, m1.srv.URL, "tok-admin", "/v1/cluster")
+		var v httpapi.ClusterView
+		_ = json.Unmarshal(body, &v)
+		var parts []int32
+		urls := ""
+		for _, m := range v.Members {
+			parts = append(parts, m.Assigned[string(events.TopicSessions)]...)
+			urls += m.URL
+		}
+		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+		if code == 200 && len(v.Members) == 2 && fmt.Sprint(parts) == "[0 1 2 3]" {
+			if urls != "" {
+				t.Fatalf("members show URLs %q under plain cooperative-sticky", urls)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mixed group did not settle: %d %s", code, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// every session read answers at once from the local store (no
+	// forward, no wait): 200 or 404
+	for i := 0; i < 8; i++ {
+		envs, id := sessionIn(t, i, "project:a", "s3cret")
+		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		code, body, by := fetch(t, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(id))
+		if (code != 200 && code != 404) || time.Since(start) > 2*time.Second || (by != "" && by != m1.p.Runner.MemberID()) {
+			t.Fatalf("read of %s in a mixed group: %d %s (served by %q)", id, code, body, by)
+		}
+	}
+}
