@@ -17,6 +17,11 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/passes"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
 )
 
 // Forwarding reads to the partition's owner (issue 15, item 4). Every
@@ -41,6 +46,11 @@ const ForwardTimeout = 5 * time.Second
 // the local store and never forwarded again (the loop guard).
 const ForwardedHeader = "Chronicle-Forwarded-By"
 
+// FanOutHeader marks a forwarded read sent to every member to find the
+// scope of an id: the member answers only from the partitions it owns
+// (a previous owner's leftover copy is not an answer).
+const FanOutHeader = "Chronicle-Fan-Out"
+
 // ServedByHeader names the member id of the instance that read the data,
 // on every answer of a forwarded or fanned-out route.
 const ServedByHeader = "Chronicle-Served-By"
@@ -61,6 +71,10 @@ type ownerRoute struct {
 	topic func(suffix string) events.Topic
 	// split returns the entity id and the sub-route of the request.
 	split func(r *http.Request) (id, suffix string, err error)
+	// kind names the entity in errors ("session").
+	kind string
+	// scopes lists the scopes whose projection holds an id here.
+	scopes scopesOfID
 	// write: the route writes (the scope is resolved among write scopes).
 	write bool
 }
@@ -76,7 +90,15 @@ var forwardClient = &http.Client{Transport: http.DefaultTransport}
 // asks every member and answers from the one that holds the id.
 func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
+		if s.P == nil || s.P.Runner == nil {
+			next(w, r)
+			return
+		}
+		if r.Header.Get(ForwardedHeader) != "" {
+			if r.Header.Get(FanOutHeader) != "" && r.URL.Query().Get("scope") == "" {
+				s.ownedOnly(rt, next)(w, r)
+				return
+			}
 			next(w, r)
 			return
 		}
@@ -113,7 +135,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			next(w, r) // a write names its scope to be forwarded (README)
 			return
 		default:
-			s.fanOutEntity(w, r, v, next)
+			s.fanOutEntity(w, r, v, s.ownedOnly(rt, next))
 			return
 		}
 		p := partitionOf(topic, events.EntityKey(sc, id), n)
@@ -163,6 +185,54 @@ func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.Ha
 			return
 		}
 		s.forward(w, r, v, owner, string(topic), 0, s.forwardTimeout())
+	}
+}
+
+// ownedOnly answers a fanned-out read from the partitions this instance
+// owns: among the scopes the caller may read that hold the id here, those
+// whose key's partition it owns (or that no member owns, mid-rebalance);
+// one: the read with ?scope= set to it; none: 404; several: the handler's
+// 409.
+func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, suffix, err := rt.split(r)
+		if err != nil || events.CheckID(id) != nil || rt.scopes == nil {
+			next(w, r)
+			return
+		}
+		v, err := s.groupView(r.Context())
+		if err != nil {
+			next(w, r)
+			return
+		}
+		topic := string(rt.topic(suffix))
+		all, err := rt.scopes(s.P.Store, id)
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		var held []string
+		for _, sc := range all {
+			if !CallerOf(r).CanRead(sc) {
+				continue
+			}
+			p := partitionOf(topic, events.EntityKey(sc, id), v.parts[topic])
+			if s.ownsLocally(topic, p) || v.owner[tp{topic, p}] == "" {
+				held = append(held, sc)
+			}
+		}
+		switch len(held) {
+		case 0:
+			writeErr(w, http.StatusNotFound, "%s %q not found", rt.kind, id)
+		case 1:
+			r2 := r.Clone(r.Context())
+			q := r2.URL.Query()
+			q.Set("scope", held[0])
+			r2.URL.RawQuery = q.Encode()
+			next(w, r2)
+		default:
+			next(w, r)
+		}
 	}
 }
 
@@ -226,7 +296,7 @@ type memberAnswer struct {
 // and the caller's headers, and answers it for this instance with local;
 // each answer is bounded by ForwardTimeout. The answers come in member id
 // order.
-func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc) []memberAnswer {
+func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, fanOutMark bool) []memberAnswer {
 	out := make([]memberAnswer, len(v.members))
 	var wg sync.WaitGroup
 	for i, m := range v.members {
@@ -260,6 +330,9 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc) [
 				}
 			}
 			req.Header.Set(ForwardedHeader, v.self)
+			if fanOutMark {
+				req.Header.Set(FanOutHeader, "1")
+			}
 			resp, err := forwardClient.Do(req)
 			if err != nil {
 				a.err = err
@@ -314,7 +387,7 @@ func relay(w http.ResponseWriter, a memberAnswer) {
 // None: a member that did not answer makes it 503/504 (it may hold the
 // id); else the first other refusal (400, 409), else 404.
 func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupView, local http.HandlerFunc) {
-	answers := s.fanOut(r, v, local)
+	answers := s.fanOut(r, v, local, true)
 	var ok []memberAnswer
 	for _, a := range answers {
 		if !a.failed() && a.code == http.StatusOK {
@@ -382,7 +455,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, limit, _ := listParams(nil, r)
-	answers := s.fanOut(r, v, s.listSessionsLocal)
+	answers := s.fanOut(r, v, s.listSessionsLocal, false)
 	if s.memberDown(w, answers) {
 		return
 	}
@@ -446,32 +519,32 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // chronicle.learned, whose partitions the group assigns independently of
 // chronicle.sessions' (README "Running as a cluster": not co-partitioned).
 func sessionsRoute(write bool) ownerRoute {
-	return ownerRoute{topic: fixedTopic(events.TopicSessions), write: write, split: func(r *http.Request) (string, string, error) {
+	return ownerRoute{kind: "session", topic: fixedTopic(events.TopicSessions), scopes: sessions.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
 		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events", "improvement", "improve")
 	}}
 }
 
-var reasoningRoute = ownerRoute{topic: fixedTopic(events.TopicReasoning), split: func(r *http.Request) (string, string, error) {
+var reasoningRoute = ownerRoute{kind: "reasoning task", topic: fixedTopic(events.TopicReasoning), scopes: passes.Scopes, split: func(r *http.Request) (string, string, error) {
 	return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/reasoning/"), "history")
 }}
 
 // memoriesRoute: chronicle.memories has one partition (events.SinglePartition),
 // so its owner holds every memory of every scope.
 func memoriesRoute(write bool) ownerRoute {
-	return ownerRoute{topic: fixedTopic(events.TopicMemories), write: write, split: func(r *http.Request) (string, string, error) {
+	return ownerRoute{kind: "memory", topic: fixedTopic(events.TopicMemories), scopes: memories.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
 		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/memories/"), "history", "feedback")
 	}}
 }
 
 func workflowsRoute(write bool) ownerRoute {
-	return ownerRoute{topic: fixedTopic(events.TopicWorkflows), write: write, split: func(r *http.Request) (string, string, error) {
+	return ownerRoute{kind: "workflow", topic: fixedTopic(events.TopicWorkflows), scopes: workflows.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
 		id, _, err := workflowPath(r)
 		return id, "", err
 	}}
 }
 
 func searchesRoute(write bool) ownerRoute {
-	return ownerRoute{topic: fixedTopic(events.TopicSearches), write: write, split: func(r *http.Request) (string, string, error) {
+	return ownerRoute{kind: "search", topic: fixedTopic(events.TopicSearches), scopes: treesearch.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
 		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes", "resume")
 	}}
 }
