@@ -141,12 +141,20 @@ type tp struct {
 	part  int32
 }
 
-// directory caches the groupView for DirectoryTTL.
+// directory caches the groupView, or the error describing it, for
+// DirectoryTTL.
 type directory struct {
 	mu   sync.Mutex
 	at   time.Time
 	view *groupView
+	err  error
 }
+
+// DescribeTimeout bounds describing the group for the forwarding routes
+// (2 s). When the brokers do not answer, the error is kept for
+// DirectoryTTL and reads are answered from the local store meanwhile, so
+// an outage costs a read at most this once per DirectoryTTL.
+const DescribeTimeout = 2 * time.Second
 
 // errNoGroup: the coordinator did not describe the group.
 var errNoGroup = errors.New("the processors' group is not described")
@@ -156,10 +164,16 @@ var errNoGroup = errors.New("the processors' group is not described")
 func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 	s.dir.mu.Lock()
 	defer s.dir.mu.Unlock()
-	if s.dir.view != nil && time.Since(s.dir.at) < DirectoryTTL {
-		return s.dir.view, nil
+	if !s.dir.at.IsZero() && time.Since(s.dir.at) < DirectoryTTL {
+		return s.dir.view, s.dir.err
 	}
-	ctx, cancel := context.WithTimeout(ctx, ForwardTimeout)
+	v, err := s.describeGroup(context.WithoutCancel(ctx)) // cached for every caller: not cut short by this one leaving
+	s.dir.view, s.dir.err, s.dir.at = v, err, time.Now()
+	return v, err
+}
+
+func (s *Server) describeGroup(ctx context.Context) (*groupView, error) {
+	ctx, cancel := context.WithTimeout(ctx, DescribeTimeout)
 	defer cancel()
 	group := string(processors.ProcessorsGroup)
 	if g := s.P.Config.Group; g != "" {
@@ -198,7 +212,6 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 			v.parts[t.Topic] = len(t.Partitions)
 		}
 	}
-	s.dir.view, s.dir.at = v, time.Now()
 	return v, nil
 }
 
