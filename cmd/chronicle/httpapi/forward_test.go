@@ -140,7 +140,8 @@ func waitCluster(t testing.TB, ms []*member) {
 // all sessions once, in id order, with the same cursors. The memory (one
 // partition, one owner) reads and is found by memory search from every
 // instance. Tree searches read from everywhere, and a resume sent to an
-// instance that does not own the search is applied by its owner. A forwarded request is
+// instance that does not own the search is applied by its owner; workflow
+// updates sent to one instance are applied and answered by their owners. A forwarded request is
 // never forwarded again. Then one member stops answering: reads of its
 // partitions and the list answer 504 within the forward timeout, naming
 // it; once its server is gone, 503.
@@ -247,6 +248,24 @@ func TestForwardingCluster(t *testing.T) {
 	}
 	if !resumed {
 		t.Fatal("every search is on m1: no forwarded resume tested")
+	}
+
+	// workflow writes sent to one instance wait for the owner's apply and
+	// answer its state; the workflow then reads the same everywhere
+	for i := 0; i < 4; i++ {
+		wf := fmt.Sprintf("wf-%d", i)
+		code, res := call(t, m1.srv.URL, "tok-a", "POST", "/v1/workflows/"+wf+"/updates", map[string]any{"layer": 1, "channel": "messages", "update": "hello " + wf})
+		if code != http.StatusOK {
+			t.Fatalf("POST %s/updates on m1: %d %v", wf, code, res)
+		}
+		var first []byte
+		for _, m := range ms {
+			code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/workflows/"+wf)
+			if code != 200 || !strings.Contains(string(body), "hello "+wf) || (first != nil && string(body) != string(first)) {
+				t.Fatalf("%s GET %s: %d %s (first %s)", m.name, wf, code, body, first)
+			}
+			first = body
+		}
 	}
 
 	// lists: every instance pages through the same sessions in id order
