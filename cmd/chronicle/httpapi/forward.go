@@ -552,3 +552,45 @@ func searchesRoute(write bool) ownerRoute {
 func fixedTopic(t events.Topic) func(string) events.Topic {
 	return func(string) events.Topic { return t }
 }
+
+// remoteOwner is the advertised URL of the member that owns key's
+// partition on topic when that is another member; "" when it is this
+// instance, nobody, a member without a URL, or the request was itself
+// forwarded... (the caller then reads its own store).
+func (s *Server) remoteOwner(ctx context.Context, topic events.Topic, key string) string {
+	if s.P == nil || s.P.Runner == nil {
+		return ""
+	}
+	v, err := s.groupView(ctx)
+	if err != nil || len(v.members) < 2 {
+		return ""
+	}
+	p := partitionOf(string(topic), key, v.parts[string(topic)])
+	owner := v.owner[tp{string(topic), p}]
+	if owner == "" || owner == v.self || s.ownsLocally(string(topic), p) {
+		return ""
+	}
+	return v.urls[owner]
+}
+
+// getFrom sends GET path to the member at base with r's Authorization and
+// the loop guard, bounded by the forward timeout.
+func (s *Server) getFrom(ctx context.Context, r *http.Request, base, path string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.forwardTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if a := r.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a)
+	}
+	req.Header.Set(ForwardedHeader, s.P.Runner.MemberID())
+	resp, err := forwardClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return resp.StatusCode, b, err
+}

@@ -16,9 +16,11 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi/accesstest"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 )
 
 // member is one instance of a test cluster: its pipeline, its API and the
@@ -141,7 +143,9 @@ func waitCluster(t testing.TB, ms []*member) {
 // partition, one owner) reads and is found by memory search from every
 // instance. Tree searches read from everywhere, and a resume sent to an
 // instance that does not own the search is applied by its owner; workflow
-// updates sent to one instance are applied and answered by their owners. A forwarded request is
+// updates sent to one instance are applied and answered by their owners,
+// and forks into new workflows owned by other members answer their state
+// (a second fork into the same id: 409). A forwarded request is
 // never forwarded again. Then one member stops answering: reads of its
 // partitions and the list answer 504 within the forward timeout, naming
 // it; once its server is gone, 503.
@@ -265,6 +269,24 @@ func TestForwardingCluster(t *testing.T) {
 				t.Fatalf("%s GET %s: %d %s (first %s)", m.name, wf, code, body, first)
 			}
 			first = body
+		}
+	}
+
+	// forks of wf-0 into new workflows, whose partitions fall on several
+	// members: each answers 200 with the fork's state, read from its owner
+	code, res := call(t, m1.srv.URL, "tok-a", "POST", "/v1/workflows/wf-0/checkpoints", map[string]any{"layer": 1})
+	cpID, _ := res["checkpoint_id"].(string)
+	if code != http.StatusOK || cpID == "" {
+		t.Fatalf("checkpoint wf-0: %d %v", code, res)
+	}
+	for i := 0; i < 6; i++ {
+		child := fmt.Sprintf("fork-%d", i)
+		code, res := call(t, m2.srv.URL, "tok-a", "POST", "/v1/workflows/wf-0/fork", map[string]any{"workflow_id": child, "checkpoint_id": cpID})
+		if code != http.StatusOK || !strings.Contains(fmt.Sprint(res["state"]), "hello wf-0") {
+			t.Fatalf("fork wf-0 → %s: %d %v", child, code, res)
+		}
+		if code, res := call(t, m3.srv.URL, "tok-a", "POST", "/v1/workflows/wf-0/fork", map[string]any{"workflow_id": child, "checkpoint_id": cpID}); code != http.StatusConflict {
+			t.Fatalf("second fork into %s: %d %v, want 409", child, code, res)
 		}
 	}
 
@@ -523,4 +545,86 @@ func TestMixedGroupAgreesOnSticky(t *testing.T) {
 			t.Fatalf("read of %s in a mixed group: %d %s (served by %q)", id, code, body, by)
 		}
 	}
+}
+
+// TestAccessConformanceCluster runs the access-control conformance suite
+// against a two-instance cluster, sent to the instance that does not own
+// the own scope's session (so its session routes are forwarded and the
+// owner authorises them; the other entities are forwarded or local as
+// their partitions fall). The /mcp tools are not forwarded (README) and
+// keep their single-instance suite.
+func TestAccessConformanceCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, t, "m1", nil, 0)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), 0)
+	ms := []*member{m1, m2}
+	waitCluster(t, ms)
+	base := m1.srv.URL
+	secret := "SECRET-A-7f3c"
+	envs, sid := sessionIn(t, 3, "project:a", secret)
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", envs); code != 202 {
+		t.Fatalf("seeding project:a: %d %v", code, m)
+	}
+	bEnvs, _ := sessionIn(t, 5, "project:b", "B-ONLY")
+	if code, m := call(t, base, "tok-b", "POST", "/v1/events", bEnvs); code != 202 {
+		t.Fatalf("seeding project:b: %d %v", code, m)
+	}
+	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Check fare rules " + secret, "description": "Before changing flights, check the fare class.", "content": "Look up the reservation, then the fare rules. " + secret, "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("record: %d %v", code, rec)
+	}
+	wfc := client.New(base, "tok-a")
+	if _, err := wfc.Update(ctx, "wf-a", 0, events.ChannelContext, map[string]any{"note": secret}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := wfc.Checkpoint(ctx, "wf-a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := wfc.Interrupt(ctx, "wf-a", events.DecisionHuman, "approve "+secret+"?", "approve", "reject")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", pausedSearchIn(t, "project:a", "search-1", secret)); code != 202 {
+		t.Fatalf("seeding the search: %d %v", code, m)
+	}
+	pass, err := events.New(events.ReasoningPassCompleted, "accesstest/reasoning", "pass-a-1", time.Unix(1700000000, 0).UTC(), events.ReasoningPassData{
+		TaskID: "rt/1", Task: "Answer " + secret, PassNumber: 1, Phase: "C", TTLRemaining: 2, Output: secret,
+		Plan:        &events.Plan{Steps: []events.PlanStep{{StepID: "s1", Description: "look up " + secret}}},
+		Convergence: events.ConvergenceScores{Converged: true, Completeness: 1, Coherence: 1, Consistency: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass.Scope = "project:a"
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{pass}); code != 202 {
+		t.Fatalf("seeding project:a's reasoning task: %d %v", code, m)
+	}
+	waitCluster(t, ms)
+	// send the suite to the instance that does not own the session
+	_, _, by := fetch(t, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(sid))
+	if by == m1.p.Runner.MemberID() {
+		base = m2.srv.URL
+	}
+	memID := rec["id"].(string)
+	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1",
+		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
+		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
+		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: memID, Secrets: []string{secret},
+		State: func(t *testing.T) string {
+			waitCluster(t, ms)
+			var b strings.Builder
+			for _, path := range []string{"/v1/sessions/" + url.PathEscape(sid), "/v1/sessions/" + url.PathEscape(sid) + "/events", "/v1/memories/" + memID, "/v1/memories/" + memID + "/history", "/v1/workflows/wf-a", "/v1/workflows/wf-a/checkpoints", "/v1/searches/search-1", "/v1/searches/search-1/nodes", "/v1/reasoning/rt%2F1", "/v1/reasoning/rt%2F1/history"} {
+				code, m := call(t, base, "tok-a", "GET", path, nil)
+				fmt.Fprintf(&b, "%s %d %v\n", path, code, m)
+			}
+			return b.String()
+		},
+	}
+	var registered []string
+	for _, r := range m1.api.Routes() {
+		registered = append(registered, r.Pattern)
+	}
+	accesstest.Run(t, f, registered, accesstest.Cases())
 }
