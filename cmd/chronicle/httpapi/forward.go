@@ -108,7 +108,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			return
 		}
 		v, err := s.groupView(r.Context())
-		if err != nil || len(v.members) < 2 {
+		if err != nil || !v.forwarding() {
 			next(w, r) // alone (or the coordinator is away): the local store is all there is
 			return
 		}
@@ -175,7 +175,7 @@ func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.Ha
 			return
 		}
 		v, err := s.groupView(r.Context())
-		if err != nil || len(v.members) < 2 || v.parts[string(topic)] != 1 {
+		if err != nil || !v.forwarding() || v.parts[string(topic)] != 1 {
 			next(w, r)
 			return
 		}
@@ -444,7 +444,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.groupView(r.Context())
-	if err != nil || len(v.members) < 2 {
+	if err != nil || !v.forwarding() {
 		s.listSessionsLocal(w, r)
 		return
 	}
@@ -562,7 +562,7 @@ func (s *Server) remoteOwner(ctx context.Context, topic events.Topic, key string
 		return ""
 	}
 	v, err := s.groupView(ctx)
-	if err != nil || len(v.members) < 2 {
+	if err != nil || !v.forwarding() {
 		return ""
 	}
 	p := partitionOf(string(topic), key, v.parts[string(topic)])

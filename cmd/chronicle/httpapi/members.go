@@ -141,6 +141,22 @@ type tp struct {
 	part  int32
 }
 
+// forwarding reports whether reads can be spread over the members: more
+// than one member, and every other one advertises a URL (a group shared
+// with an instance of an older Chronicle has none: each instance then
+// answers from its own store, as before).
+func (v *groupView) forwarding() bool {
+	if len(v.members) < 2 {
+		return false
+	}
+	for _, m := range v.members {
+		if m != v.self && v.urls[m] == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // directory caches the groupView, or the error describing it, for
 // DirectoryTTL.
 type directory struct {
