@@ -261,7 +261,6 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
-			pr.Out.URL.Path, pr.Out.URL.RawPath = r.URL.Path, r.URL.RawPath
 			pr.Out.Header.Set(ForwardedHeader, v.self)
 		},
 		Transport: forwardClient.Transport,
