@@ -19,8 +19,9 @@ import (
 // forwarding: `chronicle broker --partitions 4`, two `serve --brokers …
 // --partitions 4` with their own --data and no --advertise (the listen
 // address is advertised), the bundled tau-bench sessions imported. Both
-// instances' GET /v1/cluster list both URLs; both list every session,
-// and a sample of sessions reads 200 with the same body from both.
+// instances' GET /v1/cluster list both URLs; both list every session in
+// the same pages of 50 (bodies and cursors equal), and every session reads
+// 200 with the same body from both.
 func TestServeForwardsAcrossInstances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes and imports 200 sessions")
@@ -87,7 +88,7 @@ func TestServeForwardsAcrossInstances(t *testing.T) {
 					Sessions   []json.RawMessage `json:"sessions"`
 					NextCursor string            `json:"next_cursor"`
 				}
-				code, _ := getJSON(api+"/v1/sessions?limit=500&cursor="+url.QueryEscape(cursor), &l)
+				code, _ := getJSON(api+"/v1/sessions?limit=50&cursor="+url.QueryEscape(cursor), &l)
 				if code != 200 {
 					break
 				}
@@ -110,7 +111,29 @@ func TestServeForwardsAcrossInstances(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	for i := 0; i < len(recs); i += 10 {
+	// the same pages and cursors from both
+	var pages [2]string
+	for k, api := range apis {
+		cursor := ""
+		for page := 0; page < 10; page++ {
+			code, body := getJSON(api+"/v1/sessions?limit=50&cursor="+url.QueryEscape(cursor), nil)
+			var l struct {
+				NextCursor string `json:"next_cursor"`
+			}
+			_ = json.Unmarshal(body, &l)
+			if code != 200 {
+				t.Fatalf("%s list: %d %s", api, code, body)
+			}
+			pages[k] += string(body)
+			if cursor = l.NextCursor; cursor == "" {
+				break
+			}
+		}
+	}
+	if pages[0] != pages[1] {
+		t.Fatal("the two instances list different pages")
+	}
+	for i := 0; i < len(recs); i++ {
 		envs, err := taubench.Events(recs[i])
 		if err != nil {
 			t.Fatal(err)
