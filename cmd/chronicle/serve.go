@@ -46,13 +46,24 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true})
+			// listen first: the advertised URL (default: the listen
+			// address) joins the group with the processors
+			ln, err := net.Listen("tcp", httpAddr)
+			if err != nil {
+				return fmt.Errorf("--http %s: %w", httpAddr, err)
+			}
+			defer ln.Close()
+			if advertise == "" {
+				advertise = "http://" + ln.Addr().String()
+			}
+			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true,
+				SubscriberOpts: httpapi.MemberOpts(advertise)})
 			if err != nil {
 				return err
 			}
 			defer p.Close()
 			describe(p)
-			return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl}, httpAddr)
+			return serveListener(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl}, ln)
 		},
 	}
 	c.register(cmd)
@@ -62,7 +73,7 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
 	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
-	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at, shown by GET /v1/cluster (default: http:// and the --http listen address)")
+	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at: published to the processors' group (reads are forwarded to it) and shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	registerRequestLog(cmd, &requestLog)
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
@@ -104,6 +115,11 @@ func serveHTTP(ctx context.Context, s *httpapi.Server, addr string) error {
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", addr, err)
 	}
+	return serveListener(ctx, s, ln)
+}
+
+// serveListener serves the API on ln until ctx ends, then shuts down gracefully.
+func serveListener(ctx context.Context, s *httpapi.Server, ln net.Listener) error {
 	if s.Advertise == "" {
 		s.Advertise = "http://" + ln.Addr().String()
 	}

@@ -83,6 +83,10 @@ type Config struct {
 	// starts (projections.Store.OnCommit): benchmarks and tests time or
 	// follow commits with it. Default none.
 	CommitHook projections.CommitHook
+	// SubscriberOpts are extra franz-go options for the processors' and
+	// workers' consumers (processors.RunnerConfig.SubscriberOpts); serve
+	// passes the balancer that publishes its --advertise URL to the group.
+	SubscriberOpts []kgo.Opt
 }
 
 // DefaultProcessors are the processors a Chronicle service runs. Those
@@ -211,7 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
-		Group: cfg.Group,
+		Group: cfg.Group, SubscriberOpts: cfg.SubscriberOpts,
 	}); err != nil {
 		return fail(err)
 	}

@@ -15,6 +15,10 @@ type ClusterMember struct {
 	MemberID   string `json:"member_id"`
 	ClientID   string `json:"client_id"`
 	ClientHost string `json:"client_host"`
+	// URL is the API URL the member advertises (serve --advertise),
+	// published in its group join metadata (AdvertisingBalancer); "" for
+	// a member that joined without one.
+	URL string `json:"url"`
 	// Self marks this instance's member.
 	Self bool `json:"self"`
 	// Assigned are its partitions by topic.
@@ -58,7 +62,8 @@ type ClusterView struct {
 }
 
 // cluster serves GET /v1/cluster: the members of the processors' group
-// (kadm DescribeGroups), this instance's advertised URL, and per partition
+// (kadm DescribeGroups) with the URL each advertises, this instance's
+// advertised URL, and per partition
 // its owner, lag and, for partitions owned here, restore progress. The
 // view spans every scope: it needs a token that reads "*".
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
@@ -84,13 +89,9 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	own := s.P.Runner.Ownership()
 	v := ClusterView{Group: group, State: dg[group].State, Self: s.P.Runner.MemberID(), Advertise: s.Advertise,
 		Rebalancing: own.Rebalancing, Members: []ClusterMember{}, Partitions: []ClusterPartition{}}
-	type tp struct {
-		topic string
-		part  int32
-	}
 	owner := map[tp]string{}
 	for _, m := range dg[group].Members {
-		cm := ClusterMember{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Self: m.MemberID == v.Self, Assigned: map[string][]int32{}}
+		cm := ClusterMember{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, URL: AdvertisedURL(m), Self: m.MemberID == v.Self, Assigned: map[string][]int32{}}
 		if c, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range c.Topics {
 				ps := append([]int32(nil), t.Partitions...)

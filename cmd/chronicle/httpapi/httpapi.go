@@ -100,6 +100,10 @@ type Server struct {
 	// shown by GET /v1/cluster.
 	Advertise string
 
+	// ForwardTimeout bounds a read forwarded to its partition's owner and
+	// each member's answer to a fan-out; ≤ 0: ForwardTimeout (5 s).
+	ForwardTimeout time.Duration
+
 	// ImproveWait bounds how long POST /v1/sessions/{id}/improve (and the
 	// pair_improvement MCP tool) waits for PAIR retrieval and its context
 	// to be projected; ≤ 0: DefaultImproveWait (20 s).
@@ -117,6 +121,10 @@ type Server struct {
 	// sessions (entity keys) whose context this process published.
 	pairMu   sync.Mutex
 	pairSent map[string]bool
+
+	// dir caches the processors' group (members, advertised URLs,
+	// assignment) for the routes that forward to a partition's owner.
+	dir directory
 
 	// brokerDown is set while produces fail, so an outage is logged once.
 	brokerDown atomic.Bool
@@ -143,22 +151,22 @@ func (s *Server) Routes() []Route {
 	return []Route{
 		f("POST /v1/events", requireJSON(s.postEvents)),
 		f("GET /v1/sessions", s.listSessions),
-		f("GET /v1/sessions/{id...}", s.sessionRoutes),
-		f("POST /v1/sessions/{id...}", requireJSON(s.improveSession)),
-		f("GET /v1/reasoning/{id...}", s.reasoningRoutes),
-		f("GET /v1/memories/search", s.searchMemories),
+		f("GET /v1/sessions/{id...}", s.toOwner(sessionsRoute(false), s.sessionRoutes)),
+		f("POST /v1/sessions/{id...}", requireJSON(s.toOwner(sessionsRoute(true), s.improveSession))),
+		f("GET /v1/reasoning/{id...}", s.toOwner(reasoningRoute, s.reasoningRoutes)),
+		f("GET /v1/memories/search", s.toTopicOwner(events.TopicMemories, s.searchMemories)),
 		f("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns")),
 		f("GET /v1/tools/search", s.searchCollection(search.Tools, "tools")),
 		f("POST /v1/memories", requireJSON(s.recordMemory)),
-		f("POST /v1/memories/{id...}", requireJSON(s.memoryFeedback)),
-		f("GET /v1/memories/{id...}", s.memoryRoutes),
+		f("POST /v1/memories/{id...}", requireJSON(s.toOwner(memoriesRoute(true), s.memoryFeedback))),
+		f("GET /v1/memories/{id...}", s.toOwner(memoriesRoute(false), s.memoryRoutes)),
 		f("POST /v1/workflows/suggest", requireJSON(s.postSuggest)),
 		f("POST /v1/workflows/suggest/feedback", requireJSON(s.postSuggestFeedback)),
-		f("GET /v1/workflows/{id...}", s.workflowGet),
-		f("POST /v1/workflows/{id...}", requireJSON(s.workflowPost)),
+		f("GET /v1/workflows/{id...}", s.toOwner(workflowsRoute(false), s.workflowGet)),
+		f("POST /v1/workflows/{id...}", requireJSON(s.toOwner(workflowsRoute(true), s.workflowPost))),
 		f("POST /v1/dags", requireJSON(s.postDAG)),
-		f("GET /v1/searches/{id...}", s.searchRoutes),               // issue 12: tree searches
-		f("POST /v1/searches/{id...}", requireJSON(s.resumeSearch)), // issue 12: POST /v1/searches/{id}/resume
+		f("GET /v1/searches/{id...}", s.toOwner(searchesRoute(false), s.searchRoutes)),              // issue 12: tree searches
+		f("POST /v1/searches/{id...}", requireJSON(s.toOwner(searchesRoute(true), s.resumeSearch))), // issue 12: POST /v1/searches/{id}/resume
 		f("GET /v1/graph/next", s.graphNext),
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),
@@ -352,29 +360,47 @@ func splitBody(body []byte) ([][]byte, error) {
 	return nil, errors.New("body must be a JSON object (one CloudEvent) or an array of them")
 }
 
-func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+// listParams reads GET /v1/sessions' outcome and limit (default 50,
+// 1..500); with w nil it only reads them.
+func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit int, ok bool) {
 	q := r.URL.Query()
-	outcome := q.Get("outcome")
+	outcome = q.Get("outcome")
 	switch outcome {
 	case "", events.OutcomeSuccess, events.OutcomeFailure, events.OutcomeUnknown:
 	default:
-		writeErr(w, http.StatusBadRequest, "outcome: %q is not one of success, failure, unknown", outcome)
-		return
+		if w != nil {
+			writeErr(w, http.StatusBadRequest, "outcome: %q is not one of success, failure, unknown", outcome)
+		}
+		return "", 0, false
 	}
-	limit := 50
+	limit = 50
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 500 {
-			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer from 1 to 500", l)
-			return
+			if w != nil {
+				writeErr(w, http.StatusBadRequest, "limit: %q is not an integer from 1 to 500", l)
+			}
+			return "", 0, false
 		}
 		limit = n
 	}
-	inScope, err := scopeFilter(q.Get("scope"))
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+	if _, err := scopeFilter(q.Get("scope")); err != nil {
+		if w != nil {
+			writeErr(w, http.StatusBadRequest, "%v", err)
+		}
+		return "", 0, false
+	}
+	return outcome, limit, true
+}
+
+// listSessionsLocal lists the sessions of this instance's store.
+func (s *Server) listSessionsLocal(w http.ResponseWriter, r *http.Request) {
+	outcome, limit, ok := listParams(w, r)
+	if !ok {
 		return
 	}
+	q := r.URL.Query()
+	inScope, _ := scopeFilter(q.Get("scope")) // checked by listParams
 	c := CallerOf(r)
 	list, next, err := sessions.List(s.P.Store, outcome, limit, q.Get("cursor"), func(sc string) bool { return c.CanRead(sc) && inScope(sc) })
 	if err != nil {

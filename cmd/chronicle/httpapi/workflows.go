@@ -257,6 +257,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	var data any
 	var next *int
 	var cpID string
+	var childOwner, childPath string // a fork whose new workflow another member owns
 	switch action {
 	case "updates":
 		typ, data = events.WorkflowReducerApplied, events.ReducerAppliedData{WorkflowID: id, Layer: b.Layer, Channel: b.Channel, Update: b.Update}
@@ -333,7 +334,20 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusForbidden, "scope: this token may not write %s, the scope of the fork", scope)
 			return
 		}
-		if _, taken, err := workflows.Get(s.P.Store, events.EntityKey(scope, b.WorkflowID)); err != nil || taken {
+		// in a cluster the new workflow's partition may be another
+		// member's: ask it whether the id is taken (issue 15)
+		childPath = "/v1/workflows/" + url.PathEscape(b.WorkflowID) + "?scope=" + url.QueryEscape(scope)
+		if childOwner = s.remoteOwner(ctx, events.TopicWorkflows, events.EntityKey(scope, b.WorkflowID)); childOwner != "" {
+			code, body, err := s.getFrom(ctx, r, childOwner, childPath)
+			switch {
+			case err != nil || code >= 500:
+				writeErr(w, http.StatusServiceUnavailable, "workflow_id: the owner (%s) of the new workflow's partition did not answer: %v %s", childOwner, err, body)
+				return
+			case code == http.StatusOK:
+				writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s", b.WorkflowID, scope)
+				return
+			}
+		} else if _, taken, err := workflows.Get(s.P.Store, events.EntityKey(scope, b.WorkflowID)); err != nil || taken {
 			writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s (%v)", b.WorkflowID, scope, err)
 			return
 		}
@@ -365,6 +379,10 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+	}
+	if childOwner != "" {
+		s.submitForkElsewhere(ctx, w, r, env, childOwner, childPath)
+		return
 	}
 	pos, err := s.workflowService().Submit(ctx, env)
 	var ve *events.ValidationError
@@ -468,4 +486,44 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 		return nil, false
 	}
 	return out, true
+}
+
+// submitForkElsewhere writes a fork whose new workflow's partition another
+// member owns (at childURL): it produces the event without waiting for
+// this store, then reads the new workflow from its owner (childPath) until
+// it exists, at most the write wait (5 s), and answers its state; 202 as
+// a local write does when it did not appear in time.
+func (s *Server) submitForkElsewhere(ctx context.Context, w http.ResponseWriter, r *http.Request, env events.Envelope, childURL, childPath string) {
+	svc := s.workflowService()
+	svc.Wait = time.Nanosecond // produce only: the event is applied on the other member
+	pos, err := svc.Submit(ctx, env)
+	var ve *events.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		idx := 0
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		return
+	case err != nil && !errors.Is(err, workflows.ErrNotProcessed):
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body, err := s.getFrom(ctx, r, childURL, childPath)
+		if err == nil && code == http.StatusOK {
+			var st workflows.State
+			if err := json.Unmarshal(body, &st); err != nil {
+				writeErr(w, http.StatusBadGateway, "the new workflow's owner (%s) answered: %v", childURL, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, workflows.WriteResult{EventID: env.ID, Position: pos.String(), State: st})
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			writeJSON(w, http.StatusAccepted, map[string]any{"event_id": env.ID, "position": pos.String(),
+				"status": fmt.Sprintf("written to the log; the new workflow's owner (%s) had not applied it after 5s", childURL)})
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -1,0 +1,595 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/passes"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+)
+
+// Forwarding reads to the partition's owner (issue 15, item 4). Every
+// entity route whose entity is keyed on a partitioned topic finds the
+// partition of the entity's key (events.EntityKey(scope, id), hashed as
+// the producer hashes it), the group member that owns it, and, when that
+// is another instance, proxies the request to the member's advertised URL
+// (AdvertisingBalancer) with the caller's headers, Authorization included:
+// the owner authenticates and authorises the caller again where the data
+// is read. The forwarding instance checks first what it can without the
+// data (the token, the id, and that the caller may access ?scope=), so a
+// request it would refuse is refused before any forward.
+
+// ForwardTimeout bounds a forwarded read, and each member's answer to a
+// fan-out (5 s); a forwarded write gets ImproveWait (20 s) more, the
+// longest a write route waits for its event to be applied. A member that does not answer within it: 504 (deadline)
+// or 503 (refused, reset), with a ForwardError naming the member.
+const ForwardTimeout = 5 * time.Second
+
+// ForwardedHeader marks a request forwarded by another instance; its value
+// is the forwarding member's id. A request carrying it is answered from
+// the local store and never forwarded again (the loop guard).
+const ForwardedHeader = "Chronicle-Forwarded-By"
+
+// FanOutHeader marks a forwarded read sent to every member to find the
+// scope of an id: the member answers only from the partitions it owns
+// (a previous owner's leftover copy is not an answer).
+const FanOutHeader = "Chronicle-Fan-Out"
+
+// ServedByHeader names the member id of the instance that read the data,
+// on every answer of a forwarded or fanned-out route.
+const ServedByHeader = "Chronicle-Served-By"
+
+// ForwardError is the body of a 503/504 when the owner of a partition (or
+// a member asked in a fan-out) did not answer.
+type ForwardError struct {
+	Error     string `json:"error"`
+	Member    string `json:"member"`
+	URL       string `json:"url"`
+	Topic     string `json:"topic,omitempty"`
+	Partition *int32 `json:"partition,omitempty"`
+}
+
+// ownerRoute says where the entity of a request lives.
+type ownerRoute struct {
+	// topic is the topic keying the entity (by sub-route suffix).
+	topic func(suffix string) events.Topic
+	// split returns the entity id and the sub-route of the request.
+	split func(r *http.Request) (id, suffix string, err error)
+	// kind names the entity in errors ("session").
+	kind string
+	// scopes lists the scopes whose projection holds an id here.
+	scopes scopesOfID
+	// write: the route writes (the scope is resolved among write scopes).
+	write bool
+}
+
+// forwardClient sends forwarded requests and fan-out requests; each
+// request carries its own ForwardTimeout deadline.
+var forwardClient = &http.Client{Transport: http.DefaultTransport}
+
+// toOwner wraps an entity route: it serves the request here when this
+// instance owns the key's partition (or is alone, or the request was
+// forwarded to it), else forwards it to the owner; for a read whose scope
+// it cannot determine (no ?scope=, a caller that reads several scopes) it
+// asks every member and answers from the one that holds the id.
+func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.P == nil || s.P.Runner == nil {
+			next(w, r)
+			return
+		}
+		if r.Header.Get(ForwardedHeader) != "" {
+			if r.Header.Get(FanOutHeader) != "" && r.URL.Query().Get("scope") == "" {
+				s.ownedOnly(rt, next)(w, r)
+				return
+			}
+			next(w, r)
+			return
+		}
+		id, suffix, err := rt.split(r)
+		if err != nil || events.CheckID(id) != nil {
+			next(w, r) // the handler answers 400
+			return
+		}
+		v, err := s.groupView(r.Context())
+		if err != nil || !v.forwarding() {
+			next(w, r) // alone (or the coordinator is away): the local store is all there is
+			return
+		}
+		topic := string(rt.topic(suffix))
+		n := v.parts[topic]
+		c := CallerOf(r)
+		allowed, scopes := c.CanRead, c.Read
+		if rt.write {
+			allowed, scopes = c.CanWrite, c.Write
+		}
+		sc := r.URL.Query().Get("scope")
+		switch {
+		case sc != "":
+			if !events.ValidScope(sc) || !allowed(sc) {
+				next(w, r) // 400 / 404, checked before any forward
+				return
+			}
+		case n == 1:
+			// a single-partition topic (chronicle.memories): the owner of
+			// partition 0 holds every scope
+		case len(scopes) == 1 && scopes[0] != "*":
+			sc = scopes[0]
+		case rt.write:
+			next(w, r) // a write names its scope to be forwarded (README)
+			return
+		default:
+			s.fanOutEntity(w, r, v, s.ownedOnly(rt, next))
+			return
+		}
+		p := partitionOf(topic, events.EntityKey(sc, id), n)
+		owner := v.owner[tp{topic, p}]
+		if owner == "" || owner == v.self || s.ownsLocally(topic, p) || v.urls[owner] == "" {
+			// unassigned mid-rebalance, ours, or a member without a URL
+			next(w, r)
+			return
+		}
+		timeout := s.forwardTimeout()
+		if rt.write {
+			// a write answers after its event is applied: the owner's own
+			// wait (at most ImproveWait, 20 s) comes on top
+			timeout += s.improveWait()
+		}
+		s.forward(w, r, v, owner, topic, p, timeout)
+	}
+}
+
+func (s *Server) forwardTimeout() time.Duration {
+	if s.ForwardTimeout > 0 {
+		return s.ForwardTimeout
+	}
+	return ForwardTimeout
+}
+
+// toTopicOwner wraps a route over a whole single-partition topic (memory
+// search over chronicle.memories, whose only partition's owner indexes
+// every memory): it forwards to the owner of partition 0 unless that is
+// this instance (or alone, or the request was forwarded to it). The
+// caller's token and scopes are checked by the owner, which reads the
+// data; this instance has none of it to check against.
+func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
+			next(w, r)
+			return
+		}
+		v, err := s.groupView(r.Context())
+		if err != nil || !v.forwarding() || v.parts[string(topic)] != 1 {
+			next(w, r)
+			return
+		}
+		owner := v.owner[tp{string(topic), 0}]
+		if owner == "" || owner == v.self || s.ownsLocally(string(topic), 0) || v.urls[owner] == "" {
+			next(w, r)
+			return
+		}
+		s.forward(w, r, v, owner, string(topic), 0, s.forwardTimeout())
+	}
+}
+
+// ownedOnly answers a fanned-out read from the partitions this instance
+// owns: among the scopes the caller may read that hold the id here, those
+// whose key's partition it owns (or that no member owns, mid-rebalance);
+// one: the read with ?scope= set to it; none: 404; several: the handler's
+// 409.
+func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, suffix, err := rt.split(r)
+		if err != nil || events.CheckID(id) != nil || rt.scopes == nil {
+			next(w, r)
+			return
+		}
+		v, err := s.groupView(r.Context())
+		if err != nil {
+			next(w, r)
+			return
+		}
+		topic := string(rt.topic(suffix))
+		all, err := rt.scopes(s.P.Store, id)
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		var held []string
+		for _, sc := range all {
+			if !CallerOf(r).CanRead(sc) {
+				continue
+			}
+			p := partitionOf(topic, events.EntityKey(sc, id), v.parts[topic])
+			if s.ownsLocally(topic, p) || v.owner[tp{topic, p}] == "" {
+				held = append(held, sc)
+			}
+		}
+		switch len(held) {
+		case 0:
+			writeErr(w, http.StatusNotFound, "%s %q not found", rt.kind, id)
+		case 1:
+			r2 := r.Clone(r.Context())
+			q := r2.URL.Query()
+			q.Set("scope", held[0])
+			r2.URL.RawQuery = q.Encode()
+			next(w, r2)
+		default:
+			next(w, r)
+		}
+	}
+}
+
+// ownsLocally reports whether the engine holds topic/partition now.
+func (s *Server) ownsLocally(topic string, p int32) bool {
+	for _, op := range s.P.Runner.Ownership().Partitions {
+		if op.Topic == topic && op.Partition == p {
+			return true
+		}
+	}
+	return false
+}
+
+// forward proxies r to member owner (httputil.ReverseProxy), bounded by
+// timeout: the forward timeout (ForwardTimeout, 5 s), plus the owner's
+// own wait (ImproveWait, 20 s) for a write.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, owner, topic string, p int32, timeout time.Duration) {
+	target, err := url.Parse(v.urls[owner])
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, ForwardError{Error: fmt.Sprintf("owner %s of %s/%d advertises an invalid URL %q: %v", owner, topic, p, v.urls[owner], err),
+			Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set(ForwardedHeader, v.self)
+		},
+		Transport: forwardClient.Transport,
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Header.Get(ServedByHeader) == "" {
+				resp.Header.Set(ServedByHeader, owner)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			code, what := http.StatusServiceUnavailable, "did not answer"
+			if errors.Is(err, context.DeadlineExceeded) {
+				code, what = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout)", timeout)
+			}
+			writeJSON(w, code, ForwardError{Error: fmt.Sprintf("owner %s (%s) of %s/%d %s: %v", owner, v.urls[owner], topic, p, what, err),
+				Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
+		},
+	}
+	rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// memberAnswer is one member's answer to a fan-out.
+type memberAnswer struct {
+	member, url string
+	code        int
+	header      http.Header
+	body        []byte
+	err         error
+}
+
+// fanOut sends r (a GET) to every member with a URL, with the loop guard
+// and the caller's headers, and answers it for this instance with local;
+// each answer is bounded by ForwardTimeout. The answers come in member id
+// order.
+func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, fanOutMark bool) []memberAnswer {
+	out := make([]memberAnswer, len(v.members))
+	var wg sync.WaitGroup
+	for i, m := range v.members {
+		out[i] = memberAnswer{member: m, url: v.urls[m]}
+		if m != v.self && v.urls[m] == "" {
+			out[i].err = errors.New("publishes no URL")
+			continue
+		}
+		wg.Add(1)
+		go func(a *memberAnswer) {
+			defer wg.Done()
+			if a.member == v.self {
+				rec := httptest.NewRecorder()
+				lr := r.Clone(r.Context())
+				lr.Header.Set(ForwardedHeader, v.self)
+				local(rec, lr)
+				a.code, a.header, a.body = rec.Code, rec.Header(), rec.Body.Bytes()
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), s.forwardTimeout())
+			defer cancel()
+			u := strings.TrimSuffix(a.url, "/") + r.URL.RequestURI()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				a.err = err
+				return
+			}
+			for _, h := range []string{"Authorization", "Accept"} {
+				if x := r.Header.Get(h); x != "" {
+					req.Header.Set(h, x)
+				}
+			}
+			req.Header.Set(ForwardedHeader, v.self)
+			if fanOutMark {
+				req.Header.Set(FanOutHeader, "1")
+			}
+			resp, err := forwardClient.Do(req)
+			if err != nil {
+				a.err = err
+				return
+			}
+			defer resp.Body.Close()
+			a.body, a.err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			a.code, a.header = resp.StatusCode, resp.Header
+		}(&out[i])
+	}
+	wg.Wait()
+	return out
+}
+
+// failed reports a fan-out answer that is no answer: no response, or a
+// 5xx (the member cannot say whether it holds the data).
+func (a memberAnswer) failed() bool { return a.err != nil || a.code >= 500 }
+
+// memberDown answers 503/504 naming the first member of answers that did
+// not answer.
+func (s *Server) memberDown(w http.ResponseWriter, answers []memberAnswer) bool {
+	for _, a := range answers {
+		if !a.failed() {
+			continue
+		}
+		code, why := http.StatusServiceUnavailable, fmt.Sprintf("answered %d: %s", a.code, bytes.TrimSpace(a.body))
+		if a.err != nil {
+			why = a.err.Error()
+			if errors.Is(a.err, context.DeadlineExceeded) {
+				code, why = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout): %v", s.forwardTimeout(), a.err)
+			}
+		}
+		writeJSON(w, code, ForwardError{Error: fmt.Sprintf("member %s (%s) %s", a.member, a.url, why), Member: a.member, URL: a.url})
+		return true
+	}
+	return false
+}
+
+// relay writes a member's answer.
+func relay(w http.ResponseWriter, a memberAnswer) {
+	if ct := a.header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.Header().Set(ServedByHeader, a.member)
+	w.WriteHeader(a.code)
+	_, _ = w.Write(a.body)
+}
+
+// fanOutEntity answers a read whose scope is not known here: every member
+// resolves the id among the caller's scopes in its own store. One 200: its
+// answer. Several 200s (the id in several scopes): 409 asking for ?scope=.
+// None: a member that did not answer makes it 503/504 (it may hold the
+// id); else the first other refusal (400, 409), else 404.
+func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupView, local http.HandlerFunc) {
+	answers := s.fanOut(r, v, local, true)
+	var ok []memberAnswer
+	for _, a := range answers {
+		if !a.failed() && a.code == http.StatusOK {
+			ok = append(ok, a)
+		}
+	}
+	switch {
+	case len(ok) == 1:
+		relay(w, ok[0])
+		return
+	case len(ok) > 1:
+		var ms []string
+		for _, a := range ok {
+			ms = append(ms, a.member)
+		}
+		writeErr(w, http.StatusConflict, "%s exists in several scopes you may access (held by members %s): add ?scope=", r.URL.Path, strings.Join(ms, ", "))
+		return
+	}
+	if s.memberDown(w, answers) {
+		return
+	}
+	var self *memberAnswer
+	for i, a := range answers {
+		if a.member == v.self {
+			self = &answers[i]
+		} else if a.code != http.StatusNotFound {
+			relay(w, a)
+			return
+		}
+	}
+	if self != nil {
+		relay(w, *self)
+		return
+	}
+	writeErr(w, http.StatusNotFound, "%s not found", r.URL.Path)
+}
+
+// sortStrings sorts ss in place.
+func sortStrings(ss []string) { sort.Strings(ss) }
+
+// listSessions serves GET /v1/sessions. Alone, or asked by another
+// member, it lists the local store; in a cluster it asks every member
+// (each holds its own partitions) with the same query, merges their pages
+// in id order (events.EntityKey order, as one store lists them), keeps a
+// key's copy from its partition's owner when a previous owner still holds
+// an older one, and cuts the page at limit. next_cursor is the last key of
+// the page: every member continues after it, so pages are stable while the
+// data does not change. A member that does not answer within
+// ForwardTimeout makes the whole list 503/504 naming it (no partial
+// pages: a page without a member's sessions would skip them for good).
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
+		s.listSessionsLocal(w, r)
+		return
+	}
+	v, err := s.groupView(r.Context())
+	if err != nil || !v.forwarding() {
+		s.listSessionsLocal(w, r)
+		return
+	}
+	// refuse bad parameters once, here
+	rec := httptest.NewRecorder()
+	if _, _, ok := listParams(rec, r); !ok {
+		relay(w, memberAnswer{member: v.self, code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
+		return
+	}
+	_, limit, _ := listParams(nil, r)
+	answers := s.fanOut(r, v, s.listSessionsLocal, false)
+	if s.memberDown(w, answers) {
+		return
+	}
+	topic := string(events.TopicSessions)
+	type item struct {
+		key, from string
+		raw       json.RawMessage
+	}
+	byKey := map[string]item{}
+	more := false
+	for _, a := range answers {
+		if a.code != http.StatusOK {
+			relay(w, a)
+			return
+		}
+		var page struct {
+			Sessions   []json.RawMessage `json:"sessions"`
+			NextCursor string            `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(a.body, &page); err != nil {
+			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("member %s (%s) answered an unreadable list: %v", a.member, a.url, err), Member: a.member, URL: a.url})
+			return
+		}
+		more = more || page.NextCursor != ""
+		for _, raw := range page.Sessions {
+			var id struct {
+				ID    string `json:"id"`
+				Scope string `json:"scope"`
+			}
+			_ = json.Unmarshal(raw, &id)
+			key := events.EntityKey(id.Scope, id.ID)
+			prev, seen := byKey[key]
+			owner := v.owner[tp{topic, partitionOf(topic, key, v.parts[topic])}]
+			if !seen || (prev.from != owner && a.member == owner) {
+				byKey[key] = item{key: key, from: a.member, raw: raw}
+			}
+		}
+	}
+	items := make([]item, 0, len(byKey))
+	for _, it := range byKey {
+		items = append(items, it)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
+	next := ""
+	if len(items) > limit || (more && len(items) == limit) {
+		items = items[:limit]
+		next = items[limit-1].key
+	}
+	list := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		list[i] = it.raw
+	}
+	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "next_cursor": next})
+}
+
+// The entity routes that forward to their partition's owner, by the topic
+// keying their entity. A session's sub-routes (its log, its PAIR loop)
+// follow chronicle.sessions: the session row resolves the id there. The
+// PAIR loop's own rows come from chronicle.evaluations and
+// chronicle.learned, whose partitions the group assigns independently of
+// chronicle.sessions' (README "Running as a cluster": not co-partitioned).
+func sessionsRoute(write bool) ownerRoute {
+	return ownerRoute{kind: "session", topic: fixedTopic(events.TopicSessions), scopes: sessions.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
+		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events", "improvement", "improve")
+	}}
+}
+
+var reasoningRoute = ownerRoute{kind: "reasoning task", topic: fixedTopic(events.TopicReasoning), scopes: passes.Scopes, split: func(r *http.Request) (string, string, error) {
+	return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/reasoning/"), "history")
+}}
+
+// memoriesRoute: chronicle.memories has one partition (events.SinglePartition),
+// so its owner holds every memory of every scope.
+func memoriesRoute(write bool) ownerRoute {
+	return ownerRoute{kind: "memory", topic: fixedTopic(events.TopicMemories), scopes: memories.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
+		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/memories/"), "history", "feedback")
+	}}
+}
+
+func workflowsRoute(write bool) ownerRoute {
+	return ownerRoute{kind: "workflow", topic: fixedTopic(events.TopicWorkflows), scopes: workflows.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
+		id, _, err := workflowPath(r)
+		return id, "", err
+	}}
+}
+
+func searchesRoute(write bool) ownerRoute {
+	return ownerRoute{kind: "search", topic: fixedTopic(events.TopicSearches), scopes: treesearch.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
+		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes", "resume")
+	}}
+}
+
+func fixedTopic(t events.Topic) func(string) events.Topic {
+	return func(string) events.Topic { return t }
+}
+
+// remoteOwner is the advertised URL of the member that owns key's
+// partition on topic when that is another member; "" when it is this
+// instance, nobody, a member without a URL, or the request was itself
+// forwarded... (the caller then reads its own store).
+func (s *Server) remoteOwner(ctx context.Context, topic events.Topic, key string) string {
+	if s.P == nil || s.P.Runner == nil {
+		return ""
+	}
+	v, err := s.groupView(ctx)
+	if err != nil || !v.forwarding() {
+		return ""
+	}
+	p := partitionOf(string(topic), key, v.parts[string(topic)])
+	owner := v.owner[tp{string(topic), p}]
+	if owner == "" || owner == v.self || s.ownsLocally(string(topic), p) {
+		return ""
+	}
+	return v.urls[owner]
+}
+
+// getFrom sends GET path to the member at base with r's Authorization and
+// the loop guard, bounded by the forward timeout.
+func (s *Server) getFrom(ctx context.Context, r *http.Request, base, path string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.forwardTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if a := r.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a)
+	}
+	req.Header.Set(ForwardedHeader, s.P.Runner.MemberID())
+	resp, err := forwardClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return resp.StatusCode, b, err
+}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestUserDataRoundTrip(t *testing.T) {
+	inner := []byte{0, 1, 2, 3, 'x'}
+	for _, url := range []string{"", "http://127.0.0.1:8080", "https://chronicle-3.example.com:8443/api"} {
+		got, rest, ok := unwrapUserData(wrapUserData(url, inner))
+		if !ok || got != url || string(rest) != string(inner) {
+			t.Fatalf("%q: got %q %v %v", url, got, rest, ok)
+		}
+	}
+	for _, raw := range [][]byte{nil, inner, []byte("chr1"), append([]byte("chr1"), 0xff)} {
+		if url, rest, ok := unwrapUserData(raw); ok || url != "" || string(rest) != string(raw) {
+			t.Fatalf("%v: unwrapped %q %v %v", raw, url, rest, ok)
+		}
+	}
+}
+
+// TestAdvertisingBalancerAssignsAsSticky: for the same members (each with
+// partitions it owns from the previous generation), the advertising
+// balancer's assignment is byte for byte cooperative-sticky's, and its
+// join metadata carries the URL where DescribeGroups shows it.
+func TestAdvertisingBalancerAssignsAsSticky(t *testing.T) {
+	topics := []string{"chronicle.sessions", "chronicle.memories"}
+	current := []map[string][]int32{
+		{"chronicle.sessions": {0, 1}, "chronicle.memories": {0}},
+		{"chronicle.sessions": {2, 3}},
+		nil, // a new member
+	}
+	var wrapped, plain []kmsg.JoinGroupResponseMember
+	for i, cur := range current {
+		id := fmt.Sprintf("member-%d", i)
+		url := fmt.Sprintf("http://chronicle-%d:8080", i)
+		wm := AdvertisingBalancer(url).JoinGroupMetadata(topics, cur, 7)
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(wm); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, ok := unwrapUserData(meta.UserData); !ok || got != url {
+			t.Fatalf("member %d: metadata carries %q, want %q", i, got, url)
+		}
+		wrapped = append(wrapped, kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: wm})
+		plain = append(plain, kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: kgo.CooperativeStickyBalancer().JoinGroupMetadata(topics, cur, 7)})
+	}
+	parts := map[string]int32{"chronicle.sessions": 4, "chronicle.memories": 1}
+	wb, wt, err := AdvertisingBalancer("").MemberBalancer(wrapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, pt, err := kgo.CooperativeStickyBalancer().MemberBalancer(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(wt, pt) {
+		t.Fatalf("topics %v vs %v", wt, pt)
+	}
+	// kgo balances through BalanceOrError (and sets the balance info) on
+	// the balancer MemberBalancer returns: the wrapper returns the sticky one
+	wa, err := wb.(kgo.GroupMemberBalancerOrError).BalanceOrError(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := pb.(kgo.GroupMemberBalancerOrError).BalanceOrError(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := wa.IntoSyncAssignment(), pa.IntoSyncAssignment()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("assignment differs from cooperative-sticky's:\n%v\n%v", got, want)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d members assigned", len(got))
+	}
+}
+
+// spyBalancer records the members its MemberBalancer is given.
+type spyBalancer struct {
+	kgo.GroupBalancer
+	got *[]kmsg.JoinGroupResponseMember
+}
+
+func (s spyBalancer) MemberBalancer(m []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	*s.got = m
+	return s.GroupBalancer.MemberBalancer(m)
+}
+
+// TestAdvertisingBalancerHandsStickyItsOwnMetadata: the wrapped balancer
+// receives each member's metadata exactly as cooperative-sticky itself
+// would have encoded it (the URL removed).
+func TestAdvertisingBalancerHandsStickyItsOwnMetadata(t *testing.T) {
+	topics := []string{"chronicle.sessions"}
+	cur := map[string][]int32{"chronicle.sessions": {1, 3}}
+	var got []kmsg.JoinGroupResponseMember
+	b := advertisingBalancer{inner: spyBalancer{kgo.CooperativeStickyBalancer(), &got}, url: "http://a:1"}
+	members := []kmsg.JoinGroupResponseMember{
+		{MemberID: "m0", ProtocolMetadata: b.JoinGroupMetadata(topics, cur, 3)},
+		{MemberID: "m1", ProtocolMetadata: kgo.CooperativeStickyBalancer().JoinGroupMetadata(topics, nil, 3)}, // no URL: passed as is
+	}
+	if _, _, err := b.MemberBalancer(members); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]byte{kgo.CooperativeStickyBalancer().JoinGroupMetadata(topics, cur, 3), members[1].ProtocolMetadata}
+	for i := range want {
+		if string(got[i].ProtocolMetadata) != string(want[i]) {
+			t.Fatalf("member %d: the sticky balancer got %x, want %x", i, got[i].ProtocolMetadata, want[i])
+		}
+	}
+	if string(members[0].ProtocolMetadata) == string(want[0]) {
+		t.Fatal("the join metadata carries no URL")
+	}
+}
