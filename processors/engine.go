@@ -80,7 +80,7 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(string(cfg.Group)),
 		kgo.ConsumeTopics(e.topics...),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.Balancers(CoPartitionedBalancer(), kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.BlockRebalanceOnPoll(),

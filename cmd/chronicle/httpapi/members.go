@@ -29,9 +29,10 @@ var advertiseMagic = []byte("chr1")
 // member that publishes url (serve --advertise) to the other members, the
 // way Kafka Streams publishes application.server for interactive queries:
 // in the member metadata of the group protocol. The assignment is
-// franz-go's CooperativeStickyBalancer's, unchanged: before balancing, the
-// leader strips the URL from every member's user data and hands the
-// members to the sticky balancer as it would see them. The URL reaches
+// processors.CoPartitionedBalancer's (cooperative-sticky over tasks),
+// unchanged: before balancing, the leader strips the URL from every
+// member's user data and hands the members to that balancer as it would
+// see them. The URL reaches
 // every member through DescribeGroups (GroupMembers), always with the
 // assignment of the same generation, so no extra topic or coordination
 // service is needed.
@@ -41,7 +42,7 @@ var advertiseMagic = []byte("chr1")
 // cooperative-sticky (its members have no URL, so reads are not forwarded
 // to them).
 func AdvertisingBalancer(url string) kgo.GroupBalancer {
-	return advertisingBalancer{inner: kgo.CooperativeStickyBalancer(), url: url}
+	return advertisingBalancer{inner: processors.CoPartitionedBalancer(), url: url}
 }
 
 type advertisingBalancer struct {
@@ -243,7 +244,8 @@ func partitionOf(topic, key string, n int) int32 {
 
 // MemberOpts are the franz-go options a cluster member's pipeline runs
 // with (pipeline.Config.SubscriberOpts): AdvertisingBalancer(url), then
-// plain cooperative-sticky for a group shared with older instances.
+// the co-partitioned balancer without URLs, then plain cooperative-sticky,
+// for a group shared with older instances.
 func MemberOpts(url string) []kgo.Opt {
-	return []kgo.Opt{kgo.Balancers(AdvertisingBalancer(url), kgo.CooperativeStickyBalancer())}
+	return []kgo.Opt{kgo.Balancers(AdvertisingBalancer(url), processors.CoPartitionedBalancer(), kgo.CooperativeStickyBalancer())}
 }
