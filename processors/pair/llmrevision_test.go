@@ -169,9 +169,15 @@ func newLLMServer(t *testing.T, answer string, failures int32) *llmServer {
 	return s
 }
 
-func (s *llmServer) llm(t *testing.T) *distill.LLM {
+// llm is a client of the server with the production retry schedule (3
+// attempts, waits of 1 s and 2 s), or with waits from 1 ms when fast.
+func (s *llmServer) llm(t *testing.T, fast ...bool) *distill.LLM {
 	t.Helper()
-	l, err := distill.NewLLM(distill.LLMConfig{URL: s.URL + "/v1", Model: "reflexion-gpt-recorded", APIKeyEnv: "PAIR_TEST_NO_KEY", RatePerSecond: 1000})
+	cfg := distill.LLMConfig{URL: s.URL + "/v1", Model: "reflexion-gpt-recorded", APIKeyEnv: "PAIR_TEST_NO_KEY", RatePerSecond: 1000}
+	if len(fast) > 0 && fast[0] {
+		cfg.InitialBackoff = time.Millisecond
+	}
+	l, err := distill.NewLLM(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +344,8 @@ func mustJSON(t *testing.T, v any) []byte {
 
 // The fallbacks: a server that answers 500 is tried 3 times with waits of
 // 1 s and 2 s, then the failure is logged and the deterministic revision
-// stands with the reason; the same for a server that is down; a recorded
+// stands with the reason; the same for a server that is down (3 attempts,
+// short waits); a recorded
 // reflection that states no decision is logged and falls back too.
 func TestRevisionWorkerFallbacks(t *testing.T) {
 	f := newRevisionFixture(t)
@@ -364,11 +371,31 @@ func TestRevisionWorkerFallbacks(t *testing.T) {
 	}
 
 	down := newLLMServer(t, "", 0)
-	l := down.llm(t)
+	l := down.llm(t, true) // the schedule is shown above
 	down.Close()
 	r = run(&pair.RevisionWorker{Store: f.h.store, LLM: l})
-	if r.Source != pair.SourceDeterministic || !strings.Contains(r.FallbackReason, "model call failed") || !strings.Contains(r.FallbackReason, "connect") {
+	if r.Source != pair.SourceDeterministic || !strings.Contains(r.FallbackReason, "model call failed") || !strings.Contains(r.FallbackReason, "after 3 attempts") || !strings.Contains(r.FallbackReason, "connect") {
 		t.Fatalf("server down: %+v", r)
+	}
+
+	// a server that never answers: the call ends at the worker's Timeout
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	hl, err := distill.NewLLM(distill.LLMConfig{URL: hang.URL, Model: "reflexion-gpt-recorded", APIKeyEnv: "PAIR_TEST_NO_KEY", RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	r = run(&pair.RevisionWorker{Store: f.h.store, LLM: hl, Timeout: 300 * time.Millisecond})
+	close(release)
+	hang.Close()
+	if el := time.Since(start); r.Source != pair.SourceDeterministic || !strings.Contains(r.FallbackReason, "deadline exceeded") || el > 5*time.Second {
+		t.Fatalf("hanging server, %v: %+v", el, r)
 	}
 
 	var planless string
