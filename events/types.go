@@ -126,6 +126,10 @@ const (
 	// PairContextRetrieved: the success patterns PAIR retrieval found for
 	// the gaps of a session below composite 95 (the pair worker).
 	PairContextRetrieved Type = "pair.context.retrieved.v1"
+	// PairRevisionWritten: the model's answer to the PAIR revision prompt
+	// for a session's context, or the error of the call (the pair revision
+	// worker, only with an LLM configured).
+	PairRevisionWritten Type = "pair.revision.written.v1"
 )
 
 // Topic is the name of a Kafka topic Chronicle uses.
@@ -242,6 +246,7 @@ var registry = map[Type]TypeInfo{
 	GraphRanksUpdated:          {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph"},
 	ToolTransitionObserved:     {Type: ToolTransitionObserved, Topic: TopicToolgraph, Derived: true, KeyField: "graph"},
 	PairContextRetrieved:       {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
+	PairRevisionWritten:        {Type: PairRevisionWritten, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
 	EvaluationCompleted:        {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 	PatternCounted:             {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
 }

@@ -29,8 +29,8 @@ type commonFlags struct {
 
 // registerLLM adds the flags of the LLM distiller and judge.
 func (c *commonFlags) registerLLM(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1); enables the LLM distiller and the judge")
-	cmd.Flags().StringVar(&c.llmModel, "llm-model", "", "chat model for the LLM distiller and the judge")
+	cmd.Flags().StringVar(&c.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1); enables the LLM distiller, the judge and, under serve, the PAIR LLM revision")
+	cmd.Flags().StringVar(&c.llmModel, "llm-model", "", "chat model for the LLM distiller, the judge and the PAIR LLM revision")
 	cmd.Flags().StringVar(&c.llmKeyEnv, "llm-key-env", "CHRONICLE_LLM_API_KEY", "environment variable holding the API key")
 }
 

@@ -51,6 +51,16 @@
 // events with the evaluations and projects each session's loop state and
 // its deterministic revision (Revise, revision.go).
 //
+// LLM revision. With an LLM configured, the RevisionWorker
+// ("pair-revision", on chronicle.learned) answers each context that asks
+// for a revision with the design's revision prompt (RevisionPrompt,
+// llmrevision.go) and writes the model's raw answer, or the error of the
+// call after its retries, as pair.revision.written.v1 (id derived from
+// the context). The pairloop processor parses it (ParseRevisionAnswer:
+// the asked-for JSON, or free text) into LoopState.LLMRevision, next to
+// the deterministic Revision, or records why it falls back to it
+// (InterpretRevision). Replay reads the answer from the log.
+//
 // Which evaluations. Only revision 0 (a judge re-score, revision > 0, is
 // not a new attempt) and only composite < 95. The iteration is the
 // session's Iteration from the sessions projection (0 or absent means 1).

@@ -31,13 +31,22 @@ type LoopState struct {
 	ContextAt     string    `json:"context_at,omitempty"`
 	Context       *Context  `json:"context,omitempty"`
 	Revision      *Revision `json:"revision,omitempty"`
+	// LLMRevision is the LLM-written revision next to the deterministic
+	// one (pair.revision.written.v1, only with an LLM configured): follow
+	// it when its source is "llm"; with source "deterministic" the model's
+	// answer was unusable and Revision stands (its fallback_reason says
+	// why). Absent without an LLM, so the projection is then unchanged.
+	LLMRevision *LLMRevision `json:"llm_revision,omitempty"`
 }
 
 // Loop is the PAIR loop processor: it reads evaluation.completed.v1
-// (chronicle.evaluations) and pair.context.retrieved.v1
-// (chronicle.learned), both keyed by the session, and keeps one LoopState
-// row per session (l/<session key>). Other types on those topics are
-// ignored. Deterministic: the revision is Revise of the context, no model.
+// (chronicle.evaluations), pair.context.retrieved.v1 and
+// pair.revision.written.v1 (chronicle.learned), all keyed by the session,
+// and keeps one LoopState row per session (l/<session key>). Other types
+// on those topics are ignored. Deterministic: the revision is Revise of
+// the context, the LLM revision InterpretRevision of the model's answer
+// as the log holds it (no model call). The status does not depend on the
+// LLM revision.
 //
 // While a session evaluated below PassComposite (revision 0) has no
 // context, the row ev/<session key> keeps that evaluation event as it is
@@ -64,7 +73,7 @@ func evalKey(key string) string { return "ev/" + key }
 
 // Apply implements processors.Processor.
 func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
-	if env.Type != events.EvaluationCompleted && env.Type != ContextRetrieved {
+	if env.Type != events.EvaluationCompleted && env.Type != ContextRetrieved && env.Type != RevisionWritten {
 		return nil
 	}
 	key, err := events.Key(env)
@@ -93,6 +102,13 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 				return err
 			}
 		}
+	case RevisionWritten:
+		var d RevisionWrittenData
+		if err := json.Unmarshal(env.Data, &d); err != nil {
+			return &events.ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
+		}
+		r := InterpretRevision(env, d)
+		st.LLMRevision = &r
 	default:
 		var c Context
 		if err := json.Unmarshal(env.Data, &c); err != nil {

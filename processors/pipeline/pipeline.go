@@ -66,7 +66,9 @@ type Config struct {
 	// PAIR runs the pair worker: PAIR retrieval for sessions below
 	// composite 95 (pair.context.retrieved.v1 on chronicle.learned) and
 	// pair_improvement_completed memories. Its searches embed every memory
-	// as it arrives. Default false (serve turns it on).
+	// as it arrives. With LLM set too, the pair revision worker writes the
+	// LLM informed revision of each context (pair.revision.written.v1).
+	// Default false (serve turns it on).
 	PAIR bool
 	// Embedder for memory search (default: USE lite, offline).
 	Embedder embedder.Embedder
@@ -203,6 +205,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	p.Search = &memories.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore, SearchSources()...), Store: p.Store, Producer: p.Producer}
 	if cfg.PAIR {
 		p.Workers = append(p.Workers, &pair.Worker{Store: p.Store, Index: p.Search.Index, Producer: p.Producer})
+		if cfg.LLM != nil { // issue 13: the LLM informed revision (pair.revision.written.v1)
+			llm, err := distill.NewLLM(*cfg.LLM)
+			if err != nil {
+				return fail(err)
+			}
+			p.Workers = append(p.Workers, &pair.RevisionWorker{Store: p.Store, LLM: llm, Producer: p.Producer})
+		}
 	}
 	if slices.ContainsFunc(cfg.Processors, func(pr processors.Processor) bool { return pr.Name() == treesearch.Name }) { // issue 12: an approved resume continues a built-in search
 		p.Workers = append(p.Workers, &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: game24.Builtin, Log: func(f string, a ...any) { cfg.Logger.Info(fmt.Sprintf(f, a...), nil) }})
