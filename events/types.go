@@ -118,7 +118,25 @@ const (
 	// PairContextRetrieved: the success patterns PAIR retrieval found for
 	// the gaps of a session below composite 95 (the pair worker).
 	PairContextRetrieved Type = "pair.context.retrieved.v1"
+	// MemoryCreated: a recording (memory.recorded.v1, explicit or
+	// distilled) entered the memory bank, either as a new memory or, when
+	// its normalised title and content equal an existing memory's of the
+	// same scope, as evidence merged into that one (merged_into). Written
+	// by the memory bank in the batch that applies the recording, for
+	// subscribers of chronicle.learned (MemoryCreatedData).
+	MemoryCreated Type = "memory.created.v1"
+	// PatternChanged: a coordination pattern was created or its counts
+	// moved (a session counted toward it, or its verdict changed); the
+	// pattern as it now stands. Written by the patterns processor in the
+	// batch that applies the coordination.pattern.counted.v1
+	// (PatternChangedData).
+	PatternChanged Type = "coordination.pattern.changed.v1"
 )
+
+// LearnedTypes are the types on TopicLearned, the topic subscribers
+// follow (also as Server-Sent Events, GET /v1/learned/stream), in the
+// order the README's event table lists them.
+var LearnedTypes = []Type{MemoryCreated, MemoryConfidenceChanged, MemoryPruned, PatternChanged, GraphEdgeLearned, GraphRanksUpdated, PairContextRetrieved}
 
 // Topic is the name of a Kafka topic Chronicle uses.
 type Topic string
@@ -140,8 +158,10 @@ const (
 	// are a function of one ordered log per pattern.
 	TopicPatterns Topic = "chronicle.patterns"
 	// TopicLearned is the learned-patterns topic downstream consumers
-	// subscribe to: confidence changes, prunes and tool-graph edges/ranks,
-	// keyed by memory or tool id.
+	// subscribe to (LearnedTypes): new memories, confidence changes,
+	// prunes, coordination-pattern changes, tool-graph edges/ranks and PAIR
+	// contexts, keyed by the EntityKey of the memory, pattern or session,
+	// or by the tool.
 	TopicLearned Topic = "chronicle.learned"
 	// TopicWorkflows holds the workflow family (reducer updates,
 	// checkpoints, commands, decisions, forks, resumes, completions),
@@ -230,6 +250,8 @@ var registry = map[Type]TypeInfo{
 	GraphEdgeLearned:           {Type: GraphEdgeLearned, Topic: TopicLearned, Derived: true, KeyField: "from", Unscoped: true},
 	GraphRanksUpdated:          {Type: GraphRanksUpdated, Topic: TopicLearned, Derived: true, KeyField: "graph", Unscoped: true},
 	PairContextRetrieved:       {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
+	MemoryCreated:              {Type: MemoryCreated, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	PatternChanged:             {Type: PatternChanged, Topic: TopicLearned, Derived: true, KeyField: "pattern_id"},
 	EvaluationCompleted:        {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 	PatternCounted:             {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
 }

@@ -310,6 +310,9 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "created", Old: c, New: c}); err != nil {
 			return err
 		}
+		if err := emitCreated(tx, env, d, m, ""); err != nil {
+			return err
+		}
 		return save(tx, m)
 	}
 	m, err := load(tx, events.EntityKey(scope, string(existing)))
@@ -330,7 +333,24 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "evidence", Old: m.Confidence, New: m.Confidence}); err != nil {
 		return err
 	}
+	if err := emitCreated(tx, env, d, m, m.ID); err != nil {
+		return err
+	}
 	return save(tx, m)
+}
+
+// emitCreated emits memory.created.v1 for the recording d that entered
+// the bank as memory m (mergedInto: m's id when d was merged into it, ""
+// when it created m). Its id derives from the causing event, the type and
+// the number of memories the event recorded before (projections.Tx.Emit),
+// so a replay emits the same bytes and a subscriber drops a repeat by its
+// (source, id).
+func emitCreated(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedData, m *Memory, mergedInto string) error {
+	return tx.Emit(events.MemoryCreated, events.MemoryCreatedData{
+		MemoryID: d.MemoryID, MergedInto: mergedInto, Title: d.Title, Description: d.Description, Outcome: d.Outcome,
+		Tags: d.Tags, Source: d.Source, SourceSession: d.SourceSession, Confidence: m.Confidence, Evidence: m.Evidence,
+		RecordedEventID: env.ID,
+	})
 }
 
 func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.MemoryFeedbackData) error {
