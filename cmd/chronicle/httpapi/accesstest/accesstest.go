@@ -175,6 +175,14 @@ func Cases() []Case {
 		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" }), Want: aggregate},
 		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=update_reservation_flights" }), Want: aggregate},
+		// the learned stream, caught up and closed (follow=false): the other
+		// scope's token sees none of the own scope's learned events (the own
+		// memory's memory.created carries its secret title), and may not
+		// name the own scope as its filter
+		{Pattern: "GET /v1/learned/stream", Request: get(func(Fixture) string { return "/v1/learned/stream?follow=false" })},
+		{Pattern: "GET /v1/learned/stream", Request: get(func(f Fixture) string {
+			return "/v1/learned/stream?follow=false&scope=" + url.QueryEscape(f.OwnScope)
+		}), Want: map[Caller]int{Other: 403}},
 		{Pattern: "GET /v1/digest", Request: get(func(Fixture) string { return "/v1/digest" }), Want: aggregate},
 		{Pattern: "GET /v1/cluster", Request: get(func(Fixture) string { return "/v1/cluster" }), Want: aggregate},
 		{Pattern: "GET /healthz", Public: true, Request: get(func(Fixture) string { return "/healthz" })},
