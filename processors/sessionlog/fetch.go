@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -14,6 +15,12 @@ import (
 // rather than repositioning its consumer: a reposition costs a fetch round
 // trip, reading a few hundred small records past costs less.
 const FetchGap = 256
+
+// FetchMaxWait is how long the broker may hold one of Fetch's fetch
+// requests that finds no new record (a partition read to its end while
+// another is still wanted); kgo's default, 5 s, would be a request's
+// latency then.
+var FetchMaxWait = 20 * time.Millisecond
 
 // Fetch reads the records at positions from the brokers with a plain
 // franz-go consumer of assigned partitions (no group, nothing committed):
@@ -45,7 +52,7 @@ func Fetch(ctx context.Context, brokers []string, positions []projections.Positi
 		}
 		start[k.topic][k.part] = kgo.NewOffset().At(offs[0])
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(FetchMaxWait),
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
 		return nil, err
@@ -63,6 +70,7 @@ func Fetch(ctx context.Context, brokers []string, positions []projections.Positi
 			return nil, ferr
 		}
 		last := map[tp]int64{}
+		done := map[string][]int32{}
 		fs.EachRecord(func(r *kgo.Record) {
 			k := tp{r.Topic, r.Partition}
 			offs, i := need[k], next[k]
@@ -75,6 +83,7 @@ func Fetch(ctx context.Context, brokers []string, positions []projections.Positi
 			}
 			if i == len(offs) && next[k] < len(offs) {
 				left--
+				done[k.topic] = append(done[k.topic], k.part)
 			}
 			next[k] = i
 			if r.Offset > last[k] {
@@ -93,6 +102,9 @@ func Fetch(ctx context.Context, brokers []string, positions []projections.Positi
 		}
 		if len(jump) > 0 {
 			cl.SetOffsets(jump)
+		}
+		if len(done) > 0 && left > 0 {
+			cl.RemoveConsumePartitions(done) // fetch only what is still wanted
 		}
 	}
 	return out, nil
