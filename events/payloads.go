@@ -226,6 +226,10 @@ type MemoryRecordedData struct {
 	Tags          []string `json:"tags,omitempty"`
 	Source        string   `json:"source"`
 	SourceSession string   `json:"source_session,omitempty"`
+	// RecordedBy is who recorded the memory (optional): "token:<name>"
+	// for the HTTP API and MCP over HTTP, "mcp:<client>" for MCP over
+	// stdio; the author of the memory's history entry.
+	RecordedBy string `json:"recorded_by,omitempty"`
 	// InitialConfidence, when set (in [0, 1]), is the memory's confidence
 	// when this event creates it, instead of the memory bank's default by
 	// source and outcome (processors/memories InitialConfidence); it is

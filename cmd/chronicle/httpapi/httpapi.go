@@ -567,7 +567,12 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals})
+	retrievals, err := memories.Retrievals(s.P.Store, key)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals, "retrievals": retrievals})
 }
 
 // toolGraph returns the learned tool graph, reloading it from the
@@ -771,6 +776,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", body.Record.Scope)
 		return
 	}
+	body.Record.Source = "token:" + c.Name // the author in the memory's history (issue 11)
 	res, err := s.P.Search.Record(r.Context(), body.Record)
 	if err != nil {
 		toolError(w, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,38 @@ func TestSessionEventsFromIndex(t *testing.T) {
 		if m.Topic != string(events.TopicMemories) {
 			t.Fatalf("memory on %s", m.Topic)
 		}
+	}
+}
+
+// TestMemoryHistoryRoute: GET /v1/memories/{id}/history names the
+// recording token as the author of "created" with its log position, and
+// lists the searches that returned the memory (token, query, position).
+func TestMemoryHistoryRoute(t *testing.T) {
+	p, _, base := scopedServer(t)
+	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Read the fare class", "description": "d", "content": "Basic economy cannot be changed.", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("%d %v", code, rec)
+	}
+	id := rec["id"].(string)
+	waitCaughtUp(t, p)
+	if code, m := call(t, base, "tok-a", "GET", "/v1/memories/search?min_confidence=0&query="+url.QueryEscape("fare class economy"), nil); code != 200 {
+		t.Fatalf("search %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, h := call(t, base, "tok-a", "GET", "/v1/memories/"+id+"/history", nil)
+	if code != 200 {
+		t.Fatalf("history %d %v", code, h)
+	}
+	first := h["changes"].([]any)[0].(map[string]any)
+	if first["reason"] != "created" || first["author"] != "token:a" || !strings.HasPrefix(first["position"].(string), "chronicle.memories:0:") {
+		t.Fatalf("created entry %v", first)
+	}
+	rs := h["retrievals"].([]any)
+	if len(rs) != 1 {
+		t.Fatalf("retrievals %v", rs)
+	}
+	r := rs[0].(map[string]any)
+	if r["source"] != "token:a" || r["query"] != "fare class economy" || !strings.HasPrefix(r["position"].(string), "chronicle.memories:0:") {
+		t.Fatalf("retrieval %v", r)
 	}
 }
