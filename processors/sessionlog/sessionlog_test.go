@@ -13,7 +13,8 @@ import (
 // session's EntityKey with their positions (an id with '/' does not leak
 // into another session's prefix), a memory recorded for the session is
 // indexed under it though keyed by the memory, and records of no session
-// (a memory without source_session, a confidence change) are not.
+// (a memory without source_session, a confidence change) are not; a PAIR
+// context on chronicle.learned is.
 func TestEntries(t *testing.T) {
 	store, err := projections.Open(t.TempDir(), projections.Options{})
 	if err != nil {
@@ -41,6 +42,7 @@ func TestEntries(t *testing.T) {
 	apply(events.TopicEvaluations, 0, 3, events.EvaluationCompleted, "", map[string]any{"session_id": "s", "criteria": []any{}, "composite": 50, "gaps": []any{}, "recommendation": "needs_improvement"})
 	apply(events.TopicMemories, 0, 40, events.MemoryRecorded, "", events.MemoryRecordedData{MemoryID: "m1", Title: "t", Description: "d", Content: "c", Outcome: "success", Source: "distilled", SourceSession: "s"})
 	apply(events.TopicMemories, 0, 41, events.MemoryRecorded, "", events.MemoryRecordedData{MemoryID: "m2", Title: "t2", Description: "d", Content: "c2", Outcome: "success", Source: "explicit"})
+	apply(events.TopicLearned, 1, 8, events.PairContextRetrieved, "", map[string]any{"session_id": "s", "iteration": 1, "composite": 40, "gaps": []any{}, "recommendation": "revise_without_patterns"})
 	apply(events.TopicLearned, 0, 5, events.MemoryConfidenceChanged, "", map[string]any{"memory_id": "m1", "old": 0.7, "new": 0.8, "signals_applied": []any{}, "reason": "signal"})
 
 	got, err := sessionlog.Entries(store, events.EntityKey("project:a", "s"))
@@ -69,7 +71,7 @@ func TestEntries(t *testing.T) {
 	check(sessionlog.KindEvent, "chronicle.sessions:1:7", "chronicle.sessions:1:12")
 	check(sessionlog.KindEvaluation, "chronicle.evaluations:0:3")
 	check(sessionlog.KindMemory, "chronicle.memories:0:40")
-	check(sessionlog.KindPairContext)
+	check(sessionlog.KindPairContext, "chronicle.learned:1:8")
 	if got[sessionlog.KindEvent][0].Type != events.MinuteRecorded {
 		t.Fatalf("type %q", got[sessionlog.KindEvent][0].Type)
 	}

@@ -311,3 +311,36 @@ func TestLearnedStreamTokenScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnedStreamBrokerGone: when the broker stops answering, the stream
+// keeps sending keep-alives for LearnedBrokerWait, then ends with an
+// "event: error" that names the error and the cursor to resume from.
+func TestLearnedStreamBrokerGone(t *testing.T) {
+	oldKA, oldWait := httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait
+	httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = 200*time.Millisecond, time.Second
+	t.Cleanup(func() { httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = oldKA, oldWait })
+	p, srv := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?from=end", "")
+	defer resp.Body.Close()
+	start := time.Now()
+	p.Broker.Close()
+	ev, ok := rd.next()
+	if !ok || ev.Event != "error" {
+		t.Fatalf("got %+v (ok %v), want an error event", ev, ok)
+	}
+	var body struct{ Error, Resume string }
+	if err := json.Unmarshal([]byte(ev.Data), &body); err != nil || body.Error == "" || body.Resume == "" {
+		t.Fatalf("error data %q: %v", ev.Data, err)
+	}
+	if _, err := httpapi.ParseLearnedCursor(body.Resume); err != nil {
+		t.Fatalf("resume %q: %v", body.Resume, err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("gave up after %v, before LearnedBrokerWait", took)
+	}
+	if _, ok := rd.next(); ok {
+		t.Fatalf("the stream goes on after the error event")
+	}
+}
