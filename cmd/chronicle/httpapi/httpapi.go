@@ -403,11 +403,10 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 // sessionEvents reads the events of the session with key (scope "/" id)
 // back from the log: at the positions the sessionlog index holds for it,
 // with its evaluations, memories and PAIR contexts (session_index.go);
-// for a session the index does not hold, by a scan of the records of the
-// key's partition whose
-// own scope attribute is the key's scope — the scope comes from the
-// records themselves, so a record written straight to Kafka under another
-// scope's key is never shown.
+// for a session the index does not hold, by a scan of the key's partition.
+// Either way only records whose own scope attribute is the key's scope
+// are shown — the scope comes from the records themselves, so a record
+// written straight to Kafka under another scope's key is never shown.
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key string) {
 	if s.indexedSessionEvents(w, r, key) { // issue 11: read at indexed positions (session_index.go)
 		return
