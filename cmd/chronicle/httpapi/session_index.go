@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -34,9 +36,30 @@ type SessionRecords struct {
 	PairContexts []PositionedEvent `json:"pair_contexts"`
 }
 
+// readers holds one sessionlog.Reader per broker list (joined by ","),
+// kept for the life of the process: a Reader is a long-lived client, so a
+// request costs no connection or consumer setup.
+var readers sync.Map
+
+func readerFor(brokers []string) (*sessionlog.Reader, error) {
+	k := strings.Join(brokers, ",")
+	if r, ok := readers.Load(k); ok {
+		return r.(*sessionlog.Reader), nil
+	}
+	r, err := sessionlog.NewReader(brokers)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := readers.LoadOrStore(k, r); loaded {
+		r.Close()
+		return prev.(*sessionlog.Reader), nil
+	}
+	return r, nil
+}
+
 // ReadIndexedSession reads the records of the session with key
 // (events.EntityKey) at the positions of the sessionlog index (no scan:
-// sessionlog.Fetch), keeping those whose own scope attribute is scope. ok
+// sessionlog.Reader.Fetch), keeping those whose own scope attribute is scope. ok
 // is false when the index holds nothing for the key (not yet indexed, or
 // a data directory older than the index): the caller falls back to a scan.
 func ReadIndexedSession(ctx context.Context, brokers []string, store *projections.Store, key, scope string) (SessionRecords, bool, error) {
@@ -51,7 +74,11 @@ func ReadIndexedSession(ctx context.Context, brokers []string, store *projection
 			pos = append(pos, e.Position)
 		}
 	}
-	got, err := sessionlog.Fetch(ctx, brokers, pos)
+	rd, err := readerFor(brokers)
+	if err != nil {
+		return rec, true, err
+	}
+	got, err := rd.Fetch(ctx, pos)
 	if err != nil {
 		return rec, true, err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/sessionlog"
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // TestSessionEventsFromIndex: a session's events come from the sessionlog
@@ -80,6 +82,18 @@ func TestSessionEventsFromIndex(t *testing.T) {
 		if m.Topic != string(events.TopicMemories) {
 			t.Fatalf("memory on %s", m.Topic)
 		}
+	}
+	// the reader skips positions the log does not hold (past its end)
+	rd, err := sessionlog.NewReader(p.Broker.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	first := projections.Position{Topic: got.Events[0].Topic, Partition: got.Events[0].Partition, Offset: got.Events[0].Offset}
+	gone := projections.Position{Topic: first.Topic, Partition: first.Partition, Offset: 1 << 40}
+	recs, err := rd.Fetch(ctx, []projections.Position{gone, first})
+	if err != nil || len(recs) != 1 || recs[first] == nil {
+		t.Fatalf("fetch of a held and a missing position: %d records, %v", len(recs), err)
 	}
 }
 
