@@ -226,6 +226,10 @@ type MemoryRecordedData struct {
 	Tags          []string `json:"tags,omitempty"`
 	Source        string   `json:"source"`
 	SourceSession string   `json:"source_session,omitempty"`
+	// RecordedBy is who recorded the memory (optional): "token:<name>"
+	// for the HTTP API and MCP over HTTP, "mcp:<client>" for MCP over
+	// stdio; the author of the memory's history entry.
+	RecordedBy string `json:"recorded_by,omitempty"`
 	// InitialConfidence, when set (in [0, 1]), is the memory's confidence
 	// when this event creates it, instead of the memory bank's default by
 	// source and outcome (processors/memories InitialConfidence); it is
@@ -303,3 +307,47 @@ const (
 	// (processors/flux, issue 11).
 	NotEvaluated = "not_evaluated"
 )
+
+// MemoryCreatedData is the data of memory.created.v1: how one recording
+// (memory.recorded.v1, or a memory of a distillation.completed.v1)
+// entered the memory bank. MemoryID is the id the recording carried (the
+// record key). MergedInto is empty for a new memory; otherwise it is the
+// id of the memory of the same scope with the same normalised title and
+// content, which the recording added evidence to (it may equal MemoryID:
+// a distilled memory's id is its content address). Confidence and
+// Evidence are the bank memory's after the recording.
+type MemoryCreatedData struct {
+	MemoryID      string   `json:"memory_id"`
+	MergedInto    string   `json:"merged_into,omitempty"`
+	Title         string   `json:"title"`
+	Description   string   `json:"description,omitempty"`
+	Outcome       string   `json:"outcome"`
+	Tags          []string `json:"tags,omitempty"`
+	Source        string   `json:"source"`
+	SourceSession string   `json:"source_session,omitempty"`
+	Confidence    float64  `json:"confidence"`
+	Evidence      int      `json:"evidence"`
+	// RecordedEventID is the id of the memory.recorded.v1 (or
+	// distillation.completed.v1) the memory came from: the causationid.
+	RecordedEventID string `json:"recorded_event_id"`
+}
+
+// PatternChangedData is the data of coordination.pattern.changed.v1: a
+// coordination pattern after one coordination.pattern.counted.v1.
+// Change is "created" for a pattern's first session, else "updated";
+// SessionID is the session whose count changed it. Confidence is
+// (succeeded_count + 1) / (session_count + 2) (processors/sessions
+// Pattern.Confidence).
+type PatternChangedData struct {
+	PatternID      string   `json:"pattern_id"`
+	Change         string   `json:"change"`
+	SessionID      string   `json:"session_id"`
+	Steps          []string `json:"steps"`
+	Category       string   `json:"category"`
+	Tools          []string `json:"tools,omitempty"`
+	Task           string   `json:"task"`
+	SessionCount   int      `json:"session_count"`
+	SucceededCount int      `json:"succeeded_count"`
+	Confidence     float64  `json:"confidence"`
+	Outcome        string   `json:"outcome"`
+}

@@ -130,7 +130,25 @@ const (
 	// for a session's context, or the error of the call (the pair revision
 	// worker, only with an LLM configured).
 	PairRevisionWritten Type = "pair.revision.written.v1"
+	// MemoryCreated: a recording (memory.recorded.v1, explicit or
+	// distilled) entered the memory bank, either as a new memory or, when
+	// its normalised title and content equal an existing memory's of the
+	// same scope, as evidence merged into that one (merged_into). Written
+	// by the memory bank in the batch that applies the recording, for
+	// subscribers of chronicle.learned (MemoryCreatedData).
+	MemoryCreated Type = "memory.created.v1"
+	// PatternChanged: a coordination pattern was created or its counts
+	// moved (a session counted toward it, or its verdict changed); the
+	// pattern as it now stands. Written by the patterns processor in the
+	// batch that applies the coordination.pattern.counted.v1
+	// (PatternChangedData).
+	PatternChanged Type = "coordination.pattern.changed.v1"
 )
+
+// LearnedTypes are the types on TopicLearned, the topic subscribers
+// follow (also as Server-Sent Events, GET /v1/learned/stream), in the
+// order the README's event table lists them.
+var LearnedTypes = []Type{MemoryCreated, MemoryConfidenceChanged, MemoryPruned, PatternChanged, GraphEdgeLearned, GraphRanksUpdated, PairContextRetrieved, PairRevisionWritten}
 
 // Topic is the name of a Kafka topic Chronicle uses.
 type Topic string
@@ -158,8 +176,10 @@ const (
 	// reads all of its partitions (a global table).
 	TopicToolgraph Topic = "chronicle.toolgraph"
 	// TopicLearned is the learned-patterns topic downstream consumers
-	// subscribe to: confidence changes, prunes and tool-graph edges/ranks,
-	// keyed by memory, or by EntityKey(scope, tool id) and
+	// subscribe to (LearnedTypes): new memories, confidence changes,
+	// prunes, coordination-pattern changes, tool-graph edges/ranks, PAIR
+	// contexts and revisions, keyed by the EntityKey of the memory,
+	// pattern or session, or by EntityKey(scope, tool id) and
 	// EntityKey(scope, "toolgraph") for the tool graph of a scope.
 	TopicLearned Topic = "chronicle.learned"
 	// TopicWorkflows holds the workflow family (reducer updates,
@@ -247,6 +267,8 @@ var registry = map[Type]TypeInfo{
 	ToolTransitionObserved:     {Type: ToolTransitionObserved, Topic: TopicToolgraph, Derived: true, KeyField: "graph"},
 	PairContextRetrieved:       {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
 	PairRevisionWritten:        {Type: PairRevisionWritten, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
+	MemoryCreated:              {Type: MemoryCreated, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	PatternChanged:             {Type: PatternChanged, Topic: TopicLearned, Derived: true, KeyField: "pattern_id"},
 	EvaluationCompleted:        {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 	PatternCounted:             {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
 }

@@ -212,6 +212,7 @@ type Tx struct {
 	b       *pebble.Batch
 	proj    string
 	cause   *events.Envelope
+	pos     Position // where cause sits in the log
 	out     []OutboxRecord
 	err     error
 	touched []string // rows written or deleted, for commit hooks
@@ -311,6 +312,12 @@ func (t *Tx) EmitIn(scope string, typ events.Type, payload any) error {
 	defer func() { t.cause = orig }()
 	return t.Emit(typ, payload)
 }
+
+// Position is where the event being applied sits in the log (topic,
+// partition, offset): the same in the live engine and in a replay, so a
+// processor may keep it in its rows (an index from an entity to its
+// records) and stay a deterministic function of the log.
+func (t *Tx) Position() Position { return t.pos }
 
 // Emitted returns the derived events queued so far by this call.
 func (t *Tx) Emitted() []OutboxRecord { return t.out }

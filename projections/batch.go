@@ -153,7 +153,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		case !errors.Is(gerr, pebble.ErrNotFound):
 			return 0, -1, gerr
 		}
-		tx := &Tx{b: b, proj: processor, cause: it.Env}
+		tx := &Tx{b: b, proj: processor, cause: it.Env, pos: it.Pos}
 		if ferr := safeApply(fn, tx, it.Env); ferr != nil {
 			if tx.err != nil { // a store failure inside the call, not a rejection
 				return 0, -1, tx.err

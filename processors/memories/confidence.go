@@ -72,6 +72,10 @@ type Pending struct {
 	// Repeat marks a signal consumed by consensus without a delta of its
 	// own: its source had an agreeing signal that applied with it.
 	Repeat bool `json:"repeat,omitempty"`
+	// Comment is the feedback's comment; Position where the signal sits
+	// in the log, "topic:partition:offset".
+	Comment  string `json:"comment,omitempty"`
+	Position string `json:"position,omitempty"`
 }
 
 // SourceKey is the identity a signal is counted by: its Source, or its

@@ -17,6 +17,7 @@
 //	h/<key>/<seq, 6 digits>       Change
 //	s/<key>/<seq, 6 digits>       Pending signal
 //	u/<key>/<usage identity hash> a source that used the memory (empty value)
+//	r/<key>/<seq, 6 digits>       Retrieval: who retrieved the memory, when, at which log position
 //
 // <key> is the memory's events.EntityKey, scope "/" memory id: feedback or a
 // retrieval in one scope never reaches a memory of another scope (it names
@@ -74,6 +75,9 @@ type Memory struct {
 	PrunedAt   string `json:"pruned_at,omitempty"`
 	Changes    int    `json:"changes"`
 	Signals    int    `json:"signals"`
+	// Retrievals counts the memory.retrieved.v1 events applied to it (its
+	// r/ rows), every one, whoever retrieved it.
+	Retrievals int `json:"retrievals,omitempty"`
 }
 
 // Change is one entry of a memory's history.
@@ -85,7 +89,34 @@ type Change struct {
 	Old     float64         `json:"old"`
 	New     float64         `json:"new"`
 	Signals []AppliedSignal `json:"signals,omitempty"`
+	// Position is where the causing event sits in the log,
+	// "topic:partition:offset" (projections.Position).
+	Position string `json:"position,omitempty"`
+	// Author is who caused the change: a signal's source ("token:<name>",
+	// "mcp:<client>", "session:<id>"), a recording's recorded_by, else
+	// "session:" and the session it was distilled from, else the causing
+	// event's CloudEvents source attribute; "clock" for decay.
+	Author string `json:"author,omitempty"`
+	// Comment is the feedback signal's comment, when it had one.
+	Comment string `json:"comment,omitempty"`
 }
+
+// Retrieval is one memory.retrieved.v1 applied to a memory: a search
+// (HTTP, MCP, PAIR retrieval) returned it.
+type Retrieval struct {
+	EventID  string `json:"event_id"`
+	Time     string `json:"time"`
+	Position string `json:"position"`
+	// Source is who ran the search (token:<name>, mcp:<client>,
+	// session:<id>); empty for an event written before sources existed.
+	Source    string   `json:"source,omitempty"`
+	SessionID string   `json:"session_id,omitempty"`
+	Query     string   `json:"query,omitempty"`
+	Rank      int      `json:"rank,omitempty"`
+	Relevance *float64 `json:"relevance,omitempty"`
+}
+
+func retrievalKey(key string, n int) string { return fmt.Sprintf("r/%s/%06d", key, n) }
 
 // AppliedSignal is a signal whose delta moved confidence.
 type AppliedSignal struct {
@@ -174,9 +205,12 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return feedback(tx, env, at, d)
 	case events.MemoryRetrieved:
 		var d struct {
-			MemoryID  string `json:"memory_id"`
-			SessionID string `json:"session_id"`
-			Source    string `json:"source"`
+			MemoryID  string   `json:"memory_id"`
+			SessionID string   `json:"session_id"`
+			Source    string   `json:"source"`
+			Query     string   `json:"query"`
+			Rank      int      `json:"rank"`
+			Relevance *float64 `json:"relevance"`
 		}
 		if err := env.Decode(&d); err != nil {
 			return err
@@ -192,6 +226,11 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := use(tx, m, who); err != nil {
 			return err
 		}
+		if err := tx.SetJSON(retrievalKey(m.Key(), m.Retrievals), Retrieval{EventID: env.ID, Time: env.Time, Position: tx.Position().String(),
+			Source: d.Source, SessionID: d.SessionID, Query: d.Query, Rank: d.Rank, Relevance: d.Relevance}); err != nil {
+			return err
+		}
+		m.Retrievals++
 		m.LastUsedAt = env.Time
 		return save(tx, m)
 	case events.ClockTick:
@@ -246,7 +285,10 @@ func load(tx *projections.Tx, key string) (*Memory, error) {
 
 func save(tx *projections.Tx, m *Memory) error { return tx.SetJSON(memKey(m.Key()), m) }
 
+// addChange appends c to m's history, with the causing event's log
+// position.
 func addChange(tx *projections.Tx, m *Memory, c Change) error {
+	c.Position = tx.Position().String()
 	if err := tx.SetJSON(changeKey(m.Key(), m.Changes), c); err != nil {
 		return err
 	}
@@ -307,7 +349,10 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		if err := tx.Set(idIndexKey(m.ID, scope), nil); err != nil {
 			return err
 		}
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "created", Old: c, New: c}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "created", Old: c, New: c, Author: recorder(env, d)}); err != nil {
+			return err
+		}
+		if err := emitCreated(tx, env, d, m, ""); err != nil {
 			return err
 		}
 		return save(tx, m)
@@ -327,10 +372,39 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 	if err := addSource(tx, m, d.SourceSession); err != nil {
 		return err
 	}
-	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "evidence", Old: m.Confidence, New: m.Confidence}); err != nil {
+	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "evidence", Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
+		return err
+	}
+	if err := emitCreated(tx, env, d, m, m.ID); err != nil {
 		return err
 	}
 	return save(tx, m)
+}
+
+// recorder is the author of a recording: its recorded_by, else the
+// session it was distilled from, else the event's source attribute.
+func recorder(env *events.Envelope, d events.MemoryRecordedData) string {
+	switch {
+	case d.RecordedBy != "":
+		return d.RecordedBy
+	case d.SourceSession != "":
+		return "session:" + d.SourceSession
+	}
+	return env.Source
+}
+
+// emitCreated emits memory.created.v1 for the recording d that entered
+// the bank as memory m (mergedInto: m's id when d was merged into it, ""
+// when it created m). Its id derives from the causing event, the type and
+// the number of memories the event recorded before (projections.Tx.Emit),
+// so a replay emits the same bytes and a subscriber drops a repeat by its
+// (source, id).
+func emitCreated(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedData, m *Memory, mergedInto string) error {
+	return tx.Emit(events.MemoryCreated, events.MemoryCreatedData{
+		MemoryID: d.MemoryID, MergedInto: mergedInto, Title: d.Title, Description: d.Description, Outcome: d.Outcome,
+		Tags: d.Tags, Source: d.Source, SourceSession: d.SourceSession, Confidence: m.Confidence, Evidence: m.Evidence,
+		RecordedEventID: env.ID,
+	})
 }
 
 func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.MemoryFeedbackData) error {
@@ -357,7 +431,8 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	if who == "" && env.SessionID != "" {
 		who = "session:" + env.SessionID
 	}
-	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta, Source: who})
+	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta, Source: who,
+		Comment: d.Comment, Position: tx.Position().String()})
 	apply, repeats := Consensus(m.UsageCount, stored, at)
 	reason := "signal"
 	if m.UsageCount < ConsensusUsage {
@@ -393,12 +468,21 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	}
 	m.Signals = len(stored)
 	if len(apply) == 0 {
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pending", Old: old, New: old}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pending", Old: old, New: old, Author: author(env, who), Comment: d.Comment}); err != nil {
 			return err
 		}
 		return save(tx, m)
 	}
-	return setConfidence(tx, env, m, Clamp(old+sum), reason, applied)
+	return setConfidence(tx, env, m, Clamp(old+sum), reason, applied, author(env, who), d.Comment)
+}
+
+// author is who gave a signal: its source (who), else the event's
+// source attribute.
+func author(env *events.Envelope, who string) string {
+	if who != "" {
+		return who
+	}
+	return env.Source
 }
 
 // use counts a use of m by who (a source: "session:<id>", "token:<name>",
@@ -426,10 +510,10 @@ func use(tx *projections.Tx, m *Memory, who string) error {
 
 // setConfidence records a confidence change (history + derived event) and
 // prunes the memory when it falls below PruneBelow.
-func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float64, reason string, applied []AppliedSignal) error {
+func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float64, reason string, applied []AppliedSignal, by, comment string) error {
 	old := m.Confidence
 	m.Confidence = c
-	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: reason, Old: old, New: c, Signals: applied}); err != nil {
+	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: reason, Old: old, New: c, Signals: applied, Author: by, Comment: comment}); err != nil {
 		return err
 	}
 	if c != old {
@@ -444,7 +528,7 @@ func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float6
 	}
 	if c < PruneBelow && !m.Pruned {
 		m.Pruned, m.PrunedAt = true, env.Time
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pruned", Old: c, New: c}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pruned", Old: c, New: c, Author: by}); err != nil {
 			return err
 		}
 		if err := tx.EmitIn(m.Scope, events.MemoryPruned, map[string]any{"memory_id": m.ID, "confidence": c, "threshold": PruneBelow}); err != nil {
@@ -502,7 +586,7 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 			continue
 		}
 		m.LastDecayAt, m.DecayClock = env.Time, env.Time
-		if err := setConfidence(tx, env, m, Clamp(m.Confidence-loss), "decay", nil); err != nil {
+		if err := setConfidence(tx, env, m, Clamp(m.Confidence-loss), "decay", nil, "clock", ""); err != nil {
 			return err
 		}
 	}

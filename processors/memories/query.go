@@ -46,6 +46,26 @@ func History(store *projections.Store, key string) ([]Change, []Pending, error) 
 	return changes, signals, err
 }
 
+// Retrievals returns the memory.retrieved.v1 events applied to the memory
+// with key (events.EntityKey), in log order: who retrieved it, when, with
+// which query, at which log position.
+func Retrievals(store *projections.Store, key string) ([]Retrieval, error) {
+	out := []Retrieval{}
+	prefix := "r/" + key + "/"
+	err := store.Scan(Name, prefix, "", func(k string, v []byte) (bool, error) {
+		if strings.Contains(k[len(prefix):], "/") {
+			return true, nil // a row of a memory whose id extends this one's
+		}
+		var r Retrieval
+		if err := json.Unmarshal(v, &r); err != nil {
+			return false, err
+		}
+		out = append(out, r)
+		return true, nil
+	})
+	return out, err
+}
+
 // Each calls fn for every memory in key order (scope, then id) until fn
 // returns false.
 func Each(store *projections.Store, fn func(Memory) bool) error {

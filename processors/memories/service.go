@@ -102,6 +102,7 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 	}
 	env, err := s.newEvent(events.MemoryRecorded, r.Scope, events.MemoryRecordedData{
 		MemoryID: id, Title: r.Title, Description: r.Description, Content: r.Content, Outcome: r.Outcome, Tags: r.Tags, Source: "explicit",
+		RecordedBy: r.Source,
 	})
 	if err != nil {
 		return search.Recorded{}, err

@@ -24,6 +24,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/passes"
+	"github.com/chronicle-dev/chronicle/processors/sessionlog"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
@@ -106,6 +107,7 @@ func DefaultProcessors() []processors.Processor {
 		treesearch.Processor{},  // issue 12: the tree-search frontier projection (topic chronicle.searches)
 		passes.Processor{},      // issue 13: the reasoning family (chronicle.reasoning)
 		pair.Loop{},             // issue 13: the PAIR loop state and deterministic revision
+		sessionlog.Processor{},  // issue 11: where each session's records sit in the log
 	}
 }
 

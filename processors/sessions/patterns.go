@@ -185,9 +185,11 @@ func (PatternsProcessor) StatePerKey() bool { return true }
 func (PatternsProcessor) GlobalTable() bool { return true }
 
 // Apply implements processors.Processor: it counts the session toward the
-// pattern (exact counts, the last MaxPatternSessions sessions named) and
-// moves it in or out of Succeeded as its verdict changed. Cost: one row
-// read and write, whatever the pattern's size.
+// pattern (exact counts, the last MaxPatternSessions sessions named),
+// moves it in or out of Succeeded as its verdict changed, and emits
+// coordination.pattern.changed.v1 with the pattern as it now stands (to
+// chronicle.learned, keyed by the pattern). Cost: one row read and write,
+// whatever the pattern's size.
 func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if env.Type != events.PatternCounted {
 		return nil
@@ -221,7 +223,17 @@ func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
 		}
 	}
-	return tx.SetJSON(patternKey(d.PatternID), p)
+	if err := tx.SetJSON(patternKey(d.PatternID), p); err != nil {
+		return err
+	}
+	change := "updated"
+	if !ok {
+		change = "created"
+	}
+	return tx.Emit(events.PatternChanged, events.PatternChangedData{
+		PatternID: p.ID, Change: change, SessionID: d.SessionID, Steps: p.Steps, Category: p.Category, Tools: p.Tools,
+		Task: p.Task, SessionCount: p.SessionCount, SucceededCount: p.SucceededCount, Confidence: p.Confidence(), Outcome: p.Outcome(),
+	})
 }
 
 // lastN is the last n elements of l.

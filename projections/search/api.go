@@ -90,6 +90,9 @@ type Record struct {
 	Tags        []string `json:"tags,omitempty"`
 	// Scope the memory is written to (project:<id>, team:<id>, org:<id>).
 	Scope string `json:"-"`
+	// Source is who records it ("token:<name>", "mcp:<client>"; may be
+	// empty): memory.recorded.v1's recorded_by.
+	Source string `json:"-"`
 }
 
 // Recorded is memory_record's answer.

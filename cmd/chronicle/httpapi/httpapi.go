@@ -170,6 +170,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/graph/next", s.graphNext),
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),
+		f("GET /v1/learned/stream", s.learnedStream), // issue 11: chronicle.learned as Server-Sent Events (learned_stream.go)
 		f("GET /v1/digest", s.digest),
 		f("GET /v1/cluster", s.cluster),   // issue 15: members, assignment, lag and restore per partition
 		f("GET /v1/whoami", s.whoami),     // issue 11: the token's name, scopes and default write scope
@@ -453,11 +454,16 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 }
 
 // sessionEvents reads the events of the session with key (scope "/" id)
-// back from the log, in order: the records of the key's partition whose
-// own scope attribute is the key's scope — the scope comes from the
-// records themselves, so a record written straight to Kafka under another
-// scope's key is never shown.
+// back from the log: at the positions the sessionlog index holds for it,
+// with its evaluations, memories and PAIR contexts (session_index.go);
+// for a session the index does not hold, by a scan of the key's partition.
+// Either way only records whose own scope attribute is the key's scope
+// are shown — the scope comes from the records themselves, so a record
+// written straight to Kafka under another scope's key is never shown.
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key string) {
+	if s.indexedSessionEvents(w, r, key) { // issue 11: read at indexed positions (session_index.go)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
 	scope, id, _ := events.SplitEntityKey(key)
@@ -613,7 +619,12 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals})
+	retrievals, err := memories.Retrievals(s.P.Store, key)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals, "retrievals": retrievals})
 }
 
 // cachedGraph is a loaded tool graph and the version it was loaded at.
@@ -868,6 +879,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", body.Record.Scope)
 		return
 	}
+	body.Record.Source = "token:" + c.Name // the author in the memory's history (issue 11)
 	res, err := s.P.Search.Record(r.Context(), body.Record)
 	if err != nil {
 		toolError(w, err)

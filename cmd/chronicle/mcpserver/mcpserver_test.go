@@ -419,7 +419,8 @@ func TestHTTPRecord(t *testing.T) {
 		t.Fatalf("%d records", len(recs))
 	}
 	want := search.Record{Title: args["title"].(string), Description: args["description"].(string),
-		Content: args["content"].(string), Outcome: "success", Tags: []string{"airline", "change"}, Scope: "project:a"}
+		Content: args["content"].(string), Outcome: "success", Tags: []string{"airline", "change"}, Scope: "project:a",
+		Source: "mcp:test-client"} // the recorder, as memory_search and memory_feedback name it (issue 11)
 	if fmt.Sprint(recs[0]) != fmt.Sprint(want) {
 		t.Errorf("backend got %+v, want %+v", recs[0], want)
 	}

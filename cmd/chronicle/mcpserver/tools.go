@@ -331,6 +331,7 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 		Outcome:     in.Outcome,
 		Tags:        in.Tags,
 		Scope:       scope,
+		Source:      sourceOf(caller, req), // the author in the memory's history (issue 11)
 	})
 	if err != nil {
 		return nil, search.Recorded{}, toolError("memory_record", err)

@@ -185,6 +185,14 @@ func Cases() []Case {
 		{Pattern: "GET /v1/graph/path", Request: get(func(f Fixture) string {
 			return "/v1/graph/path?from=get_user_details&to=get_user_details&scope=" + f.OwnScope
 		}), Want: map[Caller]int{Other: 404}},
+		// the learned stream, caught up and closed (follow=false): the other
+		// scope's token sees none of the own scope's learned events (the own
+		// memory's memory.created carries its secret title), and may not
+		// name the own scope as its filter
+		{Pattern: "GET /v1/learned/stream", Request: get(func(Fixture) string { return "/v1/learned/stream?follow=false" })},
+		{Pattern: "GET /v1/learned/stream", Request: get(func(f Fixture) string {
+			return "/v1/learned/stream?follow=false&scope=" + url.QueryEscape(f.OwnScope)
+		}), Want: map[Caller]int{Other: 403}},
 		{Pattern: "GET /v1/digest", Request: get(func(Fixture) string { return "/v1/digest" }), Want: aggregate},
 		{Pattern: "GET /v1/cluster", Request: get(func(Fixture) string { return "/v1/cluster" }), Want: aggregate},
 		// the caller's own token: its name and scopes, no scoped data

@@ -1,0 +1,324 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// LearnedKeepAlive is how often GET /v1/learned/stream writes an SSE
+// comment (": keep-alive") while no event arrives, so proxies keep the
+// connection open and the server notices a client that went away.
+var LearnedKeepAlive = 15 * time.Second
+
+// LearnedBrokerWait bounds how long GET /v1/learned/stream waits for a
+// broker that stopped answering (no fetch and no ping succeeded): after it
+// the stream ends with an "event: error" whose data names the error; the
+// client resumes from its Last-Event-ID once the broker is back.
+var LearnedBrokerWait = 30 * time.Second
+
+// LearnedCursor is the position of a learned-stream client in
+// chronicle.learned: per partition, the next offset to deliver. Its text
+// form, the SSE id of every event and the value of Last-Event-ID or
+// ?after=, is "<partition>:<next offset>" joined by commas in partition
+// order, e.g. "0:13,1:7": resuming from the id of the last event received
+// delivers exactly the events after it, with no gap and no repeat, however
+// the partitions interleaved.
+type LearnedCursor map[int32]int64
+
+// String is the cursor's text form.
+func (c LearnedCursor) String() string {
+	parts := make([]int32, 0, len(c))
+	for p := range c {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d", p, c[p])
+	}
+	return b.String()
+}
+
+// ParseLearnedCursor parses a cursor's text form. Errors name the part.
+func ParseLearnedCursor(s string) (LearnedCursor, error) {
+	c := LearnedCursor{}
+	for _, part := range strings.Split(s, ",") {
+		ps, os, ok := strings.Cut(strings.TrimSpace(part), ":")
+		p, perr := strconv.ParseInt(ps, 10, 32)
+		o, oerr := strconv.ParseInt(os, 10, 64)
+		if !ok || perr != nil || oerr != nil || p < 0 || o < 0 {
+			return nil, fmt.Errorf("%q is not <partition>:<next offset>", part)
+		}
+		c[int32(p)] = o
+	}
+	return c, nil
+}
+
+// learnedFilter decides which learned records a stream shows.
+type learnedFilter struct {
+	caller access.Caller
+	scope  string // a full scope ("project:x"), a kind ("project"), or "" for every readable scope
+	types  map[events.Type]bool
+}
+
+var scopeKinds = map[string]bool{"project": true, "team": true, "org": true}
+
+// show reports whether the event raw (structured CloudEvents JSON) passes
+// the filter: a learned type, of a scope the caller reads and the filter
+// names. The tool graph's events belong to the scope whose graph they
+// describe (the tool graph is kept per scope), like every other learned
+// event.
+func (f learnedFilter) show(raw []byte) (events.Type, bool) {
+	var env struct {
+		Type  events.Type `json:"type"`
+		Scope string      `json:"scope"`
+	}
+	if json.Unmarshal(raw, &env) != nil {
+		return "", false
+	}
+	ti, ok := events.Lookup(env.Type)
+	if !ok || ti.Topic != events.TopicLearned || (f.types != nil && !f.types[env.Type]) {
+		return "", false
+	}
+	sc := env.Scope
+	if sc == "" {
+		sc = events.DefaultScope
+	}
+	if !f.caller.CanRead(sc) {
+		return "", false
+	}
+	switch {
+	case f.scope == "":
+	case scopeKinds[f.scope]:
+		if !strings.HasPrefix(sc, f.scope+":") {
+			return "", false
+		}
+	case sc != f.scope:
+		return "", false
+	}
+	return env.Type, true
+}
+
+// learnedStream serves GET /v1/learned/stream: chronicle.learned as
+// Server-Sent Events (text/event-stream). Each event is
+//
+//	id: <LearnedCursor after it>
+//	event: <CloudEvents type>
+//	data: <the structured CloudEvent JSON, one line>
+//
+// Query: after= (or the Last-Event-ID header, which wins) resumes after a
+// position; from=start (default) or from=end says where a stream without
+// one starts; scope= a full scope ("project:x") or a kind ("project"),
+// default every scope the token reads (403 for a scope it does not read);
+// types= a comma-separated list of learned types; follow=false ends the
+// stream at the end the topic had when the request came (catch up and
+// close). Every LearnedKeepAlive without an event a ": keep-alive"
+// comment is written; a broker that does not answer for LearnedBrokerWait
+// ends the stream with "event: error". It reads with a plain franz-go
+// consumer of assigned partitions (no consumer group: nothing is
+// committed; the position is the client's).
+func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := learnedFilter{caller: CallerOf(r), scope: q.Get("scope")}
+	if f.scope != "" && !scopeKinds[f.scope] {
+		if !events.ValidScope(f.scope) {
+			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id>, org:<id> or one of the kinds project, team, org", f.scope)
+			return
+		}
+		if !f.caller.CanRead(f.scope) {
+			writeErr(w, http.StatusForbidden, "scope: this token may not read %s", f.scope)
+			return
+		}
+	}
+	if ts := q.Get("types"); ts != "" {
+		f.types = map[events.Type]bool{}
+		for _, t := range strings.Split(ts, ",") {
+			ti, ok := events.Lookup(events.Type(t))
+			if !ok || ti.Topic != events.TopicLearned {
+				writeErr(w, http.StatusBadRequest, "types: %q is not a type of %s (%v)", t, events.TopicLearned, events.LearnedTypes)
+				return
+			}
+			f.types[events.Type(t)] = true
+		}
+	}
+	follow := true
+	if fs := q.Get("follow"); fs != "" {
+		b, err := strconv.ParseBool(fs)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "follow: %q is not true or false", fs)
+			return
+		}
+		follow = b
+	}
+	from := q.Get("from")
+	if from != "" && from != "start" && from != "end" {
+		writeErr(w, http.StatusBadRequest, "from: %q is not start or end", from)
+		return
+	}
+	var cur LearnedCursor
+	after := q.Get("after")
+	if h := r.Header.Get("Last-Event-ID"); h != "" {
+		after = h
+	}
+	if after != "" {
+		c, err := ParseLearnedCursor(after)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "Last-Event-ID / after: %v", err)
+			return
+		}
+		cur = c
+	}
+
+	ctx := r.Context()
+	topic := string(events.TopicLearned)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.P.Broker.Addrs()...), kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	defer cl.Close()
+	octx, ocancel := context.WithTimeout(ctx, LearnedBrokerWait)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(octx, topic)
+	ocancel()
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, "end offsets of %s: %v", topic, err)
+		return
+	}
+	end := LearnedCursor{}
+	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	if cur == nil {
+		cur = LearnedCursor{}
+	}
+	for p, e := range end {
+		if _, ok := cur[p]; !ok {
+			if from == "end" {
+				cur[p] = e
+			} else {
+				cur[p] = 0
+			}
+		}
+	}
+	for p := range cur {
+		if _, ok := end[p]; !ok {
+			writeErr(w, http.StatusBadRequest, "Last-Event-ID / after: %s has no partition %d", topic, p)
+			return
+		}
+	}
+	start := map[int32]kgo.Offset{}
+	for p, o := range cur {
+		start[p] = kgo.NewOffset().At(o)
+	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: start})
+
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, ": chronicle.learned from %s\nretry: 2000\n\n", cur)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	caughtUp := func() bool {
+		for p, e := range end {
+			if cur[p] < e {
+				return false
+			}
+		}
+		return true
+	}
+	if !follow && caughtUp() {
+		return
+	}
+	var down time.Time // since when the broker has not answered
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, LearnedKeepAlive)
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			return
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				ferr = err
+			}
+		})
+		var buf bytes.Buffer
+		fs.EachRecord(func(rec *kgo.Record) {
+			if rec.Offset < cur[rec.Partition] {
+				return
+			}
+			cur[rec.Partition] = rec.Offset + 1
+			raw, err := events.StructuredJSON(rec)
+			if err != nil {
+				return
+			}
+			typ, ok := f.show(raw)
+			if !ok {
+				return
+			}
+			var line bytes.Buffer
+			if json.Compact(&line, raw) != nil {
+				return
+			}
+			fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", cur, typ, line.Bytes())
+		})
+		switch {
+		case buf.Len() > 0:
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return
+			}
+		case fs.NumRecords() == 0:
+			// no record within the keep-alive interval: say so, and check
+			// that the broker still answers
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			if ferr == nil {
+				pctx, pcancel := context.WithTimeout(ctx, LearnedKeepAlive)
+				ferr = cl.Ping(pctx)
+				pcancel()
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		switch {
+		case ferr == nil || fs.NumRecords() > 0:
+			down = time.Time{}
+		case down.IsZero():
+			down = time.Now()
+		case time.Since(down) >= LearnedBrokerWait:
+			b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("the broker did not answer for %s: %v", LearnedBrokerWait, ferr), "resume": cur.String()})
+			fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+			_ = rc.Flush()
+			return
+		}
+		if !follow && caughtUp() {
+			return
+		}
+	}
+}

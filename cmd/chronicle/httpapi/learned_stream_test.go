@@ -1,0 +1,346 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// sseEvent is one dispatched Server-Sent Event.
+type sseEvent struct {
+	ID, Event, Data string
+}
+
+// sseReader parses a text/event-stream as the WHATWG HTML standard's
+// "event stream interpretation" does: lines split on LF, "field: value"
+// (one optional space after the colon), comments start with ':', a blank
+// line dispatches the event, data lines join with LF.
+type sseReader struct {
+	sc       *bufio.Scanner
+	comments []string
+	lastID   string
+}
+
+func newSSEReader(r io.Reader) *sseReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
+	return &sseReader{sc: sc}
+}
+
+// next returns the next event, or false at the end of the stream.
+func (s *sseReader) next() (sseEvent, bool) {
+	var ev sseEvent
+	var data []string
+	has := false
+	for s.sc.Scan() {
+		line := strings.TrimSuffix(s.sc.Text(), "\r")
+		if line == "" {
+			if has {
+				ev.Data = strings.Join(data, "\n")
+				ev.ID = s.lastID
+				return ev, true
+			}
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			s.comments = append(s.comments, strings.TrimSpace(line[1:]))
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			s.lastID = value
+		case "event":
+			ev.Event, has = value, true
+		case "data":
+			data, has = append(data, value), true
+		}
+	}
+	return ev, false
+}
+
+func openStream(t *testing.T, ctx context.Context, url, lastID string) (*http.Response, *sseReader) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s %s", url, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	return resp, newSSEReader(resp.Body)
+}
+
+func recordIn(t *testing.T, srv *httptest.Server, scope, title string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"title": title, "description": "A memory for the stream test.", "content": "content of " + title, "outcome": "success", "scope": scope})
+	resp, err := http.Post(srv.URL+"/v1/memories", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("POST /v1/memories: %d %s", resp.StatusCode, body)
+	}
+}
+
+// ceOf decodes an event's data as a structured CloudEvent and checks the
+// SSE event name is its type.
+func ceOf(t *testing.T, ev sseEvent) events.Envelope {
+	t.Helper()
+	env, err := events.ParseEvent([]byte(ev.Data))
+	if err != nil {
+		t.Fatalf("data is not a valid CloudEvent: %v\n%s", err, ev.Data)
+	}
+	if string(env.Type) != ev.Event {
+		t.Fatalf("event: %q, data type %q", ev.Event, env.Type)
+	}
+	return env
+}
+
+// collect reads n events from rd (failing on the stream's end).
+func collect(t *testing.T, rd *sseReader, n int) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	for len(out) < n {
+		ev, ok := rd.next()
+		if !ok {
+			t.Fatalf("stream ended after %d of %d events: %v", len(out), n, rd.sc.Err())
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// TestLearnedStream follows chronicle.learned over SSE as a client
+// without a Kafka client would: memories recorded in two scopes arrive as
+// memory.created.v1 events whose data is the structured CloudEvent; after
+// a disconnect, resuming from the Last-Event-ID of the last event received
+// delivers exactly the events after it (no gap, no repeat) compared with
+// a caught-up read of the whole topic; ?scope= filters by a full scope and
+// by a kind; keep-alive comments flow while nothing happens.
+func TestLearnedStream(t *testing.T) {
+	oldKA := httpapi.LearnedKeepAlive
+	httpapi.LearnedKeepAlive = 300 * time.Millisecond
+	t.Cleanup(func() { httpapi.LearnedKeepAlive = oldKA })
+	_, srv := setup(t) // 2 partitions
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	for i := range 3 {
+		recordIn(t, srv, "project:a", fmt.Sprintf("Stream memory a%d", i))
+		recordIn(t, srv, "project:b", fmt.Sprintf("Stream memory b%d", i))
+	}
+	// first connection: read 4 of the 6 memory.created events, then drop it
+	c1, cancel1 := context.WithCancel(ctx)
+	resp, rd := openStream(t, c1, srv.URL+"/v1/learned/stream?types=memory.created.v1", "")
+	first := collect(t, rd, 4)
+	cancel1()
+	resp.Body.Close()
+	lastID := first[len(first)-1].ID
+	if _, err := httpapi.ParseLearnedCursor(lastID); err != nil {
+		t.Fatalf("id %q: %v", lastID, err)
+	}
+	// more learned events while disconnected
+	for i := 3; i < 5; i++ {
+		recordIn(t, srv, "project:a", fmt.Sprintf("Stream memory a%d", i))
+	}
+	c2, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	resp2, rd2 := openStream(t, c2, srv.URL+"/v1/learned/stream?types=memory.created.v1", lastID)
+	defer resp2.Body.Close()
+	second := collect(t, rd2, 4) // 2 left of the first 6, and the 2 new ones
+	got := map[string]int{}
+	var order []string
+	for _, ev := range append(first, second...) {
+		env := ceOf(t, ev)
+		got[env.ID]++
+		order = append(order, env.ID)
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("event %s delivered %d times", id, n)
+		}
+	}
+	// the whole topic, caught up and closed: the same 8 events
+	resp3, rd3 := openStream(t, ctx, srv.URL+"/v1/learned/stream?follow=false&types=memory.created.v1", "")
+	var all []string
+	for {
+		ev, ok := rd3.next()
+		if !ok {
+			break
+		}
+		all = append(all, ceOf(t, ev).ID)
+	}
+	resp3.Body.Close()
+	if len(all) != 8 || len(got) != 8 {
+		t.Fatalf("whole topic %d events, resumed stream %d distinct (%v): want 8", len(all), len(got), order)
+	}
+	for _, id := range all {
+		if got[id] != 1 {
+			t.Errorf("event %s of the topic missing from the resumed stream", id)
+		}
+	}
+	// keep-alive comments on the idle resumed stream (every 300 ms here)
+	go func() { time.Sleep(1500 * time.Millisecond); cancel2() }()
+	for {
+		if _, ok := rd2.next(); !ok {
+			break
+		}
+	}
+	if !slicesContains(rd2.comments, "keep-alive") {
+		t.Errorf("no keep-alive comment on an idle stream: %q", rd2.comments)
+	}
+
+	// scope filters: a full scope, and a kind
+	scopes := func(q string) map[string]int {
+		resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?follow=false&types=memory.created.v1&scope="+q, "")
+		defer resp.Body.Close()
+		m := map[string]int{}
+		for {
+			ev, ok := rd.next()
+			if !ok {
+				return m
+			}
+			env := ceOf(t, ev)
+			m[env.EffectiveScope()]++
+		}
+	}
+	if m := scopes("project:b"); len(m) != 1 || m["project:b"] != 3 {
+		t.Errorf("scope=project:b: %v, want only project:b ×3", m)
+	}
+	if m := scopes("project"); m["project:a"] != 5 || m["project:b"] != 3 {
+		t.Errorf("scope=project: %v, want project:a ×5, project:b ×3", m)
+	}
+	if m := scopes("team"); len(m) != 0 {
+		t.Errorf("scope=team: %v, want none", m)
+	}
+	for q, want := range map[string]int{"scope=nope:": 400, "after=x": 400, "types=memory.recorded.v1": 400, "follow=maybe": 400} {
+		resp, err := http.Get(srv.URL + "/v1/learned/stream?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("?%s: %d %s, want %d", q, resp.StatusCode, b, want)
+		}
+	}
+}
+
+func slicesContains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLearnedStreamTokenScopes: without a filter, a scoped token's stream
+// carries only its own scope's learned events; a token that reads every
+// scope sees both.
+func TestLearnedStreamTokenScopes(t *testing.T) {
+	_, _, base := scopedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for tok, title := range map[string]string{"tok-a": "Only for a SECRET-LS-1", "tok-b": "Only for b"} {
+		if code, m := call(t, base, tok, "POST", "/v1/memories", map[string]any{"title": title, "description": "d", "content": "c " + title, "outcome": "success"}); code != 202 {
+			t.Fatalf("%s: %d %v", tok, code, m)
+		}
+	}
+	stream := func(tok, q string) (*http.Response, *sseReader) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/learned/stream?types=memory.created.v1"+q, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", tok, resp.StatusCode)
+		}
+		return resp, newSSEReader(resp.Body)
+	}
+	resp, rd := stream("tok-admin", "")
+	for _, ev := range collect(t, rd, 2) { // both relayed
+		ceOf(t, ev)
+	}
+	resp.Body.Close()
+	for tok, scope := range map[string]string{"tok-a": "project:a", "tok-b": "project:b"} {
+		resp, rd := stream(tok, "&follow=false")
+		n := 0
+		for {
+			ev, ok := rd.next()
+			if !ok {
+				break
+			}
+			env := ceOf(t, ev)
+			if env.EffectiveScope() != scope {
+				t.Errorf("%s sees an event of %s", tok, env.EffectiveScope())
+			}
+			if tok == "tok-b" && strings.Contains(ev.Data, "SECRET-LS-1") {
+				t.Errorf("tok-b sees project:a's secret")
+			}
+			n++
+		}
+		resp.Body.Close()
+		if n != 1 {
+			t.Errorf("%s: %d events, want 1", tok, n)
+		}
+	}
+}
+
+// TestLearnedStreamBrokerGone: when the broker stops answering, the stream
+// keeps sending keep-alives for LearnedBrokerWait, then ends with an
+// "event: error" that names the error and the cursor to resume from.
+func TestLearnedStreamBrokerGone(t *testing.T) {
+	oldKA, oldWait := httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait
+	httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = 200*time.Millisecond, time.Second
+	t.Cleanup(func() { httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = oldKA, oldWait })
+	p, srv := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?from=end", "")
+	defer resp.Body.Close()
+	start := time.Now()
+	p.Broker.Close()
+	ev, ok := rd.next()
+	if !ok || ev.Event != "error" {
+		t.Fatalf("got %+v (ok %v), want an error event", ev, ok)
+	}
+	var body struct{ Error, Resume string }
+	if err := json.Unmarshal([]byte(ev.Data), &body); err != nil || body.Error == "" || body.Resume == "" {
+		t.Fatalf("error data %q: %v", ev.Data, err)
+	}
+	if _, err := httpapi.ParseLearnedCursor(body.Resume); err != nil {
+		t.Fatalf("resume %q: %v", body.Resume, err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("gave up after %v, before LearnedBrokerWait", took)
+	}
+	if _, ok := rd.next(); ok {
+		t.Fatalf("the stream goes on after the error event")
+	}
+}

@@ -1,0 +1,131 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/sessionlog"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// TestSessionEventsFromIndex: a session's events come from the sessionlog
+// index (source "index") and are exactly the records a scan of its
+// partition finds, in the same order; the answer also carries its
+// evaluation and the memories distilled from it, each with its log
+// position; another scope's session of the same id is not mixed in.
+func TestSessionEventsFromIndex(t *testing.T) {
+	p, srv := setup(t)
+	for _, scope := range []string{"project:a", "project:b"} {
+		envs, _ := sessionIn(t, 2, scope, "IDX")
+		b, _ := json.Marshal(envs)
+		if code, m := post(t, srv, b); code != 202 {
+			t.Fatalf("%d %v", code, m)
+		}
+	}
+	envs, sid := sessionIn(t, 2, "project:a", "IDX")
+	waitCaughtUp(t, p)
+	type logged struct {
+		Topic, Position string
+		Partition       int32
+		Offset          int64
+		Event           json.RawMessage
+	}
+	var got struct {
+		Source                                     string
+		Events, Evaluations, Memories, PairContext []logged
+	}
+	if code := get(t, srv, "/v1/sessions/"+url.PathEscape(sid)+"/events?scope=project:a", &got); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	if got.Source != "index" {
+		t.Fatalf("source %q, want index", got.Source)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	scan, err := httpapi.ReadSessionLog(ctx, p.Broker.Addrs(), events.EntityKey("project:a", sid), "project:a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != len(envs) || len(scan) != len(envs) {
+		t.Fatalf("index %d events, scan %d, posted %d", len(got.Events), len(scan), len(envs))
+	}
+	for i := range scan {
+		if got.Events[i].Offset != scan[i].Offset || got.Events[i].Partition != scan[i].Partition || string(got.Events[i].Event) != string(scan[i].Event) {
+			t.Fatalf("event %d: index %s, scan %d:%d", i, got.Events[i].Position, scan[i].Partition, scan[i].Offset)
+		}
+	}
+	if len(got.Evaluations) != 1 {
+		t.Fatalf("%d evaluations, want 1", len(got.Evaluations))
+	}
+	var ev events.Envelope
+	if err := json.Unmarshal(got.Evaluations[0].Event, &ev); err != nil || ev.Type != events.EvaluationCompleted || ev.EffectiveScope() != "project:a" {
+		t.Fatalf("evaluation %+v: %v", ev, err)
+	}
+	if len(got.Memories) == 0 {
+		t.Fatalf("no memories distilled from the session")
+	}
+	for _, m := range got.Memories {
+		var env events.Envelope
+		if err := json.Unmarshal(m.Event, &env); err != nil {
+			t.Fatal(err)
+		}
+		var d events.MemoryRecordedData
+		if err := env.Decode(&d); err != nil || env.Type != events.MemoryRecorded || d.SourceSession != sid || env.EffectiveScope() != "project:a" {
+			t.Fatalf("memory record %s: %+v %v", m.Position, d, err)
+		}
+		if m.Topic != string(events.TopicMemories) {
+			t.Fatalf("memory on %s", m.Topic)
+		}
+	}
+	// the reader skips positions the log does not hold (past its end)
+	rd, err := sessionlog.NewReader(p.Broker.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	first := projections.Position{Topic: got.Events[0].Topic, Partition: got.Events[0].Partition, Offset: got.Events[0].Offset}
+	gone := projections.Position{Topic: first.Topic, Partition: first.Partition, Offset: 1 << 40}
+	recs, err := rd.Fetch(ctx, []projections.Position{gone, first})
+	if err != nil || len(recs) != 1 || recs[first] == nil {
+		t.Fatalf("fetch of a held and a missing position: %d records, %v", len(recs), err)
+	}
+}
+
+// TestMemoryHistoryRoute: GET /v1/memories/{id}/history names the
+// recording token as the author of "created" with its log position, and
+// lists the searches that returned the memory (token, query, position).
+func TestMemoryHistoryRoute(t *testing.T) {
+	p, _, base := scopedServer(t)
+	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Read the fare class", "description": "d", "content": "Basic economy cannot be changed.", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("%d %v", code, rec)
+	}
+	id := rec["id"].(string)
+	waitCaughtUp(t, p)
+	if code, m := call(t, base, "tok-a", "GET", "/v1/memories/search?min_confidence=0&query="+url.QueryEscape("fare class economy"), nil); code != 200 {
+		t.Fatalf("search %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, h := call(t, base, "tok-a", "GET", "/v1/memories/"+id+"/history", nil)
+	if code != 200 {
+		t.Fatalf("history %d %v", code, h)
+	}
+	first := h["changes"].([]any)[0].(map[string]any)
+	if first["reason"] != "created" || first["author"] != "token:a" || !strings.HasPrefix(first["position"].(string), "chronicle.memories:0:") {
+		t.Fatalf("created entry %v", first)
+	}
+	rs := h["retrievals"].([]any)
+	if len(rs) != 1 {
+		t.Fatalf("retrievals %v", rs)
+	}
+	r := rs[0].(map[string]any)
+	if r["source"] != "token:a" || r["query"] != "fare class economy" || !strings.HasPrefix(r["position"].(string), "chronicle.memories:0:") {
+		t.Fatalf("retrieval %v", r)
+	}
+}

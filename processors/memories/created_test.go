@@ -1,0 +1,85 @@
+package memories_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// createdRun records a memory, a duplicate of it under another id and a
+// feedback signal in a fresh store, and returns every derived record the
+// memory bank emitted, in order.
+func createdRun(t *testing.T) []projections.OutboxRecord {
+	t.Helper()
+	b := newBank(t)
+	var out []projections.OutboxRecord
+	send := func(typ events.Type, id string, data any) {
+		env, err := events.New(typ, "test", id, t0, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = "project:a"
+		if _, err := b.store.Apply(memories.Name, projections.Position{Topic: "chronicle.memories", Offset: b.off}, &env, func(tx *projections.Tx, env *events.Envelope) error {
+			err := memories.Processor{}.Apply(tx, env)
+			out = append(out, tx.Emitted()...)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		b.off++
+	}
+	send(events.MemoryRecorded, "r1", events.MemoryRecordedData{MemoryID: "m1", Title: "Check the fare", Content: "Look up the fare first", Outcome: "success", Source: "explicit"})
+	send(events.MemoryRecorded, "r2", events.MemoryRecordedData{MemoryID: "m2", Title: "check the fare", Content: "look up the fare  first", Outcome: "success", Source: "distilled", SourceSession: "s9"})
+	return out
+}
+
+// TestMemoryCreatedEmitted: a new memory and a recording merged into it
+// each emit memory.created.v1 on chronicle.learned, keyed by the
+// recording's memory id, valid against its schema, the merge naming the
+// memory it went into; a second run on a fresh store emits the same bytes
+// (ids derive from the cause), so subscribers drop a replayed repeat.
+func TestMemoryCreatedEmitted(t *testing.T) {
+	out := createdRun(t)
+	var created []events.MemoryCreatedData
+	for _, rec := range out {
+		if rec.Type != events.MemoryCreated {
+			continue
+		}
+		if rec.Topic != string(events.TopicLearned) {
+			t.Fatalf("memory.created on %s, want chronicle.learned", rec.Topic)
+		}
+		env, err := events.ParseEvent(rec.Value) // schema-validated
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d events.MemoryCreatedData
+		if err := env.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		if want := events.EntityKey("project:a", d.MemoryID); rec.Key != want {
+			t.Fatalf("key %q, want %q", rec.Key, want)
+		}
+		created = append(created, d)
+	}
+	if len(created) != 2 {
+		t.Fatalf("%d memory.created events, want 2: %+v", len(created), created)
+	}
+	if c := created[0]; c.MemoryID != "m1" || c.MergedInto != "" || c.Evidence != 1 || c.Confidence != 0.8 || c.RecordedEventID != "r1" {
+		t.Fatalf("created: %+v", c)
+	}
+	if c := created[1]; c.MemoryID != "m2" || c.MergedInto != "m1" || c.Evidence != 2 || c.SourceSession != "s9" {
+		t.Fatalf("merged: %+v", c)
+	}
+	again := createdRun(t)
+	if len(again) != len(out) {
+		t.Fatalf("second run emitted %d records, first %d", len(again), len(out))
+	}
+	for i := range out {
+		if !bytes.Equal(out[i].Value, again[i].Value) {
+			t.Fatalf("record %d differs between runs:\n%s\n%s", i, out[i].Value, again[i].Value)
+		}
+	}
+}
