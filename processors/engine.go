@@ -147,7 +147,7 @@ func (e *engine) run(ctx context.Context) error {
 			// some partitions are paused: wake up to resume them
 			pollCtx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
 		}
-		fs := e.client.PollRecords(pollCtx, e.cfg.MaxBatch)
+		fs := e.client.PollFetches(pollCtx)
 		cancel()
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			return nil
@@ -165,7 +165,13 @@ func (e *engine) run(ctx context.Context) error {
 			wg.Add(1)
 			go func(topic string, partition int32, recs []*kgo.Record) {
 				defer wg.Done()
-				e.partition(ctx, topic, partition, recs)
+				for len(recs) > 0 {
+					n := min(len(recs), e.cfg.MaxBatch)
+					if !e.partition(ctx, topic, partition, recs[:n]) {
+						return // backed off: the partition was rewound to its stored offset
+					}
+					recs = recs[n:]
+				}
 			}(part.Topic, part.Partition, part.Records)
 		})
 		wg.Wait()
@@ -173,9 +179,10 @@ func (e *engine) run(ctx context.Context) error {
 	}
 }
 
-// partition applies one poll's records of one partition for every
-// processor of the topic.
-func (e *engine) partition(ctx context.Context, topic string, partition int32, recs []*kgo.Record) {
+// partition applies a batch of one partition's records for every
+// processor of the topic; false when it failed and the partition backed
+// off (paused and rewound).
+func (e *engine) partition(ctx context.Context, topic string, partition int32, recs []*kgo.Record) bool {
 	procs := e.byTopic[topic]
 	base := make([]projections.Item, len(recs))
 	for i, r := range recs {
@@ -196,11 +203,12 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 	})
 	if err != nil {
 		e.backOff(topic, partition, err)
-		return
+		return false
 	}
 	e.clearBackOff(topic, partition)
 	e.own.advanced(topic, partition, recs[len(recs)-1].Offset+1)
 	e.client.MarkCommitRecords(recs[len(recs)-1])
+	return true
 }
 
 // apply runs ApplyBatch for p, retrying store failures cfg.MaxRetries times

@@ -180,24 +180,29 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 				return
 			}
 			// the records to apply: up to the stop offset and the time bound
-			var items []projections.Item
+			var recs []*kgo.Record
 			for _, r := range part.Records {
 				if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until)) {
 					finish(r.Topic, r.Partition)
 					break
 				}
-				items = append(items, parseItem(r))
+				recs = append(recs, r)
 				if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
 					finish(r.Topic, r.Partition)
 				}
 			}
-			if len(items) == 0 {
+			if len(recs) == 0 {
 				return
 			}
-			st.Records += int64(len(items))
+			st.Records += int64(len(recs))
 			wg.Add(1)
 			go func(topic string, partition int32) {
 				defer wg.Done()
+				// parsed on the partition's goroutine, as the live engine does
+				items := make([]projections.Item, len(recs))
+				for i, r := range recs {
+					items[i] = parseItem(r)
+				}
 				err := pl.each(procs[topic], func(_ int, p Processor) error {
 					mine := items
 					if cfg.StopAt != nil {

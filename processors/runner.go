@@ -58,10 +58,14 @@ type RunnerConfig struct {
 	Logger watermill.LoggerAdapter
 	// SubscriberOpts are extra franz-go options for every consumer.
 	SubscriberOpts []kgo.Opt
-	// MaxBatch is the most records one poll returns, and so the most a
-	// processor applies in one Pebble batch per partition (default 1000).
-	// A poll never waits for more records once one is there, so batching
-	// adds no latency under a light load.
+	// MaxBatch is the most records a processor applies in one Pebble batch
+	// of a partition (default 1000). A poll takes every record the client
+	// has fetched (at most one fetch per broker: FetchMaxBytes), every
+	// partition of it on its own goroutine, each in batches of at most
+	// MaxBatch; it never waits for more records once one is there, so
+	// batching adds no latency under a light load. (A poll capped at
+	// MaxBatch records took them partition by partition, so one poll
+	// rarely held two partitions and the 2 cores worked one at a time.)
 	MaxBatch int
 	// Group is the engine's consumer group (default ProcessorsGroup). Only
 	// separate applications on one cluster (a benchmark's jobs) need
