@@ -109,7 +109,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 	reject := func(j int, it Item, why error) {
 		out[j] = Outcome{Result: DeadLettered, Err: why}
 		if it.DeadLetter != nil {
-			outbox = append(outbox, it.DeadLetter(why))
+			outbox = append(outbox, withSource(it.Pos, it.DeadLetter(why))...)
 		}
 		advance(it.Pos)
 	}
@@ -169,7 +169,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		if tx.err != nil {
 			return 0, -1, tx.err
 		}
-		outbox = append(outbox, tx.out...)
+		outbox = append(outbox, withSource(it.Pos, tx.out...)...)
 		touched = append(touched, tx.touched...)
 		if err := b.Set(dk, dedupValue(it.Pos.Offset, sum), nil); err != nil {
 			return 0, -1, err
@@ -181,6 +181,15 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		return len(items), -1, nil
 	}
 	return s.commitRun(b, okey, next, outbox, touched, processor, len(items))
+}
+
+// withSource stamps recs with the position of the record that wrote them.
+func withSource(pos Position, recs ...OutboxRecord) []OutboxRecord {
+	for i := range recs {
+		p := pos
+		recs[i].Source = &p
+	}
+	return recs
 }
 
 // commitRun writes the outbox rows and the offset into b, commits it and

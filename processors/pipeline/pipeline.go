@@ -211,6 +211,14 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 	}()
 	relay := &processors.Relay{Store: p.Store, Producer: p.Producer, OnError: cfg.OnRelayError}
+	if len(cfg.Brokers) > 0 {
+		// several instances may share the cluster: fence zombie writes
+		// (issue 15 item 5; one process with its embedded broker has none)
+		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: p.Runner}
+		if cfg.Group != "" {
+			relay.Fence.Group = string(cfg.Group) + ".relay"
+		}
+	}
 	go func() {
 		defer p.wg.Done()
 		_ = relay.Run(runCtx)
