@@ -23,6 +23,7 @@ func serveCmd() *cobra.Command {
 	var tokens string
 	var stallAfter time.Duration
 	var advertise string
+	var sessionTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
@@ -40,7 +41,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true})
+			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout})
 			if err != nil {
 				return err
 			}
@@ -56,6 +57,7 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
 	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at, shown by GET /v1/cluster (default: http:// and the --http listen address)")
+	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s; the broker's group.min.session.timeout.ms must allow it)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
 }
