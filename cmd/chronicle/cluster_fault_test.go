@@ -523,15 +523,40 @@ func faultRun(t *testing.T, plan faultPlan) {
 
 	if plan.stop {
 		at(0.8)
-		live := alive()
-		victim := live[rng.IntN(len(live))]
-		t.Logf("SIGSTOP %s (sessions partitions %v) for %s", victim.name, c.owned(victim), faultSessionTimeout+3*time.Second)
+		// a random instance among those owning sessions partitions
+		var owners []*member
+		waitUntil := time.Now().Add(30 * time.Second)
+		for len(owners) == 0 && time.Now().Before(waitUntil) {
+			for _, m := range alive() {
+				if len(c.owned(m)) > 0 {
+					owners = append(owners, m)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(owners) == 0 {
+			t.Fatal("no instance owns a sessions partition")
+		}
+		victim := owners[rng.IntN(len(owners))]
+		parts := c.owned(victim)
+		t.Logf("SIGSTOP %s (sessions partitions %v) for %s", victim.name, parts, faultSessionTimeout+3*time.Second)
 		stopped.Store(true)
+		t0 := time.Now()
 		c.signal(victim, syscall.SIGSTOP)
-		time.Sleep(faultSessionTimeout + 3*time.Second)
+		from := sessionsCommitted()
+		d, err := c.resumed(ctx, parts, from, t0, faultSessionTimeout+faultStall)
+		if err != nil {
+			t.Fatalf("after SIGSTOP of %s: %v", victim.name, err)
+		}
+		t.Logf("its partitions processing again after %s (by the other instances)", d.Round(time.Millisecond))
+		time.Sleep(max(0, faultSessionTimeout+3*time.Second-time.Since(t0)))
 		c.signal(victim, syscall.SIGCONT)
 		stopped.Store(false)
+		time.Sleep(3 * time.Second) // the resumed instance relays what it had, learns of its eviction, rejoins
 		checkDerived(ctx, t, c.brokers, "after SIGSTOP/SIGCONT")
+		b, _ := os.ReadFile(victim.log)
+		t.Logf("the resumed instance's relay was fenced %d times (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH in its log)",
+			strings.Count(string(b), "PRODUCER_FENCED")+strings.Count(string(b), "INVALID_PRODUCER_EPOCH"))
 	}
 
 	// scale back to 1 with graceful leaves, during the import when it runs
@@ -592,6 +617,9 @@ func faultRun(t *testing.T, plan faultPlan) {
 		}
 	}
 	sort.Strings(differ)
+	if _, ok := rep.Projections["sessions"]; !ok {
+		t.Fatalf("the replay has no sessions projection: %v", rep.Rows)
+	}
 	for _, name := range []string{"sessions", "workflows"} {
 		if _, ok := rep.Projections[name]; ok && live.Projections[name] != rep.Projections[name] {
 			t.Errorf("projection %s of %s differs from a one-instance replay: %d rows live, %d replayed", name, last.name, live.Rows[name], rep.Rows[name])
@@ -613,4 +641,3 @@ func digestOf(t *testing.T, data string) projections.Digest {
 	}
 	return d
 }
-
