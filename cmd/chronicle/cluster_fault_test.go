@@ -357,7 +357,7 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 				if err != nil {
 					t.Fatalf("%s@%d: %v", k, r.Offset, err)
 				}
-				out[r.Topic+" "+env.ID]++
+				out[r.Topic+" "+env.Source+" "+env.ID]++
 			}
 			if r.Offset+1 >= end {
 				delete(left, k)
@@ -367,18 +367,38 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 	return out
 }
 
-// checkDerived fails on a derived event id written twice and returns the
-// number of evaluations.
+// relaySources are the CloudEvents sources of the derived events the
+// processors emit (projections.Tx.Emit: "chronicle/<processor>"), which
+// only the (fenced) outbox relay writes.
+var relaySources = func() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range pipeline.DefaultProcessors() {
+		m["chronicle/"+p.Name()] = true
+	}
+	return m
+}()
+
+// checkDerived fails on a processor's derived event (relaySources) written
+// twice, logs the workers' repeats (at-least-once, not fenced) and returns
+// the number of evaluations.
 func checkDerived(ctx context.Context, t *testing.T, brokers, when string) int {
 	t.Helper()
 	n := 0
+	workerRepeats := map[string]int{}
 	for k, c := range derivedIDs(ctx, t, brokers) {
-		if c > 1 {
+		source := strings.Fields(k)[1]
+		if c > 1 && relaySources[source] {
 			t.Fatalf("%s: derived event %s written %d times", when, k, c)
+		}
+		if c > 1 {
+			workerRepeats[source] += c - 1
 		}
 		if strings.HasPrefix(k, string(events.TopicEvaluations)+" ") {
 			n++
 		}
+	}
+	if len(workerRepeats) > 0 {
+		t.Logf("%s: workers' events written again (at-least-once, not fenced; dropped by consumers by id): %v", when, workerRepeats)
 	}
 	return n
 }
