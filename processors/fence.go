@@ -90,6 +90,11 @@ type fencedPartition struct {
 	assignment uint64
 	cl         *kgo.Client // nil once fenced
 	frontier   int64
+	// stale: a transaction failed without a fence, maybe after the
+	// broker committed it (EndTransaction's outcome unknown): the
+	// frontier is read again before the next one, so its rows are not
+	// sent twice
+	stale bool
 }
 
 func (f *Fence) group() string {
@@ -175,19 +180,28 @@ func (f *Fence) takeOver(ctx context.Context, k tp, assignment uint64) (*fencedP
 		cl.Close()
 		return nil, fmt.Errorf("fence: init producer %s: %w", f.TransactionalID(k.topic, k.partition), err)
 	}
-	resp, err := kadm.NewClient(cl).FetchOffsets(ictx, f.group())
+	fp := &fencedPartition{assignment: assignment, cl: cl}
+	if fp.frontier, err = f.frontier(ictx, cl, k); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return fp, nil
+}
+
+// frontier reads k's relayed frontier (0 when none was committed).
+func (f *Fence) frontier(ctx context.Context, cl *kgo.Client, k tp) (int64, error) {
+	// stable: a pending transactional commit of the frontier is waited for
+	resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(ctx), f.group())
 	if err == nil {
 		err = resp.Error()
 	}
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		cl.Close()
-		return nil, fmt.Errorf("fence: relayed frontier of %s/%d: %w", k.topic, k.partition, err)
+		return 0, fmt.Errorf("fence: relayed frontier of %s/%d: %w", k.topic, k.partition, err)
 	}
-	fp := &fencedPartition{assignment: assignment, cl: cl}
-	if r, ok := resp.Lookup(k.topic, k.partition); ok && r.Err == nil {
-		fp.frontier = r.At
+	if r, ok := resp.Lookup(k.topic, k.partition); ok && r.Err == nil && r.At > 0 {
+		return r.At, nil
 	}
-	return fp, nil
+	return 0, nil
 }
 
 // once relays what can be relayed now (see Fence): the unsourced rows
@@ -197,6 +211,16 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	owned, syncErr := f.sync(ctx)
+	for k, fp := range f.parts {
+		if fp.cl != nil && fp.stale {
+			fr, err := f.frontier(ctx, fp.cl, k)
+			if err != nil {
+				syncErr = errors.Join(syncErr, err)
+				continue
+			}
+			fp.frontier, fp.stale = max(fp.frontier, fr), false
+		}
+	}
 	// every row of the outbox: rows of partitions owned elsewhere stay
 	// and must not hide the rest
 	pending, err := r.Store.PendingOutbox(1 << 30)
@@ -212,8 +236,8 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 		}
 		k := tp{e.Source.Topic, e.Source.Partition}
 		fp := f.parts[k]
-		if fp == nil || fp.cl == nil {
-			continue // not ours (or fenced): stays
+		if fp == nil || fp.cl == nil || fp.stale {
+			continue // not ours (or fenced, or its frontier unknown): stays
 		}
 		switch {
 		case e.Source.Offset < fp.frontier:
@@ -248,6 +272,8 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 				// here under this assignment
 				fp.cl.Close()
 				fp.cl = nil
+			} else {
+				fp.stale = true
 			}
 			errs = append(errs, fmt.Errorf("fence: relay %s/%d: %w", k.topic, k.partition, err))
 			continue
