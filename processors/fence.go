@@ -170,7 +170,11 @@ func (f *Fence) takeOver(ctx context.Context, k tp, assignment uint64) (*fencedP
 		timeout = 60 * time.Second
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Brokers...), kgo.TransactionalID(f.TransactionalID(k.topic, k.partition)),
-		kgo.TransactionTimeout(timeout), kgo.RequestTimeoutOverhead(5*time.Second), kgo.ProducerLinger(0))
+		kgo.TransactionTimeout(timeout), kgo.RequestTimeoutOverhead(5*time.Second), kgo.ProducerLinger(0),
+		// a record the broker keeps refusing fails the transaction (it is
+		// aborted and retried next round) instead of holding the relay, and
+		// its shutdown, forever
+		kgo.RecordDeliveryTimeout(30*time.Second))
 	if err != nil {
 		return nil, err
 	}

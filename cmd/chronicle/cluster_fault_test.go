@@ -201,7 +201,17 @@ func (c *cluster) signal(m *member, sig syscall.Signal) {
 		select {
 		case <-m.done:
 		case <-time.After(60 * time.Second):
-			c.t.Fatalf("%s did not exit after %v", m.name, sig)
+			// a goroutine dump into its log, kept beyond the test's directory
+			_ = m.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-m.done:
+			case <-time.After(10 * time.Second):
+				_ = m.cmd.Process.Kill()
+			}
+			kept := filepath.Join(os.TempDir(), fmt.Sprintf("chronicle-fault-%s-%d.log", m.name, time.Now().Unix()))
+			b, _ := os.ReadFile(m.log)
+			_ = os.WriteFile(kept, b, 0o644)
+			c.t.Fatalf("%s did not exit within 60 s after %v; its log with a goroutine dump: %s", m.name, sig, kept)
 		}
 	}
 }
@@ -357,7 +367,7 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 				if err != nil {
 					t.Fatalf("%s@%d: %v", k, r.Offset, err)
 				}
-				out[r.Topic+" "+env.Source+" "+env.ID]++
+				out[r.Topic+" "+env.Source+" "+string(env.Type)+" "+env.ID]++
 			}
 			if r.Offset+1 >= end {
 				delete(left, k)
@@ -391,7 +401,7 @@ func checkDerived(ctx context.Context, t *testing.T, brokers, when string) int {
 			t.Fatalf("%s: derived event %s written %d times", when, k, c)
 		}
 		if c > 1 {
-			workerRepeats[source] += c - 1
+			workerRepeats[strings.Join(strings.Fields(k)[1:3], " ")] += c - 1
 		}
 		if strings.HasPrefix(k, string(events.TopicEvaluations)+" ") {
 			n++
