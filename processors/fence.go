@@ -195,17 +195,23 @@ func (f *Fence) takeOver(ctx context.Context, k tp, assignment uint64) (*fencedP
 // frontier reads k's relayed frontier (0 when none was committed).
 func (f *Fence) frontier(ctx context.Context, cl *kgo.Client, k tp) (int64, error) {
 	// stable: a pending transactional commit of the frontier is waited for
+	// (per partition: other partitions' pending commits, other instances'
+	// transactions, are not this one's business)
 	resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(ctx), f.group())
-	if err == nil {
-		err = resp.Error()
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil
 	}
-	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+	if err != nil {
 		return 0, fmt.Errorf("fence: relayed frontier of %s/%d: %w", k.topic, k.partition, err)
 	}
-	if r, ok := resp.Lookup(k.topic, k.partition); ok && r.Err == nil && r.At > 0 {
-		return r.At, nil
+	r, ok := resp.Lookup(k.topic, k.partition)
+	if !ok {
+		return 0, nil
 	}
-	return 0, nil
+	if r.Err != nil {
+		return 0, fmt.Errorf("fence: relayed frontier of %s/%d: %w", k.topic, k.partition, r.Err)
+	}
+	return max(r.At, 0), nil
 }
 
 // once relays what can be relayed now (see Fence): the unsourced rows
