@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -85,6 +86,7 @@ type cluster struct {
 	t       *testing.T
 	dir     string
 	brokers string
+	mu      sync.Mutex // guards members (the stall watcher reads them)
 	members []*member
 	adm     *kadm.Client
 	topics  []string // the processors' topics
@@ -144,8 +146,17 @@ func (c *cluster) newMember() *member {
 	m := &member{name: fmt.Sprintf("i%d", len(c.members)), http: freeAddr(c.t)}
 	m.data = filepath.Join(c.dir, m.name)
 	m.log = filepath.Join(c.dir, m.name+".log")
+	c.mu.Lock()
 	c.members = append(c.members, m)
+	c.mu.Unlock()
 	return m
+}
+
+// all is every member started so far.
+func (c *cluster) all() []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*member(nil), c.members...)
 }
 
 // start runs `serve` for m and waits until its HTTP API answers.
@@ -282,7 +293,7 @@ func (c *cluster) watchStalls(ctx context.Context, stopped *atomic.Bool, failed 
 			}
 		}
 		live := false
-		for _, m := range c.members {
+		for _, m := range c.all() {
 			live = live || m.alive.Load()
 		}
 		if sum != last || lag == 0 || !live || stopped.Load() {
@@ -505,7 +516,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 	}
 	alive := func() []*member {
 		var out []*member
-		for _, m := range c.members {
+		for _, m := range c.all() {
 			if m.alive.Load() {
 				out = append(out, m)
 			}
