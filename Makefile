@@ -5,7 +5,7 @@ DATA    ?= ./data
 # VERSION: what chronicle --version prints (empty: the module version and VCS revision of the build)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 
-.PHONY: run test build bench demo clean weaviate fuzz
+.PHONY: run test build bench demo clean weaviate fuzz cluster-soak
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/chronicle
@@ -35,6 +35,11 @@ bench: build
 	$(GO) test -run '^$$' -bench USELite -count 1 ./projections/embedder/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./processors/workflows/
 	$(GO) test -run '^$$' -bench NodeExpansion -benchtime 1000x -count 1 ./processors/treesearch/
+
+## cluster-soak: the long fault-injection suite (3 serve processes and the broker on loopback, scale
+## 1 → 3 → 1 during a 20,000-event import, 5 SIGKILLs, one SIGSTOP); CHRONICLE_FAULT_SEED=N replays a schedule
+cluster-soak:
+	CHRONICLE_CLUSTER_SOAK=1 $(GO) test -run '^TestClusterSoak$$' -count=1 -v -timeout 30m ./cmd/chronicle/
 
 ## fuzz: each Go fuzz target for FUZZTIME (default 1m); `make test` runs only their seed corpora
 FUZZTIME ?= 1m

@@ -88,6 +88,11 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		kgo.AutoCommitInterval(time.Second),
 		kgo.DisableFetchSessions(), // avoids a data race inside franz-go's Client.Close
 		kgo.AdjustFetchOffsetsFn(e.storedOffsets),
+		// a fenced relay's aborted transactions (a zombie's writes, see
+		// Fence) are never applied; the transactions' markers are kept so
+		// that the offset moves past them (dataRecords)
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.OnPartitionsAssigned(func(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
 			e.onAssigned(ctx, cl, added)
 			e.once.Do(func() { close(e.running) })
@@ -183,6 +188,13 @@ func (e *engine) run(ctx context.Context) error {
 // processor of the topic; false when it failed and the partition backed
 // off (paused and rewound).
 func (e *engine) partition(ctx context.Context, topic string, partition int32, recs []*kgo.Record) bool {
+	last := recs[len(recs)-1]
+	if recs = dataRecords(recs); len(recs) == 0 {
+		// transaction markers only: nothing to apply, the offset moves on
+		e.own.advanced(topic, partition, last.Offset+1)
+		e.client.MarkCommitRecords(last)
+		return true
+	}
 	procs := e.byTopic[topic]
 	base := make([]projections.Item, len(recs))
 	for i, r := range recs {
@@ -206,9 +218,29 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 		return false
 	}
 	e.clearBackOff(topic, partition)
-	e.own.advanced(topic, partition, recs[len(recs)-1].Offset+1)
-	e.client.MarkCommitRecords(recs[len(recs)-1])
+	e.own.advanced(topic, partition, last.Offset+1)
+	e.client.MarkCommitRecords(last)
 	return true
+}
+
+// dataRecords drops the control records (transaction markers) of a poll's
+// records of one partition; recs itself when there are none. The engine
+// marks the last record, marker or not, so a partition whose last record
+// is a marker commits (and shows in Lag as) its end.
+func dataRecords(recs []*kgo.Record) []*kgo.Record {
+	for i, r := range recs {
+		if !r.Attrs.IsControl() {
+			continue
+		}
+		out := append([]*kgo.Record(nil), recs[:i]...)
+		for _, r := range recs[i+1:] {
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return recs
 }
 
 // apply runs ApplyBatch for p, retrying store failures cfg.MaxRetries times

@@ -218,6 +218,7 @@ func (g *GlobalTableRunner) Run(ctx context.Context) error {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(g.cfg.Brokers...),
 		kgo.ConsumePartitions(start),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // the fenced relay writes in transactions
 		kgo.FetchMaxWait(g.cfg.FetchMaxWait),
 		kgo.DisableFetchSessions(), // as the engine: avoids a data race inside franz-go's Close
 	}, g.cfg.ClientOpts...)
@@ -259,6 +260,9 @@ func (g *GlobalTableRunner) partition(ctx context.Context, recs []*kgo.Record) {
 	items := make([]projections.Item, len(recs))
 	for i, r := range recs {
 		items[i] = parseItem(r)
+		// every instance writes the table's derived events alike: relayed
+		// unfenced (no partition owner to fence them by), dropped by id
+		items[i].Unsourced = true
 	}
 	_ = g.pool.each(g.byTopic[recs[0].Topic], func(_ int, p Processor) error {
 		wait := g.cfg.RetryInterval

@@ -32,9 +32,11 @@ type ownership struct {
 	rebalancing bool
 	changed     time.Time // when rebalancing last changed
 	parts       map[tp]*ownedPartition
+	epochs      uint64 // assignments recorded so far: the last one's Assignment
 }
 
 type ownedPartition struct {
+	assignment uint64 // this instance's count of assignments when it was assigned
 	assignedAt time.Time
 	from       int64 // lowest stored next offset of the topic's processors at assignment
 	end        int64 // the partition's end offset at assignment (-1: unknown)
@@ -52,9 +54,10 @@ func (o *ownership) assigned(added map[string]map[int32][2]int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := time.Now()
+	o.epochs++
 	for topic, parts := range added {
 		for p, fe := range parts {
-			o.parts[tp{topic, p}] = &ownedPartition{assignedAt: now, from: fe[0], end: fe[1], next: fe[0], progressAt: now}
+			o.parts[tp{topic, p}] = &ownedPartition{assignment: o.epochs, assignedAt: now, from: fe[0], end: fe[1], next: fe[0], progressAt: now}
 		}
 	}
 	o.rebalancing = false
@@ -96,8 +99,13 @@ func (o *ownership) advanced(topic string, partition int32, next int64) {
 // OwnedPartition is one partition assigned to this instance by the
 // processors' consumer group, as Runner.Ownership reports it.
 type OwnedPartition struct {
-	Topic      string    `json:"topic"`
-	Partition  int32     `json:"partition"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Assignment numbers this instance's assignments (1, 2, …): a
+	// partition lost and assigned again gets a new number, so the fenced
+	// relay (Fence) knows to take the partition's transactional id over
+	// again, and only then.
+	Assignment uint64    `json:"assignment"`
 	AssignedAt time.Time `json:"assigned_at"`
 	// RestoreFrom is the lowest next offset the topic's processors had
 	// stored when the partition was assigned (0: never processed here).
@@ -138,7 +146,7 @@ func (o *ownership) snapshot() Ownership {
 	defer o.mu.Unlock()
 	out := Ownership{Rebalancing: o.rebalancing, Since: o.changed, Partitions: make([]OwnedPartition, 0, len(o.parts))}
 	for k, p := range o.parts {
-		out.Partitions = append(out.Partitions, OwnedPartition{Topic: k.topic, Partition: k.partition, AssignedAt: p.assignedAt,
+		out.Partitions = append(out.Partitions, OwnedPartition{Topic: k.topic, Partition: k.partition, Assignment: p.assignment, AssignedAt: p.assignedAt,
 			RestoreFrom: p.from, RestoreEnd: p.end, Next: p.next, LastProgress: p.progressAt})
 	}
 	sort.Slice(out.Partitions, func(i, j int) bool {

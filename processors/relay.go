@@ -6,7 +6,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Relay moves derived events from the store's outbox to Kafka. A record is
@@ -22,6 +21,11 @@ type Relay struct {
 	Idle time.Duration
 	// OnError, when set, is told about produce failures; the relay retries.
 	OnError func(error)
+	// Fence, when set, relays the engine's derived events transactionally
+	// per source partition, so an instance that lost a partition cannot
+	// write for it (see Fence). Nil: every row is relayed as it comes,
+	// which is right for one process (the embedded broker pauses with it).
+	Fence *Fence
 }
 
 // Run relays until ctx ends. It returns nil on cancellation.
@@ -34,6 +38,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(r.Idle)
 	defer t.Stop()
+	if r.Fence != nil {
+		defer r.Fence.close()
+	}
 	for {
 		n, err := r.Once(ctx)
 		if ctx.Err() != nil {
@@ -59,26 +66,14 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 	if r.Batch == 0 {
 		r.Batch = 500
 	}
+	if r.Fence != nil {
+		return r.Fence.once(ctx, r)
+	}
 	pending, err := r.Store.PendingOutbox(r.Batch)
 	if err != nil || len(pending) == 0 {
 		return 0, err
 	}
-	recs := make([]*kgo.Record, len(pending))
-	for i, p := range pending {
-		recs[i] = &kgo.Record{
-			Topic:   p.Topic,
-			Key:     []byte(p.Key),
-			Value:   p.Value,
-			Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte(events.ContentTypeCloudEvents)}},
-		}
-		if p.Headers != nil { // a dead-letter record keeps the original's headers
-			recs[i].Headers = make([]kgo.RecordHeader, len(p.Headers))
-			for j, h := range p.Headers {
-				recs[i].Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-			}
-		}
-	}
-	if err := r.Producer.ProduceRecords(ctx, recs); err != nil {
+	if err := r.Producer.ProduceRecords(ctx, outboxRecords(pending)); err != nil {
 		return 0, err
 	}
 	return len(pending), r.Store.AckOutbox(pending)

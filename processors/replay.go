@@ -145,6 +145,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		return st, err
 	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
 		return st, err
@@ -185,6 +186,12 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 				if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until)) {
 					finish(r.Topic, r.Partition)
 					break
+				}
+				if r.Attrs.IsControl() { // a transaction marker: not an event
+					if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
+						finish(r.Topic, r.Partition)
+					}
+					continue
 				}
 				recs = append(recs, r)
 				if r.Offset+1 >= stopAt[r.Topic][r.Partition] {

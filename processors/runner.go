@@ -175,7 +175,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	for _, w := range cfg.Workers {
 		w := w
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
-			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, ExtraOpts: cfg.SubscriberOpts,
+			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{},
+			// no worker acts on a fenced zombie's aborted writes (Fence)
+			ExtraOpts: append([]kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}, cfg.SubscriberOpts...),
 		}, cfg.Logger)
 		if err != nil {
 			r.pub.Close()

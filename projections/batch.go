@@ -21,6 +21,11 @@ type Item struct {
 	// parse, does not validate, or its type belongs on another topic). The
 	// item is never given to the ApplyFunc; it is dead-lettered.
 	Err error
+	// Unsourced leaves the outbox rows the item writes without a Source:
+	// a global table's derived events, which every instance applying the
+	// table writes alike (same ids), are relayed unfenced, at least once,
+	// rather than held for a partition owner the group never names.
+	Unsourced bool
 	// Sum is ContentHash(Env) when the caller computed it once for every
 	// processor of the record's topic; nil: ApplyBatch computes it.
 	Sum []byte
@@ -112,7 +117,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 	reject := func(j int, it Item, why error) {
 		out[j] = Outcome{Result: DeadLettered, Err: why}
 		if it.DeadLetter != nil {
-			outbox = append(outbox, it.DeadLetter(why))
+			outbox = append(outbox, withSource(it, it.DeadLetter(why))...)
 		}
 		advance(it.Pos)
 	}
@@ -175,7 +180,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		if tx.err != nil {
 			return 0, -1, tx.err
 		}
-		outbox = append(outbox, tx.out...)
+		outbox = append(outbox, withSource(it, tx.out...)...)
 		touched = append(touched, tx.touched...)
 		if err := b.Set(dk, dedupValue(it.Pos.Offset, sum), nil); err != nil {
 			return 0, -1, err
@@ -187,6 +192,19 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		return len(items), -1, nil
 	}
 	return s.commitRun(b, okey, next, outbox, touched, processor, len(items))
+}
+
+// withSource stamps recs with the position of the record that wrote them
+// (none for an Unsourced item).
+func withSource(it Item, recs ...OutboxRecord) []OutboxRecord {
+	if it.Unsourced {
+		return recs
+	}
+	for i := range recs {
+		p := it.Pos
+		recs[i].Source = &p
+	}
+	return recs
 }
 
 // commitRun writes the outbox rows and the offset into b, commits it and

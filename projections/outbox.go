@@ -20,6 +20,13 @@ type OutboxRecord struct {
 	// keeps the original's and adds the reason); nil means the derived
 	// event's content-type header.
 	Headers []Header `json:"headers,omitempty"`
+	// Source is the consumed record whose application wrote this row (set
+	// by ApplyBatch; nil for rows written by Apply). A fenced relay
+	// (processors.Fence) relays a row only while this instance owns the
+	// source's partition, transactionally with the partition's relayed
+	// frontier, and drops a row whose source is below the frontier another
+	// owner committed.
+	Source *Position `json:"source,omitempty"`
 }
 
 // Header is one Kafka record header of an OutboxRecord.

@@ -25,6 +25,7 @@ func serveCmd() *cobra.Command {
 	var stallAfter time.Duration
 	var advertise string
 	var requestLog string
+	var sessionTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
@@ -56,7 +57,7 @@ func serveCmd() *cobra.Command {
 			if advertise == "" {
 				advertise = "http://" + ln.Addr().String()
 			}
-			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true,
+			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				SubscriberOpts: httpapi.MemberOpts(advertise)})
 			if err != nil {
 				return err
@@ -75,6 +76,7 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at: published to the processors' group (reads are forwarded to it) and shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	registerRequestLog(cmd, &requestLog)
+	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s; the broker's group.min.session.timeout.ms must allow it)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
 }

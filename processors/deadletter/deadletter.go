@@ -181,6 +181,7 @@ func List(ctx context.Context, brokers []string) ([]Letter, error) {
 		return nil, nil
 	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
 		return nil, err
@@ -201,6 +202,12 @@ func List(ctx context.Context, brokers []string) ([]Letter, error) {
 			rec := it.Next()
 			end, ok := want[rec.Partition]
 			if !ok || rec.Offset >= end {
+				continue
+			}
+			if rec.Attrs.IsControl() { // a transaction marker of a fenced relay
+				if rec.Offset+1 >= end {
+					delete(want, rec.Partition)
+				}
 				continue
 			}
 			l, err := Parse(rec)

@@ -90,6 +90,12 @@ type Config struct {
 	// workers' consumers (processors.RunnerConfig.SubscriberOpts); serve
 	// passes the balancer that publishes its --advertise URL to the group.
 	SubscriberOpts []kgo.Opt
+	// SessionTimeout is the consumer groups' session timeout: how long a
+	// silent instance (killed, paused) keeps its partitions (default 0:
+	// franz-go's 45 s). The heartbeat interval is a tenth of it, at most
+	// franz-go's 3 s. The broker must allow it (group.min.session.timeout.ms;
+	// `chronicle broker --group-min-session-timeout`).
+	SessionTimeout time.Duration
 }
 
 // DefaultProcessors are the processors a Chronicle service runs. Those
@@ -226,7 +232,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
-		Group: cfg.Group, SubscriberOpts: cfg.SubscriberOpts,
+		Group: cfg.Group, SubscriberOpts: append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...),
 	}); err != nil {
 		return fail(err)
 	}
@@ -256,6 +262,14 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}()
 	}
 	relay := &processors.Relay{Store: p.Store, Producer: p.Producer, OnError: cfg.OnRelayError}
+	if len(cfg.Brokers) > 0 {
+		// several instances may share the cluster: fence zombie writes
+		// (issue 15 item 5; one process with its embedded broker has none)
+		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: p.Runner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout)}
+		if cfg.Group != "" {
+			relay.Fence.Group = string(cfg.Group) + ".relay"
+		}
+	}
 	go func() {
 		defer p.wg.Done()
 		_ = relay.Run(runCtx)
@@ -447,4 +461,13 @@ func checkTotalOrder(ctx context.Context, adm *kadm.Client, procs []processors.P
 // tools.
 func SearchSources() []search.Source {
 	return []search.Source{memories.SearchSource(), sessions.PatternSource(), toolgraph.SearchSource()}
+}
+
+// sessionOpts are the consumers' options for a session timeout d (none for
+// 0: franz-go's defaults).
+func sessionOpts(d time.Duration) []kgo.Opt {
+	if d <= 0 {
+		return nil
+	}
+	return []kgo.Opt{kgo.SessionTimeout(d), kgo.HeartbeatInterval(min(d/10, 3*time.Second))}
 }

@@ -514,6 +514,7 @@ func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([
 		return nil, nil
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(part): kgo.NewOffset().At(0)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
 		return nil, err

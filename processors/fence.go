@@ -1,0 +1,405 @@
+package processors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// RelayGroup is the consumer group (never joined by a member) whose
+// committed offset of a source partition is its relayed frontier: the
+// derived events of every record of the partition below it are in the log,
+// committed in the same Kafka transaction as the offset (Fence).
+const RelayGroup = "chronicle.relay"
+
+// Ownerships is what a fenced relay needs of the engine: which partitions
+// this instance owns, under which assignment, and how far every processor
+// of each has applied (Runner implements it).
+type Ownerships interface {
+	Ownership() Ownership
+}
+
+// Fence turns the outbox relay into a fenced one, so that an instance that
+// lost its partitions (paused past the session timeout, then resumed: a
+// zombie) writes nothing visible for them after their new owner started
+// (issue 15, item 5). It is Kafka's transactional fencing, one
+// transactional id per source partition, the model of Kafka Streams'
+// exactly-once (the per-task producer of EOS v1):
+//
+//   - Every outbox row carries the position of the record whose
+//     application wrote it (projections.OutboxRecord.Source).
+//   - When the engine is assigned a partition P (a new
+//     OwnedPartition.Assignment), the relay opens a transactional producer
+//     with the id "<Group>/<topic>/<partition>" and initialises it
+//     (InitProducerID): the broker bumps the id's epoch, aborts a
+//     transaction the previous owner left open and, from then on, rejects
+//     the previous owner's produce, offset commit and commit with
+//     PRODUCER_FENCED / INVALID_PRODUCER_EPOCH. It then reads P's relayed
+//     frontier F (Group's committed offset of P).
+//   - Each round relays, per owned partition, every pending row whose
+//     source offset is below the engine's applied position N of P (every
+//     processor of P applied the records below N, so all their rows are
+//     in the outbox) in one transaction that also commits F = N to Group
+//     (TxnOffsetCommit); only after the commit are the rows removed.
+//     Rows whose source is below F are removed unsent: another owner (or
+//     this one, before) committed their derived events already, so a
+//     restoring owner re-emits nothing twice.
+//   - Rows of partitions this instance does not own stay in the outbox,
+//     unsent; they are relayed only if the partition is assigned here
+//     again and they are at or beyond its frontier then.
+//
+// Consumers read with read_committed (the engine, the workers, replay), so
+// a zombie's aborted writes are never applied. An instance that sees
+// itself fenced on a partition stops relaying it until it is assigned the
+// partition again (a new Assignment); it never initialises the id again
+// under the same assignment, which would fence the rightful owner.
+//
+// Rows without Source (written by projections.Store.Apply, not by the
+// engine) are relayed as before, unfenced.
+type Fence struct {
+	// Brokers are the seed brokers. Required.
+	Brokers []string
+	// Owner is the engine whose partitions are relayed. Required.
+	Owner Ownerships
+	// Group holds the relayed frontiers and prefixes the transactional
+	// ids (default RelayGroup). Separate applications on one cluster
+	// need separate groups, as with RunnerConfig.Group.
+	Group string
+	// TransactionTimeout is the broker's bound on an open transaction
+	// (default 60 s). It must exceed the consumer group's session timeout:
+	// an instance paused for less than that keeps its partitions, and a
+	// transaction aborted under it by the timeout would fence it.
+	TransactionTimeout time.Duration
+
+	mu    sync.Mutex
+	parts map[tp]*fencedPartition
+	ids   map[string][16]byte // topic ids for TxnOffsetCommit v6+
+}
+
+type fencedPartition struct {
+	assignment uint64
+	cl         *kgo.Client // nil once fenced
+	frontier   int64
+	// stale: a transaction failed without a fence, maybe after the
+	// broker committed it (EndTransaction's outcome unknown): the
+	// frontier is read again before the next one, so its rows are not
+	// sent twice
+	stale bool
+}
+
+func (f *Fence) group() string {
+	if f.Group == "" {
+		return RelayGroup
+	}
+	return f.Group
+}
+
+// TransactionalID is the transactional id of a source partition's relay.
+func (f *Fence) TransactionalID(topic string, partition int32) string {
+	return fmt.Sprintf("%s/%s/%d", f.group(), topic, partition)
+}
+
+// close closes every producer.
+func (f *Fence) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, fp := range f.parts {
+		if fp.cl != nil {
+			fp.cl.Close()
+		}
+		delete(f.parts, k)
+	}
+}
+
+// sync takes over the transactional id of every newly assigned partition
+// and forgets partitions no longer owned; it returns the ownership it
+// acted on.
+func (f *Fence) sync(ctx context.Context) (map[tp]OwnedPartition, error) {
+	if f.parts == nil {
+		f.parts = map[tp]*fencedPartition{}
+	}
+	owned := map[tp]OwnedPartition{}
+	for _, p := range f.Owner.Ownership().Partitions {
+		owned[tp{p.Topic, p.Partition}] = p
+	}
+	for k, fp := range f.parts {
+		if op, ok := owned[k]; !ok || op.Assignment != fp.assignment {
+			if fp.cl != nil {
+				fp.cl.Close()
+			}
+			delete(f.parts, k)
+		}
+	}
+	var errs []error
+	keys := make([]tp, 0, len(owned))
+	for k := range owned {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].topic < keys[j].topic || keys[i].topic == keys[j].topic && keys[i].partition < keys[j].partition
+	})
+	for _, k := range keys {
+		if _, ok := f.parts[k]; ok {
+			continue
+		}
+		fp, err := f.takeOver(ctx, k, owned[k].Assignment)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f.parts[k] = fp
+	}
+	return owned, errors.Join(errs...)
+}
+
+// takeOver initialises the partition's transactional id (fencing any
+// earlier holder) and reads its relayed frontier.
+func (f *Fence) takeOver(ctx context.Context, k tp, assignment uint64) (*fencedPartition, error) {
+	timeout := f.TransactionTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Brokers...), kgo.TransactionalID(f.TransactionalID(k.topic, k.partition)),
+		kgo.TransactionTimeout(timeout), kgo.RequestTimeoutOverhead(5*time.Second), kgo.ProducerLinger(0),
+		// a record the broker keeps refusing fails the transaction (it is
+		// aborted and retried next round) instead of holding the relay, and
+		// its shutdown, forever
+		kgo.RecordDeliveryTimeout(30*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, _, err := cl.ProducerID(ictx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("fence: init producer %s: %w", f.TransactionalID(k.topic, k.partition), err)
+	}
+	fp := &fencedPartition{assignment: assignment, cl: cl}
+	if fp.frontier, err = f.frontier(ictx, cl, k); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return fp, nil
+}
+
+// frontier reads k's relayed frontier (0 when none was committed).
+func (f *Fence) frontier(ctx context.Context, cl *kgo.Client, k tp) (int64, error) {
+	// stable: a pending transactional commit of the frontier is waited for
+	// (per partition: other partitions' pending commits, other instances'
+	// transactions, are not this one's business)
+	resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(ctx), f.group())
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("fence: relayed frontier of %s/%d: %w", k.topic, k.partition, err)
+	}
+	r, ok := resp.Lookup(k.topic, k.partition)
+	if !ok {
+		return 0, nil
+	}
+	if r.Err != nil {
+		return 0, fmt.Errorf("fence: relayed frontier of %s/%d: %w", k.topic, k.partition, r.Err)
+	}
+	return max(r.At, 0), nil
+}
+
+// once relays what can be relayed now (see Fence): the unsourced rows
+// through r.Producer, and per owned partition one transaction. It
+// returns how many rows it removed from the outbox.
+func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	owned, syncErr := f.sync(ctx)
+	for k, fp := range f.parts {
+		if fp.cl != nil && fp.stale {
+			fr, err := f.frontier(ctx, fp.cl, k)
+			if err != nil {
+				syncErr = errors.Join(syncErr, err)
+				continue
+			}
+			fp.frontier, fp.stale = max(fp.frontier, fr), false
+		}
+	}
+	// every row of the outbox: rows of partitions owned elsewhere stay
+	// and must not hide the rest
+	pending, err := r.Store.PendingOutbox(1 << 30)
+	if err != nil || len(pending) == 0 {
+		return 0, errors.Join(syncErr, err)
+	}
+	var plain, drop []projections.OutboxEntry
+	send := map[tp][]projections.OutboxEntry{}
+	for _, e := range pending {
+		if e.Source == nil {
+			plain = append(plain, e)
+			continue
+		}
+		k := tp{e.Source.Topic, e.Source.Partition}
+		fp := f.parts[k]
+		if fp == nil || fp.cl == nil || fp.stale {
+			continue // not ours (or fenced, or its frontier unknown): stays
+		}
+		switch {
+		case e.Source.Offset < fp.frontier:
+			drop = append(drop, e)
+		case e.Source.Offset < owned[k].Next:
+			send[k] = append(send[k], e)
+		}
+	}
+	n := 0
+	errs := []error{syncErr}
+	if len(drop) > 0 {
+		if err := r.Store.AckOutbox(drop); err != nil {
+			return n, errors.Join(append(errs, err)...)
+		}
+		n += len(drop)
+	}
+	if len(plain) > 0 {
+		if err := r.Producer.ProduceRecords(ctx, outboxRecords(plain)); err != nil {
+			errs = append(errs, err)
+		} else if err := r.Store.AckOutbox(plain); err != nil {
+			errs = append(errs, err)
+		} else {
+			n += len(plain)
+		}
+	}
+	for k, rows := range send {
+		fp := f.parts[k]
+		frontier := owned[k].Next
+		if err := f.transact(ctx, fp.cl, k, rows, frontier); err != nil {
+			if fenced(err) {
+				// a newer owner holds the id: never relay these rows from
+				// here under this assignment
+				fp.cl.Close()
+				fp.cl = nil
+			} else {
+				fp.stale = true
+			}
+			errs = append(errs, fmt.Errorf("fence: relay %s/%d: %w", k.topic, k.partition, err))
+			continue
+		}
+		fp.frontier = frontier
+		if err := r.Store.AckOutbox(rows); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n += len(rows)
+	}
+	return n, errors.Join(errs...)
+}
+
+// fenced reports whether err means that another producer took the
+// transactional id over.
+func fenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping)
+}
+
+// transact produces rows and commits frontier as k's relayed frontier in
+// one transaction; on an error the transaction is aborted.
+func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []projections.OutboxEntry, frontier int64) (err error) {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if aerr := cl.EndTransaction(actx, kgo.TryAbort); aerr != nil {
+				err = errors.Join(err, aerr)
+			}
+		}
+	}()
+	if err := cl.ProduceSync(ctx, outboxRecords(rows)...).FirstErr(); err != nil {
+		return err
+	}
+	id, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID = f.TransactionalID(k.topic, k.partition)
+	add.ProducerID, add.ProducerEpoch, add.Group = id, epoch, f.group()
+	aresp, err := add.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(aresp.ErrorCode); err != nil {
+		return err
+	}
+	topicID, err := f.topicID(ctx, cl, k.topic)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group = add.TransactionalID, f.group()
+	req.ProducerID, req.ProducerEpoch, req.Generation = id, epoch, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = k.topic, topicID
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = k.partition, frontier, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	cresp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range cresp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
+}
+
+func (f *Fence) topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
+	if id, ok := f.ids[topic]; ok {
+		return id, nil
+	}
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	d, ok := md.Topics[topic]
+	if !ok || d.Err != nil {
+		return [16]byte{}, fmt.Errorf("fence: topic %s: %v", topic, d.Err)
+	}
+	if f.ids == nil {
+		f.ids = map[string][16]byte{}
+	}
+	f.ids[topic] = d.ID
+	return d.ID, nil
+}
+
+// outboxRecords are the Kafka records of outbox entries: the derived
+// event's content-type, or a dead-letter record's own headers.
+func outboxRecords(pending []projections.OutboxEntry) []*kgo.Record {
+	recs := make([]*kgo.Record, len(pending))
+	for i, p := range pending {
+		recs[i] = &kgo.Record{
+			Topic:   p.Topic,
+			Key:     []byte(p.Key),
+			Value:   p.Value,
+			Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte(events.ContentTypeCloudEvents)}},
+		}
+		if p.Headers != nil { // a dead-letter record keeps the original's headers
+			recs[i].Headers = make([]kgo.RecordHeader, len(p.Headers))
+			for j, h := range p.Headers {
+				recs[i].Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			}
+		}
+	}
+	return recs
+}

@@ -1,0 +1,344 @@
+package processors_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// derivedTopics are the topics the sessions processor writes derived
+// events to.
+var derivedTopics = []string{string(events.TopicEvaluations), string(events.TopicPatterns), string(events.TopicMemories)}
+
+// gated is a processor whose Apply blocks, once armed, until released: an
+// instance paused in the middle of a batch.
+type gated struct {
+	processors.Processor
+	armed   atomic.Bool
+	once    sync.Once
+	blocked chan struct{}
+	release chan struct{}
+}
+
+func (g *gated) StatePerKey() bool { return true }
+
+func (g *gated) Apply(tx *projections.Tx, env *events.Envelope) error {
+	if g.armed.Load() {
+		g.once.Do(func() {
+			close(g.blocked)
+			<-g.release
+		})
+	}
+	return g.Processor.Apply(tx, env)
+}
+
+// zombieView is a relay's view of the engine's ownership that stops
+// learning of revokes once frozen: the partitions and assignments as they
+// were, with the applied position read from the store. It is what an
+// instance resumed after a pause sees until its next heartbeat tells it
+// that it was evicted, made to last, so that its relay certainly tries to
+// write for partitions another instance owns now.
+type zombieView struct {
+	r     *processors.Runner
+	store *projections.Store
+	mu    sync.Mutex
+	held  []processors.OwnedPartition
+}
+
+func (z *zombieView) freeze() {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.held = z.r.Ownership().Partitions
+}
+
+func (z *zombieView) Ownership() processors.Ownership {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.held == nil {
+		return z.r.Ownership()
+	}
+	out := processors.Ownership{Partitions: append([]processors.OwnedPartition(nil), z.held...)}
+	for i, p := range out.Partitions {
+		out.Partitions[i].Next, _ = z.store.NextOffset(sessions.Name, p.Topic, p.Partition)
+	}
+	return out
+}
+
+// derivedCounts reads the derived topics to their last stable offset and
+// counts each derived event id (read_committed: what consumers apply), and
+// the aborted data records (read_uncommitted minus read_committed).
+func derivedCounts(t *testing.T, brokers []string) (ids map[string]int, aborted int) {
+	t.Helper()
+	read := func(level kgo.IsolationLevel) (map[string]int, int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admCl.Close()
+		ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, derivedTopics...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := map[string]map[int32]kgo.Offset{}
+		want := map[string]map[int32]int64{}
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Offset > 0 {
+				if start[o.Topic] == nil {
+					start[o.Topic], want[o.Topic] = map[int32]kgo.Offset{}, map[int32]int64{}
+				}
+				start[o.Topic][o.Partition] = kgo.NewOffset().At(0)
+				want[o.Topic][o.Partition] = o.Offset
+			}
+		})
+		out := map[string]int{}
+		n := 0
+		if len(start) == 0 {
+			return out, 0
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(level),
+			kgo.KeepControlRecords(), kgo.DisableFetchSessions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		left := len(start)
+		for _, ps := range want {
+			left += len(ps) - 1
+		}
+		for left > 0 {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("reading the derived topics: %v (%d partitions not read to their end)", ctx.Err(), left)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				end := want[r.Topic][r.Partition]
+				if r.Offset >= end {
+					return
+				}
+				if !r.Attrs.IsControl() {
+					n++
+					env, err := events.FromRecord(r)
+					if err != nil {
+						t.Fatalf("%s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
+					}
+					out[r.Topic+" "+env.ID]++
+				}
+				if r.Offset+1 == end {
+					left--
+				}
+			})
+		}
+		return out, n
+	}
+	ids, committed := read(kgo.ReadCommitted())
+	_, all := read(kgo.ReadUncommitted())
+	return ids, all - committed
+}
+
+// TestFenceZombieWrites proves the fenced relay (processors.Fence): an
+// instance A blocked in the middle of a batch past the session and
+// rebalance timeouts loses its partitions to B, which restores them from
+// the log and relays their derived events; then A resumes, finishes its
+// batch and its relay, which still believes it owns the partitions (its
+// ownership view is frozen, as after a SIGCONT before the next
+// heartbeat), tries to write their derived events. The broker rejects the
+// zombie's transaction: on the derived topics every derived event id is
+// there exactly once for consumers (read_committed), A's attempts are
+// aborted records, A's rows stay in its outbox, and the evaluations are
+// one per completed session. The "unfenced" case runs A's relay without
+// the fence from the moment it was paused: the same check then finds A's
+// zombie writes as second copies, so the check is able to fail.
+func TestFenceZombieWrites(t *testing.T) {
+	for _, fenced := range []bool{true, false} {
+		name := "fenced"
+		if !fenced {
+			name = "unfenced"
+		}
+		t.Run(name, func(t *testing.T) { zombie(t, fenced) })
+	}
+}
+
+func zombie(t *testing.T, fenced bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 2, GroupMinSessionTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	brokers := brk.Addrs()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nSessions = 30
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	completed := 0
+	publish := func(from, to int) {
+		for _, r := range recs[from:to] {
+			envs, err := taubench.Events(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range envs {
+				if e.Type == events.SessionCompleted {
+					completed++
+				}
+			}
+			if err := prod.Publish(ctx, envs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	timeouts := []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
+	evaluations := func() string {
+		ids, _ := derivedCounts(t, brokers)
+		n := 0
+		for k, c := range ids {
+			if c > 1 {
+				return fmt.Sprintf("%s written %d times", k, c)
+			}
+			if len(k) > len(events.TopicEvaluations) && k[:len(events.TopicEvaluations)] == string(events.TopicEvaluations) {
+				n++
+			}
+		}
+		if n != completed {
+			return fmt.Sprintf("%d evaluations of %d completed sessions", n, completed)
+		}
+		return ""
+	}
+
+	// A alone processes the first half and relays its derived events.
+	publish(0, nSessions/2)
+	gate := &gated{Processor: sessions.Processor{}, blocked: make(chan struct{}), release: make(chan struct{})}
+	a := startInstance(t, "A", brokers, []processors.Processor{gate}, timeouts...)
+	view := &zombieView{r: a.runner, store: a.store}
+	var aErrs sync.Map
+	relayA := &processors.Relay{Store: a.store, Producer: prod, Idle: 50 * time.Millisecond,
+		OnError: func(err error) { aErrs.Store(err.Error(), err) }, Fence: &processors.Fence{Brokers: brokers, Owner: view}}
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	actx, acancel := context.WithCancel(rctx)
+	defer acancel()
+	adone := make(chan struct{})
+	go func() { _ = relayA.Run(actx); close(adone) }()
+	waitFor(t, 30*time.Second, evaluations)
+
+	// A blocks in the middle of its next batch: its poll holds the
+	// rebalance B's join starts, so the group evicts it after the
+	// rebalance timeout and B takes every partition.
+	view.freeze()
+	gate.armed.Store(true)
+	publish(nSessions/2, nSessions)
+	select {
+	case <-gate.blocked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("A never applied a record of the second half")
+	}
+	b := startInstance(t, "B", brokers, []processors.Processor{sessions.Processor{}}, timeouts...)
+	relayB := &processors.Relay{Store: b.store, Producer: prod, Idle: 50 * time.Millisecond,
+		Fence: &processors.Fence{Brokers: brokers, Owner: b.runner}}
+	go func() { _ = relayB.Run(rctx) }()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	waitFor(t, 30*time.Second, func() string {
+		if owned := assignment(t, adm, string(processors.ProcessorsGroup)); len(owned["instance-B"]) != 2 {
+			return fmt.Sprintf("B does not own both partitions: %v", owned)
+		}
+		return ""
+	})
+	// B restored both partitions and relayed what A had not.
+	waitFor(t, 30*time.Second, evaluations)
+	_, abortedBefore := derivedCounts(t, brokers)
+
+	positionA := func() (sum int64) {
+		for p := int32(0); p < 2; p++ {
+			n, _ := a.store.NextOffset(sessions.Name, string(events.TopicSessions), p)
+			sum += n
+		}
+		return sum
+	}
+	frozenAt := positionA()
+	if !fenced {
+		// the control: the zombie's relay without its fence
+		acancel()
+		<-adone
+		go func() { _ = (&processors.Relay{Store: a.store, Producer: prod, Idle: 50 * time.Millisecond}).Run(rctx) }()
+	}
+	// A resumes: its batch commits to its store and its relay tries.
+	close(gate.release)
+	pendingA := func() int {
+		rows, err := a.store.PendingOutbox(1 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows)
+	}
+	if fenced {
+		waitFor(t, 20*time.Second, func() string {
+			var saw error
+			aErrs.Range(func(_, v any) bool {
+				if err := v.(error); errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) {
+					saw = err
+					return false
+				}
+				return true
+			})
+			if saw == nil {
+				return "A's relay was not fenced yet"
+			}
+			return ""
+		})
+		rcancel()
+		if why := evaluations(); why != "" {
+			t.Fatalf("after the zombie's relay: %s", why)
+		}
+		if n := pendingA(); n == 0 {
+			t.Fatal("A's outbox is empty: the zombie's rows were relayed or dropped")
+		}
+		_, abortedAfter := derivedCounts(t, brokers)
+		t.Logf("zombie's aborted records on the derived topics: %d (before it resumed: %d); rows left in its outbox: %d", abortedAfter, abortedBefore, pendingA())
+		return
+	}
+	// unfenced: the zombie's rows reach the log as second copies
+	waitFor(t, 20*time.Second, func() string {
+		if positionA() == frozenAt {
+			return "A's blocked batch is not committed"
+		}
+		if pendingA() == 0 {
+			return ""
+		}
+		return "A's relay has rows left"
+	})
+	rcancel()
+	if why := evaluations(); why == "" {
+		t.Fatal("the unfenced zombie wrote no second copy: the check cannot tell a fence from none")
+	} else {
+		t.Logf("unfenced, as expected: %s", why)
+	}
+}
