@@ -218,7 +218,10 @@ func (g *GlobalTableRunner) Run(ctx context.Context) error {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(g.cfg.Brokers...),
 		kgo.ConsumePartitions(start),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // the fenced relay writes in transactions
+		// the fenced relay writes in transactions; its markers are kept so
+		// that the stored offsets move past them (no lag of 1 after a
+		// partition's last transaction)
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(g.cfg.FetchMaxWait),
 		kgo.DisableFetchSessions(), // as the engine: avoids a data race inside franz-go's Close
 	}, g.cfg.ClientOpts...)
@@ -259,6 +262,10 @@ func (g *GlobalTableRunner) Run(ctx context.Context) error {
 func (g *GlobalTableRunner) partition(ctx context.Context, recs []*kgo.Record) {
 	items := make([]projections.Item, len(recs))
 	for i, r := range recs {
+		if r.Attrs.IsControl() { // a transaction marker: the offset moves past it
+			items[i] = projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Control: true}
+			continue
+		}
 		items[i] = parseItem(r)
 		// every instance writes the table's derived events alike: relayed
 		// unfenced (no partition owner to fence them by), dropped by id

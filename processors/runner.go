@@ -177,7 +177,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
 			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{},
 			// no worker acts on a fenced zombie's aborted writes (Fence)
-			ExtraOpts: append([]kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}, cfg.SubscriberOpts...),
+			// read_committed (the fenced relay writes in transactions), and
+			// the markers kept so that the workers' groups commit past them
+			ExtraOpts: append([]kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}, cfg.SubscriberOpts...),
 		}, cfg.Logger)
 		if err != nil {
 			r.pub.Close()
@@ -323,7 +325,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 
 var resultLabel = map[projections.Result]string{
 	projections.Applied: "applied", projections.AlreadyApplied: "already_applied", projections.Duplicate: "duplicate",
-	projections.DeadLettered: "dead_lettered",
+	projections.DeadLettered: "dead_lettered", projections.Marker: "marker",
 }
 
 func (m *Metrics) observe(proc string, res projections.Result) {

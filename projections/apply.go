@@ -40,6 +40,9 @@ const (
 	// dead-letter record, if any, went to the outbox and the offset moved
 	// past it; nothing else changed.
 	DeadLettered
+	// Marker: a transaction marker (Item.Control), not an event; only the
+	// offset moved past it.
+	Marker
 )
 
 // RejectedError is the error of an event its processor's ApplyFunc

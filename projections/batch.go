@@ -21,6 +21,11 @@ type Item struct {
 	// parse, does not validate, or its type belongs on another topic). The
 	// item is never given to the ApplyFunc; it is dead-lettered.
 	Err error
+	// Control marks a transaction marker (a Kafka control record, kept by
+	// kgo.KeepControlRecords): never given to the ApplyFunc, it only moves
+	// the offset past itself, so a partition that ends with one is caught
+	// up (Result Marker).
+	Control bool
 	// Unsourced leaves the outbox rows the item writes without a Source:
 	// a global table's derived events, which every instance applying the
 	// table writes alike (same ids), are relayed unfenced, at least once,
@@ -124,6 +129,11 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 	for j, it := range items {
 		if hasNext && it.Pos.Offset < next {
 			out[j] = Outcome{Result: AlreadyApplied}
+			continue
+		}
+		if it.Control {
+			out[j] = Outcome{Result: Marker}
+			advance(it.Pos)
 			continue
 		}
 		if it.Err != nil {

@@ -168,6 +168,15 @@ func (s *subscription) process(fetches kgo.Fetches) outcome {
 	})
 	for i, recs := range parts {
 		for j, rec := range recs {
+			if rec.Attrs.IsControl() {
+				// a transaction marker (kgo.KeepControlRecords): nothing to
+				// deliver; committing past it keeps the group's lag at 0 on
+				// a partition that ends with one
+				if o := s.commit(rec); o == stopped || o == lost {
+					return o
+				}
+				continue
+			}
 			switch o := s.deliver(rec); o {
 			case stopped, lost:
 				return o

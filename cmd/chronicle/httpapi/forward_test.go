@@ -127,6 +127,17 @@ func waitCluster(t testing.TB, ms []*member) {
 		err := m.p.WaitCaughtUp(cctx, nil)
 		cancel()
 		if err != nil {
+			l, _ := m.p.Lag(context.Background())
+			for _, x := range l {
+				if x.Lag > 0 {
+					t.Logf("%s lag %+v", m.name, x)
+				}
+			}
+			pend, _ := m.p.Store.PendingOutbox(10)
+			t.Logf("%s pending %d", m.name, len(pend))
+			for _, e := range pend {
+				t.Logf("pending %+v", e.Source)
+			}
 			t.Fatal(err)
 		}
 	}
