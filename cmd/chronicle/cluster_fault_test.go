@@ -130,8 +130,11 @@ func (c *cluster) startBroker() {
 	}
 	t.Cleanup(cl.Close)
 	c.adm = kadm.NewClient(cl)
+	// the group's topics: the global tables read theirs outside the group,
+	// every instance all partitions, with offsets in its own store
 	seen := map[string]bool{}
-	for _, p := range pipeline.DefaultProcessors() {
+	group, _ := processors.SplitGlobalTables(pipeline.DefaultProcessors())
+	for _, p := range group {
 		for _, tp := range p.Topics() {
 			if !seen[string(tp)] {
 				seen[string(tp)] = true
@@ -275,6 +278,38 @@ func (c *cluster) progress(ctx context.Context) (map[string]map[int32]int64, int
 	return committed, lag, nil
 }
 
+// lagging names the group's lagging topic partitions with their committed
+// and end offsets, and the live members with their log's last lines.
+func (c *cluster) lagging(ctx context.Context) string {
+	ends, err := c.adm.ListEndOffsets(ctx, c.topics...)
+	if err != nil {
+		return err.Error()
+	}
+	fo, err := c.adm.FetchOffsets(ctx, string(processors.ProcessorsGroup))
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	ends.Each(func(o kadm.ListedOffset) {
+		at := int64(0)
+		if r, ok := fo.Lookup(o.Topic, o.Partition); ok && r.Err == nil {
+			at = r.At
+		}
+		if o.Offset > at {
+			fmt.Fprintf(&b, "%s/%d committed %d end %d; ", o.Topic, o.Partition, at, o.Offset)
+		}
+	})
+	for _, m := range c.all() {
+		if !m.alive.Load() {
+			continue
+		}
+		log, _ := os.ReadFile(m.log)
+		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+		fmt.Fprintf(&b, "\n%s owns %v, last log lines:\n  %s", m.name, c.owned(m), strings.Join(lines[max(0, len(lines)-15):], "\n  "))
+	}
+	return b.String()
+}
+
 // watchStalls fails the run when the group's lag is > 0 with no committed
 // progress for faultStall while an instance is alive and not stopped.
 func (c *cluster) watchStalls(ctx context.Context, stopped *atomic.Bool, failed chan<- string) {
@@ -301,7 +336,7 @@ func (c *cluster) watchStalls(ctx context.Context, stopped *atomic.Bool, failed 
 			continue
 		}
 		if time.Since(since) > faultStall {
-			failed <- fmt.Sprintf("lag %d with no committed progress for %s under a live member", lag, faultStall)
+			failed <- fmt.Sprintf("lag %d with no committed progress for %s under a live member; lagging: %s", lag, faultStall, c.lagging(ctx))
 			return
 		}
 	}
