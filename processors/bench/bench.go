@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"sync"
@@ -141,8 +142,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	prod.Close()
 
+	// each job runs under the pprof label job=<name> (inherited by the
+	// goroutines it starts): a CPU profile of a run splits by job with
+	// `go tool pprof -tagfocus job=replay`
 	run := func(job string) bool {
-		return cfg.Only == nil || cfg.Only[job] || job == "default" && cfg.Only["replay"]
+		if cfg.Only == nil || cfg.Only[job] || job == "default" && cfg.Only["replay"] {
+			pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("job", job)))
+			return true
+		}
+		return false
 	}
 	if run("raw") {
 		if res.RawEventsPerS, err = rawCount(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "raw"), len(envs), progress); err != nil {
@@ -165,6 +173,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("bench: replay: %w", err)
 		}
 	}
+	pprof.SetGoroutineLabels(ctx)
 	if res.RawEventsPerS > 0 { // not without the raw job (--only)
 		res.CountRatio = res.CountEventsPerS / res.RawEventsPerS
 		res.DefaultRatio = res.DefaultEventsPerS / res.RawEventsPerS
