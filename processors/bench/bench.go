@@ -49,9 +49,9 @@ type Config struct {
 	Dir string
 	// Progress, when set, is told what runs and how far it got.
 	Progress func(stage string, done, total int64)
-	// Only, when set, runs just these jobs of "raw", "count", "default",
-	// "replay" (replay needs default: it reads what default wrote), for
-	// profiling one of them. Default: all.
+	// Only, when set, runs just these jobs of "raw", "count", "single",
+	// "default", "replay" (replay needs default: it reads what default
+	// wrote), for profiling one of them. Default: all.
 	Only map[string]bool
 }
 
@@ -63,7 +63,18 @@ type Result struct {
 	Partitions        int32   `json:"partitions"`
 	RawEventsPerS     float64 `json:"raw_events_per_s"`
 	CountEventsPerS   float64 `json:"count_events_per_s"`
+	// DefaultEventsPerS is the default processors as `serve --brokers`
+	// runs them: one member of the group, the outbox relay fenced with
+	// Kafka transactions (the cluster code path).
 	DefaultEventsPerS float64 `json:"default_events_per_s"`
+	// SingleEventsPerS is the same processors on the single-instance
+	// path: the relay unfenced, as one process with its embedded broker
+	// runs them.
+	SingleEventsPerS float64 `json:"single_events_per_s"`
+	// ClusterCost is 1 − DefaultEventsPerS/SingleEventsPerS: the share of
+	// throughput the cluster code path costs one instance (issue 15's
+	// target: ≤ 0.10).
+	ClusterCost float64 `json:"cluster_cost"`
 	ReplayEventsPerS  float64 `json:"replay_events_per_s"`
 	CountRatio        float64 `json:"count_ratio"`
 	DefaultRatio      float64 `json:"default_ratio"`
@@ -124,23 +135,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	brk, err := broker.Start(ctx, broker.Config{DataDir: filepath.Join(cfg.Dir, "log"), Listen: "127.0.0.1:0", Partitions: cfg.Partitions})
+	brk, err := startWith(ctx, filepath.Join(cfg.Dir, "log"), cfg.Partitions, envs, progress)
 	if err != nil {
 		return res, err
 	}
 	defer brk.Close()
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brk.Addrs()})
-	if err != nil {
-		return res, err
-	}
-	for i := 0; i < len(envs); i += 500 {
-		if err := prod.Publish(ctx, envs[i:min(i+500, len(envs))]...); err != nil {
-			prod.Close()
-			return res, err
-		}
-		progress("produce", int64(min(i+500, len(envs))), int64(len(envs)))
-	}
-	prod.Close()
 
 	// each job runs under the pprof label job=<name> (inherited by the
 	// goroutines it starts): a CPU profile of a run splits by job with
@@ -162,6 +161,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("bench: count processor: %w", err)
 		}
 	}
+	if run("single") {
+		// a log of its own: the derived events it writes would otherwise
+		// be read again (and dropped as duplicates) by the default job
+		single, err := startWith(ctx, filepath.Join(cfg.Dir, "single-log"), cfg.Partitions, envs, progress)
+		if err != nil {
+			return res, err
+		}
+		res.SingleEventsPerS, _, err = chronicle(ctx, single.Addrs(), filepath.Join(cfg.Dir, "single"), cfg, pipeline.DefaultProcessors(), "single", len(envs), 0, progress)
+		single.Close()
+		if err != nil {
+			return res, fmt.Errorf("bench: default processors, single-instance path: %w", err)
+		}
+	}
 	var lat []time.Duration
 	if run("default") {
 		if res.DefaultEventsPerS, lat, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "default"), cfg, pipeline.DefaultProcessors(), "default", len(envs), cfg.Probes, progress); err != nil {
@@ -179,11 +191,37 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.DefaultRatio = res.DefaultEventsPerS / res.RawEventsPerS
 		res.ReplayRatio = res.ReplayEventsPerS / res.RawEventsPerS
 	}
+	if res.SingleEventsPerS > 0 && res.DefaultEventsPerS > 0 {
+		res.ClusterCost = 1 - res.DefaultEventsPerS/res.SingleEventsPerS
+	}
 	if len(lat) > 0 {
 		res.LatencyP50Ms = ms(quantile(lat, 0.50))
 		res.LatencyP99Ms = ms(quantile(lat, 0.99))
 	}
 	return res, nil
+}
+
+// startWith starts an embedded broker logging in dir and produces envs
+// into it.
+func startWith(ctx context.Context, dir string, partitions int32, envs []events.Envelope, progress func(string, int64, int64)) (*broker.Broker, error) {
+	brk, err := broker.Start(ctx, broker.Config{DataDir: dir, Listen: "127.0.0.1:0", Partitions: partitions})
+	if err != nil {
+		return nil, err
+	}
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brk.Addrs()})
+	if err != nil {
+		brk.Close()
+		return nil, err
+	}
+	defer prod.Close()
+	for i := 0; i < len(envs); i += 500 {
+		if err := prod.Publish(ctx, envs[i:min(i+500, len(envs))]...); err != nil {
+			brk.Close()
+			return nil, err
+		}
+		progress("produce", int64(min(i+500, len(envs))), int64(len(envs)))
+	}
+	return brk, nil
 }
 
 // Events returns n tau-bench events: the bundled sample's sessions, copied
@@ -342,7 +380,7 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 	// count as processed (processors.Lag), so a shared group would make the
 	// second job look caught up before it started
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, Brokers: brokers, Partitions: cfg.Partitions, Processors: procs, CommitHook: hook,
-		Group: processors.Group("chronicle.bench." + stage)})
+		Group: processors.Group("chronicle.bench." + stage), Unfenced: stage == "single"})
 	if err != nil {
 		return 0, nil, err
 	}

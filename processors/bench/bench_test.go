@@ -33,6 +33,7 @@ func BenchmarkEngine(b *testing.B) {
 		b.ReportMetric(res.CountRatio, "count_ratio")
 		b.ReportMetric(res.DefaultRatio, "default_ratio")
 		b.ReportMetric(res.ReplayRatio, "replay_ratio")
+		b.ReportMetric(res.ClusterCost, "cluster_cost")
 		b.ReportMetric(res.LatencyP99Ms, "p99_ms")
 	}
 }
@@ -44,11 +45,14 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RawEventsPerS <= 0 || res.CountEventsPerS <= 0 || res.DefaultEventsPerS <= 0 || res.ReplayEventsPerS <= 0 {
+	if res.RawEventsPerS <= 0 || res.CountEventsPerS <= 0 || res.SingleEventsPerS <= 0 || res.DefaultEventsPerS <= 0 || res.ReplayEventsPerS <= 0 {
 		t.Fatalf("a rate is not positive: %+v", res)
 	}
 	if res.ReplayRecords < 1500 || res.LatencyP99Ms < res.LatencyP50Ms || res.LatencyP50Ms <= 0 {
 		t.Fatalf("replay records %d, latency p50 %v p99 %v", res.ReplayRecords, res.LatencyP50Ms, res.LatencyP99Ms)
+	}
+	if d := res.ClusterCost - (1 - res.DefaultEventsPerS/res.SingleEventsPerS); d > 1e-9 || d < -1e-9 {
+		t.Fatalf("cluster cost %v for %v / %v", res.ClusterCost, res.DefaultEventsPerS, res.SingleEventsPerS)
 	}
 	if d := res.CountRatio - res.CountEventsPerS/res.RawEventsPerS; d > 1e-9 || d < -1e-9 {
 		t.Fatalf("count ratio %v for %v / %v", res.CountRatio, res.CountEventsPerS, res.RawEventsPerS)

@@ -47,6 +47,12 @@ type Config struct {
 	// Brokers of an external Kafka cluster; empty starts the embedded
 	// broker.
 	Brokers []string
+	// Unfenced makes the outbox relay write without Kafka transactions even
+	// with Brokers set, as one process with its embedded broker does. Only
+	// for an instance that is the only writer of its derived topics
+	// (`chronicle bench`'s single-instance job, to measure what the fence
+	// costs); default false: with Brokers the relay is fenced.
+	Unfenced bool
 	// KafkaListen is the embedded broker's address (default
 	// 127.0.0.1:9092; port 0 picks a free one).
 	KafkaListen string
@@ -262,7 +268,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}()
 	}
 	relay := &processors.Relay{Store: p.Store, Producer: p.Producer, OnError: cfg.OnRelayError}
-	if len(cfg.Brokers) > 0 {
+	if len(cfg.Brokers) > 0 && !cfg.Unfenced {
 		// several instances may share the cluster: fence zombie writes
 		// (issue 15 item 5; one process with its embedded broker has none)
 		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: p.Runner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout)}
