@@ -46,6 +46,7 @@ FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseProducerEvent$$' -fuzztime $(FUZZTIME) ./events/
 	$(GO) test -run '^$$' -fuzz '^FuzzFastParseAgrees$$' -fuzztime $(FUZZTIME) ./events/
+	$(GO) test -run '^$$' -fuzz '^FuzzDataStringAgrees$$' -fuzztime $(FUZZTIME) ./events/
 	$(GO) test -run '^$$' -fuzz '^FuzzCompactAsEncodingJSON$$' -fuzztime $(FUZZTIME) ./projections/
 	$(GO) test -run '^$$' -fuzz '^FuzzBinaryModeRecord$$' -fuzztime $(FUZZTIME) ./events/
 	$(GO) test -run '^$$' -fuzz '^FuzzPayloadDecoders$$' -fuzztime $(FUZZTIME) ./events/

@@ -1,0 +1,64 @@
+package events
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// dataString agrees with its encoding/json definition on the testdata
+// events' data (every member name of each, and one that is absent) and on
+// the edge cases of JSON objects.
+func TestDataStringAgrees(t *testing.T) {
+	cases := [][]byte{
+		[]byte(`{"id":"a"}`), []byte(`{"id":"a","id":"b"}`), []byte(`{"\u0069d":"esc"}`), []byte(`{"id":"\u00e9\n"}`),
+		[]byte(`{"id":null}`), []byte(`{"id":1}`), []byte(`{"id":{"x":1}}`), []byte(`{"id":["a"]}`), []byte(`{"id":true}`),
+		[]byte(`{"ID":"case"}`), []byte(`{}`), []byte(`null`), []byte(`[]`), []byte(`"id"`), []byte(`1`), []byte(``),
+		[]byte(`{"id":"a"`), []byte(`{"id":"a"} x`), []byte("{\"id\":\"\xff\"}"), []byte(" {\"id\" : \"sp\" } "),
+		[]byte(`{"id":"a\ud800b"}`), []byte(`{"id":"\"quoted\""}`), []byte(`{"id":"a","id":null}`), []byte(`{"id":1,"id":"s"}`),
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "types", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct{ Data json.RawMessage }
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		cases = append(cases, ev.Data)
+	}
+	if len(files) < 10 {
+		t.Fatalf("only %d testdata events", len(files))
+	}
+	names := []string{"id", "ID", "absent", "session_id", "memory_id", "search_id", "workflow_id", "tool", "scope"}
+	for _, data := range cases {
+		for _, name := range names {
+			k, obj, present, str := dataString(data, name)
+			wk, wobj, wpresent, wstr := dataStringSlow(data, name)
+			if k != wk || obj != wobj || present != wpresent || str != wstr {
+				t.Errorf("dataString(%q, %q) = %q %v %v %v, encoding/json says %q %v %v %v", data, name, k, obj, present, str, wk, wobj, wpresent, wstr)
+			}
+		}
+	}
+}
+
+// FuzzDataStringAgrees runs dataString against its encoding/json
+// definition on arbitrary bytes (make fuzz).
+func FuzzDataStringAgrees(f *testing.F) {
+	for _, s := range []string{`{"id":"a"}`, `{"id":"a","id":null}`, `{"\u0069d":"x"}`, `{"id":"a\ud800"}`, `null`, `{"id":1}`} {
+		f.Add([]byte(s), "id")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, name string) {
+		k, obj, present, str := dataString(data, name)
+		wk, wobj, wpresent, wstr := dataStringSlow(data, name)
+		if k != wk || obj != wobj || present != wpresent || str != wstr {
+			t.Fatalf("dataString(%q, %q) = %q %v %v %v, encoding/json says %q %v %v %v", data, name, k, obj, present, str, wk, wobj, wpresent, wstr)
+		}
+	})
+}
