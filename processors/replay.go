@@ -161,8 +161,91 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			remaining--
 		}
 	}
+	// Each partition has a worker that parses and applies its records in
+	// the order fetched, while the loop goes on polling: partitions do not
+	// wait for each other (as in the live engine, no order across
+	// partitions is kept, and none is needed: a processor's state is per
+	// key, or it is serialised by the pool). A worker's queue holds at most
+	// replayQueue polls' records, so a slow partition holds up the polls
+	// (and the memory) once it is that far behind.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		smu     sync.Mutex // guards st's counts and errs
+		errs    []error
+		wg      sync.WaitGroup
+		workers = map[string]chan []*kgo.Record{}
+	)
+	failed := func() error {
+		smu.Lock()
+		defer smu.Unlock()
+		return errors.Join(errs...)
+	}
+	worker := func(topic string, partition int32, in <-chan []*kgo.Record) {
+		defer wg.Done()
+		for recs := range in {
+			if wctx.Err() != nil {
+				continue // drain: another partition failed
+			}
+			items := make([]projections.Item, len(recs))
+			for i, r := range recs {
+				items[i] = parseItem(r)
+			}
+			err := pl.each(procs[topic], func(_ int, p Processor) error {
+				mine := items
+				if cfg.StopAt != nil {
+					end := cfg.StopAt(p.Name(), topic, partition)
+					n := 0
+					for n < len(mine) && mine[n].Pos.Offset < end {
+						n++
+					}
+					mine = mine[:n]
+				}
+				// no dead-letter records: the log's dead-letter topic has them
+				outs, err := cfg.Store.ApplyBatch(p.Name(), mine, p.Apply)
+				if err != nil {
+					return err
+				}
+				smu.Lock()
+				defer smu.Unlock()
+				for _, o := range outs {
+					switch o.Result {
+					case projections.DeadLettered:
+						st.DeadLettered++
+					case projections.Duplicate:
+						st.Duplicates++
+					case projections.Applied:
+						st.Applied++
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				smu.Lock()
+				errs = append(errs, err)
+				smu.Unlock()
+				stop()
+			}
+		}
+	}
+	closeAll := func() {
+		for _, in := range workers {
+			close(in)
+		}
+		workers = nil
+		wg.Wait()
+	}
+	defer func() {
+		if workers != nil {
+			stop()
+			closeAll()
+		}
+	}()
 	for remaining > 0 {
-		fs := cons.PollFetches(ctx)
+		fs := cons.PollFetches(wctx)
+		if err := failed(); err != nil {
+			return st, err
+		}
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
@@ -171,11 +254,6 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		if ferr != nil {
 			return st, ferr
 		}
-		// the partitions of a poll, and the processors of each, are
-		// applied concurrently, as the live engine does
-		var smu sync.Mutex
-		var wg sync.WaitGroup
-		var errs []error
 		fs.EachPartition(func(part kgo.FetchTopicPartition) {
 			if done[part.Topic][part.Partition] {
 				return
@@ -201,62 +279,37 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			if len(recs) == 0 {
 				return
 			}
-			st.Records += int64(len(recs))
-			wg.Add(1)
-			go func(topic string, partition int32) {
-				defer wg.Done()
-				// parsed on the partition's goroutine, as the live engine does
-				items := make([]projections.Item, len(recs))
-				for i, r := range recs {
-					items[i] = parseItem(r)
-				}
-				err := pl.each(procs[topic], func(_ int, p Processor) error {
-					mine := items
-					if cfg.StopAt != nil {
-						stop := cfg.StopAt(p.Name(), topic, partition)
-						n := 0
-						for n < len(mine) && mine[n].Pos.Offset < stop {
-							n++
-						}
-						mine = mine[:n]
-					}
-					// no dead-letter records: the log's dead-letter topic has them
-					outs, err := cfg.Store.ApplyBatch(p.Name(), mine, p.Apply)
-					if err != nil {
-						return err
-					}
-					smu.Lock()
-					defer smu.Unlock()
-					for _, o := range outs {
-						switch o.Result {
-						case projections.DeadLettered:
-							st.DeadLettered++
-						case projections.Duplicate:
-							st.Duplicates++
-						case projections.Applied:
-							st.Applied++
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					smu.Lock()
-					errs = append(errs, err)
-					smu.Unlock()
-				}
-			}(part.Topic, part.Partition)
+			st.Records += int64(len(recs)) // only this loop writes Records
+			k := part.Topic + "/" + strconv.Itoa(int(part.Partition))
+			in, ok := workers[k]
+			if !ok {
+				in = make(chan []*kgo.Record, replayQueue)
+				workers[k] = in
+				wg.Add(1)
+				go worker(part.Topic, part.Partition, in)
+			}
+			select {
+			case in <- recs:
+			case <-wctx.Done():
+			}
 		})
-		wg.Wait()
-		aerr := errors.Join(errs...)
-		if aerr != nil {
-			return st, aerr
-		}
 		if cfg.Progress != nil {
 			cfg.Progress(st.Records, total)
 		}
 	}
+	closeAll()
+	if err := failed(); err != nil {
+		return st, err
+	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
 	return st, cfg.Store.MarkReplayFinished()
 }
+
+// replayQueue is how many polls' records of one partition may wait for its
+// worker during a replay.
+const replayQueue = 4
 
 func recordTime(ctx context.Context, brokers []string, pos projections.Position) (time.Time, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{

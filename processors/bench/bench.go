@@ -59,10 +59,10 @@ type Config struct {
 // of wall time from the start of consumption until the last one is applied;
 // ratios are to the raw job of the same run.
 type Result struct {
-	Events            int     `json:"events"`
-	Partitions        int32   `json:"partitions"`
-	RawEventsPerS     float64 `json:"raw_events_per_s"`
-	CountEventsPerS   float64 `json:"count_events_per_s"`
+	Events          int     `json:"events"`
+	Partitions      int32   `json:"partitions"`
+	RawEventsPerS   float64 `json:"raw_events_per_s"`
+	CountEventsPerS float64 `json:"count_events_per_s"`
 	// DefaultEventsPerS is the default processors as `serve --brokers`
 	// runs them: one member of the group, the outbox relay fenced with
 	// Kafka transactions (the cluster code path).
@@ -74,13 +74,13 @@ type Result struct {
 	// ClusterCost is 1 − DefaultEventsPerS/SingleEventsPerS: the share of
 	// throughput the cluster code path costs one instance (issue 15's
 	// target: ≤ 0.10).
-	ClusterCost float64 `json:"cluster_cost"`
-	ReplayEventsPerS  float64 `json:"replay_events_per_s"`
-	CountRatio        float64 `json:"count_ratio"`
-	DefaultRatio      float64 `json:"default_ratio"`
-	ReplayRatio       float64 `json:"replay_ratio"`
-	LatencyP50Ms      float64 `json:"latency_p50_ms"`
-	LatencyP99Ms      float64 `json:"latency_p99_ms"`
+	ClusterCost      float64 `json:"cluster_cost"`
+	ReplayEventsPerS float64 `json:"replay_events_per_s"`
+	CountRatio       float64 `json:"count_ratio"`
+	DefaultRatio     float64 `json:"default_ratio"`
+	ReplayRatio      float64 `json:"replay_ratio"`
+	LatencyP50Ms     float64 `json:"latency_p50_ms"`
+	LatencyP99Ms     float64 `json:"latency_p99_ms"`
 	// ReplayRecords is what the replay read: the events and every derived
 	// event the default processors wrote.
 	ReplayRecords int64 `json:"replay_records"`
