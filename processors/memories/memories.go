@@ -27,10 +27,11 @@ package memories
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/distill"
@@ -419,7 +420,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	var stored []Pending
 	if err := tx.Scan("s/"+m.Key()+"/", func(_ string, v []byte) (bool, error) {
 		var p Pending
-		if err := json.Unmarshal(v, &p); err != nil {
+		if err := gojson.Unmarshal(v, &p); err != nil {
 			return false, err
 		}
 		stored = append(stored, p)

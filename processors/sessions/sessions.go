@@ -263,7 +263,7 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	}
 	err = tx.Scan("j/"+s.Key()+"/", func(key string, val []byte) (bool, error) {
 		var j flux.Judged
-		if err := json.Unmarshal(val, &j); err != nil {
+		if err := gojson.Unmarshal(val, &j); err != nil {
 			return false, err
 		}
 		if in.Judged == nil {

@@ -1,9 +1,10 @@
 package toolgraph
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -248,7 +249,7 @@ func edgeChanges(cs txCounts, o observation) ([]EdgeLearnedData, error) {
 	var out []EdgeLearnedData
 	err = cs.tx.Scan(edgePrefix(cs.scope, o.From), func(_ string, val []byte) (bool, error) {
 		var e edgeRow
-		if err := json.Unmarshal(val, &e); err != nil {
+		if err := gojson.Unmarshal(val, &e); err != nil {
 			return false, err
 		}
 		if e.From != o.From {
@@ -338,7 +339,7 @@ func loadGraph(scan scanFunc, scopes []string) (*Graph, error) {
 	for _, pre := range prefixes[0] {
 		if err := scan(pre, func(_ string, val []byte) (bool, error) {
 			var r nodeRow
-			if err := json.Unmarshal(val, &r); err != nil {
+			if err := gojson.Unmarshal(val, &r); err != nil {
 				return false, err
 			}
 			g.mergeNode(r)
@@ -350,7 +351,7 @@ func loadGraph(scan scanFunc, scopes []string) (*Graph, error) {
 	for _, pre := range prefixes[1] {
 		if err := scan(pre, func(_ string, val []byte) (bool, error) {
 			var r edgeRow
-			if err := json.Unmarshal(val, &r); err != nil {
+			if err := gojson.Unmarshal(val, &r); err != nil {
 				return false, err
 			}
 			g.mergeEdge(r)
@@ -366,7 +367,7 @@ func loadGraph(scan scanFunc, scopes []string) (*Graph, error) {
 				return true, nil // t/project:a is a prefix of t/project:ab
 			}
 			var r totalsRow
-			if err := json.Unmarshal(val, &r); err != nil {
+			if err := gojson.Unmarshal(val, &r); err != nil {
 				return false, err
 			}
 			g.totals.Calls += r.Calls
