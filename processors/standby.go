@@ -330,7 +330,8 @@ func (s *standby) run(ctx context.Context) {
 
 // partition applies one poll's records of a standby partition for every
 // processor of its topic, as the engine applies an owned one (the same
-// items, dead letters in the outbox with their source), unless the
+// items, dead letters in the outbox with their source; transaction markers
+// move the stored offset), unless the
 // partition was handed over meanwhile. A store failure drops the partition
 // from the consumer; the next refresh adds it again at its stored offset.
 func (s *standby) partition(topic string, partition int32, recs []*kgo.Record) {
@@ -343,22 +344,25 @@ func (s *standby) partition(topic string, partition int32, recs []*kgo.Record) {
 	if !live {
 		return
 	}
-	if recs = dataRecords(recs); len(recs) == 0 {
-		return
-	}
 	procs := s.e.byTopic[topic]
 	for len(recs) > 0 {
 		batch := recs[:min(len(recs), s.e.cfg.MaxBatch)]
 		recs = recs[len(batch):]
 		base := make([]projections.Item, len(batch))
 		for i, r := range batch {
+			if r.Attrs.IsControl() {
+				// a transaction marker: the stored offset moves past it (as
+				// the global tables do), so a caught-up standby has lag 0
+				base[i] = projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Control: true}
+				continue
+			}
 			base[i] = parseItem(r)
 		}
 		err := s.e.pool.each(procs, func(i int, p Processor) error {
 			items := make([]projections.Item, len(base))
 			for j, it := range base {
 				rec := batch[j]
-				if it.Err == nil || i == 0 {
+				if !it.Control && (it.Err == nil || i == 0) {
 					it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
 				}
 				items[j] = it
