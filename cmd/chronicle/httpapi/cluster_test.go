@@ -117,8 +117,9 @@ func checkCluster(t *testing.T, srv *httptest.Server, advertise string) string {
 // replica (the first, on the embedded broker, cannot: it has no
 // --brokers). Its GET /v1/cluster lists as standbys exactly the partitions
 // the first owns, each with the first as owner and, once caught up, lag 0,
-// on the partition's row too; its /healthz lists them; the first lists
-// none.
+// on the partition's row too; its /healthz lists them and
+// chronicle_standby_lag_records has one series (0) per standby partition;
+// the first lists none.
 func TestClusterViewStandbys(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
@@ -191,6 +192,24 @@ func TestClusterViewStandbys(t *testing.T) {
 			}
 			if code := get(t, srv2, "/healthz", &h); code != 200 || len(h.Standbys) != len(sb) {
 				return fmt.Sprintf("instance 2's /healthz %d lists %d standbys, want %d", code, len(h.Standbys), len(sb))
+			}
+			mfs, err := p2.Registry.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			series := 0
+			for _, mf := range mfs {
+				if mf.GetName() == "chronicle_standby_lag_records" {
+					for _, m := range mf.GetMetric() {
+						series++
+						if v := m.GetGauge().GetValue(); v != 0 {
+							return fmt.Sprintf("chronicle_standby_lag_records %v = %v, want 0", m.GetLabel(), v)
+						}
+					}
+				}
+			}
+			if series != len(sb) {
+				return fmt.Sprintf("chronicle_standby_lag_records has %d series, want one per standby partition (%d)", series, len(sb))
 			}
 			return ""
 		}()
