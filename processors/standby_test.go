@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -113,6 +114,29 @@ func standbyInstance(t testing.TB, name string, brokers []string, procs []proces
 	return in
 }
 
+// fencedRelay relays in's outbox through a fenced relay (as serve with
+// --brokers does), pruning rows of partitions owned elsewhere every
+// 200 ms; the returned func stops it (also at cleanup, before the store
+// closes).
+func fencedRelay(t testing.TB, in *instance, brokers []string) func() {
+	t.Helper()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = (&processors.Relay{Store: in.store, Producer: prod, Idle: 50 * time.Millisecond,
+			Fence: &processors.Fence{Brokers: brokers, Owner: in.runner, PruneEvery: 200 * time.Millisecond}}).Run(ctx)
+		prod.Close()
+	}()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
 // failover is what one standby run measured.
 type failover struct {
 	restore  int64         // records the new owner restored of the partitions it took over
@@ -123,11 +147,15 @@ type failover struct {
 // runFailover starts A and B (n standby replicas each) on one embedded
 // broker with 4 partitions, imports the first nSessions tau-bench
 // sessions, waits for both to have applied every partition they own or
-// are a standby of, kills A (its connections cut), imports more sessions,
-// and times B's take-over. It checks along the way that with n > 0 B's
-// store holds A's partitions (B's digest equals A's), and at the end that
-// B's store equals a replay of the log.
-func runFailover(t testing.TB, n, nSessions int) failover {
+// are a standby of, kills A (its connections cut), imports 10 more
+// sessions (trickle: one per 100 ms, so they arrive during the take-over;
+// else at once), and times B's take-over. It checks along the way that with n > 0 B's
+// store holds A's partitions (B's digest equals A's) and that B's outbox
+// lets go of its copies of A's derived events once A's fenced relay
+// committed them, and at the end that every derived event is in the log
+// once (one evaluation per completed session) and B's store equals a
+// replay of the log.
+func runFailover(t testing.TB, n, nSessions int, trickle bool) failover {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -146,12 +174,17 @@ func runFailover(t testing.TB, n, nSessions int) failover {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	published := 0
+	published, completed := 0, 0
 	publish := func(from, to int) {
 		for _, r := range recs[from:min(to, len(recs))] {
 			envs, err := taubench.Events(r)
 			if err != nil {
 				continue // a few sample records are not valid sessions (an empty instruction)
+			}
+			for _, e := range envs {
+				if e.Type == events.SessionCompleted {
+					completed++
+				}
 			}
 			if err := prod.Publish(ctx, envs...); err != nil {
 				t.Fatal(err)
@@ -189,6 +222,8 @@ func runFailover(t testing.TB, n, nSessions int) failover {
 	ks := &killSwitch{}
 	a := standbyInstance(t, "A", brokers, procs, n, ks)
 	b := standbyInstance(t, "B", brokers, procs, n, nil)
+	stopRelayA := fencedRelay(t, a, brokers)
+	fencedRelay(t, b, brokers)
 	publish(0, nSessions)
 	all := []int32{0, 1, 2, 3}
 	var aOwns []int32
@@ -215,6 +250,20 @@ func runFailover(t testing.TB, n, nSessions int) failover {
 		if !slices.Equal(sb, aOwns) {
 			why += fmt.Sprintf(" B's standby partitions %v, A owns %v;", sb, aOwns)
 		}
+		// A owned every partition until B joined: those it lost, it keeps
+		// warm as B's standby
+		var asb []int32
+		for _, s := range a.runner.Standbys() {
+			if s.Topic == string(events.TopicSessions) {
+				asb = append(asb, s.Partition)
+			}
+		}
+		bOwns := slices.Clone(as["instance-B"])
+		slices.Sort(asb)
+		slices.Sort(bOwns)
+		if !slices.Equal(asb, bOwns) {
+			why += fmt.Sprintf(" A's standby partitions %v, B owns %v;", asb, bOwns)
+		}
 		return why
 	})
 	f := failover{standbys: len(b.runner.Standbys())}
@@ -238,11 +287,39 @@ func runFailover(t testing.TB, n, nSessions int) failover {
 		if got := b.sessionCount(t); got != published {
 			t.Errorf("B holds %d sessions, want all %d (its own and its standby partitions')", got, published)
 		}
+		// B's copies of A's derived events leave its outbox unsent once
+		// A's relay committed them (Fence.PruneEvery)
+		waitFor(t, 20*time.Second, func() string {
+			rows, err := b.store.PendingOutbox(1 << 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := 0
+			for _, r := range rows {
+				if r.Source != nil && slices.Contains(aOwns, r.Source.Partition) {
+					left++
+				}
+			}
+			if left > 0 {
+				return fmt.Sprintf("B's outbox still holds %d rows of A's partitions", left)
+			}
+			return ""
+		})
 	}
 
 	killed := time.Now()
 	ks.kill()
-	publish(nSessions, nSessions+10)
+	stopRelayA()
+	if trickle {
+		// one session every 100 ms: records arrive while B's standby hands
+		// A's partitions over to B's engine
+		for i := nSessions; i < nSessions+10; i++ {
+			publish(i, i+1)
+			time.Sleep(100 * time.Millisecond)
+		}
+	} else {
+		publish(nSessions, nSessions+10)
+	}
 	if published == 0 {
 		t.Fatal("no session published")
 	}
@@ -271,6 +348,24 @@ func runFailover(t testing.TB, n, nSessions int) failover {
 		t.Errorf("B alone keeps standbys %v, want none (no other member)", b.runner.Standbys())
 	}
 
+	// every derived event once: each completed session evaluated once
+	waitFor(t, 20*time.Second, func() string {
+		ids, _ := derivedCounts(t, brokers)
+		evals := 0
+		for k, c := range ids {
+			if c > 1 {
+				return fmt.Sprintf("%s written %d times", k, c)
+			}
+			if strings.HasPrefix(k, string(events.TopicEvaluations)+" ") {
+				evals++
+			}
+		}
+		if evals != completed {
+			return fmt.Sprintf("%d evaluations of %d completed sessions", evals, completed)
+		}
+		return ""
+	})
+
 	// live = replay: B's store against the log replayed into a new store
 	rep, err := projections.Open(t.TempDir(), projections.Options{})
 	if err != nil {
@@ -295,15 +390,16 @@ func runFailover(t testing.TB, n, nSessions int) failover {
 }
 
 // TestStandbyFailover runs two instances with one standby replica each
-// (A is B's standby and B is A's), kills A, and checks that B takes A's
+// (A is B's standby and B is A's: A owned every partition until B joined
+// and keeps those it lost warm), kills A, and checks that B takes A's
 // partitions over restoring only the records imported after the kill,
 // where without standbys (n = 0) it restores A's partitions from offset 0;
 // in both cases B's store then equals a replay of the log.
 func TestStandbyFailover(t *testing.T) {
 	const nSessions = 60
 	var with, without failover
-	t.Run("standby", func(t *testing.T) { with = runFailover(t, 1, nSessions) })
-	t.Run("none", func(t *testing.T) { without = runFailover(t, 0, nSessions) })
+	t.Run("standby", func(t *testing.T) { with = runFailover(t, 1, nSessions, true) })
+	t.Run("none", func(t *testing.T) { without = runFailover(t, 0, nSessions, true) })
 	t.Logf("standby: restored %d records in %s after the kill; none: %d records in %s", with.restore, with.took, without.restore, without.took)
 	if t.Failed() {
 		return
@@ -335,7 +431,7 @@ func BenchmarkStandbyFailover(b *testing.B) {
 			var took time.Duration
 			var restored int64
 			for range b.N {
-				f := runFailover(b, c.n, 190)
+				f := runFailover(b, c.n, 190, false)
 				took += f.took
 				restored += f.restore
 			}
