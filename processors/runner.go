@@ -174,17 +174,17 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return r, nil
 	}
 	if r.router, err = message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, cfg.Logger); err != nil {
-		eng.client.Close()
+		eng.closeClients()
 		return nil, err
 	}
 	if r.pub, err = kafkapubsub.NewPublisher(kafkapubsub.PublisherConfig{Brokers: cfg.Brokers}, cfg.Logger); err != nil {
-		eng.client.Close()
+		eng.closeClients()
 		return nil, err
 	}
 	poison, err := middleware.PoisonQueue(r.pub, string(events.TopicDeadLetter))
 	if err != nil {
 		r.pub.Close()
-		eng.client.Close()
+		eng.closeClients()
 		return nil, err
 	}
 	if cfg.Metrics != nil {
@@ -201,7 +201,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}, cfg.Logger)
 		if err != nil {
 			r.pub.Close()
-			eng.client.Close()
+			eng.closeClients()
 			return nil, err
 		}
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {

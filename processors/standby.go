@@ -439,3 +439,12 @@ func (c standbyCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(p.Lag), p.Topic, fmt.Sprint(p.Partition))
 	}
 }
+
+// closeClients closes the engine's group client and the standby consumer
+// (NewRunner's failure paths, before Run).
+func (e *engine) closeClients() {
+	e.client.Close()
+	if e.sb != nil {
+		e.sb.cl.Close()
+	}
+}
