@@ -165,9 +165,18 @@ func runFailover(t testing.TB, n, nSessions int, trickle bool) failover {
 	}
 	t.Cleanup(brk.Close)
 	brokers := brk.Addrs()
-	recs, err := taubench.SampleRecords()
+	sample, err := taubench.SampleRecords()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// copies of the sample under other trial numbers (new session ids),
+	// as the fault suite imports, for logs longer than the sample
+	var recs []taubench.Record
+	for cp := 0; len(recs) < nSessions+10; cp++ {
+		for _, r := range sample {
+			r.Trial += 100 * cp
+			recs = append(recs, r)
+		}
 	}
 	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
 	if err != nil {
@@ -415,23 +424,26 @@ func TestStandbyFailover(t *testing.T) {
 }
 
 // BenchmarkStandbyFailover times a take-over (runFailover: two instances,
-// 4 partitions, the first 190 bundled tau-bench records, then A killed and
-// the last 10 imported; the few records that are not valid sessions are
-// skipped) with one standby replica and without: failover_s
-// is from the kill to B having applied every record of every partition
-// (the group's session timeout, 1 s here, included), restored_records what
-// B replayed of A's partitions after taking them over. One iteration is
-// one failover: run it with -benchtime=1x -count=3.
+// 4 partitions, then A killed and 10 more sessions imported at once) with
+// one standby replica and without, on two log sizes: the first 190
+// bundled tau-bench records ("sample", about 6.6k records) and 990 records
+// of 5 copies under other trial numbers ("x5", about 34k); the few records
+// that are not valid sessions are skipped. failover_s is from the kill to
+// B having applied every record of every partition (the group's session
+// timeout, 1 s here, included), restored_records what B replayed of A's
+// partitions after taking them over. One iteration is one failover: run
+// it with -benchtime=1x -count=3.
 func BenchmarkStandbyFailover(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		n    int
-	}{{"standby=1", 1}, {"standby=0", 0}} {
+		name     string
+		n        int
+		sessions int
+	}{{"sample/standby=1", 1, 190}, {"sample/standby=0", 0, 190}, {"x5/standby=1", 1, 990}, {"x5/standby=0", 0, 990}} {
 		b.Run(c.name, func(b *testing.B) {
 			var took time.Duration
 			var restored int64
 			for range b.N {
-				f := runFailover(b, c.n, 190, false)
+				f := runFailover(b, c.n, c.sessions, false)
 				took += f.took
 				restored += f.restore
 			}
