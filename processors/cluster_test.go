@@ -62,7 +62,7 @@ func (in *instance) stop() {
 	in.runner = nil
 }
 
-func (in *instance) sessionCount(t *testing.T) int {
+func (in *instance) sessionCount(t testing.TB) int {
 	t.Helper()
 	l, _, err := sessions.List(in.store, "", 1<<20, "", nil)
 	if err != nil {

@@ -58,6 +58,7 @@ type engine struct {
 	paused map[tp]*pausedPartition // partitions backing off after a store failure
 
 	own *ownership // assignment, restore and progress per partition (ownership.go)
+	sb  *standby   // standby replicas (standby.go); nil without RunnerConfig.StandbyReplicas
 }
 
 type tp struct {
@@ -76,6 +77,13 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		e.topics = append(e.topics, t)
 	}
 	sort.Strings(e.topics)
+	if cfg.StandbyReplicas > 0 {
+		// before the group client: its callbacks hand partitions over
+		var err error
+		if e.sb, err = newStandby(e); err != nil {
+			return nil, err
+		}
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(string(cfg.Group)),
@@ -94,21 +102,35 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.OnPartitionsAssigned(func(ctx context.Context, cl *kgo.Client, added map[string][]int32) {
+			if e.sb != nil {
+				e.sb.assigned(added) // the standby stops them first; the stored offsets are read after this
+			}
 			e.onAssigned(ctx, cl, added)
 			e.once.Do(func() { close(e.running) })
 		}),
 		kgo.OnPartitionsRevoked(e.onRevoked),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) { e.own.revoked(lost) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			e.own.revoked(lost)
+			if e.sb != nil {
+				e.sb.revoked(lost)
+			}
+		}),
 	}
 	opts = append(opts, cfg.SubscriberOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
+		if e.sb != nil {
+			e.sb.cl.Close()
+		}
 		return nil, err
 	}
 	e.client = cl
 	if cfg.Metrics != nil && cfg.Metrics.Registry != nil {
 		// a second Runner on the same registry keeps the first's gauge
 		_ = cfg.Metrics.Registry.Register(restoreCollector{own: e.own, desc: restoreDesc})
+		if e.sb != nil {
+			_ = cfg.Metrics.Registry.Register(standbyCollector{sb: e.sb, desc: standbyDesc})
+		}
 	}
 	return e, nil
 }

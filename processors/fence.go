@@ -56,7 +56,9 @@ type Ownerships interface {
 //     restoring owner re-emits nothing twice.
 //   - Rows of partitions this instance does not own stay in the outbox,
 //     unsent; they are relayed only if the partition is assigned here
-//     again and they are at or beyond its frontier then.
+//     again and they are at or beyond its frontier then. Every PruneEvery
+//     those below the frontier their owner committed are removed (the
+//     owner relayed them): a standby replica's rows go once relayed.
 //
 // Consumers read with read_committed (the engine, the workers, replay), so
 // a zombie's aborted writes are never applied. An instance that sees
@@ -80,6 +82,16 @@ type Fence struct {
 	// an instance paused for less than that keeps its partitions, and a
 	// transaction aborted under it by the timeout would fence it.
 	TransactionTimeout time.Duration
+	// PruneEvery is how often the rows of partitions owned elsewhere (a
+	// standby replica's, RunnerConfig.StandbyReplicas, or a previous
+	// ownership's leftovers) are checked against the relayed frontiers
+	// their owners committed: rows whose source is below its partition's
+	// frontier were relayed by that owner and are removed unsent, so a
+	// standby's outbox does not grow with its copies (default 5 s).
+	PruneEvery time.Duration
+
+	pruneCl  *kgo.Client // reads the frontiers of partitions owned elsewhere
+	prunedAt time.Time
 
 	mu    sync.Mutex
 	parts map[tp]*fencedPartition
@@ -119,6 +131,49 @@ func (f *Fence) close() {
 		}
 		delete(f.parts, k)
 	}
+	if f.pruneCl != nil {
+		f.pruneCl.Close()
+		f.pruneCl = nil
+	}
+}
+
+// pruneOthers returns the rows of others (rows of partitions this
+// instance does not own) whose source is below the relayed frontier of
+// its partition, read now from Group's committed offsets (not
+// RequireStable: a frontier still in a pending transaction reads as the
+// previous one, which only drops less).
+func (f *Fence) pruneOthers(ctx context.Context, others []projections.OutboxEntry) ([]projections.OutboxEntry, error) {
+	every := f.PruneEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	if len(others) == 0 || time.Since(f.prunedAt) < every {
+		return nil, nil
+	}
+	f.prunedAt = time.Now()
+	if f.pruneCl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(f.Brokers...))
+		if err != nil {
+			return nil, err
+		}
+		f.pruneCl = cl
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(f.pruneCl).FetchOffsets(fctx, f.group())
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fence: relayed frontiers of partitions owned elsewhere: %w", err)
+	}
+	var drop []projections.OutboxEntry
+	for _, e := range others {
+		if r, ok := resp.Lookup(e.Source.Topic, e.Source.Partition); ok && r.Err == nil && e.Source.Offset < r.At {
+			drop = append(drop, e)
+		}
+	}
+	return drop, nil
 }
 
 // sync takes over the transactional id of every newly assigned partition
@@ -237,7 +292,7 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 	if err != nil || len(pending) == 0 {
 		return 0, errors.Join(syncErr, err)
 	}
-	var plain, drop []projections.OutboxEntry
+	var plain, drop, others []projections.OutboxEntry
 	send := map[tp][]projections.OutboxEntry{}
 	for _, e := range pending {
 		if e.Source == nil {
@@ -246,8 +301,12 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 		}
 		k := tp{e.Source.Topic, e.Source.Partition}
 		fp := f.parts[k]
-		if fp == nil || fp.cl == nil || fp.stale {
-			continue // not ours (or fenced, or its frontier unknown): stays
+		if fp == nil {
+			others = append(others, e) // not ours: stays until its owner's frontier passes it
+			continue
+		}
+		if fp.cl == nil || fp.stale {
+			continue // fenced, or its frontier unknown: stays
 		}
 		switch {
 		case e.Source.Offset < fp.frontier:
@@ -258,6 +317,11 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 	}
 	n := 0
 	errs := []error{syncErr}
+	if pruned, err := f.pruneOthers(ctx, others); err != nil {
+		errs = append(errs, err)
+	} else {
+		drop = append(drop, pruned...)
+	}
 	if len(drop) > 0 {
 		if err := r.Store.AckOutbox(drop); err != nil {
 			return n, errors.Join(append(errs, err)...)

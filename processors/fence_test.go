@@ -82,7 +82,7 @@ func (z *zombieView) Ownership() processors.Ownership {
 // derivedCounts reads the derived topics to their last stable offset and
 // counts each derived event id (read_committed: what consumers apply), and
 // the aborted data records (read_uncommitted minus read_committed).
-func derivedCounts(t *testing.T, brokers []string) (ids map[string]int, aborted int) {
+func derivedCounts(t testing.TB, brokers []string) (ids map[string]int, aborted int) {
 	t.Helper()
 	read := func(level kgo.IsolationLevel) (map[string]int, int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -224,6 +224,9 @@ func (e *engine) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 		e.cfg.Logger.Error("commit on revoke", err, nil)
 	}
 	e.own.revoked(revoked)
+	if e.sb != nil {
+		e.sb.revoked(revoked)
+	}
 }
 
 // restoreCollector is chronicle_restore_remaining_records{topic,partition}:

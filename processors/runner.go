@@ -74,6 +74,20 @@ type RunnerConfig struct {
 	// FetchMaxWait is how long the broker holds a fetch that finds no new
 	// record (default 200 ms); it bounds how long a poll waits.
 	FetchMaxWait time.Duration
+	// StandbyReplicas is how many other members keep a warm copy of each
+	// partition this group's members own (serve --standby-replicas; Kafka
+	// Streams' num.standby.replicas): this instance applies the group's
+	// processors to the partitions it is a standby of (StandbyMembers), so
+	// a take-over restores only what it had not applied yet. Default 0:
+	// none, and the engine runs as without the option.
+	StandbyReplicas int
+	// StandbyRefresh is how often the standby partitions are recomputed
+	// from the described group (default DefaultStandbyRefresh); also after
+	// each assignment, revoke or loss.
+	StandbyRefresh time.Duration
+	// StandbyOpts are extra franz-go options for the standby consumer (a
+	// direct consumer: no group options).
+	StandbyOpts []kgo.Opt
 }
 
 // Validate reports the first invalid field.
@@ -91,6 +105,10 @@ func (c RunnerConfig) Validate() error {
 		return errors.New("processors: RunnerConfig.MaxBatch: must be ≥ 0")
 	case c.FetchMaxWait < 0:
 		return errors.New("processors: RunnerConfig.FetchMaxWait: must be ≥ 0")
+	case c.StandbyReplicas < 0:
+		return errors.New("processors: RunnerConfig.StandbyReplicas: must be ≥ 0")
+	case c.StandbyRefresh < 0:
+		return errors.New("processors: RunnerConfig.StandbyRefresh: must be ≥ 0")
 	}
 	return nil
 }
@@ -156,17 +174,17 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return r, nil
 	}
 	if r.router, err = message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, cfg.Logger); err != nil {
-		eng.client.Close()
+		eng.closeClients()
 		return nil, err
 	}
 	if r.pub, err = kafkapubsub.NewPublisher(kafkapubsub.PublisherConfig{Brokers: cfg.Brokers}, cfg.Logger); err != nil {
-		eng.client.Close()
+		eng.closeClients()
 		return nil, err
 	}
 	poison, err := middleware.PoisonQueue(r.pub, string(events.TopicDeadLetter))
 	if err != nil {
 		r.pub.Close()
-		eng.client.Close()
+		eng.closeClients()
 		return nil, err
 	}
 	if cfg.Metrics != nil {
@@ -183,7 +201,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}, cfg.Logger)
 		if err != nil {
 			r.pub.Close()
-			eng.client.Close()
+			eng.closeClients()
 			return nil, err
 		}
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
@@ -233,6 +251,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		close(r.running)
 	}()
+	if sb := r.engine.sb; sb != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sb.run(ctx)
+		}()
+	}
 	err := r.engine.run(ctx)
 	cancel()
 	wg.Wait()

@@ -18,3 +18,19 @@ func TestCheckAdvertise(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckStandbys(t *testing.T) {
+	for _, c := range []struct {
+		n       int
+		brokers []string
+		ok      bool
+	}{{0, nil, true}, {1, []string{"k:9092"}, true}, {2, []string{"k:9092"}, true}, {1, nil, false}, {-1, []string{"k:9092"}, false}} {
+		err := checkStandbys(c.n, c.brokers)
+		if (err == nil) != c.ok {
+			t.Errorf("checkStandbys(%d, %v) = %v, want ok %v", c.n, c.brokers, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--standby-replicas") {
+			t.Errorf("checkStandbys(%d, %v): error %q does not name --standby-replicas", c.n, c.brokers, err)
+		}
+	}
+}

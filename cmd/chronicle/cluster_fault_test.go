@@ -169,8 +169,13 @@ func (c *cluster) start(m *member) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.cmd = exec.Command(binary, "serve", "--data", m.data, "--brokers", c.brokers, "--partitions", strconv.Itoa(faultPartitions),
-		"--http", m.http, "--session-timeout", faultSessionTimeout.String())
+	args := []string{"serve", "--data", m.data, "--brokers", c.brokers, "--partitions", strconv.Itoa(faultPartitions),
+		"--http", m.http, "--session-timeout", faultSessionTimeout.String()}
+	if n := os.Getenv("CHRONICLE_FAULT_STANDBY_REPLICAS"); n != "" {
+		// the same faults with warm copies (serve --standby-replicas)
+		args = append(args, "--standby-replicas", n)
+	}
+	m.cmd = exec.Command(binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -480,7 +485,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	rng := rand.New(rand.NewPCG(seed, 15))
-	t.Logf("fault seed %d (CHRONICLE_FAULT_SEED=%d reproduces the schedule)", seed, seed)
+	t.Logf("fault seed %d (CHRONICLE_FAULT_SEED=%d reproduces the schedule); standby replicas: %q (CHRONICLE_FAULT_STANDBY_REPLICAS)", seed, seed, os.Getenv("CHRONICLE_FAULT_STANDBY_REPLICAS"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &cluster{t: t, dir: t.TempDir()}

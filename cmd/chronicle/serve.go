@@ -26,6 +26,7 @@ func serveCmd() *cobra.Command {
 	var advertise string
 	var requestLog string
 	var sessionTimeout time.Duration
+	var standbys int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
@@ -33,6 +34,9 @@ func serveCmd() *cobra.Command {
 			ctx, cancel := signalContext()
 			defer cancel()
 			if err := checkAdvertise(advertise); err != nil {
+				return err
+			}
+			if err := checkStandbys(standbys, c.brokerList()); err != nil {
 				return err
 			}
 			rl, err := requestLogger(requestLog)
@@ -58,7 +62,8 @@ func serveCmd() *cobra.Command {
 				advertise = "http://" + ln.Addr().String()
 			}
 			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
-				SubscriberOpts: httpapi.MemberOpts(advertise)})
+				StandbyReplicas: standbys,
+				SubscriberOpts:  httpapi.MemberOpts(advertise)})
 			if err != nil {
 				return err
 			}
@@ -77,6 +82,7 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at: published to the processors' group (reads are forwarded to it) and shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	registerRequestLog(cmd, &requestLog)
 	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s; the broker's group.min.session.timeout.ms must allow it)")
+	cmd.Flags().IntVar(&standbys, "standby-replicas", 0, "keep warm copies of the partitions of this many other instances (Kafka Streams' num.standby.replicas): each partition's standbys are the next N members after its owner in member-id order; a take-over then restores only what the standby had not applied (needs --brokers)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start")
 	return cmd
 }
@@ -140,6 +146,19 @@ func serveListener(ctx context.Context, s *httpapi.Server, ln net.Listener) erro
 		}
 		return err
 	}
+}
+
+// checkStandbys accepts --standby-replicas 0, or N > 0 with --brokers (a
+// shared cluster: the embedded broker's one process has no other member to
+// keep standbys of).
+func checkStandbys(n int, brokers []string) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("--standby-replicas %d: must be ≥ 0", n)
+	case n > 0 && len(brokers) == 0:
+		return fmt.Errorf("--standby-replicas %d: needs --brokers (standby replicas are copies of other instances' partitions on a shared Kafka cluster)", n)
+	}
+	return nil
 }
 
 // checkAdvertise accepts an empty --advertise (the listen address) or an

@@ -102,6 +102,11 @@ type Config struct {
 	// franz-go's 3 s. The broker must allow it (group.min.session.timeout.ms;
 	// `chronicle broker --group-min-session-timeout`).
 	SessionTimeout time.Duration
+	// StandbyReplicas is processors.RunnerConfig.StandbyReplicas (serve
+	// --standby-replicas; default 0). It needs Brokers: only a shared
+	// cluster's relay is fenced, and only a fenced relay leaves a standby
+	// partition's outbox rows unsent.
+	StandbyReplicas int
 }
 
 // DefaultProcessors are the processors a Chronicle service runs. Those
@@ -233,12 +238,16 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	// a global table runs outside the group only: in both it would apply
 	// the partitions this instance owns twice
 	group, global := processors.SplitGlobalTables(cfg.Processors)
+	if cfg.StandbyReplicas > 0 && len(cfg.Brokers) == 0 {
+		return fail(errors.New("pipeline: Config.StandbyReplicas: needs Brokers (standby replicas are kept for other instances of a shared cluster, whose outbox relay is fenced)"))
+	}
 	if len(group) == 0 {
 		return fail(errors.New("pipeline: Config.Processors: at least one processor must run in the consumer group (all are global tables)"))
 	}
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 		Group: cfg.Group, SubscriberOpts: append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...),
+		StandbyReplicas: cfg.StandbyReplicas,
 	}); err != nil {
 		return fail(err)
 	}

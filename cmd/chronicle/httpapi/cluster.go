@@ -38,6 +38,17 @@ type ClusterPartition struct {
 	// Restore is set on partitions this instance owns: its stored
 	// position at assignment, the end offset then, and how far it is.
 	Restore *ClusterRestore `json:"restore,omitempty"`
+	// Standby is set on partitions this instance keeps a standby replica
+	// of (serve --standby-replicas): how far its copy is.
+	Standby *ClusterStandby `json:"standby,omitempty"`
+}
+
+// ClusterStandby is this instance's standby replica of a partition another
+// member owns (processors.StandbyPartition).
+type ClusterStandby struct {
+	Next int64 `json:"next"`
+	End  int64 `json:"end"` // -1: not fetched yet
+	Lag  int64 `json:"lag"`
 }
 
 // ClusterRestore is the restore progress of a partition this instance
@@ -59,12 +70,18 @@ type ClusterView struct {
 	Rebalancing bool               `json:"rebalancing"`
 	Members     []ClusterMember    `json:"members"`
 	Partitions  []ClusterPartition `json:"partitions"`
+	// StandbyReplicas is this instance's --standby-replicas and Standbys
+	// the partitions it keeps standby replicas of, with their owner and
+	// lag (empty without).
+	StandbyReplicas int                           `json:"standby_replicas"`
+	Standbys        []processors.StandbyPartition `json:"standbys"`
 }
 
 // cluster serves GET /v1/cluster: the members of the processors' group
 // (kadm DescribeGroups) with the URL each advertises, this instance's
 // advertised URL, and per partition
-// its owner, lag and, for partitions owned here, restore progress. The
+// its owner, lag and, for partitions owned here, restore progress, for
+// partitions kept here as standby replicas, the standby's lag. The
 // view spans every scope: it needs a token that reads "*".
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	if needsAll(w, r) {
@@ -105,6 +122,12 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 		v.Members = append(v.Members, cm)
 	}
 	sort.Slice(v.Members, func(i, j int) bool { return v.Members[i].MemberID < v.Members[j].MemberID })
+	v.StandbyReplicas = s.P.Config.StandbyReplicas
+	v.Standbys = s.P.Runner.Standbys()
+	standby := map[tp]processors.StandbyPartition{}
+	for _, sp := range v.Standbys {
+		standby[tp{sp.Topic, sp.Partition}] = sp
+	}
 	restore := map[tp]processors.OwnedPartition{}
 	for _, p := range own.Partitions {
 		restore[tp{p.Topic, p.Partition}] = p
@@ -119,6 +142,9 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 			cp := ClusterPartition{Topic: l.Topic, Partition: l.Partition, Owner: owner[k], End: l.End}
 			if op, ok := restore[k]; ok {
 				cp.Restore = &ClusterRestore{From: op.RestoreFrom, End: op.RestoreEnd, Next: op.Next, Remaining: op.RestoreRemaining(), AssignedAt: op.AssignedAt}
+			}
+			if sp, ok := standby[k]; ok {
+				cp.Standby = &ClusterStandby{Next: sp.Next, End: sp.End, Lag: sp.Lag}
 			}
 			v.Partitions = append(v.Partitions, cp)
 		}

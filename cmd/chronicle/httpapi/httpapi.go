@@ -575,7 +575,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, map[string]any{"status": rep.Status, "lag": processors.TotalLag(lag), "rebalancing": rep.Rebalancing,
-		"stall_after": rep.StallAfter, "partitions": rep.Partitions, "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
+		"stall_after": rep.StallAfter, "partitions": rep.Partitions, "standbys": s.P.Runner.Standbys(), "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
 }
 
 // recordScope is the effective scope attribute of a structured event, ""
