@@ -37,8 +37,12 @@ type gated struct {
 
 func (g *gated) StatePerKey() bool { return true }
 
+// Apply blocks, once armed, on a session's completion: the batch it holds
+// then derives an evaluation, so a zombie has a derived event to write
+// twice (blocking on any record made the unfenced control flaky: a batch
+// with no completion derives nothing, and no second copy can show).
 func (g *gated) Apply(tx *projections.Tx, env *events.Envelope) error {
-	if g.armed.Load() {
+	if g.armed.Load() && env.Type == events.SessionCompleted {
 		g.once.Do(func() {
 			close(g.blocked)
 			<-g.release
