@@ -47,5 +47,24 @@ type Worker interface {
 	Handle(ctx context.Context, env *events.Envelope) error
 }
 
+// TypedWorker is implemented by a Worker that handles only a few event
+// types of its topic, as the tree-search ResumeWorker handles only
+// search.resumed.v1 of chronicle.searches. The Runner hands it only events
+// of those types: any other record is acknowledged after a look at its
+// "type" member, without the event being parsed and validated (the
+// topic's processors dead-letter an invalid one). Its consumer commits its
+// marks every second (kafkapubsub CommitInterval) instead of one commit
+// round trip per record, so after a crash up to a second of records is
+// handed again: Handle must be idempotent, as every Worker's should be
+// (at-least-once). On a busy topic this takes a second consumer's parse,
+// validation and commit off the path of every event (issue 12: the
+// ResumeWorker cost each search event about a third more CPU).
+type TypedWorker interface {
+	Worker
+	// Types are the event types Handle acts on; a nil or empty list hands
+	// it every event, as a plain Worker.
+	Types() []events.Type
+}
+
 // WorkerGroupID is the consumer group of worker w: chronicle.<worker>.<topic>.
 func WorkerGroupID(w Worker) string { return "chronicle." + w.Name() + "." + string(w.Topic()) }

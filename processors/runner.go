@@ -2,6 +2,7 @@ package processors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -174,8 +175,13 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	for _, w := range cfg.Workers {
 		w := w
+		types := workerTypes(w)
+		var commitEvery time.Duration
+		if types != nil {
+			commitEvery = time.Second // TypedWorker: most records are skipped, committed in bulk
+		}
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
-			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{},
+			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, CommitInterval: commitEvery,
 			// no worker acts on a fenced zombie's aborted writes (Fence)
 			// read_committed (the fenced relay writes in transactions), and
 			// the markers kept so that the workers' groups commit past them
@@ -187,6 +193,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			return nil, err
 		}
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
+			if types != nil && !types.wants(msg.Payload) {
+				return nil
+			}
 			env, err := events.ParseEvent(msg.Payload)
 			if err != nil {
 				return err
@@ -330,4 +339,35 @@ var resultLabel = map[projections.Result]string{
 
 func (m *Metrics) observe(proc string, res projections.Result) {
 	m.Events.WithLabelValues(proc, resultLabel[res]).Inc()
+}
+
+// typeSet is the event types a TypedWorker handles.
+type typeSet map[events.Type]bool
+
+// workerTypes is w's TypedWorker.Types as a set; nil when w handles every
+// event.
+func workerTypes(w Worker) typeSet {
+	tw, ok := w.(TypedWorker)
+	if !ok || len(tw.Types()) == 0 {
+		return nil
+	}
+	set := typeSet{}
+	for _, t := range tw.Types() {
+		set[t] = true
+	}
+	return set
+}
+
+// wants reports whether the event in payload (CloudEvents JSON) is of one
+// of the types, reading only its "type" member; a payload whose type
+// cannot be read is handed on, so that parsing it dead-letters it as
+// before.
+func (ts typeSet) wants(payload []byte) bool {
+	var head struct {
+		Type events.Type `json:"type"`
+	}
+	if err := json.Unmarshal(payload, &head); err != nil || head.Type == "" {
+		return true
+	}
+	return ts[head.Type]
 }
