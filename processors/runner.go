@@ -177,15 +177,19 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		w := w
 		types := workerTypes(w)
 		var commitEvery time.Duration
+		extra := []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}
 		if types != nil {
-			commitEvery = time.Second // TypedWorker: most records are skipped, committed in bulk
+			// TypedWorker: most records are skipped, so they are fetched
+			// and committed in bulk
+			commitEvery = time.Second
+			extra = append(extra, kgo.FetchMinBytes(typedFetchMinBytes), kgo.FetchMaxWait(TypedWorkerFetchWait))
 		}
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
 			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, CommitInterval: commitEvery,
 			// no worker acts on a fenced zombie's aborted writes (Fence)
 			// read_committed (the fenced relay writes in transactions), and
 			// the markers kept so that the workers' groups commit past them
-			ExtraOpts: append([]kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}, cfg.SubscriberOpts...),
+			ExtraOpts: append(extra, cfg.SubscriberOpts...),
 		}, cfg.Logger)
 		if err != nil {
 			r.pub.Close()
@@ -340,6 +344,14 @@ var resultLabel = map[projections.Result]string{
 func (m *Metrics) observe(proc string, res projections.Result) {
 	m.Events.WithLabelValues(proc, resultLabel[res]).Inc()
 }
+
+// TypedWorkerFetchWait is how long the broker holds a TypedWorker's fetch
+// to gather records (up to typedFetchMinBytes): the worker wakes once per
+// batch, at most this long after an event was written, instead of once
+// per event of its topic.
+const TypedWorkerFetchWait = 100 * time.Millisecond
+
+const typedFetchMinBytes = 1 << 20
 
 // typeSet is the event types a TypedWorker handles.
 type typeSet map[events.Type]bool
