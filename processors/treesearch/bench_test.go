@@ -11,6 +11,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -68,7 +69,9 @@ func startEvent(id string) events.Envelope {
 // broker to the frontier projection having applied it (p50/p99 per event,
 // the issue's target is p99 ≤ 2 ms), next to its baseline: the same events
 // applied straight to the store through the processor's Apply, without the
-// broker. Each search runs 25 expansions of 4 children.
+// broker, and the engine's generic path in the same run ("broker-sessions":
+// one session event per probe into the sessions projection, as chronicle
+// bench's latency probe). Each search runs 25 expansions of 4 children.
 func BenchmarkNodeExpansionToProjection(b *testing.B) {
 	const perSearch = 25
 	b.Run("broker", func(b *testing.B) {
@@ -145,6 +148,59 @@ func BenchmarkNodeExpansionToProjection(b *testing.B) {
 				b.Fatalf("search %s applied %d events of %d (%v)", key, s.Seq, n, err)
 			}
 		}
+		report(b, lat)
+	})
+	b.Run("broker-sessions", func(b *testing.B) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		waiting := map[string]chan struct{}{}
+		hook := func(proj string, keys []string) {
+			if proj != "sessions" {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range keys {
+				if ch, ok := waiting[k]; ok {
+					close(ch)
+					delete(waiting, k)
+				}
+			}
+		}
+		p, err := pipeline.Start(ctx, pipeline.Config{DataDir: b.TempDir(), KafkaListen: "127.0.0.1:0",
+			Processors: []processors.Processor{sessions.Processor{}}, Embedder: noEmbedder{}, CommitHook: hook})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		var lat []time.Duration
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			// as many events per op as the broker run: about 6.04
+			for j := 0; j < 6; j++ {
+				env, err := events.New(events.MinuteRecorded, "bench/latency", fmt.Sprintf("probe-%d-%d", i, j), time.Unix(1700000000, 0),
+					events.MinuteData{EventType: "message", Actor: "assistant", Data: []byte(`{"content":"probe"}`)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				env.SessionID = fmt.Sprintf("latency-%d-%d", i, j)
+				done := make(chan struct{})
+				mu.Lock()
+				waiting["s/"+events.EntityKey(env.EffectiveScope(), env.SessionID)] = done
+				mu.Unlock()
+				t0 := time.Now()
+				if err := p.Producer.Publish(ctx, env); err != nil {
+					b.Fatal(err)
+				}
+				select {
+				case <-done:
+					lat = append(lat, time.Since(t0))
+				case <-time.After(10 * time.Second):
+					b.Fatalf("probe %s not projected within 10 s", env.ID)
+				}
+			}
+		}
+		b.StopTimer()
 		report(b, lat)
 	})
 	b.Run("store-only", func(b *testing.B) {
