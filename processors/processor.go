@@ -54,10 +54,10 @@ type Worker interface {
 // "type" member, without the event being parsed and validated (the
 // topic's processors dead-letter an invalid one). Its consumer fetches in
 // batches (an event is handed up to TypedWorkerFetchWait, 100 ms, after it
-// was written) and commits its marks every second (kafkapubsub
+// was written) and commits its marks at that interval (kafkapubsub
 // CommitInterval) instead of one commit round trip per record, so after a
-// crash up to a second of records is handed again: Handle must be
-// idempotent, as every Worker's should be (at-least-once). On a busy topic this takes a second consumer's parse,
+// crash the records of up to that interval are handed again: Handle must
+// be idempotent, as every Worker's should be (at-least-once). On a busy topic this takes a second consumer's parse,
 // validation and commit off the path of every event (issue 12: the
 // ResumeWorker cost each search event about a third more CPU).
 type TypedWorker interface {

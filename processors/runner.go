@@ -181,7 +181,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		if types != nil {
 			// TypedWorker: most records are skipped, so they are fetched
 			// and committed in bulk
-			commitEvery = time.Second
+			commitEvery = TypedWorkerFetchWait
 			extra = append(extra, kgo.FetchMinBytes(typedFetchMinBytes), kgo.FetchMaxWait(TypedWorkerFetchWait))
 		}
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
@@ -348,7 +348,9 @@ func (m *Metrics) observe(proc string, res projections.Result) {
 // TypedWorkerFetchWait is how long the broker holds a TypedWorker's fetch
 // to gather records (up to typedFetchMinBytes): the worker wakes once per
 // batch, at most this long after an event was written, instead of once
-// per event of its topic.
+// per event of its topic. Its consumer commits its marks at the same
+// interval, so its group's lag (WorkerLag, which CaughtUp counts) is gone
+// at most two intervals after its last record.
 const TypedWorkerFetchWait = 100 * time.Millisecond
 
 const typedFetchMinBytes = 1 << 20
