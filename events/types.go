@@ -1,7 +1,6 @@
 package events
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 )
@@ -347,12 +346,11 @@ func EntityID(e *Envelope) (string, error) {
 	if ti.KeyField == "" {
 		return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: fmt.Sprintf("required for %s", e.Type)}
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(e.Data, &m); err != nil {
+	k, isStr, _, obj := dataMember(e.Data, ti.KeyField)
+	if !obj {
 		return "", &ValidationError{Index: -1, Pointer: "/data", Reason: "not a JSON object"}
 	}
-	var k string
-	if err := json.Unmarshal(m[ti.KeyField], &k); err != nil || k == "" {
+	if !isStr || k == "" {
 		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: "required as record key"}
 	}
 	if err := CheckID(k); err != nil {
@@ -364,16 +362,14 @@ func EntityID(e *Envelope) (string, error) {
 // keyField returns the data field name of e as an entity id when present
 // (ok true), checked with CheckID; absent or empty: ok false.
 func keyField(e *Envelope, name string) (string, bool, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(e.Data, &m); err != nil {
+	k, isStr, present, obj := dataMember(e.Data, name)
+	if !obj {
 		return "", false, &ValidationError{Index: -1, Pointer: "/data", Reason: "not a JSON object"}
 	}
-	raw, ok := m[name]
-	if !ok {
+	if !present {
 		return "", false, nil
 	}
-	var k string
-	if err := json.Unmarshal(raw, &k); err != nil {
+	if !isStr {
 		return "", false, &ValidationError{Index: -1, Pointer: "/data/" + name, Reason: "not a string"}
 	}
 	if k == "" {
