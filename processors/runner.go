@@ -2,7 +2,6 @@ package processors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -185,7 +184,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			extra = append(extra, kgo.FetchMinBytes(typedFetchMinBytes), kgo.FetchMaxWait(TypedWorkerFetchWait))
 		}
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
-			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, CommitInterval: commitEvery,
+			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, CommitInterval: commitEvery, Skip: types.skip(),
 			// no worker acts on a fenced zombie's aborted writes (Fence)
 			// read_committed (the fenced relay writes in transactions), and
 			// the markers kept so that the workers' groups commit past them
@@ -197,9 +196,6 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			return nil, err
 		}
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
-			if types != nil && !types.wants(msg.Payload) {
-				return nil
-			}
 			env, err := events.ParseEvent(msg.Payload)
 			if err != nil {
 				return err
@@ -372,16 +368,16 @@ func workerTypes(w Worker) typeSet {
 	return set
 }
 
-// wants reports whether the event in payload (CloudEvents JSON) is of one
-// of the types, reading only its "type" member; a payload whose type
-// cannot be read is handed on, so that parsing it dead-letters it as
-// before.
-func (ts typeSet) wants(payload []byte) bool {
-	var head struct {
-		Type events.Type `json:"type"`
+// skip is the subscription's Skip for a TypedWorker: records of other
+// types are never delivered; a record whose type cannot be read is, so
+// that parsing it dead-letters it as for any worker. nil for a worker that
+// handles every event.
+func (ts typeSet) skip() func(*kgo.Record) bool {
+	if ts == nil {
+		return nil
 	}
-	if err := json.Unmarshal(payload, &head); err != nil || head.Type == "" {
-		return true
+	return func(r *kgo.Record) bool {
+		t, ok := events.RecordType(r)
+		return ok && !ts[t]
 	}
-	return ts[head.Type]
 }
