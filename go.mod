@@ -34,7 +34,7 @@ require (
 	google.golang.org/grpc v1.66.2
 )
 
-require github.com/valyala/fastjson v1.6.10 // indirect
+require github.com/valyala/fastjson v1.6.10
 
 require (
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect

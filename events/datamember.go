@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	gojson "github.com/goccy/go-json"
-	"github.com/valyala/fastjson"
 )
 
 // dataString reads the member name of data the way encoding/json decodes
@@ -23,33 +22,9 @@ import (
 func dataString(data []byte, name string) (k string, obj, present, str bool) {
 	// \u escapes take encoding/json: fastjson keeps a lone surrogate's
 	// escape as text where encoding/json writes U+FFFD
-	if utf8.Valid(data) && !bytes.Contains(data, []byte(`\u`)) {
-		p := fastParsers.Get().(*fastjson.Parser)
-		defer fastParsers.Put(p)
-		if v, err := p.ParseBytes(data); err == nil && gojson.Valid(data) {
-			if v.Type() == fastjson.TypeNull { // decodes into a nil map
-				return "", true, false, false
-			}
-			o, err := v.Object()
-			if err != nil {
-				return "", false, false, false
-			}
-			var m *fastjson.Value
-			o.Visit(func(key []byte, v *fastjson.Value) {
-				if string(key) == name {
-					m = v
-				}
-			})
-			switch {
-			case m == nil:
-				return "", true, false, false
-			case m.Type() == fastjson.TypeNull:
-				return "", true, true, true
-			case m.Type() == fastjson.TypeString:
-				return string(m.GetStringBytes()), true, true, true
-			}
-			return "", true, true, false
-		}
+	if utf8.Valid(data) && !bytes.Contains(data, []byte(`\u`)) && gojson.Valid(data) {
+		k, str, present, obj = dataMember(data, name)
+		return k, obj, present, str
 	}
 	return dataStringSlow(data, name)
 }

@@ -47,5 +47,28 @@ type Worker interface {
 	Handle(ctx context.Context, env *events.Envelope) error
 }
 
+// TypedWorker is implemented by a Worker that handles only a few event
+// types of its topic, as the tree-search ResumeWorker handles only
+// search.resumed.v1 of chronicle.searches. The Runner hands it only events
+// of those types: any other record is skipped by its subscription
+// (kafkapubsub SubscriberConfig.Skip) after a look at its type
+// (events.RecordType), never converted, parsed, validated or delivered as
+// a message (the topic's processors dead-letter an invalid one). Its
+// consumer fetches in batches (an event is handed up to
+// TypedWorkerFetchWait, 100 ms, after it was written) and commits its
+// marks at that interval (kafkapubsub CommitInterval) instead of one
+// commit round trip per record, so after a crash the records of up to
+// that interval are handed again: Handle must be idempotent, as every
+// Worker's should be (at-least-once). On a busy topic this takes a second
+// consumer's work off the path of every event (issue 12: the ResumeWorker
+// cost each search event about a third more CPU and doubled the tail of
+// BenchmarkNodeExpansionToProjection).
+type TypedWorker interface {
+	Worker
+	// Types are the event types Handle acts on; a nil or empty list hands
+	// it every event, as a plain Worker.
+	Types() []events.Type
+}
+
 // WorkerGroupID is the consumer group of worker w: chronicle.<worker>.<topic>.
 func WorkerGroupID(w Worker) string { return "chronicle." + w.Name() + "." + string(w.Topic()) }

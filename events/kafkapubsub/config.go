@@ -153,6 +153,13 @@ type SubscriberConfig struct {
 	// franz-go's group management goroutine and must be fast and safe for
 	// concurrent use. Default: nil.
 	InitialOffsets func(topic string, partition int32) (next int64, ok bool)
+
+	// Skip, when set, is asked about every record before it is
+	// unmarshaled: a record it skips is never delivered and counts as
+	// acknowledged (committed like an Ack). A consumer that handles a few
+	// event types of a busy topic skips the others here, without a message
+	// per record. Default: nil, every record is delivered.
+	Skip func(*kgo.Record) bool
 }
 
 func (c *SubscriberConfig) setDefaults() {

@@ -251,6 +251,9 @@ func (s *subscription) fromStart(partition int32, recs []*kgo.Record) []*kgo.Rec
 // rec is not in flight (before it is sent, and between a Nack and its
 // redelivery), it gives way to a group rebalance that is waiting.
 func (s *subscription) deliver(rec *kgo.Record) outcome {
+	if s.cfg.Skip != nil && s.cfg.Skip(rec) {
+		return s.commit(rec)
+	}
 	for {
 		msg, err := s.cfg.Unmarshaler.Unmarshal(rec)
 		if err != nil {

@@ -71,6 +71,14 @@ func (*ResumeWorker) Name() string { return ResumeWorkerName }
 // Topic implements processors.Worker.
 func (*ResumeWorker) Topic() events.Topic { return events.TopicSearches }
 
+// Types implements processors.TypedWorker: the worker acts on
+// search.resumed.v1 only, so the runner skips every other search event
+// without parsing it (each expansion writes k + 2 events; a resume is one
+// per human decision), fetching and committing in 100 ms batches. A
+// resume handed again after a crash finds the search moved on, or drives
+// it with the same event ids (see ResumeWorker).
+func (*ResumeWorker) Types() []events.Type { return []events.Type{events.SearchResumed} }
+
 func (w *ResumeWorker) logf(format string, args ...any) {
 	if w.Log != nil {
 		w.Log(format, args...)
