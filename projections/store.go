@@ -81,17 +81,18 @@ type Options struct {
 	// CacheSize is Pebble's block cache in bytes, filled as blocks are
 	// read (a small store uses little of it). Default 256 MiB (Pebble's own
 	// default is 8 MiB). Chosen on BenchmarkPerEventCost (200,000 events
-	// through the sessions processor, CPU per event of the last 20,000):
-	// 85–106 µs with 64 MiB, 50 µs with 256 MiB, 49–55 µs with 512 MiB
-	// (64 MiB memtables): past ~100k events the idempotency-key and
-	// session-row reads go to sstables, and a small cache re-reads their
-	// index, filter and data blocks.
+	// through the sessions processor, process CPU per event of the last
+	// 20,000 against the first 20,000): ×1.81–1.94 (82–106 µs) with 64 MiB,
+	// ×1.06–1.36 (43–53 µs) with 256 MiB on a quiet machine, ×1.16–1.34 with
+	// 512 MiB (64 MiB memtables each): past ~100k events the
+	// idempotency-key and session-row reads go to sstables, and a small
+	// cache re-reads their index, filter and data blocks.
 	CacheSize int64
 	// MemTableSize is the size of each memtable in bytes. Default 64 MiB
 	// (Pebble's: 4 MiB; Pebble starts a store's first memtable small and
 	// doubles it up to this): fewer, larger flushes while events arrive in
-	// bursts; with a 64 MiB cache, 63 µs per event at 200k against 85–89 µs
-	// with 32 MiB memtables (BenchmarkPerEventCost, as above).
+	// bursts; with a 256 MiB cache, ×1.19–1.44 with 32 MiB memtables against
+	// ×1.06–1.36 with 64 MiB (BenchmarkPerEventCost, as above).
 	MemTableSize uint64
 	// BloomBitsPerKey is the bloom filter of every level's tables, in bits
 	// per key. Default 10 (about 1% false positives); negative disables the
