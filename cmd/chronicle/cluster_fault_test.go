@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,6 +430,51 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 	return out
 }
 
+// readableEverywhere checks issue 15's "every session readable from every
+// instance": a sample of 6 of the acknowledged sessions (ids), each read
+// with GET /v1/sessions/{id} from every live instance, which forwards to
+// the partition's owner. A session's owner may still be restoring or
+// catching up, so each read may take up to faultStall to answer 200.
+func (c *cluster) readableEverywhere(ctx context.Context, ids []string, rng *rand.Rand, when string) {
+	c.t.Helper()
+	if len(ids) == 0 {
+		return
+	}
+	sample := map[string]bool{}
+	for len(sample) < min(6, len(ids)) {
+		sample[ids[rng.IntN(len(ids))]] = true
+	}
+	for _, m := range c.all() {
+		if !m.alive.Load() {
+			continue
+		}
+		for id := range sample {
+			u := "http://" + m.http + "/v1/sessions/" + url.PathEscape(id) + "?scope=" + url.QueryEscape(taubench.Scope)
+			deadline := time.Now().Add(faultStall)
+			for {
+				code, body := 0, ""
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+					resp.Body.Close()
+					code, body = resp.StatusCode, string(b)
+				} else {
+					body = err.Error()
+				}
+				if code == http.StatusOK {
+					break
+				}
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					c.t.Fatalf("%s: session %s not readable from %s within %s: %d %s", when, id, m.name, faultStall, code, body)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	c.t.Logf("%s: %d sessions read from every live instance", when, len(sample))
+}
+
 // relaySources are the CloudEvents sources of the derived events the
 // group's processors emit (projections.Tx.Emit: "chronicle/<processor>"),
 // which only the (fenced) outbox relay of a partition's owner writes. The
@@ -533,8 +580,17 @@ func faultRun(t *testing.T, plan faultPlan) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	var acked atomic.Int64
+	var acked, ackedSessions atomic.Int64
 	importDone := make(chan error, 1)
+	// sessionIDs of the batches, in import order
+	sessionIDs := make([]string, len(batches))
+	for i, b := range batches {
+		sessionIDs[i] = b[0].SessionID
+	}
+	readable := func(when string) {
+		n := int(ackedSessions.Load())
+		c.readableEverywhere(ctx, sessionIDs[:n], rng, when)
+	}
 	go func() {
 		pause := plan.importFor / time.Duration(len(batches))
 		for _, b := range batches {
@@ -543,6 +599,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 				return
 			}
 			acked.Add(int64(len(b)))
+			ackedSessions.Add(1)
 			time.Sleep(pause)
 		}
 		importDone <- nil
@@ -605,6 +662,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 			t.Logf("SIGKILL %s (no sessions partitions) at %d events", victim.name, acked.Load())
 		}
 		checkDerived(ctx, t, c.brokers, fmt.Sprintf("after SIGKILL %d", k+1))
+		readable(fmt.Sprintf("after SIGKILL %d", k+1))
 		c.start(victim) // the same data directory: it resumes from its stored offsets
 	}
 
@@ -641,6 +699,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 		stopped.Store(false)
 		time.Sleep(3 * time.Second) // the resumed instance relays what it had, learns of its eviction, rejoins
 		checkDerived(ctx, t, c.brokers, "after SIGSTOP/SIGCONT")
+		readable("after SIGSTOP/SIGCONT")
 		b, _ := os.ReadFile(victim.log)
 		t.Logf("the resumed instance's relay was fenced %d times (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH in its log)",
 			strings.Count(string(b), "PRODUCER_FENCED")+strings.Count(string(b), "INVALID_PRODUCER_EPOCH"))
@@ -664,6 +723,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 			}
 		}
 		checkDerived(ctx, t, c.brokers, "after a graceful leave")
+		readable("after a graceful leave")
 	}
 	if err := <-importDone; err != nil {
 		t.Fatalf("import: %v", err)
