@@ -208,23 +208,8 @@ func waitFor(t testing.TB, within time.Duration, cond func() string) {
 func TestTwoInstancesSplitAndHandOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
-	brokers := brk.Addrs()
-
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 4})
 	const nSessions = 40
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
 	publish := func(from, to int) {
 		for _, r := range recs[from:to] {
 			envs, err := taubench.Events(r)
@@ -498,4 +483,28 @@ func handOver(b *testing.B, recs []taubench.Record, heartbeat time.Duration) (fi
 		time.Sleep(5 * time.Millisecond)
 	}
 	return first, caught
+}
+
+// sampleLog starts an embedded broker with cfg (its DataDir a temporary
+// directory, listening on a free loopback port), and returns its
+// addresses, the bundled tau-bench records and a producer to it; broker and
+// producer are closed when the test ends.
+func sampleLog(ctx context.Context, t *testing.T, cfg broker.Config) ([]string, []taubench.Record, *events.Producer) {
+	t.Helper()
+	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
+	brk, err := broker.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brk.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return brk.Addrs(), recs, prod
 }

@@ -182,22 +182,8 @@ func TestFenceZombieWrites(t *testing.T) {
 func zombie(t *testing.T, fenced bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 2, GroupMinSessionTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
-	brokers := brk.Addrs()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2, GroupMinSessionTimeout: 300 * time.Millisecond})
 	const nSessions = 30
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
 	completed := 0
 	publish := func(from, to int) {
 		for _, r := range recs[from:to] {

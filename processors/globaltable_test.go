@@ -95,21 +95,7 @@ func projectionRows(t *testing.T, store *projections.Store, proj string) []strin
 func TestGlobalTablesAcrossInstances(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
-	brokers := brk.Addrs()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 4})
 
 	group := []processors.Processor{sessions.Processor{}, toolgraph.Transitions{}}
 	global := []processors.Processor{toolgraph.Processor{}, sessions.PatternsProcessor{}}
@@ -251,21 +237,7 @@ func firstDiff(a, b []string) string {
 func TestGlobalTableRunnerResumesFromStoredOffsets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
-	brokers := brk.Addrs()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2})
 	publish := func(from, to int) {
 		for _, r := range recs[from:to] {
 			envs, err := taubench.Events(r)

@@ -42,21 +42,7 @@ func (h held) Apply(tx *projections.Tx, env *events.Envelope) error {
 func TestOwnershipRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
-	brokers := brk.Addrs()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 4})
 	for _, r := range recs[:20] {
 		envs, err := taubench.Events(r)
 		if err != nil {
