@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/cockroachdb/pebble"
@@ -148,7 +149,14 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		if sum == nil {
 			sum = ContentHash(it.Env)
 		}
-		prev, closer, gerr := b.Get(dk)
+		var (
+			prev   []byte
+			closer io.Closer
+			gerr   = pebble.ErrNotFound
+		)
+		if !s.keys.absent(dk) {
+			prev, closer, gerr = b.Get(dk)
+		}
 		switch {
 		case gerr == nil:
 			// values written before content hashes were kept hold the offset only
@@ -192,6 +200,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		}
 		outbox = append(outbox, withSource(it, tx.out...)...)
 		touched = append(touched, tx.touched...)
+		s.keys.add(dk) // before the commit: the filter never misses a stored key
 		if err := b.Set(dk, dedupValue(it.Pos.Offset, sum), nil); err != nil {
 			return 0, -1, err
 		}

@@ -146,6 +146,11 @@ type Store struct {
 	hooks   []CommitHook
 	// lastCommit is when a processor's batch last committed (Unix ns).
 	lastCommit atomic.Int64
+	// keys tells idempotency keys that are certainly not stored (nil for
+	// a read-only store); filled is closed when its background fill ends.
+	keys    *keyFilter
+	filled  chan struct{}
+	closing atomic.Bool
 }
 
 // SinceCommit is how long ago a processor's batch last committed (a large
@@ -198,7 +203,36 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	s.filled = make(chan struct{})
+	if opts.ReadOnly {
+		close(s.filled)
+	} else {
+		s.keys = newKeyFilter()
+		go s.fillKeys()
+	}
 	return s, nil
+}
+
+// fillKeys adds every stored idempotency key to s.keys and marks it ready
+// (at once for a store without any). Keys committed after its iterator was
+// opened were added by their batches. It stops early when the store closes.
+func (s *Store) fillKeys() {
+	defer close(s.filled)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixDedup), UpperBound: upper(prefixDedup)})
+	if err != nil {
+		return // never ready: every check reads the store, as without a filter
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		if n++; n%4096 == 0 && s.closing.Load() {
+			return
+		}
+		s.keys.add(it.Key())
+	}
+	if it.Error() == nil {
+		s.keys.ready.Store(true)
+	}
 }
 
 func (s *Store) load() error {
@@ -225,7 +259,11 @@ func (s *Store) load() error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closing.Store(true)
+	<-s.filled
+	return s.db.Close()
+}
 
 // Dir is the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
