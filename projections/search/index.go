@@ -165,12 +165,24 @@ func (ix *Index) col(c Collection) *collection {
 
 // vectors returns the cached vectors of texts, embedding the misses.
 func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, error) {
+	return ix.embedCached(ctx, texts, nil)
+}
+
+// vectorKey is the vector cache's key of text for the index's model.
+func (ix *Index) vectorKey(text string) string {
+	h := sha256.Sum256([]byte(text))
+	return "vec/" + ix.emb.Model() + "/" + strconv.Itoa(ix.emb.Dim()) + "/" + hex.EncodeToString(h[:16])
+}
+
+// embedCached is vectors; before each batch it embeds it calls before
+// (when set), which the background warm-up uses to yield to the
+// processors.
+func (ix *Index) embedCached(ctx context.Context, texts []string, before func()) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	var missing []int
 	keys := make([]string, len(texts))
 	for i, t := range texts {
-		h := sha256.Sum256([]byte(t))
-		keys[i] = "vec/" + ix.emb.Model() + "/" + strconv.Itoa(ix.emb.Dim()) + "/" + hex.EncodeToString(h[:16])
+		keys[i] = ix.vectorKey(t)
 		b, ok, err := ix.store.GetCache(keys[i])
 		if err != nil {
 			return nil, err
@@ -185,8 +197,18 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 		}
 		missing = append(missing, i)
 	}
-	for start := 0; start < len(missing); start += 64 {
-		batch := missing[start:min(start+64, len(missing))]
+	size := 64
+	if before != nil {
+		size = WarmBatch
+	}
+	for start := 0; start < len(missing); start += size {
+		batch := missing[start:min(start+size, len(missing))]
+		if before != nil {
+			before()
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		in := make([]string, len(batch))
 		for j, i := range batch {
 			in[j] = texts[i]
@@ -228,12 +250,15 @@ func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, erro
 // window, hence the rewrite one sync later. Vectors are cached, so the
 // cost is one upload and one rewrite of each collection per outage. A
 // restart that no sync sees fail (between two syncs) is not detected.
-func (ix *Index) Sync(ctx context.Context) error {
+func (ix *Index) Sync(ctx context.Context) error { return ix.syncAll(ctx, false) }
+
+// syncAll is Sync; cachedOnly is sync's.
+func (ix *Index) syncAll(ctx context.Context, cachedOnly bool) error {
 	ix.syncMu.Lock()
 	defer ix.syncMu.Unlock()
 	var errs []error
 	for _, c := range ix.cols {
-		if err := ix.sync(ctx, c); err != nil {
+		if err := ix.sync(ctx, c, cachedOnly); err != nil {
 			errs = append(errs, fmt.Errorf("search: %s: %w", c.Collection, err))
 		}
 	}
@@ -251,7 +276,12 @@ func (ix *Index) Sync(ctx context.Context) error {
 // dirty set, reads the documents (at least as new as the snapshot: a hook
 // runs after its commit), and after a successful upsert clears only the
 // ids not changed again meanwhile (same generation).
-func (ix *Index) sync(ctx context.Context, c *collection) error {
+//
+// With cachedOnly, a loaded collection outside repair pushes only the
+// documents whose vectors are cached and leaves the others dirty for a
+// later sync (the background sync: warm embeds them behind the
+// processors).
+func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error {
 	var ids []string
 	ix.mu.Lock()
 	loaded, rewrite, seen, upTo := c.loaded, c.repair == 1, make(map[string]uint64, len(c.dirty)), ix.gen
@@ -274,6 +304,18 @@ func (ix *Index) sync(ctx context.Context, c *collection) error {
 	texts := make([]string, len(docs))
 	for i := range docs {
 		texts[i] = EmbedText(c.Collection, docs[i])
+	}
+	if cachedOnly && loaded && c.repair == 0 {
+		kept := 0
+		for i := range docs {
+			if _, ok, err := ix.store.GetCache(ix.vectorKey(texts[i])); err != nil {
+				return err
+			} else if ok {
+				docs[kept], texts[kept] = docs[i], texts[i]
+				kept++
+			}
+		}
+		docs, texts = docs[:kept], texts[:kept]
 	}
 	vecs, err := ix.vectors(ctx, texts)
 	if err != nil {
@@ -463,8 +505,11 @@ func (ix *Index) PendingIn(coll Collection) int {
 // Run keeps the vector store in step until ctx ends: it syncs every
 // interval (default 1 s), behind the processors — it waits until they
 // have been idle (no batch committed) for IdleBeforeSync, at most 5
-// intervals, so embedding takes the cores only between bursts of events or
-// once every 5 intervals under a constant load — and, while the store fails (Weaviate down), retries
+// intervals, then embeds what the cache lacks WarmBatch texts at a time,
+// waiting again (at most one interval) before each batch, so under a
+// constant load embedding takes at most one batch per interval (about 5%
+// of one core with USE lite) and between bursts of events all it needs;
+// Pending shows how far behind it is — and, while the store fails (Weaviate down), retries
 // with exponential backoff (backoff/v4, from 1 s up to 30 s) and lags —
 // Pending grows — without holding up the processors. Nothing is lost: a
 // document stays pending until an upsert of it succeeds, and after a
@@ -484,7 +529,11 @@ func (ix *Index) Run(ctx context.Context, interval time.Duration, onErr func(err
 		case <-time.After(wait):
 		}
 		ix.waitIdle(ctx, 5*interval)
-		if err := ix.Sync(ctx); err != nil {
+		err := ix.warm(ctx, interval)
+		if err == nil {
+			err = ix.syncAll(ctx, true) // what changed during warm waits for the next round
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -497,6 +546,47 @@ func (ix *Index) Run(ctx context.Context, interval time.Duration, onErr func(err
 		bo.Reset()
 		wait = interval
 	}
+}
+
+// WarmBatch is how many texts the background sync embeds between two
+// looks at the processors (see Run): about 50 ms of one core with USE lite.
+const WarmBatch = 16
+
+// warm embeds into the vector cache the texts of the documents that
+// changed since the last sync (every document before the first) and that
+// the cache lacks, WarmBatch at a time, waiting before each batch until the
+// processors have been idle for IdleBeforeSync, at most maxWait. It holds
+// no lock while it waits, so a search (which syncs) never waits behind it;
+// the Sync that follows finds the vectors cached.
+func (ix *Index) warm(ctx context.Context, maxWait time.Duration) error {
+	for _, c := range ix.cols {
+		var ids []string
+		ix.mu.Lock()
+		loaded := c.loaded
+		for id := range c.dirty {
+			ids = append(ids, id)
+		}
+		ix.mu.Unlock()
+		if loaded && len(ids) == 0 {
+			continue
+		}
+		if !loaded {
+			ids = nil
+		}
+		sort.Strings(ids)
+		docs, _, err := c.Docs(ix.store, ids)
+		if err != nil {
+			return fmt.Errorf("search: %s: %w", c.Collection, err)
+		}
+		texts := make([]string, len(docs))
+		for i := range docs {
+			texts[i] = EmbedText(c.Collection, docs[i])
+		}
+		if _, err := ix.embedCached(ctx, texts, func() { ix.waitIdle(ctx, maxWait) }); err != nil {
+			return fmt.Errorf("search: %s: %w", c.Collection, err)
+		}
+	}
+	return nil
 }
 
 // IdleBeforeSync is how long the processors must have committed nothing
