@@ -15,6 +15,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -177,6 +178,65 @@ func TestLiveEqualsReplay(t *testing.T) {
 			t.Errorf("evaluation %s relayed %d times", id, n)
 		}
 	}
+	// every record the processors derived is valid against its schema
+	// (events.Derive leaves that to the reader) and none was dead-lettered
+	derived := 0
+	for _, tp := range events.AllTopics {
+		recs := readAll(ctx, t, p, tp)
+		if tp == events.TopicDeadLetter && len(recs) > 0 {
+			t.Errorf("%d records dead-lettered, the first: %s", len(recs), recs[0].Value)
+		}
+		for _, r := range recs {
+			env, err := events.FromRecord(r)
+			if err != nil {
+				t.Errorf("%s offset %d: %v", tp, r.Offset, err)
+			} else if info, _ := events.Lookup(env.Type); info.Derived {
+				derived++
+			}
+		}
+	}
+	if derived < 100 {
+		t.Fatalf("only %d derived records in the log", derived)
+	}
+}
+
+// readAll reads topic tp from its start to its end offsets.
+func readAll(ctx context.Context, t *testing.T, p *pipeline.Pipeline, tp events.Topic) []*kgo.Record {
+	t.Helper()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, string(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	if want == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(tp)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	seen := int64(0) // records and transaction markers: every offset
+	for seen < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: read %d of %d offsets", tp, seen, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
 }
 
 func testCounter(t *testing.T, p *pipeline.Pipeline, name string) float64 {
@@ -274,4 +334,22 @@ func TestForeignLogIsRefused(t *testing.T) {
 		t.Fatalf("projections without their log: %v, want ErrForeignLog", err)
 	}
 	t.Log(err)
+}
+
+// events.Derive validates only the types on chronicle.learned; the engine
+// validates the others where they are read. That holds only while every
+// other topic a derived type lands on is read by a default processor.
+func TestDerivedTopicsAreRead(t *testing.T) {
+	read := map[events.Topic]bool{}
+	for _, p := range pipeline.DefaultProcessors() {
+		for _, tp := range p.Topics() {
+			read[tp] = true
+		}
+	}
+	for _, typ := range events.Types() {
+		info, _ := events.Lookup(typ)
+		if info.Derived && info.Topic != events.TopicLearned && !read[info.Topic] {
+			t.Errorf("derived type %s lands on %s, which no default processor reads: nothing would validate it", typ, info.Topic)
+		}
+	}
 }
