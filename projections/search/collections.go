@@ -72,14 +72,19 @@ type Source struct {
 }
 
 // EmbedText is the text the index embeds for a document of collection c:
-// DocText, except for coordination patterns, whose vector is made from
-// their title (the tool chain) and description (the goal) only. Their
-// content — every step with its argument names — is for BM25; embedding
-// it made each new pattern cost about 2.5 times as much (USE lite reads up
-// to 128 tokens, and a step list fills them), which in the ingest benchmark
-// took CPU from the processors.
+// its title and description. For coordination patterns that is the tool
+// chain and the goal; their content — every step with its argument names —
+// is for BM25 (embedding it made each new pattern cost about 2.5 times as
+// much: USE lite reads up to 128 tokens, and a step list fills them, which
+// in the ingest benchmark took CPU from the processors). For memories it
+// is the ReasoningBank item's title and one-sentence description ("Use
+// when <goal>: …" for a distilled strategy) without the content (issue
+// 11): the content of distilled strategies is their tool steps, so a
+// vector of the whole text put strategies of other tasks with the same
+// tools first by cosine. Tools keep their whole text (DocText). Every
+// document is BM25-indexed by DocText, content included.
 func EmbedText(c Collection, d Doc) string {
-	if c == Patterns {
+	if c == Patterns || c == Memories || c == "" {
 		return d.Title + "\n" + d.Description
 	}
 	return DocText(d)
