@@ -47,7 +47,9 @@ func TestTuneRanking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	variants := []search.Ranking{search.DefaultRanking, {Fusion: search.FusionAlpha}, {Fusion: search.FusionRRF, K: 60, VectorWeight: 0, LexicalWeight: 1}}
+	noCollapse := search.DefaultRanking
+	noCollapse.DuplicateJaccard = 0
+	variants := []search.Ranking{search.DefaultRanking, noCollapse, {Fusion: search.FusionAlpha}, {Fusion: search.FusionRRF, K: 60, VectorWeight: 0, LexicalWeight: 1}}
 	for _, lw := range []float64{0.5, 1, 2, 3} {
 		variants = append(variants,
 			search.Ranking{Fusion: search.FusionConvex, VectorWeight: 1, LexicalWeight: lw, DuplicateJaccard: 0.9},
@@ -71,7 +73,7 @@ func TestTuneRanking(t *testing.T) {
 	}
 	for _, v := range variants {
 		b.ix.SetRanking(v)
-		line := fmt.Sprintf("%-7s K=%-3v weights %v/%v:", v.Fusion, v.K, v.VectorWeight, v.LexicalWeight)
+		line := fmt.Sprintf("%-7s K=%-3v weights %v/%v collapse %v:", v.Fusion, v.K, v.VectorWeight, v.LexicalWeight, v.DuplicateJaccard)
 		for _, set := range []struct {
 			name  string
 			cases []recallCase
