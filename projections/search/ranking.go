@@ -59,17 +59,17 @@ type Ranking struct {
 // untuned alpha 0.5) and near-duplicates (Jaccard ≥ 0.9 of their word
 // sets) collapsed; since issue 11 the memory's vector is made from its
 // title and description only (EmbedText). It replaced reciprocal-rank
-// fusion with K = 3 and the BM25 list weighted 3, which lost to BM25
-// alone on the report half of pair_recall_at_3: RRF turns a decisive
-// BM25 win (the same task's goal sentence, 46 against 11 for the next
-// memory) into one rank step, which a memory of another task with the
-// same tool sequence, first by cosine, overtook. The choice was made on
-// the tuning half of pair_recall_at_3, on the tau-bench tasks in neither
-// half and on the tuning half of the Reflexion reflection recall
-// (processors/pair TestTuneRanking; README "Retrieval quality"), never on
-// a report half. RRF stays available (FusionRRF) for comparisons, as does
-// the design's alpha rule (FusionAlpha), which ranked every memory with
-// fewer than 5 observations by meaning alone.
+// fusion with K = 3 and the BM25 list weighted 3 over whole-text vectors,
+// which keeps only ranks: a BM25 score several times the next memory's
+// counts one rank step. The choice was made on tuning sets only — the
+// tuning half of pair_recall_at_3, the tau-bench tasks in neither half
+// and the tuning half of the Reflexion reflection recall (processors/pair
+// TestTuneRanking, processors/passes TestTuneReflectionRanking) — where
+// it scored 27/28, 26/32 and 33/34 against 27/28, 22/32 and 33/34 for the
+// previous default (README "Retrieval quality", which also reports the
+// report halves). RRF stays available (FusionRRF) for comparisons, as
+// does the design's alpha rule (FusionAlpha), which ranked every memory
+// with fewer than 5 observations by meaning alone.
 var DefaultRanking = Ranking{Fusion: FusionConvex, VectorWeight: 1, LexicalWeight: 1, DuplicateJaccard: 0.9}
 
 // OtherRanking ranks the collections other than memories (coordination

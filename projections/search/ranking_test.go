@@ -115,12 +115,12 @@ func TestConvexRelevance(t *testing.T) {
 	}
 }
 
-// The failure DefaultRanking replaced: the same task's strategy is first
-// by BM25 by a wide margin (its goal sentence) but 20th by cosine, while
-// a strategy of another task with the same tools is first by cosine and
-// second by BM25. Reciprocal-rank fusion (K = 3, BM25 weighted 3, the
-// previous default) keeps only the ranks and puts the other task first;
-// the convex combination keeps the BM25 margin.
+// What rank-only fusion loses: the same task's strategy is first by BM25
+// by a wide margin (its goal sentence) but 20th by cosine, while a
+// strategy of another task with the same tools is first by cosine and
+// second by BM25 (a constructed fixture). Reciprocal-rank fusion (K = 3,
+// BM25 weighted 3, the previous default) keeps only the ranks and puts
+// the other task first; the convex combination keeps the BM25 margin.
 func TestConvexKeepsLexicalMargin(t *testing.T) {
 	cands := []Candidate{
 		{Doc: Doc{ID: "same-task", Scope: "org:o"}, Cosine: 0.70, HasCosine: true, BM25: 46.7, HasBM25: true},
