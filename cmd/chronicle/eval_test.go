@@ -37,4 +37,9 @@ func TestEval(t *testing.T) {
 	if len(rep.Reflexion) != 2 || rep.Reflexion[0].Reflections == nil || rep.Reflexion[1].Reflections != nil {
 		t.Fatalf("reflexion reports %+v", rep.Reflexion)
 	}
+	// issue 11: on the second data set (reflection memories, report half)
+	// the ranking as served finds at least what BM25 alone finds
+	if rr := rep.Reflexion[0].Reflections; rr.Model < rr.Lexical || rr.ReportCases == 0 {
+		t.Fatalf("reflection recall@3 on %d report questions: ranking %.3f < BM25 %.3f", rr.ReportCases, rr.Model, rr.Lexical)
+	}
 }

@@ -55,7 +55,8 @@ const RecallK = 3
 //
 // Tuning and Report are the figures over the two halves of the tasks
 // (tuningTasks). The ranking's constants were chosen on the tuning half
-// only (TestTuneRanking); the report half is the figure for a ranking not
+// only (TestTuneRanking, which also scores tau-bench tasks in neither
+// half); the report half is the figure for a ranking not
 // tuned on it.
 func RecallAt3(recs []taubench.Record, emb embedder.Embedder) (Recall, error) {
 	ctx := context.Background()

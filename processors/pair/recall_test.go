@@ -8,12 +8,14 @@ import (
 )
 
 // pair_recall_at_3 on the 200 bundled tau-bench sessions with USE lite,
-// search.DefaultRanking and goal-expanded queries. Measured: all 58 cases
-// model 51/58 = 0.8793, BM25 on the gap alone 46/58 = 0.7931, with
-// patterns 47/58 = 0.8103; report half (30 cases, never tuned on) model
-// 24/30 = 0.8000, BM25 gap only 24/30 = 0.8000, BM25 with goal 27/30 =
-// 0.9000. The assertions are those numbers rounded down to two decimals;
-// they move when the distiller's wording or the ranking changes.
+// search.DefaultRanking (convex combination, title + description
+// vectors) and goal-expanded queries. Measured: all 58 cases model 51/58
+// = 0.8793, BM25 on the gap alone 46/58 = 0.7931, with patterns 48/58 =
+// 0.8276; report half (30 cases, never tuned on) model 24/30 = 0.8000,
+// BM25 gap only 24/30 = 0.8000, BM25 with goal 27/30 = 0.9000, with
+// patterns 24/30 = 0.8000. The assertions are those numbers rounded down
+// to two decimals; they move when the distiller's wording or the ranking
+// changes.
 func TestRecallAt3(t *testing.T) {
 	recs, err := taubench.SampleRecords()
 	if err != nil {
@@ -34,8 +36,8 @@ func TestRecallAt3(t *testing.T) {
 		t.Errorf("n = %d (%d + %d), want 58 (failed sessions below composite 95 whose task has a successful trial)", r.Sessions, r.Tuning.Sessions, r.Report.Sessions)
 	}
 	rep := r.Report
-	if rep.Model < 0.80 || rep.Model < rep.Lexical || r.Model < 0.87 || r.Lexical < 0.79 || r.WithPatterns < 0.81 {
-		t.Errorf("report half model %.4f (want ≥ 0.80 and ≥ BM25 on the gap %.4f); all: model %.4f (want ≥ 0.87), BM25 %.4f (want ≥ 0.79), with patterns %.4f (want ≥ 0.81)",
+	if rep.Model < 0.80 || rep.Model < rep.Lexical || r.Model < 0.87 || r.Lexical < 0.79 || r.WithPatterns < 0.82 {
+		t.Errorf("report half model %.4f (want ≥ 0.80 and ≥ BM25 on the gap %.4f); all: model %.4f (want ≥ 0.87), BM25 %.4f (want ≥ 0.79), with patterns %.4f (want ≥ 0.82)",
 			rep.Model, rep.Lexical, r.Model, r.Lexical, r.WithPatterns)
 	}
 }

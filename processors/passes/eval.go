@@ -67,8 +67,8 @@ type PrecisionRecall struct {
 // reflection memories (outcome failure, scope of the run): a question
 // counts when one of its own reflections is in the top 3. Questions are
 // split by their position in task-id order: even positions tune, odd
-// positions report. Model is the index's ranking as served (hybrid, alpha
-// by observations); Lexical is BM25 only; Tuned is alpha · cosine + (1 −
+// positions report. Model is the index's ranking as served
+// (search.DefaultRanking); Lexical is BM25 only; Tuned is alpha · cosine + (1 −
 // alpha) · BM25/max BM25 with the alpha (grid 0, 0.1, …, 1) best on the
 // tuning half. Every figure is on the report half except TunedOnTune.
 type ReflectionRecall struct {

@@ -72,14 +72,23 @@ type Source struct {
 }
 
 // EmbedText is the text the index embeds for a document of collection c:
-// DocText, except for coordination patterns, whose vector is made from
-// their title (the tool chain) and description (the goal) only. Their
-// content — every step with its argument names — is for BM25; embedding
-// it made each new pattern cost about 2.5 times as much (USE lite reads up
-// to 128 tokens, and a step list fills them), which in the ingest benchmark
-// took CPU from the processors.
+// its title and description. For coordination patterns that is the tool
+// chain and the goal; their content — every step with its argument names —
+// is for BM25 (embedding it made each new pattern cost about 2.5 times as
+// much: USE lite reads up to 128 tokens, and a step list fills them, which
+// in the ingest benchmark took CPU from the processors). For memories it
+// is the ReasoningBank item's title and one-sentence description ("Use
+// when <goal>: …" for a distilled strategy) without the content (issue
+// 11): a distilled strategy's content is its tool steps with argument
+// names, alike for every strategy that used the same tools, while the
+// description names its task. Measured on tuning sets only (processors/pair
+// TestTuneRanking): with the same fusion (RRF K = 3, BM25 × 3), 25 of 32
+// tau-bench sessions of tasks in neither half of pair_recall_at_3 found a
+// same-task memory in the top 3 with these vectors, 22 with whole-text
+// ones; the tuning half stayed at 27/28. Tools keep their whole text
+// (DocText). Every document is BM25-indexed by DocText, content included.
 func EmbedText(c Collection, d Doc) string {
-	if c == Patterns {
+	if c == Patterns || c == Memories || c == "" {
 		return d.Title + "\n" + d.Description
 	}
 	return DocText(d)

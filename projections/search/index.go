@@ -369,9 +369,9 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 }
 
 // Search ranks the documents of q.Collection (default: memories) visible
-// to q by the index's Ranking (memories: DefaultRanking, reciprocal-rank
-// fusion of the cosine and BM25 lists × scope weight, near-duplicates
-// collapsed; other collections: OtherRanking),
+// to q by the index's Ranking (memories: DefaultRanking, a convex
+// combination of normalised cosine and BM25 × scope weight,
+// near-duplicates collapsed; other collections: OtherRanking),
 // over the candidates of the collection's vector store (the
 // CandidatesPerQuery nearest by vector and best by BM25). Pruned documents, documents below MinConfidence, and
 // documents outside the scope kind, the outcome or Readable never appear.

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -39,10 +40,10 @@ func TestFusionFindsExactWords(t *testing.T) {
 }
 
 // Relevance under FusionRRF: top of both lists is 1 × scope weight; a
-// document only in the BM25 list at rank 1 scores LexicalWeight/(K+1)
+// document only in the BM25 list at rank 2 scores LexicalWeight/(K+2)
 // over the best possible.
 func TestRRFRelevance(t *testing.T) {
-	r := DefaultRanking
+	r := Ranking{Fusion: FusionRRF, K: 3, VectorWeight: 1, LexicalWeight: 3}
 	cands := []Candidate{
 		{Doc: Doc{ID: "both", Scope: "project:p"}, Cosine: 0.9, HasCosine: true, BM25: 5, HasBM25: true},
 		{Doc: Doc{ID: "bm-only", Scope: "org:o"}, BM25: 4, HasBM25: true},
@@ -84,5 +85,67 @@ func TestSearchCollapsesNearDuplicates(t *testing.T) {
 	}
 	if duplicate(0, b, []*rankedDoc{a}) {
 		t.Error("collapsing with DuplicateJaccard 0")
+	}
+}
+
+// Relevance under FusionConvex: each score over its theoretical range up
+// to the best candidate's (cosine from −1, BM25 from 0), then the weighted
+// mean × scope weight. A candidate without a BM25 score gets only the
+// vector half.
+func TestConvexRelevance(t *testing.T) {
+	r := Ranking{Fusion: FusionConvex, VectorWeight: 1, LexicalWeight: 3}
+	cands := []Candidate{
+		{Doc: Doc{ID: "both", Scope: "project:p"}, Cosine: 0.6, HasCosine: true, BM25: 5, HasBM25: true},
+		{Doc: Doc{ID: "near", Scope: "team:t"}, Cosine: 0.8, HasCosine: true, BM25: 2, HasBM25: true},
+		{Doc: Doc{ID: "vec-only", Scope: "org:o"}, Cosine: -0.2, HasCosine: true},
+	}
+	want := map[string]float64{
+		"both":     (1*(0.6+1)/(0.8+1) + 3*5.0/5) / 4,
+		"near":     (1*1 + 3*2.0/5) / 4 * 0.9,
+		"vec-only": 1 * (-0.2 + 1) / (0.8 + 1) / 4 * 0.8,
+	}
+	got := rank(r, cands)
+	for _, g := range got {
+		if d := g.rel - want[g.c.ID]; d > 1e-12 || d < -1e-12 {
+			t.Errorf("%s: relevance %v, want %v", g.c.ID, g.rel, want[g.c.ID])
+		}
+	}
+	if got[0].c.ID != "both" || got[1].c.ID != "near" || got[2].c.ID != "vec-only" {
+		t.Errorf("order %s, %s, %s", got[0].c.ID, got[1].c.ID, got[2].c.ID)
+	}
+}
+
+// What rank-only fusion loses: the same task's strategy is first by BM25
+// by a wide margin (its goal sentence) but 20th by cosine, while a
+// strategy of another task with the same tools is first by cosine and
+// second by BM25 (a constructed fixture). Reciprocal-rank fusion (K = 3,
+// BM25 weighted 3, the previous default) keeps only the ranks and puts
+// the other task first; the convex combination keeps the BM25 margin.
+func TestConvexKeepsLexicalMargin(t *testing.T) {
+	cands := []Candidate{
+		{Doc: Doc{ID: "same-task", Scope: "org:o"}, Cosine: 0.70, HasCosine: true, BM25: 46.7, HasBM25: true},
+		{Doc: Doc{ID: "same-tools", Scope: "org:o"}, Cosine: 0.88, HasCosine: true, BM25: 11.1, HasBM25: true},
+	}
+	for i := 0; i < 18; i++ { // cosine ranks 2..19, BM25 below both
+		cands = append(cands, Candidate{Doc: Doc{ID: fmt.Sprintf("other-%02d", i), Scope: "org:o"}, Cosine: 0.87 - 0.005*float64(i), HasCosine: true, BM25: 5, HasBM25: true})
+	}
+	if got := rank(DefaultRanking, cands); got[0].c.ID != "same-task" {
+		t.Errorf("DefaultRanking put %s first, want same-task", got[0].c.ID)
+	}
+	rrf := Ranking{Fusion: FusionRRF, K: 3, VectorWeight: 1, LexicalWeight: 3}
+	if got := rank(rrf, cands); got[0].c.ID != "same-tools" {
+		t.Errorf("RRF K=3 put %s first; the fixture no longer shows the rank-only failure", got[0].c.ID)
+	}
+}
+
+// A memory's vector is made from its title and description: its content
+// (a distilled strategy's tool steps) is searched by BM25 only.
+func TestEmbedTextMemories(t *testing.T) {
+	d := Doc{Title: "Strategy: cancel_reservation", Description: "Use when the user wants to cancel reservation MDCLVA", Content: "1. get_reservation_details(reservation_id)"}
+	if got, want := EmbedText(Memories, d), d.Title+"\n"+d.Description; got != want {
+		t.Errorf("EmbedText(Memories) = %q, want %q", got, want)
+	}
+	if got := EmbedText(Tools, d); got != DocText(d) {
+		t.Errorf("EmbedText(Tools) = %q, want the whole text", got)
 	}
 }

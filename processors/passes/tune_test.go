@@ -1,0 +1,130 @@
+package passes
+
+import (
+	"context"
+	"os"
+	"sort"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/reflexion"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
+	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// TestTuneReflectionRanking prints, for search.DefaultRanking and the
+// rules it was compared with, ReflectionRecall's hit@3 and MRR@10 on its
+// tuning half only (questions at even positions in task-id order; the
+// report half is the odd ones, which `chronicle eval` reports). It
+// asserts nothing and is skipped unless CHRONICLE_TUNE_RANKING=1:
+//
+//	CHRONICLE_TUNE_RANKING=1 go test ./processors/passes -run TestTuneReflectionRanking -v
+func TestTuneReflectionRanking(t *testing.T) {
+	if os.Getenv("CHRONICLE_TUNE_RANKING") != "1" {
+		t.Skip("set CHRONICLE_TUNE_RANKING=1 to print the tuning figures")
+	}
+	ctx := context.Background()
+	emb, err := embedder.NewUSELite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := reflexion.Bundled(reflexion.RunReflexion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := reflexion.Events(run, reflexion.RunReflexion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := projections.Open("reflexion-tune", projections.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	procs := map[events.Topic]struct {
+		name string
+		fn   projections.ApplyFunc
+	}{
+		events.TopicSessions:  {sessions.Name, sessions.Processor{LLMDistillation: true}.Apply},
+		events.TopicReasoning: {Name, Processor{}.Apply},
+		events.TopicMemories:  {memories.Name, memories.Processor{}.Apply},
+	}
+	offs := map[events.Topic]int64{}
+	for i := range envs {
+		ti, _ := events.Lookup(envs[i].Type)
+		p := procs[ti.Topic]
+		if _, err := store.Apply(p.name, projections.Position{Topic: string(ti.Topic), Offset: offs[ti.Topic]}, &envs[i], p.fn); err != nil {
+			t.Fatal(err)
+		}
+		offs[ti.Topic]++
+	}
+	var tasks []Task
+	if err := Each(store, func(t Task) error { tasks = append(tasks, t); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].ID < tasks[j].ID })
+	type tuneCase struct {
+		text string
+		own  map[string]bool
+	}
+	var cases []tuneCase // as reflectionRecall lists them
+	for _, tk := range tasks {
+		own := map[string]bool{}
+		for k := 1; ; k++ {
+			id := reflexion.ReflectionMemoryID(tk.ID, k)
+			_, ok, err := memories.Get(store, events.EntityKey(tk.Scope, id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			own[id] = true
+		}
+		if len(own) > 0 {
+			cases = append(cases, tuneCase{tk.Task, own})
+		}
+	}
+	ix := search.NewIndex(store, emb, nil, memories.SearchSource())
+	variants := []search.Ranking{search.DefaultRanking, {Fusion: search.FusionAlpha},
+		{Fusion: search.FusionRRF, K: 60, VectorWeight: 0, LexicalWeight: 1},
+		{Fusion: search.FusionRRF, K: 3, VectorWeight: 1, LexicalWeight: 3, DuplicateJaccard: 0.9}}
+	for _, lw := range []float64{0.5, 2} {
+		variants = append(variants, search.Ranking{Fusion: search.FusionConvex, VectorWeight: 1, LexicalWeight: lw, DuplicateJaccard: 0.9})
+	}
+	zero := 0.0
+	for _, v := range variants {
+		ix.SetRanking(v)
+		hits, n, rr := 0, 0, 0.0
+		var missed []int
+		for i, c := range cases {
+			if i%2 != 0 { // the report half
+				continue
+			}
+			n++
+			res, err := ix.Search(ctx, search.Query{Text: c.text, Outcome: events.OutcomeFailure, Limit: 10, MinConfidence: &zero})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hit := false
+			for j, h := range res.Memories {
+				if c.own[h.ID] {
+					rr += 1 / float64(j+1)
+					hit = j < 3
+					break
+				}
+			}
+			if hit {
+				hits++
+			} else {
+				missed = append(missed, i)
+			}
+		}
+		t.Logf("%-7s K=%-3v weights %v/%v: tuning half hit@3 %d/%d MRR@10 %.3f missed positions %v",
+			v.Fusion, v.K, v.VectorWeight, v.LexicalWeight, hits, n, rr/float64(n), missed)
+	}
+}
