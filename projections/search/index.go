@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -371,7 +372,8 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 // Search ranks the documents of q.Collection (default: memories) visible
 // to q by the index's Ranking (memories: DefaultRanking, a convex
 // combination of normalised cosine and BM25 × scope weight,
-// near-duplicates collapsed; other collections: OtherRanking),
+// near-duplicates collapsed into the better hit, which takes over their
+// source sessions; other collections: OtherRanking),
 // over the candidates of the collection's vector store (the
 // CandidatesPerQuery nearest by vector and best by BM25). Pruned documents, documents below MinConfidence, and
 // documents outside the scope kind, the outcome or Readable never appear.
@@ -407,19 +409,40 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 			break
 		}
 		res.TotalFound++
-		if len(res.Memories) < q.Limit && !duplicate(rules.DuplicateJaccard, r, kept) {
-			kept = append(kept, r)
-			m := r.c
-			id := m.ID
-			if scope, bare, ok := events.SplitEntityKey(id); ok && scope == m.Scope {
-				id = bare // a memory document's id is its entity key
-			}
-			res.Memories = append(res.Memories, Hit{ID: id, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
-				Confidence: m.Confidence, UsageCount: m.UsageCount, Relevance: math.Round(r.rel*1e4) / 1e4, Scope: m.Scope, Tags: m.Tags, SourceSessions: m.SourceSessions, Collection: q.Collection})
-			res.TokensUsed += (len(m.Title) + len(m.Description) + len(m.Content) + 3) / 4
+		if len(res.Memories) == q.Limit {
+			continue
 		}
+		if j := duplicateOf(rules.DuplicateJaccard, r, kept); j >= 0 {
+			// collapsed into a better hit, which now stands for it too:
+			// it takes over its provenance (the sessions it was learned from)
+			res.Memories[j].SourceSessions = mergeSessions(res.Memories[j].SourceSessions, r.c.SourceSessions)
+			continue
+		}
+		kept = append(kept, r)
+		m := r.c
+		id := m.ID
+		if scope, bare, ok := events.SplitEntityKey(id); ok && scope == m.Scope {
+			id = bare // a memory document's id is its entity key
+		}
+		res.Memories = append(res.Memories, Hit{ID: id, Title: m.Title, Description: m.Description, Content: m.Content, Outcome: m.Outcome,
+			Confidence: m.Confidence, UsageCount: m.UsageCount, Relevance: math.Round(r.rel*1e4) / 1e4, Scope: m.Scope, Tags: m.Tags, SourceSessions: m.SourceSessions, Collection: q.Collection})
+		res.TokensUsed += (len(m.Title) + len(m.Description) + len(m.Content) + 3) / 4
 	}
 	return res, nil
+}
+
+// mergeSessions is a followed by the sessions of b it lacks, in b's order.
+func mergeSessions(a, b []string) []string {
+	out := a
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			if len(out) == len(a) {
+				out = append([]string(nil), a...) // never write into the candidate's slice
+			}
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // CandidatesPerQuery is how many candidates a search asks the vector

@@ -214,18 +214,18 @@ func listRanks(cands []Candidate, score func(*Candidate) (float64, bool)) []int 
 	return out
 }
 
-// duplicate reports whether r is a near-duplicate of a hit in kept under
-// threshold th (DuplicateJaccard; 0: never).
-func duplicate(th float64, r *rankedDoc, kept []*rankedDoc) bool {
+// duplicateOf is the index in kept of the first hit r is a near-duplicate
+// of under threshold th (DuplicateJaccard; 0: never), or -1.
+func duplicateOf(th float64, r *rankedDoc, kept []*rankedDoc) int {
 	if th <= 0 {
-		return false
+		return -1
 	}
-	for _, k := range kept {
+	for i, k := range kept {
 		if jaccard(r.wordSet(), k.wordSet()) >= th {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 func (r *rankedDoc) wordSet() map[string]struct{} {

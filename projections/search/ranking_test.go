@@ -3,7 +3,10 @@ package search
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // vec is a unit vector along axis i (4 dimensions).
@@ -77,14 +80,51 @@ func TestSearchCollapsesNearDuplicates(t *testing.T) {
 		t.Fatalf("jaccard(a, b) = %v, the fixture should be a near-duplicate", j)
 	}
 	th := DefaultRanking.DuplicateJaccard
-	if !duplicate(th, b, []*rankedDoc{a}) {
+	if duplicateOf(th, b, []*rankedDoc{c, a}) != 1 {
 		t.Error("b is not collapsed into a")
 	}
-	if duplicate(th, c, []*rankedDoc{a}) {
+	if duplicateOf(th, c, []*rankedDoc{a}) >= 0 {
 		t.Error("c is collapsed into a")
 	}
-	if duplicate(0, b, []*rankedDoc{a}) {
+	if duplicateOf(0, b, []*rankedDoc{a}) >= 0 {
 		t.Error("collapsing with DuplicateJaccard 0")
+	}
+}
+
+// A hit that near-duplicates collapsed into stands for them: it carries
+// their source sessions after its own (PAIR retrieval reads a hit's
+// provenance from them), and the candidates' own lists are not touched.
+func TestCollapsedHitKeepsProvenance(t *testing.T) {
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	base := "Strategy: change the flight of a reservation after reading the reservation and the flight status of each segment, then confirm with the user"
+	docs := []Doc{
+		{ID: "m1", Title: base, Description: "task seven", Outcome: "success", Confidence: 0.8, Scope: "org:default", SourceSessions: []string{"s7a", "s7b"}},
+		{ID: "m2", Title: base, Description: "task six", Outcome: "success", Confidence: 0.8, Scope: "org:default", SourceSessions: []string{"s6a", "s7b"}},
+		{ID: "m3", Title: "Strategy: cancel a reservation", Description: "cancel", Outcome: "success", Confidence: 0.8, Scope: "org:default", SourceSessions: []string{"s1"}},
+	}
+	src := Source{Collection: Memories, Projection: "memories", IDOfKey: func(string) string { return "" },
+		Docs: func(*projections.Store, []string) ([]Doc, []string, error) {
+			out := make([]Doc, len(docs))
+			copy(out, docs)
+			return out, nil, nil
+		}}
+	ix := NewIndex(store, &countingEmbedder{}, nil, src)
+	res, err := ix.Search(context.Background(), Query{Text: "change the flight of a reservation task seven", Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Memories) != 2 || res.Memories[0].ID != "m1" {
+		t.Fatalf("hits %+v, want m1 (m2 collapsed into it) and m3", res.Memories)
+	}
+	if got, want := res.Memories[0].SourceSessions, []string{"s7a", "s7b", "s6a"}; !slices.Equal(got, want) {
+		t.Fatalf("the kept hit's source sessions %v, want %v", got, want)
+	}
+	if !slices.Equal(docs[0].SourceSessions, []string{"s7a", "s7b"}) {
+		t.Fatalf("the candidate's own list was changed: %v", docs[0].SourceSessions)
 	}
 }
 
