@@ -226,7 +226,7 @@ func structure(g *Graph, p params) *analysis {
 		}
 	}
 	// pred lists are built in increasing u, hence sorted.
-	a.ng = buildNgram(g, a.idx)
+	a.ng = buildNgram(g, a)
 	return a
 }
 

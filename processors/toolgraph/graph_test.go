@@ -369,6 +369,30 @@ func TestNextProbabilities(t *testing.T) {
 	}
 }
 
+// The pruned candidate set of the probability ranking gives the exact top
+// k: the first k of the ranking of every tool.
+func TestNextCandidatesAreExact(t *testing.T) {
+	for name, g := range map[string]*Graph{"tau-bench": sampleGraph(t), "random": randomGraph(400, 4000, 11)} {
+		a := g.analysis()
+		n := len(a.tools)
+		contexts := [][]Call{nil}
+		for i, x := range a.tools {
+			if name == "random" && i%7 != 0 {
+				continue
+			}
+			contexts = append(contexts, []Call{{Tool: x}}, []Call{{Tool: a.tools[(i+1)%n]}, {Tool: x, Failed: i%2 == 0}})
+		}
+		for _, c := range contexts {
+			all := g.NextCalls(c, n).Suggestions
+			for _, k := range []int{1, 3, 10} {
+				if got := g.NextCalls(c, k).Suggestions; !reflect.DeepEqual(got, all[:min(k, n)]) {
+					t.Fatalf("%s after %v, k=%d: %+v\nall: %+v", name, c, k, got, all[:min(k, n)])
+				}
+			}
+		}
+	}
+}
+
 // The design ranking's pruned candidate set gives the exact top k over
 // all tools.
 func TestNextIsExactTopK(t *testing.T) {

@@ -73,11 +73,24 @@ type ngram struct {
 	triOut map[triOutKey]*succCounts
 	tri    map[triKey]*succCounts
 	biOut  map[biOutKey]*succCounts
+	starts *succCounts // first calls (node starts)
+	calls  *succCounts // every call (node calls)
 }
 
-// buildNgram sums the contextRows of g into the three context tables.
-func buildNgram(g *Graph, idx map[string]int32) ngram {
-	m := ngram{triOut: map[triOutKey]*succCounts{}, tri: map[triKey]*succCounts{}, biOut: map[biOutKey]*succCounts{}}
+// buildNgram sums the contextRows of g into the three context tables and
+// gathers the starts and calls of a's nodes.
+func buildNgram(g *Graph, a *analysis) ngram {
+	idx := a.idx
+	m := ngram{triOut: map[triOutKey]*succCounts{}, tri: map[triKey]*succCounts{}, biOut: map[biOutKey]*succCounts{},
+		starts: &succCounts{}, calls: &succCounts{}}
+	for v := range a.tools {
+		if c := a.start[v]; c > 0 {
+			m.starts.add(int32(v), c)
+		}
+		if c := a.calls[v]; c > 0 {
+			m.calls.add(int32(v), c)
+		}
+	}
 	for _, r := range g.ctxs {
 		from, ok1 := idx[r.From]
 		to, ok2 := idx[r.To]
@@ -124,13 +137,7 @@ func (a *analysis) levelCounts(after []Call, outcomes bool) ([]string, []*succCo
 	}
 	n := len(after)
 	if n == 0 {
-		s := &succCounts{}
-		for v, c := range a.start {
-			if c > 0 {
-				s.add(int32(v), c)
-			}
-		}
-		use(LevelBigram, s)
+		use(LevelBigram, a.ng.starts)
 	} else if from, ok := a.idx[after[n-1].Tool]; ok {
 		before, okB := int32(-1), true
 		if n >= 2 {
@@ -152,49 +159,71 @@ func (a *analysis) levelCounts(after []Call, outcomes bool) ([]string, []*succCo
 		}
 		use(LevelBigram, s)
 	}
-	uni := &succCounts{}
-	for v, c := range a.calls {
-		if c > 0 {
-			uni.add(int32(v), c)
-		}
-	}
-	if uni.tot > 0 {
-		names, cs = append(names, LevelUnigram), append(cs, uni)
+	if a.ng.calls.tot > 0 {
+		names, cs = append(names, LevelUnigram), append(cs, a.ng.calls)
 	}
 	return names, cs
 }
 
-// probabilities is the interpolated Witten-Bell estimate of
-// P(next = tool | context) for every tool (node id), from the least
+// probability is the interpolated Witten-Bell estimate of
+// P(next = v | context) for tool (node id) v among n tools, from the least
 // specific level up (Witten & Bell 1991; Chen & Goodman 1998, §2.5):
 //
-//	p_0(t) = 1 / #tools
+//	p_0(t) = 1 / n
 //	p_l(t) = λ_l · c_l(t) / N_l + (1 − λ_l) · p_{l−1}(t),  λ_l = N_l / (N_l + T_l)
 //
 // with c_l(t) the calls of t after level l's context, N_l their total and
 // T_l the number of distinct tools among them. Witten-Bell needs no
 // parameter: a context followed by many different tools trusts its own
-// counts less.
-func probabilities(n int, levels []*succCounts) []float64 {
-	p := make([]float64, n)
-	if n == 0 {
-		return p
-	}
-	for i := range p {
-		p[i] = 1 / float64(n)
-	}
+// counts less. Over the n tools the estimates sum to 1.
+func probability(v int32, n int, levels []*succCounts) float64 {
+	p := 1 / float64(n)
 	for l := len(levels) - 1; l >= 0; l-- {
 		s := levels[l]
 		N, T := float64(s.tot), float64(len(s.n))
 		lam := N / (N + T)
-		for i := range p {
-			p[i] *= 1 - lam
-		}
-		for v, c := range s.n {
-			p[v] += lam * float64(c) / N
-		}
+		p = lam*float64(s.n[v])/N + (1-lam)*p
 	}
 	return p
+}
+
+// candidates are the tools that can make the top k: every tool counted
+// by a level above LevelUnigram, then the others by decreasing calls
+// (their probability is increasing in their calls alone) until k of them
+// are in, plus every further one with as many calls as the last (ties of
+// probability, broken by the design score). All tools when k ≥ their
+// number.
+func (a *analysis) candidates(levels []*succCounts, k int) []int32 {
+	if k >= len(a.tools) {
+		out := make([]int32, len(a.tools))
+		for i := range out {
+			out[i] = int32(i)
+		}
+		return out
+	}
+	in := map[int32]bool{}
+	var out []int32
+	for _, s := range levels[:max(0, len(levels)-1)] {
+		for v := range s.n {
+			if !in[v] {
+				in[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	added, last := 0, -1
+	for _, v := range a.byCalls {
+		if in[v] {
+			continue
+		}
+		if added >= k && a.calls[v] != last {
+			break
+		}
+		in[v] = true
+		out = append(out, v)
+		added, last = added+1, a.calls[v]
+	}
+	return out
 }
 
 // rankByProbability orders suggestions by Probability, then by the design

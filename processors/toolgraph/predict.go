@@ -166,22 +166,17 @@ func (g *Graph) predict(after []Call, outcomes bool, k int) Prediction {
 	}
 	names, levels := a.levelCounts(after, outcomes)
 	pred.Levels = append(pred.Levels, names...)
-	p := probabilities(len(a.tools), levels)
-	out := make([]Suggestion, len(a.tools))
-	if pred.Basis == BasisGraph {
-		ctx := a.idx[pred.ContextTool]
-		for v := range a.tools {
-			out[v] = a.score(ctx, int32(v))
+	cand := a.candidates(levels, k)
+	out := make([]Suggestion, len(cand))
+	share := a.priorShare(pred.Basis)
+	for i, v := range cand {
+		if pred.Basis == BasisGraph {
+			out[i] = a.score(a.idx[pred.ContextTool], v)
+		} else {
+			sh := share(v)
+			out[i] = Suggestion{Tool: a.tools[v], Score: sh, Prior: sh}
 		}
-	} else {
-		share := a.priorShare(pred.Basis)
-		for v, t := range a.tools {
-			s := share(int32(v))
-			out[v] = Suggestion{Tool: t, Score: s, Prior: s}
-		}
-	}
-	for v := range out {
-		out[v].Probability = p[v]
+		out[i].Probability = probability(v, len(a.tools), levels)
 	}
 	pred.Suggestions = rankByProbability(out, k, !a.p.noTiers)
 	return pred
