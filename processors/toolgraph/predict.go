@@ -38,8 +38,8 @@ const (
 	TierUnobserved = 3
 )
 
-// Suggestion is one candidate next tool with its score and the score's
-// components. Under BasisGraph,
+// Suggestion is one candidate next tool with its Probability (the
+// ranking) and the design score with its components. Under BasisGraph,
 //
 //	Score = 0.6·Confidence + 0.3·Community + 0.1·Recency + 0.1·PageRank
 //
@@ -48,7 +48,8 @@ const (
 type Suggestion struct {
 	// Tool is the candidate tool id.
 	Tool string `json:"tool"`
-	// Score is the ranking score within the suggestion's tier.
+	// Score is the design score (graph basis) or the prior share (prior
+	// basis); with Tier it breaks ties of Probability.
 	Score float64 `json:"score"`
 	// Tier is TierObserved, TierRare or TierUnobserved under BasisGraph,
 	// 0 (absent) under a prior basis.

@@ -15,7 +15,7 @@ import (
 const Name = "toolgraph"
 
 // TransitionsName is the name of the keyed transitions processor
-// (Transitions) and its projection: the last tool of every workflow.
+// (Transitions) and its projection: the last two tools of every workflow.
 const TransitionsName = "toolgraph.transitions"
 
 // DefaultRecomputeEvery is the default Processor.RecomputeEvery.
@@ -67,7 +67,8 @@ type TransitionContext struct {
 
 // Transitions is the keyed half of the tool graph: it reads
 // workflow.task.completed.v1 on chronicle.sessions, keeps each workflow's
-// last tool (w/<key>/<workflow>, a row of the event's own record key) and
+// last two tools and their outcomes (w/<key>/<workflow>, a row of the
+// event's own record key) and
 // emits tool.transition.observed.v1 (TransitionData) for every call,
 // keyed by the scope's tool graph. Its state is per key, so the partitions
 // of chronicle.sessions are applied concurrently and owned by any
@@ -207,7 +208,7 @@ func (c txCounts) putContext(r contextRow) error {
 
 // Apply implements processors.Processor. For a tool.transition.observed.v1
 // of scope S it counts the call and the transition from the previous tool
-// in S's graph (n/S/, e/S/, t/S rows), emits graph.edge.learned.v1 for the
+// in S's graph (n/S/, e/S/, t/S rows; x/S/ when it carries its context), emits graph.edge.learned.v1 for the
 // edge's first observation and for every edge out of the previous tool
 // whose confidence crossed SuggestionThreshold or SpeculationThreshold
 // (either way: the other successors' confidence drops), and, when S's
