@@ -25,6 +25,11 @@ import (
 // EvalReport is what `chronicle eval` prints.
 type EvalReport struct {
 	toolgraph.Report
+	// NextToolDomains is next-tool prediction on a second domain, the
+	// ReAct actions (Search, Lookup, Finish) of the two bundled Reflexion
+	// HotPotQA runs, leave-one-question-out against the same baselines
+	// (toolgraph.EvaluateReflexionActions).
+	NextToolDomains []toolgraph.DomainReport `json:"next_tool_domains"`
 	// Memories is the number of distinct memories the deterministic
 	// extractor distils from the bundled sessions (after merging).
 	Memories int `json:"memories"`
@@ -85,7 +90,7 @@ func evalCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "eval [--json]",
-		Short: "Quality on the bundled tau-bench sessions: next-tool prediction (leave-one-task-out, against frequency and bigram baselines), distillation, PAIR retrieval, DAG dependencies vs observed data flow",
+		Short: "Quality on the bundled tau-bench sessions: next-tool prediction (leave-one-task-out, against frequency and bigram baselines; also on the Reflexion HotPotQA actions), distillation, PAIR retrieval, DAG dependencies vs observed data flow",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := taubench.SampleRecords()
 			if err != nil {
@@ -107,6 +112,19 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("  learned graph   top-1 %.3f  top-3 %.3f\n", rep.NextToolTop1, rep.NextToolTop3)
 			fmt.Printf("  bigram          top-1 %.3f  top-3 %.3f\n", rep.BaselineBigramTop1, rep.BaselineBigramTop3)
 			fmt.Printf("  frequency       top-1 %.3f  top-3 %.3f\n", rep.BaselineFrequencyTop1, rep.BaselineFrequencyTop3)
+			for _, h := range []struct {
+				name string
+				a    toolgraph.Accuracy
+			}{{"tuning half (even task ids)", rep.Tuning}, {"report half (odd task ids)", rep.Held}, {"calls with a previous call", rep.WithContext}} {
+				fmt.Printf("  %-28s %d predictions: model top-1 %.3f top-3 %.3f, bigram %.3f / %.3f\n", h.name, h.a.Predictions,
+					h.a.NextToolTop1, h.a.NextToolTop3, h.a.BaselineBigramTop1, h.a.BaselineBigramTop3)
+			}
+			for _, d := range rep.NextToolDomains {
+				fmt.Printf("next-tool prediction, %s, leave-one-question-out, %d predictions\n", d.Domain, d.Predictions)
+				fmt.Printf("  learned graph   top-1 %.3f  top-3 %.3f   (report half %.3f / %.3f)\n", d.NextToolTop1, d.NextToolTop3, d.Held.NextToolTop1, d.Held.NextToolTop3)
+				fmt.Printf("  bigram          top-1 %.3f  top-3 %.3f   (report half %.3f / %.3f)\n", d.BaselineBigramTop1, d.BaselineBigramTop3, d.Held.BaselineBigramTop1, d.Held.BaselineBigramTop3)
+				fmt.Printf("  frequency       top-1 %.3f  top-3 %.3f\n", d.BaselineFrequencyTop1, d.BaselineFrequencyTop3)
+			}
 			fmt.Printf("distillation (deterministic), %d sessions\n", rep.Sessions)
 			fmt.Printf("  memories %d distinct of %d extracted (%d duplicates merged), %.2f per session, %.1f%% of sessions with one\n",
 				rep.Memories, rep.Extracted, rep.DuplicatesMerged, rep.MemoriesPerSession, 100*rep.SessionsWithMemory)
@@ -183,6 +201,17 @@ func runEval(recs []taubench.Record) (EvalReport, error) {
 		return EvalReport{}, err
 	}
 	rep := EvalReport{Report: gr}
+	for _, name := range []string{reflexion.RunReflexion, reflexion.RunBase} {
+		run, err := reflexion.Bundled(name)
+		if err != nil {
+			return rep, err
+		}
+		d, err := toolgraph.EvaluateReflexionActions(run, name)
+		if err != nil {
+			return rep, err
+		}
+		rep.NextToolDomains = append(rep.NextToolDomains, d)
+	}
 	distinct := map[string]bool{}
 	with := 0
 	for _, r := range recs {

@@ -37,8 +37,11 @@ type params struct {
 	k            float64 // confidence smoothing (Smoothing)
 	recency      recencyMode
 	prior        priorMode
-	useCommunity bool // false: community boost always 0 (ablation only)
-	noTiers      bool // true: rank by score alone (ablation only)
+	useCommunity bool            // false: community boost always 0 (ablation only)
+	noTiers      bool            // true: rank by score alone (ablation only)
+	design       bool            // true: rank by the design score (the ranking before the context levels; ablation only)
+	minObs       int             // ContextMinObservations
+	without      map[string]bool // context levels left out (the level choice's variants)
 }
 
 type recencyMode int
@@ -56,7 +59,7 @@ const (
 	priorPageRank                   // ablation: normalised PageRank
 )
 
-var defaultParams = params{k: Smoothing, recency: recencySpan, prior: priorFrequency, useCommunity: true}
+var defaultParams = params{k: Smoothing, recency: recencySpan, prior: priorFrequency, useCommunity: true, minObs: ContextMinObservations}
 
 // analysisCache holds the derived structure of a Graph, computed on first
 // use after a change.
@@ -106,6 +109,8 @@ type analysis struct {
 	commByPR [][]int32 // members of each community, same order
 	byCalls  []int32   // by decreasing calls, then name
 	byStarts []int32   // by decreasing starts, then calls, then name
+
+	ng ngram // the context levels' counts (contextRow sums)
 }
 
 // analysis returns the derived structure, computing it if needed.
@@ -221,6 +226,7 @@ func structure(g *Graph, p params) *analysis {
 		}
 	}
 	// pred lists are built in increasing u, hence sorted.
+	a.ng = buildNgram(g, a)
 	return a
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/reflexion"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 )
 
@@ -46,6 +47,19 @@ type Report struct {
 	// (first calls, and context tools with fewer than MinObservations
 	// observations in training).
 	PriorFallbacks int `json:"prior_fallbacks"`
+	// Tuning and Held are the same leave-one-task-out predictions split by
+	// the held-out task: Tuning the tasks with an even id (or index), on
+	// which the model's choices (levels, ContextMinObservations) were
+	// made; Held the odd ones, never looked at for a choice.
+	Tuning Accuracy `json:"tuning_half"`
+	Held   Accuracy `json:"report_half"`
+}
+
+// DomainReport is EvaluateNextTool's report on another data set.
+type DomainReport struct {
+	// Domain names the data set and how its calls were read.
+	Domain string `json:"domain"`
+	Report
 }
 
 // session is one tau-bench session's tool calls.
@@ -110,6 +124,72 @@ func EvaluateNextTool(recs []taubench.Record) (Report, error) {
 	return evaluate(sessions, nil)
 }
 
+// DomainHotPotQA is the DomainReport.Domain of EvaluateReflexionActions.
+const DomainHotPotQA = "hotpotqa-react-actions"
+
+// EvaluateReflexionActions measures next-tool prediction on a Reflexion
+// HotPotQA run (reflexion.Bundled) the way EvaluateNextTool does on
+// tau-bench: leave-one-question-out (a question's trials are one task;
+// tasks are numbered in the run's question order, so the tuning half is
+// the even-numbered questions), every action of every trial predicted
+// from the actions before it in its trial. The calls are the agent's
+// actions Search, Lookup and Finish (and any other well-formed action,
+// such as the one Compare of the reflexion run); an action that does not
+// parse is left out. A call failed when the importer (reflexion.Events)
+// marks its workflow.task.completed.v1 unsuccessful (a Search that found
+// no page); Finish, which the importer does not emit as a tool call,
+// counts as succeeded. Finish is included because when to answer is the
+// decision the agent makes at every step; with three tools top-3 is
+// nearly 1 for every predictor and top-1 is the figure that tells them
+// apart. Errors: an empty run, or one the importer rejects.
+func EvaluateReflexionActions(run *reflexion.Run, name string) (DomainReport, error) {
+	sessions, err := reflexionSessions(run, name)
+	if err != nil {
+		return DomainReport{}, err
+	}
+	if len(sessions) == 0 {
+		return DomainReport{}, errors.New("toolgraph: evaluate: no questions in the run")
+	}
+	rep, err := evaluate(sessions, nil)
+	return DomainReport{Domain: DomainHotPotQA + "/" + name, Report: rep}, err
+}
+
+// reflexionSessions reads a run's trials as sessions of actions (see
+// EvaluateReflexionActions), task = question number.
+func reflexionSessions(run *reflexion.Run, name string) ([]session, error) {
+	evs, err := reflexion.Events(run, name)
+	if err != nil {
+		return nil, err
+	}
+	failed := map[[2]string]bool{}
+	for i := range evs {
+		if evs[i].Type != events.WorkflowTaskCompleted {
+			continue
+		}
+		var d events.TaskCompletedData
+		if err := evs[i].Decode(&d); err != nil {
+			return nil, err
+		}
+		failed[[2]string{d.WorkflowID, d.TaskID}] = !d.Success
+	}
+	var sessions []session
+	for qi, q := range reflexion.Questions(run, name) {
+		for ai, a := range q.Agents {
+			sid := reflexion.SessionID(q.Task, q.Trials[ai])
+			s := session{task: qi}
+			for _, st := range a.Steps {
+				if st.Tool == "" {
+					continue
+				}
+				s.calls = append(s.calls, call{Key: sid, Workflow: sid, Tool: st.Tool,
+					Failed: failed[[2]string{sid, fmt.Sprintf("step-%d", st.N)}]})
+			}
+			sessions = append(sessions, s)
+		}
+	}
+	return sessions, nil
+}
+
 // evaluate is EvaluateNextTool on decoded sessions, with non-default
 // scoring parameters when p is not nil.
 func evaluate(sessions []session, p *params) (Report, error) {
@@ -123,7 +203,7 @@ func evaluate(sessions []session, p *params) (Report, error) {
 	}
 	sort.Ints(tasks)
 
-	var all, ctx hits
+	var all, ctx, even, odd hits
 	rep := Report{Tasks: len(tasks), Sessions: len(sessions)}
 	for _, held := range tasks {
 		l := NewLearner()
@@ -149,8 +229,16 @@ func evaluate(sessions []session, p *params) (Report, error) {
 				continue
 			}
 			tools := s.tools()
+			calls := make([]Call, len(s.calls))
+			for i, c := range s.calls {
+				calls[i] = Call{Tool: c.Tool, Failed: c.Failed}
+			}
+			half := &even
+			if held%2 != 0 {
+				half = &odd
+			}
 			for i, actual := range tools {
-				pr := g.Next(tools[:i], 3)
+				pr := g.NextCalls(calls[:i], 3)
 				if pr.Basis != BasisGraph {
 					rep.PriorFallbacks++
 				}
@@ -164,6 +252,7 @@ func evaluate(sessions []session, p *params) (Report, error) {
 				}
 				r := [3][]string{graphTop, base.frequency(3), base.bigram(prev, 3)}
 				all.add(actual, r)
+				half.add(actual, r)
 				if i == 0 {
 					rep.FirstCalls++
 				} else {
@@ -173,6 +262,7 @@ func evaluate(sessions []session, p *params) (Report, error) {
 		}
 	}
 	rep.Accuracy, rep.WithContext = all.accuracy(), ctx.accuracy()
+	rep.Tuning, rep.Held = even.accuracy(), odd.accuracy()
 	return rep, nil
 }
 

@@ -2,11 +2,24 @@ package toolgraph
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 
+	"github.com/chronicle-dev/chronicle/events/reflexion"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 )
+
+// atLeastBigram fails when the predictor is below the bigram baseline on
+// top-1 or top-3 of acc.
+func atLeastBigram(t *testing.T, name string, acc Accuracy) {
+	t.Helper()
+	if acc.NextToolTop1 < acc.BaselineBigramTop1 || acc.NextToolTop3 < acc.BaselineBigramTop3 {
+		t.Errorf("%s: top-1 %.4f (bigram %.4f), top-3 %.4f (bigram %.4f)", name,
+			acc.NextToolTop1, acc.BaselineBigramTop1, acc.NextToolTop3, acc.BaselineBigramTop3)
+	}
+}
 
 // The leave-one-task-out evaluation on the 200 bundled sessions. The
 // floors are the measured values rounded down to two decimals (see the
@@ -20,17 +33,19 @@ func TestEvaluateNextTool(t *testing.T) {
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	t.Logf("report:\n%s", b)
 	if rep.Tasks != 50 || rep.Sessions != 200 || rep.Predictions != 1164 || rep.FirstCalls != 182 ||
-		rep.WithContext.Predictions != rep.Predictions-rep.FirstCalls {
+		rep.WithContext.Predictions != rep.Predictions-rep.FirstCalls ||
+		rep.Tuning.Predictions+rep.Held.Predictions != rep.Predictions || rep.Tuning.Predictions == 0 {
 		t.Fatalf("evaluated %d tasks, %d sessions, %d predictions (%d first calls)", rep.Tasks, rep.Sessions, rep.Predictions, rep.FirstCalls)
 	}
-	// The learned graph beats both baselines on top-3 and top-1 ...
-	if rep.NextToolTop3 <= rep.BaselineBigramTop3 || rep.NextToolTop3 <= rep.BaselineFrequencyTop3 {
-		t.Errorf("top-3: graph %.4f, bigram %.4f, frequency %.4f", rep.NextToolTop3, rep.BaselineBigramTop3, rep.BaselineFrequencyTop3)
+	// Never below bigram: on all calls, on the tuning half and on the
+	// report half (the one no choice looked at) ...
+	atLeastBigram(t, "all calls", rep.Accuracy)
+	atLeastBigram(t, "tuning half", rep.Tuning)
+	atLeastBigram(t, "report half", rep.Held)
+	// ... and above it on top-3 by more than 5 points.
+	if rep.NextToolTop3 < rep.BaselineBigramTop3+0.05 || rep.Held.NextToolTop3 < rep.Held.BaselineBigramTop3+0.03 {
+		t.Errorf("top-3 %.4f vs bigram %.4f; report half %.4f vs %.4f", rep.NextToolTop3, rep.BaselineBigramTop3, rep.Held.NextToolTop3, rep.Held.BaselineBigramTop3)
 	}
-	if rep.NextToolTop1 <= rep.BaselineBigramTop1 || rep.NextToolTop1 <= rep.BaselineFrequencyTop1 {
-		t.Errorf("top-1: graph %.4f, bigram %.4f, frequency %.4f", rep.NextToolTop1, rep.BaselineBigramTop1, rep.BaselineFrequencyTop1)
-	}
-	// ... and also on top-3 among calls that have a previous call.
 	if c := rep.WithContext; c.NextToolTop3 <= c.BaselineBigramTop3 {
 		t.Errorf("top-3 with context: graph %.4f, bigram %.4f", c.NextToolTop3, c.BaselineBigramTop3)
 	}
@@ -38,10 +53,12 @@ func TestEvaluateNextTool(t *testing.T) {
 		name       string
 		got, floor float64
 	}{
-		{"next_tool_top3", rep.NextToolTop3, 0.76},
+		{"next_tool_top3", rep.NextToolTop3, 0.81},
 		{"next_tool_top1", rep.NextToolTop1, 0.52},
-		{"with_context.next_tool_top3", rep.WithContext.NextToolTop3, 0.72},
-		{"with_context.next_tool_top1", rep.WithContext.NextToolTop1, 0.52},
+		{"with_context.next_tool_top3", rep.WithContext.NextToolTop3, 0.78},
+		{"with_context.next_tool_top1", rep.WithContext.NextToolTop1, 0.51},
+		{"report_half.next_tool_top3", rep.Held.NextToolTop3, 0.81},
+		{"report_half.next_tool_top1", rep.Held.NextToolTop1, 0.55},
 	}
 	for _, f := range floors {
 		if f.got < f.floor {
@@ -70,8 +87,141 @@ func TestEvaluateNextTool(t *testing.T) {
 	}
 }
 
-// The ablations the package documentation reports, so the documented
-// reasons for each choice stay true.
+var (
+	hotpotOnce sync.Once
+	hotpotSess map[string][]session
+	hotpotErr  error
+)
+
+// hotpotSessions are the actions of both bundled Reflexion runs, as
+// EvaluateReflexionActions reads them.
+func hotpotSessions(t *testing.T) map[string][]session {
+	t.Helper()
+	hotpotOnce.Do(func() {
+		hotpotSess = map[string][]session{}
+		for _, name := range []string{reflexion.RunReflexion, reflexion.RunBase} {
+			run, err := reflexion.Bundled(name)
+			if err != nil {
+				hotpotErr = err
+				return
+			}
+			if hotpotSess[name], hotpotErr = reflexionSessions(run, name); hotpotErr != nil {
+				return
+			}
+		}
+	})
+	if hotpotErr != nil {
+		t.Fatal(hotpotErr)
+	}
+	return hotpotSess
+}
+
+// The second domain: the ReAct actions of both Reflexion HotPotQA runs,
+// leave-one-question-out. Top-1 is well above bigram (which, with Search
+// the most frequent successor of every action, is the frequency
+// baseline) on both halves; top-3 is the same (three tools).
+func TestEvaluateReflexionActions(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name         string
+		preds        int
+		top1, report float64
+	}{
+		{reflexion.RunReflexion, 1896, 0.85, 0.83},
+		{reflexion.RunBase, 1795, 0.88, 0.88},
+	} {
+		run, err := reflexion.Bundled(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := EvaluateReflexionActions(run, c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(rep)
+		t.Logf("%s", b)
+		if rep.Tasks != 100 || rep.Predictions != c.preds || rep.Domain != DomainHotPotQA+"/"+c.name {
+			t.Fatalf("%s: %d tasks, %d predictions, domain %q", c.name, rep.Tasks, rep.Predictions, rep.Domain)
+		}
+		atLeastBigram(t, c.name+" all", rep.Accuracy)
+		atLeastBigram(t, c.name+" with context", rep.WithContext)
+		atLeastBigram(t, c.name+" tuning half", rep.Tuning)
+		atLeastBigram(t, c.name+" report half", rep.Held)
+		if rep.NextToolTop1 < c.top1 || rep.Held.NextToolTop1 < c.report || rep.NextToolTop1 < rep.BaselineBigramTop1+0.1 {
+			t.Errorf("%s: top-1 %.4f (report half %.4f), bigram %.4f", c.name, rep.NextToolTop1, rep.Held.NextToolTop1, rep.BaselineBigramTop1)
+		}
+	}
+}
+
+// The choice of the context levels and of ContextMinObservations, made on
+// the tuning halves only (even task ids of tau-bench, even question
+// numbers of the Reflexion run): the shipped model has the largest sum of
+// top-1 and top-3 over both domains' tuning halves among the variants
+// below. The report halves are logged, not compared.
+func TestContextLevelChoice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("twenty-four leave-one-task-out runs on two domains")
+	}
+	t.Parallel()
+	domains := [][]session{sampleSessions(t), hotpotSessions(t)[reflexion.RunReflexion]}
+	type variant struct {
+		name    string
+		minObs  int
+		without []string
+	}
+	var variants []variant
+	sets := []struct {
+		name    string
+		without []string
+	}{
+		{"all four levels", nil},
+		{"no plain trigram", []string{LevelTrigram}},
+		{"no outcomes", []string{LevelTrigramOutcome, LevelBigramOutcome}},
+		{"bigram only", []string{LevelTrigramOutcome, LevelTrigram, LevelBigramOutcome}},
+	}
+	for _, set := range sets {
+		for _, m := range []int{0, 2, 5, 10, 20, 40} {
+			if set.without != nil && len(set.without) == 3 && m != 0 {
+				continue // the floor does not apply to the bigram level
+			}
+			variants = append(variants, variant{fmt.Sprintf("%s, floor %d", set.name, m), m, set.without})
+		}
+	}
+	score := func(v variant) (tune, report float64) {
+		p := defaultParams
+		p.minObs = v.minObs
+		p.without = map[string]bool{}
+		for _, l := range v.without {
+			p.without[l] = true
+		}
+		for _, d := range domains {
+			r, err := evaluate(d, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tune += r.Tuning.NextToolTop1 + r.Tuning.NextToolTop3
+			report += r.Held.NextToolTop1 + r.Held.NextToolTop3
+		}
+		return tune, report
+	}
+	best, bestTune := "", -1.0
+	for _, v := range variants {
+		tune, report := score(v)
+		t.Logf("%-32s tuning %.4f  (report %.4f)", v.name, tune, report)
+		if tune > bestTune+1e-12 {
+			best, bestTune = v.name, tune
+		}
+	}
+	if want := fmt.Sprintf("all four levels, floor %d", ContextMinObservations); best != want {
+		t.Errorf("best on the tuning halves: %s, shipped: %s", best, want)
+	}
+}
+
+// The ablations of the design score the package documentation reports
+// (measured with the design score as the ranking, as it was before the
+// context levels; it now breaks ties and is the graph term of hybrid
+// search and workflow suggestions), so the documented reasons for each
+// choice stay true.
 func TestEvaluationAblations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("six leave-one-task-out runs")
@@ -86,9 +236,11 @@ func TestEvaluationAblations(t *testing.T) {
 		}
 		return r
 	}
-	shipped := run(defaultParams)
+	design := defaultParams
+	design.design = true
+	shipped := run(design)
 	variant := func(f func(*params)) Report {
-		p := defaultParams
+		p := design
 		f(&p)
 		return run(p)
 	}
@@ -97,11 +249,12 @@ func TestEvaluationAblations(t *testing.T) {
 	noRecency := variant(func(p *params) { p.recency = recencyNone })
 	prPrior := variant(func(p *params) { p.prior = priorPageRank })
 	noCommunity := variant(func(p *params) { p.useCommunity = false })
+	t.Logf("design score  top-1 %.4f top-3 %.4f", shipped.NextToolTop1, shipped.NextToolTop3)
 	for name, r := range map[string]Report{"no tiers": noTiers, "rank recency": rankRecency, "no recency": noRecency,
 		"PageRank prior": prPrior, "no community": noCommunity} {
-		t.Logf("%-15s top-1 %.4f top-3 %.4f (shipped %.4f %.4f)", name, r.NextToolTop1, r.NextToolTop3, shipped.NextToolTop1, shipped.NextToolTop3)
+		t.Logf("%-15s top-1 %.4f top-3 %.4f (design %.4f %.4f)", name, r.NextToolTop1, r.NextToolTop3, shipped.NextToolTop1, shipped.NextToolTop3)
 		if r.NextToolTop3 >= shipped.NextToolTop3 {
-			t.Errorf("%s: top-3 %.4f, not below the shipped %.4f", name, r.NextToolTop3, shipped.NextToolTop3)
+			t.Errorf("%s: top-3 %.4f, not below the design's %.4f", name, r.NextToolTop3, shipped.NextToolTop3)
 		}
 	}
 	if noTiers.NextToolTop3 > shipped.NextToolTop3-0.05 {
@@ -117,6 +270,13 @@ func TestEvaluationAblations(t *testing.T) {
 				k, r.NextToolTop1, r.NextToolTop3, shipped.NextToolTop1, shipped.NextToolTop3)
 		}
 	}
+	// The design score as the ranking falls below bigram on HotPotQA,
+	// which is why it only breaks ties now.
+	h, err := evaluate(hotpotSessions(t)[reflexion.RunReflexion], &design)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("design score on HotPotQA (reflexion run): top-1 %.4f, bigram %.4f", h.NextToolTop1, h.BaselineBigramTop1)
 }
 
 func TestEvaluateRejectsBadRecords(t *testing.T) {

@@ -160,13 +160,47 @@ type totalsRow struct {
 	Edges int `json:"edges"`
 }
 
+// contextRow is x/<before>/<before failed>/<from>/<from failed>/<to>: how
+// often To was called right after the two calls Before, From of the same
+// workflow with those outcomes (Before "" = From was the workflow's first
+// call). These second-order counts feed the context levels of Next; they
+// are learned only from transitions that carry their context
+// (TransitionData.Context).
+type contextRow struct {
+	Before       string `json:"before,omitempty"`
+	BeforeFailed bool   `json:"before_failed,omitempty"`
+	From         string `json:"from"`
+	FromFailed   bool   `json:"from_failed,omitempty"`
+	To           string `json:"to"`
+	Count        int    `json:"observed_count"`
+}
+
+// ctxKey is the identity of a contextRow (its key without the scope).
+type ctxKey struct {
+	Before       string
+	BeforeFailed bool
+	From         string
+	FromFailed   bool
+	To           string
+}
+
+func (r contextRow) key() ctxKey {
+	return ctxKey{r.Before, r.BeforeFailed, r.From, r.FromFailed, r.To}
+}
+
 // workflowRow is w/<key>/<workflow>: the learning state of one workflow.
 type workflowRow struct {
 	Key      string `json:"key"`
 	Workflow string `json:"workflow"`
 	// Last is the last tool called ("" before any).
-	Last  string `json:"last,omitempty"`
-	Calls int    `json:"calls"`
+	Last string `json:"last,omitempty"`
+	// LastFailed: the call of Last failed.
+	LastFailed bool `json:"last_failed,omitempty"`
+	// Before is the tool called before Last ("" before two calls);
+	// BeforeFailed: that call failed.
+	Before       string `json:"before,omitempty"`
+	BeforeFailed bool   `json:"before_failed,omitempty"`
+	Calls        int    `json:"calls"`
 }
 
 // observation is one tool call in the context of its workflow.
@@ -174,13 +208,21 @@ type observation struct {
 	From, To string // From "" = first call of the workflow
 	AtMS     int64
 	Failed   bool // the call of To failed
+	// Ctx is the second-order context of a transition (From != ""); nil
+	// when the transition does not carry it (events written before it
+	// existed), in which case no contextRow is counted.
+	Ctx *TransitionContext
 }
 
 // advance records the call of tool at atMS in the workflow's state and
 // returns the observation it makes.
 func (w *workflowRow) advance(tool string, atMS int64, failed bool) observation {
 	o := observation{From: w.Last, To: tool, AtMS: atMS, Failed: failed}
-	w.Last = tool
+	if w.Last != "" {
+		o.Ctx = &TransitionContext{FromFailed: w.LastFailed, Before: w.Before, BeforeFailed: w.BeforeFailed}
+	}
+	w.Before, w.BeforeFailed = w.Last, w.LastFailed
+	w.Last, w.LastFailed = tool, failed
 	w.Calls++
 	return o
 }
@@ -194,6 +236,8 @@ type counts interface {
 	putEdge(r edgeRow) error
 	getTotals() (totalsRow, error)
 	putTotals(r totalsRow) error
+	getContext(k ctxKey) (contextRow, bool, error)
+	putContext(r contextRow) error
 }
 
 // learn applies one observation to c. It is the only learning code: the
@@ -254,7 +298,22 @@ func learn(c counts, o observation) error {
 		return err
 	}
 	tot.Transitions++
-	return c.putTotals(tot)
+	if err := c.putTotals(tot); err != nil {
+		return err
+	}
+	if o.Ctx == nil {
+		return nil
+	}
+	k := ctxKey{o.Ctx.Before, o.Ctx.BeforeFailed, o.From, o.Ctx.FromFailed, o.To}
+	x, ok, err := c.getContext(k)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		x = contextRow{Before: k.Before, BeforeFailed: k.BeforeFailed, From: k.From, FromFailed: k.FromFailed, To: k.To}
+	}
+	x.Count++
+	return c.putContext(x)
 }
 
 // Graph is the in-memory tool graph: call and transition counts, from which confidence, edge weights, PageRank,
@@ -268,6 +327,7 @@ func learn(c counts, o observation) error {
 type Graph struct {
 	nodes  map[string]*nodeRow
 	edges  map[[2]string]*edgeRow
+	ctxs   map[ctxKey]*contextRow
 	totals totalsRow
 
 	an analysisCache
@@ -275,7 +335,7 @@ type Graph struct {
 
 // NewGraph returns an empty Graph.
 func NewGraph() *Graph {
-	return &Graph{nodes: map[string]*nodeRow{}, edges: map[[2]string]*edgeRow{}}
+	return &Graph{nodes: map[string]*nodeRow{}, edges: map[[2]string]*edgeRow{}, ctxs: map[ctxKey]*contextRow{}}
 }
 
 func (g *Graph) getNode(tool string) (nodeRow, bool, error) {
@@ -332,6 +392,29 @@ func (g *Graph) mergeEdge(r edgeRow) {
 	e.Count += r.Count
 	e.Failed += r.Failed
 	e.FirstSeenMS, e.LastSeenMS = min(e.FirstSeenMS, r.FirstSeenMS), max(e.LastSeenMS, r.LastSeenMS)
+}
+
+func (g *Graph) getContext(k ctxKey) (contextRow, bool, error) {
+	if r, ok := g.ctxs[k]; ok {
+		return *r, true, nil
+	}
+	return contextRow{}, false, nil
+}
+
+func (g *Graph) putContext(r contextRow) error {
+	g.an.invalidate()
+	g.ctxs[r.key()] = &r
+	return nil
+}
+
+// mergeContext adds r to the context row of its key, as mergeNode.
+func (g *Graph) mergeContext(r contextRow) {
+	g.an.invalidate()
+	if x, ok := g.ctxs[r.key()]; ok {
+		x.Count += r.Count
+		return
+	}
+	g.ctxs[r.key()] = &r
 }
 
 func (g *Graph) getTotals() (totalsRow, error) { return g.totals, nil }

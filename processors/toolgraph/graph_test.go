@@ -2,6 +2,7 @@ package toolgraph
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -193,6 +194,21 @@ func TestHandComputedGraph(t *testing.T) {
 		}
 	}
 
+	// The ranking is by Probability, interpolated Witten-Bell (the trigram
+	// c,a was seen once, below ContextMinObservations, so it is left out):
+	// unigram a 6, b 5, c 1 of 12 (λ = 12/15) over uniform 1/3, then bigram
+	// after a: b 5, c 1 of 6 (λ = 6/8).
+	uni := func(c float64) float64 { return 0.8*c/12 + 0.2/3 }
+	handP := []float64{0.75*5/6 + 0.25*uni(5), 0.75*1/6 + 0.25*uni(1), 0.25 * uni(6)}
+	if !reflect.DeepEqual(p.Levels, []string{LevelBigram, LevelUnigram}) {
+		t.Errorf("levels %v", p.Levels)
+	}
+	for i, s := range p.Suggestions {
+		if !near(s.Probability, handP[i]) {
+			t.Errorf("suggestion %d (%s): probability %v, want %v", i, s.Tool, s.Probability, handP[i])
+		}
+	}
+
 	// b was followed by a call only twice: frequency prior (a 6, b 5, c 1 of 12).
 	p = g.Next([]string{"b"}, 5)
 	if p.Basis != BasisFrequencyPrior || p.Observations != 2 || len(p.Suggestions) != 3 {
@@ -313,9 +329,78 @@ func TestPageRankMatchesGonum(t *testing.T) {
 	}
 }
 
-// Next's pruned candidate set gives the exact top k over all tools.
-func TestNextIsExactTopK(t *testing.T) {
+// Probabilities sum to 1 over the tools and rank the suggestions, for
+// every context of one or two calls of the tau-bench graph, with and
+// without outcomes.
+func TestNextProbabilities(t *testing.T) {
+	g := sampleGraph(t)
+	a := g.analysis()
+	n := len(a.tools)
+	check := func(p Prediction) {
+		t.Helper()
+		if len(p.Suggestions) != n {
+			t.Fatalf("after %v: %d suggestions of %d tools", p.After, len(p.Suggestions), n)
+		}
+		sum := 0.0
+		for i, s := range p.Suggestions {
+			sum += s.Probability
+			if s.Probability <= 0 || (i > 0 && s.Probability > p.Suggestions[i-1].Probability) {
+				t.Fatalf("after %v: suggestion %d %+v out of order", p.After, i, s)
+			}
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Fatalf("after %v: probabilities sum to %v", p.After, sum)
+		}
+	}
+	check(g.Next(nil, n))
+	levels := map[string]int{}
+	for _, x := range a.tools {
+		for _, y := range a.tools {
+			for _, f := range []bool{false, true} {
+				p := g.NextCalls([]Call{{Tool: y}, {Tool: x, Failed: f}}, n)
+				check(p)
+				levels[p.Levels[0]]++
+			}
+			check(g.Next([]string{y, x}, n))
+		}
+	}
+	if levels[LevelTrigramOutcome] == 0 || levels[LevelBigram] == 0 {
+		t.Errorf("most specific levels used: %v", levels)
+	}
+}
+
+// The pruned candidate set of the probability ranking gives the exact top
+// k: the first k of the ranking of every tool.
+func TestNextCandidatesAreExact(t *testing.T) {
 	for name, g := range map[string]*Graph{"tau-bench": sampleGraph(t), "random": randomGraph(400, 4000, 11)} {
+		a := g.analysis()
+		n := len(a.tools)
+		contexts := [][]Call{nil}
+		for i, x := range a.tools {
+			if name == "random" && i%7 != 0 {
+				continue
+			}
+			contexts = append(contexts, []Call{{Tool: x}}, []Call{{Tool: a.tools[(i+1)%n]}, {Tool: x, Failed: i%2 == 0}})
+		}
+		for _, c := range contexts {
+			all := g.NextCalls(c, n).Suggestions
+			for _, k := range []int{1, 3, 10} {
+				if got := g.NextCalls(c, k).Suggestions; !reflect.DeepEqual(got, all[:min(k, n)]) {
+					t.Fatalf("%s after %v, k=%d: %+v\nall: %+v", name, c, k, got, all[:min(k, n)])
+				}
+			}
+		}
+	}
+}
+
+// The design ranking's pruned candidate set gives the exact top k over
+// all tools.
+func TestNextIsExactTopK(t *testing.T) {
+	for name, src := range map[string]*Graph{"tau-bench": sampleGraph(t), "random": randomGraph(400, 4000, 11)} {
+		g := copyGraph(src)
+		p := defaultParams
+		p.design = true
+		g.setParams(p)
 		a := g.analysis()
 		for ctx := range a.tools {
 			if a.out[ctx] < MinObservations {
@@ -344,6 +429,22 @@ func TestNextIsExactTopK(t *testing.T) {
 	}
 }
 
+// copyGraph is a copy of g's counts with its own analysis cache.
+func copyGraph(g *Graph) *Graph {
+	c := NewGraph()
+	for _, r := range g.nodes {
+		_ = c.putNode(*r)
+	}
+	for _, r := range g.edges {
+		_ = c.putEdge(*r)
+	}
+	for _, r := range g.ctxs {
+		_ = c.putContext(*r)
+	}
+	c.totals = g.totals
+	return c
+}
+
 // everything is the observable output of a graph: tools (ranks,
 // communities), edges, every prediction and every path.
 type everything struct {
@@ -365,7 +466,10 @@ func observe(g *Graph) everything {
 	sort.Strings(names)
 	out.Next = append(out.Next, g.Next(nil, 3))
 	for _, x := range names {
-		out.Next = append(out.Next, g.Next([]string{x}, 3))
+		out.Next = append(out.Next, g.Next([]string{x}, 3), g.NextCalls([]Call{{Tool: x, Failed: true}}, 3))
+		for _, y := range names {
+			out.Next = append(out.Next, g.NextCalls([]Call{{Tool: y}, {Tool: x}}, 3))
+		}
 		for _, y := range names {
 			r, err := g.Path(x, y)
 			out.Paths = append(out.Paths, r)
@@ -397,11 +501,20 @@ func TestDeterministicAnalysis(t *testing.T) {
 	sort.Slice(edges, func(i, j int) bool {
 		return edges[i].From+"\x00"+edges[i].To < edges[j].From+"\x00"+edges[j].To
 	})
+	ctxs := make([]contextRow, 0, len(src.ctxs))
+	for _, r := range src.ctxs {
+		ctxs = append(ctxs, *r)
+	}
+	sort.Slice(ctxs, func(i, j int) bool { return fmt.Sprint(ctxs[i].key()) < fmt.Sprint(ctxs[j].key()) })
 	for seed := uint64(0); seed < 5; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 		rng.Shuffle(len(edges), func(i, j int) { edges[i], edges[j] = edges[j], edges[i] })
+		rng.Shuffle(len(ctxs), func(i, j int) { ctxs[i], ctxs[j] = ctxs[j], ctxs[i] })
 		g := NewGraph()
+		for _, r := range ctxs {
+			_ = g.putContext(r)
+		}
 		for _, r := range nodes {
 			_ = g.putNode(r)
 		}

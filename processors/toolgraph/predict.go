@@ -38,8 +38,8 @@ const (
 	TierUnobserved = 3
 )
 
-// Suggestion is one candidate next tool with its score and the score's
-// components. Under BasisGraph,
+// Suggestion is one candidate next tool with its Probability (the
+// ranking) and the design score with its components. Under BasisGraph,
 //
 //	Score = 0.6·Confidence + 0.3·Community + 0.1·Recency + 0.1·PageRank
 //
@@ -48,7 +48,8 @@ const (
 type Suggestion struct {
 	// Tool is the candidate tool id.
 	Tool string `json:"tool"`
-	// Score is the ranking score within the suggestion's tier.
+	// Score is the design score (graph basis) or the prior share (prior
+	// basis); with Tier it breaks ties of Probability.
 	Score float64 `json:"score"`
 	// Tier is TierObserved, TierRare or TierUnobserved under BasisGraph,
 	// 0 (absent) under a prior basis.
@@ -65,6 +66,9 @@ type Suggestion struct {
 	PageRank float64 `json:"pagerank"`
 	// Prior is the prior share under BasisStartPrior or BasisFrequencyPrior.
 	Prior float64 `json:"prior"`
+	// Probability is the context model's estimate of P(next = Tool | the
+	// calls so far), in (0, 1]; suggestions are ranked by it (see Next).
+	Probability float64 `json:"probability"`
 }
 
 // Prediction is the answer of Next.
@@ -77,45 +81,71 @@ type Prediction struct {
 	Basis string `json:"basis"`
 	// Observations is count(ContextTool→·) in the graph.
 	Observations int `json:"observations"`
+	// Levels are the context levels the probabilities were interpolated
+	// from, most specific first (LevelTrigramOutcome … LevelUnigram).
+	Levels []string `json:"levels"`
 	// Suggestions are the top k, best first.
 	Suggestions []Suggestion `json:"suggestions"`
 }
 
-// Next predicts the tool called after the tools in after (oldest first)
-// and returns the k best candidates, best first (fewer when the graph has
-// fewer tools; none when k < 1). It is a pure function of the Graph.
-//
-// Context: only the last element of after, the context tool A, is used.
-// The tools before it do nothing: a second-order bonus (count(p,A→X) /
-// (count(p,A→·) + 1) for the tool p before A, weights 0.1 to 1.0) moved
-// top-3 accuracy by −0.3 to +0.4 points and top-1 by 0 to −0.6 points in
-// the evaluation, not worth a projection row per tool triple.
-//
-// When A was followed by a call at least MinObservations times, every tool
-// is scored with the GraphRAG design formula (see Suggestion) and ranked
-// by evidence tier first (TierObserved, TierRare, TierUnobserved), then by
-// score, then by name. The tiers apply the design's evidence floor to
-// candidates as the design applies it to the context tool: without them
-// the fixed community boost (+0.3) lifts tools seen once after A, or never,
-// above well-established successors in another community (evaluation:
-// top-3 0.701 without tiers, 0.760 with them).
-//
-// Otherwise Next falls back to a prior:
-//   - no context (the first call of a workflow): the share of workflows
-//     that started with the tool, because what a workflow does first is a
-//     different distribution from what it does overall (tau-bench sessions
-//     start with get_user_details or get_reservation_details);
-//   - a context tool followed by fewer than MinObservations calls: the
-//     tool's share of all calls, the maximum-likelihood estimate of "some
-//     next call" when nothing is known about A. PageRank was the other
-//     candidate, but its teleportation spreads 15% of the mass uniformly
-//     over rare tools and it ignores repeated calls; as the prior it cut
-//     top-3 accuracy from 0.760 to 0.608 in the evaluation.
+// Next predicts the tool called after the tools in after (oldest first),
+// the outcomes of those calls unknown, and returns the k best candidates,
+// best first (fewer when the graph has fewer tools; none when k < 1). It
+// is NextCalls without the outcome levels; a pure function of the Graph.
 func (g *Graph) Next(after []string, k int) Prediction {
+	calls := make([]Call, len(after))
+	for i, t := range after {
+		calls[i] = Call{Tool: t}
+	}
+	return g.predict(calls, false, k)
+}
+
+// NextCalls predicts the tool called after the calls in after (oldest
+// first, each with its outcome) and returns the k best candidates, best
+// first. It is the predictor of GET /v1/graph/next (with failed=) and of
+// the evaluation; a pure function of the Graph.
+//
+// Ranking: by Probability, an interpolated Witten-Bell estimate of
+// P(next = tool | context) over the context levels (see probabilities),
+// most specific first:
+//
+//	trigram_outcome  the last two calls with their outcomes     (x/ rows)
+//	trigram          the last two tools                         (x/ rows, summed)
+//	bigram_outcome   the last tool with its outcome             (x/ rows, summed)
+//	bigram           the last tool (edge counts), or, for a
+//	                 first call, the workflows' first calls      (e/ rows; n/ starts)
+//	unigram          every call                                  (n/ calls)
+//
+// A level whose context was followed by fewer than
+// ContextMinObservations calls is left out (the design's evidence floor,
+// applied per level). The bigram level alone ranks as the bigram
+// baseline does, so the higher levels are what the model adds; the
+// outcome levels matter where a failed call is retried (a ReAct agent's
+// Search after a failed Search: HotPotQA top-1 0.706 → 0.85). The design
+// score (tier, then Score) only breaks ties of Probability, then the tool
+// name: ranked by it, as before, the graph was below the bigram baseline
+// on HotPotQA (see the package documentation).
+//
+// The design fields of each suggestion are kept as they were: under
+// BasisGraph (the last tool followed by at least MinObservations calls)
+// the GraphRAG design score with its components and evidence tier; under
+// a prior basis (no context: BasisStartPrior; a rare or unknown last
+// tool: BasisFrequencyPrior) Score = Prior, the share of workflows that
+// started with the tool or the tool's share of all calls. Hybrid search
+// and workflow suggestions use those scores as their graph term.
+func (g *Graph) NextCalls(after []Call, k int) Prediction {
+	return g.predict(after, true, k)
+}
+
+// predict is Next (outcomes false) and NextCalls (outcomes true).
+func (g *Graph) predict(after []Call, outcomes bool, k int) Prediction {
 	a := g.analysis()
-	pred := Prediction{After: append([]string{}, after...), Suggestions: []Suggestion{}, Basis: BasisStartPrior}
+	pred := Prediction{After: make([]string, len(after)), Suggestions: []Suggestion{}, Basis: BasisStartPrior, Levels: []string{}}
+	for i, c := range after {
+		pred.After[i] = c.Tool
+	}
 	if len(after) > 0 {
-		pred.ContextTool = after[len(after)-1]
+		pred.ContextTool = after[len(after)-1].Tool
 		pred.Basis = BasisFrequencyPrior
 		if ctx, ok := a.idx[pred.ContextTool]; ok {
 			pred.Observations = a.out[ctx]
@@ -127,35 +157,59 @@ func (g *Graph) Next(after []string, k int) Prediction {
 	if k < 1 || len(a.tools) == 0 {
 		return pred
 	}
-	if pred.Basis == BasisGraph {
-		pred.Suggestions = a.graphTop(a.idx[pred.ContextTool], k)
-	} else {
-		pred.Suggestions = a.priorTop(pred.Basis, k)
+	if a.p.design {
+		if pred.Basis == BasisGraph {
+			pred.Suggestions = a.graphTop(a.idx[pred.ContextTool], k)
+		} else {
+			pred.Suggestions = a.priorTop(pred.Basis, k)
+		}
+		return pred
 	}
+	names, levels := a.levelCounts(after, outcomes)
+	pred.Levels = append(pred.Levels, names...)
+	cand := a.candidates(levels, k)
+	out := make([]Suggestion, len(cand))
+	share := a.priorShare(pred.Basis)
+	for i, v := range cand {
+		if pred.Basis == BasisGraph {
+			out[i] = a.score(a.idx[pred.ContextTool], v)
+		} else {
+			sh := share(v)
+			out[i] = Suggestion{Tool: a.tools[v], Score: sh, Prior: sh}
+		}
+		out[i].Probability = probability(v, len(a.tools), levels)
+	}
+	pred.Suggestions = rankByProbability(out, k, !a.p.noTiers)
 	return pred
 }
 
 // priorTop returns the k best tools under a prior basis.
 func (a *analysis) priorTop(basis string, k int) []Suggestion {
-	var order []int32
-	var share func(v int32) float64
-	switch {
-	case a.p.prior == priorPageRank:
-		order = a.byPR
-		share = func(v int32) float64 { return a.prNorm[v] }
-	case basis == BasisStartPrior && a.totalStarts > 0:
-		order = a.byStarts
-		share = func(v int32) float64 { return float64(a.start[v]) / float64(a.totalStarts) }
-	default:
-		order = a.byCalls
-		share = func(v int32) float64 { return float64(a.calls[v]) / float64(max(a.totalCalls, 1)) }
-	}
+	order, share := a.prior(basis)
 	out := make([]Suggestion, 0, min(k, len(order)))
 	for _, v := range order[:min(k, len(order))] {
 		s := share(v)
 		out = append(out, Suggestion{Tool: a.tools[v], Score: s, Prior: s})
 	}
 	return out
+}
+
+// priorShare is the share of each tool under a prior basis.
+func (a *analysis) priorShare(basis string) func(v int32) float64 {
+	_, share := a.prior(basis)
+	return share
+}
+
+// prior is the order and share of the tools under a prior basis.
+func (a *analysis) prior(basis string) ([]int32, func(v int32) float64) {
+	switch {
+	case a.p.prior == priorPageRank:
+		return a.byPR, func(v int32) float64 { return a.prNorm[v] }
+	case basis == BasisStartPrior && a.totalStarts > 0:
+		return a.byStarts, func(v int32) float64 { return float64(a.start[v]) / float64(a.totalStarts) }
+	default:
+		return a.byCalls, func(v int32) float64 { return float64(a.calls[v]) / float64(max(a.totalCalls, 1)) }
+	}
 }
 
 // score computes the graph-basis suggestion of candidate v after ctx.

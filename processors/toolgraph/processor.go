@@ -15,7 +15,7 @@ import (
 const Name = "toolgraph"
 
 // TransitionsName is the name of the keyed transitions processor
-// (Transitions) and its projection: the last tool of every workflow.
+// (Transitions) and its projection: the last two tools of every workflow.
 const TransitionsName = "toolgraph.transitions"
 
 // DefaultRecomputeEvery is the default Processor.RecomputeEvery.
@@ -47,11 +47,28 @@ type TransitionData struct {
 	Failed bool `json:"failed,omitempty"`
 	// Call is the 1-based number of the call in its workflow.
 	Call int `json:"call"`
+	// Context is what came before From in the workflow, for the
+	// second-order counts of Next; absent for a first call, and in events
+	// written before the field existed (those count first-order only).
+	Context *TransitionContext `json:"context,omitempty"`
+}
+
+// TransitionContext is the second-order context of a transition From→To:
+// the outcome of the call of From and the call before it.
+type TransitionContext struct {
+	// FromFailed: the call of From failed (success false).
+	FromFailed bool `json:"from_failed,omitempty"`
+	// Before is the tool called right before From in the same workflow;
+	// "" (absent) when From was the workflow's first call.
+	Before string `json:"before,omitempty"`
+	// BeforeFailed: the call of Before failed.
+	BeforeFailed bool `json:"before_failed,omitempty"`
 }
 
 // Transitions is the keyed half of the tool graph: it reads
 // workflow.task.completed.v1 on chronicle.sessions, keeps each workflow's
-// last tool (w/<key>/<workflow>, a row of the event's own record key) and
+// last two tools and their outcomes (w/<key>/<workflow>, a row of the
+// event's own record key) and
 // emits tool.transition.observed.v1 (TransitionData) for every call,
 // keyed by the scope's tool graph. Its state is per key, so the partitions
 // of chronicle.sessions are applied concurrently and owned by any
@@ -95,7 +112,7 @@ func (Transitions) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return err
 	}
 	return tx.Emit(events.ToolTransitionObserved, TransitionData{
-		Graph: GraphID, WorkflowID: c.Workflow, Entity: c.Key, From: o.From, To: o.To, Failed: o.Failed, Call: w.Calls,
+		Graph: GraphID, WorkflowID: c.Workflow, Entity: c.Key, From: o.From, To: o.To, Failed: o.Failed, Call: w.Calls, Context: o.Ctx,
 	})
 }
 
@@ -143,7 +160,17 @@ func edgeKey(scope, from, to string) string {
 func edgePrefix(scope, from string) string { return "e/" + esc(scope) + "/" + esc(from) + "/" }
 func scopeEdgePrefix(scope string) string  { return "e/" + esc(scope) + "/" }
 func totalsKey(scope string) string        { return "t/" + esc(scope) }
-func workflowKey(key, wf string) string    { return "w/" + esc(key) + "/" + esc(wf) }
+func contextPrefix(scope string) string    { return "x/" + esc(scope) + "/" }
+func contextKey(scope string, k ctxKey) string {
+	return contextPrefix(scope) + esc(k.Before) + "/" + flag(k.BeforeFailed) + "/" + esc(k.From) + "/" + flag(k.FromFailed) + "/" + esc(k.To)
+}
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+func workflowKey(key, wf string) string { return "w/" + esc(key) + "/" + esc(wf) }
 
 // txCounts is one scope's graph in the projection, through an Apply
 // call's Tx, as learning's counts.
@@ -170,10 +197,18 @@ func (c txCounts) getTotals() (totalsRow, error) {
 	return r, err
 }
 func (c txCounts) putTotals(r totalsRow) error { return c.tx.SetJSON(totalsKey(c.scope), r) }
+func (c txCounts) getContext(k ctxKey) (contextRow, bool, error) {
+	var r contextRow
+	ok, err := c.tx.GetJSON(contextKey(c.scope, k), &r)
+	return r, ok, err
+}
+func (c txCounts) putContext(r contextRow) error {
+	return c.tx.SetJSON(contextKey(c.scope, r.key()), r)
+}
 
 // Apply implements processors.Processor. For a tool.transition.observed.v1
 // of scope S it counts the call and the transition from the previous tool
-// in S's graph (n/S/, e/S/, t/S rows), emits graph.edge.learned.v1 for the
+// in S's graph (n/S/, e/S/, t/S rows; x/S/ when it carries its context), emits graph.edge.learned.v1 for the
 // edge's first observation and for every edge out of the previous tool
 // whose confidence crossed SuggestionThreshold or SpeculationThreshold
 // (either way: the other successors' confidence drops), and, when S's
@@ -198,6 +233,9 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return err
 	}
 	o := observation{From: d.From, To: d.To, AtMS: at.UnixMilli(), Failed: d.Failed}
+	if d.From != "" {
+		o.Ctx = d.Context
+	}
 	scope := env.EffectiveScope()
 	cs := txCounts{tx, scope}
 	if err := learn(cs, o); err != nil {
@@ -327,13 +365,26 @@ type scanFunc func(prefix string, fn func(key string, val []byte) (bool, error))
 // scope): the union of their graphs, counts summed (Graph.merge).
 func loadGraph(scan scanFunc, scopes []string) (*Graph, error) {
 	g := NewGraph()
-	prefixes := [3][]string{{"n/"}, {"e/"}, {"t/"}}
+	prefixes := [4][]string{{"n/"}, {"e/"}, {"t/"}, {"x/"}}
 	if scopes != nil {
-		prefixes = [3][]string{}
+		prefixes = [4][]string{}
 		for _, sc := range scopes {
 			prefixes[0] = append(prefixes[0], nodePrefix(sc))
 			prefixes[1] = append(prefixes[1], scopeEdgePrefix(sc))
 			prefixes[2] = append(prefixes[2], totalsKey(sc))
+			prefixes[3] = append(prefixes[3], contextPrefix(sc))
+		}
+	}
+	for _, pre := range prefixes[3] {
+		if err := scan(pre, func(_ string, val []byte) (bool, error) {
+			var r contextRow
+			if err := gojson.Unmarshal(val, &r); err != nil {
+				return false, err
+			}
+			g.mergeContext(r)
+			return true, nil
+		}); err != nil {
+			return nil, err
 		}
 	}
 	for _, pre := range prefixes[0] {

@@ -200,11 +200,16 @@ func TestProcessorApply(t *testing.T) {
 	if tot != (totalsRow{Calls: 14, Transitions: 7, Workflows: 7, Tools: 3, Edges: 2}) {
 		t.Errorf("g/totals = %+v", tot)
 	}
-	if w7 != (workflowRow{Key: "org:default/s7", Workflow: "w7", Last: "c", Calls: 2}) {
+	if w7 != (workflowRow{Key: "org:default/s7", Workflow: "w7", Last: "c", Before: "a", Calls: 2}) {
 		t.Errorf("w/s7/w7 = %+v", w7)
 	}
-	if n := len(rows(t, s)); n != 3+2+1+7 { // 7 workflows in the transitions projection
-		t.Errorf("%d rows, want 3 nodes, 2 edges, totals and 7 workflows", n)
+	// second-order counts: every workflow is a → b or a → c, a its first call
+	var xab contextRow
+	if ok, err := s.GetJSON(Name, "x/org:default//0/a/0/b", &xab); err != nil || !ok || xab != (contextRow{From: "a", To: "b", Count: 6}) {
+		t.Errorf("x/org:default//0/a/0/b = %+v, %v %v", xab, ok, err)
+	}
+	if n := len(rows(t, s)); n != 3+2+1+2+7 { // 7 workflows in the transitions projection
+		t.Errorf("%d rows, want 3 nodes, 2 edges, totals, 2 context rows and 7 workflows", n)
 	}
 
 	// Queries over the store.
@@ -337,7 +342,11 @@ func TestProcessorDefaultEmit(t *testing.T) {
 		t.Errorf("transition id %s, want %s (derived from the call's id)", tr.ID, want)
 	}
 	var d TransitionData
-	if err := tr.Decode(&d); err != nil || d != (TransitionData{Graph: GraphID, WorkflowID: "w1", Entity: "org:default/s1", From: "a", To: "b", Call: 2}) {
-		t.Errorf("transition data %+v, %v", d, err)
+	err = tr.Decode(&d)
+	ctx := d.Context
+	d.Context = nil
+	if err != nil || d != (TransitionData{Graph: GraphID, WorkflowID: "w1", Entity: "org:default/s1", From: "a", To: "b", Call: 2}) ||
+		ctx == nil || *ctx != (TransitionContext{}) {
+		t.Errorf("transition data %+v (context %+v), %v", d, ctx, err)
 	}
 }

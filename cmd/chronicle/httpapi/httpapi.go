@@ -696,7 +696,11 @@ func graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
 }
 
 // graphNext predicts the next tool: after=a,b (the tools called so far,
-// oldest first; empty for the first call), k (default 5, 1..100).
+// oldest first; empty for the first call), k (default 5, 1..100),
+// failed=i,j (the 0-based positions in after of the calls that failed;
+// when present, even empty, the outcome of every call is known and the
+// prediction uses the outcome levels: toolgraph.Graph.NextCalls, the
+// predictor `chronicle eval` measures; absent: toolgraph.Graph.Next).
 func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	scopes, ok := graphScopes(w, r)
 	if !ok {
@@ -715,9 +719,30 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 		}
 		k = n
 	}
+	var calls []toolgraph.Call
+	if r.URL.Query().Has("failed") {
+		calls = make([]toolgraph.Call, len(after))
+		for i, t := range after {
+			calls[i].Tool = t
+		}
+		if f := r.URL.Query().Get("failed"); f != "" {
+			for _, x := range strings.Split(f, ",") {
+				i, err := strconv.Atoi(x)
+				if err != nil || i < 0 || i >= len(after) {
+					writeErr(w, http.StatusBadRequest, "failed: %q is not a position in after (0 to %d)", x, len(after)-1)
+					return
+				}
+				calls[i].Failed = true
+			}
+		}
+	}
 	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if r.URL.Query().Has("failed") {
+		writeJSON(w, http.StatusOK, g.NextCalls(calls, k))
 		return
 	}
 	writeJSON(w, http.StatusOK, g.Next(after, k))

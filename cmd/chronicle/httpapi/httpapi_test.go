@@ -154,6 +154,23 @@ func TestIngestAndQuery(t *testing.T) {
 	if code := get(t, srv, "/v1/graph/next?k=0", nil); code != 400 {
 		t.Fatalf("k=0: %d", code)
 	}
+	// failed=: the outcomes known, the route answers with NextCalls, the
+	// predictor chronicle eval measures (levels name the outcome ones when
+	// their contexts were observed often enough)
+	var withOutcomes struct {
+		Suggestions []map[string]any `json:"suggestions"`
+		Levels      []string         `json:"levels"`
+	}
+	two := url.QueryEscape(tools.Tools[0].Tool + "," + tools.Tools[0].Tool)
+	if code := get(t, srv, "/v1/graph/next?k=3&failed=1&after="+two, &withOutcomes); code != 200 || len(withOutcomes.Suggestions) == 0 ||
+		len(withOutcomes.Levels) == 0 || withOutcomes.Levels[len(withOutcomes.Levels)-1] != "unigram" {
+		t.Fatalf("graph next with failed=: %d %+v", code, withOutcomes)
+	}
+	for _, bad := range []string{"2", "-1", "x"} {
+		if code := get(t, srv, "/v1/graph/next?failed="+bad+"&after="+two, nil); code != 400 {
+			t.Fatalf("failed=%s: %d, want 400", bad, code)
+		}
+	}
 	if code := get(t, srv, "/v1/graph/path?from=nope&to="+tools.Tools[0].Tool, nil); code != 404 {
 		t.Fatalf("path from an unknown tool: %d", code)
 	}
