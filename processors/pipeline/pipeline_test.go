@@ -353,3 +353,72 @@ func TestDerivedTopicsAreRead(t *testing.T) {
 		}
 	}
 }
+
+// events.Derive marshals payloads with goccy/go-json; its bytes must be
+// encoding/json's (stored rows, content hashes and digests hold them).
+// Every derived event of the 200 bundled sessions is marshalled both ways
+// here: a difference fails Derive, which dead-letters the cause.
+func TestDerivedEncodingAgrees(t *testing.T) {
+	events.CheckDerivedEncoding.Store(true)
+	defer events.CheckDerivedEncoding.Store(false)
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, envs := range sampleEvents(t, len(recs)) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if dl := readAll(ctx, t, p, events.TopicDeadLetter); len(dl) > 0 {
+		t.Fatalf("%d records dead-lettered, the first: %s", len(dl), dl[0].Value)
+	}
+	// a global table's rejection is counted, not dead-lettered
+	if n := resultCount(t, p, "dead_lettered"); n > 0 {
+		t.Fatalf("%v events rejected by a processor", n)
+	}
+	derived := 0
+	for _, tp := range events.AllTopics {
+		for _, r := range readAll(ctx, t, p, tp) {
+			if env, err := events.FromRecord(r); err == nil {
+				if info, _ := events.Lookup(env.Type); info.Derived {
+					derived++
+				}
+			}
+		}
+	}
+	if derived < 1000 {
+		t.Fatalf("only %d derived records: the check did not run over the sample", derived)
+	}
+	t.Logf("%d derived events marshalled alike by goccy/go-json and encoding/json", derived)
+}
+
+// resultCount sums chronicle_processor_events_total over processors for
+// one result label.
+func resultCount(t *testing.T, p *pipeline.Pipeline, result string) float64 {
+	t.Helper()
+	mfs, err := p.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != "chronicle_processor_events_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
