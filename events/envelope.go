@@ -131,12 +131,13 @@ func New(t Type, source, id string, at time.Time, payload any) (Envelope, error)
 	}, nil
 }
 
-// CheckDerivedEncoding, when set (tests), makes Derive marshal each payload
-// with encoding/json too and fail unless the bytes are identical. Derive
-// marshals with goccy/go-json (about twice as fast); stored rows and
-// digests hold its output, so it must be encoding/json's byte for byte
-// (pipeline's TestDerivedEncodingAgrees runs the bundled sessions with it).
-var CheckDerivedEncoding atomic.Bool
+// CheckEncoding, when set (tests), makes Derive and Envelope.MarshalJSON
+// marshal with encoding/json too and fail unless the bytes are identical.
+// Both marshal with goccy/go-json (two to three times as fast); stored
+// rows, records and digests hold its output, so it must be encoding/json's
+// byte for byte (pipeline's TestEncodingAgrees runs the bundled sessions
+// with it).
+var CheckEncoding atomic.Bool
 
 // Derive builds the n-th derived event of type typ caused by cause, written
 // by component source (e.g. "chronicle/sessions"): its id is DerivedID of
@@ -155,7 +156,7 @@ func Derive(cause *Envelope, source string, typ Type, n int, payload any) (Envel
 	if err != nil {
 		return Envelope{}, fmt.Errorf("events: marshal %s data: %w", typ, err)
 	}
-	if CheckDerivedEncoding.Load() {
+	if CheckEncoding.Load() {
 		std, err := json.Marshal(payload)
 		if err != nil || !bytes.Equal(std, raw) {
 			return Envelope{}, fmt.Errorf("events: derived %s: goccy/go-json wrote %s, encoding/json %s (%v)", typ, raw, std, err)

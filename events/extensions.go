@@ -77,7 +77,13 @@ type envelopeFields Envelope
 // name. Without extensions the bytes are those of the plain struct
 // encoding, so the digest of existing data does not change.
 func (e Envelope) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal((*envelopeFields)(&e))
+	b, err := gojson.Marshal((*envelopeFields)(&e))
+	if err == nil && CheckEncoding.Load() {
+		std, serr := json.Marshal((*envelopeFields)(&e))
+		if serr != nil || !bytes.Equal(std, b) {
+			return nil, fmt.Errorf("events: envelope %s: goccy/go-json wrote %s, encoding/json %s (%v)", e.ID, b, std, serr)
+		}
+	}
 	if err != nil || len(e.Extensions) == 0 {
 		return b, err
 	}

@@ -354,13 +354,14 @@ func TestDerivedTopicsAreRead(t *testing.T) {
 	}
 }
 
-// events.Derive marshals payloads with goccy/go-json; its bytes must be
-// encoding/json's (stored rows, content hashes and digests hold them).
-// Every derived event of the 200 bundled sessions is marshalled both ways
-// here: a difference fails Derive, which dead-letters the cause.
-func TestDerivedEncodingAgrees(t *testing.T) {
-	events.CheckDerivedEncoding.Store(true)
-	defer events.CheckDerivedEncoding.Store(false)
+// events.Derive and Envelope.MarshalJSON marshal with goccy/go-json; its
+// bytes must be encoding/json's (records, stored rows, content hashes and
+// digests hold them). Every event of the 200 bundled sessions, produced or
+// derived, is marshalled both ways here: a difference fails the producer
+// or Derive (which rejects the cause).
+func TestEncodingAgrees(t *testing.T) {
+	events.CheckEncoding.Store(true)
+	defer events.CheckEncoding.Store(false)
 	p := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
