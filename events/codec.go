@@ -24,7 +24,7 @@ const (
 // Record encodes e as a Kafka record in structured content mode on the
 // topic of its type, keyed by Key(e).
 func Record(e *Envelope) (*kgo.Record, error) {
-	val, err := json.Marshal(e)
+	val, err := e.MarshalJSON() // compact already: json.Marshal(e) would compact it again
 	if err != nil {
 		return nil, fmt.Errorf("events: encode %s: %w", e.ID, err)
 	}

@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -173,7 +172,7 @@ var ErrEventTooLarge = errors.New("event too large")
 // validRecord encodes e once, validates that encoding and makes it the
 // record value.
 func validRecord(e *Envelope) (*kgo.Record, error) {
-	raw, err := json.Marshal(e)
+	raw, err := e.MarshalJSON() // compact already: json.Marshal(e) would compact it again
 	if err != nil {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 	}

@@ -256,10 +256,10 @@ func (t *Tx) Set(key string, val []byte) error {
 	return t.b.Set(t.key(key), val, nil)
 }
 
-// SetJSON writes v as a JSON row. encoding/json sorts map keys, so equal
-// values give equal bytes.
+// SetJSON writes v as a JSON row, encoded as encoding/json encodes it
+// (events.Marshal): map keys sorted, so equal values give equal bytes.
 func (t *Tx) SetJSON(key string, v any) error {
-	b, err := json.Marshal(v)
+	b, err := events.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -231,7 +230,7 @@ func withSource(it Item, recs ...OutboxRecord) []OutboxRecord {
 func (s *Store) commitRun(b *pebble.Batch, okey string, next int64, outbox []OutboxRecord, touched []string, processor string, n int) (int, int, error) {
 	seq := s.reserveOutbox(len(outbox))
 	for _, rec := range outbox {
-		val, err := json.Marshal(rec)
+		val, err := events.Marshal(rec)
 		if err != nil {
 			return 0, -1, err
 		}
