@@ -72,8 +72,8 @@ cluster cost is 1 − cluster path / single-instance path.`,
 			fmt.Printf("  raw franz-go count (one Pebble batch per fetch)  %9.0f events/s\n", res.RawEventsPerS)
 			fmt.Printf("  chronicle, count processor                       %9.0f events/s  ×%.3f raw\n", res.CountEventsPerS, res.CountRatio)
 			fmt.Printf("  chronicle, default processors, single instance   %9.0f events/s\n", res.SingleEventsPerS)
-			fmt.Printf("  chronicle, default processors (cluster path)     %9.0f events/s  ×%.3f raw, cluster cost %.1f%%\n", res.DefaultEventsPerS, res.DefaultRatio, 100*res.ClusterCost)
-			fmt.Printf("  replay, default processors                       %9.0f records/s ×%.3f raw (%d records)\n", res.ReplayEventsPerS, res.ReplayRatio, res.ReplayRecords)
+			fmt.Printf("  chronicle, default processors (cluster path)     %9.0f events/s  ×%.3f raw, cluster cost %.1f%%, CPU %.1f µs/event\n", res.DefaultEventsPerS, res.DefaultRatio, 100*res.ClusterCost, res.DefaultCPUMicrosPerEvent)
+			fmt.Printf("  replay, default processors                       %9.0f records/s ×%.3f raw (%d records), CPU %.1f µs/record\n", res.ReplayEventsPerS, res.ReplayRatio, res.ReplayRecords, res.ReplayCPUMicrosPerRecord)
 			fmt.Printf("  produce→projection latency, single events        p50 %.2f ms  p99 %.2f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
 			return nil
 		},

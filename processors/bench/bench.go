@@ -84,6 +84,14 @@ type Result struct {
 	// ReplayRecords is what the replay read: the events and every derived
 	// event the default processors wrote.
 	ReplayRecords int64 `json:"replay_records"`
+	// DefaultCPUMicrosPerEvent and ReplayCPUMicrosPerRecord are the
+	// process's CPU time (user + system, every goroutine: Pebble's
+	// flushes and compactions, the GC, the search index's embedding)
+	// over the default job's measured window (first commit to caught up)
+	// and over the replay, per event or record, in µs: on a shared machine
+	// they move less than the rates (0 where getrusage does not exist).
+	DefaultCPUMicrosPerEvent float64 `json:"default_cpu_us_per_event"`
+	ReplayCPUMicrosPerRecord float64 `json:"replay_cpu_us_per_record"`
 }
 
 func (c *Config) setDefaults() {
@@ -157,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	if run("count") {
-		if res.CountEventsPerS, _, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "count"), cfg, []processors.Processor{Count{}}, "count", len(envs), 0, progress); err != nil {
+		if res.CountEventsPerS, _, _, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "count"), cfg, []processors.Processor{Count{}}, "count", len(envs), 0, progress); err != nil {
 			return res, fmt.Errorf("bench: count processor: %w", err)
 		}
 	}
@@ -168,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		res.SingleEventsPerS, _, err = chronicle(ctx, single.Addrs(), filepath.Join(cfg.Dir, "single"), cfg, pipeline.DefaultProcessors(), "single", len(envs), 0, progress)
+		res.SingleEventsPerS, _, _, err = chronicle(ctx, single.Addrs(), filepath.Join(cfg.Dir, "single"), cfg, pipeline.DefaultProcessors(), "single", len(envs), 0, progress)
 		single.Close()
 		if err != nil {
 			return res, fmt.Errorf("bench: default processors, single-instance path: %w", err)
@@ -176,13 +184,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	var lat []time.Duration
 	if run("default") {
-		if res.DefaultEventsPerS, lat, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "default"), cfg, pipeline.DefaultProcessors(), "default", len(envs), cfg.Probes, progress); err != nil {
+		if res.DefaultEventsPerS, lat, res.DefaultCPUMicrosPerEvent, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "default"), cfg, pipeline.DefaultProcessors(), "default", len(envs), cfg.Probes, progress); err != nil {
 			return res, fmt.Errorf("bench: default processors: %w", err)
 		}
 	}
 	if run("replay") {
+		c0 := CPUTime()
 		if res.ReplayEventsPerS, res.ReplayRecords, err = replay(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "replay"), progress); err != nil {
 			return res, fmt.Errorf("bench: replay: %w", err)
+		}
+		if res.ReplayRecords > 0 {
+			res.ReplayCPUMicrosPerRecord = float64((CPUTime() - c0).Microseconds()) / float64(res.ReplayRecords)
 		}
 	}
 	pprof.SetGoroutineLabels(ctx)
@@ -348,19 +360,24 @@ func rawCount(ctx context.Context, brokers []string, dir string, n int, progress
 // events over that time. With probes > 0 it then measures the latency of
 // single events, each published alone and waited for until the sessions
 // projection committed it.
-func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, procs []processors.Processor, stage string, n, probes int, progress func(string, int64, int64)) (float64, []time.Duration, error) {
+//
+// It returns the rate (events/s, first commit to the last one), the
+// probes' latencies and the process's CPU time per event (µs) from the
+// first commit to caught up.
+func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, procs []processors.Processor, stage string, n, probes int, progress func(string, int64, int64)) (float64, []time.Duration, float64, error) {
 	// the rate runs from the first commit to the last one: the pipeline's
 	// start (loading the embedding model, joining the group) is not the
 	// engine's work, and the caught-up check polls
 	var tmu sync.Mutex
 	var first, last time.Time
+	var cpu0 time.Duration
 	var mu sync.Mutex
 	waiting := map[string]chan struct{}{}
 	hook := func(projection string, keys []string) {
 		now := time.Now()
 		tmu.Lock()
 		if first.IsZero() {
-			first = now
+			first, cpu0 = now, CPUTime()
 		}
 		last = now
 		tmu.Unlock()
@@ -382,7 +399,7 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, Brokers: brokers, Partitions: cfg.Partitions, Processors: procs, CommitHook: hook,
 		Group: processors.Group("chronicle.bench." + stage), Unfenced: stage == "single"})
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer p.Close()
 	var total int64 = -1
@@ -392,24 +409,25 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 		}
 		progress("chronicle "+stage, total-lag, total)
 	}); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	tmu.Lock()
 	took := last.Sub(first)
+	cpu := float64((CPUTime() - cpu0).Microseconds()) / float64(n)
 	tmu.Unlock()
 	if took <= 0 {
-		return 0, nil, fmt.Errorf("%s: caught up without applying a batch", stage)
+		return 0, nil, 0, fmt.Errorf("%s: caught up without applying a batch", stage)
 	}
 	rate := float64(n) / took.Seconds()
 	if probes == 0 {
-		return rate, nil, nil
+		return rate, nil, cpu, nil
 	}
 	lat := make([]time.Duration, 0, probes)
 	for i := 0; i < probes; i++ {
 		env, err := events.New(events.MinuteRecorded, "bench/latency", fmt.Sprintf("probe-%d", i), time.Unix(1700000000, 0),
 			events.MinuteData{EventType: "message", Actor: "assistant", Data: []byte(`{"content":"probe"}`)})
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, 0, err
 		}
 		env.SessionID = fmt.Sprintf("latency-%d", i)
 		done := make(chan struct{})
@@ -418,17 +436,17 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 		mu.Unlock()
 		t0 := time.Now()
 		if err := p.Producer.Publish(ctx, env); err != nil {
-			return 0, nil, err
+			return 0, nil, 0, err
 		}
 		select {
 		case <-done:
 			lat = append(lat, time.Since(t0))
 		case <-time.After(10 * time.Second):
-			return 0, nil, fmt.Errorf("probe %d not projected within 10 s", i)
+			return 0, nil, 0, fmt.Errorf("probe %d not projected within 10 s", i)
 		}
 		progress("latency probes", int64(i+1), int64(probes))
 	}
-	return rate, lat, nil
+	return rate, lat, cpu, nil
 }
 
 // replay rebuilds the default processors' projections from the log into a

@@ -45,11 +45,11 @@ func BenchmarkPerEventCost(b *testing.B) {
 				items = append(items, projections.Item{Pos: projections.Position{Topic: string(events.TopicSessions), Offset: int64(j)}, Env: &envs[j]})
 			}
 			profileWindow(b, start, len(envs), window)
-			t0, c0 := time.Now(), cpuTime()
+			t0, c0 := time.Now(), bench.CPUTime()
 			if _, err := store.ApplyBatch(sessions.Name, items, p.Apply); err != nil {
 				b.Fatal(err)
 			}
-			d, c := time.Since(t0), cpuTime()-c0
+			d, c := time.Since(t0), bench.CPUTime()-c0
 			if start < window {
 				first += d
 				firstCPU += c

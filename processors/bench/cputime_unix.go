@@ -1,16 +1,16 @@
 //go:build unix
 
-package bench_test
+package bench
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time (user + system) the process used so far,
+// CPUTime returns the CPU time (user + system) the process used so far,
 // compactions and GC included; the benchmarks report it next to wall time
 // because the shared machine slows the wall clock down.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
