@@ -51,6 +51,11 @@ const goRowBlock = 32
 // kBlock is the depth of one pass of the SIMD kernel.
 const kBlock = 256
 
+// smallRows is the most (padded) rows for which dense.apply streams each
+// weight panel whole instead of blocking over k: a query of up to 12
+// tokens, whose inputs fit in L1 and whose cost is reading W.
+const smallRows = 12
+
 // padRows rounds a row count up to the SIMD kernel's 4-row tile.
 func padRows(T int) int { return (T + 3) &^ 3 }
 
@@ -78,6 +83,23 @@ func (d *dense) apply(x []float32, T int, out []float32) {
 	op := out[:rows*n]
 	for t := 0; t < rows; t++ {
 		copy(op[t*n:(t+1)*n], d.b)
+	}
+	if rows <= smallRows {
+		// A few rows (a query): the product is bound by streaming W from
+		// memory, so each panel is read whole, in memory order (the
+		// panels are contiguous: one sequential pass over W that the
+		// prefetchers follow), and applied to every 4-row tile while it
+		// is in L1/L2. Each output is the same chain of multiply-adds
+		// over k as in the blocked loop below (the accumulators are
+		// float32 in memory between blocks there), so a row's result
+		// does not depend on the path.
+		for p := 0; p < n/panelWidth; p++ {
+			panel := d.wp[p*in*panelWidth : (p+1)*in*panelWidth]
+			for t := 0; t < rows; t += 4 {
+				gemm4x16(in, &xp[t*in], in, &panel[0], &op[t*n+p*panelWidth], n)
+			}
+		}
+		return
 	}
 	// Blocked over k so that a 16-column slice of a panel (kBlock×16
 	// floats, 16 KB) stays in L1 while every row block streams past it,

@@ -35,6 +35,7 @@ TEXT ·gemm4x16(SB), NOSPLIT, $0-48
 	JLE   store
 
 loop:
+	PREFETCHT0   1024(DI) // 16 lines ahead: a query streams W from memory
 	VMOVUPS      (DI), Y8
 	VMOVUPS      32(DI), Y9
 	VBROADCASTSS (SI), Y10
