@@ -56,7 +56,7 @@ func text(r *rand.Rand, n int) string {
 	return s
 }
 
-func bankOf(b *testing.B, n int) *projections.Store {
+func bankOf(b testing.TB, n int) *projections.Store {
 	b.Helper()
 	st, err := projections.Open(b.TempDir(), projections.Options{})
 	if err != nil {

@@ -72,3 +72,72 @@ store:
 	VMOVUPS Y7, 32(R8)
 	VZEROUPPER
 	RET
+
+// func dotsInt8x16(k int, q *float32, b *int8, out *float32)
+//
+// Four steps of k per iteration, each in its own pair of accumulators
+// (Y0..Y7: step s, columns 0–7 and 8–15), so that the FMA chains are
+// independent: each step widens 16 int8 codes to float32 (VPMOVSXBD,
+// VCVTDQ2PS) and multiplies them by the broadcast q[i].
+TEXT ·dotsInt8x16(SB), NOSPLIT, $0-32
+	MOVQ   k+0(FP), CX
+	MOVQ   q+8(FP), SI
+	MOVQ   b+16(FP), DI
+	MOVQ   out+24(FP), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ   $2, CX
+	JZ     qdone
+
+qloop:
+	PREFETCHT0   1024(DI)
+	VPMOVSXBD    (DI), Y8
+	VPMOVSXBD    8(DI), Y9
+	VCVTDQ2PS    Y8, Y8
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS (SI), Y12
+	VFMADD231PS  Y8, Y12, Y0
+	VFMADD231PS  Y9, Y12, Y1
+	VPMOVSXBD    16(DI), Y10
+	VPMOVSXBD    24(DI), Y11
+	VCVTDQ2PS    Y10, Y10
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 4(SI), Y13
+	VFMADD231PS  Y10, Y13, Y2
+	VFMADD231PS  Y11, Y13, Y3
+	VPMOVSXBD    32(DI), Y8
+	VPMOVSXBD    40(DI), Y9
+	VCVTDQ2PS    Y8, Y8
+	VCVTDQ2PS    Y9, Y9
+	VBROADCASTSS 8(SI), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VFMADD231PS  Y9, Y12, Y5
+	VPMOVSXBD    48(DI), Y10
+	VPMOVSXBD    56(DI), Y11
+	VCVTDQ2PS    Y10, Y10
+	VCVTDQ2PS    Y11, Y11
+	VBROADCASTSS 12(SI), Y13
+	VFMADD231PS  Y10, Y13, Y6
+	VFMADD231PS  Y11, Y13, Y7
+	ADDQ         $16, SI
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          qloop
+
+qdone:
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y6, Y4, Y4
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y7, Y5, Y5
+	VADDPS  Y5, Y1, Y1
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VZEROUPPER
+	RET

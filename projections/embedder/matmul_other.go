@@ -10,3 +10,8 @@ var haveSIMD = false
 func gemm4x16(k int, a *float32, lda int, b *float32, c *float32, ldc int) {
 	panic("embedder: gemm4x16 without SIMD support")
 }
+
+// dotsInt8x16 is never called when haveSIMD is false.
+func dotsInt8x16(k int, q *float32, b *int8, out *float32) {
+	panic("embedder: dotsInt8x16 without SIMD support")
+}
