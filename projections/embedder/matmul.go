@@ -62,8 +62,10 @@ func padRows(T int) int { return (T + 3) &^ 3 }
 // apply computes out[t] = x[t]·W + b for the T rows of x (width d.in) into
 // out (width d.out). With the SIMD kernel, x and out should have capacity
 // for padRows(T) rows (the scratch buffers do); otherwise padded copies are
-// made.
-func (d *dense) apply(x []float32, T int, out []float32) {
+// made. blocked forces the k-blocked loop even for a few rows (the only
+// path before issue 11 item 2; the benchmarks' baseline): the result is
+// bit-identical either way.
+func (d *dense) apply(x []float32, T int, out []float32, blocked bool) {
 	if d.wp == nil {
 		d.applyGo(x, T, out)
 		return
@@ -74,7 +76,7 @@ func (d *dense) apply(x []float32, T int, out []float32) {
 		xp := make([]float32, rows*in)
 		copy(xp, x[:T*in])
 		op := make([]float32, rows*n)
-		d.apply(xp[:T*in], T, op[:T*n])
+		d.apply(xp[:T*in], T, op[:T*n], blocked)
 		copy(out[:T*n], op)
 		return
 	}
@@ -84,7 +86,7 @@ func (d *dense) apply(x []float32, T int, out []float32) {
 	for t := 0; t < rows; t++ {
 		copy(op[t*n:(t+1)*n], d.b)
 	}
-	if rows <= smallRows {
+	if rows <= smallRows && !blocked {
 		// A few rows (a query): the product is bound by streaming W from
 		// memory, so each panel is read whole, in memory order (the
 		// panels are contiguous: one sequential pass over W that the
@@ -96,7 +98,7 @@ func (d *dense) apply(x []float32, T int, out []float32) {
 		for p := 0; p < n/panelWidth; p++ {
 			panel := d.wp[p*in*panelWidth : (p+1)*in*panelWidth]
 			for t := 0; t < rows; t += 4 {
-				gemm4x16(in, &xp[t*in], in, &panel[0], &op[t*n+p*panelWidth], n)
+				gemm4x16pf(in, &xp[t*in], in, &panel[0], &op[t*n+p*panelWidth], n)
 			}
 		}
 		return

@@ -27,3 +27,9 @@ func gemm4x16(k int, a *float32, lda int, b *float32, c *float32, ldc int)
 //
 //go:noescape
 func dotsInt8x16(k int, q *float32, b *int8, out *float32)
+
+// gemm4x16pf is gemm4x16 with a software prefetch of b 1 KB ahead (for a
+// panel streamed from memory once).
+//
+//go:noescape
+func gemm4x16pf(k int, a *float32, lda int, b *float32, c *float32, ldc int)

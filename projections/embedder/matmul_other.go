@@ -15,3 +15,8 @@ func gemm4x16(k int, a *float32, lda int, b *float32, c *float32, ldc int) {
 func dotsInt8x16(k int, q *float32, b *int8, out *float32) {
 	panic("embedder: dotsInt8x16 without SIMD support")
 }
+
+// gemm4x16pf is never called when haveSIMD is false.
+func gemm4x16pf(k int, a *float32, lda int, b *float32, c *float32, ldc int) {
+	panic("embedder: gemm4x16pf without SIMD support")
+}
