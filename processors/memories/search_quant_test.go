@@ -103,3 +103,54 @@ func firstWords(s string, n int) string {
 	}
 	return s
 }
+
+// countingHash is hashEmbedder counting the texts it embeds.
+type countingHash struct{ texts int }
+
+func (e *countingHash) Model() string { return "hash-512" }
+func (e *countingHash) Dim() int      { return 512 }
+func (e *countingHash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.texts += len(texts)
+	return hashEmbedder{}.Embed(ctx, texts)
+}
+
+// A repeated search text is embedded once (the Index's query cache), and
+// every time with the cache off; the results are the same.
+func TestSearchQueryCache(t *testing.T) {
+	st := bankOf(t, 50)
+	defer st.Close()
+	ctx := context.Background()
+	emb := &countingHash{}
+	ix := search.NewIndex(st, emb, nil, memories.SearchSource())
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0.0
+	q := search.Query{Text: "cancel reservation refund", Limit: 5, MinConfidence: &zero}
+	search2 := func() (a, b search.Result) {
+		var err error
+		if a, err = ix.Search(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = ix.Search(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}
+	before := emb.texts
+	a, b := search2()
+	if emb.texts-before != 1 {
+		t.Errorf("two searches of one text embedded %d texts, want 1 (cached)", emb.texts-before)
+	}
+	ix.SetQueryCache(0)
+	before = emb.texts
+	c, d := search2()
+	if emb.texts-before != 2 {
+		t.Errorf("without the cache, two searches embedded %d texts, want 2", emb.texts-before)
+	}
+	for _, r := range []search.Result{b, c, d} {
+		if len(r.Memories) == 0 || fmt.Sprint(r.Memories) != fmt.Sprint(a.Memories) {
+			t.Fatalf("results differ: %v vs %v", r.Memories, a.Memories)
+		}
+	}
+}
