@@ -33,3 +33,10 @@ func dotsInt8x16(k int, q *float32, b *int8, out *float32)
 //
 //go:noescape
 func gemm4x16pf(k int, a *float32, lda int, b *float32, c *float32, ldc int)
+
+// dots8Rows sets out[j] = Σ_{i<k} q[i]·rows[idx[j]+i] for j in 0..7 with
+// the FMA chain of one column of gemm4x16 (bit-identical to Panels.Dots).
+// It needs AVX2 and FMA (see haveSIMD).
+//
+//go:noescape
+func dots8Rows(k int, q *float32, rows *float32, idx *int32, out *float32)

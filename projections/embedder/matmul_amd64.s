@@ -215,3 +215,35 @@ qdone:
 	VMOVUPS Y1, 32(R8)
 	VZEROUPPER
 	RET
+
+// func dots8Rows(k int, q *float32, rows *float32, idx *int32, out *float32)
+//
+// out[j] = Σ_{i<k} q[i]·rows[idx[j]+i] for j in 0..7: eight rows gathered
+// (VGATHERDPS) one element at a time, each summed with FMA in index
+// order from zero — the arithmetic of one column of gemm4x16 in
+// Panels.Dots, so the results are bit-identical to it.
+TEXT ·dots8Rows(SB), NOSPLIT, $0-40
+	MOVQ    k+0(FP), CX
+	MOVQ    q+8(FP), DX
+	MOVQ    rows+16(FP), SI
+	MOVQ    idx+24(FP), DI
+	MOVQ    out+32(FP), R8
+	VMOVDQU (DI), Y3
+	VXORPS  Y0, Y0, Y0
+	TESTQ   CX, CX
+	JLE     gdone
+
+gloop:
+	VPCMPEQD     Y4, Y4, Y4
+	VGATHERDPS   Y4, (SI)(Y3*4), Y2
+	VBROADCASTSS (DX), Y5
+	VFMADD231PS  Y2, Y5, Y0
+	ADDQ         $4, SI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          gloop
+
+gdone:
+	VMOVUPS Y0, (R8)
+	VZEROUPPER
+	RET

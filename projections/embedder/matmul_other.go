@@ -20,3 +20,8 @@ func dotsInt8x16(k int, q *float32, b *int8, out *float32) {
 func gemm4x16pf(k int, a *float32, lda int, b *float32, c *float32, ldc int) {
 	panic("embedder: gemm4x16pf without SIMD support")
 }
+
+// dots8Rows is never called when haveSIMD is false.
+func dots8Rows(k int, q *float32, rows *float32, idx *int32, out *float32) {
+	panic("embedder: dots8Rows without SIMD support")
+}

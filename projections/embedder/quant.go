@@ -140,42 +140,29 @@ func (p *QuantPanels) Approx(q []float32, approx []float64, slack []float64) {
 }
 
 // Exact sets out[j] to q·v_idx[j] computed as Panels.Dots computes it
-// (bit for bit, with the same kernel), for the vectors idx names; out
-// needs len(idx) elements. scratch, reused between calls when not nil,
-// is grown as needed and returned.
-func (p *QuantPanels) Exact(q []float32, idx []int32, out []float32, scratch []float32) []float32 {
+// (bit for bit: the same chain of float32 multiply-adds), for the vectors
+// idx names; out needs len(idx) elements.
+func (p *QuantPanels) Exact(q []float32, idx []int32, out []float32) {
 	q = q[:p.dim]
-	if !haveSIMD {
+	out = out[:len(idx)]
+	if !haveSIMD || p.dim == 0 {
 		for j, i := range idx {
 			out[j] = dot(q, p.rows[int(i)*p.dim:(int(i)+1)*p.dim])
 		}
-		return scratch
+		return
 	}
-	if cap(scratch) < p.dim*panelWidth {
-		scratch = make([]float32, p.dim*panelWidth)
-	}
-	panel := scratch[:p.dim*panelWidth]
-	var tile [4 * panelWidth]float32
-	for j0 := 0; j0 < len(idx); j0 += panelWidth {
-		m := min(panelWidth, len(idx)-j0)
-		// Pack the (up to) 16 rows into one panel ([dim][16]), unused
-		// columns zero, and run the kernel of Panels.Dots on it.
-		for c := 0; c < m; c++ {
-			row := p.rows[int(idx[j0+c])*p.dim : (int(idx[j0+c])+1)*p.dim]
-			for k, x := range row {
-				panel[k*panelWidth+c] = x
-			}
+	// Eight rows at a time, gathered by element offset (the last group
+	// padded with row idx[0]).
+	var offs [8]int32
+	var res [8]float32
+	for j0 := 0; j0 < len(idx); j0 += 8 {
+		m := min(8, len(idx)-j0)
+		for c := range offs {
+			offs[c] = idx[j0+min(c, m-1)] * int32(p.dim)
 		}
-		if m < panelWidth {
-			for k := 0; k < p.dim; k++ {
-				clear(panel[k*panelWidth+m : (k+1)*panelWidth])
-			}
-		}
-		clear(tile[:])
-		gemm4x16(p.dim, &q[0], 0, &panel[0], &tile[0], panelWidth)
-		copy(out[j0:j0+m], tile[:m])
+		dots8Rows(p.dim, &q[0], &p.rows[0], &offs[0], &res[0])
+		copy(out[j0:j0+m], res[:m])
 	}
-	return scratch
 }
 
 // dotsInt8 sets out[j] = Σ_k q[k]·codes[k*16+j] for one panel of codes

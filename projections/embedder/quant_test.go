@@ -54,7 +54,7 @@ func TestQuantPanels(t *testing.T) {
 					idx = append(idx, int32(i))
 				}
 				got := make([]float32, len(idx))
-				qp.Exact(q, idx, got, nil)
+				qp.Exact(q, idx, got)
 				approx, slack := make([]float64, qp.Len()), make([]float64, qp.Len())
 				qp.Approx(q, approx, slack)
 				var worst float64

@@ -89,9 +89,11 @@ type scanScratch struct {
 	dots          []float32
 	approx, slack []float64
 	cand          []int32
-	exact, panel  []float32
+	exact         []float32
 	bm            []float64
 	touched       []int32
+	admitted      []uint8
+	seen          []int32
 }
 
 // NewMemStore returns an empty store with the quantised scan.
@@ -248,16 +250,30 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 		sc = &scanScratch{}
 	}
 	defer s.pool.Put(sc)
-	// admitted caches the filter per position, for the documents that
-	// reach a heap (most never do).
-	admitted := map[int]bool{}
-	admit := func(d *memDoc) bool {
-		ok, seen := admitted[d.pos]
-		if !seen {
-			ok = f.admits(&d.Doc)
-			admitted[d.pos] = ok
+	// admitted caches the filter per position (0 not tested, 1 admitted,
+	// 2 not), for the documents that reach a heap (most never do); seen
+	// lists the positions to reset before the scratch goes back.
+	if cap(sc.admitted) < n {
+		sc.admitted = make([]uint8, n)
+	}
+	admitted := sc.admitted[:n]
+	defer func() {
+		for _, i := range sc.seen {
+			admitted[i] = 0
 		}
-		return ok
+		sc.seen = sc.seen[:0]
+	}()
+	admit := func(d *memDoc) bool {
+		a := admitted[d.pos]
+		if a == 0 {
+			a = 2
+			if f.admits(&d.Doc) {
+				a = 1
+			}
+			admitted[d.pos] = a
+			sc.seen = append(sc.seen, int32(d.pos))
+		}
+		return a == 1
 	}
 	byCos := &topK{k: k}
 	if qp, ok := s.vecs.(*embedder.QuantPanels); ok && len(v) == qp.Dim() && n > 0 && k > 0 {
@@ -388,7 +404,7 @@ func (s *MemStore) quantisedTop(qp *embedder.QuantPanels, v []float32, n int, sc
 		sc.exact = make([]float32, len(keep))
 	}
 	exact := sc.exact[:len(keep)]
-	sc.panel = qp.Exact(v, keep, exact, sc.panel)
+	qp.Exact(v, keep, exact)
 	for j, i := range keep {
 		byCos.offer(s.list[i], float64(exact[j]))
 	}
