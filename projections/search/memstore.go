@@ -236,9 +236,11 @@ func (s *MemStore) Len(context.Context) (int, error) {
 	return len(s.docs), nil
 }
 
-// Candidates implements VectorStore: an exact scan of every vector (a dot
-// product: vectors are L2-normalised) and BM25 over the postings of the
-// query's terms, each keeping its top k admitted documents in a heap.
+// Candidates implements VectorStore: an exact top k by cosine (a dot
+// product: vectors are L2-normalised; the int8 pass with exact re-scores
+// of quantisedTop, or a float32 scan of every vector for
+// NewMemStoreFloat32, with the same result) and BM25 over the postings of
+// the query's terms, each keeping its top k admitted documents in a heap.
 // Results do not depend on the documents' positions: ties are broken by
 // id.
 func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Filter, k int) ([]Candidate, error) {
