@@ -34,7 +34,7 @@
 // On amd64 CPUs with AVX2 and FMA the matrix products use a small Go
 // assembly kernel (matmul_amd64.s); elsewhere, or with the purego build
 // tag, a portable Go kernel is used. Both give the same vectors within
-// float32 rounding. A query (up to 12 tokens) is bound by reading the
+// float32 rounding. A query (up to 64 tokens) is bound by reading the
 // 18.7 MB of float32 weights from memory, not by arithmetic: its dense
 // layers stream each weight panel whole, in memory order, with a software
 // prefetch (gemm4x16pf), while batches block over k to reuse panels from

@@ -110,8 +110,8 @@ type USELite struct {
 	// embedding never takes more than one core from the processors.
 	Workers int
 	// BlockedDense makes every batch take the dense layers' k-blocked
-	// path, the only one before issue 11 item 2 (a query of up to 12
-	// tokens now streams each weight panel whole, with prefetching): the
+	// path, the only one before issue 11 item 2 (a batch of up to 64
+	// rows now streams each weight panel whole, with prefetching): the
 	// baseline of BenchmarkUSELiteQuery and BenchmarkMemorySearch. The
 	// vectors are bit-identical either way.
 	BlockedDense bool
