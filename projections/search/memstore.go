@@ -387,7 +387,9 @@ func (s *MemStore) quantisedTop(qp *embedder.QuantPanels, v []float32, n int, sc
 			continue
 		}
 		if admit(s.list[i]) {
-			lb.offer(a - slack[i])
+			if lo := a - slack[i]; !math.IsNaN(lo) {
+				lb.offer(lo) // a non-finite vector (infinite slack) bounds nothing
+			}
 			cand = append(cand, int32(i))
 		}
 	}
