@@ -34,7 +34,10 @@ require (
 	google.golang.org/grpc v1.66.2
 )
 
-require github.com/valyala/fastjson v1.6.10
+require (
+	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/valyala/fastjson v1.6.10
+)
 
 require (
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect

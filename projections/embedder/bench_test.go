@@ -2,8 +2,11 @@ package embedder
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchShort are short sentences (5–15 tokens each).
@@ -90,4 +93,52 @@ func BenchmarkUSELiteSingle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkUSELiteQuery measures the latency of embedding one query, as
+// memory_search does: distinct 2–8-word queries (3–11 tokens), one text
+// per call, with the dense layers' streaming path for a few rows (now)
+// and the k-blocked path (before, USELite.BlockedDense), alternating
+// which goes first on each query so that both see the same load. It
+// reports p50 and p99 in ms of each and their ratios.
+func BenchmarkUSELiteQuery(b *testing.B) {
+	u := defaultUSELite(b)
+	before := &USELite{lm: u.lm, BlockedDense: true}
+	words := strings.Fields("cancel the flight reservation and refund the payment to the original card " +
+		"upgrade cabin class for passenger baggage allowance certificate insurance delay compensation policy")
+	r := rand.New(rand.NewPCG(1, 2))
+	ctx := context.Background()
+	var now, old []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		n := 2 + r.IntN(7)
+		q := make([]string, n)
+		for j := range q {
+			q[j] = words[r.IntN(len(words))]
+		}
+		text := []string{strings.Join(q, " ")}
+		for k := 0; k < 2; k++ {
+			e, d := u, &now
+			if (i+k)%2 == 1 {
+				e, d = before, &old
+			}
+			t0 := time.Now()
+			if _, err := e.Embed(ctx, text); err != nil {
+				b.Fatal(err)
+			}
+			*d = append(*d, time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	q := func(d []time.Duration, p float64) float64 {
+		slices.Sort(d)
+		return float64(d[min(len(d)-1, int(float64(len(d))*p))].Microseconds()) / 1000
+	}
+	n50, n99, o50, o99 := q(now, 0.5), q(now, 0.99), q(old, 0.5), q(old, 0.99)
+	b.ReportMetric(n50, "now_p50_ms")
+	b.ReportMetric(n99, "now_p99_ms")
+	b.ReportMetric(o50, "before_p50_ms")
+	b.ReportMetric(o99, "before_p99_ms")
+	b.ReportMetric(o50/n50, "p50_speedup")
+	b.ReportMetric(o99/n99, "p99_speedup")
 }

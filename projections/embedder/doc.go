@@ -34,7 +34,20 @@
 // On amd64 CPUs with AVX2 and FMA the matrix products use a small Go
 // assembly kernel (matmul_amd64.s); elsewhere, or with the purego build
 // tag, a portable Go kernel is used. Both give the same vectors within
-// float32 rounding. Run the benchmarks with
+// float32 rounding. A query (up to 64 tokens) is bound by reading the
+// 18.7 MB of float32 weights from memory, not by arithmetic: its dense
+// layers stream each weight panel whole, in memory order, with a software
+// prefetch (gemm4x16pf), while batches block over k to reuse panels from
+// L1; both give bit-identical vectors. Run the benchmarks with
 //
 //	go test -run '^$' -bench USELite ./projections/embedder/
+//
+// # Vector scans
+//
+// Panels packs vectors for the exact float32 scan of one query against
+// all of them; QuantPanels keeps int8 codes with a rigorous error bound
+// per dot product next to the float32 rows, so that a top-k scan reads a
+// quarter of the bytes and re-scores exactly only the vectors that can be
+// in the top k (bit-identical to Panels.Dots). QueryCache keeps the
+// vectors of recent query texts.
 package embedder

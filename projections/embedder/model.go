@@ -154,6 +154,8 @@ type scratch struct {
 	x, h, qkv, att, y, f, u, scores, pooled, hidden []float32
 	// Packed operands of attentionSIMD.
 	qh, kt, sc, vp, oh []float32
+	// blocked forces the k-blocked path of dense.apply (USELite.BlockedDense).
+	blocked bool
 }
 
 // grow returns buf resized to rows×width elements, with capacity for
@@ -226,7 +228,7 @@ func (m *model) embedBatch(seqs [][]int, outs [][]float32, s *scratch) {
 		}
 	}
 	s.hidden = grow(s.hidden, B, hiddenDim)
-	m.tanh.apply(s.pooled, B, s.hidden)
+	m.tanh.apply(s.pooled, B, s.hidden, s.blocked)
 	for i, out := range outs {
 		var ss float32
 		for j, v := range s.hidden[i*hiddenDim : (i+1)*hiddenDim] {
@@ -252,7 +254,7 @@ func (l *transformerLayer) forward(x []float32, R int, spans []span, s *scratch)
 	s.scores = grow(s.scores, 1, maxTokens)
 
 	l.lnAtt.apply(x, R, l.in, s.h)
-	l.qkv.apply(s.h, R, s.qkv)
+	l.qkv.apply(s.h, R, s.qkv, s.blocked)
 	for _, sp := range spans {
 		if l.simd {
 			l.attentionSIMD(sp, s)
@@ -264,9 +266,9 @@ func (l *transformerLayer) forward(x []float32, R int, spans []span, s *scratch)
 	// y = attention output + residual. Layer_0 projects its 256-wide
 	// input to 512 (x is s.x there, so s.y is free); Layer_1 adds its input
 	// (x is s.y).
-	l.attOut.apply(s.att, R, s.f)
+	l.attOut.apply(s.att, R, s.f, s.blocked)
 	if l.residual != nil {
-		l.residual.apply(x, R, s.y)
+		l.residual.apply(x, R, s.y, s.blocked)
 	}
 	for i := range s.f {
 		s.y[i] = s.f[i] + s.y[i]
@@ -274,13 +276,13 @@ func (l *transformerLayer) forward(x []float32, R int, spans []span, s *scratch)
 
 	// Feed-forward block with its residual.
 	l.lnFFN.apply(s.y, R, hiddenDim, s.f)
-	l.ffn1.apply(s.f, R, s.u)
+	l.ffn1.apply(s.f, R, s.u, s.blocked)
 	for i, v := range s.u {
 		if v < 0 {
 			s.u[i] = 0
 		}
 	}
-	l.ffn2.apply(s.u, R, s.f)
+	l.ffn2.apply(s.u, R, s.f, s.blocked)
 	for i := range s.f {
 		s.y[i] = s.f[i] + s.y[i]
 	}

@@ -61,13 +61,15 @@ func newLiteModel(weights, vocab []byte, simd bool) (*liteModel, error) {
 	return lm, nil
 }
 
-// embedTexts tokenizes and embeds texts into outs (one batch).
-func (lm *liteModel) embedTexts(texts []string, outs [][]float32) {
+// embedTexts tokenizes and embeds texts into outs (one batch); blocked
+// is USELite.BlockedDense.
+func (lm *liteModel) embedTexts(texts []string, outs [][]float32, blocked bool) {
 	seqs := make([][]int, len(texts))
 	for i, t := range texts {
 		seqs[i] = lm.tok.encode(t)
 	}
 	s := lm.pool.Get().(*scratch)
+	s.blocked = blocked
 	lm.net.embedBatch(seqs, outs, s)
 	lm.pool.Put(s)
 }
@@ -107,6 +109,12 @@ type USELite struct {
 	// default): GOMAXPROCS. A background projection sets 1 so that
 	// embedding never takes more than one core from the processors.
 	Workers int
+	// BlockedDense makes every batch take the dense layers' k-blocked
+	// path, the only one before issue 11 item 2 (a batch of up to 64
+	// rows now streams each weight panel whole, with prefetching): the
+	// baseline of BenchmarkUSELiteQuery and BenchmarkMemorySearch. The
+	// vectors are bit-identical either way.
+	BlockedDense bool
 }
 
 // NewUSELite returns the offline USE lite embedder. The embedded weights are
@@ -155,7 +163,7 @@ func (u *USELite) Embed(ctx context.Context, texts []string) ([][]float32, error
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]])
+			u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]], u.BlockedDense)
 		}
 		return out, nil
 	}
@@ -173,7 +181,7 @@ func (u *USELite) Embed(ctx context.Context, texts []string) ([][]float32, error
 					return
 				}
 				p := parts[i]
-				u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]])
+				u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]], u.BlockedDense)
 			}
 		}()
 	}

@@ -198,6 +198,30 @@ func TestUSELiteBatchIndependence(t *testing.T) {
 	}
 }
 
+// The dense layers' streaming path for a few rows (a text alone) and the
+// k-blocked path give bit-identical vectors.
+func TestUSELiteBlockedDenseSameVectors(t *testing.T) {
+	u, err := NewUSELite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := &USELite{lm: u.lm, BlockedDense: true}
+	ctx := context.Background()
+	for _, c := range loadReference(t) {
+		a, err := u.Embed(ctx, []string{c.Text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := blocked.Embed(ctx, []string{c.Text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a[0], b[0]) {
+			t.Errorf("%s: streaming and blocked vectors differ by %.3g", c.Name, maxAbsDiff(a[0], b[0]))
+		}
+	}
+}
+
 func TestUSELiteVectors(t *testing.T) {
 	u, err := NewUSELite()
 	if err != nil {

@@ -69,6 +69,8 @@ func Alpha(obs int) float64 {
 type Index struct {
 	store *projections.Store
 	emb   embedder.Embedder
+	// queries caches the vectors of recent search texts (nil: no cache).
+	queries *embedder.QueryCache
 
 	// syncMu serialises Syncs. mu guards the collections' dirty sets and
 	// gen, and is held only briefly: the commit hook takes it on the
@@ -113,6 +115,7 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore, s
 		vs = NewMemStores()
 	}
 	ix := &Index{store: store, emb: emb}
+	ix.SetQueryCache(QueryCacheSize)
 	for _, src := range sources {
 		c := &collection{Source: src, dirty: map[string]uint64{}, vs: vs}
 		if src.Collection != Memories {
@@ -139,6 +142,32 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore, s
 		}
 	})
 	return ix
+}
+
+// QueryCacheSize is how many query vectors an Index remembers by
+// default (embedder.QueryCache: a repeated query skips the model).
+const QueryCacheSize = 1024
+
+// SetQueryCache replaces the query-vector cache with an empty one of size
+// entries; 0 turns caching off (every search runs the model, as
+// BenchmarkMemorySearch's baseline does). Call it before searching.
+func (ix *Index) SetQueryCache(size int) {
+	ix.queries = nil
+	if size > 0 {
+		ix.queries, _ = embedder.NewQueryCache(ix.emb, size) // only fails for size < 1
+	}
+}
+
+// embedQuery returns the vector of a search text, through the cache.
+func (ix *Index) embedQuery(ctx context.Context, text string) ([]float32, error) {
+	if ix.queries != nil {
+		return ix.queries.Embed(ctx, text)
+	}
+	vs, err := ix.emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return vs[0], nil
 }
 
 // Model is the embedding model of the vectors.
@@ -386,7 +415,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	qv, err := ix.emb.Embed(ctx, []string{q.Text})
+	qv, err := ix.embedQuery(ctx, q.Text)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: embed query: %w", err)
 	}
@@ -395,7 +424,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession}
 	col := ix.col(q.Collection)
-	cands, err := col.vs.Candidates(ctx, qv[0], q.Text, f, max(CandidatesPerQuery, 4*q.Limit))
+	cands, err := col.vs.Candidates(ctx, qv, q.Text, f, max(CandidatesPerQuery, 4*q.Limit))
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}

@@ -32,6 +32,15 @@ const (
 // its row in place; a delete moves the last document into the freed
 // position. The old store is kept as searchtest.LegacyMemStore, the
 // baseline of BenchmarkMemorySearch (processors/memories).
+//
+// Quantised scan (issue 11, item 2): by default the vectors are kept as
+// int8 codes with a per-vector scale (embedder.QuantPanels, a quarter of
+// the bytes to stream per query) next to their float32 rows. The int8
+// pass gives every document an estimate with a rigorous error bound;
+// only the documents whose upper bound reaches the k-th best lower bound
+// are re-scored exactly, with the float32 kernel of the plain scan, so
+// the candidates — ids, order and cosines, bit for bit — are those of the
+// float32 scan (NewMemStoreFloat32, kept as the benchmark's baseline).
 type MemStore struct {
 	mu       sync.RWMutex
 	docs     map[string]*memDoc
@@ -39,8 +48,10 @@ type MemStore struct {
 	post     map[string][]posting
 	totalLen int
 	// vecs holds row i = list[i]'s vector (zeros when it has none of
-	// vecs' dimension: hasVec false). nil until the first vector.
-	vecs *embedder.Panels
+	// vecs' dimension: hasVec false): an *embedder.QuantPanels, or an
+	// *embedder.Panels with float32. nil until the first vector.
+	vecs    vectorRows
+	float32 bool
 	// lens and hasVec are list[i].n and list[i].hasVec by position, dense
 	// so that scans never follow a document pointer.
 	lens   []int32
@@ -63,16 +74,41 @@ type posting struct {
 	tf  int32
 }
 
-// scanScratch is one query's dense score arrays.
-type scanScratch struct {
-	dots    []float32
-	bm      []float64
-	touched []int32
+// vectorRows is what MemStore needs of its vector matrix (both
+// embedder.Panels and embedder.QuantPanels).
+type vectorRows interface {
+	Len() int
+	Dim() int
+	Append(v []float32) int
+	Set(i int, v []float32)
+	RemoveSwap(i int)
 }
 
-// NewMemStore returns an empty store.
+// scanScratch is one query's dense score arrays.
+type scanScratch struct {
+	dots          []float32
+	approx, slack []float64
+	cand          []int32
+	exact         []float32
+	bm            []float64
+	touched       []int32
+	admitted      []uint8
+	seen          []int32
+}
+
+// NewMemStore returns an empty store with the quantised scan.
 func NewMemStore() *MemStore {
 	return &MemStore{docs: map[string]*memDoc{}, post: map[string][]posting{}}
+}
+
+// NewMemStoreFloat32 returns an empty store that scans float32 panels
+// (embedder.Panels) only: the store before the quantised scan, which
+// gives the same candidates (TestQuantisedScanMatchesFloat32) and is the
+// baseline of BenchmarkMemorySearch.
+func NewMemStoreFloat32() *MemStore {
+	s := NewMemStore()
+	s.float32 = true
+	return s
 }
 
 var _ VectorStore = (*MemStore)(nil)
@@ -114,7 +150,11 @@ func (s *MemStore) Upsert(_ context.Context, docs []Doc) error {
 		s.totalLen += md.n
 		s.lens[md.pos] = int32(md.n)
 		if s.vecs == nil && len(vec) > 0 {
-			s.vecs = embedder.NewPanels(len(vec))
+			if s.float32 {
+				s.vecs = embedder.NewPanels(len(vec))
+			} else {
+				s.vecs = embedder.NewQuantPanels(len(vec))
+			}
 		}
 		if s.vecs != nil {
 			md.hasVec = len(vec) == s.vecs.Dim()
@@ -196,9 +236,11 @@ func (s *MemStore) Len(context.Context) (int, error) {
 	return len(s.docs), nil
 }
 
-// Candidates implements VectorStore: an exact scan of every vector (a dot
-// product: vectors are L2-normalised) and BM25 over the postings of the
-// query's terms, each keeping its top k admitted documents in a heap.
+// Candidates implements VectorStore: an exact top k by cosine (a dot
+// product: vectors are L2-normalised; the int8 pass with exact re-scores
+// of quantisedTop, or a float32 scan of every vector for
+// NewMemStoreFloat32, with the same result) and BM25 over the postings of
+// the query's terms, each keeping its top k admitted documents in a heap.
 // Results do not depend on the documents' positions: ties are broken by
 // id.
 func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Filter, k int) ([]Candidate, error) {
@@ -210,24 +252,40 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 		sc = &scanScratch{}
 	}
 	defer s.pool.Put(sc)
-	// admitted caches the filter per position, for the documents that
-	// reach a heap (most never do).
-	admitted := map[int]bool{}
-	admit := func(d *memDoc) bool {
-		ok, seen := admitted[d.pos]
-		if !seen {
-			ok = f.admits(&d.Doc)
-			admitted[d.pos] = ok
+	// admitted caches the filter per position (0 not tested, 1 admitted,
+	// 2 not), for the documents that reach a heap (most never do); seen
+	// lists the positions to reset before the scratch goes back.
+	if cap(sc.admitted) < n {
+		sc.admitted = make([]uint8, n)
+	}
+	admitted := sc.admitted[:n]
+	defer func() {
+		for _, i := range sc.seen {
+			admitted[i] = 0
 		}
-		return ok
+		sc.seen = sc.seen[:0]
+	}()
+	admit := func(d *memDoc) bool {
+		a := admitted[d.pos]
+		if a == 0 {
+			a = 2
+			if f.admits(&d.Doc) {
+				a = 1
+			}
+			admitted[d.pos] = a
+			sc.seen = append(sc.seen, int32(d.pos))
+		}
+		return a == 1
 	}
 	byCos := &topK{k: k}
-	if s.vecs != nil && len(v) == s.vecs.Dim() && n > 0 && k > 0 {
+	if qp, ok := s.vecs.(*embedder.QuantPanels); ok && len(v) == qp.Dim() && n > 0 && k > 0 {
+		s.quantisedTop(qp, v, n, sc, admit, byCos)
+	} else if s.vecs != nil && len(v) == s.vecs.Dim() && n > 0 && k > 0 {
 		if cap(sc.dots) < n {
 			sc.dots = make([]float32, n)
 		}
 		dots := sc.dots[:n]
-		s.vecs.Dots(v, dots)
+		s.vecs.(*embedder.Panels).Dots(v, dots)
 		hasVec := s.hasVec[:n]
 		for i, dot := range dots {
 			if !hasVec[i] {
@@ -305,6 +363,96 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 		c.BM25, c.HasBM25 = e.score, true
 	}
 	return out, nil
+}
+
+// quantisedTop offers to byCos the top k admitted documents by exact
+// cosine, as the float32 scan would, from the int8 estimates: pass 1 keeps
+// the k best lower bounds (estimate − slack) of admitted documents in a
+// heap and records every admitted document whose upper bound (estimate +
+// slack) reached the heap's minimum at its turn; pass 2 re-scores exactly
+// those whose upper bound reaches the final minimum L. A document of the
+// exact top k is never dropped: if its upper bound were below L, k
+// admitted documents would have exact cosines ≥ L above its own.
+func (s *MemStore) quantisedTop(qp *embedder.QuantPanels, v []float32, n int, sc *scanScratch, admit func(*memDoc) bool, byCos *topK) {
+	if cap(sc.approx) < n {
+		sc.approx, sc.slack = make([]float64, n), make([]float64, n)
+	}
+	approx, slack := sc.approx[:n], sc.slack[:n]
+	qp.Approx(v, approx, slack)
+	hasVec := s.hasVec[:n]
+	lb := lowerBounds{k: byCos.k, h: make([]float64, 0, byCos.k)}
+	cand := sc.cand[:0]
+	for i, a := range approx {
+		if !hasVec[i] || (lb.full() && a+slack[i] < lb.h[0]) {
+			continue
+		}
+		if admit(s.list[i]) {
+			if lo := a - slack[i]; !math.IsNaN(lo) {
+				lb.offer(lo) // a non-finite vector (infinite slack) bounds nothing
+			}
+			cand = append(cand, int32(i))
+		}
+	}
+	L := math.Inf(-1)
+	if lb.full() {
+		L = lb.h[0]
+	}
+	keep := cand[:0]
+	for _, i := range cand {
+		if approx[i]+slack[i] >= L {
+			keep = append(keep, i)
+		}
+	}
+	sc.cand = keep
+	if cap(sc.exact) < len(keep) {
+		sc.exact = make([]float32, len(keep))
+	}
+	exact := sc.exact[:len(keep)]
+	qp.Exact(v, keep, exact)
+	for j, i := range keep {
+		byCos.offer(s.list[i], float64(exact[j]))
+	}
+}
+
+// lowerBounds keeps the k largest values offered in a min-heap.
+type lowerBounds struct {
+	k int
+	h []float64
+}
+
+func (b *lowerBounds) full() bool { return len(b.h) == b.k }
+
+func (b *lowerBounds) offer(x float64) {
+	if len(b.h) < b.k {
+		b.h = append(b.h, x)
+		for i := len(b.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if b.h[p] <= b.h[i] {
+				break
+			}
+			b.h[i], b.h[p] = b.h[p], b.h[i]
+			i = p
+		}
+		return
+	}
+	if x <= b.h[0] {
+		return
+	}
+	b.h[0] = x
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(b.h) && b.h[l] < b.h[m] {
+			m = l
+		}
+		if r < len(b.h) && b.h[r] < b.h[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		b.h[i], b.h[m] = b.h[m], b.h[i]
+		i = m
+	}
 }
 
 func uniq(ts []string) []string {

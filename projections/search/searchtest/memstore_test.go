@@ -17,6 +17,12 @@ func TestMemStore(t *testing.T) {
 	searchtest.Run(t, func(*testing.T) search.VectorStore { return search.NewMemStore() })
 }
 
+// TestMemStoreFloat32 runs the suite against the embedded store without
+// the quantised scan (the baseline of the quantised one).
+func TestMemStoreFloat32(t *testing.T) {
+	searchtest.Run(t, func(*testing.T) search.VectorStore { return search.NewMemStoreFloat32() })
+}
+
 // TestMemStores runs the suite against every collection of the embedded
 // MultiStore.
 func TestMemStores(t *testing.T) {

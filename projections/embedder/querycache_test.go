@@ -1,0 +1,72 @@
+package embedder
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+)
+
+// countingEmbedder counts the texts it embeds; every text gets a vector
+// of its length.
+type countingEmbedder struct {
+	calls int
+	fail  bool
+}
+
+func (e *countingEmbedder) Model() string { return "count" }
+func (e *countingEmbedder) Dim() int      { return 1 }
+func (e *countingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	if e.fail {
+		return nil, errors.New("down")
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		e.calls++
+		out[i] = []float32{float32(len(t))}
+	}
+	return out, nil
+}
+
+func TestQueryCache(t *testing.T) {
+	ctx := context.Background()
+	e := &countingEmbedder{}
+	c, err := NewQueryCache(e, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"a", "bb", "a", "bb", "ccc", "a"} {
+		v, err := c.Embed(ctx, q)
+		if err != nil || !slices.Equal(v, []float32{float32(len(q))}) {
+			t.Fatalf("Embed(%q) = %v, %v", q, v, err)
+		}
+	}
+	// a, bb miss; a, bb hit; ccc misses and evicts a (least recently
+	// used after the bb hit); a misses again.
+	if e.calls != 4 || c.Len() != 2 {
+		t.Errorf("%d model calls, %d cached; want 4 and 2", e.calls, c.Len())
+	}
+	e.fail = true
+	if _, err := c.Embed(ctx, "dddd"); err == nil {
+		t.Error("an embedder error was not returned")
+	}
+	if v, err := c.Embed(ctx, "a"); err != nil || v[0] != 1 {
+		t.Errorf("cached a = %v, %v", v, err)
+	}
+	if _, err := NewQueryCache(e, 0); err == nil {
+		t.Error("NewQueryCache accepted size 0")
+	}
+
+	// With USE lite, a hit is the vector the model gives.
+	u, err := NewUSELite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, _ := NewQueryCache(u, 8)
+	first, _ := uc.Embed(ctx, "cancel my flight")
+	again, _ := uc.Embed(ctx, "cancel my flight")
+	direct, _ := u.Embed(ctx, []string{"cancel my flight"})
+	if !slices.Equal(first, direct[0]) || !slices.Equal(again, direct[0]) {
+		t.Error("cached USE lite vector differs from the model's")
+	}
+}
