@@ -27,14 +27,7 @@ func TestWaitIdleYieldsToProcessors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { // a processor committing every 5 ms
-		for off := int64(0); ctx.Err() == nil; off++ {
-			env, _ := events.New(events.MemoryFeedback, "t", "e", time.Unix(0, 0), events.MemoryFeedbackData{MemoryID: "m", Signal: "task_completion", Positive: true})
-			env.ID = time.Now().String()
-			_, _ = store.Apply("p", projections.Position{Topic: "t", Offset: off}, &env, func(*projections.Tx, *events.Envelope) error { return nil })
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	defer committing(store)() // before the store closes
 	time.Sleep(20 * time.Millisecond)
 	start = time.Now()
 	ix.waitIdle(ctx, 300*time.Millisecond)
@@ -86,14 +79,8 @@ func TestWarmYieldsBetweenBatches(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { // a processor committing every 5 ms
-		for off := int64(0); ctx.Err() == nil; off++ {
-			env, _ := events.New(events.MemoryFeedback, "t", "e", time.Unix(0, 0), events.MemoryFeedbackData{MemoryID: "m", Signal: "task_completion", Positive: true})
-			env.ID = fmt.Sprint(off)
-			_, _ = store.Apply("p", projections.Position{Topic: "t", Offset: off}, &env, func(*projections.Tx, *events.Envelope) error { return nil })
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	stop := committing(store)
+	defer stop() // before the store closes
 	time.Sleep(20 * time.Millisecond)
 	const bound = 150 * time.Millisecond
 	start := time.Now()
@@ -112,7 +99,7 @@ func TestWarmYieldsBetweenBatches(t *testing.T) {
 			t.Fatalf("batch %d came %v after the previous one, want ≥ %v", i, gap, bound)
 		}
 	}
-	cancel()
+	stop()
 	// everything is cached now: the sync embeds nothing more
 	if err := ix.Sync(context.Background()); err != nil {
 		t.Fatal(err)
@@ -123,4 +110,27 @@ func TestWarmYieldsBetweenBatches(t *testing.T) {
 	if n := ix.Pending(); n != 0 {
 		t.Fatalf("%d documents pending after the sync", n)
 	}
+}
+
+// committing runs a processor committing to store every 5 ms until the
+// returned stop is called; stop waits for its last commit, so the store
+// can close after it.
+func committing(store *projections.Store) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for off := int64(0); ; off++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			env, _ := events.New(events.MemoryFeedback, "t", "e", time.Unix(0, 0), events.MemoryFeedbackData{MemoryID: "m", Signal: "task_completion", Positive: true})
+			env.ID = fmt.Sprint(off)
+			_, _ = store.Apply("p", projections.Position{Topic: "t", Offset: off}, &env, func(*projections.Tx, *events.Envelope) error { return nil })
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-finished }) }
 }
