@@ -343,8 +343,8 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 			byBM.offer(d, score)
 		}
 	}
-	keep := map[*memDoc]int{}
-	var out []Candidate
+	keep := make(map[*memDoc]int, len(byCos.h)+len(byBM.h))
+	out := make([]Candidate, 0, len(byCos.h)+len(byBM.h)) // never grown: a Candidate is large
 	get := func(d *memDoc) *Candidate {
 		i, ok := keep[d]
 		if !ok {
