@@ -2,6 +2,7 @@ package weaviate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
@@ -246,6 +249,31 @@ func BenchmarkCandidates(b *testing.B) {
 				b.Run("before/"+fc.name, func(b *testing.B) { runCandidates(b, legacyStore{gql}, fc.f, load) })
 				b.Run("graphql/"+fc.name, func(b *testing.B) { runCandidates(b, gql, fc.f, load) })
 				b.Run("grpc/"+fc.name, func(b *testing.B) { runCandidates(b, s, fc.f, load) })
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeDoc compares decoding the doc property of 200 bench
+// documents (one candidate list) with encoding/json and goccy/go-json.
+func BenchmarkDecodeDoc(b *testing.B) {
+	var raw [][]byte
+	for _, d := range benchDocs(200) {
+		o := object("M", "memory_id", d)
+		raw = append(raw, []byte(o.Properties.(map[string]any)[docProp].(string)))
+	}
+	for _, c := range []struct {
+		name string
+		dec  func([]byte, any) error
+	}{{"encoding-json", json.Unmarshal}, {"go-json", func(b []byte, v any) error { return gojson.UnmarshalNoEscape(b, v) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for _, r := range raw {
+					var d search.Doc
+					if err := c.dec(r, &d); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
 		})
 	}

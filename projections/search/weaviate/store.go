@@ -55,6 +55,7 @@
 package weaviate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,6 +72,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-openapi/strfmt"
+	gojson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 	wv "github.com/weaviate/weaviate-go-client/v4/weaviate"
 	"github.com/weaviate/weaviate-go-client/v4/weaviate/fault"
@@ -653,7 +655,7 @@ func (h *hit) whole() (d search.Doc, ok bool, err error) {
 	if h.Doc == "" {
 		return d, false, nil
 	}
-	if err := json.Unmarshal([]byte(h.Doc), &d); err != nil {
+	if err := gojson.UnmarshalNoEscape([]byte(h.Doc), &d); err != nil { // goccy/go-json: 0.6 ms per 200 documents, encoding/json 1.3–1.7 (BenchmarkDecodeDoc)
 		return d, false, fmt.Errorf("object %q: property %s: %w", h.MemoryID+h.PatternID+h.ToolID, docProp, err)
 	}
 	return d, true, nil
@@ -773,10 +775,66 @@ func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text st
 	var out struct {
 		Get map[string][]hit `json:"Get"`
 	}
-	if err := s.query(ctx, what, get.Do, &out); err != nil {
+	if err := s.retry(ctx, what, func(ctx context.Context) error { return s.postGraphQL(ctx, get.Build(), &out) }); err != nil {
 		return nil, err
 	}
 	return out.Get[s.class], nil
+}
+
+// postGraphQL posts query to the GraphQL endpoint and decodes the
+// response's data into into with goccy/go-json, once (the client's Do
+// decodes into maps, which query then encodes and decodes again). Errors
+// are those of the client's Do and decode: a fault.WeaviateClientError
+// for an HTTP status other than 200, a transientError or a refusal for
+// GraphQL errors.
+func (s *Store) postGraphQL(ctx context.Context, query string, into any) error {
+	body, err := gojson.Marshal(map[string]string{"query": query})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Scheme+"://"+s.cfg.Host+"/v1/graphql", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range s.cfg.authHeaders() {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return &fault.WeaviateClientError{StatusCode: -1, Msg: "connection error", DerivedFromError: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return &fault.WeaviateClientError{StatusCode: -1, Msg: "read response", DerivedFromError: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &fault.WeaviateClientError{IsUnexpectedStatusCode: true, StatusCode: resp.StatusCode, Msg: string(raw)}
+	}
+	var out struct {
+		Data   gojson.RawMessage `json:"data"`
+		Errors []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if err := gojson.UnmarshalNoEscape(raw, &out); err != nil {
+		return fmt.Errorf("GraphQL response: %w", err)
+	}
+	if len(out.Errors) > 0 {
+		msgs := make([]string, len(out.Errors))
+		allTransient := true
+		for i, e := range out.Errors {
+			msgs[i] = e.Message
+			allTransient = allTransient && transient(e.Message)
+		}
+		msg := "GraphQL: " + strings.Join(msgs, "; ")
+		if allTransient {
+			return &transientError{msg}
+		}
+		return refusal(msg)
+	}
+	return gojson.UnmarshalNoEscape(out.Data, into)
 }
 
 // docsOf are the documents of hits, in order: each decoded from its
