@@ -14,10 +14,13 @@
 // memories are kept with pruned=true (Len counts them) and are filtered
 // out of every candidate query.
 //
-// Candidates runs two GraphQL queries, each with a where-filter for the
-// minimum confidence, the outcome, the scope kind (property scope_kind,
-// the part of scope before ':'), pruned=false and, for
-// ExcludeSourceSession, Not(source_sessions ContainsAny [session]):
+// Candidates runs two queries concurrently — over gRPC's Search API when
+// Config.GRPCHost is set, else over GraphQL — each with the whole filter
+// in the query: pruned=false, the minimum confidence, the outcome, the
+// scope kind (property scope_kind, the part of scope before ':'),
+// Filter.Readable as Not(scope ContainsAny [the known scopes it refuses])
+// (see scopeSet) and, for ExcludeSourceSession,
+// Not(source_sessions ContainsAny [session]):
 //
 //   - nearVector, limited to k, on cosine distance. Weaviate reports the
 //     cosine distance d = 1 − cos(a, b) (0 for the same direction, 2 for
@@ -28,18 +31,22 @@
 //     are Weaviate's (summed over the properties), not the MemStore's
 //     numbers; Index only uses them relative to the largest candidate.
 //
-// The two queries run concurrently. Filter.Readable is a Go function
-// Weaviate cannot evaluate: with it, each query asks for OverFetch × k
-// objects, with only the properties Filter.Admits reads, keeps those it
-// admits, and asks again for OverFetch times as many while fewer than k
-// pass and the server had more (up to MaxFetch); the chosen documents are
-// then fetched whole by id in one more query. Every result goes through
-// Filter.Admits, then each list is trimmed to k and the two are merged by
-// id as the MemStore does: cosine order first, then BM25-only candidates;
+// Each asks for k objects and only two properties — the id and doc, the
+// whole document as JSON (docProp) — never the vector. Every result still
+// goes through Filter.Admits: a refused object means the known scopes
+// were stale (another process wrote a new scope: it is learned and the
+// query asked again) or a value could not be sent (unprintable characters
+// in a GraphQL string: the query then over-fetches OverFetch × k objects,
+// and OverFetch times as many while fewer than k pass and the server had
+// more, up to MaxFetch); so the candidates are those of the filter
+// evaluated in Go. Each list is trimmed to k and the two are merged by id
+// as the MemStore does: cosine order first, then BM25-only candidates;
 // HasCosine/HasBM25 tell which list a candidate came from, and the absent
-// score is zero. Ties are broken by id; with HNSW (approximate) and exact
-// ties at the k-th place, Weaviate may keep a different document than the
-// MemStore.
+// score is zero. Ties are broken by id. Under Weaviate's flatSearchCutoff
+// (40,000 objects passing the filter; the filter always holds pruned and
+// confidence) the nearVector search is exact; above it, with HNSW
+// (approximate) and exact ties at the k-th place, Weaviate may keep a
+// different document than the MemStore.
 //
 // All vectors of the collection must have one dimension: a model change
 // to another dimension needs Drop (or another ClassPrefix) and a full
@@ -877,12 +884,10 @@ func (s *Store) fetchDocs(ctx context.Context, ids []string) (map[string]search.
 	out := make(map[string]search.Doc, len(ids))
 	for start := 0; start < len(ids); start += s.cfg.MaxFetch {
 		chunk := ids[start:min(start+s.cfg.MaxFetch, len(ids))]
-		uuids := make([]string, len(chunk))
-		for i, id := range chunk {
-			uuids[i] = ObjectID(id)
-		}
+		// By the id property, not the object UUID: an older version's
+		// objects need not have ObjectID's UUIDs.
 		get := s.client.GraphQL().Get().WithClassName(s.class).WithLimit(len(chunk)).
-			WithWhere(filters.Where().WithPath([]string{"id"}).WithOperator(filters.ContainsAny).WithValueText(uuids...)).
+			WithWhere(filters.Where().WithPath([]string{s.idProp}).WithOperator(filters.ContainsAny).WithValueText(chunk...)).
 			WithFields(s.queryProp...)
 		var res struct {
 			Get map[string][]hit `json:"Get"`
