@@ -60,7 +60,7 @@ func TestSameCandidatesAsBefore(t *testing.T) {
 		"no-session": {MinConfidence: 0.2, ScopeKind: "project", ExcludeSourceSession: "sess-7", Readable: func(sc string) bool { return sc != "project:p1" }},
 		"none":       {Readable: func(string) bool { return false }},
 	}
-	qs := benchQueries()[:8]
+	qs := benchQueries()[:4]
 	for name, f := range filters {
 		for i, q := range qs {
 			want, err := gql.legacyCandidates(ctxT(t), q.v, q.text, f, 20)
