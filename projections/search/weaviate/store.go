@@ -690,7 +690,7 @@ type scored struct {
 
 // search runs one pass (nearVector when vec is set, else bm25 on text)
 // with the whole filter in the query when it can be expressed there,
-// asking for k objects with every property of a Doc (no vectors), and
+// asking for k objects with their id and docProp only (no vectors), and
 // returns the best k admitted documents by score, ties by id. An object
 // Admits refuses means the query was not exact: the known scopes of ss
 // were stale (the refused scope is learned and the query asked again) or
@@ -767,8 +767,7 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 }
 
 // graphQL is one GraphQL Get pass with filter w, limited to limit, asking
-// for every property of a Doc and the distance (nearVector) or score
-// (bm25).
+// for the id, docProp and the distance (nearVector) or score (bm25).
 func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text string, w *filters.WhereBuilder, limit int) ([]hit, error) {
 	get := s.client.GraphQL().Get().WithClassName(s.class).WithWhere(w).WithLimit(limit)
 	add := graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}}
