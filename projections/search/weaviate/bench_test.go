@@ -196,9 +196,10 @@ const weaviateSettle = 10 * time.Second
 // On Weaviate it runs, on one server and one loaded collection, the query
 // path before issue 11 (before: three GraphQL queries over-fetching 4 × k
 // objects) and Candidates over GraphQL (graphql) and over gRPC (grpc:
-// Config.GRPCHost set), alternately, each with the default filter
-// (readable: every scope but one) and a one-scope filter.
-// Run: go test -run '^$' -bench Candidates -benchtime 300x -count 3 ./projections/search/weaviate/
+// Config.GRPCHost set), in turn, each with the default filter (readable:
+// every scope but one) and a one-scope filter; -count runs each
+// sub-benchmark again on the same loaded collection.
+// Run: go test -run '^$' -bench 'Candidates/(MemStore|Weaviate)/10000$' -benchtime 300x -count 3 ./projections/search/weaviate/
 func BenchmarkCandidates(b *testing.B) {
 	var drop []*Store
 	b.Cleanup(func() {

@@ -3,8 +3,9 @@ package weaviate
 // The candidate query path before issue 11 (three GraphQL queries:
 // nearVector and bm25 over-fetching OverFetch × k objects with the
 // properties Filter.Admits reads, then the chosen documents by id),
-// kept verbatim so BenchmarkCandidates measures it side by side with
-// Candidates on the same server and corpus.
+// kept as it was (functions renamed legacy*) so BenchmarkCandidates
+// measures it side by side with Candidates on the same server and corpus,
+// and TestSameCandidatesAsBefore checks that Candidates returns the same.
 
 import (
 	"context"
