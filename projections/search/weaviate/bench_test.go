@@ -2,6 +2,7 @@ package weaviate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
@@ -93,9 +96,23 @@ func benchQueries() []benchQuery {
 }
 
 // benchFilter is Index's default: confidence ≥ 0.5, every scope and
-// outcome, and a Readable as a service would pass (it makes the Weaviate
-// store over-fetch).
+// outcome, and a Readable as a service would pass (it made the Weaviate
+// store over-fetch before issue 11; now it is pushed down).
 var benchFilter = search.Filter{MinConfidence: 0.5, Readable: func(scope string) bool { return scope != "project:p2" }}
+
+// benchOneScope is the filter Index makes of a query for one scope
+// (scope=project:p1): its kind, and a Readable admitting only that scope
+// among the caller's readable ones.
+var benchOneScope = search.Filter{MinConfidence: 0.5, ScopeKind: search.ScopeProject,
+	Readable: func(scope string) bool { return scope == "project:p1" }}
+
+// legacyStore answers Candidates with the query path before issue 11
+// (legacy_test.go), for the side-by-side benchmark.
+type legacyStore struct{ *Store }
+
+func (l legacyStore) Candidates(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	return l.legacyCandidates(ctx, v, text, f, k)
+}
 
 // loaded caches stores loaded for the benchmarks: key "MemStore/10000".
 var loaded struct {
@@ -138,7 +155,7 @@ func loadStore(b *testing.B, name string, n int, settle time.Duration, open func
 
 // runCandidates measures Candidates with k = search.CandidatesPerQuery
 // (what Index asks for) and reports p50/p99 latency in milliseconds.
-func runCandidates(b *testing.B, s search.VectorStore, load time.Duration) {
+func runCandidates(b *testing.B, s search.VectorStore, f search.Filter, load time.Duration) {
 	qs := benchQueries()
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
@@ -146,7 +163,7 @@ func runCandidates(b *testing.B, s search.VectorStore, load time.Duration) {
 	for i := 0; i < b.N; i++ {
 		q := qs[i%len(qs)]
 		start := time.Now()
-		cs, err := s.Candidates(ctx, q.v, q.text, benchFilter, search.CandidatesPerQuery)
+		cs, err := s.Candidates(ctx, q.v, q.text, f, search.CandidatesPerQuery)
 		lat = append(lat, time.Since(start))
 		if err != nil {
 			b.Fatal(err)
@@ -176,7 +193,13 @@ const weaviateSettle = 10 * time.Second
 // same 10,000 documents (random unit vectors, fixed seed, short random
 // texts), then the MemStore alone at 100,000, and Weaviate at 100,000 only
 // with CHRONICLE_BENCH_WEAVIATE_100K=1 (loading takes minutes on 2 cores).
-// Run: go test -run '^$' -bench Candidates -benchtime 300x ./projections/search/weaviate/
+// On Weaviate it runs, on one server and one loaded collection, the query
+// path before issue 11 (before: three GraphQL queries over-fetching 4 × k
+// objects) and Candidates over GraphQL (graphql) and over gRPC (grpc:
+// Config.GRPCHost set), in turn, each with the default filter (readable:
+// every scope but one) and a one-scope filter; -count runs each
+// sub-benchmark again on the same loaded collection.
+// Run: go test -run '^$' -bench 'Candidates/(MemStore|Weaviate)/10000$' -benchtime 300x -count 3 ./projections/search/weaviate/
 func BenchmarkCandidates(b *testing.B) {
 	var drop []*Store
 	b.Cleanup(func() {
@@ -189,31 +212,70 @@ func BenchmarkCandidates(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("MemStore/%d", n), func(b *testing.B) {
 			s, load := loadStore(b, "MemStore", n, 0, func() search.VectorStore { return search.NewMemStore() })
-			runCandidates(b, s, load)
+			runCandidates(b, s, benchFilter, load)
 		})
 		if n > 10000 && os.Getenv("CHRONICLE_BENCH_WEAVIATE_100K") != "1" {
 			continue
 		}
 		b.Run(fmt.Sprintf("Weaviate/%d", n), func(b *testing.B) {
 			srv := sharedServer(b)
+			cfg := testConfig(srv)
+			cfg.ClassPrefix = fmt.Sprintf("Bench%d_", n)
+			cfg.BatchSize = 500
+			cfg.Timeout = time.Minute
+			grpcCfg := cfg
+			grpcCfg.GRPCHost = srv.GRPCHost
 			s, load := loadStore(b, "Weaviate", n, weaviateSettle, func() search.VectorStore {
-				cfg := testConfig(srv)
-				cfg.ClassPrefix = fmt.Sprintf("Bench%d_", n)
-				cfg.GRPCHost = srv.GRPCHost
-				cfg.BatchSize = 500
-				cfg.Timeout = time.Minute
-				st, err := New(context.Background(), cfg)
+				st, err := New(context.Background(), grpcCfg)
 				if err != nil {
 					b.Fatal(err)
 				}
 				_ = st.Drop(context.Background()) // leftovers of an interrupted run
-				if st, err = New(context.Background(), cfg); err != nil {
+				if st, err = New(context.Background(), grpcCfg); err != nil {
 					b.Fatal(err)
 				}
 				drop = append(drop, st)
 				return st
 			})
-			runCandidates(b, s, load)
+			// The same collections, searched over GraphQL (no GRPCHost).
+			gql, err := New(context.Background(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer gql.Close()
+			for _, fc := range []struct {
+				name string
+				f    search.Filter
+			}{{"readable", benchFilter}, {"one-scope", benchOneScope}} {
+				b.Run("before/"+fc.name, func(b *testing.B) { runCandidates(b, legacyStore{gql}, fc.f, load) })
+				b.Run("graphql/"+fc.name, func(b *testing.B) { runCandidates(b, gql, fc.f, load) })
+				b.Run("grpc/"+fc.name, func(b *testing.B) { runCandidates(b, s, fc.f, load) })
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeDoc compares decoding the doc property of 200 bench
+// documents (one candidate list) with encoding/json and goccy/go-json.
+func BenchmarkDecodeDoc(b *testing.B) {
+	var raw [][]byte
+	for _, d := range benchDocs(200) {
+		o := object("M", "memory_id", d)
+		raw = append(raw, []byte(o.Properties.(map[string]any)[docProp].(string)))
+	}
+	for _, c := range []struct {
+		name string
+		dec  func([]byte, any) error
+	}{{"encoding-json", json.Unmarshal}, {"go-json", func(b []byte, v any) error { return gojson.UnmarshalNoEscape(b, v) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for _, r := range raw {
+					var d search.Doc
+					if err := c.dec(r, &d); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
 		})
 	}
 }

@@ -110,21 +110,29 @@ func TestScopeKindAndQuery(t *testing.T) {
 
 func TestWhereExactness(t *testing.T) {
 	cases := []struct {
-		f     search.Filter
-		exact bool
-		has   []string
+		f       search.Filter
+		refused []string
+		exact   bool
+		has     []string
+		hasNot  []string
 	}{
-		{search.Filter{}, true, []string{`path: ["pruned"]`, `valueBoolean: false`, `path: ["confidence"]`}},
-		{search.Filter{MinConfidence: 0.5, Outcome: "success", ScopeKind: "team", ExcludeSourceSession: "s1"}, true,
+		{search.Filter{}, nil, true, []string{`path: ["pruned"]`, `valueBoolean: false`, `path: ["confidence"]`}, nil},
+		{search.Filter{MinConfidence: 0.5, Outcome: "success", ScopeKind: "team", ExcludeSourceSession: "s1"}, nil, true,
 			[]string{`valueNumber: 0.5`, `path: ["outcome"]`, `valueText: "success"`, `path: ["scope_kind"]`, `valueText: "team"`,
-				`operator: Not`, `path: ["source_sessions"]`, `operator: ContainsAny`, `valueText: ["s1"]`}},
-		{search.Filter{Outcome: "all", ScopeKind: "all"}, true, nil},
-		{search.Filter{Readable: func(string) bool { return true }}, false, nil},
-		{search.Filter{ExcludeSourceSession: "bad\x00id"}, false, nil},
-		{search.Filter{ScopeKind: "a:b"}, false, nil},
+				`operator: Not`, `path: ["source_sessions"]`, `operator: ContainsAny`, `valueText: ["s1"]`}, nil},
+		{search.Filter{Outcome: "all", ScopeKind: "all"}, nil, true, nil, nil},
+		// Readable pushed down: the known scopes it refuses are excluded
+		// by the server (none known refused: no scope clause at all).
+		{search.Filter{Readable: func(string) bool { return true }}, nil, true, nil, []string{`path: ["scope"]`}},
+		{search.Filter{Readable: func(sc string) bool { return sc == "project:a" }}, []string{"project:b", "team:t"}, true,
+			[]string{`operator: Not`, `path: ["scope"]`, `operator: ContainsAny`, `valueText: ["project:b","team:t"]`}, nil},
+		{search.Filter{Readable: func(string) bool { return false }}, []string{"project:b", "bad\x00scope"}, false,
+			[]string{`valueText: ["project:b"]`}, nil},
+		{search.Filter{ExcludeSourceSession: "bad\x00id"}, nil, false, nil, nil},
+		{search.Filter{ScopeKind: "a:b"}, nil, false, nil, nil},
 	}
 	for i, tc := range cases {
-		w, exact := where(tc.f)
+		w, exact := where(tc.f, tc.refused)
 		s := w.String()
 		if exact != tc.exact {
 			t.Errorf("case %d: exact = %v, want %v (%s)", i, exact, tc.exact, s)
@@ -132,6 +140,11 @@ func TestWhereExactness(t *testing.T) {
 		for _, h := range tc.has {
 			if !strings.Contains(s, h) {
 				t.Errorf("case %d: where %s lacks %s", i, s, h)
+			}
+		}
+		for _, h := range tc.hasNot {
+			if strings.Contains(s, h) {
+				t.Errorf("case %d: where %s has %s", i, s, h)
 			}
 		}
 		if strings.Contains(s, "\x00") {

@@ -31,11 +31,26 @@ const (
 // collection has the same properties: scope, scope_kind (project, team or
 // org: the part of scope before ':'), title, description, content (BM25),
 // outcome, tags, source_sessions, confidence, pruned, evidence,
-// usage_count, model and dim. (Versions before the Tool and CoordinationPattern
+// usage_count, model, dim and doc (the whole document as JSON, what a
+// candidate query reads back: see docProp). (Versions before the Tool and CoordinationPattern
 // collections were written created them with other properties — name,
 // roles, usage, success_rate; New adds the missing ones and leaves those
 // unused.)
 var idProps = map[string]string{MemoryClass: "memory_id", PatternClass: "pattern_id", ToolClass: "tool_id"}
+
+// docProp is the property holding the whole document as JSON (search.Doc
+// without its vector; neither filterable nor searchable). A candidate
+// query asks for it and the id only: Weaviate's cost of returning an
+// object grows with the number of properties asked for (at 10k objects
+// and k = 200, on a 2-core machine: ~5 ms per query for the id alone or
+// the id and content, ~12–20 ms for the fourteen properties of a Doc;
+// measured over gRPC, see the README's Weaviate benchmark). The other
+// properties stay for the filters, BM25 and inspection. Objects written
+// before the property existed (a collection of an older version, to which
+// New adds it) have none: Candidates reads those property by property
+// until the index's first sync, which pushes every document, rewrites
+// them.
+const docProp = "doc"
 
 func boolp(b bool) *bool { return &b }
 
@@ -100,6 +115,8 @@ func classes(prefix string) []*models.Class {
 			number("usage_count", "int", "times retrieved", false),
 			keyword("model", "text", "embedding model of the vector"),
 			number("dim", "int", "dimension of the vector", false),
+			{Name: docProp, DataType: []string{"text"}, Tokenization: "field", IndexFilterable: boolp(false), IndexSearchable: boolp(false),
+				Description: "the whole document as JSON (search.Doc without its vector): what a candidate query reads back"},
 		}, scope()...)
 	}
 	return []*models.Class{

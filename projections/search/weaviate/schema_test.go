@@ -63,12 +63,12 @@ func TestCollections(t *testing.T) {
 		s2.Close()
 	}
 
-	// An older Memory collection without evidence, usage_count and model
-	// gets them, and keeps its objects.
+	// An older Memory collection without evidence, usage_count, model and
+	// doc gets them, and keeps its objects (read property by property).
 	old := testConfig(srv)
 	oldMem := classes(old.ClassPrefix)[0]
 	oldMem.Properties = slices.DeleteFunc(slices.Clone(oldMem.Properties), func(p *models.Property) bool {
-		return p.Name == "evidence" || p.Name == "usage_count" || p.Name == "model"
+		return p.Name == "evidence" || p.Name == "usage_count" || p.Name == "model" || p.Name == docProp
 	})
 	if err := s.client.Schema().ClassCreator().WithClass(oldMem).Do(ctx); err != nil {
 		t.Fatalf("create the old collection: %v", err)
@@ -92,7 +92,7 @@ func TestCollections(t *testing.T) {
 	for _, p := range c.Properties {
 		names = append(names, p.Name)
 	}
-	for _, p := range []string{"evidence", "usage_count", "model"} {
+	for _, p := range []string{"evidence", "usage_count", "model", docProp} {
 		if !slices.Contains(names, p) {
 			t.Errorf("property %s not added: %v", p, names)
 		}
@@ -103,7 +103,7 @@ func TestCollections(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs, err := s3.Candidates(ctx, []float32{0, 1, 0}, "memory", search.Filter{}, 5)
-	if err != nil || len(cs) != 2 || cs[0].ID != "new" || cs[0].UsageCount != 3 {
+	if err != nil || len(cs) != 2 || cs[0].ID != "new" || cs[0].UsageCount != 3 || cs[1].ID != "legacy" || cs[1].Title != "legacy memory" {
 		t.Fatalf("candidates on the upgraded collection: %+v, %v", cs, err)
 	}
 }

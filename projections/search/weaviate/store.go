@@ -14,10 +14,13 @@
 // memories are kept with pruned=true (Len counts them) and are filtered
 // out of every candidate query.
 //
-// Candidates runs two GraphQL queries, each with a where-filter for the
-// minimum confidence, the outcome, the scope kind (property scope_kind,
-// the part of scope before ':'), pruned=false and, for
-// ExcludeSourceSession, Not(source_sessions ContainsAny [session]):
+// Candidates runs two queries concurrently — over gRPC's Search API when
+// Config.GRPCHost is set, else over GraphQL — each with the whole filter
+// in the query: pruned=false, the minimum confidence, the outcome, the
+// scope kind (property scope_kind, the part of scope before ':'),
+// Filter.Readable as Not(scope ContainsAny [the known scopes it refuses])
+// (see scopeSet) and, for ExcludeSourceSession,
+// Not(source_sessions ContainsAny [session]):
 //
 //   - nearVector, limited to k, on cosine distance. Weaviate reports the
 //     cosine distance d = 1 − cos(a, b) (0 for the same direction, 2 for
@@ -28,18 +31,22 @@
 //     are Weaviate's (summed over the properties), not the MemStore's
 //     numbers; Index only uses them relative to the largest candidate.
 //
-// The two queries run concurrently. Filter.Readable is a Go function
-// Weaviate cannot evaluate: with it, each query asks for OverFetch × k
-// objects, with only the properties Filter.Admits reads, keeps those it
-// admits, and asks again for OverFetch times as many while fewer than k
-// pass and the server had more (up to MaxFetch); the chosen documents are
-// then fetched whole by id in one more query. Every result goes through
-// Filter.Admits, then each list is trimmed to k and the two are merged by
-// id as the MemStore does: cosine order first, then BM25-only candidates;
+// Each asks for k objects and only two properties — the id and doc, the
+// whole document as JSON (docProp) — never the vector. Every result still
+// goes through Filter.Admits: a refused object means the known scopes
+// were stale (another process wrote a new scope: it is learned and the
+// query asked again) or a value could not be sent (unprintable characters
+// in a GraphQL string: the query then over-fetches OverFetch × k objects,
+// and OverFetch times as many while fewer than k pass and the server had
+// more, up to MaxFetch); so the candidates are those of the filter
+// evaluated in Go. Each list is trimmed to k and the two are merged by id
+// as the MemStore does: cosine order first, then BM25-only candidates;
 // HasCosine/HasBM25 tell which list a candidate came from, and the absent
-// score is zero. Ties are broken by id; with HNSW (approximate) and exact
-// ties at the k-th place, Weaviate may keep a different document than the
-// MemStore.
+// score is zero. Ties are broken by id. Under Weaviate's flatSearchCutoff
+// (40,000 objects passing the filter; the filter always holds pruned and
+// confidence) the nearVector search is exact; above it, with HNSW
+// (approximate) and exact ties at the k-th place, Weaviate may keep a
+// different document than the MemStore.
 //
 // All vectors of the collection must have one dimension: a model change
 // to another dimension needs Drop (or another ClassPrefix) and a full
@@ -55,6 +62,7 @@
 package weaviate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,6 +79,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-openapi/strfmt"
+	gojson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 	wv "github.com/weaviate/weaviate-go-client/v4/weaviate"
 	"github.com/weaviate/weaviate-go-client/v4/weaviate/fault"
@@ -112,7 +121,12 @@ type Store struct {
 	class     string          // the collection this value serves
 	idProp    string          // its id property
 	queryProp []graphql.Field // every property of a Doc
-	lightProp []graphql.Field // the properties Filter.Admits reads
+	// scopes are the scopes each collection (by class name) is known to
+	// hold; shared by the Stores Collection makes.
+	scopes map[string]*scopeSet
+	// grpc runs the candidate queries when Config.GRPCHost is set (nil:
+	// GraphQL).
+	grpc *grpcSearcher
 }
 
 var _ search.VectorStore = (*Store)(nil)
@@ -138,10 +152,18 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("weaviate: client: %w", err)
 	}
 	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
-		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass}
+		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}}
+	for _, c := range []string{s.memory, s.patterns, s.tools} {
+		s.scopes[c] = &scopeSet{known: map[string]bool{}}
+	}
 	s.serve(MemoryClass)
+	if cfg.GRPCHost != "" {
+		if s.grpc, err = newGRPCSearcher(cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.ensureSchema(ctx); err != nil {
-		hc.CloseIdleConnections()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -154,13 +176,9 @@ func (s *Store) Config() Config { return s.cfg }
 // ToolClass) with the class prefix.
 func (s *Store) serve(name string) {
 	s.class, s.idProp = s.cfg.ClassPrefix+name, idProps[name]
-	s.queryProp, s.lightProp = nil, nil
-	for _, p := range []string{s.idProp, "scope", "title", "description", "content", "outcome", "tags", "source_sessions",
-		"confidence", "pruned", "evidence", "usage_count", "model", "dim"} {
+	s.queryProp = nil
+	for _, p := range append([]string{s.idProp}, docProps...) {
 		s.queryProp = append(s.queryProp, graphql.Field{Name: p})
-	}
-	for _, p := range []string{s.idProp, "scope", "outcome", "source_sessions", "confidence", "pruned"} {
-		s.lightProp = append(s.lightProp, graphql.Field{Name: p})
 	}
 }
 
@@ -184,11 +202,15 @@ func (s *Store) Collection(c search.Collection) search.VectorStore {
 // collections (with ClassPrefix).
 func (s *Store) Collections() (memory, patterns, tools string) { return s.memory, s.patterns, s.tools }
 
-// Close releases idle HTTP connections; it always returns nil. The store
-// must not be used after. (With GRPCHost, the gRPC connection stays open
-// until the process ends: the client library cannot close it.)
+// Close releases idle HTTP connections and the search's gRPC connection;
+// it always returns nil. The store must not be used after. (With
+// GRPCHost, the client library's own gRPC connection for batches stays
+// open until the process ends: the library cannot close it.)
 func (s *Store) Close() error {
 	s.http.CloseIdleConnections()
+	if s.grpc != nil {
+		_ = s.grpc.conn.Close()
+	}
 	return nil
 }
 
@@ -306,9 +328,12 @@ func retryable(err error) bool {
 		}
 		return transient(we.Msg)
 	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return true
+	if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded:
+			return true
+		}
+		return transient(st.Message())
 	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
@@ -324,6 +349,10 @@ func scopeKind(scope string) string {
 }
 
 func object(class, idProp string, d search.Doc) *models.Object {
+	whole, err := json.Marshal(d) // Vector is not marshalled (json:"-")
+	if err != nil {
+		panic(fmt.Sprintf("weaviate: marshal document %q: %v", d.ID, err)) // a Doc has only strings and numbers
+	}
 	tags, sessions := d.Tags, d.SourceSessions
 	if tags == nil {
 		tags = []string{}
@@ -338,6 +367,7 @@ func object(class, idProp string, d search.Doc) *models.Object {
 			idProp: d.ID, "scope": d.Scope, "scope_kind": scopeKind(d.Scope), "title": d.Title, "description": d.Description,
 			"content": d.Content, "outcome": d.Outcome, "tags": tags, "source_sessions": sessions, "confidence": d.Confidence,
 			"pruned": d.Pruned, "evidence": d.Evidence, "usage_count": d.UsageCount, "model": d.Model, "dim": d.Dim,
+			docProp: string(whole),
 		},
 		Vector: d.Vector,
 	}
@@ -374,6 +404,11 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 		if err != nil {
 			return err
 		}
+		scopes := make([]string, len(batch))
+		for i, o := range batch {
+			scopes[i], _ = o.Properties.(map[string]any)["scope"].(string)
+		}
+		s.scopes[s.class].add(scopes...)
 	}
 	return nil
 }
@@ -529,9 +564,13 @@ func gqlSafe(v string) bool {
 }
 
 // where is the server-side part of f and whether it is all of f (then
-// Filter.Admits rejects nothing the server returns).
-func where(f search.Filter) (*filters.WhereBuilder, bool) {
-	exact := f.Readable == nil
+// Filter.Admits rejects nothing the server returns). Filter.Readable is
+// pushed down as Not(scope ContainsAny refused), refused being the known
+// scopes it refuses (scopeSet): that counts as exact, since Readable is a
+// function of the scope alone, and an object of a scope not yet known is
+// caught by Admits and its scope learned (see search).
+func where(f search.Filter, refused []string) (*filters.WhereBuilder, bool) {
+	exact := true
 	ops := []*filters.WhereBuilder{
 		filters.Where().WithPath([]string{"pruned"}).WithOperator(filters.Equal).WithValueBoolean(false),
 		filters.Where().WithPath([]string{"confidence"}).WithOperator(filters.GreaterThanEqual).WithValueNumber(f.MinConfidence),
@@ -548,6 +587,21 @@ func where(f search.Filter) (*filters.WhereBuilder, bool) {
 			ops = append(ops, filters.Where().WithPath([]string{"scope_kind"}).WithOperator(filters.Equal).WithValueText(f.ScopeKind))
 		} else {
 			exact = false
+		}
+	}
+	if f.Readable != nil {
+		var vals []string
+		for _, sc := range refused {
+			if gqlSafe(sc) && strings.TrimSpace(sc) == sc {
+				vals = append(vals, sc)
+			} else {
+				exact = false
+			}
+		}
+		if len(vals) > 0 {
+			ops = append(ops, filters.Where().WithOperator(filters.Not).WithOperands([]*filters.WhereBuilder{
+				filters.Where().WithPath([]string{"scope"}).WithOperator(filters.ContainsAny).WithValueText(vals...),
+			}))
 		}
 	}
 	if f.ExcludeSourceSession != "" {
@@ -580,7 +634,10 @@ type hit struct {
 	UsageCount     float64  `json:"usage_count"`
 	Model          string   `json:"model"`
 	Dim            float64  `json:"dim"`
-	Additional     struct {
+	// Doc is the docProp property: the whole document as JSON ("" for an
+	// object written before it existed, or not asked for).
+	Doc        string `json:"doc"`
+	Additional struct {
 		Distance *float64   `json:"distance"`
 		Score    *jsonFloat `json:"score"`
 	} `json:"_additional"`
@@ -600,6 +657,18 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// whole is the document of h's docProp; ok is false when h has none.
+func (h *hit) whole() (d search.Doc, ok bool, err error) {
+	if h.Doc == "" {
+		return d, false, nil
+	}
+	if err := gojson.UnmarshalNoEscape([]byte(h.Doc), &d); err != nil { // goccy/go-json: 0.6 ms per 200 documents, encoding/json 1.3–1.7 (BenchmarkDecodeDoc)
+		return d, false, fmt.Errorf("object %q: property %s: %w", h.MemoryID+h.PatternID+h.ToolID, docProp, err)
+	}
+	return d, true, nil
+}
+
+// doc is the document of h's separate properties.
 func (h *hit) doc() search.Doc {
 	d := search.Doc{ID: h.MemoryID + h.PatternID + h.ToolID, Scope: h.Scope, Title: h.Title, Description: h.Description, Content: h.Content,
 		Outcome: h.Outcome, Confidence: h.Confidence, Pruned: h.Pruned, Evidence: int(h.Evidence),
@@ -619,41 +688,56 @@ type scored struct {
 	score float64
 }
 
-// search runs one pass (nearVector when vec is set, else bm25 on text),
-// over-fetching as the filter requires, and returns the best k admitted
-// documents by score, ties by id. When it over-fetches it asks only for
-// the properties Filter.Admits reads (partial is then true: the
-// documents need fetchDocs); the server's work and the response grow
-// with every property of every object.
-func (s *Store) search(ctx context.Context, what string, vec []float32, text string, f search.Filter, k int) (res []scored, partial bool, err error) {
-	w, exact := where(f)
-	limit, fields := k, s.queryProp
-	if !exact {
-		limit, fields, partial = k*s.cfg.OverFetch, s.lightProp, true
-	}
-	limit = min(limit, s.cfg.MaxFetch)
-	for {
-		get := s.client.GraphQL().Get().WithClassName(s.class).WithWhere(w).WithLimit(limit)
-		add := graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}}
-		if vec != nil {
-			get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
+// search runs one pass (nearVector when vec is set, else bm25 on text)
+// with the whole filter in the query when it can be expressed there,
+// asking for k objects with their id and docProp only (no vectors), and
+// returns the best k admitted documents by score, ties by id. An object
+// Admits refuses means the query was not exact: the known scopes of ss
+// were stale (the refused scope is learned and the query asked again) or
+// the GraphQL filter could not express part of f (see where; the query
+// then starts at OverFetch × k and asks for OverFetch times as many while
+// fewer than k pass and the server had more, up to MaxFetch).
+func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []float32, text string, f search.Filter, k int) ([]scored, error) {
+	limit := k
+	for round := 0; ; round++ {
+		var refused []string
+		if f.Readable != nil {
+			refused = ss.refused(f.Readable)
+		}
+		var hits []hit
+		var err error
+		if s.grpc != nil {
+			limit = min(limit, s.cfg.MaxFetch)
+			err = s.retry(ctx, what, func(ctx context.Context) error {
+				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit)
+				return err
+			})
 		} else {
-			get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(textProps...))
-			add.Fields = []graphql.Field{{Name: "score"}}
+			w, exact := where(f, refused)
+			if !exact && round == 0 {
+				limit = k * s.cfg.OverFetch
+			}
+			limit = min(limit, s.cfg.MaxFetch)
+			hits, err = s.graphQL(ctx, what, vec, text, w, limit)
 		}
-		get = get.WithFields(append(append([]graphql.Field{}, fields...), add)...)
-		var out struct {
-			Get map[string][]hit `json:"Get"`
+		if err != nil {
+			return nil, err
 		}
-		if err := s.query(ctx, what, get.Do, &out); err != nil {
-			return nil, partial, err
+		docs, err := s.docsOf(ctx, what, hits)
+		if err != nil {
+			return nil, err
 		}
-		hits := out.Get[s.class]
-		res = make([]scored, 0, min(len(hits), k))
+		res := make([]scored, 0, min(len(hits), k))
+		learned := false
 		for i := range hits {
-			h := &hits[i]
-			d := h.doc()
-			if !f.Admits(&d) {
+			h, d := &hits[i], docs[i]
+			if d == nil { // deleted since the query
+				continue
+			}
+			if !f.Admits(d) {
+				if f.Readable != nil && !f.Readable(d.Scope) && ss.add(d.Scope) {
+					learned = true
+				}
 				continue
 			}
 			var sc float64
@@ -663,9 +747,9 @@ func (s *Store) search(ctx context.Context, what string, vec []float32, text str
 			case vec == nil && h.Additional.Score != nil:
 				sc = float64(*h.Additional.Score)
 			default:
-				return nil, partial, fmt.Errorf("weaviate: %s: object %q came without its distance or score", what, d.ID)
+				return nil, fmt.Errorf("weaviate: %s: object %q came without its distance or score", what, d.ID)
 			}
-			res = append(res, scored{d, sc})
+			res = append(res, scored{*d, sc})
 		}
 		if len(res) >= k || len(hits) < limit || limit >= s.cfg.MaxFetch {
 			sort.SliceStable(res, func(i, j int) bool {
@@ -674,24 +758,135 @@ func (s *Store) search(ctx context.Context, what string, vec []float32, text str
 				}
 				return res[i].doc.ID < res[j].doc.ID
 			})
-			return res[:min(k, len(res))], partial, nil
+			return res[:min(k, len(res))], nil
 		}
-		limit = min(limit*max(2, s.cfg.OverFetch), s.cfg.MaxFetch)
+		if !learned { // the filter is as large as it gets: fetch deeper
+			limit = min(limit*max(2, s.cfg.OverFetch), s.cfg.MaxFetch)
+		}
 	}
 }
 
-// fetchDocs returns the documents with ids (those still held), in
-// chunks of cfg.MaxFetch.
+// graphQL is one GraphQL Get pass with filter w, limited to limit, asking
+// for the id, docProp and the distance (nearVector) or score (bm25).
+func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text string, w *filters.WhereBuilder, limit int) ([]hit, error) {
+	get := s.client.GraphQL().Get().WithClassName(s.class).WithWhere(w).WithLimit(limit)
+	add := graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}}
+	if vec != nil {
+		get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
+	} else {
+		get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(textProps...))
+		add.Fields = []graphql.Field{{Name: "score"}}
+	}
+	get = get.WithFields(graphql.Field{Name: s.idProp}, graphql.Field{Name: docProp}, add)
+	var out struct {
+		Get map[string][]hit `json:"Get"`
+	}
+	if err := s.retry(ctx, what, func(ctx context.Context) error { return s.postGraphQL(ctx, get.Build(), &out) }); err != nil {
+		return nil, err
+	}
+	return out.Get[s.class], nil
+}
+
+// postGraphQL posts query to the GraphQL endpoint and decodes the
+// response's data into into with goccy/go-json, once (the client's Do
+// decodes into maps, which query then encodes and decodes again). Errors
+// are those of the client's Do and decode: a fault.WeaviateClientError
+// for an HTTP status other than 200, a transientError or a refusal for
+// GraphQL errors.
+func (s *Store) postGraphQL(ctx context.Context, query string, into any) error {
+	body, err := gojson.Marshal(map[string]string{"query": query})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Scheme+"://"+s.cfg.Host+"/v1/graphql", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range s.cfg.authHeaders() {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return &fault.WeaviateClientError{StatusCode: -1, Msg: "connection error", DerivedFromError: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return &fault.WeaviateClientError{StatusCode: -1, Msg: "read response", DerivedFromError: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &fault.WeaviateClientError{IsUnexpectedStatusCode: true, StatusCode: resp.StatusCode, Msg: string(raw)}
+	}
+	var out struct {
+		Data   gojson.RawMessage `json:"data"`
+		Errors []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if err := gojson.UnmarshalNoEscape(raw, &out); err != nil {
+		return fmt.Errorf("GraphQL response: %w", err)
+	}
+	if len(out.Errors) > 0 {
+		msgs := make([]string, len(out.Errors))
+		allTransient := true
+		for i, e := range out.Errors {
+			msgs[i] = e.Message
+			allTransient = allTransient && transient(e.Message)
+		}
+		msg := "GraphQL: " + strings.Join(msgs, "; ")
+		if allTransient {
+			return &transientError{msg}
+		}
+		return refusal(msg)
+	}
+	return gojson.UnmarshalNoEscape(out.Data, into)
+}
+
+// docsOf are the documents of hits, in order: each decoded from its
+// docProp, or, for objects written before that property existed, read
+// property by property in one more query (nil for one deleted since).
+func (s *Store) docsOf(ctx context.Context, what string, hits []hit) ([]*search.Doc, error) {
+	out := make([]*search.Doc, len(hits))
+	var missing []string
+	for i := range hits {
+		d, ok, err := hits[i].whole()
+		if err != nil {
+			return nil, fmt.Errorf("weaviate: %s: %w", what, err)
+		}
+		if ok {
+			out[i] = &d
+			continue
+		}
+		missing = append(missing, hits[i].MemoryID+hits[i].PatternID+hits[i].ToolID)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	byID, err := s.fetchDocs(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for i := range hits {
+		if out[i] == nil {
+			if d, ok := byID[hits[i].MemoryID+hits[i].PatternID+hits[i].ToolID]; ok {
+				out[i] = &d
+			}
+		}
+	}
+	return out, nil
+}
+
+// fetchDocs returns the documents with ids (those still held) read
+// property by property, in chunks of cfg.MaxFetch.
 func (s *Store) fetchDocs(ctx context.Context, ids []string) (map[string]search.Doc, error) {
 	out := make(map[string]search.Doc, len(ids))
 	for start := 0; start < len(ids); start += s.cfg.MaxFetch {
 		chunk := ids[start:min(start+s.cfg.MaxFetch, len(ids))]
-		uuids := make([]string, len(chunk))
-		for i, id := range chunk {
-			uuids[i] = ObjectID(id)
-		}
+		// By the id property, not the object UUID: an older version's
+		// objects need not have ObjectID's UUIDs.
 		get := s.client.GraphQL().Get().WithClassName(s.class).WithLimit(len(chunk)).
-			WithWhere(filters.Where().WithPath([]string{"id"}).WithOperator(filters.ContainsAny).WithValueText(uuids...)).
+			WithWhere(filters.Where().WithPath([]string{s.idProp}).WithOperator(filters.ContainsAny).WithValueText(chunk...)).
 			WithFields(s.queryProp...)
 		var res struct {
 			Get map[string][]hit `json:"Get"`
@@ -722,54 +917,27 @@ func (s *Store) Candidates(ctx context.Context, v []float32, text string, f sear
 	if k <= 0 {
 		return nil, nil
 	}
+	ss, err := s.scopeSet(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// The two passes run concurrently: the server works on both at once.
 	var byVec, byText []scored
-	var partVec, partText bool
 	var errVec, errText error
 	var wg sync.WaitGroup
 	if len(v) > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			byVec, partVec, errVec = s.search(ctx, "nearVector", v, "", f, k)
+			byVec, errVec = s.search(ctx, "nearVector", ss, v, "", f, k)
 		}()
 	}
 	if q := bm25Query(text); q != "" {
-		byText, partText, errText = s.search(ctx, "bm25", nil, q, f, k)
+		byText, errText = s.search(ctx, "bm25", ss, nil, q, f, k)
 	}
 	wg.Wait()
 	if err := errors.Join(errVec, errText); err != nil {
 		return nil, err
-	}
-	if partVec || partText {
-		// Over-fetched with the filter's properties only: fetch the chosen
-		// documents whole. One changed or deleted meanwhile is judged
-		// again (or dropped).
-		var ids []string
-		seen := map[string]bool{}
-		for _, l := range [][]scored{byVec, byText} {
-			for _, c := range l {
-				if !seen[c.doc.ID] {
-					seen[c.doc.ID] = true
-					ids = append(ids, c.doc.ID)
-				}
-			}
-		}
-		docs, err := s.fetchDocs(ctx, ids)
-		if err != nil {
-			return nil, err
-		}
-		full := func(l []scored) []scored {
-			out := l[:0]
-			for _, c := range l {
-				if d, ok := docs[c.doc.ID]; ok && f.Admits(&d) {
-					c.doc = d
-					out = append(out, c)
-				}
-			}
-			return out
-		}
-		byVec, byText = full(byVec), full(byText)
 	}
 	out := make([]search.Candidate, 0, len(byVec)+len(byText))
 	at := make(map[string]int, len(byVec)+len(byText))
