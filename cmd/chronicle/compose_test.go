@@ -142,6 +142,9 @@ func TestComposeFile(t *testing.T) {
 		if flag("data") != "/data" || flag("tokens") == "" || flag("http") != "0.0.0.0:8080" {
 			t.Errorf("%s: --data %s --tokens %q --http %s", name, flag("data"), flag("tokens"), flag("http"))
 		}
+		if flag("weaviate-grpc") != "weaviate:50051" {
+			t.Errorf("%s: --weaviate-grpc %s", name, flag("weaviate-grpc"))
+		}
 		if flag("weaviate") != "weaviate:8080" {
 			t.Errorf("%s: --weaviate %s", name, flag("weaviate"))
 		}

@@ -16,15 +16,16 @@ import (
 
 // common flags of the commands that run or read a pipeline.
 type commonFlags struct {
-	data        string
-	brokers     string
-	kafkaListen string
-	partitions  int32
-	llmURL      string
-	llmModel    string
-	llmKeyEnv   string
-	weaviate    string
-	weaviateKey string // name of the environment variable holding the API key
+	data         string
+	brokers      string
+	kafkaListen  string
+	partitions   int32
+	llmURL       string
+	llmModel     string
+	llmKeyEnv    string
+	weaviate     string
+	weaviateGRPC string
+	weaviateKey  string // name of the environment variable holding the API key
 }
 
 // registerLLM adds the flags of the LLM distiller and judge.
@@ -39,15 +40,19 @@ func (c *commonFlags) registerLLM(cmd *cobra.Command) {
 // shows in ps and /proc/<pid>/cmdline.
 func (c *commonFlags) registerSearch(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.weaviate, "weaviate", "", "host:port of a Weaviate server for memory search (e.g. 127.0.0.1:8081); empty: the embedded vector store")
+	cmd.Flags().StringVar(&c.weaviateGRPC, "weaviate-grpc", "", "host:port of the --weaviate server's gRPC port (its GRPC_PORT, 50051 by default): batch upserts and candidate queries over gRPC, faster than GraphQL (README, Weaviate candidate queries); empty: REST/GraphQL only")
 	cmd.Flags().StringVar(&c.weaviateKey, "weaviate-api-key-env", "WEAVIATE_API_KEY", "environment variable holding the --weaviate server's API key; unset or empty: anonymous access")
 }
 
 // vectorStore connects --weaviate, or returns nil for the embedded store.
 func (c *commonFlags) vectorStore(ctx context.Context) (search.VectorStore, error) {
+	if c.weaviate == "" && c.weaviateGRPC != "" {
+		return nil, fmt.Errorf("--weaviate-grpc %s: needs --weaviate", c.weaviateGRPC)
+	}
 	if c.weaviate == "" {
 		return nil, nil
 	}
-	cfg := weaviate.Config{Host: c.weaviate}
+	cfg := weaviate.Config{Host: c.weaviate, GRPCHost: c.weaviateGRPC}
 	if c.weaviateKey != "" {
 		cfg.APIKey = os.Getenv(c.weaviateKey)
 	}
