@@ -88,6 +88,13 @@ func (z *zombieView) Ownership() processors.Ownership {
 // the aborted data records (read_uncommitted minus read_committed).
 func derivedCounts(t testing.TB, brokers []string) (ids map[string]int, aborted int) {
 	t.Helper()
+	return topicCounts(t, brokers, derivedTopics...)
+}
+
+// topicCounts reads topics to their last stable offset and counts each
+// event id ("<topic> <id>"; read_committed), and the aborted data records.
+func topicCounts(t testing.TB, brokers []string, topics ...string) (ids map[string]int, aborted int) {
+	t.Helper()
 	read := func(level kgo.IsolationLevel) (map[string]int, int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -96,7 +103,7 @@ func derivedCounts(t testing.TB, brokers []string) (ids map[string]int, aborted 
 			t.Fatal(err)
 		}
 		defer admCl.Close()
-		ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, derivedTopics...)
+		ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, topics...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,6 +163,11 @@ func (o *ownership) snapshot() Ownership {
 // and progress, and whether a rebalance is under way.
 func (r *Runner) Ownership() Ownership { return r.engine.own.snapshot() }
 
+// Topics are the topics the engine's consumer group reads, sorted
+// (GlobalTableConfig.TaskTopics: their largest partition count is the
+// group's number of tasks).
+func (r *Runner) Topics() []string { return append([]string(nil), r.engine.topics...) }
+
 // MemberID is this Runner's member id in ProcessorsGroup ("" before it
 // joined).
 func (r *Runner) MemberID() string {

@@ -254,6 +254,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if len(global) > 0 {
 		if p.Global, err = processors.NewGlobalTableRunner(processors.GlobalTableConfig{
 			Brokers: p.Broker.Addrs(), Store: p.Store, Processors: global, Metrics: p.Metrics, Logger: cfg.Logger,
+			TaskTopics: p.Runner.Topics(),
 		}); err != nil {
 			return fail(err)
 		}
@@ -280,7 +281,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if len(cfg.Brokers) > 0 && !cfg.Unfenced {
 		// several instances may share the cluster: fence zombie writes
 		// (issue 15 item 5; one process with its embedded broker has none)
-		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: p.Runner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout)}
+		var owner processors.Ownerships = p.Runner
+		if p.Global != nil {
+			// the global tables' derived events: relayed by the owner of
+			// their partition's task only, the others prune their copies
+			owner = p.Global.WithTasks(p.Runner)
+		}
+		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: owner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout)}
 		if cfg.Group != "" {
 			relay.Fence.Group = string(cfg.Group) + ".relay"
 		}
