@@ -371,7 +371,21 @@ func fenced(err error) bool {
 
 // transact produces rows and commits frontier as k's relayed frontier in
 // one transaction; on an error the transaction is aborted.
-func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []projections.OutboxEntry, frontier int64) (err error) {
+func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []projections.OutboxEntry, frontier int64) error {
+	topicID, err := f.topicID(ctx, cl, k.topic)
+	if err != nil {
+		return err
+	}
+	return transactOffset(ctx, cl, f.TransactionalID(k.topic, k.partition), f.group(), topicID, k, frontier, outboxRecords(rows))
+}
+
+// transactOffset produces recs and commits next as group's offset of
+// partition k in one Kafka transaction of cl (whose transactional id is
+// txnID), the offset commit without a group generation (EOS v1: the
+// transactional id, one per source partition, is what fences a previous
+// holder); on an error the transaction is aborted. The fenced relay and
+// the workers' exactly-once outputs (workerOnce) share it.
+func transactOffset(ctx context.Context, cl *kgo.Client, txnID, group string, topicID [16]byte, k tp, next int64, recs []*kgo.Record) (err error) {
 	if err := cl.BeginTransaction(); err != nil {
 		return err
 	}
@@ -384,7 +398,7 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 			}
 		}
 	}()
-	if err := cl.ProduceSync(ctx, outboxRecords(rows)...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return err
 	}
 	id, epoch, err := cl.ProducerID(ctx)
@@ -392,8 +406,8 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 		return err
 	}
 	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.TransactionalID = f.TransactionalID(k.topic, k.partition)
-	add.ProducerID, add.ProducerEpoch, add.Group = id, epoch, f.group()
+	add.TransactionalID = txnID
+	add.ProducerID, add.ProducerEpoch, add.Group = id, epoch, group
 	aresp, err := add.RequestWith(ctx, cl)
 	if err != nil {
 		return err
@@ -401,17 +415,13 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 	if err := kerr.ErrorForCode(aresp.ErrorCode); err != nil {
 		return err
 	}
-	topicID, err := f.topicID(ctx, cl, k.topic)
-	if err != nil {
-		return err
-	}
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.TransactionalID, req.Group = add.TransactionalID, f.group()
+	req.TransactionalID, req.Group = txnID, group
 	req.ProducerID, req.ProducerEpoch, req.Generation = id, epoch, -1
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
 	rt.Topic, rt.TopicID = k.topic, topicID
 	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset, rp.LeaderEpoch = k.partition, frontier, -1
+	rp.Partition, rp.Offset, rp.LeaderEpoch = k.partition, next, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	cresp, err := req.RequestWith(ctx, cl)
@@ -432,18 +442,27 @@ func (f *Fence) topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]
 	if id, ok := f.ids[topic]; ok {
 		return id, nil
 	}
+	id, err := lookupTopicID(ctx, cl, topic)
+	if err != nil {
+		return id, err
+	}
+	if f.ids == nil {
+		f.ids = map[string][16]byte{}
+	}
+	f.ids[topic] = id
+	return id, nil
+}
+
+// lookupTopicID is topic's id (TxnOffsetCommit v6+ names topics by id).
+func lookupTopicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
 	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
 		return [16]byte{}, err
 	}
 	d, ok := md.Topics[topic]
 	if !ok || d.Err != nil {
-		return [16]byte{}, fmt.Errorf("fence: topic %s: %v", topic, d.Err)
+		return [16]byte{}, fmt.Errorf("topic %s: %v", topic, d.Err)
 	}
-	if f.ids == nil {
-		f.ids = map[string][16]byte{}
-	}
-	f.ids[topic] = d.ID
 	return d.ID, nil
 }
 

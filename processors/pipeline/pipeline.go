@@ -248,6 +248,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 		Group: cfg.Group, SubscriberOpts: append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...),
 		StandbyReplicas: cfg.StandbyReplicas,
+		// a worker's output transaction must outlive a pause shorter than
+		// the session timeout, as the fenced relay's
+		WorkerTransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout),
 	}); err != nil {
 		return fail(err)
 	}

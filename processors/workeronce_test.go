@@ -1,0 +1,180 @@
+package processors_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// echoWorker answers every memory.feedback.v1 of source "test" with one
+// memory.feedback.v1 of its own, whose id is derived from the cause
+// (events.Derive), as Chronicle's workers do. afterPublish, when set, runs
+// once after the first publish returned.
+type echoWorker struct {
+	prod         *events.Producer
+	afterPublish func()
+	once         sync.Once
+}
+
+func (*echoWorker) Name() string        { return "echo" }
+func (*echoWorker) Topic() events.Topic { return events.TopicMemories }
+func (w *echoWorker) Handle(ctx context.Context, env *events.Envelope) error {
+	if env.Source != "test" {
+		return nil // its own outputs
+	}
+	out, err := events.Derive(env, "chronicle/echo", events.MemoryFeedback, 0, map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": true})
+	if err != nil {
+		return err
+	}
+	out.Scope = env.Scope
+	if err := w.prod.PublishDerived(ctx, out); err != nil {
+		return err
+	}
+	if w.afterPublish != nil {
+		w.once.Do(w.afterPublish)
+	}
+	return nil
+}
+
+// batchWritten calls fn once, after the first produce batch the broker
+// acknowledged.
+type batchWritten struct {
+	once sync.Once
+	fn   func()
+}
+
+func (b *batchWritten) OnProduceBatchWritten(kgo.BrokerMetadata, string, int32, kgo.ProduceBatchMetrics) {
+	b.once.Do(func() { go b.fn() })
+}
+
+// TestWorkerOutputsWrittenOnce: instance A's worker handles the first of 5
+// events and is killed (every connection cut: a SIGKILL as the broker
+// sees it) after its output reached the broker and before the consumed
+// offset was committed. Instance B takes the worker's partition over after
+// the session timeout and handles the events from the group's committed
+// offset, the first one again. With the Runner's transactions (default),
+// A's output was in a transaction B's takeover aborted: each output id is
+// in the log once for read_committed consumers, and A's copy is an aborted
+// record. At least once (RunnerConfig.WorkersAtLeastOnce, the behaviour
+// before), the same kill leaves the first output in the log twice: the
+// check can fail.
+func TestWorkerOutputsWrittenOnce(t *testing.T) {
+	t.Run("transactional", func(t *testing.T) { workerKilledBetweenProduceAndCommit(t, false) })
+	t.Run("at-least-once", func(t *testing.T) { workerKilledBetweenProduceAndCommit(t, true) })
+}
+
+func workerKilledBetweenProduceAndCommit(t *testing.T, atLeastOnce bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1, GroupMinSessionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer brk.Close()
+	brokers := brk.Addrs()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+
+	var killed atomic.Bool
+	ks := &killSwitch{}
+	kill := func() { killed.Store(true); ks.kill() }
+	start := func(name string, w *echoWorker, ks *killSwitch, producerOpts ...kgo.Opt) *instance {
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []kgo.Opt{kgo.ClientID("instance-" + name), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
+		if ks != nil {
+			opts = append(opts, kgo.Dialer(ks.dial))
+			producerOpts = append(producerOpts, kgo.Dialer(ks.dial))
+		}
+		r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
+			Workers: []processors.Worker{w}, SubscriberOpts: opts, WorkerProducerOpts: producerOpts, WorkersAtLeastOnce: atLeastOnce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &instance{name: name, store: store, runner: r, done: make(chan error, 1)}
+		go func() { in.done <- r.Run(context.Background()) }()
+		select {
+		case <-r.Running():
+		case err := <-in.done:
+			t.Fatalf("instance %s: %v", name, err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("instance %s did not subscribe within 20 s", name)
+		}
+		t.Cleanup(in.stop)
+		return in
+	}
+	a := &echoWorker{prod: prod}
+	var hookOpts []kgo.Opt
+	if atLeastOnce {
+		a.afterPublish = kill // the output acknowledged, the offset not committed
+	} else {
+		hookOpts = append(hookOpts, kgo.WithHooks(&batchWritten{fn: kill})) // the output in the open transaction
+	}
+	start("A", a, ks, hookOpts...)
+
+	const n = 5
+	for i := range n {
+		env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Publish(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			waitFor(t, 20*time.Second, func() string {
+				if !killed.Load() {
+					return "A's worker has not written its first output"
+				}
+				return ""
+			})
+		}
+	}
+	start("B", &echoWorker{prod: prod}, nil)
+
+	want := map[string]bool{}
+	for i := range n {
+		want[string(events.TopicMemories)+" "+events.DerivedID("test", fmt.Sprintf("in-%d", i), events.MemoryFeedback, 0)] = true
+	}
+	var ids map[string]int
+	var aborted int
+	waitFor(t, 30*time.Second, func() string {
+		ids, aborted = topicCounts(t, brokers, string(events.TopicMemories))
+		for id := range want {
+			if ids[id] == 0 {
+				return fmt.Sprintf("output %s not in the log yet", id)
+			}
+		}
+		return ""
+	})
+	copies := 0
+	for id := range want {
+		copies += ids[id]
+		if !atLeastOnce && ids[id] != 1 {
+			t.Errorf("output %s written %d times", id, ids[id])
+		}
+	}
+	t.Logf("%d outputs: %d copies for read_committed consumers, %d aborted records", n, copies, aborted)
+	switch {
+	case atLeastOnce && copies == n:
+		t.Errorf("at least once, the killed worker's output was not written twice: the test does not catch a repeat")
+	case !atLeastOnce && aborted == 0:
+		t.Errorf("no aborted record: A was not killed inside its transaction")
+	}
+}
