@@ -113,13 +113,18 @@ func (o *workerOnce) assigned(ctx context.Context, _ *kgo.Client, added map[stri
 		for _, p := range parts {
 			cl, err := o.takeOver(ctx, p)
 			if err != nil {
-				o.logger.Error("worker: initialising the partition's transactional id; its events will wait", err, watermill.LogFields{"worker": o.w.Name(), "partition": p})
+				// handle takes it over before the partition's first output
+				o.logger.Error("worker: initialising the partition's transactional id at assignment", err, watermill.LogFields{"worker": o.w.Name(), "partition": p})
 			}
 			o.mu.Lock()
 			if old := o.parts[p]; old != nil && old.cl != nil {
 				old.cl.Close()
 			}
-			o.parts[p] = &onceProducer{cl: cl}
+			if err != nil {
+				delete(o.parts, p)
+			} else {
+				o.parts[p] = &onceProducer{cl: cl}
+			}
 			o.mu.Unlock()
 		}
 	}
@@ -158,46 +163,21 @@ func (o *workerOnce) takeOver(ctx context.Context, p int32) (*kgo.Client, error)
 // handle runs the worker on env with its outputs collected, then writes
 // them with the consumed offset in one transaction.
 func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
-	var outs []*kgo.Record
-	ctx := events.WithRecordSink(msg.Context(), func(recs []*kgo.Record) error {
-		outs = append(outs, recs...)
-		return nil
-	})
-	if err := o.w.Handle(ctx, env); err != nil {
-		return err
-	}
-	if len(outs) == 0 {
-		return nil // nothing written: the subscription commits the offset
-	}
+	ctx := msg.Context()
 	partition, err1 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
 	offset, err2 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.OffsetMetadataKey), 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("processors: worker %s: the message's position: %w", o.w.Name(), err)
 	}
-	p := int32(partition)
-	o.mu.Lock()
-	op := o.parts[p]
-	if op != nil && op.cl == nil {
-		o.mu.Unlock()
-		return o.lost(msg.Context())
+	p, topic := int32(partition), string(o.w.Topic())
+	op, err := o.producer(ctx, p)
+	if err != nil {
+		return err
 	}
-	if op == nil {
-		// assigned, but not through assigned (should not happen): take
-		// the id over now
-		o.mu.Unlock()
-		cl, err := o.takeOver(msg.Context(), p)
-		if err != nil {
-			return fmt.Errorf("%w: %w", errRetryLater, err)
-		}
-		o.mu.Lock()
-		op = &onceProducer{cl: cl}
-		o.parts[p] = op
-	}
-	cl, stale := op.cl, op.stale
-	o.mu.Unlock()
-	topic := string(o.w.Topic())
-	if stale {
-		done, err := o.committedPast(msg.Context(), cl, topic, p, offset)
+	if op.stale {
+		// the last transaction's outcome is unknown: if it committed,
+		// this event's outputs are in the log already
+		done, err := o.committedPast(ctx, op.cl, topic, p, offset)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errRetryLater, err)
 		}
@@ -205,51 +185,70 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 		op.stale = false
 		o.mu.Unlock()
 		if done {
-			return nil // the failed transaction had committed: written once already
+			return nil
 		}
 	}
-	id, err := o.id(msg.Context(), cl, topic)
+	var outs []*kgo.Record
+	hctx := events.WithRecordSink(ctx, func(recs []*kgo.Record) error {
+		outs = append(outs, recs...)
+		return nil
+	})
+	if err := o.w.Handle(hctx, env); err != nil {
+		return err
+	}
+	if len(outs) == 0 {
+		return nil // nothing written: the subscription commits the offset
+	}
+	id, err := o.id(ctx, op.cl, topic)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errRetryLater, err)
 	}
-	err = transactOffset(msg.Context(), cl, WorkerTransactionalID(o.w, p), WorkerGroupID(o.w), id, tp{topic, p}, offset+1, outs)
+	err = transactOffset(ctx, op.cl, WorkerTransactionalID(o.w, p), WorkerGroupID(o.w), id, tp{topic, p}, offset+1, outs)
 	if err == nil {
 		return nil
 	}
+	o.mu.Lock()
 	if fenced(err) {
-		o.mu.Lock()
 		if o.parts[p] == op {
 			op.cl.Close()
 			op.cl = nil
 		}
 		o.mu.Unlock()
 		o.logger.Info("worker: fenced on a partition (another member owns it now): its events are left to the owner", watermill.LogFields{"worker": o.w.Name(), "partition": p, "err": err.Error()})
-		return o.lost(msg.Context())
+		return o.lost(ctx)
 	}
 	// a broker failure: the transaction was aborted, or its outcome is
 	// unknown; handled again after a look at the committed offset
-	o.mu.Lock()
 	op.stale = true
 	o.mu.Unlock()
 	return fmt.Errorf("%w: %w", errRetryLater, err)
 }
 
-// committedPast reports whether the worker's group has committed an offset
-// beyond offset on the partition (stable: a pending transaction's commit
-// is waited for).
-func (o *workerOnce) committedPast(ctx context.Context, cl *kgo.Client, topic string, p int32, offset int64) (bool, error) {
-	resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(ctx), WorkerGroupID(o.w))
+// producer is partition p's transactional producer: the one taken over at
+// assignment, or, when that failed, one taken over now. A fenced
+// partition's is errLostPartition, after a pause.
+func (o *workerOnce) producer(ctx context.Context, p int32) (*onceProducer, error) {
+	o.mu.Lock()
+	op := o.parts[p]
+	o.mu.Unlock()
+	if op != nil && op.cl == nil {
+		return nil, o.lost(ctx) // fenced: no model call for an event another member owns
+	}
+	if op != nil {
+		return op, nil
+	}
+	cl, err := o.takeOver(ctx, p)
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("%w: %w", errRetryLater, err)
 	}
-	r, ok := resp.Lookup(topic, p)
-	if !ok {
-		return false, nil
+	op = &onceProducer{cl: cl}
+	o.mu.Lock()
+	if old := o.parts[p]; old != nil && old.cl != nil {
+		old.cl.Close()
 	}
-	if r.Err != nil {
-		return false, r.Err
-	}
-	return r.At > offset, nil
+	o.parts[p] = op
+	o.mu.Unlock()
+	return op, nil
 }
 
 // lost pauses before the event of a partition this instance lost is handed
@@ -299,4 +298,22 @@ func (o *workerOnce) close() {
 		}
 		delete(o.parts, p)
 	}
+}
+
+// committedPast reports whether the worker's group has committed an offset
+// beyond offset on the partition (stable: a pending transaction's commit
+// is waited for).
+func (o *workerOnce) committedPast(ctx context.Context, cl *kgo.Client, topic string, p int32, offset int64) (bool, error) {
+	resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(ctx), WorkerGroupID(o.w))
+	if err != nil {
+		return false, err
+	}
+	r, ok := resp.Lookup(topic, p)
+	if !ok {
+		return false, nil
+	}
+	if r.Err != nil {
+		return false, r.Err
+	}
+	return r.At > offset, nil
 }
