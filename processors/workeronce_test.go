@@ -178,3 +178,86 @@ func workerKilledBetweenProduceAndCommit(t *testing.T, atLeastOnce bool) {
 		t.Errorf("no aborted record: A was not killed inside its transaction")
 	}
 }
+
+// BenchmarkWorkerOutputs measures what the workers' transactions cost: one
+// Runner with the echo worker (no model call: the worst case, where the
+// transaction's round trips are all of the work), 300 events published at
+// once, timed until the 300 outputs are readable (read_committed);
+// "transactional" (the default) side by side with "at-least-once"
+// (RunnerConfig.WorkersAtLeastOnce). Reports outputs/s.
+func BenchmarkWorkerOutputs(b *testing.B) {
+	for _, mode := range []struct {
+		name        string
+		atLeastOnce bool
+	}{{"transactional", false}, {"at-least-once", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				d := workerOutputsRun(b, mode.atLeastOnce, 300)
+				b.ReportMetric(300/d.Seconds(), "outputs/s")
+			}
+		})
+	}
+}
+
+func workerOutputsRun(b *testing.B, atLeastOnce bool, n int) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: b.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer brk.Close()
+	brokers := brk.Addrs()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prod.Close()
+	store, err := projections.Open(b.TempDir(), projections.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
+		Workers: []processors.Worker{&echoWorker{prod: prod}}, WorkersAtLeastOnce: atLeastOnce})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { _ = r.Close(); <-done }()
+	<-r.Running()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(string(events.TopicMemories)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DisableFetchSessions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cons.Close()
+	envs := make([]events.Envelope, n)
+	for i := range envs {
+		if envs[i], err = events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StartTimer()
+	start := time.Now()
+	if err := prod.Publish(ctx, envs...); err != nil {
+		b.Fatal(err)
+	}
+	outs := 0
+	for outs < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			b.Fatalf("%d of %d outputs", outs, n)
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			if env, err := events.FromRecord(rec); err == nil && env.Source == "chronicle/echo" {
+				outs++
+			}
+		})
+	}
+	d := time.Since(start)
+	b.StopTimer()
+	return d
+}

@@ -484,8 +484,10 @@ func checkDerived(ctx context.Context, t *testing.T, brokers, when string) int {
 	t.Helper()
 	n := 0
 	repeats := map[string]int{}
+	bySource := map[string]int{} // distinct ids per source
 	var first string
 	for k, c := range derivedIDs(ctx, t, brokers) {
+		bySource[strings.Fields(k)[1]]++
 		if c > 1 {
 			repeats[strings.Join(strings.Fields(k)[1:3], " ")] += c - 1
 			if first == "" {
@@ -499,6 +501,7 @@ func checkDerived(ctx context.Context, t *testing.T, brokers, when string) int {
 	if len(repeats) > 0 {
 		t.Fatalf("%s: derived events written twice, by source and type: %v (e.g. %s)", when, repeats, first)
 	}
+	t.Logf("%s: every derived event once; ids by source: %v", when, bySource)
 	return n
 }
 
