@@ -29,6 +29,14 @@ type Ownerships interface {
 	Ownership() Ownership
 }
 
+// confirmer is implemented by Ownerships that can ask the group which
+// partitions its current generation assigns this member (Runner,
+// WithTasks): a fenced relay takes a partition it was fenced on over again
+// when the group confirms it owns it (Runner.ConfirmedPartitions).
+type confirmer interface {
+	ConfirmedPartitions(ctx context.Context) (map[string][]int32, bool, error)
+}
+
 // Fence turns the outbox relay into a fenced one, so that an instance that
 // lost its partitions (paused past the session timeout, then resumed: a
 // zombie) writes nothing visible for them after their new owner started
@@ -90,8 +98,9 @@ type Fence struct {
 	// standby's outbox does not grow with its copies (default 5 s).
 	PruneEvery time.Duration
 
-	pruneCl  *kgo.Client // reads the frontiers of partitions owned elsewhere
-	prunedAt time.Time
+	pruneCl     *kgo.Client // reads the frontiers of partitions owned elsewhere
+	prunedAt    time.Time
+	confirmedAt time.Time // the last check of the fenced partitions against the group
 
 	mu    sync.Mutex
 	parts map[tp]*fencedPartition
@@ -275,7 +284,9 @@ func (f *Fence) frontier(ctx context.Context, cl *kgo.Client, k tp) (int64, erro
 func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	reclaimErr := f.reclaim(ctx)
 	owned, syncErr := f.sync(ctx)
+	syncErr = errors.Join(syncErr, reclaimErr)
 	for k, fp := range f.parts {
 		if fp.cl != nil && fp.stale {
 			fr, err := f.frontier(ctx, fp.cl, k)
@@ -360,6 +371,46 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 		n += len(rows)
 	}
 	return n, errors.Join(errs...)
+}
+
+// reclaim checks, at most once a second, the partitions this relay was
+// fenced on against the group's current assignment: one the group assigns
+// this member was taken back by it after a pause (a cooperative rebalance
+// leaves it with the same Assignment here, so sync would never take its id
+// over again) and is forgotten, so that the next sync takes it over; its
+// fencer was the previous generation's owner, which revoked it before this
+// member got it back. A partition the group does not confirm stays fenced.
+func (f *Fence) reclaim(ctx context.Context) error {
+	c, ok := f.Owner.(confirmer)
+	if !ok || time.Since(f.confirmedAt) < time.Second {
+		return nil
+	}
+	var fencedParts []tp
+	for k, fp := range f.parts {
+		if fp.cl == nil {
+			fencedParts = append(fencedParts, k)
+		}
+	}
+	if len(fencedParts) == 0 {
+		return nil
+	}
+	f.confirmedAt = time.Now()
+	parts, stable, err := c.ConfirmedPartitions(ctx)
+	if err != nil || !stable {
+		return err
+	}
+	mine := map[tp]bool{}
+	for t, ps := range parts {
+		for _, p := range ps {
+			mine[tp{t, p}] = true
+		}
+	}
+	for _, k := range fencedParts {
+		if mine[k] {
+			delete(f.parts, k)
+		}
+	}
+	return nil
 }
 
 // fenced reports whether err means that another producer took the

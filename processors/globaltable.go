@@ -123,6 +123,10 @@ func (c GlobalTableConfig) Validate() error {
 // group's engine), partitions concurrently for processors with
 // KeyedState. A replay (Replay) applies the same records with the same
 // Apply, so a global table's rows equal a replay's on every instance.
+// Every instance writes the same derived events into its outbox, each row
+// with its source position; a fenced relay whose Owner is WithTasks
+// relays them on the one member that owns the partition's task, and the
+// others prune their copies, so each is in the log once.
 //
 // Differences from the group's engine: a processor's rejection is counted
 // and logged but not dead-lettered (every instance would write the same
@@ -415,4 +419,41 @@ func (t tableTasks) Ownership() Ownership {
 		})
 	}
 	return own
+}
+
+// ConfirmedPartitions implements the fenced relay's check of a fenced
+// partition (Runner.ConfirmedPartitions): the engine's confirmed
+// partitions plus the tables' partitions of the tasks among them.
+func (t tableTasks) ConfirmedPartitions(ctx context.Context) (map[string][]int32, bool, error) {
+	c, ok := t.engine.(confirmer)
+	if !ok {
+		return nil, false, nil
+	}
+	parts, stable, err := c.ConfirmedPartitions(ctx)
+	if err != nil || !stable {
+		return nil, false, err
+	}
+	tasks := map[int32]bool{}
+	for _, ps := range parts {
+		for _, p := range ps {
+			tasks[p] = true
+		}
+	}
+	t.g.mu.Lock()
+	gparts, n := t.g.parts, t.g.tasks
+	t.g.mu.Unlock()
+	out := map[string][]int32{}
+	for topic, ps := range parts {
+		out[topic] = append([]int32(nil), ps...)
+	}
+	for _, k := range gparts {
+		task := k.partition
+		if n > 0 {
+			task %= n
+		}
+		if tasks[task] {
+			out[k.topic] = append(out[k.topic], k.partition)
+		}
+	}
+	return out, true, nil
 }

@@ -82,10 +82,12 @@ type workerOnce struct {
 	opts    []kgo.Opt // extra options of the transactional producers
 	logger  watermill.LoggerAdapter
 
-	mu      sync.Mutex
-	parts   map[int32]*onceProducer
-	topicID [16]byte
-	hasID   bool
+	mu        sync.Mutex
+	group     *kgo.Client // the subscription's group client (its member id)
+	checkedAt time.Time   // the last check of a fenced partition against the group
+	parts     map[int32]*onceProducer
+	topicID   [16]byte
+	hasID     bool
 }
 
 type onceProducer struct {
@@ -108,7 +110,10 @@ func (o *workerOnce) clientOpts() []kgo.Opt {
 
 // assigned initialises the transactional id of every new partition; it
 // runs before franz-go reads the partitions' committed offsets.
-func (o *workerOnce) assigned(ctx context.Context, _ *kgo.Client, added map[string][]int32) {
+func (o *workerOnce) assigned(ctx context.Context, group *kgo.Client, added map[string][]int32) {
+	o.mu.Lock()
+	o.group = group
+	o.mu.Unlock()
 	for _, parts := range added {
 		for _, p := range parts {
 			cl, err := o.takeOver(ctx, p)
@@ -231,10 +236,10 @@ func (o *workerOnce) producer(ctx context.Context, p int32) (*onceProducer, erro
 	o.mu.Lock()
 	op := o.parts[p]
 	o.mu.Unlock()
-	if op != nil && op.cl == nil {
+	if op != nil && op.cl == nil && !o.confirmed(ctx, p) {
 		return nil, o.lost(ctx) // fenced: no model call for an event another member owns
 	}
-	if op != nil {
+	if op != nil && op.cl != nil {
 		return op, nil
 	}
 	cl, err := o.takeOver(ctx, p)
@@ -249,6 +254,33 @@ func (o *workerOnce) producer(ctx context.Context, p int32) (*onceProducer, erro
 	o.parts[p] = op
 	o.mu.Unlock()
 	return op, nil
+}
+
+// confirmed reports whether the worker's group, in its current Stable
+// generation, assigns this member partition p (at most one look a second):
+// a partition fenced here and then given back by a cooperative rebalance
+// keeps its assignment without a callback, and is taken over again only
+// then (its fencer, the previous generation's owner, revoked it first).
+func (o *workerOnce) confirmed(ctx context.Context, p int32) bool {
+	o.mu.Lock()
+	group := o.group
+	if group == nil || time.Since(o.checkedAt) < time.Second {
+		o.mu.Unlock()
+		return false
+	}
+	o.checkedAt = time.Now()
+	o.mu.Unlock()
+	member, _ := group.GroupMetadata()
+	parts, stable, err := groupAssignment(ctx, group, WorkerGroupID(o.w), member)
+	if err != nil || !stable {
+		return false
+	}
+	for _, q := range parts[string(o.w.Topic())] {
+		if q == p {
+			return true
+		}
+	}
+	return false
 }
 
 // lost pauses before the event of a partition this instance lost is handed
