@@ -3,11 +3,13 @@ package processors_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -260,4 +262,92 @@ func workerOutputsRun(b *testing.B, atLeastOnce bool, n int) time.Duration {
 	d := time.Since(start)
 	b.StopTimer()
 	return d
+}
+
+// A worker fenced on a partition its group still assigns to it (another
+// producer initialised the partition's transactional id, as the previous
+// generation's owner does when a paused instance gets its partition back
+// without a new assignment) confirms with the group that it owns the
+// partition, takes the id back and writes every output once. (Without
+// the look at the group its events would wait for good.)
+func TestWorkerReclaimsPartitionTheGroupConfirms(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer brk.Close()
+	brokers := brk.Addrs()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	w := &echoWorker{prod: prod}
+	logs := watermill.NewCaptureLogger()
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, Workers: []processors.Worker{w}, Logger: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { _ = r.Close(); <-done }()
+	<-r.Running()
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.Publish(ctx, env); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	outputs := func(n int) func() string {
+		return func() string {
+			ids, _ := topicCounts(t, brokers, string(events.TopicMemories))
+			for i := range n {
+				if ids[string(events.TopicMemories)+" "+events.DerivedID("test", fmt.Sprintf("in-%d", i), events.MemoryFeedback, 0)] == 0 {
+					return fmt.Sprintf("output of in-%d not in the log", i)
+				}
+			}
+			return ""
+		}
+	}
+	publish(0, 3)
+	waitFor(t, 20*time.Second, outputs(3))
+	thief, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(processors.WorkerTransactionalID(w, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := thief.ProducerID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	thief.Close()
+	publish(3, 6)
+	waitFor(t, 30*time.Second, outputs(6))
+	ids, _ := topicCounts(t, brokers, string(events.TopicMemories))
+	for i := range 6 {
+		id := string(events.TopicMemories) + " " + events.DerivedID("test", fmt.Sprintf("in-%d", i), events.MemoryFeedback, 0)
+		if ids[id] != 1 {
+			t.Errorf("output of in-%d written %d times", i, ids[id])
+		}
+	}
+	fencedLogs := 0
+	for _, m := range logs.Captured()[watermill.InfoLogLevel] {
+		if strings.HasPrefix(m.Msg, "worker: fenced on a partition") {
+			fencedLogs++
+		}
+	}
+	if fencedLogs == 0 {
+		t.Error("the worker was never fenced: the test proves nothing")
+	}
+	t.Logf("fenced %d times, then the partition taken back: 6 outputs, each once", fencedLogs)
 }
