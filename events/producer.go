@@ -185,10 +185,29 @@ func validRecord(e *Envelope) (*kgo.Record, error) {
 	return recordOf(e, raw)
 }
 
+// RecordSink takes the records of a Publish, PublishDerived or
+// ProduceRecords call whose context carries it (WithRecordSink) instead of
+// the broker: the Runner collects a worker's outputs this way and writes
+// them in one Kafka transaction with the consumed offset, so that they are
+// written once. Its error is the call's.
+type RecordSink func(recs []*kgo.Record) error
+
+type recordSinkKey struct{}
+
+// WithRecordSink returns ctx carrying sink: a Producer given that context
+// (or one derived from it) hands its validated records to sink and
+// produces nothing itself.
+func WithRecordSink(ctx context.Context, sink RecordSink) context.Context {
+	return context.WithValue(ctx, recordSinkKey{}, sink)
+}
+
 // ProduceRecords produces already encoded records (the outbox relay uses
 // it for derived events) with the same acknowledgement and retry rules as
-// Publish.
+// Publish; with a RecordSink in ctx they go to the sink instead.
 func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error {
+	if sink, ok := ctx.Value(recordSinkKey{}).(RecordSink); ok && sink != nil {
+		return sink(recs)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
 	defer cancel()
 	pending := recs

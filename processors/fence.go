@@ -29,6 +29,14 @@ type Ownerships interface {
 	Ownership() Ownership
 }
 
+// confirmer is implemented by Ownerships that can ask the group which
+// partitions its current generation assigns this member (Runner,
+// WithTasks): a fenced relay takes a partition it was fenced on over again
+// when the group confirms it owns it (Runner.ConfirmedPartitions).
+type confirmer interface {
+	ConfirmedPartitions(ctx context.Context) (map[string][]int32, bool, error)
+}
+
 // Fence turns the outbox relay into a fenced one, so that an instance that
 // lost its partitions (paused past the session timeout, then resumed: a
 // zombie) writes nothing visible for them after their new owner started
@@ -90,8 +98,9 @@ type Fence struct {
 	// standby's outbox does not grow with its copies (default 5 s).
 	PruneEvery time.Duration
 
-	pruneCl  *kgo.Client // reads the frontiers of partitions owned elsewhere
-	prunedAt time.Time
+	pruneCl     *kgo.Client // reads the frontiers of partitions owned elsewhere
+	prunedAt    time.Time
+	confirmedAt time.Time // the last check of the fenced partitions against the group
 
 	mu    sync.Mutex
 	parts map[tp]*fencedPartition
@@ -275,7 +284,9 @@ func (f *Fence) frontier(ctx context.Context, cl *kgo.Client, k tp) (int64, erro
 func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	reclaimErr := f.reclaim(ctx)
 	owned, syncErr := f.sync(ctx)
+	syncErr = errors.Join(syncErr, reclaimErr)
 	for k, fp := range f.parts {
 		if fp.cl != nil && fp.stale {
 			fr, err := f.frontier(ctx, fp.cl, k)
@@ -362,6 +373,46 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 	return n, errors.Join(errs...)
 }
 
+// reclaim checks, at most once a second, the partitions this relay was
+// fenced on against the group's current assignment: one the group assigns
+// this member was taken back by it after a pause (a cooperative rebalance
+// leaves it with the same Assignment here, so sync would never take its id
+// over again) and is forgotten, so that the next sync takes it over; its
+// fencer was the previous generation's owner, which revoked it before this
+// member got it back. A partition the group does not confirm stays fenced.
+func (f *Fence) reclaim(ctx context.Context) error {
+	c, ok := f.Owner.(confirmer)
+	if !ok || time.Since(f.confirmedAt) < time.Second {
+		return nil
+	}
+	var fencedParts []tp
+	for k, fp := range f.parts {
+		if fp.cl == nil {
+			fencedParts = append(fencedParts, k)
+		}
+	}
+	if len(fencedParts) == 0 {
+		return nil
+	}
+	f.confirmedAt = time.Now()
+	parts, stable, err := c.ConfirmedPartitions(ctx)
+	if err != nil || !stable {
+		return err
+	}
+	mine := map[tp]bool{}
+	for t, ps := range parts {
+		for _, p := range ps {
+			mine[tp{t, p}] = true
+		}
+	}
+	for _, k := range fencedParts {
+		if mine[k] {
+			delete(f.parts, k)
+		}
+	}
+	return nil
+}
+
 // fenced reports whether err means that another producer took the
 // transactional id over.
 func fenced(err error) bool {
@@ -371,7 +422,21 @@ func fenced(err error) bool {
 
 // transact produces rows and commits frontier as k's relayed frontier in
 // one transaction; on an error the transaction is aborted.
-func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []projections.OutboxEntry, frontier int64) (err error) {
+func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []projections.OutboxEntry, frontier int64) error {
+	topicID, err := f.topicID(ctx, cl, k.topic)
+	if err != nil {
+		return err
+	}
+	return transactOffset(ctx, cl, f.TransactionalID(k.topic, k.partition), f.group(), topicID, k, frontier, outboxRecords(rows))
+}
+
+// transactOffset produces recs and commits next as group's offset of
+// partition k in one Kafka transaction of cl (whose transactional id is
+// txnID), the offset commit without a group generation (EOS v1: the
+// transactional id, one per source partition, is what fences a previous
+// holder); on an error the transaction is aborted. The fenced relay and
+// the workers' exactly-once outputs (workerOnce) share it.
+func transactOffset(ctx context.Context, cl *kgo.Client, txnID, group string, topicID [16]byte, k tp, next int64, recs []*kgo.Record) (err error) {
 	if err := cl.BeginTransaction(); err != nil {
 		return err
 	}
@@ -384,7 +449,7 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 			}
 		}
 	}()
-	if err := cl.ProduceSync(ctx, outboxRecords(rows)...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return err
 	}
 	id, epoch, err := cl.ProducerID(ctx)
@@ -392,8 +457,8 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 		return err
 	}
 	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.TransactionalID = f.TransactionalID(k.topic, k.partition)
-	add.ProducerID, add.ProducerEpoch, add.Group = id, epoch, f.group()
+	add.TransactionalID = txnID
+	add.ProducerID, add.ProducerEpoch, add.Group = id, epoch, group
 	aresp, err := add.RequestWith(ctx, cl)
 	if err != nil {
 		return err
@@ -401,17 +466,13 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 	if err := kerr.ErrorForCode(aresp.ErrorCode); err != nil {
 		return err
 	}
-	topicID, err := f.topicID(ctx, cl, k.topic)
-	if err != nil {
-		return err
-	}
 	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.TransactionalID, req.Group = add.TransactionalID, f.group()
+	req.TransactionalID, req.Group = txnID, group
 	req.ProducerID, req.ProducerEpoch, req.Generation = id, epoch, -1
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
 	rt.Topic, rt.TopicID = k.topic, topicID
 	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset, rp.LeaderEpoch = k.partition, frontier, -1
+	rp.Partition, rp.Offset, rp.LeaderEpoch = k.partition, next, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	cresp, err := req.RequestWith(ctx, cl)
@@ -432,18 +493,27 @@ func (f *Fence) topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]
 	if id, ok := f.ids[topic]; ok {
 		return id, nil
 	}
+	id, err := lookupTopicID(ctx, cl, topic)
+	if err != nil {
+		return id, err
+	}
+	if f.ids == nil {
+		f.ids = map[string][16]byte{}
+	}
+	f.ids[topic] = id
+	return id, nil
+}
+
+// lookupTopicID is topic's id (TxnOffsetCommit v6+ names topics by id).
+func lookupTopicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
 	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
 	if err != nil {
 		return [16]byte{}, err
 	}
 	d, ok := md.Topics[topic]
 	if !ok || d.Err != nil {
-		return [16]byte{}, fmt.Errorf("fence: topic %s: %v", topic, d.Err)
+		return [16]byte{}, fmt.Errorf("topic %s: %v", topic, d.Err)
 	}
-	if f.ids == nil {
-		f.ids = map[string][16]byte{}
-	}
-	f.ids[topic] = d.ID
 	return d.ID, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,6 +89,13 @@ func (z *zombieView) Ownership() processors.Ownership {
 // the aborted data records (read_uncommitted minus read_committed).
 func derivedCounts(t testing.TB, brokers []string) (ids map[string]int, aborted int) {
 	t.Helper()
+	return topicCounts(t, brokers, derivedTopics...)
+}
+
+// topicCounts reads topics to their last stable offset and counts each
+// event id ("<topic> <id>"; read_committed), and the aborted data records.
+func topicCounts(t testing.TB, brokers []string, topics ...string) (ids map[string]int, aborted int) {
+	t.Helper()
 	read := func(level kgo.IsolationLevel) (map[string]int, int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -96,7 +104,7 @@ func derivedCounts(t testing.TB, brokers []string) (ids map[string]int, aborted 
 			t.Fatal(err)
 		}
 		defer admCl.Close()
-		ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, derivedTopics...)
+		ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, topics...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,4 +339,95 @@ func zombie(t *testing.T, fenced bool) {
 	} else {
 		t.Logf("unfenced, as expected: %s", why)
 	}
+}
+
+// A relay fenced on a partition the group still assigns to its instance
+// takes the partition's transactional id back (Fence's look at the
+// group): here another producer initialises the ids of both partitions of
+// a sole member (as the previous generation's owner did when a paused
+// instance got its partition back from a cooperative rebalance, with no
+// new assignment reported to it). The relay's next transactions are
+// fenced; it then confirms with the group that it owns the partitions,
+// takes them over again and relays everything: the outbox empties and
+// every derived event is in the log once. (Before, the rows stayed in the
+// outbox for good.)
+func TestFenceReclaimsPartitionTheGroupConfirms(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2})
+	in := startInstance(t, "A", brokers, []processors.Processor{sessions.Processor{}})
+	var fencedErrs atomic.Int64
+	rprod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rprod.Close()
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	fence := &processors.Fence{Brokers: brokers, Owner: in.runner, PruneEvery: 200 * time.Millisecond}
+	go func() {
+		defer close(done)
+		_ = (&processors.Relay{Store: in.store, Producer: rprod, Idle: 50 * time.Millisecond, Fence: fence,
+			OnError: func(err error) {
+				if strings.Contains(err.Error(), "FENCED") || strings.Contains(err.Error(), "EPOCH") {
+					fencedErrs.Add(1)
+				}
+			}}).Run(rctx)
+	}()
+	defer func() { stop(); <-done }()
+	publish := func(rs []taubench.Record) {
+		for _, r := range rs {
+			envs, err := taubench.Events(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.Publish(ctx, envs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	relayed := func() string {
+		l, err := processors.Lag(ctx, kadm.NewClient(admCl), in.store, []processors.Processor{sessions.Processor{}})
+		if err == nil && processors.TotalLag(l) != 0 {
+			return fmt.Sprintf("lag %d", processors.TotalLag(l))
+		}
+		if out, err := in.store.PendingOutbox(1); err != nil || len(out) > 0 {
+			return fmt.Sprintf("outbox not relayed (%v)", err)
+		}
+		return ""
+	}
+	publish(recs[:10])
+	waitFor(t, 20*time.Second, relayed)
+	// the previous generation's owner: initialises both partitions' ids
+	for p := int32(0); p < 2; p++ {
+		thief, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(fence.TransactionalID(string(events.TopicSessions), p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := thief.ProducerID(ctx); err != nil {
+			t.Fatal(err)
+		}
+		thief.Close()
+	}
+	publish(recs[10:20])
+	waitFor(t, 30*time.Second, relayed)
+	if fencedErrs.Load() == 0 {
+		t.Fatal("the relay was never fenced: the test proves nothing")
+	}
+	ids, _ := derivedCounts(t, brokers)
+	evals := 0
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("%s written %d times", id, n)
+		}
+		if strings.HasPrefix(id, string(events.TopicEvaluations)+" ") {
+			evals++
+		}
+	}
+	t.Logf("fenced %d times, then relayed again: %d derived events, %d evaluations, each once", fencedErrs.Load(), len(ids), evals)
 }

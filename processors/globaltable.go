@@ -75,6 +75,15 @@ type GlobalTableConfig struct {
 	Logger watermill.LoggerAdapter
 	// ClientOpts are extra franz-go options for the consumer.
 	ClientOpts []kgo.Opt
+	// TaskTopics are the topics the processors' consumer group reads
+	// (Runner.Topics). Their largest partition count is the group's
+	// number of tasks T (CoPartitionedBalancer's anchor topic), and
+	// partition n of a table's topic belongs to task n mod T: the member
+	// that owns the task relays the derived events the table writes for
+	// that partition (WithTasks). Default none: partition n belongs to
+	// task n, which is right whenever every topic has the same partition
+	// count (`--partitions` creates them so).
+	TaskTopics []string
 }
 
 // Validate reports the first invalid field.
@@ -114,6 +123,10 @@ func (c GlobalTableConfig) Validate() error {
 // group's engine), partitions concurrently for processors with
 // KeyedState. A replay (Replay) applies the same records with the same
 // Apply, so a global table's rows equal a replay's on every instance.
+// Every instance writes the same derived events into its outbox, each row
+// with its source position; a fenced relay whose Owner is WithTasks
+// relays them on the one member that owns the partition's task, and the
+// others prune their copies, so each is in the log once.
 //
 // Differences from the group's engine: a processor's rejection is counted
 // and logged but not dead-lettered (every instance would write the same
@@ -126,6 +139,10 @@ type GlobalTableRunner struct {
 	byTopic map[string][]Processor
 	pool    *pool
 	running chan struct{}
+
+	mu    sync.Mutex
+	parts []tp  // every partition of the tables' topics, once Run listed them
+	tasks int32 // the group's task count T (0: unknown, partition n is task n)
 }
 
 // NewGlobalTableRunner checks cfg; Run starts consuming.
@@ -171,10 +188,24 @@ func (g *GlobalTableRunner) startOffsets(ctx context.Context) (map[string]map[in
 	}
 	defer cl.Close()
 	topics := g.Topics()
-	td, err := kadm.NewClient(cl).ListTopics(ctx, topics...)
+	adm := kadm.NewClient(cl)
+	td, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("processors: global tables: list topics: %w", err)
 	}
+	var tasks int32
+	if len(g.cfg.TaskTopics) > 0 {
+		gd, err := adm.ListTopics(ctx, g.cfg.TaskTopics...)
+		if err != nil {
+			return nil, fmt.Errorf("processors: global tables: list the group's topics: %w", err)
+		}
+		for _, d := range gd {
+			if d.Err == nil {
+				tasks = max(tasks, int32(len(d.Partitions)))
+			}
+		}
+	}
+	var parts []tp
 	out := map[string]map[int32]kgo.Offset{}
 	for _, t := range topics {
 		d, ok := td[t]
@@ -191,8 +222,19 @@ func (g *GlobalTableRunner) startOffsets(ctx context.Context) (map[string]map[in
 				}
 			}
 			out[t][p] = kgo.NewOffset().At(from)
+			parts = append(parts, tp{t, p})
+		}
+		if tasks > 0 && int32(len(d.Partitions)) != tasks {
+			g.cfg.Logger.Info("global tables: a table's topic and the group's topics have different partition counts: partition n of the table follows task n mod the group's count",
+				map[string]any{"topic": t, "partitions": len(d.Partitions), "tasks": tasks})
 		}
 	}
+	sort.Slice(parts, func(i, j int) bool {
+		return parts[i].topic < parts[j].topic || parts[i].topic == parts[j].topic && parts[i].partition < parts[j].partition
+	})
+	g.mu.Lock()
+	g.parts, g.tasks = parts, tasks
+	g.mu.Unlock()
 	return out, nil
 }
 
@@ -266,10 +308,10 @@ func (g *GlobalTableRunner) partition(ctx context.Context, recs []*kgo.Record) {
 			items[i] = projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Control: true}
 			continue
 		}
+		// every instance writes the table's derived events alike; each
+		// row keeps its source position, and only the owner of the
+		// partition's task relays it (WithTasks, Fence)
 		items[i] = parseItem(r)
-		// every instance writes the table's derived events alike: relayed
-		// unfenced (no partition owner to fence them by), dropped by id
-		items[i].Unsourced = true
 	}
 	_ = g.pool.each(g.byTopic[recs[0].Topic], func(_ int, p Processor) error {
 		wait := g.cfg.RetryInterval
@@ -303,4 +345,115 @@ func (g *GlobalTableRunner) observe(p Processor, items []projections.Item, outs 
 			m.observe(p.Name(), o.Result)
 		}
 	}
+}
+
+// next is the offset every processor of topic has applied partition p up
+// to on this instance (0 before the first record).
+func (g *GlobalTableRunner) next(topic string, p int32) int64 {
+	from := int64(-1)
+	for _, pr := range g.byTopic[topic] {
+		n, _ := g.cfg.Store.NextOffset(pr.Name(), topic, p)
+		if from < 0 || n < from {
+			from = n
+		}
+	}
+	return max(from, 0)
+}
+
+// WithTasks is the ownership a fenced relay (Fence.Owner) reads on an
+// instance that runs global tables next to the group's engine: the
+// engine's partitions, plus partition n of every table's topic when the
+// engine owns task n mod T (T: GlobalTableConfig.TaskTopics; the engine
+// owns task t when it owns partition t of any topic the group reads, as
+// CoPartitionedBalancer assigns them). Every instance applies every
+// partition of a table and writes the same derived events (same ids,
+// same bytes: Apply is a function of the log); with WithTasks exactly one
+// member relays them, through the partition's transactional id and
+// relayed frontier like the engine's own rows, and the others drop their
+// copies once that frontier passes them (Fence.PruneEvery). A table's
+// partition is reported with the assignment of its task (the highest
+// Assignment among the engine's partitions of the task: a task assigned
+// again takes the id over again) and Next = what every processor of its
+// topic applied on this instance.
+//
+// Before Run listed the tables' partitions none are reported (their rows
+// wait in the outbox). One process with its embedded broker relays
+// unfenced and needs none of this: it writes every row once.
+func (g *GlobalTableRunner) WithTasks(engine Ownerships) Ownerships {
+	return tableTasks{engine: engine, g: g}
+}
+
+type tableTasks struct {
+	engine Ownerships
+	g      *GlobalTableRunner
+}
+
+// Ownership implements Ownerships.
+func (t tableTasks) Ownership() Ownership {
+	own := t.engine.Ownership()
+	tasks := map[int32]uint64{}
+	for _, p := range own.Partitions {
+		tasks[p.Partition] = max(tasks[p.Partition], p.Assignment)
+	}
+	t.g.mu.Lock()
+	parts, n := t.g.parts, t.g.tasks
+	t.g.mu.Unlock()
+	added := false
+	for _, k := range parts {
+		task := k.partition
+		if n > 0 {
+			task %= n
+		}
+		a, ok := tasks[task]
+		if !ok {
+			continue
+		}
+		next := t.g.next(k.topic, k.partition)
+		own.Partitions = append(own.Partitions, OwnedPartition{Topic: k.topic, Partition: k.partition, Assignment: a, Next: next, RestoreEnd: -1})
+		added = true
+	}
+	if added {
+		sort.Slice(own.Partitions, func(i, j int) bool {
+			a, b := own.Partitions[i], own.Partitions[j]
+			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+		})
+	}
+	return own
+}
+
+// ConfirmedPartitions implements the fenced relay's check of a fenced
+// partition (Runner.ConfirmedPartitions): the engine's confirmed
+// partitions plus the tables' partitions of the tasks among them.
+func (t tableTasks) ConfirmedPartitions(ctx context.Context) (map[string][]int32, bool, error) {
+	c, ok := t.engine.(confirmer)
+	if !ok {
+		return nil, false, nil
+	}
+	parts, stable, err := c.ConfirmedPartitions(ctx)
+	if err != nil || !stable {
+		return nil, false, err
+	}
+	tasks := map[int32]bool{}
+	for _, ps := range parts {
+		for _, p := range ps {
+			tasks[p] = true
+		}
+	}
+	t.g.mu.Lock()
+	gparts, n := t.g.parts, t.g.tasks
+	t.g.mu.Unlock()
+	out := map[string][]int32{}
+	for topic, ps := range parts {
+		out[topic] = append([]int32(nil), ps...)
+	}
+	for _, k := range gparts {
+		task := k.partition
+		if n > 0 {
+			task %= n
+		}
+		if tasks[task] {
+			out[k.topic] = append(out[k.topic], k.partition)
+		}
+	}
+	return out, true, nil
 }

@@ -33,16 +33,24 @@ type member struct {
 	done   chan struct{}
 }
 
-func startMember(t *testing.T, name string, brokers []string, group, global []processors.Processor) *member {
+// startMember starts an instance. fenced: its relay is fenced as serve
+// --brokers runs it, the global tables' derived events relayed by the
+// owner of their task only (GlobalTableRunner.WithTasks); unfenced: every
+// row relayed as it comes, as one process with its embedded broker does.
+func startMember(t *testing.T, name string, brokers []string, group, global []processors.Processor, fenced bool) *member {
 	t.Helper()
 	in := startInstance(t, name, brokers, group)
 	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: brokers, Store: in.store, Processors: global})
+	g, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: brokers, Store: in.store, Processors: global, TaskTopics: in.runner.Topics()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	relay := &processors.Relay{Store: in.store, Producer: prod}
+	if fenced {
+		relay.Fence = &processors.Fence{Brokers: brokers, Owner: g.WithTasks(in.runner), PruneEvery: 200 * time.Millisecond}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &member{instance: in, global: g, cancel: cancel, done: make(chan struct{})}
@@ -51,7 +59,7 @@ func startMember(t *testing.T, name string, brokers []string, group, global []pr
 		relayDone := make(chan struct{})
 		go func() {
 			defer close(relayDone)
-			_ = (&processors.Relay{Store: in.store, Producer: prod}).Run(ctx)
+			_ = relay.Run(ctx)
 		}()
 		if err := g.Run(ctx); err != nil {
 			t.Errorf("member %s: global tables: %v", name, err)
@@ -91,16 +99,27 @@ func projectionRows(t *testing.T, store *projections.Store, proj string) []strin
 // keyed transitions), and each runs the tool graph and the coordination
 // patterns as global tables. Both must hold byte-identical rows of the two
 // tables, answer the same next-tool prediction, and equal a one-instance
-// replay of the same log.
+// replay of the same log. Their relays are fenced (as serve --brokers
+// runs them): every derived event of the tables (graph.*, coordination.
+// pattern.changed.v1 on chronicle.learned) is in the log exactly once,
+// relayed by the owner of its partition's task. The "unfenced" case runs
+// both relays unfenced (every instance relays what it applied, the
+// behaviour before WithTasks): the same read then finds every table event
+// twice, so the check can fail.
 func TestGlobalTablesAcrossInstances(t *testing.T) {
+	t.Run("fenced", func(t *testing.T) { globalTablesAcrossInstances(t, true) })
+	t.Run("unfenced", func(t *testing.T) { globalTablesAcrossInstances(t, false) })
+}
+
+func globalTablesAcrossInstances(t *testing.T, fenced bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 4})
 
 	group := []processors.Processor{sessions.Processor{}, toolgraph.Transitions{}}
 	global := []processors.Processor{toolgraph.Processor{}, sessions.PatternsProcessor{}}
-	a := startMember(t, "A", brokers, group, global)
-	b := startMember(t, "B", brokers, group, global)
+	a := startMember(t, "A", brokers, group, global, fenced)
+	b := startMember(t, "B", brokers, group, global, fenced)
 	const nSessions = 40
 	for i, r := range recs[:nSessions] {
 		envs, err := taubench.Events(r)
@@ -148,6 +167,25 @@ func TestGlobalTablesAcrossInstances(t *testing.T) {
 	})
 	// nothing was learned in a global table that a second look would change
 	time.Sleep(500 * time.Millisecond)
+
+	// the tables' derived events on chronicle.learned: each id once
+	// (read_committed, what consumers apply) when fenced, twice (one copy
+	// per instance) when not
+	ids, aborted := topicCounts(t, brokers, string(events.TopicLearned))
+	if len(ids) == 0 {
+		t.Fatal("no derived event of the global tables on chronicle.learned")
+	}
+	counts := map[int]int{}
+	for id, n := range ids {
+		counts[n]++
+		if fenced && n != 1 {
+			t.Errorf("%s written %d times", id, n)
+		}
+	}
+	if !fenced && counts[2] == 0 {
+		t.Errorf("unfenced relays wrote no table event twice (%v): the check cannot fail", counts)
+	}
+	t.Logf("chronicle.learned: %d event ids, by copies %v; %d aborted records", len(ids), counts, aborted)
 
 	// a one-instance replay of the same log
 	rep, err := projections.Open(t.TempDir(), projections.Options{})

@@ -163,6 +163,11 @@ func (o *ownership) snapshot() Ownership {
 // and progress, and whether a rebalance is under way.
 func (r *Runner) Ownership() Ownership { return r.engine.own.snapshot() }
 
+// Topics are the topics the engine's consumer group reads, sorted
+// (GlobalTableConfig.TaskTopics: their largest partition count is the
+// group's number of tasks).
+func (r *Runner) Topics() []string { return append([]string(nil), r.engine.topics...) }
+
 // MemberID is this Runner's member id in ProcessorsGroup ("" before it
 // joined).
 func (r *Runner) MemberID() string {
@@ -247,4 +252,50 @@ func (c restoreCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.own.snapshot().Partitions {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(p.RestoreRemaining()), p.Topic, fmt.Sprint(p.Partition))
 	}
+}
+
+// groupAssignment is what the group's current generation assigns member,
+// by topic, from one DescribeGroups call; stable is false (and the map
+// nil) while the group rebalances or when member is not in it.
+func groupAssignment(ctx context.Context, cl *kgo.Client, group, member string) (map[string][]int32, bool, error) {
+	if member == "" {
+		return nil, false, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	dg, err := kadm.NewClient(cl).DescribeGroups(dctx, group)
+	if err == nil {
+		err = dg.Error()
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	if dg[group].State != "Stable" {
+		return nil, false, nil
+	}
+	for _, m := range dg[group].Members {
+		if m.MemberID != member {
+			continue
+		}
+		out := map[string][]int32{}
+		if c, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range c.Topics {
+				out[t.Topic] = t.Partitions
+			}
+		}
+		return out, true, nil
+	}
+	return nil, false, nil
+}
+
+// ConfirmedPartitions are the partitions the processors' group assigns
+// this member in its current generation (DescribeGroups), when the group
+// is Stable and this member in it (ok false otherwise). A fenced relay
+// uses it to tell a partition it lost from one it was fenced on and then
+// kept: franz-go reports no new assignment for a partition a cooperative
+// rebalance leaves with its member, so an instance paused past the
+// session timeout whose partitions came back to it after it resumed sees
+// the same assignment it was fenced under.
+func (r *Runner) ConfirmedPartitions(ctx context.Context) (map[string][]int32, bool, error) {
+	return groupAssignment(ctx, r.engine.client, string(r.cfg.Group), r.MemberID())
 }

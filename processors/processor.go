@@ -38,7 +38,11 @@ type TotalOrder interface {
 // Worker reacts to events with effects outside the store (calling a model)
 // and writes what it learned as new events, whose ids it derives from the
 // cause (events.Derive) so that a repeat is dropped downstream. Its position
-// is its consumer group's committed offset: at-least-once. A Handle error
+// is its consumer group's committed offset. Handle may run again for an
+// event (a crash before the commit), but what it publishes through an
+// events.Producer with its context is written once: the Runner writes it
+// in one Kafka transaction with the consumed offset (WorkerTransactionalID;
+// a StreamingWorker's at least once). A Handle error
 // sends the event to the dead-letter topic with the reason; the worker goes
 // on with the next event.
 type Worker interface {

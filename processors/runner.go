@@ -88,6 +88,23 @@ type RunnerConfig struct {
 	// StandbyOpts are extra franz-go options for the standby consumer (a
 	// direct consumer: no group options).
 	StandbyOpts []kgo.Opt
+	// WorkerTransactionTimeout is the broker's bound on a worker's open
+	// output transaction (default 60 s; see WorkerTransactionalID). A
+	// transaction lasts from the end of Handle to its commit, not the
+	// model call; its timeout must exceed the groups' session timeout
+	// (serve passes max(60 s, 2 × --session-timeout)), as the fenced
+	// relay's.
+	WorkerTransactionTimeout time.Duration
+	// WorkerProducerOpts are extra franz-go options for the workers'
+	// transactional producers (tests: a dialer).
+	WorkerProducerOpts []kgo.Opt
+	// WorkersAtLeastOnce produces the workers' outputs as they come and
+	// commits the consumed offset after, without transactions (the
+	// behaviour before WorkerTransactionalID): a worker killed in between
+	// writes its outputs again. Only to measure what the transactions
+	// cost and to show that the exactly-once test can fail; default
+	// false.
+	WorkersAtLeastOnce bool
 }
 
 // Validate reports the first invalid field.
@@ -109,6 +126,8 @@ func (c RunnerConfig) Validate() error {
 		return errors.New("processors: RunnerConfig.StandbyReplicas: must be ≥ 0")
 	case c.StandbyRefresh < 0:
 		return errors.New("processors: RunnerConfig.StandbyRefresh: must be ≥ 0")
+	case c.WorkerTransactionTimeout < 0:
+		return errors.New("processors: RunnerConfig.WorkerTransactionTimeout: must be ≥ 0")
 	}
 	return nil
 }
@@ -132,6 +151,9 @@ func (c *RunnerConfig) setDefaults() {
 	if c.FetchMaxWait == 0 {
 		c.FetchMaxWait = 200 * time.Millisecond
 	}
+	if c.WorkerTransactionTimeout == 0 {
+		c.WorkerTransactionTimeout = 60 * time.Second
+	}
 }
 
 // Runner runs processors and workers live.
@@ -147,12 +169,15 @@ func (c *RunnerConfig) setDefaults() {
 //
 // Workers (effects outside the store: calling a model) run on Watermill's
 // Router, one handler per worker, with its poison queue into
-// events.TopicDeadLetter and Recoverer: at-least-once, one message at a
-// time, which is what a model call needs.
+// events.TopicDeadLetter and Recoverer, one message at a time, which is
+// what a model call needs; their outputs are written once, in one Kafka
+// transaction with the consumed offset (WorkerTransactionalID), except a
+// StreamingWorker's (at least once).
 type Runner struct {
 	cfg     RunnerConfig
 	engine  *engine
 	router  *message.Router // nil without workers
+	once    []*workerOnce
 	pub     *kafkapubsub.Publisher
 	running chan struct{}
 	cancel  context.CancelFunc
@@ -181,7 +206,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		eng.closeClients()
 		return nil, err
 	}
-	poison, err := middleware.PoisonQueue(r.pub, string(events.TopicDeadLetter))
+	// a worker's output transaction that failed, or found the partition
+	// lost, is handed again, not dead-lettered
+	poison, err := middleware.PoisonQueueWithFilter(r.pub, string(events.TopicDeadLetter), poisonous)
 	if err != nil {
 		r.pub.Close()
 		eng.closeClients()
@@ -201,12 +228,25 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			commitEvery = TypedWorkerFetchWait
 			extra = append(extra, kgo.FetchMinBytes(typedFetchMinBytes), kgo.FetchMaxWait(TypedWorkerFetchWait))
 		}
+		handle := func(msg *message.Message, env *events.Envelope) error { return w.Handle(msg.Context(), env) }
+		var once *workerOnce
+		if !cfg.WorkersAtLeastOnce && !streams(w) {
+			once = &workerOnce{w: w, brokers: cfg.Brokers, timeout: cfg.WorkerTransactionTimeout, opts: cfg.WorkerProducerOpts, logger: cfg.Logger, parts: map[int32]*onceProducer{}}
+			r.once = append(r.once, once)
+			handle = once.handle
+		}
+		opts := append(extra, cfg.SubscriberOpts...)
+		if once != nil {
+			// after SubscriberOpts: its partition callbacks take the
+			// transactional ids over at assignment
+			opts = append(opts, once.clientOpts()...)
+		}
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
 			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, CommitInterval: commitEvery, Skip: types.skip(),
 			// no worker acts on a fenced zombie's aborted writes (Fence)
 			// read_committed (the fenced relay writes in transactions), and
 			// the markers kept so that the workers' groups commit past them
-			ExtraOpts: append(extra, cfg.SubscriberOpts...),
+			ExtraOpts: opts,
 		}, cfg.Logger)
 		if err != nil {
 			r.pub.Close()
@@ -218,7 +258,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			if err != nil {
 				return err
 			}
-			return w.Handle(msg.Context(), &env)
+			return handle(msg, &env)
 		})
 		// no Retry: a worker retries its own calls (the LLM client: 3
 		// attempts with backoff) and a failure after that is final.
@@ -238,6 +278,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if r.router != nil {
 		defer r.pub.Close()
+		defer func() {
+			for _, o := range r.once {
+				o.close()
+			}
+		}()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

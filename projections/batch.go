@@ -26,11 +26,6 @@ type Item struct {
 	// the offset past itself, so a partition that ends with one is caught
 	// up (Result Marker).
 	Control bool
-	// Unsourced leaves the outbox rows the item writes without a Source:
-	// a global table's derived events, which every instance applying the
-	// table writes alike (same ids), are relayed unfenced, at least once,
-	// rather than held for a partition owner the group never names.
-	Unsourced bool
 	// Sum is ContentHash(Env) when the caller computed it once for every
 	// processor of the record's topic; nil: ApplyBatch computes it.
 	Sum []byte
@@ -212,12 +207,8 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 	return s.commitRun(b, okey, next, outbox, touched, processor, len(items))
 }
 
-// withSource stamps recs with the position of the record that wrote them
-// (none for an Unsourced item).
+// withSource stamps recs with the position of the record that wrote them.
 func withSource(it Item, recs ...OutboxRecord) []OutboxRecord {
-	if it.Unsourced {
-		return recs
-	}
 	for i := range recs {
 		p := it.Pos
 		recs[i].Source = &p

@@ -475,45 +475,33 @@ func (c *cluster) readableEverywhere(ctx context.Context, ids []string, rng *ran
 	c.t.Logf("%s: %d sessions read from every live instance", when, len(sample))
 }
 
-// relaySources are the CloudEvents sources of the derived events the
-// group's processors emit (projections.Tx.Emit: "chronicle/<processor>"),
-// which only the (fenced) outbox relay of a partition's owner writes. The
-// global tables (tool graph, patterns) run on every instance and each
-// writes their derived events, unfenced, with the same ids (README,
-// "Running as a cluster", not built): their repeats are logged like the
-// workers'.
-var relaySources = func() map[string]bool {
-	m := map[string]bool{}
-	for _, p := range pipeline.DefaultProcessors() {
-		if !processors.IsGlobalTable(p) {
-			m["chronicle/"+p.Name()] = true
-		}
-	}
-	return m
-}()
-
-// checkDerived fails on a processor's derived event (relaySources) written
-// twice, logs the workers' repeats (at-least-once, not fenced) and returns
-// the number of evaluations.
+// checkDerived fails on any derived event written twice — a processor's
+// (the fenced relay of its partition's owner), a global table's (relayed
+// by the owner of its partition's task) or a worker's (written in one
+// transaction with its consumed offset) — and returns the number of
+// evaluations.
 func checkDerived(ctx context.Context, t *testing.T, brokers, when string) int {
 	t.Helper()
 	n := 0
-	workerRepeats := map[string]int{}
+	repeats := map[string]int{}
+	bySource := map[string]int{} // distinct ids per source
+	var first string
 	for k, c := range derivedIDs(ctx, t, brokers) {
-		source := strings.Fields(k)[1]
-		if c > 1 && relaySources[source] {
-			t.Fatalf("%s: derived event %s written %d times", when, k, c)
-		}
+		bySource[strings.Fields(k)[1]]++
 		if c > 1 {
-			workerRepeats[strings.Join(strings.Fields(k)[1:3], " ")] += c - 1
+			repeats[strings.Join(strings.Fields(k)[1:3], " ")] += c - 1
+			if first == "" {
+				first = fmt.Sprintf("%s written %d times", k, c)
+			}
 		}
 		if strings.HasPrefix(k, string(events.TopicEvaluations)+" ") {
 			n++
 		}
 	}
-	if len(workerRepeats) > 0 {
-		t.Logf("%s: workers' and global tables' events written again (not fenced; dropped by consumers by id): %v", when, workerRepeats)
+	if len(repeats) > 0 {
+		t.Fatalf("%s: derived events written twice, by source and type: %v (e.g. %s)", when, repeats, first)
 	}
+	t.Logf("%s: every derived event once; ids by source: %v", when, bySource)
 	return n
 }
 

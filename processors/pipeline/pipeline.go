@@ -151,6 +151,9 @@ type Pipeline struct {
 	Search  *memories.Service
 	admin   *kadm.Client
 	adminCl *kgo.Client
+	// relayOwner is the fenced relay's ownership (nil: unfenced, every
+	// outbox row is this instance's to relay)
+	relayOwner processors.Ownerships
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -248,12 +251,16 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 		Group: cfg.Group, SubscriberOpts: append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...),
 		StandbyReplicas: cfg.StandbyReplicas,
+		// a worker's output transaction must outlive a pause shorter than
+		// the session timeout, as the fenced relay's
+		WorkerTransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout),
 	}); err != nil {
 		return fail(err)
 	}
 	if len(global) > 0 {
 		if p.Global, err = processors.NewGlobalTableRunner(processors.GlobalTableConfig{
 			Brokers: p.Broker.Addrs(), Store: p.Store, Processors: global, Metrics: p.Metrics, Logger: cfg.Logger,
+			TaskTopics: p.Runner.Topics(),
 		}); err != nil {
 			return fail(err)
 		}
@@ -280,7 +287,14 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if len(cfg.Brokers) > 0 && !cfg.Unfenced {
 		// several instances may share the cluster: fence zombie writes
 		// (issue 15 item 5; one process with its embedded broker has none)
-		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: p.Runner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout)}
+		var owner processors.Ownerships = p.Runner
+		if p.Global != nil {
+			// the global tables' derived events: relayed by the owner of
+			// their partition's task only, the others prune their copies
+			owner = p.Global.WithTasks(p.Runner)
+		}
+		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: owner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout)}
+		p.relayOwner = owner
 		if cfg.Group != "" {
 			relay.Fence.Group = string(cfg.Group) + ".relay"
 		}
@@ -355,13 +369,14 @@ func (p *Pipeline) Lag(ctx context.Context) ([]processors.PartitionLag, error) {
 }
 
 // CaughtUp reports whether every processor has consumed every partition to
-// its end and the outbox is empty.
+// its end and the outbox holds nothing this instance has to relay
+// (pendingHere).
 func (p *Pipeline) CaughtUp(ctx context.Context) (bool, int64, error) {
 	l, err := p.Lag(ctx)
 	if err != nil {
 		return false, 0, err
 	}
-	pending, err := p.Store.PendingOutbox(1)
+	pending, err := p.pendingHere()
 	if err != nil {
 		return false, 0, err
 	}
@@ -371,6 +386,36 @@ func (p *Pipeline) CaughtUp(ctx context.Context) (bool, int64, error) {
 	}
 	total := processors.TotalLag(l) + wl
 	return total == 0 && len(pending) == 0, total, nil
+}
+
+// pendingHere is the outbox rows this instance has to relay: every row
+// when its relay is unfenced; with the fenced relay, the rows without a
+// source and those of the partitions it owns (GlobalTableRunner.WithTasks:
+// the global tables' partitions of its tasks included). A row of a
+// partition owned elsewhere (a standby's copy, a global table's copy) is
+// its owner's to relay; it leaves this outbox once the owner's relayed
+// frontier passes it, or is relayed here if the partition comes here.
+func (p *Pipeline) pendingHere() ([]projections.OutboxEntry, error) {
+	if p.relayOwner == nil {
+		return p.Store.PendingOutbox(1)
+	}
+	all, err := p.Store.PendingOutbox(1 << 30)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	owned := map[string]map[int32]bool{}
+	for _, op := range p.relayOwner.Ownership().Partitions {
+		if owned[op.Topic] == nil {
+			owned[op.Topic] = map[int32]bool{}
+		}
+		owned[op.Topic][op.Partition] = true
+	}
+	for _, e := range all {
+		if e.Source == nil || owned[e.Source.Topic][e.Source.Partition] {
+			return []projections.OutboxEntry{e}, nil
+		}
+	}
+	return nil, nil
 }
 
 // WaitCaughtUp polls CaughtUp until it holds twice in a row (derived events

@@ -79,6 +79,13 @@ func (*ResumeWorker) Topic() events.Topic { return events.TopicSearches }
 // it with the same event ids (see ResumeWorker).
 func (*ResumeWorker) Types() []events.Type { return []events.Type{events.SearchResumed} }
 
+// StreamsOutputs implements processors.StreamingWorker: a resumed search
+// writes each step and waits for the projection to apply it before the
+// next, so its events cannot wait for one transaction at the end of
+// Handle; they are written at least once, as before (a repeated resume
+// finds the search moved on and leaves it alone).
+func (*ResumeWorker) StreamsOutputs() bool { return true }
+
 func (w *ResumeWorker) logf(format string, args ...any) {
 	if w.Log != nil {
 		w.Log(format, args...)

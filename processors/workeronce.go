@@ -1,0 +1,351 @@
+package processors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// StreamingWorker is implemented by a Worker whose Handle reads back the
+// events it writes before it returns: the tree-search ResumeWorker drives
+// a search step by step and waits for the projection to apply each step.
+// Its outputs cannot wait for one transaction at the end of Handle, so the
+// Runner produces them as they come and commits the consumed offset after
+// (at least once: a worker killed in between writes them again, with the
+// same ids, which consumers drop). Every other worker's outputs are
+// written once (see WorkerTransactionalID).
+type StreamingWorker interface {
+	Worker
+	StreamsOutputs() bool
+}
+
+func streams(w Worker) bool {
+	s, ok := w.(StreamingWorker)
+	return ok && s.StreamsOutputs()
+}
+
+// WorkerTransactionalID is the transactional id under which the Runner
+// writes worker w's outputs for the events of one partition of its topic:
+// "chronicle.worker/<worker group>/<topic>/<partition>".
+//
+// A worker's outputs are written once, consume–produce exactly-once as
+// Kafka Streams' per-task producer (EOS v1) does, in the Runner rather
+// than in each worker:
+//
+//   - When the worker's consumer group assigns this instance a partition,
+//     the Runner initialises the partition's transactional id before the
+//     partition's committed offset is read: the broker bumps the id's
+//     epoch and aborts a transaction the previous owner left open (it
+//     was killed between producing and committing), and from then on
+//     refuses the previous owner's writes (a paused zombie).
+//   - Handle runs with a context whose events.RecordSink collects what the
+//     worker publishes (events.Producer hands the sink the records instead
+//     of producing them), so a model call is never inside a transaction.
+//   - When Handle returns nil, the collected records and the consumed
+//     offset + 1 (TxnOffsetCommit to the worker's group) go in one
+//     transaction. A kill before its commit leaves nothing visible to
+//     read_committed consumers, and the group still at the event: the
+//     next owner handles it again and writes its outputs once. A kill
+//     after the commit leaves the offset past the event.
+//   - Consumers read read_committed (the engine, the workers, replay), and
+//     the group's offsets are fetched stable (kgo.RequireStableFetchOffsets).
+//
+// A Handle error goes to the dead-letter topic as before (its outputs
+// are dropped). A transaction refused because another member holds the
+// id (this instance lost the partition) is not dead-lettered: the event is
+// handed again after a pause, and handled by its owner; this instance
+// never initialises the id again under the same assignment.
+func WorkerTransactionalID(w Worker, partition int32) string {
+	return fmt.Sprintf("chronicle.worker/%s/%s/%d", WorkerGroupID(w), w.Topic(), partition)
+}
+
+// errLostPartition is a worker transaction refused because another member
+// holds the partition's transactional id; such an event is nacked, never
+// dead-lettered.
+var errLostPartition = errors.New("processors: worker output not written: this instance lost the partition (its transactional id was taken over)")
+
+// workerOnce writes one worker's outputs once (see WorkerTransactionalID).
+type workerOnce struct {
+	w       Worker
+	brokers []string
+	timeout time.Duration
+	opts    []kgo.Opt // extra options of the transactional producers
+	logger  watermill.LoggerAdapter
+
+	mu        sync.Mutex
+	group     *kgo.Client // the subscription's group client (its member id)
+	checkedAt time.Time   // the last check of a fenced partition against the group
+	parts     map[int32]*onceProducer
+	topicID   [16]byte
+	hasID     bool
+}
+
+type onceProducer struct {
+	cl *kgo.Client // nil: fenced, or the initialisation failed
+	// stale: a transaction failed without a fence, maybe after the broker
+	// committed it (EndTransaction's outcome unknown): before the event is
+	// handled again, the group's committed offset says whether it was
+	stale bool
+}
+
+// clientOpts are the worker subscriber's options that make it exactly-once.
+func (o *workerOnce) clientOpts() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RequireStableFetchOffsets(),
+		kgo.OnPartitionsAssigned(o.assigned),
+		kgo.OnPartitionsRevoked(o.revoked),
+		kgo.OnPartitionsLost(o.revoked),
+	}
+}
+
+// assigned initialises the transactional id of every new partition; it
+// runs before franz-go reads the partitions' committed offsets.
+func (o *workerOnce) assigned(ctx context.Context, group *kgo.Client, added map[string][]int32) {
+	o.mu.Lock()
+	o.group = group
+	o.mu.Unlock()
+	for _, parts := range added {
+		for _, p := range parts {
+			cl, err := o.takeOver(ctx, p)
+			if err != nil {
+				// handle takes it over before the partition's first output
+				o.logger.Error("worker: initialising the partition's transactional id at assignment", err, watermill.LogFields{"worker": o.w.Name(), "partition": p})
+			}
+			o.mu.Lock()
+			if old := o.parts[p]; old != nil && old.cl != nil {
+				old.cl.Close()
+			}
+			if err != nil {
+				delete(o.parts, p)
+			} else {
+				o.parts[p] = &onceProducer{cl: cl}
+			}
+			o.mu.Unlock()
+		}
+	}
+}
+
+func (o *workerOnce) revoked(_ context.Context, _ *kgo.Client, gone map[string][]int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, parts := range gone {
+		for _, p := range parts {
+			if op := o.parts[p]; op != nil && op.cl != nil {
+				op.cl.Close()
+			}
+			delete(o.parts, p)
+		}
+	}
+}
+
+func (o *workerOnce) takeOver(ctx context.Context, p int32) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(o.brokers...), kgo.TransactionalID(WorkerTransactionalID(o.w, p)),
+		kgo.TransactionTimeout(o.timeout), kgo.RequestTimeoutOverhead(5 * time.Second), kgo.ProducerLinger(0),
+		kgo.RecordDeliveryTimeout(30 * time.Second)}, o.opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, _, err := cl.ProducerID(ictx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("init producer %s: %w", WorkerTransactionalID(o.w, p), err)
+	}
+	return cl, nil
+}
+
+// handle runs the worker on env with its outputs collected, then writes
+// them with the consumed offset in one transaction.
+func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
+	ctx := msg.Context()
+	partition, err1 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
+	offset, err2 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.OffsetMetadataKey), 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("processors: worker %s: the message's position: %w", o.w.Name(), err)
+	}
+	p, topic := int32(partition), string(o.w.Topic())
+	op, err := o.producer(ctx, p)
+	if err != nil {
+		return err
+	}
+	if op.stale {
+		// the last transaction's outcome is unknown: if it committed,
+		// this event's outputs are in the log already
+		done, err := o.committedPast(ctx, op.cl, topic, p, offset)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errRetryLater, err)
+		}
+		o.mu.Lock()
+		op.stale = false
+		o.mu.Unlock()
+		if done {
+			return nil
+		}
+	}
+	var outs []*kgo.Record
+	hctx := events.WithRecordSink(ctx, func(recs []*kgo.Record) error {
+		outs = append(outs, recs...)
+		return nil
+	})
+	if err := o.w.Handle(hctx, env); err != nil {
+		return err
+	}
+	if len(outs) == 0 {
+		return nil // nothing written: the subscription commits the offset
+	}
+	id, err := o.id(ctx, op.cl, topic)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errRetryLater, err)
+	}
+	err = transactOffset(ctx, op.cl, WorkerTransactionalID(o.w, p), WorkerGroupID(o.w), id, tp{topic, p}, offset+1, outs)
+	if err == nil {
+		return nil
+	}
+	o.mu.Lock()
+	if fenced(err) {
+		if o.parts[p] == op {
+			op.cl.Close()
+			op.cl = nil
+		}
+		o.mu.Unlock()
+		o.logger.Info("worker: fenced on a partition (another member owns it now): its events are left to the owner", watermill.LogFields{"worker": o.w.Name(), "partition": p, "err": err.Error()})
+		return o.lost(ctx)
+	}
+	// a broker failure: the transaction was aborted, or its outcome is
+	// unknown; handled again after a look at the committed offset
+	op.stale = true
+	o.mu.Unlock()
+	return fmt.Errorf("%w: %w", errRetryLater, err)
+}
+
+// producer is partition p's transactional producer: the one taken over at
+// assignment, or, when that failed, one taken over now. A fenced
+// partition's is errLostPartition, after a pause.
+func (o *workerOnce) producer(ctx context.Context, p int32) (*onceProducer, error) {
+	o.mu.Lock()
+	op := o.parts[p]
+	o.mu.Unlock()
+	if op != nil && op.cl == nil && !o.confirmed(ctx, p) {
+		return nil, o.lost(ctx) // fenced: no model call for an event another member owns
+	}
+	if op != nil && op.cl != nil {
+		return op, nil
+	}
+	cl, err := o.takeOver(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errRetryLater, err)
+	}
+	op = &onceProducer{cl: cl}
+	o.mu.Lock()
+	if old := o.parts[p]; old != nil && old.cl != nil {
+		old.cl.Close()
+	}
+	o.parts[p] = op
+	o.mu.Unlock()
+	return op, nil
+}
+
+// confirmed reports whether the worker's group, in its current Stable
+// generation, assigns this member partition p (at most one look a second):
+// a partition fenced here and then given back by a cooperative rebalance
+// keeps its assignment without a callback, and is taken over again only
+// then (its fencer, the previous generation's owner, revoked it first).
+func (o *workerOnce) confirmed(ctx context.Context, p int32) bool {
+	o.mu.Lock()
+	group := o.group
+	if group == nil || time.Since(o.checkedAt) < time.Second {
+		o.mu.Unlock()
+		return false
+	}
+	o.checkedAt = time.Now()
+	o.mu.Unlock()
+	member, _ := group.GroupMetadata()
+	parts, stable, err := groupAssignment(ctx, group, WorkerGroupID(o.w), member)
+	if err != nil || !stable {
+		return false
+	}
+	for _, q := range parts[string(o.w.Topic())] {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// lost pauses before the event of a partition this instance lost is handed
+// again (the subscription yields to the rebalance that takes it away).
+func (o *workerOnce) lost(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+	}
+	return errLostPartition
+}
+
+// errRetryLater marks a failure to write a worker's outputs (a broker
+// error, the transaction aborted): the event is handed again, not
+// dead-lettered.
+var errRetryLater = errors.New("processors: worker outputs not written; the event is handed again")
+
+func (o *workerOnce) id(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
+	o.mu.Lock()
+	if o.hasID {
+		defer o.mu.Unlock()
+		return o.topicID, nil
+	}
+	o.mu.Unlock()
+	id, err := lookupTopicID(ctx, cl, topic)
+	if err != nil {
+		return id, err
+	}
+	o.mu.Lock()
+	o.topicID, o.hasID = id, true
+	o.mu.Unlock()
+	return id, nil
+}
+
+// poisonous reports whether a worker's error goes to the dead-letter
+// topic: not a lost partition or an output write to retry.
+func poisonous(err error) bool {
+	return !errors.Is(err, errLostPartition) && !errors.Is(err, errRetryLater)
+}
+
+func (o *workerOnce) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for p, op := range o.parts {
+		if op.cl != nil {
+			op.cl.Close()
+		}
+		delete(o.parts, p)
+	}
+}
+
+// committedPast reports whether the worker's group has committed an offset
+// beyond offset on the partition (stable: a pending transaction's commit
+// is waited for).
+func (o *workerOnce) committedPast(ctx context.Context, cl *kgo.Client, topic string, p int32, offset int64) (bool, error) {
+	resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(ctx), WorkerGroupID(o.w))
+	if err != nil {
+		return false, err
+	}
+	r, ok := resp.Lookup(topic, p)
+	if !ok {
+		return false, nil
+	}
+	if r.Err != nil {
+		return false, r.Err
+	}
+	return r.At > offset, nil
+}

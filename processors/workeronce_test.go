@@ -1,0 +1,353 @@
+package processors_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// echoWorker answers every memory.feedback.v1 of source "test" with one
+// memory.feedback.v1 of its own, whose id is derived from the cause
+// (events.Derive), as Chronicle's workers do. afterPublish, when set, runs
+// once after the first publish returned.
+type echoWorker struct {
+	prod         *events.Producer
+	afterPublish func()
+	once         sync.Once
+}
+
+func (*echoWorker) Name() string        { return "echo" }
+func (*echoWorker) Topic() events.Topic { return events.TopicMemories }
+func (w *echoWorker) Handle(ctx context.Context, env *events.Envelope) error {
+	if env.Source != "test" {
+		return nil // its own outputs
+	}
+	out, err := events.Derive(env, "chronicle/echo", events.MemoryFeedback, 0, map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": true})
+	if err != nil {
+		return err
+	}
+	out.Scope = env.Scope
+	if err := w.prod.PublishDerived(ctx, out); err != nil {
+		return err
+	}
+	if w.afterPublish != nil {
+		w.once.Do(w.afterPublish)
+	}
+	return nil
+}
+
+// batchWritten calls fn once, after the first produce batch the broker
+// acknowledged.
+type batchWritten struct {
+	once sync.Once
+	fn   func()
+}
+
+func (b *batchWritten) OnProduceBatchWritten(kgo.BrokerMetadata, string, int32, kgo.ProduceBatchMetrics) {
+	b.once.Do(func() { go b.fn() })
+}
+
+// TestWorkerOutputsWrittenOnce: instance A's worker handles the first of 5
+// events and is killed (every connection cut: a SIGKILL as the broker
+// sees it) after its output reached the broker and before the consumed
+// offset was committed. Instance B takes the worker's partition over after
+// the session timeout and handles the events from the group's committed
+// offset, the first one again. With the Runner's transactions (default),
+// A's output was in a transaction B's takeover aborted: each output id is
+// in the log once for read_committed consumers, and A's copy is an aborted
+// record. At least once (RunnerConfig.WorkersAtLeastOnce, the behaviour
+// before), the same kill leaves the first output in the log twice: the
+// check can fail.
+func TestWorkerOutputsWrittenOnce(t *testing.T) {
+	t.Run("transactional", func(t *testing.T) { workerKilledBetweenProduceAndCommit(t, false) })
+	t.Run("at-least-once", func(t *testing.T) { workerKilledBetweenProduceAndCommit(t, true) })
+}
+
+func workerKilledBetweenProduceAndCommit(t *testing.T, atLeastOnce bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1, GroupMinSessionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer brk.Close()
+	brokers := brk.Addrs()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+
+	var killed atomic.Bool
+	ks := &killSwitch{}
+	kill := func() { killed.Store(true); ks.kill() }
+	start := func(name string, w *echoWorker, ks *killSwitch, producerOpts ...kgo.Opt) *instance {
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []kgo.Opt{kgo.ClientID("instance-" + name), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
+		if ks != nil {
+			opts = append(opts, kgo.Dialer(ks.dial))
+			producerOpts = append(producerOpts, kgo.Dialer(ks.dial))
+		}
+		r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
+			Workers: []processors.Worker{w}, SubscriberOpts: opts, WorkerProducerOpts: producerOpts, WorkersAtLeastOnce: atLeastOnce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &instance{name: name, store: store, runner: r, done: make(chan error, 1)}
+		go func() { in.done <- r.Run(context.Background()) }()
+		select {
+		case <-r.Running():
+		case err := <-in.done:
+			t.Fatalf("instance %s: %v", name, err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("instance %s did not subscribe within 20 s", name)
+		}
+		t.Cleanup(in.stop)
+		return in
+	}
+	a := &echoWorker{prod: prod}
+	var hookOpts []kgo.Opt
+	if atLeastOnce {
+		a.afterPublish = kill // the output acknowledged, the offset not committed
+	} else {
+		hookOpts = append(hookOpts, kgo.WithHooks(&batchWritten{fn: kill})) // the output in the open transaction
+	}
+	start("A", a, ks, hookOpts...)
+
+	const n = 5
+	for i := range n {
+		env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Publish(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			waitFor(t, 20*time.Second, func() string {
+				if !killed.Load() {
+					return "A's worker has not written its first output"
+				}
+				return ""
+			})
+		}
+	}
+	start("B", &echoWorker{prod: prod}, nil)
+
+	want := map[string]bool{}
+	for i := range n {
+		want[string(events.TopicMemories)+" "+events.DerivedID("test", fmt.Sprintf("in-%d", i), events.MemoryFeedback, 0)] = true
+	}
+	var ids map[string]int
+	var aborted int
+	waitFor(t, 30*time.Second, func() string {
+		ids, aborted = topicCounts(t, brokers, string(events.TopicMemories))
+		for id := range want {
+			if ids[id] == 0 {
+				return fmt.Sprintf("output %s not in the log yet", id)
+			}
+		}
+		return ""
+	})
+	copies := 0
+	for id := range want {
+		copies += ids[id]
+		if !atLeastOnce && ids[id] != 1 {
+			t.Errorf("output %s written %d times", id, ids[id])
+		}
+	}
+	t.Logf("%d outputs: %d copies for read_committed consumers, %d aborted records", n, copies, aborted)
+	switch {
+	case atLeastOnce && copies == n:
+		t.Errorf("at least once, the killed worker's output was not written twice: the test does not catch a repeat")
+	case !atLeastOnce && aborted == 0:
+		t.Errorf("no aborted record: A was not killed inside its transaction")
+	}
+}
+
+// BenchmarkWorkerOutputs measures what the workers' transactions cost: one
+// Runner with the echo worker (no model call: the worst case, where the
+// transaction's round trips are all of the work), 300 events published at
+// once, timed until the 300 outputs are readable (read_committed);
+// "transactional" (the default) side by side with "at-least-once"
+// (RunnerConfig.WorkersAtLeastOnce). Reports outputs/s.
+func BenchmarkWorkerOutputs(b *testing.B) {
+	for _, mode := range []struct {
+		name        string
+		atLeastOnce bool
+	}{{"transactional", false}, {"at-least-once", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				d := workerOutputsRun(b, mode.atLeastOnce, 300)
+				b.ReportMetric(300/d.Seconds(), "outputs/s")
+			}
+		})
+	}
+}
+
+func workerOutputsRun(b *testing.B, atLeastOnce bool, n int) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: b.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer brk.Close()
+	brokers := brk.Addrs()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prod.Close()
+	store, err := projections.Open(b.TempDir(), projections.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
+		Workers: []processors.Worker{&echoWorker{prod: prod}}, WorkersAtLeastOnce: atLeastOnce})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { _ = r.Close(); <-done }()
+	<-r.Running()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(string(events.TopicMemories)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DisableFetchSessions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cons.Close()
+	envs := make([]events.Envelope, n)
+	for i := range envs {
+		if envs[i], err = events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StartTimer()
+	start := time.Now()
+	if err := prod.Publish(ctx, envs...); err != nil {
+		b.Fatal(err)
+	}
+	outs := 0
+	for outs < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			b.Fatalf("%d of %d outputs", outs, n)
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			if env, err := events.FromRecord(rec); err == nil && env.Source == "chronicle/echo" {
+				outs++
+			}
+		})
+	}
+	d := time.Since(start)
+	b.StopTimer()
+	return d
+}
+
+// A worker fenced on a partition its group still assigns to it (another
+// producer initialised the partition's transactional id, as the previous
+// generation's owner does when a paused instance gets its partition back
+// without a new assignment) confirms with the group that it owns the
+// partition, takes the id back and writes every output once. (Without
+// the look at the group its events would wait for good.)
+func TestWorkerReclaimsPartitionTheGroupConfirms(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer brk.Close()
+	brokers := brk.Addrs()
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	w := &echoWorker{prod: prod}
+	logs := watermill.NewCaptureLogger()
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, Workers: []processors.Worker{w}, Logger: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { _ = r.Close(); <-done }()
+	<-r.Running()
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.Publish(ctx, env); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	outputs := func(n int) func() string {
+		return func() string {
+			ids, _ := topicCounts(t, brokers, string(events.TopicMemories))
+			for i := range n {
+				if ids[string(events.TopicMemories)+" "+events.DerivedID("test", fmt.Sprintf("in-%d", i), events.MemoryFeedback, 0)] == 0 {
+					return fmt.Sprintf("output of in-%d not in the log", i)
+				}
+			}
+			return ""
+		}
+	}
+	publish(0, 3)
+	waitFor(t, 20*time.Second, outputs(3))
+	thief, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(processors.WorkerTransactionalID(w, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := thief.ProducerID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	thief.Close()
+	publish(3, 6)
+	waitFor(t, 30*time.Second, outputs(6))
+	ids, _ := topicCounts(t, brokers, string(events.TopicMemories))
+	for i := range 6 {
+		id := string(events.TopicMemories) + " " + events.DerivedID("test", fmt.Sprintf("in-%d", i), events.MemoryFeedback, 0)
+		if ids[id] != 1 {
+			t.Errorf("output of in-%d written %d times", i, ids[id])
+		}
+	}
+	fencedLogs := 0
+	for _, m := range logs.Captured()[watermill.InfoLogLevel] {
+		if strings.HasPrefix(m.Msg, "worker: fenced on a partition") {
+			fencedLogs++
+		}
+	}
+	if fencedLogs == 0 {
+		t.Error("the worker was never fenced: the test proves nothing")
+	}
+	t.Logf("fenced %d times, then the partition taken back: 6 outputs, each once", fencedLogs)
+}
