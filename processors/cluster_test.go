@@ -33,8 +33,15 @@ func startInstance(t testing.TB, name string, brokers []string, procs []processo
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: procs,
+	return runInstance(t, name, store, processors.RunnerConfig{Brokers: brokers, Store: store, Processors: procs,
 		SubscriberOpts: append([]kgo.Opt{kgo.ClientID("instance-" + name)}, opts...)})
+}
+
+// runInstance starts a Runner of cfg on store, waits until it subscribed
+// (at most 20 s) and stops it at cleanup.
+func runInstance(t testing.TB, name string, store *projections.Store, cfg processors.RunnerConfig) *instance {
+	t.Helper()
+	r, err := processors.NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,22 +96,8 @@ func standbyInstance(t testing.TB, name string, brokers []string, procs []proces
 		opts = append(opts, kgo.Dialer(ks.dial))
 		sbOpts = append(sbOpts, kgo.Dialer(ks.dial))
 	}
-	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: procs,
+	return runInstance(t, name, store, processors.RunnerConfig{Brokers: brokers, Store: store, Processors: procs,
 		SubscriberOpts: opts, StandbyReplicas: n, StandbyRefresh: 200 * time.Millisecond, StandbyOpts: sbOpts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &instance{name: name, store: store, runner: r, done: make(chan error, 1)}
-	go func() { in.done <- r.Run(context.Background()) }()
-	select {
-	case <-r.Running():
-	case err := <-in.done:
-		t.Fatalf("instance %s: %v", name, err)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("instance %s did not subscribe within 20 s", name)
-	}
-	t.Cleanup(in.stop)
-	return in
 }
 
 // fencedRelay relays in's outbox through a fenced relay (as serve with

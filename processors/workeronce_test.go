@@ -104,22 +104,8 @@ func workerKilledBetweenProduceAndCommit(t *testing.T, atLeastOnce bool) {
 			opts = append(opts, kgo.Dialer(ks.dial))
 			producerOpts = append(producerOpts, kgo.Dialer(ks.dial))
 		}
-		r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
+		return runInstance(t, name, store, processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
 			Workers: []processors.Worker{w}, SubscriberOpts: opts, WorkerProducerOpts: producerOpts, WorkersAtLeastOnce: atLeastOnce})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := &instance{name: name, store: store, runner: r, done: make(chan error, 1)}
-		go func() { in.done <- r.Run(context.Background()) }()
-		select {
-		case <-r.Running():
-		case err := <-in.done:
-			t.Fatalf("instance %s: %v", name, err)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("instance %s did not subscribe within 20 s", name)
-		}
-		t.Cleanup(in.stop)
-		return in
 	}
 	a := &echoWorker{prod: prod}
 	var hookOpts []kgo.Opt
