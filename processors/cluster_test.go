@@ -498,20 +498,29 @@ func handOver(b *testing.B, recs []taubench.Record, heartbeat time.Duration) (fi
 // producer are closed when the test ends.
 func sampleLog(ctx context.Context, t *testing.T, cfg broker.Config) ([]string, []taubench.Record, *events.Producer) {
 	t.Helper()
+	brokers, prod := brokerAndProducer(ctx, t, cfg)
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return brokers, recs, prod
+}
+
+// brokerAndProducer starts an embedded broker of cfg on a free loopback
+// port logging in a temporary directory, and a producer for it; both
+// close at cleanup.
+func brokerAndProducer(ctx context.Context, t testing.TB, cfg broker.Config) ([]string, *events.Producer) {
+	t.Helper()
 	cfg.DataDir, cfg.Listen = t.TempDir(), "127.0.0.1:0"
 	brk, err := broker.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(brk.Close)
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
 	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brk.Addrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	return brk.Addrs(), recs, prod
+	return brk.Addrs(), prod
 }

@@ -79,17 +79,7 @@ func TestWorkerOutputsWrittenOnce(t *testing.T) {
 func workerKilledBetweenProduceAndCommit(t *testing.T, atLeastOnce bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1, GroupMinSessionTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer brk.Close()
-	brokers := brk.Addrs()
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	brokers, prod := brokerAndProducer(ctx, t, broker.Config{Partitions: 1, GroupMinSessionTimeout: time.Second})
 
 	var killed atomic.Bool
 	ks := &killSwitch{}
@@ -259,17 +249,7 @@ func workerOutputsRun(b *testing.B, atLeastOnce bool, n int) time.Duration {
 func TestWorkerReclaimsPartitionTheGroupConfirms(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer brk.Close()
-	brokers := brk.Addrs()
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	brokers, prod := brokerAndProducer(ctx, t, broker.Config{Partitions: 1})
 	w := &echoWorker{prod: prod}
 	logs := watermill.NewCaptureLogger()
 	store, err := projections.Open(t.TempDir(), projections.Options{})

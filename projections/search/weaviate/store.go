@@ -526,6 +526,20 @@ func (s *Store) query(ctx context.Context, what string, do func(context.Context)
 	})
 }
 
+// graphQLError is the error of a GraphQL response's error messages: a
+// transientError when all are transient, else a refusal.
+func graphQLError(msgs []string) error {
+	allTransient := true
+	for _, m := range msgs {
+		allTransient = allTransient && transient(m)
+	}
+	msg := "GraphQL: " + strings.Join(msgs, "; ")
+	if allTransient {
+		return &transientError{msg}
+	}
+	return refusal(msg)
+}
+
 // decode checks a GraphQL response for errors (a transientError when all
 // are transient) and decodes its data.
 func decode(resp *models.GraphQLResponse, into any) error {
@@ -534,16 +548,10 @@ func decode(resp *models.GraphQLResponse, into any) error {
 	}
 	if len(resp.Errors) > 0 {
 		msgs := make([]string, len(resp.Errors))
-		allTransient := true
 		for i, e := range resp.Errors {
 			msgs[i] = e.Message
-			allTransient = allTransient && transient(e.Message)
 		}
-		msg := "GraphQL: " + strings.Join(msgs, "; ")
-		if allTransient {
-			return &transientError{msg}
-		}
-		return refusal(msg)
+		return graphQLError(msgs)
 	}
 	b, err := json.Marshal(resp.Data)
 	if err != nil {
@@ -829,16 +837,10 @@ func (s *Store) postGraphQL(ctx context.Context, query string, into any) error {
 	}
 	if len(out.Errors) > 0 {
 		msgs := make([]string, len(out.Errors))
-		allTransient := true
 		for i, e := range out.Errors {
 			msgs[i] = e.Message
-			allTransient = allTransient && transient(e.Message)
 		}
-		msg := "GraphQL: " + strings.Join(msgs, "; ")
-		if allTransient {
-			return &transientError{msg}
-		}
-		return refusal(msg)
+		return graphQLError(msgs)
 	}
 	return gojson.UnmarshalNoEscape(out.Data, into)
 }
