@@ -108,28 +108,11 @@ func EvaluateReflexion(run *reflexion.Run, name string, emb embedder.Embedder) (
 	if err != nil {
 		return rep, err
 	}
-	store, err := projections.Open("reflexion-eval", projections.Options{FS: vfs.NewMem()})
+	store, err := importRun(envs)
 	if err != nil {
 		return rep, err
 	}
 	defer store.Close()
-	procs := map[events.Topic]struct {
-		name string
-		fn   projections.ApplyFunc
-	}{
-		events.TopicSessions:  {sessions.Name, sessions.Processor{LLMDistillation: true}.Apply},
-		events.TopicReasoning: {Name, Processor{}.Apply},
-		events.TopicMemories:  {memories.Name, memories.Processor{}.Apply},
-	}
-	offs := map[events.Topic]int64{}
-	for i := range envs {
-		ti, _ := events.Lookup(envs[i].Type)
-		p := procs[ti.Topic]
-		if _, err := store.Apply(p.name, projections.Position{Topic: string(ti.Topic), Offset: offs[ti.Topic]}, &envs[i], p.fn); err != nil {
-			return rep, fmt.Errorf("%s: %w", envs[i].ID, err)
-		}
-		offs[ti.Topic]++
-	}
 
 	var tasks []Task
 	if err := Each(store, func(t Task) error { tasks = append(tasks, t); return nil }); err != nil {
@@ -343,4 +326,34 @@ func reflectionRecall(ctx context.Context, store *projections.Store, emb embedde
 	rr.ModelAll, _ = score(-1, model)
 	rr.LexicalAll, _ = score(-1, lexical)
 	return rr, nil
+}
+
+// importRun applies a Reflexion run's events (reflexion.Events) to an
+// in-memory store through the sessions processor (LLMDistillation: no
+// distilled memories, so the memory bank holds the reflections only),
+// this processor and the memory bank. The caller closes the store.
+func importRun(envs []events.Envelope) (*projections.Store, error) {
+	store, err := projections.Open("reflexion-eval", projections.Options{FS: vfs.NewMem()})
+	if err != nil {
+		return nil, err
+	}
+	procs := map[events.Topic]struct {
+		name string
+		fn   projections.ApplyFunc
+	}{
+		events.TopicSessions:  {sessions.Name, sessions.Processor{LLMDistillation: true}.Apply},
+		events.TopicReasoning: {Name, Processor{}.Apply},
+		events.TopicMemories:  {memories.Name, memories.Processor{}.Apply},
+	}
+	offs := map[events.Topic]int64{}
+	for i := range envs {
+		ti, _ := events.Lookup(envs[i].Type)
+		p := procs[ti.Topic]
+		if _, err := store.Apply(p.name, projections.Position{Topic: string(ti.Topic), Offset: offs[ti.Topic]}, &envs[i], p.fn); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("%s: %w", envs[i].ID, err)
+		}
+		offs[ti.Topic]++
+	}
+	return store, nil
 }

@@ -9,11 +9,8 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/reflexion"
 	"github.com/chronicle-dev/chronicle/processors/memories"
-	"github.com/chronicle-dev/chronicle/processors/sessions"
-	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/chronicle-dev/chronicle/projections/search"
-	"github.com/cockroachdb/pebble/vfs"
 )
 
 // TestTuneReflectionRanking prints, for search.DefaultRanking and the
@@ -40,28 +37,11 @@ func TestTuneReflectionRanking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := projections.Open("reflexion-tune", projections.Options{FS: vfs.NewMem()})
+	store, err := importRun(envs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	procs := map[events.Topic]struct {
-		name string
-		fn   projections.ApplyFunc
-	}{
-		events.TopicSessions:  {sessions.Name, sessions.Processor{LLMDistillation: true}.Apply},
-		events.TopicReasoning: {Name, Processor{}.Apply},
-		events.TopicMemories:  {memories.Name, memories.Processor{}.Apply},
-	}
-	offs := map[events.Topic]int64{}
-	for i := range envs {
-		ti, _ := events.Lookup(envs[i].Type)
-		p := procs[ti.Topic]
-		if _, err := store.Apply(p.name, projections.Position{Topic: string(ti.Topic), Offset: offs[ti.Topic]}, &envs[i], p.fn); err != nil {
-			t.Fatal(err)
-		}
-		offs[ti.Topic]++
-	}
 	var tasks []Task
 	if err := Each(store, func(t Task) error { tasks = append(tasks, t); return nil }); err != nil {
 		t.Fatal(err)
