@@ -35,6 +35,7 @@ require (
 )
 
 require (
+	github.com/google/btree v1.1.3
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/valyala/fastjson v1.6.10
 )

@@ -217,7 +217,7 @@ func (s *Store) reserveOutbox(n int) uint64 {
 // Tx is one Apply call's view of the store: reads see the call's own
 // writes; keys are relative to the processor's projection.
 type Tx struct {
-	b       *pebble.Batch
+	ws      *writeSet
 	proj    string
 	cause   *events.Envelope
 	pos     Position // where cause sits in the log
@@ -230,14 +230,10 @@ func (t *Tx) key(k string) []byte { return []byte(prefixProjection + t.proj + "/
 
 // Get reads a row; ok is false when absent.
 func (t *Tx) Get(key string) (val []byte, ok bool, err error) {
-	v, closer, err := t.b.Get(t.key(key))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
+	v, ok, err := t.ws.get(t.key(key))
+	if !ok || err != nil {
 		return nil, false, err
 	}
-	defer closer.Close()
 	return append([]byte(nil), v...), true, nil
 }
 
@@ -253,7 +249,8 @@ func (t *Tx) GetJSON(key string, v any) (bool, error) {
 // Set writes a row.
 func (t *Tx) Set(key string, val []byte) error {
 	t.touched = append(t.touched, key)
-	return t.b.Set(t.key(key), val, nil)
+	t.ws.set(t.key(key), append([]byte(nil), val...))
+	return nil
 }
 
 // SetJSON writes v as a JSON row, encoded as encoding/json encodes it
@@ -263,24 +260,23 @@ func (t *Tx) SetJSON(key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return t.Set(key, b)
+	t.touched = append(t.touched, key)
+	t.ws.set(t.key(key), b) // b is fresh: no copy
+	return nil
 }
 
 // Delete removes a row.
 func (t *Tx) Delete(key string) error {
 	t.touched = append(t.touched, key)
-	return t.b.Delete(t.key(key), nil)
+	t.ws.delete(t.key(key))
+	return nil
 }
 
 // Scan calls fn for each row whose key starts with prefix, in key order,
 // seeing the call's own writes, until fn returns false or an error.
 func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) error {
 	base := prefixProjection + t.proj + "/"
-	it, err := t.b.NewIter(&pebble.IterOptions{LowerBound: []byte(base + prefix), UpperBound: upper(base + prefix)})
-	if err != nil {
-		return err
-	}
-	return scanRows(it, len(base), fn)
+	return t.ws.scan([]byte(base+prefix), upper(base+prefix), len(base), fn)
 }
 
 // Emit queues a derived event of type typ with data payload, caused by the

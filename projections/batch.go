@@ -1,12 +1,9 @@
 package projections
 
 import (
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/cockroachdb/pebble"
 )
 
 // Item is one consumed record handed to ApplyBatch.
@@ -103,8 +100,7 @@ func (s *Store) ApplyBatch(processor string, items []Item, fn ApplyFunc) ([]Outc
 // returned as the error with nothing written) and counts as one consumed
 // item.
 func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn ApplyFunc, deadLetter bool) (n, failAt int, err error) {
-	b := s.db.NewIndexedBatch()
-	defer b.Close()
+	ws := newWriteSet(s.db)
 	next, hasNext := s.NextOffset(processor, items[0].Pos.Topic, items[0].Pos.Partition)
 	var (
 		outbox  []OutboxRecord
@@ -144,19 +140,19 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			sum = ContentHash(it.Env)
 		}
 		var (
-			prev   []byte
-			closer io.Closer
-			gerr   = pebble.ErrNotFound
+			prev  []byte
+			found bool
+			gerr  error
 		)
 		if !s.keys.absent(dk) {
-			prev, closer, gerr = b.Get(dk)
+			prev, found, gerr = ws.get(dk)
 		}
 		switch {
-		case gerr == nil:
+		case gerr != nil:
+			return 0, -1, gerr
+		case found:
 			// values written before content hashes were kept hold the offset only
-			conflict := !sameContent(prev, it.Env, sum)
-			closer.Close()
-			if conflict {
+			if !sameContent(prev, it.Env, sum) {
 				cerr := fmt.Errorf("%w: (source %q, id %q) was applied before with other content", ErrConflictingDuplicate, it.Env.Source, it.Env.ID)
 				if !deadLetter {
 					return 0, -1, cerr
@@ -167,10 +163,8 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			out[j] = Outcome{Result: Duplicate}
 			advance(it.Pos)
 			continue
-		case !errors.Is(gerr, pebble.ErrNotFound):
-			return 0, -1, gerr
 		}
-		tx := &Tx{b: b, proj: processor, cause: it.Env, pos: it.Pos}
+		tx := &Tx{ws: ws, proj: processor, cause: it.Env, pos: it.Pos}
 		if ferr := safeApply(fn, tx, it.Env); ferr != nil {
 			if tx.err != nil { // a store failure inside the call, not a rejection
 				return 0, -1, tx.err
@@ -182,12 +176,11 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			if j > 0 {
 				return 0, j, nil
 			}
-			// the call's partial writes are in b: start a clean batch
-			b.Close()
-			b = s.db.NewIndexedBatch()
+			// the call's partial writes are in ws: start a clean write set
+			ws = newWriteSet(s.db)
 			outbox, touched = nil, nil
 			reject(0, it, rerr)
-			return s.commitRun(b, okey, next, outbox, touched, processor, 1)
+			return s.commitRun(ws, okey, next, outbox, touched, processor, 1)
 		}
 		if tx.err != nil {
 			return 0, -1, tx.err
@@ -195,16 +188,14 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		outbox = append(outbox, withSource(it, tx.out...)...)
 		touched = append(touched, tx.touched...)
 		s.keys.add(dk) // before the commit: the filter never misses a stored key
-		if err := b.Set(dk, dedupValue(it.Pos.Offset, sum), nil); err != nil {
-			return 0, -1, err
-		}
+		ws.set(dk, dedupValue(it.Pos.Offset, sum))
 		out[j] = Outcome{Result: Applied}
 		advance(it.Pos)
 	}
 	if !moved {
 		return len(items), -1, nil
 	}
-	return s.commitRun(b, okey, next, outbox, touched, processor, len(items))
+	return s.commitRun(ws, okey, next, outbox, touched, processor, len(items))
 }
 
 // withSource stamps recs with the position of the record that wrote them.
@@ -216,9 +207,15 @@ func withSource(it Item, recs ...OutboxRecord) []OutboxRecord {
 	return recs
 }
 
-// commitRun writes the outbox rows and the offset into b, commits it and
-// runs the commit hooks; it reports n consumed items.
-func (s *Store) commitRun(b *pebble.Batch, okey string, next int64, outbox []OutboxRecord, touched []string, processor string, n int) (int, int, error) {
+// commitRun writes the run's rows, the outbox rows and the offset into one
+// Pebble batch, commits it and runs the commit hooks; it reports n
+// consumed items.
+func (s *Store) commitRun(ws *writeSet, okey string, next int64, outbox []OutboxRecord, touched []string, processor string, n int) (int, int, error) {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := ws.writeTo(b); err != nil {
+		return 0, -1, err
+	}
 	seq := s.reserveOutbox(len(outbox))
 	for _, rec := range outbox {
 		val, err := events.Marshal(rec)

@@ -2,8 +2,9 @@ package projections
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/cockroachdb/pebble"
@@ -58,7 +59,7 @@ func (s *Store) PendingOutbox(max int) ([]OutboxEntry, error) {
 	var out []OutboxEntry
 	for it.First(); it.Valid() && len(out) < max; it.Next() {
 		var r OutboxRecord
-		if err := json.Unmarshal(it.Value(), &r); err != nil {
+		if err := gojson.Unmarshal(it.Value(), &r); err != nil { // encoding/json's semantics, faster
 			return nil, fmt.Errorf("projections: outbox entry %x: %w", it.Key(), err)
 		}
 		out = append(out, OutboxEntry{Seq: binary.BigEndian.Uint64(it.Key()[len(prefixOutbox):]), OutboxRecord: r})
