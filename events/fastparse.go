@@ -158,12 +158,14 @@ func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
 	if !ok || (!allowDerived && registry[Type(typ)].Derived) {
 		return Envelope{}, false
 	}
-	doc, ok := dataOf(data, set.opaque[Type(typ)])
-	if !ok {
+	if !dupFree(data, set.opaque[Type(typ)]) {
 		return Envelope{}, false
 	}
-	if schema.Validate(doc) != nil {
-		return Envelope{}, false
+	if set.fast[Type(typ)].check(data) != yes {
+		doc, ok := dataOf(data, set.opaque[Type(typ)])
+		if !ok || schema.Validate(doc) != nil {
+			return Envelope{}, false
+		}
 	}
 	var env Envelope
 	if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil || string(env.Type) != typ {
@@ -174,8 +176,7 @@ func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
 		return Envelope{}, false
 	}
 	if !allowDerived && env.Type == MemoryRecorded {
-		m := doc.(map[string]any)
-		if _, set := m["initial_confidence"]; set || m["source"] == "distilled" {
+		if data.Get("initial_confidence") != nil || string(data.GetStringBytes("source")) == "distilled" && data.Get("source").Type() == fastjson.TypeString {
 			return Envelope{}, false
 		}
 	}

@@ -54,6 +54,9 @@ type compiled struct {
 	// opaque lists, per type, the data members its schema constrains by
 	// JSON type alone (opaqueMembers), for parseFast.
 	opaque map[Type]map[string]fastjson.Type
+	// fast is each type's data schema evaluated on the fastjson parse
+	// (fastSchema), for parseFast.
+	fast map[Type]*fastSchema
 }
 
 var (
@@ -88,7 +91,8 @@ func loadSchemas() (*compiled, error) {
 				return
 			}
 		}
-		out := &compiled{data: map[Type]*jsonschema.Schema{}, opaque: map[Type]map[string]fastjson.Type{}}
+		out := &compiled{data: map[Type]*jsonschema.Schema{}, opaque: map[Type]map[string]fastjson.Type{}, fast: map[Type]*fastSchema{}}
+		memo := map[*jsonschema.Schema]*fastSchema{}
 		if out.envelope, compileErr = c.Compile("urn:chronicle:schema:cloudevent"); compileErr != nil {
 			return
 		}
@@ -102,6 +106,7 @@ func loadSchemas() (*compiled, error) {
 				return
 			}
 			out.data[t] = s
+			out.fast[t] = compileFast(s, memo)
 			if raw, ok := Schema(string(t)); ok {
 				out.opaque[t] = opaqueMembers(raw)
 			}
