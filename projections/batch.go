@@ -188,7 +188,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		outbox = append(outbox, withSource(it, tx.out...)...)
 		touched = append(touched, tx.touched...)
 		s.keys.add(dk) // before the commit: the filter never misses a stored key
-		ws.set(dk, dedupValue(it.Pos.Offset, sum))
+		ws.setUnscanned(dk, dedupValue(it.Pos.Offset, sum))
 		out[j] = Outcome{Result: Applied}
 		advance(it.Pos)
 	}
@@ -233,6 +233,7 @@ func (s *Store) commitRun(ws *writeSet, okey string, next int64, outbox []Outbox
 	if err := s.commit(b, okey, next, len(outbox) > 0); err != nil {
 		return 0, -1, err
 	}
+	s.cacheOutbox(seq-uint64(len(outbox)), outbox)
 	if len(touched) > 0 {
 		s.mu.Lock()
 		hooks := s.hooks

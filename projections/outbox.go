@@ -58,13 +58,34 @@ func (s *Store) PendingOutbox(max int) ([]OutboxEntry, error) {
 	defer it.Close()
 	var out []OutboxEntry
 	for it.First(); it.Valid() && len(out) < max; it.Next() {
-		var r OutboxRecord
-		if err := gojson.Unmarshal(it.Value(), &r); err != nil { // encoding/json's semantics, faster
-			return nil, fmt.Errorf("projections: outbox entry %x: %w", it.Key(), err)
+		seq := binary.BigEndian.Uint64(it.Key()[len(prefixOutbox):])
+		s.mu.Lock()
+		r, cached := s.outbox[seq]
+		s.mu.Unlock()
+		if !cached {
+			if err := gojson.Unmarshal(it.Value(), &r); err != nil { // encoding/json's semantics, faster
+				return nil, fmt.Errorf("projections: outbox entry %x: %w", it.Key(), err)
+			}
 		}
-		out = append(out, OutboxEntry{Seq: binary.BigEndian.Uint64(it.Key()[len(prefixOutbox):]), OutboxRecord: r})
+		out = append(out, OutboxEntry{Seq: seq, OutboxRecord: r})
 	}
 	return out, it.Error()
+}
+
+// cacheOutbox remembers the committed outbox rows recs, numbered from
+// first (see Store.outbox).
+func (s *Store) cacheOutbox(first uint64, recs []OutboxRecord) {
+	if len(recs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.outbox == nil {
+		s.outbox = map[uint64]OutboxRecord{}
+	}
+	for i, r := range recs {
+		s.outbox[first+uint64(i)] = r
+	}
 }
 
 // AckOutbox removes relayed entries.
@@ -76,7 +97,15 @@ func (s *Store) AckOutbox(entries []OutboxEntry) error {
 			return err
 		}
 	}
-	return b.Commit(s.writeOpts())
+	if err := b.Commit(s.writeOpts()); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range entries {
+		delete(s.outbox, e.Seq)
+	}
+	return nil
 }
 
 // OutboxNotify receives a value whenever Apply queued derived events.

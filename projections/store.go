@@ -142,7 +142,12 @@ type Store struct {
 	offsets map[string]int64 // offset key → next offset
 	procMu  map[string]*sync.Mutex
 	outSeq  uint64 // next outbox sequence number
-	notify  chan struct{}
+	// outbox holds the outbox rows this process committed and has not
+	// acknowledged yet, by sequence number, so that PendingOutbox, which
+	// the relay calls for every round over every pending row, does not
+	// decode them again; rows of an earlier process are decoded.
+	outbox map[uint64]OutboxRecord
+	notify chan struct{}
 	hooks   []CommitHook
 	// lastCommit is when a processor's batch last committed (Unix ns).
 	lastCommit atomic.Int64

@@ -3,6 +3,7 @@ package projections_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -144,6 +145,10 @@ func TestOutboxConcurrentAndReopen(t *testing.T) {
 	if err := s.AckOutbox(pending[:150]); err != nil {
 		t.Fatal(err)
 	}
+	kept, _ := s.PendingOutbox(1000) // from the rows this process committed
+	if !reflect.DeepEqual(kept, pending[150:]) {
+		t.Fatalf("after the ack: %d pending, want the last 50 of the 200", len(kept))
+	}
 	s.Close()
 	s = open(t, dir)
 	defer s.Close()
@@ -153,6 +158,10 @@ func TestOutboxConcurrentAndReopen(t *testing.T) {
 	pending, _ = s.PendingOutbox(1000)
 	if len(pending) != 51 || pending[50].Seq <= pending[49].Seq {
 		t.Fatalf("after reopen: %d pending, last seqs %d %d", len(pending), pending[49].Seq, pending[50].Seq)
+	}
+	// rows decoded from the store are the rows the first process kept in memory
+	if !reflect.DeepEqual(pending[:50], kept) {
+		t.Fatalf("decoded after reopen:\n%+v\nkept in memory before:\n%+v", pending[0], kept[0])
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 type writeSet struct {
 	db   *pebble.DB
 	vals map[string]wsEntry
-	keys *btree.BTreeG[string]
+	keys *btree.BTreeG[string] // the keys of vals a scan may cover, sorted
 }
 
 // wsEntry is a key's newest write: a value, or a deletion.
@@ -42,6 +42,12 @@ func newWriteSet(db *pebble.DB) *writeSet {
 // set records val (owned by the write set from now on) for key.
 func (w *writeSet) set(key []byte, val []byte) {
 	w.put(string(key), wsEntry{val: val})
+}
+
+// setUnscanned records val for key, a key no scan covers (an idempotency
+// key): it stays out of the sorted keys.
+func (w *writeSet) setUnscanned(key []byte, val []byte) {
+	w.vals[string(key)] = wsEntry{val: val}
 }
 
 // delete records the deletion of key.
@@ -122,20 +128,19 @@ func (w *writeSet) scan(lower, upper []byte, strip int, fn func(key string, val 
 	return err
 }
 
-// len is the number of keys written.
-func (w *writeSet) len() int { return len(w.vals) }
-
-// writeTo puts every write into b, in key order.
+// writeTo puts every write into b (in no particular order: a batch
+// commits atomically whatever its order).
 func (w *writeSet) writeTo(b *pebble.Batch) error {
-	var err error
-	w.keys.Ascend(func(k string) bool {
-		e := w.vals[k]
+	for k, e := range w.vals {
+		var err error
 		if e.del {
 			err = b.Delete([]byte(k), nil)
 		} else {
 			err = b.Set([]byte(k), e.val, nil)
 		}
-		return err == nil
-	})
-	return err
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
