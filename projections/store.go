@@ -148,7 +148,7 @@ type Store struct {
 	// decode them again; rows of an earlier process are decoded.
 	outbox map[uint64]OutboxRecord
 	notify chan struct{}
-	hooks   []CommitHook
+	hooks  []CommitHook
 	// lastCommit is when a processor's batch last committed (Unix ns).
 	lastCommit atomic.Int64
 	// keys tells idempotency keys that are certainly not stored (nil for
