@@ -125,6 +125,9 @@ func Schema(name string) ([]byte, bool) {
 
 var printer = message.NewPrinter(language.English)
 
+// ptrEscaper escapes a JSON Pointer reference token (RFC 6901).
+var ptrEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 // schemaError turns the first leaf of a jsonschema error tree into a
 // ValidationError whose pointer is prefixed with prefix.
 func schemaError(err error, prefix string) *ValidationError {
@@ -139,7 +142,7 @@ func schemaError(err error, prefix string) *ValidationError {
 	p.WriteString(prefix)
 	for _, tok := range ve.InstanceLocation {
 		p.WriteByte('/')
-		p.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
+		p.WriteString(ptrEscaper.Replace(tok))
 	}
 	ptr := p.String()
 	if ptr == "" {

@@ -120,7 +120,11 @@ func numEqual(a, b json.Number) bool {
 	return x.Cmp(y) == 0
 }
 
-func escapePtr(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+func escapePtr(s string) string { return ptrEscaper.Replace(s) }
+
+// ptrEscaper escapes a JSON Pointer reference token (RFC 6901): built
+// once, as a Replacer builds its tables on first use.
+var ptrEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // show renders a decoded JSON value for a detail, shortened.
 func show(v any) string {
