@@ -122,8 +122,8 @@ func BenchmarkMemorySearch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	blocked := *use
-	blocked.BlockedDense = true
+	serial := *use
+	serial.Serial = true
 	sizes := []int{10_000, 100_000}
 	if os.Getenv("CHRONICLE_BENCH_SEARCH_10K_ONLY") != "" {
 		sizes = sizes[:1]
@@ -142,7 +142,7 @@ func BenchmarkMemorySearch(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
 			sides := []*side{
-				{name: "before", use: &blocked, vs: search.NewMemStoreFloat32()},
+				{name: "before", use: &serial, vs: search.NewMemStoreSerial()},
 				{name: "now", use: use, vs: search.NewMemStore()},
 			}
 			for _, sd := range sides {

@@ -34,7 +34,8 @@ func sameCandidates(t *testing.T, what string, a, b []search.Candidate) {
 // default store returns exactly the float32 scan's candidates — ids,
 // order, cosines bit for bit — for 100 distinct queries embedded with
 // USE lite, with k = 200 (a search's) and k = 5, with and without
-// filters; and so it does on 1,500 memories whose vectors are USE lite's
+// filters, and so does the store without the bound-first selections
+// (NewMemStoreSerial); and so it does on 1,500 memories whose vectors are USE lite's
 // own (clustered, unlike the random bank: many near-ties at the top).
 func TestQuantisedScanMatchesFloat32(t *testing.T) {
 	use, err := embedder.NewUSELite()
@@ -45,14 +46,18 @@ func TestQuantisedScanMatchesFloat32(t *testing.T) {
 	check := func(t *testing.T, emb embedder.Embedder, n, queries int) {
 		st := bankOf(t, n)
 		defer st.Close()
-		quant, exact := search.NewMemStore(), search.NewMemStoreFloat32()
-		for _, vs := range []search.VectorStore{quant, exact} {
+		quant, serial, exact := search.NewMemStore(), search.NewMemStoreSerial(), search.NewMemStoreFloat32()
+		for _, vs := range []search.VectorStore{quant, serial, exact} {
 			if err := search.NewIndex(st, emb, vs, memories.SearchSource()).Sync(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 		r := rand.New(rand.NewPCG(5, 6))
-		filters := []search.Filter{{}, {Outcome: events.OutcomeFailure, ScopeKind: "project"}, {MinConfidence: 0.5, ScopeKind: "team"}}
+		// Filters admitting all, a sixth, a third and two thirds of the
+		// bank: the bound-first selections end at kk = k or go deeper,
+		// and fall back to the loop over every document.
+		filters := []search.Filter{{}, {Outcome: events.OutcomeFailure, ScopeKind: "project"}, {MinConfidence: 0.5, ScopeKind: "team"},
+			{Readable: func(scope string) bool { return scope != "org:o" }}}
 		for i := 0; i < queries; i++ {
 			q := text(r, 2+r.IntN(6))
 			v, err := use.Embed(ctx, []string{q})
@@ -73,6 +78,11 @@ func TestQuantisedScanMatchesFloat32(t *testing.T) {
 					t.Fatalf("query %q: no candidates", q)
 				}
 				sameCandidates(t, fmt.Sprintf("query %d %q k %d", i, q, k), a, b)
+				c, err := serial.Candidates(ctx, v[0], q, f, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameCandidates(t, fmt.Sprintf("serial store, query %d %q k %d", i, q, k), c, b)
 			}
 		}
 	}
