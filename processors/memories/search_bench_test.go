@@ -104,19 +104,22 @@ func (e *queryEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 
 // BenchmarkMemorySearch: memory_search latency (Index.Search: USE lite
 // query embedding, candidates by vector and BM25, ranking) at 10,000 and
-// 100,000 memories on the embedded store, today's code ("now": the
-// quantised scan, the streaming dense path for a query) side by side with
-// the code before issue 11 item 2 ("before": the float32 scan of
-// search.NewMemStoreFloat32, embedder.USELite with BlockedDense) under
-// the same index and ranking, on the same distinct queries, alternating
-// which goes first on each query so that both see the same load; with
-// the query embedding alone and candidate retrieval alone (the store's
-// share) for each. "now" searches through the Index's query cache, which
-// misses on these distinct queries; now_repeat is the same search again
-// right after (a hit: an agent repeating its query); "before" has no
-// cache. Metrics are p50 and p99 in ms. 100k is skipped with
-// CHRONICLE_BENCH_SEARCH_10K_ONLY=1. The legacy store of before issue 11
-// (searchtest.LegacyMemStore, 10–20× slower) is left out.
+// 100,000 memories on the embedded store, today's code ("now": the query
+// embedding's matrix products and the int8 scan split across idle cores
+// while that pays, the bound-first filter tests) side by side with the
+// code before that ("before": embedder.USELite with Serial and
+// search.NewMemStoreSerial, which give the same vectors and candidates,
+// bit for bit) under the same index and ranking, on the same distinct
+// queries, alternating which goes first on each query so that both see
+// the same load; with the query embedding alone and candidate retrieval
+// alone (the store's share) for each. Both search through the Index's
+// query cache, which misses on these distinct queries; now_repeat is the
+// same search again right after (a hit: an agent repeating its query).
+// Metrics are p50 and p99 in ms. 100k is skipped with
+// CHRONICLE_BENCH_SEARCH_10K_ONLY=1. Older baselines are left out: the
+// float32 scan and the k-blocked embedding of before issue 11 item 2
+// (search.NewMemStoreFloat32, USELite.BlockedDense) and the legacy store
+// of before issue 11 (searchtest.LegacyMemStore, 10–20× slower).
 func BenchmarkMemorySearch(b *testing.B) {
 	use, err := embedder.NewUSELite()
 	if err != nil {
@@ -153,7 +156,6 @@ func BenchmarkMemorySearch(b *testing.B) {
 				}
 				sd.emb.queries = true
 			}
-			sides[0].ix.SetQueryCache(0)
 			r := rand.New(rand.NewPCG(1, 2))
 			zero := 0.0
 			b.ResetTimer()

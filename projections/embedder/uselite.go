@@ -170,7 +170,10 @@ func (u *USELite) Dim() int { return USELiteDim }
 // Embed returns one unit-length 512-d vector per text, in order. Texts are
 // embedded in batches of a few hundred tokens on up to GOMAXPROCS
 // goroutines; a vector never depends on the other texts of the call (it is
-// bit-identical alone or batched). Only the first 128 tokens of a text
+// bit-identical alone or batched). A single text of up to 64 tokens (a
+// query) has its matrix products split by output columns across idle
+// cores while that is faster (see split and splitPolicy; Serial and
+// Workers 1 turn it off), with bit-identical vectors. Only the first 128 tokens of a text
 // count; the empty text gets the model's vector for no tokens. Embed stops
 // early and returns ctx's error when ctx is done.
 func (u *USELite) Embed(ctx context.Context, texts []string) ([][]float32, error) {
