@@ -9,9 +9,10 @@ import (
 
 // Splitting one query's work across cores (issue 11, item 2). A query's
 // embedding is bound by streaming USE lite's weights from memory on one
-// core; its matrix products divide into chunks of output columns whose
-// values never depend on which goroutine computes them (no sum is ever
-// split, so every value is bit-identical to the serial path's).
+// core, and its int8 scan by streaming the codes; both divide into chunks
+// (output columns of a matrix product, ranges of documents of a scan)
+// whose values never depend on which goroutine computes them: no sum is
+// ever split, so every value is bit-identical to the serial path's.
 //
 // split runs the chunks of one call on the calling goroutine and, when one
 // is idle, on a small fixed set of helper goroutines: the caller publishes
@@ -19,12 +20,13 @@ import (
 // helper joins and claims chunks from the same counter. A helper computes
 // a chunk into a private buffer, which the caller copies into the output,
 // so that the caller never depends on a helper to finish: when a helper
-// has not finished its chunk within about one chunk's time after the
-// caller ran out of chunks to claim (a helper descheduled by the OS on a
-// loaded machine, or slow to wake), the caller takes the chunk over and
-// computes it itself, and the helper's late result is dropped. A search
-// thus waits at most about one chunk (tens of µs) longer than on the
-// serial path, whatever the helpers do.
+// has not finished its chunk within 1.5× the caller's own time per chunk
+// (at least minPatience) after the caller ran out of chunks to claim (a
+// helper descheduled by the OS on a loaded machine, or slow to wake), the
+// caller takes the chunk over and computes it itself, and the helper's
+// late result is dropped. Per call the caller thus waits at most about
+// 1.5 chunk-times more than on the serial path (a chunk is 16–96 µs of
+// work in the embedding), whatever the helpers do.
 //
 // A helper that finishes a call spins for splitSpin, yielding its P on
 // every round, before it parks: the matrix products of one query follow
@@ -32,9 +34,10 @@ import (
 // tens of microseconds, a large part of one product (~50–250 µs).
 
 // splitSpin is how long an idle helper polls for the next call before it
-// parks. Measured against the gaps between one query's matrix products
-// (a few µs of layer norm and attention between them), with room for a
-// descheduled caller.
+// parks: longer than the gaps between one query's matrix products (a few
+// µs of layer norm and attention), short enough that an idle process
+// does not keep a core busy (chosen, not tuned: the machine was never
+// idle enough to tune it).
 const splitSpin = 100 * time.Microsecond
 
 // maxHelpers caps the helper goroutines (GOMAXPROCS−1 up to this).
