@@ -25,7 +25,7 @@ import (
 // helper descheduled by the OS on a loaded machine, or slow to wake), the
 // caller takes the chunk over and computes it itself, and the helper's
 // late result is dropped. Per call the caller thus waits at most about
-// 1.5 chunk-times more than on the serial path (a chunk is 16–96 µs of
+// 1.5 chunk-times more than on the serial path (a chunk is ~6–36 µs of
 // work in the embedding), whatever the helpers do.
 //
 // A helper that finishes a call spins for splitSpin, yielding its P on
