@@ -252,17 +252,21 @@ func split(w *splitWork) (late bool) {
 // threads, and the helper's work takes from the caller's share). So the
 // policy keeps a moving average of the duration of each kind of call and
 // takes the faster one, trying the other on every exploreEvery-th call
-// so that it follows the load. The choice changes speed only: the
-// vectors are bit-identical either way.
+// (every exploreRarely-th while it is more than 25% slower, so that the
+// tries cost the tail little) so that it follows the load. The choice
+// changes speed only: the vectors are bit-identical either way.
 type splitPolicy struct {
 	mu    sync.Mutex
 	cost  [2]float64 // moving average of a call's ns: [serial, split]; 0 = not measured
 	calls uint64
 }
 
-// exploreEvery is how often the policy tries the kind of call it
-// currently takes to be slower.
-const exploreEvery = 8
+// exploreEvery and exploreRarely are how often the policy tries the kind
+// of call it currently takes to be slower: up to 25% slower, and more.
+const (
+	exploreEvery  = 8
+	exploreRarely = 32
+)
 
 // choose reports whether the next call should split.
 func (p *splitPolicy) choose() bool {
@@ -276,7 +280,11 @@ func (p *splitPolicy) choose() bool {
 		return false
 	}
 	best := p.cost[1] <= p.cost[0]
-	if p.calls%exploreEvery == 0 {
+	every := uint64(exploreEvery)
+	if max(p.cost[0], p.cost[1]) > 1.25*min(p.cost[0], p.cost[1]) {
+		every = exploreRarely
+	}
+	if p.calls%every == 0 {
 		return !best
 	}
 	return best

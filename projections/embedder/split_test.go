@@ -160,7 +160,8 @@ func TestSplitChunksOnce(t *testing.T) {
 }
 
 // splitPolicy takes the faster kind of call and tries the other on every
-// exploreEvery-th call.
+// exploreEvery-th call, or every exploreRarely-th while that one is more
+// than 25% slower.
 func TestSplitPolicy(t *testing.T) {
 	var p splitPolicy
 	if !p.choose() {
@@ -171,32 +172,36 @@ func TestSplitPolicy(t *testing.T) {
 		t.Fatal("second call: want serial (not measured yet)")
 	}
 	p.record(false, time.Millisecond)
-	splits := 0
-	for range 4 * exploreEvery {
-		if p.choose() {
-			splits++
+	count := func(calls int) (splits int) {
+		for range calls {
+			if p.choose() {
+				splits++
+			}
 		}
+		return splits
 	}
-	if splits != 4 {
-		t.Fatalf("serial faster: %d of %d calls split, want 4 (one in %d)", splits, 4*exploreEvery, exploreEvery)
+	if n := count(4 * exploreRarely); n != 4 {
+		t.Fatalf("serial 3× faster: %d of %d calls split, want 4 (one in %d)", n, 4*exploreRarely, exploreRarely)
 	}
 	// The load drops: split calls become faster and the policy follows.
-	for range 8 {
+	for range 16 {
 		p.record(true, 500*time.Microsecond)
 	}
-	splits = 0
-	for range 4 * exploreEvery {
-		if p.choose() {
-			splits++
-		}
+	if n := count(4 * exploreRarely); n != 4*exploreRarely-4 {
+		t.Fatalf("split 2× faster: %d of %d calls split, want %d", n, 4*exploreRarely, 4*exploreRarely-4)
 	}
-	if splits != 4*exploreEvery-4 {
-		t.Fatalf("split faster: %d of %d calls split, want %d", splits, 4*exploreEvery, 4*exploreEvery-4)
+	// Close: the slower kind is tried more often.
+	for range 16 {
+		p.record(false, 550*time.Microsecond)
+	}
+	if n := count(4 * exploreEvery); n != 4*exploreEvery-4 {
+		t.Fatalf("split 10%% faster: %d of %d calls split, want %d", n, 4*exploreEvery, 4*exploreEvery-4)
 	}
 	// One descheduled call counts at most 3× the average.
+	before := p.cost[1]
 	p.record(true, time.Second)
-	if p.cost[1] > 3*float64(time.Millisecond) {
-		t.Fatalf("one 1 s call moved the split average to %v", time.Duration(p.cost[1]))
+	if p.cost[1] > 1.5*before {
+		t.Fatalf("one 1 s call moved the split average from %v to %v", time.Duration(before), time.Duration(p.cost[1]))
 	}
 }
 
@@ -259,7 +264,7 @@ func TestScanSplitMatchesSerial(t *testing.T) {
 	// ScanSplit, whichever way splitPolicy goes, is Approx then Exact.
 	q := vec()
 	a, s := make([]float64, n), make([]float64, n)
-	for range 3 * exploreEvery {
+	for range 3 * exploreRarely {
 		got, ex := qp.ScanSplit(q, a, s, func() []int32 { return idx[:300] }, nil)
 		want := make([]float32, len(got))
 		qp.Exact(q, got, want)
