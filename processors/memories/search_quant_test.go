@@ -164,3 +164,53 @@ func TestSearchQueryCache(t *testing.T) {
 		}
 	}
 }
+
+// queryCounting is countingHash with a query path (embedder.QueryEmbedder)
+// that counts the queries it embeds.
+type queryCounting struct {
+	countingHash
+	queries int
+}
+
+func (e *queryCounting) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	e.queries++
+	v, err := hashEmbedder{}.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
+// A search embeds its query with the embedder's query path when it has
+// one (USE lite's splits across idle cores even with Workers 1), through
+// the cache and without it; documents still go through Embed.
+func TestSearchUsesQueryPath(t *testing.T) {
+	st := bankOf(t, 50)
+	defer st.Close()
+	ctx := context.Background()
+	emb := &queryCounting{}
+	ix := search.NewIndex(st, emb, nil, memories.SearchSource())
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if emb.texts != 50 || emb.queries != 0 {
+		t.Fatalf("sync: %d texts through Embed and %d through EmbedQuery, want 50 and 0", emb.texts, emb.queries)
+	}
+	zero := 0.0
+	for _, cache := range []int{1024, 0} {
+		ix.SetQueryCache(cache)
+		before := emb.queries
+		for range 2 {
+			if _, err := ix.Search(ctx, search.Query{Text: "refund the cabin upgrade", Limit: 5, MinConfidence: &zero}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 2
+		if cache > 0 {
+			want = 1
+		}
+		if got := emb.queries - before; got != want || emb.texts != 50 {
+			t.Errorf("cache %d: two searches made %d EmbedQuery calls (want %d) and %d Embed texts (want 50)", cache, got, want, emb.texts)
+		}
+	}
+}

@@ -73,6 +73,7 @@ func TestSplitQueryBitIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	one := &USELite{lm: u.lm, Workers: 1}
 	helped := splitStats.helped.Load()
 	for _, q := range queryTexts(150) {
 		serial := embedWith(u.lm, q, pathStream)
@@ -82,13 +83,21 @@ func TestSplitQueryBitIdentical(t *testing.T) {
 		if got := embedWith(u.lm, q, pathBlocked); !sameBits(got, serial) {
 			t.Fatalf("%q: blocked vector differs from the serial one by %.3g", q, maxAbsDiff(got, serial))
 		}
-		// Through Embed (which splits or not as splitPolicy chooses).
+		// Through Embed and EmbedQuery (which split or not as
+		// splitPolicy chooses; EmbedQuery even with Workers 1).
 		v, err := u.Embed(t.Context(), []string{q})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !sameBits(v[0], serial) {
 			t.Fatalf("%q: Embed's vector differs from the serial one", q)
+		}
+		w, err := one.EmbedQuery(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBits(w, serial) {
+			t.Fatalf("%q: EmbedQuery's vector differs from the serial one", q)
 		}
 	}
 	if splitStats.helped.Load() == helped {

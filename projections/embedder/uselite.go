@@ -100,6 +100,29 @@ func (lm *liteModel) embedQuery(text string, out []float32) {
 	lm.split.record(split, time.Since(t0))
 }
 
+// EmbedQuery returns the vector of one text, as Embed does (bit for
+// bit), on the query path: its matrix products are split across idle
+// cores while that is faster (see split and splitPolicy), whatever
+// Workers says — a search's query is foreground work, and Workers 1 is
+// meant to keep the background vector projection to one core. Serial
+// and BlockedDense keep it on the calling goroutine. It returns ctx's
+// error when ctx is done.
+func (u *USELite) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]float32, USELiteDim)
+	switch {
+	case u.BlockedDense:
+		u.lm.embedTexts([]string{text}, [][]float32{out}, pathBlocked)
+	case u.Serial || runtime.GOMAXPROCS(0) < 2:
+		u.lm.embedTexts([]string{text}, [][]float32{out}, pathStream)
+	default:
+		u.lm.embedQuery(text, out)
+	}
+	return out, nil
+}
+
 // batchRows caps the token rows (≤ 128 per text) of one forward pass: big
 // enough for the dense layers to reuse each weight panel many times (short
 // texts run ~2× faster batched), small enough to keep the activations
