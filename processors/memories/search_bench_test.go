@@ -102,28 +102,47 @@ func (e *queryEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	return hashEmbedder{}.Embed(ctx, texts)
 }
 
+// EmbedQuery is the query path of USE lite (embedder.QueryEmbedder), as
+// the Index takes it for a search.
+func (e *queryEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if e.queries {
+		return embedder.EmbedQuery(ctx, e.use, text)
+	}
+	v, err := hashEmbedder{}.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
 // BenchmarkMemorySearch: memory_search latency (Index.Search: USE lite
 // query embedding, candidates by vector and BM25, ranking) at 10,000 and
-// 100,000 memories on the embedded store, today's code ("now": the
-// quantised scan, the streaming dense path for a query) side by side with
-// the code before issue 11 item 2 ("before": the float32 scan of
-// search.NewMemStoreFloat32, embedder.USELite with BlockedDense) under
-// the same index and ranking, on the same distinct queries, alternating
-// which goes first on each query so that both see the same load; with
-// the query embedding alone and candidate retrieval alone (the store's
-// share) for each. "now" searches through the Index's query cache, which
-// misses on these distinct queries; now_repeat is the same search again
-// right after (a hit: an agent repeating its query); "before" has no
-// cache. Metrics are p50 and p99 in ms. 100k is skipped with
-// CHRONICLE_BENCH_SEARCH_10K_ONLY=1. The legacy store of before issue 11
-// (searchtest.LegacyMemStore, 10–20× slower) is left out.
+// 100,000 memories on the embedded store, today's code ("now": the query
+// embedding's matrix products and the int8 scan split across idle cores
+// while that pays, the bound-first filter tests) side by side with the
+// code before that ("before": embedder.USELite with Serial and
+// search.NewMemStoreSerial, which give the same vectors and candidates,
+// bit for bit) under the same index and ranking, on the same distinct
+// queries, alternating which goes first on each query so that both see
+// the same load; with the query embedding alone and candidate retrieval
+// alone (the store's share) for each. Both search through the Index's
+// query cache, which misses on these distinct queries; now_repeat is the
+// same search again right after (a hit: an agent repeating its query).
+// USE lite has Workers 1, as the pipeline builds it, and the queries go
+// through its query path (embedder.EmbedQuery), as the Index's do.
+// Metrics are p50 and p99 in ms. 100k is skipped with
+// CHRONICLE_BENCH_SEARCH_10K_ONLY=1. Older baselines are left out: the
+// float32 scan and the k-blocked embedding of before issue 11 item 2
+// (search.NewMemStoreFloat32, USELite.BlockedDense) and the legacy store
+// of before issue 11 (searchtest.LegacyMemStore, 10–20× slower).
 func BenchmarkMemorySearch(b *testing.B) {
 	use, err := embedder.NewUSELite()
 	if err != nil {
 		b.Fatal(err)
 	}
-	blocked := *use
-	blocked.BlockedDense = true
+	use.Workers = 1 // as the pipeline builds it: batch work on one core, queries on EmbedQuery's path
+	serial := *use
+	serial.Serial = true
 	sizes := []int{10_000, 100_000}
 	if os.Getenv("CHRONICLE_BENCH_SEARCH_10K_ONLY") != "" {
 		sizes = sizes[:1]
@@ -142,7 +161,7 @@ func BenchmarkMemorySearch(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
 			sides := []*side{
-				{name: "before", use: &blocked, vs: search.NewMemStoreFloat32()},
+				{name: "before", use: &serial, vs: search.NewMemStoreSerial()},
 				{name: "now", use: use, vs: search.NewMemStore()},
 			}
 			for _, sd := range sides {
@@ -153,7 +172,6 @@ func BenchmarkMemorySearch(b *testing.B) {
 				}
 				sd.emb.queries = true
 			}
-			sides[0].ix.SetQueryCache(0)
 			r := rand.New(rand.NewPCG(1, 2))
 			zero := 0.0
 			b.ResetTimer()
@@ -177,13 +195,13 @@ func BenchmarkMemorySearch(b *testing.B) {
 				for k := range sides {
 					sd := sides[(i+k)%2]
 					t0 := time.Now()
-					v, err := sd.use.Embed(ctx, []string{q})
+					v, err := embedder.EmbedQuery(ctx, sd.use, q)
 					if err != nil {
 						b.Fatal(err)
 					}
 					sd.embed = append(sd.embed, time.Since(t0))
 					t0 = time.Now()
-					if _, err := sd.vs.Candidates(ctx, v[0], q, search.Filter{}, search.CandidatesPerQuery); err != nil {
+					if _, err := sd.vs.Candidates(ctx, v, q, search.Filter{}, search.CandidatesPerQuery); err != nil {
 						b.Fatal(err)
 					}
 					sd.cand = append(sd.cand, time.Since(t0))

@@ -34,7 +34,8 @@ func sameCandidates(t *testing.T, what string, a, b []search.Candidate) {
 // default store returns exactly the float32 scan's candidates — ids,
 // order, cosines bit for bit — for 100 distinct queries embedded with
 // USE lite, with k = 200 (a search's) and k = 5, with and without
-// filters; and so it does on 1,500 memories whose vectors are USE lite's
+// filters, and so does the store without the bound-first selections
+// (NewMemStoreSerial); and so it does on 1,500 memories whose vectors are USE lite's
 // own (clustered, unlike the random bank: many near-ties at the top).
 func TestQuantisedScanMatchesFloat32(t *testing.T) {
 	use, err := embedder.NewUSELite()
@@ -45,14 +46,18 @@ func TestQuantisedScanMatchesFloat32(t *testing.T) {
 	check := func(t *testing.T, emb embedder.Embedder, n, queries int) {
 		st := bankOf(t, n)
 		defer st.Close()
-		quant, exact := search.NewMemStore(), search.NewMemStoreFloat32()
-		for _, vs := range []search.VectorStore{quant, exact} {
+		quant, serial, exact := search.NewMemStore(), search.NewMemStoreSerial(), search.NewMemStoreFloat32()
+		for _, vs := range []search.VectorStore{quant, serial, exact} {
 			if err := search.NewIndex(st, emb, vs, memories.SearchSource()).Sync(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 		r := rand.New(rand.NewPCG(5, 6))
-		filters := []search.Filter{{}, {Outcome: events.OutcomeFailure, ScopeKind: "project"}, {MinConfidence: 0.5, ScopeKind: "team"}}
+		// Filters admitting all, a sixth, a third and two thirds of the
+		// bank: the bound-first selections end at kk = k or go deeper,
+		// and fall back to the loop over every document.
+		filters := []search.Filter{{}, {Outcome: events.OutcomeFailure, ScopeKind: "project"}, {MinConfidence: 0.5, ScopeKind: "team"},
+			{Readable: func(scope string) bool { return scope != "org:o" }}}
 		for i := 0; i < queries; i++ {
 			q := text(r, 2+r.IntN(6))
 			v, err := use.Embed(ctx, []string{q})
@@ -73,6 +78,11 @@ func TestQuantisedScanMatchesFloat32(t *testing.T) {
 					t.Fatalf("query %q: no candidates", q)
 				}
 				sameCandidates(t, fmt.Sprintf("query %d %q k %d", i, q, k), a, b)
+				c, err := serial.Candidates(ctx, v[0], q, f, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameCandidates(t, fmt.Sprintf("serial store, query %d %q k %d", i, q, k), c, b)
 			}
 		}
 	}
@@ -151,6 +161,56 @@ func TestSearchQueryCache(t *testing.T) {
 	for _, r := range []search.Result{b, c, d} {
 		if len(r.Memories) == 0 || fmt.Sprint(r.Memories) != fmt.Sprint(a.Memories) {
 			t.Fatalf("results differ: %v vs %v", r.Memories, a.Memories)
+		}
+	}
+}
+
+// queryCounting is countingHash with a query path (embedder.QueryEmbedder)
+// that counts the queries it embeds.
+type queryCounting struct {
+	countingHash
+	queries int
+}
+
+func (e *queryCounting) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	e.queries++
+	v, err := hashEmbedder{}.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
+// A search embeds its query with the embedder's query path when it has
+// one (USE lite's splits across idle cores even with Workers 1), through
+// the cache and without it; documents still go through Embed.
+func TestSearchUsesQueryPath(t *testing.T) {
+	st := bankOf(t, 50)
+	defer st.Close()
+	ctx := context.Background()
+	emb := &queryCounting{}
+	ix := search.NewIndex(st, emb, nil, memories.SearchSource())
+	if err := ix.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if emb.texts != 50 || emb.queries != 0 {
+		t.Fatalf("sync: %d texts through Embed and %d through EmbedQuery, want 50 and 0", emb.texts, emb.queries)
+	}
+	zero := 0.0
+	for _, cache := range []int{1024, 0} {
+		ix.SetQueryCache(cache)
+		before := emb.queries
+		for range 2 {
+			if _, err := ix.Search(ctx, search.Query{Text: "refund the cabin upgrade", Limit: 5, MinConfidence: &zero}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 2
+		if cache > 0 {
+			want = 1
+		}
+		if got := emb.queries - before; got != want || emb.texts != 50 {
+			t.Errorf("cache %d: two searches made %d EmbedQuery calls (want %d) and %d Embed texts (want 50)", cache, got, want, emb.texts)
 		}
 	}
 }

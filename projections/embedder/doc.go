@@ -38,7 +38,11 @@
 // 18.7 MB of float32 weights from memory, not by arithmetic: its dense
 // layers stream each weight panel whole, in memory order, with a software
 // prefetch (gemm4x16pf), while batches block over k to reuse panels from
-// L1; both give bit-identical vectors. Run the benchmarks with
+// L1; both give bit-identical vectors. A query's matrix products are
+// also split by output columns across idle cores (split.go: the caller
+// takes over any chunk a helper is late with, and a policy keeps
+// splitting only while it is faster than the serial path on the current
+// load), again bit-identical. Run the benchmarks with
 //
 //	go test -run '^$' -bench USELite ./projections/embedder/
 //
@@ -48,6 +52,7 @@
 // all of them; QuantPanels keeps int8 codes with a rigorous error bound
 // per dot product next to the float32 rows, so that a top-k scan reads a
 // quarter of the bytes and re-scores exactly only the vectors that can be
-// in the top k (bit-identical to Panels.Dots). QueryCache keeps the
+// in the top k (bit-identical to Panels.Dots); ScanSplit divides both
+// passes among idle cores the same way. QueryCache keeps the
 // vectors of recent query texts.
 package embedder

@@ -16,10 +16,33 @@ type Embedder interface {
 	Dim() int
 }
 
+// QueryEmbedder is an Embedder with a path for one search query: a
+// foreground, latency-bound call, which may use more cores than the
+// Embedder's batch work is allowed (USELite.Workers limits Embed only).
+// Its vector is Embed's for the same text, bit for bit.
+type QueryEmbedder interface {
+	Embedder
+	// EmbedQuery returns the L2-normalised vector of one text.
+	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+}
+
+// EmbedQuery embeds one search query with emb's EmbedQuery when it has
+// one, and with Embed otherwise.
+func EmbedQuery(ctx context.Context, emb Embedder, text string) ([]float32, error) {
+	if q, ok := emb.(QueryEmbedder); ok {
+		return q.EmbedQuery(ctx, text)
+	}
+	vs, err := emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return vs[0], nil
+}
+
 // Compile-time checks that both implementations satisfy Embedder.
 var (
-	_ Embedder = (*USELite)(nil)
-	_ Embedder = (*OpenAI)(nil)
+	_ QueryEmbedder = (*USELite)(nil)
+	_ Embedder      = (*OpenAI)(nil)
 )
 
 // normalize scales v to unit L2 norm in place. A zero vector is left as is;

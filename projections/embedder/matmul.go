@@ -63,16 +63,39 @@ const smallRows = 64
 // padRows rounds a row count up to the SIMD kernel's 4-row tile.
 func padRows(T int) int { return (T + 3) &^ 3 }
 
+// densePath selects how dense.apply runs the SIMD kernel; every path
+// gives bit-identical outputs.
+type densePath uint8
+
+const (
+	// pathStream streams each weight panel whole for up to smallRows
+	// rows and blocks over k above (the serial path of issue 11 item 2).
+	pathStream densePath = iota
+	// pathBlocked blocks over k whatever the rows (the only path before
+	// issue 11 item 2; the benchmarks' baseline).
+	pathBlocked
+	// pathSplit is pathStream with the streamed panels divided into
+	// chunks of splitPanels that idle cores help compute (see split).
+	pathSplit
+)
+
+// splitPanels is the number of 16-column weight panels per chunk of a
+// split product: 8 to 24 chunks for USE lite's layers (512 to 1536
+// outputs), each 64–384 KB of weights (~6–36 µs at the ~11 GB/s one
+// core streams), so that the caller never waits long for a chunk a helper
+// claimed.
+const splitPanels = 4
+
 // apply computes out[t] = x[t]·W + b for the T rows of x (width d.in) into
 // out (width d.out). With the SIMD kernel, x and out should have capacity
 // for padRows(T) rows (the scratch buffers do); otherwise padded copies are
-// made. blocked forces the k-blocked loop even for a few rows (the only
-// path before issue 11 item 2; the benchmarks' baseline): the result is
-// bit-identical either way.
-func (d *dense) apply(x []float32, T int, out []float32, blocked bool) {
+// made. path chooses the loop (densePath); the result is bit-identical
+// whichever it is. late (pathSplit only) reports that a helper may still
+// be reading x (see split): the caller must not write x's buffer again.
+func (d *dense) apply(x []float32, T int, out []float32, path densePath) (late bool) {
 	if d.wp == nil {
 		d.applyGo(x, T, out)
-		return
+		return false
 	}
 	in, n := d.in, d.out
 	rows := padRows(T)
@@ -80,9 +103,9 @@ func (d *dense) apply(x []float32, T int, out []float32, blocked bool) {
 		xp := make([]float32, rows*in)
 		copy(xp, x[:T*in])
 		op := make([]float32, rows*n)
-		d.apply(xp[:T*in], T, op[:T*n], blocked)
+		d.apply(xp[:T*in], T, op[:T*n], path) // xp is this call's own: late does not matter
 		copy(out[:T*n], op)
-		return
+		return false
 	}
 	xp := x[:rows*in]
 	clear(xp[T*in:])
@@ -90,7 +113,7 @@ func (d *dense) apply(x []float32, T int, out []float32, blocked bool) {
 	for t := 0; t < rows; t++ {
 		copy(op[t*n:(t+1)*n], d.b)
 	}
-	if rows <= smallRows && !blocked {
+	if rows <= smallRows && path != pathBlocked {
 		// A few rows (a query): the product is bound by streaming W from
 		// memory, so each panel is read whole, in memory order (the
 		// panels are contiguous: one sequential pass over W that the
@@ -99,13 +122,53 @@ func (d *dense) apply(x []float32, T int, out []float32, blocked bool) {
 		// over k as in the blocked loop below (the accumulators are
 		// float32 in memory between blocks there), so a row's result
 		// does not depend on the path.
-		for p := 0; p < n/panelWidth; p++ {
-			panel := d.wp[p*in*panelWidth : (p+1)*in*panelWidth]
-			for t := 0; t < rows; t += 4 {
-				gemm4x16pf(in, &xp[t*in], in, &panel[0], &op[t*n+p*panelWidth], n)
+		// Split, each chunk of panels is the same loop over its panels,
+		// writing its own output columns.
+		panels := n / panelWidth
+		stream := func(p0, p1 int) {
+			for p := p0; p < p1; p++ {
+				panel := d.wp[p*in*panelWidth : (p+1)*in*panelWidth]
+				for t := 0; t < rows; t += 4 {
+					gemm4x16pf(in, &xp[t*in], in, &panel[0], &op[t*n+p*panelWidth], n)
+				}
 			}
 		}
-		return
+		if path == pathSplit {
+			span := func(c int) (int, int) { return c * splitPanels, min(panels, (c+1)*splitPanels) }
+			return split(&splitWork{
+				chunks: (panels + splitPanels - 1) / splitPanels,
+				direct: func(c int) { stream(span(c)) },
+				// A helper's chunk: the same kernel calls on the chunk's
+				// columns, from the bias, into a rows × w buffer.
+				private: func(c int, buf []float32) []float32 {
+					p0, p1 := span(c)
+					w := (p1 - p0) * panelWidth
+					if cap(buf) < rows*w {
+						buf = make([]float32, rows*w)
+					}
+					buf = buf[:rows*w]
+					for t := 0; t < rows; t++ {
+						copy(buf[t*w:(t+1)*w], d.b[p0*panelWidth:p1*panelWidth])
+					}
+					for p := p0; p < p1; p++ {
+						panel := d.wp[p*in*panelWidth : (p+1)*in*panelWidth]
+						for t := 0; t < rows; t += 4 {
+							gemm4x16pf(in, &xp[t*in], in, &panel[0], &buf[t*w+(p-p0)*panelWidth], w)
+						}
+					}
+					return buf
+				},
+				commit: func(c int, buf []float32) {
+					p0, p1 := span(c)
+					w := (p1 - p0) * panelWidth
+					for t := 0; t < rows; t++ {
+						copy(op[t*n+p0*panelWidth:t*n+p1*panelWidth], buf[t*w:(t+1)*w])
+					}
+				},
+			})
+		}
+		stream(0, panels)
+		return false
 	}
 	// Blocked over k so that a 16-column slice of a panel (kBlock×16
 	// floats, 16 KB) stays in L1 while every row block streams past it,
@@ -119,6 +182,7 @@ func (d *dense) apply(x []float32, T int, out []float32, blocked bool) {
 			}
 		}
 	}
+	return false
 }
 
 // applyGo is the portable kernel: blocks of 4 rows × 2 output columns, so

@@ -154,8 +154,20 @@ type scratch struct {
 	x, h, qkv, att, y, f, u, scores, pooled, hidden []float32
 	// Packed operands of attentionSIMD.
 	qh, kt, sc, vp, oh []float32
-	// blocked forces the k-blocked path of dense.apply (USELite.BlockedDense).
-	blocked bool
+	// path is dense.apply's loop for this call (USELite.BlockedDense,
+	// the split of a single text).
+	path densePath
+}
+
+// dense computes out = (*x)·W + b for R rows with s.path. When a split
+// product leaves a late helper still reading *x (see split), *x moves to a
+// fresh copy, so that the buffer the helper reads is never written again.
+func (s *scratch) dense(d *dense, x *[]float32, R int, out []float32) {
+	if d.apply(*x, R, out, s.path) {
+		fresh := make([]float32, len(*x), cap(*x))
+		copy(fresh, *x)
+		*x = fresh
+	}
 }
 
 // grow returns buf resized to rows×width elements, with capacity for
@@ -228,7 +240,7 @@ func (m *model) embedBatch(seqs [][]int, outs [][]float32, s *scratch) {
 		}
 	}
 	s.hidden = grow(s.hidden, B, hiddenDim)
-	m.tanh.apply(s.pooled, B, s.hidden, s.blocked)
+	s.dense(&m.tanh, &s.pooled, B, s.hidden)
 	for i, out := range outs {
 		var ss float32
 		for j, v := range s.hidden[i*hiddenDim : (i+1)*hiddenDim] {
@@ -254,7 +266,7 @@ func (l *transformerLayer) forward(x []float32, R int, spans []span, s *scratch)
 	s.scores = grow(s.scores, 1, maxTokens)
 
 	l.lnAtt.apply(x, R, l.in, s.h)
-	l.qkv.apply(s.h, R, s.qkv, s.blocked)
+	s.dense(&l.qkv, &s.h, R, s.qkv)
 	for _, sp := range spans {
 		if l.simd {
 			l.attentionSIMD(sp, s)
@@ -266,9 +278,9 @@ func (l *transformerLayer) forward(x []float32, R int, spans []span, s *scratch)
 	// y = attention output + residual. Layer_0 projects its 256-wide
 	// input to 512 (x is s.x there, so s.y is free); Layer_1 adds its input
 	// (x is s.y).
-	l.attOut.apply(s.att, R, s.f, s.blocked)
+	s.dense(&l.attOut, &s.att, R, s.f)
 	if l.residual != nil {
-		l.residual.apply(x, R, s.y, s.blocked)
+		s.dense(l.residual, &s.x, R, s.y) // x is s.x in Layer_0
 	}
 	for i := range s.f {
 		s.y[i] = s.f[i] + s.y[i]
@@ -276,13 +288,13 @@ func (l *transformerLayer) forward(x []float32, R int, spans []span, s *scratch)
 
 	// Feed-forward block with its residual.
 	l.lnFFN.apply(s.y, R, hiddenDim, s.f)
-	l.ffn1.apply(s.f, R, s.u, s.blocked)
+	s.dense(&l.ffn1, &s.f, R, s.u)
 	for i, v := range s.u {
 		if v < 0 {
 			s.u[i] = 0
 		}
 	}
-	l.ffn2.apply(s.u, R, s.f, s.blocked)
+	s.dense(&l.ffn2, &s.u, R, s.f)
 	for i := range s.f {
 		s.y[i] = s.f[i] + s.y[i]
 	}

@@ -28,17 +28,17 @@ func NewQueryCache(emb Embedder, size int) (*QueryCache, error) {
 }
 
 // Embed returns the vector of text, from the cache or from the embedder
-// (then cached).
+// (EmbedQuery; then cached).
 func (c *QueryCache) Embed(ctx context.Context, text string) ([]float32, error) {
 	if v, ok := c.cache.Get(text); ok {
 		return v, nil
 	}
-	vs, err := c.emb.Embed(ctx, []string{text})
+	v, err := EmbedQuery(ctx, c.emb, text)
 	if err != nil {
 		return nil, err
 	}
-	c.cache.Add(text, vs[0])
-	return vs[0], nil
+	c.cache.Add(text, v)
+	return v, nil
 }
 
 // Len is the number of cached vectors.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 const (
@@ -22,6 +23,9 @@ type liteModel struct {
 	net   *model
 	pool  sync.Pool // of *scratch
 	vocab int
+	// split chooses between the split and the serial forward pass of a
+	// query (see splitPolicy).
+	split splitPolicy
 }
 
 // loadShared decodes the embedded weights once, on first use, for every
@@ -61,17 +65,62 @@ func newLiteModel(weights, vocab []byte, simd bool) (*liteModel, error) {
 	return lm, nil
 }
 
-// embedTexts tokenizes and embeds texts into outs (one batch); blocked
-// is USELite.BlockedDense.
-func (lm *liteModel) embedTexts(texts []string, outs [][]float32, blocked bool) {
+// embedTexts tokenizes and embeds texts into outs (one batch) with the
+// dense layers' path.
+func (lm *liteModel) embedTexts(texts []string, outs [][]float32, path densePath) {
 	seqs := make([][]int, len(texts))
 	for i, t := range texts {
 		seqs[i] = lm.tok.encode(t)
 	}
 	s := lm.pool.Get().(*scratch)
-	s.blocked = blocked
+	s.path = path
 	lm.net.embedBatch(seqs, outs, s)
 	lm.pool.Put(s)
+}
+
+// embedQuery embeds one text into out. A text of up to smallRows tokens
+// (a query) is bound by streaming the weights: its matrix products are
+// split by output columns across idle cores (split) while that pays
+// (splitPolicy); a longer one takes the serial path.
+func (lm *liteModel) embedQuery(text string, out []float32) {
+	seqs := [][]int{lm.tok.encode(text)}
+	s := lm.pool.Get().(*scratch)
+	defer lm.pool.Put(s)
+	s.path = pathStream
+	if padRows(min(len(seqs[0]), maxTokens)) > smallRows {
+		lm.net.embedBatch(seqs, [][]float32{out}, s)
+		return
+	}
+	split := lm.split.choose()
+	if split {
+		s.path = pathSplit
+	}
+	t0 := time.Now()
+	lm.net.embedBatch(seqs, [][]float32{out}, s)
+	lm.split.record(split, time.Since(t0))
+}
+
+// EmbedQuery returns the vector of one text, as Embed does (bit for
+// bit), on the query path: its matrix products are split across idle
+// cores while that is faster (see split and splitPolicy), whatever
+// Workers says — a search's query is foreground work, and Workers 1 is
+// meant to keep the background vector projection to one core. Serial
+// and BlockedDense keep it on the calling goroutine. It returns ctx's
+// error when ctx is done.
+func (u *USELite) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]float32, USELiteDim)
+	switch {
+	case u.BlockedDense:
+		u.lm.embedTexts([]string{text}, [][]float32{out}, pathBlocked)
+	case u.Serial || runtime.GOMAXPROCS(0) < 2:
+		u.lm.embedTexts([]string{text}, [][]float32{out}, pathStream)
+	default:
+		u.lm.embedQuery(text, out)
+	}
+	return out, nil
 }
 
 // batchRows caps the token rows (≤ 128 per text) of one forward pass: big
@@ -115,6 +164,12 @@ type USELite struct {
 	// baseline of BenchmarkUSELiteQuery and BenchmarkMemorySearch. The
 	// vectors are bit-identical either way.
 	BlockedDense bool
+	// Serial keeps the forward pass of a call with a single batch (a
+	// query) on the calling goroutine: the path before its matrix
+	// products were split across idle cores (issue 11 item 2), the
+	// baseline of BenchmarkMemorySearch and BenchmarkUSELiteQuery. The
+	// vectors are bit-identical either way.
+	Serial bool
 }
 
 // NewUSELite returns the offline USE lite embedder. The embedded weights are
@@ -138,7 +193,10 @@ func (u *USELite) Dim() int { return USELiteDim }
 // Embed returns one unit-length 512-d vector per text, in order. Texts are
 // embedded in batches of a few hundred tokens on up to GOMAXPROCS
 // goroutines; a vector never depends on the other texts of the call (it is
-// bit-identical alone or batched). Only the first 128 tokens of a text
+// bit-identical alone or batched). A single text of up to 64 tokens (a
+// query) has its matrix products split by output columns across idle
+// cores while that is faster (see split and splitPolicy; Serial and
+// Workers 1 turn it off), with bit-identical vectors. Only the first 128 tokens of a text
 // count; the empty text gets the model's vector for no tokens. Embed stops
 // early and returns ctx's error when ctx is done.
 func (u *USELite) Embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -154,16 +212,25 @@ func (u *USELite) Embed(ctx context.Context, texts []string) ([][]float32, error
 		out[i] = flat[i*USELiteDim : (i+1)*USELiteDim : (i+1)*USELiteDim]
 	}
 	parts := chunks(texts)
-	workers := min(runtime.GOMAXPROCS(0), len(parts))
+	cores := runtime.GOMAXPROCS(0)
 	if u.Workers > 0 {
-		workers = min(workers, u.Workers)
+		cores = min(cores, u.Workers)
 	}
+	path := pathStream
+	switch {
+	case u.BlockedDense:
+		path = pathBlocked
+	case len(texts) == 1 && cores > 1 && !u.Serial:
+		u.lm.embedQuery(texts[0], out[0])
+		return out, nil
+	}
+	workers := min(cores, len(parts))
 	if workers <= 1 {
 		for _, p := range parts {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]], u.BlockedDense)
+			u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]], path)
 		}
 		return out, nil
 	}
@@ -181,7 +248,7 @@ func (u *USELite) Embed(ctx context.Context, texts []string) ([][]float32, error
 					return
 				}
 				p := parts[i]
-				u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]], u.BlockedDense)
+				u.lm.embedTexts(texts[p[0]:p[1]], out[p[0]:p[1]], path)
 			}
 		}()
 	}

@@ -158,16 +158,14 @@ func (ix *Index) SetQueryCache(size int) {
 	}
 }
 
-// embedQuery returns the vector of a search text, through the cache.
+// embedQuery returns the vector of a search text, through the cache,
+// with the embedder's query path (embedder.EmbedQuery: USE lite splits a
+// query across idle cores even when its batch work is limited to one).
 func (ix *Index) embedQuery(ctx context.Context, text string) ([]float32, error) {
 	if ix.queries != nil {
 		return ix.queries.Embed(ctx, text)
 	}
-	vs, err := ix.emb.Embed(ctx, []string{text})
-	if err != nil {
-		return nil, err
-	}
-	return vs[0], nil
+	return embedder.EmbedQuery(ctx, ix.emb, text)
 }
 
 // Model is the embedding model of the vectors.

@@ -52,6 +52,9 @@ type MemStore struct {
 	// *embedder.Panels with float32. nil until the first vector.
 	vecs    vectorRows
 	float32 bool
+	// serial keeps Candidates as it was before its bound-first selection
+	// (NewMemStoreSerial).
+	serial bool
 	// lens and hasVec are list[i].n and list[i].hasVec by position, dense
 	// so that scans never follow a document pointer.
 	lens   []int32
@@ -94,6 +97,7 @@ type scanScratch struct {
 	touched       []int32
 	admitted      []uint8
 	seen          []int32
+	bounds        []float64 // lowerBounds' heap
 }
 
 // NewMemStore returns an empty store with the quantised scan.
@@ -108,6 +112,17 @@ func NewMemStore() *MemStore {
 func NewMemStoreFloat32() *MemStore {
 	s := NewMemStore()
 	s.float32 = true
+	return s
+}
+
+// NewMemStoreSerial returns an empty store with the quantised scan as it
+// was before the bound-first selection of issue 11 item 2 (Candidates
+// tests the filter of every document that might enter a top k, in
+// position order): the same candidates, the baseline of
+// BenchmarkMemorySearch.
+func NewMemStoreSerial() *MemStore {
+	s := NewMemStore()
+	s.serial = true
 	return s
 }
 
@@ -265,15 +280,17 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 		}
 		sc.seen = sc.seen[:0]
 	}()
-	admit := func(d *memDoc) bool {
-		a := admitted[d.pos]
+	// admit tests the document at position i (its memDoc is read only
+	// the first time: following the pointer is a cache miss).
+	admit := func(i int) bool {
+		a := admitted[i]
 		if a == 0 {
 			a = 2
-			if f.admits(&d.Doc) {
+			if f.admits(&s.list[i].Doc) {
 				a = 1
 			}
-			admitted[d.pos] = a
-			sc.seen = append(sc.seen, int32(d.pos))
+			admitted[i] = a
+			sc.seen = append(sc.seen, int32(i))
 		}
 		return a == 1
 	}
@@ -298,7 +315,7 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 			if len(byCos.h) == byCos.k && !worse(byCos.h[0], scored{d, float64(dot)}) {
 				continue
 			}
-			if admit(d) {
+			if admit(i) {
 				byCos.offer(d, float64(dot))
 			}
 		}
@@ -326,22 +343,26 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 		}
 	}
 	byBM := &topK{k: k}
+	if s.serial || !s.bm25BoundFirst(bm, sc, admit, byBM) {
+		for _, i := range sc.touched {
+			score := bm[i]
+			if score <= 0 || k <= 0 {
+				continue
+			}
+			if len(byBM.h) == byBM.k && score < byBM.h[0].score {
+				continue
+			}
+			d := s.list[i]
+			if len(byBM.h) == byBM.k && (score < byBM.h[0].score || !worse(byBM.h[0], scored{d, score})) {
+				continue
+			}
+			if admit(int(i)) {
+				byBM.offer(d, score)
+			}
+		}
+	}
 	for _, i := range sc.touched {
-		score := bm[i]
 		bm[i] = 0
-		if score <= 0 || k <= 0 {
-			continue
-		}
-		if len(byBM.h) == byBM.k && score < byBM.h[0].score {
-			continue
-		}
-		d := s.list[i]
-		if len(byBM.h) == byBM.k && (score < byBM.h[0].score || !worse(byBM.h[0], scored{d, score})) {
-			continue
-		}
-		if admit(d) {
-			byBM.offer(d, score)
-		}
 	}
 	keep := make(map[*memDoc]int, len(byCos.h)+len(byBM.h))
 	out := make([]Candidate, 0, len(byCos.h)+len(byBM.h)) // never grown: a Candidate is large
@@ -373,45 +394,182 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 // those whose upper bound reaches the final minimum L. A document of the
 // exact top k is never dropped: if its upper bound were below L, k
 // admitted documents would have exact cosines ≥ L above its own.
-func (s *MemStore) quantisedTop(qp *embedder.QuantPanels, v []float32, n int, sc *scanScratch, admit func(*memDoc) bool, byCos *topK) {
+//
+// Bound-first (issue 11 item 2, unless NewMemStoreSerial): testing the
+// filter follows a document's pointer, a cache miss, and pass 1 tests
+// every document whose upper bound beats the running minimum (≈1,000 of
+// 10k random vectors for k = 200). So the k-th best lower bound L0 of all
+// documents with a vector comes first, from the dense arrays alone, and
+// only the documents whose upper bound reaches L0 are tested (≈430). If k
+// of them are admitted with lower bounds ≥ L0, then L = L0 (L ≤ L0 as the
+// admitted are a subset; L ≥ L0 as k admitted reach it) and the admitted
+// ones are exactly pass 2's set; otherwise (a filter that rejects some of
+// the best) the two passes run as above, with the filter's answers kept.
+func (s *MemStore) quantisedTop(qp *embedder.QuantPanels, v []float32, n int, sc *scanScratch, admit func(int) bool, byCos *topK) {
 	if cap(sc.approx) < n {
 		sc.approx, sc.slack = make([]float64, n), make([]float64, n)
 	}
 	approx, slack := sc.approx[:n], sc.slack[:n]
-	qp.Approx(v, approx, slack)
 	hasVec := s.hasVec[:n]
-	lb := lowerBounds{k: byCos.k, h: make([]float64, 0, byCos.k)}
-	cand := sc.cand[:0]
-	for i, a := range approx {
-		if !hasVec[i] || (lb.full() && a+slack[i] < lb.h[0]) {
-			continue
+	if cap(sc.bounds) < byCos.k {
+		sc.bounds = make([]float64, 0, byCos.k)
+	}
+	// pick selects the documents to re-score from the estimates.
+	pick := func() []int32 {
+		keep, ok := []int32(nil), false
+		if !s.serial {
+			keep, ok = s.boundFirst(approx, slack, sc, admit, byCos.k)
 		}
-		if admit(s.list[i]) {
-			if lo := a - slack[i]; !math.IsNaN(lo) {
-				lb.offer(lo) // a non-finite vector (infinite slack) bounds nothing
+		if !ok {
+			lb := lowerBounds{k: byCos.k, h: sc.bounds[:0]}
+			cand := sc.cand[:0]
+			for i, a := range approx {
+				if !hasVec[i] || (lb.full() && a+slack[i] < lb.h[0]) {
+					continue
+				}
+				if admit(i) {
+					if lo := a - slack[i]; !math.IsNaN(lo) {
+						lb.offer(lo) // a non-finite vector (infinite slack) bounds nothing
+					}
+					cand = append(cand, int32(i))
+				}
 			}
-			cand = append(cand, int32(i))
+			L := math.Inf(-1)
+			if lb.full() {
+				L = lb.h[0]
+			}
+			keep = cand[:0]
+			for _, i := range cand {
+				if approx[i]+slack[i] >= L {
+					keep = append(keep, i)
+				}
+			}
 		}
+		sc.cand = keep
+		return keep
 	}
-	L := math.Inf(-1)
-	if lb.full() {
-		L = lb.h[0]
-	}
-	keep := cand[:0]
-	for _, i := range cand {
-		if approx[i]+slack[i] >= L {
-			keep = append(keep, i)
+	var keep []int32
+	var exact []float32
+	if s.serial {
+		qp.Approx(v, approx, slack)
+		keep = pick()
+		if cap(sc.exact) < len(keep) {
+			sc.exact = make([]float32, len(keep))
 		}
+		exact = sc.exact[:len(keep)]
+		qp.Exact(v, keep, exact)
+	} else {
+		// The same arithmetic, split across idle cores while that pays.
+		keep, exact = qp.ScanSplit(v, approx, slack, pick, sc.exact)
+		sc.exact = exact
 	}
-	sc.cand = keep
-	if cap(sc.exact) < len(keep) {
-		sc.exact = make([]float32, len(keep))
-	}
-	exact := sc.exact[:len(keep)]
-	qp.Exact(v, keep, exact)
 	for j, i := range keep {
 		byCos.offer(s.list[i], float64(exact[j]))
 	}
+}
+
+// boundFirst is quantisedTop's bound-first selection. For kk = k, 4k,
+// 16k: L0 is the kk-th best lower bound of all documents with a vector
+// (dense arrays only), and only the documents whose upper bound reaches
+// L0 are tested. Once k of them are admitted with lower bounds ≥ L0, the
+// k-th best lower bound of the admitted, L, is among them (an admitted
+// document with a lower bound ≥ L ≥ L0 has an upper bound ≥ L0), and
+// the admitted ones with an upper bound ≥ L are exactly pass 2's set,
+// returned in position order (ok). A filter that admits most documents
+// ends at kk = k, one that admits a quarter at 4k; otherwise ok is false
+// and the filter's answers so far stay cached in admit.
+func (s *MemStore) boundFirst(approx, slack []float64, sc *scanScratch, admit func(int) bool, k int) (keep []int32, ok bool) {
+	hasVec := s.hasVec[:len(approx)]
+	for kk := k; kk <= 16*k && kk < len(approx); kk *= 4 {
+		if cap(sc.bounds) < kk {
+			sc.bounds = make([]float64, 0, kk)
+		}
+		lb := lowerBounds{k: kk, h: sc.bounds[:0]}
+		for i, a := range approx {
+			if !hasVec[i] {
+				continue
+			}
+			if lo := a - slack[i]; !math.IsNaN(lo) && (!lb.full() || lo > lb.h[0]) {
+				lb.offer(lo)
+			}
+		}
+		if !lb.full() {
+			return nil, false
+		}
+		L0 := lb.h[0]
+		cand := sc.cand[:0]
+		strong := lowerBounds{k: k, h: sc.bounds[:0]} // L0's heap is no longer needed
+		for i, a := range approx {
+			if !hasVec[i] || !(a+slack[i] >= L0) {
+				continue
+			}
+			if admit(i) {
+				cand = append(cand, int32(i))
+				if lo := a - slack[i]; lo >= L0 {
+					strong.offer(lo)
+				}
+			}
+		}
+		sc.cand = cand
+		if !strong.full() {
+			continue
+		}
+		L := strong.h[0]
+		keep = cand[:0]
+		for _, i := range cand {
+			if approx[i]+slack[i] >= L {
+				keep = append(keep, i)
+			}
+		}
+		sc.cand = keep
+		return keep, true
+	}
+	return nil, false
+}
+
+// bm25BoundFirst offers to byBM the top k admitted documents by BM25
+// score, as the loop over every scored document in Candidates would,
+// testing the filter of fewer documents. For kk = k, 4k, 16k: T is the
+// kk-th best score of all scored documents; once k admitted documents
+// score ≥ T, every document of the admitted top k does (ties by id
+// included), so only the admitted ones scoring ≥ T are offered. It
+// reports false, having offered nothing, when no kk gets there (the
+// filter's answers so far stay cached in admit).
+func (s *MemStore) bm25BoundFirst(bm []float64, sc *scanScratch, admit func(int) bool, byBM *topK) bool {
+	k := byBM.k
+	if k <= 0 {
+		return false
+	}
+	for kk := k; kk <= 16*k && kk < len(sc.touched); kk *= 4 {
+		if cap(sc.bounds) < kk {
+			sc.bounds = make([]float64, 0, kk)
+		}
+		lb := lowerBounds{k: kk, h: sc.bounds[:0]}
+		for _, i := range sc.touched {
+			if x := bm[i]; x > 0 && (!lb.full() || x > lb.h[0]) {
+				lb.offer(x)
+			}
+		}
+		if !lb.full() {
+			return false
+		}
+		T := lb.h[0]
+		cand := sc.cand[:0]
+		for _, i := range sc.touched {
+			if bm[i] >= T && admit(int(i)) {
+				cand = append(cand, i)
+			}
+		}
+		sc.cand = cand
+		if len(cand) < k {
+			continue
+		}
+		for _, i := range cand {
+			byBM.offer(s.list[i], bm[i])
+		}
+		return true
+	}
+	return false
 }
 
 // lowerBounds keeps the k largest values offered in a min-heap.

@@ -23,6 +23,12 @@ func TestMemStoreFloat32(t *testing.T) {
 	searchtest.Run(t, func(*testing.T) search.VectorStore { return search.NewMemStoreFloat32() })
 }
 
+// TestMemStoreSerial runs the suite against the quantised store without
+// its bound-first selection (the baseline of BenchmarkMemorySearch).
+func TestMemStoreSerial(t *testing.T) {
+	searchtest.Run(t, func(*testing.T) search.VectorStore { return search.NewMemStoreSerial() })
+}
+
 // TestMemStores runs the suite against every collection of the embedded
 // MultiStore.
 func TestMemStores(t *testing.T) {
