@@ -83,6 +83,11 @@ type Index struct {
 
 	// ranking is SetRanking's; nil: DefaultRanking.
 	ranking *Ranking
+
+	// sinceCommit is how long ago the processors last committed (nil:
+	// the store's SinceCommit); tests set it to hold the processors busy
+	// without depending on the scheduler.
+	sinceCommit func() time.Duration
 }
 
 // collection is one collection's source, store and sync state.
@@ -647,7 +652,11 @@ const IdleBeforeSync = 50 * time.Millisecond
 // after at most max, or when ctx ends.
 func (ix *Index) waitIdle(ctx context.Context, max time.Duration) {
 	deadline := time.Now().Add(max)
-	for ix.store.SinceCommit() < IdleBeforeSync && time.Now().Before(deadline) {
+	since := ix.sinceCommit
+	if since == nil {
+		since = ix.store.SinceCommit
+	}
+	for since() < IdleBeforeSync && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return
