@@ -23,3 +23,21 @@ func TestConformanceGRPC(t *testing.T) {
 		return newTestStore(t, srv, cfg)
 	})
 }
+
+// TestConformanceTwoPhase runs the suite on the two-phase path Index
+// takes (CandidateRefs, then Docs: searchtest.TwoPhase), over GraphQL and
+// over gRPC.
+func TestConformanceTwoPhase(t *testing.T) {
+	srv := sharedServer(t)
+	for _, grpc := range []bool{false, true} {
+		t.Run(map[bool]string{false: "graphql", true: "grpc"}[grpc], func(t *testing.T) {
+			searchtest.Run(t, func(t *testing.T) search.VectorStore {
+				cfg := testConfig(srv)
+				if grpc {
+					cfg.GRPCHost = srv.GRPCHost
+				}
+				return searchtest.TwoPhase(newTestStore(t, srv, cfg))
+			})
+		})
+	}
+}

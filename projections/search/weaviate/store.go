@@ -699,13 +699,17 @@ type scored struct {
 // search runs one pass (nearVector when vec is set, else bm25 on text)
 // with the whole filter in the query when it can be expressed there,
 // asking for k objects with their id and docProp only (no vectors), and
-// returns the best k admitted documents by score, ties by id. An object
-// Admits refuses means the query was not exact: the known scopes of ss
-// were stale (the refused scope is learned and the query asked again) or
-// the GraphQL filter could not express part of f (see where; the query
-// then starts at OverFetch × k and asks for OverFetch times as many while
-// fewer than k pass and the server had more, up to MaxFetch).
-func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []float32, text string, f search.Filter, k int) ([]scored, error) {
+// returns the best k admitted documents by score, ties by id. With refs
+// (CandidateRefs) and a filter the query holds whole (always over gRPC),
+// it asks for refProps instead of docProp, returns documents holding only
+// those, and checks in Go only what the server cannot know: the scope
+// against Filter.Readable. An object Admits refuses means the query was
+// not exact: the known scopes of ss were stale (the refused scope is
+// learned and the query asked again) or the GraphQL filter could not
+// express part of f (see where; the query then starts at OverFetch × k
+// and asks for OverFetch times as many while fewer than k pass and the
+// server had more, up to MaxFetch).
+func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []float32, text string, f search.Filter, k int, refs bool) ([]scored, error) {
 	limit := k
 	for round := 0; ; round++ {
 		var refused []string
@@ -714,10 +718,15 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 		}
 		var hits []hit
 		var err error
+		light := refs
+		props := []string{s.idProp, docProp}
 		if s.grpc != nil {
+			if light {
+				props = s.refProps()
+			}
 			limit = min(limit, s.cfg.MaxFetch)
 			err = s.retry(ctx, what, func(ctx context.Context) error {
-				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit)
+				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit, props)
 				return err
 			})
 		} else {
@@ -725,15 +734,29 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 			if !exact && round == 0 {
 				limit = k * s.cfg.OverFetch
 			}
+			light = light && exact
+			if light {
+				props = s.refProps()
+			}
 			limit = min(limit, s.cfg.MaxFetch)
-			hits, err = s.graphQL(ctx, what, vec, text, w, limit)
+			hits, err = s.graphQL(ctx, what, vec, text, w, limit, props)
 		}
 		if err != nil {
 			return nil, err
 		}
-		docs, err := s.docsOf(ctx, what, hits)
-		if err != nil {
+		var docs []*search.Doc
+		if light {
+			docs = make([]*search.Doc, len(hits))
+			for i := range hits {
+				docs[i] = &search.Doc{ID: hits[i].MemoryID + hits[i].PatternID + hits[i].ToolID, Scope: hits[i].Scope,
+					Evidence: int(hits[i].Evidence), UsageCount: int(hits[i].UsageCount)}
+			}
+		} else if docs, err = s.docsOf(ctx, what, hits); err != nil {
 			return nil, err
+		}
+		admits := f.Admits
+		if light {
+			admits = func(d *search.Doc) bool { return f.Readable == nil || f.Readable(d.Scope) }
 		}
 		res := make([]scored, 0, min(len(hits), k))
 		learned := false
@@ -742,7 +765,7 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 			if d == nil { // deleted since the query
 				continue
 			}
-			if !f.Admits(d) {
+			if !admits(d) {
 				if f.Readable != nil && !f.Readable(d.Scope) && ss.add(d.Scope) {
 					learned = true
 				}
@@ -774,18 +797,28 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 	}
 }
 
+// refProps are the properties CandidateRefs asks for: the id and what
+// the ranking reads besides the scores (search.DocStore).
+func (s *Store) refProps() []string { return []string{s.idProp, "scope", "evidence", "usage_count"} }
+
 // graphQL is one GraphQL Get pass with filter w, limited to limit, asking
-// for the id, docProp and the distance (nearVector) or score (bm25).
-func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text string, w *filters.WhereBuilder, limit int) ([]hit, error) {
+// for props and the distance (nearVector) or score (bm25); with neither
+// vec nor text, for the objects w admits.
+func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text string, w *filters.WhereBuilder, limit int, props []string) ([]hit, error) {
 	get := s.client.GraphQL().Get().WithClassName(s.class).WithWhere(w).WithLimit(limit)
-	add := graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}}
-	if vec != nil {
-		get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
-	} else {
-		get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(textProps...))
-		add.Fields = []graphql.Field{{Name: "score"}}
+	fields := make([]graphql.Field, 0, len(props)+1)
+	for _, p := range props {
+		fields = append(fields, graphql.Field{Name: p})
 	}
-	get = get.WithFields(graphql.Field{Name: s.idProp}, graphql.Field{Name: docProp}, add)
+	switch {
+	case vec != nil:
+		get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
+		fields = append(fields, graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}})
+	case text != "":
+		get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(textProps...))
+		fields = append(fields, graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "score"}}})
+	}
+	get = get.WithFields(fields...)
 	var out struct {
 		Get map[string][]hit `json:"Get"`
 	}
@@ -916,6 +949,58 @@ func bm25Query(text string) string {
 // text has no word), among those f admits, merged by id. k ≤ 0 returns
 // none.
 func (s *Store) Candidates(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	return s.candidates(ctx, v, text, f, k, false)
+}
+
+var _ search.DocStore = (*Store)(nil)
+
+// CandidateRefs implements search.DocStore: Candidates asking the server
+// for the id, scope, evidence and usage_count of each object instead of
+// the whole document (docProp), which is most of a reply's bytes and of
+// the server's time per object. Over GraphQL, a pass whose filter the
+// query cannot hold whole (see where) reads whole documents as Candidates
+// does.
+func (s *Store) CandidateRefs(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	return s.candidates(ctx, v, text, f, k, true)
+}
+
+// Docs implements search.DocStore: the documents with ids that f admits,
+// read in one query per cfg.MaxFetch ids (by the id property, ContainsAny;
+// over gRPC when Config.GRPCHost is set), each decoded from docProp (or
+// read property by property for an object written before docProp).
+func (s *Store) Docs(ctx context.Context, ids []string, f search.Filter) (map[string]search.Doc, error) {
+	out := make(map[string]search.Doc, len(ids))
+	for start := 0; start < len(ids); start += s.cfg.MaxFetch {
+		chunk := ids[start:min(start+s.cfg.MaxFetch, len(ids))]
+		var hits []hit
+		var err error
+		if s.grpc != nil {
+			err = s.retry(ctx, "read documents", func(ctx context.Context) error {
+				hits, err = s.grpc.search(ctx, s.class, s.idProp, nil, "", pbTexts(s.idProp, chunk), len(chunk), []string{s.idProp, docProp})
+				return err
+			})
+		} else {
+			w := filters.Where().WithPath([]string{s.idProp}).WithOperator(filters.ContainsAny).WithValueText(chunk...)
+			hits, err = s.graphQL(ctx, "read documents", nil, "", w, len(chunk), []string{s.idProp, docProp})
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs, err := s.docsOf(ctx, "read documents", hits)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			if d != nil && f.Admits(d) {
+				out[d.ID] = *d
+			}
+		}
+	}
+	return out, nil
+}
+
+// candidates is Candidates, or with refs CandidateRefs.
+func (s *Store) candidates(ctx context.Context, v []float32, text string, f search.Filter, k int, refs bool) ([]search.Candidate, error) {
 	if k <= 0 {
 		return nil, nil
 	}
@@ -931,11 +1016,11 @@ func (s *Store) Candidates(ctx context.Context, v []float32, text string, f sear
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			byVec, errVec = s.search(ctx, "nearVector", ss, v, "", f, k)
+			byVec, errVec = s.search(ctx, "nearVector", ss, v, "", f, k, refs)
 		}()
 	}
 	if q := bm25Query(text); q != "" {
-		byText, errText = s.search(ctx, "bm25", ss, nil, q, f, k)
+		byText, errText = s.search(ctx, "bm25", ss, nil, q, f, k, refs)
 	}
 	wg.Wait()
 	if err := errors.Join(errVec, errText); err != nil {
