@@ -425,8 +425,10 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession}
 	col := ix.col(q.Collection)
 	k := max(CandidatesPerQuery, 4*q.Limit)
+	rules := ix.rulesFor(q.Collection)
 	var cands []Candidate
 	ds, twoPhase := col.vs.(DocStore)
+	twoPhase = twoPhase && rules.Fusion != FusionAlpha // it reads evidence and usage
 	if twoPhase {
 		cands, err = ds.CandidateRefs(ctx, qv, q.Text, f, k)
 	} else {
@@ -435,7 +437,6 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}
-	rules := ix.rulesFor(q.Collection)
 	rs := rank(rules, cands)
 	res := Result{Memories: []Hit{}}
 	var kept []*rankedDoc

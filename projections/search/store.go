@@ -68,18 +68,20 @@ type VectorStore interface {
 // DocStore is a VectorStore that also answers a candidate query in two
 // phases, so that a search reads whole documents only for the candidates
 // it returns: the ranking (fusion, scope weight, ties) needs of each
-// candidate its scores, id, scope, evidence and usage count, and Index
-// reads the rest (text for duplicate collapsing and the hit) only for the
-// best few after ranking (Limit, and more only while near-duplicates are
-// collapsed). A store whose documents are costly to send (Weaviate: the
-// whole document is most of a reply's size) implements it; Index uses it
-// when present and Candidates otherwise. CandidateRefs followed by Docs
-// of every id must give what Candidates gives (searchtest checks it).
+// candidate only its scores, id and scope — but FusionAlpha, which also
+// reads evidence and usage — and Index reads the rest (text for duplicate
+// collapsing and the hit) only for the best few after ranking (2 × Limit,
+// and more only while near-duplicates are collapsed). A store for which
+// documents are costly to send (Weaviate: an object's properties are most
+// of what a candidate list costs the server) implements it; Index uses it
+// when present, except under FusionAlpha, and Candidates otherwise.
+// CandidateRefs followed by Docs of every id must give what Candidates
+// gives (searchtest.TwoPhase checks it).
 type DocStore interface {
 	VectorStore
 	// CandidateRefs is Candidates with each Candidate's Doc holding only
-	// ID, Scope, Evidence and UsageCount (the other fields zero); the
-	// candidates, their scores and order are those of Candidates.
+	// ID and Scope (the other fields zero); the candidates, their scores
+	// and order are those of Candidates.
 	CandidateRefs(ctx context.Context, v []float32, text string, f Filter, k int) ([]Candidate, error)
 	// Docs are the whole documents (no vector) with ids that f admits,
 	// by id: an id missing from the map was deleted, or changed so f no

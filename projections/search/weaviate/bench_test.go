@@ -114,6 +114,31 @@ func (l legacyStore) Candidates(ctx context.Context, v []float32, text string, f
 	return l.legacyCandidates(ctx, v, text, f, k)
 }
 
+// twoPhaseStore answers Candidates as Index reads a search.DocStore for a
+// search of search.DefaultLimit hits without near-duplicates:
+// CandidateRefs, then one Docs call for 2 × DefaultLimit of them (which
+// ones does not change the cost: the first in the merged order).
+type twoPhaseStore struct{ *Store }
+
+func (t twoPhaseStore) Candidates(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	cs, err := t.CandidateRefs(ctx, v, text, f, k)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, 2*search.DefaultLimit)
+	for _, c := range cs[:min(len(cs), 2*search.DefaultLimit)] {
+		ids = append(ids, c.ID)
+	}
+	docs, err := t.Docs(ctx, ids, f)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != len(ids) {
+		return nil, fmt.Errorf("Docs found %d of %d candidates", len(docs), len(ids))
+	}
+	return cs, nil
+}
+
 // loaded caches stores loaded for the benchmarks: key "MemStore/10000".
 var loaded struct {
 	mu     sync.Mutex
@@ -250,6 +275,8 @@ func BenchmarkCandidates(b *testing.B) {
 				b.Run("before/"+fc.name, func(b *testing.B) { runCandidates(b, legacyStore{gql}, fc.f, load) })
 				b.Run("graphql/"+fc.name, func(b *testing.B) { runCandidates(b, gql, fc.f, load) })
 				b.Run("grpc/"+fc.name, func(b *testing.B) { runCandidates(b, s, fc.f, load) })
+				b.Run("graphql-2phase/"+fc.name, func(b *testing.B) { runCandidates(b, twoPhaseStore{gql}, fc.f, load) })
+				b.Run("grpc-2phase/"+fc.name, func(b *testing.B) { runCandidates(b, twoPhaseStore{s.(*Store)}, fc.f, load) })
 			}
 		})
 	}

@@ -99,12 +99,12 @@ func vectorBytes(v []float32) []byte {
 
 // search is one gRPC pass: nearVector when vec is set, bm25 on text over
 // textProps when text is set, else the objects w admits; limited to
-// limit, asking for props (the id property and docProp, or refProps) and
-// the distance or the score (never the vector).
-func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []float32, text string, w *pb.Filters, limit int, props []string) ([]hit, error) {
+// limit, asking for props (none: no property at all), with uuid for the
+// object UUIDs, and for the distance or the score (never the vector).
+func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []float32, text string, w *pb.Filters, limit int, props []string, uuid bool) ([]hit, error) {
 	req := &pb.SearchRequest{Collection: class, Limit: uint32(limit), Filters: w, Uses_123Api: true, Uses_125Api: true, Uses_127Api: true,
 		Properties: &pb.PropertiesRequest{NonRefProperties: props},
-		Metadata:   &pb.MetadataRequest{Distance: vec != nil, Score: vec == nil && text != ""}}
+		Metadata:   &pb.MetadataRequest{Uuid: uuid, Distance: vec != nil, Score: vec == nil && text != ""}}
 	switch {
 	case vec != nil:
 		req.NearVector = &pb.NearVector{VectorBytes: vectorBytes(vec)}
@@ -132,9 +132,8 @@ func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []f
 		}
 		h.Doc = fields[docProp].GetTextValue()
 		h.Scope = fields["scope"].GetTextValue()
-		h.Evidence = pbNumber(fields["evidence"])
-		h.UsageCount = pbNumber(fields["usage_count"])
 		md := r.GetMetadata()
+		h.UUID = md.GetId()
 		if vec != nil && md.GetDistancePresent() {
 			d := float64(md.GetDistance())
 			h.Additional.Distance = &d
@@ -145,15 +144,4 @@ func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []f
 		}
 	}
 	return hits, nil
-}
-
-// pbNumber is an int or number property's value (0 when absent).
-func pbNumber(v *pb.Value) float64 {
-	if v == nil {
-		return 0
-	}
-	if _, ok := v.GetKind().(*pb.Value_IntValue); ok {
-		return float64(v.GetIntValue())
-	}
-	return v.GetNumberValue()
 }

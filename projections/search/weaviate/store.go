@@ -124,6 +124,9 @@ type Store struct {
 	// scopes are the scopes each collection (by class name) is known to
 	// hold; shared by the Stores Collection makes.
 	scopes map[string]*scopeSet
+	// refs are the id and scope of each object UUID of each collection
+	// (by class name), for CandidateRefs over gRPC; shared like scopes.
+	refs map[string]*refCache
 	// grpc runs the candidate queries when Config.GRPCHost is set (nil:
 	// GraphQL).
 	grpc *grpcSearcher
@@ -152,9 +155,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("weaviate: client: %w", err)
 	}
 	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
-		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}}
+		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}, refs: map[string]*refCache{}}
 	for _, c := range []string{s.memory, s.patterns, s.tools} {
 		s.scopes[c] = &scopeSet{known: map[string]bool{}}
+		s.refs[c] = &refCache{byUUID: map[string]ref{}}
 	}
 	s.serve(MemoryClass)
 	if cfg.GRPCHost != "" {
@@ -406,7 +410,10 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 		}
 		scopes := make([]string, len(batch))
 		for i, o := range batch {
-			scopes[i], _ = o.Properties.(map[string]any)["scope"].(string)
+			props := o.Properties.(map[string]any)
+			scopes[i], _ = props["scope"].(string)
+			id, _ := props[s.idProp].(string)
+			s.refs[s.class].put(string(o.ID), ref{id, scopes[i]})
 		}
 		s.scopes[s.class].add(scopes...)
 	}
@@ -486,6 +493,7 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 		if err != nil {
 			return err
 		}
+		s.refs[s.class].drop(uuids)
 		if resp != nil && resp.Results != nil && resp.Results.Failed > 0 {
 			return fmt.Errorf("weaviate: batch delete: %d of %d objects not deleted", resp.Results.Failed, resp.Results.Matches)
 		}
@@ -644,7 +652,9 @@ type hit struct {
 	Dim            float64  `json:"dim"`
 	// Doc is the docProp property: the whole document as JSON ("" for an
 	// object written before it existed, or not asked for).
-	Doc        string `json:"doc"`
+	Doc string `json:"doc"`
+	// UUID is the object's UUID (gRPC, when asked for).
+	UUID       string `json:"-"`
 	Additional struct {
 		Distance *float64   `json:"distance"`
 		Score    *jsonFloat `json:"score"`
@@ -722,13 +732,16 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 		props := []string{s.idProp, docProp}
 		if s.grpc != nil {
 			if light {
-				props = s.refProps()
+				props = []string{} // object UUIDs alone, resolved by the refCache
 			}
 			limit = min(limit, s.cfg.MaxFetch)
 			err = s.retry(ctx, what, func(ctx context.Context) error {
-				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit, props)
+				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit, props, light)
 				return err
 			})
+			if err == nil && light {
+				err = s.resolveRefs(ctx, hits)
+			}
 		} else {
 			w, exact := where(f, refused)
 			if !exact && round == 0 {
@@ -748,8 +761,9 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 		if light {
 			docs = make([]*search.Doc, len(hits))
 			for i := range hits {
-				docs[i] = &search.Doc{ID: hits[i].MemoryID + hits[i].PatternID + hits[i].ToolID, Scope: hits[i].Scope,
-					Evidence: int(hits[i].Evidence), UsageCount: int(hits[i].UsageCount)}
+				if id := hits[i].MemoryID + hits[i].PatternID + hits[i].ToolID; id != "" { // "": deleted since the query
+					docs[i] = &search.Doc{ID: id, Scope: hits[i].Scope}
+				}
 			}
 		} else if docs, err = s.docsOf(ctx, what, hits); err != nil {
 			return nil, err
@@ -797,9 +811,9 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 	}
 }
 
-// refProps are the properties CandidateRefs asks for: the id and what
-// the ranking reads besides the scores (search.DocStore).
-func (s *Store) refProps() []string { return []string{s.idProp, "scope", "evidence", "usage_count"} }
+// refProps are the properties CandidateRefs asks for over GraphQL: the
+// id and the scope (search.DocStore).
+func (s *Store) refProps() []string { return []string{s.idProp, "scope"} }
 
 // graphQL is one GraphQL Get pass with filter w, limited to limit, asking
 // for props and the distance (nearVector) or score (bm25); with neither
@@ -955,11 +969,11 @@ func (s *Store) Candidates(ctx context.Context, v []float32, text string, f sear
 var _ search.DocStore = (*Store)(nil)
 
 // CandidateRefs implements search.DocStore: Candidates asking the server
-// for the id, scope, evidence and usage_count of each object instead of
-// the whole document (docProp), which is most of a reply's bytes and of
-// the server's time per object. Over GraphQL, a pass whose filter the
-// query cannot hold whole (see where) reads whole documents as Candidates
-// does.
+// for no property over gRPC — the object UUIDs alone, whose ids and
+// scopes come from the refCache (refs.go) — and for the id and scope over
+// GraphQL, instead of the whole document (docProp). Over GraphQL, a pass
+// whose filter the query cannot hold whole (see where) reads whole
+// documents as Candidates does.
 func (s *Store) CandidateRefs(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
 	return s.candidates(ctx, v, text, f, k, true)
 }
@@ -976,7 +990,7 @@ func (s *Store) Docs(ctx context.Context, ids []string, f search.Filter) (map[st
 		var err error
 		if s.grpc != nil {
 			err = s.retry(ctx, "read documents", func(ctx context.Context) error {
-				hits, err = s.grpc.search(ctx, s.class, s.idProp, nil, "", pbTexts(s.idProp, chunk), len(chunk), []string{s.idProp, docProp})
+				hits, err = s.grpc.search(ctx, s.class, s.idProp, nil, "", pbTexts(s.idProp, chunk), len(chunk), []string{s.idProp, docProp}, false)
 				return err
 			})
 		} else {
@@ -991,7 +1005,11 @@ func (s *Store) Docs(ctx context.Context, ids []string, f search.Filter) (map[st
 			return nil, err
 		}
 		for _, d := range docs {
-			if d != nil && f.Admits(d) {
+			if d == nil {
+				continue
+			}
+			s.refs[s.class].put(ObjectID(d.ID), ref{d.ID, d.Scope})
+			if f.Admits(d) {
 				out[d.ID] = *d
 			}
 		}
