@@ -62,7 +62,9 @@ func TestIndexTwoPhaseSameResults(t *testing.T) {
 		}
 	}
 	src := search.Source{Collection: search.Memories, Projection: "memories", IDOfKey: func(string) string { return "" },
-		Docs: func(*projections.Store, []string) ([]search.Doc, []string, error) { return slices.Clone(docs), nil, nil }}
+		Docs: func(*projections.Store, []string) ([]search.Doc, []string, error) {
+			return slices.Clone(docs), nil, nil
+		}}
 	for _, useGRPC := range []bool{false, true} {
 		t.Run(fmt.Sprintf("grpc=%v", useGRPC), func(t *testing.T) {
 			cfg := testConfig(srv)
