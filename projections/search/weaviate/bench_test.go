@@ -220,11 +220,17 @@ const weaviateSettle = 10 * time.Second
 // with CHRONICLE_BENCH_WEAVIATE_100K=1 (loading takes minutes on 2 cores).
 // On Weaviate it runs, on one server and one loaded collection, the query
 // path before issue 11 (before: three GraphQL queries over-fetching 4 × k
-// objects) and Candidates over GraphQL (graphql) and over gRPC (grpc:
-// Config.GRPCHost set), in turn, each with the default filter (readable:
-// every scope but one) and a one-scope filter; -count runs each
-// sub-benchmark again on the same loaded collection.
-// Run: go test -run '^$' -bench 'Candidates/(MemStore|Weaviate)/10000$' -benchtime 300x -count 3 ./projections/search/weaviate/
+// objects), Candidates over GraphQL (graphql) and over gRPC (grpc:
+// Config.GRPCHost set), and the two-phase path Index takes since
+// (graphql-2phase, grpc-2phase: CandidateRefs, then Docs of 2 ×
+// search.DefaultLimit candidates, see twoPhaseStore), in turn, each with
+// the default filter (readable: every scope but one) and a one-scope
+// filter; -count runs each sub-benchmark again on the same loaded
+// collection (so its runs are consecutive: for runs interleaved across
+// paths, run the test binary three times with -count 1, as the README's
+// figures were). The grpc-2phase path's refCache is warm (the store
+// wrote the collection), as in a serving process after its first sync.
+// Run: go test -run '^$' -bench 'Candidates/Weaviate/10000/(graphql|grpc)' -benchtime 300x -count 3 ./projections/search/weaviate/
 func BenchmarkCandidates(b *testing.B) {
 	var drop []*Store
 	b.Cleanup(func() {

@@ -48,6 +48,16 @@
 // (approximate) and exact ties at the k-th place, Weaviate may keep a
 // different document than the MemStore.
 //
+// CandidateRefs and Docs (search.DocStore, what Index uses) split a
+// search in two: the same two passes with the same filter, but over gRPC
+// asking for no property at all — the server then sends object UUIDs
+// without loading the objects, which is most of a candidate list's cost —
+// their ids and scopes coming from a cache of this process's writes and
+// reads (refCache; unknown UUIDs are looked up in one query), and over
+// GraphQL asking for the id and scope; then Docs reads the whole
+// documents of the few candidates Index returns (2 × the limit first),
+// checking Filter.Admits on each.
+//
 // All vectors of the collection must have one dimension: a model change
 // to another dimension needs Drop (or another ClassPrefix) and a full
 // re-sync.
