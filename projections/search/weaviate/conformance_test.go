@@ -25,19 +25,15 @@ func TestConformanceGRPC(t *testing.T) {
 }
 
 // TestConformanceTwoPhase runs the suite on the two-phase path Index
-// takes (CandidateRefs, then Docs: searchtest.TwoPhase), over GraphQL and
-// over gRPC.
+// takes (CandidateRefs, then Docs: searchtest.TwoPhase) over gRPC, where
+// CandidateRefs asks for object UUIDs alone. Over GraphQL the two-phase
+// path is checked against the old query path by TestSameCandidatesAsBefore
+// and through Index by TestIndexTwoPhaseSameResults.
 func TestConformanceTwoPhase(t *testing.T) {
 	srv := sharedServer(t)
-	for _, grpc := range []bool{false, true} {
-		t.Run(map[bool]string{false: "graphql", true: "grpc"}[grpc], func(t *testing.T) {
-			searchtest.Run(t, func(t *testing.T) search.VectorStore {
-				cfg := testConfig(srv)
-				if grpc {
-					cfg.GRPCHost = srv.GRPCHost
-				}
-				return searchtest.TwoPhase(newTestStore(t, srv, cfg))
-			})
-		})
-	}
+	searchtest.Run(t, func(t *testing.T) search.VectorStore {
+		cfg := testConfig(srv)
+		cfg.GRPCHost = srv.GRPCHost
+		return searchtest.TwoPhase(newTestStore(t, srv, cfg))
+	})
 }
