@@ -24,8 +24,8 @@ type ref struct{ id, scope string }
 // id and scope (lookup); Delete removes entries. The hits of a search are
 // always read whole by Docs, which checks Filter.Admits on them, so even
 // a scope that did change under one id could never leak a document.
-// It holds one entry per object seen (the UUID, id and scope strings:
-// about 150 bytes for a memory), until the object is deleted.
+// It holds one entry per object seen (its UUID, id and scope strings)
+// until the object is deleted.
 type refCache struct {
 	mu     sync.RWMutex
 	byUUID map[string]ref
