@@ -17,8 +17,9 @@ type ref struct{ id, scope string }
 // queries").
 //
 // Both are fixed for a UUID: it is UUID v5 of the id (ObjectID), and a
-// document's scope is part of its id (events.EntityKey) or, for tools,
-// always search.ToolScope. The cache is filled by every Upsert and Docs of
+// document's id is made from its scope (a memory's is events.EntityKey,
+// a coordination pattern's a hash of scope and steps) or, for tools, the
+// scope is always search.ToolScope. The cache is filled by every Upsert and Docs of
 // this process and, for UUIDs it does not know (objects another process
 // wrote, or written before this process started), by one query for their
 // id and scope (lookup); Delete removes entries. The hits of a search are
