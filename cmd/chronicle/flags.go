@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -40,21 +41,42 @@ func (c *commonFlags) registerLLM(cmd *cobra.Command) {
 // shows in ps and /proc/<pid>/cmdline.
 func (c *commonFlags) registerSearch(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.weaviate, "weaviate", "", "host:port of a Weaviate server for memory search (e.g. 127.0.0.1:8081); empty: the embedded vector store")
-	cmd.Flags().StringVar(&c.weaviateGRPC, "weaviate-grpc", "", "host:port of the --weaviate server's gRPC port (its GRPC_PORT, 50051 by default): batch upserts and candidate queries over gRPC, faster than GraphQL (README, Weaviate candidate queries); empty: REST/GraphQL only")
+	cmd.Flags().StringVar(&c.weaviateGRPC, "weaviate-grpc", "auto", "host:port of the --weaviate server's gRPC port (its GRPC_PORT): batch upserts and candidate queries over gRPC, faster than GraphQL (README, Weaviate candidate queries); auto: the --weaviate host's port 50051 when a gRPC health check answers there at start, else REST/GraphQL; off: REST/GraphQL only")
 	cmd.Flags().StringVar(&c.weaviateKey, "weaviate-api-key-env", "WEAVIATE_API_KEY", "environment variable holding the --weaviate server's API key; unset or empty: anonymous access")
 }
 
+// Values of --weaviate-grpc besides host:port.
+const (
+	grpcAuto = "auto"
+	grpcOff  = "off"
+)
+
+// grpcProbeTimeout bounds the gRPC health check of --weaviate-grpc auto.
+const grpcProbeTimeout = 3 * time.Second
+
 // vectorStore connects --weaviate, or returns nil for the embedded store.
 func (c *commonFlags) vectorStore(ctx context.Context) (search.VectorStore, error) {
-	if c.weaviate == "" && c.weaviateGRPC != "" {
+	if c.weaviate == "" && c.weaviateGRPC != "" && c.weaviateGRPC != grpcAuto && c.weaviateGRPC != grpcOff {
 		return nil, fmt.Errorf("--weaviate-grpc %s: needs --weaviate", c.weaviateGRPC)
 	}
 	if c.weaviate == "" {
 		return nil, nil
 	}
-	cfg := weaviate.Config{Host: c.weaviate, GRPCHost: c.weaviateGRPC}
+	cfg := weaviate.Config{Host: c.weaviate}
 	if c.weaviateKey != "" {
 		cfg.APIKey = os.Getenv(c.weaviateKey)
+	}
+	switch c.weaviateGRPC {
+	case grpcOff, "":
+	case grpcAuto:
+		addr := weaviate.DefaultGRPCHost(c.weaviate)
+		if err := weaviate.ProbeGRPC(ctx, cfg, addr, grpcProbeTimeout); err != nil {
+			fmt.Fprintf(os.Stderr, "chronicle: --weaviate-grpc auto: no gRPC API at %s (%v): candidate queries over GraphQL, the slower path\n", addr, err)
+		} else {
+			cfg.GRPCHost = addr
+		}
+	default:
+		cfg.GRPCHost = c.weaviateGRPC
 	}
 	return weaviate.New(ctx, cfg)
 }

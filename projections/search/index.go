@@ -427,14 +427,26 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession}
 	col := ix.col(q.Collection)
-	cands, err := col.vs.Candidates(ctx, qv, q.Text, f, max(CandidatesPerQuery, 4*q.Limit))
+	k := max(CandidatesPerQuery, 4*q.Limit)
+	rules := ix.rulesFor(q.Collection)
+	var cands []Candidate
+	ds, twoPhase := col.vs.(DocStore)
+	twoPhase = twoPhase && rules.Fusion != FusionAlpha // it reads evidence and usage
+	if twoPhase {
+		cands, err = ds.CandidateRefs(ctx, qv, q.Text, f, k)
+	} else {
+		cands, err = col.vs.Candidates(ctx, qv, q.Text, f, k)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
 	}
-	rules := ix.rulesFor(q.Collection)
 	rs := rank(rules, cands)
 	res := Result{Memories: []Hit{}}
 	var kept []*rankedDoc
+	var read []docState // twoPhase: whether each of rs has its whole document
+	if twoPhase {
+		read = make([]docState, len(rs))
+	}
 	for i := range rs {
 		r := &rs[i]
 		if r.rel <= 0 {
@@ -442,6 +454,14 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		}
 		res.TotalFound++
 		if len(res.Memories) == q.Limit {
+			continue
+		}
+		if twoPhase && read[i] == docUnread {
+			if err := readDocs(ctx, ds, f, rs[i:], read[i:], 2*(q.Limit-len(res.Memories))); err != nil {
+				return Result{}, fmt.Errorf("search: candidates' documents: %w", err)
+			}
+		}
+		if twoPhase && read[i] == docGone {
 			continue
 		}
 		if j := duplicateOf(rules.DuplicateJaccard, r, kept); j >= 0 {
@@ -461,6 +481,43 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.TokensUsed += (len(m.Title) + len(m.Description) + len(m.Content) + 3) / 4
 	}
 	return res, nil
+}
+
+// docState says whether a DocStore candidate's document was read.
+type docState uint8
+
+const (
+	docUnread docState = iota // c.Doc holds only what CandidateRefs returns
+	docWhole                  // c.Doc is the whole document
+	docGone                   // deleted, or no longer admitted, since the query
+)
+
+// readDocs fills in the whole documents of up to n candidates of rs (a
+// DocStore's CandidateRefs, ranked; read their states) from the first
+// on, those with a positive relevance not read yet, in one Docs call. A
+// candidate whose document is gone is marked docGone. The scores stay
+// those of the query.
+func readDocs(ctx context.Context, ds DocStore, f Filter, rs []rankedDoc, read []docState, n int) error {
+	var ids []string
+	var at []int
+	for i := 0; i < len(rs) && len(ids) < max(n, 1) && rs[i].rel > 0; i++ {
+		if read[i] == docUnread {
+			ids, at = append(ids, rs[i].c.ID), append(at, i)
+		}
+	}
+	docs, err := ds.Docs(ctx, ids, f)
+	if err != nil {
+		return err
+	}
+	for _, i := range at {
+		d, ok := docs[rs[i].c.ID]
+		if !ok {
+			read[i] = docGone
+			continue
+		}
+		rs[i].c.Doc, read[i] = d, docWhole
+	}
+	return nil
 }
 
 // mergeSessions is a followed by the sessions of b it lacks, in b's order.

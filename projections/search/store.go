@@ -65,6 +65,30 @@ type VectorStore interface {
 	Len(ctx context.Context) (int, error)
 }
 
+// DocStore is a VectorStore that also answers a candidate query in two
+// phases, so that a search reads whole documents only for the candidates
+// it returns: the ranking (fusion, scope weight, ties) needs of each
+// candidate only its scores, id and scope — but FusionAlpha, which also
+// reads evidence and usage — and Index reads the rest (text for duplicate
+// collapsing and the hit) only for the best few after ranking (2 × Limit,
+// and more only while near-duplicates are collapsed). A store for which
+// documents are costly to send (Weaviate: an object's properties are most
+// of what a candidate list costs the server) implements it; Index uses it
+// when present, except under FusionAlpha, and Candidates otherwise.
+// CandidateRefs followed by Docs of every id must give what Candidates
+// gives (searchtest.TwoPhase checks it).
+type DocStore interface {
+	VectorStore
+	// CandidateRefs is Candidates with each Candidate's Doc holding only
+	// ID and Scope (the other fields zero); the candidates, their scores
+	// and order are those of Candidates.
+	CandidateRefs(ctx context.Context, v []float32, text string, f Filter, k int) ([]Candidate, error)
+	// Docs are the whole documents (no vector) with ids that f admits,
+	// by id: an id missing from the map was deleted, or changed so f no
+	// longer admits it, since the query that returned it.
+	Docs(ctx context.Context, ids []string, f Filter) (map[string]Doc, error)
+}
+
 // admits reports whether d passes f.
 func (f Filter) admits(d *Doc) bool {
 	if d.Pruned || d.Confidence < f.MinConfidence {

@@ -98,6 +98,45 @@ func Run(t *testing.T, newStore func(t *testing.T) search.VectorStore) {
 	t.Run("KLimits", func(t *testing.T) { testKLimits(t, newStore(t)) })
 }
 
+// TwoPhase is s answering Candidates as Index reads a search.DocStore:
+// CandidateRefs, then Docs of every candidate, each candidate's whole
+// document put in place of its ref (a candidate Docs no longer finds is
+// left out). Run on it checks the two-phase path against the suite's
+// expectations: the same candidates, scores, flags and documents as
+// Candidates. Its Candidates fails when a ref's ID or Scope (what the
+// ranking reads before Docs) differs from its document's.
+func TwoPhase(s search.DocStore) search.VectorStore { return twoPhase{s} }
+
+type twoPhase struct{ search.DocStore }
+
+func (p twoPhase) Candidates(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	refs, err := p.CandidateRefs(ctx, v, text, f, k)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(refs))
+	for i, c := range refs {
+		ids[i] = c.ID
+	}
+	docs, err := p.Docs(ctx, ids, f)
+	if err != nil {
+		return nil, err
+	}
+	var out []search.Candidate
+	for _, c := range refs {
+		d, ok := docs[c.ID]
+		if !ok {
+			continue
+		}
+		if d.ID != c.ID || d.Scope != c.Scope {
+			return nil, fmt.Errorf("ref %q in %q differs from its document's id or scope (%q, %q)", c.ID, c.Scope, d.ID, d.Scope)
+		}
+		c.Doc = d
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // RunMulti runs the suite against every collection of the MultiStores
 // newStore makes (each call a new, empty one), then checks that the
 // collections are independent: the same id in two collections is two

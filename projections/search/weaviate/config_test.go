@@ -276,3 +276,33 @@ func TestTransientRefusals(t *testing.T) {
 		t.Errorf("GraphQL field error: %v, retryable %v", err, retryable(err))
 	}
 }
+
+// ProbeGRPC answers nil for the test server's gRPC port and an error,
+// within its timeout, for a port where nothing listens (serve
+// --weaviate-grpc auto then stays on GraphQL).
+func TestProbeGRPC(t *testing.T) {
+	srv := sharedServer(t)
+	cfg := testConfig(srv)
+	if err := ProbeGRPC(ctxT(t), cfg, srv.GRPCHost, 10*time.Second); err != nil {
+		t.Fatalf("probe of the server's gRPC port: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	start := time.Now()
+	if err := ProbeGRPC(ctxT(t), cfg, closed, 500*time.Millisecond); err == nil {
+		t.Fatalf("probe of %s (nothing listening) succeeded", closed)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("probe of a closed port took %v, timeout 500ms", took)
+	}
+	if got := DefaultGRPCHost("weaviate:8080"); got != "weaviate:50051" {
+		t.Errorf("DefaultGRPCHost(weaviate:8080) = %s", got)
+	}
+	if got := DefaultGRPCHost("[::1]:8080"); got != "[::1]:50051" {
+		t.Errorf("DefaultGRPCHost([::1]:8080) = %s", got)
+	}
+}

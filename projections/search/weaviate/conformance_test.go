@@ -23,3 +23,17 @@ func TestConformanceGRPC(t *testing.T) {
 		return newTestStore(t, srv, cfg)
 	})
 }
+
+// TestConformanceTwoPhase runs the suite on the two-phase path Index
+// takes (CandidateRefs, then Docs: searchtest.TwoPhase) over gRPC, where
+// CandidateRefs asks for object UUIDs alone. Over GraphQL the two-phase
+// path is checked against the old query path by TestSameCandidatesAsBefore
+// and through Index by TestIndexTwoPhaseSameResults.
+func TestConformanceTwoPhase(t *testing.T) {
+	srv := sharedServer(t)
+	searchtest.Run(t, func(t *testing.T) search.VectorStore {
+		cfg := testConfig(srv)
+		cfg.GRPCHost = srv.GRPCHost
+		return searchtest.TwoPhase(newTestStore(t, srv, cfg))
+	})
+}

@@ -97,16 +97,18 @@ func vectorBytes(v []float32) []byte {
 	return b
 }
 
-// search is one gRPC pass: nearVector when vec is set, else bm25 on text
-// over textProps, limited to limit, asking for the id and docProp (and
-// the distance or the score; never the vector).
-func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []float32, text string, w *pb.Filters, limit int) ([]hit, error) {
+// search is one gRPC pass: nearVector when vec is set, bm25 on text over
+// textProps when text is set, else the objects w admits; limited to
+// limit, asking for props (none: no property at all), with uuid for the
+// object UUIDs, and for the distance or the score (never the vector).
+func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []float32, text string, w *pb.Filters, limit int, props []string, uuid bool) ([]hit, error) {
 	req := &pb.SearchRequest{Collection: class, Limit: uint32(limit), Filters: w, Uses_123Api: true, Uses_125Api: true, Uses_127Api: true,
-		Properties: &pb.PropertiesRequest{NonRefProperties: []string{idProp, docProp}},
-		Metadata:   &pb.MetadataRequest{Distance: vec != nil, Score: vec == nil}}
-	if vec != nil {
+		Properties: &pb.PropertiesRequest{NonRefProperties: props},
+		Metadata:   &pb.MetadataRequest{Uuid: uuid, Distance: vec != nil, Score: vec == nil && text != ""}}
+	switch {
+	case vec != nil:
 		req.NearVector = &pb.NearVector{VectorBytes: vectorBytes(vec)}
-	} else {
+	case text != "":
 		req.Bm25Search = &pb.BM25{Query: text, Properties: textProps}
 	}
 	if len(g.md) > 0 {
@@ -129,7 +131,9 @@ func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []f
 			h.MemoryID = id
 		}
 		h.Doc = fields[docProp].GetTextValue()
+		h.Scope = fields["scope"].GetTextValue()
 		md := r.GetMetadata()
+		h.UUID = md.GetId()
 		if vec != nil && md.GetDistancePresent() {
 			d := float64(md.GetDistance())
 			h.Additional.Distance = &d

@@ -13,6 +13,7 @@ import (
 	"github.com/weaviate/weaviate/entities/models"
 
 	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/chronicle-dev/chronicle/projections/search/searchtest"
 )
 
 // equalCandidates fails t unless got and want hold the same documents
@@ -41,7 +42,8 @@ func equalCandidates(t *testing.T, what string, got, want []search.Candidate) {
 // changed no result: on one collection of 600 random documents (bench
 // corpus), Candidates over GraphQL and over gRPC return exactly what the
 // query path before issue 11 (legacyCandidates: over-fetch, filter in Go,
-// fetch by id) returns, for every kind of filter Index makes.
+// fetch by id) returns, for every kind of filter Index makes; and so
+// does the two-phase path (CandidateRefs, then Docs: searchtest.TwoPhase).
 func TestSameCandidatesAsBefore(t *testing.T) {
 	srv := sharedServer(t)
 	cfg := testConfig(srv)
@@ -73,6 +75,13 @@ func TestSameCandidatesAsBefore(t *testing.T) {
 					t.Fatal(err)
 				}
 				equalCandidates(t, fmt.Sprintf("%s query %d (gRPC %v)", name, i, s.grpc != nil), got, want)
+				// two phases (the gRPC store's refCache starts cold: it
+				// wrote nothing)
+				got, err = searchtest.TwoPhase(s).Candidates(ctxT(t), q.v, q.text, f, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				equalCandidates(t, fmt.Sprintf("%s query %d two-phase (gRPC %v)", name, i, s.grpc != nil), got, want)
 			}
 		}
 	}
@@ -119,6 +128,12 @@ func TestUnknownScopeLearned(t *testing.T) {
 			if err := b.Upsert(ctxT(t), intruders); err != nil {
 				t.Fatal(err)
 			}
+			// The two-phase path first (it must learn the scope itself),
+			// with a's refCache cold for the intruders.
+			twoPhase, err := searchtest.TwoPhase(a).Candidates(ctxT(t), q.v, q.text, f, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
 			got, err := a.Candidates(ctxT(t), q.v, q.text, f, 10)
 			if err != nil {
 				t.Fatal(err)
@@ -128,6 +143,7 @@ func TestUnknownScopeLearned(t *testing.T) {
 				t.Fatal(err)
 			}
 			equalCandidates(t, "after another process wrote an unknown scope", got, want)
+			equalCandidates(t, "two-phase, after another process wrote an unknown scope", twoPhase, want)
 			if n := 0; true {
 				for _, c := range got {
 					if c.HasCosine {

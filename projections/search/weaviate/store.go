@@ -48,6 +48,16 @@
 // (approximate) and exact ties at the k-th place, Weaviate may keep a
 // different document than the MemStore.
 //
+// CandidateRefs and Docs (search.DocStore, what Index uses) split a
+// search in two: the same two passes with the same filter, but over gRPC
+// asking for no property at all — the server then sends object UUIDs
+// without loading the objects, which is most of a candidate list's cost —
+// their ids and scopes coming from a cache of this process's writes and
+// reads (refCache; unknown UUIDs are looked up in one query), and over
+// GraphQL asking for the id and scope; then Docs reads the whole
+// documents of the few candidates Index returns (2 × the limit first),
+// checking Filter.Admits on each.
+//
 // All vectors of the collection must have one dimension: a model change
 // to another dimension needs Drop (or another ClassPrefix) and a full
 // re-sync.
@@ -124,6 +134,9 @@ type Store struct {
 	// scopes are the scopes each collection (by class name) is known to
 	// hold; shared by the Stores Collection makes.
 	scopes map[string]*scopeSet
+	// refs are the id and scope of each object UUID of each collection
+	// (by class name), for CandidateRefs over gRPC; shared like scopes.
+	refs map[string]*refCache
 	// grpc runs the candidate queries when Config.GRPCHost is set (nil:
 	// GraphQL).
 	grpc *grpcSearcher
@@ -152,9 +165,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("weaviate: client: %w", err)
 	}
 	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
-		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}}
+		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}, refs: map[string]*refCache{}}
 	for _, c := range []string{s.memory, s.patterns, s.tools} {
 		s.scopes[c] = &scopeSet{known: map[string]bool{}}
+		s.refs[c] = &refCache{byUUID: map[string]ref{}}
 	}
 	s.serve(MemoryClass)
 	if cfg.GRPCHost != "" {
@@ -406,7 +420,10 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 		}
 		scopes := make([]string, len(batch))
 		for i, o := range batch {
-			scopes[i], _ = o.Properties.(map[string]any)["scope"].(string)
+			props := o.Properties.(map[string]any)
+			scopes[i], _ = props["scope"].(string)
+			id, _ := props[s.idProp].(string)
+			s.refs[s.class].put(string(o.ID), ref{id, scopes[i]})
 		}
 		s.scopes[s.class].add(scopes...)
 	}
@@ -486,6 +503,7 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 		if err != nil {
 			return err
 		}
+		s.refs[s.class].drop(uuids)
 		if resp != nil && resp.Results != nil && resp.Results.Failed > 0 {
 			return fmt.Errorf("weaviate: batch delete: %d of %d objects not deleted", resp.Results.Failed, resp.Results.Matches)
 		}
@@ -644,7 +662,9 @@ type hit struct {
 	Dim            float64  `json:"dim"`
 	// Doc is the docProp property: the whole document as JSON ("" for an
 	// object written before it existed, or not asked for).
-	Doc        string `json:"doc"`
+	Doc string `json:"doc"`
+	// UUID is the object's UUID (gRPC, when asked for).
+	UUID       string `json:"-"`
 	Additional struct {
 		Distance *float64   `json:"distance"`
 		Score    *jsonFloat `json:"score"`
@@ -699,13 +719,17 @@ type scored struct {
 // search runs one pass (nearVector when vec is set, else bm25 on text)
 // with the whole filter in the query when it can be expressed there,
 // asking for k objects with their id and docProp only (no vectors), and
-// returns the best k admitted documents by score, ties by id. An object
-// Admits refuses means the query was not exact: the known scopes of ss
-// were stale (the refused scope is learned and the query asked again) or
-// the GraphQL filter could not express part of f (see where; the query
-// then starts at OverFetch × k and asks for OverFetch times as many while
-// fewer than k pass and the server had more, up to MaxFetch).
-func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []float32, text string, f search.Filter, k int) ([]scored, error) {
+// returns the best k admitted documents by score, ties by id. With refs
+// (CandidateRefs) and a filter the query holds whole (always over gRPC),
+// it asks for refProps instead of docProp, returns documents holding only
+// those, and checks in Go only what the server cannot know: the scope
+// against Filter.Readable. An object Admits refuses means the query was
+// not exact: the known scopes of ss were stale (the refused scope is
+// learned and the query asked again) or the GraphQL filter could not
+// express part of f (see where; the query then starts at OverFetch × k
+// and asks for OverFetch times as many while fewer than k pass and the
+// server had more, up to MaxFetch).
+func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []float32, text string, f search.Filter, k int, refs bool) ([]scored, error) {
 	limit := k
 	for round := 0; ; round++ {
 		var refused []string
@@ -714,26 +738,49 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 		}
 		var hits []hit
 		var err error
+		light := refs
+		props := []string{s.idProp, docProp}
 		if s.grpc != nil {
+			if light {
+				props = []string{} // object UUIDs alone, resolved by the refCache
+			}
 			limit = min(limit, s.cfg.MaxFetch)
 			err = s.retry(ctx, what, func(ctx context.Context) error {
-				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit)
+				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit, props, light)
 				return err
 			})
+			if err == nil && light {
+				err = s.resolveRefs(ctx, hits)
+			}
 		} else {
 			w, exact := where(f, refused)
 			if !exact && round == 0 {
 				limit = k * s.cfg.OverFetch
 			}
+			light = light && exact
+			if light {
+				props = s.refProps()
+			}
 			limit = min(limit, s.cfg.MaxFetch)
-			hits, err = s.graphQL(ctx, what, vec, text, w, limit)
+			hits, err = s.graphQL(ctx, what, vec, text, w, limit, props)
 		}
 		if err != nil {
 			return nil, err
 		}
-		docs, err := s.docsOf(ctx, what, hits)
-		if err != nil {
+		var docs []*search.Doc
+		if light {
+			docs = make([]*search.Doc, len(hits))
+			for i := range hits {
+				if id := hits[i].MemoryID + hits[i].PatternID + hits[i].ToolID; id != "" { // "": deleted since the query
+					docs[i] = &search.Doc{ID: id, Scope: hits[i].Scope}
+				}
+			}
+		} else if docs, err = s.docsOf(ctx, what, hits); err != nil {
 			return nil, err
+		}
+		admits := f.Admits
+		if light {
+			admits = func(d *search.Doc) bool { return f.Readable == nil || f.Readable(d.Scope) }
 		}
 		res := make([]scored, 0, min(len(hits), k))
 		learned := false
@@ -742,7 +789,7 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 			if d == nil { // deleted since the query
 				continue
 			}
-			if !f.Admits(d) {
+			if !admits(d) {
 				if f.Readable != nil && !f.Readable(d.Scope) && ss.add(d.Scope) {
 					learned = true
 				}
@@ -774,18 +821,28 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 	}
 }
 
+// refProps are the properties CandidateRefs asks for over GraphQL: the
+// id and the scope (search.DocStore).
+func (s *Store) refProps() []string { return []string{s.idProp, "scope"} }
+
 // graphQL is one GraphQL Get pass with filter w, limited to limit, asking
-// for the id, docProp and the distance (nearVector) or score (bm25).
-func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text string, w *filters.WhereBuilder, limit int) ([]hit, error) {
+// for props and the distance (nearVector) or score (bm25); with neither
+// vec nor text, for the objects w admits.
+func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text string, w *filters.WhereBuilder, limit int, props []string) ([]hit, error) {
 	get := s.client.GraphQL().Get().WithClassName(s.class).WithWhere(w).WithLimit(limit)
-	add := graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}}
-	if vec != nil {
-		get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
-	} else {
-		get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(textProps...))
-		add.Fields = []graphql.Field{{Name: "score"}}
+	fields := make([]graphql.Field, 0, len(props)+1)
+	for _, p := range props {
+		fields = append(fields, graphql.Field{Name: p})
 	}
-	get = get.WithFields(graphql.Field{Name: s.idProp}, graphql.Field{Name: docProp}, add)
+	switch {
+	case vec != nil:
+		get = get.WithNearVector(s.client.GraphQL().NearVectorArgBuilder().WithVector(vec))
+		fields = append(fields, graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "distance"}}})
+	case text != "":
+		get = get.WithBM25(s.client.GraphQL().Bm25ArgBuilder().WithQuery(text).WithProperties(textProps...))
+		fields = append(fields, graphql.Field{Name: "_additional", Fields: []graphql.Field{{Name: "score"}}})
+	}
+	get = get.WithFields(fields...)
 	var out struct {
 		Get map[string][]hit `json:"Get"`
 	}
@@ -916,6 +973,62 @@ func bm25Query(text string) string {
 // text has no word), among those f admits, merged by id. k ≤ 0 returns
 // none.
 func (s *Store) Candidates(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	return s.candidates(ctx, v, text, f, k, false)
+}
+
+var _ search.DocStore = (*Store)(nil)
+
+// CandidateRefs implements search.DocStore: Candidates asking the server
+// for no property over gRPC — the object UUIDs alone, whose ids and
+// scopes come from the refCache (refs.go) — and for the id and scope over
+// GraphQL, instead of the whole document (docProp). Over GraphQL, a pass
+// whose filter the query cannot hold whole (see where) reads whole
+// documents as Candidates does.
+func (s *Store) CandidateRefs(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
+	return s.candidates(ctx, v, text, f, k, true)
+}
+
+// Docs implements search.DocStore: the documents with ids that f admits,
+// read in one query per cfg.MaxFetch ids (by the id property, ContainsAny;
+// over gRPC when Config.GRPCHost is set), each decoded from docProp (or
+// read property by property for an object written before docProp).
+func (s *Store) Docs(ctx context.Context, ids []string, f search.Filter) (map[string]search.Doc, error) {
+	out := make(map[string]search.Doc, len(ids))
+	for start := 0; start < len(ids); start += s.cfg.MaxFetch {
+		chunk := ids[start:min(start+s.cfg.MaxFetch, len(ids))]
+		var hits []hit
+		var err error
+		if s.grpc != nil {
+			err = s.retry(ctx, "read documents", func(ctx context.Context) error {
+				hits, err = s.grpc.search(ctx, s.class, s.idProp, nil, "", pbTexts(s.idProp, chunk), len(chunk), []string{s.idProp, docProp}, false)
+				return err
+			})
+		} else {
+			w := filters.Where().WithPath([]string{s.idProp}).WithOperator(filters.ContainsAny).WithValueText(chunk...)
+			hits, err = s.graphQL(ctx, "read documents", nil, "", w, len(chunk), []string{s.idProp, docProp})
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs, err := s.docsOf(ctx, "read documents", hits)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			if d == nil {
+				continue
+			}
+			s.refs[s.class].put(ObjectID(d.ID), ref{d.ID, d.Scope})
+			if f.Admits(d) {
+				out[d.ID] = *d
+			}
+		}
+	}
+	return out, nil
+}
+
+// candidates is Candidates, or with refs CandidateRefs.
+func (s *Store) candidates(ctx context.Context, v []float32, text string, f search.Filter, k int, refs bool) ([]search.Candidate, error) {
 	if k <= 0 {
 		return nil, nil
 	}
@@ -931,11 +1044,11 @@ func (s *Store) Candidates(ctx context.Context, v []float32, text string, f sear
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			byVec, errVec = s.search(ctx, "nearVector", ss, v, "", f, k)
+			byVec, errVec = s.search(ctx, "nearVector", ss, v, "", f, k, refs)
 		}()
 	}
 	if q := bm25Query(text); q != "" {
-		byText, errText = s.search(ctx, "bm25", ss, nil, q, f, k)
+		byText, errText = s.search(ctx, "bm25", ss, nil, q, f, k, refs)
 	}
 	wg.Wait()
 	if err := errors.Join(errVec, errText); err != nil {
