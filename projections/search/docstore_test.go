@@ -3,8 +3,6 @@ package search
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -13,37 +11,8 @@ import (
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
 )
-
-// hashEmbedder embeds a text as the normalised counts of its words hashed
-// into 16 dimensions: texts sharing words are near, deterministically.
-type hashEmbedder struct{}
-
-func (hashEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		v := make([]float32, 16)
-		for _, w := range tokens(t) {
-			h := fnv.New32a()
-			h.Write([]byte(w))
-			v[h.Sum32()%16]++
-		}
-		var n float64
-		for _, x := range v {
-			n += float64(x) * float64(x)
-		}
-		if n == 0 {
-			v[0], n = 1, 1
-		}
-		for j := range v {
-			v[j] = float32(float64(v[j]) / math.Sqrt(n))
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-func (hashEmbedder) Model() string { return "hash-16" }
-func (hashEmbedder) Dim() int      { return 16 }
 
 // refStore is a DocStore over a MemStore: CandidateRefs strips each
 // candidate to the fields DocStore promises, Docs reads the documents
@@ -131,7 +100,7 @@ func docstoreIndex(t *testing.T, vs VectorStore, docs []Doc) *Index {
 	t.Cleanup(func() { store.Close() })
 	src := Source{Collection: Memories, Projection: "memories", IDOfKey: func(string) string { return "" },
 		Docs: func(*projections.Store, []string) ([]Doc, []string, error) { return slices.Clone(docs), nil, nil }}
-	return NewIndex(store, hashEmbedder{}, vs, src)
+	return NewIndex(store, embedder.WordHash{Dims: 16}, vs, src)
 }
 
 // Index over a DocStore (candidate refs, then the documents of the best

@@ -1,48 +1,15 @@
 package weaviate
 
 import (
-	"context"
 	"fmt"
-	"hash/fnv"
-	"math"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
-
-// wordEmbedder embeds a text as the normalised counts of its words hashed
-// into 32 dimensions (texts sharing words are near), deterministically.
-type wordEmbedder struct{}
-
-func (wordEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		v := make([]float32, 32)
-		for _, w := range strings.Fields(strings.ToLower(t)) {
-			h := fnv.New32a()
-			h.Write([]byte(strings.Trim(w, ".,:;")))
-			v[h.Sum32()%32]++
-		}
-		var n float64
-		for _, x := range v {
-			n += float64(x) * float64(x)
-		}
-		if n == 0 {
-			v[0], n = 1, 1
-		}
-		for j := range v {
-			v[j] = float32(float64(v[j]) / math.Sqrt(n))
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-func (wordEmbedder) Model() string { return "word-hash-32" }
-func (wordEmbedder) Dim() int      { return 32 }
 
 // oneFetch hides a Store's search.DocStore methods: Index over it takes
 // Candidates (whole documents in the candidate lists).
@@ -78,7 +45,7 @@ func TestIndexTwoPhaseSameResults(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { ps.Close() })
-				return search.NewIndex(ps, wordEmbedder{}, vs, src)
+				return search.NewIndex(ps, embedder.WordHash{Dims: 32}, vs, src)
 			}
 			two, one := index(s), index(oneFetch{s})
 			qs := benchQueries()
