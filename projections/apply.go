@@ -226,7 +226,7 @@ type Tx struct {
 	touched []string // rows written or deleted, for commit hooks
 }
 
-func (t *Tx) key(k string) []byte { return []byte(prefixProjection + t.proj + "/" + k) }
+func (t *Tx) key(k string) string { return prefixProjection + t.proj + "/" + k }
 
 // Get reads a row; ok is false when absent.
 func (t *Tx) Get(key string) (val []byte, ok bool, err error) {

@@ -135,6 +135,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			continue
 		}
 		dk := dedupKey(processor, it.Env.DedupKey())
+		dks := string(dk)
 		sum := it.Sum
 		if sum == nil {
 			sum = ContentHash(it.Env)
@@ -145,7 +146,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			gerr  error
 		)
 		if !s.keys.absent(dk) {
-			prev, found, gerr = ws.get(dk)
+			prev, found, gerr = ws.get(dks)
 		}
 		switch {
 		case gerr != nil:
@@ -188,7 +189,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		outbox = append(outbox, withSource(it, tx.out...)...)
 		touched = append(touched, tx.touched...)
 		s.keys.add(dk) // before the commit: the filter never misses a stored key
-		ws.setUnscanned(dk, dedupValue(it.Pos.Offset, sum))
+		ws.setUnscanned(dks, dedupValue(it.Pos.Offset, sum))
 		out[j] = Outcome{Result: Applied}
 		advance(it.Pos)
 	}

@@ -40,19 +40,19 @@ func newWriteSet(db *pebble.DB) *writeSet {
 }
 
 // set records val (owned by the write set from now on) for key.
-func (w *writeSet) set(key []byte, val []byte) {
-	w.put(string(key), wsEntry{val: val})
+func (w *writeSet) set(key string, val []byte) {
+	w.put(key, wsEntry{val: val})
 }
 
 // setUnscanned records val for key, a key no scan covers (an idempotency
 // key): it stays out of the sorted keys.
-func (w *writeSet) setUnscanned(key []byte, val []byte) {
-	w.vals[string(key)] = wsEntry{val: val}
+func (w *writeSet) setUnscanned(key string, val []byte) {
+	w.vals[key] = wsEntry{val: val}
 }
 
 // delete records the deletion of key.
-func (w *writeSet) delete(key []byte) {
-	w.put(string(key), wsEntry{del: true})
+func (w *writeSet) delete(key string) {
+	w.put(key, wsEntry{del: true})
 }
 
 func (w *writeSet) put(k string, e wsEntry) {
@@ -64,11 +64,11 @@ func (w *writeSet) put(k string, e wsEntry) {
 
 // get reads key: the run's own write when there is one, else the store.
 // The returned value must not be modified.
-func (w *writeSet) get(key []byte) (val []byte, ok bool, err error) {
-	if e, hit := w.vals[string(key)]; hit {
+func (w *writeSet) get(key string) (val []byte, ok bool, err error) {
+	if e, hit := w.vals[key]; hit {
 		return e.val, !e.del, nil
 	}
-	v, closer, err := w.db.Get(key)
+	v, closer, err := w.db.Get([]byte(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
