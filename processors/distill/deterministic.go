@@ -283,12 +283,16 @@ func antiPatterns(s Session) []Memory {
 		byID[r.ID] = r
 	}
 	var out []Memory
+	task := "" // TaskSummary(in.Task), computed once for every gap
 	for _, g := range s.Evaluation.Gaps {
 		c, ok := w[g.CriterionID]
 		if !ok {
 			continue
 		}
-		m := antiPattern(in, c, byID[g.CriterionID], g)
+		if task == "" {
+			task = TaskSummary(in.Task)
+		}
+		m := antiPattern(in, task, c, byID[g.CriterionID], g)
 		out = append(out, Clamp(m))
 		if len(out) == MaxMemories {
 			break
@@ -297,8 +301,9 @@ func antiPatterns(s Session) []Memory {
 	return out
 }
 
-func antiPattern(in flux.Input, c events.Criterion, r events.CriterionResult, g events.Gap) Memory {
-	task := TaskSummary(in.Task)
+// antiPattern is the memory of gap g (criterion c, its result r) of a
+// session with input in; task is TaskSummary(in.Task).
+func antiPattern(in flux.Input, task string, c events.Criterion, r events.CriterionResult, g events.Gap) Memory {
 	var title, instead string
 	tags := []string{"anti-pattern", g.Severity}
 	switch c.Check.Kind {
