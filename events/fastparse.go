@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
 	"unicode/utf8"
@@ -172,7 +173,24 @@ func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
 		return Envelope{}, false
 	}
 	env.Extensions = ext
-	if _, err := Key(&env); err != nil {
+	// the record key's data member from this parse (dataString's answer:
+	// data is an object without repeated names, utf8- and JSON-valid), but
+	// for data with \u escapes, which dataString leaves to encoding/json
+	lookup := func(raw []byte, name string) (string, bool, bool, bool) {
+		if bytes.Contains(raw, []byte(`\u`)) {
+			return dataString(raw, name)
+		}
+		switch m := data.Get(name); {
+		case m == nil:
+			return "", true, false, false
+		case m.Type() == fastjson.TypeString:
+			return string(m.GetStringBytes()), true, true, true
+		case m.Type() == fastjson.TypeNull:
+			return "", true, true, true
+		}
+		return "", true, true, false
+	}
+	if _, err := keyWith(&env, lookup); err != nil {
 		return Envelope{}, false
 	}
 	if !allowDerived && env.Type == MemoryRecorded {

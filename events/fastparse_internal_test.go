@@ -185,3 +185,48 @@ func TestRegisteredTypesMatchPattern(t *testing.T) {
 		}
 	}
 }
+
+// The record key's data member, read from parseFast's own parse, decides
+// as dataString does: for every testdata event whose type is keyed by a
+// data member, that member null, a number, empty, an invalid id, escaped
+// (\u, which dataString leaves to encoding/json) or absent.
+func TestFastParseKeyMember(t *testing.T) {
+	valid, _ := fastSeeds(t)
+	tried := 0
+	for _, raw := range valid {
+		var ev struct {
+			Type Type                       `json:"type"`
+			Data map[string]json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		field := registry[ev.Type].KeyField
+		if field == "" || field == "-" {
+			continue
+		}
+		for _, v := range []string{`null`, `5`, `""`, `"a//b"`, `"\u0061b"`, `"ok-1"`, ``} {
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			data := map[string]json.RawMessage{}
+			for k, x := range ev.Data {
+				data[k] = x
+			}
+			if v == "" {
+				delete(data, field)
+			} else {
+				data[field] = json.RawMessage(v)
+			}
+			b, _ := json.Marshal(data)
+			doc["data"] = b
+			variant, _ := json.Marshal(doc)
+			checkAgrees(t, variant)
+			tried++
+		}
+	}
+	if tried == 0 {
+		t.Fatal("no testdata event is keyed by a data member")
+	}
+}

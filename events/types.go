@@ -313,8 +313,15 @@ func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 // and "clock" for clock ticks. Scope is part of the key, so an event of one
 // scope can never reach another scope's entity, and all events of one
 // entity share a partition. The id must pass CheckID.
-func Key(e *Envelope) (string, error) {
-	id, err := EntityID(e)
+func Key(e *Envelope) (string, error) { return keyWith(e, dataString) }
+
+// dataLookup finds the data member name of an event as dataString does.
+type dataLookup func(data []byte, name string) (k string, obj, present, str bool)
+
+// keyWith is Key with the data member lookup given (parseFast passes one on
+// its own parse of the event).
+func keyWith(e *Envelope, lookup dataLookup) (string, error) {
+	id, err := entityIDWith(e, lookup)
 	if ti := registry[e.Type]; err != nil || ti.KeyField == "-" {
 		return id, err
 	}
@@ -324,13 +331,15 @@ func Key(e *Envelope) (string, error) {
 // EntityID returns the id (without scope) of the entity e belongs to: the
 // session id for session-scoped events, else the type's key field, and
 // "clock" for clock ticks. Errors name the attribute or data field.
-func EntityID(e *Envelope) (string, error) {
+func EntityID(e *Envelope) (string, error) { return entityIDWith(e, dataString) }
+
+func entityIDWith(e *Envelope, lookup dataLookup) (string, error) {
 	ti, ok := registry[e.Type]
 	if !ok {
 		return "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
 	if ti.KeyFirst {
-		if k, ok, err := keyField(e, ti.KeyField); err != nil || ok {
+		if k, ok, err := keyField(e, ti.KeyField, lookup); err != nil || ok {
 			return k, err
 		}
 	}
@@ -346,7 +355,7 @@ func EntityID(e *Envelope) (string, error) {
 	if ti.KeyField == "" {
 		return "", &ValidationError{Index: -1, Pointer: "/sessionid", Reason: fmt.Sprintf("required for %s", e.Type)}
 	}
-	k, obj, present, str := dataString(e.Data, ti.KeyField)
+	k, obj, present, str := lookup(e.Data, ti.KeyField)
 	if !obj {
 		return "", &ValidationError{Index: -1, Pointer: "/data", Reason: "not a JSON object"}
 	}
@@ -361,8 +370,8 @@ func EntityID(e *Envelope) (string, error) {
 
 // keyField returns the data field name of e as an entity id when present
 // (ok true), checked with CheckID; absent or empty: ok false.
-func keyField(e *Envelope, name string) (string, bool, error) {
-	k, obj, present, str := dataString(e.Data, name)
+func keyField(e *Envelope, name string, lookup dataLookup) (string, bool, error) {
+	k, obj, present, str := lookup(e.Data, name)
 	if !obj {
 		return "", false, &ValidationError{Index: -1, Pointer: "/data", Reason: "not a JSON object"}
 	}
