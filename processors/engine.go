@@ -273,7 +273,7 @@ func (e *engine) apply(p Processor, items []projections.Item) error {
 		MaxInterval: time.Minute, MaxElapsedTime: 0, Stop: backoff.Stop, Clock: backoff.SystemClock,
 	}, uint64(e.cfg.MaxRetries))
 	return backoff.Retry(func() error {
-		outs, err := e.cfg.Store.ApplyBatch(p.Name(), items, p.Apply)
+		outs, err := applyBatch(e.cfg.Store, p, items)
 		if err != nil {
 			e.cfg.Logger.Error("store failed; retrying the batch", err, map[string]any{"processor": p.Name(), "at": items[0].Pos.String()})
 			return err

@@ -316,7 +316,7 @@ func (g *GlobalTableRunner) partition(ctx context.Context, recs []*kgo.Record) {
 	_ = g.pool.each(g.byTopic[recs[0].Topic], func(_ int, p Processor) error {
 		wait := g.cfg.RetryInterval
 		for {
-			outs, err := g.cfg.Store.ApplyBatch(p.Name(), items, p.Apply)
+			outs, err := applyBatch(g.cfg.Store, p, items)
 			if err == nil {
 				g.observe(p, items, outs)
 				return nil

@@ -10,6 +10,7 @@ package processors
 
 import (
 	"context"
+	"slices"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -72,6 +73,41 @@ type TypedWorker interface {
 	// Types are the event types Handle acts on; a nil or empty list hands
 	// it every event, as a plain Worker.
 	Types() []events.Type
+}
+
+// TypedProcessor is implemented by a Processor whose Apply acts on a few
+// event types of its topics only, as toolgraph.Transitions acts on
+// workflow.task.completed.v1 alone of chronicle.sessions. The engine,
+// replay, standby replicas and global tables skip its other events
+// (applyBatch): their offsets advance in its batches, but no Apply call
+// and no idempotency key is spent on them, which on a busy topic is most
+// of such a processor's cost. Its Apply must write nothing for the other
+// types (it is not called for them).
+type TypedProcessor interface {
+	Processor
+	// Types are the event types Apply acts on; a nil or empty list gives
+	// it every event, as a plain Processor.
+	Types() []events.Type
+}
+
+// applyBatch applies items (one topic partition's records) for p through
+// store: for a TypedProcessor, the events of other types are skipped
+// (projections.Item.Skip: the offset moves past them, no Apply call and no
+// idempotency key — an Apply that ignores a type wrote nothing for it
+// anyway). items is not modified.
+func applyBatch(store *projections.Store, p Processor, items []projections.Item) ([]projections.Outcome, error) {
+	if tp, ok := p.(TypedProcessor); ok && len(tp.Types()) > 0 {
+		handled := tp.Types()
+		marked := make([]projections.Item, len(items))
+		for i, it := range items {
+			if it.Env != nil && !slices.Contains(handled, it.Env.Type) {
+				it.Skip = true
+			}
+			marked[i] = it
+		}
+		items = marked
+	}
+	return store.ApplyBatch(p.Name(), items, p.Apply)
 }
 
 // WorkerGroupID is the consumer group of worker w: chronicle.<worker>.<topic>.

@@ -202,7 +202,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 					mine = mine[:n]
 				}
 				// no dead-letter records: the log's dead-letter topic has them
-				outs, err := cfg.Store.ApplyBatch(p.Name(), mine, p.Apply)
+				outs, err := applyBatch(cfg.Store, p, mine)
 				if err != nil {
 					return err
 				}

@@ -404,7 +404,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 
 var resultLabel = map[projections.Result]string{
 	projections.Applied: "applied", projections.AlreadyApplied: "already_applied", projections.Duplicate: "duplicate",
-	projections.DeadLettered: "dead_lettered", projections.Marker: "marker",
+	projections.DeadLettered: "dead_lettered", projections.Marker: "marker", projections.Ignored: "ignored",
 }
 
 func (m *Metrics) observe(proc string, res projections.Result) {

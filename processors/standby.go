@@ -369,7 +369,7 @@ func (s *standby) partition(topic string, partition int32, recs []*kgo.Record) {
 			}
 			// not counted in the processors' metrics: the owner counts
 			// (and dead-letters) these events
-			_, err := s.e.cfg.Store.ApplyBatch(p.Name(), items, p.Apply)
+			_, err := applyBatch(s.e.cfg.Store, p, items)
 			return err
 		})
 		if err != nil {

@@ -43,6 +43,9 @@ const (
 	// Marker: a transaction marker (Item.Control), not an event; only the
 	// offset moved past it.
 	Marker
+	// Ignored: an event of a type the processor does not handle
+	// (Item.Skip); only the offset moved past it.
+	Ignored
 )
 
 // RejectedError is the error of an event its processor's ApplyFunc

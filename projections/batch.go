@@ -23,6 +23,11 @@ type Item struct {
 	// the offset past itself, so a partition that ends with one is caught
 	// up (Result Marker).
 	Control bool
+	// Skip marks an event of a type the processor does not handle
+	// (processors.TypedProcessor): it is not given to the ApplyFunc and no
+	// idempotency key is written for it; only the offset moves past it
+	// (Result Ignored). An item with Err is never skipped.
+	Skip bool
 	// Sum is ContentHash(Env) when the caller computed it once for every
 	// processor of the record's topic; nil: ApplyBatch computes it.
 	Sum []byte
@@ -124,6 +129,11 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		}
 		if it.Control {
 			out[j] = Outcome{Result: Marker}
+			advance(it.Pos)
+			continue
+		}
+		if it.Skip && it.Err == nil {
+			out[j] = Outcome{Result: Ignored}
 			advance(it.Pos)
 			continue
 		}

@@ -158,3 +158,35 @@ func TestApplyBatchPanicIsARejection(t *testing.T) {
 		t.Fatalf("results %s (%v), want the panicking event dead-lettered alone", got, outs[1].Err)
 	}
 }
+
+// A skipped item (a type its processor does not handle) only moves the
+// offset: no Apply call, no idempotency key, so the same event given
+// unskipped later is applied, not a duplicate.
+func TestApplyBatchSkip(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	calls := 0
+	count := func(tx *projections.Tx, env *events.Envelope) error { calls++; return counter(tx, env) }
+	items := batchItems(t, "a", "b", "c")
+	items[1].Skip = true
+	outs, err := s.ApplyBatch("count", items, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs[1].Result != projections.Ignored || calls != 2 {
+		t.Fatalf("results %v, %d calls; want the skipped one Ignored and 2 calls", outs, calls)
+	}
+	if n, _ := s.NextOffset("count", "t", 0); n != 3 {
+		t.Fatalf("offset %d after the batch, want 3", n)
+	}
+	again := batchItems(t, "b")
+	again[0].Pos.Offset = 3
+	if outs, err = s.ApplyBatch("count", again, count); err != nil || outs[0].Result != projections.Applied {
+		t.Fatalf("the skipped event given again: %v %v, want Applied", outs, err)
+	}
+	bad := batchItems(t, "x")
+	bad[0].Pos.Offset, bad[0].Env, bad[0].Err, bad[0].Skip = 4, nil, errors.New("does not parse"), true
+	if outs, err = s.ApplyBatch("count", bad, count); err != nil || outs[0].Result != projections.DeadLettered {
+		t.Fatalf("an item with Err and Skip: %v %v, want DeadLettered", outs, err)
+	}
+}

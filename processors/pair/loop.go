@@ -66,6 +66,12 @@ func (Loop) Topics() []events.Topic {
 	return []events.Topic{events.TopicEvaluations, events.TopicLearned}
 }
 
+// Types implements processors.TypedProcessor: the types Apply acts on (the
+// learned topic carries many others).
+func (Loop) Types() []events.Type {
+	return []events.Type{events.EvaluationCompleted, ContextRetrieved, RevisionWritten}
+}
+
 func loopKey(key string) string { return "l/" + key }
 
 // evalKey is the row of a session's pending evaluation event.

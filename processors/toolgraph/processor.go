@@ -86,6 +86,11 @@ func (Transitions) Name() string { return TransitionsName }
 // workflow.task.completed.v1 lives.
 func (Transitions) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
 
+// Types implements processors.TypedProcessor: Apply acts on tool calls
+// only, so the engine skips the other events of chronicle.sessions (most
+// of them) without an Apply call or an idempotency key.
+func (Transitions) Types() []events.Type { return []events.Type{events.WorkflowTaskCompleted} }
+
 // StatePerKey implements processors.KeyedState: every row is one record
 // key's (the workflow's session, or the workflow).
 func (Transitions) StatePerKey() bool { return true }
