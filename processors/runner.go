@@ -382,7 +382,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Registry: reg,
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "chronicle", Name: "processor_events_total",
-			Help: "Events handled by a processor, by result (applied, already_applied, duplicate, dead_lettered).",
+			Help: "Events handled by a processor, by result (applied, already_applied, duplicate, dead_lettered, marker: a transaction marker, ignored: a type the processor does not handle).",
 		}, []string{"processor", "result"}),
 		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "chronicle", Name: "dead_letter_events_total",
