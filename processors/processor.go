@@ -96,8 +96,11 @@ type TypedProcessor interface {
 // idempotency key — an Apply that ignores a type wrote nothing for it
 // anyway). items is not modified.
 func applyBatch(store *projections.Store, p Processor, items []projections.Item) ([]projections.Outcome, error) {
-	if tp, ok := p.(TypedProcessor); ok && len(tp.Types()) > 0 {
+	if tp, ok := p.(TypedProcessor); ok {
 		handled := tp.Types()
+		if len(handled) == 0 {
+			return store.ApplyBatch(p.Name(), items, p.Apply)
+		}
 		marked := make([]projections.Item, len(items))
 		for i, it := range items {
 			if it.Env != nil && !slices.Contains(handled, it.Env.Type) {

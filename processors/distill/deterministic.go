@@ -283,14 +283,14 @@ func antiPatterns(s Session) []Memory {
 		byID[r.ID] = r
 	}
 	var out []Memory
-	task := "" // TaskSummary(in.Task), computed once for every gap
+	task := "" // computed once for every gap
+	if len(s.Evaluation.Gaps) > 0 {
+		task = TaskSummary(in.Task)
+	}
 	for _, g := range s.Evaluation.Gaps {
 		c, ok := w[g.CriterionID]
 		if !ok {
 			continue
-		}
-		if task == "" {
-			task = TaskSummary(in.Task)
 		}
 		m := antiPattern(in, task, c, byID[g.CriterionID], g)
 		out = append(out, Clamp(m))
