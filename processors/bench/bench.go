@@ -49,6 +49,10 @@ type Config struct {
 	Dir string
 	// Progress, when set, is told what runs and how far it got.
 	Progress func(stage string, done, total int64)
+	// Runs is how many times the single-instance path, the cluster path
+	// and the replay run (default 3): their rates are the medians, so one
+	// run perturbed by the scheduler does not make the figure.
+	Runs int
 	// Only, when set, runs just these jobs of "raw", "count", "single",
 	// "default", "replay" (replay needs default: it reads what default
 	// wrote), for profiling one of them. Default: all.
@@ -56,13 +60,19 @@ type Config struct {
 }
 
 // Result is one run's measurements. Rates are events (records) per second
-// of wall time from the start of consumption until the last one is applied;
+// of wall time from the start of consumption until the last one is applied,
+// each the median of the job's runs in this run (Config.Runs, RawRuns);
 // ratios are to the raw job of the same run.
 type Result struct {
-	Events          int     `json:"events"`
-	Partitions      int32   `json:"partitions"`
-	RawEventsPerS   float64 `json:"raw_events_per_s"`
-	CountEventsPerS float64 `json:"count_events_per_s"`
+	Events     int   `json:"events"`
+	Partitions int32 `json:"partitions"`
+	// RawEventsPerS is the median of the raw job's RawRuns runs, each
+	// timed from the client's start (it consumes the 20,000 events in a few
+	// fetches) to its last commit.
+	RawEventsPerS float64 `json:"raw_events_per_s"`
+	// RawRuns are the raw job's runs, events/s, in the order run.
+	RawRuns         []float64 `json:"raw_runs_events_per_s"`
+	CountEventsPerS float64   `json:"count_events_per_s"`
 	// DefaultEventsPerS is the default processors as `serve --brokers`
 	// runs them: one member of the group, the outbox relay fenced with
 	// Kafka transactions (the cluster code path).
@@ -81,6 +91,14 @@ type Result struct {
 	ReplayRatio      float64 `json:"replay_ratio"`
 	LatencyP50Ms     float64 `json:"latency_p50_ms"`
 	LatencyP99Ms     float64 `json:"latency_p99_ms"`
+	// SingleRuns, DefaultRuns and ReplayRuns are the runs behind the
+	// medians above (events or records/s, in the order run), and
+	// DefaultCPURuns and ReplayCPURuns those behind the CPU figures below.
+	SingleRuns     []float64 `json:"single_runs_events_per_s"`
+	DefaultRuns    []float64 `json:"default_runs_events_per_s"`
+	ReplayRuns     []float64 `json:"replay_runs_records_per_s"`
+	DefaultCPURuns []float64 `json:"default_runs_cpu_us_per_event"`
+	ReplayCPURuns  []float64 `json:"replay_runs_cpu_us_per_record"`
 	// ReplayRecords is what the replay read: the events and every derived
 	// event the default processors wrote.
 	ReplayRecords int64 `json:"replay_records"`
@@ -104,6 +122,9 @@ func (c *Config) setDefaults() {
 	if c.Probes == 0 {
 		c.Probes = 500
 	}
+	if c.Runs == 0 {
+		c.Runs = 3
+	}
 }
 
 // Validate reports the first invalid field.
@@ -115,11 +136,17 @@ func (c Config) Validate() error {
 		return errors.New("bench: Config.Partitions: must be ≥ 0")
 	case c.Probes < 0:
 		return errors.New("bench: Config.Probes: must be ≥ 0")
+	case c.Runs < 0:
+		return errors.New("bench: Config.Runs: must be ≥ 0")
 	}
 	return nil
 }
 
-// Run runs every job once, in one process, against one embedded broker.
+// RawRuns is how many times Run runs the raw job (each on its own
+// consumer and store); its rate is their median.
+const RawRuns = 5
+
+// Run runs every job once (the raw job RawRuns times), in one process, against one embedded broker.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -160,43 +187,85 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return false
 	}
 	if run("raw") {
-		if res.RawEventsPerS, err = rawCount(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "raw"), len(envs), progress); err != nil {
-			return res, fmt.Errorf("bench: raw job: %w", err)
+		// the raw job takes a tenth of a second: one run is at the mercy
+		// of the scheduler, so it runs RawRuns times and the ratios take
+		// the median
+		for i := 0; i < RawRuns; i++ {
+			r, err := rawCount(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "raw"+strconv.Itoa(i)), len(envs), progress)
+			if err != nil {
+				return res, fmt.Errorf("bench: raw job: %w", err)
+			}
+			res.RawRuns = append(res.RawRuns, r)
 		}
+		res.RawEventsPerS = median(res.RawRuns)
 	}
 	if run("count") {
 		if res.CountEventsPerS, _, _, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "count"), cfg, []processors.Processor{Count{}}, "count", len(envs), 0, progress); err != nil {
 			return res, fmt.Errorf("bench: count processor: %w", err)
 		}
 	}
-	if run("single") {
-		// a log of its own: the derived events it writes would otherwise
-		// be read again (and dropped as duplicates) by the default job
-		single, err := startWith(ctx, filepath.Join(cfg.Dir, "single-log"), cfg.Partitions, envs, progress)
-		if err != nil {
-			return res, err
-		}
-		res.SingleEventsPerS, _, _, err = chronicle(ctx, single.Addrs(), filepath.Join(cfg.Dir, "single"), cfg, pipeline.DefaultProcessors(), "single", len(envs), 0, progress)
-		single.Close()
-		if err != nil {
-			return res, fmt.Errorf("bench: default processors, single-instance path: %w", err)
-		}
-	}
+	// The single-instance and cluster paths run Runs times each,
+	// alternately, and the replay Runs times; rates and CPU figures are the
+	// medians (the runs are in the *Runs fields). Every run but the last
+	// cluster-path one consumes a copy of the log of its own: the derived
+	// events a run writes would be read again (and dropped as duplicates)
+	// by the next. The last cluster-path run measures the latency and
+	// leaves the log the replays read.
 	var lat []time.Duration
-	if run("default") {
-		if res.DefaultEventsPerS, lat, res.DefaultCPUMicrosPerEvent, err = chronicle(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "default"), cfg, pipeline.DefaultProcessors(), "default", len(envs), cfg.Probes, progress); err != nil {
-			return res, fmt.Errorf("bench: default processors: %w", err)
+	for i := 0; i < cfg.Runs; i++ {
+		if run("single") {
+			single, err := startWith(ctx, filepath.Join(cfg.Dir, "single-log"+strconv.Itoa(i)), cfg.Partitions, envs, progress)
+			if err != nil {
+				return res, err
+			}
+			rate, _, _, err := chronicle(ctx, single.Addrs(), filepath.Join(cfg.Dir, "single"+strconv.Itoa(i)), cfg, pipeline.DefaultProcessors(), "single", len(envs), 0, progress)
+			single.Close()
+			if err != nil {
+				return res, fmt.Errorf("bench: default processors, single-instance path: %w", err)
+			}
+			res.SingleRuns = append(res.SingleRuns, rate)
+		}
+		if run("default") {
+			log, probes := brk, cfg.Probes
+			if i < cfg.Runs-1 {
+				if log, err = startWith(ctx, filepath.Join(cfg.Dir, "default-log"+strconv.Itoa(i)), cfg.Partitions, envs, progress); err != nil {
+					return res, err
+				}
+				probes = 0
+			}
+			rate, l, cpu, err := chronicle(ctx, log.Addrs(), filepath.Join(cfg.Dir, "default"+strconv.Itoa(i)), cfg, pipeline.DefaultProcessors(), "default", len(envs), probes, progress)
+			if log != brk {
+				log.Close()
+			}
+			if err != nil {
+				return res, fmt.Errorf("bench: default processors: %w", err)
+			}
+			res.DefaultRuns = append(res.DefaultRuns, rate)
+			res.DefaultCPURuns = append(res.DefaultCPURuns, cpu)
+			if probes > 0 {
+				lat = l
+			}
 		}
 	}
 	if run("replay") {
-		c0 := CPUTime()
-		if res.ReplayEventsPerS, res.ReplayRecords, err = replay(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "replay"), progress); err != nil {
-			return res, fmt.Errorf("bench: replay: %w", err)
-		}
-		if res.ReplayRecords > 0 {
-			res.ReplayCPUMicrosPerRecord = float64((CPUTime() - c0).Microseconds()) / float64(res.ReplayRecords)
+		for i := 0; i < cfg.Runs; i++ {
+			c0 := CPUTime()
+			rate, records, err := replay(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "replay"+strconv.Itoa(i)), progress)
+			if err != nil {
+				return res, fmt.Errorf("bench: replay: %w", err)
+			}
+			res.ReplayRecords = records
+			res.ReplayRuns = append(res.ReplayRuns, rate)
+			if records > 0 {
+				res.ReplayCPURuns = append(res.ReplayCPURuns, float64((CPUTime()-c0).Microseconds())/float64(records))
+			}
 		}
 	}
+	res.SingleEventsPerS = median(res.SingleRuns)
+	res.DefaultEventsPerS = median(res.DefaultRuns)
+	res.DefaultCPUMicrosPerEvent = median(res.DefaultCPURuns)
+	res.ReplayEventsPerS = median(res.ReplayRuns)
+	res.ReplayCPUMicrosPerRecord = median(res.ReplayCPURuns)
 	pprof.SetGoroutineLabels(ctx)
 	if res.RawEventsPerS > 0 { // not without the raw job (--only)
 		res.CountRatio = res.CountEventsPerS / res.RawEventsPerS
@@ -211,6 +280,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.LatencyP99Ms = ms(quantile(lat, 0.99))
 	}
 	return res, nil
+}
+
+// median returns the median of xs (the upper one of an even count), 0
+// for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 // startWith starts an embedded broker logging in dir and produces envs

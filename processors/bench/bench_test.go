@@ -42,12 +42,32 @@ func BenchmarkEngine(b *testing.B) {
 // A short run measures every job and gives rates that are positive and
 // ratios that are consistent with them.
 func TestRunSmall(t *testing.T) {
-	res, err := bench.Run(context.Background(), bench.Config{Events: 1500, Probes: 20, Partitions: 2, Dir: t.TempDir()})
+	res, err := bench.Run(context.Background(), bench.Config{Events: 1500, Probes: 20, Partitions: 2, Runs: 2, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.RawEventsPerS <= 0 || res.CountEventsPerS <= 0 || res.SingleEventsPerS <= 0 || res.DefaultEventsPerS <= 0 || res.ReplayEventsPerS <= 0 {
 		t.Fatalf("a rate is not positive: %+v", res)
+	}
+	if len(res.SingleRuns) != 2 || len(res.DefaultRuns) != 2 || len(res.ReplayRuns) != 2 || len(res.DefaultCPURuns) != 2 || len(res.ReplayCPURuns) != 2 {
+		t.Fatalf("runs: single %v, default %v, replay %v, CPU %v %v, want 2 each", res.SingleRuns, res.DefaultRuns, res.ReplayRuns, res.DefaultCPURuns, res.ReplayCPURuns)
+	}
+	if m := max(res.DefaultRuns[0], res.DefaultRuns[1]); res.DefaultEventsPerS != m {
+		t.Fatalf("default rate %v is not the upper median of %v", res.DefaultEventsPerS, res.DefaultRuns)
+	}
+	if len(res.RawRuns) != bench.RawRuns {
+		t.Fatalf("raw runs %v, want %d", res.RawRuns, bench.RawRuns)
+	}
+	below, above := 0, 0
+	for _, r := range res.RawRuns {
+		if r < res.RawEventsPerS {
+			below++
+		} else if r > res.RawEventsPerS {
+			above++
+		}
+	}
+	if below > bench.RawRuns/2 || above > bench.RawRuns/2 {
+		t.Fatalf("raw rate %v is not the median of %v", res.RawEventsPerS, res.RawRuns)
 	}
 	if res.ReplayRecords < 1500 || res.LatencyP99Ms < res.LatencyP50Ms || res.LatencyP50Ms <= 0 {
 		t.Fatalf("replay records %d, latency p50 %v p99 %v", res.ReplayRecords, res.LatencyP50Ms, res.LatencyP99Ms)
