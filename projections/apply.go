@@ -97,29 +97,60 @@ func contentHashV1(env *events.Envelope) []byte {
 // conflicting duplicate; the engine computes it once per record
 // (Item.Sum), not once per processor.
 func ContentHash(env *events.Envelope) []byte {
-	h := sha256.New()
 	sent := env.Time
 	if env.TimeFromLog {
 		sent = ""
 	}
-	for _, a := range [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
-		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID} {
-		h.Write([]byte(a))
-		h.Write([]byte{0})
+	attrs := [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
+		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID}
+	n := len(env.Data)
+	for _, a := range attrs {
+		n += len(a) + 1
 	}
-	// json.Compact only drops whitespace: data without any is compact
-	// already (Chronicle's own producers write it so)
-	if bytes.IndexAny(env.Data, " \t\r\n") < 0 {
-		h.Write(env.Data)
-		return h.Sum(nil)[:16]
+	// one buffer, hashed at once
+	b := make([]byte, 0, n)
+	for _, a := range attrs {
+		b = append(append(b, a...), 0)
 	}
-	var buf bytes.Buffer
-	if err := compact(&buf, env.Data); err != nil {
-		h.Write(env.Data) // unreachable for a parsed event
-	} else {
-		h.Write(buf.Bytes())
+	// json.Compact only drops white space outside strings: data without
+	// any is compact already (Chronicle's own producers write it so)
+	if compactAlready(env.Data) {
+		sum := sha256.Sum256(append(b, env.Data...))
+		return sum[:16]
 	}
-	return h.Sum(nil)[:16]
+	buf := bytes.NewBuffer(b)
+	if err := compact(buf, env.Data); err != nil {
+		buf.Truncate(len(b))
+		buf.Write(env.Data) // unreachable for a parsed event
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return sum[:16]
+}
+
+// compactAlready reports whether the valid JSON b has no white space
+// outside its strings, that is whether compact would return b unchanged
+// (TestCompactAlready, FuzzCompactAsEncodingJSON).
+func compactAlready(b []byte) bool {
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if in {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				in = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = true
+		case ' ', '\t', '\r', '\n':
+			return false
+		}
+	}
+	return true
 }
 
 // compact is json.Compact's output by goccy/go-json's Compact, about 3×

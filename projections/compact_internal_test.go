@@ -29,6 +29,32 @@ func TestCompactAsEncodingJSON(t *testing.T) {
 		if !bytes.Equal(want.Bytes(), got.Bytes()) {
 			t.Errorf("compact\n%s\ngives\n%s\nencoding/json\n%s", c, got.Bytes(), want.Bytes())
 		}
+		if a := compactAlready([]byte(c)); a != (c == want.String()) {
+			t.Errorf("compactAlready(%s) = %v", c, a)
+		}
+		if !compactAlready(want.Bytes()) {
+			t.Errorf("compactAlready(%s) = false on compacted JSON", want.Bytes())
+		}
+	}
+}
+
+// compactAlready tells compact JSON from JSON with white space outside its
+// strings, whatever the strings hold (spaces, escaped quotes, a trailing
+// backslash escape).
+func TestCompactAlready(t *testing.T) {
+	for c, want := range map[string]bool{
+		`{"a":"b c","d":[1,2]}`:       true,
+		`{"a":"\\","b":" \" "}`:       true,
+		`{"a":"\\", "b":1}`:           false,
+		`{"a":"x\" ","b" :1}`:         false,
+		`["\u0020",true,null,-1.5e3]`: true,
+		"[1,\n2]":                     false,
+		`"  "`:                        true,
+		` "x"`:                        false,
+	} {
+		if got := compactAlready([]byte(c)); got != want {
+			t.Errorf("compactAlready(%s) = %v, want %v", c, got, want)
+		}
 	}
 }
 
@@ -47,6 +73,9 @@ func FuzzCompactAsEncodingJSON(f *testing.F) {
 		}
 		if !bytes.Equal(want.Bytes(), got.Bytes()) {
 			t.Fatalf("compact %q = %q, encoding/json %q", b, got.Bytes(), want.Bytes())
+		}
+		if a := compactAlready(b); a != bytes.Equal(b, want.Bytes()) {
+			t.Fatalf("compactAlready(%q) = %v, compact gives %q", b, a, want.Bytes())
 		}
 	})
 }
