@@ -234,7 +234,7 @@ func strategy(s Session) Memory {
 	if ev := orderEvidence(in, tools); ev != "" {
 		b.WriteString(ev)
 	}
-	desc := fmt.Sprintf("Use when %s: %d successful calls, %d of %d weighted criteria met.", TaskSummary(in.Task), len(st), len(satisfied), len(w))
+	desc := fmt.Sprintf("Use when %s: %d successful calls, %d of %d weighted criteria met.", s.summary(), len(st), len(satisfied), len(w))
 	tags := append([]string{"strategy"}, tools...)
 	return Clamp(Memory{Title: title, Description: desc, Content: b.String(), Tags: tags, Outcome: events.OutcomeSuccess})
 }
@@ -285,7 +285,7 @@ func antiPatterns(s Session) []Memory {
 	var out []Memory
 	task := "" // computed once for every gap
 	if len(s.Evaluation.Gaps) > 0 {
-		task = TaskSummary(in.Task)
+		task = s.summary()
 	}
 	for _, g := range s.Evaluation.Gaps {
 		c, ok := w[g.CriterionID]

@@ -49,6 +49,19 @@ type Session struct {
 	// Outcome is success when the evaluation meets the criteria, else
 	// failure: Chronicle's own verdict, never the producer's reward.
 	Outcome string
+	// Summary is TaskSummary(Input.Task), computed once by NewSession for
+	// every memory of the session; empty means it is computed where
+	// needed.
+	Summary string
+}
+
+// summary returns s.Summary, or computes it when s was built without
+// NewSession.
+func (s Session) summary() string {
+	if s.Summary != "" {
+		return s.Summary
+	}
+	return TaskSummary(s.Input.Task)
 }
 
 // NewSession builds the extractor's view of an evaluated session.
@@ -57,7 +70,7 @@ func NewSession(in flux.Input, ev events.EvaluationData) Session {
 	if ev.Recommendation == events.MeetsCriteria {
 		o = events.OutcomeSuccess
 	}
-	return Session{Input: in, Evaluation: ev, Outcome: o}
+	return Session{Input: in, Evaluation: ev, Outcome: o, Summary: TaskSummary(in.Task)}
 }
 
 // Normalize lower-cases s and folds runs of white space to one space, for

@@ -236,3 +236,23 @@ func TestDeterministicAdviceFromEvidence(t *testing.T) {
 		t.Fatalf("distilled %d memories from a session that could not be evaluated (%v)", len(mems), err)
 	}
 }
+
+// BenchmarkTaskSummary summarises the bundled sessions' task texts, one
+// after the other (a completed session summarises its task up to three
+// times: pattern count, strategy, anti-patterns).
+func BenchmarkTaskSummary(b *testing.B) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tasks []string
+	for _, r := range recs {
+		envs, _ := taubench.Events(r)
+		in, _ := flux.InputFromEvents(envs)
+		tasks = append(tasks, in.Task)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		distill.TaskSummary(tasks[i%len(tasks)])
+	}
+}

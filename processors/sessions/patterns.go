@@ -136,8 +136,9 @@ type PatternCountedData struct {
 // changed, emits coordination.pattern.counted.v1 keyed by the pattern: the
 // patterns processor aggregates those in the order of chronicle.patterns,
 // so the pattern rows do not depend on how session partitions interleave.
-// A session without successful calls has no pattern.
-func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.EvaluationData) error {
+// A session without successful calls has no pattern. task is
+// distill.TaskSummary(in.Task), the pattern's task.
+func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.EvaluationData, task string) error {
 	steps := distill.Steps(in.Calls)
 	if len(steps) == 0 {
 		return nil
@@ -152,7 +153,7 @@ func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.Evalu
 	if counted && m.Met == met {
 		return nil
 	}
-	d := PatternCountedData{PatternID: id, SessionID: s.ID, Steps: steps, Category: CategoryReadOnly, Task: distill.TaskSummary(in.Task),
+	d := PatternCountedData{PatternID: id, SessionID: s.ID, Steps: steps, Category: CategoryReadOnly, Task: task,
 		Met: met, First: !counted, WasMet: counted && m.Met}
 	if tools := distill.WriteTools(in); len(tools) > 0 {
 		d.Category, d.Tools = tools[0], tools

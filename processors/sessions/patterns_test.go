@@ -142,7 +142,7 @@ func (c *patternCounter) count(sid, rec string) Pattern {
 	s := &Session{ID: sid, Scope: "project:a"}
 	var emitted []projections.OutboxRecord
 	if _, err := c.store.Apply(Name, projections.Position{Topic: "t", Offset: c.off}, &env, func(tx *projections.Tx, _ *events.Envelope) error {
-		err := countPattern(tx, s, c.in, events.EvaluationData{Recommendation: rec})
+		err := countPattern(tx, s, c.in, events.EvaluationData{Recommendation: rec}, distill.TaskSummary(c.in.Task))
 		emitted = tx.Emitted()
 		return err
 	}); err != nil {

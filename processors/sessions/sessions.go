@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	gojson "github.com/goccy/go-json"
 
@@ -115,7 +116,17 @@ type detail struct {
 	Task string `json:"task"`
 }
 
-func traceKey(id string, seq int) string         { return fmt.Sprintf("t/%s/%06d", id, seq) }
+// traceKey is t/<id>/<seq, at least six digits, zero-padded> (seq ≥ 0).
+func traceKey(id string, seq int) string {
+	d := strconv.Itoa(seq)
+	b := make([]byte, 0, len(id)+4+max(6, len(d)))
+	b = append(append(append(b, "t/"...), id...), '/')
+	for i := len(d); i < 6; i++ {
+		b = append(b, '0')
+	}
+	return string(append(b, d...))
+}
+
 func evaluationKey(id string) string             { return "e/" + id }
 func outcomeKey(outcome, id string) string       { return "o/" + outcome + "/" + id }
 func tracePrefix(id string) string               { return "t/" + id + "/" }
@@ -209,13 +220,14 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err := tx.Emit(events.EvaluationCompleted, ev); err != nil {
 		return err
 	}
-	if err := countPattern(tx, &s, in, ev); err != nil {
+	ds := distill.NewSession(in, ev) // the task summary computed once, for the pattern and the memories
+	if err := countPattern(tx, &s, in, ev, ds.Summary); err != nil {
 		return err
 	}
 	if p.LLMDistillation {
 		return nil
 	}
-	return emitDistilled(tx, &s, distill.NewSession(in, ev))
+	return emitDistilled(tx, &s, ds)
 }
 
 // emitDistilled runs the deterministic extractor and emits each memory
@@ -325,7 +337,7 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
 	if err := tx.SetJSON(evaluationKey(id), ev); err != nil {
 		return err
 	}
-	if err := countPattern(tx, &s, in, ev); err != nil {
+	if err := countPattern(tx, &s, in, ev, distill.TaskSummary(in.Task)); err != nil {
 		return err
 	}
 	return tx.Emit(events.EvaluationCompleted, ev)
@@ -357,7 +369,7 @@ func inputFrom(s *Session, items []TraceItem) (flux.Input, error) {
 // TraceItem with encoding/json would validate and compact the data again,
 // which cost more than the rest of the processor's work on an event.
 func traceRow(env *events.Envelope) ([]byte, error) {
-	head, err := json.Marshal(struct {
+	head, err := events.Marshal(struct {
 		ID   string      `json:"id"`
 		Type events.Type `json:"type"`
 		Time string      `json:"time"`

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -31,5 +32,14 @@ func TestTraceRowRoundTrip(t *testing.T) {
 	_ = json.Unmarshal(got.Data, &gotData)
 	if got.ID != env.ID || got.Type != env.Type || got.Time != env.Time || !reflect.DeepEqual(gotData, wantData) {
 		t.Fatalf("read back %+v from %s", got, row)
+	}
+}
+
+// traceKey writes what fmt's "t/%s/%06d" writes, past six digits too.
+func TestTraceKeyAsSprintf(t *testing.T) {
+	for _, seq := range []int{0, 7, 42, 99999, 999999, 1000000, 123456789} {
+		if got, want := traceKey("project:x/s-1", seq), fmt.Sprintf("t/%s/%06d", "project:x/s-1", seq); got != want {
+			t.Errorf("traceKey(%d) = %q, want %q", seq, got, want)
+		}
 	}
 }
