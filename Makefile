@@ -29,6 +29,7 @@ bench: build
 	$(BIN) bench
 	$(GO) test -run '^$$' -bench PerEventCost -benchtime 1x -count 1 -timeout 20m ./processors/bench/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 1 ./processors/distill/
+	$(GO) test -run '^$$' -bench ContentHash -count 1 ./projections/
 	$(GO) test -run '^$$' -bench ConfidenceUpdates -benchtime 20000x -count 1 ./processors/memories/
 	$(GO) test -run '^$$' -bench . -count 1 ./processors/toolgraph/
 	$(GO) test -run '^$$' -bench MemorySearch -benchtime 100x -count 1 -timeout 20m ./processors/memories/
