@@ -22,8 +22,8 @@ func benchCmd() *cobra.Command {
 		Short: "Throughput and latency of the processing engine next to a raw franz-go job, in one run on the embedded broker",
 		Long: `Produces --events tau-bench events into an embedded broker with --partitions partitions,
 then consumes them with: a raw franz-go job counting events per session in Pebble (one batch per
-fetch: the limit; it takes about a tenth of a second, so it runs five times and the ratios use the
-median), Chronicle running a count processor, Chronicle running the default processors
+fetch: the limit; it takes about a tenth of a second, so it runs five times after a discarded
+warm-up run and the ratios use the median), Chronicle running a count processor, Chronicle running the default processors
 on the single-instance path (outbox relay unfenced, as one process with its embedded broker runs
 them; its own copy of the log) and on the cluster path (what serve --brokers runs: the relay
 fenced with Kafka transactions), and Replay of the default processors; last, the
