@@ -114,15 +114,15 @@ func (f *keyFilter) add(key []byte) {
 		// (adding to a full stage raised the false positives: 3.6% instead
 		// of 0.8% in a test run under load)
 		n := last.n.Add(1)
-		if n <= last.cap {
-			last.add(h)
+		if n > last.cap { // full: make sure the next stage exists, then try it
+			f.growFrom(last)
+			continue
 		}
-		if n >= last.cap {
+		last.add(h)
+		if n == last.cap {
 			f.growFrom(last)
 		}
-		if n <= last.cap {
-			return
-		}
+		return
 	}
 }
 

@@ -147,7 +147,9 @@ func (c Config) Validate() error {
 // their median.
 const RawRuns = 5
 
-// Run runs every job once (the raw job RawRuns times), in one process, against one embedded broker.
+// Run runs every job in one process, against one embedded broker: the
+// raw job RawRuns times after a warm-up run, the count processor once, the
+// single-instance path, the cluster path and the replay Config.Runs times.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {

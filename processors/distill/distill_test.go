@@ -238,8 +238,8 @@ func TestDeterministicAdviceFromEvidence(t *testing.T) {
 }
 
 // BenchmarkTaskSummary summarises the bundled sessions' task texts, one
-// after the other (a completed session summarises its task up to three
-// times: pattern count, strategy, anti-patterns).
+// after the other (a completed session's pattern count, strategy and
+// anti-patterns share one summary, Session.Summary).
 func BenchmarkTaskSummary(b *testing.B) {
 	recs, err := taubench.SampleRecords()
 	if err != nil {
