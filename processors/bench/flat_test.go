@@ -22,12 +22,20 @@ import (
 // wall time of the ApplyBatch calls it reports the process's CPU time over
 // each window (Pebble's flushes and compactions and the GC included, which
 // run beside the calls): on a shared machine that is the steadier figure.
+// With CHRONICLE_BENCH_FLAT_FLUSH=1 it also charges the first window and
+// the whole run the flush of their own writes (below).
 func BenchmarkPerEventCost(b *testing.B) {
 	n := 200000
 	if v, err := strconv.Atoi(os.Getenv("CHRONICLE_BENCH_FLAT_EVENTS")); err == nil {
 		n = v
 	}
 	const window = 20000
+	// CHRONICLE_BENCH_FLAT_FLUSH=1 also flushes the memtables after the
+	// first window and at the end, and reports the CPU per event with the
+	// flush of the events' own writes: of the first window, and of all
+	// events. The first window's writes fit in one memtable, so without it
+	// the first window owes a flush the last pays for earlier windows.
+	flushed := os.Getenv("CHRONICLE_BENCH_FLAT_FLUSH") == "1"
 	envs, err := bench.Events(n)
 	if err != nil {
 		b.Fatal(err)
@@ -38,7 +46,14 @@ func BenchmarkPerEventCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		p := sessions.Processor{}
-		var first, last, firstCPU, lastCPU time.Duration
+		var first, last, firstCPU, lastCPU, allCPU, firstFlush, endFlush time.Duration
+		flush := func() time.Duration { // the CPU of a flush of the memtables
+			c0 := bench.CPUTime()
+			if err := store.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			return bench.CPUTime() - c0
+		}
 		for start := 0; start < len(envs); start += 500 {
 			items := make([]projections.Item, 0, 500)
 			for j := start; j < min(start+500, len(envs)); j++ {
@@ -50,6 +65,10 @@ func BenchmarkPerEventCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			d, c := time.Since(t0), bench.CPUTime()-c0
+			allCPU += c
+			if flushed && start+500 == window {
+				firstFlush = flush()
+			}
 			if start < window {
 				first += d
 				firstCPU += c
@@ -60,6 +79,9 @@ func BenchmarkPerEventCost(b *testing.B) {
 			}
 		}
 		profileWindow(b, len(envs), len(envs), window)
+		if flushed {
+			endFlush = flush()
+		}
 		store.Close()
 		f, l := float64(first.Microseconds())/window, float64(last.Microseconds())/window
 		b.ReportMetric(f, "first_us/ev")
@@ -70,6 +92,15 @@ func BenchmarkPerEventCost(b *testing.B) {
 		b.ReportMetric(lc, "last_cpu_us/ev")
 		b.ReportMetric(lc/fc, "cpu_last/first")
 		fmt.Printf("per-event cost, sessions processor: first %d events %.1f µs (CPU %.1f), last %d of %d %.1f µs (CPU %.1f): ×%.2f wall, ×%.2f CPU\n", window, f, fc, window, len(envs), l, lc, l/f, lc/fc)
+		if flushed {
+			ff := float64((firstCPU + firstFlush).Microseconds()) / window
+			af := float64((allCPU + firstFlush + endFlush).Microseconds()) / float64(len(envs))
+			b.ReportMetric(ff, "first_flushed_cpu_us/ev")
+			b.ReportMetric(af, "all_flushed_cpu_us/ev")
+			b.ReportMetric(af/ff, "cpu_all/first_flushed")
+			b.ReportMetric(lc/ff, "cpu_last/first_flushed")
+			fmt.Printf("  with the flush of their writes: first %d events CPU %.1f µs, all %d %.1f µs: ×%.2f; last %d (the flushes of earlier writes in its window) ×%.2f\n", window, ff, len(envs), af, af/ff, window, lc/ff)
+		}
 	}
 }
 
