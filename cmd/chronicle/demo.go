@@ -51,11 +51,22 @@ func demoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, PAIR: serve}) // issue 13: PAIR under make run (demo --serve)
-			if err != nil {
+			config := func(pair bool) pipeline.Config {
+				return pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, PAIR: pair}
+			}
+			var p *pipeline.Pipeline // the one running when the command returns
+			defer func() {
+				if p != nil {
+					p.Close()
+				}
+			}()
+			// the pair worker (PAIR retrieval, issue 13) runs under --serve
+			// only after the summary: its retrievals read the memory bank
+			// while the processors are still filling it, so with it running
+			// the digest printed moved from run to run
+			if p, err = pipeline.Start(ctx, config(false)); err != nil {
 				return err
 			}
-			defer p.Close()
 			if !asJSON {
 				describe(p)
 			}
@@ -85,6 +96,16 @@ func demoCmd() *cobra.Command {
 				printSummary(sum)
 			}
 			if serve {
+				// the same directory again, now with the pair worker, which
+				// retrieves for the sessions evaluated below 95 from the whole
+				// bank (as serve does)
+				err := p.Close()
+				if p = nil; err != nil {
+					return err
+				}
+				if p, err = pipeline.Start(ctx, config(true)); err != nil {
+					return err
+				}
 				tf, err := loadTokens("", httpAddr)
 				if err != nil {
 					return err

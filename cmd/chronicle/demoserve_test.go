@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `demo --serve` (make run) prints the digest `demo` prints, run after run:
+// the pair worker, whose retrievals read the memory bank while the
+// processors fill it, starts only after the summary (three runs before
+// printed three digests). It still runs: a session evaluated below 95 gets
+// its PAIR context.
+func TestDemoServePrintsTheDemosDigest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two demo runs")
+	}
+	want := runDemo(t, t.TempDir()).Digest
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(binary, "demo", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--json", "--serve", "--http", addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	summary := make(chan Summary, 1)
+	go func() {
+		var s Summary
+		if json.NewDecoder(out).Decode(&s) == nil {
+			summary <- s
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case s := <-summary:
+		if s.Digest != want {
+			t.Fatalf("demo --serve printed digest %s, demo %s", s.Digest, want)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("no summary from demo --serve within 3 minutes; stderr:\n%s", errb.String())
+	}
+
+	// taubench-airline/0/1 is evaluated composite 0 (below 95)
+	url := fmt.Sprintf("http://%s/v1/sessions/taubench-airline%%2F0%%2F1/improvement", addr)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var imp struct {
+			Status  string          `json:"status"`
+			Context json.RawMessage `json:"context"`
+		}
+		if resp, err := http.Get(url); err == nil {
+			json.NewDecoder(resp.Body).Decode(&imp)
+			resp.Body.Close()
+		}
+		if len(imp.Context) > 0 && string(imp.Context) != "null" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no PAIR context for taubench-airline/0/1 within a minute of the summary (status %q); stderr:\n%s", imp.Status, errb.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
