@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -94,16 +93,6 @@ type cluster struct {
 	topics  []string // the processors' topics
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func (c *cluster) startBroker() {
 	t := c.t
 	cmd := exec.Command(binary, "broker", "--data", filepath.Join(c.dir, "broker"), "--kafka-listen", "127.0.0.1:0",
@@ -148,7 +137,7 @@ func (c *cluster) startBroker() {
 }
 
 func (c *cluster) newMember() *member {
-	m := &member{name: fmt.Sprintf("i%d", len(c.members)), http: freeAddr(c.t)}
+	m := &member{name: fmt.Sprintf("i%d", len(c.members)), http: freePort(c.t)}
 	m.data = filepath.Join(c.dir, m.name)
 	m.log = filepath.Join(c.dir, m.name+".log")
 	c.mu.Lock()

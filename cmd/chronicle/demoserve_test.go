@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -23,12 +22,7 @@ func TestDemoServePrintsTheDemosDigest(t *testing.T) {
 	}
 	want := runDemo(t, t.TempDir()).Digest
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freePort(t)
 	cmd := exec.Command(binary, "demo", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--json", "--serve", "--http", addr)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
