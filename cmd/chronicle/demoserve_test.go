@@ -20,7 +20,8 @@ func TestDemoServePrintsTheDemosDigest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two demo runs")
 	}
-	want := runDemo(t, t.TempDir()).Digest
+	clean, _ := cleanDemo(t)
+	want := clean.Digest
 
 	addr := freePort(t)
 	cmd := exec.Command(binary, "demo", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--json", "--serve", "--http", addr)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -30,7 +31,47 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if cleanDir != "" {
+		os.RemoveAll(cleanDir)
+	}
 	os.Exit(code)
+}
+
+var (
+	cleanOnce    sync.Once
+	cleanDir     string
+	cleanSummary Summary
+	cleanErr     string
+)
+
+// cleanDemo is `chronicle demo --json` with its defaults (one partition) to
+// completion on a fresh directory, run once per test binary: the clean run
+// the crash test and the demo --serve test compare with. It returns the
+// summary and the directory, which the tests must not write to.
+func cleanDemo(t *testing.T) (Summary, string) {
+	t.Helper()
+	cleanOnce.Do(func() {
+		d, err := os.MkdirTemp("", "chronicle-clean-demo-")
+		if err != nil {
+			cleanErr = err.Error()
+			return
+		}
+		cleanDir = d
+		cmd := exec.Command(binary, "demo", "--data", d, "--kafka-listen", "127.0.0.1:0", "--json")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			cleanErr = fmt.Sprintf("demo: %v\n%s", err, errb.String())
+			return
+		}
+		if err := json.Unmarshal(out.Bytes(), &cleanSummary); err != nil {
+			cleanErr = fmt.Sprintf("demo output %q: %v", out.String(), err)
+		}
+	})
+	if cleanErr != "" {
+		t.Fatal(cleanErr)
+	}
+	return cleanSummary, cleanDir
 }
 
 // runDemo runs `chronicle demo --json` to completion on data and returns
