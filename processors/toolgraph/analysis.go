@@ -42,6 +42,7 @@ type params struct {
 	design       bool            // true: rank by the design score (the ranking before the context levels; ablation only)
 	minObs       int             // ContextMinObservations
 	without      map[string]bool // context levels left out (the level choice's variants)
+	gateZ        float64         // TopGateZ; negative: no gate (the level choice's variants)
 }
 
 type recencyMode int
@@ -59,7 +60,7 @@ const (
 	priorPageRank                   // ablation: normalised PageRank
 )
 
-var defaultParams = params{k: Smoothing, recency: recencySpan, prior: priorFrequency, useCommunity: true, minObs: ContextMinObservations}
+var defaultParams = params{k: Smoothing, recency: recencySpan, prior: priorFrequency, useCommunity: true, minObs: ContextMinObservations, gateZ: TopGateZ}
 
 // analysisCache holds the derived structure of a Graph, computed on first
 // use after a change.

@@ -53,6 +53,10 @@ type Report struct {
 	// made; Held the odd ones, never looked at for a choice.
 	Tuning Accuracy `json:"tuning_half"`
 	Held   Accuracy `json:"report_half"`
+	// TuningWithContext and HeldWithContext are WithContext split the
+	// same way.
+	TuningWithContext Accuracy `json:"tuning_half_with_context"`
+	HeldWithContext   Accuracy `json:"report_half_with_context"`
 }
 
 // DomainReport is EvaluateNextTool's report on another data set.
@@ -203,7 +207,7 @@ func evaluate(sessions []session, p *params) (Report, error) {
 	}
 	sort.Ints(tasks)
 
-	var all, ctx, even, odd hits
+	var all, ctx, even, odd, evenCtx, oddCtx hits
 	rep := Report{Tasks: len(tasks), Sessions: len(sessions)}
 	for _, held := range tasks {
 		l := NewLearner()
@@ -257,12 +261,18 @@ func evaluate(sessions []session, p *params) (Report, error) {
 					rep.FirstCalls++
 				} else {
 					ctx.add(actual, r)
+					if held%2 == 0 {
+						evenCtx.add(actual, r)
+					} else {
+						oddCtx.add(actual, r)
+					}
 				}
 			}
 		}
 	}
 	rep.Accuracy, rep.WithContext = all.accuracy(), ctx.accuracy()
 	rep.Tuning, rep.Held = even.accuracy(), odd.accuracy()
+	rep.TuningWithContext, rep.HeldWithContext = evenCtx.accuracy(), oddCtx.accuracy()
 	return rep, nil
 }
 

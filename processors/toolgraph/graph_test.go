@@ -336,6 +336,7 @@ func TestNextProbabilities(t *testing.T) {
 	g := sampleGraph(t)
 	a := g.analysis()
 	n := len(a.tools)
+	gated := 0
 	check := func(p Prediction) {
 		t.Helper()
 		if len(p.Suggestions) != n {
@@ -344,8 +345,15 @@ func TestNextProbabilities(t *testing.T) {
 		sum := 0.0
 		for i, s := range p.Suggestions {
 			sum += s.Probability
-			if s.Probability <= 0 || (i > 0 && s.Probability > p.Suggestions[i-1].Probability) {
+			ordered := i == 0 || i == 1 && p.BigramFirst || s.Probability <= p.Suggestions[i-1].Probability
+			if s.Probability <= 0 || !ordered {
 				t.Fatalf("after %v: suggestion %d %+v out of order", p.After, i, s)
+			}
+		}
+		if p.BigramFirst {
+			gated++
+			if p.Suggestions[0].Probability >= p.Suggestions[1].Probability {
+				t.Fatalf("after %v: bigram first, yet the most probable", p.After)
 			}
 		}
 		if math.Abs(sum-1) > 1e-9 {
@@ -364,8 +372,8 @@ func TestNextProbabilities(t *testing.T) {
 			check(g.Next([]string{y, x}, n))
 		}
 	}
-	if levels[LevelTrigramOutcome] == 0 || levels[LevelBigram] == 0 {
-		t.Errorf("most specific levels used: %v", levels)
+	if levels[LevelTrigramOutcome] == 0 || levels[LevelBigram] == 0 || gated == 0 {
+		t.Errorf("most specific levels used: %v; bigram first %d times", levels, gated)
 	}
 }
 

@@ -67,7 +67,8 @@ type Suggestion struct {
 	// Prior is the prior share under BasisStartPrior or BasisFrequencyPrior.
 	Prior float64 `json:"prior"`
 	// Probability is the context model's estimate of P(next = Tool | the
-	// calls so far), in (0, 1]; suggestions are ranked by it (see Next).
+	// calls so far), in (0, 1]; suggestions are ranked by it, except the
+	// first when Prediction.BigramFirst (see NextCalls).
 	Probability float64 `json:"probability"`
 }
 
@@ -84,6 +85,11 @@ type Prediction struct {
 	// Levels are the context levels the probabilities were interpolated
 	// from, most specific first (LevelTrigramOutcome … LevelUnigram).
 	Levels []string `json:"levels"`
+	// BigramFirst: the first suggestion is the bigram level's first tool,
+	// moved there by the TopGateZ gate because the most specific level's
+	// evidence for the model's first was too thin; the others are ranked
+	// by Probability.
+	BigramFirst bool `json:"bigram_first,omitempty"`
 	// Suggestions are the top k, best first.
 	Suggestions []Suggestion `json:"suggestions"`
 }
@@ -124,7 +130,10 @@ func (g *Graph) Next(after []string, k int) Prediction {
 // Search after a failed Search: HotPotQA top-1 0.706 → 0.85). The design
 // score (tier, then Score) only breaks ties of Probability, then the tool
 // name: ranked by it, as before, the graph was below the bigram baseline
-// on HotPotQA (see the package documentation).
+// on HotPotQA (see the package documentation). Then the first place is
+// gated (TopGateZ): the bigram level's first tool takes it unless the
+// most specific level's counts prefer the model's first by a sign test
+// (BigramFirst says it did).
 //
 // The design fields of each suggestion are kept as they were: under
 // BasisGraph (the last tool followed by at least MinObservations calls)
@@ -179,7 +188,9 @@ func (g *Graph) predict(after []Call, outcomes bool, k int) Prediction {
 		}
 		out[i].Probability = probability(v, len(a.tools), levels)
 	}
-	pred.Suggestions = rankByProbability(out, k, !a.p.noTiers)
+	ranked := rankByProbability(out, len(out), !a.p.noTiers)
+	pred.BigramFirst = a.gateTop(ranked, cand, names, levels)
+	pred.Suggestions = ranked[:min(k, len(ranked))]
 	return pred
 }
 
