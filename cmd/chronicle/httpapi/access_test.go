@@ -181,6 +181,7 @@ func TestAccessConformance(t *testing.T) {
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: rec["id"].(string), Secrets: []string{secret},
+		Response: openAPIResponses(t),
 		State: func(t *testing.T) string {
 			waitCaughtUp(t, p)
 			var b strings.Builder

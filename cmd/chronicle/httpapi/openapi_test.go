@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -156,5 +157,36 @@ func TestOpenAPIServed(t *testing.T) {
 	doc, err := openapi3.NewLoader().LoadFromIoReader(resp.Body)
 	if err != nil || !slices.Contains(doc.Paths.InMatchingOrder(), "/v1/whoami") {
 		t.Fatalf("served document: %v", err)
+	}
+}
+
+// openAPIResponses returns an accesstest.Fixture.Response that checks every
+// answer of the access-control suite against openapi.json: its status is
+// one the operation documents (or covered by "default"), and a JSON body
+// passes the documented schema of that status and content type.
+func openAPIResponses(t *testing.T) func(*testing.T, accesstest.Request, accesstest.Caller, *http.Response, []byte) {
+	doc := loadOpenAPI(t)
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// an event stream is checked as the string the description says
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.FileBodyDecoder)
+	return func(t *testing.T, rq accesstest.Request, who accesstest.Caller, resp *http.Response, body []byte) {
+		t.Helper()
+		req := httptest.NewRequest(rq.Method, rq.Path, nil)
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Errorf("%s %s: not in openapi.json: %v", rq.Method, rq.Path, err)
+			return
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+			Status:                 resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		}
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			t.Errorf("%s %s as %s: the answer (%d) breaks openapi.json: %v", rq.Method, rq.Path, who, resp.StatusCode, err)
+		}
 	}
 }

@@ -48,6 +48,10 @@ type Fixture struct {
 	// reads them (session, its events, memory, history); Run requires it
 	// unchanged by every request of the other scope's token.
 	State func(t *testing.T) string
+	// Response, when set, is called with every answer Run receives (every
+	// Case as every Caller), e.g. to check it against the OpenAPI
+	// description of the route.
+	Response func(t *testing.T, req Request, who Caller, resp *http.Response, body []byte)
 }
 
 // Caller is who sends a request.
@@ -244,7 +248,7 @@ func Run(t *testing.T, f Fixture, registered []string, cases []Case) {
 	for _, c := range cases {
 		req := c.Request(f)
 		for _, who := range []Caller{NoToken, WrongToken, Other} {
-			code, body := send(t, f.BaseURL, tokens[who], req)
+			code, body := f.send(t, who, tokens[who], req)
 			if want := c.want(who); code != want {
 				t.Errorf("%s %s as %s: status %d, want %d (%s)", req.Method, req.Path, who, code, want, clip(body))
 			}
@@ -263,14 +267,26 @@ func Run(t *testing.T, f Fixture, registered []string, cases []Case) {
 	// own last: its writes are allowed to change the state
 	for _, c := range cases {
 		req := c.Request(f)
-		if code, body := send(t, f.BaseURL, f.OwnToken, req); code != c.want(Own) {
+		if code, body := f.send(t, Own, f.OwnToken, req); code != c.want(Own) {
 			t.Errorf("%s %s as %s: status %d, want %d (%s)", req.Method, req.Path, Own, code, c.want(Own), clip(body))
 		}
 	}
 }
 
-// send sends r with token (none when "") and returns the status and body.
-func send(t *testing.T, base, token string, r Request) (int, string) {
+// send sends r as who with token (none when "") and returns the status
+// and body, after f.Response saw them.
+func (f Fixture) send(t *testing.T, who Caller, token string, r Request) (int, string) {
+	t.Helper()
+	resp, b := send(t, f.BaseURL, token, r)
+	if f.Response != nil {
+		f.Response(t, r, who, resp, b)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// send sends r with token (none when "") and returns the answer and its
+// body (read and closed).
+func send(t *testing.T, base, token string, r Request) (*http.Response, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if r.Body != nil {
@@ -299,7 +315,7 @@ func send(t *testing.T, base, token string, r Request) (int, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, b
 }
 
 func clip(s string) string {
