@@ -43,7 +43,8 @@ type TotalOrder interface {
 // event (a crash before the commit), but what it publishes through an
 // events.Producer with its context is written once: the Runner writes it
 // in one Kafka transaction with the consumed offset (WorkerTransactionalID;
-// a StreamingWorker's at least once). A Handle error
+// a StreamingWorker's step by step, each step its own transaction under
+// the same id). A Handle error
 // sends the event to the dead-letter topic with the reason; the worker goes
 // on with the next event.
 type Worker interface {

@@ -171,8 +171,8 @@ func (c *RunnerConfig) setDefaults() {
 // Router, one handler per worker, with its poison queue into
 // events.TopicDeadLetter and Recoverer, one message at a time, which is
 // what a model call needs; their outputs are written once, in one Kafka
-// transaction with the consumed offset (WorkerTransactionalID), except a
-// StreamingWorker's (at least once).
+// transaction with the consumed offset (WorkerTransactionalID), a
+// StreamingWorker's one transaction per step under the same fenced id.
 type Runner struct {
 	cfg     RunnerConfig
 	engine  *engine
@@ -230,7 +230,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}
 		handle := func(msg *message.Message, env *events.Envelope) error { return w.Handle(msg.Context(), env) }
 		var once *workerOnce
-		if !cfg.WorkersAtLeastOnce && !streams(w) {
+		if !cfg.WorkersAtLeastOnce {
 			once = &workerOnce{w: w, brokers: cfg.Brokers, timeout: cfg.WorkerTransactionTimeout, opts: cfg.WorkerProducerOpts, logger: cfg.Logger, parts: map[int32]*onceProducer{}}
 			r.once = append(r.once, once)
 			handle = once.handle

@@ -20,10 +20,26 @@ import (
 // events it writes before it returns: the tree-search ResumeWorker drives
 // a search step by step and waits for the projection to apply each step.
 // Its outputs cannot wait for one transaction at the end of Handle, so the
-// Runner produces them as they come and commits the consumed offset after
-// (at least once: a worker killed in between writes them again, with the
-// same ids, which consumers drop). Every other worker's outputs are
-// written once (see WorkerTransactionalID).
+// Runner writes each Publish of Handle in a transaction of its own, under
+// the same transactional id as the other workers' outputs
+// (WorkerTransactionalID), and commits the consumed offset after Handle
+// returned, as for an event without outputs. What that gives:
+//
+//   - No zombie writes: once another member initialised the partition's
+//     transactional id (it was assigned the partition), this instance's
+//     next step is refused by the broker, nothing of it becomes visible to
+//     read_committed consumers, and the event is not dead-lettered (it is
+//     handed again after a pause, like a fenced worker's).
+//   - A step is visible whole or not at all (a kill inside its
+//     transaction: the next owner's takeover aborts it).
+//   - Not one transaction for the whole of Handle: a kill after a step
+//     committed and before the offset did hands the event to the next
+//     owner, which must find its steps done (the ResumeWorker finds the
+//     search moved on and leaves it alone); the worker, not the Runner,
+//     keeps a step from being written twice then.
+//
+// Every other worker's outputs are written once with the consumed offset
+// (see WorkerTransactionalID).
 type StreamingWorker interface {
 	Worker
 	StreamsOutputs() bool
@@ -193,6 +209,9 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 			return nil
 		}
 	}
+	if streams(o.w) {
+		return o.handleStreaming(ctx, op, p, env)
+	}
 	var outs []*kgo.Record
 	hctx := events.WithRecordSink(ctx, func(recs []*kgo.Record) error {
 		outs = append(outs, recs...)
@@ -227,6 +246,61 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 	op.stale = true
 	o.mu.Unlock()
 	return fmt.Errorf("%w: %w", errRetryLater, err)
+}
+
+// handleStreaming runs a StreamingWorker on env, each of its Publish calls
+// one transaction of op's producer; the subscription commits the offset
+// after Handle returned nil.
+func (o *workerOnce) handleStreaming(ctx context.Context, op *onceProducer, p int32, env *events.Envelope) error {
+	hctx := events.WithRecordSink(ctx, func(recs []*kgo.Record) error {
+		o.mu.Lock()
+		cl := op.cl
+		o.mu.Unlock()
+		if cl == nil {
+			return errLostPartition // fenced by an earlier step of this Handle
+		}
+		err := transactRecords(ctx, cl, recs)
+		if err == nil {
+			return nil
+		}
+		if fenced(err) {
+			o.mu.Lock()
+			if o.parts[p] == op && op.cl != nil {
+				op.cl.Close()
+				op.cl = nil
+			}
+			o.mu.Unlock()
+			o.logger.Info("worker: fenced on a partition (another member owns it now): its events are left to the owner", watermill.LogFields{"worker": o.w.Name(), "partition": p, "err": err.Error()})
+			return fmt.Errorf("%w: %w", errLostPartition, err)
+		}
+		return fmt.Errorf("%w: %w", errRetryLater, err)
+	})
+	err := o.w.Handle(hctx, env)
+	if errors.Is(err, errLostPartition) {
+		return o.lost(ctx)
+	}
+	return err
+}
+
+// transactRecords produces recs in one Kafka transaction of cl; on an
+// error the transaction is aborted.
+func transactRecords(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (err error) {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if aerr := cl.EndTransaction(actx, kgo.TryAbort); aerr != nil {
+				err = errors.Join(err, aerr)
+			}
+		}
+	}()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return err
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
 }
 
 // producer is partition p's transactional producer: the one taken over at

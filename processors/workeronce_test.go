@@ -344,3 +344,142 @@ func TestWorkerReclaimsPartitionTheGroupConfirms(t *testing.T) {
 	}
 	t.Logf("fenced %d times, then the partition taken back: 6 outputs, each once", fencedLogs)
 }
+
+// stepWorker is a StreamingWorker: for every memory.feedback.v1 of source
+// "test" it writes two steps (memory.feedback.v1 derived from the cause,
+// numbers 0 and 1) with a pause between them, as the tree-search
+// ResumeWorker writes a search step by step. A step it saw acknowledged
+// is not written again when the event is handed again (the ResumeWorker
+// finds the search moved on). between, when set, runs after step 0 of
+// the first event.
+type stepWorker struct {
+	prod    *events.Producer
+	between func()
+	once    sync.Once
+	mu      sync.Mutex
+	written map[string]bool
+	errs    chan error // every Publish error of step 1
+}
+
+func (*stepWorker) Name() string         { return "steps" }
+func (*stepWorker) Topic() events.Topic  { return events.TopicMemories }
+func (*stepWorker) StreamsOutputs() bool { return true }
+func (w *stepWorker) Handle(ctx context.Context, env *events.Envelope) error {
+	if env.Source != "test" {
+		return nil
+	}
+	for n := range 2 {
+		out, err := events.Derive(env, "chronicle/steps", events.MemoryFeedback, n, map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": true})
+		if err != nil {
+			return err
+		}
+		out.Scope = env.Scope
+		w.mu.Lock()
+		done := w.written[out.ID]
+		w.mu.Unlock()
+		if !done {
+			err := w.prod.PublishDerived(ctx, out)
+			if n == 1 && err != nil {
+				w.errs <- err
+			}
+			if err != nil {
+				return err
+			}
+			w.mu.Lock()
+			w.written[out.ID] = true
+			w.mu.Unlock()
+		}
+		if n == 0 && w.between != nil {
+			w.once.Do(w.between)
+		}
+	}
+	return nil
+}
+
+// A StreamingWorker that lost its partition cannot write its next step
+// (no zombie writes): instance A's worker wrote step 0 of an event when
+// another member initialised the partition's transactional id (as a new
+// owner does at assignment, while A was paused); A's step 1 is refused by
+// the broker, is not in the log for read_committed consumers, and the
+// event is not dead-lettered. When the group confirms that A still owns
+// the partition, A takes the id back and writes step 1, once. Without
+// the transactions (RunnerConfig.WorkersAtLeastOnce, what a streaming
+// worker had before), the zombie's step 1 is written: the check can fail.
+func TestStreamingWorkerFenced(t *testing.T) {
+	t.Run("fenced", func(t *testing.T) { streamingWorkerFenced(t, false) })
+	t.Run("at-least-once", func(t *testing.T) { streamingWorkerFenced(t, true) })
+}
+
+func streamingWorkerFenced(t *testing.T, atLeastOnce bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, prod := brokerAndProducer(ctx, t, broker.Config{Partitions: 1})
+	step := func(n int) string {
+		return string(events.TopicMemories) + " " + events.DerivedID("test", "in-0", events.MemoryFeedback, n)
+	}
+	w := &stepWorker{prod: prod, written: map[string]bool{}, errs: make(chan error, 10)}
+	w.between = func() {
+		// step 0 is in the log; a new owner takes the id over
+		waitFor(t, 20*time.Second, func() string {
+			if ids, _ := topicCounts(t, brokers, string(events.TopicMemories)); ids[step(0)] == 0 {
+				return "step 0 not in the log"
+			}
+			return ""
+		})
+		thief, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(processors.WorkerTransactionalID(w, 0)))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, _, err := thief.ProducerID(ctx); err != nil {
+			t.Error(err)
+		}
+		thief.Close()
+	}
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := processors.NewRunner(processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
+		Workers: []processors.Worker{w}, WorkersAtLeastOnce: atLeastOnce, Logger: watermill.NopLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { _ = r.Close(); <-done }()
+	<-r.Running()
+	env, err := events.New(events.MemoryFeedback, "test", "in-0", time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Publish(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() string {
+		if ids, _ := topicCounts(t, brokers, string(events.TopicMemories)); ids[step(1)] == 0 {
+			return "step 1 not in the log"
+		}
+		return ""
+	})
+	ids, aborted := topicCounts(t, brokers, string(events.TopicMemories), string(events.TopicDeadLetter))
+	refused := len(w.errs)
+	t.Logf("step 0 written %d times, step 1 %d times; %d refused writes of step 1, %d aborted records", ids[step(0)], ids[step(1)], refused, aborted)
+	for n := range 2 {
+		if ids[step(n)] != 1 {
+			t.Errorf("step %d written %d times", n, ids[step(n)])
+		}
+	}
+	for id, c := range ids {
+		if strings.HasPrefix(id, string(events.TopicDeadLetter)) {
+			t.Errorf("dead-lettered: %s (%d)", id, c)
+		}
+	}
+	switch {
+	case !atLeastOnce && refused == 0:
+		t.Errorf("the zombie's step 1 was not refused: it wrote after another member took the partition's id over")
+	case atLeastOnce && refused != 0:
+		t.Errorf("at least once, step 1 was refused: %v", <-w.errs)
+	}
+}

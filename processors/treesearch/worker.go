@@ -82,8 +82,10 @@ func (*ResumeWorker) Types() []events.Type { return []events.Type{events.SearchR
 // StreamsOutputs implements processors.StreamingWorker: a resumed search
 // writes each step and waits for the projection to apply it before the
 // next, so its events cannot wait for one transaction at the end of
-// Handle; they are written at least once, as before (a repeated resume
-// finds the search moved on and leaves it alone).
+// Handle. The Runner writes each step in a transaction of its own under
+// the partition's fenced transactional id: an instance that lost the
+// partition cannot write another step, and a resume handed again after a
+// crash finds the search moved on and leaves it alone.
 func (*ResumeWorker) StreamsOutputs() bool { return true }
 
 func (w *ResumeWorker) logf(format string, args ...any) {
