@@ -156,6 +156,9 @@ type Store struct {
 	keys    *keyFilter
 	filled  chan struct{}
 	closing atomic.Bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // SinceCommit is how long ago a processor's batch last committed (a large
@@ -263,11 +266,15 @@ func (s *Store) load() error {
 	return ob.Close()
 }
 
-// Close closes the database.
+// Close closes the database. A second call returns the first call's
+// error and does nothing else (Pebble itself panics on a second Close).
 func (s *Store) Close() error {
-	s.closing.Store(true)
-	<-s.filled
-	return s.db.Close()
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		<-s.filled
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
 }
 
 // Flush writes the memtables to sstables and waits until that is done

@@ -309,3 +309,18 @@ func TestReplayMark(t *testing.T) {
 		t.Fatal("the replay mark is part of the digest")
 	}
 }
+
+// A second Close returns the first one's result instead of Pebble's panic
+// (a pipeline closed by its caller and again by a test cleanup).
+func TestCloseTwice(t *testing.T) {
+	s, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}

@@ -157,8 +157,11 @@ type Pipeline struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	errMu  sync.Mutex
-	err    error
+
+	closeOnce sync.Once
+	closeErr  error
+	errMu     sync.Mutex
+	err       error
 }
 
 // Start starts every part and returns once the processors are subscribed.
@@ -451,8 +454,14 @@ func (p *Pipeline) WaitCaughtUp(ctx context.Context, progress func(lag int64)) e
 }
 
 // Close stops the processors and the relay, then closes the producer, the
-// broker and the store.
+// broker and the store. A second call returns the first call's error and
+// does nothing else.
 func (p *Pipeline) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.close() })
+	return p.closeErr
+}
+
+func (p *Pipeline) close() error {
 	if p.cancel != nil {
 		p.cancel()
 		p.wg.Wait()

@@ -630,6 +630,7 @@ func TestAccessConformanceCluster(t *testing.T) {
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: memID, Secrets: []string{secret},
+		Response: openAPIResponses(t), // forwarded answers too
 		State: func(t *testing.T) string {
 			waitCluster(t, ms)
 			var b strings.Builder
