@@ -133,7 +133,8 @@ func (f learnedFilter) show(raw []byte) (events.Type, bool) {
 // comment is written; a broker that does not answer for LearnedBrokerWait
 // ends the stream with "event: error". It reads with a plain franz-go
 // consumer of assigned partitions (no consumer group: nothing is
-// committed; the position is the client's).
+// committed; the position is the client's), read_committed: a record of
+// an aborted transaction (a fenced zombie's) is never shown.
 func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := learnedFilter{caller: CallerOf(r), scope: q.Get("scope")}
@@ -188,7 +189,11 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 
 	ctx := r.Context()
 	topic := string(events.TopicLearned)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.P.Broker.Addrs()...), kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.P.Broker.Addrs()...), kgo.DisableFetchSessions(), // see kafkapubsub: avoids a race in franz-go's Close
+		// a fenced relay writes the learned events in transactions: never
+		// an aborted record, and the markers kept so that the position
+		// passes them (the topic's end offset is after the last marker)
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
 		return
@@ -272,6 +277,9 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			cur[rec.Partition] = rec.Offset + 1
+			if rec.Attrs.IsControl() { // a transaction marker: not an event
+				return
+			}
 			raw, err := events.StructuredJSON(rec)
 			if err != nil {
 				return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // sseEvent is one dispatched Server-Sent Event.
@@ -343,4 +344,93 @@ func TestLearnedStreamBrokerGone(t *testing.T) {
 	if _, ok := rd.next(); ok {
 		t.Fatalf("the stream goes on after the error event")
 	}
+}
+
+// A learned topic written in transactions (as a fenced relay writes it in
+// a cluster) streams only committed events and, with follow=false, ends
+// at the end the topic had: its last offset is a transaction marker,
+// which no event reaches. (Read uncommitted and without the markers, the
+// stream showed the aborted copy and never ended: the access suite on an
+// external broker waited 30 s for each such request.)
+func TestLearnedStreamTransactions(t *testing.T) {
+	p, srv := setup(t) // 2 partitions
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	recordIn(t, srv, "project:a", "Committed memory")
+	recordIn(t, srv, "project:a", "Aborted memory")
+	// the two memory.created records, as the relay wrote them
+	var created []*kgo.Record
+	rd, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicLearned)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for len(created) < 2 {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d memory.created records found", len(created))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if strings.Contains(string(r.Value), "memory.created.v1") || headerType(r) == string(events.MemoryCreated) {
+				created = append(created, r)
+			}
+		})
+	}
+	// a copy of each, in a committed and in an aborted transaction, on
+	// the same partitions
+	tx, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.TransactionalID("learned-stream-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	for i, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		src := created[i]
+		cp := &kgo.Record{Topic: src.Topic, Partition: src.Partition, Key: src.Key, Value: src.Value, Headers: src.Headers}
+		if err := tx.ProduceSync(ctx, cp).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	resp, sr := openStream(t, sctx, srv.URL+"/v1/learned/stream?follow=false&types=memory.created.v1", "")
+	defer resp.Body.Close()
+	got := map[string]int{}
+	for {
+		ev, ok := sr.next()
+		if !ok {
+			break
+		}
+		got[ceOf(t, ev).ID]++
+	}
+	if sctx.Err() != nil {
+		t.Fatalf("follow=false did not end within 10 s (events so far %v)", got)
+	}
+	ids := make([]string, 2)
+	for i, r := range created {
+		env, err := events.FromRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = env.ID
+	}
+	t.Logf("caught up and closed in %v: %v", time.Since(start), got)
+	if got[ids[0]] != 2 || got[ids[1]] != 1 || len(got) != 2 {
+		t.Errorf("events %v: want %s twice (original, committed copy) and %s once (its copy aborted)", got, ids[0], ids[1])
+	}
+}
+
+func headerType(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == "ce_type" {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
