@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/broker"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -571,11 +572,31 @@ func TestMixedGroupAgreesOnSticky(t *testing.T) {
 // owner authorises them; the other entities are forwarded or local as
 // their partitions fall). The /mcp tools are not forwarded (README) and
 // keep their single-instance suite.
+//
+// Twice: the first member on its embedded broker, the second joining it;
+// and both on a separate broker (`chronicle broker`), where every relay
+// is fenced and the derived topics are written in transactions.
 func TestAccessConformanceCluster(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { accessConformanceCluster(t, false) })
+	t.Run("external-broker", func(t *testing.T) { accessConformanceCluster(t, true) })
+}
+
+func accessConformanceCluster(t *testing.T, external bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m1 := startMember(ctx, t, "m1", nil, 0)
-	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), 0)
+	var m1, m2 *member
+	if external {
+		b, err := broker.Start(ctx, broker.Config{Partitions: 4, DataDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		m1 = startMember(ctx, t, "m1", b.Addrs(), 0)
+		m2 = startMember(ctx, t, "m2", b.Addrs(), 0)
+	} else {
+		m1 = startMember(ctx, t, "m1", nil, 0)
+		m2 = startMember(ctx, t, "m2", m1.p.Broker.Addrs(), 0)
+	}
 	ms := []*member{m1, m2}
 	waitCluster(t, ms)
 	base := m1.srv.URL
