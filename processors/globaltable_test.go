@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,7 +123,30 @@ func globalTablesAcrossInstances(t *testing.T, fenced bool) {
 	global := []processors.Processor{toolgraph.Processor{}, sessions.PatternsProcessor{}}
 	a := startMember(t, "A", brokers, group, global, fenced)
 	b := startMember(t, "B", brokers, group, global, fenced)
-	const nSessions = 40
+	nSessions := 40
+	if n, err := strconv.Atoi(os.Getenv("CHRONICLE_GLOBAL_SESSIONS")); err == nil { // e.g. 200: the outbox under a longer import
+		nSessions = min(n, len(recs))
+	}
+	// the outbox's size on each instance while it works: its own rows and
+	// its copies of the tables' events (pruned once the owner relayed them)
+	var maxOut [2]atomic.Int64
+	sampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			for i, m := range []*member{a, b} {
+				if n := m.store.OutboxLen(); n > maxOut[i].Load() {
+					maxOut[i].Store(n)
+				}
+			}
+			select {
+			case <-sampling:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
 	for i, r := range recs[:nSessions] {
 		envs, err := taubench.Events(r)
 		if err != nil {
@@ -165,6 +191,9 @@ func globalTablesAcrossInstances(t *testing.T, fenced bool) {
 		}
 		return ""
 	})
+	close(sampling)
+	<-sampled
+	t.Logf("%d sessions: outbox rows at most %d on A, %d on B (sampled every 20 ms)", nSessions, maxOut[0].Load(), maxOut[1].Load())
 	// nothing was learned in a global table that a second look would change
 	time.Sleep(500 * time.Millisecond)
 

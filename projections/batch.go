@@ -245,6 +245,7 @@ func (s *Store) commitRun(ws *writeSet, okey string, next int64, outbox []Outbox
 		return 0, -1, err
 	}
 	s.cacheOutbox(seq-uint64(len(outbox)), outbox)
+	s.outboxLen.Add(int64(len(outbox)))
 	if len(touched) > 0 {
 		s.mu.Lock()
 		hooks := s.hooks

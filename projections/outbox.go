@@ -100,6 +100,7 @@ func (s *Store) AckOutbox(entries []OutboxEntry) error {
 	if err := b.Commit(s.writeOpts()); err != nil {
 		return err
 	}
+	s.outboxLen.Add(-int64(len(entries)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range entries {
@@ -107,6 +108,13 @@ func (s *Store) AckOutbox(entries []OutboxEntry) error {
 	}
 	return nil
 }
+
+// OutboxLen is the number of rows in the outbox: derived events and dead
+// letters committed and not yet relayed, and, on a member of a fenced
+// cluster, its copies of the global tables' derived events waiting until
+// the task's owner has relayed past them (processors.Fence prunes them).
+// Counted at Open and kept by the commits and AckOutbox; no read.
+func (s *Store) OutboxLen() int64 { return s.outboxLen.Load() }
 
 // OutboxNotify receives a value whenever Apply queued derived events.
 func (s *Store) OutboxNotify() <-chan struct{} { return s.notify }

@@ -159,6 +159,9 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// outboxLen counts the outbox rows (OutboxLen).
+	outboxLen atomic.Int64
 }
 
 // SinceCommit is how long ago a processor's batch last committed (a large
@@ -263,6 +266,11 @@ func (s *Store) load() error {
 	if ob.Last() {
 		s.outSeq = binary.BigEndian.Uint64(ob.Key()[len(prefixOutbox):]) + 1
 	}
+	n := int64(0)
+	for ob.First(); ob.Valid(); ob.Next() {
+		n++
+	}
+	s.outboxLen.Store(n)
 	return ob.Close()
 }
 

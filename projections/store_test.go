@@ -108,7 +108,8 @@ func TestApplyOffsetsAndIdempotencyKeys(t *testing.T) {
 }
 
 // Processors applying concurrently never share an outbox number, and a
-// reopened store numbers after the last pending entry.
+// reopened store numbers after the last pending entry; OutboxLen counts
+// the rows all along (from a scan at Open after the reopen).
 func TestOutboxConcurrentAndReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
@@ -131,8 +132,8 @@ func TestOutboxConcurrentAndReopen(t *testing.T) {
 	}
 	wg.Wait()
 	pending, err := s.PendingOutbox(1000)
-	if err != nil || len(pending) != 200 {
-		t.Fatalf("%d outbox entries, want 200 (%v)", len(pending), err)
+	if err != nil || len(pending) != 200 || s.OutboxLen() != 200 {
+		t.Fatalf("%d outbox entries (OutboxLen %d), want 200 (%v)", len(pending), s.OutboxLen(), err)
 	}
 	ids := map[string]bool{}
 	for _, e := range pending {
@@ -146,8 +147,8 @@ func TestOutboxConcurrentAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept, _ := s.PendingOutbox(1000) // from the rows this process committed
-	if !reflect.DeepEqual(kept, pending[150:]) {
-		t.Fatalf("after the ack: %d pending, want the last 50 of the 200", len(kept))
+	if !reflect.DeepEqual(kept, pending[150:]) || s.OutboxLen() != 50 {
+		t.Fatalf("after the ack: %d pending (OutboxLen %d), want the last 50 of the 200", len(kept), s.OutboxLen())
 	}
 	s.Close()
 	s = open(t, dir)
@@ -156,7 +157,7 @@ func TestOutboxConcurrentAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending, _ = s.PendingOutbox(1000)
-	if len(pending) != 51 || pending[50].Seq <= pending[49].Seq {
+	if len(pending) != 51 || pending[50].Seq <= pending[49].Seq || s.OutboxLen() != 51 {
 		t.Fatalf("after reopen: %d pending, last seqs %d %d", len(pending), pending[49].Seq, pending[50].Seq)
 	}
 	// rows decoded from the store are the rows the first process kept in memory

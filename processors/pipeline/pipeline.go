@@ -317,6 +317,10 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			Help: "Documents (memories, coordination patterns, tools) changed in their projection and not yet in the vector store: its lag, which grows while Weaviate is down.",
 		}, func() float64 { return float64(p.Search.Index.PendingIn(c)) }))
 	}
+	p.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "chronicle", Name: "outbox_rows",
+		Help: "Rows in the store's outbox: derived events and dead letters not yet relayed, and on a fenced cluster member its copies of global-table events waiting for their owner's relayed frontier (pruned every 5 s).",
+	}, func() float64 { return float64(p.Store.OutboxLen()) }))
 	if cfg.TickInterval > 0 {
 		p.wg.Add(1)
 		go func() {
