@@ -1,0 +1,52 @@
+package pipeline_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+)
+
+// Every metric a pipeline registers follows Prometheus' naming and help
+// conventions as promtool check metrics checks them (client_golang's
+// promlint: snake_case, base units as suffixes, _total only on counters,
+// a help text), after a few sessions went through, so that the labelled
+// counters and histograms have children to gather.
+func TestMetricsLint(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, envs := range sampleEvents(t, 3) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := p.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []string
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "chronicle_") {
+			ours = append(ours, mf.GetName())
+		}
+	}
+	for _, want := range []string{"chronicle_processor_events_total", "chronicle_engine_batch_events", "chronicle_outbox_rows", "chronicle_processor_lag"} {
+		if !strings.Contains(strings.Join(ours, " "), want) {
+			t.Errorf("%s not gathered (%v)", want, ours)
+		}
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		t.Errorf("%s: %s", pr.Metric, pr.Text)
+	}
+	t.Logf("%d metric families (%d chronicle_*: %v), %d problems", len(mfs), len(ours), ours, len(problems))
+}
