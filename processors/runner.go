@@ -232,6 +232,10 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		var once *workerOnce
 		if !cfg.WorkersAtLeastOnce {
 			once = &workerOnce{w: w, brokers: cfg.Brokers, timeout: cfg.WorkerTransactionTimeout, opts: cfg.WorkerProducerOpts, logger: cfg.Logger, parts: map[int32]*onceProducer{}}
+			if m := cfg.Metrics; m != nil {
+				name := w.Name()
+				once.poisoned = func() { m.DeadLettered.WithLabelValues(name).Inc() }
+			}
 			r.once = append(r.once, once)
 			handle = once.handle
 		}

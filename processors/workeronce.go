@@ -10,6 +10,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -76,8 +77,11 @@ func streams(w Worker) bool {
 //   - Consumers read read_committed (the engine, the workers, replay), and
 //     the group's offsets are fetched stable (kgo.RequireStableFetchOffsets).
 //
-// A Handle error goes to the dead-letter topic as before (its outputs
-// are dropped). A transaction refused because another member holds the
+// A Handle error goes to the dead-letter topic (its outputs dropped) the
+// same way: the dead-letter record Watermill's poison queue would publish
+// (poisonRecord) and the consumed offset + 1 in one transaction, so an
+// event is dead-lettered once, and never by an instance that lost the
+// partition. A transaction refused because another member holds the
 // id (this instance lost the partition) is not dead-lettered: the event is
 // handed again after a pause, and handled by its owner; this instance
 // never initialises the id again under the same assignment.
@@ -97,6 +101,9 @@ type workerOnce struct {
 	timeout time.Duration
 	opts    []kgo.Opt // extra options of the transactional producers
 	logger  watermill.LoggerAdapter
+	// poisoned, when set, is called for each event dead-lettered (the
+	// metric countPoisoned keeps for the poison queue)
+	poisoned func()
 
 	mu        sync.Mutex
 	group     *kgo.Client // the subscription's group client (its member id)
@@ -209,16 +216,31 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 			return nil
 		}
 	}
-	if streams(o.w) {
-		return o.handleStreaming(ctx, op, p, env)
-	}
 	var outs []*kgo.Record
-	hctx := events.WithRecordSink(ctx, func(recs []*kgo.Record) error {
-		outs = append(outs, recs...)
-		return nil
-	})
-	if err := o.w.Handle(hctx, env); err != nil {
-		return err
+	var herr error
+	if streams(o.w) {
+		herr = o.handleStreaming(ctx, op, p, env)
+		if herr == nil || !poisonous(herr) {
+			return herr // the subscription commits the offset
+		}
+	} else {
+		hctx := events.WithRecordSink(ctx, func(recs []*kgo.Record) error {
+			outs = append(outs, recs...)
+			return nil
+		})
+		herr = o.w.Handle(hctx, env)
+		if herr != nil && !poisonous(herr) {
+			return herr
+		}
+	}
+	if herr != nil {
+		// the dead letter instead of the outputs, with the offset: once,
+		// and never from an instance that lost the partition
+		dl, err := poisonRecord(msg, herr)
+		if err != nil {
+			return errors.Join(herr, err) // the poison queue's turn
+		}
+		outs = []*kgo.Record{dl}
 	}
 	if len(outs) == 0 {
 		return nil // nothing written: the subscription commits the offset
@@ -229,6 +251,12 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 	}
 	err = transactOffset(ctx, op.cl, WorkerTransactionalID(o.w, p), WorkerGroupID(o.w), id, tp{topic, p}, offset+1, outs)
 	if err == nil {
+		if herr != nil {
+			o.logger.Error("worker: event dead-lettered", herr, watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset})
+			if o.poisoned != nil {
+				o.poisoned()
+			}
+		}
 		return nil
 	}
 	o.mu.Lock()
@@ -246,6 +274,26 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 	op.stale = true
 	o.mu.Unlock()
 	return fmt.Errorf("%w: %w", errRetryLater, err)
+}
+
+// poisonRecord is the dead-letter record of msg, which its worker failed
+// with err: the record Watermill's poison queue publishes through the
+// Runner's publisher (the message's metadata with the reason, topic,
+// handler and subscriber added, as headers; kafkapubsub.DefaultMarshaler).
+func poisonRecord(msg *message.Message, err error) (*kgo.Record, error) {
+	m := msg.Copy()
+	m.Metadata.Set(middleware.ReasonForPoisonedKey, err.Error())
+	m.Metadata.Set(middleware.PoisonedTopicKey, message.SubscribeTopicFromCtx(msg.Context()))
+	m.Metadata.Set(middleware.PoisonedHandlerKey, message.HandlerNameFromCtx(msg.Context()))
+	m.Metadata.Set(middleware.PoisonedSubscriberKey, message.SubscriberNameFromCtx(msg.Context()))
+	rec, merr := kafkapubsub.DefaultMarshaler{}.Marshal(string(events.TopicDeadLetter), m)
+	if merr != nil {
+		return nil, merr
+	}
+	if key := m.Metadata.Get(kafkapubsub.MetadataKey); key != "" {
+		rec.Key = []byte(key)
+	}
+	return rec, nil
 }
 
 // handleStreaming runs a StreamingWorker on env, each of its Publish calls
@@ -278,6 +326,12 @@ func (o *workerOnce) handleStreaming(ctx context.Context, op *onceProducer, p in
 	err := o.w.Handle(hctx, env)
 	if errors.Is(err, errLostPartition) {
 		return o.lost(ctx)
+	}
+	o.mu.Lock()
+	gone := op.cl == nil
+	o.mu.Unlock()
+	if err != nil && gone {
+		return o.lost(ctx) // fenced: the owner dead-letters it, if it must
 	}
 	return err
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -482,4 +484,96 @@ func streamingWorkerFenced(t *testing.T, atLeastOnce bool) {
 	case atLeastOnce && refused != 0:
 		t.Errorf("at least once, step 1 was refused: %v", <-w.errs)
 	}
+}
+
+// failWorker fails every memory.feedback.v1 of source "test", as a worker
+// whose model call fails for good does.
+type failWorker struct{}
+
+func (failWorker) Name() string        { return "fail" }
+func (failWorker) Topic() events.Topic { return events.TopicMemories }
+func (failWorker) Handle(_ context.Context, env *events.Envelope) error {
+	if env.Source != "test" {
+		return nil
+	}
+	return fmt.Errorf("model refused %s", env.ID)
+}
+
+// A worker's dead letters are written once, in a transaction with the
+// consumed offset: instance A's worker fails the first of 5 events and is
+// killed after the broker acknowledged the dead letter and before the
+// transaction's commit; B takes the partition over and handles the 5
+// events from the group's committed offset, the first one again. The
+// dead-letter topic holds each event once for read_committed consumers,
+// A's copy an aborted record, each with the reason; the dead-letter
+// metric counts B's five.
+func TestWorkerDeadLettersWrittenOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, prod := brokerAndProducer(ctx, t, broker.Config{Partitions: 1, GroupMinSessionTimeout: time.Second})
+	var killed atomic.Bool
+	ks := &killSwitch{}
+	kill := func() { killed.Store(true); ks.kill() }
+	metrics := processors.NewMetrics(prometheus.NewRegistry())
+	start := func(name string, ks *killSwitch, producerOpts ...kgo.Opt) {
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []kgo.Opt{kgo.ClientID("instance-" + name), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
+		if ks != nil {
+			opts = append(opts, kgo.Dialer(ks.dial))
+			producerOpts = append([]kgo.Opt{kgo.Dialer(ks.dial)}, producerOpts...)
+		}
+		cfg := processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
+			Workers: []processors.Worker{failWorker{}}, SubscriberOpts: opts, WorkerProducerOpts: producerOpts}
+		if ks == nil {
+			cfg.Metrics = metrics
+		}
+		runInstance(t, name, store, cfg)
+	}
+	start("A", ks, kgo.Dialer(endTxnKiller{dial: ks.dial, kill: kill}.dialer))
+	const n = 5
+	for i := range n {
+		env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Publish(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			waitFor(t, 20*time.Second, func() string {
+				if !killed.Load() {
+					return "A's worker has not written its first dead letter"
+				}
+				return ""
+			})
+		}
+	}
+	start("B", nil)
+	dl := string(events.TopicDeadLetter)
+	var ids map[string]int
+	var aborted int
+	waitFor(t, 30*time.Second, func() string {
+		ids, aborted = topicCounts(t, brokers, dl)
+		for i := range n {
+			if ids[dl+" "+fmt.Sprintf("in-%d", i)] == 0 {
+				return fmt.Sprintf("dead letter of in-%d not in the log yet", i)
+			}
+		}
+		return ""
+	})
+	for i := range n {
+		if c := ids[dl+" "+fmt.Sprintf("in-%d", i)]; c != 1 {
+			t.Errorf("in-%d dead-lettered %d times", i, c)
+		}
+	}
+	if aborted == 0 {
+		t.Errorf("no aborted record: A was not killed inside its transaction")
+	}
+	if got := testutil.ToFloat64(metrics.DeadLettered.WithLabelValues("fail")); got != n {
+		t.Errorf("dead-letter metric %v, want %d", got, n)
+	}
+	t.Logf("%d events: dead letters %v, %d aborted records", n, ids, aborted)
 }
