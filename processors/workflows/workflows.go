@@ -96,6 +96,32 @@ type State struct {
 // Key is the workflow's events.EntityKey.
 func (s State) Key() string { return events.EntityKey(s.Scope, s.WorkflowID) }
 
+// fillEmpty makes the list channels, the context and the queues empty
+// instead of nil, so that a state (its row, its checkpoints, the HTTP
+// answers) says "messages": [] rather than null, which a client reading a
+// list would have to special-case. A state stored before keeps its nulls
+// until its next event.
+func (s *State) fillEmpty() {
+	if s.Messages == nil {
+		s.Messages = []json.RawMessage{}
+	}
+	if s.Tasks == nil {
+		s.Tasks = []json.RawMessage{}
+	}
+	if s.Decisions == nil {
+		s.Decisions = []json.RawMessage{}
+	}
+	if s.Context == nil {
+		s.Context = map[string]json.RawMessage{}
+	}
+	if s.PendingCommands == nil {
+		s.PendingCommands = []Command{}
+	}
+	if s.PendingDecisions == nil {
+		s.PendingDecisions = []Decision{}
+	}
+}
+
 // Command is a queued command (PML design: command queue).
 type Command struct {
 	CommandID  string          `json:"command_id"`
@@ -208,6 +234,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	} else if s.Status == StatusCompleted {
 		return fmt.Errorf("workflow %s: %s: %w", key, env.Type, ErrCompleted)
 	}
+	s.fillEmpty()
 	switch env.Type {
 	case events.WorkflowReducerApplied:
 		var d events.ReducerAppliedData
@@ -377,6 +404,7 @@ func save(tx *projections.Tx, key string, env *events.Envelope, s *State) error 
 	if err := tx.Set(eventKey(key, env.ID), []byte(strconv.Itoa(s.Events))); err != nil {
 		return err
 	}
+	s.fillEmpty()
 	return tx.SetJSON(stateKey(key), s)
 }
 
