@@ -31,7 +31,7 @@ func TestClusterView(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = p1.Close() })
 	body, _ := sessionJSON(t, 0)
-	srv1 := httptest.NewServer((&httpapi.Server{P: p1, Advertise: "http://chronicle-1:8080"}).Handler())
+	srv1 := httptest.NewServer(conforming(t, (&httpapi.Server{P: p1, Advertise: "http://chronicle-1:8080"}).Handler()))
 	t.Cleanup(srv1.Close)
 	if code, m := post(t, srv1, body); code != 202 {
 		t.Fatalf("POST: %d %v", code, m)
@@ -41,7 +41,7 @@ func TestClusterView(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p2.Close() })
-	srv2 := httptest.NewServer((&httpapi.Server{P: p2, Advertise: "http://chronicle-2:8080"}).Handler())
+	srv2 := httptest.NewServer(conforming(t, (&httpapi.Server{P: p2, Advertise: "http://chronicle-2:8080"}).Handler()))
 	t.Cleanup(srv2.Close)
 
 	for i, srv := range []*httptest.Server{srv1, srv2} {
@@ -131,7 +131,7 @@ func TestClusterViewStandbys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p1.Close() })
-	srv1 := httptest.NewServer((&httpapi.Server{P: p1}).Handler())
+	srv1 := httptest.NewServer(conforming(t, (&httpapi.Server{P: p1}).Handler()))
 	t.Cleanup(srv1.Close)
 	for i := range 4 {
 		body, _ := sessionJSON(t, i)
@@ -144,7 +144,7 @@ func TestClusterViewStandbys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p2.Close() })
-	srv2 := httptest.NewServer((&httpapi.Server{P: p2}).Handler())
+	srv2 := httptest.NewServer(conforming(t, (&httpapi.Server{P: p2}).Handler()))
 	t.Cleanup(srv2.Close)
 
 	deadline := time.Now().Add(20 * time.Second)

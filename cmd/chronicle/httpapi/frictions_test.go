@@ -47,7 +47,7 @@ func TestFrictions(t *testing.T) {
 		{Name: "reader", SHA256: access.Hash("tok-reader"), Read: []string{"*"}},
 	}}
 	var logBuf syncBuffer
-	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens, RequestLog: slog.New(slog.NewJSONHandler(&logBuf, nil))}).Handler())
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens, RequestLog: slog.New(slog.NewJSONHandler(&logBuf, nil))}).Handler()))
 	defer srv.Close()
 	base := srv.URL
 	errOf := func(m map[string]any) string { s, _ := m["error"].(string); return s }

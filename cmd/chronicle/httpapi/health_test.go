@@ -64,7 +64,7 @@ func TestHealthStalledAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer((&httpapi.Server{P: p, StallAfter: 700 * time.Millisecond}).Handler())
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, StallAfter: 700 * time.Millisecond}).Handler()))
 	t.Cleanup(func() { srv.Close(); _ = p.Close() })
 
 	if code, h := health(t, srv); code != 200 || h.Status != processors.HealthOK || len(h.Partitions) != 2 {

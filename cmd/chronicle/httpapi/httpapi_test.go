@@ -28,7 +28,7 @@ func setup(t *testing.T) (*pipeline.Pipeline, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
 	t.Cleanup(func() { srv.Close(); _ = p.Close() })
 	return p, srv
 }

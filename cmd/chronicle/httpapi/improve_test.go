@@ -126,7 +126,7 @@ func TestImprovementToolStartsTheLoop(t *testing.T) {
 		{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
 		{Name: "rb", SHA256: access.Hash("tok-rb"), Read: []string{"project:b"}},
 	}}
-	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens}).Handler()))
 	t.Cleanup(srv.Close)
 	envs, sid := sessionIn(t, 3, "project:b", "TOOL")
 	if code, m := call(t, srv.URL, "tok-b", "POST", "/v1/events", envs); code != 202 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -177,6 +178,14 @@ func openAPIResponses(t *testing.T) func(*testing.T, accesstest.Request, accesst
 		req := httptest.NewRequest(rq.Method, rq.Path, nil)
 		route, params, err := router.FindRoute(req)
 		if err != nil {
+			// a session id with raw '/' is served too (pathID), but an
+			// OpenAPI path parameter is one segment: look up its escaped form
+			if alt := escapedSessionPath(rq.Path); alt != rq.Path {
+				req = httptest.NewRequest(rq.Method, alt, nil)
+				route, params, err = router.FindRoute(req)
+			}
+		}
+		if err != nil {
 			t.Errorf("%s %s: not in openapi.json: %v", rq.Method, rq.Path, err)
 			return
 		}
@@ -189,4 +198,60 @@ func openAPIResponses(t *testing.T) func(*testing.T, accesstest.Request, accesst
 			t.Errorf("%s %s as %s: the answer (%d) breaks openapi.json: %v", rq.Method, rq.Path, who, resp.StatusCode, err)
 		}
 	}
+}
+
+// conforming wraps h so that every answer it gives in a test is checked
+// against openapi.json as openAPIResponses checks the access suite's:
+// the status documented, the body passing its schema. Streams
+// (text/event-stream) are checked as the strings they are documented as.
+func conforming(t *testing.T, h http.Handler) http.Handler {
+	check := openAPIResponses(t)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &teeWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		resp := &http.Response{StatusCode: rec.status, Header: w.Header()}
+		check(t, accesstest.Request{Method: r.Method, Path: r.URL.RequestURI()}, "test", resp, rec.body.Bytes())
+	})
+}
+
+// teeWriter keeps a copy of what goes through it; Unwrap lets
+// http.ResponseController reach the real writer (flushes, deadlines).
+type teeWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *teeWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *teeWriter) Write(b []byte) (int, error) {
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// escapedSessionPath is p with the session id of a /v1/sessions/{id}[/sub]
+// path percent-escaped (p itself for any other path).
+func escapedSessionPath(p string) string {
+	const prefix = "/v1/sessions/"
+	path, query, _ := strings.Cut(p, "?")
+	if !strings.HasPrefix(path, prefix) {
+		return p
+	}
+	id, suffix := path[len(prefix):], ""
+	for _, sub := range []string{"/events", "/improvement", "/improve"} {
+		if strings.HasSuffix(id, sub) {
+			id, suffix = strings.TrimSuffix(id, sub), sub
+			break
+		}
+	}
+	out := prefix + url.PathEscape(id) + suffix
+	if query != "" {
+		out += "?" + query
+	}
+	return out
 }

@@ -38,7 +38,7 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 		{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
 		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
 	}}
-	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens}).Handler()))
 	defer srv.Close()
 	do := func(token, method, path string, body any) (int, map[string]any) {
 		t.Helper()

@@ -36,7 +36,7 @@ func startAt(t *testing.T, dir string) (p *pipeline.Pipeline, c *client.Client, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
 	stopped := false
 	stop = func() {
 		if !stopped {
