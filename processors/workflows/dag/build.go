@@ -277,7 +277,7 @@ func Build(catalog []Tool, names []string, rule Rule) (DAG, error) {
 // running workflow's replan uses it to merge new nodes and edges (carried
 // by its command) into its DAG without the catalogue.
 func Layer(tools []string, edges []Edge) (DAG, error) {
-	d := DAG{Tools: slices.Clone(tools), Edges: slices.Clone(edges), Layers: [][]string{}}
+	d := DAG{Tools: append([]string{}, tools...), Edges: append([]Edge{}, edges...), Layers: [][]string{}} // [] in JSON, never null
 	g := simple.NewDirectedGraph()
 	id := map[string]int64{}
 	for i, t := range tools {

@@ -290,7 +290,7 @@ func (s *Suggester) Suggest(ctx context.Context, req Request) (Suggestion, error
 	switch {
 	case errors.As(err, &ce):
 		out.Safety = append(out.Safety, "the tools' dependencies form a cycle ("+strings.Join(ce.Cycle, " → ")+"): run one per layer, in the order suggested")
-		d = dag.DAG{Tools: names}
+		d = dag.DAG{Tools: names, Edges: []dag.Edge{}}
 		for _, n := range names {
 			d.Layers = append(d.Layers, []string{n})
 		}
