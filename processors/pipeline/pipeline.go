@@ -321,6 +321,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		Namespace: "chronicle", Name: "outbox_rows",
 		Help: "Rows in the store's outbox: derived events and dead letters not yet relayed, and on a fenced cluster member its copies of global-table events waiting for their owner's relayed frontier (pruned every 5 s).",
 	}, func() float64 { return float64(p.Store.OutboxLen()) }))
+	if p.relayOwner == nil && cfg.OnRelayError != nil {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.watchShared(runCtx, cfg.OnRelayError)
+		}()
+	}
 	if cfg.TickInterval > 0 {
 		p.wg.Add(1)
 		go func() {
@@ -346,6 +353,50 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 	}
 	return p, nil
+}
+
+// ErrSharedUnfenced is reported (Config.OnRelayError, and GET /healthz's
+// warnings) when SharedUnfenced turns true.
+var ErrSharedUnfenced = errors.New("another instance joined this instance's consumer group and owns partitions, but this instance's outbox relay is not fenced (it runs its embedded broker): the global tables' derived events will be written twice and a paused instance is not fenced; run `chronicle broker` and start every instance with --brokers")
+
+// SharedUnfenced reports whether this instance's outbox relay is unfenced
+// (its embedded broker, or Config.Unfenced) while another member of its
+// consumer group owns partitions of chronicle.sessions: the configuration
+// the README's "Running as a cluster" advises against. False while the
+// group rebalances.
+func (p *Pipeline) SharedUnfenced() bool {
+	if p.relayOwner != nil || p.Runner == nil {
+		return false
+	}
+	own := p.Runner.Ownership()
+	if own.Rebalancing {
+		return false
+	}
+	n := 0
+	for _, op := range own.Partitions {
+		if op.Topic == string(events.TopicSessions) {
+			n++
+		}
+	}
+	return n < int(max(p.Config.Partitions, 1))
+}
+
+// watchShared reports ErrSharedUnfenced through report each time
+// SharedUnfenced turns true (looked at every 2 s) until ctx ends.
+func (p *Pipeline) watchShared(ctx context.Context, report func(error)) {
+	was := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		now := p.SharedUnfenced()
+		if now && !was {
+			report(ErrSharedUnfenced)
+		}
+		was = now
+	}
 }
 
 func (p *Pipeline) setErr(err error) {

@@ -599,6 +599,18 @@ func accessConformanceCluster(t *testing.T, external bool) {
 	}
 	ms := []*member{m1, m2}
 	waitCluster(t, ms)
+	// an instance on its own embedded broker (unfenced relay) that another
+	// joined says so in /healthz; fenced members do not
+	for _, m := range ms {
+		want := !external && m == m1
+		var h struct {
+			Warnings []string `json:"warnings"`
+		}
+		code, body, _ := fetch(t, m.srv.URL, "tok-admin", "/healthz")
+		if err := json.Unmarshal(body, &h); err != nil || code != 200 || (len(h.Warnings) > 0) != want {
+			t.Errorf("%s /healthz: %d %s (a warning wanted: %v)", m.name, code, body, want)
+		}
+	}
 	base := m1.srv.URL
 	secret := "SECRET-A-7f3c"
 	envs, sid := sessionIn(t, 3, "project:a", secret)

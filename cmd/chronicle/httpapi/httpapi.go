@@ -574,8 +574,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if rep.Status == processors.HealthStalled {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"status": rep.Status, "lag": processors.TotalLag(lag), "rebalancing": rep.Rebalancing,
-		"stall_after": rep.StallAfter, "partitions": rep.Partitions, "standbys": s.P.Runner.Standbys(), "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()})
+	body := map[string]any{"status": rep.Status, "lag": processors.TotalLag(lag), "rebalancing": rep.Rebalancing,
+		"stall_after": rep.StallAfter, "partitions": rep.Partitions, "standbys": s.P.Runner.Standbys(), "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()}
+	if s.P.SharedUnfenced() {
+		body["warnings"] = []string{pipeline.ErrSharedUnfenced.Error()}
+	}
+	writeJSON(w, code, body)
 }
 
 // recordScope is the effective scope attribute of a structured event, ""
