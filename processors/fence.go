@@ -436,7 +436,13 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 // transactional id, one per source partition, is what fences a previous
 // holder); on an error the transaction is aborted. The fenced relay and
 // the workers' exactly-once outputs (workerOnce) share it.
-func transactOffset(ctx context.Context, cl *kgo.Client, txnID, group string, topicID [16]byte, k tp, next int64, recs []*kgo.Record) (err error) {
+func transactOffset(ctx context.Context, cl *kgo.Client, txnID, group string, topicID [16]byte, k tp, next int64, recs []*kgo.Record) error {
+	return transact(ctx, cl, recs, func() error { return commitOffsetInTxn(ctx, cl, txnID, group, topicID, k, next) })
+}
+
+// transact produces recs in one Kafka transaction of cl, runs also (when
+// set) inside it, and commits it; on an error the transaction is aborted.
+func transact(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, also func() error) (err error) {
 	if err := cl.BeginTransaction(); err != nil {
 		return err
 	}
@@ -452,6 +458,18 @@ func transactOffset(ctx context.Context, cl *kgo.Client, txnID, group string, to
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return err
 	}
+	if also != nil {
+		if err := also(); err != nil {
+			return err
+		}
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
+}
+
+// commitOffsetInTxn adds group's offset next of partition k to cl's open
+// transaction (AddOffsetsToTxn, then TxnOffsetCommit without a group
+// generation).
+func commitOffsetInTxn(ctx context.Context, cl *kgo.Client, txnID, group string, topicID [16]byte, k tp, next int64) error {
 	id, epoch, err := cl.ProducerID(ctx)
 	if err != nil {
 		return err
@@ -486,7 +504,7 @@ func transactOffset(ctx context.Context, cl *kgo.Client, txnID, group string, to
 			}
 		}
 	}
-	return cl.EndTransaction(ctx, kgo.TryCommit)
+	return nil
 }
 
 func (f *Fence) topicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {

@@ -307,7 +307,7 @@ func (o *workerOnce) handleStreaming(ctx context.Context, op *onceProducer, p in
 		if cl == nil {
 			return errLostPartition // fenced by an earlier step of this Handle
 		}
-		err := transactRecords(ctx, cl, recs)
+		err := transact(ctx, cl, recs, nil)
 		if err == nil {
 			return nil
 		}
@@ -334,27 +334,6 @@ func (o *workerOnce) handleStreaming(ctx context.Context, op *onceProducer, p in
 		return o.lost(ctx) // fenced: the owner dead-letters it, if it must
 	}
 	return err
-}
-
-// transactRecords produces recs in one Kafka transaction of cl; on an
-// error the transaction is aborted.
-func transactRecords(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (err error) {
-	if err := cl.BeginTransaction(); err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if aerr := cl.EndTransaction(actx, kgo.TryAbort); aerr != nil {
-				err = errors.Join(err, aerr)
-			}
-		}
-	}()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return err
-	}
-	return cl.EndTransaction(ctx, kgo.TryCommit)
 }
 
 // producer is partition p's transactional producer: the one taken over at

@@ -113,17 +113,7 @@ func workerKilledBetweenProduceAndCommit(t *testing.T, atLeastOnce bool) {
 	ks := &killSwitch{}
 	kill := func() { killed.Store(true); ks.kill() }
 	start := func(name string, w *echoWorker, ks *killSwitch, producerOpts ...kgo.Opt) *instance {
-		store, err := projections.Open(t.TempDir(), projections.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := []kgo.Opt{kgo.ClientID("instance-" + name), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
-		if ks != nil {
-			opts = append(opts, kgo.Dialer(ks.dial))
-			producerOpts = append([]kgo.Opt{kgo.Dialer(ks.dial)}, producerOpts...) // a Dialer given by the caller comes later and wins
-		}
-		return runInstance(t, name, store, processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
-			Workers: []processors.Worker{w}, SubscriberOpts: opts, WorkerProducerOpts: producerOpts, WorkersAtLeastOnce: atLeastOnce})
+		return onceInstance(t, brokers, name, processors.RunnerConfig{Workers: []processors.Worker{w}, WorkersAtLeastOnce: atLeastOnce}, ks, producerOpts...)
 	}
 	a := &echoWorker{prod: prod}
 	var producerOpts []kgo.Opt
@@ -136,23 +126,7 @@ func workerKilledBetweenProduceAndCommit(t *testing.T, atLeastOnce bool) {
 	start("A", a, ks, producerOpts...)
 
 	const n = 5
-	for i := range n {
-		env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := prod.Publish(ctx, env); err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			waitFor(t, 20*time.Second, func() string {
-				if !killed.Load() {
-					return "A's worker has not written its first output"
-				}
-				return ""
-			})
-		}
-	}
+	publishKilledAfterFirst(ctx, t, prod, n, &killed, "A's worker has not written its first output")
 	start("B", &echoWorker{prod: prod}, nil)
 
 	want := map[string]bool{}
@@ -516,41 +490,15 @@ func TestWorkerDeadLettersWrittenOnce(t *testing.T) {
 	kill := func() { killed.Store(true); ks.kill() }
 	metrics := processors.NewMetrics(prometheus.NewRegistry())
 	start := func(name string, ks *killSwitch, producerOpts ...kgo.Opt) {
-		store, err := projections.Open(t.TempDir(), projections.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := []kgo.Opt{kgo.ClientID("instance-" + name), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
-		if ks != nil {
-			opts = append(opts, kgo.Dialer(ks.dial))
-			producerOpts = append([]kgo.Opt{kgo.Dialer(ks.dial)}, producerOpts...)
-		}
-		cfg := processors.RunnerConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}},
-			Workers: []processors.Worker{failWorker{}}, SubscriberOpts: opts, WorkerProducerOpts: producerOpts}
+		cfg := processors.RunnerConfig{Workers: []processors.Worker{failWorker{}}}
 		if ks == nil {
 			cfg.Metrics = metrics
 		}
-		runInstance(t, name, store, cfg)
+		onceInstance(t, brokers, name, cfg, ks, producerOpts...)
 	}
 	start("A", ks, kgo.Dialer(endTxnKiller{dial: ks.dial, kill: kill}.dialer))
 	const n = 5
-	for i := range n {
-		env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := prod.Publish(ctx, env); err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			waitFor(t, 20*time.Second, func() string {
-				if !killed.Load() {
-					return "A's worker has not written its first dead letter"
-				}
-				return ""
-			})
-		}
-	}
+	publishKilledAfterFirst(ctx, t, prod, n, &killed, "A's worker has not written its first dead letter")
 	start("B", nil)
 	// B's dead letters committed (its takeover aborted A's transaction):
 	// the topic reads to its end for read_committed consumers
@@ -574,4 +522,50 @@ func TestWorkerDeadLettersWrittenOnce(t *testing.T) {
 		t.Errorf("dead-letter metric %v, want %d", got, n)
 	}
 	t.Logf("%d events: dead letters %v, %d aborted records", n, ids, aborted)
+}
+
+// onceInstance runs an instance with the sessions processor and cfg's
+// workers (Brokers, Store, Processors and the options set here), with a
+// 1 s session timeout; every connection goes through ks when set (its
+// kill cuts them all, as a SIGKILL looks to the broker). producerOpts are
+// the workers' transactional producers' extra options (a Dialer among
+// them wins over ks's).
+func onceInstance(t *testing.T, brokers []string, name string, cfg processors.RunnerConfig, ks *killSwitch, producerOpts ...kgo.Opt) *instance {
+	t.Helper()
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []kgo.Opt{kgo.ClientID("instance-" + name), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
+	if ks != nil {
+		opts = append(opts, kgo.Dialer(ks.dial))
+		producerOpts = append([]kgo.Opt{kgo.Dialer(ks.dial)}, producerOpts...) // a Dialer given by the caller comes later and wins
+	}
+	cfg.Brokers, cfg.Store, cfg.Processors = brokers, store, []processors.Processor{sessions.Processor{}}
+	cfg.SubscriberOpts, cfg.WorkerProducerOpts = opts, producerOpts
+	return runInstance(t, name, store, cfg)
+}
+
+// publishKilledAfterFirst publishes n memory.feedback.v1 events of source
+// "test" (ids in-0 …), waiting after the first until killed is set (why:
+// what the failure says).
+func publishKilledAfterFirst(ctx context.Context, t *testing.T, prod *events.Producer, n int, killed *atomic.Bool, why string) {
+	t.Helper()
+	for i := range n {
+		env, err := events.New(events.MemoryFeedback, "test", fmt.Sprintf("in-%d", i), time.Unix(1700000000, 0), map[string]any{"memory_id": "m1", "signal": "task_completion", "positive": false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Publish(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			waitFor(t, 20*time.Second, func() string {
+				if !killed.Load() {
+					return why
+				}
+				return ""
+			})
+		}
+	}
 }
