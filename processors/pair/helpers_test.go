@@ -1,6 +1,7 @@
 package pair_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
@@ -259,4 +261,18 @@ func memoriesOf(t *testing.T, store *projections.Store, id string) []memories.Me
 		t.Fatal(err)
 	}
 	return out
+}
+
+// behind lists what every processor and worker of p still had to read
+// (topic/partition, next, committed, end), to tell a stalled consumer
+// from a slow one when a test gives up waiting.
+func behind(ctx context.Context, p *pipeline.Pipeline) string {
+	lags, err := p.Lag(ctx)
+	var out []string
+	for _, l := range lags {
+		if l.Lag > 0 {
+			out = append(out, fmt.Sprintf("%s %s/%d next %d committed %d end %d", l.Processor, l.Topic, l.Partition, l.Next, l.Committed, l.End))
+		}
+	}
+	return fmt.Sprintf("behind: %v (lag error %v)", out, err)
 }

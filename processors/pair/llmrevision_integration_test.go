@@ -3,7 +3,6 @@ package pair_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -81,14 +80,7 @@ func TestPipelineLLMRevision(t *testing.T) {
 		if time.Now().After(deadline) {
 			// what every processor and worker still had to read, to tell a
 			// stalled consumer from a slow one
-			lags, lerr := p.Lag(ctx)
-			var behind []string
-			for _, l := range lags {
-				if l.Lag > 0 {
-					behind = append(behind, fmt.Sprintf("%s %s/%d next %d committed %d end %d", l.Processor, l.Topic, l.Partition, l.Next, l.Committed, l.End))
-				}
-			}
-			t.Fatalf("no LLM revision: %+v; behind: %v (lag error %v)", st, behind, lerr)
+			t.Fatalf("no LLM revision: %+v; %s", st, behind(ctx, p))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -20,7 +20,7 @@ import (
 // projection bit for bit.
 func TestPipelineLoopState(t *testing.T) {
 	sc := getScenario(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2, Embedder: sharedEmbedder(t), PAIR: true})
 	if err != nil {
@@ -53,7 +53,9 @@ func TestPipelineLoopState(t *testing.T) {
 	scope := sc.failed[0].EffectiveScope()
 	state := func(id, want string) pair.LoopState {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		// 90 s: under CI's load (-race, every package at once) the pair
+		// worker once needed more than 30 s for the first context
+		deadline := time.Now().Add(90 * time.Second)
 		for {
 			st, ok, err := pair.GetLoop(p.Store, events.EntityKey(scope, id))
 			if err != nil {
@@ -63,7 +65,7 @@ func TestPipelineLoopState(t *testing.T) {
 				return st
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %+v (found %v), want status %s", id, st, ok, want)
+				t.Fatalf("%s: %+v (found %v), want status %s; %s", id, st, ok, want, behind(ctx, p))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
