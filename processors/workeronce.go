@@ -279,21 +279,15 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 // poisonRecord is the dead-letter record of msg, which its worker failed
 // with err: the record Watermill's poison queue publishes through the
 // Runner's publisher (the message's metadata with the reason, topic,
-// handler and subscriber added, as headers; kafkapubsub.DefaultMarshaler).
+// handler and subscriber added, as headers; kafkapubsub.Record with the
+// publisher's default marshaler).
 func poisonRecord(msg *message.Message, err error) (*kgo.Record, error) {
 	m := msg.Copy()
 	m.Metadata.Set(middleware.ReasonForPoisonedKey, err.Error())
 	m.Metadata.Set(middleware.PoisonedTopicKey, message.SubscribeTopicFromCtx(msg.Context()))
 	m.Metadata.Set(middleware.PoisonedHandlerKey, message.HandlerNameFromCtx(msg.Context()))
 	m.Metadata.Set(middleware.PoisonedSubscriberKey, message.SubscriberNameFromCtx(msg.Context()))
-	rec, merr := kafkapubsub.DefaultMarshaler{}.Marshal(string(events.TopicDeadLetter), m)
-	if merr != nil {
-		return nil, merr
-	}
-	if key := m.Metadata.Get(kafkapubsub.MetadataKey); key != "" {
-		rec.Key = []byte(key)
-	}
-	return rec, nil
+	return kafkapubsub.Record(kafkapubsub.DefaultMarshaler{}, string(events.TopicDeadLetter), m)
 }
 
 // handleStreaming runs a StreamingWorker on env, each of its Publish calls

@@ -108,15 +108,9 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 
 	records := make([]*kgo.Record, len(msgs))
 	for i, msg := range msgs {
-		rec, err := p.cfg.Marshaler.Marshal(topic, msg)
+		rec, err := Record(p.cfg.Marshaler, topic, msg)
 		if err != nil {
-			return fmt.Errorf("kafkapubsub: marshal message %s: %w", msg.UUID, err)
-		}
-		rec.Topic = topic
-		if rec.Key == nil {
-			if key := msg.Metadata.Get(MetadataKey); key != "" {
-				rec.Key = []byte(key)
-			}
+			return err
 		}
 		records[i] = rec
 	}
@@ -224,4 +218,22 @@ func (p *Publisher) Close() error {
 	p.client.Close()
 	p.inflight.Wait()
 	return nil
+}
+
+// Record is the record Publish produces for msg on topic with marshaler m:
+// m's record, its topic set, and its key taken from the MetadataKey
+// metadata entry when m set none. Errors are m's, wrapped with the
+// message's UUID.
+func Record(m Marshaler, topic string, msg *message.Message) (*kgo.Record, error) {
+	rec, err := m.Marshal(topic, msg)
+	if err != nil {
+		return nil, fmt.Errorf("kafkapubsub: marshal message %s: %w", msg.UUID, err)
+	}
+	rec.Topic = topic
+	if rec.Key == nil {
+		if key := msg.Metadata.Get(MetadataKey); key != "" {
+			rec.Key = []byte(key)
+		}
+	}
+	return rec, nil
 }
