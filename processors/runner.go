@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -257,10 +258,20 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			eng.closeClients()
 			return nil, err
 		}
+		engineReads := slices.Contains(eng.topics, string(w.Topic()))
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
 			env, err := events.ParseEvent(msg.Payload)
 			if err != nil {
-				return err
+				if engineReads {
+					// the engine reads the topic too and dead-letters the
+					// record once for all (issue 11 item 8: once per
+					// record, not once per reader)
+					return nil
+				}
+				if once != nil {
+					return once.deadLetter(msg, err)
+				}
+				return err // the poison queue's (WorkersAtLeastOnce)
 			}
 			return handle(msg, &env)
 		})

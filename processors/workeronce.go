@@ -191,6 +191,19 @@ func (o *workerOnce) takeOver(ctx context.Context, p int32) (*kgo.Client, error)
 // handle runs the worker on env with its outputs collected, then writes
 // them with the consumed offset in one transaction.
 func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
+	return o.handleOrDeadLetter(msg, env, nil)
+}
+
+// deadLetter writes the dead letter of a record that did not parse (perr:
+// the reason) with the consumed offset + 1 in one transaction: once, as
+// handle's dead letters, and never from an instance that lost the
+// partition.
+func (o *workerOnce) deadLetter(msg *message.Message, perr error) error {
+	return o.handleOrDeadLetter(msg, nil, perr)
+}
+
+// handleOrDeadLetter is handle, or with perr set deadLetter.
+func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelope, perr error) error {
 	ctx := msg.Context()
 	partition, err1 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
 	offset, err2 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.OffsetMetadataKey), 10, 64)
@@ -218,7 +231,9 @@ func (o *workerOnce) handle(msg *message.Message, env *events.Envelope) error {
 	}
 	var outs []*kgo.Record
 	var herr error
-	if streams(o.w) {
+	if perr != nil {
+		herr = perr
+	} else if streams(o.w) {
 		herr = o.handleStreaming(ctx, op, p, env)
 		if herr == nil || !poisonous(herr) {
 			return herr // the subscription commits the offset

@@ -15,11 +15,13 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -568,4 +570,125 @@ func publishKilledAfterFirst(ctx context.Context, t *testing.T, prod *events.Pro
 			})
 		}
 	}
+}
+
+// sessionsWorker reads chronicle.sessions, which the engine reads too.
+type sessionsWorker struct{}
+
+func (sessionsWorker) Name() string                                 { return "sessions-reader" }
+func (sessionsWorker) Topic() events.Topic                          { return events.TopicSessions }
+func (sessionsWorker) Handle(context.Context, *events.Envelope) error { return nil }
+
+// A record a worker cannot parse is dead-lettered once: by the worker, in
+// a transaction with the consumed offset, when no processor of the engine
+// reads its topic (A is killed inside that transaction and B writes the
+// letter again: one committed letter, the metric at 1); by the engine
+// alone when a processor reads the topic (the worker on chronicle.sessions
+// skips it). Before, the worker's poison queue wrote it outside any
+// transaction, and a second time next to the engine's.
+func TestWorkerUnparseableDeadLetteredOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, _ := brokerAndProducer(ctx, t, broker.Config{Partitions: 1, GroupMinSessionTimeout: time.Second})
+	var killed atomic.Bool
+	ks := &killSwitch{}
+	kill := func() { killed.Store(true); ks.kill() }
+	metrics := processors.NewMetrics(prometheus.NewRegistry())
+	start := func(name string, ks *killSwitch, producerOpts ...kgo.Opt) *instance {
+		cfg := processors.RunnerConfig{Workers: []processors.Worker{failWorker{}, sessionsWorker{}}}
+		if ks == nil {
+			cfg.Metrics = metrics
+		}
+		return onceInstance(t, brokers, name, cfg, ks, producerOpts...)
+	}
+	start("A", ks, kgo.Dialer(endTxnKiller{dial: ks.dial, kill: kill}.dialer))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	broken := []byte(`{"specversion":"1.0","id":"broken","source":"test","type":"memory.feedback.v1"}`) // no data
+	for _, topic := range []events.Topic{events.TopicMemories, events.TopicSessions} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: string(topic), Key: []byte("k"), Value: broken}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, func() string {
+		if !killed.Load() {
+			return "A's worker has not written the broken record's dead letter"
+		}
+		return ""
+	})
+	b := start("B", nil)
+	waitFor(t, 30*time.Second, func() string {
+		if got := testutil.ToFloat64(metrics.DeadLettered.WithLabelValues("fail")); got < 1 {
+			return "B has not dead-lettered the broken record"
+		}
+		return ""
+	})
+	// the worker on chronicle.sessions handles the next record there: the
+	// broken one is behind it
+	ok, err := events.New(events.SessionStarted, "test", "s-1", time.Unix(1700000000, 0), map[string]any{"original_task": "t", "success_criteria": []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok.SessionID = "s-1"
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.Publish(ctx, ok); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() string {
+		lag, err := processors.WorkerLag(ctx, kadm.NewClient(cl), []processors.Worker{sessionsWorker{}})
+		if err != nil {
+			return err.Error()
+		}
+		if lag > 0 {
+			return fmt.Sprintf("the sessions worker lags by %d", lag)
+		}
+		return ""
+	})
+	letters, err := deadletter.List(ctx, brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string][]string{}
+	for _, l := range letters {
+		byID[l.ID] = append(byID[l.ID], l.Handler)
+	}
+	if h := byID[string(events.TopicMemories)+":0:0"]; len(h) != 1 || h[0] != "fail@"+string(events.TopicMemories) {
+		t.Errorf("the broken record on %s: letters by %v, want one by the worker", events.TopicMemories, h)
+	}
+	// no relay runs here: the engine's letter is in B's outbox (B restored
+	// the partition from offset 0), and the log has none of the worker's
+	if h := byID[string(events.TopicSessions)+":0:0"]; len(h) != 0 {
+		t.Errorf("the broken record on %s: letters by %v in the log, want none (the engine's is in the outbox)", events.TopicSessions, h)
+	}
+	rows, err := b.store.PendingOutbox(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := 0
+	for _, r := range rows {
+		if r.Topic == string(events.TopicDeadLetter) && r.Source != nil && r.Source.Topic == string(events.TopicSessions) && r.Source.Offset == 0 {
+			engine++
+		}
+	}
+	if engine != 1 {
+		t.Errorf("the engine's letters of the broken record on %s: %d, want 1", events.TopicSessions, engine)
+	}
+	if got := testutil.ToFloat64(metrics.DeadLettered.WithLabelValues("fail")); got != 1 {
+		t.Errorf("dead-letter metric %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(metrics.DeadLettered.WithLabelValues("sessions-reader")); got != 0 {
+		t.Errorf("the sessions worker's dead-letter metric %v, want 0", got)
+	}
+	_, aborted := topicCountsRaw(t, brokers, string(events.TopicDeadLetter))
+	if aborted == 0 {
+		t.Errorf("no aborted record: A was not killed inside its transaction")
+	}
+	t.Logf("letters %v, %d aborted", byID, aborted)
 }
