@@ -575,8 +575,8 @@ func publishKilledAfterFirst(ctx context.Context, t *testing.T, prod *events.Pro
 // sessionsWorker reads chronicle.sessions, which the engine reads too.
 type sessionsWorker struct{}
 
-func (sessionsWorker) Name() string                                 { return "sessions-reader" }
-func (sessionsWorker) Topic() events.Topic                          { return events.TopicSessions }
+func (sessionsWorker) Name() string                                   { return "sessions-reader" }
+func (sessionsWorker) Topic() events.Topic                            { return events.TopicSessions }
 func (sessionsWorker) Handle(context.Context, *events.Envelope) error { return nil }
 
 // A record a worker cannot parse is dead-lettered once: by the worker, in
