@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -97,6 +98,25 @@ type Fence struct {
 	// frontier were relayed by that owner and are removed unsent, so a
 	// standby's outbox does not grow with its copies (default 5 s).
 	PruneEvery time.Duration
+	// Deferred starts the fence unarmed (default false: armed from the
+	// start). Until Arm is called the relay writes without transactions,
+	// as one process with its embedded broker does (no transaction
+	// markers in the log, so its offsets, and the projections that hold
+	// them, do not depend on how the relay happened to batch), but it
+	// already relays only the rows of the partitions its Owner owns (and
+	// those without a source) and commits each owned partition's relayed
+	// frontier to Group once every row below it is in the log. From Arm
+	// on it is fenced as above, starting from those frontiers, so an
+	// instance that joins later relays none of the derived events already
+	// relayed, and prunes its copies of the global tables' events.
+	// `serve` on its embedded broker runs deferred and arms the fence when
+	// another instance joins its consumer group (pipeline).
+	Deferred bool
+
+	armed atomic.Bool
+	// frontiers are the relayed frontiers while deferred: read from Group
+	// at a partition's first sight, then those this relay committed
+	frontiers map[tp]int64
 
 	pruneCl     *kgo.Client // reads the frontiers of partitions owned elsewhere
 	prunedAt    time.Time
@@ -160,16 +180,13 @@ func (f *Fence) pruneOthers(ctx context.Context, others []projections.OutboxEntr
 		return nil, nil
 	}
 	f.prunedAt = time.Now()
-	if f.pruneCl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(f.Brokers...))
-		if err != nil {
-			return nil, err
-		}
-		f.pruneCl = cl
+	cl, err := f.plainClient()
+	if err != nil {
+		return nil, err
 	}
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(f.pruneCl).FetchOffsets(fctx, f.group())
+	resp, err := kadm.NewClient(cl).FetchOffsets(fctx, f.group())
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return nil, nil
 	}
@@ -278,12 +295,23 @@ func (f *Fence) frontier(ctx context.Context, cl *kgo.Client, k tp) (int64, erro
 	return max(r.At, 0), nil
 }
 
+// Arm turns a Deferred fence into a fenced relay from its next round on;
+// it reports whether this call armed it (false: it was armed already).
+// A fence that is not Deferred is armed from the start.
+func (f *Fence) Arm() bool { return f.armed.CompareAndSwap(false, true) }
+
+// Armed reports whether the relay is fenced: not Deferred, or armed.
+func (f *Fence) Armed() bool { return !f.Deferred || f.armed.Load() }
+
 // once relays what can be relayed now (see Fence): the unsourced rows
 // through r.Producer, and per owned partition one transaction. It
 // returns how many rows it removed from the outbox.
 func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.Armed() {
+		return f.onceDeferred(ctx, r)
+	}
 	reclaimErr := f.reclaim(ctx)
 	owned, syncErr := f.sync(ctx)
 	syncErr = errors.Join(syncErr, reclaimErr)
@@ -371,6 +399,133 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 		n += len(rows)
 	}
 	return n, errors.Join(errs...)
+}
+
+// onceDeferred is once before Arm: the unsourced rows and those of owned
+// partitions below the engine's applied position go out through
+// r.Producer without a transaction; then every owned partition whose
+// rows below that position are all in the log gets it as its relayed
+// frontier (an OffsetCommit to Group, the frontiers the fenced relay,
+// here after Arm or on another instance, starts from). Rows below a
+// partition's frontier are removed unsent (an earlier owner relayed
+// them); rows of partitions owned elsewhere stay, pruned as in once.
+func (f *Fence) onceDeferred(ctx context.Context, r *Relay) (int, error) {
+	owned := map[tp]OwnedPartition{}
+	for _, p := range f.Owner.Ownership().Partitions {
+		owned[tp{p.Topic, p.Partition}] = p
+	}
+	if f.frontiers == nil {
+		f.frontiers = map[tp]int64{}
+	}
+	var errs []error
+	for k := range owned {
+		if _, ok := f.frontiers[k]; ok {
+			continue
+		}
+		fr, err := f.readFrontier(ctx, k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		f.frontiers[k] = fr
+	}
+	for k := range f.frontiers {
+		if _, ok := owned[k]; !ok {
+			delete(f.frontiers, k) // read again if it comes back: another owner may have moved it on
+		}
+	}
+	pending, err := r.Store.PendingOutbox(1 << 30)
+	if err != nil || len(pending) == 0 {
+		return 0, errors.Join(append(errs, err)...)
+	}
+	var send, drop, others []projections.OutboxEntry
+	for _, e := range pending {
+		if e.Source == nil {
+			send = append(send, e)
+			continue
+		}
+		k := tp{e.Source.Topic, e.Source.Partition}
+		fr, known := f.frontiers[k]
+		switch op, ok := owned[k]; {
+		case !ok:
+			others = append(others, e)
+		case !known:
+			// its frontier unknown: stays
+		case e.Source.Offset < fr:
+			drop = append(drop, e)
+		case e.Source.Offset < op.Next:
+			send = append(send, e)
+		}
+	}
+	if pruned, err := f.pruneOthers(ctx, others); err != nil {
+		errs = append(errs, err)
+	} else {
+		drop = append(drop, pruned...)
+	}
+	n := 0
+	if len(drop) > 0 {
+		if err := r.Store.AckOutbox(drop); err != nil {
+			return n, errors.Join(append(errs, err)...)
+		}
+		n += len(drop)
+	}
+	if len(send) > 0 {
+		if err := r.Producer.ProduceRecords(ctx, outboxRecords(send)); err != nil {
+			return n, errors.Join(append(errs, err)...)
+		}
+		if err := r.Store.AckOutbox(send); err != nil {
+			return n, errors.Join(append(errs, err)...)
+		}
+		n += len(send)
+	}
+	// every pending row of an owned partition below its Next was sent:
+	// Next is its relayed frontier now
+	commit := kadm.Offsets{}
+	for k, op := range owned {
+		if fr, ok := f.frontiers[k]; ok && op.Next > fr {
+			commit.Add(kadm.Offset{Topic: k.topic, Partition: k.partition, At: op.Next, LeaderEpoch: -1})
+		}
+	}
+	if len(commit) > 0 {
+		cl, err := f.plainClient()
+		if err != nil {
+			return n, errors.Join(append(errs, err)...)
+		}
+		resp, err := kadm.NewClient(cl).CommitOffsets(ctx, f.group(), commit)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return n, errors.Join(append(errs, fmt.Errorf("fence: relayed frontiers (deferred): %w", err))...)
+		}
+		commit.Each(func(o kadm.Offset) { f.frontiers[tp{o.Topic, o.Partition}] = o.At })
+	}
+	return n, errors.Join(errs...)
+}
+
+// readFrontier reads k's relayed frontier through the plain client (0
+// when none was committed), waiting for a pending transactional commit.
+func (f *Fence) readFrontier(ctx context.Context, k tp) (int64, error) {
+	cl, err := f.plainClient()
+	if err != nil {
+		return 0, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return f.frontier(fctx, cl, k)
+}
+
+// plainClient is the fence's client without a transactional id (the
+// frontiers of partitions owned elsewhere, and the deferred relay's).
+func (f *Fence) plainClient() (*kgo.Client, error) {
+	if f.pruneCl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(f.Brokers...))
+		if err != nil {
+			return nil, err
+		}
+		f.pruneCl = cl
+	}
+	return f.pruneCl, nil
 }
 
 // reclaim checks, at most once a second, the partitions this relay was

@@ -23,8 +23,9 @@ type Relay struct {
 	OnError func(error)
 	// Fence, when set, relays the engine's derived events transactionally
 	// per source partition, so an instance that lost a partition cannot
-	// write for it (see Fence). Nil: every row is relayed as it comes,
-	// which is right for one process (the embedded broker pauses with it).
+	// write for it (see Fence; a Deferred one only from Arm on). Nil:
+	// every row is relayed as it comes and no relayed frontier is kept,
+	// which is right only for a process that is and stays alone.
 	Fence *Fence
 }
 

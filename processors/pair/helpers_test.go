@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pair"
@@ -274,5 +278,24 @@ func behind(ctx context.Context, p *pipeline.Pipeline) string {
 			out = append(out, fmt.Sprintf("%s %s/%d next %d committed %d end %d", l.Processor, l.Topic, l.Partition, l.Next, l.Committed, l.End))
 		}
 	}
-	return fmt.Sprintf("behind: %v (lag error %v)", out, err)
+	// the workers' groups, and what was dead-lettered (a worker's failure
+	// commits past its event)
+	var workers []string
+	for _, w := range p.Workers {
+		n, werr := processors.WorkerLag(ctx, p.Admin(), []processors.Worker{w})
+		workers = append(workers, fmt.Sprintf("%s lag %d (%v)", w.Name(), n, werr))
+	}
+	var letters []string
+	ls, lerr := deadletter.List(ctx, p.Broker.Addrs())
+	for _, l := range ls {
+		letters = append(letters, fmt.Sprintf("%s %s: %s", l.ID, l.Handler, l.Reason))
+	}
+	// a goroutine dump, to see what a stalled worker waits on
+	dump := ""
+	if f, ferr := os.CreateTemp("", "chronicle-pair-stall-*.txt"); ferr == nil {
+		_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+		_ = f.Close()
+		dump = f.Name()
+	}
+	return fmt.Sprintf("behind: %v (lag error %v); workers: %v; dead letters: %v (%v); goroutines in %s", out, err, workers, letters, lerr, dump)
 }

@@ -47,11 +47,13 @@ type Config struct {
 	// Brokers of an external Kafka cluster; empty starts the embedded
 	// broker.
 	Brokers []string
-	// Unfenced makes the outbox relay write without Kafka transactions even
-	// with Brokers set, as one process with its embedded broker does. Only
-	// for an instance that is the only writer of its derived topics
-	// (`chronicle bench`'s single-instance job, to measure what the fence
-	// costs); default false: with Brokers the relay is fenced.
+	// Unfenced makes the outbox relay write without Kafka transactions and
+	// without relayed frontiers, whoever joins (no Fence at all). Only for
+	// an instance that is the only writer of its derived topics (`chronicle
+	// bench`'s single-instance job, to measure what the fence costs);
+	// default false: with Brokers the relay is fenced, on the embedded
+	// broker it is deferred and armed when another instance joins
+	// (processors.Fence.Deferred).
 	Unfenced bool
 	// KafkaListen is the embedded broker's address (default
 	// 127.0.0.1:9092; port 0 picks a free one).
@@ -154,6 +156,7 @@ type Pipeline struct {
 	// relayOwner is the fenced relay's ownership (nil: unfenced, every
 	// outbox row is this instance's to relay)
 	relayOwner processors.Ownerships
+	fence      *processors.Fence // nil: unfenced (Config.Unfenced)
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -287,17 +290,21 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}()
 	}
 	relay := &processors.Relay{Store: p.Store, Producer: p.Producer, OnError: cfg.OnRelayError}
-	if len(cfg.Brokers) > 0 && !cfg.Unfenced {
+	if !cfg.Unfenced {
 		// several instances may share the cluster: fence zombie writes
-		// (issue 15 item 5; one process with its embedded broker has none)
+		// (issue 15 item 5). One process on its embedded broker has none
+		// and writes without transactions (its log's offsets stay those
+		// of a plain relay, which the demo's digest holds), until another
+		// instance joins it: then the fence is armed (watchJoin)
 		var owner processors.Ownerships = p.Runner
 		if p.Global != nil {
 			// the global tables' derived events: relayed by the owner of
 			// their partition's task only, the others prune their copies
 			owner = p.Global.WithTasks(p.Runner)
 		}
-		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: owner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout)}
-		p.relayOwner = owner
+		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: owner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout),
+			Deferred: len(cfg.Brokers) == 0}
+		p.relayOwner, p.fence = owner, relay.Fence
 		if cfg.Group != "" {
 			relay.Fence.Group = string(cfg.Group) + ".relay"
 		}
@@ -321,11 +328,11 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		Namespace: "chronicle", Name: "outbox_rows",
 		Help: "Rows in the store's outbox: derived events and dead letters not yet relayed, and on a fenced cluster member its copies of global-table events waiting for their owner's relayed frontier (pruned every 5 s).",
 	}, func() float64 { return float64(p.Store.OutboxLen()) }))
-	if p.relayOwner == nil && cfg.OnRelayError != nil {
+	if p.fence != nil && !p.fence.Armed() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.watchShared(runCtx, cfg.OnRelayError)
+			p.watchJoin(runCtx)
 		}()
 	}
 	if cfg.TickInterval > 0 {
@@ -357,19 +364,29 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 
 // ErrSharedUnfenced is reported (Config.OnRelayError, and GET /healthz's
 // warnings) when SharedUnfenced turns true.
-var ErrSharedUnfenced = errors.New("another instance joined this instance's consumer group and owns partitions, but this instance's outbox relay is not fenced (it runs its embedded broker): the global tables' derived events will be written twice and a paused instance is not fenced; run `chronicle broker` and start every instance with --brokers")
+var ErrSharedUnfenced = errors.New("another instance joined this instance's consumer group and owns partitions, but this instance's outbox relay is not fenced (Config.Unfenced): the global tables' derived events will be written twice and a paused instance is not fenced")
 
-// SharedUnfenced reports whether this instance's outbox relay is unfenced
-// (its embedded broker, or Config.Unfenced) while another member of its
-// consumer group owns partitions of chronicle.sessions: the configuration
-// the README's "Running as a cluster" advises against. False while the
-// group rebalances.
+// SharedUnfenced reports whether this instance's outbox relay is not
+// fenced while another member of its consumer group owns partitions of
+// chronicle.sessions: only with Config.Unfenced (an instance on its
+// embedded broker arms its fence when another joins, RelayFenced). False
+// while the group rebalances.
 func (p *Pipeline) SharedUnfenced() bool {
-	if p.relayOwner != nil || p.Runner == nil {
-		return false
-	}
+	return p.fence == nil && p.Runner != nil && p.joined()
+}
+
+// RelayFenced reports whether the outbox relay writes in Kafka
+// transactions now: always with Brokers (unless Config.Unfenced); on the
+// embedded broker once another instance joined this one's consumer group
+// (and for the rest of the process's life).
+func (p *Pipeline) RelayFenced() bool { return p.fence != nil && p.fence.Armed() }
+
+// joined reports whether another member of the processors' group owns
+// partitions of chronicle.sessions: this instance was assigned partitions,
+// the group is not rebalancing, and it owns fewer than all of them.
+func (p *Pipeline) joined() bool {
 	own := p.Runner.Ownership()
-	if own.Rebalancing {
+	if own.Rebalancing || len(own.Partitions) == 0 {
 		return false
 	}
 	n := 0
@@ -381,21 +398,32 @@ func (p *Pipeline) SharedUnfenced() bool {
 	return n < int(max(p.Config.Partitions, 1))
 }
 
-// watchShared reports ErrSharedUnfenced through report each time
-// SharedUnfenced turns true (looked at every 2 s) until ctx ends.
-func (p *Pipeline) watchShared(ctx context.Context, report func(error)) {
-	was := false
+// ErrFenceArmed is not a failure but a notice, given to
+// Config.OnRelayError (serve prints it on stderr) when an instance on its
+// embedded broker armed its fence because another instance joined it.
+var ErrFenceArmed = errors.New("another instance joined this instance's consumer group: the outbox relay writes in Kafka transactions from now on (fenced, see README \"No zombie writes\")")
+
+// JoinCheckInterval is how often an instance on its embedded broker looks
+// whether another instance joined its group (its fence is armed within
+// about that much of the join's rebalance).
+const JoinCheckInterval = 250 * time.Millisecond
+
+// watchJoin arms the deferred fence once another instance joined this
+// one's consumer group (joined), and logs it, until ctx ends.
+func (p *Pipeline) watchJoin(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(2 * time.Second):
+		case <-time.After(JoinCheckInterval):
 		}
-		now := p.SharedUnfenced()
-		if now && !was {
-			report(ErrSharedUnfenced)
+		if p.joined() && p.fence.Arm() {
+			p.Config.Logger.Info(ErrFenceArmed.Error(), nil)
+			if p.Config.OnRelayError != nil {
+				p.Config.OnRelayError(ErrFenceArmed)
+			}
+			return
 		}
-		was = now
 	}
 }
 
