@@ -74,8 +74,8 @@ cluster cost is 1 − cluster path / single-instance path.`,
 			fmt.Printf("%d tau-bench events, embedded broker, %d partitions\n", res.Events, res.Partitions)
 			fmt.Printf("  raw franz-go count (one Pebble batch per fetch)  %9.0f events/s (median of %.0f)\n", res.RawEventsPerS, res.RawRuns)
 			fmt.Printf("  chronicle, count processor                       %9.0f events/s  ×%.3f raw\n", res.CountEventsPerS, res.CountRatio)
-			fmt.Printf("  chronicle, default processors, single instance   %9.0f events/s (median of %.0f)\n", res.SingleEventsPerS, res.SingleRuns)
-			fmt.Printf("  chronicle, default processors (cluster path)     %9.0f events/s  ×%.3f raw, cluster cost %.1f%%, CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.DefaultEventsPerS, res.DefaultRatio, 100*res.ClusterCost, res.DefaultCPUMicrosPerEvent, res.DefaultRuns, res.DefaultCPURuns)
+			fmt.Printf("  chronicle, default processors, single instance   %9.0f events/s, CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.SingleEventsPerS, res.SingleCPUMicrosPerEvent, res.SingleRuns, res.SingleCPURuns)
+			fmt.Printf("  chronicle, default processors (cluster path)     %9.0f events/s  ×%.3f raw, cluster cost %.1f%% (CPU %+.1f%%), CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.DefaultEventsPerS, res.DefaultRatio, 100*res.ClusterCost, 100*res.ClusterCPUCost, res.DefaultCPUMicrosPerEvent, res.DefaultRuns, res.DefaultCPURuns)
 			fmt.Printf("  replay, default processors                       %9.0f records/s ×%.3f raw (%d records), CPU %.1f µs/record (medians of %.0f, %.1f)\n", res.ReplayEventsPerS, res.ReplayRatio, res.ReplayRecords, res.ReplayCPUMicrosPerRecord, res.ReplayRuns, res.ReplayCPURuns)
 			fmt.Printf("  produce→projection latency, single events        p50 %.2f ms  p99 %.2f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
 			return nil

@@ -78,13 +78,18 @@ type Result struct {
 	// Kafka transactions (the cluster code path).
 	DefaultEventsPerS float64 `json:"default_events_per_s"`
 	// SingleEventsPerS is the same processors on the single-instance
-	// path: the relay unfenced, as one process with its embedded broker
-	// runs them.
+	// path: the relay without a fence (pipeline.Config.Unfenced: no
+	// transactions, no relayed frontiers), what the fence is measured
+	// against.
 	SingleEventsPerS float64 `json:"single_events_per_s"`
 	// ClusterCost is 1 − DefaultEventsPerS/SingleEventsPerS: the share of
 	// throughput the cluster code path costs one instance (issue 15's
 	// target: ≤ 0.10).
-	ClusterCost      float64 `json:"cluster_cost"`
+	ClusterCost float64 `json:"cluster_cost"`
+	// ClusterCPUCost is DefaultCPUMicrosPerEvent/SingleCPUMicrosPerEvent
+	// − 1: the same cost in CPU per event, which a shared machine's load
+	// moves less than a rate.
+	ClusterCPUCost   float64 `json:"cluster_cpu_cost"`
 	ReplayEventsPerS float64 `json:"replay_events_per_s"`
 	CountRatio       float64 `json:"count_ratio"`
 	DefaultRatio     float64 `json:"default_ratio"`
@@ -98,6 +103,7 @@ type Result struct {
 	DefaultRuns    []float64 `json:"default_runs_events_per_s"`
 	ReplayRuns     []float64 `json:"replay_runs_records_per_s"`
 	DefaultCPURuns []float64 `json:"default_runs_cpu_us_per_event"`
+	SingleCPURuns  []float64 `json:"single_runs_cpu_us_per_event"`
 	ReplayCPURuns  []float64 `json:"replay_runs_cpu_us_per_record"`
 	// ReplayRecords is what the replay read: the events and every derived
 	// event the default processors wrote.
@@ -109,6 +115,7 @@ type Result struct {
 	// and over the replay, per event or record, in µs: on a shared machine
 	// they move less than the rates (0 where getrusage does not exist).
 	DefaultCPUMicrosPerEvent float64 `json:"default_cpu_us_per_event"`
+	SingleCPUMicrosPerEvent  float64 `json:"single_cpu_us_per_event"`
 	ReplayCPUMicrosPerRecord float64 `json:"replay_cpu_us_per_record"`
 }
 
@@ -226,12 +233,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			if err != nil {
 				return res, err
 			}
-			rate, _, _, err := chronicle(ctx, single.Addrs(), filepath.Join(cfg.Dir, "single"+strconv.Itoa(i)), cfg, pipeline.DefaultProcessors(), "single", len(envs), 0, progress)
+			rate, _, cpu, err := chronicle(ctx, single.Addrs(), filepath.Join(cfg.Dir, "single"+strconv.Itoa(i)), cfg, pipeline.DefaultProcessors(), "single", len(envs), 0, progress)
 			single.Close()
 			if err != nil {
 				return res, fmt.Errorf("bench: default processors, single-instance path: %w", err)
 			}
 			res.SingleRuns = append(res.SingleRuns, rate)
+			res.SingleCPURuns = append(res.SingleCPURuns, cpu)
 		}
 		if run("default") {
 			log, probes := brk, cfg.Probes
@@ -272,6 +280,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.SingleEventsPerS = median(res.SingleRuns)
 	res.DefaultEventsPerS = median(res.DefaultRuns)
 	res.DefaultCPUMicrosPerEvent = median(res.DefaultCPURuns)
+	res.SingleCPUMicrosPerEvent = median(res.SingleCPURuns)
 	res.ReplayEventsPerS = median(res.ReplayRuns)
 	res.ReplayCPUMicrosPerRecord = median(res.ReplayCPURuns)
 	pprof.SetGoroutineLabels(ctx)
@@ -282,6 +291,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if res.SingleEventsPerS > 0 && res.DefaultEventsPerS > 0 {
 		res.ClusterCost = 1 - res.DefaultEventsPerS/res.SingleEventsPerS
+	}
+	if res.SingleCPUMicrosPerEvent > 0 && res.DefaultCPUMicrosPerEvent > 0 {
+		res.ClusterCPUCost = res.DefaultCPUMicrosPerEvent/res.SingleCPUMicrosPerEvent - 1
 	}
 	if len(lat) > 0 {
 		res.LatencyP50Ms = ms(quantile(lat, 0.50))

@@ -49,7 +49,7 @@ func TestRunSmall(t *testing.T) {
 	if res.RawEventsPerS <= 0 || res.CountEventsPerS <= 0 || res.SingleEventsPerS <= 0 || res.DefaultEventsPerS <= 0 || res.ReplayEventsPerS <= 0 {
 		t.Fatalf("a rate is not positive: %+v", res)
 	}
-	if len(res.SingleRuns) != 2 || len(res.DefaultRuns) != 2 || len(res.ReplayRuns) != 2 || len(res.DefaultCPURuns) != 2 || len(res.ReplayCPURuns) != 2 {
+	if len(res.SingleRuns) != 2 || len(res.DefaultRuns) != 2 || len(res.ReplayRuns) != 2 || len(res.DefaultCPURuns) != 2 || len(res.SingleCPURuns) != 2 || len(res.ReplayCPURuns) != 2 {
 		t.Fatalf("runs: single %v, default %v, replay %v, CPU %v %v, want 2 each", res.SingleRuns, res.DefaultRuns, res.ReplayRuns, res.DefaultCPURuns, res.ReplayCPURuns)
 	}
 	if m := max(res.DefaultRuns[0], res.DefaultRuns[1]); res.DefaultEventsPerS != m {
@@ -71,6 +71,11 @@ func TestRunSmall(t *testing.T) {
 	}
 	if res.ReplayRecords < 1500 || res.LatencyP99Ms < res.LatencyP50Ms || res.LatencyP50Ms <= 0 {
 		t.Fatalf("replay records %d, latency p50 %v p99 %v", res.ReplayRecords, res.LatencyP50Ms, res.LatencyP99Ms)
+	}
+	if res.SingleCPUMicrosPerEvent > 0 {
+		if d := res.ClusterCPUCost - (res.DefaultCPUMicrosPerEvent/res.SingleCPUMicrosPerEvent - 1); d > 1e-9 || d < -1e-9 {
+			t.Fatalf("cluster CPU cost %v from CPU %v and %v", res.ClusterCPUCost, res.DefaultCPUMicrosPerEvent, res.SingleCPUMicrosPerEvent)
+		}
 	}
 	if d := res.ClusterCost - (1 - res.DefaultEventsPerS/res.SingleEventsPerS); d > 1e-9 || d < -1e-9 {
 		t.Fatalf("cluster cost %v for %v / %v", res.ClusterCost, res.DefaultEventsPerS, res.SingleEventsPerS)

@@ -8,6 +8,10 @@ import (
 	"runtime/pprof"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
@@ -298,4 +302,50 @@ func behind(ctx context.Context, p *pipeline.Pipeline) string {
 		dump = f.Name()
 	}
 	return fmt.Sprintf("behind: %v (lag error %v); workers: %v; dead letters: %v (%v); goroutines in %s", out, err, workers, letters, lerr, dump)
+}
+
+// logTypes counts the records of topic by type and partition, read
+// uncommitted and committed: what a stalled consumer had to read.
+func logTypes(ctx context.Context, t *testing.T, p *pipeline.Pipeline, topic events.Topic) string {
+	t.Helper()
+	count := func(level kgo.IsolationLevel) map[string]int {
+		ends, err := p.Admin().ListEndOffsets(ctx, string(topic))
+		if err != nil {
+			return map[string]int{"error: " + err.Error(): 1}
+		}
+		want := map[int32]int64{}
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Offset > 0 {
+				want[o.Partition] = o.Offset
+			}
+		})
+		out := map[string]int{}
+		if len(want) == 0 {
+			return out
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(topic)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(level), kgo.KeepControlRecords())
+		if err != nil {
+			return map[string]int{"error: " + err.Error(): 1}
+		}
+		defer cl.Close()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for len(want) > 0 && rctx.Err() == nil {
+			cl.PollFetches(rctx).EachRecord(func(r *kgo.Record) {
+				if end, ok := want[r.Partition]; ok && r.Offset < end {
+					typ := events.Type("marker")
+					if !r.Attrs.IsControl() {
+						typ, _ = events.RecordType(r)
+					}
+					out[fmt.Sprintf("%d:%s", r.Partition, typ)]++
+					if r.Offset+1 >= end {
+						delete(want, r.Partition)
+					}
+				}
+			})
+		}
+		return out
+	}
+	return fmt.Sprintf("%s uncommitted %v, committed %v", topic, count(kgo.ReadUncommitted()), count(kgo.ReadCommitted()))
 }

@@ -80,7 +80,7 @@ func TestPipelineLLMRevision(t *testing.T) {
 		if time.Now().After(deadline) {
 			// what every processor and worker still had to read, to tell a
 			// stalled consumer from a slow one
-			t.Fatalf("no LLM revision: %+v; %s", st, behind(ctx, p))
+			t.Fatalf("no LLM revision: %+v; %d revision calls; %s; %s", st, revisionCalls.Load(), behind(ctx, p), logTypes(ctx, t, p, events.TopicLearned))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -65,7 +65,7 @@ func TestPipelineLoopState(t *testing.T) {
 				return st
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %+v (found %v), want status %s; %s", id, st, ok, want, behind(ctx, p))
+				t.Fatalf("%s: %+v (found %v), want status %s; %s; %s", id, st, ok, want, behind(ctx, p), logTypes(ctx, t, p, events.TopicLearned))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
