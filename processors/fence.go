@@ -376,6 +376,7 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 			n += len(plain)
 		}
 	}
+	committed := map[tp]int64{}
 	for k, rows := range send {
 		fp := f.parts[k]
 		frontier := owned[k].Next
@@ -391,14 +392,82 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 			errs = append(errs, fmt.Errorf("fence: relay %s/%d: %w", k.topic, k.partition, err))
 			continue
 		}
+		committed[k] = frontier
+	}
+	// each commit confirmed by the group's frontiers (read back once for
+	// the round, see confirmOffset) before its rows leave the outbox
+	unconfirmed := f.confirm(ctx, committed)
+	for k, frontier := range committed {
+		fp := f.parts[k]
+		if err, ok := unconfirmed[k]; ok {
+			// not in the group: a new client re-initialises the id
+			// (aborting a transaction left open) and reads the frontier
+			// again next round; the rows stay
+			fp.cl.Close()
+			delete(f.parts, k)
+			errs = append(errs, fmt.Errorf("fence: relay %s/%d: %w", k.topic, k.partition, err))
+			continue
+		}
 		fp.frontier = frontier
-		if err := r.Store.AckOutbox(rows); err != nil {
+		if err := r.Store.AckOutbox(send[k]); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		n += len(rows)
+		n += len(send[k])
 	}
 	return n, errors.Join(errs...)
+}
+
+// confirm reads the relayed frontiers back until they are stable (one
+// request per look, retried as confirmOffset does) and returns the
+// partitions of committed whose frontier is not at the one their
+// transaction committed, with the reason (errTxnUnconfirmed).
+func (f *Fence) confirm(ctx context.Context, committed map[tp]int64) map[tp]error {
+	if len(committed) == 0 {
+		return nil
+	}
+	out := map[tp]error{}
+	cl, err := f.plainClient()
+	if err != nil {
+		for k := range committed {
+			out[k] = fmt.Errorf("%w: %w", errTxnUnconfirmed, err)
+		}
+		return out
+	}
+	cctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(cctx), f.group())
+		unstable := err != nil
+		if err == nil {
+			clear(out)
+			for k, next := range committed {
+				r, ok := resp.Lookup(k.topic, k.partition)
+				switch {
+				case !ok:
+					out[k] = fmt.Errorf("%w: no frontier of %s/%d", errTxnUnconfirmed, k.topic, k.partition)
+				case r.Err != nil:
+					unstable = true // UNSTABLE_OFFSET_COMMIT: a transaction of the group is pending
+					out[k] = fmt.Errorf("%w: %w", errTxnUnconfirmed, r.Err)
+				case r.At < next:
+					out[k] = fmt.Errorf("%w: frontier of %s/%d at %d, the transaction committed %d", errTxnUnconfirmed, k.topic, k.partition, r.At, next)
+				}
+			}
+			if !unstable {
+				return out
+			}
+		}
+		select {
+		case <-cctx.Done():
+			if err != nil {
+				for k := range committed {
+					out[k] = fmt.Errorf("%w: %w", errTxnUnconfirmed, err)
+				}
+			}
+			return out
+		case <-time.After(wait):
+		}
+	}
 }
 
 // onceDeferred is once before Arm: the unsourced rows and those of owned
@@ -577,6 +646,8 @@ func fenced(err error) bool {
 
 // transact produces rows and commits frontier as k's relayed frontier in
 // one transaction; on an error the transaction is aborted.
+// transact relays rows and commits frontier in one transaction of cl;
+// once confirms the commits of a round (Fence.confirm).
 func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []projections.OutboxEntry, frontier int64) error {
 	topicID, err := f.topicID(ctx, cl, k.topic)
 	if err != nil {
@@ -593,6 +664,52 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 // the workers' exactly-once outputs (workerOnce) share it.
 func transactOffset(ctx context.Context, cl *kgo.Client, txnID, group string, topicID [16]byte, k tp, next int64, recs []*kgo.Record) error {
 	return transact(ctx, cl, recs, func() error { return commitOffsetInTxn(ctx, cl, txnID, group, topicID, k, next) })
+}
+
+// errTxnUnconfirmed is a transaction EndTransaction reported committed
+// whose offset commit its group does not show (confirmOffset).
+var errTxnUnconfirmed = errors.New("processors: the transaction's offset commit is not in its group after the commit: its outcome is unknown")
+
+// confirmTimeout bounds confirmOffset (5 s): past it a commit counts as
+// unconfirmed.
+var confirmTimeout = 5 * time.Second
+
+// confirmOffset reads group's offset of k back until it is stable (no
+// transaction of the group pending) and reports errTxnUnconfirmed unless
+// it is at next or beyond, or if it is not stable within confirmTimeout.
+// The workers confirm every output transaction this way, and the fenced
+// relay every round's transactions (Fence.confirm): on the embedded
+// broker under load, EndTransaction was seen answering nil for a
+// transaction that then stayed open until its timeout aborted it, so the
+// worker's output was lost while the offset, committed by the subscription
+// after the nil, moved on (TestPipelineLLMRevision and
+// TestPipelineLoopState, about 1 run in 20 with two copies at once).
+func confirmOffset(ctx context.Context, cl *kgo.Client, group string, k tp, next int64) error {
+	cctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
+	var last error
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		resp, err := kadm.NewClient(cl).FetchOffsets(kadm.RequireStable(cctx), group)
+		if err == nil {
+			r, ok := resp.Lookup(k.topic, k.partition)
+			switch {
+			case !ok:
+				err = fmt.Errorf("no offset of %s/%d", k.topic, k.partition)
+			case r.Err != nil:
+				err = r.Err // UNSTABLE_OFFSET_COMMIT: a transaction of the group is pending
+			case r.At < next:
+				return fmt.Errorf("%w: %s/%d at %d, the transaction committed %d", errTxnUnconfirmed, k.topic, k.partition, r.At, next)
+			default:
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("%w: %w", errTxnUnconfirmed, last)
+		case <-time.After(wait):
+		}
+	}
 }
 
 // transact produces recs in one Kafka transaction of cl, runs also (when

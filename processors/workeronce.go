@@ -114,11 +114,36 @@ type workerOnce struct {
 }
 
 type onceProducer struct {
-	cl *kgo.Client // nil: fenced, or the initialisation failed
+	cl *kgo.Client // nil: fenced, or the initialisation failed, or reinit
+	// reinit: the last transaction is unconfirmed and the client was
+	// closed; the next event takes the id over again (stale stays set)
+	reinit bool
+	// kept: the outputs of the last failed or unconfirmed transaction,
+	// written again if their event is handed again and they are not in
+	// the log (the model is not called twice for one event)
+	kept *keptOutputs
 	// stale: a transaction failed without a fence, maybe after the broker
 	// committed it (EndTransaction's outcome unknown): before the event is
 	// handled again, the group's committed offset says whether it was
 	stale bool
+}
+
+// keptOutputs are one event's outputs (or its dead letter: herr set).
+type keptOutputs struct {
+	offset int64
+	recs   []kgo.Record
+	herr   error
+}
+
+// records are fresh copies of the kept records (a produced record is not
+// produced again: the client set its partition, offset and timestamp).
+func (k *keptOutputs) records() []*kgo.Record {
+	out := make([]*kgo.Record, len(k.recs))
+	for i, r := range k.recs {
+		r := r
+		out[i] = &r
+	}
+	return out
 }
 
 // clientOpts are the worker subscriber's options that make it exactly-once.
@@ -225,13 +250,23 @@ func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelo
 		o.mu.Lock()
 		op.stale = false
 		o.mu.Unlock()
+		o.logger.Info("worker: after a failed transaction, the group's committed offset says whether it was written", watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset, "written": done})
 		if done {
 			return nil
 		}
 	}
 	var outs []*kgo.Record
 	var herr error
-	if perr != nil {
+	o.mu.Lock()
+	kept := op.kept
+	op.kept = nil
+	o.mu.Unlock()
+	if kept != nil && kept.offset == offset {
+		// outputs of this event whose transaction failed or is
+		// unconfirmed, and not in the log (above): written again as they
+		// were, without a second model call
+		outs, herr = kept.records(), kept.herr
+	} else if perr != nil {
 		herr = perr
 	} else if streams(o.w) {
 		herr = o.handleStreaming(ctx, op, p, env)
@@ -248,7 +283,7 @@ func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelo
 			return herr
 		}
 	}
-	if herr != nil {
+	if herr != nil && kept == nil {
 		// the dead letter instead of the outputs, with the offset: once,
 		// and never from an instance that lost the partition
 		dl, err := poisonRecord(msg, herr)
@@ -266,6 +301,9 @@ func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelo
 	}
 	err = transactOffset(ctx, op.cl, WorkerTransactionalID(o.w, p), WorkerGroupID(o.w), id, tp{topic, p}, offset+1, outs)
 	if err == nil {
+		err = confirmOffset(ctx, op.cl, WorkerGroupID(o.w), tp{topic, p}, offset+1)
+	}
+	if err == nil {
 		if herr != nil {
 			o.logger.Error("worker: event dead-lettered", herr, watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset})
 			if o.poisoned != nil {
@@ -274,7 +312,21 @@ func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelo
 		}
 		return nil
 	}
+	keep := &keptOutputs{offset: offset, herr: herr}
+	for _, r := range outs {
+		keep.recs = append(keep.recs, kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers})
+	}
 	o.mu.Lock()
+	if errors.Is(err, errTxnUnconfirmed) && o.parts[p] == op {
+		// a transaction may be left open under this id: the next
+		// producer re-initialises it (aborting that one), and the event,
+		// handed again, first looks whether it was written after all
+		op.cl.Close()
+		o.parts[p] = &onceProducer{reinit: true, stale: true, kept: keep}
+		o.mu.Unlock()
+		o.logger.Error("worker: the outputs' transaction is unconfirmed; the partition's producer is re-initialised and the event handed again", err, watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset})
+		return fmt.Errorf("%w: %w", errRetryLater, err)
+	}
 	if fenced(err) {
 		if o.parts[p] == op {
 			op.cl.Close()
@@ -286,8 +338,9 @@ func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelo
 	}
 	// a broker failure: the transaction was aborted, or its outcome is
 	// unknown; handled again after a look at the committed offset
-	op.stale = true
+	op.stale, op.kept = true, keep
 	o.mu.Unlock()
+	o.logger.Error("worker: writing the outputs failed; the event is handed again", err, watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset})
 	return fmt.Errorf("%w: %w", errRetryLater, err)
 }
 
@@ -352,17 +405,22 @@ func (o *workerOnce) producer(ctx context.Context, p int32) (*onceProducer, erro
 	o.mu.Lock()
 	op := o.parts[p]
 	o.mu.Unlock()
-	if op != nil && op.cl == nil && !o.confirmed(ctx, p) {
+	if op != nil && op.cl == nil && !op.reinit && !o.confirmed(ctx, p) {
 		return nil, o.lost(ctx) // fenced: no model call for an event another member owns
 	}
 	if op != nil && op.cl != nil {
 		return op, nil
 	}
+	reinit := op != nil && op.reinit
+	var kept *keptOutputs
+	if reinit {
+		kept = op.kept
+	}
 	cl, err := o.takeOver(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errRetryLater, err)
 	}
-	op = &onceProducer{cl: cl}
+	op = &onceProducer{cl: cl, stale: reinit, kept: kept}
 	o.mu.Lock()
 	if old := o.parts[p]; old != nil && old.cl != nil {
 		old.cl.Close()

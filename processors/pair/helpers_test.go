@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -348,4 +350,52 @@ func logTypes(ctx context.Context, t *testing.T, p *pipeline.Pipeline, topic eve
 		return out
 	}
 	return fmt.Sprintf("%s uncommitted %v, committed %v", topic, count(kgo.ReadUncommitted()), count(kgo.ReadCommitted()))
+}
+
+// captureLogger keeps the pipeline's Info and Error lines (the workers'
+// transactions, fences and dead letters among them) for a failure report.
+type captureLogger struct {
+	mu     *sync.Mutex
+	lines  *[]string
+	fields watermill.LogFields
+}
+
+func newCaptureLogger() captureLogger {
+	return captureLogger{mu: &sync.Mutex{}, lines: &[]string{}}
+}
+
+func (l captureLogger) add(level, msg string, err error, fields watermill.LogFields) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	*l.lines = append(*l.lines, fmt.Sprintf("%s %s %s %v %v", time.Now().Format("15:04:05.000"), level, msg, err, l.fields.Add(fields)))
+}
+
+func (l captureLogger) Error(msg string, err error, fields watermill.LogFields) {
+	l.add("ERROR", msg, err, fields)
+}
+func (l captureLogger) Info(msg string, fields watermill.LogFields) { l.add("INFO", msg, nil, fields) }
+func (l captureLogger) Debug(string, watermill.LogFields)           {}
+func (l captureLogger) Trace(string, watermill.LogFields)           {}
+func (l captureLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	return captureLogger{mu: l.mu, lines: l.lines, fields: l.fields.Add(fields)}
+}
+
+// String is every line kept, one per line.
+func (l captureLogger) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(*l.lines, "\n")
+}
+
+// reportRetries logs the lines of a worker's failed or unconfirmed output
+// transaction (the test passes when the retry wrote the outputs; the
+// lines say it happened).
+func (l captureLogger) reportRetries(t *testing.T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range *l.lines {
+		if strings.Contains(line, "unconfirmed") || strings.Contains(line, "writing the outputs failed") || strings.Contains(line, "after a failed transaction") {
+			t.Logf("worker retry: %s", line)
+		}
+	}
 }

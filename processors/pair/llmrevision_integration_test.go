@@ -53,7 +53,9 @@ func TestPipelineLLMRevision(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2, Embedder: sharedEmbedder(t), PAIR: true,
+	logs := newCaptureLogger()
+	defer logs.reportRetries(t)
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2, Embedder: sharedEmbedder(t), PAIR: true, Logger: logs,
 		LLM: &distill.LLMConfig{URL: srv.URL + "/v1", Model: "reflexion-gpt-recorded", APIKeyEnv: "PAIR_TEST_NO_KEY", RatePerSecond: 1000}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +82,7 @@ func TestPipelineLLMRevision(t *testing.T) {
 		if time.Now().After(deadline) {
 			// what every processor and worker still had to read, to tell a
 			// stalled consumer from a slow one
-			t.Fatalf("no LLM revision: %+v; %d revision calls; %s; %s", st, revisionCalls.Load(), behind(ctx, p), logTypes(ctx, t, p, events.TopicLearned))
+			t.Fatalf("no LLM revision: %+v; %d revision calls; %s; %s; the pipeline's log:\n%s", st, revisionCalls.Load(), behind(ctx, p), logTypes(ctx, t, p, events.TopicLearned), logs)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -22,7 +22,9 @@ func TestPipelineLoopState(t *testing.T) {
 	sc := getScenario(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2, Embedder: sharedEmbedder(t), PAIR: true})
+	logs := newCaptureLogger()
+	defer logs.reportRetries(t)
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2, Embedder: sharedEmbedder(t), PAIR: true, Logger: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestPipelineLoopState(t *testing.T) {
 				return st
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %+v (found %v), want status %s; %s; %s", id, st, ok, want, behind(ctx, p), logTypes(ctx, t, p, events.TopicLearned))
+				t.Fatalf("%s: %+v (found %v), want status %s; %s; %s; the pipeline's log:\n%s", id, st, ok, want, behind(ctx, p), logTypes(ctx, t, p, events.TopicLearned), logs)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
