@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
@@ -108,75 +109,15 @@ func topicCountsRaw(t testing.TB, brokers []string, topics ...string) (ids map[s
 
 func countTopics(t testing.TB, brokers []string, parse bool, topics ...string) (ids map[string]int, aborted int) {
 	t.Helper()
-	read := func(level kgo.IsolationLevel) (map[string]int, int) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer admCl.Close()
-		ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, topics...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := map[string]map[int32]kgo.Offset{}
-		want := map[string]map[int32]int64{}
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Offset > 0 {
-				if start[o.Topic] == nil {
-					start[o.Topic], want[o.Topic] = map[int32]kgo.Offset{}, map[int32]int64{}
-				}
-				start[o.Topic][o.Partition] = kgo.NewOffset().At(0)
-				want[o.Topic][o.Partition] = o.Offset
-			}
-		})
-		out := map[string]int{}
-		n := 0
-		if len(start) == 0 {
-			return out, 0
-		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(level),
-			kgo.KeepControlRecords(), kgo.DisableFetchSessions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		left := len(start)
-		for _, ps := range want {
-			left += len(ps) - 1
-		}
-		for left > 0 {
-			fs := cl.PollFetches(ctx)
-			if ctx.Err() != nil {
-				t.Fatalf("reading the derived topics: %v (%d partitions not read to their end)", ctx.Err(), left)
-			}
-			fs.EachRecord(func(r *kgo.Record) {
-				end := want[r.Topic][r.Partition]
-				if r.Offset >= end {
-					return
-				}
-				if !r.Attrs.IsControl() {
-					n++
-					if parse {
-						env, err := events.FromRecord(r)
-						if err != nil {
-							t.Fatalf("%s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
-						}
-						out[r.Topic+" "+env.ID]++
-					}
-				}
-				if r.Offset+1 == end {
-					left--
-				}
-			})
-		}
-		return out, n
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ids, committed, err := brokertest.Read(ctx, brokers, kgo.ReadCommitted(), parse, topics...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ids, committed := read(kgo.ReadCommitted())
-	_, all := read(kgo.ReadUncommitted())
-	if !parse {
-		ids = nil
+	_, all, err := brokertest.Read(ctx, brokers, kgo.ReadUncommitted(), false, topics...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ids, all - committed
 }

@@ -2,14 +2,13 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 )
 
@@ -114,57 +113,9 @@ func committedIDs(ctx context.Context, t *testing.T, brokers []string, topics ..
 	for i, tp := range topics {
 		names[i] = string(tp)
 	}
-	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	ids, _, err := brokertest.Read(ctx, brokers, kgo.ReadCommitted(), true, names...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer adm.Close()
-	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]map[int32]int64{}
-	left := 0
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			if want[o.Topic] == nil {
-				want[o.Topic] = map[int32]int64{}
-			}
-			want[o.Topic][o.Partition] = o.Offset
-			left++
-		}
-	})
-	out := map[string]int{}
-	if left == 0 {
-		return out
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(names...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for left > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading the derived topics: %v (%d partitions not read to their end)", ctx.Err(), left)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			end := want[r.Topic][r.Partition]
-			if r.Offset >= end {
-				return
-			}
-			if !r.Attrs.IsControl() {
-				env, err := events.FromRecord(r)
-				if err != nil {
-					t.Fatalf("%s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
-				}
-				out[fmt.Sprintf("%s %s", r.Topic, env.ID)]++
-			}
-			if r.Offset+1 == end {
-				left--
-			}
-		})
-	}
-	return out
+	return ids
 }

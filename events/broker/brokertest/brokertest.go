@@ -1,0 +1,91 @@
+// Package brokertest reads topics to their end for tests: the event ids
+// they hold and their number of records, as a consumer of one isolation
+// level sees them (read_committed: what the engine, the workers and
+// replay apply; read_uncommitted: aborted transactions' records too).
+package brokertest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// Read reads every partition of topics from offset 0 to its end offset at
+// the call, with isolation level, and returns the count of each event id
+// ("<topic> <id>"; nil unless parse) and the number of data records
+// (transaction markers are not counted). Every record must parse as an
+// event when parse is set. A partition not read to its end when ctx ends
+// is an error naming how many were left.
+func Read(ctx context.Context, brokers []string, level kgo.IsolationLevel, parse bool, topics ...string) (ids map[string]int, records int, err error) {
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer adm.Close()
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ends.Error(); err != nil {
+		return nil, 0, err
+	}
+	start := map[string]map[int32]kgo.Offset{}
+	want := map[string]map[int32]int64{}
+	left := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			if start[o.Topic] == nil {
+				start[o.Topic], want[o.Topic] = map[int32]kgo.Offset{}, map[int32]int64{}
+			}
+			start[o.Topic][o.Partition] = kgo.NewOffset().At(0)
+			want[o.Topic][o.Partition] = o.Offset
+			left++
+		}
+	})
+	if parse {
+		ids = map[string]int{}
+	}
+	if left == 0 {
+		return ids, 0, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(level),
+		kgo.KeepControlRecords(), kgo.DisableFetchSessions())
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cl.Close()
+	for left > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("brokertest: reading %v: %w (%d partitions not read to their end)", topics, ctx.Err(), left)
+		}
+		var perr error
+		fs.EachRecord(func(r *kgo.Record) {
+			end := want[r.Topic][r.Partition]
+			if r.Offset >= end {
+				return
+			}
+			if !r.Attrs.IsControl() {
+				records++
+				if parse {
+					env, err := events.FromRecord(r)
+					if err != nil && perr == nil {
+						perr = fmt.Errorf("brokertest: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+					}
+					ids[r.Topic+" "+env.ID]++
+				}
+			}
+			if r.Offset+1 == end {
+				left--
+			}
+		})
+		if perr != nil {
+			return nil, 0, perr
+		}
+	}
+	return ids, records, nil
+}
