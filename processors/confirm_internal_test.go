@@ -13,10 +13,10 @@ import (
 )
 
 // confirmOffset: a group offset at or beyond the committed one confirms
-// the commit; one below it, or one that stays unstable (a transaction of
-// the group left open with its offset staged, as after an EndTransaction
-// that answered nil without ending it), is errTxnUnconfirmed, within
-// confirmTimeout.
+// the commit; one below it, also while a transaction left open holds the
+// new offset staged (as after an EndTransaction that answered nil without
+// ending it), is errTxnUnconfirmed within confirmTimeout; once that
+// transaction commits, the offset confirms.
 func TestConfirmOffset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
