@@ -118,7 +118,7 @@ type Fence struct {
 	// at a partition's first sight, then those this relay committed
 	frontiers map[tp]int64
 
-	pruneCl     *kgo.Client // reads the frontiers of partitions owned elsewhere
+	pruneCl     *kgo.Client // plainClient: frontiers owned elsewhere, the deferred relay's, confirmations
 	prunedAt    time.Time
 	confirmedAt time.Time // the last check of the fenced partitions against the group
 
@@ -298,7 +298,7 @@ func (f *Fence) frontier(ctx context.Context, cl *kgo.Client, k tp) (int64, erro
 // Arm turns a Deferred fence into a fenced relay from its next round on;
 // it reports whether this call armed it (false: it was armed already).
 // A fence that is not Deferred is armed from the start.
-func (f *Fence) Arm() bool { return f.armed.CompareAndSwap(false, true) }
+func (f *Fence) Arm() bool { return f.Deferred && f.armed.CompareAndSwap(false, true) }
 
 // Armed reports whether the relay is fenced: not Deferred, or armed.
 func (f *Fence) Armed() bool { return !f.Deferred || f.armed.Load() }
