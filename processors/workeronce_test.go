@@ -487,21 +487,12 @@ func TestWorkerDeadLettersWrittenOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	brokers, prod := brokerAndProducer(ctx, t, broker.Config{Partitions: 1, GroupMinSessionTimeout: time.Second})
-	var killed atomic.Bool
-	ks := &killSwitch{}
-	kill := func() { killed.Store(true); ks.kill() }
-	metrics := processors.NewMetrics(prometheus.NewRegistry())
-	start := func(name string, ks *killSwitch, producerOpts ...kgo.Opt) {
-		cfg := processors.RunnerConfig{Workers: []processors.Worker{failWorker{}}}
-		if ks == nil {
-			cfg.Metrics = metrics
-		}
-		onceInstance(t, brokers, name, cfg, ks, producerOpts...)
-	}
-	start("A", ks, kgo.Dialer(endTxnKiller{dial: ks.dial, kill: kill}.dialer))
+	pair := &killedPair{brokers: brokers, workers: []processors.Worker{failWorker{}}, metrics: processors.NewMetrics(prometheus.NewRegistry())}
+	metrics := pair.metrics
+	pair.startA(t)
 	const n = 5
-	publishKilledAfterFirst(ctx, t, prod, n, &killed, "A's worker has not written its first dead letter")
-	start("B", nil)
+	publishKilledAfterFirst(ctx, t, prod, n, &pair.killed, "A's worker has not written its first dead letter")
+	pair.startB(t)
 	// B's dead letters committed (its takeover aborted A's transaction):
 	// the topic reads to its end for read_committed consumers
 	waitFor(t, 30*time.Second, func() string {
@@ -524,6 +515,29 @@ func TestWorkerDeadLettersWrittenOnce(t *testing.T) {
 		t.Errorf("dead-letter metric %v, want %d", got, n)
 	}
 	t.Logf("%d events: dead letters %v, %d aborted records", n, ids, aborted)
+}
+
+// killedPair is the two instances of a dead-letter test, both running
+// workers: A, whose connections are all cut at its first EndTxn request
+// (killed is set then: it died inside its transaction), and B, which takes
+// A's partitions over and counts in metrics.
+type killedPair struct {
+	brokers []string
+	workers []processors.Worker
+	metrics *processors.Metrics
+	killed  atomic.Bool
+	ks      killSwitch
+}
+
+func (k *killedPair) startA(t *testing.T) *instance {
+	t.Helper()
+	kill := func() { k.killed.Store(true); k.ks.kill() }
+	return onceInstance(t, k.brokers, "A", processors.RunnerConfig{Workers: k.workers}, &k.ks, kgo.Dialer(endTxnKiller{dial: k.ks.dial, kill: kill}.dialer))
+}
+
+func (k *killedPair) startB(t *testing.T) *instance {
+	t.Helper()
+	return onceInstance(t, k.brokers, "B", processors.RunnerConfig{Workers: k.workers, Metrics: k.metrics}, nil)
 }
 
 // onceInstance runs an instance with the sessions processor and cfg's
@@ -590,18 +604,9 @@ func TestWorkerUnparseableDeadLetteredOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	brokers, _ := brokerAndProducer(ctx, t, broker.Config{Partitions: 1, GroupMinSessionTimeout: time.Second})
-	var killed atomic.Bool
-	ks := &killSwitch{}
-	kill := func() { killed.Store(true); ks.kill() }
-	metrics := processors.NewMetrics(prometheus.NewRegistry())
-	start := func(name string, ks *killSwitch, producerOpts ...kgo.Opt) *instance {
-		cfg := processors.RunnerConfig{Workers: []processors.Worker{failWorker{}, sessionsWorker{}}}
-		if ks == nil {
-			cfg.Metrics = metrics
-		}
-		return onceInstance(t, brokers, name, cfg, ks, producerOpts...)
-	}
-	start("A", ks, kgo.Dialer(endTxnKiller{dial: ks.dial, kill: kill}.dialer))
+	pair := &killedPair{brokers: brokers, workers: []processors.Worker{failWorker{}, sessionsWorker{}}, metrics: processors.NewMetrics(prometheus.NewRegistry())}
+	metrics := pair.metrics
+	pair.startA(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
@@ -614,12 +619,12 @@ func TestWorkerUnparseableDeadLetteredOnce(t *testing.T) {
 		}
 	}
 	waitFor(t, 20*time.Second, func() string {
-		if !killed.Load() {
+		if !pair.killed.Load() {
 			return "A's worker has not written the broken record's dead letter"
 		}
 		return ""
 	})
-	b := start("B", nil)
+	b := pair.startB(t)
 	waitFor(t, 30*time.Second, func() string {
 		if got := testutil.ToFloat64(metrics.DeadLettered.WithLabelValues("fail")); got < 1 {
 			return "B has not dead-lettered the broken record"
