@@ -109,6 +109,14 @@ func newSuitePubSub(t *testing.T, brokers []string, group string) (message.Publi
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The suite does not close every subscriber it creates. One left open
+	// keeps its clients retrying against the broker after the suite ended,
+	// and their goroutines come and go under later tests' leak checks
+	// (TestSubscribeContextAndClose). Close is idempotent.
+	t.Cleanup(func() {
+		_ = sub.Close()
+		_ = pub.Close()
+	})
 	return pub, sub
 }
 
