@@ -465,21 +465,25 @@ func rawCount(ctx context.Context, brokers []string, dir string, n int, progress
 // probes' latencies and the process's CPU time per event (µs) from the
 // first commit to caught up.
 func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, procs []processors.Processor, stage string, n, probes int, progress func(string, int64, int64)) (float64, []time.Duration, float64, error) {
-	// the rate runs from the first commit to the last one: the pipeline's
-	// start (loading the embedding model, joining the group) is not the
-	// engine's work, and the caught-up check polls
+	// the rate and the CPU figure run from the first commit to the last
+	// one: the pipeline's start (loading the embedding model, joining the
+	// group) is not the engine's work, and the caught-up check polls. The
+	// CPU figure used to run on to the moment WaitCaughtUp noticed: the
+	// processors idle meanwhile, so the search index's embedding ran, and
+	// the cluster path, whose caught-up check reads committed offsets,
+	// noticed later and was charged more of it.
 	var tmu sync.Mutex
 	var first, last time.Time
-	var cpu0 time.Duration
+	var cpu0, cpuLast time.Duration
 	var mu sync.Mutex
 	waiting := map[string]chan struct{}{}
 	hook := func(projection string, keys []string) {
-		now := time.Now()
+		now, cpuNow := time.Now(), CPUTime()
 		tmu.Lock()
 		if first.IsZero() {
-			first, cpu0 = now, CPUTime()
+			first, cpu0 = now, cpuNow
 		}
-		last = now
+		last, cpuLast = now, cpuNow
 		tmu.Unlock()
 		if projection != "sessions" {
 			return
@@ -513,7 +517,7 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 	}
 	tmu.Lock()
 	took := last.Sub(first)
-	cpu := float64((CPUTime() - cpu0).Microseconds()) / float64(n)
+	cpu := float64((cpuLast - cpu0).Microseconds()) / float64(n)
 	tmu.Unlock()
 	if took <= 0 {
 		return 0, nil, 0, fmt.Errorf("%s: caught up without applying a batch", stage)
