@@ -303,6 +303,42 @@ func (f *Fence) Arm() bool { return f.Deferred && f.armed.CompareAndSwap(false, 
 // Armed reports whether the relay is fenced: not Deferred, or armed.
 func (f *Fence) Armed() bool { return !f.Deferred || f.armed.Load() }
 
+// RevokeWait bounds how long Revoked waits for the relay's round in
+// flight: 10 s, a fifth of franz-go's default rebalance timeout (60 s),
+// within which the revoking member must rejoin the group.
+const RevokeWait = 10 * time.Second
+
+// Revoked is the Owner's revoke (register it with Runner.OnRevoked). An
+// unarmed Deferred fence relays without transactions, so nothing fences a
+// round that took its ownership snapshot before the revoke: its rows of
+// the revoked partitions would reach the log after the new owner read
+// their relayed frontier, and the new owner would relay them again.
+// Revoked waits (at most RevokeWait) for such a round to end, so it has
+// sent its rows and committed their frontiers before the revoke completes
+// and the group assigns the partitions elsewhere; later rounds see the
+// revoked partitions gone. An armed fence does not wait: its transactions
+// are fenced by the new owner's InitProducerID. It reports whether the
+// wait ended within the bound (true when there was nothing to wait for).
+func (f *Fence) Revoked(map[string][]int32) bool {
+	if f.Armed() {
+		return true
+	}
+	done := make(chan struct{})
+	go func() {
+		f.mu.Lock()
+		f.mu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the round that holds the lock
+		close(done)
+	}()
+	t := time.NewTimer(RevokeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // once relays what can be relayed now (see Fence): the unsourced rows
 // through r.Producer, and per owned partition one transaction. It
 // returns how many rows it removed from the outbox.

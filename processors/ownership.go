@@ -33,6 +33,9 @@ type ownership struct {
 	changed     time.Time // when rebalancing last changed
 	parts       map[tp]*ownedPartition
 	epochs      uint64 // assignments recorded so far: the last one's Assignment
+	// onRevoke are called at every revoke, after the partitions left parts
+	// (Runner.OnRevoked)
+	onRevoke []func(revoked map[string][]int32)
 }
 
 type ownedPartition struct {
@@ -67,14 +70,23 @@ func (o *ownership) assigned(added map[string]map[int32][2]int64) {
 // revoked forgets revoked (or lost) partitions and starts a rebalance.
 func (o *ownership) revoked(gone map[string][]int32) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	n := 0
 	for topic, parts := range gone {
 		for _, p := range parts {
 			delete(o.parts, tp{topic, p})
+			n++
 		}
 	}
 	o.rebalancing = true
 	o.changed = time.Now()
+	hooks := o.onRevoke
+	o.mu.Unlock()
+	if n == 0 {
+		return // a cooperative rebalance that moves nothing away from here
+	}
+	for _, fn := range hooks {
+		fn(gone)
+	}
 }
 
 // committed records that a processor committed a batch of the partition.

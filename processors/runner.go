@@ -185,6 +185,23 @@ type Runner struct {
 	done    chan struct{}
 }
 
+// OnRevoked registers fn, called every time the processors' group revokes
+// partitions from this instance (not for a rebalance that revokes none):
+// after they left Ownership and before the
+// revoke completes. The group's cooperative protocol assigns a revoked
+// partition to another member only in the rebalance after the revoke
+// completed, so whatever fn waits for happens before the new owner starts.
+// fn runs in the group's management goroutine: the rebalance waits for it,
+// so it must return within a bounded time (Fence.Revoked waits at most
+// RevokeWait). Safe to call at any time; fn sees only revokes after it was
+// registered.
+func (r *Runner) OnRevoked(fn func(revoked map[string][]int32)) {
+	o := r.engine.own
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.onRevoke = append(o.onRevoke, fn)
+}
+
 // NewRunner builds the engine and the workers' router; Run starts them.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	cfg.setDefaults()

@@ -308,6 +308,17 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		if cfg.Group != "" {
 			relay.Fence.Group = string(cfg.Group) + ".relay"
 		}
+		if relay.Fence.Deferred {
+			// a joiner is assigned a revoked partition only after the
+			// revoke: the unfenced round in flight ends first, its rows
+			// sent and their frontier committed (Fence.Revoked)
+			fence, onErr := relay.Fence, cfg.OnRelayError
+			p.Runner.OnRevoked(func(revoked map[string][]int32) {
+				if !fence.Revoked(revoked) && onErr != nil {
+					onErr(fmt.Errorf("pipeline: revoke of %v: the relay's round in flight did not end within %v; its rows of those partitions may be relayed twice", revoked, processors.RevokeWait))
+				}
+			})
+		}
 	}
 	go func() {
 		defer p.wg.Done()
