@@ -186,14 +186,14 @@ type Runner struct {
 }
 
 // OnRevoked registers fn, called every time the processors' group revokes
-// partitions from this instance (not for a rebalance that revokes none):
-// after they left Ownership and before the
-// revoke completes. The group's cooperative protocol assigns a revoked
+// partitions from this instance, or this instance loses them (not for a
+// rebalance that takes none away): after they left Ownership and before
+// the revoke completes. The group's cooperative protocol assigns a revoked
 // partition to another member only in the rebalance after the revoke
 // completed, so whatever fn waits for happens before the new owner starts.
-// fn runs in the group's management goroutine: the rebalance waits for it,
-// so it must return within a bounded time (Fence.Revoked waits at most
-// RevokeWait). Safe to call at any time; fn sees only revokes after it was
+// fn runs in the group's management goroutine and the rebalance waits for
+// it, so it must return within a bounded time (Fence.Revoked waits at most
+// RevokeWait). Safe to call at any time; fn sees the revokes after it was
 // registered.
 func (r *Runner) OnRevoked(fn func(revoked map[string][]int32)) {
 	o := r.engine.own
