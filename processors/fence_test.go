@@ -496,7 +496,9 @@ func deferredRevoke(t *testing.T, wait bool) {
 	})
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	go func() { _ = (&processors.Relay{Store: a.store, Producer: prod, Idle: 50 * time.Millisecond, Fence: fenceA}).Run(rctx) }()
+	go func() {
+		_ = (&processors.Relay{Store: a.store, Producer: prod, Idle: 50 * time.Millisecond, Fence: fenceA}).Run(rctx)
+	}()
 	waitFor(t, 30*time.Second, evaluations)
 
 	// A's next round holds, its snapshot taken once A applied the second
