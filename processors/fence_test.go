@@ -148,45 +148,12 @@ func TestFenceZombieWrites(t *testing.T) {
 func zombie(t *testing.T, fenced bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2, GroupMinSessionTimeout: 300 * time.Millisecond})
-	const nSessions = 30
-	completed := 0
-	publish := func(from, to int) {
-		for _, r := range recs[from:to] {
-			envs, err := taubench.Events(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range envs {
-				if e.Type == events.SessionCompleted {
-					completed++
-				}
-			}
-			if err := prod.Publish(ctx, envs...); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	brokers, load := sessionLoad(ctx, t)
+	publish, evaluations, prod := load.publish, load.evaluationsOnce, load.prod
 	timeouts := []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
-	evaluations := func() string {
-		ids, _ := derivedCounts(t, brokers)
-		n := 0
-		for k, c := range ids {
-			if c > 1 {
-				return fmt.Sprintf("%s written %d times", k, c)
-			}
-			if len(k) > len(events.TopicEvaluations) && k[:len(events.TopicEvaluations)] == string(events.TopicEvaluations) {
-				n++
-			}
-		}
-		if n != completed {
-			return fmt.Sprintf("%d evaluations of %d completed sessions", n, completed)
-		}
-		return ""
-	}
 
 	// A alone processes the first half and relays its derived events.
-	publish(0, nSessions/2)
+	publish(0, loadSessions/2)
 	gate := &gated{Processor: sessions.Processor{}, blocked: make(chan struct{}), release: make(chan struct{})}
 	a := startInstance(t, "A", brokers, []processors.Processor{gate}, timeouts...)
 	view := &zombieView{r: a.runner, store: a.store}
@@ -206,7 +173,7 @@ func zombie(t *testing.T, fenced bool) {
 	// rebalance timeout and B takes every partition.
 	view.freeze()
 	gate.armed.Store(true)
-	publish(nSessions/2, nSessions)
+	publish(loadSessions/2, loadSessions)
 	select {
 	case <-gate.blocked:
 	case <-time.After(20 * time.Second):
@@ -442,46 +409,14 @@ func TestDeferredRelayRevokeWaitsForRound(t *testing.T) {
 func deferredRevoke(t *testing.T, wait bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2, GroupMinSessionTimeout: 300 * time.Millisecond})
-	const nSessions = 30
-	completed := 0
-	publish := func(from, to int) {
-		for _, r := range recs[from:to] {
-			envs, err := taubench.Events(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range envs {
-				if e.Type == events.SessionCompleted {
-					completed++
-				}
-			}
-			if err := prod.Publish(ctx, envs...); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	evaluations := func() string {
-		ids, _ := derivedCounts(t, brokers)
-		n := 0
-		for k, c := range ids {
-			if c > 1 {
-				return fmt.Sprintf("%s written %d times", k, c)
-			}
-			if strings.HasPrefix(k, string(events.TopicEvaluations)) {
-				n++
-			}
-		}
-		if n != completed {
-			return fmt.Sprintf("%d evaluations of %d completed sessions", n, completed)
-		}
-		return ""
-	}
+	brokers, load := sessionLoad(ctx, t)
+	publish, evaluations, prod := load.publish, load.evaluationsOnce, load.prod
 	timeouts := []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(20 * time.Second)}
 
 	// A alone: its deferred relay sends the first half's derived events
 	// without transactions and commits their frontiers.
-	publish(0, nSessions/2)
+	publish(0, loadSessions/2)
+	firstHalf := load.completed
 	a := startInstance(t, "A", brokers, []processors.Processor{sessions.Processor{}}, timeouts...)
 	held := &heldOwner{r: a.runner, snap: make(chan struct{}), blocked: make(chan struct{}), release: make(chan struct{})}
 	fenceA := &processors.Fence{Brokers: brokers, Owner: held, Deferred: true}
@@ -504,7 +439,7 @@ func deferredRevoke(t *testing.T, wait bool) {
 	// A's next round holds, its snapshot taken once A applied the second
 	// half: it owns both partitions and will send their new rows.
 	held.armed.Store(true)
-	publish(nSessions/2, nSessions)
+	publish(loadSessions/2, loadSessions)
 	ends := map[int32]int64{}
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -573,7 +508,7 @@ func deferredRevoke(t *testing.T, wait bool) {
 				}
 			}
 			// A sent the first half only; B's partition adds some
-			if n <= completedFirst(recs[:nSessions/2]) {
+			if n <= firstHalf {
 				return "B relayed nothing yet"
 			}
 			return ""
@@ -610,16 +545,62 @@ func deferredRevoke(t *testing.T, wait bool) {
 	}
 }
 
-// completedFirst counts the completed sessions among recs.
-func completedFirst(recs []taubench.Record) int {
-	n := 0
-	for _, r := range recs {
-		envs, _ := taubench.Events(r)
+// loadSessions is how many tau-bench sessions a load publishes in
+// all (in two halves).
+const loadSessions = 30
+
+// load publishes tau-bench sessions to a two-partition embedded broker and
+// counts the completed ones.
+type load struct {
+	t         *testing.T
+	ctx       context.Context
+	brokers   []string
+	recs      []taubench.Record
+	prod      *events.Producer
+	completed int // completed sessions published so far
+}
+
+// sessionLoad starts the broker (groups' session timeouts from 300 ms)
+// and a load on it.
+func sessionLoad(ctx context.Context, t *testing.T) ([]string, *load) {
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2, GroupMinSessionTimeout: 300 * time.Millisecond})
+	return brokers, &load{t: t, ctx: ctx, brokers: brokers, recs: recs, prod: prod}
+}
+
+// publish publishes sessions [from, to) of the sample.
+func (l *load) publish(from, to int) {
+	for _, r := range l.recs[from:to] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			l.t.Fatal(err)
+		}
 		for _, e := range envs {
 			if e.Type == events.SessionCompleted {
-				n++
+				l.completed++
 			}
 		}
+		if err := l.prod.Publish(l.ctx, envs...); err != nil {
+			l.t.Fatal(err)
+		}
 	}
-	return n
+}
+
+// evaluationsOnce is "" when no derived event id is in the log twice and
+// every completed session published has its evaluation; else what is not
+// so.
+func (l *load) evaluationsOnce() string {
+	ids, _ := derivedCounts(l.t, l.brokers)
+	n := 0
+	for k, c := range ids {
+		if c > 1 {
+			return fmt.Sprintf("%s written %d times", k, c)
+		}
+		if strings.HasPrefix(k, string(events.TopicEvaluations)) {
+			n++
+		}
+	}
+	if n != l.completed {
+		return fmt.Sprintf("%d evaluations of %d completed sessions", n, l.completed)
+	}
+	return ""
 }
