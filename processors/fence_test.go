@@ -136,19 +136,18 @@ func countTopics(t testing.TB, brokers []string, parse bool, topics ...string) (
 // the fence from the moment it was paused: the same check then finds A's
 // zombie writes as second copies, so the check is able to fail.
 func TestFenceZombieWrites(t *testing.T) {
-	for _, fenced := range []bool{true, false} {
-		name := "fenced"
-		if !fenced {
-			name = "unfenced"
-		}
-		t.Run(name, func(t *testing.T) { zombie(t, fenced) })
-	}
+	withControl(t, "fenced", "unfenced", zombie)
+}
+
+// withControl runs fn(t, true) as subtest name and fn(t, false) as
+// subtest control: the same check with the mechanism under test off.
+func withControl(t *testing.T, name, control string, fn func(t *testing.T, on bool)) {
+	t.Run(name, func(t *testing.T) { fn(t, true) })
+	t.Run(control, func(t *testing.T) { fn(t, false) })
 }
 
 func zombie(t *testing.T, fenced bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	brokers, load := sessionLoad(ctx, t)
+	ctx, brokers, load := sessionLoad(t)
 	publish, evaluations, prod := load.publish, load.evaluationsOnce, load.prod
 	timeouts := []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(time.Second)}
 
@@ -397,19 +396,11 @@ func (h *heldOwner) Ownership() processors.Ownership {
 // frontier, and every derived event is in the log once; the control
 // without it writes some twice.
 func TestDeferredRelayRevokeWaitsForRound(t *testing.T) {
-	for _, wait := range []bool{true, false} {
-		name := "wait"
-		if !wait {
-			name = "control-no-wait"
-		}
-		t.Run(name, func(t *testing.T) { deferredRevoke(t, wait) })
-	}
+	withControl(t, "wait", "control-no-wait", deferredRevoke)
 }
 
 func deferredRevoke(t *testing.T, wait bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	brokers, load := sessionLoad(ctx, t)
+	ctx, brokers, load := sessionLoad(t)
 	publish, evaluations, prod := load.publish, load.evaluationsOnce, load.prod
 	timeouts := []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(150 * time.Millisecond), kgo.RebalanceTimeout(20 * time.Second)}
 
@@ -561,10 +552,12 @@ type load struct {
 }
 
 // sessionLoad starts the broker (groups' session timeouts from 300 ms)
-// and a load on it.
-func sessionLoad(ctx context.Context, t *testing.T) ([]string, *load) {
+// and a load on it, under a context that ends after 90 s or with the test.
+func sessionLoad(t *testing.T) (context.Context, []string, *load) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
 	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2, GroupMinSessionTimeout: 300 * time.Millisecond})
-	return brokers, &load{t: t, ctx: ctx, brokers: brokers, recs: recs, prod: prod}
+	return ctx, brokers, &load{t: t, ctx: ctx, brokers: brokers, recs: recs, prod: prod}
 }
 
 // publish publishes sessions [from, to) of the sample.
