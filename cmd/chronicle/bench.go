@@ -84,7 +84,7 @@ cluster cost is 1 − cluster path / single-instance path.`,
 	cmd.Flags().IntVar(&cfg.Events, "events", 20000, "tau-bench events to consume")
 	cmd.Flags().Int32Var(&cfg.Partitions, "partitions", 4, "partitions of every topic")
 	cmd.Flags().IntVar(&cfg.Probes, "probes", 500, "single events for the latency")
-	cmd.Flags().IntVar(&cfg.Runs, "runs", 3, "runs of the single-instance path, the cluster path and the replay, alternating; their rates are the medians")
+	cmd.Flags().IntVar(&cfg.Runs, "runs", 5, "runs of the single-instance path, the cluster path and the replay, alternating; their rates are the medians")
 	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "directory for the log and the stores (default a temporary one, removed afterwards)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these jobs (raw, count, single, default, replay; replay runs default first), e.g. to profile one")
