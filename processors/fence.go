@@ -647,9 +647,8 @@ func fenced(err error) bool {
 }
 
 // transact produces rows and commits frontier as k's relayed frontier in
-// one transaction; on an error the transaction is aborted.
-// transact relays rows and commits frontier in one transaction of cl;
-// once confirms the commits of a round (Fence.confirm).
+// one transaction of cl; on an error the transaction is aborted. once
+// confirms a round's commits afterwards (Fence.confirm).
 func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []projections.OutboxEntry, frontier int64) error {
 	topicID, err := f.topicID(ctx, cl, k.topic)
 	if err != nil {

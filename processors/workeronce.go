@@ -140,8 +140,7 @@ type keptOutputs struct {
 func (k *keptOutputs) records() []*kgo.Record {
 	out := make([]*kgo.Record, len(k.recs))
 	for i, r := range k.recs {
-		r := r
-		out[i] = &r
+		out[i] = &r // r is a fresh copy each iteration (Go 1.22)
 	}
 	return out
 }

@@ -373,8 +373,8 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	return p, nil
 }
 
-// ErrSharedUnfenced is reported (Config.OnRelayError, and GET /healthz's
-// warnings) when SharedUnfenced turns true.
+// ErrSharedUnfenced is GET /healthz's warning while SharedUnfenced is
+// true.
 var ErrSharedUnfenced = errors.New("another instance joined this instance's consumer group and owns partitions, but this instance's outbox relay is not fenced (Config.Unfenced): the global tables' derived events will be written twice and a paused instance is not fenced")
 
 // SharedUnfenced reports whether this instance's outbox relay is not
