@@ -466,7 +466,7 @@ func rawCount(ctx context.Context, brokers []string, dir string, n int, progress
 //
 // It returns the rate (events/s, first commit to the last one), the
 // probes' latencies and the process's CPU time per event (µs) from the
-// first commit to caught up.
+// first commit to the last.
 func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, procs []processors.Processor, stage string, n, probes int, progress func(string, int64, int64)) (float64, []time.Duration, float64, error) {
 	// the rate and the CPU figure run from the first commit to the last
 	// one: the pipeline's start (loading the embedding model, joining the
