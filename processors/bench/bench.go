@@ -114,7 +114,7 @@ type Result struct {
 	// DefaultCPUMicrosPerEvent and ReplayCPUMicrosPerRecord are the
 	// process's CPU time (user + system, every goroutine: Pebble's
 	// flushes and compactions, the GC, the search index's embedding)
-	// over the default job's measured window (first commit to caught up)
+	// over the default job's measured window (first commit to the last)
 	// and over the replay, per event or record, in µs: on a shared machine
 	// they move less than the rates (0 where getrusage does not exist).
 	DefaultCPUMicrosPerEvent float64 `json:"default_cpu_us_per_event"`
