@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/cockroachdb/pebble"
@@ -103,29 +106,36 @@ func ContentHash(env *events.Envelope) []byte {
 	}
 	attrs := [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
 		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID}
-	n := len(env.Data)
+	// one pooled hash, written piece by piece: copying the attributes and
+	// the data into one buffer first allocated their size again for every
+	// record
+	h := sha256s.Get().(hash.Hash)
+	defer sha256s.Put(h)
+	h.Reset()
 	for _, a := range attrs {
-		n += len(a) + 1
-	}
-	// one buffer, hashed at once
-	b := make([]byte, 0, n)
-	for _, a := range attrs {
-		b = append(append(b, a...), 0)
+		h.Write(unsafe.Slice(unsafe.StringData(a), len(a)))
+		h.Write(zeroByte[:])
 	}
 	// json.Compact only drops white space outside strings: data without
 	// any is compact already (Chronicle's own producers write it so)
 	if compactAlready(env.Data) {
-		sum := sha256.Sum256(append(b, env.Data...))
-		return sum[:16]
+		h.Write(env.Data)
+	} else {
+		var buf bytes.Buffer
+		if err := compact(&buf, env.Data); err != nil {
+			buf.Reset()
+			buf.Write(env.Data) // unreachable for a parsed event
+		}
+		h.Write(buf.Bytes())
 	}
-	buf := bytes.NewBuffer(b)
-	if err := compact(buf, env.Data); err != nil {
-		buf.Truncate(len(b))
-		buf.Write(env.Data) // unreachable for a parsed event
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	return sum[:16]
+	var sum [sha256.Size]byte
+	return h.Sum(sum[:0])[:16]
 }
+
+// sha256s pools the SHA-256 hashes of ContentHash.
+var sha256s = sync.Pool{New: func() any { return sha256.New() }}
+
+var zeroByte [1]byte
 
 // compactAlready reports whether the valid JSON b has no white space
 // outside its strings, that is whether compact would return b unchanged

@@ -222,17 +222,26 @@ func withSource(it Item, recs ...OutboxRecord) []OutboxRecord {
 // Pebble batch, commits it and runs the commit hooks; it reports n
 // consumed items.
 func (s *Store) commitRun(ws *writeSet, okey string, next int64, outbox []OutboxRecord, touched []string, processor string, n int) (int, int, error) {
-	b := s.db.NewBatch()
+	if s.rebuild.Load() {
+		outbox = nil // see Rebuilding
+	}
+	vals := make([][]byte, len(outbox))
+	size := 12 + ws.size() + batchRecordMax + len(okey) + 8 // the batch header, the rows, the offset
+	for i, rec := range outbox {
+		val, err := events.Marshal(rec)
+		if err != nil {
+			return 0, -1, err
+		}
+		vals[i] = val
+		size += batchRecordMax + len(prefixOutbox) + 8 + len(val)
+	}
+	b := s.db.NewBatchWithSize(size)
 	defer b.Close()
 	if err := ws.writeTo(b); err != nil {
 		return 0, -1, err
 	}
 	seq := s.reserveOutbox(len(outbox))
-	for _, rec := range outbox {
-		val, err := events.Marshal(rec)
-		if err != nil {
-			return 0, -1, err
-		}
+	for _, val := range vals {
 		if err := b.Set(outboxKey(seq), val, nil); err != nil {
 			return 0, -1, err
 		}
