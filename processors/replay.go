@@ -74,8 +74,9 @@ type ReplayConfig struct {
 // their topics from offset 0 up to the end offsets found at start (or
 // cfg.Until), applying every record with the same Apply path as the live
 // Runner. An event that fails is skipped, as the live pipeline would have
-// dead-lettered it. Derived events land in the store's outbox and are not
-// relayed: the log already has them.
+// dead-lettered it. Derived events are derived and validated as live, but
+// not kept in the store's outbox (projections.Store.Rebuilding): the log
+// already has them.
 func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	var st ReplayStats
 	procs := byTopic(cfg.Processors)
@@ -144,6 +145,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	if err := cfg.Store.MarkReplayStarted(); err != nil {
 		return st, err
 	}
+	cfg.Store.Rebuilding() // the log holds the derived events: no outbox
 	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close

@@ -162,6 +162,8 @@ type Store struct {
 
 	// outboxLen counts the outbox rows (OutboxLen).
 	outboxLen atomic.Int64
+	// rebuild is set by Rebuilding: commits keep no outbox rows.
+	rebuild atomic.Bool
 }
 
 // SinceCommit is how long ago a processor's batch last committed (a large

@@ -570,6 +570,10 @@ func replay(ctx context.Context, brokers []string, dir string, progress func(str
 	if err != nil {
 		return 0, 0, err
 	}
+	// the replay ends when its store is closed, as for chronicle replay
+	if err := store.Close(); err != nil {
+		return 0, 0, err
+	}
 	return float64(st.Records) / time.Since(start).Seconds(), st.Records, nil
 }
 
