@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"math/bits"
 	"sync"
 	"unicode/utf8"
 
@@ -16,13 +17,16 @@ import (
 // events (BenchmarkParseEvent): a generic decode of the whole event into
 // `any` (9 µs), the CloudEvents envelope schema run on it (7 µs), the
 // type's data schema (4 µs) and a typed decode (2.5 µs). parseFast keeps
-// the two parts that carry information, the type's JSON Schema on data
-// and the typed decode of the envelope, and replaces the other two:
+// the part that carries information, the type's JSON Schema on data, and
+// replaces the others:
 //
 //   - the envelope's schema (schemas/cloudevent.json) is checked by code,
 //     attribute by attribute, on a fastjson parse of the event (fastjson
 //     parses without allocating per value); only data is converted to the
 //     `any` form the JSON Schema validator reads;
+//   - the Envelope is filled from the same parse, data as its bytes were
+//     sent (rawData); only an event with an escape outside data is decoded
+//     again by the typed decoder, whose unescaping is the reference;
 //   - an event the code does not accept as is goes to the generic path
 //     (parseSlow), which decides and writes the error naming the field.
 //
@@ -50,6 +54,7 @@ const (
 	bitCausationID
 	bitCorrelationID
 	bitData
+	bitCount = iota // attributes with a bit
 )
 
 var attributeBits = map[string]int{
@@ -83,6 +88,7 @@ func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
 		data    *fastjson.Value
 		ext     map[string]any
 		extSeen map[string]bool
+		attrs   [bitCount]string // the string attributes, by bit index
 	)
 	obj.Visit(func(k []byte, val *fastjson.Value) {
 		if bad {
@@ -130,6 +136,7 @@ func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
 			return
 		}
 		s := val.GetStringBytes()
+		attrs[bits.TrailingZeros(uint(bit))] = string(s)
 		switch bit {
 		case bitSpecVersion:
 			bad = string(s) != SpecVersion
@@ -168,8 +175,16 @@ func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
 			return Envelope{}, false
 		}
 	}
+	// the envelope from this parse's strings, and data's bytes as sent:
+	// what the typed decode (encoding/json semantics) gives, but for
+	// escapes, which it is left to (fastjson's unescaping of an invalid
+	// \u sequence need not be encoding/json's)
 	var env Envelope
-	if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil || string(env.Type) != typ {
+	if start, end, ok := rawData(raw); ok && bytes.IndexByte(raw[:start], '\\') < 0 && bytes.IndexByte(raw[end:], '\\') < 0 {
+		env = Envelope{SpecVersion: attrs[0], ID: attrs[1], Source: attrs[2], Type: Type(attrs[3]), Subject: attrs[4], Time: attrs[5],
+			DataContentType: attrs[6], DataSchema: attrs[7], SessionID: attrs[8], Scope: attrs[9], CausationID: attrs[10], CorrelationID: attrs[11],
+			Data: bytes.Clone(raw[start:end])}
+	} else if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil || string(env.Type) != typ {
 		return Envelope{}, false
 	}
 	env.Extensions = ext
@@ -365,4 +380,128 @@ func scopePattern(s []byte) bool {
 		}
 	}
 	return true
+}
+
+// rawData returns where the value of the top-level member "data" starts and
+// ends in raw, a valid JSON object whose members parseFast checked: exactly
+// one named data, an object; the others strings, numbers or booleans. ok
+// is false when it is not found by name as written (a member name with an
+// escape).
+func rawData(raw []byte) (start, end int, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return 0, 0, false
+	}
+	i++
+	for {
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] != '"' {
+			return 0, 0, false
+		}
+		k := i + 1
+		i = skipString(raw, i)
+		name := raw[k : i-1]
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] != ':' {
+			return 0, 0, false
+		}
+		i = skipSpace(raw, i+1)
+		if string(name) == "data" {
+			// data is an object; when it is the last member, it ends
+			// before the object's closing brace (a member after it is an
+			// extension attribute or another attribute: a string, number
+			// or boolean, never ending in '}'), so its bytes, most of the
+			// event, need no scan
+			end := len(raw)
+			for end > i && isSpace(raw[end-1]) {
+				end--
+			}
+			end-- // the closing brace
+			for end > i && isSpace(raw[end-1]) {
+				end--
+			}
+			if end > i && raw[end-1] == '}' {
+				return i, end, true
+			}
+			end = skipValue(raw, i)
+			return i, end, end >= 0
+		}
+		i = skipValue(raw, i)
+		if i < 0 {
+			return 0, 0, false
+		}
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] != ',' {
+			return 0, 0, false
+		}
+		i++
+	}
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipString returns the index after the string that starts at raw[i]
+// (a '"').
+func skipString(raw []byte, i int) int {
+	for i++; i < len(raw); {
+		q := bytes.IndexByte(raw[i:], '"') // most of data is strings: this is the hot loop
+		if q < 0 {
+			return len(raw)
+		}
+		i += q
+		b := i - 1 // a quote after an odd number of backslashes is escaped
+		for b >= 0 && raw[b] == '\\' {
+			b--
+		}
+		if (i-1-b)%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
+	return len(raw)
+}
+
+// skipValue returns the index after the value that starts at raw[i], or
+// -1 at the end of raw.
+func skipValue(raw []byte, i int) int {
+	if i >= len(raw) {
+		return -1
+	}
+	switch raw[i] {
+	case '"':
+		return skipString(raw, i)
+	case '{', '[':
+		depth := 0
+		for i < len(raw) {
+			switch raw[i] {
+			case '"':
+				i = skipString(raw, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	for i < len(raw) { // a number or a literal
+		switch raw[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return -1
 }
