@@ -426,7 +426,7 @@ func parseItem(r *kgo.Record) projections.Item {
 		return it
 	}
 	it.Env = &env
-	it.Sum = projections.ContentHash(&env)
+	it.Sum, it.IDSum = projections.ContentHash(&env), projections.IDHash(&env)
 	return it
 }
 

@@ -132,6 +132,14 @@ func ContentHash(env *events.Envelope) []byte {
 	return h.Sum(sum[:0])[:16]
 }
 
+// IDHash is the SHA-256 (32 bytes) of env's events.Envelope.DedupKey
+// (source and id), the part of its idempotency keys that is the same for
+// every processor: the engine computes it once per record (Item.IDSum).
+func IDHash(env *events.Envelope) []byte {
+	h := sha256.Sum256([]byte(env.DedupKey()))
+	return h[:]
+}
+
 // sha256s pools the SHA-256 hashes of ContentHash.
 var sha256s = sync.Pool{New: func() any { return sha256.New() }}
 
@@ -283,11 +291,14 @@ func (t *Tx) Get(key string) (val []byte, ok bool, err error) {
 
 // GetJSON reads a row into v; ok is false when absent.
 func (t *Tx) GetJSON(key string, v any) (bool, error) {
-	b, ok, err := t.Get(key)
+	b, ok, err := t.ws.get(t.key(key))
 	if err != nil || !ok {
-		return ok, err
+		return false, err
 	}
-	return true, gojson.Unmarshal(b, v) // encoding/json's semantics, about twice as fast
+	// encoding/json's semantics, about twice as fast; it decodes from a
+	// copy of its input, so b, which must not be modified, is not copied
+	// first
+	return true, gojson.Unmarshal(b, v)
 }
 
 // Set writes a row.

@@ -31,6 +31,9 @@ type Item struct {
 	// Sum is ContentHash(Env) when the caller computed it once for every
 	// processor of the record's topic; nil: ApplyBatch computes it.
 	Sum []byte
+	// IDSum is IDHash(Env) when the caller computed it once for every
+	// processor of the record's topic; nil: ApplyBatch computes it.
+	IDSum []byte
 	// DeadLetter, when set, builds the dead-letter record written to the
 	// outbox, in the same batch as the offset that moves past the item,
 	// when the item is rejected. Nil: a rejected item only advances the
@@ -144,7 +147,11 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			reject(j, it, it.Err)
 			continue
 		}
-		dk := dedupKey(processor, it.Env.DedupKey())
+		idSum := it.IDSum
+		if idSum == nil {
+			idSum = IDHash(it.Env)
+		}
+		dk := dedupKey(processor, idSum)
 		dks := string(dk)
 		sum := it.Sum
 		if sum == nil {

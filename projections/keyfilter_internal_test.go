@@ -13,7 +13,7 @@ import (
 
 func filterKey(i int) []byte {
 	h := sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i)))
-	return dedupKey("p", string(h[:]))
+	return dedupKey("p", h[:])
 }
 
 // Every added key is "maybe" through four stage growths, from several

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -403,9 +402,11 @@ func upper(p string) []byte {
 	return nil
 }
 
-func dedupKey(processor, dedup string) []byte {
-	h := sha256.Sum256([]byte(dedup))
-	return append([]byte(prefixDedup+processor+"/"), h[:]...)
+// dedupKey is the idempotency key of an event for processor: the prefix,
+// the processor's name and the event's IDHash.
+func dedupKey(processor string, idSum []byte) []byte {
+	k := make([]byte, 0, len(prefixDedup)+len(processor)+1+len(idSum))
+	return append(append(append(append(k, prefixDedup...), processor...), '/'), idSum...)
 }
 
 func putOffset(b *pebble.Batch, key string, next int64) error {
