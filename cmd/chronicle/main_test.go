@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"testing"
 )
@@ -89,4 +90,15 @@ func runDemo(t *testing.T, data string, extra ...string) Summary {
 		t.Fatalf("demo output %q: %v", out.String(), err)
 	}
 	return s
+}
+
+// Every command runs with DefaultGCPercent unless GOGC says otherwise
+// (the test binary runs the package's init as the command does).
+func TestDefaultGCPercent(t *testing.T) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		t.Skip("GOGC is set: the environment decides")
+	}
+	if got := debug.SetGCPercent(DefaultGCPercent); got != DefaultGCPercent {
+		t.Fatalf("GC percent %d, want %d", got, DefaultGCPercent)
+	}
 }
