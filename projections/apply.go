@@ -149,23 +149,27 @@ var zeroByte [1]byte
 // outside its strings, that is whether compact would return b unchanged
 // (TestCompactAlready, FuzzCompactAsEncodingJSON).
 func compactAlready(b []byte) bool {
-	in := false
 	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if in {
-			switch c {
-			case '\\':
-				i++ // the escaped byte cannot end the string
-			case '"':
-				in = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			in = true
+		switch b[i] {
 		case ' ', '\t', '\r', '\n':
 			return false
+		case '"':
+			// a string: jump from quote to quote (most of an event's
+			// bytes are in strings), past the ones a backslash escapes
+			for {
+				q := bytes.IndexByte(b[i+1:], '"')
+				if q < 0 {
+					return true // unterminated: not valid JSON, not for here
+				}
+				i += 1 + q
+				n := 0
+				for j := i - 1; b[j] == '\\'; j-- {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+			}
 		}
 	}
 	return true
