@@ -230,3 +230,55 @@ func TestFastParseKeyMember(t *testing.T) {
 		t.Fatal("no testdata event is keyed by a data member")
 	}
 }
+
+// commonDateTime accepts only times the envelope schema's date-time format
+// accepts, and the common ones (Chronicle's own, tau-bench's) all: every
+// combination of edge values of each field, and a fuzz target.
+func TestCommonDateTimeWithinTheFormat(t *testing.T) {
+	set, err := loadSchemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for _, date := range []string{"2024-05-15", "2024-02-29", "2023-02-29", "2024-13-01", "2024-00-10", "2024-04-31", "2024-12-31", "0000-01-01", "2024-1-015"} {
+		for _, sep := range []string{"T", "t", " "} {
+			for _, hms := range []string{"00:00:00", "23:59:59", "23:59:60", "24:00:00", "12:60:00", "12:00:60", "1:00:000", "12:00"} {
+				for _, frac := range []string{"", ".1", ".123456789", ".", ".x"} {
+					for _, zone := range []string{"Z", "z", "+00:00", "-23:59", "+24:00", "+01:60", "+0100", "", "+01:00:00"} {
+						s := date + sep + hms + frac + zone
+						common := commonDateTime([]byte(s))
+						valid := set.dateTime.Validate(s) == nil
+						if common && !valid {
+							t.Errorf("commonDateTime(%q) = true, the format rejects it", s)
+						}
+						if common {
+							accepted++
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, s := range []string{"2024-05-15T20:01:00Z", "2024-05-15T20:01:00.123456789Z", "2026-11-25T06:00:00+01:00"} {
+		if !commonDateTime([]byte(s)) {
+			t.Errorf("commonDateTime(%q) = false", s)
+		}
+	}
+	if accepted < 50 {
+		t.Fatalf("only %d times accepted: the check is too narrow to test anything", accepted)
+	}
+}
+
+func FuzzCommonDateTime(f *testing.F) {
+	f.Add("2024-05-15T20:01:00.5+01:00")
+	f.Add("2024-02-29T23:59:60Z")
+	set, err := loadSchemas()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if commonDateTime([]byte(s)) && set.dateTime.Validate(s) != nil {
+			t.Fatalf("commonDateTime(%q) = true, the format rejects it", s)
+		}
+	})
+}
