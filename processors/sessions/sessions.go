@@ -257,19 +257,14 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 		return flux.Input{}, err
 	}
 	s.Task = dt.Task
-	var items []TraceItem
+	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
 	err := tx.Scan(tracePrefix(s.Key()), func(_ string, val []byte) (bool, error) {
-		var it TraceItem
-		if err := gojson.Unmarshal(val, &it); err != nil {
-			return false, err
+		typ, data, err := traceTypeData(val)
+		if err == nil {
+			err = addToInput(&in, typ, data)
 		}
-		items = append(items, it)
-		return true, nil
+		return err == nil, err
 	})
-	if err != nil {
-		return flux.Input{}, err
-	}
-	in, err := inputFrom(s, items)
 	if err != nil {
 		return in, err
 	}
@@ -343,25 +338,57 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
 	return tx.Emit(events.EvaluationCompleted, ev)
 }
 
+// inputFrom is the evaluator's input of s with its trace items.
 func inputFrom(s *Session, items []TraceItem) (flux.Input, error) {
 	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
 	for _, it := range items {
-		switch it.Type {
-		case events.MinuteRecorded:
-			var m events.MinuteData
-			if err := gojson.Unmarshal(it.Data, &m); err != nil {
-				return in, err
-			}
-			in.Minutes = append(in.Minutes, m)
-		case events.WorkflowTaskCompleted:
-			var c events.TaskCompletedData
-			if err := gojson.Unmarshal(it.Data, &c); err != nil {
-				return in, err
-			}
-			in.Calls = append(in.Calls, c)
+		if err := addToInput(&in, it.Type, it.Data); err != nil {
+			return in, err
 		}
 	}
 	return in, nil
+}
+
+// addToInput adds a trace item of type typ with data to in: a minute or a
+// tool call (decoded: data may be reused after the call); other types are
+// not the evaluator's.
+func addToInput(in *flux.Input, typ events.Type, data []byte) error {
+	switch typ {
+	case events.MinuteRecorded:
+		var m events.MinuteData
+		if err := gojson.Unmarshal(data, &m); err != nil {
+			return err
+		}
+		in.Minutes = append(in.Minutes, m)
+	case events.WorkflowTaskCompleted:
+		var c events.TaskCompletedData
+		if err := gojson.Unmarshal(data, &c); err != nil {
+			return err
+		}
+		in.Calls = append(in.Calls, c)
+	}
+	return nil
+}
+
+// traceTypeData returns the type and the data of a t/ row without decoding
+// the data: traceRow writes the head's members (no data among them), then
+// data, last; the first `,"data":` outside a string is that member's, and
+// none is inside one (a quote in a string is escaped). A row of another
+// shape, or with an escape in its head, is decoded as a TraceItem. The data
+// aliases row.
+func traceTypeData(row []byte) (events.Type, []byte, error) {
+	if i := bytes.Index(row, []byte(`,"data":`)); i > 0 && row[len(row)-1] == '}' && bytes.IndexByte(row[:i], '\\') < 0 {
+		if _, t, ok := bytes.Cut(row[:i], []byte(`"type":"`)); ok {
+			if t, _, ok := bytes.Cut(t, []byte(`"`)); ok {
+				return events.Type(t), row[i+len(`,"data":`) : len(row)-1], nil
+			}
+		}
+	}
+	var it TraceItem
+	if err := gojson.Unmarshal(row, &it); err != nil {
+		return "", nil, err
+	}
+	return it.Type, it.Data, nil
 }
 
 // traceRow is the t/ row of env: TraceItem's JSON with the event's data

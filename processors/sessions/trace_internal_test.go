@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/chronicle-dev/chronicle/events"
 )
@@ -41,5 +42,44 @@ func TestTraceKeyAsSprintf(t *testing.T) {
 		if got, want := traceKey("project:x/s-1", seq), fmt.Sprintf("t/%s/%06d", "project:x/s-1", seq); got != want {
 			t.Errorf("traceKey(%d) = %q, want %q", seq, got, want)
 		}
+	}
+}
+
+// traceTypeData reads the type and the data of a row as a TraceItem decode
+// does: on traceRow's rows (ids with quotes and escapes, data with a
+// `,"data":` inside a string) and on rows of another shape, which it
+// decodes.
+func TestTraceTypeDataAsDecode(t *testing.T) {
+	var rows [][]byte
+	for _, id := range []string{"m-1", `id "<quoted>" & more`, `back\slash`} {
+		env, err := events.New(events.MinuteRecorded, "test", id, time.Unix(1700000000, 0),
+			events.MinuteData{EventType: "message", Actor: "assistant", Data: []byte(`{"content":"x,\"data\":1","n":[1,2]}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, err := traceRow(&env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, row)
+	}
+	rows = append(rows,
+		[]byte(`{"data":{"a":1},"id":"x","type":"workflow.task.completed.v1","time":"t"}`), // data first
+		[]byte(`{"id":"x", "type" : "coordination.minute.recorded.v1","time":"t","data":{"b":2}}`),
+		[]byte(`{"id":"y","type":"workflow.task.completed.v1","time":"t","data":{"tool_id":"a"}}`),
+	)
+	fast := 0
+	for _, row := range rows {
+		typ, data, err := traceTypeData(row)
+		var want TraceItem
+		if werr := json.Unmarshal(row, &want); err != nil || werr != nil || typ != want.Type || string(data) != string(want.Data) {
+			t.Errorf("row %s: traceTypeData = %q, %s, %v; decode %q, %s", row, typ, data, err, want.Type, want.Data)
+		}
+		if p, r := uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(unsafe.Pointer(unsafe.SliceData(row))); p >= r && p < r+uintptr(len(row)) {
+			fast++ // data aliases the row: read without a decode
+		}
+	}
+	if fast != 2 { // the plain rows: m-1's and y's
+		t.Fatalf("the fast path read %d of %d rows, want 2", fast, len(rows))
 	}
 }
