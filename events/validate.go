@@ -2,7 +2,6 @@ package events
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -261,7 +260,8 @@ func validateData(set *compiled, env *Envelope, data any) error {
 // Validate checks an already decoded envelope the way ParseEvent checks
 // raw JSON; producers in Go call it through Producer.Publish.
 func Validate(env *Envelope) error {
-	raw, err := json.Marshal(env)
+	// its own compact encoding (json.Marshal would compact it a second time)
+	raw, err := env.MarshalJSON()
 	if err != nil {
 		return &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 	}

@@ -473,16 +473,22 @@ func (p *Pipeline) CaughtUp(ctx context.Context) (bool, int64, error) {
 	if err != nil {
 		return false, 0, err
 	}
-	pending, err := p.pendingHere()
-	if err != nil {
-		return false, 0, err
-	}
 	wl, err := processors.WorkerLag(ctx, p.admin, p.Workers)
 	if err != nil {
 		return false, 0, err
 	}
 	total := processors.TotalLag(l) + wl
-	return total == 0 && len(pending) == 0, total, nil
+	if total > 0 {
+		// not caught up whatever the outbox holds: pendingHere reads
+		// every outbox row of a fenced relay, which a poll every 100 ms
+		// did during a whole catch-up (1.8% of the bench's CPU)
+		return false, total, nil
+	}
+	pending, err := p.pendingHere()
+	if err != nil {
+		return false, 0, err
+	}
+	return len(pending) == 0, total, nil
 }
 
 // pendingHere is the outbox rows this instance has to relay: every row
