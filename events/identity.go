@@ -53,7 +53,7 @@ func CheckID(id string) error {
 		return errors.New(`no empty segment ("//") and no trailing '/'`)
 	}
 	for i := 0; i < len(id); i++ {
-		if c := id[i]; !isAlnum(c) && !strings.ContainsRune(idPunct, rune(c)) {
+		if c := id[i]; !idByte[c] {
 			return fmt.Errorf("character %q at byte %d is not allowed (letters, digits and %s only)", c, i, idPunct)
 		}
 	}
@@ -62,6 +62,14 @@ func CheckID(id string) error {
 
 // idPunct are the punctuation characters an id may contain.
 const idPunct = "._~:@+=-/"
+
+// idByte tells the bytes an id may contain: letters, digits and idPunct.
+var idByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = isAlnum(byte(c)) || strings.IndexByte(idPunct, byte(c)) >= 0
+	}
+	return t
+}()
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'

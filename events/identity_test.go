@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -28,6 +29,18 @@ func TestEntityKey(t *testing.T) {
 	for _, bad := range []string{"", "noslash", "/id", "project:a/"} {
 		if _, _, ok := events.SplitEntityKey(bad); ok {
 			t.Errorf("SplitEntityKey(%q) ok, want not ok", bad)
+		}
+	}
+}
+
+// An id may hold letters, digits and the punctuation "._~:@+=-/" (not
+// first, not "//", not last '/'): every byte value, in the middle of an id.
+func TestCheckIDBytes(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		want := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("._~:@+=-/", b) >= 0
+		if err := events.CheckID("a" + string([]byte{b}) + "z"); (err == nil) != want {
+			t.Errorf("CheckID with byte %q: %v, want accepted %v", b, err, want)
 		}
 	}
 }
