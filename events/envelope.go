@@ -7,8 +7,10 @@ package events
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -107,8 +109,10 @@ func (e *Envelope) Decode(v any) error {
 // processor that runs twice over the same event (a replay, a restart after
 // a crash) emits byte-identical ids that consumers can drop as duplicates.
 func DerivedID(causeSource, causeID string, t Type, n int) string {
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%d", causeSource, causeID, t, n))
-	return fmt.Sprintf("%x", h[:16])
+	b := make([]byte, 0, len(causeSource)+len(causeID)+len(t)+24)
+	b = append(append(append(append(append(append(b, causeSource...), 0), causeID...), 0), t...), 0)
+	h := sha256.Sum256(strconv.AppendInt(b, int64(n), 10)) // the bytes of "%s\x00%s\x00%s\x00%d"
+	return hex.EncodeToString(h[:16])
 }
 
 // New builds an envelope of type t with data marshalled from payload. It

@@ -1,6 +1,8 @@
 package events_test
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,6 +43,27 @@ func TestCheckIDBytes(t *testing.T) {
 		want := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("._~:@+=-/", b) >= 0
 		if err := events.CheckID("a" + string([]byte{b}) + "z"); (err == nil) != want {
 			t.Errorf("CheckID with byte %q: %v, want accepted %v", b, err, want)
+		}
+	}
+}
+
+// DerivedID is the hex of the first 16 bytes of the SHA-256 of
+// "source\x00id\x00type\x00n", as it was first written with fmt: ids in
+// stored rows and in the log depend on it.
+func TestDerivedIDAsFormatted(t *testing.T) {
+	for _, c := range []struct {
+		src, id string
+		typ     events.Type
+		n       int
+	}{
+		{"chronicle/sessions", "evt-1", events.EvaluationCompleted, 0},
+		{"", "", "", 12},
+		{"src é", "id\x00x", events.MemoryRecorded, -3},
+		{"a", "b", events.PatternCounted, 1234567},
+	} {
+		h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%d", c.src, c.id, c.typ, c.n))
+		if got, want := events.DerivedID(c.src, c.id, c.typ, c.n), fmt.Sprintf("%x", h[:16]); got != want {
+			t.Errorf("DerivedID(%q, %q, %q, %d) = %s, want %s", c.src, c.id, c.typ, c.n, got, want)
 		}
 	}
 }
