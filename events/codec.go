@@ -56,12 +56,16 @@ func recordOf(e *Envelope, val []byte) (*kgo.Record, error) {
 // An event without the time attribute gets RecordTime(r.Timestamp): the
 // record's timestamp stands in, and since it is in the log every replay
 // sees the same time.
+//
+// The event's Data may share r.Value's bytes, as a record's key and value
+// share its fetch's (franz-go does not reuse them unless its pools are
+// configured): copy Data before changing r.Value in place.
 func FromRecord(r *kgo.Record) (Envelope, error) {
 	raw, err := structuredJSON(r)
 	if err != nil {
 		return Envelope{}, err
 	}
-	env, err := ParseEvent(raw)
+	env, err := parseEvent(raw, true, true)
 	if err == nil && env.Time == "" {
 		env.Time, env.TimeFromLog = RecordTime(r.Timestamp), true
 	}

@@ -94,8 +94,9 @@ func attributeBit(k []byte) (bit int, known bool) {
 
 // parseFast returns the event and true when raw is an event the generic
 // path accepts too; false means "not decided here" (the caller runs the
-// generic path, which gives the error).
-func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
+// generic path, which gives the error). With alias, the event's Data may
+// share raw's bytes (capacity capped, so an append does not reach past it).
+func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, bool) {
 	if !utf8.Valid(raw) || !gojson.Valid(raw) {
 		return Envelope{}, false
 	}
@@ -211,7 +212,10 @@ func parseFast(set *compiled, raw []byte, allowDerived bool) (Envelope, bool) {
 	if start, end, ok := rawData(raw); ok && bytes.IndexByte(raw[:start], '\\') < 0 && bytes.IndexByte(raw[end:], '\\') < 0 {
 		env = Envelope{SpecVersion: attrs[0], ID: attrs[1], Source: attrs[2], Type: Type(attrs[3]), Subject: attrs[4], Time: attrs[5],
 			DataContentType: attrs[6], DataSchema: attrs[7], SessionID: attrs[8], Scope: attrs[9], CausationID: attrs[10], CorrelationID: attrs[11],
-			Data: bytes.Clone(raw[start:end])}
+			Data: raw[start:end:end]}
+		if !alias {
+			env.Data = bytes.Clone(env.Data)
+		}
 	} else if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil || string(env.Type) != typ {
 		return Envelope{}, false
 	}

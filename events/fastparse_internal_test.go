@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // fastSeeds are the events of testdata: every type's valid instance and
@@ -102,9 +103,14 @@ func checkAgrees(t testing.TB, raw []byte) (fast bool) {
 		t.Fatal(err)
 	}
 	for _, allowDerived := range []bool{false, true} {
-		env, ok := parseFast(set, raw, allowDerived)
+		env, ok := parseFast(set, raw, allowDerived, allowDerived) // aliasing or not: the same envelope
 		if !ok {
 			continue
+		}
+		if !allowDerived && len(env.Data) > 0 && len(raw) > 0 {
+			if p, r := uintptr(unsafe.Pointer(unsafe.SliceData(env.Data))), uintptr(unsafe.Pointer(unsafe.SliceData(raw))); p >= r && p < r+uintptr(len(raw)) {
+				t.Fatalf("parseFast without alias returned data sharing the input's bytes:\n%s", raw)
+			}
 		}
 		fast = true
 		want, err := parseSlow(set, raw, allowDerived)

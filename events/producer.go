@@ -179,7 +179,7 @@ func validRecord(e *Envelope) (*kgo.Record, error) {
 	if len(raw) > MaxEventBytes {
 		return nil, &ValidationError{Index: -1, Pointer: "/", Reason: fmt.Sprintf("%d bytes encoded, above the %d-byte limit of one event", len(raw), MaxEventBytes), Err: ErrEventTooLarge}
 	}
-	if _, err := parseEvent(raw, true); err != nil {
+	if _, err := parseEvent(raw, true, true); err != nil {
 		return nil, err
 	}
 	return recordOf(e, raw)

@@ -155,18 +155,20 @@ func schemaError(err error, prefix string) *ValidationError {
 // the field: malformed JSON, an envelope that breaks the CloudEvents schema,
 // an unknown or derived type, data that breaks the type's JSON Schema, and a
 // missing record key.
-func ParseProducerEvent(raw []byte) (Envelope, error) { return parseEvent(raw, false) }
+func ParseProducerEvent(raw []byte) (Envelope, error) { return parseEvent(raw, false, false) }
 
 // ParseEvent validates and decodes one event of any known type, producer or
 // derived. Processors use it on what they consume.
-func ParseEvent(raw []byte) (Envelope, error) { return parseEvent(raw, true) }
+func ParseEvent(raw []byte) (Envelope, error) { return parseEvent(raw, true, false) }
 
-func parseEvent(raw []byte, allowDerived bool) (Envelope, error) {
+// parseEvent is ParseEvent (allowDerived) or ParseProducerEvent; with
+// alias, Data may share raw's bytes.
+func parseEvent(raw []byte, allowDerived, alias bool) (Envelope, error) {
 	set, err := loadSchemas()
 	if err != nil {
 		return Envelope{}, err
 	}
-	if env, ok := parseFast(set, raw, allowDerived); ok {
+	if env, ok := parseFast(set, raw, allowDerived, alias); ok {
 		return env, nil
 	}
 	return parseSlow(set, raw, allowDerived)
@@ -265,6 +267,6 @@ func Validate(env *Envelope) error {
 	if err != nil {
 		return &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 	}
-	_, err = parseEvent(raw, true)
+	_, err = parseEvent(raw, true, true)
 	return err
 }
