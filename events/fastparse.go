@@ -210,8 +210,10 @@ func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, b
 	// \u sequence need not be encoding/json's)
 	var env Envelope
 	if start, end, ok := rawData(raw); ok && bytes.IndexByte(raw[:start], '\\') < 0 && bytes.IndexByte(raw[end:], '\\') < 0 {
-		env = Envelope{SpecVersion: attrs[0], ID: attrs[1], Source: attrs[2], Type: Type(attrs[3]), Subject: attrs[4], Time: attrs[5],
-			DataContentType: attrs[6], DataSchema: attrs[7], SessionID: attrs[8], Scope: attrs[9], CausationID: attrs[10], CorrelationID: attrs[11],
+		at := func(bit int) string { return attrs[bits.TrailingZeros(uint(bit))] }
+		env = Envelope{SpecVersion: at(bitSpecVersion), ID: at(bitID), Source: at(bitSource), Type: Type(at(bitType)),
+			Subject: at(bitSubject), Time: at(bitTime), DataContentType: at(bitDataContentType), DataSchema: at(bitDataSchema),
+			SessionID: at(bitSessionID), Scope: at(bitScope), CausationID: at(bitCausationID), CorrelationID: at(bitCorrelationID),
 			Data: raw[start:end:end]}
 		if !alias {
 			env.Data = bytes.Clone(env.Data)
