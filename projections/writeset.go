@@ -137,8 +137,9 @@ const batchRecordMax = 1 + 2*binary.MaxVarintLen32
 // size is an upper bound of the bytes writeTo puts into a batch, so that
 // the batch is allocated once: a run's batch outgrows the 1 MiB Pebble
 // keeps of a pooled batch, and growing it by doubling allocated about
-// twice its size and copied it (13.7% of a replay's allocated bytes,
-// BenchmarkEngine with CHRONICLE_BENCH_ONLY=replay).
+// twice its size and copied it (13.7% of the bytes allocated by
+// BenchmarkEngine with CHRONICLE_BENCH_ONLY=replay: the default processors,
+// then the replay).
 func (w *writeSet) size() int {
 	n := 0
 	for k, e := range w.vals {
