@@ -138,14 +138,7 @@ func callSig(c events.TaskCompletedData) string { return signature(c.ToolID, c.I
 // signature renders tool(arg, names): the sorted names of the JSON object
 // args, without their values, so calls of the same shape read alike.
 func signature(tool string, args json.RawMessage) string {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(args, &m)
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return tool + "(" + strings.Join(names, ", ") + ")"
+	return tool + "(" + strings.Join(flux.ArgNames(args), ", ") + ")"
 }
 
 // Steps lists the successful calls as tool(sorted argument names),

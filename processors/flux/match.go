@@ -7,8 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"unicode/utf8"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/valyala/fastjson"
 )
 
 // mismatch is one place where a call's inputs do not contain the expected
@@ -33,6 +39,9 @@ func decodeArgs(raw json.RawMessage) (any, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
+	if v, ok := decodeArgsFast(raw); ok {
+		return v, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -43,6 +52,93 @@ func decodeArgs(raw json.RawMessage) (any, error) {
 		return nil, errors.New("data after the JSON value")
 	}
 	return v, nil
+}
+
+// decodeArgsFast is decodeArgs' result built from a fastjson parse, for
+// the arguments where the two decoders cannot differ: valid JSON, valid
+// UTF-8 and no escape at all (encoding/json replaces bad UTF-8 and lone
+// surrogates, fastjson keeps them). ok is false for anything else, which
+// encoding/json decodes as before; TestDecodeArgsFastAgrees and
+// FuzzDecodeArgsFastAgrees hold the two to the same values. A decoder per
+// call and its buffer cost more than the checks they ran (callDiff runs
+// for every call of a criterion's tool).
+func decodeArgsFast(raw []byte) (any, bool) {
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) || !gojson.Valid(raw) {
+		return nil, false
+	}
+	p := argParsers.Get().(*fastjson.Parser)
+	defer argParsers.Put(p)
+	v, err := p.ParseBytes(raw)
+	if err != nil {
+		return nil, false
+	}
+	return fastValue(v), true
+}
+
+var argParsers = sync.Pool{New: func() any { return new(fastjson.Parser) }}
+
+// fastValue is v as encoding/json decodes into an any with UseNumber:
+// map[string]any (the last of repeated keys), []any, json.Number (the
+// literal), string, bool or nil. Strings are copied out of the parser's
+// memory.
+func fastValue(v *fastjson.Value) any {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		m := make(map[string]any, o.Len())
+		o.Visit(func(k []byte, e *fastjson.Value) { m[string(k)] = fastValue(e) })
+		return m
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		out := make([]any, len(a))
+		for i, e := range a {
+			out[i] = fastValue(e)
+		}
+		return out
+	case fastjson.TypeString:
+		return string(v.GetStringBytes())
+	case fastjson.TypeNumber:
+		return json.Number(v.MarshalTo(nil))
+	case fastjson.TypeTrue:
+		return true
+	case fastjson.TypeFalse:
+		return false
+	}
+	return nil
+}
+
+// ArgNames returns the sorted member names of the JSON object args, the
+// shape of a tool call without its values; nil when args is not a JSON
+// object (invalid, null, an array or a scalar). Names are unescaped, as
+// encoding/json decodes them into a map; repeated names appear once.
+// Arguments that are valid JSON and valid UTF-8 without any escape are
+// read with fastjson, everything else with encoding/json
+// (TestArgNamesAgrees, FuzzArgNamesAgrees).
+func ArgNames(args json.RawMessage) []string {
+	var names []string
+	if bytes.IndexByte(args, '\\') < 0 && utf8.Valid(args) && gojson.Valid(args) {
+		p := argParsers.Get().(*fastjson.Parser)
+		defer argParsers.Put(p)
+		v, err := p.ParseBytes(args)
+		if err == nil {
+			if o, err := v.Object(); err == nil {
+				names = make([]string, 0, o.Len())
+				o.Visit(func(k []byte, _ *fastjson.Value) { names = append(names, string(k)) })
+			}
+			sort.Strings(names)
+			return slices.Compact(names)
+		}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil || m == nil {
+		return nil
+	}
+	names = make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Contains reports whether got contains want by the subset match of
