@@ -312,6 +312,16 @@ func (t *Tx) Set(key string, val []byte) error {
 	return nil
 }
 
+// Put writes a row whose value the caller hands over: Set without the
+// copy, for a value built for this row alone (a session's trace row is the
+// event's data, about a kilobyte, which Set allocated and copied a second
+// time). val must not be modified after the call.
+func (t *Tx) Put(key string, val []byte) error {
+	t.touched = append(t.touched, key)
+	t.ws.set(t.key(key), val)
+	return nil
+}
+
 // SetJSON writes v as a JSON row, encoded as encoding/json encodes it
 // (events.Marshal): map keys sorted, so equal values give equal bytes.
 func (t *Tx) SetJSON(key string, v any) error {

@@ -12,7 +12,7 @@ import (
 )
 
 // A Tx sees exactly its run's writes over the committed rows: random Set,
-// Delete, Get and Scan calls over a few prefixes, in batches of events,
+// Put, Delete, Get and Scan calls over a few prefixes, in batches of events,
 // agree with a map after every call, and the committed rows equal the map
 // after every batch (rows rewritten many times in one batch, deletions of
 // committed and of uncommitted rows, scans across both).
@@ -47,7 +47,11 @@ func TestTxSeesItsWritesOverTheStore(t *testing.T) {
 				switch r := rng.Intn(10); {
 				case r < 5:
 					v := fmt.Sprintf("%s@%s#%d", k, env.ID, op)
-					if err := tx.Set(k, []byte(v)); err != nil {
+					set := tx.Set
+					if r%2 == 0 {
+						set = tx.Put // the value handed over, not copied
+					}
+					if err := set(k, []byte(v)); err != nil {
 						return err
 					}
 					model[k] = v

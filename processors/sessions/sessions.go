@@ -196,7 +196,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.Set(traceKey(id, s.Events), row); err != nil {
+	if err := tx.Put(traceKey(id, s.Events), row); err != nil { // row is fresh
 		return err
 	}
 	s.Events++
