@@ -97,7 +97,9 @@ type RunnerConfig struct {
 	// relay's.
 	WorkerTransactionTimeout time.Duration
 	// WorkerProducerOpts are extra franz-go options for the workers'
-	// transactional producers (tests: a dialer).
+	// transactional producers (tests: a dialer). A kgo.WithLogger here is
+	// replaced by the Runner's own, which catches a transaction franz-go
+	// aborts although asked to commit (see silentAbortLog).
 	WorkerProducerOpts []kgo.Opt
 	// WorkersAtLeastOnce produces the workers' outputs as they come and
 	// commits the consumed offset after, without transactions (the

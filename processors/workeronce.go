@@ -115,6 +115,9 @@ type workerOnce struct {
 
 type onceProducer struct {
 	cl *kgo.Client // nil: fenced, or the initialisation failed, or reinit
+	// watch is cl's logger: it tells a transaction franz-go aborted
+	// although asked to commit (see silentAbortLog)
+	watch *abortWatch
 	// reinit: the last transaction is unconfirmed and the client was
 	// closed; the next event takes the id over again (stale stays set)
 	reinit bool
@@ -163,7 +166,7 @@ func (o *workerOnce) assigned(ctx context.Context, group *kgo.Client, added map[
 	o.mu.Unlock()
 	for _, parts := range added {
 		for _, p := range parts {
-			cl, err := o.takeOver(ctx, p)
+			cl, watch, err := o.takeOver(ctx, p)
 			if err != nil {
 				// handle takes it over before the partition's first output
 				o.logger.Error("worker: initialising the partition's transactional id at assignment", err, watermill.LogFields{"worker": o.w.Name(), "partition": p})
@@ -175,7 +178,7 @@ func (o *workerOnce) assigned(ctx context.Context, group *kgo.Client, added map[
 			if err != nil {
 				delete(o.parts, p)
 			} else {
-				o.parts[p] = &onceProducer{cl: cl}
+				o.parts[p] = &onceProducer{cl: cl, watch: watch}
 			}
 			o.mu.Unlock()
 		}
@@ -195,21 +198,23 @@ func (o *workerOnce) revoked(_ context.Context, _ *kgo.Client, gone map[string][
 	}
 }
 
-func (o *workerOnce) takeOver(ctx context.Context, p int32) (*kgo.Client, error) {
+func (o *workerOnce) takeOver(ctx context.Context, p int32) (*kgo.Client, *abortWatch, error) {
+	watch := &abortWatch{}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(o.brokers...), kgo.TransactionalID(WorkerTransactionalID(o.w, p)),
 		kgo.TransactionTimeout(o.timeout), kgo.RequestTimeoutOverhead(5 * time.Second), kgo.ProducerLinger(0),
 		kgo.RecordDeliveryTimeout(30 * time.Second)}, o.opts...)
+	opts = append(opts, kgo.WithLogger(watch)) // last: it must see franz-go's silent abort
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, _, err := cl.ProducerID(ictx); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("init producer %s: %w", WorkerTransactionalID(o.w, p), err)
+		return nil, nil, fmt.Errorf("init producer %s: %w", WorkerTransactionalID(o.w, p), err)
 	}
-	return cl, nil
+	return cl, watch, nil
 }
 
 // handle runs the worker on env with its outputs collected, then writes
@@ -368,9 +373,16 @@ func (o *workerOnce) handleStreaming(ctx context.Context, op *onceProducer, p in
 		if cl == nil {
 			return errLostPartition // fenced by an earlier step of this Handle
 		}
-		err := transact(ctx, cl, recs, nil)
+		// no offset in this transaction to confirm it by: franz-go's
+		// silent abort is caught by its log line instead, and the step
+		// is written again
+		err := transactWatched(op.watch, func() error { return transact(ctx, cl, recs, nil) })
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, errSilentAbort) {
+			o.logger.Error("worker: a step's transaction was aborted by the Kafka client although asked to commit; the event is handed again", err, watermill.LogFields{"worker": o.w.Name(), "partition": p})
+			return fmt.Errorf("%w: %w", errRetryLater, err)
 		}
 		if fenced(err) {
 			o.mu.Lock()
@@ -415,11 +427,11 @@ func (o *workerOnce) producer(ctx context.Context, p int32) (*onceProducer, erro
 	if reinit {
 		kept = op.kept
 	}
-	cl, err := o.takeOver(ctx, p)
+	cl, watch, err := o.takeOver(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errRetryLater, err)
 	}
-	op = &onceProducer{cl: cl, stale: reinit, kept: kept}
+	op = &onceProducer{cl: cl, watch: watch, stale: reinit, kept: kept}
 	o.mu.Lock()
 	if old := o.parts[p]; old != nil && old.cl != nil {
 		old.cl.Close()
