@@ -42,6 +42,12 @@ func decodeArgs(raw json.RawMessage) (any, error) {
 	if v, ok := decodeArgsFast(raw); ok {
 		return v, nil
 	}
+	return decodeArgsStd(raw)
+}
+
+// decodeArgsStd is decodeArgs by encoding/json with UseNumber, for
+// trimmed, non-empty raw: the reference decodeArgsFast agrees with.
+func decodeArgsStd(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -3,8 +3,6 @@ package flux
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"reflect"
 	"sort"
 	"testing"
@@ -13,20 +11,10 @@ import (
 // decodeArgsSlow is decodeArgs without its fast path: encoding/json with
 // UseNumber, the decoder the fast path must agree with.
 func decodeArgsSlow(raw []byte) (any, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 {
 		return nil, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("data after the JSON value")
-	}
-	return v, nil
+	return decodeArgsStd(raw)
 }
 
 var argSeeds = []string{
