@@ -29,30 +29,20 @@ const silentAbortLog = "no produce succeeded in this transaction but produces we
 // in the log: writing it again is safe.
 var errSilentAbort = errors.New("processors: the transaction was aborted by the Kafka client although its records were acknowledged (franz-go's EndTransaction issued an abort and returned nil); nothing of it was written")
 
-// abortWatch is the kgo.Logger of a transactional producer the Runner
-// creates: it notes franz-go's silent abort (silentAbortLog) and passes
-// every line on to next (nil: none).
+// abortWatch is the kgo.Logger of a worker's transactional producer: it
+// notes franz-go's silent abort (silentAbortLog) and drops every line,
+// as the producers had no logger before.
 type abortWatch struct {
-	next    kgo.Logger
 	aborted atomic.Bool
 }
 
-// Level implements kgo.Logger: at least info, where franz-go logs the
-// silent abort.
-func (w *abortWatch) Level() kgo.LogLevel {
-	if w.next != nil && w.next.Level() > kgo.LogLevelInfo {
-		return w.next.Level()
-	}
-	return kgo.LogLevelInfo
-}
+// Level implements kgo.Logger: info, where franz-go logs the silent abort.
+func (w *abortWatch) Level() kgo.LogLevel { return kgo.LogLevelInfo }
 
 // Log implements kgo.Logger.
-func (w *abortWatch) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+func (w *abortWatch) Log(_ kgo.LogLevel, msg string, _ ...any) {
 	if msg == silentAbortLog {
 		w.aborted.Store(true)
-	}
-	if w.next != nil && level <= w.next.Level() {
-		w.next.Log(level, msg, keyvals...)
 	}
 }
 
