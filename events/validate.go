@@ -195,8 +195,18 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 	if err != nil {
 		return Envelope{}, err
 	}
-	// names first: the schema's message for a bad property name does not
-	// name the attribute
+	// the required attributes first: a body without them is not an event
+	// (typically data sent as application/json with binary mode's ce-
+	// headers forgotten), and its members are data, not badly named
+	// extensions; the schema's error names what is missing
+	if missingRequired(obj) {
+		if err := set.envelope.Validate(requiredOnly(obj)); err != nil {
+			return Envelope{}, schemaError(err, "")
+		}
+	}
+	// then the names, before the schema: the schema does not check them
+	// (CheckAttributeName does), and its message for an extension's bad
+	// value does not name the naming rule
 	ext, err := extensionsOf(obj)
 	if err != nil {
 		return Envelope{}, err
@@ -226,6 +236,32 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/data/initial_confidence", Reason: "set by Chronicle's own writers only (the PAIR improvement memory); a producer's memory starts at the memory bank's confidence for its source"}
 	}
 	return env, nil
+}
+
+// requiredAttributes are the members the envelope schema requires.
+var requiredAttributes = []string{"specversion", "id", "source", "type", "data"}
+
+// missingRequired reports whether obj lacks a required attribute.
+func missingRequired(obj map[string]any) bool {
+	for _, k := range requiredAttributes {
+		if _, ok := obj[k]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// requiredOnly is obj without its extension attributes (the members
+// extensionsOf checks), for the envelope schema to name the missing
+// required ones.
+func requiredOnly(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if contextAttributes[k] {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // decodeAny decodes raw as jsonschema.UnmarshalJSON does (numbers as

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -67,9 +66,43 @@ func modeOf(r *http.Request) contentMode {
 	return modePlain
 }
 
+// inputError is a 400 of POST /v1/events found before the events
+// themselves are validated (the body's form, a binary-mode header). Like
+// an events.ValidationError it has the documented fields: Index, the
+// event's position in the request (0 for the one event of binary mode,
+// as ParseBatch numbers a single event), or -1 when the error is about
+// the body as a whole (not JSON, an empty array, the wrong form for the
+// content mode); Pointer, the JSON pointer of the field in the event's
+// CloudEvents JSON form ("/" for the whole body); Reason, why. Msg is the
+// error's text, which names the mode and, in binary mode, the header.
+type inputError struct {
+	Index   int
+	Pointer string
+	Reason  string
+	Msg     string
+}
+
+func (e *inputError) Error() string { return e.Msg }
+
+// bodyInputError is an inputError about the body as a whole: index -1,
+// pointer "/", the message prefixed to the reason.
+func bodyInputError(prefix, reason string) *inputError {
+	msg := reason
+	if prefix != "" {
+		msg = prefix + ": " + reason
+	}
+	return &inputError{Index: -1, Pointer: "/", Reason: reason, Msg: msg}
+}
+
+// binaryInputError is an inputError about binary mode's one event (index
+// 0): the attribute at pointer, from the header named in the message.
+func binaryInputError(pointer, reason string) *inputError {
+	return &inputError{Index: 0, Pointer: pointer, Reason: reason, Msg: "binary mode: " + reason}
+}
+
 // requestEvents splits the body of a POST /v1/events into the events'
-// CloudEvents JSON forms, by content mode. Its errors name the mode and,
-// in binary mode, the header.
+// CloudEvents JSON forms, by content mode. Its errors are *inputError;
+// their text names the mode and, in binary mode, the header.
 func requestEvents(r *http.Request, mode contentMode, body []byte) ([][]byte, error) {
 	switch mode {
 	case modeBinary:
@@ -80,11 +113,11 @@ func requestEvents(r *http.Request, mode contentMode, body []byte) ([][]byte, er
 		return [][]byte{raw}, nil
 	case modeStructured:
 		if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
-			return nil, fmt.Errorf("structured mode (%s): the body must be one event (a JSON object); send an array as %s", events.ContentTypeCloudEvents, ContentTypeBatch)
+			return nil, bodyInputError("structured mode ("+events.ContentTypeCloudEvents+")", "the body must be one event (a JSON object); send an array as "+ContentTypeBatch)
 		}
 	case modeBatched:
 		if b := bytes.TrimSpace(body); len(b) > 0 && b[0] != '[' {
-			return nil, fmt.Errorf("batched mode (%s): the body must be a JSON array of events", ContentTypeBatch)
+			return nil, bodyInputError("batched mode ("+ContentTypeBatch+")", "the body must be a JSON array of events")
 		}
 	}
 	return splitBody(body)
@@ -92,7 +125,9 @@ func requestEvents(r *http.Request, mode contentMode, body []byte) ([][]byte, er
 
 // binaryEvent builds the CloudEvents JSON form of a binary-mode request:
 // every ce-<name> header is the attribute <name> (lower-cased,
-// percent-decoded as the binding requires), the body is data.
+// percent-decoded as the binding requires), the body is data. Its errors
+// are *inputError whose pointer is the attribute the header maps to
+// (header ce-<name> → /<name>, e.g. ce-id → /id; the body → /data).
 func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 	attrs := map[string]any{}
 	names := make([]string, 0, len(h))
@@ -106,39 +141,47 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 			continue
 		}
 		name := strings.TrimPrefix(lk, binaryHeaderPrefix)
+		ptr := "/" + name
 		if name == "data" || name == "data_base64" {
-			return nil, fmt.Errorf("binary mode: header %s: data is the body, not a header", lk)
+			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: data is the body, not a header", lk))
 		}
 		if len(h[k]) > 1 {
-			return nil, fmt.Errorf("binary mode: header %s: sent %d times, an attribute has one value", lk, len(h[k]))
+			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: sent %d times, an attribute has one value", lk, len(h[k])))
 		}
 		v, err := url.PathUnescape(h[k][0])
 		if err != nil {
-			return nil, fmt.Errorf("binary mode: header %s: not a valid percent-encoded value: %v", lk, err)
+			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: not a valid percent-encoded value: %v", lk, err))
 		}
 		if _, dup := attrs[name]; dup {
-			return nil, fmt.Errorf("binary mode: header %s: sent twice", lk)
+			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: sent twice", lk))
 		}
 		attrs[name] = v
 	}
 	for _, req := range []string{"specversion", "id", "source", "type"} {
 		if _, ok := attrs[req]; !ok {
-			return nil, fmt.Errorf("binary mode: header %s%s is missing (a required attribute)", binaryHeaderPrefix, req)
+			// the header ce-<req> is the attribute /<req> (ce-id: /id)
+			return nil, binaryInputError("/"+req, fmt.Sprintf("header %s%s is missing (a required attribute)", binaryHeaderPrefix, req))
 		}
 	}
 	if ct := h.Get("Content-Type"); ct != "" {
 		mt, _, _ := mime.ParseMediaType(ct)
 		if mt != events.ContentTypeJSON {
-			return nil, fmt.Errorf("binary mode: header Content-Type: %q: the body (data) must be application/json", ct)
+			return nil, binaryInputError("/datacontenttype", fmt.Sprintf("header Content-Type: %q: the body (data) must be application/json", ct))
 		}
 	}
-	attrs["datacontenttype"] = events.ContentTypeJSON
+	// datacontenttype is the Content-Type header in binary mode; a
+	// ce-datacontenttype header, which the binding does not use, is kept
+	// as sent, so the envelope schema judges it as in structured mode
+	// (anything but application/json: 400 naming the header)
+	if _, ok := attrs["datacontenttype"]; !ok {
+		attrs["datacontenttype"] = events.ContentTypeJSON
+	}
 	b := bytes.TrimSpace(body)
 	if len(b) == 0 {
-		return nil, errors.New("binary mode: the body (data) is empty; it must be the event's data, a JSON object")
+		return nil, binaryInputError("/data", "the body (data) is empty; it must be the event's data, a JSON object")
 	}
 	if !json.Valid(b) {
-		return nil, errors.New("binary mode: the body (data) is not valid JSON")
+		return nil, binaryInputError("/data", "the body (data) is not valid JSON")
 	}
 	attrs["data"] = json.RawMessage(b)
 	return json.Marshal(attrs)

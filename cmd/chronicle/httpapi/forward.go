@@ -430,9 +430,9 @@ func sortStrings(ss []string) { sort.Strings(ss) }
 // listSessions serves GET /v1/sessions. Alone, or asked by another
 // member, it lists the local store; in a cluster it asks every member
 // (each holds its own partitions) with the same query, merges their pages
-// in id order (events.EntityKey order, as one store lists them), keeps a
-// key's copy from its partition's owner when a previous owner still holds
-// an older one, and cuts the page at limit. next_cursor is the last key of
+// in key order (scope, then id: events.EntityKey order, as one store
+// lists them), keeps a key's copy from its partition's owner when a
+// previous owner still holds an older one, and cuts the page at limit. next_cursor is the last key of
 // the page: every member continues after it, so pages are stable while the
 // data does not change. A member that does not answer within
 // ForwardTimeout makes the whole list 503/504 naming it (no partial

@@ -1,6 +1,7 @@
 // Package httpapi is Chronicle's HTTP API: event ingest, the session query
 // API over the projections, one session's log read back from Kafka,
-// health, digest and Prometheus metrics. Routing is net/http's ServeMux.
+// health, digest and Prometheus metrics. Routing is net/http's ServeMux,
+// with JSON 404 and 405 answers (jsonRouter).
 package httpapi
 
 import (
@@ -181,13 +182,15 @@ func (s *Server) Routes() []Route {
 	}
 }
 
-// Handler returns the API: every route of Routes behind authentication.
+// Handler returns the API: every route of Routes behind authentication;
+// a path or method no route serves is a JSON 404 or 405 (jsonRouter).
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	jr := &jsonRouter{mux: http.NewServeMux()}
 	for _, r := range s.Routes() {
-		mux.Handle(r.Pattern, s.readOnlyGuard(r))
+		jr.mux.Handle(r.Pattern, s.readOnlyGuard(r))
+		jr.patterns = append(jr.patterns, r.Pattern)
 	}
-	h := s.authenticate(mux)
+	h := s.authenticate(jr) // unmatched routes and methods: JSON 404/405 (router.go)
 	if s.RequestLog != nil {
 		h = logRequests(s.RequestLog, h)
 	}
@@ -256,6 +259,13 @@ func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
 }
 
+// writeBadInput answers POST /v1/events' 400 for ie with the documented
+// fields: error, index, pointer and reason.
+func writeBadInput(w http.ResponseWriter, ie *inputError) {
+	idx := ie.Index
+	writeJSON(w, http.StatusBadRequest, errorBody{Error: ie.Msg, Index: &idx, Pointer: ie.Pointer, Reason: ie.Reason})
+}
+
 // postEvents validates every event of the request before producing any
 // (CloudEvents HTTP binding: binary, structured or batched content mode,
 // or a JSON object or array as application/json; see modeOf), so a request is all or nothing; it answers 202 with
@@ -268,13 +278,18 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes (MaxBodyBytes; one event may be at most %d bytes)", MaxBodyBytes, events.MaxEventBytes)
 			return
 		}
-		writeErr(w, http.StatusBadRequest, "read body: %v", err)
+		writeBadInput(w, bodyInputError("read body", err.Error()))
 		return
 	}
 	mode := modeOf(r)
 	raws, err := requestEvents(r, mode, body)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		var ie *inputError
+		if errors.As(err, &ie) {
+			writeBadInput(w, ie)
+			return
+		}
+		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
 	envs, err := events.ParseBatch(raws)
@@ -289,7 +304,8 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
 			return
 		}
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		// not the input's fault: the embedded schemas did not compile
+		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
 	c := CallerOf(r)
@@ -333,13 +349,15 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // splitBody accepts one JSON object or a non-empty JSON array of them.
+// Its errors are *inputError about the body as a whole (index -1,
+// pointer "/").
 func splitBody(body []byte) ([][]byte, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		return nil, errors.New("empty body: send one CloudEvent (JSON object) or a JSON array of them")
+		return nil, bodyInputError("", "empty body: send one CloudEvent (JSON object) or a JSON array of them")
 	}
 	if !json.Valid(body) {
-		return nil, errors.New("body is not valid JSON")
+		return nil, bodyInputError("", "body is not valid JSON")
 	}
 	switch body[0] {
 	case '{':
@@ -347,10 +365,10 @@ func splitBody(body []byte) ([][]byte, error) {
 	case '[':
 		var arr []json.RawMessage
 		if err := json.Unmarshal(body, &arr); err != nil {
-			return nil, err
+			return nil, bodyInputError("", "body: "+err.Error())
 		}
 		if len(arr) == 0 {
-			return nil, errors.New("empty array: nothing to ingest")
+			return nil, bodyInputError("", "empty array: nothing to ingest")
 		}
 		out := make([][]byte, len(arr))
 		for i, a := range arr {
@@ -358,11 +376,11 @@ func splitBody(body []byte) ([][]byte, error) {
 		}
 		return out, nil
 	}
-	return nil, errors.New("body must be a JSON object (one CloudEvent) or an array of them")
+	return nil, bodyInputError("", "body must be a JSON object (one CloudEvent) or an array of them")
 }
 
 // listParams reads GET /v1/sessions' outcome and limit (default 50,
-// 1..500); with w nil it only reads them.
+// 1..500) and checks its scope and cursor; with w nil it only reads them.
 func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit int, ok bool) {
 	q := r.URL.Query()
 	outcome = q.Get("outcome")
@@ -391,7 +409,32 @@ func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit i
 		}
 		return "", 0, false
 	}
+	if c := q.Get("cursor"); c != "" {
+		if err := checkSessionCursor(c); err != nil {
+			if w != nil {
+				writeErr(w, http.StatusBadRequest, "cursor: %q is not a next_cursor of this list (<scope>/<session id>, e.g. project:a/s-1): %v", c, err)
+			}
+			return "", 0, false
+		}
+	}
 	return outcome, limit, true
+}
+
+// checkSessionCursor checks a GET /v1/sessions cursor: a session key
+// (events.EntityKey: a scope, '/', a session id), the form next_cursor
+// has. Anything else used to list from a meaningless position with 200.
+func checkSessionCursor(c string) error {
+	sc, id, ok := events.SplitEntityKey(c)
+	switch {
+	case !ok:
+		return errors.New("no '/' between a scope and a session id")
+	case !events.ValidScope(sc):
+		return fmt.Errorf("%q is not a scope (project:<id>, team:<id>, org:<id>)", sc)
+	}
+	if err := events.CheckID(id); err != nil {
+		return fmt.Errorf("session id %q: %v", id, err)
+	}
+	return nil
 }
 
 // listSessionsLocal lists the sessions of this instance's store.

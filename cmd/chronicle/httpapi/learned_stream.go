@@ -27,7 +27,9 @@ var LearnedKeepAlive = 15 * time.Second
 // LearnedBrokerWait bounds how long GET /v1/learned/stream waits for a
 // broker that stopped answering (no fetch and no ping succeeded): after it
 // the stream ends with an "event: error" whose data names the error; the
-// client resumes from its Last-Event-ID once the broker is back.
+// client resumes from its Last-Event-ID once the broker is back. The
+// broker is asked every LearnedBrokerWait/3 while no record arrives,
+// independently of LearnedKeepAlive.
 var LearnedBrokerWait = 30 * time.Second
 
 // LearnedCursor is the position of a learned-stream client in
@@ -257,9 +259,22 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	if !follow && caughtUp() {
 		return
 	}
-	var down time.Time // since when the broker has not answered
+	// The broker's liveness is checked on its own clock, not the
+	// keep-alive's: every poll ends by the next keep-alive, the next probe
+	// (LearnedBrokerWait/3 after the last one) or the deadline (the last
+	// answer + LearnedBrokerWait), whichever comes first; a poll without
+	// records is followed by a ping bounded by the deadline. So the stream
+	// ends at most a ping's return after LearnedBrokerWait without an
+	// answer, whatever LearnedKeepAlive is.
+	wait, keepAlive := LearnedBrokerWait, LearnedKeepAlive
+	probe := wait / 3
+	lastOK := time.Now()    // the broker's last answer: the end offsets above
+	lastWrite := time.Now() // the comment above
 	for {
-		pctx, pcancel := context.WithTimeout(ctx, LearnedKeepAlive)
+		now := time.Now()
+		deadline := lastOK.Add(wait)
+		wake := earliest(lastWrite.Add(keepAlive), now.Add(probe), deadline)
+		pctx, pcancel := context.WithDeadline(ctx, wake)
 		fs := cl.PollFetches(pctx)
 		pcancel()
 		if ctx.Err() != nil {
@@ -299,28 +314,38 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return
 			}
-		case fs.NumRecords() == 0:
-			// no record within the keep-alive interval: say so, and check
-			// that the broker still answers
+			lastWrite = time.Now()
+		case time.Since(lastWrite) >= keepAlive:
+			// nothing written for the keep-alive interval: say so (a
+			// client that went away is noticed here)
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
-			if ferr == nil {
-				pctx, pcancel := context.WithTimeout(ctx, LearnedKeepAlive)
-				ferr = cl.Ping(pctx)
-				pcancel()
-			}
+			lastWrite = time.Now()
 		}
 		if err := rc.Flush(); err != nil {
 			return
 		}
 		switch {
-		case ferr == nil || fs.NumRecords() > 0:
-			down = time.Time{}
-		case down.IsZero():
-			down = time.Now()
-		case time.Since(down) >= LearnedBrokerWait:
-			b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("the broker did not answer for %s: %v", LearnedBrokerWait, ferr), "resume": cur.String()})
+		case fs.NumRecords() > 0:
+			lastOK = time.Now()
+		case ferr == nil:
+			// an empty poll says nothing of the broker: ask it
+			pctx, pcancel := context.WithDeadline(ctx, lastOK.Add(wait))
+			ferr = cl.Ping(pctx)
+			pcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if ferr == nil {
+				lastOK = time.Now()
+			}
+		}
+		if time.Since(lastOK) >= wait {
+			if ferr == nil {
+				ferr = context.DeadlineExceeded
+			}
+			b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("the broker did not answer for %s: %v", wait, ferr), "resume": cur.String()})
 			fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
 			_ = rc.Flush()
 			return
@@ -329,4 +354,15 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// earliest is the earliest of ts.
+func earliest(ts ...time.Time) time.Time {
+	e := ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(e) {
+			e = t
+		}
+	}
+	return e
 }

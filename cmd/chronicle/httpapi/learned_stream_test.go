@@ -323,9 +323,11 @@ func TestLearnedStreamBrokerGone(t *testing.T) {
 	p, srv := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// the wait runs from the broker's last answer, which is at the latest
+	// the stream's start (its end offsets): measure from before it
+	start := time.Now()
 	resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?from=end", "")
 	defer resp.Body.Close()
-	start := time.Now()
 	p.Broker.Close()
 	ev, ok := rd.next()
 	if !ok || ev.Event != "error" {
@@ -343,6 +345,61 @@ func TestLearnedStreamBrokerGone(t *testing.T) {
 	}
 	if _, ok := rd.next(); ok {
 		t.Fatalf("the stream goes on after the error event")
+	}
+}
+
+// TestLearnedStreamBrokerGoneWithoutKeepAlive: the broker's liveness is
+// checked on its own clock, not on the keep-alive tick: with a keep-alive
+// interval far longer than LearnedBrokerWait, the stream still ends with
+// "event: error" about LearnedBrokerWait after the broker went away (it
+// used to wait for a keep-alive tick, then a ping, then another tick:
+// about 45 s with the defaults).
+func TestLearnedStreamBrokerGoneWithoutKeepAlive(t *testing.T) {
+	const wait = 1500 * time.Millisecond
+	oldKA, oldWait := httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait
+	httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = time.Hour, wait
+	t.Cleanup(func() { httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = oldKA, oldWait })
+	p, srv := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	opened := time.Now()
+	resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?from=end", "")
+	defer resp.Body.Close()
+	type arrival struct {
+		ev sseEvent
+		ok bool
+		at time.Time
+	}
+	got := make(chan arrival, 1)
+	go func() {
+		ev, ok := rd.next()
+		got <- arrival{ev, ok, time.Now()}
+	}()
+	// the broker answers for twice the wait: the stream stays open
+	time.Sleep(2 * wait)
+	killed := time.Now()
+	p.Broker.Close()
+	a := <-got
+	ev := a.ev
+	if !a.ok || ev.Event != "error" {
+		t.Fatalf("after %v: got %+v (ok %v), want an error event within about %v", a.at.Sub(killed), ev, a.ok, wait)
+	}
+	if a.at.Before(killed) {
+		t.Fatalf("stream ended %v after it opened, while the broker still answered", a.at.Sub(opened))
+	}
+	took := a.at.Sub(killed)
+	t.Logf("error event %v after the broker went away (LearnedBrokerWait %v)", took, wait)
+	if took > wait+2*time.Second {
+		t.Fatalf("error event %v after the broker went away, want at most about %v", took, wait)
+	}
+	var body struct{ Error, Resume string }
+	if err := json.Unmarshal([]byte(ev.Data), &body); err != nil || !strings.Contains(body.Error, "did not answer") || body.Resume == "" {
+		t.Fatalf("error data %q: %v", ev.Data, err)
+	}
+	for _, c := range rd.comments {
+		if c == "keep-alive" {
+			t.Fatalf("a keep-alive was written with a keep-alive interval of an hour")
+		}
 	}
 }
 

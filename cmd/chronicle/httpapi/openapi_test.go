@@ -118,6 +118,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		{"POST", "/v1/memories/m-1/feedback", `{"comment":"no verdict"}`},
 		{"GET", "/v1/memories/search?query=q&limit=0", ""},
 		{"GET", "/v1/sessions?limit=501", ""},
+		{"GET", "/v1/sessions?cursor=garbage", ""},
 		{"GET", "/v1/memories/search?query=q&scope=galaxy", ""},
 	} {
 		req := httptest.NewRequest(bad.method, bad.path, strings.NewReader(bad.body))

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+)
+
+// jsonRouter is the API's ServeMux with JSON answers for what ServeMux
+// would answer itself in text/plain: 404 for a path no route serves and
+// 405 (with its Allow header) for a method the path has no route for.
+// Every request a registered pattern serves goes through the ServeMux
+// unchanged (so its path values and behaviour are those of the routes).
+//
+// ServeMux also redirects the root of a "/prefix/{id...}" subtree
+// (GET /v1/memories → /v1/memories/), where every such route answers 400
+// for the empty id. Decision: no redirect; such a path is answered as one
+// without that subtree route. There is no route that lists memories (nor
+// workflows, searches or reasoning tasks): GET /v1/memories is a 405 with
+// Allow: POST (POST /v1/memories records a memory), and the error names
+// the routes under /v1/memories (GET /v1/memories/search finds memories,
+// GET /v1/memories/{id} reads one); GET /v1/workflows is a 404 naming the
+// routes under /v1/workflows. A redirect to a cleaned path (//v1/x →
+// /v1/x) stays as ServeMux answers it.
+type jsonRouter struct {
+	mux *http.ServeMux
+	// patterns are the registered patterns, in registration order, for
+	// naming the routes under a path.
+	patterns []string
+}
+
+// routerMethods are the methods probed for the Allow header of a 405.
+var routerMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := jr.mux.Handler(r)
+	switch {
+	case pattern == "":
+		// ServeMux's own answer: 404, 405, or the redirect of an unclean
+		// path (which names no pattern when the cleaned one has none)
+		rec := &statusRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if rec.code != http.StatusNotFound && rec.code != http.StatusMethodNotAllowed {
+			h.ServeHTTP(w, r)
+			return
+		}
+		jr.noRoute(w, r)
+	case subtreeRootRedirect(r, pattern):
+		jr.noRoute(w, r)
+	default:
+		jr.mux.ServeHTTP(w, r)
+	}
+}
+
+// noRoute answers a request no route serves: 405 with the methods the
+// path has routes for in Allow, else 404. ServeMux's own Allow would
+// count the subtree routes whose root it redirects (DELETE /v1/memories:
+// "GET, HEAD, POST"), so the methods are probed here, without them.
+func (jr *jsonRouter) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range routerMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := jr.mux.Handler(probe); p != "" && !subtreeRootRedirect(probe, p) {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) == 0 {
+		jr.notFound(w, r)
+		return
+	}
+	jr.methodNotAllowed(w, r, strings.Join(allowed, ", "))
+}
+
+// subtreeRootRedirect reports whether ServeMux answers r, for which it
+// found pattern, with its trailing-slash redirect: the pattern is a
+// subtree ("/a/{x...}" or "/a/") and r's path is its root without the
+// slash ("/a"), shorter than any path the pattern matches.
+func subtreeRootRedirect(r *http.Request, pattern string) bool {
+	pp := pattern
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		pp = p
+	}
+	if i := strings.IndexByte(pp, '/'); i > 0 { // a host before the path
+		pp = pp[i:]
+	}
+	if !strings.HasSuffix(pp, "...}") && !strings.HasSuffix(pp, "/") {
+		return false
+	}
+	p := path.Clean("/" + r.URL.Path)
+	return !strings.HasSuffix(r.URL.Path, "/") && strings.Count(p, "/") < strings.Count(pp, "/")
+}
+
+// notFound answers 404 {"error"} naming the routes under r's path.
+func (jr *jsonRouter) notFound(w http.ResponseWriter, r *http.Request) {
+	writeErr(w, http.StatusNotFound, "no route %s %s%s", r.Method, r.URL.Path, jr.routesNear(r.URL.Path))
+}
+
+// methodNotAllowed answers 405 {"error"} with the Allow header.
+func (jr *jsonRouter) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeErr(w, http.StatusMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)%s", r.Method, r.URL.Path, allow, jr.routesNear(r.URL.Path))
+}
+
+// routesNear names the registered routes under p, or under its nearest
+// parent that has some below the top level (/v1/memories/x/y: those under
+// /v1/memories), and points to GET /openapi.json for all of them.
+func (jr *jsonRouter) routesNear(p string) string {
+	p = strings.TrimSuffix(path.Clean("/"+p), "/")
+	for strings.Count(p, "/") >= 2 {
+		var near []string
+		for _, pat := range jr.patterns {
+			pp := pat
+			if _, after, ok := strings.Cut(pat, " "); ok {
+				pp = after
+			}
+			if pp == p || strings.HasPrefix(pp, p+"/") {
+				near = append(near, strings.ReplaceAll(pat, "...}", "}"))
+			}
+		}
+		if len(near) > 0 {
+			return fmt.Sprintf("; the routes under %s: %s (every route: GET /openapi.json)", p, strings.Join(near, ", "))
+		}
+		p = path.Dir(p)
+	}
+	return "; every route is described at GET /openapi.json"
+}
+
+// statusRecorder keeps the status and headers of an answer, not its body.
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusRecorder) Header() http.Header { return s.header }
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return len(b), nil
+}
