@@ -55,13 +55,32 @@ func replayCmd() *cobra.Command {
 				return err
 			}
 			defer stop()
-			store, err := projections.Open(pipeline.ProjectionsDir(into), projections.Options{})
+			dir := pipeline.ProjectionsDir(into)
+			_, statErr := os.Stat(dir)
+			created := os.IsNotExist(statErr)
+			store, err := projections.Open(dir, projections.Options{})
 			if err != nil {
 				return err
 			}
 			defer store.Close()
+			// marked before anything can fail, so that digest, audit and
+			// inspect refuse the directory of a replay that did not finish
+			if err := store.MarkReplayStarted(); err != nil {
+				return err
+			}
 			st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: pipeline.DefaultProcessors(), Until: u, Progress: replayBar()})
 			if err != nil {
+				if st.Records == 0 && created {
+					// refused before reading a record (a bad --until): leave
+					// no store behind, so the corrected command can run
+					store.Close()
+					if rerr := os.RemoveAll(dir); rerr != nil {
+						return fmt.Errorf("%w (and removing %s: %v)", err, dir, rerr)
+					}
+				}
+				return err
+			}
+			if err := store.MarkReplayFinished(); err != nil { // Replay leaves an empty log unmarked
 				return err
 			}
 			d, err := store.Digest()

@@ -7,11 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -81,11 +85,44 @@ func (c *Config) setDefaults() {
 type Broker struct {
 	cfg     Config
 	cluster *kfake.Cluster
+	lock    io.Closer // the log directory's lock (LockFile), held while cluster runs
 	addrs   []string
 }
 
+// LockFile is the file in the embedded broker's DataDir that the running
+// broker holds an exclusive lock on (an fcntl lock, pebble's
+// vfs.Default.Lock: released by the OS when the process ends, even killed).
+// A second embedded broker on the same log — another serve, or a CLI
+// command given --data of a running service — would rewrite the log's
+// metadata files under the first and lose acknowledged records, so Start
+// refuses it with ErrLogInUse.
+const LockFile = "LOCK"
+
+// ErrLogInUse is the error of Start when another process (or another
+// Broker of this process) runs an embedded broker on the same DataDir.
+var ErrLogInUse = errors.New("the log is in use by another chronicle process (serve, broker, demo, ...): stop it first, or reach its broker with --brokers")
+
+// lockLog takes dir's LockFile, creating dir when it does not exist.
+func lockLog(dir string) (io.Closer, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: Config.DataDir %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: Config.DataDir %s: %w", dir, err)
+	}
+	l, err := vfs.Default.Lock(filepath.Join(abs, LockFile))
+	if err != nil {
+		return nil, fmt.Errorf("broker: log %s: %w (%v)", abs, ErrLogInUse, err)
+	}
+	return l, nil
+}
+
 // Start starts the embedded broker (or checks the external cluster) and
-// creates every topic of events.AllTopics that does not exist yet.
+// creates every topic of events.AllTopics that does not exist yet. The
+// embedded broker holds DataDir's LockFile until Close: Start refuses a
+// DataDir another embedded broker runs on with an error that wraps
+// ErrLogInUse and names the directory.
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -101,6 +138,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker: Config.Listen: port %q: %w", portS, err)
 		}
+		lock, err := lockLog(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle")}
 		if cfg.SyncWrites {
 			opts = append(opts, kfake.SyncWrites())
@@ -110,9 +151,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		c, err := kfake.NewCluster(opts...)
 		if err != nil {
+			lock.Close()
 			return nil, fmt.Errorf("broker: start embedded broker on %s: %w", cfg.Listen, err)
 		}
-		b.cluster = c
+		b.cluster, b.lock = c, lock
 		b.addrs = c.ListenAddrs()
 	}
 	if err := EnsureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor); err != nil {
@@ -134,6 +176,8 @@ func (b *Broker) Close() {
 	if b.cluster != nil {
 		b.cluster.Close()
 		b.cluster = nil
+		b.lock.Close() // after Close has persisted the log
+		b.lock = nil
 	}
 }
 

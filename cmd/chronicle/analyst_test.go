@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+)
+
+// logOfOneSession runs the pipeline on a new data directory, imports one
+// tau-bench session and returns the directory with the pipeline still
+// running (stop closes it).
+func logOfOneSession(t *testing.T) (data string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data = t.TempDir()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: data, KafkaListen: "127.0.0.1:0", Partitions: 1, Embedder: noEmbedder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := taubench.Events(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Producer.Publish(ctx, envs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	stop = func() {
+		if !closed {
+			closed = true
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return data, stop
+}
+
+// TestCommandsRefuseALiveLog: a CLI command given the --data of a running
+// service (here a pipeline in the test process; the command is another
+// process) fails naming the log in use and tells to use --brokers, instead
+// of starting a second broker on the live log (which lost an acknowledged
+// event in a new user's walkthrough).
+func TestCommandsRefuseALiveLog(t *testing.T) {
+	data, stop := logOfOneSession(t)
+	for _, args := range [][]string{
+		{"deadletter", "list", "--data", data},
+		{"replay", "--data", data, "--into", filepath.Join(t.TempDir(), "r")},
+	} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "in use by another chronicle process") || !strings.Contains(string(out), "--brokers") {
+			t.Errorf("%v on a live directory: %v\n%s\nwant a refusal naming the log in use", args, err, out)
+		}
+	}
+	stop()
+	if out, err := exec.Command(binary, "deadletter", "list", "--data", data).CombinedOutput(); err != nil {
+		t.Fatalf("deadletter list on the stopped directory: %v\n%s", err, out)
+	}
+}
+
+// TestReplayRefusedLeavesNoStore: a replay refused before it read a record
+// (an --until naming no partition, or an offset past the end) leaves no
+// projections behind, so digest cannot mistake an empty store for a state
+// and the corrected command runs into the same directory.
+func TestReplayRefusedLeavesNoStore(t *testing.T) {
+	data, stop := logOfOneSession(t)
+	stop()
+	into := filepath.Join(t.TempDir(), "asof")
+	for _, until := range []string{"chronicle.nope:0:1", "chronicle.sessions:0:100000"} {
+		out, err := exec.Command(binary, "replay", "--data", data, "--into", into, "--until", until).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--until") {
+			t.Fatalf("replay --until %s: %v\n%s\nwant a refusal naming --until", until, err, out)
+		}
+		if _, err := os.Stat(pipeline.ProjectionsDir(into)); !os.IsNotExist(err) {
+			t.Fatalf("replay --until %s refused, but %s exists (%v)", until, pipeline.ProjectionsDir(into), err)
+		}
+		if out, err := exec.Command(binary, "digest", "--data", into).CombinedOutput(); err == nil {
+			t.Fatalf("digest of the refused replay's directory succeeded:\n%s", out)
+		}
+	}
+	if out, err := exec.Command(binary, "replay", "--data", data, "--into", into, "--until", "chronicle.sessions:0:5").CombinedOutput(); err != nil {
+		t.Fatalf("the corrected replay: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary, "digest", "--data", into).CombinedOutput(); err != nil || !strings.Contains(string(out), "all") {
+		t.Fatalf("digest of the corrected replay: %v\n%s", err, out)
+	}
+}
