@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/distill"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/google/uuid"
@@ -57,10 +58,14 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 	if err != nil || len(res.Memories) == 0 || (q.Collection != "" && q.Collection != search.Memories) || s.Producer == nil {
 		return res, err
 	}
+	session, err := s.knownSession(q)
+	if err != nil {
+		return res, err
+	}
 	envs := make([]events.Envelope, 0, len(res.Memories))
 	for i, h := range res.Memories {
 		data := map[string]any{
-			"memory_id": h.ID, "query": q.Text, "rank": i + 1, "relevance": h.Relevance, "session_id": q.SessionID,
+			"memory_id": h.ID, "query": q.Text, "rank": i + 1, "relevance": h.Relevance, "session_id": session,
 		}
 		if q.Source != "" {
 			data["source"] = q.Source
@@ -75,6 +80,32 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 		return res, fmt.Errorf("search: record usage: %w", err)
 	}
 	return res, nil
+}
+
+// knownSession is the session_id a search's usage events carry: q's
+// SessionID when the sessions projection holds that session in a scope
+// the caller reads (q.Readable; any scope when nil), else "" — the usage
+// then counts by the searcher's source. Usage counts distinct sessions,
+// and a session id the caller merely names is not one: three searches
+// with made-up ids would lift a memory's usage to 3, after which one
+// signal applies without consensus (found by a new user's walkthrough). A
+// session whose start the sessions processor has not applied yet counts
+// by source too. The decision is made when the search is answered and
+// written into the event, so replay never repeats the lookup.
+func (s *Service) knownSession(q search.Query) (string, error) {
+	if q.SessionID == "" || s.Store == nil {
+		return "", nil
+	}
+	scopes, err := sessions.Scopes(s.Store, q.SessionID)
+	if err != nil {
+		return "", fmt.Errorf("search: session_id %q: %w", q.SessionID, err)
+	}
+	for _, sc := range scopes {
+		if q.Readable == nil || q.Readable(sc) {
+			return q.SessionID, nil
+		}
+	}
+	return "", nil
 }
 
 // Record implements Backend: an explicit memory whose id is its content

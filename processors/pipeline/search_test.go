@@ -174,3 +174,66 @@ func TestPatternAndToolSearch(t *testing.T) {
 		t.Fatalf("unknown collection: %v", err)
 	}
 }
+
+// TestUsageCountsKnownSessionsOnly: a retrieval counts by its session_id
+// only when that session exists in a scope the caller reads; three
+// searches of one token with made-up session ids count once (by the
+// token), so one signal cannot apply without consensus. Found by a new
+// user's walkthrough: usage went 1 → 4 with three invented ids.
+func TestUsageCountsKnownSessionsOnly(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var real []string
+	for _, envs := range sampleEvents(t, 2) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+		real = append(real, envs[0].SessionID)
+	}
+	rec, err := p.Search.Record(ctx, search.Record{Title: "Quote the seat map first", Description: "Show the seat map before changing seats.",
+		Content: "Read the seat map, then confirm the seat with the user.", Outcome: "success", Scope: "project:x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	usage := func() int {
+		t.Helper()
+		if err := p.WaitCaughtUp(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		m, ok, err := memories.Get(p.Store, events.EntityKey("project:x", rec.ID))
+		if err != nil || !ok {
+			t.Fatalf("memory %s: %v %v", rec.ID, ok, err)
+		}
+		return m.UsageCount
+	}
+	find := func(session string, readable func(string) bool) {
+		t.Helper()
+		res, err := p.Search.Search(ctx, search.Query{Text: "seat map", Limit: 1, MinConfidence: new(float64), SessionID: session, Source: "token:alice", Readable: readable})
+		if err != nil || len(res.Memories) != 1 || res.Memories[0].ID != rec.ID {
+			t.Fatalf("search as session %q: %+v %v", session, res, err)
+		}
+	}
+	before := usage()
+	for _, s := range []string{"made-up-1", "made-up-2", "made-up-3"} {
+		find(s, nil)
+	}
+	if got := usage(); got != before+1 {
+		t.Fatalf("three searches of one token with made-up session ids: usage %d → %d, want +1 (the token)", before, got)
+	}
+	// a real session the caller cannot read counts as the token too
+	onlyX := func(scope string) bool { return scope == "project:x" }
+	find(real[0], onlyX)
+	if got := usage(); got != before+1 {
+		t.Fatalf("a session in a scope the caller does not read: usage %d, want %d", got, before+1)
+	}
+	for _, s := range real {
+		find(s, nil)
+	}
+	if got := usage(); got != before+3 {
+		t.Fatalf("two real sessions: usage %d, want %d (each session once)", got, before+3)
+	}
+}
