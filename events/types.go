@@ -302,6 +302,19 @@ func Types() []Type {
 	return out
 }
 
+// ProducerTypes returns, sorted, the types a producer may send: every
+// registered type but the derived ones, which only Chronicle's processors
+// write (ErrDerivedType).
+func ProducerTypes() []Type {
+	out := make([]Type, 0, len(registry))
+	for _, t := range Types() {
+		if !registry[t].Derived {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // SchemaURI is the dataschema attribute of type t.
 func SchemaURI(t Type) string { return "urn:chronicle:schema:" + string(t) }
 

@@ -284,7 +284,7 @@ func decodeAny(raw []byte) (any, error) {
 func validateData(set *compiled, env *Envelope, data any) error {
 	s, ok := set.data[env.Type]
 	if !ok {
-		return &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q (known: %v)", env.Type, Types())}
+		return &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q (producers send: %v)", env.Type, ProducerTypes())}
 	}
 	if err := s.Validate(data); err != nil {
 		return schemaError(err, "/data")

@@ -54,9 +54,9 @@ func deadletterListCmd() *cobra.Command {
 				return json.NewEncoder(os.Stdout).Encode(ls)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tHANDLER\tKEY\tEVENT ID\tREASON")
+			fmt.Fprintln(tw, "ID\tHANDLER\tKEY\tEVENT ID\tTYPE\tREASON")
 			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Handler, l.Key, l.EventID, strings.ReplaceAll(l.Reason, "\n", " "))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Handler, l.Key, l.EventID, l.EventType, strings.ReplaceAll(l.Reason, "\n", " "))
 			}
 			return tw.Flush()
 		},

@@ -69,7 +69,8 @@ func TestDeadletterCLI(t *testing.T) {
 		t.Fatalf("no letter of the sessions processor for %s in %s", done.ID, out)
 	}
 	out, err = exec.Command(binary, "deadletter", "list", "--data", data).Output()
-	if err != nil || !strings.Contains(string(out), id) || !strings.Contains(string(out), "never started") && !strings.Contains(string(out), "before it was started") {
+	if err != nil || !strings.Contains(string(out), id) || !strings.Contains(string(out), "never started") && !strings.Contains(string(out), "before it was started") ||
+		!strings.Contains(string(out), "TYPE") || !strings.Contains(string(out), string(done.Type)) {
 		t.Fatalf("table: %v %s", err, out)
 	}
 	if out, err := exec.Command(binary, "deadletter", "redrive", "--data", data).CombinedOutput(); err == nil || !strings.Contains(string(out), "--id or --all") {
