@@ -394,3 +394,22 @@ func (t *Tx) Position() Position { return t.pos }
 
 // Emitted returns the derived events queued so far by this call.
 func (t *Tx) Emitted() []OutboxRecord { return t.out }
+
+// AppliedContent reports whether processor applied an event with env's
+// idempotency key (source, id) and, if so, whether with env's content —
+// the check ApplyBatch makes before applying a repeat (a repeat with other
+// content is a conflicting duplicate, dead-lettered). A route that writes
+// an event and waits for its processor tells with it a retry (same
+// content: a duplicate, the earlier result stands) from a reuse of the id
+// for other content. Errors are Pebble's.
+func (s *Store) AppliedContent(processor string, env *events.Envelope) (applied, same bool, err error) {
+	v, closer, err := s.db.Get(dedupKey(processor, IDHash(env)))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	defer closer.Close()
+	return true, sameContent(v, env, ContentHash(env)), nil
+}

@@ -32,6 +32,14 @@ var ErrRejected = errors.New("rejected by the workflows processor (dead-lettered
 // processed.
 var ErrNotProcessed = errors.New("written to the log, not yet processed")
 
+// ErrIDReused is wrapped by Submit's error for an event whose id (with its
+// source) the workflows processor applied before with other content: a
+// retry must resend the same write; another write needs another id.
+// Nothing is written when Submit sees it before producing; a write that
+// raced another under the same id is in the log, dead-lettered as a
+// conflicting duplicate.
+var ErrIDReused = errors.New("already used for another write (a retry must send the same write; use a new id for a new one)")
+
 // Submit validates env (a producer event of the workflow family), produces
 // it, waits for the broker's acknowledgement and then for the workflows
 // processor to pass its offset, and returns its position in the log — for
@@ -51,6 +59,9 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 	}
 	key, err := events.Key(&env)
 	if err != nil {
+		return projections.Position{}, err
+	}
+	if err := s.checkID(&env); err != nil {
 		return projections.Position{}, err
 	}
 	rec, err := events.Record(&env)
@@ -79,6 +90,9 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 		case <-time.After(sleep):
 		}
 	}
+	if err := s.checkID(&env); err != nil {
+		return pos, err // raced another write under the same id
+	}
 	ok, err := Applied(s.Store, key, env.ID)
 	if err != nil {
 		return pos, err
@@ -87,4 +101,17 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 		return pos, fmt.Errorf("workflows: event %s (%s) at %s: %w", env.ID, env.Type, pos, ErrRejected)
 	}
 	return pos, nil
+}
+
+// checkID fails with ErrIDReused when the processor applied env's id
+// before with other content.
+func (s *Service) checkID(env *events.Envelope) error {
+	applied, same, err := s.Store.AppliedContent(Name, env)
+	if err != nil {
+		return err
+	}
+	if applied && !same {
+		return fmt.Errorf("event_id %q: %w", env.ID, ErrIDReused)
+	}
+	return nil
 }

@@ -370,6 +370,11 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	// no time attribute: the record's timestamp stands in (CloudEvents
+	// time is optional), so a retry with the same event_id has the same
+	// content and is a plain duplicate; a stamped time made every retry a
+	// conflicting duplicate, dead-lettered
+	env.Time = ""
 	env.Scope = scope
 	if typ == events.WorkflowCheckpointSaved {
 		// a retry of a checkpoint already saved: its id is its first position
@@ -390,6 +395,10 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &ve):
 		idx := 0
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		return
+	case errors.Is(err, workflows.ErrIDReused):
+		idx := 0
+		writeJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Index: &idx, Pointer: "/event_id", Reason: workflows.ErrIDReused.Error()})
 		return
 	case errors.Is(err, workflows.ErrRejected):
 		writeErr(w, http.StatusConflict, "%v", err)
