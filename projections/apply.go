@@ -413,3 +413,21 @@ func (s *Store) AppliedContent(processor string, env *events.Envelope) (applied,
 	defer closer.Close()
 	return true, sameContent(v, env, ContentHash(env)), nil
 }
+
+// Try runs fn on env against processor's rows as they are now and writes
+// nothing: a *RejectedError with the processor's reason when fn rejects
+// env, a store error, or nil. A route that writes an event and then waits
+// for its processor calls it first, to answer a rejection with its reason
+// before the event reaches the log; the processor's apply from the log
+// stays the authority (the rows can change in between). env should carry
+// what the log would give it (a time, for one).
+func (s *Store) Try(processor string, env *events.Envelope, fn ApplyFunc) error {
+	tx := &Tx{ws: newWriteSet(s.db), proj: processor, cause: env}
+	if err := safeApply(fn, tx, env); err != nil {
+		if tx.err != nil {
+			return tx.err
+		}
+		return &RejectedError{Err: err}
+	}
+	return tx.err
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -101,6 +102,49 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 		return pos, fmt.Errorf("workflows: event %s (%s) at %s: %w", env.ID, env.Type, pos, ErrRejected)
 	}
 	return pos, nil
+}
+
+// Refusal is Check's error for a write the workflows processor would
+// reject on the workflow's current state: the processor's reason, with the JSON pointer it
+// names when it names one ("/" otherwise). It wraps ErrRejected and the
+// processor's error (ErrCompleted, ErrNotPending, ErrDuplicateID, ...).
+type Refusal struct {
+	Pointer, Reason string
+	Err             error
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+
+// Unwrap returns ErrRejected and the processor's error.
+func (r *Refusal) Unwrap() []error { return []error{ErrRejected, r.Err} }
+
+// Check applies env to the current state without writing anything
+// (Store.Try), as the log will hand it to the processor (with a time), and
+// returns a *Refusal when the processor rejects it, so that a caller can
+// answer with the reason before calling Submit. A write that passes can
+// still be rejected from the log (the state may change in between):
+// Submit's ErrRejected then, with the reason on chronicle.deadletter. It
+// must run where the workflow's rows are (its partition's owner).
+func (s *Service) Check(env events.Envelope) error {
+	if applied, _, err := s.Store.AppliedContent(Name, &env); err != nil || applied {
+		return err // a retry (Submit answers it) or a reused id (Submit refuses it)
+	}
+	if env.Time == "" {
+		env.Time, env.TimeFromLog = time.Now().UTC().Format(time.RFC3339Nano), true
+	}
+	err := s.Store.Try(Name, &env, Processor{}.Apply)
+	var rej *projections.RejectedError
+	if !errors.As(err, &rej) {
+		return err
+	}
+	msg := rej.Err.Error()
+	ref := &Refusal{Pointer: "/", Reason: msg, Err: rej.Err}
+	if i := strings.Index(msg, " /data"); i >= 0 {
+		if ptr, reason, ok := strings.Cut(msg[i+1:], ": "); ok && !strings.ContainsAny(ptr, " ") {
+			ref.Pointer, ref.Reason = ptr, reason
+		}
+	}
+	return ref
 }
 
 // checkID fails with ErrIDReused when the processor applied env's id

@@ -93,3 +93,70 @@ func TestWorkflowRetryAndReusedID(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkflowRefusalNamesTheReason: a workflow write the processor would
+// reject on the current state answers with its reason and JSON pointer —
+// 400 for a bad write, 409 when the state refuses a well-formed one — and
+// writes nothing. Found by a new user's walkthrough: every such write was
+// produced, dead-lettered, and answered an opaque 409 whose reason was only
+// on chronicle.deadletter.
+func TestWorkflowRefusalNamesTheReason(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
+	defer srv.Close()
+	post := func(path, body string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+path, "application/json", bytes.NewBufferString(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	end := func() int64 {
+		t.Helper()
+		l, err := p.Lag(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, x := range l {
+			if x.Processor == workflows.Name {
+				n += x.End
+			}
+		}
+		return n
+	}
+	if code, m := post("/v1/workflows/wf1/updates", `{"channel":"messages","update":"hello"}`); code != http.StatusOK {
+		t.Fatalf("a good write: %d %v", code, m)
+	}
+	if code, m := post("/v1/workflows/wf1/decisions", `{"decision_id":"d1","kind":"agent","question":"q"}`); code != http.StatusOK {
+		t.Fatalf("a decision: %d %v", code, m)
+	}
+	logged := end()
+	for _, tc := range []struct {
+		path, body, pointer string
+		code                int
+	}{
+		{"/v1/workflows/wf1/updates", `{"channel":"context","update":null}`, "/data/update", http.StatusBadRequest},
+		{"/v1/workflows/wf1/updates", `{"channel":"context","update":[1]}`, "/data/update", http.StatusBadRequest},
+		{"/v1/workflows/wf1/checkpoints", `{"layer":1,"processed_commands":["nonexistent"]}`, "/data/processed_commands", http.StatusConflict},
+		{"/v1/workflows/wf1/decisions", `{"decision_id":"d1","kind":"agent","question":"again"}`, "/data/decision_id", http.StatusConflict},
+	} {
+		code, m := post(tc.path, tc.body)
+		if code != tc.code || m["pointer"] != tc.pointer || m["reason"] == nil || m["reason"] == "" {
+			t.Errorf("POST %s %s: %d %v; want %d naming %s with the reason", tc.path, tc.body, code, m, tc.code, tc.pointer)
+		}
+	}
+	if got := end(); got != logged {
+		t.Fatalf("refused writes reached the log: %d records, %d before", got, logged)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
 	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
+	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/google/uuid"
 )
 
@@ -389,9 +390,23 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		s.submitForkElsewhere(ctx, w, r, env, childOwner, childPath)
 		return
 	}
-	pos, err := s.workflowService().Submit(ctx, env)
+	svc := s.workflowService()
+	err = svc.Check(env) // the processor's reason now, before anything is written
+	var pos projections.Position
+	if err == nil {
+		pos, err = svc.Submit(ctx, env)
+	}
 	var ve *events.ValidationError
+	var refusal *workflows.Refusal
 	switch {
+	case errors.As(err, &refusal):
+		code := http.StatusBadRequest
+		if errors.Is(err, workflows.ErrCompleted) || errors.Is(err, workflows.ErrNotPending) || errors.Is(err, workflows.ErrDuplicateID) {
+			code = http.StatusConflict // the write is well formed; the workflow's state refuses it
+		}
+		idx := 0
+		writeJSON(w, code, errorBody{Error: refusal.Error(), Index: &idx, Pointer: refusal.Pointer, Reason: refusal.Reason})
+		return
 	case errors.As(err, &ve):
 		idx := 0
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
