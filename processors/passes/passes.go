@@ -164,8 +164,13 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		prev = &pp
 	}
-	if d.PassNumber <= t.Passes {
+	if d.PassNumber == t.Passes {
 		return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q is already recorded (the last pass is %d)", d.PassNumber, id, t.Passes)}
+	}
+	if d.PassNumber < t.Passes {
+		// not necessarily recorded: a pass skipped over (missing_before of
+		// a later one) cannot be added afterwards either
+		return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q is not above the last recorded pass %d: passes are recorded in increasing order", d.PassNumber, id, t.Passes)}
 	}
 	p := Pass{PassNumber: d.PassNumber, EventID: env.ID, Time: env.Time, SessionID: d.SessionID, Phase: d.Phase, Status: d.Status,
 		RefinementActions: d.RefinementActions, StepsExecuted: d.StepsExecuted, ValidationIssues: d.ValidationIssues, Output: d.Output, Error: d.Error}

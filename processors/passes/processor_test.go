@@ -152,3 +152,23 @@ func TestRejectionsNameTheField(t *testing.T) {
 		t.Fatalf("task after a gap %+v", task)
 	}
 }
+
+// TestLatePassIsNotCalledRecorded: a pass skipped over (pass 3 recorded
+// after pass 1) and sent afterwards is rejected as not above the last
+// pass, not as "already recorded", which it never was (found by a new
+// user's walkthrough).
+func TestLatePassIsNotCalledRecorded(t *testing.T) {
+	s := openStore(t)
+	evs := threePasses(t, "project:a", "t")
+	if err := apply(s, 0, &evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(s, 1, &evs[2]); err != nil {
+		t.Fatal(err)
+	}
+	err := apply(s, 2, &evs[1])
+	var re *RejectError
+	if !errors.As(err, &re) || re.Pointer != "/data/pass_number" || strings.Contains(re.Reason, "already recorded") || !strings.Contains(re.Reason, "not above the last recorded pass 3") {
+		t.Fatalf("late pass 2: %v", err)
+	}
+}
