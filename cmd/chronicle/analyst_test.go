@@ -101,3 +101,27 @@ func TestReplayRefusedLeavesNoStore(t *testing.T) {
 		t.Fatalf("digest of the corrected replay: %v\n%s", err, out)
 	}
 }
+
+// TestSearchRefusesABusyGroup: `search game24 --brokers` against brokers
+// where a service runs the processors' group is refused at once, naming
+// the group, instead of waiting 30 s for steps it would never be assigned.
+func TestSearchRefusesABusyGroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 1, Embedder: noEmbedder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	out, err := exec.Command(binary, "search", "game24", "--brokers", strings.Join(p.Broker.Addrs(), ","), "--data", t.TempDir(), "--from", "901", "--to", "901").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "chronicle.processors") || !strings.Contains(string(out), "member") {
+		t.Fatalf("search against a busy group: %v\n%s\nwant a refusal naming the processors' group", err, out)
+	}
+	if d := time.Since(t0); d > 15*time.Second {
+		t.Fatalf("the refusal took %v", d)
+	}
+}

@@ -17,6 +17,8 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func searchCmd() *cobra.Command {
@@ -119,6 +121,9 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
+			if err := groupIsFree(ctx, c.brokerList()); err != nil {
+				return err
+			}
 			start := time.Now()
 			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions,
 				Processors: []processors.Processor{treesearch.Processor{}}, Embedder: noEmbedder{}, OnRelayError: logRelayError})
@@ -269,3 +274,31 @@ func (noEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) 
 }
 func (noEmbedder) Model() string { return "none" }
 func (noEmbedder) Dim() int      { return 1 }
+
+// groupIsFree refuses to run the search against brokers whose processors'
+// group (processors.ProcessorsGroup) has members — a running serve. This
+// command's pipeline would join that group, be assigned no partition of
+// chronicle.searches (the serve holds them), never see its own events,
+// and leave behind a search nobody drives (found by a new user's
+// walkthrough: a 30 s wait ending in a message about dead letters there
+// were none of). Without brokers it runs its own embedded broker: free.
+func groupIsFree(ctx context.Context, brokers []string) error {
+	if len(brokers) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	groups, err := kadm.NewClient(cl).DescribeGroups(ctx, string(processors.ProcessorsGroup))
+	if err != nil {
+		return fmt.Errorf("--brokers: describe the group %s: %w", processors.ProcessorsGroup, err)
+	}
+	if g, ok := groups[string(processors.ProcessorsGroup)]; ok && g.Err == nil && len(g.Members) > 0 {
+		return fmt.Errorf("--brokers: the processors' group %s has %d member(s) (a running chronicle serve): this command would be assigned none of chronicle.searches' partitions and never see its own steps; stop the service, or run the search with --data and its own embedded broker", processors.ProcessorsGroup, len(g.Members))
+	}
+	return nil
+}
