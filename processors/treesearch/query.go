@@ -69,6 +69,13 @@ func Nodes(store *projections.Store, key string, limit int, cursor string) ([]No
 	return out, next, err
 }
 
+// HasNode reports whether the search with key holds a node with id (a
+// Nodes cursor names one).
+func HasNode(store *projections.Store, key, id string) (bool, error) {
+	_, ok, err := store.Get(Name, nodePrefix(key)+id)
+	return ok, err
+}
+
 // Scopes lists the scopes whose projection holds a search with this bare
 // id, for routes that resolve an id without ?scope=.
 func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -140,8 +142,21 @@ func (s *Server) runsPAIR() bool {
 // yet or the wait ran out (a later POST or GET …/improvement finds the
 // context; a retrieval cut short wrote nothing and runs again); 404 for an
 // unknown session or one of a scope the caller may not write. The body is
-// ignored (it may be empty or {}).
+// empty or {}: the route takes no field, so anything else is a 400 naming
+// it, as on every other POST route.
 func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		return
+	}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		if err := decodeBody(w, r, &struct{}{}); err != nil {
+			writeErr(w, http.StatusBadRequest, "%v (this route takes no field: send no body or {})", err)
+			return
+		}
+	}
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "improve")
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)

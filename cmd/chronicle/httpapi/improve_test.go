@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +54,9 @@ func TestImproveStartsTheLoop(t *testing.T) {
 	}
 	if code, again := call(t, base, "tok-a", "POST", path+"/improve", nil); code != 200 || again["status"] != pair.LoopRevisionReady {
 		t.Fatalf("second improve: %d %v", code, again)
+	}
+	if code, bad := call(t, base, "tok-a", "POST", path+"/improve", map[string]any{"bogus": 1}); code != 400 || !strings.Contains(fmt.Sprint(bad["error"]), "bogus") {
+		t.Fatalf("improve with an unknown field: %d %v; want 400 naming it", code, bad)
 	}
 	waitCaughtUp(t, p)
 

@@ -42,7 +42,19 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		nodes, next, err := treesearch.Nodes(s.P.Store, key, limit, r.URL.Query().Get("cursor"))
+		cursor := r.URL.Query().Get("cursor")
+		if cursor != "" {
+			ok, err := treesearch.HasNode(s.P.Store, key, cursor)
+			if err != nil {
+				writeErr(w, http.StatusInternalServerError, "%v", err)
+				return
+			}
+			if !ok {
+				writeErr(w, http.StatusBadRequest, "cursor: %q is not a node of this search (pass next_cursor of the previous page)", cursor)
+				return
+			}
+		}
+		nodes, next, err := treesearch.Nodes(s.P.Store, key, limit, cursor)
 		if err != nil {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return

@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +42,9 @@ func TestSearchRoutes(t *testing.T) {
 	code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes?limit=1&cursor=r", nil)
 	if nodes, _ := m["nodes"].([]any); code != 200 || len(nodes) != 1 || m["next_cursor"] != "" {
 		t.Fatalf("nodes page 2: %d %v", code, m)
+	}
+	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes?cursor=zzz", nil); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "cursor") {
+		t.Fatalf("a cursor that is no node: %d %v; want 400 naming cursor", code, m)
 	}
 	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes?limit=0", nil); code != 400 {
 		t.Fatalf("limit 0: %d %v", code, m)

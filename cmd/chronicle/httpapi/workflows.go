@@ -348,8 +348,11 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s", b.WorkflowID, scope)
 				return
 			}
-		} else if _, taken, err := workflows.Get(s.P.Store, events.EntityKey(scope, b.WorkflowID)); err != nil || taken {
-			writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s (%v)", b.WorkflowID, scope, err)
+		} else if _, taken, err := workflows.Get(s.P.Store, events.EntityKey(scope, b.WorkflowID)); err != nil {
+			writeErr(w, http.StatusInternalServerError, "workflow_id: %q: %v", b.WorkflowID, err)
+			return
+		} else if taken {
+			writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s", b.WorkflowID, scope)
 			return
 		}
 		cp, ok := s.checkpointAt(ctx, w, key, b.CheckpointID)

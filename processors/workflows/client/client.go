@@ -55,7 +55,9 @@ type Client struct {
 // New returns a client of the service at base with token ("" for none).
 func New(base, token string) *Client { return &Client{Base: base, Token: token} }
 
-// Error is a non-2xx answer of the service.
+// Error is a non-2xx answer of the service. Its text is "HTTP <status>:
+// <message>" (and " (at <pointer>)"), without a program name: the CLI
+// prefixes its own.
 type Error struct {
 	Status  int
 	Message string
@@ -64,9 +66,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Pointer != "" {
-		return fmt.Sprintf("chronicle: %d: %s (at %s)", e.Status, e.Message, e.Pointer)
+		return fmt.Sprintf("HTTP %d: %s (at %s)", e.Status, e.Message, e.Pointer)
 	}
-	return fmt.Sprintf("chronicle: %d: %s", e.Status, e.Message)
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 }
 
 func (c *Client) url(id string, sub ...string) string {
