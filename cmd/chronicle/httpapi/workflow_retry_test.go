@@ -14,26 +14,23 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 )
 
-// TestWorkflowRetryAndReusedID: a workflow write retried with its
-// event_id is a plain duplicate (200, the earlier result, nothing
-// dead-lettered), and the same event_id with another write is a 409
-// naming /event_id that writes nothing. Found by a new user's walkthrough:
-// the route stamped the wall clock on every request, so a byte-identical
-// retry was dead-lettered as a conflicting duplicate, while a different
-// write under a used id answered 200 and was silently dropped.
-func TestWorkflowRetryAndReusedID(t *testing.T) {
+// workflowAPI starts a one-partition pipeline with the API in front: post
+// sends a JSON body to a path and decodes the answer; logged is how many
+// records chronicle.workflows holds.
+func workflowAPI(t *testing.T) (p *pipeline.Pipeline, post func(path, body string) (int, map[string]any), logged func() int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
 	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
-	defer srv.Close()
-	post := func(body string) (int, map[string]any) {
+	t.Cleanup(srv.Close)
+	post = func(path, body string) (int, map[string]any) {
 		t.Helper()
-		resp, err := http.Post(srv.URL+"/v1/workflows/wf2/updates", "application/json", bytes.NewBufferString(body))
+		resp, err := http.Post(srv.URL+path, "application/json", bytes.NewBufferString(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +39,7 @@ func TestWorkflowRetryAndReusedID(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&m)
 		return resp.StatusCode, m
 	}
-	end := func() int64 {
+	logged = func() int64 {
 		t.Helper()
 		l, err := p.Lag(ctx)
 		if err != nil {
@@ -56,14 +53,30 @@ func TestWorkflowRetryAndReusedID(t *testing.T) {
 		}
 		return n
 	}
+	return p, post, logged
+}
+
+// TestWorkflowRetryAndReusedID: a workflow write retried with its
+// event_id is a plain duplicate (200, the earlier result, nothing
+// dead-lettered), and the same event_id with another write is a 409
+// naming /event_id that writes nothing. Found by a new user's walkthrough:
+// the route stamped the wall clock on every request, so a byte-identical
+// retry was dead-lettered as a conflicting duplicate, while a different
+// write under a used id answered 200 and was silently dropped.
+func TestWorkflowRetryAndReusedID(t *testing.T) {
+	p, post, end := workflowAPI(t)
+	update := func(body string) (int, map[string]any) {
+		t.Helper()
+		return post("/v1/workflows/wf2/updates", body)
+	}
 	first := `{"event_id":"e-1","channel":"messages","update":"first"}`
 	for i := range 2 {
-		if code, m := post(first); code != http.StatusOK {
+		if code, m := update(first); code != http.StatusOK {
 			t.Fatalf("write %d: %d %v", i+1, code, m)
 		}
 	}
 	logged := end()
-	code, m := post(`{"event_id":"e-1","channel":"messages","update":"DIFFERENT"}`)
+	code, m := update(`{"event_id":"e-1","channel":"messages","update":"DIFFERENT"}`)
 	if code != http.StatusConflict || m["pointer"] != "/event_id" {
 		t.Fatalf("another write under a used event_id: %d %v; want 409 naming /event_id", code, m)
 	}
@@ -101,40 +114,7 @@ func TestWorkflowRetryAndReusedID(t *testing.T) {
 // produced, dead-lettered, and answered an opaque 409 whose reason was only
 // on chronicle.deadletter.
 func TestWorkflowRefusalNamesTheReason(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
-	defer srv.Close()
-	post := func(path, body string) (int, map[string]any) {
-		t.Helper()
-		resp, err := http.Post(srv.URL+path, "application/json", bytes.NewBufferString(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
-	}
-	end := func() int64 {
-		t.Helper()
-		l, err := p.Lag(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		for _, x := range l {
-			if x.Processor == workflows.Name {
-				n += x.End
-			}
-		}
-		return n
-	}
+	_, post, end := workflowAPI(t)
 	if code, m := post("/v1/workflows/wf1/updates", `{"channel":"messages","update":"hello"}`); code != http.StatusOK {
 		t.Fatalf("a good write: %d %v", code, m)
 	}
