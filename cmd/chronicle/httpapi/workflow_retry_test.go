@@ -121,6 +121,9 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 	if code, m := post("/v1/workflows/wf1/decisions", `{"decision_id":"d1","kind":"agent","question":"q"}`); code != http.StatusOK {
 		t.Fatalf("a decision: %d %v", code, m)
 	}
+	if code, m := post("/v1/workflows/wf1/decisions", `{"decision_id":"d2","kind":"human","question":"go on?","options":["yes","no"]}`); code != http.StatusOK {
+		t.Fatalf("a decision with options: %d %v", code, m)
+	}
 	logged := end()
 	for _, tc := range []struct {
 		path, body, pointer string
@@ -130,6 +133,7 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 		{"/v1/workflows/wf1/updates", `{"channel":"context","update":[1]}`, "/data/update", http.StatusBadRequest},
 		{"/v1/workflows/wf1/checkpoints", `{"layer":1,"processed_commands":["nonexistent"]}`, "/data/processed_commands", http.StatusConflict},
 		{"/v1/workflows/wf1/decisions", `{"decision_id":"d1","kind":"agent","question":"again"}`, "/data/decision_id", http.StatusConflict},
+		{"/v1/workflows/wf1/decisions/d2", `{"answer":"maybe"}`, "/answer", http.StatusBadRequest},
 	} {
 		code, m := post(tc.path, tc.body)
 		if code != tc.code || m["pointer"] != tc.pointer || m["reason"] == nil || m["reason"] == "" {
@@ -138,5 +142,8 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 	}
 	if got := end(); got != logged {
 		t.Fatalf("refused writes reached the log: %d records, %d before", got, logged)
+	}
+	if code, m := post("/v1/workflows/wf1/decisions/d2", `{"answer":"yes"}`); code != http.StatusOK {
+		t.Fatalf("an answer among the options: %d %v", code, m)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -279,12 +280,16 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	case "decisions":
 		if len(sub) == 2 {
 			did := sub[1]
-			pending := false
-			for _, d := range st.PendingDecisions {
-				pending = pending || d.DecisionID == did
-			}
-			if !pending {
+			i := slices.IndexFunc(st.PendingDecisions, func(d workflows.Decision) bool { return d.DecisionID == did })
+			if i < 0 {
 				writeErr(w, http.StatusNotFound, "decision %q: not pending in workflow %q", did, id)
+				return
+			}
+			// a decision that offered options takes one of them
+			if opts := st.PendingDecisions[i].Options; len(opts) > 0 && !slices.Contains(opts, b.Answer) {
+				idx := 0
+				reason := fmt.Sprintf("%q is not one of the decision's options %q", b.Answer, opts)
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: "answer: " + reason, Index: &idx, Pointer: "/answer", Reason: reason})
 				return
 			}
 			typ, data = events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: id, DecisionID: did, Answer: b.Answer, By: b.By, Comment: b.Comment}
