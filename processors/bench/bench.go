@@ -523,7 +523,10 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 	cpu := float64((cpuLast - cpu0).Microseconds()) / float64(n)
 	tmu.Unlock()
 	if took <= 0 {
-		return 0, nil, 0, fmt.Errorf("%s: caught up without applying a batch", stage)
+		// name what the caught-up check saw, to tell a listing that missed
+		// partitions from one commit holding every record
+		l, lerr := p.Lag(ctx)
+		return 0, nil, 0, fmt.Errorf("%s: caught up without applying a batch (first commit %v, last %v; lag listing %+v, %v)", stage, first, last, l, lerr)
 	}
 	rate := float64(n) / took.Seconds()
 	if probes == 0 {
