@@ -36,6 +36,9 @@ type ownership struct {
 	// onRevoke are called at every revoke, after the partitions left parts
 	// (Runner.OnRevoked)
 	onRevoke []func(revoked map[string][]int32)
+	// onChange are called after every assignment and every revoke that
+	// took partitions away (the workers' groups follow: followGate)
+	onChange []func()
 }
 
 type ownedPartition struct {
@@ -65,6 +68,9 @@ func (o *ownership) assigned(added map[string]map[int32][2]int64) {
 	}
 	o.rebalancing = false
 	o.changed = now
+	for _, fn := range o.onChange {
+		fn()
+	}
 }
 
 // revoked forgets revoked (or lost) partitions and starts a rebalance.
@@ -79,13 +85,16 @@ func (o *ownership) revoked(gone map[string][]int32) {
 	}
 	o.rebalancing = true
 	o.changed = time.Now()
-	hooks := o.onRevoke
+	hooks, changed := o.onRevoke, o.onChange
 	o.mu.Unlock()
 	if n == 0 {
 		return // a cooperative rebalance that moves nothing away from here
 	}
 	for _, fn := range hooks {
 		fn(gone)
+	}
+	for _, fn := range changed {
+		fn()
 	}
 }
 

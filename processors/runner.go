@@ -17,6 +17,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -101,6 +102,12 @@ type RunnerConfig struct {
 	// replaced by the Runner's own, which catches a transaction franz-go
 	// aborts although asked to commit (see silentAbortLog).
 	WorkerProducerOpts []kgo.Opt
+	// WorkerFollowWait is how long a worker hands back an event of a
+	// partition whose task this instance's engine does not own, or still
+	// restores, before it handles it anyway (default
+	// DefaultWorkerFollowWait; see followEngineBalancer). Only for workers
+	// on a topic the engine reads.
+	WorkerFollowWait time.Duration
 	// WorkersAtLeastOnce produces the workers' outputs as they come and
 	// commits the consumed offset after, without transactions (the
 	// behaviour before WorkerTransactionalID): a worker killed in between
@@ -131,6 +138,8 @@ func (c RunnerConfig) Validate() error {
 		return errors.New("processors: RunnerConfig.StandbyRefresh: must be ≥ 0")
 	case c.WorkerTransactionTimeout < 0:
 		return errors.New("processors: RunnerConfig.WorkerTransactionTimeout: must be ≥ 0")
+	case c.WorkerFollowWait < 0:
+		return errors.New("processors: RunnerConfig.WorkerFollowWait: must be ≥ 0")
 	}
 	return nil
 }
@@ -157,6 +166,9 @@ func (c *RunnerConfig) setDefaults() {
 	if c.WorkerTransactionTimeout == 0 {
 		c.WorkerTransactionTimeout = 60 * time.Second
 	}
+	if c.WorkerFollowWait == 0 {
+		c.WorkerFollowWait = DefaultWorkerFollowWait
+	}
 }
 
 // Runner runs processors and workers live.
@@ -175,7 +187,11 @@ func (c *RunnerConfig) setDefaults() {
 // events.TopicDeadLetter and Recoverer, one message at a time, which is
 // what a model call needs; their outputs are written once, in one Kafka
 // transaction with the consumed offset (WorkerTransactionalID), a
-// StreamingWorker's one transaction per step under the same fenced id.
+// StreamingWorker's one transaction per step under the same fenced id. A
+// worker on a topic the engine reads handles partition p on the instance
+// whose engine owns it (followEngineBalancer, and a gate that hands an
+// event back for at most WorkerFollowWait while it does not), so the rows
+// its event is about are in this instance's store.
 type Runner struct {
 	cfg     RunnerConfig
 	engine  *engine
@@ -218,7 +234,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if len(cfg.Workers) == 0 {
 		return r, nil
 	}
-	if r.router, err = message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, cfg.Logger); err != nil {
+	// an event handed back while a worker's group follows the engine
+	// (errFollowing) is logged at debug level
+	if r.router, err = message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, quietFollowing{cfg.Logger}); err != nil {
 		eng.closeClients()
 		return nil, err
 	}
@@ -260,6 +278,14 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			handle = once.handle
 		}
 		opts := append(extra, cfg.SubscriberOpts...)
+		engineReads := slices.Contains(eng.topics, string(w.Topic()))
+		var gate *followGate
+		if engineReads {
+			// after SubscriberOpts: a cluster member's balancers are the
+			// processors' group's
+			gate = &followGate{e: eng, topic: string(w.Topic()), wait: cfg.WorkerFollowWait, logger: cfg.Logger, since: map[int32]time.Time{}}
+			opts = append(opts, kgo.Balancers(followEngineBalancer(r.MemberID, describeOwners(kadm.NewClient(eng.client), string(cfg.Group))), kgo.CooperativeStickyBalancer()))
+		}
 		if once != nil {
 			// after SubscriberOpts: its partition callbacks take the
 			// transactional ids over at assignment
@@ -277,7 +303,12 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			eng.closeClients()
 			return nil, err
 		}
-		engineReads := slices.Contains(eng.topics, string(w.Topic()))
+		if gate != nil {
+			gate.rejoin = sub.ForceRebalance
+			eng.own.mu.Lock()
+			eng.own.onChange = append(eng.own.onChange, func() { go sub.ForceRebalance() })
+			eng.own.mu.Unlock()
+		}
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
 			env, err := events.ParseEvent(msg.Payload)
 			if err != nil {
@@ -291,6 +322,15 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 					return once.deadLetter(msg, err)
 				}
 				return err // the poison queue's (WorkersAtLeastOnce)
+			}
+			if gate != nil {
+				p, err := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
+				if err != nil {
+					return fmt.Errorf("processors: worker %s: the message's partition: %w", w.Name(), err)
+				}
+				if err := gate.admit(int32(p)); err != nil {
+					return err
+				}
 			}
 			return handle(msg, &env)
 		})

@@ -44,9 +44,10 @@ type Subscriber struct {
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 
-	mu     sync.Mutex // guards closed against subs.Add
+	mu     sync.Mutex // guards closed against subs.Add, and live
 	closed bool
 	subs   sync.WaitGroup
+	live   map[*subscription]struct{} // running subscriptions (ForceRebalance)
 }
 
 var (
@@ -121,14 +122,46 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		return nil, fmt.Errorf("kafkapubsub: create consumer client: %w", err)
 	}
 	sub.client = client
+	sub.current.Store(client)
+	s.mu.Lock()
+	if s.live == nil {
+		s.live = map[*subscription]struct{}{}
+	}
+	s.live[sub] = struct{}{}
+	s.mu.Unlock()
 
 	go func() {
 		defer s.subs.Done()
 		defer cancel()
 		defer stop()
+		defer func() {
+			s.mu.Lock()
+			delete(s.live, sub)
+			s.mu.Unlock()
+		}()
 		sub.run()
 	}()
 	return sub.out, nil
+}
+
+// ForceRebalance makes every group member of this Subscriber's running
+// subscriptions rejoin its group (franz-go's Client.ForceRebalance), so
+// that the group's leader balances the partitions again: for a balancer
+// whose plan depends on something outside the group (the processors'
+// Runner has its workers' partitions follow the engine's). A no-op without
+// a consumer group or subscriptions.
+func (s *Subscriber) ForceRebalance() {
+	s.mu.Lock()
+	clients := make([]*kgo.Client, 0, len(s.live))
+	for sub := range s.live {
+		if cl := sub.current.Load(); cl != nil && sub.grouped() {
+			clients = append(clients, cl)
+		}
+	}
+	s.mu.Unlock()
+	for _, cl := range clients {
+		cl.ForceRebalance()
+	}
 }
 
 // SubscribeInitialize creates topic with the brokers' default partition

@@ -3,6 +3,7 @@ package kafkapubsub
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -17,8 +18,11 @@ type subscription struct {
 	cfg    *SubscriberConfig
 	logger watermill.LoggerAdapter
 	client *kgo.Client
-	ctx    context.Context // canceled when the subscription must end
-	out    chan *message.Message
+	// current is client, for other goroutines (Subscriber.ForceRebalance);
+	// the run goroutine replaces both when it rejoins with a new client
+	current atomic.Pointer[kgo.Client]
+	ctx     context.Context // canceled when the subscription must end
+	out     chan *message.Message
 
 	// rebalance is signaled (without blocking) when a group rebalance is
 	// waiting for this subscription to finish its poll.
@@ -125,6 +129,7 @@ func (s *subscription) run() {
 			return
 		}
 		s.client = client
+		s.current.Store(client)
 	}
 }
 
