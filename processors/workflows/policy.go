@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -55,6 +56,10 @@ type Policy struct {
 
 func policyKey(key string) string { return "th/" + key }
 
+// suggestionKey is the row recording that suggestion sid of the policy
+// with key has its feedback (the event id that gave it).
+func suggestionKey(key, sid string) string { return "sg/" + key + "/" + sid }
+
 // NewPolicy is a policy before any feedback.
 func NewPolicy(scope, id string) Policy {
 	return Policy{Policy: id, Scope: scope, Threshold: InitialThreshold, Cents: initialCents}
@@ -106,6 +111,18 @@ func applyFeedback(tx *projections.Tx, key string, env *events.Envelope) error {
 	var d events.SuggestionFeedbackData
 	if err := env.Decode(&d); err != nil {
 		return err
+	}
+	if d.SuggestionID != "" {
+		// one verdict per suggestion: a second click, or a retry under a
+		// new event id, must not count twice
+		if _, used, err := tx.Get(suggestionKey(key, d.SuggestionID)); err != nil {
+			return err
+		} else if used {
+			return fmt.Errorf("policy %s: /data/suggestion_id: %q: %w (its feedback is recorded)", key, d.SuggestionID, ErrDuplicateID)
+		}
+		if err := tx.Set(suggestionKey(key, d.SuggestionID), []byte(env.ID)); err != nil {
+			return err
+		}
 	}
 	scope, id, _ := events.SplitEntityKey(key)
 	p := NewPolicy(scope, id)

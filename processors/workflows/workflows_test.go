@@ -324,3 +324,23 @@ func TestAdaptiveThreshold(t *testing.T) {
 		t.Fatalf("another scope's policy moved: %+v", other)
 	}
 }
+
+// A suggestion has one verdict: a second feedback for the same
+// suggestion_id (another event id) is refused and counts nothing; the
+// same suggestion id under another policy, or feedback without an id,
+// counts.
+func TestSuggestionFeedbackCountsOnce(t *testing.T) {
+	h := newHarness(t)
+	key := events.EntityKey(scopeA, "default")
+	h.must(scopeA, "f1", events.WorkflowSuggestionFeedback, events.SuggestionFeedbackData{Policy: "default", SuggestionID: "s1", Accepted: true, Mode: "suggestion", Confidence: 0.9})
+	err := h.apply(scopeA, "f2", events.WorkflowSuggestionFeedback, events.SuggestionFeedbackData{Policy: "default", SuggestionID: "s1", Accepted: false, Mode: "suggestion", Confidence: 0.9})
+	if !errors.Is(err, ErrDuplicateID) || !strings.Contains(err.Error(), "/data/suggestion_id") {
+		t.Fatalf("a second verdict for s1: %v", err)
+	}
+	h.must(scopeA, "f3", events.WorkflowSuggestionFeedback, events.SuggestionFeedbackData{Policy: "other", SuggestionID: "s1", Accepted: true, Mode: "suggestion", Confidence: 0.9})
+	h.must(scopeA, "f4", events.WorkflowSuggestionFeedback, events.SuggestionFeedbackData{Policy: "default", Accepted: true, Mode: "suggestion", Confidence: 0.9})
+	h.must(scopeA, "f5", events.WorkflowSuggestionFeedback, events.SuggestionFeedbackData{Policy: "default", Accepted: true, Mode: "suggestion", Confidence: 0.9})
+	if p, _ := GetPolicy(h.store, key); p.Feedbacks != 3 || p.Window != "aaa" {
+		t.Fatalf("policy after s1 twice and two without an id: %+v", p)
+	}
+}

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -132,17 +135,43 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", scope)
 		return
 	}
-	env, err := events.New(events.WorkflowSuggestionFeedback, "chronicle/api", "fb-"+uuid.NewString(), time.Now(), d)
+	id := "fb-" + uuid.NewString()
+	if d.SuggestionID != "" {
+		// one event per suggestion: a retry is the same event (a plain
+		// duplicate, counted once), another verdict reuses its id (409)
+		sum := sha256.Sum256([]byte(scope + "\x00" + d.Policy + "\x00" + d.SuggestionID))
+		id = "fb-" + hex.EncodeToString(sum[:16])
+	}
+	// no time attribute: the record's timestamp stands in (CloudEvents
+	// time is optional), so a retry has the same content
+	env, err := events.New(events.WorkflowSuggestionFeedback, "chronicle/api", id, time.Now(), d)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	env.Scope = scope
+	env.Time, env.Scope = "", scope
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	_, err = s.workflowService().Submit(ctx, env)
+	svc := s.workflowService()
+	err = svc.Check(env) // a suggestion whose feedback another event gave: refused before writing
+	if err == nil {
+		_, err = svc.Submit(ctx, env)
+	}
 	var ve *events.ValidationError
+	var refusal *workflows.Refusal
 	switch {
+	case errors.Is(err, workflows.ErrIDReused):
+		idx := 0
+		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("suggestion_id %q: its feedback is recorded with another verdict", d.SuggestionID), Index: &idx, Pointer: "/data/suggestion_id", Reason: "feedback already recorded with another verdict"})
+		return
+	case errors.As(err, &refusal):
+		code := http.StatusBadRequest
+		if errors.Is(err, workflows.ErrDuplicateID) {
+			code = http.StatusConflict
+		}
+		idx := 0
+		writeJSON(w, code, errorBody{Error: refusal.Error(), Index: &idx, Pointer: refusal.Pointer, Reason: refusal.Reason})
+		return
 	case errors.As(err, &ve):
 		idx := 0
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})

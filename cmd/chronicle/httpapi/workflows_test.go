@@ -298,6 +298,21 @@ func TestPostSuggest(t *testing.T) {
 	if code != 200 || m["feedbacks"].(float64) != 1 || m["window"] != "R" || m["threshold"].(float64) != 0.92 {
 		t.Fatalf("feedback: %d %v", code, m)
 	}
+	// one verdict per suggestion_id: a retry counts once, another verdict
+	// is a 409 naming the field, and nothing more is counted
+	one := map[string]any{"suggestion_id": "s-1", "accepted": true, "mode": "suggestion", "confidence": 0.93}
+	for i := range 2 {
+		if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 200 || m["feedbacks"].(float64) != 2 {
+			t.Fatalf("feedback for s-1, sent %d times: %d %v", i+1, code, m)
+		}
+	}
+	one["accepted"] = false
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 409 || m["pointer"] != "/data/suggestion_id" {
+		t.Fatalf("another verdict for s-1: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", map[string]any{"accepted": true, "mode": "suggestion", "confidence": 0.93}); code != 200 || m["feedbacks"].(float64) != 3 {
+		t.Fatalf("a feedback after the refused verdict: %d %v", code, m)
+	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"accepted": true, "mode": "guess", "confidence": 0.93}); code != 400 || m["pointer"] != "/data/mode" {
 		t.Fatalf("bad mode: %d %v", code, m)
 	}
