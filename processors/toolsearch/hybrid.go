@@ -83,10 +83,13 @@ type Scored struct {
 }
 
 // Result is a hybrid search's answer: the tools best first (at most the
-// limit), the α used, and how many candidates were asked for.
+// limit), the α used, and how many candidates were re-ranked.
 type Result struct {
-	Tools      []Scored
-	Alpha      float64
+	Tools []Scored
+	Alpha float64
+	// Candidates is the number of candidates semantic returned and Search
+	// re-ranked: at most CandidateCount(k, α), fewer when the collection
+	// holds fewer (14 tools for tau-bench airline, where 20 are asked).
 	Candidates int
 }
 
@@ -113,11 +116,12 @@ func Search(ctx context.Context, k int, term GraphTerm, opt Options, semantic fu
 	if k < 1 || k > MaxLimit {
 		return Result{}, fmt.Errorf("%w: limit: %d is not from 1 to %d", ErrLimit, k, MaxLimit)
 	}
-	res := Result{Alpha: term.Alpha, Candidates: CandidateCount(k, term.Alpha)}
-	cands, err := semantic(ctx, res.Candidates)
+	res := Result{Alpha: term.Alpha}
+	cands, err := semantic(ctx, CandidateCount(k, term.Alpha))
 	if err != nil {
 		return Result{}, err
 	}
+	res.Candidates = len(cands)
 	alpha := term.Alpha
 	if opt.Alpha != nil {
 		alpha = *opt.Alpha

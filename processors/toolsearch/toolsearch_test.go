@@ -27,7 +27,8 @@ func TestCandidateCount(t *testing.T) {
 	}
 }
 
-// Search asks for the expanded candidates, scores α·semantic + (1 − α)·
+// Search asks for the expanded candidates (5 for k = 3 at α = 0.5),
+// reports the 4 it got as re-ranked, scores α·semantic + (1 − α)·
 // min(1, graph), keeps the order of equal scores, truncates to k, and
 // an α override changes the weights but not the candidates.
 func TestSearch(t *testing.T) {
@@ -43,7 +44,7 @@ func TestSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []toolsearch.Scored{{"c", 0.7, 0.4, 1}, {"b", 0.5, 0.8, 0.2}, {"a", 0.45, 0.9, 0}}
-	if len(res.Tools) != 3 || res.Candidates != 5 || res.Alpha != 0.5 {
+	if len(res.Tools) != 3 || len(asked) != 1 || asked[0] != 5 || res.Candidates != 4 || res.Alpha != 0.5 {
 		t.Fatalf("%+v", res)
 	}
 	for i, w := range want {
