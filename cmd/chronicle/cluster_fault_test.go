@@ -419,6 +419,73 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 	return out
 }
 
+// deadLetters counts the records of the dead-letter topic by handler and
+// reason (their first 120 bytes).
+func deadLetters(ctx context.Context, t *testing.T, brokers string) map[string]int {
+	t.Helper()
+	topic := string(events.TopicDeadLetter)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := map[string]map[int32]kgo.Offset{topic: {}}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			start[topic][o.Partition] = kgo.NewOffset().At(0)
+			left[o.Partition] = o.Offset
+		}
+	})
+	out := map[string]int{}
+	if len(left) == 0 {
+		return out
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), kgo.DisableFetchSessions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for len(left) > 0 {
+		fs := cons.PollFetches(rctx)
+		if rctx.Err() != nil {
+			t.Fatalf("reading the dead-letter topic: %v; not at its end: %v", rctx.Err(), left)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			end, ok := left[r.Partition]
+			if !ok || r.Offset >= end {
+				return
+			}
+			if !r.Attrs.IsControl() {
+				var handler, reason string
+				for _, h := range r.Headers {
+					switch h.Key {
+					case processors.HeaderHandler:
+						handler = string(h.Value)
+					case processors.HeaderError:
+						reason = string(h.Value)
+					}
+				}
+				if len(reason) > 120 {
+					reason = reason[:120]
+				}
+				out[handler+": "+reason]++
+			}
+			if r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+		})
+	}
+	return out
+}
+
 // readableEverywhere checks issue 15's "every session readable from every
 // instance": a sample of 6 of the acknowledged sessions (ids), each read
 // with GET /v1/sessions/{id} from every live instance, which forwards to
@@ -722,6 +789,17 @@ func faultRun(t *testing.T, plan faultPlan) {
 			t.Fatalf("not caught up within 3 minutes: lag %d (%v), %d evaluations of %d completed sessions", lag, err, n, completed)
 		}
 		time.Sleep(time.Second)
+	}
+	// a worker is handed only events whose key its instance projects
+	// (processors/follow.go): before, the pair worker dead-lettered the
+	// evaluations of sessions projected elsewhere
+	if dl := deadLetters(ctx, t, c.brokers); len(dl) > 0 {
+		for k, n := range dl {
+			if strings.Contains(k, "is not in the sessions projection") {
+				t.Errorf("dead letters of a worker handed a session another instance projects: %d × %s", n, k)
+			}
+		}
+		t.Logf("dead letters by handler and reason: %v", dl)
 	}
 	last := alive()[0]
 	c.signal(last, syscall.SIGTERM)
