@@ -127,6 +127,13 @@ func applyPanel(tx *projections.Tx, env *events.Envelope, key string) error {
 	}
 	if !ok {
 		p = Panel{ID: id, Scope: scope}
+		if env.Type != events.SearchCandidateCorrected {
+			// the id index (Scopes): GET /v1/searches/{id}/panel finds the
+			// panel's scope from its bare id, as a search's
+			if err := tx.Set(idIndexRow(id, scope), nil); err != nil {
+				return err
+			}
+		}
 	}
 	if env.Type == events.SearchCandidateCorrected {
 		if !ok {

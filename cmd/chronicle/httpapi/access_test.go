@@ -35,7 +35,7 @@ func scopedServer(t *testing.T) (*pipeline.Pipeline, *httpapi.Server, string) {
 		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
 	}}
 	api := &httpapi.Server{P: p, Tokens: &tokens}
-	srv := httptest.NewServer(api.Handler())
+	srv := httptest.NewServer(conforming(t, api.Handler())) // every answer checked against openapi.json
 	t.Cleanup(srv.Close)
 	return p, api, srv.URL
 }

@@ -544,7 +544,7 @@ func workflowsRoute(write bool) ownerRoute {
 
 func searchesRoute(write bool) ownerRoute {
 	return ownerRoute{kind: "search", topic: fixedTopic(events.TopicSearches), scopes: treesearch.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
-		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes", "resume")
+		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes", "resume", "panel")
 	}}
 }
 

@@ -672,6 +672,16 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	// empty lists are [] (the schema's arrays), never null
+	if changes == nil {
+		changes = []memories.Change{}
+	}
+	if signals == nil {
+		signals = []memories.Pending{}
+	}
+	if retrievals == nil {
+		retrievals = []memories.Retrieval{}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals, "retrievals": retrievals})
 }
 

@@ -25,9 +25,13 @@ type SearchView struct {
 // (?limit=1..1000, default 500; ?cursor= the last node id of the previous
 // page).
 func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
-	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes")
+	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes", "panel")
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if suffix == "panel" {
+		s.panelRoute(w, r, id)
 		return
 	}
 	key, sr, ok := s.loadSearch(w, r, id, CallerOf(r).CanRead)
@@ -67,6 +71,35 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.searchView(key, sr)
 	writeJSON(w, http.StatusOK, v)
+}
+
+// PanelView is GET /v1/searches/{id}/panel: a consensus panel (parallel
+// branches of one task, search.branch.completed.v1) with its branches in
+// log order (each in full; the projection's list of branch ids is
+// replaced by them), the reducers' checked decisions and the number of
+// outputs corrected by a JSON Patch.
+type PanelView struct {
+	treesearch.Panel
+	Branches []treesearch.Branch `json:"branches"`
+}
+
+// panelRoute serves GET /v1/searches/{id}/panel: 200 PanelView, 404 when
+// no panel has the id in a scope the caller reads.
+func (s *Server) panelRoute(w http.ResponseWriter, r *http.Request, id string) {
+	key, ok := entityKey(w, r, "panel", id, treesearch.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
+	if !ok {
+		return
+	}
+	p, bs, ok, err := treesearch.GetPanel(s.P.Store, key)
+	switch {
+	case err != nil:
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	case !ok:
+		writeErr(w, http.StatusNotFound, "panel %q not found", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, PanelView{Panel: p, Branches: bs})
 }
 
 // searchView is sr with the nodes of its best path.

@@ -203,3 +203,52 @@ func TestRejectContinuesSearchInServe(t *testing.T) {
 		}
 	}
 }
+
+// GET /v1/searches/{id}/panel shows a consensus panel: its branches in
+// log order and the reducer's decision the processor checked; the same id
+// in another scope is not readable with a token of one scope, and an
+// unknown panel is a 404.
+func TestPanelRoute(t *testing.T) {
+	p, _, base := scopedServer(t)
+	one, two := 1.0, 0.0
+	evs := []struct {
+		typ  events.Type
+		data any
+	}{
+		{events.SearchBranchCompleted, events.SearchBranchData{SearchID: "pan/1", BranchID: "b0", Output: "(4+8)*2", Answer: "(4+8)*2", Score: &one}},
+		{events.SearchBranchCompleted, events.SearchBranchData{SearchID: "pan/1", BranchID: "b1", Output: "4*8-2", Answer: "4*8-2", Score: &two}},
+		{events.SearchBranchCompleted, events.SearchBranchData{SearchID: "pan/1", BranchID: "b2", Output: "(4+8)*2", Answer: "(4+8)*2", Score: &one}},
+		{events.SearchConsensusReduced, events.SearchConsensusData{SearchID: "pan/1", Reducer: events.ReducerMajorityVote, Winner: "b0", Output: "(4+8)*2", Votes: 2, Branches: 3}},
+	}
+	var batch []events.Envelope
+	for i, e := range evs {
+		env, err := events.New(e.typ, "paneltest", fmt.Sprintf("pan-%d", i), time.Now(), e.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = "project:a"
+		batch = append(batch, env)
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", batch); code != 202 {
+		t.Fatalf("seed: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, m := call(t, base, "tok-a", "GET", "/v1/searches/pan%2F1/panel", nil)
+	bs, _ := m["branches"].([]any)
+	rs, _ := m["reductions"].([]any)
+	if code != 200 || m["id"] != "pan/1" || m["scope"] != "project:a" || len(bs) != 3 || len(rs) != 1 {
+		t.Fatalf("GET panel: %d %v", code, m)
+	}
+	if b1, _ := bs[1].(map[string]any); b1["id"] != "b1" || b1["output"] != "4*8-2" {
+		t.Fatalf("second branch: %v", bs[1])
+	}
+	if r0, _ := rs[0].(map[string]any); r0["winner"] != "b0" || r0["votes"].(float64) != 2 {
+		t.Fatalf("reduction: %v", rs[0])
+	}
+	if code, m = call(t, base, "tok-b", "GET", "/v1/searches/pan%2F1/panel", nil); code != 404 {
+		t.Fatalf("another scope's token: %d %v", code, m)
+	}
+	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/nope/panel", nil); code != 404 || !strings.Contains(fmt.Sprint(m["error"]), "panel") {
+		t.Fatalf("unknown panel: %d %v", code, m)
+	}
+}
