@@ -14,6 +14,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -177,10 +178,49 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		writeErr(w, http.StatusNotFound, "session %q not found", id)
 	case view.Status == pair.LoopAwaitingContext:
+		if view.Evaluated && view.Composite < pair.PassComposite {
+			// the wait ran out: a context that will never come (its
+			// evaluation dead-lettered by the pair worker) is a 409
+			// naming the letter, not a 202 forever
+			if l, found := s.pairDeadLetter(r.Context(), key); found {
+				writeJSON(w, http.StatusConflict, map[string]any{
+					"error":       fmt.Sprintf("session %q: its evaluation was dead-lettered by %s (%s): no PAIR context will come until the cause is fixed and the letter re-driven (chronicle deadletter redrive --id %s)", id, l.Handler, l.Reason, l.ID),
+					"dead_letter": l})
+				return
+			}
+		}
 		writeJSON(w, http.StatusAccepted, view)
 	default:
 		writeJSON(w, http.StatusOK, view)
 	}
+}
+
+// DeadLetterLookupWait bounds reading the dead-letter topic when POST
+// /v1/sessions/{id}/improve's wait ran out without a context (2 s); past
+// it the route answers 202 as it would without the lookup.
+const DeadLetterLookupWait = 2 * time.Second
+
+// pairDeadLetter finds the latest letter of the pair worker
+// (pair@chronicle.evaluations) for the evaluation of the session with key
+// — a letter whose original key is key — reading the dead-letter topic for
+// at most DeadLetterLookupWait. A letter re-driven since stays in the
+// topic (it is append-only), but a re-driven evaluation that got its
+// context no longer reaches this lookup (the route answers 200 first).
+func (s *Server) pairDeadLetter(ctx context.Context, key string) (deadletter.Letter, bool) {
+	ctx, cancel := context.WithTimeout(ctx, DeadLetterLookupWait)
+	defer cancel()
+	letters, err := deadletter.List(ctx, s.P.Broker.Addrs())
+	if err != nil {
+		return deadletter.Letter{}, false
+	}
+	var found deadletter.Letter
+	ok := false
+	for _, l := range letters {
+		if l.Topic == string(events.TopicEvaluations) && l.Key == key && strings.HasPrefix(l.Handler, "pair@") {
+			found, ok = l, true
+		}
+	}
+	return found, ok
 }
 
 // startLoop is the improve action on the session with key: its view, after

@@ -15,6 +15,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -179,5 +180,66 @@ func TestImprovementToolStartsTheLoop(t *testing.T) {
 	waitCaughtUp(t, p)
 	if n := len(records(ctx, t, p, events.TopicLearned, pair.ContextRetrieved)); n != 1 {
 		t.Fatalf("%d contexts, want 1", n)
+	}
+}
+
+// namedWorker stands for a worker of that name in Pipeline.Workers (the
+// route asks whether a pair worker runs by its name).
+type namedWorker string
+
+func (w namedWorker) Name() string                                 { return string(w) }
+func (namedWorker) Topic() events.Topic                            { return events.TopicEvaluations }
+func (namedWorker) Handle(context.Context, *events.Envelope) error { return nil }
+
+// POST /v1/sessions/{id}/improve on a server whose pair worker dead-lettered
+// the session's evaluation: the context will never come, so when the wait
+// runs out the route answers 409 naming the letter (handler, reason, the
+// id to re-drive) instead of 202 forever; before the letter exists, 202.
+func TestImproveNamesADeadLetteredEvaluation(t *testing.T) {
+	p, api, base := scopedServer(t)
+	envs, sid := sessionIn(t, 3, "project:a", "LETTERED")
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", envs); code != 202 {
+		t.Fatalf("session: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	// the route now waits for "the pair worker" instead of retrieving itself
+	p.Workers = append(p.Workers, namedWorker("pair"))
+	api.ImproveWait = time.Second
+	path := "/v1/sessions/" + url.PathEscape(sid) + "/improve"
+	if code, m := call(t, base, "tok-a", "POST", path, nil); code != 202 || m["status"] != pair.LoopAwaitingContext {
+		t.Fatalf("improve without a letter: %d %v; want 202", code, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	evals := records(ctx, t, p, events.TopicEvaluations, events.EvaluationCompleted)
+	if len(evals) != 1 {
+		t.Fatalf("%d evaluations, want 1", len(evals))
+	}
+	raw, err := json.Marshal(evals[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := events.EntityKey("project:a", sid)
+	reason := "pair: session " + sid + " is not in the sessions projection"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	letter := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte(key), Value: raw, Headers: []kgo.RecordHeader{
+		{Key: processors.HeaderOriginalTopic, Value: []byte(events.TopicEvaluations)},
+		{Key: processors.HeaderOriginalPartition, Value: []byte("2")},
+		{Key: processors.HeaderOriginalOffset, Value: []byte("7")},
+		{Key: processors.HeaderHandler, Value: []byte("pair@chronicle.evaluations")},
+		{Key: processors.HeaderError, Value: []byte(reason)},
+	}}
+	if err := cl.ProduceSync(ctx, letter).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	code, m := call(t, base, "tok-a", "POST", path, nil)
+	dl, _ := m["dead_letter"].(map[string]any)
+	if code != 409 || dl["handler"] != "pair@chronicle.evaluations" || dl["reason"] != reason || dl["id"] != "chronicle.evaluations:2:7" ||
+		!strings.Contains(fmt.Sprint(m["error"]), "deadletter redrive --id chronicle.evaluations:2:7") {
+		t.Fatalf("improve after the letter: %d %v; want 409 naming it", code, m)
 	}
 }
