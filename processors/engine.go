@@ -267,13 +267,18 @@ func dataRecords(recs []*kgo.Record) []*kgo.Record {
 
 // apply runs ApplyBatch for p, retrying store failures cfg.MaxRetries times
 // with exponential backoff from cfg.RetryInterval.
+// engineApplyBatch is applyBatch for the live engine; a test replaces it
+// to inject store failures into one partition (a failing Pebble is hard to
+// aim at one partition), the path of backOff and its rewind.
+var engineApplyBatch = applyBatch
+
 func (e *engine) apply(p Processor, items []projections.Item) error {
 	bo := backoff.WithMaxRetries(&backoff.ExponentialBackOff{
 		InitialInterval: e.cfg.RetryInterval, RandomizationFactor: 0, Multiplier: 2,
 		MaxInterval: time.Minute, MaxElapsedTime: 0, Stop: backoff.Stop, Clock: backoff.SystemClock,
 	}, uint64(e.cfg.MaxRetries))
 	return backoff.Retry(func() error {
-		outs, err := applyBatch(e.cfg.Store, p, items)
+		outs, err := engineApplyBatch(e.cfg.Store, p, items)
 		if err != nil {
 			e.cfg.Logger.Error("store failed; retrying the batch", err, map[string]any{"processor": p.Name(), "at": items[0].Pos.String()})
 			return err
