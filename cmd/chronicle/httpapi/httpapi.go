@@ -316,6 +316,10 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if eb := stampAuthor(envs, c); eb != nil {
+		writeJSON(w, http.StatusForbidden, eb)
+		return
+	}
 	// bounded by the producer's PublishTimeout (15 s)
 	if err := s.P.Producer.Publish(r.Context(), envs...); err != nil {
 		var ve *events.ValidationError

@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// Who a memory event comes from is the authenticated caller on every HTTP
+// path (issue 11 item 4): the memory routes and MCP set it from the token,
+// and POST /v1/events holds the memory bank's three author fields to the
+// same rule, so that a token cannot write history under another author or
+// make consensus alone by posing as several sources. A walkthrough showed
+// one token lifting a memory's usage from 0 to 3 with three made-up
+// sources and then applying a single signal without consensus, and a
+// feedback written as "token:admin". Producers writing straight to Kafka
+// are inside the cluster's perimeter and not checked.
+//
+//   - memory.feedback.v1 data.source, memory.retrieved.v1 data.source and
+//     memory.recorded.v1 data.recorded_by: absent → set to
+//     "token:<caller>"; equal to it → kept; anything else → 403 naming the
+//     field.
+//   - memory.retrieved.v1 data.session_id → 403: a usage counted by
+//     session is written by GET /v1/memories/search?session_id=, which
+//     checks that the session exists in a scope the caller reads.
+
+// authorField is the data member naming the author of an event type, ""
+// for types without one.
+func authorField(t events.Type) string {
+	switch t {
+	case events.MemoryFeedback, events.MemoryRetrieved:
+		return "source"
+	case events.MemoryRecorded:
+		return "recorded_by"
+	}
+	return ""
+}
+
+// stampAuthor applies the rule above to envs[i] for caller c; it returns
+// an error body for a refused event (403) or nil, with the event's data
+// rewritten when the author was absent.
+func stampAuthor(envs []events.Envelope, c access.Caller) *errorBody {
+	who := "token:" + c.Name
+	for i := range envs {
+		env := &envs[i]
+		field := authorField(env.Type)
+		if field == "" {
+			continue
+		}
+		idx := i
+		var data map[string]json.RawMessage
+		if err := json.Unmarshal(env.Data, &data); err != nil {
+			return &errorBody{Error: fmt.Sprintf("event %d: /data: %v", i, err), Index: &idx, Pointer: "/data", Reason: "not a JSON object"}
+		}
+		if env.Type == events.MemoryRetrieved {
+			if _, has := data["session_id"]; has {
+				return &errorBody{Error: fmt.Sprintf("event %d: /data/session_id: a usage counted by session is written by GET /v1/memories/search?session_id=, which checks the session; an event of this route counts by its token (%s)", i, who),
+					Index: &idx, Pointer: "/data/session_id", Reason: "not accepted on the HTTP API"}
+			}
+		}
+		if raw, has := data[field]; has {
+			var got string
+			if json.Unmarshal(raw, &got) != nil || got != who {
+				return &errorBody{Error: fmt.Sprintf("event %d: /data/%s: %s is not this token's identity; leave it out (it is set to %s) or send %s", i, field, raw, who, who),
+					Index: &idx, Pointer: "/data/" + field, Reason: "must be the authenticated caller"}
+			}
+			continue
+		}
+		data[field], _ = json.Marshal(who)
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return &errorBody{Error: fmt.Sprintf("event %d: /data: %v", i, err), Index: &idx, Pointer: "/data", Reason: "not re-encodable"}
+		}
+		env.Data = raw
+		if err := events.Validate(env); err != nil {
+			return &errorBody{Error: fmt.Sprintf("event %d: %v", i, err), Index: &idx, Pointer: "/data/" + field, Reason: "invalid with the author set"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// POST /v1/events holds the memory bank's author fields to the caller: a
+// feedback or usage claiming another source, a recording under another
+// author, or a usage counted by a session are refused (403 naming the
+// field) and nothing is written; an event without an author gets the
+// token's, so its history names who wrote it.
+func TestEventsCarryTheCallerAsAuthor(t *testing.T) {
+	p, _, base := scopedServer(t)
+	ev := func(id string, typ events.Type, data map[string]any) map[string]any {
+		return map[string]any{"specversion": "1.0", "id": id, "source": "test/author", "type": string(typ), "scope": "project:a", "data": data}
+	}
+	refused := []struct {
+		name, pointer string
+		body          any
+	}{
+		{"a feedback posing as another token", "/data/source", ev("f1", events.MemoryFeedback, map[string]any{"memory_id": "m1", "signal": "explicit_feedback", "positive": true, "source": "token:admin"})},
+		{"a usage from a made-up source", "/data/source", ev("u1", events.MemoryRetrieved, map[string]any{"memory_id": "m1", "source": "token:ghost1"})},
+		{"a usage counted by a session", "/data/session_id", ev("u2", events.MemoryRetrieved, map[string]any{"memory_id": "m1", "session_id": "s-1"})},
+		{"a recording under another author", "/data/recorded_by", ev("r1", events.MemoryRecorded, map[string]any{"memory_id": "m9", "title": "t", "description": "d", "content": "c", "outcome": "success", "source": "explicit", "recorded_by": "token:admin"})},
+		{"the second event of a batch", "/data/source", []any{ev("f2", events.MemoryFeedback, map[string]any{"memory_id": "m1", "signal": "explicit_feedback", "positive": true}),
+			ev("f3", events.MemoryFeedback, map[string]any{"memory_id": "m1", "signal": "explicit_feedback", "positive": true, "source": "session:x"})}},
+	}
+	for _, c := range refused {
+		if code, m := call(t, base, "tok-a", "POST", "/v1/events", c.body); code != 403 || m["pointer"] != c.pointer || !strings.Contains(m["error"].(string), "token:a") {
+			t.Errorf("%s: %d %v; want 403 naming %s", c.name, code, m, c.pointer)
+		}
+	}
+	// accepted: no author (set to the token's), or the token's own
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []any{
+		ev("f4", events.MemoryFeedback, map[string]any{"memory_id": "m1", "signal": "explicit_feedback", "positive": true}),
+		ev("f5", events.MemoryFeedback, map[string]any{"memory_id": "m1", "signal": "explicit_feedback", "positive": false, "source": "token:a"}),
+	}); code != 202 {
+		t.Fatalf("feedback without and with the token's source: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := map[string]string{}
+	for _, env := range records(ctx, t, p, events.TopicMemories, events.MemoryFeedback) {
+		var d events.MemoryFeedbackData
+		if err := json.Unmarshal(env.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		got[env.ID] = d.Source
+	}
+	if len(got) != 2 || got["f4"] != "token:a" || got["f5"] != "token:a" {
+		t.Fatalf("feedback in the log by id → source: %v; want only f4 and f5, both token:a (nothing of the refused requests)", got)
+	}
+}
