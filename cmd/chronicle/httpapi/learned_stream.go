@@ -225,9 +225,16 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	for p := range cur {
-		if _, ok := end[p]; !ok {
+	for p, o := range cur {
+		e, ok := end[p]
+		if !ok {
 			writeErr(w, http.StatusBadRequest, "Last-Event-ID / after: %s has no partition %d", topic, p)
+			return
+		}
+		if o > e {
+			// a cursor no stream handed out: resuming there would skip
+			// the events written between the end and it, silently
+			writeErr(w, http.StatusBadRequest, "Last-Event-ID / after: %d:%d is beyond the end of %s partition %d (%d): not a position this stream gave", p, o, topic, p, e)
 			return
 		}
 	}
