@@ -117,6 +117,11 @@ func describe(p *pipeline.Pipeline) {
 	fmt.Fprintf(os.Stderr, "chronicle: projections in %s\n", pipeline.ProjectionsDir(p.Config.DataDir))
 }
 
+// ShutdownWait is how long serve waits, once stopped, for HTTP requests
+// in flight to finish (10 s); those still running are then cut and the
+// process exits 0 all the same.
+const ShutdownWait = 10 * time.Second
+
 // serveHTTP serves the API until ctx ends, then shuts down gracefully.
 func serveHTTP(ctx context.Context, s *httpapi.Server, addr string) error {
 	ln, err := net.Listen("tcp", addr)
@@ -135,11 +140,21 @@ func serveListener(ctx context.Context, s *httpapi.Server, ln net.Listener) erro
 	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// streams (GET /v1/learned/stream) end with a last event naming their
+	// resume position as soon as the shutdown starts
+	srv.RegisterOnShutdown(s.StopStreams)
 	select {
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), ShutdownWait)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			// a request still running after ShutdownWait (an improve
+			// waiting for its context) is cut: the stop was asked for,
+			// so it is no failure of the process
+			fmt.Fprintf(os.Stderr, "chronicle: requests still running after %s were cut at shutdown (%v)\n", ShutdownWait, err)
+			_ = srv.Close()
+		}
+		return nil
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
 			return nil

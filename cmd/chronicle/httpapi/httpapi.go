@@ -113,6 +113,11 @@ type Server struct {
 	// RequestLog, when set, gets one line per request (see logRequests):
 	// serve sets it (--request-log); nil logs nothing.
 	RequestLog *slog.Logger
+	// streamsStop is closed by StopStreams (learned_stream.go)
+	streamsMu   sync.Mutex
+	streamsStop chan struct{}
+	stopStreams sync.Once
+
 	// ReadOnly serves the read API only (chronicle inspect): P has a
 	// Store and Search but no broker, producer or runner; every write
 	// route answers 405 naming read-only mode (see readonly.go).

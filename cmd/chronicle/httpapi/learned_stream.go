@@ -189,7 +189,15 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		cur = c
 	}
 
-	ctx := r.Context()
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	go func() {
+		select {
+		case <-s.streamsStopped():
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	topic := string(events.TopicLearned)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.P.Broker.Addrs()...), kgo.DisableFetchSessions(), // see kafkapubsub: avoids a race in franz-go's Close
 		// a fenced relay writes the learned events in transactions: never
@@ -285,6 +293,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		fs := cl.PollFetches(pctx)
 		pcancel()
 		if ctx.Err() != nil {
+			s.endStream(w, rc, cur)
 			return
 		}
 		var ferr error
@@ -342,6 +351,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			ferr = cl.Ping(pctx)
 			pcancel()
 			if ctx.Err() != nil {
+				s.endStream(w, rc, cur)
 				return
 			}
 			if ferr == nil {
@@ -361,6 +371,38 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// StopStreams ends every open GET /v1/learned/stream: each sends a last
+// event, "event: error" with {"error", "resume"} (the cursor to resume
+// from with Last-Event-ID), and returns. serve calls it when it shuts
+// down (http.Server.RegisterOnShutdown), so an open stream does not hold
+// the shutdown up. Safe to call more than once.
+func (s *Server) StopStreams() {
+	s.streamsStopped() // make the channel
+	s.stopStreams.Do(func() { close(s.streamsStop) })
+}
+
+func (s *Server) streamsStopped() <-chan struct{} {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streamsStop == nil {
+		s.streamsStop = make(chan struct{})
+	}
+	return s.streamsStop
+}
+
+// endStream tells a stream's client that the server is stopping, when it
+// is (a client that went away gets nothing).
+func (s *Server) endStream(w http.ResponseWriter, rc *http.ResponseController, cur LearnedCursor) {
+	select {
+	case <-s.streamsStopped():
+	default:
+		return
+	}
+	b, _ := json.Marshal(map[string]string{"error": "the server is shutting down", "resume": cur.String()})
+	fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+	_ = rc.Flush()
 }
 
 // earliest is the earliest of ts.

@@ -494,3 +494,45 @@ func headerType(r *kgo.Record) string {
 	}
 	return ""
 }
+
+// A stream open when the server shuts down ends at once with a last
+// event, "error" naming the shutdown and the position to resume from, so
+// that it does not hold the shutdown up (serve used to wait its 10 s for
+// it and exit 1).
+func TestLearnedStreamEndsAtShutdown(t *testing.T) {
+	_, api, base := scopedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/learned/stream?from=end", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer tok-a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	rd := newSSEReader(resp.Body)
+	time.Sleep(300 * time.Millisecond) // the stream is polling
+	start := time.Now()
+	api.StopStreams()
+	ev, ok := rd.next()
+	var body map[string]string
+	if !ok || ev.Event != "error" || json.Unmarshal([]byte(ev.Data), &body) != nil || !strings.Contains(body["error"], "shutting down") {
+		t.Fatalf("last event %+v (%v); want an error event naming the shutdown", ev, ok)
+	}
+	if _, err := httpapi.ParseLearnedCursor(body["resume"]); err != nil {
+		t.Fatalf("resume %q: %v", body["resume"], err)
+	}
+	if _, more := rd.next(); more {
+		t.Fatal("the stream went on after its last event")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the stream ended %s after StopStreams", d)
+	}
+	api.StopStreams() // twice is fine
+}
