@@ -5,6 +5,7 @@
 package access
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -38,10 +39,17 @@ var scopeRe = regexp.MustCompile(`^((project|team|org):[A-Za-z0-9._-]+|\*)$`)
 // Validate reports the first bad entry, naming it and the field.
 func (f File) Validate() error {
 	seen := map[string]bool{}
+	names := map[string]int{}
 	for i, t := range f.Tokens {
 		if t.Name == "" {
 			return fmt.Errorf("access: tokens[%d].name: required", i)
 		}
+		if j, dup := names[t.Name]; dup {
+			// a memory's history and the consensus rule name the author
+			// by token name: two tokens of one name would be one author
+			return fmt.Errorf("access: tokens[%d].name: %q is the name of tokens[%d] too: authors (token:<name>) must be told apart, rename one", i, t.Name, j)
+		}
+		names[t.Name] = i
 		if b, err := hex.DecodeString(t.SHA256); err != nil || len(b) != sha256.Size {
 			return fmt.Errorf("access: tokens[%d] (%s).sha256: not a hex SHA-256", i, t.Name)
 		}
@@ -67,7 +75,9 @@ func Load(path string) (File, error) {
 	if err != nil {
 		return f, fmt.Errorf("access: %w", err)
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt "write" must not leave a token without its scopes silently
+	if err := dec.Decode(&f); err != nil {
 		return f, fmt.Errorf("access: %s: %w", path, err)
 	}
 	return f, f.Validate()

@@ -55,9 +55,19 @@ func TestValidateNamesTheEntry(t *testing.T) {
 		{access.File{Tokens: []access.Token{{Name: "n", SHA256: "abc"}}}, "tokens[0] (n).sha256"},
 		{access.File{Tokens: []access.Token{{Name: "n", SHA256: h, Read: []string{"galaxy:1"}}}}, `scope "galaxy:1"`},
 		{access.File{Tokens: []access.Token{{Name: "n", SHA256: h}, {Name: "m", SHA256: h}}}, "tokens[1] (m).sha256: duplicate"},
+		// authors are token names: two tokens of one name are refused
+		{access.File{Tokens: []access.Token{{Name: "n", SHA256: h}, {Name: "n", SHA256: access.Hash("y")}}}, `tokens[1].name: "n" is the name of tokens[0] too`},
 	} {
 		if err := c.f.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.f, err, c.want)
 		}
+	}
+	// a misspelt field is an error, not a token without its write scopes
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(path, []byte(`{"tokens":[{"name":"x","sha256":"`+h+`","read":["project:a"],"wrte":["project:a"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := access.Load(path); err == nil || !strings.Contains(err.Error(), `"wrte"`) {
+		t.Errorf("a token file with an unknown field: %v; want an error naming it", err)
 	}
 }
