@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,13 +27,23 @@ type Until struct {
 	Pos  *projections.Position
 }
 
-// ParseUntil parses an RFC 3339 time or topic:partition:offset.
+// timeLike is the start of an RFC 3339 date: a --until starting so is a
+// time, never topic:partition:offset.
+var timeLike = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
+
+// ParseUntil parses an RFC 3339 time or topic:partition:offset. A value
+// that starts like a date but is not RFC 3339 (no time zone) is an error
+// saying so.
 func ParseUntil(s string) (Until, error) {
 	if s == "" {
 		return Until{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return Until{Time: t}, nil
+	}
+	if timeLike.MatchString(s) {
+		// "2026-11-25T13:58:03" split at its colons is no position either
+		return Until{}, fmt.Errorf("--until: %q looks like a time but is not RFC 3339: give the date, the time and the time zone, e.g. 2026-11-25T13:58:03Z or 2026-11-25T14:58:03+01:00", s)
 	}
 	i := strings.LastIndexByte(s, ':')
 	j := strings.LastIndexByte(s[:max(i, 0)], ':')

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
@@ -82,6 +83,10 @@ func replayCmd() *cobra.Command {
 			}
 			if err := store.MarkReplayFinished(); err != nil { // Replay leaves an empty log unmarked
 				return err
+			}
+			if !u.Time.IsZero() && st.Records == 0 {
+				// an as-of time before the log: say why the state is empty
+				fmt.Fprintf(os.Stderr, "chronicle: warning: no record of the log was received at or before --until %s, so the state is empty. --until compares the time Kafka received each record (an import's records carry the time of the import), not the events' own time attribute; a position (--until topic:partition:offset) avoids the question\n", u.Time.Format(time.RFC3339))
 			}
 			d, err := store.Digest()
 			if err != nil {

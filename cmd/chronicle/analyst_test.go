@@ -125,3 +125,17 @@ func TestSearchRefusesABusyGroup(t *testing.T) {
 		t.Fatalf("the refusal took %v", d)
 	}
 }
+
+// TestReplayBeforeTheLogWarns: an --until before the log's first record
+// (the README's analyst reads event times, the log's records carry the
+// time Kafka received them) builds the empty state, as asked, but says
+// why on stderr instead of printing an empty digest without a word.
+func TestReplayBeforeTheLogWarns(t *testing.T) {
+	data, stop := logOfOneSession(t)
+	stop()
+	into := filepath.Join(t.TempDir(), "asof")
+	out, err := exec.Command(binary, "replay", "--data", data, "--into", into, "--until", "2001-01-01T00:00:00Z").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"records":0`) || !strings.Contains(string(out), "warning: no record of the log was received at or before --until") {
+		t.Fatalf("replay --until before the log: %v\n%s\nwant the empty state and the warning", err, out)
+	}
+}
