@@ -417,6 +417,20 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownSignal, d.Signal)
 	}
+	if m.Pruned {
+		// pruned is final (the memory stays in history only): a later
+		// signal is recorded as ignored and moves nothing — it used to
+		// raise the confidence of a memory that stayed pruned, and
+		// publish that change on the learned topic
+		who := d.Source
+		if who == "" && env.SessionID != "" {
+			who = "session:" + env.SessionID
+		}
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonIgnoredPruned, Old: m.Confidence, New: m.Confidence, Author: who, Comment: d.Comment}); err != nil {
+			return err
+		}
+		return save(tx, m)
+	}
 	var stored []Pending
 	if err := tx.Scan("s/"+m.Key()+"/", func(_ string, v []byte) (bool, error) {
 		var p Pending
@@ -508,6 +522,10 @@ func use(tx *projections.Tx, m *Memory, who string) error {
 	m.UsageCount++
 	return nil
 }
+
+// ReasonIgnoredPruned is the history reason of a signal that reached a
+// pruned memory: recorded, not applied.
+const ReasonIgnoredPruned = "ignored: pruned"
 
 // setConfidence records a confidence change (history + derived event) and
 // prunes the memory when it falls below PruneBelow.

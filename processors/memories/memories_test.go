@@ -201,8 +201,10 @@ func TestDecayOverThreeMonths(t *testing.T) {
 
 // Prune below 0.3: a distilled failure (0.6) with usage 3 and two negative
 // explicit feedbacks: 0.6-0.2 = 0.4, then 0.2 → pruned, one memory.pruned
-// event; it stays in history. Clamp: further negatives stop at 0.
-func TestPruneAndClamp(t *testing.T) {
+// event; it stays in history. Pruned is final: later signals, negative or
+// positive, are recorded as ignored and move nothing (a positive one used
+// to raise a pruned memory's confidence to 0.4 while it stayed pruned).
+func TestPruneIsFinal(t *testing.T) {
 	b := newBank(t)
 	b.record("m", "distilled", "failure", t0)
 	b.use("m", 3, t0)
@@ -216,9 +218,9 @@ func TestPruneAndClamp(t *testing.T) {
 		t.Fatalf("after two negatives: %+v", m)
 	}
 	b.signal("m", "explicit_feedback", false, t0.Add(3*time.Hour))
-	b.signal("m", "explicit_feedback", false, t0.Add(4*time.Hour))
-	if m := b.get("m"); m.Confidence != 0 {
-		t.Fatalf("clamp at 0: %v", m.Confidence)
+	b.signal("m", "explicit_feedback", true, t0.Add(4*time.Hour))
+	if m := b.get("m"); !near(m.Confidence, 0.2) || !m.Pruned {
+		t.Fatalf("signals after the prune moved it: %+v", m)
 	}
 	changes, signals, err := memories.History(b.store, events.EntityKey("project:a", "m"))
 	if err != nil {
@@ -228,17 +230,17 @@ func TestPruneAndClamp(t *testing.T) {
 	for _, c := range changes {
 		reasons = append(reasons, c.Reason)
 	}
-	want := `["created","signal","signal","pruned","signal","signal"]`
+	want := `["created","signal","signal","pruned","ignored: pruned","ignored: pruned"]`
 	if got, _ := json.Marshal(reasons); string(got) != want {
 		t.Fatalf("history %s, want %s", got, want)
 	}
-	if len(signals) != 4 || !signals[3].Applied {
-		t.Fatalf("signals %+v", signals)
+	if len(signals) != 2 || !signals[1].Applied {
+		t.Fatalf("signals %+v; want the two applied before the prune only", signals)
 	}
 	// decay skips pruned memories
 	b.tick(t0.Add(5 * memories.Month))
 	b.tick(t0.Add(6 * memories.Month))
-	if m := b.get("m"); m.Confidence != 0 || len(changes) != b.get("m").Changes {
+	if m := b.get("m"); !near(m.Confidence, 0.2) || len(changes) != b.get("m").Changes {
 		t.Fatalf("tick touched a pruned memory: %+v", m)
 	}
 }

@@ -201,8 +201,12 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 				return search.FeedbackResult{}, err
 			}
 			msg := fmt.Sprintf("signal applied: confidence %.2f → %.2f", c.Old, c.New)
-			if c.Reason == "pending" {
+			switch c.Reason {
+			case "pending":
 				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 sources used the memory)"
+			case ReasonIgnoredPruned:
+				return search.FeedbackResult{Success: false, NewConfidence: cur.Confidence,
+					Message: fmt.Sprintf("not applied: the memory was pruned at %s (confidence %.2f below %.2f); the signal is recorded in its history and changes nothing", cur.PrunedAt, cur.Confidence, PruneBelow)}, nil
 			}
 			return search.FeedbackResult{Success: true, NewConfidence: cur.Confidence, Message: msg}, nil
 		}
