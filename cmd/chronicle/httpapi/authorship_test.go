@@ -3,10 +3,13 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 )
 
@@ -56,5 +59,19 @@ func TestEventsCarryTheCallerAsAuthor(t *testing.T) {
 	}
 	if len(got) != 2 || got["f4"] != "token:a" || got["f5"] != "token:a" {
 		t.Fatalf("feedback in the log by id → source: %v; want only f4 and f5, both token:a (nothing of the refused requests)", got)
+	}
+}
+
+// A read-only token recording a memory without naming a scope is told
+// that it writes no scope, not that it may not write org:default, a scope
+// it never named.
+func TestReadOnlyTokenRecordingIsToldWhy(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{{Name: "reader", SHA256: access.Hash("tok-r"), Read: []string{"project:a"}}}}
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	t.Cleanup(srv.Close)
+	code, m := call(t, srv.URL, "tok-r", "POST", "/v1/memories", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success"})
+	if code != 403 || !strings.Contains(m["error"].(string), "writes no scope") || strings.Contains(m["error"].(string), "org:default") {
+		t.Fatalf("read-only token recording: %d %v", code, m)
 	}
 }

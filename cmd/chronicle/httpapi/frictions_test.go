@@ -142,11 +142,12 @@ func TestFrictions(t *testing.T) {
 				t.Errorf("search scope=%s: scopes %v, want %s", filter, got, want)
 			}
 		}
-		// a token reading project:a only finds nothing in project:b even
-		// when it names it
+		// a token reading project:a that names project:b is refused (403,
+		// as the learned stream answers), not answered an empty list that
+		// reads as "nothing matched"
 		var res search.Result
-		if code := getAs(t, base, "tok-a", "/v1/memories/search?min_confidence=0&scope=project:b&query="+url.QueryEscape(text), &res); code != 200 || len(res.Memories) != 0 {
-			t.Errorf("project:a's token searching scope=project:b: %d %+v", code, res.Memories)
+		if code := getAs(t, base, "tok-a", "/v1/memories/search?min_confidence=0&scope=project:b&query="+url.QueryEscape(text), &res); code != 403 || len(res.Memories) != 0 {
+			t.Errorf("project:a's token searching scope=project:b: %d %+v; want 403", code, res.Memories)
 		}
 		code, m := call(t, base, "tok-a", "GET", "/v1/memories/search?query=q&scope=proj:a", nil)
 		if code != 400 || !strings.Contains(errOf(m), `scope: "proj:a" is not a kind (project, team, org, all) or a scope`) {

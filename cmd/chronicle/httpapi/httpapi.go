@@ -887,6 +887,12 @@ func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
 	v := r.URL.Query()
 	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead}
+	if events.ValidScope(q.Scope) && !CallerOf(r).CanRead(q.Scope) {
+		// one scope the token does not read: a 403, as the learned stream
+		// answers, not an empty list that reads as "nothing matched"
+		writeErr(w, http.StatusForbidden, "scope: this token may not read %s", q.Scope)
+		return q, false
+	}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > search.MaxLimit {
@@ -968,6 +974,11 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		body.Record.Scope = events.DefaultScope
 	}
 	if !c.CanWrite(body.Record.Scope) {
+		if body.Scope == "" && len(c.Write) == 0 {
+			// it named no scope: say why none applies, not the default's name
+			writeErr(w, http.StatusForbidden, "scope: this token writes no scope (token %q is read-only)", c.Name)
+			return
+		}
 		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", body.Record.Scope)
 		return
 	}
