@@ -76,11 +76,24 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 		}
 		envs = append(envs, env)
 	}
-	if err := s.Producer.Publish(ctx, envs...); err != nil {
-		return res, fmt.Errorf("search: record usage: %w", err)
+	// a read must not fail, nor wait the producer's 15 s, because the
+	// broker is down: the usage is given UsageWait, then the hits are
+	// answered with the reason their usage was not recorded
+	pctx, cancel := context.WithTimeout(ctx, UsageWait)
+	defer cancel()
+	if err := s.Producer.Publish(pctx, envs...); err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		res.UsageNotRecorded = fmt.Sprintf("the broker did not acknowledge the usage events within %s: %v", UsageWait, err)
 	}
 	return res, nil
 }
+
+// UsageWait bounds how long a search waits for the broker to acknowledge
+// its usage events (5 s) before it answers without them
+// (search.Result.UsageNotRecorded).
+var UsageWait = 5 * time.Second
 
 // knownSession is the session_id a search's usage events carry: q's
 // SessionID when the sessions projection holds that session in a scope

@@ -79,6 +79,11 @@ type Result struct {
 	// TokensUsed estimates the tokens the returned memories add to a
 	// prompt (characters / 4).
 	TokensUsed int `json:"tokens_used"`
+	// UsageNotRecorded, when set, says why the search's usage events
+	// (memory.retrieved.v1) were not written: the broker did not
+	// acknowledge them within the usage wait. The hits are still the
+	// projection's; only the memories' usage counts miss this search.
+	UsageNotRecorded string `json:"usage_not_recorded,omitempty"`
 }
 
 // Record is a memory_record call: an explicit memory.

@@ -9,12 +9,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -535,4 +538,33 @@ func TestLearnedStreamEndsAtShutdown(t *testing.T) {
 		t.Fatalf("the stream ended %s after StopStreams", d)
 	}
 	api.StopStreams() // twice is fine
+}
+
+// A memory search while the broker is down still answers from the
+// projection, within memories.UsageWait, saying that its usage was not
+// recorded (it used to fail with 503 after the producer's 15 s).
+func TestSearchAnswersWithoutTheBroker(t *testing.T) {
+	old := memories.UsageWait
+	memories.UsageWait = 500 * time.Millisecond
+	t.Cleanup(func() { memories.UsageWait = old })
+	p, srv := setup(t)
+	recordIn(t, srv, "project:a", "Search without a broker")
+	waitCaughtUp(t, p)
+	p.Broker.Close()
+	start := time.Now()
+	resp, err := http.Get(srv.URL + "/v1/memories/search?min_confidence=0&query=" + url.QueryEscape("Search without a broker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res search.Result
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || len(res.Memories) == 0 || !strings.Contains(res.UsageNotRecorded, "did not acknowledge") {
+		t.Fatalf("search with the broker down: %d %+v", resp.StatusCode, res)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the search took %s", d)
+	}
 }
