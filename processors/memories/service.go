@@ -77,15 +77,21 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 		envs = append(envs, env)
 	}
 	// a read must not fail, nor wait the producer's 15 s, because the
-	// broker is down: the usage is given UsageWait, then the hits are
-	// answered with the reason their usage was not recorded
-	pctx, cancel := context.WithTimeout(ctx, UsageWait)
-	defer cancel()
-	if err := s.Producer.Publish(pctx, envs...); err != nil {
-		if ctx.Err() != nil {
-			return res, err
+	// broker is down or slow: the usage is given UsageWait, then the hits
+	// are answered saying so, while the produce goes on in the background
+	// for the rest of the producer's own bound (a slow broker still gets
+	// the usage, a dead one does not)
+	done := make(chan error, 1)
+	go func() { done <- s.Producer.Publish(context.WithoutCancel(ctx), envs...) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			res.UsageNotRecorded = fmt.Sprintf("the broker did not acknowledge the usage events: %v", err)
 		}
-		res.UsageNotRecorded = fmt.Sprintf("the broker did not acknowledge the usage events within %s: %v", UsageWait, err)
+	case <-time.After(UsageWait):
+		res.UsageNotRecorded = fmt.Sprintf("the broker did not acknowledge the usage events within %s; they are still being sent, for at most the producer's publish timeout", UsageWait)
+	case <-ctx.Done():
+		return res, ctx.Err()
 	}
 	return res, nil
 }
