@@ -140,6 +140,24 @@ func TestInspectReplayedAsOf(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want 405 naming read-only", w[0], w[1], code, body)
 		}
 	}
+	// Allow names what this server serves on the path: GET, HEAD where a
+	// read route does, nothing on /mcp (whose every method is MCP) or a
+	// write-only path; never a method it refuses (RFC 9110 §15.5.6)
+	for _, c := range []struct{ method, path, allow string }{
+		{"GET", "/mcp", ""}, {"POST", "/mcp", ""}, {"POST", "/v1/events", ""},
+		{"PUT", "/v1/memories/x", "GET, HEAD"}, {"POST", "/v1/memories/x/feedback", "GET, HEAD"},
+	} {
+		rq, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("{}"))
+		rq.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(rq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if allow, has := resp.Header["Allow"]; resp.StatusCode != 405 || !has || strings.Join(allow, ",") != c.allow {
+			t.Errorf("%s %s read-only: %d, Allow %q (present %v), want 405 with Allow %q", c.method, c.path, resp.StatusCode, allow, has, c.allow)
+		}
+	}
 	if code, body := req("GET", "/v1/whoami", ""); code != 200 || !strings.Contains(body, `"write":[]`) || !strings.Contains(body, `"default_write_scope":""`) {
 		t.Errorf("GET /v1/whoami read-only: %d %s, want no write scope", code, body)
 	}

@@ -190,9 +190,9 @@ func (s *Server) Routes() []Route {
 // Handler returns the API: every route of Routes behind authentication;
 // a path or method no route serves is a JSON 404 or 405 (jsonRouter).
 func (s *Server) Handler() http.Handler {
-	jr := &jsonRouter{mux: http.NewServeMux()}
+	jr := &jsonRouter{mux: http.NewServeMux(), readOnly: s.ReadOnly}
 	for _, r := range s.Routes() {
-		jr.mux.Handle(r.Pattern, s.readOnlyGuard(r))
+		jr.mux.Handle(r.Pattern, s.readOnlyGuard(r, jr))
 		jr.patterns = append(jr.patterns, r.Pattern)
 	}
 	h := s.authenticate(jr) // unmatched routes and methods: JSON 404/405 (router.go)

@@ -11,21 +11,27 @@ const ReadOnlyMessage = "read-only: chronicle inspect serves the read API over a
 
 // readOnlyGuard is rt's handler, or, on a ReadOnly server:
 //   - for a route that writes (every pattern not starting with "GET ",
-//     /mcp included): 405 with Allow: GET and an error naming read-only
-//     mode;
+//     /mcp included): 405 with Allow naming what the path serves here
+//     ("GET, HEAD", or empty: /mcp) and an error naming read-only mode;
 //   - GET /healthz: {"status": "read-only"};
 //   - GET /v1/cluster: 503 (no consumer group runs);
 //   - the GET routes that read the log itself rather than the projections
 //     (a session's events, a workflow's checkpoints): 503 naming the
 //     reason, since inspect starts no broker;
 //   - every other GET route: served as is, from the projections.
-func (s *Server) readOnlyGuard(rt Route) http.Handler {
+func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 	if !s.ReadOnly {
 		return rt.Handler
 	}
 	if !strings.HasPrefix(rt.Pattern, "GET ") {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", "GET")
+			// Allow: what this server serves on the path (GET, HEAD when a
+			// read route does; none for /mcp, whose every method is MCP)
+			w.Header().Set("Allow", jr.readAllow(r))
+			if !strings.Contains(rt.Pattern, " ") {
+				writeErr(w, http.StatusMethodNotAllowed, "%s: %s is not served (its tools record memories and feedback; send it to a running chronicle serve)", ReadOnlyMessage, r.URL.Path)
+				return
+			}
 			writeErr(w, http.StatusMethodNotAllowed, "%s: %s %s is a write (send it to a running chronicle serve)", ReadOnlyMessage, r.Method, r.URL.Path)
 		})
 	}

@@ -28,6 +28,21 @@ type jsonRouter struct {
 	// patterns are the registered patterns, in registration order, for
 	// naming the routes under a path.
 	patterns []string
+	// readOnly: only GET patterns serve (chronicle inspect); the Allow of
+	// a 405 lists GET and HEAD at most
+	readOnly bool
+}
+
+// readAllow is the Allow header of a read-only server's 405 for r: "GET,
+// HEAD" when a GET route serves r's path, else empty (RFC 9110 §10.2.1:
+// an empty Allow says the resource allows no method).
+func (jr *jsonRouter) readAllow(r *http.Request) string {
+	probe := r.Clone(r.Context())
+	probe.Method = http.MethodGet
+	if _, p := jr.mux.Handler(probe); strings.HasPrefix(p, "GET ") && !subtreeRootRedirect(probe, p) {
+		return "GET, HEAD"
+	}
+	return ""
 }
 
 // routerMethods are the methods probed for the Allow header of a 405.
@@ -58,6 +73,14 @@ func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // count the subtree routes whose root it redirects (DELETE /v1/memories:
 // "GET, HEAD, POST"), so the methods are probed here, without them.
 func (jr *jsonRouter) noRoute(w http.ResponseWriter, r *http.Request) {
+	if jr.readOnly {
+		if allow := jr.readAllow(r); allow != "" {
+			jr.methodNotAllowed(w, r, allow)
+		} else {
+			jr.notFound(w, r)
+		}
+		return
+	}
 	var allowed []string
 	for _, m := range routerMethods {
 		probe := r.Clone(r.Context())
