@@ -75,3 +75,32 @@ func TestReadOnlyTokenRecordingIsToldWhy(t *testing.T) {
 		t.Fatalf("read-only token recording: %d %v", code, m)
 	}
 }
+
+// A token that reads a memory's scope but does not write it gets a 403
+// for feedback on it (feedback is a write), not the 404 that contradicted
+// its GET; a memory of a scope it cannot read stays a 404.
+func TestFeedbackWithoutWriteIsForbidden(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		{Name: "writer", SHA256: access.Hash("tok-w"), Read: []string{"project:a"}, Write: []string{"project:a"}},
+		{Name: "reader", SHA256: access.Hash("tok-r"), Read: []string{"project:a"}},
+		{Name: "other", SHA256: access.Hash("tok-o"), Read: []string{"project:b"}, Write: []string{"project:b"}},
+	}}
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	t.Cleanup(srv.Close)
+	code, m := call(t, srv.URL, "tok-w", "POST", "/v1/memories", map[string]any{"title": "Feedback rights", "description": "d", "content": "c", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("record: %d %v", code, m)
+	}
+	id, _ := m["id"].(string)
+	waitCaughtUp(t, p)
+	if code, m = call(t, srv.URL, "tok-r", "GET", "/v1/memories/"+id, nil); code != 200 {
+		t.Fatalf("reader GET: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "tok-r", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": true}); code != 403 || !strings.Contains(m["error"].(string), "may not write") {
+		t.Fatalf("reader feedback: %d %v; want 403", code, m)
+	}
+	if code, m = call(t, srv.URL, "tok-o", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": true}); code != 404 {
+		t.Fatalf("another scope's token: %d %v; want 404", code, m)
+	}
+}

@@ -1024,6 +1024,20 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite,
 		Source: "token:" + CallerOf(r).Name})
+	if errors.Is(err, search.ErrNotFound) {
+		// not found among the scopes it may write: when the caller reads
+		// the memory, the answer is that it may not write it (a 404 for a
+		// memory GET shows it was a contradiction); a memory it cannot
+		// read stays a 404
+		if held, serr := memories.Scopes(s.P.Store, id); serr == nil {
+			for _, h := range held {
+				if (sc == "" || sc == h) && CallerOf(r).CanRead(h) {
+					writeErr(w, http.StatusForbidden, "memory %s is in %s, which this token reads but may not write: feedback is a write", id, h)
+					return
+				}
+			}
+		}
+	}
 	if err != nil {
 		toolError(w, err)
 		return
