@@ -1,9 +1,7 @@
 package processors
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -43,9 +41,8 @@ import (
 // balancer (followEngineBalancer).
 const FollowEngineProtocol = "chronicle-follow-engine"
 
-// followMagic starts the user data of FollowEngineProtocol's member
-// metadata: magic, uvarint length of the engine's member id, the id, then
-// the wrapped cooperative-sticky balancer's user data unchanged.
+// followMagic tags the engine's member id in FollowEngineProtocol's member
+// metadata (TagJoinMetadata).
 var followMagic = []byte("chf1")
 
 // DefaultWorkerFollowWait is RunnerConfig.WorkerFollowWait's default: how
@@ -99,56 +96,19 @@ func (f followBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 }
 
 // JoinGroupMetadata is the sticky balancer's metadata with this instance's
-// engine member id put in front of its user data.
+// engine member id put in front of its user data (TagJoinMetadata).
 func (f followBalancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
-	raw := f.inner.JoinGroupMetadata(interests, current, generation)
-	var meta kmsg.ConsumerMemberMetadata
-	meta.Default()
-	if err := meta.ReadFrom(raw); err != nil {
-		return raw
-	}
-	id := f.self()
-	ud := append([]byte(nil), followMagic...)
-	ud = binary.AppendUvarint(ud, uint64(len(id)))
-	ud = append(ud, id...)
-	meta.UserData = append(ud, meta.UserData...)
-	return meta.AppendTo(nil)
-}
-
-// unwrapFollow splits FollowEngineProtocol user data into the engine's
-// member id and the sticky balancer's user data; ok is false for other
-// user data.
-func unwrapFollow(ud []byte) (engine string, inner []byte, ok bool) {
-	rest, found := bytes.CutPrefix(ud, followMagic)
-	if !found {
-		return "", ud, false
-	}
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || uint64(len(rest)-w) < n {
-		return "", ud, false
-	}
-	return string(rest[w : w+int(n)]), rest[w+int(n):], true
+	return TagJoinMetadata(f.inner.JoinGroupMetadata(interests, current, generation), followMagic, f.self())
 }
 
 // MemberBalancer strips the engine ids from the members' metadata (the
 // sticky balancer sees the members as it would without them) and balances
 // with followBalance.
 func (f followBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
-	plain := make([]kmsg.JoinGroupResponseMember, len(members))
-	engineOf := map[string]string{}
-	for i, m := range members {
-		plain[i] = m
-		var meta kmsg.ConsumerMemberMetadata
-		meta.Default()
-		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
-			continue // the sticky balancer reports it
-		}
-		if id, inner, ok := unwrapFollow(meta.UserData); ok {
-			meta.UserData = inner
-			plain[i].ProtocolMetadata = meta.AppendTo(nil)
-			if id != "" {
-				engineOf[m.MemberID] = id
-			}
+	plain, engineOf := UntagMembers(members, followMagic)
+	for id, e := range engineOf {
+		if e == "" { // an engine that had not joined yet: no engine
+			delete(engineOf, id)
 		}
 	}
 	b, err := kgo.NewConsumerBalancer(followBalance{f: f, members: plain, engineOf: engineOf}, plain)

@@ -360,7 +360,22 @@ func (c *cluster) resumed(ctx context.Context, parts []int32, from map[int32]int
 // writes, as consumers see them (read_committed), up to their end.
 func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]int {
 	t.Helper()
-	topics := []string{string(events.TopicEvaluations), string(events.TopicPatterns), string(events.TopicMemories), string(events.TopicLearned)}
+	out := map[string]int{}
+	readToEnd(ctx, t, brokers, []string{string(events.TopicEvaluations), string(events.TopicPatterns), string(events.TopicMemories), string(events.TopicLearned)}, func(r *kgo.Record) {
+		env, err := events.FromRecord(r)
+		if err != nil {
+			t.Fatalf("%s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
+		}
+		out[r.Topic+" "+env.Source+" "+string(env.Type)+" "+env.ID]++
+	})
+	return out
+}
+
+// readToEnd hands each record of topics (read committed, transaction
+// markers left out) to fn, from the start of each partition to its end
+// offset when readToEnd is called; it fails the test after 60 s.
+func readToEnd(ctx context.Context, t *testing.T, brokers string, topics []string, fn func(*kgo.Record)) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +388,7 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 	start := map[string]map[int32]kgo.Offset{}
 	left := map[string]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
+		if o.Err == nil && o.Offset > 0 {
 			if start[o.Topic] == nil {
 				start[o.Topic] = map[int32]kgo.Offset{}
 			}
@@ -381,9 +396,8 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 			left[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.Offset
 		}
 	})
-	out := map[string]int{}
 	if len(left) == 0 {
-		return out
+		return
 	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), kgo.DisableFetchSessions())
@@ -396,7 +410,7 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 	for len(left) > 0 {
 		fs := cons.PollFetches(rctx)
 		if rctx.Err() != nil {
-			t.Fatalf("reading the derived topics: %v; not at their end: %v", rctx.Err(), left)
+			t.Fatalf("reading %v: %v; not at their end: %v", topics, rctx.Err(), left)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			k := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
@@ -405,84 +419,35 @@ func derivedIDs(ctx context.Context, t *testing.T, brokers string) map[string]in
 				return
 			}
 			if !r.Attrs.IsControl() {
-				env, err := events.FromRecord(r)
-				if err != nil {
-					t.Fatalf("%s@%d: %v", k, r.Offset, err)
-				}
-				out[r.Topic+" "+env.Source+" "+string(env.Type)+" "+env.ID]++
+				fn(r)
 			}
 			if r.Offset+1 >= end {
 				delete(left, k)
 			}
 		})
 	}
-	return out
 }
 
 // deadLetters counts the records of the dead-letter topic by handler and
 // reason (their first 120 bytes).
 func deadLetters(ctx context.Context, t *testing.T, brokers string) map[string]int {
 	t.Helper()
-	topic := string(events.TopicDeadLetter)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	cl.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := map[string]map[int32]kgo.Offset{topic: {}}
-	left := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil && o.Offset > 0 {
-			start[topic][o.Partition] = kgo.NewOffset().At(0)
-			left[o.Partition] = o.Offset
-		}
-	})
 	out := map[string]int{}
-	if len(left) == 0 {
-		return out
-	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(), kgo.DisableFetchSessions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for len(left) > 0 {
-		fs := cons.PollFetches(rctx)
-		if rctx.Err() != nil {
-			t.Fatalf("reading the dead-letter topic: %v; not at its end: %v", rctx.Err(), left)
+	readToEnd(ctx, t, brokers, []string{string(events.TopicDeadLetter)}, func(r *kgo.Record) {
+		var handler, reason string
+		for _, h := range r.Headers {
+			switch h.Key {
+			case processors.HeaderHandler:
+				handler = string(h.Value)
+			case processors.HeaderError:
+				reason = string(h.Value)
+			}
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			end, ok := left[r.Partition]
-			if !ok || r.Offset >= end {
-				return
-			}
-			if !r.Attrs.IsControl() {
-				var handler, reason string
-				for _, h := range r.Headers {
-					switch h.Key {
-					case processors.HeaderHandler:
-						handler = string(h.Value)
-					case processors.HeaderError:
-						reason = string(h.Value)
-					}
-				}
-				if len(reason) > 120 {
-					reason = reason[:120]
-				}
-				out[handler+": "+reason]++
-			}
-			if r.Offset+1 >= end {
-				delete(left, r.Partition)
-			}
-		})
-	}
+		if len(reason) > 120 {
+			reason = reason[:120]
+		}
+		out[handler+": "+reason]++
+	})
 	return out
 }
 

@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -20,9 +18,9 @@ import (
 // URL carried in its join metadata.
 const AdvertisingProtocol = "chronicle-cooperative-sticky"
 
-// advertiseMagic starts the user data of AdvertisingProtocol's member
-// metadata: magic, uvarint length of the URL, the URL, then the user data
-// of the wrapped cooperative-sticky balancer unchanged.
+// advertiseMagic tags the URL in AdvertisingProtocol's member metadata
+// (processors.TagJoinMetadata: magic, uvarint length of the URL, the URL,
+// then the wrapped cooperative-sticky balancer's user data unchanged).
 var advertiseMagic = []byte("chr1")
 
 // AdvertisingBalancer is the processors' group balancer of a cluster
@@ -58,56 +56,16 @@ func (b advertisingBalancer) ParseSyncAssignment(assignment []byte) (map[string]
 }
 
 // JoinGroupMetadata is the sticky balancer's metadata with the URL put in
-// front of its user data.
+// front of its user data (processors.TagJoinMetadata).
 func (b advertisingBalancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
-	raw := b.inner.JoinGroupMetadata(interests, current, generation)
-	var meta kmsg.ConsumerMemberMetadata
-	meta.Default()
-	if err := meta.ReadFrom(raw); err != nil {
-		return raw // cannot happen with franz-go's own encoding; join without a URL
-	}
-	meta.UserData = wrapUserData(b.url, meta.UserData)
-	return meta.AppendTo(nil)
+	return processors.TagJoinMetadata(b.inner.JoinGroupMetadata(interests, current, generation), advertiseMagic, b.url)
 }
 
 // MemberBalancer gives the sticky balancer every member's metadata with
 // the URL removed.
 func (b advertisingBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
-	plain := make([]kmsg.JoinGroupResponseMember, len(members))
-	for i, m := range members {
-		plain[i] = m
-		var meta kmsg.ConsumerMemberMetadata
-		meta.Default()
-		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
-			continue // the sticky balancer reports it
-		}
-		if _, inner, ok := unwrapUserData(meta.UserData); ok {
-			meta.UserData = inner
-			plain[i].ProtocolMetadata = meta.AppendTo(nil)
-		}
-	}
+	plain, _ := processors.UntagMembers(members, advertiseMagic)
 	return b.inner.MemberBalancer(plain)
-}
-
-func wrapUserData(url string, inner []byte) []byte {
-	out := append([]byte(nil), advertiseMagic...)
-	out = binary.AppendUvarint(out, uint64(len(url)))
-	out = append(out, url...)
-	return append(out, inner...)
-}
-
-// unwrapUserData splits AdvertisingProtocol user data into the URL and the
-// wrapped balancer's user data; ok is false for other user data.
-func unwrapUserData(ud []byte) (url string, inner []byte, ok bool) {
-	rest, found := bytes.CutPrefix(ud, advertiseMagic)
-	if !found {
-		return "", ud, false
-	}
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || uint64(len(rest)-w) < n {
-		return "", ud, false
-	}
-	return string(rest[w : w+int(n)]), rest[w+int(n):], true
 }
 
 // AdvertisedURL is the URL a member published with AdvertisingBalancer in
@@ -117,7 +75,7 @@ func AdvertisedURL(m kadm.DescribedGroupMember) string {
 	if !ok {
 		return ""
 	}
-	url, _, _ := unwrapUserData(c.UserData)
+	url, _, _ := processors.UntagUserData(advertiseMagic, c.UserData)
 	return url
 }
 

@@ -5,24 +5,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-func TestUserDataRoundTrip(t *testing.T) {
-	inner := []byte{0, 1, 2, 3, 'x'}
-	for _, url := range []string{"", "http://127.0.0.1:8080", "https://chronicle-3.example.com:8443/api"} {
-		got, rest, ok := unwrapUserData(wrapUserData(url, inner))
-		if !ok || got != url || string(rest) != string(inner) {
-			t.Fatalf("%q: got %q %v %v", url, got, rest, ok)
-		}
-	}
-	for _, raw := range [][]byte{nil, inner, []byte("chr1"), append([]byte("chr1"), 0xff)} {
-		if url, rest, ok := unwrapUserData(raw); ok || url != "" || string(rest) != string(raw) {
-			t.Fatalf("%v: unwrapped %q %v %v", raw, url, rest, ok)
-		}
-	}
-}
 
 // TestAdvertisingBalancerAssignsAsSticky: for the same members (each with
 // partitions it owns from the previous generation), the advertising
@@ -44,7 +30,7 @@ func TestAdvertisingBalancerAssignsAsSticky(t *testing.T) {
 		if err := meta.ReadFrom(wm); err != nil {
 			t.Fatal(err)
 		}
-		if got, _, ok := unwrapUserData(meta.UserData); !ok || got != url {
+		if got, _, ok := processors.UntagUserData(advertiseMagic, meta.UserData); !ok || got != url {
 			t.Fatalf("member %d: metadata carries %q, want %q", i, got, url)
 		}
 		wrapped = append(wrapped, kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: wm})
