@@ -287,7 +287,7 @@ func (s *Server) mcpImprovement(ctx context.Context, c mcpserver.Caller, id, sco
 	can := func(sc string) bool {
 		return slices.Contains(c.ReadScopes, mcpserver.AllScopes) || slices.Contains(c.ReadScopes, sc)
 	}
-	notFound := fmt.Errorf("%w: session %q", search.ErrNotFound, id)
+	notFound := error(entityNotFound{"session", id})
 	if scope == "" {
 		all, err := sessions.Scopes(s.P.Store, id)
 		if err != nil {
@@ -330,3 +330,11 @@ func (s *Server) mcpImprovement(ctx context.Context, c mcpserver.Caller, id, sco
 	var m map[string]any
 	return m, json.Unmarshal(b, &m)
 }
+
+// entityNotFound is search.ErrNotFound (errors.Is) for an entity that is
+// no memory: its text names the entity ("session \"x\" not found"), where
+// wrapping ErrNotFound read "memory not found: session \"x\"".
+type entityNotFound struct{ kind, id string }
+
+func (e entityNotFound) Error() string        { return fmt.Sprintf("%s %q not found", e.kind, e.id) }
+func (e entityNotFound) Is(target error) bool { return target == search.ErrNotFound }

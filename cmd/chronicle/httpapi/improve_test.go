@@ -173,6 +173,24 @@ func TestImprovementToolStartsTheLoop(t *testing.T) {
 	if out["status"] != pair.LoopRevisionReady || out["revision"] == nil {
 		t.Fatalf("writer: %v", out)
 	}
+	// a session it cannot see is named as a session, not "memory not found"
+	{
+		client := mcp.NewClient(&mcp.Implementation{Name: "improve-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{"tok-b", http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pair_improvement", Arguments: map[string]any{"session_id": "nope"}})
+		cs.Close()
+		if err != nil || !res.IsError {
+			t.Fatalf("pair_improvement of an unknown session: %v %+v; want a tool error", err, res)
+		}
+		text := fmt.Sprint(res.Content[0].(*mcp.TextContent).Text)
+		if !strings.Contains(text, `session "nope" not found`) || strings.Contains(text, "memory") {
+			t.Fatalf("unknown session's error: %q", text)
+		}
+	}
 	// the stdio backend for the writer: the loop is started, the same state
 	if m, err := (&httpapi.Client{Base: srv.URL, Token: "tok-b"}).Improvement(ctx, mcpserver.Caller{}, sid, "project:b"); err != nil || m["status"] != pair.LoopRevisionReady {
 		t.Fatalf("client as the writer: %v %v", m["status"], err)

@@ -28,7 +28,7 @@ func (m mcpSearches) key(id, scope string, can func(string) bool) (string, error
 	if err := events.CheckID(id); err != nil {
 		return "", fmt.Errorf("%w: search_id: %v", search.ErrInvalid, err)
 	}
-	notFound := fmt.Errorf("%w: search %q", search.ErrNotFound, id)
+	notFound := error(entityNotFound{"search", id})
 	if scope != "" {
 		if !events.ValidScope(scope) {
 			return "", fmt.Errorf("%w: scope: %q is not project:<id>, team:<id> or org:<id>", search.ErrInvalid, scope)
@@ -73,7 +73,7 @@ func (m mcpSearches) get(id, scope string, scopes []string) (string, treesearch.
 		return "", sr, err
 	}
 	if !ok {
-		return "", sr, fmt.Errorf("%w: search %q", search.ErrNotFound, id)
+		return "", sr, entityNotFound{"search", id}
 	}
 	return key, sr, nil
 }

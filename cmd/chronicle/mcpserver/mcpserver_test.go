@@ -390,6 +390,14 @@ func TestHTTPSearch(t *testing.T) {
 		t.Errorf("scope project:a reached the backend as %q", q.Scope)
 	}
 
+	// one scope the reader does not read is a tool error (as the HTTP
+	// route's 403), not an empty list; the backend is not asked
+	before, _, _ := fake.calls()
+	mcptest.WantToolError(t, mcptest.Call(t, reader, "memory_search", map[string]any{"query": "booking", "scope": "project:b"}), "may not read project:b")
+	if after, _, _ := fake.calls(); len(after) != len(before) {
+		t.Errorf("a search of an unreadable scope reached the backend")
+	}
+
 	// Nothing found is an empty list, not null.
 	res := mcptest.Call(t, reader, "memory_search", map[string]any{"query": "x", "min_confidence": 1})
 	if got := mcptest.Structured[search.Result](t, res); got.Memories == nil || len(got.Memories) != 0 || got.TotalFound != 0 {

@@ -287,6 +287,11 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 	if len(caller.ReadScopes) == 0 {
 		return nil, search.Result{}, errors.New("memory_search: the caller may read no scope")
 	}
+	if readable := caller.readable(); readable != nil && events.ValidScope(in.Scope) && !readable(in.Scope) {
+		// one scope the caller does not read: an error, as GET
+		// /v1/memories/search's 403, not an empty list
+		return nil, search.Result{}, fmt.Errorf("memory_search: scope: this caller may not read %s", in.Scope)
+	}
 	minConfidence := in.MinConfidence
 	res, err := t.backend.Search(ctx, search.Query{
 		Text:          in.Query,
