@@ -30,6 +30,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
+	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -528,20 +529,16 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		writeErr(w, http.StatusNotFound, "session %q has no events in the log", id)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "events": list})
-}
-
-// LoggedEvent is an event with its position in the log.
-type LoggedEvent struct {
-	Partition int32           `json:"partition"`
-	Offset    int64           `json:"offset"`
-	Event     json.RawMessage `json:"event"`
+	// the shape of the indexed answer (SessionEvents in openapi.json):
+	// the scan finds the session's own events only
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "source": "scan", "events": list,
+		"evaluations": []PositionedEvent{}, "memories": []PositionedEvent{}, "pair_contexts": []PositionedEvent{}})
 }
 
 // ReadSessionLog reads the records keyed key (events.EntityKey) from the
 // sessions topic, in log order, keeping only those whose scope attribute
 // is scope. Cost: one scan of the session's partition.
-func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([]LoggedEvent, error) {
+func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([]PositionedEvent, error) {
 	id := key
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -572,7 +569,7 @@ func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([
 		return nil, err
 	}
 	defer cl.Close()
-	var out []LoggedEvent
+	var out []PositionedEvent
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -583,7 +580,8 @@ func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([
 			if string(rec.Key) == id {
 				// undecodable records have no scope of their own: never shown
 				if raw, err := events.StructuredJSON(rec); err == nil && recordScope(raw) == scope {
-					out = append(out, LoggedEvent{Partition: rec.Partition, Offset: rec.Offset, Event: raw})
+					pos := projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+					out = append(out, PositionedEvent{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Position: pos.String(), Event: raw})
 				}
 			}
 			if rec.Offset+1 >= end {
