@@ -159,18 +159,18 @@ func (fb followBalance) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 			worker[e] = m
 		}
 	})
-	sticky2 := map[tp]*kmsg.JoinGroupResponseMember{}
+	stickyOwner := map[tp]*kmsg.JoinGroupResponseMember{}
 	for id, ts := range base.AsMemberIDMap() {
 		for t, ps := range ts {
 			for _, p := range ps {
-				sticky2[tp{t, p}] = byID[id]
+				stickyOwner[tp{t, p}] = byID[id]
 			}
 		}
 	}
 	plan := b.NewPlan()
 	for t, n := range topics {
 		for p := int32(0); p < n; p++ {
-			m := sticky2[tp{t, p}]
+			m := stickyOwner[tp{t, p}]
 			if w := worker[owners[tp{t, p}]]; w != nil && reads[w.MemberID][t] {
 				m = w
 			}

@@ -58,7 +58,6 @@ func newOwnership() *ownership {
 // stored position) with end (-1 unknown), and ends the rebalance.
 func (o *ownership) assigned(added map[string]map[int32][2]int64) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	now := time.Now()
 	o.epochs++
 	for topic, parts := range added {
@@ -68,7 +67,9 @@ func (o *ownership) assigned(added map[string]map[int32][2]int64) {
 	}
 	o.rebalancing = false
 	o.changed = now
-	for _, fn := range o.onChange {
+	changed := o.onChange
+	o.mu.Unlock()
+	for _, fn := range changed { // outside the lock, as revoked's hooks
 		fn()
 	}
 }
