@@ -256,13 +256,16 @@ type MemoryFeedbackData struct {
 // CriterionResult is one criterion's outcome in an evaluation. Score is
 // 0..100 and present only when Evaluated.
 type CriterionResult struct {
-	ID          string   `json:"id"`
-	Description string   `json:"description,omitempty"`
-	Kind        string   `json:"kind"`
-	Weight      float64  `json:"weight"`
-	Evaluated   bool     `json:"evaluated"`
-	Score       *float64 `json:"score,omitempty"`
-	Detail      string   `json:"detail,omitempty"`
+	ID          string `json:"id"`
+	Description string `json:"description,omitempty"`
+	Kind        string `json:"kind"`
+	// Name is the check's name (Check.Name: the tool of a tool_call
+	// check), when it has one.
+	Name      string   `json:"name,omitempty"`
+	Weight    float64  `json:"weight"`
+	Evaluated bool     `json:"evaluated"`
+	Score     *float64 `json:"score,omitempty"`
+	Detail    string   `json:"detail,omitempty"`
 }
 
 // Gap is a criterion scored below 100 (PAIR FLUX design): severity low

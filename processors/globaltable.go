@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -141,8 +142,9 @@ type GlobalTableRunner struct {
 	running chan struct{}
 
 	mu    sync.Mutex
-	parts []tp  // every partition of the tables' topics, once Run listed them
-	tasks int32 // the group's task count T (0: unknown, partition n is task n)
+	parts []tp         // every partition of the tables' topics, once Run listed them
+	tasks int32        // the group's task count T (0: unknown, partition n is task n)
+	adm   *kadm.Client // the consumer's client, for CaughtUp; set before running closes
 }
 
 // NewGlobalTableRunner checks cfg; Run starts consuming.
@@ -272,6 +274,9 @@ func (g *GlobalTableRunner) Run(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
+	g.mu.Lock()
+	g.adm = kadm.NewClient(cl)
+	g.mu.Unlock()
 	close(g.running)
 	for {
 		fs := cl.PollRecords(ctx, g.cfg.MaxBatch)
@@ -295,6 +300,53 @@ func (g *GlobalTableRunner) Run(ctx context.Context) error {
 			}()
 		})
 		wg.Wait()
+	}
+}
+
+// caughtUpPoll is how often CaughtUp reads the store's offsets.
+const caughtUpPoll = 10 * time.Millisecond
+
+// CaughtUp returns nil once processor, one of the tables, has applied every
+// partition of topic up to the offsets the log had committed when it was
+// called (the last stable offsets, kadm ListCommittedOffsets): every
+// record written before the call is in the table. It reads the store's
+// offsets every 10 ms and waits as long as ctx allows: the caller bounds
+// it. Errors: processor does not read topic here, ctx's error, a failure
+// to list the offsets (the broker down, Run ended).
+func (g *GlobalTableRunner) CaughtUp(ctx context.Context, processor, topic string) error {
+	if !slices.ContainsFunc(g.byTopic[topic], func(p Processor) bool { return p.Name() == processor }) {
+		return fmt.Errorf("processors: global tables: %s is not a table of %s", processor, topic)
+	}
+	select {
+	case <-g.running:
+	case <-ctx.Done():
+		return fmt.Errorf("processors: global tables not running yet: %w", ctx.Err())
+	}
+	g.mu.Lock()
+	adm := g.adm
+	g.mu.Unlock()
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("processors: global tables: end offsets of %s: %w", topic, err)
+	}
+	for {
+		behind := ""
+		ends.Each(func(o kadm.ListedOffset) {
+			if next, _ := g.cfg.Store.NextOffset(processor, o.Topic, o.Partition); next < o.Offset && behind == "" {
+				behind = fmt.Sprintf("%s/%d at %d of %d", o.Topic, o.Partition, next, o.Offset)
+			}
+		})
+		if behind == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("processors: global table %s behind (%s): %w", processor, behind, ctx.Err())
+		case <-time.After(caughtUpPoll):
+		}
 	}
 }
 

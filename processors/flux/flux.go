@@ -151,7 +151,7 @@ func Evaluate(in Input) events.EvaluationData {
 	}
 	var scores, weights []float64
 	for _, c := range in.Criteria {
-		r := events.CriterionResult{ID: c.ID, Description: c.Description, Kind: c.Check.Kind, Weight: c.Weight}
+		r := events.CriterionResult{ID: c.ID, Description: c.Description, Kind: c.Check.Kind, Name: c.Check.Name, Weight: c.Weight}
 		score, detail, ok := check(c, in)
 		r.Detail = detail
 		if !ok {

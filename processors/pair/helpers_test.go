@@ -232,6 +232,7 @@ func (h *harness) relay() {
 					h.t.Fatal(err)
 				}
 				h.evals[ev.SessionID] = &env
+				h.apply(pair.OutcomesName, events.TopicEvaluations, &env, pair.Outcomes{}.Apply) // the global table
 			}
 		}
 		if err := h.store.AckOutbox(entries); err != nil {

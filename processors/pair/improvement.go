@@ -46,17 +46,18 @@ func weightedAll(ev events.EvaluationData) []events.Gap {
 
 // Improvement is the pair_improvement_completed memory of a session
 // (evaluation improved, at iteration, with its tool calls) that met its
-// criteria after its parent (parent evaluation and criteria) did not:
-// outcome success, source distilled, source_session the improved session,
+// criteria after its parent (parent evaluation) did not: its tags are
+// ImprovementTag and the fixed criteria's check names (else kinds) as the
+// parent's evaluation names them (events.CriterionResult); outcome success, source distilled, source_session the improved session,
 // id the content address in scope (distill.MemoryID), initial_confidence
 // final_score / 100 (the improved composite / 100, memories.Clamp: 6
 // decimals; PAIR design). The content holds the fixed gaps and the improved
 // attempt's successful tool sequence with argument names (not values), so
 // equal improvements merge (the memory keeps the confidence of the first).
-func Improvement(scope string, improved events.EvaluationData, iteration int, calls []events.TaskCompletedData, parent events.EvaluationData, parentCriteria []events.Criterion) events.MemoryRecordedData {
+func Improvement(scope string, improved events.EvaluationData, iteration int, calls []events.TaskCompletedData, parent events.EvaluationData) events.MemoryRecordedData {
 	fixed := FixedGaps(parent, improved)
-	byID := map[string]events.Criterion{}
-	for _, c := range parentCriteria {
+	byID := map[string]events.CriterionResult{}
+	for _, c := range parent.Criteria {
 		byID[c.ID] = c
 	}
 	tags := []string{ImprovementTag}
@@ -68,9 +69,9 @@ func Improvement(scope string, improved events.EvaluationData, iteration int, ca
 		b.WriteString("Gaps fixed by the revised attempt:\n")
 		for _, g := range fixed {
 			fmt.Fprintf(&b, "- %s (was %s, score %.0f)\n", describe(g), g.Severity, g.Score)
-			tag := byID[g.CriterionID].Check.Name
+			tag := byID[g.CriterionID].Name
 			if tag == "" {
-				tag = byID[g.CriterionID].Check.Kind
+				tag = byID[g.CriterionID].Kind
 			}
 			if tag != "" && !seen[tag] {
 				seen[tag] = true

@@ -343,7 +343,8 @@ func TestInterleave(t *testing.T) {
 
 func TestImprovementMemory(t *testing.T) {
 	parent := events.EvaluationData{SessionID: "p", Composite: 40,
-		Criteria: []events.CriterionResult{{ID: "look", Weight: 0}, {ID: "cancel", Weight: 1}, {ID: "tell", Weight: 1}, {ID: "nowrite", Weight: 1}},
+		Criteria: []events.CriterionResult{{ID: "look", Weight: 0}, {ID: "cancel", Kind: events.CheckToolCall, Name: "cancel_reservation", Weight: 1},
+			{ID: "tell", Kind: events.CheckOutputContains, Weight: 1}, {ID: "nowrite", Weight: 1}},
 		Gaps: []events.Gap{
 			{CriterionID: "cancel", Description: "call cancel_reservation(reservation_id=Z7GOZK)", Score: 0, Severity: "critical", ImprovementPriority: 10},
 			{CriterionID: "look", Description: "call get_reservation_details(reservation_id=Z7GOZK)", Score: 0, Severity: "critical", ImprovementPriority: 10},
@@ -358,17 +359,13 @@ func TestImprovementMemory(t *testing.T) {
 	if want := []string{"cancel", "tell"}; !reflect.DeepEqual(fixed, want) {
 		t.Fatalf("fixed gaps %v, want %v (weight 0 and unchanged gaps left out)", fixed, want)
 	}
-	criteria := []events.Criterion{
-		{ID: "cancel", Weight: 1, Check: events.Check{Kind: events.CheckToolCall, Name: "cancel_reservation"}},
-		{ID: "tell", Weight: 1, Check: events.Check{Kind: events.CheckOutputContains, Text: "120"}},
-	}
 	calls := []events.TaskCompletedData{
 		{ToolID: "get_reservation_details", Inputs: json.RawMessage(`{"reservation_id":"Z7GOZK"}`), Success: true},
 		{ToolID: "get_reservation_details", Inputs: json.RawMessage(`{"reservation_id":"Z7GOZK"}`), Success: true},
 		{ToolID: "cancel_reservation", Inputs: json.RawMessage(`{"reservation_id":"Z7GOZK"}`), Success: false},
 		{ToolID: "cancel_reservation", Inputs: json.RawMessage(`{"reservation_id":"Z7GOZK"}`), Success: true},
 	}
-	m := pair.Improvement("project:a", improved, 2, calls, parent, criteria)
+	m := pair.Improvement("project:a", improved, 2, calls, parent)
 	if !strings.HasPrefix(m.Title, "PAIR improvement: call cancel_reservation") || utf8.RuneCountInString(m.Title) > 50 {
 		t.Fatalf("title %q", m.Title)
 	}
@@ -392,7 +389,7 @@ func TestImprovementMemory(t *testing.T) {
 	// the same improvement in another session has the same content address
 	again := improved
 	again.SessionID = "r2"
-	if m2 := pair.Improvement("project:a", again, 2, calls, parent, criteria); m2.MemoryID != m.MemoryID {
+	if m2 := pair.Improvement("project:a", again, 2, calls, parent); m2.MemoryID != m.MemoryID {
 		t.Fatal("equal improvements got different memory ids")
 	}
 	// a memory.recorded.v1 event (registered type) that validates

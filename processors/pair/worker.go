@@ -3,6 +3,8 @@ package pair
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"github.com/chronicle-dev/chronicle/processors/distill"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -20,8 +22,10 @@ const Source = "chronicle/pair"
 // the pair_improvement_completed memory of a revision that fixed its
 // parent (see the package documentation).
 type Worker struct {
-	// Store holds the sessions projection (iteration, parent, scope, the
-	// evaluations behind success rates).
+	// Store holds the sessions projection (the handled session's iteration,
+	// parent, scope, task and calls: rows of its own record key, which this
+	// instance projects) and the Outcomes table (every other session's
+	// evaluation: a revision's parent, the sources behind success rates).
 	Store *projections.Store
 	// Index answers the memory searches (a *search.Index).
 	Index Searcher
@@ -30,7 +34,23 @@ type Worker struct {
 	// Readable says whether a session in sessionScope may see memories of
 	// memoryScope. Default: only the session's own scope.
 	Readable func(sessionScope, memoryScope string) bool
+	// Fresh, when set, returns once the Outcomes table has applied every
+	// evaluation the log held when it was called
+	// (processors.GlobalTableRunner.CaughtUp), or ctx's error. The table
+	// is read from the log, so it may be behind the event handled; the
+	// worker calls Fresh at most once per evaluation, the first time a
+	// session it needs has no outcome, and reads again. Nil: the table is
+	// read as it is (a test, or a store that no runner feeds).
+	Fresh func(ctx context.Context) error
+	// FreshWait bounds that wait (default 30 s). Past it the evaluation
+	// fails, naming the table: it goes to the dead-letter topic, to be
+	// re-driven (chronicle deadletter redrive), rather than being
+	// handled with a table that misses sessions.
+	FreshWait time.Duration
 }
+
+// DefaultFreshWait is Worker.FreshWait's default.
+const DefaultFreshWait = 30 * time.Second
 
 var (
 	_ processors.Worker = (*Worker)(nil)
@@ -88,8 +108,9 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 		return Plan{}, fmt.Errorf("pair: session %s is not in the sessions projection", ev.SessionID)
 	}
 	iteration := max(1, v.Iteration)
+	look := &outcomes{w: w, ctx: ctx}
 	if ev.Composite >= PassComposite {
-		return w.improvement(scope, ev, iteration, v)
+		return w.improvement(look, scope, ev, iteration, v)
 	}
 	var retrieved []GapContext
 	if iteration < MaxIterations {
@@ -101,7 +122,7 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 		if err != nil {
 			return Plan{}, err
 		}
-		if retrieved, err = Retrieve(ctx, w.Index, w.rate, ev.SessionID, distill.TaskSummary(in.Task), WeightedGaps(ev), readable); err != nil {
+		if retrieved, err = Retrieve(ctx, w.Index, look.rate, ev.SessionID, distill.TaskSummary(in.Task), WeightedGaps(ev), readable); err != nil {
 			return Plan{}, err
 		}
 	}
@@ -172,19 +193,48 @@ func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Env
 	return nil, nil
 }
 
-// rate is the RateFunc of the sessions projection: a session is known when
-// it has an evaluation, met when that evaluation meets its criteria.
-func (w *Worker) rate(scope string, ids []string) (met, known int, err error) {
+// outcomes reads the Outcomes table for one evaluation: the first miss
+// waits for the table to catch up with the log (Worker.Fresh), once.
+type outcomes struct {
+	w      *Worker
+	ctx    context.Context
+	waited bool
+}
+
+// get is the outcome of session id in scope; ok is false when the table,
+// caught up, has none.
+func (o *outcomes) get(scope, id string) (Outcome, bool, error) {
+	key := events.EntityKey(scope, id)
+	out, ok, err := GetOutcome(o.w.Store, key)
+	if err != nil || ok || o.waited || o.w.Fresh == nil {
+		return out, ok, err
+	}
+	o.waited = true
+	wait := o.w.FreshWait
+	if wait <= 0 {
+		wait = DefaultFreshWait
+	}
+	ctx, cancel := context.WithTimeout(o.ctx, wait)
+	defer cancel()
+	if err := o.w.Fresh(ctx); err != nil {
+		return out, false, fmt.Errorf("pair: session %s: the %s table has not caught up with %s within %s: %w", id, OutcomesName, events.TopicEvaluations, wait, err)
+	}
+	return GetOutcome(o.w.Store, key)
+}
+
+// rate is the RateFunc of the Outcomes table: a session is known when it
+// has an evaluation, met when that evaluation meets its criteria.
+func (o *outcomes) rate(scope string, ids []string) (met, known int, err error) {
 	for _, id := range ids {
-		v, ok, err := sessions.Get(w.Store, events.EntityKey(scope, id))
+		out, ok, err := o.get(scope, id)
 		if err != nil {
 			return 0, 0, err
 		}
-		if !ok || v.Evaluation == nil {
+		if !ok {
 			continue
 		}
 		known++
-		if v.Evaluation.Recommendation == events.MeetsCriteria {
+		if out.Recommendation == events.MeetsCriteria {
 			met++
 		}
 	}
@@ -194,20 +244,21 @@ func (w *Worker) rate(scope string, ids []string) (met, known int, err error) {
 // improvement returns the Plan of session v (evaluated at or above
 // PassComposite): the pair_improvement_completed memory and minute, or
 // nothing when it has no parent or its parent has no evaluation below
-// PassComposite.
-func (w *Worker) improvement(scope string, ev events.EvaluationData, iteration int, v sessions.View) (Plan, error) {
+// PassComposite. The parent's evaluation comes from the Outcomes table:
+// on a cluster the parent may be projected by another instance.
+func (w *Worker) improvement(look *outcomes, scope string, ev events.EvaluationData, iteration int, v sessions.View) (Plan, error) {
 	if v.ParentSession == "" {
 		return Plan{}, nil
 	}
-	parent, ok, err := sessions.Get(w.Store, events.EntityKey(v.Scope, v.ParentSession))
-	if err != nil || !ok || parent.Evaluation == nil || parent.Evaluation.Composite >= PassComposite {
+	parent, ok, err := look.get(v.Scope, v.ParentSession)
+	if err != nil || !ok || parent.Evaluation == nil {
 		return Plan{}, err
 	}
 	in, _, err := sessions.Input(w.Store, v.Key())
 	if err != nil {
 		return Plan{}, err
 	}
-	m := Improvement(scope, ev, iteration, in.Calls, *parent.Evaluation, parent.Criteria)
+	m := Improvement(scope, ev, iteration, in.Calls, *parent.Evaluation)
 	minute, err := Minute(ev, iteration, *parent.Evaluation, m)
 	if err != nil {
 		return Plan{}, err

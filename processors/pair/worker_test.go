@@ -2,6 +2,8 @@ package pair_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -191,5 +193,93 @@ func TestWorkerPlan(t *testing.T) {
 	_, r4Ev := h.eval(r4)
 	if p, err := h.w.Plan(ctx, scope, r4Ev); err != nil || p.Context != nil || p.Improvement != nil {
 		t.Fatalf("success after a successful parent: %+v %v", p, err)
+	}
+}
+
+// On a cluster a revision's parent may be projected by another instance:
+// the worker finds the parent's evaluation in the outcomes table (a global
+// table every instance feeds from chronicle.evaluations), not in its own
+// sessions projection. Instance A projects the failed parent, instance B
+// the successful revision; B's worker writes the improvement memory. When
+// B's table has not read the parent's evaluation yet, the worker waits for
+// it once (Fresh), and a wait that fails is an error naming the table.
+func TestWorkerReadsOutcomesOfOtherInstances(t *testing.T) {
+	sc := getScenario(t)
+	a, b := newHarness(t), newHarness(t)
+	ctx := context.Background()
+	a.send(sc.failed...)
+	parentEnv, parentEv := a.eval(sc.failedID)
+	scope := sc.failed[0].EffectiveScope()
+	r2 := "pair-test/revision-on-b"
+	b.send(rekey(t, sc.good, r2, 2, sc.failedID)...)
+	if _, ok, _ := sessions.Get(b.store, events.EntityKey(scope, sc.failedID)); ok {
+		t.Fatal("the parent is in B's sessions projection: the test would not show a cross-instance read")
+	}
+	_, r2Ev := b.eval(r2)
+
+	// B's table has not read the parent's evaluation, and nothing waits: no memory
+	if p, err := b.w.Plan(ctx, scope, r2Ev); err != nil || p.Improvement != nil {
+		t.Fatalf("without the parent's outcome: %+v %v", p, err)
+	}
+	// a wait that fails names the table and is an error (a dead letter)
+	b.w.Fresh = func(ctx context.Context) error { return context.DeadlineExceeded }
+	if _, err := b.w.Plan(ctx, scope, r2Ev); err == nil || !strings.Contains(err.Error(), "outcomes table has not caught up") {
+		t.Fatalf("failed wait: %v", err)
+	}
+	// the wait brings the parent's evaluation (as the global table runner
+	// would) and the worker reads again: the improvement memory
+	waits := 0
+	b.w.Fresh = func(ctx context.Context) error {
+		waits++
+		b.apply(pair.OutcomesName, events.TopicEvaluations, parentEnv, pair.Outcomes{}.Apply)
+		return nil
+	}
+	p, err := b.w.Plan(ctx, scope, r2Ev)
+	if err != nil || p.Improvement == nil || p.MinuteSession != sc.failedID {
+		t.Fatalf("with the parent's outcome: %+v %v", p, err)
+	}
+	if waits != 1 {
+		t.Fatalf("Fresh called %d times, want 1", waits)
+	}
+	fixed := pair.FixedGaps(parentEv, r2Ev)
+	if len(fixed) == 0 || !strings.Contains(p.Improvement.Content, fixed[0].Description) {
+		t.Fatalf("improvement content %q, fixed gaps %+v", p.Improvement.Content, fixed)
+	}
+	// the same memory as on a single instance that projects both sessions
+	one := newHarness(t)
+	one.send(sc.failed...)
+	one.send(rekey(t, sc.good, r2, 2, sc.failedID)...)
+	_, oneEv := one.eval(r2)
+	want, err := one.w.Plan(ctx, scope, oneEv)
+	if err != nil || want.Improvement == nil {
+		t.Fatalf("single instance: %+v %v", want, err)
+	}
+	if !reflect.DeepEqual(want.Improvement, p.Improvement) || !reflect.DeepEqual(want.Minute, p.Minute) {
+		t.Fatalf("cluster memory %+v\nsingle instance %+v", p.Improvement, want.Improvement)
+	}
+	// a parent that met its criteria (its row has no evaluation): no memory
+	b.w.Fresh = nil
+	goodEnv, _ := a.eval(sc.failedID) // reuse the envelope, rewritten as passing
+	passing := *goodEnv
+	var ev events.EvaluationData
+	if err := passing.Decode(&ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Composite, ev.Recommendation, ev.Revision = 100, events.MeetsCriteria, 1
+	raw, _ := json.Marshal(ev)
+	passing.Data, passing.ID = raw, "judge-rescore-1"
+	b.apply(pair.OutcomesName, events.TopicEvaluations, &passing, pair.Outcomes{}.Apply)
+	if o, ok, err := pair.GetOutcome(b.store, events.EntityKey(scope, sc.failedID)); err != nil || !ok || o.Evaluation != nil || o.Revision != 1 {
+		t.Fatalf("passing outcome %+v %v %v", o, ok, err)
+	}
+	if p, err := b.w.Plan(ctx, scope, r2Ev); err != nil || p.Improvement != nil {
+		t.Fatalf("after a passing parent: %+v %v", p, err)
+	}
+	// a lower revision never replaces a higher one
+	late := *parentEnv
+	late.ID = "late-revision-0"
+	b.apply(pair.OutcomesName, events.TopicEvaluations, &late, pair.Outcomes{}.Apply)
+	if o, _, _ := pair.GetOutcome(b.store, events.EntityKey(scope, sc.failedID)); o.Revision != 1 || o.Recommendation != events.MeetsCriteria {
+		t.Fatalf("revision 0 replaced revision 1: %+v", o)
 	}
 }

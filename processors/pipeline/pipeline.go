@@ -113,7 +113,7 @@ type Config struct {
 
 // DefaultProcessors are the processors a Chronicle service runs. Those
 // that are processors.GlobalTable (the tool graph, the coordination
-// patterns) run on every instance over every partition of their topics
+// patterns, the session outcomes) run on every instance over every partition of their topics
 // (Pipeline.Global); the others in the consumer group (Pipeline.Runner).
 func DefaultProcessors() []processors.Processor {
 	return []processors.Processor{
@@ -126,6 +126,7 @@ func DefaultProcessors() []processors.Processor {
 		treesearch.Processor{},  // issue 12: the tree-search frontier projection (topic chronicle.searches)
 		passes.Processor{},      // issue 13: the reasoning family (chronicle.reasoning)
 		pair.Loop{},             // issue 13: the PAIR loop state and deterministic revision
+		pair.Outcomes{},         // global table of chronicle.evaluations: the pair worker's reads of other sessions
 		sessionlog.Processor{},  // issue 11: where each session's records sit in the log
 	}
 }
@@ -231,8 +232,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		emb = u
 	}
 	p.Search = &memories.Service{Index: search.NewIndex(p.Store, emb, cfg.VectorStore, SearchSources()...), Store: p.Store, Producer: p.Producer}
+	var pairWorker *pair.Worker
 	if cfg.PAIR {
-		p.Workers = append(p.Workers, &pair.Worker{Store: p.Store, Index: p.Search.Index, Producer: p.Producer})
+		if !slices.ContainsFunc(cfg.Processors, func(pr processors.Processor) bool { return pr.Name() == pair.OutcomesName }) {
+			return fail(fmt.Errorf("pipeline: Config.PAIR: the pair worker reads the %s table: Config.Processors must include pair.Outcomes", pair.OutcomesName))
+		}
+		pairWorker = &pair.Worker{Store: p.Store, Index: p.Search.Index, Producer: p.Producer}
+		p.Workers = append(p.Workers, pairWorker)
 		if cfg.LLM != nil { // issue 13: the LLM informed revision (pair.revision.written.v1)
 			llm, err := distill.NewLLM(*cfg.LLM)
 			if err != nil {
@@ -270,6 +276,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}); err != nil {
 			return fail(err)
 		}
+	}
+	if pairWorker != nil {
+		pairWorker.Fresh = p.OutcomesFresh()
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -451,6 +460,20 @@ func (p *Pipeline) Err() error {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
 	return p.err
+}
+
+// OutcomesFresh is the pair worker's Worker.Fresh: a function that
+// returns once the pair.Outcomes table holds every evaluation the log had
+// committed when it was called (processors.GlobalTableRunner.CaughtUp),
+// or ctx's error (ctx bounds the wait). Nil when the pipeline runs no
+// such table.
+func (p *Pipeline) OutcomesFresh() func(ctx context.Context) error {
+	if p.Global == nil || !slices.ContainsFunc(p.Config.Processors, func(pr processors.Processor) bool { return pr.Name() == pair.OutcomesName }) {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		return p.Global.CaughtUp(ctx, pair.OutcomesName, string(events.TopicEvaluations))
+	}
 }
 
 // Admin is an admin client on the pipeline's brokers.

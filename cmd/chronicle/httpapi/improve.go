@@ -243,7 +243,7 @@ func (s *Server) startLoop(ctx context.Context, key string) (improvementView, bo
 	if !s.runsPAIR() && s.P.Search != nil && s.P.Search.Index != nil {
 		s.pairMu.Lock()
 		if !s.pairSent[key] {
-			wk := &pair.Worker{Store: s.P.Store, Index: s.P.Search.Index, Producer: s.P.Producer}
+			wk := &pair.Worker{Store: s.P.Store, Index: s.P.Search.Index, Producer: s.P.Producer, Fresh: s.P.OutcomesFresh()}
 			sent, err := wk.RetrieveNow(ctx, key)
 			switch {
 			case err != nil && ctx.Err() != nil:
