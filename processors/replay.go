@@ -64,6 +64,10 @@ type ReplayStats struct {
 	Applied      int64 `json:"applied"`       // processor applications
 	Duplicates   int64 `json:"duplicates"`    // dropped by idempotency key
 	DeadLettered int64 `json:"dead_lettered"` // failed and skipped, as live would dead-letter them
+	// PastStopAt counts the records, among Records, at or past every
+	// processor's ReplayConfig.StopAt: read (the log's end is fixed at the
+	// start) but applied by none. 0 without StopAt.
+	PastStopAt int64 `json:"past_stop_at,omitempty"`
 }
 
 // ReplayConfig configures Replay.
@@ -181,6 +185,21 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	// key, or it is serialised by the pool). A worker's queue holds at most
 	// replayQueue polls' records, so a slow partition holds up the polls
 	// (and the memory) once it is that far behind.
+	// applyEnd is the highest StopAt of a partition's processors: records
+	// from there on are read but applied by none (ReplayStats.PastStopAt)
+	applyEnds := map[string]int64{}
+	applyEnd := func(topic string, partition int32) int64 {
+		k := topic + "/" + strconv.Itoa(int(partition))
+		if e, ok := applyEnds[k]; ok {
+			return e
+		}
+		var e int64
+		for _, p := range procs[topic] {
+			e = max(e, cfg.StopAt(p.Name(), topic, partition))
+		}
+		applyEnds[k] = e
+		return e
+	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
@@ -292,7 +311,15 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			if len(recs) == 0 {
 				return
 			}
-			st.Records += int64(len(recs)) // only this loop writes Records
+			st.Records += int64(len(recs)) // only this loop writes Records and PastStopAt
+			if cfg.StopAt != nil {
+				end := applyEnd(part.Topic, part.Partition)
+				for _, r := range recs {
+					if r.Offset >= end {
+						st.PastStopAt++
+					}
+				}
+			}
 			k := part.Topic + "/" + strconv.Itoa(int(part.Partition))
 			in, ok := workers[k]
 			if !ok {

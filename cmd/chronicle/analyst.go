@@ -196,7 +196,11 @@ func auditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("audit ok: live projections equal a replay of %d records\n%s", st.Records, d)
+			fmt.Printf("audit ok: live projections equal a replay of %d records", st.Records-st.PastStopAt)
+			if st.PastStopAt > 0 {
+				fmt.Printf(" (%d more in the log past the live store's positions, read but not applied)", st.PastStopAt)
+			}
+			fmt.Printf("\n%s", d)
 			return nil
 		},
 	}

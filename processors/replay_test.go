@@ -1,0 +1,76 @@
+package processors_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// A replay bounded by StopAt (what audit runs: as far as the live store
+// got) still reads every partition to the log's end fixed at its start;
+// ReplayStats.PastStopAt counts the records it read but applied to no
+// processor, so audit names the records it compared, not those it read.
+func TestReplayCountsRecordsPastStopAt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2})
+	for _, r := range recs[:6] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, string(events.TopicSessions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	end0, _ := ends.Lookup(string(events.TopicSessions), 0)
+	if end0.Offset < 5 {
+		t.Fatalf("partition 0 has %d records: too few to cut 5", end0.Offset)
+	}
+	replay := func(stopAt func(string, string, int32) int64) processors.ReplayStats {
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, StopAt: stopAt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	all := replay(nil)
+	if all.Records != total || all.PastStopAt != 0 {
+		t.Fatalf("unbounded replay: %+v, want %d records and none past", all, total)
+	}
+	cut := replay(func(_, _ string, p int32) int64 {
+		if p == 0 {
+			return end0.Offset - 5
+		}
+		return 1 << 62
+	})
+	if cut.Records != total || cut.PastStopAt != 5 || cut.Applied != all.Applied-5 {
+		t.Fatalf("replay stopped 5 short on partition 0: %+v (unbounded %+v), want %d read, 5 past the stop, 5 fewer applied", cut, all, total)
+	}
+}
