@@ -194,7 +194,6 @@ func (s *Server) Handler() http.Handler {
 	jr := &jsonRouter{mux: http.NewServeMux(), readOnly: s.ReadOnly}
 	for _, r := range s.Routes() {
 		jr.mux.Handle(r.Pattern, s.readOnlyGuard(r, jr))
-		jr.patterns = append(jr.patterns, r.Pattern)
 	}
 	h := s.authenticate(jr) // unmatched routes and methods: JSON 404/405 (router.go)
 	if s.RequestLog != nil {

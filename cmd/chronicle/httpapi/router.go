@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // jsonRouter is the API's ServeMux with JSON answers for what ServeMux
@@ -25,9 +28,6 @@ import (
 // /v1/x) stays as ServeMux answers it.
 type jsonRouter struct {
 	mux *http.ServeMux
-	// patterns are the registered patterns, in registration order, for
-	// naming the routes under a path.
-	patterns []string
 	// readOnly: only GET patterns serve (chronicle inspect); the Allow of
 	// a 405 lists GET and HEAD at most
 	readOnly bool
@@ -126,20 +126,22 @@ func (jr *jsonRouter) methodNotAllowed(w http.ResponseWriter, r *http.Request, a
 	writeErr(w, http.StatusMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)%s", r.Method, r.URL.Path, allow, jr.routesNear(r.URL.Path))
 }
 
-// routesNear names the registered routes under p, or under its nearest
-// parent that has some below the top level (/v1/memories/x/y: those under
-// /v1/memories), and points to GET /openapi.json for all of them.
+// routesNear names the routes under p, or under its nearest parent that
+// has some below the top level (/v1/memories/x/y: those under
+// /v1/memories), as openapi.json documents them (POST
+// /v1/memories/{id}/feedback, not the subtree pattern that serves it; a
+// read-only server's GET routes only), and points to GET /openapi.json
+// for all of them.
 func (jr *jsonRouter) routesNear(p string) string {
 	p = strings.TrimSuffix(path.Clean("/"+p), "/")
 	for strings.Count(p, "/") >= 2 {
 		var near []string
-		for _, pat := range jr.patterns {
-			pp := pat
-			if _, after, ok := strings.Cut(pat, " "); ok {
-				pp = after
+		for _, rt := range documentedRoutes() {
+			if jr.readOnly && rt.method != http.MethodGet {
+				continue
 			}
-			if pp == p || strings.HasPrefix(pp, p+"/") {
-				near = append(near, strings.ReplaceAll(pat, "...}", "}"))
+			if rt.path == p || strings.HasPrefix(rt.path, p+"/") {
+				near = append(near, rt.method+" "+rt.path)
 			}
 		}
 		if len(near) > 0 {
@@ -149,6 +151,31 @@ func (jr *jsonRouter) routesNear(p string) string {
 	}
 	return "; every route is described at GET /openapi.json"
 }
+
+// route is one operation of openapi.json.
+type route struct{ method, path string }
+
+// documentedRoutes are the operations of openapi.json, by path, then in
+// routerMethods order (TestOpenAPIMatchesRoutes holds them to the
+// registered routes).
+var documentedRoutes = sync.OnceValue(func() []route {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		panic("httpapi: openapi.json: " + err.Error()) // embedded and tested: a build defect
+	}
+	var out []route
+	for p, ops := range doc.Paths {
+		for _, m := range routerMethods {
+			if _, ok := ops[strings.ToLower(m)]; ok {
+				out = append(out, route{m, p})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+})
 
 // statusRecorder keeps the status and headers of an answer, not its body.
 type statusRecorder struct {
