@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -47,8 +48,12 @@ type nextAttempt struct {
 }
 
 // improvement builds the view of the session with key; ok false when the
-// session is not projected.
-func (s *Server) improvement(key string) (improvementView, bool, error) {
+// session is not projected. The chain follows parent_session through this
+// instance's projections; a parent another member projects (a cluster
+// partitions sessions) is asked for its own view with r's credentials
+// (GET /v1/sessions/{parent}/improvement, remoteOwner/getFrom), whose
+// chain comes first. r nil (the MCP tool): local sessions only.
+func (s *Server) improvement(r *http.Request, key string) (improvementView, bool, error) {
 	scope, id, _ := events.SplitEntityKey(key)
 	v, ok, err := sessions.Get(s.P.Store, key)
 	if err != nil || !ok {
@@ -84,7 +89,11 @@ func (s *Server) improvement(key string) (improvementView, bool, error) {
 			break
 		}
 		pv, ok, err := sessions.Get(s.P.Store, events.EntityKey(scope, cur))
-		if err != nil || !ok {
+		if err != nil {
+			break
+		}
+		if !ok {
+			view.Chain = append(s.remoteChain(r, scope, cur), view.Chain...)
 			break
 		}
 		curView = pv
@@ -95,13 +104,32 @@ func (s *Server) improvement(key string) (improvementView, bool, error) {
 	return view, true, nil
 }
 
+// remoteChain is the chain of session id in scope as the member that
+// projects it answers it, or nil (this instance is its owner, no member
+// owns it, or the owner did not answer 200 within the forward timeout).
+func (s *Server) remoteChain(r *http.Request, scope, id string) []loopStep {
+	if r == nil {
+		return nil
+	}
+	owner := s.remoteOwner(r.Context(), events.TopicSessions, events.EntityKey(scope, id))
+	if owner == "" {
+		return nil
+	}
+	code, body, err := s.getFrom(r.Context(), r, owner, "/v1/sessions/"+url.PathEscape(id)+"/improvement?scope="+url.QueryEscape(scope))
+	var v improvementView
+	if err != nil || code != http.StatusOK || json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	return v.Chain
+}
+
 // sessionImprovement serves GET /v1/sessions/{id}/improvement.
 func (s *Server) sessionImprovement(w http.ResponseWriter, r *http.Request, id string) {
 	key, ok := entityKey(w, r, "session", id, sessions.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
 	if !ok {
 		return
 	}
-	view, ok, err := s.improvement(key)
+	view, ok, err := s.improvement(r, key)
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -171,7 +199,7 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	view, ok, err := s.startLoop(r.Context(), key)
+	view, ok, err := s.startLoop(r.Context(), r, key)
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -233,8 +261,8 @@ func (s *Server) pairDeadLetter(ctx context.Context, key string) (deadletter.Let
 // pairloop projection until the context is applied or ImproveWait has
 // passed since the call. A retrieval that runs out of time publishes
 // nothing (the search is cancelled) and is not counted as done.
-func (s *Server) startLoop(ctx context.Context, key string) (improvementView, bool, error) {
-	view, ok, err := s.improvement(key)
+func (s *Server) startLoop(ctx context.Context, r *http.Request, key string) (improvementView, bool, error) {
+	view, ok, err := s.improvement(r, key)
 	if err != nil || !ok || view.Status != pair.LoopAwaitingContext || !view.Evaluated || view.Composite >= pair.PassComposite {
 		return view, ok, err
 	}
@@ -261,7 +289,7 @@ func (s *Server) startLoop(ctx context.Context, key string) (improvementView, bo
 		s.pairMu.Unlock()
 	}
 	for {
-		v, ok, err := s.improvement(key)
+		v, ok, err := s.improvement(r, key)
 		if err != nil || !ok || v.Status != pair.LoopAwaitingContext {
 			return v, ok, err
 		}
@@ -313,9 +341,9 @@ func (s *Server) mcpImprovement(ctx context.Context, c mcpserver.Caller, id, sco
 		return nil, notFound
 	}
 	key := events.EntityKey(scope, id)
-	view, ok, err := s.improvement(key)
+	view, ok, err := s.improvement(nil, key)
 	if slices.Contains(c.WriteScopes, mcpserver.AllScopes) || slices.Contains(c.WriteScopes, scope) {
-		view, ok, err = s.startLoop(ctx, key)
+		view, ok, err = s.startLoop(ctx, nil, key)
 	}
 	if err != nil {
 		return nil, err
