@@ -243,16 +243,27 @@ func (o *outcomes) rate(scope string, ids []string) (met, known int, err error) 
 
 // improvement returns the Plan of session v (evaluated at or above
 // PassComposite): the pair_improvement_completed memory and minute, or
-// nothing when it has no parent or its parent has no evaluation below
-// PassComposite. The parent's evaluation comes from the Outcomes table:
+// nothing when it has no parent or its parent is evaluated at or above
+// PassComposite. A parent without an evaluation (the revision evaluated
+// first, or no such session) is an error: the evaluation is dead-lettered
+// saying so, to be re-driven. The parent's evaluation comes from the Outcomes table:
 // on a cluster the parent may be projected by another instance.
 func (w *Worker) improvement(look *outcomes, scope string, ev events.EvaluationData, iteration int, v sessions.View) (Plan, error) {
 	if v.ParentSession == "" {
 		return Plan{}, nil
 	}
 	parent, ok, err := look.get(v.Scope, v.ParentSession)
-	if err != nil || !ok || parent.Evaluation == nil {
+	if err != nil {
 		return Plan{}, err
+	}
+	if !ok {
+		// evaluated before its parent, or a parent that does not exist:
+		// said, not skipped, so that the memory can still be written
+		return Plan{}, fmt.Errorf("pair: revision %s (iteration %d): its parent_session %s has no evaluation (not evaluated yet, or no such session), so no %s memory; re-drive this evaluation (chronicle deadletter redrive) once the parent is evaluated",
+			ev.SessionID, iteration, v.ParentSession, ImprovementTag)
+	}
+	if parent.Evaluation == nil {
+		return Plan{}, nil // the parent met its criteria: nothing was improved
 	}
 	in, _, err := sessions.Input(w.Store, v.Key())
 	if err != nil {

@@ -217,9 +217,11 @@ func TestWorkerReadsOutcomesOfOtherInstances(t *testing.T) {
 	}
 	_, r2Ev := b.eval(r2)
 
-	// B's table has not read the parent's evaluation, and nothing waits: no memory
-	if p, err := b.w.Plan(ctx, scope, r2Ev); err != nil || p.Improvement != nil {
-		t.Fatalf("without the parent's outcome: %+v %v", p, err)
+	// B's table has not read the parent's evaluation, and nothing waits:
+	// an error naming the parent (the evaluation is dead-lettered, to be
+	// re-driven), not a silent skip
+	if _, err := b.w.Plan(ctx, scope, r2Ev); err == nil || !strings.Contains(err.Error(), "parent_session "+sc.failedID+" has no evaluation") {
+		t.Fatalf("without the parent's outcome: %v", err)
 	}
 	// a wait that fails names the table and is an error (a dead letter)
 	b.w.Fresh = func(ctx context.Context) error { return context.DeadlineExceeded }
