@@ -18,6 +18,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -38,8 +39,19 @@ type improvementView struct {
 	pair.LoopState
 	Chain []loopStep `json:"chain"`
 	// Next says how to start the next attempt (absent when the loop is
-	// over): its coordination.session.started.v1 carries these.
+	// over, or when a revision already met its criteria): its
+	// coordination.session.started.v1 carries these.
 	Next *nextAttempt `json:"next_attempt,omitempty"`
+	// ImprovedBy is the revision of this session that met its criteria,
+	// from the first pair_improvement_completed minute on this session.
+	ImprovedBy *improvedBy `json:"improved_by,omitempty"`
+}
+
+type improvedBy struct {
+	SessionID  string  `json:"session_id"`
+	Iteration  int     `json:"iteration"`
+	FinalScore float64 `json:"final_score"`
+	MemoryID   string  `json:"memory_id"`
 }
 
 type nextAttempt struct {
@@ -98,10 +110,38 @@ func (s *Server) improvement(r *http.Request, key string) (improvementView, bool
 		}
 		curView = pv
 	}
-	if st.Status == pair.LoopRevisionReady && st.Revision != nil && st.Revision.NextIteration > 0 {
+	if view.ImprovedBy, err = improvedByOf(s.P.Store, key); err != nil {
+		return view, true, err
+	}
+	if st.Status == pair.LoopRevisionReady && st.Revision != nil && st.Revision.NextIteration > 0 && view.ImprovedBy == nil {
 		view.Next = &nextAttempt{Iteration: st.Revision.NextIteration, ParentSession: id}
 	}
 	return view, true, nil
+}
+
+// improvedByOf reads the first pair_improvement_completed minute of the
+// pair worker in the session's trace (the minute belongs to the parent):
+// nil when there is none.
+func improvedByOf(store *projections.Store, key string) (*improvedBy, error) {
+	trace, err := sessions.Trace(store, key)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range trace {
+		if it.Type != events.MinuteRecorded {
+			continue
+		}
+		var m events.MinuteData
+		if json.Unmarshal(it.Data, &m) != nil || m.EventType != pair.ImprovementTag || m.Actor != pair.MinuteActor {
+			continue
+		}
+		var d pair.ImprovementMinute
+		if json.Unmarshal(m.Data, &d) != nil {
+			continue
+		}
+		return &improvedBy{SessionID: d.ImprovedSession, Iteration: d.Iteration, FinalScore: d.FinalScore, MemoryID: d.MemoryID}, nil
+	}
+	return nil, nil
 }
 
 // remoteChain is the chain of session id in scope as the member that

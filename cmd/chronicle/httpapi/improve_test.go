@@ -15,6 +15,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -81,6 +82,56 @@ func TestImproveStartsTheLoop(t *testing.T) {
 	}
 	if _, ok, err := pair.EvaluationEvent(p.Store, events.EntityKey("project:a", sid)); err != nil || ok {
 		t.Fatalf("pending evaluation row after the context: %v %v", ok, err)
+	}
+
+	// a revision that meets its criteria: once the worker has written its
+	// pair_improvement_completed minute on the parent, the parent's view
+	// names it (improved_by) and offers no next attempt any more
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := -1
+	for k, r := range recs {
+		if r.Reward == 1 {
+			good = k
+			break
+		}
+	}
+	renvs, _ := sessionIn(t, good, "project:a", "IMPROVED")
+	revID := sid + "/revision-2"
+	for k := range renvs {
+		renvs[k].ID += "/revision-2"
+		renvs[k].SessionID, renvs[k].CorrelationID = revID, revID
+		if renvs[k].Type == events.SessionStarted {
+			var d map[string]any
+			_ = json.Unmarshal(renvs[k].Data, &d)
+			d["iteration"], d["parent_session"] = 2, sid
+			renvs[k].Data, _ = json.Marshal(d)
+		}
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", renvs); code != 202 {
+		t.Fatalf("revision: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	var revEval *events.Envelope
+	for _, e := range records(ctx, t, p, events.TopicEvaluations, events.EvaluationCompleted) {
+		var d events.EvaluationData
+		if e.Decode(&d) == nil && d.SessionID == revID {
+			revEval = &e
+		}
+	}
+	if revEval == nil {
+		t.Fatal("the revision has no evaluation")
+	}
+	if err := w.Handle(ctx, revEval); err != nil {
+		t.Fatalf("worker on the revision: %v", err)
+	}
+	waitCaughtUp(t, p)
+	code, after := call(t, base, "tok-a", "GET", path+"/improvement", nil)
+	by, _ := after["improved_by"].(map[string]any)
+	if code != 200 || by["session_id"] != revID || by["iteration"] != float64(2) || by["memory_id"] == "" || after["next_attempt"] != nil {
+		t.Fatalf("parent after its revision met its criteria: %d %v", code, after)
 	}
 }
 
