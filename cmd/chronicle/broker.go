@@ -30,7 +30,10 @@ func brokerCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.register(cmd)
+	// not c.register: the broker is the log, --brokers would name another
+	// one and be ignored (an unknown flag says so)
+	cmd.Flags().StringVar(&c.data, "data", "./data", "data directory: the broker's log is DATA/log")
+	cmd.Flags().Int32Var(&c.partitions, "partitions", 1, "partitions of each topic created at start (1 keeps derived events in one order: see README)")
 	c.registerKafkaListen(cmd)
 	cmd.Flags().DurationVar(&minSession, "group-min-session-timeout", 0, "shortest session timeout a consumer group member may ask for (Kafka's group.min.session.timeout.ms); 0: Kafka's 6s")
 	return cmd

@@ -44,3 +44,20 @@ func TestKafkaListenOnlyWhereUsed(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerHasNoBrokersFlag: `chronicle broker` is the broker; a
+// --brokers naming another one was shown and silently ignored. It is now
+// an unknown flag.
+func TestBrokerHasNoBrokersFlag(t *testing.T) {
+	out, err := exec.Command(binary, "broker", "--help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "--brokers") {
+		t.Errorf("chronicle broker --help shows --brokers:\n%s", out)
+	}
+	out, err = exec.Command(binary, "broker", "--brokers", "127.0.0.1:1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "unknown flag: --brokers") {
+		t.Errorf("chronicle broker --brokers: %v %s, want an unknown-flag error", err, out)
+	}
+}
