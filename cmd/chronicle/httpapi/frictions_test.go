@@ -224,6 +224,7 @@ func TestFrictions(t *testing.T) {
 	t.Run("request log", func(t *testing.T) {
 		call(t, base, "tok-a", "GET", "/v1/sessions?scope=project:a&limit=2", nil)
 		call(t, base, "chr_wrong", "GET", "/v1/sessions", nil)
+		fetch(t, base, "tok-a", "/v1/sessions/no-such-session", httpapi.ForwardedHeader, "member-x", httpapi.FanOutHeader, "1")
 		var lines []map[string]any
 		for _, l := range strings.Split(strings.TrimSpace(logBuf.String()), "\n") {
 			var m map[string]any
@@ -236,10 +237,16 @@ func TestFrictions(t *testing.T) {
 			t.Errorf("the request log carries a token: %s", logBuf.String())
 		}
 		n := len(lines)
-		if n < 2 {
+		if n < 3 {
 			t.Fatalf("request log: %d lines", n)
 		}
-		ok, bad := lines[n-2], lines[n-1]
+		ok, bad, probe := lines[n-3], lines[n-2], lines[n-1]
+		if probe["status"] != 404.0 || probe["forwarded_by"] != "member-x" || probe["fan_out"] != true {
+			t.Errorf("log line of a member's fan-out probe: %v", probe)
+		}
+		if _, has := ok["forwarded_by"]; has {
+			t.Errorf("log line of a client's request names a forwarding member: %v", ok)
+		}
 		if ok["msg"] != "http request" || ok["method"] != "GET" || ok["path"] != "/v1/sessions" || ok["status"] != 200.0 || ok["token"] != "agent-a" || ok["scope"] != "project:a" || ok["bytes"].(float64) <= 0 || ok["duration_ms"] == nil {
 			t.Errorf("log line of an answered request: %v", ok)
 		}

@@ -27,7 +27,9 @@ func noteCaller(r *http.Request, name string) {
 // logRequests writes one line per request to l once it is answered:
 // method, path (without the query), status, bytes written, duration in
 // milliseconds, the token's name ("" when unauthenticated, "local" without
-// tokens) and the ?scope= parameter when given. The token itself and the
+// tokens), the ?scope= parameter when given, and for a request another
+// member forwarded, forwarded_by (its member id) and fan_out (a probe sent
+// to every member to find an id's scope). The token itself and the
 // query string (which may hold search text) are never logged.
 func logRequests(l *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,6 +48,14 @@ func logRequests(l *slog.Logger, next http.Handler) http.Handler {
 		}
 		if sc := r.URL.Query().Get("scope"); sc != "" {
 			attrs = append(attrs, slog.String("scope", sc))
+		}
+		// a member's forwarded read, or its fan-out probe (a 404 there is
+		// "not on my partitions", not a client's miss)
+		if by := r.Header.Get(ForwardedHeader); by != "" {
+			attrs = append(attrs, slog.String("forwarded_by", by))
+			if r.Header.Get(FanOutHeader) != "" {
+				attrs = append(attrs, slog.Bool("fan_out", true))
+			}
 		}
 		l.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 	})
