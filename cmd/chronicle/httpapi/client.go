@@ -79,9 +79,22 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 // wrapAs wraps the service's error message in sentinel, whose text the
 // service's message already starts with when it comes from the same
 // sentinel ("memory not found: m1"), so it is not said twice.
+// A 404 the service words about something other than a memory
+// (`session "x" not found`) keeps the service's words alone: "memory not found" would misname it;
+// it still matches search.ErrNotFound.
 func wrapAs(sentinel error, msg string) error {
+	if sentinel == search.ErrNotFound && strings.Contains(msg, "not found") && !strings.HasPrefix(msg, sentinel.Error()) {
+		return notFoundError(msg)
+	}
 	return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(msg, sentinel.Error()+": "))
 }
+
+// notFoundError is the service's 404 message; errors.Is(err,
+// search.ErrNotFound) holds.
+type notFoundError string
+
+func (e notFoundError) Error() string { return string(e) }
+func (e notFoundError) Unwrap() error { return search.ErrNotFound }
 
 // Search implements search.Backend (GET /v1/memories/search).
 func (c *Client) Search(ctx context.Context, q search.Query) (search.Result, error) {

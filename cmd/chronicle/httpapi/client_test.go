@@ -24,6 +24,7 @@ func TestClientErrors(t *testing.T) {
 	}{
 		{404, `{"error":"memory not found: m1"}`, search.ErrNotFound, "memory not found: m1"},
 		{404, "404 page not found\n", search.ErrNotFound, "memory not found: 404 Not Found"},
+		{404, `{"error":"session \"s1\" not found"}`, search.ErrNotFound, `session "s1" not found`},
 		{400, `{"error":"invalid argument: title: required, at most 50 characters"}`, search.ErrInvalid, "invalid argument: title: required, at most 50 characters"},
 		{400, `{"error":"limit: \"x\" is not an integer"}`, search.ErrInvalid, `invalid argument: limit: "x" is not an integer`},
 		{403, `{"error":"scope: this token may not write project:a"}`, nil, "chronicle POST /v1/memories: 403 Forbidden: scope: this token may not write project:a"},

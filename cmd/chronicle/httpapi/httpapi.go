@@ -124,6 +124,10 @@ type Server struct {
 	// route answers 405 naming read-only mode (see readonly.go).
 	ReadOnly bool
 
+	// internal is the API without the request log (internalHandler).
+	internalOnce sync.Once
+	internal     http.Handler
+
 	// pairMu serialises the improve route's retrievals; pairSent holds the
 	// sessions (entity keys) whose context this process published.
 	pairMu   sync.Mutex
@@ -184,22 +188,33 @@ func (s *Server) Routes() []Route {
 		f("GET /openapi.json", s.openAPI), // issue 11: the OpenAPI 3.1 description of these routes
 		f("GET /healthz", s.health),
 		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
-		{"/mcp", mcpserver.HTTPHandler(s.P.Search, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: s.mcpImprovement, Searches: mcpSearches{s}})},
+		{"/mcp", mcpserver.HTTPHandler(mcpAPI{s}, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: mcpAPI{s}.Improvement, Searches: mcpAPI{s}})},
 	}
 }
 
 // Handler returns the API: every route of Routes behind authentication;
 // a path or method no route serves is a JSON 404 or 405 (jsonRouter).
 func (s *Server) Handler() http.Handler {
-	jr := &jsonRouter{mux: http.NewServeMux(), readOnly: s.ReadOnly}
-	for _, r := range s.Routes() {
-		jr.mux.Handle(r.Pattern, s.readOnlyGuard(r, jr))
-	}
-	h := s.authenticate(jr) // unmatched routes and methods: JSON 404/405 (router.go)
+	h := s.authenticate(s.router()) // unmatched routes and methods: JSON 404/405 (router.go)
 	if s.RequestLog != nil {
 		h = logRequests(s.RequestLog, h)
 	}
 	return h
+}
+
+func (s *Server) router() *jsonRouter {
+	jr := &jsonRouter{mux: http.NewServeMux(), readOnly: s.ReadOnly}
+	for _, r := range s.Routes() {
+		jr.mux.Handle(r.Pattern, s.readOnlyGuard(r, jr))
+	}
+	return jr
+}
+
+// internalHandler is Handler without the request log, built once: the
+// /mcp tools' in-process requests (mcpAPI) go through it.
+func (s *Server) internalHandler() http.Handler {
+	s.internalOnce.Do(func() { s.internal = s.authenticate(s.router()) })
+	return s.internal
 }
 
 type callerKey struct{}
@@ -1056,5 +1071,5 @@ func (s *Server) mcpCaller(_ context.Context, r *http.Request) (mcpserver.Caller
 	if def == "" {
 		def = events.DefaultScope
 	}
-	return mcpserver.Caller{ReadScopes: c.Read, WriteScopes: c.Write, DefaultScope: def, Source: "token:" + c.Name}, nil
+	return mcpserver.Caller{ReadScopes: c.Read, WriteScopes: c.Write, DefaultScope: def, Source: "token:" + c.Name, Credentials: r.Header.Get("Authorization")}, nil
 }

@@ -12,14 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
-	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
 // loopStep is one session of an improvement chain.
@@ -340,69 +338,3 @@ func (s *Server) startLoop(ctx context.Context, r *http.Request, key string) (im
 		}
 	}
 }
-
-// mcpImprovement is the pair_improvement MCP tool's backend: the session
-// resolved like GET /v1/sessions/{id}/improvement (scope given, else the
-// one readable scope that holds the id), answered with the same object.
-// When the caller may also write that scope, the tool does what POST
-// /v1/sessions/{id}/improve does (startLoop: PAIR retrieval for a session
-// below 95 without a context, bounded by ImproveWait); a reader only reads.
-// A session the caller may not read is "not found", as a missing one.
-func (s *Server) mcpImprovement(ctx context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
-	if err := events.CheckID(id); err != nil {
-		return nil, fmt.Errorf("%w: session_id: %v", search.ErrInvalid, err)
-	}
-	can := func(sc string) bool {
-		return slices.Contains(c.ReadScopes, mcpserver.AllScopes) || slices.Contains(c.ReadScopes, sc)
-	}
-	notFound := error(entityNotFound{"session", id})
-	if scope == "" {
-		all, err := sessions.Scopes(s.P.Store, id)
-		if err != nil {
-			return nil, err
-		}
-		var held []string
-		for _, sc := range all {
-			if can(sc) {
-				held = append(held, sc)
-			}
-		}
-		switch len(held) {
-		case 0:
-			return nil, notFound
-		case 1:
-			scope = held[0]
-		default:
-			return nil, fmt.Errorf("%w: scope: session %q exists in several scopes you may read (%s)", search.ErrInvalid, id, strings.Join(held, ", "))
-		}
-	} else if !events.ValidScope(scope) {
-		return nil, fmt.Errorf("%w: scope: %q is not project:<id>, team:<id> or org:<id>", search.ErrInvalid, scope)
-	} else if !can(scope) {
-		return nil, notFound
-	}
-	key := events.EntityKey(scope, id)
-	view, ok, err := s.improvement(nil, key)
-	if slices.Contains(c.WriteScopes, mcpserver.AllScopes) || slices.Contains(c.WriteScopes, scope) {
-		view, ok, err = s.startLoop(ctx, nil, key)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, notFound
-	}
-	b, err := json.Marshal(view)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(b, &m)
-}
-
-// entityNotFound is search.ErrNotFound (errors.Is) for an entity that is
-// no memory: its text names the entity ("session \"x\" not found"), where
-// wrapping ErrNotFound read "memory not found: session \"x\"".
-type entityNotFound struct{ kind, id string }
-
-func (e entityNotFound) Error() string        { return fmt.Sprintf("%s %q not found", e.kind, e.id) }
-func (e entityNotFound) Is(target error) bool { return target == search.ErrNotFound }

@@ -55,6 +55,27 @@ type Caller struct {
 	// events ("token:<name>" over HTTP); empty: "mcp:" and the client's
 	// name from its initialize request (stdio).
 	Source string
+	// Credentials is the Authorization header of the HTTP request the call
+	// came in on (serve's /mcp), so that a backend can make the call
+	// through the service's HTTP API as the same caller; empty over stdio.
+	// Never logged nor written anywhere.
+	Credentials string
+}
+
+type callerCtxKey struct{}
+
+// ContextWithCaller returns ctx carrying c: the tools hand the backend's
+// Search, Record and Feedback calls such a ctx (their arguments carry no
+// caller), so a backend can tell who calls (CallerFromContext).
+func ContextWithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerCtxKey{}, c)
+}
+
+// CallerFromContext returns the caller ContextWithCaller put in ctx; ok
+// false when there is none.
+func CallerFromContext(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerCtxKey{}).(Caller)
+	return c, ok
 }
 
 // readable is the [search.Query.Readable] filter of the caller: nil (every

@@ -293,6 +293,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 		return nil, search.Result{}, fmt.Errorf("memory_search: scope: this caller may not read %s", in.Scope)
 	}
 	minConfidence := in.MinConfidence
+	ctx = ContextWithCaller(ctx, caller)
 	res, err := t.backend.Search(ctx, search.Query{
 		Text:          in.Query,
 		Scope:         in.Scope,
@@ -329,6 +330,7 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 	case !grants(caller.WriteScopes, scope):
 		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller may not write scope %s", scope)
 	}
+	ctx = ContextWithCaller(ctx, caller)
 	rec, err := t.backend.Record(ctx, search.Record{
 		Title:       in.Title,
 		Description: in.Description,
@@ -356,6 +358,7 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 	if len(caller.WriteScopes) == 0 {
 		return nil, search.FeedbackResult{}, errors.New("memory_feedback: the caller may write no scope")
 	}
+	ctx = ContextWithCaller(ctx, caller)
 	res, err := t.backend.Feedback(ctx, search.Feedback{
 		MemoryID: in.MemoryID,
 		Helpful:  in.Helpful,
