@@ -444,8 +444,10 @@ type tableTasks struct {
 func (t tableTasks) Ownership() Ownership {
 	own := t.engine.Ownership()
 	tasks := map[int32]uint64{}
-	for _, p := range own.Partitions {
+	engineHas := map[tp]int{} // index in own.Partitions
+	for i, p := range own.Partitions {
 		tasks[p.Partition] = max(tasks[p.Partition], p.Assignment)
+		engineHas[tp{p.Topic, p.Partition}] = i
 	}
 	t.g.mu.Lock()
 	parts, n := t.g.parts, t.g.tasks
@@ -461,6 +463,16 @@ func (t tableTasks) Ownership() Ownership {
 			continue
 		}
 		next := t.g.next(k.topic, k.partition)
+		if i, ok := engineHas[k]; ok {
+			// a topic both a table and the group's processors read
+			// (chronicle.memories: the memory bank and the session
+			// index's table): one entry, whose Next is the lower of the
+			// two, since Next is what every processor of the topic has
+			// applied: the fence commits it as the relayed frontier, and
+			// a frontier past the slower side's rows would drop them
+			own.Partitions[i].Next = min(own.Partitions[i].Next, next)
+			continue
+		}
 		own.Partitions = append(own.Partitions, OwnedPartition{Topic: k.topic, Partition: k.partition, Assignment: a, Next: next, RestoreEnd: -1})
 		added = true
 	}
