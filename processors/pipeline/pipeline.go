@@ -128,6 +128,7 @@ func DefaultProcessors() []processors.Processor {
 		pair.Loop{},             // issue 13: the PAIR loop state and deterministic revision
 		pair.Outcomes{},         // global table of chronicle.evaluations: the pair worker's reads of other sessions
 		sessionlog.Processor{},  // issue 11: where each session's records sit in the log
+		sessionlog.Memories{},   // global table: where each session's memory records sit
 	}
 }
 

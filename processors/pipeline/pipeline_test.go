@@ -203,6 +203,24 @@ func TestLiveEqualsReplay(t *testing.T) {
 	if derived < 100 {
 		t.Fatalf("only %d derived records in the log", derived)
 	}
+	// none lost either: one memory.created.v1 per distinct recording (the
+	// memory bank's derived events, relayed beside the session index's
+	// global table on the same topic, which once moved the relayed
+	// frontier past them)
+	recorded, created := map[string]bool{}, 0
+	for _, r := range readAll(ctx, t, p, events.TopicMemories) {
+		if env, err := events.FromRecord(r); err == nil && env.Type == events.MemoryRecorded {
+			recorded[env.ID] = true
+		}
+	}
+	for _, r := range readAll(ctx, t, p, events.TopicLearned) {
+		if env, err := events.FromRecord(r); err == nil && env.Type == events.MemoryCreated {
+			created++
+		}
+	}
+	if len(recorded) == 0 || created != len(recorded) {
+		t.Fatalf("%d memory.created.v1 on %s for %d recordings", created, events.TopicLearned, len(recorded))
+	}
 }
 
 // readAll reads topic tp from its start to its end offsets.

@@ -26,13 +26,16 @@
 //   - KindPairContext: pair.context.retrieved.v1 on chronicle.learned
 //     (keyed by the session).
 //
-// Every row but KindMemory's memory.recorded.v1 is a row of the record
-// key's entity. That one is a row of another key (the record is keyed by
+// The KindMemory rows are written by Memories, a global table of
+// chronicle.memories (its one partition is owned by one member of a
+// cluster, while a session's other records sit on the partitions of its
+// own key): every instance indexes every session's memory records, so the
+// session's owner answers them whichever member holds the memory bank.
+// A memory.recorded.v1 row is a row of another key (the record is keyed by
 // the memory): it is written once, by the record at that position, and
 // never read in Apply, so the rows do not depend on the order in which
-// partitions are applied (and chronicle.memories has one partition).
-// The processor reads four topics, so the engine applies its partitions
-// one batch at a time (processors.KeyedState).
+// records are applied. Processor reads three topics, so the engine applies
+// its partitions one batch at a time (processors.KeyedState).
 package sessionlog
 
 import (
@@ -47,6 +50,9 @@ import (
 
 // Name is the processor's and projection's name.
 const Name = "sessionlog"
+
+// MemoriesName is the Memories table's and projection's name.
+const MemoriesName = "sessionlog.memories"
 
 // Kinds of indexed records.
 const (
@@ -64,7 +70,52 @@ func (Processor) Name() string { return Name }
 
 // Topics implements processors.Processor.
 func (Processor) Topics() []events.Topic {
-	return []events.Topic{events.TopicSessions, events.TopicEvaluations, events.TopicMemories, events.TopicLearned}
+	return []events.Topic{events.TopicSessions, events.TopicEvaluations, events.TopicLearned}
+}
+
+// Memories indexes the memory records of every session (KindMemory) from
+// chronicle.memories; it runs as a global table (processors.GlobalTable).
+type Memories struct{}
+
+// Name implements processors.Processor.
+func (Memories) Name() string { return MemoriesName }
+
+// Topics implements processors.Processor: chronicle.memories.
+func (Memories) Topics() []events.Topic { return []events.Topic{events.TopicMemories} }
+
+// Types implements processors.TypedProcessor.
+func (Memories) Types() []events.Type {
+	return []events.Type{events.MemoryRecorded, events.DistillationCompleted}
+}
+
+// GlobalTable implements processors.GlobalTable: every instance indexes
+// every session's memory records.
+func (Memories) GlobalTable() bool { return true }
+
+// Apply implements processors.Processor: one row for a
+// distillation.completed.v1 (under its session) or a memory.recorded.v1
+// with a source_session, nothing for the others; it never rejects.
+func (Memories) Apply(tx *projections.Tx, env *events.Envelope) error {
+	var key string
+	switch env.Type {
+	case events.DistillationCompleted:
+		k, err := events.Key(env)
+		if err != nil {
+			return nil
+		}
+		key = k
+	case events.MemoryRecorded:
+		var d struct {
+			SourceSession string `json:"source_session"`
+		}
+		if env.Decode(&d) != nil || d.SourceSession == "" || events.CheckID(d.SourceSession) != nil {
+			return nil
+		}
+		key = events.EntityKey(env.EffectiveScope(), d.SourceSession)
+	default:
+		return nil
+	}
+	return tx.Set(rowKey(key, KindMemory, tx.Position()), []byte(env.Type))
 }
 
 // rowKey is the index row of the record at pos of kind under session key.
@@ -95,26 +146,6 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return nil
 		}
 		key, kind = k, KindEvaluation
-	case events.TopicMemories:
-		switch env.Type {
-		case events.DistillationCompleted:
-			k, err := events.Key(env)
-			if err != nil {
-				return nil
-			}
-			key = k
-		case events.MemoryRecorded:
-			var d struct {
-				SourceSession string `json:"source_session"`
-			}
-			if env.Decode(&d) != nil || d.SourceSession == "" || events.CheckID(d.SourceSession) != nil {
-				return nil
-			}
-			key = events.EntityKey(env.EffectiveScope(), d.SourceSession)
-		default:
-			return nil
-		}
-		kind = KindMemory
 	case events.TopicLearned:
 		if env.Type != events.PairContextRetrieved {
 			return nil
@@ -139,11 +170,20 @@ type Entry struct {
 
 // Entries returns the indexed records of the session with key
 // (events.EntityKey), by kind, each kind in topic, partition, offset
-// order (log order within a partition).
+// order (log order within a partition): Processor's rows and Memories'.
 func Entries(store *projections.Store, key string) (map[string][]Entry, error) {
 	out := map[string][]Entry{}
+	for _, proj := range []string{Name, MemoriesName} {
+		if err := entries(store, proj, key, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func entries(store *projections.Store, proj, key string, out map[string][]Entry) error {
 	prefix := "x/" + key + "\x00"
-	err := store.Scan(Name, prefix, "", func(k string, v []byte) (bool, error) {
+	return store.Scan(proj, prefix, "", func(k string, v []byte) (bool, error) {
 		rest := strings.TrimPrefix(k, prefix)
 		parts := strings.Split(rest, "/")
 		if len(parts) < 4 {
@@ -159,7 +199,6 @@ func Entries(store *projections.Store, key string) (map[string][]Entry, error) {
 		out[e.Kind] = append(out[e.Kind], e)
 		return true, nil
 	})
-	return out, err
 }
 
 // MarshalJSON renders an Entry as {kind, type, position "topic:partition:offset"}.

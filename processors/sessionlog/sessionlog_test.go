@@ -9,8 +9,9 @@ import (
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
-// TestEntries: records of a session on four topics are indexed under the
-// session's EntityKey with their positions (an id with '/' does not leak
+// TestEntries: records of a session on four topics (chronicle.memories'
+// by the Memories table) are indexed under the session's EntityKey with
+// their positions (an id with '/' does not leak
 // into another session's prefix), a memory recorded for the session is
 // indexed under it though keyed by the memory, and records of no session
 // (a memory without source_session, a confidence change) are not; a PAIR
@@ -31,7 +32,11 @@ func TestEntries(t *testing.T) {
 		}
 		n++
 		env.Scope, env.SessionID = "project:a", sid
-		if _, err := store.Apply(sessionlog.Name, projections.Position{Topic: string(topic), Partition: part, Offset: off}, &env, sessionlog.Processor{}.Apply); err != nil {
+		name, apply := sessionlog.Name, sessionlog.Processor{}.Apply
+		if topic == events.TopicMemories { // the memory records' global table
+			name, apply = sessionlog.MemoriesName, sessionlog.Memories{}.Apply
+		}
+		if _, err := store.Apply(name, projections.Position{Topic: string(topic), Partition: part, Offset: off}, &env, apply); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -97,5 +98,54 @@ func TestMCPOnEveryMember(t *testing.T) {
 	}
 	if memOwner == "" || notOwners != 1 {
 		t.Fatalf("memory bank owner %q: the test needs one member without it", memOwner)
+	}
+}
+
+// GET /v1/sessions/{id}/events on a cluster lists the session's memory
+// records whichever member owns chronicle.memories/0: their positions are
+// indexed by a global table (sessionlog.Memories) on every member. Before,
+// only the memory bank's owner had them, so sessions projected by the
+// other member answered an empty memories list.
+func TestSessionEventsListMemoriesOnEveryMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, t, "m1", nil, time.Second)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
+	ms := []*member{m1, m2}
+	var sessions []string
+	for i := 0; i < 8; i++ {
+		envs, id := sessionIn(t, i, "project:a", "events")
+		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, id)
+	}
+	waitCluster(t, ms)
+	for _, m := range ms {
+		for _, id := range sessions {
+			code, body, servedBy := fetch(t, m.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(id)+"/events")
+			var v struct {
+				Source   string `json:"source"`
+				Events   []any  `json:"events"`
+				Memories []struct {
+					Event struct {
+						Data struct {
+							SourceSession string `json:"source_session"`
+						} `json:"data"`
+					} `json:"event"`
+				} `json:"memories"`
+			}
+			if code != 200 || json.Unmarshal(body, &v) != nil || v.Source != "index" || len(v.Events) == 0 {
+				t.Fatalf("%s: GET %s/events: %d %s", m.name, id, code, body)
+			}
+			if len(v.Memories) == 0 {
+				t.Fatalf("%s (served by %s): session %s lists no memory record", m.name, servedBy, id)
+			}
+			for _, mr := range v.Memories {
+				if sid := mr.Event.Data.SourceSession; sid != "" && sid != id {
+					t.Fatalf("%s: session %s lists a memory of %s", m.name, id, sid)
+				}
+			}
+		}
 	}
 }
