@@ -91,6 +91,18 @@ type TypedProcessor interface {
 	Types() []events.Type
 }
 
+// actsOn reports whether p's Apply acts on env: a TypedProcessor's types
+// hold its type (or it lists none); any other processor acts on every
+// event, and on an unparsed record (env nil), which it rejects.
+func actsOn(p Processor, env *events.Envelope) bool {
+	tp, ok := p.(TypedProcessor)
+	if !ok || env == nil {
+		return true
+	}
+	handled := tp.Types()
+	return len(handled) == 0 || slices.Contains(handled, env.Type)
+}
+
 // applyBatch applies items (one topic partition's records) for p through
 // store: for a TypedProcessor, the events of other types are skipped
 // (projections.Item.Skip: the offset moves past them, no Apply call and no
@@ -104,9 +116,7 @@ func applyBatch(store *projections.Store, p Processor, items []projections.Item)
 		}
 		marked := make([]projections.Item, len(items))
 		for i, it := range items {
-			if it.Env != nil && !slices.Contains(handled, it.Env.Type) {
-				it.Skip = true
-			}
+			it.Skip = it.Skip || !actsOn(p, it.Env)
 			marked[i] = it
 		}
 		items = marked

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,8 +66,9 @@ type ReplayStats struct {
 	Duplicates   int64 `json:"duplicates"`    // dropped by idempotency key
 	DeadLettered int64 `json:"dead_lettered"` // failed and skipped, as live would dead-letter them
 	// PastStopAt counts the records, among Records, at or past every
-	// processor's ReplayConfig.StopAt: read (the log's end is fixed at the
-	// start) but applied by none. 0 without StopAt.
+	// processor's ReplayConfig.StopAt that one of the topic's processors
+	// acts on (TypedProcessor): read (the log's end is fixed at the start)
+	// but applied by none. 0 without StopAt.
 	PastStopAt int64 `json:"past_stop_at,omitempty"`
 }
 
@@ -185,21 +187,6 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	// key, or it is serialised by the pool). A worker's queue holds at most
 	// replayQueue polls' records, so a slow partition holds up the polls
 	// (and the memory) once it is that far behind.
-	// applyEnd is the highest StopAt of a partition's processors: records
-	// from there on are read but applied by none (ReplayStats.PastStopAt)
-	applyEnds := map[string]int64{}
-	applyEnd := func(topic string, partition int32) int64 {
-		k := topic + "/" + strconv.Itoa(int(partition))
-		if e, ok := applyEnds[k]; ok {
-			return e
-		}
-		var e int64
-		for _, p := range procs[topic] {
-			e = max(e, cfg.StopAt(p.Name(), topic, partition))
-		}
-		applyEnds[k] = e
-		return e
-	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
@@ -213,6 +200,25 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		defer smu.Unlock()
 		return errors.Join(errs...)
 	}
+	// pastStopAt counts in st.PastStopAt the items at or past every
+	// processor's StopAt that one of them would act on (a TypedProcessor
+	// skips other types, and the live store need not have moved past
+	// those)
+	pastStopAt := func(topic string, partition int32, items []projections.Item) {
+		var end int64
+		for _, p := range procs[topic] {
+			end = max(end, cfg.StopAt(p.Name(), topic, partition))
+		}
+		var n int64
+		for _, it := range items {
+			if it.Pos.Offset >= end && slices.ContainsFunc(procs[topic], func(p Processor) bool { return actsOn(p, it.Env) }) {
+				n++
+			}
+		}
+		smu.Lock()
+		st.PastStopAt += n
+		smu.Unlock()
+	}
 	worker := func(topic string, partition int32, in <-chan []*kgo.Record) {
 		defer wg.Done()
 		for recs := range in {
@@ -222,6 +228,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			items := make([]projections.Item, len(recs))
 			for i, r := range recs {
 				items[i] = parseItem(r)
+			}
+			if cfg.StopAt != nil {
+				pastStopAt(topic, partition, items)
 			}
 			err := pl.each(procs[topic], func(_ int, p Processor) error {
 				mine := items
@@ -311,15 +320,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			if len(recs) == 0 {
 				return
 			}
-			st.Records += int64(len(recs)) // only this loop writes Records and PastStopAt
-			if cfg.StopAt != nil {
-				end := applyEnd(part.Topic, part.Partition)
-				for _, r := range recs {
-					if r.Offset >= end {
-						st.PastStopAt++
-					}
-				}
-			}
+			st.Records += int64(len(recs)) // only this loop writes Records
 			k := part.Topic + "/" + strconv.Itoa(int(part.Partition))
 			in, ok := workers[k]
 			if !ok {
