@@ -116,7 +116,9 @@ func applyBatch(store *projections.Store, p Processor, items []projections.Item)
 		}
 		marked := make([]projections.Item, len(items))
 		for i, it := range items {
-			it.Skip = it.Skip || !actsOn(p, it.Env)
+			if it.Env != nil && !slices.Contains(handled, it.Env.Type) { // actsOn, with Types read once per batch
+				it.Skip = true
+			}
 			marked[i] = it
 		}
 		items = marked
