@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/events"
@@ -25,6 +26,14 @@ import (
 //   - memory.retrieved.v1 data.session_id → 403: a usage counted by
 //     session is written by GET /v1/memories/search?session_id=, which
 //     checks that the session exists in a scope the caller reads.
+//   - coordination.minute.recorded.v1 whose data.actor starts with
+//     "chronicle/" → 403: Chronicle's own workers write those minutes
+//     (the pair worker's pair_improvement_completed, which GET
+//     /v1/sessions/{id}/improvement reads as improved_by).
+
+// reservedActor prefixes the actors of the minutes Chronicle's workers
+// write (pair.MinuteActor).
+const reservedActor = "chronicle/"
 
 // authorField is the data member naming the author of an event type, ""
 // for types without one.
@@ -45,6 +54,17 @@ func stampAuthor(envs []events.Envelope, c access.Caller) *errorBody {
 	who := "token:" + c.Name
 	for i := range envs {
 		env := &envs[i]
+		if env.Type == events.MinuteRecorded {
+			var m struct {
+				Actor string `json:"actor"`
+			}
+			if json.Unmarshal(env.Data, &m) == nil && strings.HasPrefix(m.Actor, reservedActor) {
+				idx := i
+				return &errorBody{Error: fmt.Sprintf("event %d: /data/actor: %q: actors %s* are Chronicle's own workers; a producer's minute names its own actor", i, m.Actor, reservedActor),
+					Index: &idx, Pointer: "/data/actor", Reason: "reserved for Chronicle's workers"}
+			}
+			continue
+		}
 		field := authorField(env.Type)
 		if field == "" {
 			continue

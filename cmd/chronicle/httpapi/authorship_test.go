@@ -11,6 +11,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pair"
 )
 
 // POST /v1/events holds the memory bank's author fields to the caller: a
@@ -59,6 +60,19 @@ func TestEventsCarryTheCallerAsAuthor(t *testing.T) {
 	}
 	if len(got) != 2 || got["f4"] != "token:a" || got["f5"] != "token:a" {
 		t.Fatalf("feedback in the log by id → source: %v; want only f4 and f5, both token:a (nothing of the refused requests)", got)
+	}
+	// a minute under the pair worker's actor would read as that worker's
+	// improvement (improved_by): refused; a producer's own actor is not
+	minute := func(id, actor string) map[string]any {
+		m := ev(id, events.MinuteRecorded, map[string]any{"event_type": "pair_improvement_completed", "actor": actor, "data": map[string]any{"improved_session": "x", "iteration": 2, "memory_id": "mem-1"}})
+		m["sessionid"] = "s-minute"
+		return m
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", minute("mn1", pair.MinuteActor)); code != 403 || m["pointer"] != "/data/actor" {
+		t.Errorf("a minute as %s: %d %v; want 403 naming /data/actor", pair.MinuteActor, code, m)
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", minute("mn2", "agent-1")); code != 202 {
+		t.Errorf("a producer's minute: %d %v; want 202", code, m)
 	}
 }
 
