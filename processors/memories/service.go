@@ -220,6 +220,9 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 				return search.FeedbackResult{}, err
 			}
 			msg := fmt.Sprintf("signal applied: confidence %.2f → %.2f", c.Old, c.New)
+			if c.New < PruneBelow && c.Old >= PruneBelow {
+				msg += fmt.Sprintf(", below %.2f: the memory is pruned, and searches no longer return it", PruneBelow)
+			}
 			switch c.Reason {
 			case "pending":
 				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 sources used the memory)"

@@ -18,6 +18,11 @@ const (
 	// LoopAwaitingContext: evaluated below PassComposite, PAIR retrieval
 	// has not answered yet.
 	LoopAwaitingContext = "AWAITING_CONTEXT"
+	// LoopImproved: a revision of this session met its criteria (the pair
+	// worker's pair_improvement_completed minute on it). Only GET
+	// /v1/sessions/{id}/improvement answers it, next to improved_by; the
+	// pairloop row keeps the status it had (REVISION_READY, usually).
+	LoopImproved = "IMPROVED"
 )
 
 // Revision is the deterministic informed revision of a session below

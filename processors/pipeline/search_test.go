@@ -83,8 +83,8 @@ func TestMemorySearchRecordFeedback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if fb.NewConfidence != 0.2 {
-		t.Fatalf("after four negatives: %+v", fb)
+	if fb.NewConfidence != 0.2 || !strings.Contains(fb.Message, "the memory is pruned") {
+		t.Fatalf("after four negatives: %+v (the answer that prunes says so)", fb)
 	}
 	res, _ = p.Search.Search(ctx, search.Query{Text: "tell the user the refund amount", Readable: only, MinConfidence: new(float64)})
 	if len(res.Memories) != 0 {

@@ -27,7 +27,7 @@ import (
 //     session is written by GET /v1/memories/search?session_id=, which
 //     checks that the session exists in a scope the caller reads.
 //   - coordination.minute.recorded.v1 whose data.actor starts with
-//     "chronicle/" → 403: Chronicle's own workers write those minutes
+//     "chronicle/" (in any case) → 403: Chronicle's own workers write those minutes
 //     (the pair worker's pair_improvement_completed, which GET
 //     /v1/sessions/{id}/improvement reads as improved_by).
 
@@ -58,7 +58,7 @@ func stampAuthor(envs []events.Envelope, c access.Caller) *errorBody {
 			var m struct {
 				Actor string `json:"actor"`
 			}
-			if json.Unmarshal(env.Data, &m) == nil && strings.HasPrefix(m.Actor, reservedActor) {
+			if json.Unmarshal(env.Data, &m) == nil && strings.HasPrefix(strings.ToLower(m.Actor), reservedActor) {
 				idx := i
 				return &errorBody{Error: fmt.Sprintf("event %d: /data/actor: %q: actors %s* are Chronicle's own workers; a producer's minute names its own actor", i, m.Actor, reservedActor),
 					Index: &idx, Pointer: "/data/actor", Reason: "reserved for Chronicle's workers"}

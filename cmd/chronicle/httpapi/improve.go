@@ -114,6 +114,9 @@ func (s *Server) improvement(r *http.Request, key string) (improvementView, bool
 	if st.Status == pair.LoopRevisionReady && st.Revision != nil && st.Revision.NextIteration > 0 && view.ImprovedBy == nil {
 		view.Next = &nextAttempt{Iteration: st.Revision.NextIteration, ParentSession: id}
 	}
+	if view.ImprovedBy != nil && view.Status != pair.LoopSuccess {
+		view.Status = pair.LoopImproved // the loop is over for this session: a revision met the criteria
+	}
 	return view, true, nil
 }
 

@@ -130,7 +130,7 @@ func TestImproveStartsTheLoop(t *testing.T) {
 	waitCaughtUp(t, p)
 	code, after := call(t, base, "tok-a", "GET", path+"/improvement", nil)
 	by, _ := after["improved_by"].(map[string]any)
-	if code != 200 || by["session_id"] != revID || by["iteration"] != float64(2) || by["memory_id"] == "" || after["next_attempt"] != nil {
+	if code != 200 || by["session_id"] != revID || by["iteration"] != float64(2) || by["memory_id"] == "" || after["next_attempt"] != nil || after["status"] != pair.LoopImproved {
 		t.Fatalf("parent after its revision met its criteria: %d %v", code, after)
 	}
 }

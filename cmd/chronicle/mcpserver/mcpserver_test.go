@@ -433,9 +433,11 @@ func TestHTTPRecord(t *testing.T) {
 		t.Errorf("backend got %+v, want %+v", recs[0], want)
 	}
 
-	// A caller without write scope gets a tool error; the backend is not called.
+	// A caller without write scope gets a tool error saying so (not naming
+	// its default scope, which it cannot write either); the backend is not
+	// called.
 	reader := connectToken(t, url, "reader")
-	mcptest.WantToolError(t, mcptest.Call(t, reader, "memory_record", args), "may not write scope project:a")
+	mcptest.WantToolError(t, mcptest.Call(t, reader, "memory_record", args), "may write no scope")
 	// Its default scope must be writable too.
 	mcptest.WantToolError(t, mcptest.Call(t, connectToken(t, url, "misconfigured"), "memory_record", args), "may not write scope team:t")
 	// A client cannot pick another caller with the internal header.
@@ -443,7 +445,7 @@ func TestHTTPRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mcptest.WantToolError(t, mcptest.Call(t, forged, "memory_record", args), "may not write")
+	mcptest.WantToolError(t, mcptest.Call(t, forged, "memory_record", args), "may write no scope")
 	if _, recs, _ := fake.calls(); len(recs) != 1 {
 		t.Errorf("refused records reached the backend: %d records", len(recs))
 	}
@@ -600,7 +602,7 @@ func TestFixedCallerHTTP(t *testing.T) {
 	}
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "q"}), "may read no scope")
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "memory_record", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success"}),
-		"no default scope")
+		"may write no scope")
 	if fake.ncalls() != 0 {
 		t.Error("calls of the zero caller reached the backend")
 	}

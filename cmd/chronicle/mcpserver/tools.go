@@ -323,6 +323,8 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 	}
 	scope := caller.DefaultScope
 	switch {
+	case len(caller.WriteScopes) == 0:
+		return nil, search.Recorded{}, errors.New("memory_record: the caller may write no scope")
 	case scope == "":
 		return nil, search.Recorded{}, errors.New("memory_record: the caller has no default scope to write to")
 	case !events.ValidScope(scope):
