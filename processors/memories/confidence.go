@@ -90,7 +90,11 @@ func (p Pending) SourceKey() string {
 
 // Consensus decides which stored signals apply when sig arrives
 // (ReasoningBank design, with distinct sources — issue 11): with usage ≥
-// ConsensusUsage the new signal applies alone; below it, the not yet
+// ConsensusUsage the new signal applies alone, unless its source already
+// applied a signal of the same polarity within ConsensusWindow before it:
+// then it is a repeat (one vote per source and polarity per window, so one
+// client cannot drive a used memory to pruning by repeating itself; a
+// walkthrough pruned one with three clicks in 104 ms); below it, the not yet
 // applied signals of sig's polarity within ConsensusWindow before sig (sig
 // included) apply together once they come from at least ConsensusSignals
 // distinct sources (Pending.SourceKey), otherwise none. Of the signals of
@@ -99,17 +103,21 @@ func (p Pending) SourceKey() string {
 // (sig must be the last element) that apply and those that are repeats.
 func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int) {
 	last := len(stored) - 1
+	sig := stored[last]
 	if usage >= ConsensusUsage {
+		for _, p := range stored[:last] {
+			if p.Applied && !p.Repeat && p.Positive == sig.Positive && p.SourceKey() == sig.SourceKey() && within(p.Time, at) {
+				return nil, []int{last}
+			}
+		}
 		return []int{last}, nil
 	}
-	sig := stored[last]
 	seen := map[string]bool{}
 	for i, p := range stored {
 		if p.Applied || p.Positive != sig.Positive {
 			continue
 		}
-		t, err := time.Parse(time.RFC3339Nano, p.Time)
-		if err != nil || at.Sub(t) > ConsensusWindow || t.After(at) {
+		if !within(p.Time, at) {
 			continue
 		}
 		if seen[p.SourceKey()] {
@@ -123,4 +131,11 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 		return nil, nil
 	}
 	return apply, repeats
+}
+
+// within reports whether a signal at time ts (RFC 3339) lies in the
+// ConsensusWindow before at (at included).
+func within(ts string, at time.Time) bool {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	return err == nil && at.Sub(t) <= ConsensusWindow && !t.After(at)
 }

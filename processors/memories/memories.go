@@ -86,7 +86,7 @@ type Change struct {
 	EventID string          `json:"event_id"`
 	Type    events.Type     `json:"type"`
 	Time    string          `json:"time"`
-	Reason  string          `json:"reason"` // created | evidence | signal | consensus | pending | usage | decay | pruned
+	Reason  string          `json:"reason"` // created | evidence | signal | consensus | pending | repeat | usage | decay | pruned
 	Old     float64         `json:"old"`
 	New     float64         `json:"new"`
 	Signals []AppliedSignal `json:"signals,omitempty"`
@@ -483,7 +483,11 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	}
 	m.Signals = len(stored)
 	if len(apply) == 0 {
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pending", Old: old, New: old, Author: author(env, who), Comment: d.Comment}); err != nil {
+		why := "pending"
+		if stored[len(stored)-1].Repeat && m.UsageCount >= ConsensusUsage {
+			why = ReasonRepeat
+		}
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: why, Old: old, New: old, Author: author(env, who), Comment: d.Comment}); err != nil {
 			return err
 		}
 		return save(tx, m)
@@ -526,6 +530,11 @@ func use(tx *projections.Tx, m *Memory, who string) error {
 // ReasonIgnoredPruned is the history reason of a signal that reached a
 // pruned memory: recorded, not applied.
 const ReasonIgnoredPruned = "ignored: pruned"
+
+// ReasonRepeat is the history reason of a signal on a memory used by
+// ConsensusUsage sources or more whose source already applied one of the
+// same polarity within ConsensusWindow (Consensus): recorded, not applied.
+const ReasonRepeat = "repeat"
 
 // setConfidence records a confidence change (history + derived event) and
 // prunes the memory when it falls below PruneBelow.

@@ -226,6 +226,8 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 			switch c.Reason {
 			case "pending":
 				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 sources used the memory)"
+			case ReasonRepeat:
+				msg = fmt.Sprintf("signal recorded, not applied: this source already moved the confidence the same way within %d days; one vote per source and polarity", int(ConsensusWindow.Hours()/24))
 			case ReasonIgnoredPruned:
 				return search.FeedbackResult{Success: false, NewConfidence: cur.Confidence,
 					Message: fmt.Sprintf("not applied: the memory was pruned at %s (confidence %.2f below %.2f); the signal is recorded in its history and changes nothing", cur.PrunedAt, cur.Confidence, PruneBelow)}, nil

@@ -113,3 +113,45 @@ func nextPos(b *bank) projections.Position {
 	b.off++
 	return p
 }
+
+// On a memory used by 3 sources or more a signal applies alone, but one
+// source has one vote per polarity per 7 days (a walkthrough pruned a
+// memory three distinct callers used with three clicks of one token in
+// 104 ms): alice's second and third negatives are repeats, recorded
+// without a delta; bob's negative and alice's positive apply; alice's
+// negative 8 days after her first applies again.
+func TestOneVotePerSourceOnAUsedMemory(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	for _, who := range []string{"token:alice", "token:bob", "token:carol"} {
+		b.retrieved("m", map[string]any{"source": who}, t0)
+	}
+	for i := 0; i < 3; i++ {
+		b.signalFrom("m", "token:alice", false, t0.Add(time.Hour+time.Duration(i)*35*time.Millisecond))
+	}
+	if c := b.get("m").Confidence; !near(c, 0.75) {
+		t.Fatalf("three negatives of one source: confidence %v, want 0.8 − 0.05 = 0.75 (the two repeats change nothing)", c)
+	}
+	b.signalFrom("m", "token:bob", false, t0.Add(2*time.Hour))
+	b.signalFrom("m", "token:alice", true, t0.Add(3*time.Hour))
+	if c := b.get("m").Confidence; !near(c, 0.8) {
+		t.Fatalf("bob's negative and alice's positive: confidence %v, want 0.75 − 0.05 + 0.1 = 0.8", c)
+	}
+	b.signalFrom("m", "token:alice", false, t0.Add(8*24*time.Hour+time.Hour))
+	if c := b.get("m").Confidence; !near(c, 0.75) {
+		t.Fatalf("alice's negative after 8 days: confidence %v, want 0.75", c)
+	}
+	changes, signals, err := memories.History(b.store, events.EntityKey("project:a", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repeats := 0
+	for _, c := range changes {
+		if c.Reason == memories.ReasonRepeat {
+			repeats++
+		}
+	}
+	if len(signals) != 6 || !signals[1].Repeat || !signals[2].Repeat || signals[3].Repeat || signals[4].Repeat || signals[5].Repeat || repeats != 2 {
+		t.Fatalf("signals %+v, %d repeat changes; want alice's 2nd and 3rd repeats (2 changes), the rest applied", signals, repeats)
+	}
+}
