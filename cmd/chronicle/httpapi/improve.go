@@ -330,13 +330,18 @@ func (s *Server) startLoop(ctx context.Context, r *http.Request, key string) (im
 		s.pairMu.Unlock()
 	}
 	for {
-		v, ok, err := s.improvement(r, key)
-		if err != nil || !ok || v.Status != pair.LoopAwaitingContext {
+		// polled locally (the loop rows are this member's); the answer,
+		// once, with the chain's remote part
+		v, ok, err := s.improvement(nil, key)
+		if err != nil || !ok {
 			return v, ok, err
+		}
+		if v.Status != pair.LoopAwaitingContext {
+			return s.improvement(r, key)
 		}
 		select {
 		case <-ctx.Done():
-			return v, true, nil
+			return s.improvement(r, key)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
