@@ -573,8 +573,9 @@ func (s *Server) remoteOwner(ctx context.Context, topic events.Topic, key string
 }
 
 // getFrom sends GET path to the member at base with r's Authorization and
-// the loop guard, bounded by the forward timeout.
-func (s *Server) getFrom(ctx context.Context, r *http.Request, base, path string) (int, []byte, error) {
+// the loop guard (and hdr, name/value pairs), bounded by the forward
+// timeout.
+func (s *Server) getFrom(ctx context.Context, r *http.Request, base, path string, hdr ...string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.forwardTimeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
@@ -585,6 +586,9 @@ func (s *Server) getFrom(ctx context.Context, r *http.Request, base, path string
 		req.Header.Set("Authorization", a)
 	}
 	req.Header.Set(ForwardedHeader, s.P.Runner.MemberID())
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := forwardClient.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -22,11 +22,13 @@ import (
 
 // loopStep is one session of an improvement chain.
 type loopStep struct {
-	SessionID string  `json:"session_id"`
-	Iteration int     `json:"iteration"`
-	Composite float64 `json:"composite"`
-	Evaluated bool    `json:"evaluated"`
-	Status    string  `json:"status"`
+	SessionID string `json:"session_id"`
+	// ParentSession is the attempt this one revised ("" for the first).
+	ParentSession string  `json:"parent_session,omitempty"`
+	Iteration     int     `json:"iteration"`
+	Composite     float64 `json:"composite"`
+	Evaluated     bool    `json:"evaluated"`
+	Status        string  `json:"status"`
 }
 
 // improvementView is the answer of GET /v1/sessions/{id}/improvement and
@@ -62,7 +64,10 @@ type nextAttempt struct {
 // instance's projections; a parent another member projects (a cluster
 // partitions sessions) is asked for its own view with r's credentials
 // (GET /v1/sessions/{parent}/improvement, remoteOwner/getFrom), whose
-// chain comes first. r nil (the MCP tool): local sessions only.
+// chain comes first and whose first attempt's parent_session the walk
+// goes on from. A member's request for such a view (chainHopHeader), and
+// r nil, read local sessions only: the member that walks asks the
+// others, never they each other.
 func (s *Server) improvement(r *http.Request, key string) (improvementView, bool, error) {
 	scope, id, _ := events.SplitEntityKey(key)
 	v, ok, err := sessions.Get(s.P.Store, key)
@@ -83,30 +88,43 @@ func (s *Server) improvement(r *http.Request, key string) (improvementView, bool
 		st.Iteration = max(1, v.Iteration)
 	}
 	view := improvementView{LoopState: st}
-	// the chain: follow parent_session links (at most MaxIterations + a
-	// margin, against cycles)
-	cur, curView := id, v
-	for i := 0; i <= pair.MaxIterations+2 && cur != ""; i++ {
-		step := loopStep{SessionID: cur, Iteration: max(1, curView.Iteration)}
-		if ls, ok, err := pair.GetLoop(s.P.Store, events.EntityKey(scope, cur)); err == nil && ok {
-			step.Composite, step.Evaluated, step.Status = ls.Composite, ls.Evaluated, ls.Status
-		} else if curView.Evaluation != nil {
-			step.Composite, step.Evaluated, step.Status = curView.Evaluation.Composite, true, pair.LoopAwaitingContext
+	// the chain: follow parent_session links, locally or through the
+	// member that projects the parent (its own chain, as far as it
+	// reaches), at most MaxIterations + a margin, each session once
+	// (against cycles)
+	seen := map[string]bool{}
+	cur, curView, local := id, v, true
+	for len(view.Chain) <= pair.MaxIterations+2 && cur != "" && !seen[cur] {
+		var next string
+		if local {
+			step := loopStep{SessionID: cur, Iteration: max(1, curView.Iteration), ParentSession: curView.ParentSession}
+			if ls, ok, err := pair.GetLoop(s.P.Store, events.EntityKey(scope, cur)); err == nil && ok {
+				step.Composite, step.Evaluated, step.Status = ls.Composite, ls.Evaluated, ls.Status
+			} else if curView.Evaluation != nil {
+				step.Composite, step.Evaluated, step.Status = curView.Evaluation.Composite, true, pair.LoopAwaitingContext
+			}
+			seen[cur] = true
+			view.Chain = append([]loopStep{step}, view.Chain...)
+			next = curView.ParentSession
+		} else {
+			remote := s.remoteChain(r, scope, cur)
+			for _, st := range remote {
+				seen[st.SessionID] = true
+			}
+			if len(remote) == 0 || remote[len(remote)-1].SessionID != cur {
+				break
+			}
+			view.Chain = append(remote, view.Chain...)
+			next = remote[0].ParentSession
 		}
-		view.Chain = append([]loopStep{step}, view.Chain...)
-		cur = curView.ParentSession
-		if cur == "" {
+		if cur = next; cur == "" {
 			break
 		}
 		pv, ok, err := sessions.Get(s.P.Store, events.EntityKey(scope, cur))
 		if err != nil {
 			break
 		}
-		if !ok {
-			view.Chain = append(s.remoteChain(r, scope, cur), view.Chain...)
-			break
-		}
-		curView = pv
+		curView, local = pv, ok
 	}
 	if view.ImprovedBy, err = improvedByOf(s.P.Store, key); err != nil {
 		return view, true, err
@@ -145,18 +163,22 @@ func improvedByOf(store *projections.Store, key string) (*improvedBy, error) {
 	return nil, nil
 }
 
+// chainHopHeader marks a member's request for a parent's improvement
+// view (remoteChain): its answer walks local sessions only.
+const chainHopHeader = "Chronicle-Chain-Hop"
+
 // remoteChain is the chain of session id in scope as the member that
 // projects it answers it, or nil (this instance is its owner, no member
 // owns it, or the owner did not answer 200 within the forward timeout).
 func (s *Server) remoteChain(r *http.Request, scope, id string) []loopStep {
-	if r == nil {
-		return nil
+	if r == nil || r.Header.Get(chainHopHeader) != "" {
+		return nil // one hop per request: the member that asked walks on (against loops across members)
 	}
 	owner := s.remoteOwner(r.Context(), events.TopicSessions, events.EntityKey(scope, id))
 	if owner == "" {
 		return nil
 	}
-	code, body, err := s.getFrom(r.Context(), r, owner, "/v1/sessions/"+url.PathEscape(id)+"/improvement?scope="+url.QueryEscape(scope))
+	code, body, err := s.getFrom(r.Context(), r, owner, "/v1/sessions/"+url.PathEscape(id)+"/improvement?scope="+url.QueryEscape(scope), chainHopHeader, "1")
 	var v improvementView
 	if err != nil || code != http.StatusOK || json.Unmarshal(body, &v) != nil {
 		return nil
