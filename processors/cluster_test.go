@@ -506,6 +506,33 @@ func sampleLog(ctx context.Context, t *testing.T, cfg broker.Config) ([]string, 
 	return brokers, recs, prod
 }
 
+// publishRecords publishes the events of recs (tau-bench records) through
+// prod, in order.
+func publishRecords(ctx context.Context, t testing.TB, prod *events.Producer, recs []taubench.Record) {
+	t.Helper()
+	for _, r := range recs {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runRelay relays in's outbox through prod until the returned stop is
+// called (which waits for the relay to end).
+func runRelay(ctx context.Context, in *instance, prod *events.Producer) (stop func()) {
+	relayCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = (&processors.Relay{Store: in.store, Producer: prod}).Run(relayCtx)
+	}()
+	return func() { cancel(); <-done }
+}
+
 // brokerAndProducer starts an embedded broker of cfg on a free loopback
 // port logging in a temporary directory, and a producer for it; both
 // close at cleanup.

@@ -305,17 +305,7 @@ func TestGlobalTableRunnerResumesFromStoredOffsets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2})
-	publish := func(from, to int) {
-		for _, r := range recs[from:to] {
-			envs, err := taubench.Events(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := prod.Publish(ctx, envs...); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	publish := func(from, to int) { publishRecords(ctx, t, prod, recs[from:to]) }
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
@@ -325,13 +315,7 @@ func TestGlobalTableRunnerResumesFromStoredOffsets(t *testing.T) {
 
 	// the transitions come from a keyed Runner with its outbox relayed
 	in := startInstance(t, "T", brokers, []processors.Processor{toolgraph.Transitions{}})
-	relayCtx, stopRelay := context.WithCancel(ctx)
-	relayDone := make(chan struct{})
-	go func() {
-		defer close(relayDone)
-		_ = (&processors.Relay{Store: in.store, Producer: prod}).Run(relayCtx)
-	}()
-	defer func() { stopRelay(); <-relayDone }()
+	defer runRelay(ctx, in, prod)()
 
 	global := []processors.Processor{toolgraph.Processor{}}
 	run := func() (*processors.Metrics, func()) {
@@ -435,13 +419,7 @@ func TestGlobalTableCaughtUp(t *testing.T) {
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
 	in := startInstance(t, "C", brokers, []processors.Processor{toolgraph.Transitions{}})
-	relayCtx, stopRelay := context.WithCancel(ctx)
-	relayDone := make(chan struct{})
-	go func() {
-		defer close(relayDone)
-		_ = (&processors.Relay{Store: in.store, Producer: prod}).Run(relayCtx)
-	}()
-	defer func() { stopRelay(); <-relayDone }()
+	defer runRelay(ctx, in, prod)()
 	topic := string(events.TopicToolgraph)
 	g, err := processors.NewGlobalTableRunner(processors.GlobalTableConfig{Brokers: brokers, Store: in.store, Processors: []processors.Processor{toolgraph.Processor{}}})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
-	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -43,15 +42,7 @@ func TestOwnershipRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 4})
-	for _, r := range recs[:20] {
-		envs, err := taubench.Events(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := prod.Publish(ctx, envs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishRecords(ctx, t, prod, recs[:20])
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)

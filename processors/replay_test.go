@@ -10,7 +10,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
-	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -24,15 +23,7 @@ func TestReplayCountsRecordsPastStopAt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2})
-	for _, r := range recs[:6] {
-		envs, err := taubench.Events(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := prod.Publish(ctx, envs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishRecords(ctx, t, prod, recs[:6])
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)

@@ -23,17 +23,8 @@ import (
 func TestMCPOnEveryMember(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m1 := startMember(ctx, t, "m1", nil, time.Second)
-	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
-	ms := []*member{m1, m2}
-	var sessions []string
-	for i := 0; i < 6; i++ {
-		envs, id := sessionIn(t, i, "project:a", "mcp")
-		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, id)
-	}
+	ms, sessions := twoMembersWithSessions(ctx, t, 6, "mcp")
+	m1 := ms[0]
 	searches := []string{"mcp-search-0", "mcp-search-1", "mcp-search-2", "mcp-search-3"}
 	for _, id := range searches {
 		if err := m1.p.Producer.Publish(ctx, pausedSearchIn(t, "project:a", id, "mcp")...); err != nil {
@@ -109,17 +100,7 @@ func TestMCPOnEveryMember(t *testing.T) {
 func TestSessionEventsListMemoriesOnEveryMember(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m1 := startMember(ctx, t, "m1", nil, time.Second)
-	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
-	ms := []*member{m1, m2}
-	var sessions []string
-	for i := 0; i < 8; i++ {
-		envs, id := sessionIn(t, i, "project:a", "events")
-		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, id)
-	}
+	ms, sessions := twoMembersWithSessions(ctx, t, 8, "events")
 	waitCluster(t, ms)
 	for _, m := range ms {
 		for _, id := range sessions {
@@ -148,4 +129,22 @@ func TestSessionEventsListMemoriesOnEveryMember(t *testing.T) {
 			}
 		}
 	}
+}
+
+// twoMembersWithSessions starts two members on m1's embedded broker and
+// publishes n sample sessions of project:a (original_task marked with
+// secret): the members and the session ids.
+func twoMembersWithSessions(ctx context.Context, t *testing.T, n int, secret string) ([]*member, []string) {
+	t.Helper()
+	m1 := startMember(ctx, t, "m1", nil, time.Second)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
+	var sessions []string
+	for i := 0; i < n; i++ {
+		envs, id := sessionIn(t, i, "project:a", secret)
+		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, id)
+	}
+	return []*member{m1, m2}, sessions
 }
