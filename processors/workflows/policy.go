@@ -118,7 +118,7 @@ func applyFeedback(tx *projections.Tx, key string, env *events.Envelope) error {
 		if _, used, err := tx.Get(suggestionKey(key, d.SuggestionID)); err != nil {
 			return err
 		} else if used {
-			return fmt.Errorf("policy %s: /data/suggestion_id: %q: %w (its feedback is recorded)", key, d.SuggestionID, ErrDuplicateID)
+			return fmt.Errorf("policy %s: %w", key, fieldError("/data/suggestion_id", "%q: %w (its feedback is recorded)", d.SuggestionID, ErrDuplicateID))
 		}
 		if err := tx.Set(suggestionKey(key, d.SuggestionID), []byte(env.ID)); err != nil {
 			return err

@@ -29,7 +29,7 @@ var ErrBadUpdate = errors.New("bad reducer update")
 func Reduce(s *State, channel string, update json.RawMessage) error {
 	update = bytes.TrimSpace(update)
 	if len(update) == 0 || bytes.Equal(update, []byte("null")) {
-		return fmt.Errorf("%w: /data/update: null or absent on channel %s", ErrBadUpdate, channel)
+		return fmt.Errorf("%w: %w", ErrBadUpdate, fieldError("/data/update", "null or absent on channel %s", channel))
 	}
 	switch channel {
 	case events.ChannelMessages:
@@ -40,11 +40,11 @@ func Reduce(s *State, channel string, update json.RawMessage) error {
 		return appendTo(&s.Decisions, channel, update)
 	case events.ChannelContext:
 		if update[0] != '{' {
-			return fmt.Errorf("%w: /data/update: the context channel merges objects, got %s", ErrBadUpdate, kindOf(update))
+			return fmt.Errorf("%w: %w", ErrBadUpdate, fieldError("/data/update", "the context channel merges objects, got %s", kindOf(update)))
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(update, &m); err != nil {
-			return fmt.Errorf("%w: /data/update: %v", ErrBadUpdate, err)
+			return fmt.Errorf("%w: %w", ErrBadUpdate, fieldError("/data/update", "%v", err))
 		}
 		if s.Context == nil {
 			s.Context = map[string]json.RawMessage{}
@@ -54,7 +54,7 @@ func Reduce(s *State, channel string, update json.RawMessage) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: /data/channel: %q is not messages, tasks, decisions or context", ErrBadUpdate, channel)
+	return fmt.Errorf("%w: %w", ErrBadUpdate, fieldError("/data/channel", "%q is not messages, tasks, decisions or context", channel))
 }
 
 func appendTo(list *[]json.RawMessage, channel string, update json.RawMessage) error {
@@ -64,7 +64,7 @@ func appendTo(list *[]json.RawMessage, channel string, update json.RawMessage) e
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(update, &items); err != nil {
-		return fmt.Errorf("%w: /data/update: channel %s: %v", ErrBadUpdate, channel, err)
+		return fmt.Errorf("%w: %w", ErrBadUpdate, fieldError("/data/update", "channel %s: %v", channel, err))
 	}
 	for _, it := range items {
 		*list = append(*list, compact(it))

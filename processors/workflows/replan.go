@@ -65,20 +65,20 @@ var ErrReplan = errors.New("replan_dag")
 func parseReplan(args json.RawMessage) (ReplanArgs, error) {
 	var a ReplanArgs
 	if len(args) == 0 {
-		return a, fmt.Errorf("%w: /data/args/plan: required (POST /v1/workflows/{id}/commands computes it from args.requirement or args.tools)", ErrReplan)
+		return a, fmt.Errorf("%w: %w", ErrReplan, fieldError("/data/args/plan", "required (POST /v1/workflows/{id}/commands computes it from args.requirement or args.tools)"))
 	}
 	if err := json.Unmarshal(args, &a); err != nil {
-		return a, fmt.Errorf("%w: /data/args: %v", ErrReplan, err)
+		return a, fmt.Errorf("%w: %w", ErrReplan, fieldError("/data/args", "%v", err))
 	}
 	if a.Plan == nil {
-		return a, fmt.Errorf("%w: /data/args/plan: required (POST /v1/workflows/{id}/commands computes it from args.requirement or args.tools)", ErrReplan)
+		return a, fmt.Errorf("%w: %w", ErrReplan, fieldError("/data/args/plan", "required (POST /v1/workflows/{id}/commands computes it from args.requirement or args.tools)"))
 	}
 	if _, err := dag.Layer(a.Plan.DAG.Tools, a.Plan.DAG.Edges); err != nil {
-		return a, fmt.Errorf("%w: /data/args/plan/dag: %v", ErrReplan, err)
+		return a, fmt.Errorf("%w: %w", ErrReplan, fieldError("/data/args/plan/dag", "%v", err))
 	}
 	for _, t := range a.Plan.Added {
 		if !slices.Contains(a.Plan.DAG.Tools, t) {
-			return a, fmt.Errorf("%w: /data/args/plan/added: %q is not a tool of plan.dag", ErrReplan, t)
+			return a, fmt.Errorf("%w: %w", ErrReplan, fieldError("/data/args/plan/added", "%q is not a tool of plan.dag", t))
 		}
 	}
 	return a, nil
@@ -116,9 +116,9 @@ func applyReplan(s *State, c Command, layer int) error {
 	var ce *dag.CycleError
 	switch {
 	case errors.As(err, &ce):
-		return fmt.Errorf("/data/processed_commands: command %q: %w: merging the plan forms a cycle: %s", c.CommandID, ErrReplan, strings.Join(ce.Cycle, " → "))
+		return fieldError("/data/processed_commands", "command %q: %w: merging the plan forms a cycle: %s", c.CommandID, ErrReplan, strings.Join(ce.Cycle, " → "))
 	case err != nil:
-		return fmt.Errorf("/data/processed_commands: command %q: %w: %v", c.CommandID, ErrReplan, err)
+		return fieldError("/data/processed_commands", "command %q: %w: %v", c.CommandID, ErrReplan, err)
 	}
 	if added == nil {
 		added = []string{}

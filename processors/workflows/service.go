@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -137,12 +136,9 @@ func (s *Service) Check(env events.Envelope) error {
 	if !errors.As(err, &rej) {
 		return err
 	}
-	msg := rej.Err.Error()
-	ref := &Refusal{Pointer: "/", Reason: msg, Err: rej.Err}
-	if i := strings.Index(msg, " /data"); i >= 0 {
-		if ptr, reason, ok := strings.Cut(msg[i+1:], ": "); ok && !strings.ContainsAny(ptr, " ") {
-			ref.Pointer, ref.Reason = ptr, reason
-		}
+	ref := &Refusal{Pointer: "/", Reason: rej.Err.Error(), Err: rej.Err}
+	if fe := (*FieldError)(nil); errors.As(rej.Err, &fe) {
+		ref.Pointer, ref.Reason = fe.Pointer, fe.Err.Error()
 	}
 	return ref
 }

@@ -251,7 +251,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return err
 		}
 		if slices.ContainsFunc(s.PendingCommands, func(c Command) bool { return c.CommandID == d.CommandID }) {
-			return fmt.Errorf("workflow %s: /data/command_id: %q: %w (pending)", key, d.CommandID, ErrDuplicateID)
+			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/command_id", "%q: %w (pending)", d.CommandID, ErrDuplicateID))
 		}
 		if d.Command == events.CommandReplanDAG {
 			if _, err := parseReplan(d.Args); err != nil {
@@ -265,7 +265,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return err
 		}
 		if slices.ContainsFunc(s.PendingDecisions, func(x Decision) bool { return x.DecisionID == d.DecisionID }) {
-			return fmt.Errorf("workflow %s: /data/decision_id: %q: %w (pending)", key, d.DecisionID, ErrDuplicateID)
+			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/decision_id", "%q: %w (pending)", d.DecisionID, ErrDuplicateID))
 		}
 		s.PendingDecisions = append(s.PendingDecisions, Decision{DecisionID: d.DecisionID, Kind: d.Kind, Layer: d.Layer, Question: d.Question, Options: d.Options, RequestedAt: env.Time})
 	case events.WorkflowDecisionAnswered:
@@ -275,7 +275,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		i := slices.IndexFunc(s.PendingDecisions, func(x Decision) bool { return x.DecisionID == d.DecisionID })
 		if i < 0 {
-			return fmt.Errorf("workflow %s: /data/decision_id: %q: %w", key, d.DecisionID, ErrNotPending)
+			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/decision_id", "%q: %w", d.DecisionID, ErrNotPending))
 		}
 		dec := s.PendingDecisions[i]
 		s.PendingDecisions = slices.Delete(s.PendingDecisions, i, i+1)
@@ -293,12 +293,12 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if _, used, err := tx.Get(checkpointEventKey(key, env.ID)); err != nil {
 			return err
 		} else if used {
-			return fmt.Errorf("workflow %s: /id: checkpoint event %q: %w", key, env.ID, ErrDuplicateID)
+			return fmt.Errorf("workflow %s: %w", key, fieldError("/id", "checkpoint event %q: %w", env.ID, ErrDuplicateID))
 		}
 		for _, cid := range d.ProcessedCommands {
 			i := slices.IndexFunc(s.PendingCommands, func(c Command) bool { return c.CommandID == cid })
 			if i < 0 {
-				return fmt.Errorf("workflow %s: /data/processed_commands: %q: %w", key, cid, ErrNotPending)
+				return fmt.Errorf("workflow %s: %w", key, fieldError("/data/processed_commands", "%q: %w", cid, ErrNotPending))
 			}
 			if c := s.PendingCommands[i]; c.Command == events.CommandReplanDAG {
 				// the executor handled the replan between layers: its
@@ -333,7 +333,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("workflow %s: /data/checkpoint_event_id: %q: %w", key, d.CheckpointEventID, ErrUnknownCheckpoint)
+			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/checkpoint_event_id", "%q: %w", d.CheckpointEventID, ErrUnknownCheckpoint))
 		}
 		n, _ := strconv.Atoi(string(seq))
 		var cp Checkpoint
@@ -346,7 +346,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		s.Checkpoints, s.Events, s.Resumes, s.StartedAt = prev.Checkpoints, prev.Events, prev.Resumes+1, prev.StartedAt
 	case events.WorkflowForked:
 		if ok {
-			return fmt.Errorf("workflow %s: /data/workflow_id: %w (a fork starts a new workflow)", key, ErrExists)
+			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/workflow_id", "%w (a fork starts a new workflow)", ErrExists))
 		}
 		var d events.ForkedData
 		if err := env.Decode(&d); err != nil {
@@ -354,7 +354,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		var parent State
 		if err := json.Unmarshal(d.State, &parent); err != nil {
-			return fmt.Errorf("workflow %s: /data/state: %v", key, err)
+			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/state", "%v", err))
 		}
 		s = State{WorkflowID: id, Scope: scope, CurrentLayer: parent.CurrentLayer,
 			Messages: parent.Messages, Tasks: parent.Tasks, Decisions: parent.Decisions, Context: parent.Context,
@@ -363,7 +363,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		for _, ch := range []string{events.ChannelMessages, events.ChannelTasks, events.ChannelDecisions, events.ChannelContext} {
 			if u, has := d.Update[ch]; has {
 				if err := Reduce(&s, ch, u); err != nil {
-					return fmt.Errorf("workflow %s: /data/update/%s: %w", key, ch, err)
+					return fmt.Errorf("workflow %s: %w", key, fieldError("/data/update/"+ch, "%w", err))
 				}
 			}
 		}
@@ -413,4 +413,24 @@ func compactOrNil(v json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return compact(v)
+}
+
+// FieldError is a rejection that names the field of the event it refuses:
+// Pointer is a JSON pointer into the event (e.g. "/data/decision_id",
+// "/id"), Err the reason, which wraps the processor's error
+// (ErrDuplicateID, ErrNotPending, ...). Error reads "<pointer>: <reason>".
+// Service.Check takes the pointer from it (errors.As; the outermost one
+// when errors are nested).
+type FieldError struct {
+	Pointer string
+	Err     error
+}
+
+func (e *FieldError) Error() string { return e.Pointer + ": " + e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldError(pointer, format string, a ...any) error {
+	return &FieldError{Pointer: pointer, Err: fmt.Errorf(format, a...)}
 }

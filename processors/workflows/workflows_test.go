@@ -344,3 +344,45 @@ func TestSuggestionFeedbackCountsOnce(t *testing.T) {
 		t.Fatalf("policy after s1 twice and two without an id: %+v", p)
 	}
 }
+
+// TestCheckNamesTheField: Service.Check takes the refused field from the
+// processor's *FieldError, not from the error's text: the pointer and the
+// reason for every kind of refusal, nested ones (a fork's update that the
+// reducer refuses) named by the outer field. The text parse it replaces
+// named "/" for a refusal of the event's own id.
+func TestCheckNamesTheField(t *testing.T) {
+	h := newHarness(t)
+	h.must(scopeA, "e1", events.WorkflowReducerApplied, upd("w1", 0, "messages", `"hi"`))
+	h.must(scopeA, "e2", events.WorkflowDecisionRequested, events.DecisionRequestedData{WorkflowID: "w1", DecisionID: "d1", Kind: "agent", Question: "q"})
+	h.must(scopeA, "cp0", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0})
+	svc := Service{Store: h.store}
+	for _, tc := range []struct {
+		typ             events.Type
+		data            any
+		pointer, reason string
+		is              error
+		id              string
+	}{
+		{events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: "w1", DecisionID: "d9", Answer: "x"}, "/data/decision_id", `"d9": not pending`, ErrNotPending, ""},
+		{events.WorkflowDecisionRequested, events.DecisionRequestedData{WorkflowID: "w1", DecisionID: "d1", Kind: "agent", Question: "again"}, "/data/decision_id", `"d1": id already in use (pending)`, ErrDuplicateID, ""},
+		{events.WorkflowReducerApplied, upd("w1", 0, "context", `[1]`), "/data/update", "the context channel merges objects, got an array", ErrBadUpdate, ""},
+		{events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:9", CheckpointEventID: "nope"}, "/data/checkpoint_event_id", `"nope": unknown checkpoint`, ErrUnknownCheckpoint, ""},
+		{events.WorkflowForked, events.ForkedData{WorkflowID: "w1", ParentWorkflowID: "w0", ParentCheckpointID: "chronicle.workflows:0:1", State: json.RawMessage(`{}`)}, "/data/workflow_id", "workflow already exists (a fork starts a new workflow)", ErrExists, ""},
+		{events.WorkflowForked, events.ForkedData{WorkflowID: "w2", ParentWorkflowID: "w1", ParentCheckpointID: "chronicle.workflows:0:1", State: json.RawMessage(`{}`), Update: map[string]json.RawMessage{"context": json.RawMessage(`"x"`)}}, "/data/update/context", "bad reducer update: /data/update: the context channel merges objects, got a string", ErrBadUpdate, ""},
+		{events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1}, "/id", `checkpoint event "cp0": id already in use`, ErrDuplicateID, "cp0"},
+	} {
+		env, err := events.New(tc.typ, "test", "check-"+string(tc.typ), h.at.Add(time.Minute), tc.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = scopeA
+		if tc.id != "" { // the id of an applied event, from another source
+			env.ID, env.Source = tc.id, "other"
+		}
+		err = svc.Check(env)
+		var ref *Refusal
+		if !errors.As(err, &ref) || ref.Pointer != tc.pointer || ref.Reason != tc.reason || !errors.Is(err, tc.is) || !errors.Is(err, ErrRejected) {
+			t.Errorf("%s: %#v (%v); want %s: %q wrapping %v", tc.typ, ref, err, tc.pointer, tc.reason, tc.is)
+		}
+	}
+}
