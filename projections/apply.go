@@ -403,15 +403,28 @@ func (t *Tx) Emitted() []OutboxRecord { return t.out }
 // content: a duplicate, the earlier result stands) from a reuse of the id
 // for other content. Errors are Pebble's.
 func (s *Store) AppliedContent(processor string, env *events.Envelope) (applied, same bool, err error) {
+	_, applied, same, err = s.AppliedAt(processor, env)
+	return applied, same, err
+}
+
+// AppliedAt is AppliedContent with the offset the processor applied the
+// event at (in its partition: an event's repeats share its key, so its
+// partition), -1 when not applied. A route that answers a retry with the
+// write's position reads it here: the repeat's own record was dropped as
+// a duplicate.
+func (s *Store) AppliedAt(processor string, env *events.Envelope) (offset int64, applied, same bool, err error) {
 	v, closer, err := s.db.Get(dedupKey(processor, IDHash(env)))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return false, false, nil
+		return -1, false, false, nil
 	}
 	if err != nil {
-		return false, false, err
+		return -1, false, false, err
 	}
 	defer closer.Close()
-	return true, sameContent(v, env, ContentHash(env)), nil
+	if len(v) < 8 {
+		return -1, false, false, fmt.Errorf("projections: idempotency key of %s for %s: %d-byte value", processor, env.ID, len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, sameContent(v, env, ContentHash(env)), nil
 }
 
 // Try runs fn on env against processor's rows as they are now and writes

@@ -43,7 +43,9 @@ var ErrIDReused = errors.New("already used for another write (a retry must send 
 // Submit validates env (a producer event of the workflow family), produces
 // it, waits for the broker's acknowledgement and then for the workflows
 // processor to pass its offset, and returns its position in the log — for
-// a workflow.checkpoint.saved.v1, the checkpoint's id. The error wraps a
+// a workflow.checkpoint.saved.v1, the checkpoint's id. For a retry of a
+// write already applied (same idempotency key and content) it is the
+// first write's position: the retry's own record is a dropped duplicate. The error wraps a
 // *events.ValidationError for an invalid event, ErrRejected when the
 // processor refused it, ErrNotProcessed after Service.Wait.
 func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.Position, error) {
@@ -90,8 +92,14 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 		case <-time.After(sleep):
 		}
 	}
-	if err := s.checkID(&env); err != nil {
-		return pos, err // raced another write under the same id
+	off, applied, same, err := s.Store.AppliedAt(Name, &env)
+	switch {
+	case err != nil:
+		return pos, err
+	case applied && !same:
+		return pos, fmt.Errorf("event_id %q: %w", env.ID, ErrIDReused) // raced another write under the same id
+	case applied:
+		pos.Offset = off // a retry: the write's own position, not the dropped repeat's
 	}
 	ok, err := Applied(s.Store, key, env.ID)
 	if err != nil {

@@ -142,6 +142,13 @@ func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, key, c
 	return cp, true
 }
 
+// WorkflowSource is the CloudEvents source of the events the workflow
+// routes write for the workflow with entity key key (scope/id):
+// "chronicle/api/workflows/<scope>/<id>". Events written before it (source
+// "chronicle/api") keep theirs; a retry of such a write under the new
+// source is a new write.
+func WorkflowSource(key string) string { return "chronicle/api/workflows/" + key }
+
 // workflowBody is the union of the write routes' bodies; each route reads
 // its fields.
 type workflowBody struct {
@@ -374,7 +381,12 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	case "complete":
 		typ, data = events.WorkflowCompleted, events.WorkflowCompletedData{WorkflowID: id, Outcome: b.Outcome, Output: b.Output}
 	}
-	env, err := events.New(typ, "chronicle/api", b.EventID, time.Now(), data)
+	// the source names the workflow: the idempotency key is (source, id),
+	// so an event_id is the workflow's own — the same id in another
+	// workflow or another scope is another write, not a conflict (with
+	// one source for every workflow, one tenant's ids blocked another's
+	// and the 409 told which ids it had used)
+	env, err := events.New(typ, WorkflowSource(key), b.EventID, time.Now(), data)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
