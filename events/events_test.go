@@ -388,4 +388,10 @@ func TestPublishIsBoundedWhenTheBrokerIsDown(t *testing.T) {
 	if el := time.Since(start); el > 6*time.Second {
 		t.Fatalf("Publish returned after %v with a 2 s PublishTimeout", el)
 	}
+	// the error names the cause, not only the deadline (a new user's
+	// walkthrough: "context deadline exceeded" after 15 s said nothing of
+	// the refused connection)
+	if !strings.Contains(err.Error(), "last connection attempt") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("with the broker down: %v; want the refused connection named", err)
+	}
 }

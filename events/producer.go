@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -65,8 +67,38 @@ func (c ProducerConfig) Validate() error {
 // Producer writes events to Kafka with an idempotent producer and
 // acks=all. Publish returns only once the broker acknowledged every event.
 type Producer struct {
-	cfg ProducerConfig
-	cl  *kgo.Client
+	cfg  ProducerConfig
+	cl   *kgo.Client
+	dial *dialErrors
+}
+
+// dialErrors keeps the client's last failed broker connection (a
+// kgo.HookBrokerConnect), so that a produce that timed out can say why:
+// the context's "deadline exceeded" alone names no cause.
+type dialErrors struct {
+	mu   sync.Mutex
+	last error
+	at   time.Time
+}
+
+func (d *dialErrors) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err == nil {
+		d.last = nil
+		return
+	}
+	d.last, d.at = fmt.Errorf("broker %s:%d: %w", meta.Host, meta.Port, err), time.Now()
+}
+
+// since returns the last connection error if it happened after t.
+func (d *dialErrors) since(t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.last == nil || d.at.Before(t) {
+		return nil
+	}
+	return d.last
 }
 
 // NewProducer connects a Producer. The franz-go client is idempotent with
@@ -77,7 +109,9 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	dial := &dialErrors{}
 	opts := append([]kgo.Opt{
+		kgo.WithHooks(dial),
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
@@ -88,7 +122,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events: producer client: %w", err)
 	}
-	return &Producer{cfg: cfg, cl: cl}, nil
+	return &Producer{cfg: cfg, cl: cl, dial: dial}, nil
 }
 
 // Client is the underlying franz-go client.
@@ -208,6 +242,7 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	if sink, ok := ctx.Value(recordSinkKey{}).(RecordSink); ok && sink != nil {
 		return sink(recs)
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
 	defer cancel()
 	pending := recs
@@ -231,6 +266,11 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	}
 	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(p.cfg.MaxAttempts-1)), ctx))
 	if err != nil {
+		if p.dial != nil {
+			if derr := p.dial.since(start); derr != nil {
+				return fmt.Errorf("%w: %w (last connection attempt: %w)", ErrNotAcknowledged, err, derr)
+			}
+		}
 		return fmt.Errorf("%w: %w", ErrNotAcknowledged, err)
 	}
 	return nil
@@ -238,7 +278,15 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 
 // ErrNotAcknowledged wraps every produce failure: the broker did not
 // acknowledge all records within ProducerConfig.PublishTimeout (or the
-// caller's context). Retrying with the same event ids is safe.
+// caller's context). The outcome of the records not acknowledged is
+// unknown, as with any Kafka producer's timeout: the broker may have
+// appended them with the acknowledgement lost, and the idempotent client
+// keeps a record it may have sent until the broker answers, so it can
+// still be written after the error. Retrying with the same event ids and
+// content is safe (a written one is then a duplicate, dropped by (source,
+// id)); sending other content under those ids is not. When the client
+// failed to connect during the call, the error names the last attempt
+// (e.g. "connection refused").
 var ErrNotAcknowledged = errors.New("events: not acknowledged by the broker")
 
 // produceOnce produces recs and waits for every acknowledgement, or for
