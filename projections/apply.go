@@ -93,16 +93,32 @@ func contentHashV1(env *events.Envelope) []byte {
 // a fixed order, each followed by a 0 byte, and its data compacted: the
 // same identity as contentHashV1 (whitespace does not count) without
 // encoding the whole event, which cost as much as the processor's work.
-// A time the producer did not send (events.Envelope.TimeFromLog) counts as
-// empty, so a resent time-less event is a duplicate, not a conflict.
+// The time attribute does not count: CloudEvents makes (source, id) the
+// identity of an event and lets a consumer treat a resend as a duplicate,
+// and a resend often carries another time — the official Go SDK's
+// default client stamps the time of each send, and a time-less event
+// takes its record's timestamp. Before (contentHashV2) a resend with
+// another time was dead-lettered as a conflicting duplicate, which a new
+// user's walkthrough hit with the SDK's usual client.
 //
 // It is what the idempotency key's value keeps to tell a duplicate from a
 // conflicting duplicate; the engine computes it once per record
 // (Item.Sum), not once per processor.
 func ContentHash(env *events.Envelope) []byte {
-	sent := env.Time
-	if env.TimeFromLog {
-		sent = ""
+	return contentHash(env, false)
+}
+
+// contentHashV2 is ContentHash as idempotency keys of dedup version 2
+// hold it: with the time the producer sent (a time from the record counts
+// as empty).
+func contentHashV2(env *events.Envelope) []byte {
+	return contentHash(env, true)
+}
+
+func contentHash(env *events.Envelope, withTime bool) []byte {
+	sent := ""
+	if withTime && !env.TimeFromLog {
+		sent = env.Time
 	}
 	attrs := [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
 		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID}
@@ -187,15 +203,19 @@ func dedupValue(offset int64, sum []byte) []byte {
 	return append(append(v, dedupVersion), sum...)
 }
 
-const dedupVersion = 2
+// dedupVersion 3: ContentHash without the time; 2: contentHashV2.
+const dedupVersion = 3
 
 // sameContent reports whether the stored idempotency-key value prev was
 // written for an event with env's content. Values of every earlier layout
-// are understood: offset only (no hash: the same), offset + contentHashV1.
+// are understood: offset only (no hash: the same), offset + contentHashV1,
+// offset + version 2 + contentHashV2.
 func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {
 	switch {
 	case len(prev) == 9+len(sum) && prev[8] == dedupVersion:
 		return bytes.Equal(prev[9:], sum)
+	case len(prev) == 9+16 && prev[8] == 2:
+		return bytes.Equal(prev[9:], contentHashV2(env))
 	case len(prev) == 8+16:
 		return bytes.Equal(prev[8:], contentHashV1(env))
 	}

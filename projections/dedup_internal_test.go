@@ -41,9 +41,12 @@ func TestSameContentAcrossLayouts(t *testing.T) {
 	}
 }
 
-// A time-less event resent as a new record gets another time from its
-// record: it is a duplicate, not a conflicting one.
-func TestResentTimelessEventIsADuplicate(t *testing.T) {
+// A resend with another time is a duplicate, not a conflicting one: a
+// time-less event resent as a new record (another record time), an event
+// resent with a new time (the CloudEvents Go SDK's default client stamps
+// each send), or now with a time it did not carry. Idempotency keys of
+// dedup version 2 keep their rule: the sent time counted there.
+func TestResentWithAnotherTimeIsADuplicate(t *testing.T) {
 	env, err := events.New(events.MemoryFeedback, "test", "a", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +54,29 @@ func TestResentTimelessEventIsADuplicate(t *testing.T) {
 	first, again := env, env
 	first.Time, first.TimeFromLog = events.RecordTime(time.Unix(1800000000, 0)), true
 	again.Time, again.TimeFromLog = events.RecordTime(time.Unix(1800000005, 0)), true
-	if !sameContent(dedupValue(1, ContentHash(&first)), &again, ContentHash(&again)) {
-		t.Fatal("a resend of a time-less event counts as a conflicting duplicate")
-	}
 	sent := again
 	sent.TimeFromLog = false // the same time, but sent by the producer this time
-	if sameContent(dedupValue(1, ContentHash(&first)), &sent, ContentHash(&sent)) {
-		t.Fatal("an event that now carries a time it did not before is not told apart")
+	restamped := env
+	restamped.Time = events.RecordTime(time.Unix(1700000009, 0))
+	other := env
+	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":true}`)
+	for _, c := range []struct {
+		name         string
+		prev         *events.Envelope
+		env          *events.Envelope
+		same, sameV2 bool
+	}{
+		{"time-less, resent", &first, &again, true, true},
+		{"now with a time", &first, &sent, true, false},
+		{"restamped", &env, &restamped, true, false},
+		{"other data", &env, &other, false, false},
+	} {
+		if got := sameContent(dedupValue(1, ContentHash(c.prev)), c.env, ContentHash(c.env)); got != c.same {
+			t.Errorf("%s: sameContent %v, want %v", c.name, got, c.same)
+		}
+		v2 := append(append(binary.BigEndian.AppendUint64(nil, 1), 2), contentHashV2(c.prev)...)
+		if got := sameContent(v2, c.env, ContentHash(c.env)); got != c.sameV2 {
+			t.Errorf("%s, a version-2 key: sameContent %v, want %v", c.name, got, c.sameV2)
+		}
 	}
 }

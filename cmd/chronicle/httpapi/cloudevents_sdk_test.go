@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
 )
 
 const testTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -197,5 +198,59 @@ func TestBinaryModeErrors(t *testing.T) {
 	var hr *cehttp.Result
 	if cloudevents.IsACK(res) || !cloudevents.ResultAs(res, &hr) || hr.StatusCode != 400 {
 		t.Fatalf("SDK send of an invalid event: %v", res)
+	}
+}
+
+// TestSDKRetryIsADuplicate: the SDK's usual client
+// (cloudevents.NewClientHTTP, which stamps the time of each send) sending
+// one event twice — a retry — is applied once and counted as a plain
+// duplicate, not dead-lettered as a conflicting one. Found by a new user's
+// walkthrough: the content check counted the time.
+func TestSDKRetryIsADuplicate(t *testing.T) {
+	p, srv := setup(t)
+	client, err := cloudevents.NewClientHTTP(cehttp.WithTarget(srv.URL + "/v1/events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := cloudevents.NewEvent()
+	ev.SetID("retry-1")
+	ev.SetSource("qa/retry")
+	ev.SetType("memory.recorded.v1")
+	ev.SetExtension("scope", "org:default")
+	_ = ev.SetData(cloudevents.ApplicationJSON, map[string]any{"memory_id": "mem-retry-1", "title": "Confirm the cabin before changing a flight", "description": "Cabin changes", "content": "Ask which cabin, then change.", "outcome": "success", "source": "explicit"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var times []string
+	for i := range 2 {
+		res := client.Send(ctx, ev)
+		var hr *cehttp.Result
+		if !cloudevents.ResultAs(res, &hr) || hr.StatusCode != http.StatusAccepted {
+			t.Fatalf("send %d: %v", i+1, res)
+		}
+		times = append(times, ev.Time().String())
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := p.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "chronicle_conflicting_duplicates_total" {
+			for _, m := range mf.GetMetric() {
+				if v := m.GetCounter().GetValue(); v != 0 {
+					t.Fatalf("chronicle_conflicting_duplicates_total %v after an SDK retry; want 0", v)
+				}
+			}
+		}
+	}
+	dl, err := deadletter.List(ctx, p.Broker.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dl) != 0 {
+		t.Fatalf("an SDK retry was dead-lettered: %+v", dl)
 	}
 }
