@@ -106,6 +106,7 @@ func pausedSearchIn(t *testing.T, scope, id, secret string) []events.Envelope {
 	root, parent := "root state", "r"
 	h, score := 0.0, 1.0
 	f := 0.5
+	hardCheck := events.PrunedHardCheck
 	evs := []struct {
 		typ  events.Type
 		data any
@@ -116,7 +117,11 @@ func pausedSearchIn(t *testing.T, scope, id, secret string) []events.Envelope {
 		{events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: id, Expansion: 1, NodeID: "r", Tokens: 10}},
 		{events.SearchNodeExpanded, events.SearchNodeData{SearchID: id, NodeID: "r.0", ParentID: &parent, Expansion: 1, Depth: 1, State: "a",
 			StateDigest: treesearch.Digest("a"), Candidate: "step " + secret, G: 0.5, H: &h, F: &f, Score: &score, NeedsHuman: true}},
-		{events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: id, Expansion: 1, NodeID: "r", Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 10}},
+		// a pruned child: h = ∞ is "h": null, "f": null (the answers
+		// are checked against openapi.json, which said number)
+		{events.SearchNodeExpanded, events.SearchNodeData{SearchID: id, NodeID: "r.1", ParentID: &parent, Expansion: 1, Depth: 1, State: "b",
+			StateDigest: treesearch.Digest("b"), Candidate: "bad step", G: 0.5, HardFail: true, PrunedReason: &hardCheck}},
+		{events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: id, Expansion: 1, NodeID: "r", Children: []string{"r.0", "r.1"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 10}},
 		{events.SearchPaused, events.SearchPausedData{SearchID: id, NodeID: "r.0", Question: "allowed?"}},
 	}
 	var out []events.Envelope

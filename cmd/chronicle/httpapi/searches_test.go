@@ -40,8 +40,20 @@ func TestSearchRoutes(t *testing.T) {
 		t.Fatalf("nodes page 1: %d %v", code, m)
 	}
 	code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes?limit=1&cursor=r", nil)
-	if nodes, _ := m["nodes"].([]any); code != 200 || len(nodes) != 1 || m["next_cursor"] != "" {
+	if nodes, _ := m["nodes"].([]any); code != 200 || len(nodes) != 1 || m["next_cursor"] != "r.0" {
 		t.Fatalf("nodes page 2: %d %v", code, m)
+	}
+	// the pruned node: h = ∞ is null (the answer is checked against
+	// openapi.json, whose SearchNode said number)
+	code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes?limit=1&cursor=r.0", nil)
+	nodes, _ := m["nodes"].([]any)
+	if code != 200 || len(nodes) != 1 || m["next_cursor"] != "" {
+		t.Fatalf("nodes page 3: %d %v", code, m)
+	}
+	if n, _ := nodes[0].(map[string]any); n["id"] != "r.1" || n["h"] != nil || n["f"] != nil {
+		t.Fatalf("the pruned node %v; want r.1 with h and f null", n)
+	} else if _, has := n["h"]; !has {
+		t.Fatalf("the pruned node %v has no h", n)
 	}
 	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes?cursor=zzz", nil); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "cursor") {
 		t.Fatalf("a cursor that is no node: %d %v; want 400 naming cursor", code, m)
