@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -41,10 +43,24 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req suggest.Request
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		return
+	}
+	// k absent is the default (3); k sent as 0 is out of range, as
+	// everywhere else in the API (suggest.Request keeps 0 for "absent")
+	var sent struct {
+		K *int `json:"k"`
+	}
+	if json.Unmarshal(body, &sent) == nil && sent.K != nil && *sent.K == 0 {
+		writeErr(w, http.StatusBadRequest, "k: 0 is not from 1 to 10 (leave it out for the default 3)")
 		return
 	}
 	g, err := s.toolGraph()
@@ -90,7 +106,9 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"suggestion": res, "policy": pol})
+		// the id the feedback route counts one verdict per: new for every
+		// answer (two callers asking the same intent get two suggestions)
+		writeJSON(w, http.StatusOK, map[string]any{"suggestion_id": "sg-" + uuid.NewString(), "suggestion": res, "policy": pol})
 	}
 }
 

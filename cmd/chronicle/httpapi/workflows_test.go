@@ -293,6 +293,21 @@ func TestPostSuggest(t *testing.T) {
 	if code != 200 || sg["mode"] != "explicit_required" || len(sg["tools"].([]any)) != 2 || sg["confidence"].(float64) != 0 || sg["speculation_threshold"].(float64) != 0.92 {
 		t.Fatalf("%d %v", code, m)
 	}
+	// every answer has an id of its own for the feedback route, which
+	// counts one verdict per suggestion_id (found by an analyst's
+	// walkthrough: clients had to make one up)
+	first, _ := m["suggestion_id"].(string)
+	_, again := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "I want to cancel my reservation", "k": 2})
+	if !strings.HasPrefix(first, "sg-") || again["suggestion_id"] == first || again["suggestion_id"] == nil {
+		t.Fatalf("suggestion ids %q and %v; want two different sg-<uuid>", first, again["suggestion_id"])
+	}
+	// k sent as 0 is out of range (left out, it is the default 3)
+	if code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "k": 0}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "k: 0") {
+		t.Fatalf("k 0: %d %v; want 400 naming k", code, m)
+	}
+	if code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel"}); code != 200 || len(m["suggestion"].(map[string]any)["tools"].([]any)) != 3 {
+		t.Fatalf("k left out: %d %v; want the default 3 tools", code, m)
+	}
 	// feedback reaches the policy's projection
 	code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", map[string]any{"accepted": false, "mode": "speculative_execution", "confidence": 0.93})
 	if code != 200 || m["feedbacks"].(float64) != 1 || m["window"] != "R" || m["threshold"].(float64) != 0.92 {
