@@ -395,3 +395,59 @@ func TestPublishIsBoundedWhenTheBrokerIsDown(t *testing.T) {
 		t.Fatalf("with the broker down: %v; want the refused connection named", err)
 	}
 }
+
+// A member repeated within one object is refused on the producer paths
+// with its pointer (a new user's walkthrough: {"id":"x8","id":"x9"} was
+// accepted and the last id silently won); the processors' parse of the log
+// keeps accepting it, so logs written before replay as they did.
+func TestRepeatedMemberIsRefused(t *testing.T) {
+	const data = `{"memory_id":"m1","signal":"explicit_feedback","positive":true}`
+	for _, c := range []struct{ raw, pointer string }{
+		{`{"specversion":"1.0","id":"x8","id":"x9","source":"qa","type":"memory.feedback.v1","data":` + data + `}`, "/id"},
+		{`{"specversion":"1.0","id":"x8","source":"qa","type":"memory.feedback.v1","data":{"memory_id":"m1","memory_id":"m2","signal":"explicit_feedback","positive":true}}`, "/data/memory_id"},
+		{`{"specversion":"1.0","id":"x8","source":"qa","type":"memory.feedback.v1","traceparent":"a","traceparent":"b","data":` + data + `}`, "/traceparent"},
+		{`{"specversion":"1.0","id":"x8","source":"qa","type":"memory.feedback.v1","data":` + data + `,"a~/b":1,"a~/b":2}`, "/a~0~1b"},
+	} {
+		_, err := events.ParseProducerEvent([]byte(c.raw))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.pointer || !strings.Contains(ve.Reason, "appears twice") {
+			t.Errorf("%s: %v; want a ValidationError at %s", c.raw, err, c.pointer)
+		}
+	}
+	env, err := events.ParseEvent([]byte(`{"specversion":"1.0","id":"x8","id":"x9","source":"qa","type":"memory.feedback.v1","data":` + data + `}`))
+	if err != nil || env.ID != "x9" {
+		t.Fatalf("the processors' parse: %v, id %q; want it accepted as before (the last id)", err, env.ID)
+	}
+	if _, err := events.ParseProducerEvent([]byte(`{"specversion":"1.0","id":"x8","source":"qa","type":"memory.feedback.v1","data":` + data + `}`)); err != nil {
+		t.Fatalf("an event without repeats: %v", err)
+	}
+}
+
+// datacontenttype is a media type: application/json with parameters, or in
+// another case, is accepted in structured mode as binary mode's
+// Content-Type is (a new user's walkthrough: "application/json;
+// charset=utf-8" was a 400), and kept as sent; other types are refused.
+func TestDataContentTypeParameters(t *testing.T) {
+	const rest = `"specversion":"1.0","id":"ct","source":"qa","type":"memory.feedback.v1","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}`
+	for _, c := range []struct {
+		ct string
+		ok bool
+	}{
+		{"application/json", true},
+		{"application/json; charset=utf-8", true},
+		{"application/json;charset=UTF-8", true},
+		{"Application/JSON", true},
+		{"text/plain", false},
+		{"application/jsonx", false},
+		{"application/json-seq", false},
+	} {
+		env, err := events.ParseProducerEvent([]byte(`{"datacontenttype":"` + c.ct + `",` + rest + `}`))
+		var ve *events.ValidationError
+		switch {
+		case c.ok && (err != nil || env.DataContentType != c.ct):
+			t.Errorf("%q: %v, kept %q; want it accepted as sent", c.ct, err, env.DataContentType)
+		case !c.ok && (!errors.As(err, &ve) || ve.Pointer != "/datacontenttype"):
+			t.Errorf("%q: %v; want a ValidationError at /datacontenttype", c.ct, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/valyala/fastjson"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -147,6 +148,11 @@ func schemaError(err error, prefix string) *ValidationError {
 	if ptr == "" {
 		ptr = "/"
 	}
+	if pk, ok := ve.ErrorKind.(*kind.Pattern); ok && ptr == "/datacontenttype" {
+		// the schema's pattern spells application/json in any case: the
+		// regular expression says nothing to a producer
+		return &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("%q: only application/json data is accepted (parameters such as charset=utf-8 may follow)", pk.Got)}
+	}
 	return &ValidationError{Index: -1, Pointer: ptr, Reason: ve.ErrorKind.LocalizedString(printer)}
 }
 
@@ -155,7 +161,26 @@ func schemaError(err error, prefix string) *ValidationError {
 // the field: malformed JSON, an envelope that breaks the CloudEvents schema,
 // an unknown or derived type, data that breaks the type's JSON Schema, and a
 // missing record key.
-func ParseProducerEvent(raw []byte) (Envelope, error) { return parseEvent(raw, false, false) }
+//
+// A member name repeated within one object ({"id":"a","id":"b"}) is refused
+// with its pointer: decoders disagree on which one counts, and the id is
+// the idempotency key. The processors' parse of what they consume accepts
+// it (the last one counts, as encoding/json), so a log written before
+// keeps replaying as it did.
+func ParseProducerEvent(raw []byte) (Envelope, error) {
+	set, err := loadSchemas()
+	if err != nil {
+		return Envelope{}, err
+	}
+	if env, ok := parseFast(set, raw, false, false); ok {
+		return env, nil // the fast path refuses repeated members
+	}
+	if ptr, ok := repeatedMember(raw); ok {
+		name := ptr[strings.LastIndexByte(ptr, '/')+1:]
+		return Envelope{}, &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("the member %q appears twice in one object (RFC 8259 gives it no meaning; send it once)", strings.NewReplacer("~1", "/", "~0", "~").Replace(name))}
+	}
+	return parseSlow(set, raw, false)
+}
 
 // ParseEvent validates and decodes one event of any known type, producer or
 // derived. Processors use it on what they consume.

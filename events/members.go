@@ -1,0 +1,62 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// repeatedMember returns the JSON pointer of the first object member whose
+// name repeats an earlier member of the same object in raw, e.g. "/id" or
+// "/data/memory_id"; ok is false when there is none (or raw is not JSON:
+// the parse reports that). RFC 8259 leaves the meaning of repeated names
+// open and decoders differ (encoding/json keeps the last; RFC 7493, I-JSON,
+// forbids them): for an event, whose id is its idempotency key, the
+// producer paths refuse them instead of guessing.
+func repeatedMember(raw []byte) (pointer string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	p, ok, _ := firstRepeated(dec, "")
+	return p, ok
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// firstRepeated reads one value from dec; ptr is its JSON pointer.
+func firstRepeated(dec *json.Decoder, ptr string) (string, bool, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		names := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return "", false, err
+			}
+			name, _ := k.(string)
+			at := ptr + "/" + pointerEscaper.Replace(name)
+			if names[name] {
+				return at, true, nil
+			}
+			names[name] = true
+			if p, ok, err := firstRepeated(dec, at); ok || err != nil {
+				return p, ok, err
+			}
+		}
+		_, err = dec.Token() // '}'
+		return "", false, err
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if p, ok, err := firstRepeated(dec, ptr+"/"+strconv.Itoa(i)); ok || err != nil {
+				return p, ok, err
+			}
+		}
+		_, err = dec.Token() // ']'
+		return "", false, err
+	}
+	return "", false, nil
+}
