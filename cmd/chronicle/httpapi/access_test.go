@@ -365,3 +365,26 @@ func TestTrickledBodyIsCutOff(t *testing.T) {
 		t.Fatalf("a trickled body kept the request open %v with a 2 s read deadline", el)
 	}
 }
+
+// TestScopelessEventGoesToTheTokensScope: an event without a scope posted
+// with a token that may not write org:default goes to the token's default
+// write scope, as POST /v1/memories and the MCP tools do (a new user's
+// walkthrough: it was a 403 for org:default, a scope the producer never
+// named); the admin token's stays org:default's.
+func TestScopelessEventGoesToTheTokensScope(t *testing.T) {
+	p, _, base := scopedServer(t)
+	envs, sid := sessionIn(t, 2, "", "NOSCOPE")
+	for i := range envs {
+		envs[i].Scope = ""
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", envs); code != 202 {
+		t.Fatalf("scope-less events with a project:a token: %d %v; want 202", code, m)
+	}
+	waitCaughtUp(t, p)
+	if code, m := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(sid), nil); code != 200 || m["scope"] != "project:a" {
+		t.Fatalf("the session with token a: %d %v; want it in project:a", code, m)
+	}
+	if code, _ := call(t, base, "tok-admin", "GET", "/v1/sessions/"+url.PathEscape(sid)+"?scope=org:default", nil); code != 404 {
+		t.Fatalf("the session in org:default: %d; want 404", code)
+	}
+}

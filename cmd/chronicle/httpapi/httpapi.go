@@ -329,6 +329,17 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := CallerOf(r)
+	// an event without a scope is org:default's; for a token that may not
+	// write org:default it goes to the token's default write scope
+	// instead, as POST /v1/memories and the MCP tools do (before: a 403
+	// for the scope the producer never named)
+	if def := c.DefaultWriteScope(); def != "" && !c.CanWrite(events.DefaultScope) {
+		for i := range envs {
+			if envs[i].Scope == "" {
+				envs[i].Scope = def
+			}
+		}
+	}
 	for i := range envs {
 		if sc := envs[i].EffectiveScope(); !c.CanWrite(sc) {
 			idx := i
