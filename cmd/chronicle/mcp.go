@@ -21,17 +21,24 @@ func mcpCmd() *cobra.Command {
 			ctx, cancel := signalContext()
 			defer cancel()
 			backend := &httpapi.Client{Base: api, Token: os.Getenv(tokenEnv)}
+			writes := []string{mcpserver.AllScopes}
 			if scope == "" {
 				var err error
 				if scope, err = defaultScope(ctx, backend); err != nil {
 					return err
+				}
+				if scope == "" {
+					// a read-only token: the read tools work; the writing
+					// ones answer that the token writes no scope
+					writes = nil
+					fmt.Fprintln(cmd.ErrOrStderr(), "chronicle mcp: the token writes no scope: memory_record and memory_feedback will be refused; the read tools work")
 				}
 			} else if !events.ValidScope(scope) {
 				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
 			}
 			// The service checks the token's scopes on every call; the
 			// stdio side only picks where new memories go.
-			caller := mcpserver.Caller{ReadScopes: []string{mcpserver.AllScopes}, WriteScopes: []string{mcpserver.AllScopes}, DefaultScope: scope}
+			caller := mcpserver.Caller{ReadScopes: []string{mcpserver.AllScopes}, WriteScopes: writes, DefaultScope: scope}
 			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Caller: caller, Improvement: backend.Improvement, Searches: backend})
 		},
 	}
@@ -42,18 +49,16 @@ func mcpCmd() *cobra.Command {
 }
 
 // defaultScope asks the service where the token's writes go (GET
-// /v1/whoami), so a scoped token works without repeating its scope. The
-// service must answer at start: without it the scope would be a guess
-// (org:default, which a scoped token may not write).
+// /v1/whoami), so a scoped token works without repeating its scope; ""
+// for a token that writes nothing (a read-only token still serves the
+// read tools). The service must answer at start: without it the scope
+// would be a guess (org:default, which a scoped token may not write).
 func defaultScope(ctx context.Context, c *httpapi.Client) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	who, err := c.WhoAmI(ctx)
 	if err != nil {
 		return "", fmt.Errorf("--scope not given, and asking %s/v1/whoami for the token's default write scope failed (start chronicle serve first, or pass --scope): %w", c.Base, err)
-	}
-	if who.DefaultWriteScope == "" {
-		return "", fmt.Errorf("--scope not given, and token %q writes no scope (read %v, write %v): memory_record would always be refused; pass --scope or use a token that writes", who.Name, who.Read, who.Write)
 	}
 	return who.DefaultWriteScope, nil
 }

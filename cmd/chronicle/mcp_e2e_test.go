@@ -272,6 +272,7 @@ func TestMCPScopedTokens(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "tokens.json")
 	tokA := createToken(t, file, "agent-a", "project:a", "project:a")
 	tokB := createToken(t, file, "agent-b", "project:b", "project:b")
+	tokR := createToken(t, file, "reader-a", "project:a", "")
 	base := startServe(t, "--tokens", file)
 
 	a := startMCP(t, base, tokA, "--scope", "project:a")
@@ -317,5 +318,13 @@ func TestMCPScopedTokens(t *testing.T) {
 		"kubectl rollout restart deploy/workers", "deploy", "workers")
 	if got := callOK[search.Recorded](t, bDefault, "memory_record", own); got.Message != "memory recorded in project:b" {
 		t.Errorf("memory_record without --scope as project:b's token: %+v, want it recorded in project:b", got)
+	}
+	// a read-only token serves the read tools (a new user's walkthrough:
+	// chronicle mcp refused to start without --scope); the writing ones
+	// say why they are refused
+	reader := startMCP(t, base, tokR)
+	searchUntil(t, reader, query, "hit "+recorded.ID+" as the reader", func(h search.Hit) bool { return h.ID == recorded.ID })
+	if msg := callError(t, reader, "memory_record", rec); !strings.Contains(msg, "no scope") {
+		t.Errorf("memory_record with a read-only token: %q, want the refusal naming that it writes no scope", msg)
 	}
 }

@@ -46,7 +46,7 @@ func tokenCmd() *cobra.Command {
 }
 
 func splitList(s string) []string {
-	var out []string
+	out := []string{} // an empty list is written [], not null
 	for _, x := range strings.Split(s, ",") {
 		if x = strings.TrimSpace(x); x != "" {
 			out = append(out, x)
