@@ -9,7 +9,9 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/treesearch"
 )
 
 // An instance on its embedded broker that another instance joins arms
@@ -118,4 +120,27 @@ func committedIDs(ctx context.Context, t *testing.T, brokers []string, topics ..
 		t.Fatal(err)
 	}
 	return ids
+}
+
+// An instance alone whose processors read no chronicle.sessions (chronicle
+// import tot runs the treesearch processor only) does not take itself for
+// joined: joined counted the sessions partitions it owned, found none of
+// them, and armed the fence with the notice that another instance had
+// joined (found by an analyst's walkthrough).
+func TestAloneWithoutSessionsIsNotJoined(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2,
+		Processors: []processors.Processor{treesearch.Processor{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * pipeline.JoinCheckInterval)
+	if p.RelayFenced() {
+		t.Fatal("alone, the relay armed its fence: it took itself for joined")
+	}
 }

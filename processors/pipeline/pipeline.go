@@ -155,6 +155,9 @@ type Pipeline struct {
 	Search  *memories.Service
 	admin   *kadm.Client
 	adminCl *kgo.Client
+	// parts caches topics' partition counts (partitionCount)
+	partsMu sync.Mutex
+	parts   map[string]int
 	// relayOwner is the fenced relay's ownership (nil: unfenced, every
 	// outbox row is this instance's to relay)
 	relayOwner processors.Ownerships
@@ -403,20 +406,48 @@ func (p *Pipeline) SharedUnfenced() bool {
 func (p *Pipeline) RelayFenced() bool { return p.fence != nil && p.fence.Armed() }
 
 // joined reports whether another member of the processors' group owns
-// partitions of chronicle.sessions: this instance was assigned partitions,
-// the group is not rebalancing, and it owns fewer than all of them.
+// partitions: this instance was assigned partitions, the group is not
+// rebalancing, and of a topic it consumes it owns fewer partitions than
+// the topic has. (It used to count chronicle.sessions only, so a pipeline
+// whose processors read other topics — chronicle import tot's — announced
+// a join on its own.)
 func (p *Pipeline) joined() bool {
 	own := p.Runner.Ownership()
 	if own.Rebalancing || len(own.Partitions) == 0 {
 		return false
 	}
-	n := 0
+	owned := map[string]int{}
 	for _, op := range own.Partitions {
-		if op.Topic == string(events.TopicSessions) {
-			n++
+		owned[op.Topic]++
+	}
+	for topic, n := range owned {
+		if n < p.partitionCount(topic) {
+			return true
 		}
 	}
-	return n < int(max(p.Config.Partitions, 1))
+	return false
+}
+
+// partitionCount is topic's partition count from the broker's metadata,
+// remembered once known; 0 while the broker does not answer (within 2 s).
+func (p *Pipeline) partitionCount(topic string) int {
+	p.partsMu.Lock()
+	defer p.partsMu.Unlock()
+	if n, ok := p.parts[topic]; ok {
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	td, err := p.admin.ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil {
+		return 0
+	}
+	n := len(td[topic].Partitions)
+	if p.parts == nil {
+		p.parts = map[string]int{}
+	}
+	p.parts[topic] = n
+	return n
 }
 
 // ErrFenceArmed is not a failure but a notice, given to
