@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -161,7 +162,11 @@ func Marshal(v any) ([]byte, error) {
 // Derive builds the n-th derived event of type typ caused by cause, written
 // by component source (e.g. "chronicle/sessions"): its id is DerivedID of
 // the cause, its time, sessionid and scope are the cause's, causationid is
-// the cause's id and correlationid the cause's (or the cause's id).
+// the cause's id and correlationid the cause's (or the cause's id). A
+// cause with a W3C traceparent (the distributed-tracing extension) passes
+// its trace on: the derived event's traceparent has the same trace id and
+// flags and a span id of its own (childTraceparent), its tracestate is the
+// cause's, so a trace continues through what Chronicle learned.
 //
 // A derived event of a type on TopicLearned (read by subscribers, no
 // processor) is validated against its schema here; any other is validated
@@ -185,10 +190,47 @@ func Derive(cause *Envelope, source string, typ Type, n int, payload any) (Envel
 	if env.CorrelationID == "" {
 		env.CorrelationID = cause.ID
 	}
+	if tp := childTraceparent(cause.Extensions["traceparent"], env.ID); tp != "" {
+		env.Extensions = map[string]any{"traceparent": tp}
+		if ts, ok := cause.Extensions["tracestate"].(string); ok && ts != "" {
+			env.Extensions["tracestate"] = ts
+		}
+	}
 	if info, ok := Lookup(typ); !ok || info.Topic == TopicLearned {
 		if err := Validate(&env); err != nil {
 			return Envelope{}, fmt.Errorf("events: derived %s invalid: %w", typ, err)
 		}
 	}
 	return env, nil
+}
+
+// childTraceparent continues the cause's W3C trace context (the
+// CloudEvents distributed-tracing extension) in an event derived from it:
+// the same version, trace id and flags, and a span id of its own, the
+// first 8 bytes of the SHA-256 of the derived event's id (deterministic,
+// so a replay derives the same). "" when the cause has no valid
+// traceparent ("00-<32 hex>-<16 hex>-<2 hex>", trace id not all zeros).
+func childTraceparent(v any, derivedID string) string {
+	tp, _ := v.(string)
+	if len(tp) != 55 || tp[:3] != "00-" || tp[35] != '-' || tp[52] != '-' {
+		return ""
+	}
+	trace, flags := tp[3:35], tp[53:]
+	if !isLowerHex(trace) || !isLowerHex(tp[36:52]) || !isLowerHex(flags) || strings.Trim(trace, "0") == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(derivedID))
+	if [8]byte(h[:8]) == ([8]byte{}) {
+		h[7] = 1 // an all-zero span id is invalid
+	}
+	return "00-" + trace + "-" + hex.EncodeToString(h[:8]) + "-" + flags
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -451,3 +451,43 @@ func TestDataContentTypeParameters(t *testing.T) {
 		}
 	}
 }
+
+// A derived event continues its cause's W3C trace: the same trace id and
+// flags, a span id of its own derived from its id (the same on every
+// derivation, so a replay derives it again), the cause's tracestate; no
+// trace context from a cause without a valid one (a new user's
+// walkthrough: traces stopped at Chronicle).
+func TestDeriveContinuesTheTrace(t *testing.T) {
+	cause, err := events.New(events.MemoryFeedback, "test", "tr-1", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "explicit_feedback", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	cause.Extensions = map[string]any{"traceparent": "00-" + trace + "-00f067aa0ba902b7-01", "tracestate": "rojo=00f067aa0ba902b7"}
+	derive := func(c *events.Envelope) events.Envelope {
+		t.Helper()
+		d, err := events.Derive(c, "chronicle/test", events.MemoryConfidenceChanged, 0, map[string]any{"memory_id": "m1", "old": 0.5, "new": 0.6, "signals_applied": []any{}, "reason": "signal"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := derive(&cause)
+	tp, _ := d.Extensions["traceparent"].(string)
+	if !strings.HasPrefix(tp, "00-"+trace+"-") || !strings.HasSuffix(tp, "-01") || len(tp) != 55 || strings.Contains(tp, "00f067aa0ba902b7") {
+		t.Fatalf("derived traceparent %q; want trace %s, a span of its own, flags 01", tp, trace)
+	}
+	if d.Extensions["tracestate"] != "rojo=00f067aa0ba902b7" {
+		t.Fatalf("derived tracestate %v", d.Extensions["tracestate"])
+	}
+	if again := derive(&cause); again.Extensions["traceparent"] != tp {
+		t.Fatalf("a second derivation gave %v, the first %s", again.Extensions["traceparent"], tp)
+	}
+	for _, bad := range []any{nil, "", "00-" + trace + "-00f067aa0ba902b7", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "00-" + strings.ToUpper(trace) + "-00f067aa0ba902b7-01", 7} {
+		c := cause
+		c.Extensions = map[string]any{"traceparent": bad}
+		if d := derive(&c); d.Extensions != nil {
+			t.Errorf("traceparent %v: derived extensions %v; want none", bad, d.Extensions)
+		}
+	}
+}

@@ -102,6 +102,9 @@ func TestCloudEventsSDKClient(t *testing.T) {
 		Events []struct {
 			Event json.RawMessage `json:"event"`
 		} `json:"events"`
+		Evaluations []struct {
+			Event json.RawMessage `json:"event"`
+		} `json:"evaluations"`
 	}
 	if code := get(t, srv, "/v1/sessions/"+id+"/events", &log); code != 200 || len(log.Events) != len(envs) {
 		t.Fatalf("session log: %d, %d events, want %d", code, len(log.Events), len(envs))
@@ -117,6 +120,19 @@ func TestCloudEventsSDKClient(t *testing.T) {
 		if _, err := back.EventTime(); err != nil {
 			t.Fatalf("event %d: the record's time did not stand in: %v", i, err)
 		}
+	}
+	// the evaluation Chronicle derived continues the producer's trace: the
+	// same trace id, a span of its own, the tracestate
+	if len(log.Evaluations) == 0 {
+		t.Fatal("no evaluation in the session's log")
+	}
+	var eval events.Envelope
+	if err := json.Unmarshal(log.Evaluations[0].Event, &eval); err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := eval.Extensions["traceparent"].(string)
+	if !strings.HasPrefix(tp, testTraceparent[:36]) || len(tp) != len(testTraceparent) || tp == testTraceparent || eval.Extensions["tracestate"] != "rojo=00f067aa0ba902b7" {
+		t.Fatalf("the evaluation's trace context %v; want the trace of %s with a span of its own", eval.Extensions, testTraceparent)
 	}
 }
 
