@@ -21,6 +21,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -162,30 +163,51 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 }
 
+// openAPIRouter loads openapi.json and routes requests to its operations.
+func openAPIRouter(t *testing.T) routers.Router {
+	t.Helper()
+	router, err := legacy.NewRouter(loadOpenAPI(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return router
+}
+
+// findOperation finds the operation of a request (method and request URI,
+// body for its requestBody) in openapi.json: the request to validate,
+// with its route and path parameters.
+func findOperation(router routers.Router, method, uri string, header http.Header, body []byte) (*http.Request, *routers.Route, map[string]string, error) {
+	newReq := func(uri string) *http.Request {
+		req := httptest.NewRequest(method, uri, bytes.NewReader(body))
+		if header != nil {
+			req.Header = header.Clone()
+		}
+		return req
+	}
+	req := newReq(uri)
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		// a session id with raw '/' is served too (pathID), but an
+		// OpenAPI path parameter is one segment: look up its escaped form
+		if alt := escapedSessionPath(uri); alt != uri {
+			req = newReq(alt)
+			route, params, err = router.FindRoute(req)
+		}
+	}
+	return req, route, params, err
+}
+
 // openAPIResponses returns an accesstest.Fixture.Response that checks every
 // answer of the access-control suite against openapi.json: its status is
 // one the operation documents (or covered by "default"), and a JSON body
 // passes the documented schema of that status and content type.
 func openAPIResponses(t *testing.T) func(*testing.T, accesstest.Request, accesstest.Caller, *http.Response, []byte) {
-	doc := loadOpenAPI(t)
-	router, err := legacy.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	router := openAPIRouter(t)
 	// an event stream is checked as the string the description says
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.FileBodyDecoder)
 	return func(t *testing.T, rq accesstest.Request, who accesstest.Caller, resp *http.Response, body []byte) {
 		t.Helper()
-		req := httptest.NewRequest(rq.Method, rq.Path, nil)
-		route, params, err := router.FindRoute(req)
-		if err != nil {
-			// a session id with raw '/' is served too (pathID), but an
-			// OpenAPI path parameter is one segment: look up its escaped form
-			if alt := escapedSessionPath(rq.Path); alt != rq.Path {
-				req = httptest.NewRequest(rq.Method, alt, nil)
-				route, params, err = router.FindRoute(req)
-			}
-		}
+		req, route, params, err := findOperation(router, rq.Method, rq.Path, nil, nil)
 		if err != nil {
 			t.Errorf("%s %s: not in openapi.json: %v", rq.Method, rq.Path, err)
 			return
@@ -201,17 +223,116 @@ func openAPIResponses(t *testing.T) func(*testing.T, accesstest.Request, accesst
 	}
 }
 
-// conforming wraps h so that every answer it gives in a test is checked
-// against openapi.json as openAPIResponses checks the access suite's:
-// the status documented, the body passing its schema. Streams
-// (text/event-stream) are checked as the strings they are documented as.
+// openAPIRequests returns a check of a request (its method, request URI,
+// headers and whole body) against openapi.json: the path and query
+// parameters and the body against the operation's requestBody schema.
+// It answers nil for a request the description accepts. Three forms the
+// routes serve are read as they serve them, which the description does
+// not spell out:
+//
+//   - a query parameter sent empty (?scope=) is one left out: every route
+//     reads its query with url.Values.Get;
+//   - a body without a Content-Type is JSON: the routes decode it as JSON
+//     whatever the header (POST /v1/events: plain mode);
+//   - a POST /v1/events in CloudEvents binary mode (ce- headers) carries
+//     the event's data as its body, which the description's schemas (an
+//     event or an array of events) do not describe: its body is not
+//     checked.
+func openAPIRequests(t *testing.T) func(method, uri string, header http.Header, body []byte) error {
+	router := openAPIRouter(t)
+	return func(method, uri string, header http.Header, body []byte) error {
+		if u, err := url.Parse(uri); err == nil && u.RawQuery != "" {
+			q := u.Query()
+			for k, vs := range q {
+				if len(vs) == 1 && vs[0] == "" {
+					q.Del(k)
+				}
+			}
+			u.RawQuery = q.Encode()
+			uri = u.RequestURI()
+		}
+		header = header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		if len(body) > 0 && header.Get("Content-Type") == "" {
+			header.Set("Content-Type", "application/json")
+		}
+		binary := false
+		for k := range header {
+			binary = binary || strings.HasPrefix(strings.ToLower(k), "ce-")
+		}
+		req, route, params, err := findOperation(router, method, uri, header, body)
+		if err != nil {
+			return err
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, ExcludeRequestBody: binary}}
+		return openapi3filter.ValidateRequest(context.Background(), in)
+	}
+}
+
+// conforming wraps h so that every exchange it serves in a test is checked
+// against openapi.json.
+//
+// The answer as openAPIResponses checks the access suite's: the status
+// documented, the body passing its schema. Streams (text/event-stream)
+// are checked as the strings they are documented as.
+//
+// The request as openAPIRequests checks it (parameters and body), judged
+// by the answer, because tests send bad requests on purpose:
+//
+//   - a 2xx answer to a request the description rejects fails the test:
+//     the route accepted what openapi.json says it refuses (a schema
+//     stricter than the route, or a route laxer than its description);
+//   - a 400 whose error is the body decoder's ("body: unknown field …",
+//     `body: "layer": got string, want integer`, malformed JSON …) to a
+//     request the description accepts fails the test too: such a body is
+//     refused whatever the state, so the schema is laxer than the route;
+//   - any other answer (4xx refusals that depend on the state or on the
+//     caller, 5xx) is not judged: a request the schema rejects is expected
+//     to get one.
+//
+// A body larger than MaxBodyBytes is not judged (the route answers 413).
 func conforming(t *testing.T, h http.Handler) http.Handler {
 	check := openAPIResponses(t)
+	checkRequest := openAPIRequests(t)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method, uri, header := r.Method, r.URL.RequestURI(), r.Header.Clone()
+		var body []byte
+		whole := true
+		if r.Body != nil {
+			// read up to the limit, hand the handler the same bytes (and
+			// whatever follows, so it meets the limit as it would)
+			body, _ = io.ReadAll(io.LimitReader(r.Body, httpapi.MaxBodyBytes+1))
+			whole = len(body) <= httpapi.MaxBodyBytes
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		}
 		rec := &teeWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
 		resp := &http.Response{StatusCode: rec.status, Header: w.Header()}
-		check(t, accesstest.Request{Method: r.Method, Path: r.URL.RequestURI()}, "test", resp, rec.body.Bytes())
+		check(t, accesstest.Request{Method: method, Path: uri}, "test", resp, rec.body.Bytes())
+		if !whole {
+			return
+		}
+		switch {
+		case rec.status >= 200 && rec.status < 300:
+			if err := checkRequest(method, uri, header, body); err != nil {
+				t.Errorf("%s %s %.300s: the server answered %d to a request openapi.json rejects (the schema is stricter than the route, or the route laxer than its description): %v", method, uri, body, rec.status, err)
+			}
+		case rec.status == http.StatusBadRequest:
+			var e struct {
+				Error string `json:"error"`
+			}
+			if json.Unmarshal(rec.body.Bytes(), &e) == nil && strings.HasPrefix(e.Error, "body: ") {
+				if err := checkRequest(method, uri, header, body); err == nil {
+					t.Errorf("%s %s %.300s: openapi.json accepts a body the route refuses whatever the state (%s): the schema is laxer than the route", method, uri, body, e.Error)
+				}
+			}
+		}
 	})
 }
 
