@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi/accesstest"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -121,6 +123,35 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		{"GET", "/v1/sessions?limit=501", ""},
 		{"GET", "/v1/sessions?cursor=garbage", ""},
 		{"GET", "/v1/memories/search?query=q&scope=galaxy", ""},
+		{"POST", "/v1/sessions/s-1/improve", `{"force":true}`},
+		{"POST", "/v1/workflows/w-1/updates", `{"channel":"messages","update":"x","titel":1}`},
+		{"POST", "/v1/workflows/w-1/updates", `{"channel":"inbox","update":"x"}`},
+		{"POST", "/v1/workflows/w-1/updates", `{"channel":"messages"}`},
+		{"POST", "/v1/workflows/w-1/updates", `{"channel":"context","update":null}`},
+		{"POST", "/v1/workflows/w-1/updates", `{"channel":"context","update":[1]}`},
+		{"POST", "/v1/workflows/w-1/updates", `{"layer":-1,"channel":"messages","update":"x"}`},
+		{"POST", "/v1/workflows/w-1/checkpoints", `{"layer":"1"}`},
+		{"POST", "/v1/workflows/w-1/commands", `{"command":"launch"}`},
+		{"POST", "/v1/workflows/w-1/commands", `{"command":"abort","args":[1]}`},
+		{"POST", "/v1/workflows/w-1/commands", `{"command":"replan_dag"}`},
+		{"POST", "/v1/workflows/w-1/commands", `{"command":"replan_dag","args":{"requirement":"r","tools":["think"]}}`},
+		{"POST", "/v1/workflows/w-1/commands", `{"command":"replan_dag","args":{"tools":["think"],"plan":{}}}`},
+		{"POST", "/v1/workflows/w-1/decisions", `{"kind":"robot","question":"q"}`},
+		{"POST", "/v1/workflows/w-1/decisions", `{"kind":"human"}`},
+		{"POST", "/v1/workflows/w-1/decisions/d-1", `{"by":"ops"}`},
+		{"POST", "/v1/workflows/w-1/resume", `{"checkpoint_id":"yesterday"}`},
+		{"POST", "/v1/workflows/w-1/fork", `{"workflow_id":"w-2"}`},
+		{"POST", "/v1/workflows/w-1/fork", `{"checkpoint_id":"chronicle.workflows:0:7","workflow_id":"w-2","updates":{"inbox":[]}}`},
+		{"POST", "/v1/workflows/w-1/complete", `{"outcome":"done"}`},
+		{"POST", "/v1/workflows/suggest", `{"intent":"cancel","k":0}`},
+		{"POST", "/v1/workflows/suggest", `{"k":2}`},
+		{"POST", "/v1/workflows/suggest", `{"intent":"cancel","estimates":{"cancel_reservation":{"cost_usd":-0.5}}}`},
+		{"POST", "/v1/workflows/suggest", `{"intent":"cancel","top":3}`},
+		{"POST", "/v1/workflows/suggest/feedback", `{"accepted":true,"mode":"guess","confidence":0.9}`},
+		{"POST", "/v1/workflows/suggest/feedback", `{"mode":"suggestion","confidence":1.5}`},
+		{"POST", "/v1/dags", `{"tools":[]}`},
+		{"POST", "/v1/dags", `{"tools":["think"],"tool":"x"}`},
+		{"POST", "/v1/dags", `{"tools":["think"],"rule":"fuzzy"}`},
 	} {
 		req := httptest.NewRequest(bad.method, bad.path, strings.NewReader(bad.body))
 		if bad.body != "" {
@@ -136,9 +167,148 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("%s %s %s: openapi.json accepts what the server answers 400", bad.method, bad.path, bad.body)
 		}
 	}
+	// the routes decode their bodies strictly: a body the description
+	// accepts is refused with one unknown member more
+	check := openAPIRequests(t)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/sessions/s-1/improve", `{}`},
+		{"/v1/memories", `{"title":"t","description":"d","content":"c","outcome":"success"}`},
+		{"/v1/memories/m-1/feedback", `{"helpful":true}`},
+		{"/v1/workflows/w-1/updates", `{"channel":"messages","update":"x"}`},
+		{"/v1/workflows/w-1/checkpoints", `{}`},
+		{"/v1/workflows/w-1/commands", `{"command":"abort"}`},
+		{"/v1/workflows/w-1/decisions", `{"kind":"agent","question":"q"}`},
+		{"/v1/workflows/w-1/decisions/d-1", `{"answer":"yes"}`},
+		{"/v1/workflows/w-1/resume", `{}`},
+		{"/v1/workflows/w-1/fork", `{"checkpoint_id":"chronicle.workflows:0:7","workflow_id":"w-2"}`},
+		{"/v1/workflows/w-1/complete", `{"outcome":"success"}`},
+		{"/v1/workflows/suggest", `{"intent":"cancel"}`},
+		{"/v1/workflows/suggest/feedback", `{"mode":"suggestion"}`},
+		{"/v1/dags", `{"tools":["think"]}`},
+		{"/v1/searches/srch-1/resume", `{"decision":"approve"}`},
+		{"/v1/workflows/w-1/commands", `{"command":"replan_dag","args":{"tools":["think"]}}`},
+	} {
+		path, body, hdr := c.path, c.body, http.Header{"Content-Type": {"application/json"}}
+		if err := check("POST", path, hdr, []byte(body)); err != nil {
+			t.Errorf("POST %s %s: openapi.json refuses a body the route takes: %v", path, body, err)
+			continue
+		}
+		typo := strings.Replace(body, "{", `{"titel":"typo",`, 1)
+		typo = strings.Replace(typo, ",}", "}", 1)
+		if check("POST", path, hdr, []byte(typo)) == nil {
+			t.Errorf("POST %s %s: openapi.json accepts an unknown member, the route answers 400", path, typo)
+		}
+		if strings.Contains(body, `"args":{`) { // replan_dag's args are decoded strictly too
+			if typo := strings.Replace(body, `"args":{`, `"args":{"titel":"typo",`, 1); check("POST", path, hdr, []byte(typo)) == nil {
+				t.Errorf("POST %s %s: openapi.json accepts an unknown member of replan_dag's args, the route answers 400", path, typo)
+			}
+		}
+	}
+	// every request body says what it holds: a bare {"type": "object"}
+	// made users read the Go source for the field names
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			for ct, mt := range op.RequestBody.Value.Content {
+				if sc := mt.Schema; sc != nil && sc.Ref == "" && sc.Value != nil && bareObject(sc.Value) {
+					t.Errorf("openapi.json: %s %s: the %s request body is a bare object: describe its properties", method, path, ct)
+				}
+			}
+		}
+	}
+	// schema-level examples (the document's validation checks the media
+	// types' examples only)
+	for name, sc := range doc.Components.Schemas {
+		for i, ex := range sc.Value.Examples {
+			if err := sc.Value.VisitJSON(ex, openapi3.EnableJSONSchema2020()); err != nil {
+				t.Errorf("openapi.json: components/schemas/%s: examples[%d] breaks the schema: %v", name, i, err)
+			}
+		}
+	}
 	sort.Strings(undocumented)
 	if len(undocumented) > 0 {
 		t.Errorf("requests of the access-control table that openapi.json does not describe:\n%s", strings.Join(undocumented, "\n"))
+	}
+}
+
+// bareObject says whether s is an object schema that names nothing it holds.
+func bareObject(s *openapi3.Schema) bool {
+	return s.Type.Is("object") && len(s.Properties) == 0 && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil &&
+		s.MaxProps == nil && len(s.AllOf) == 0 && len(s.AnyOf) == 0 && len(s.OneOf) == 0
+}
+
+// exampleCheckpoint is the checkpoint id the examples of openapi.json
+// show; TestOpenAPIRequestExamples replaces it with a real one.
+const exampleCheckpoint = "chronicle.workflows:0:7"
+
+// TestOpenAPIRequestExamples posts every example openapi.json gives for
+// the workflow write routes, POST /v1/dags and POST
+// /v1/workflows/suggest/feedback through a real server, in an order in
+// which each applies (the commands before the checkpoint that names them
+// processed, the decision before its answer, the completion last), and
+// wants each answered 200 with the write applied. The server is
+// conforming, so each accepted request is also checked against its
+// schema: every request schema of these routes is exercised by at least
+// one request the route accepts, and the documented examples are true.
+func TestOpenAPIRequestExamples(t *testing.T) {
+	doc := loadOpenAPI(t)
+	_, c, _ := startAt(t, t.TempDir())
+	const wf = "book-1"
+	w := "/v1/workflows/" + wf
+	steps := []struct{ op, path string }{
+		{"/v1/workflows/{id}/updates", w + "/updates"},
+		{"/v1/workflows/{id}/commands", w + "/commands"},
+		{"/v1/workflows/{id}/decisions", w + "/decisions"},
+		{"/v1/workflows/{id}/decisions/{decision}", w + "/decisions/d-refund"}, // the human example's decision_id
+		{"/v1/workflows/{id}/checkpoints", w + "/checkpoints"},
+		{"/v1/workflows/{id}/resume", w + "/resume"},
+		{"/v1/workflows/{id}/fork", w + "/fork"},
+		{"/v1/workflows/{id}/complete", w + "/complete"},
+		{"/v1/dags", "/v1/dags"},
+		{"/v1/workflows/suggest/feedback", "/v1/workflows/suggest/feedback"},
+	}
+	checkpoint := ""
+	for _, st := range steps {
+		item := doc.Paths.Value(st.op)
+		if item == nil || item.Post == nil || item.Post.RequestBody == nil {
+			t.Fatalf("openapi.json: no POST %s with a request body", st.op)
+		}
+		mt := item.Post.RequestBody.Value.Content.Get("application/json")
+		names := slices.Sorted(maps.Keys(mt.Examples))
+		if len(names) == 0 {
+			t.Errorf("openapi.json: POST %s: no example", st.op)
+		}
+		for _, name := range names {
+			raw, err := json.Marshal(mt.Examples[name].Value.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if checkpoint != "" {
+				raw = bytes.ReplaceAll(raw, []byte(exampleCheckpoint), []byte(checkpoint))
+			}
+			code, m := call(t, c.Base, "", "POST", st.path, json.RawMessage(raw))
+			if code != http.StatusOK {
+				t.Fatalf("POST %s, example %q %s: %d %v", st.path, name, raw, code, m)
+			}
+			if strings.HasPrefix(st.op, "/v1/workflows/{id}/") && (m["event_id"] == nil || m["state"] == nil) {
+				t.Fatalf("POST %s, example %q: %v, want the write's result", st.path, name, m)
+			}
+			if cp, _ := m["checkpoint_id"].(string); st.op == "/v1/workflows/{id}/checkpoints" && cp != "" {
+				checkpoint = cp
+			}
+		}
+	}
+	if checkpoint == "" {
+		t.Fatal("the checkpoints example answered no checkpoint_id")
+	}
+	v, err := c.State(context.Background(), wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != workflows.StatusCompleted || v.DAG == nil || len(v.PendingCommands) != 0 || len(v.PendingDecisions) != 1 {
+		t.Fatalf("after the examples: %s", jsonOf(t, v))
 	}
 }
 
