@@ -136,10 +136,31 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var d events.SuggestionFeedbackData
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		return
+	}
+	// the verdict and the confidence it is about are the feedback: left
+	// out, they counted as a rejection at confidence 0, moving the
+	// threshold on nothing the caller said (the event schema requires both)
+	var sent struct {
+		Accepted   *bool    `json:"accepted"`
+		Confidence *float64 `json:"confidence"`
+	}
+	_ = json.Unmarshal(body, &sent)
+	switch {
+	case sent.Accepted == nil:
+		writeErr(w, http.StatusBadRequest, "accepted: required (true: the suggested DAG was used; false: it was not)")
+		return
+	case sent.Confidence == nil:
+		writeErr(w, http.StatusBadRequest, "confidence: required (the suggestion's confidence, from its answer)")
 		return
 	}
 	if d.Policy == "" {

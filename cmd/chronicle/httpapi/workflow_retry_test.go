@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +165,31 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 	}
 	if code, m := post("/v1/workflows/wf1/decisions/d2", `{"answer":"yes"}`); code != http.StatusOK {
 		t.Fatalf("an answer among the options: %d %v", code, m)
+	}
+}
+
+// TestWorkflowRouteTakesItsOwnFields: each workflow write route takes the
+// fields openapi.json lists for it; another route's field is a 400 naming
+// it (found by a reviewer of the description: all eight routes decoded
+// one shared body, so an answer sent to /decisions was silently dropped).
+// A replan's args.k sent as 0 is a 400 as on /v1/workflows/suggest.
+func TestWorkflowRouteTakesItsOwnFields(t *testing.T) {
+	_, post, end := workflowAPI(t)
+	logged := end()
+	for _, tc := range []struct{ path, body, field string }{
+		{"/v1/workflows/wf9/decisions", `{"kind":"agent","question":"q","answer":"yes"}`, `"answer"`},
+		{"/v1/workflows/wf9/updates", `{"channel":"messages","update":"x","outcome":"success"}`, `"outcome"`},
+		{"/v1/workflows/wf9/commands", `{"command":"replan_dag","args":{"tools":["get_user_details"],"k":0}}`, "args.k"},
+	} {
+		code, m := post(tc.path, tc.body)
+		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), tc.field) {
+			t.Errorf("POST %s %s: %d %v; want 400 naming %s", tc.path, tc.body, code, m, tc.field)
+		}
+	}
+	if got := end(); got != logged {
+		t.Fatalf("refused writes reached the log: %d records, %d before", got, logged)
+	}
+	if code, m := post("/v1/workflows/wf9/decisions", `{"kind":"agent","question":"q"}`); code != http.StatusOK {
+		t.Fatalf("the route's own fields: %d %v", code, m)
 	}
 }

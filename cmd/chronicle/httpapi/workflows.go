@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -174,6 +176,19 @@ type workflowBody struct {
 	Output            json.RawMessage            `json:"output"`
 }
 
+// workflowFields are the body fields of each write route (decisions/{id}
+// is "answer"), as openapi.json describes them.
+var workflowFields = map[string][]string{
+	"updates":     {"event_id", "layer", "channel", "update"},
+	"checkpoints": {"event_id", "layer", "processed_commands"},
+	"commands":    {"event_id", "command", "args", "by", "command_id"},
+	"decisions":   {"event_id", "kind", "question", "options", "layer", "decision_id"},
+	"answer":      {"event_id", "answer", "by", "comment"},
+	"resume":      {"event_id", "checkpoint_id"},
+	"fork":        {"event_id", "checkpoint_id", "workflow_id", "updates"},
+	"complete":    {"event_id", "outcome", "output"},
+}
+
 // workflowPost serves the write routes:
 //
 //	POST /v1/workflows/{id}/updates            {layer, channel, update}: a reducer update
@@ -207,11 +222,32 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b workflowBody
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
 		return
+	}
+	// workflowBody is every route's fields: one route's field sent to
+	// another was silently dropped (an answer sent to /decisions); each
+	// route takes its own, as openapi.json says
+	route := action
+	if len(sub) == 2 {
+		route = "answer"
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) == nil {
+		for name := range members {
+			if !slices.Contains(workflowFields[route], name) {
+				writeErr(w, http.StatusBadRequest, "body: %q is not a field of POST %s (its fields: %s)", name, r.URL.Path, strings.Join(workflowFields[route], ", "))
+				return
+			}
+		}
 	}
 	if b.EventID == "" {
 		b.EventID = "wf-" + uuid.NewString()
@@ -474,6 +510,15 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
 			writeErr(w, http.StatusBadRequest, "args: %v (replan_dag takes requirement, k, or tools)", err)
+			return nil, false
+		}
+		// k left out is the default; k sent as 0 is out of range, as on
+		// /v1/workflows/suggest
+		var sent struct {
+			K *int `json:"k"`
+		}
+		if json.Unmarshal(raw, &sent) == nil && sent.K != nil && *sent.K == 0 {
+			writeErr(w, http.StatusBadRequest, "args.k: 0 is not from 1 to 10 (leave it out for the default 3)")
 			return nil, false
 		}
 	}
