@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -148,10 +149,25 @@ func (w *writeSet) size() int {
 	return n
 }
 
-// writeTo puts every write into b (in no particular order: a batch
-// commits atomically whatever its order).
+// writeTo puts every write into b in key order. A batch commits
+// atomically whatever its order, but Pebble inserts its keys into the
+// memtable's skiplist one by one in batch order, and an insert starts its
+// search where the previous one left off when the new key lies near it
+// (arenaskl's Inserter splice); otherwise it searches from the top. Sorted,
+// a session's new trace and index rows follow each other; in map order
+// nearly every insert searched from the top. BenchmarkPerEventCost (three
+// runs alternating with map order): the last 20,000 of 200,000 events
+// 22.9–23.3 against 24.8–26.2 µs of CPU each, all 200,000 with their
+// flushes 24.2–24.6 against 25.2–27.8 µs; the random idempotency keys
+// gain nothing. Sorting costs O(n log n) comparisons of the batch's keys.
 func (w *writeSet) writeTo(b *pebble.Batch) error {
-	for k, e := range w.vals {
+	keys := make([]string, 0, len(w.vals))
+	for k := range w.vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		e := w.vals[k]
 		var err error
 		// Set and Delete copy the key into the batch: the key's bytes
 		// are borrowed, not converted
