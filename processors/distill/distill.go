@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -97,9 +98,51 @@ func Clip(s string, n int) string {
 	return strings.TrimSpace(string(r[:n-1])) + "…"
 }
 
-// Clamp makes m fit the limits: title ≤ 50, description ≤ 200 characters.
+// ClipWords shortens s to at most n characters (runes) as Clip does, but
+// never inside a word: the cut falls on the last space, or just before the
+// last "(", that leaves at least half of n, and a separator left dangling
+// at the end (",", ";", ":", "+", "→", "(", "/", "=", "&", "|", "-", "–",
+// "—") is dropped with the spaces before the "…". A string with no such
+// break in its second half (one long token, an URL) is cut as Clip cuts
+// it. Memory titles and descriptions and pattern titles are clipped so:
+// "Strategy: update_reservation_flights + cancel_res…" read as a word of
+// its own (a walkthrough's finding); now
+// "Strategy: update_reservation_flights…". n < 2 is clipped as by Clip.
+func ClipWords(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n || n < 2 {
+		return Clip(s, n)
+	}
+	r := []rune(s)[:n-1] // room for "…"
+	cut := -1
+	for i := len(r) - 1; i >= n/2; i-- {
+		if unicode.IsSpace(r[i]) || r[i] == '(' {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		return Clip(s, n)
+	}
+	r = r[:cut]
+	for len(r) > 0 && (unicode.IsSpace(r[len(r)-1]) || strings.ContainsRune(danglingSeparators, r[len(r)-1])) {
+		r = r[:len(r)-1]
+	}
+	if len(r) == 0 {
+		return Clip(s, n)
+	}
+	return string(r) + "…"
+}
+
+// danglingSeparators are the characters ClipWords drops from the end of a
+// clipped string: what joins two parts and means nothing without the
+// second.
+const danglingSeparators = ",;:+→(/=&|-–—"
+
+// Clamp makes m fit the limits: title ≤ 50, description ≤ 200 characters,
+// each clipped at a word boundary (ClipWords).
 func Clamp(m Memory) Memory {
-	m.Title = Clip(m.Title, MaxTitle)
-	m.Description = Clip(m.Description, MaxDescription)
+	m.Title = ClipWords(m.Title, MaxTitle)
+	m.Description = ClipWords(m.Description, MaxDescription)
 	return m
 }

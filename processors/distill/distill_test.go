@@ -256,3 +256,35 @@ func BenchmarkTaskSummary(b *testing.B) {
 		distill.TaskSummary(tasks[i%len(tasks)])
 	}
 }
+
+// ClipWords never ends inside a word: the cut falls on a space or before a
+// "(" in the second half of the limit, dangling separators go, and a
+// string without such a break is cut as Clip cuts it.
+func TestClipWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short enough", 50, "short enough"},
+		{"  trimmed  ", 50, "trimmed"},
+		{"Strategy: update_reservation_flights + cancel_reservation", 50, "Strategy: update_reservation_flights…"},
+		{"When the user wants a refund: call update_reservation_flights(reservation_id=OWZ4XL)", 70, "When the user wants a refund: call update_reservation_flights…"},
+		{"Pattern: get_user_details → get_reservation_details → cancel_reservation", 60, "Pattern: get_user_details → get_reservation_details…"},
+		{"one, two, three, four, five, six", 20, "one, two, three…"},
+		{"exactly ten", 11, "exactly ten"},
+		{"supercalifragilisticexpialidocious", 10, "supercali…"}, // no break: as Clip
+		{"When the user wants a refund: call update_reservation_flights(reservation_id=OWZ4XL)", 60, "When the user wants a refund: call…"},
+		{"a supercalifragilisticexpialidocious", 10, "a superca…"},                                                     // the only break is in the first half: as Clip
+		{"Avoid: wrong update_reservation_flights arguments", 50, "Avoid: wrong update_reservation_flights arguments"}, // 50: fits
+		{"ümlaut wörter überall hier", 12, "ümlaut…"},
+	} {
+		got := distill.ClipWords(c.in, c.n)
+		if got != c.want {
+			t.Errorf("ClipWords(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+		if utf8.RuneCountInString(got) > c.n {
+			t.Errorf("ClipWords(%q, %d) = %q: %d characters", c.in, c.n, got, utf8.RuneCountInString(got))
+		}
+	}
+}

@@ -99,7 +99,7 @@ func (p Pattern) Outcome() string {
 
 // Title names the pattern by its tool chain: "Pattern: a → b → c" (tool
 // names without arguments, repeats folded), at most distill.MaxTitle × 4
-// characters.
+// characters, clipped after a whole tool name (distill.ClipWords).
 func (p Pattern) Title() string {
 	names := make([]string, len(p.Steps))
 	for i, s := range p.Steps {
@@ -108,7 +108,7 @@ func (p Pattern) Title() string {
 		}
 		names[i] = s
 	}
-	return distill.Clip("Pattern: "+strings.Join(names, " → "), 4*distill.MaxTitle)
+	return distill.ClipWords("Pattern: "+strings.Join(names, " → "), 4*distill.MaxTitle)
 }
 
 func patternKey(id string) string        { return "pt/" + id }
