@@ -74,8 +74,12 @@ type Hit struct {
 
 // Result is memory_search's answer.
 type Result struct {
-	Memories   []Hit `json:"memories"`
-	TotalFound int   `json:"total_found"`
+	Memories []Hit `json:"memories"`
+	// TotalFound counts the candidates with a positive relevance. The
+	// candidates are the max(CandidatesPerQuery, 4 × limit) nearest by
+	// vector and as many best by BM25, so on a collection larger than that
+	// pool it is a lower bound of the matching entries, not their count.
+	TotalFound int `json:"total_found"`
 	// TokensUsed estimates the tokens the returned memories add to a
 	// prompt (characters / 4).
 	TokensUsed int `json:"tokens_used"`
