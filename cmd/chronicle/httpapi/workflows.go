@@ -271,7 +271,29 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	default:
 		sc := r.URL.Query().Get("scope")
 		if sc == "" {
-			sc = c.DefaultWriteScope()
+			// the workflow the same URL reads: the one scope the caller
+			// reads that holds the id (several: 409, as a read answers; a
+			// scope it reads but may not write: the 403 below). Only an
+			// id the caller sees nowhere starts a workflow in its default
+			// write scope. Before, every write without ?scope= went to
+			// the default write scope, so a write to a workflow of
+			// another of the caller's scopes silently started a second
+			// one there, and the reads of the id turned into 409s.
+			held, err := workflows.Scopes(s.P.Store, id)
+			if err != nil {
+				writeErr(w, http.StatusInternalServerError, "%v", err)
+				return
+			}
+			held = slices.DeleteFunc(held, func(x string) bool { return !c.CanRead(x) })
+			switch len(held) {
+			case 0:
+				sc = c.DefaultWriteScope()
+			case 1:
+				sc = held[0]
+			default:
+				writeErr(w, http.StatusConflict, "workflow %q exists in several scopes you may access (%s): add ?scope=", id, strings.Join(held, ", "))
+				return
+			}
 		}
 		if sc == "" {
 			sc = events.DefaultScope
@@ -292,7 +314,23 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	if exists && st.Status == workflows.StatusCompleted && action != "fork" {
+	// a retry of a write the workflow applied (its event_id, sent again)
+	// is answered as the first write was (the service answers its
+	// position, or 409 naming /event_id for other content under the id),
+	// whatever the state says now: an answered decision is no longer
+	// pending, a completed workflow takes no more events and a fork's new
+	// workflow exists, and these checks answered 404 and 409 to a client
+	// retrying after a lost answer (found by a new user's walkthrough)
+	retryKey := key
+	if action == "fork" && events.CheckID(b.WorkflowID) == nil {
+		retryKey = events.EntityKey(scope, b.WorkflowID)
+	}
+	retry, err := workflows.Applied(s.P.Store, retryKey, b.EventID)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if exists && st.Status == workflows.StatusCompleted && action != "fork" && !retry {
 		writeErr(w, http.StatusConflict, "workflow %q completed (%s): it takes no more events; fork it to go on", id, st.Outcome)
 		return
 	}
@@ -324,12 +362,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		if len(sub) == 2 {
 			did := sub[1]
 			i := slices.IndexFunc(st.PendingDecisions, func(d workflows.Decision) bool { return d.DecisionID == did })
-			if i < 0 {
+			if i < 0 && !retry {
 				writeErr(w, http.StatusNotFound, "decision %q: not pending in workflow %q", did, id)
 				return
 			}
 			// a decision that offered options takes one of them
-			if opts := st.PendingDecisions[i].Options; len(opts) > 0 && !slices.Contains(opts, b.Answer) {
+			if i >= 0 && len(st.PendingDecisions[i].Options) > 0 && !slices.Contains(st.PendingDecisions[i].Options, b.Answer) {
+				opts := st.PendingDecisions[i].Options
 				idx := 0
 				reason := fmt.Sprintf("%q is not one of the decision's options %q", b.Answer, opts)
 				writeJSON(w, http.StatusBadRequest, errorBody{Error: "answer: " + reason, Index: &idx, Pointer: "/answer", Reason: reason})
@@ -399,7 +438,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		} else if _, taken, err := workflows.Get(s.P.Store, events.EntityKey(scope, b.WorkflowID)); err != nil {
 			writeErr(w, http.StatusInternalServerError, "workflow_id: %q: %v", b.WorkflowID, err)
 			return
-		} else if taken {
+		} else if taken && !retry {
 			writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s", b.WorkflowID, scope)
 			return
 		}

@@ -1,0 +1,129 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+)
+
+// TestWorkflowWriteGoesWhereTheURLReads: a write without ?scope= goes to
+// the workflow the same URL reads, the one scope the caller reads that
+// holds the id, not to the caller's default write scope (found by a new
+// user's walkthrough: a write to a workflow of the caller's second scope
+// silently started a second workflow of that id in its default scope, and
+// every read of the id became a 409). An id the caller sees nowhere still
+// starts a workflow in its default write scope; an id in several of its
+// scopes is a 409 naming them; one it reads but may not write is a 403.
+func TestWorkflowWriteGoesWhereTheURLReads(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		// default write scope project:c; it also writes project:a
+		{Name: "ca", SHA256: access.Hash("tok-ca"), Read: []string{"project:c", "project:a", "project:r"}, Write: []string{"project:c", "project:a"}},
+		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+	}}
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens}).Handler()))
+	defer srv.Close()
+	do := func(token, method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	update := `{"channel":"messages","update":"x"}`
+	if code, m := do("tok-ca", "POST", "/v1/workflows/wf1/updates?scope=project:a", update); code != http.StatusOK {
+		t.Fatalf("create wf1 in project:a: %d %v", code, m)
+	}
+	for _, route := range []string{"updates", "decisions", "checkpoints", "complete"} {
+		body := map[string]string{
+			"updates":     update,
+			"decisions":   `{"decision_id":"dz","kind":"agent","question":"go?","layer":0}`,
+			"checkpoints": `{"layer":0}`,
+			"complete":    `{"outcome":"success","output":{}}`,
+		}[route]
+		code, m := do("tok-ca", "POST", "/v1/workflows/wf1/"+route, body)
+		if code != http.StatusOK {
+			t.Fatalf("POST wf1/%s without ?scope=: %d %v", route, code, m)
+		}
+		if st, _ := m["state"].(map[string]any); st["scope"] != "project:a" {
+			t.Fatalf("POST wf1/%s without ?scope= wrote to %v; want project:a, where GET /v1/workflows/wf1 reads", route, st["scope"])
+		}
+	}
+	if _, ok, err := workflows.Get(p.Store, "project:c/wf1"); err != nil || ok {
+		t.Fatalf("a second wf1 in the default write scope project:c: %v %v", ok, err)
+	}
+	if code, m := do("tok-ca", "GET", "/v1/workflows/wf1", ""); code != http.StatusOK || m["scope"] != "project:a" {
+		t.Fatalf("GET wf1 after the writes: %d %v", code, m)
+	}
+	// an id the caller sees nowhere: its default write scope
+	if code, m := do("tok-ca", "POST", "/v1/workflows/wf2/updates", update); code != http.StatusOK || m["state"].(map[string]any)["scope"] != "project:c" {
+		t.Fatalf("a new workflow without ?scope=: %d %v; want it in project:c", code, m)
+	}
+	// in two of the caller's scopes: 409 naming them, nothing written
+	if code, m := do("tok-ca", "POST", "/v1/workflows/wf2/updates?scope=project:a", update); code != http.StatusOK {
+		t.Fatalf("wf2 in project:a: %d %v", code, m)
+	}
+	if code, m := do("tok-ca", "POST", "/v1/workflows/wf2/updates", update); code != http.StatusConflict {
+		t.Fatalf("a write to an id in two of the caller's scopes: %d %v; want 409", code, m)
+	}
+	// in a scope it reads but may not write: 403, not a new workflow
+	if code, m := do("tok-admin", "POST", "/v1/workflows/wf3/updates?scope=project:r", update); code != http.StatusOK {
+		t.Fatalf("wf3 in project:r: %d %v", code, m)
+	}
+	if code, m := do("tok-ca", "POST", "/v1/workflows/wf3/updates", update); code != http.StatusForbidden {
+		t.Fatalf("a write to a workflow of a scope the caller only reads: %d %v; want 403", code, m)
+	}
+	if _, ok, err := workflows.Get(p.Store, "project:c/wf3"); err != nil || ok {
+		t.Fatalf("a wf3 in project:c: %v %v", ok, err)
+	}
+}
+
+// TestWorkflowRetriesAfterTheStateMoved: a write retried with its event_id
+// is answered as the first one (200, its position) on the routes whose
+// own write changes what they check: answering a decision (no longer
+// pending), completing (the workflow takes no more events) and forking
+// (the new workflow exists). Found by a new user's walkthrough: the
+// retries answered 404 and 409. Another write under the id stays a 409.
+func TestWorkflowRetriesAfterTheStateMoved(t *testing.T) {
+	_, post, _ := workflowAPI(t)
+	must := func(path, body string) map[string]any {
+		t.Helper()
+		code, m := post(path, body)
+		if code != http.StatusOK {
+			t.Fatalf("POST %s %s: %d %v", path, body, code, m)
+		}
+		return m
+	}
+	must("/v1/workflows/w/updates", `{"channel":"messages","update":"x"}`)
+	cp := must("/v1/workflows/w/checkpoints", `{"layer":0}`)
+	must("/v1/workflows/w/decisions", `{"decision_id":"d1","kind":"human","question":"go?","options":["yes","no"],"layer":1}`)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/workflows/w/decisions/d1", `{"event_id":"ans-1","answer":"yes","by":"me"}`},
+		{"/v1/workflows/w/fork", `{"event_id":"fork-1","checkpoint_id":"` + cp["checkpoint_id"].(string) + `","workflow_id":"w-child"}`},
+		{"/v1/workflows/w/complete", `{"event_id":"done-1","outcome":"success","output":{"a":1}}`},
+	} {
+		first := must(c.path, c.body)
+		again := must(c.path, c.body)
+		if again["position"] != first["position"] {
+			t.Fatalf("retry of POST %s answered position %v; the write is at %v", c.path, again["position"], first["position"])
+		}
+	}
+	if code, m := post("/v1/workflows/w/complete", `{"event_id":"done-1","outcome":"failure","output":{}}`); code != http.StatusConflict || m["pointer"] != "/event_id" {
+		t.Fatalf("another write under a used event_id: %d %v; want 409 naming /event_id", code, m)
+	}
+}
