@@ -111,6 +111,10 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 	}
 	key := events.EntityKey(env.Scope, d.SearchID)
 	s, dec, err := w.waitDecision(ctx, key, env, d)
+	if errors.Is(err, errRepeatedResume) {
+		w.logf("treesearch-resume: search %s: resume %s repeats one already applied (a retried or raced request): left alone", key, env.ID)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -150,9 +154,21 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 	return nil
 }
 
+// errRepeatedResume is waitDecision's answer for a resume whose id (the
+// search and its pause) the projection applied from an earlier record.
+var errRepeatedResume = errors.New("repeats an applied resume")
+
 // waitDecision waits until the projection of search key recorded the
 // decision of resume env, and returns the search and that decision; the
-// decision must be the last one recorded for the search to be driven.
+// decision must be the last one recorded for the search to be driven. A
+// resume whose id the projection applied from another record (the routes
+// derive the id from the search and the pause, so a retried or raced
+// request repeats it; the projection drops the repeat) is
+// errRepeatedResume at once: the decision applied has the first record's
+// time, so waiting for this record's was waiting ApplyTimeout (30 s) for
+// nothing, while the worker's partition, every other search's resumes
+// with it, stood still (found by a new user's walkthrough: four
+// concurrent resumes of one search held the others' for 90 s).
 func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events.Envelope, d events.SearchResumedData) (Search, Decision, error) {
 	timeout := w.ApplyTimeout
 	if timeout == 0 {
@@ -175,6 +191,16 @@ func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events
 				}
 			}
 		}
+		// checked after the search: a decision applied from this record
+		// is in the search read above, so applied here means another's
+		if _, applied, _, err := w.Store.AppliedAt(Name, env); err != nil {
+			return s, Decision{}, err
+		} else if applied && ok {
+			if s2, ok2, err := Get(w.Store, key); err == nil && ok2 && !hasDecisionAt(s2, env.Time, d) {
+				return s2, Decision{}, errRepeatedResume
+			}
+			continue // applied in between: the search read again finds it
+		}
 		if time.Now().After(deadline) {
 			return s, Decision{}, fmt.Errorf("treesearch-resume: search %s: the projection did not apply resume %s within %v (rejected? see chronicle.deadletter)", key, env.ID, timeout)
 		}
@@ -184,4 +210,14 @@ func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events
 			return s, Decision{}, ctx.Err()
 		}
 	}
+}
+
+// hasDecisionAt reports whether s recorded resume decision d at time t.
+func hasDecisionAt(s Search, t string, d events.SearchResumedData) bool {
+	for _, dec := range s.Decisions {
+		if dec.Time == t && dec.Decision == d.Decision && dec.Note == d.Note && dec.By == d.By {
+			return true
+		}
+	}
+	return false
 }

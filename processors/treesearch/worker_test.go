@@ -149,3 +149,59 @@ func TestResumeWorkerDrivesReject(t *testing.T) {
 		t.Fatalf("a redelivered rejection wrote %d events", again.Seq-s.Seq)
 	}
 }
+
+// A resume that repeats one the projection applied (the routes derive the
+// id from the search and the pause, so a retried or raced request has the
+// same id and another time) is left alone at once, whatever its decision.
+// Found by a new user's walkthrough: the worker waited ApplyTimeout (30 s)
+// for each such repeat's decision, holding every other search's resume on
+// its partition.
+func TestResumeWorkerSkipsARepeatedResume(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	r := runner(t, p, game24.Arithmetic{}, &gate{})
+	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "gated", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: game24.Config(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Run(ctx, key); !errors.Is(err, treesearch.ErrPaused) {
+		t.Fatalf("want a pause: %v %+v", err, s)
+	}
+	resume := func(at time.Time, decision string) events.Envelope {
+		env, err := events.New(events.SearchResumed, "test/human", key+"/resumed", at, events.SearchResumedData{SearchID: "gated", Decision: decision, By: "ana"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = "project:a"
+		return env
+	}
+	first := resume(time.Now(), "approve")
+	if err := p.Producer.Publish(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if s, _, _ := treesearch.Get(p.Store, key); len(s.Decisions) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the first resume was not applied")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	before, _, _ := treesearch.Get(p.Store, key)
+	w := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: game24.Builtin, ApplyTimeout: 20 * time.Second}
+	for _, d := range []string{"approve", "reject"} {
+		repeat := resume(time.Now().Add(time.Second), d)
+		t0 := time.Now()
+		if err := w.Handle(ctx, &repeat); err != nil {
+			t.Fatalf("a repeated %s: %v", d, err)
+		}
+		if took := time.Since(t0); took > 5*time.Second {
+			t.Fatalf("a repeated %s took %v: waited for a decision that never comes", d, took)
+		}
+	}
+	if after, _, _ := treesearch.Get(p.Store, key); after.Seq != before.Seq {
+		t.Fatalf("a repeated resume wrote %d events", after.Seq-before.Seq)
+	}
+}

@@ -70,6 +70,12 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 	if err != nil {
 		return projections.Position{}, err
 	}
+	if len(rec.Value) > events.MaxEventBytes {
+		// the broker would refuse it (MESSAGE_TOO_LARGE), which read as a
+		// retryable outage; no retry can make it fit
+		return projections.Position{}, &events.ValidationError{Index: -1, Pointer: "/", Err: events.ErrEventTooLarge,
+			Reason: fmt.Sprintf("%d bytes encoded, above the %d-byte limit of one event", len(rec.Value), events.MaxEventBytes)}
+	}
 	if err := s.Producer.ProduceRecords(ctx, []*kgo.Record{rec}); err != nil {
 		return projections.Position{}, err
 	}

@@ -27,6 +27,20 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// errBodyTooLarge is wrapped by bodyError's error for a body above
+// MaxBodyBytes: bodyStatus answers 413 for it.
+var errBodyTooLarge = errors.New("request entity too large")
+
+// bodyStatus is the status for a decodeBody or bodyError error: 413 for a
+// body above MaxBodyBytes (as POST /v1/events answers; the write routes
+// answered 400), else 400.
+func bodyStatus(err error) int {
+	if errors.Is(err, errBodyTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
 // bodyError rewrites encoding/json's decode errors to name the field.
 func bodyError(err error) error {
 	var te *json.UnmarshalTypeError
@@ -43,7 +57,7 @@ func bodyError(err error) error {
 	case errors.As(err, &se):
 		return fmt.Errorf("body: not valid JSON at byte %d: %s", se.Offset, se.Error())
 	case errors.As(err, &mbe):
-		return fmt.Errorf("body: larger than %d bytes", MaxBodyBytes)
+		return fmt.Errorf("body: larger than %d bytes: %w", MaxBodyBytes, errBodyTooLarge)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return fmt.Errorf("body: unknown field %s", f)

@@ -29,7 +29,8 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	if len(body.Tools) == 0 {

@@ -89,6 +89,8 @@ func requireJSON(next http.HandlerFunc) http.HandlerFunc {
 // Server serves the API of a running pipeline.
 type Server struct {
 	P *pipeline.Pipeline
+	// resumeMu serialises search resumes (publishResume).
+	resumeMu sync.Mutex
 	// Tokens, when set, require a bearer token on every /v1 route and
 	// limit each caller to its scopes; nil serves every scope (the service
 	// then listens on loopback only).
@@ -985,7 +987,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		Scope string `json:"scope"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	c := CallerOf(r)
@@ -1021,7 +1023,7 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		Comment string `json:"comment"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	if body.Helpful == nil {

@@ -239,13 +239,14 @@ func (s *Server) runsPAIR() bool {
 func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 		if err := decodeBody(w, r, &struct{}{}); err != nil {
-			writeErr(w, http.StatusBadRequest, "%v (this route takes no field: send no body or {})", err)
+			writeErr(w, bodyStatus(err), "%v (this route takes no field: send no body or {})", err)
 			return
 		}
 	}

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +148,7 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		By       string `json:"by"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeErr(w, http.StatusBadRequest, "%v (want {\"decision\": \"approve\"|\"reject\", \"note\", \"by\"})", err)
+		writeErr(w, bodyStatus(err), "%v (want {\"decision\": \"approve\"|\"reject\", \"note\", \"by\"})", err)
 		return
 	}
 	if body.Decision != "approve" && body.Decision != "reject" {
@@ -165,7 +167,14 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 	out, err := s.publishResume(r.Context(), key, sr, body.Decision, body.Note, body.By)
 	if err != nil {
 		var ve *events.ValidationError
-		if errors.As(err, &ve) {
+		switch {
+		case errors.Is(err, errResumedAlready):
+			writeErr(w, http.StatusConflict, "%v", err)
+			return
+		case errors.Is(err, events.ErrEventTooLarge):
+			writeErr(w, http.StatusRequestEntityTooLarge, "%v", err)
+			return
+		case errors.As(err, &ve):
 			writeErr(w, http.StatusBadRequest, "%v", err)
 			return
 		}
@@ -174,6 +183,15 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, out)
 }
+
+// errResumedAlready: the pause a resume names was resumed with another
+// decision (409).
+var errResumedAlready = errors.New("resumed already")
+
+// resumeApplyWait bounds how long a resume request waits for the
+// projection to apply its event before answering 202 (it is written; it
+// may be applied later).
+const resumeApplyWait = 5 * time.Second
 
 // publishResume writes search.resumed.v1 for paused search sr (id derived
 // from the search and the pause, so a retried request is one event) and
@@ -186,8 +204,40 @@ func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Se
 		return nil, err
 	}
 	env.Scope, env.CorrelationID = sr.Scope, key
-	if err := s.P.Producer.Publish(ctx, env); err != nil {
+	// One resume at a time, each waiting (at most resumeApplyWait) until
+	// the projection applied it, so the next one finds the search moved
+	// on: 409. Before, concurrent requests were all answered 202 while
+	// only the first was applied, the others dead-lettered as conflicting
+	// duplicates (found by a new user's walkthrough). Resumes are human
+	// decisions, rare: one lock for all searches of this instance (in a
+	// cluster, a resume is served by its search's owner).
+	s.resumeMu.Lock()
+	defer s.resumeMu.Unlock()
+	_, applied, same, err := s.P.Store.AppliedAt(treesearch.Name, &env)
+	if err != nil {
 		return nil, err
+	}
+	if !applied {
+		if cur, ok, err := treesearch.Get(s.P.Store, key); err == nil && ok && (cur.Status != treesearch.StatusPaused || cur.Seq != sr.Seq) {
+			applied = true // another resume moved it on since the caller read it
+		}
+	}
+	switch {
+	case applied && same:
+		// a retry of the resume applied: answered as the first, nothing written
+	case applied:
+		return nil, fmt.Errorf("%w: node %s of search %q was resumed already (GET /v1/searches/%s shows the decision)", errResumedAlready, sr.PausedAt, sr.ID, url.PathEscape(sr.ID))
+	default:
+		if err := s.P.Producer.Publish(ctx, env); err != nil {
+			return nil, err
+		}
+		deadline := time.Now().Add(resumeApplyWait)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if _, ok, _, err := s.P.Store.AppliedAt(treesearch.Name, &env); err != nil || ok {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 	}
 	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": decision}, nil
 }

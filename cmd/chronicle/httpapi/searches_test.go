@@ -264,3 +264,42 @@ func TestPanelRoute(t *testing.T) {
 		t.Fatalf("unknown panel: %d %v", code, m)
 	}
 }
+
+// Concurrent resumes of one pause: one is written and answered 202, the
+// ones with another decision 409 (the search moved on), and a repeat of
+// the one applied is its retry, 202 again. Found by a new user's walkthrough: all
+// four concurrent requests answered 202 while only the first decision was
+// applied and the others were dead-lettered as conflicting duplicates.
+func TestConcurrentResumesOneWins(t *testing.T) {
+	p, _, base := scopedServer(t)
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", pausedSearchIn(t, "project:a", "race", "x")); code != 202 {
+		t.Fatalf("seed: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	decisions := []string{"approve", "reject", "approve", "reject"}
+	codes := make([]int, len(decisions))
+	var wg sync.WaitGroup
+	for i, d := range decisions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _ = call(t, base, "tok-a", "POST", "/v1/searches/race/resume", map[string]any{"decision": d, "by": "ana"})
+		}()
+	}
+	wg.Wait()
+	// the first applied wins; an identical request is its retry (202),
+	// another decision is refused (409)
+	won := slices.Index(codes, 202)
+	if won < 0 {
+		t.Fatalf("codes %v; want a 202", codes)
+	}
+	for i, c := range codes {
+		if want := map[bool]int{true: 202, false: 409}[decisions[i] == decisions[won]]; c != want {
+			t.Fatalf("codes %v for %v; want 202 for the %s that won and its repeats, 409 for the others", codes, decisions, decisions[won])
+		}
+	}
+	s, _, _ := treesearch.Get(p.Store, events.EntityKey("project:a", "race"))
+	if len(s.Decisions) != 1 || s.Decisions[0].Decision != decisions[won] {
+		t.Fatalf("decisions %+v; want the one answered 202, %s", s.Decisions, decisions[won])
+	}
+}

@@ -45,13 +45,15 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	var req suggest.Request
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	// k absent is the default (3); k sent as 0 is out of range, as
@@ -138,13 +140,15 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	var d events.SuggestionFeedbackData
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	// the verdict and the confidence it is about are the feedback: left

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
@@ -125,5 +126,31 @@ func TestWorkflowRetriesAfterTheStateMoved(t *testing.T) {
 	}
 	if code, m := post("/v1/workflows/w/complete", `{"event_id":"done-1","outcome":"failure","output":{}}`); code != http.StatusConflict || m["pointer"] != "/event_id" {
 		t.Fatalf("another write under a used event_id: %d %v; want 409 naming /event_id", code, m)
+	}
+}
+
+// TestWorkflowWritesTooLarge: a write whose event is above the per-event
+// limit, or whose body is above MaxBodyBytes, is a 413 as on POST
+// /v1/events. Found by a new user's walkthrough: an update of 990,000
+// characters answered 200 (the limit was not checked), one of 1,100,000 a
+// 503 "not acknowledged by the broker … MESSAGE_TOO_LARGE", which invites
+// retries that can never succeed, and a 5 MB body a 400.
+func TestWorkflowWritesTooLarge(t *testing.T) {
+	_, post, logged := workflowAPI(t)
+	if code, m := post("/v1/workflows/big/updates", `{"channel":"messages","update":"x"}`); code != http.StatusOK {
+		t.Fatalf("a small update: %d %v", code, m)
+	}
+	before := logged()
+	for _, n := range []int{990_000, 1_100_000} {
+		body := `{"channel":"messages","update":"` + strings.Repeat("x", n) + `"}`
+		if code, m := post("/v1/workflows/big/updates", body); code != http.StatusRequestEntityTooLarge || m["pointer"] != "/" {
+			t.Fatalf("an update of %d characters: %d %v; want 413 naming the event limit", n, code, m)
+		}
+	}
+	if code, m := post("/v1/workflows/big/updates", `{"channel":"messages","update":"`+strings.Repeat("x", httpapi.MaxBodyBytes)+`"}`); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body above MaxBodyBytes: %d %v; want 413", code, m)
+	}
+	if got := logged(); got != before {
+		t.Fatalf("the refused writes reached the log: %d records, %d before", got, before)
 	}
 }

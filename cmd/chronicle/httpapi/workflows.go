@@ -19,6 +19,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The workflow routes: a LangGraph-style checkpointer surface over the
@@ -224,13 +225,15 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	var b workflowBody
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", bodyError(err))
+		err = bodyError(err)
+		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
 	// workflowBody is every route's fields: one route's field sent to
@@ -503,8 +506,15 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, errorBody{Error: refusal.Error(), Index: &idx, Pointer: refusal.Pointer, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
+		code := http.StatusBadRequest
+		if errors.Is(err, events.ErrEventTooLarge) {
+			code = http.StatusRequestEntityTooLarge // as POST /v1/events: no retry makes it fit
+		}
 		idx := 0
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		writeJSON(w, code, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		return
+	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
+		writeErr(w, http.StatusRequestEntityTooLarge, "the broker refused the event as too large (its max.message.bytes is below Chronicle's %d-byte event limit): %v", events.MaxEventBytes, err)
 		return
 	case errors.Is(err, workflows.ErrIDReused):
 		idx := 0
