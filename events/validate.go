@@ -159,8 +159,9 @@ func schemaError(err error, prefix string) *ValidationError {
 // ParseProducerEvent validates one event sent by a producer (CloudEvents
 // JSON format) and decodes it. It rejects, with a *ValidationError naming
 // the field: malformed JSON, an envelope that breaks the CloudEvents schema,
-// an unknown or derived type, data that breaks the type's JSON Schema, and a
-// missing record key.
+// an unknown or derived type, data that breaks the type's JSON Schema, data
+// the type's payload cannot hold although the schema admits it (an integer
+// beyond the 64-bit range: checkPayload), and a missing record key.
 //
 // A member name repeated within one object ({"id":"a","id":"b"}) is refused
 // with its pointer: decoders disagree on which one counts, and the id is
@@ -173,13 +174,17 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 		return Envelope{}, err
 	}
 	if env, ok := parseFast(set, raw, false, false); ok {
-		return env, nil // the fast path refuses repeated members
+		return env, checkPayload(&env) // the fast path refuses repeated members
 	}
 	if ptr, ok := repeatedMember(raw); ok {
 		name := ptr[strings.LastIndexByte(ptr, '/')+1:]
 		return Envelope{}, &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("the member %q appears twice in one object (RFC 8259 gives it no meaning; send it once)", strings.NewReplacer("~1", "/", "~0", "~").Replace(name))}
 	}
-	return parseSlow(set, raw, false)
+	env, err := parseSlow(set, raw, false)
+	if err != nil {
+		return env, err
+	}
+	return env, checkPayload(&env)
 }
 
 // ParseEvent validates and decodes one event of any known type, producer or
