@@ -50,10 +50,24 @@ func bodyError(err error) error {
 	case errors.Is(err, io.EOF):
 		return errors.New("body: empty, a JSON object expected")
 	case errors.As(err, &te):
-		if te.Field == "" {
-			return fmt.Errorf("body: got %s, want %s", te.Value, jsonKind(te.Type.Kind().String()))
+		want := jsonKind(te.Type.Kind().String())
+		reason := fmt.Sprintf("got %s, want %s", te.Value, want)
+		if lit, ok := strings.CutPrefix(te.Value, "number"); ok && (want == "integer" || want == "number") {
+			// a number the field cannot hold for its range, not its type,
+			// is told so ("got number, want number" for 1e400 before)
+			switch lit = strings.TrimSpace(lit); {
+			case want == "integer" && strings.ContainsAny(lit, ".eE"):
+				// a fraction for an integer: the type is the reason
+			case lit == "":
+				reason = fmt.Sprintf("got a number out of the range of a %d-bit %s", te.Type.Bits(), want)
+			default:
+				reason = fmt.Sprintf("got number %s, out of the range of a %d-bit %s", lit, te.Type.Bits(), want)
+			}
 		}
-		return fmt.Errorf("body: %q: got %s, want %s", jsonField(te.Field), te.Value, jsonKind(te.Type.Kind().String()))
+		if te.Field == "" {
+			return fmt.Errorf("body: %s", reason)
+		}
+		return fmt.Errorf("body: %q: %s", jsonField(te.Field), reason)
 	case errors.As(err, &se):
 		return fmt.Errorf("body: not valid JSON at byte %d: %s", se.Offset, se.Error())
 	case errors.As(err, &mbe):

@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/chronicle-dev/chronicle/processors/workflows/dag"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // dagCatalog is the bundled airline catalogue (outputs learned from the
@@ -60,13 +64,17 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	names := make([]string, 0, len(body.Tools))
 	for i, raw := range body.Tools {
 		var name string
-		if json.Unmarshal(raw, &name) == nil {
+		if jsonKindOf(raw) == "string" && json.Unmarshal(raw, &name) == nil {
+			if name == "" {
+				writeErr(w, http.StatusBadRequest, "tools[%d]: an empty tool name", i)
+				return
+			}
 			names = append(names, name)
 			continue
 		}
-		var t dag.Tool
-		if err := json.Unmarshal(raw, &t); err != nil || t.Name == "" {
-			writeErr(w, http.StatusBadRequest, "tools[%d]: a tool name or {name, parameters, output} (%v)", i, err)
+		t, reason := dagTool(raw)
+		if reason != "" {
+			writeErr(w, http.StatusBadRequest, "tools[%d]%s", i, reason)
 			return
 		}
 		// a declared tool replaces the catalogue's of that name
@@ -91,4 +99,69 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"tools": d.Tools, "edges": d.Edges, "layers": d.Layers, "rule": rule.String()})
 	}
+}
+
+// dagTool reads a declared tool of POST /v1/dags, {name, parameters,
+// output}; reason, when not empty, names the member and what is wrong with
+// it (".parameters: not a JSON Schema object"), as the 400 says it. Before,
+// the answer ended in "(<nil>)" for a tool without a name and in a Go type
+// dump for a schema of the wrong type (found by a new user's walkthrough).
+func dagTool(raw json.RawMessage) (t dag.Tool, reason string) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
+		return t, ": a tool name or an object {name, parameters, output}, got " + jsonKindOf(raw)
+	}
+	for k := range members {
+		switch k {
+		case "name", "description", "parameters", "output":
+		default:
+			return t, fmt.Sprintf(": unknown member %q (name, description, parameters, output)", k)
+		}
+	}
+	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
+		return t, ".name: required, a non-empty string"
+	}
+	if d, ok := members["description"]; ok {
+		if err := json.Unmarshal(d, &t.Description); err != nil {
+			return t, ".description: a string, got " + jsonKindOf(d)
+		}
+	}
+	for _, m := range []struct {
+		name string
+		into **jsonschema.Schema
+	}{{"parameters", &t.Parameters}, {"output", &t.Output}} {
+		v, ok := members[m.name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		if jsonKindOf(v) != "object" {
+			return t, "." + m.name + ": a JSON Schema object, got " + jsonKindOf(v)
+		}
+		if err := json.Unmarshal(v, m.into); err != nil {
+			return t, "." + m.name + ": not a JSON Schema: " + strings.TrimPrefix(err.Error(), "json: ")
+		}
+	}
+	return t, ""
+}
+
+// jsonKindOf names the JSON kind of raw: object, array, string, number,
+// boolean or null ("invalid JSON" otherwise).
+func jsonKindOf(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || !json.Valid(b) {
+		return "invalid JSON"
+	}
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }

@@ -281,6 +281,24 @@ func TestPostDAG(t *testing.T) {
 	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"think"}, "rule": "fuzzy"}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "rule") {
 		t.Fatalf("bad rule: %d %v", code, m)
 	}
+	// a bad declared tool: the member and the reason, never "(<nil>)" or a
+	// Go type (found by a new user's walkthrough)
+	for _, c := range []struct {
+		tool any
+		want string
+	}{
+		{map[string]any{}, "tools[0].name: required"},
+		{map[string]any{"name": ""}, "tools[0].name: required"},
+		{map[string]any{"name": "a", "parameters": "str"}, "tools[0].parameters: a JSON Schema object, got string"},
+		{map[string]any{"name": "a", "outputs": map[string]any{}}, `tools[0]: unknown member "outputs"`},
+		{nil, "tools[0]: a tool name or an object {name, parameters, output}, got null"},
+		{"", "tools[0]: an empty tool name"},
+	} {
+		code, m := call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []any{c.tool}})
+		if e := fmt.Sprint(m["error"]); code != 400 || !strings.Contains(e, c.want) || strings.Contains(e, "<nil>") {
+			t.Fatalf("tool %v: %d %q; want 400 saying %q", c.tool, code, e, c.want)
+		}
+	}
 }
 
 // POST /v1/workflows/suggest on a fresh service (no tool graph yet): the
