@@ -267,7 +267,8 @@ func TestPanelRoute(t *testing.T) {
 
 // Concurrent resumes of one pause: one is written and answered 202, the
 // ones with another decision 409 (the search moved on), and a repeat of
-// the one applied is its retry, 202 again. Found by a new user's walkthrough: all
+// the one applied is its retry, 202 again while the search is still at
+// the pause (409 once the resume worker drove it on). Found by a new user's walkthrough: all
 // four concurrent requests answered 202 while only the first decision was
 // applied and the others were dead-lettered as conflicting duplicates.
 func TestConcurrentResumesOneWins(t *testing.T) {
@@ -294,8 +295,10 @@ func TestConcurrentResumesOneWins(t *testing.T) {
 		t.Fatalf("codes %v; want a 202", codes)
 	}
 	for i, c := range codes {
-		if want := map[bool]int{true: 202, false: 409}[decisions[i] == decisions[won]]; c != want {
-			t.Fatalf("codes %v for %v; want 202 for the %s that won and its repeats, 409 for the others", codes, decisions, decisions[won])
+		// a repeat of the winner is its retry (202) while the search is
+		// still at the pause, 409 once the resume worker moved it on
+		if ok := c == 409 || c == 202 && decisions[i] == decisions[won]; !ok {
+			t.Fatalf("codes %v for %v; want 202 only for the %s that won (and its repeats), 409 for the others", codes, decisions, decisions[won])
 		}
 	}
 	s, _, _ := treesearch.Get(p.Store, events.EntityKey("project:a", "race"))
