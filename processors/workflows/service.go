@@ -142,10 +142,21 @@ func (s *Service) Check(env events.Envelope) error {
 	if applied, _, err := s.Store.AppliedContent(Name, &env); err != nil || applied {
 		return err // a retry (Submit answers it) or a reused id (Submit refuses it)
 	}
+	// the event's schema first, as Submit checks it: the processor's
+	// reason for an event its schema refuses is beside the point (an empty
+	// command id in processed_commands read "not pending", a 409, where
+	// the schema says minLength 1, a 400)
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	if _, err := events.ParseProducerEvent(raw); err != nil {
+		return err
+	}
 	if env.Time == "" {
 		env.Time, env.TimeFromLog = time.Now().UTC().Format(time.RFC3339Nano), true
 	}
-	err := s.Store.Try(Name, &env, Processor{}.Apply)
+	err = s.Store.Try(Name, &env, Processor{}.Apply)
 	var rej *projections.RejectedError
 	if !errors.As(err, &rej) {
 		return err

@@ -295,7 +295,13 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		} else if used {
 			return fmt.Errorf("workflow %s: %w", key, fieldError("/id", "checkpoint event %q: %w", env.ID, ErrDuplicateID))
 		}
-		for _, cid := range d.ProcessedCommands {
+		for j, cid := range d.ProcessedCommands {
+			// a command named twice is a bad list, not a command that is
+			// not pending (its second lookup found it processed by the
+			// first; found by a new user's walkthrough)
+			if k := slices.Index(d.ProcessedCommands[:j], cid); k >= 0 {
+				return fmt.Errorf("workflow %s: %w", key, fieldError(fmt.Sprintf("/data/processed_commands/%d", j), "%q is named twice (also at %d)", cid, k))
+			}
 			i := slices.IndexFunc(s.PendingCommands, func(c Command) bool { return c.CommandID == cid })
 			if i < 0 {
 				return fmt.Errorf("workflow %s: %w", key, fieldError("/data/processed_commands", "%q: %w", cid, ErrNotPending))

@@ -347,8 +347,10 @@ func TestSuggestionFeedbackCountsOnce(t *testing.T) {
 
 // TestCheckNamesTheField: Service.Check takes the refused field from the
 // processor's *FieldError, not from the error's text: the pointer and the
-// reason for every kind of refusal, nested ones (a fork's update that the
-// reducer refuses) named by the outer field. The text parse it replaces
+// reason for every kind of refusal. (A fork's update of the context
+// channel that is no object, the nested refusal this table had, is now
+// refused by the event's schema before the processor is asked: Check
+// validates first, as Submit does.) The text parse it replaces
 // named "/" for a refusal of the event's own id.
 func TestCheckNamesTheField(t *testing.T) {
 	h := newHarness(t)
@@ -368,7 +370,6 @@ func TestCheckNamesTheField(t *testing.T) {
 		{events.WorkflowReducerApplied, upd("w1", 0, "context", `[1]`), "/data/update", "the context channel merges objects, got an array", ErrBadUpdate, ""},
 		{events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:9", CheckpointEventID: "nope"}, "/data/checkpoint_event_id", `"nope": unknown checkpoint`, ErrUnknownCheckpoint, ""},
 		{events.WorkflowForked, events.ForkedData{WorkflowID: "w1", ParentWorkflowID: "w0", ParentCheckpointID: "chronicle.workflows:0:1", State: json.RawMessage(`{}`)}, "/data/workflow_id", "workflow already exists (a fork starts a new workflow)", ErrExists, ""},
-		{events.WorkflowForked, events.ForkedData{WorkflowID: "w2", ParentWorkflowID: "w1", ParentCheckpointID: "chronicle.workflows:0:1", State: json.RawMessage(`{}`), Update: map[string]json.RawMessage{"context": json.RawMessage(`"x"`)}}, "/data/update/context", "bad reducer update: /data/update: the context channel merges objects, got a string", ErrBadUpdate, ""},
 		{events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1}, "/id", `checkpoint event "cp0": id already in use`, ErrDuplicateID, "cp0"},
 	} {
 		env, err := events.New(tc.typ, "test", "check-"+string(tc.typ), h.at.Add(time.Minute), tc.data)
@@ -384,5 +385,17 @@ func TestCheckNamesTheField(t *testing.T) {
 		if !errors.As(err, &ref) || ref.Pointer != tc.pointer || ref.Reason != tc.reason || !errors.Is(err, tc.is) || !errors.Is(err, ErrRejected) {
 			t.Errorf("%s: %#v (%v); want %s: %q wrapping %v", tc.typ, ref, err, tc.pointer, tc.reason, tc.is)
 		}
+	}
+	// what the event's schema refuses is the schema's error, as Submit
+	// would answer it, before the processor is asked: a fork's update of
+	// the context channel that is no object
+	env, err := events.New(events.WorkflowForked, "test", "check-schema", h.at.Add(time.Minute), events.ForkedData{WorkflowID: "w2", ParentWorkflowID: "w1", ParentCheckpointID: "chronicle.workflows:0:1", State: json.RawMessage(`{}`), Update: map[string]json.RawMessage{"context": json.RawMessage(`"x"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Scope = scopeA
+	var ve *events.ValidationError
+	if err := svc.Check(env); !errors.As(err, &ve) || ve.Pointer != "/data/update/context" {
+		t.Errorf("a fork's update the schema refuses: %v; want the schema's error at /data/update/context", err)
 	}
 }

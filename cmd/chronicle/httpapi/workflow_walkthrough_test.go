@@ -154,3 +154,24 @@ func TestWorkflowWritesTooLarge(t *testing.T) {
 		t.Fatalf("the refused writes reached the log: %d records, %d before", got, before)
 	}
 }
+
+// A checkpoint's processed_commands: a command named twice is a 400 at its
+// index, an empty id the schema's 400 (both answered 409 "not pending"
+// before: found by a new user's walkthrough).
+func TestCheckpointCommandListErrors(t *testing.T) {
+	_, post, _ := workflowAPI(t)
+	if code, m := post("/v1/workflows/c/commands", `{"command_id":"rp3","command":"approve","by":"me"}`); code != http.StatusOK {
+		t.Fatalf("enqueue: %d %v", code, m)
+	}
+	for _, c := range []struct{ body, pointer string }{
+		{`{"layer":1,"processed_commands":["rp3","rp3"]}`, "/data/processed_commands/1"},
+		{`{"layer":1,"processed_commands":[""]}`, "/data/processed_commands/0"},
+	} {
+		if code, m := post("/v1/workflows/c/checkpoints", c.body); code != http.StatusBadRequest || m["pointer"] != c.pointer {
+			t.Fatalf("checkpoint %s: %d %v; want 400 at %s", c.body, code, m, c.pointer)
+		}
+	}
+	if code, m := post("/v1/workflows/c/checkpoints", `{"layer":1,"processed_commands":["rp3"]}`); code != http.StatusOK {
+		t.Fatalf("the command named once: %d %v", code, m)
+	}
+}
