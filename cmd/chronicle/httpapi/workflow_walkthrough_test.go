@@ -175,3 +175,16 @@ func TestCheckpointCommandListErrors(t *testing.T) {
 		t.Fatalf("the command named once: %d %v", code, m)
 	}
 }
+
+// A resume from a checkpoint at the largest layer has no next layer: 409,
+// not a next_layer wrapped to the smallest integer (found by a new user's
+// walkthrough).
+func TestResumeAtTheLargestLayer(t *testing.T) {
+	_, post, _ := workflowAPI(t)
+	if code, m := post("/v1/workflows/top/checkpoints", `{"layer":9223372036854775807}`); code != http.StatusOK {
+		t.Fatalf("checkpoint: %d %v", code, m)
+	}
+	if code, m := post("/v1/workflows/top/resume", `{}`); code != http.StatusConflict {
+		t.Fatalf("resume: %d %v; want 409", code, m)
+	}
+}

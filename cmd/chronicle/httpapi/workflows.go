@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -408,6 +409,12 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			if cp, ok = s.checkpointAt(ctx, w, key, cid); !ok {
 				return
 			}
+		}
+		if cp.Layer == math.MaxInt {
+			// next_layer would wrap to the smallest integer (a walkthrough
+			// saw -9223372036854775808; openapi.json says minimum 0)
+			writeErr(w, http.StatusConflict, "checkpoint_id: the checkpoint's layer is %d, the largest integer: there is no next layer to resume at", cp.Layer)
+			return
 		}
 		n := cp.Layer + 1
 		next, cpID = &n, cid
