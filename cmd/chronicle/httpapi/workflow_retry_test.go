@@ -172,7 +172,9 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 // fields openapi.json lists for it; another route's field is a 400 naming
 // it (found by a reviewer of the description: all eight routes decoded
 // one shared body, so an answer sent to /decisions was silently dropped).
-// A replan's args.k sent as 0 is a 400 as on /v1/workflows/suggest.
+// A replan's args.k out of 1–10 (0 included) is a 400 naming args.k as on
+// /v1/workflows/suggest, and one beyond 64 bits names k and its range, not
+// a Go decoding error (found by a new user's walkthrough).
 func TestWorkflowRouteTakesItsOwnFields(t *testing.T) {
 	_, post, end := workflowAPI(t)
 	logged := end()
@@ -180,6 +182,9 @@ func TestWorkflowRouteTakesItsOwnFields(t *testing.T) {
 		{"/v1/workflows/wf9/decisions", `{"kind":"agent","question":"q","answer":"yes"}`, `"answer"`},
 		{"/v1/workflows/wf9/updates", `{"channel":"messages","update":"x","outcome":"success"}`, `"outcome"`},
 		{"/v1/workflows/wf9/commands", `{"command":"replan_dag","args":{"tools":["get_user_details"],"k":0}}`, "args.k"},
+		{"/v1/workflows/wf9/commands", `{"command":"replan_dag","args":{"requirement":"book","k":11}}`, "args.k: 11"},
+		{"/v1/workflows/wf9/commands", `{"command":"replan_dag","args":{"requirement":"book","k":-1}}`, "args.k: -1"},
+		{"/v1/workflows/wf9/commands", `{"command":"replan_dag","args":{"requirement":"book","k":99999999999999999999}}`, `args: "k": got number 99999999999999999999, out of the range`},
 	} {
 		code, m := post(tc.path, tc.body)
 		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), tc.field) {

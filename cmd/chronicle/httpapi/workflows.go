@@ -565,16 +565,18 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 		dec := json.NewDecoder(strings.NewReader(string(raw)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
-			writeErr(w, http.StatusBadRequest, "args: %v (replan_dag takes requirement, k, or tools)", err)
+			writeErr(w, http.StatusBadRequest, "args: %s (replan_dag takes requirement, k, or tools)", strings.TrimPrefix(bodyError(err).Error(), "body: "))
 			return nil, false
 		}
-		// k left out is the default; k sent as 0 is out of range, as on
-		// /v1/workflows/suggest
+		// k left out is the default; k sent out of range (0 included, as
+		// on /v1/workflows/suggest) is a 400 naming args.k, checked before
+		// the token's scopes (a k of 11 was a 403 for a token that does not
+		// read *, a k of 0 a 400; found by a new user's walkthrough)
 		var sent struct {
 			K *int `json:"k"`
 		}
-		if json.Unmarshal(raw, &sent) == nil && sent.K != nil && *sent.K == 0 {
-			writeErr(w, http.StatusBadRequest, "args.k: 0 is not from 1 to 10 (leave it out for the default 3)")
+		if json.Unmarshal(raw, &sent) == nil && sent.K != nil && (*sent.K < 1 || *sent.K > 10) {
+			writeErr(w, http.StatusBadRequest, "args.k: %d is not from 1 to 10 (leave it out for the default 3)", *sent.K)
 			return nil, false
 		}
 	}
