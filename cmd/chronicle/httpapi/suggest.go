@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,14 +158,23 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	var sent struct {
 		Accepted   *bool    `json:"accepted"`
 		Confidence *float64 `json:"confidence"`
+		Mode       *string  `json:"mode"`
 	}
 	_ = json.Unmarshal(body, &sent)
-	switch {
-	case sent.Accepted == nil:
-		writeErr(w, http.StatusBadRequest, "accepted: required (true: the suggested DAG was used; false: it was not)")
-		return
-	case sent.Confidence == nil:
-		writeErr(w, http.StatusBadRequest, "confidence: required (the suggestion's confidence, from its answer)")
+	// every required field left out is named at once (one at a time, a
+	// client fixed confidence only to learn that mode was missing too)
+	var missing []string
+	if sent.Accepted == nil {
+		missing = append(missing, "accepted: required (true: the suggested DAG was used; false: it was not)")
+	}
+	if sent.Confidence == nil {
+		missing = append(missing, "confidence: required (the suggestion's confidence, from its answer)")
+	}
+	if sent.Mode == nil {
+		missing = append(missing, "mode: required (the suggestion's mode, from its answer: explicit_required, suggestion or speculative_execution)")
+	}
+	if len(missing) > 0 {
+		writeErr(w, http.StatusBadRequest, "%s", strings.Join(missing, "; "))
 		return
 	}
 	if d.Policy == "" {

@@ -188,3 +188,15 @@ func TestResumeAtTheLargestLayer(t *testing.T) {
 		t.Fatalf("resume: %d %v; want 409", code, m)
 	}
 }
+
+// Suggestion feedback names every required field left out at once
+// (found by a new user's walkthrough: {"accepted":true} named confidence
+// only, and the next try learned that mode was missing too).
+func TestSuggestionFeedbackNamesEveryMissingField(t *testing.T) {
+	_, post, _ := workflowAPI(t)
+	code, m := post("/v1/workflows/suggest/feedback", `{"accepted":true}`)
+	e, _ := m["error"].(string)
+	if code != http.StatusBadRequest || !strings.Contains(e, "confidence: required") || !strings.Contains(e, "mode: required") || strings.Contains(e, "accepted: required") {
+		t.Fatalf("feedback without confidence and mode: %d %q; want 400 naming both", code, e)
+	}
+}
