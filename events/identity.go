@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // EntityKey is the identity of an entity — a session, memory, search,
@@ -54,7 +55,9 @@ func CheckID(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !idByte[c] {
-			return fmt.Errorf("character %q at byte %d is not allowed (letters, digits and %s only)", c, i, idPunct)
+			// the character, not its first byte: 'é' was shown as 'Ã'
+			r, _ := utf8.DecodeRuneInString(id[i:])
+			return fmt.Errorf("character %q at byte %d is not allowed (ASCII letters, digits and %s only)", r, i, idPunct)
 		}
 	}
 	return nil

@@ -67,3 +67,13 @@ func TestDerivedIDAsFormatted(t *testing.T) {
 		}
 	}
 }
+
+// A character outside the id alphabet is named as the character, not as
+// the first byte of its UTF-8 encoding ('é' read 'Ã': found by a new
+// user's walkthrough).
+func TestCheckIDNamesTheCharacter(t *testing.T) {
+	err := events.CheckID("café")
+	if err == nil || !strings.Contains(err.Error(), `'é' at byte 3`) {
+		t.Fatalf("CheckID(café): %v; want it to name 'é' at byte 3", err)
+	}
+}
