@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 )
@@ -35,13 +36,12 @@ func (g *gate) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treese
 	return v, err
 }
 
-// The resume worker leaves alone a search whose components it cannot
-// build and a resume the search has moved on from (a redelivery), and
-// drives an approved search it can build to completion.
-func TestResumeWorkerOneDriver(t *testing.T) {
+// pausedGated starts search project:a/gated of the test-gate evaluator on
+// a new pipeline and runs it to its pause (the human asked about the
+// first child of the root).
+func pausedGated(ctx context.Context, t *testing.T) (*pipeline.Pipeline, string) {
+	t.Helper()
 	p := start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
-	defer cancel()
 	r := runner(t, p, game24.Arithmetic{}, &gate{})
 	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "gated", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: game24.Config(5)})
 	if err != nil {
@@ -50,6 +50,16 @@ func TestResumeWorkerOneDriver(t *testing.T) {
 	if s, err := r.Run(ctx, key); !errors.Is(err, treesearch.ErrPaused) {
 		t.Fatalf("want a pause: %v %+v", err, s)
 	}
+	return p, key
+}
+
+// The resume worker leaves alone a search whose components it cannot
+// build and a resume the search has moved on from (a redelivery), and
+// drives an approved search it can build to completion.
+func TestResumeWorkerOneDriver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	p, key := pausedGated(ctx, t)
 	env, err := events.New(events.SearchResumed, "test/human", key+"/resumed", time.Now(), events.SearchResumedData{SearchID: "gated", Decision: "approve", By: "ana"})
 	if err != nil {
 		t.Fatal(err)
@@ -157,17 +167,9 @@ func TestResumeWorkerDrivesReject(t *testing.T) {
 // for each such repeat's decision, holding every other search's resume on
 // its partition.
 func TestResumeWorkerSkipsARepeatedResume(t *testing.T) {
-	p := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	r := runner(t, p, game24.Arithmetic{}, &gate{})
-	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "gated", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: game24.Config(5)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, err := r.Run(ctx, key); !errors.Is(err, treesearch.ErrPaused) {
-		t.Fatalf("want a pause: %v %+v", err, s)
-	}
+	p, key := pausedGated(ctx, t)
 	resume := func(at time.Time, decision string) events.Envelope {
 		env, err := events.New(events.SearchResumed, "test/human", key+"/resumed", at, events.SearchResumedData{SearchID: "gated", Decision: decision, By: "ana"})
 		if err != nil {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -32,19 +31,10 @@ func TestWorkflowWriteGoesWhereTheURLReads(t *testing.T) {
 	defer srv.Close()
 	do := func(token, method, path, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewBufferString(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
+		if body == "" {
+			return call(t, srv.URL, token, method, path, nil)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+		return call(t, srv.URL, token, method, path, json.RawMessage(body))
 	}
 	update := `{"channel":"messages","update":"x"}`
 	if code, m := do("tok-ca", "POST", "/v1/workflows/wf1/updates?scope=project:a", update); code != http.StatusOK {
