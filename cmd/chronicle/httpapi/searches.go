@@ -195,8 +195,10 @@ const resumeApplyWait = 5 * time.Second
 
 // publishResume writes search.resumed.v1 for paused search sr (id derived
 // from the search and the pause, so a retried request is one event) and
-// returns what POST /v1/searches/{id}/resume answers. An error is a
-// *events.ValidationError (bad input) or the broker's.
+// returns what POST /v1/searches/{id}/resume answers, once the projection
+// applied it (at most resumeApplyWait). An error is a
+// *events.ValidationError (bad input), errResumedAlready (the pause was
+// resumed with another decision, or the search moved on) or the broker's.
 func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Search, decision, note, by string) (map[string]any, error) {
 	env, err := events.New(events.SearchResumed, "chronicle/httpapi", key+"/resumed/"+sr.PausedAt+"/"+strconv.Itoa(sr.Seq), time.Now(),
 		events.SearchResumedData{SearchID: sr.ID, Decision: decision, Note: note, By: by})
