@@ -152,6 +152,13 @@ func auditCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			// a directory without projections is refused before anything is
+			// opened: opening the store read-write (for its lock) created
+			// an empty one, which digest and inspect then took for a real,
+			// empty state (found by a new user's walkthrough)
+			if _, err := os.Stat(filepath.Join(pipeline.ProjectionsDir(c.data), "CURRENT")); err != nil {
+				return fmt.Errorf("--data %s: no projections to audit (%s holds no store: %v)", c.data, pipeline.ProjectionsDir(c.data), err)
+			}
 			live, err := projections.Open(pipeline.ProjectionsDir(c.data), projections.Options{})
 			if err != nil {
 				return fmt.Errorf("%w (stop the service first: audit reads the live projections)", err)

@@ -25,6 +25,7 @@ func main() {
 		deadletterCmd(), // issue 11 item 8
 		inspectCmd(),    // issue 11 item 7: the read API over a stopped or replayed directory
 	)
+	refuseUnknownSubcommands(root)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
 		var ec exitCoder
@@ -32,5 +33,25 @@ func main() {
 			os.Exit(ec.ExitCode())
 		}
 		os.Exit(1)
+	}
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (workflow, deadletter, search, …) refuse an argument that names none of
+// them: cobra printed the group's help and exited 0 for `chronicle
+// workflow bogus`, so a script's typo passed as success (found by a new
+// user's walkthrough). Without an argument the group still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(c *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return fmt.Errorf("unknown command %q for %q (its commands: run %s --help)", args[0], c.CommandPath(), c.CommandPath())
+				}
+				return c.Help()
+			}
+		}
+		refuseUnknownSubcommands(c)
 	}
 }

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A group command (workflow, deadletter, search) given an argument that
+// names none of its commands exits non-zero naming it; cobra printed the
+// group's help and exited 0 (found by a new user's walkthrough).
+func TestUnknownSubcommandFails(t *testing.T) {
+	for _, group := range []string{"workflow", "deadletter", "search"} {
+		out, err := exec.Command(binary, group, "bogus").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), `unknown command "bogus"`) {
+			t.Errorf("chronicle %s bogus: %v\n%s\nwant a failure naming bogus", group, err, out)
+		}
+	}
+	if out, err := exec.Command(binary, "workflow").CombinedOutput(); err != nil || !strings.Contains(string(out), "Usage") {
+		t.Errorf("chronicle workflow alone: %v\n%s\nwant its help", err, out)
+	}
+}
+
+// audit on a directory without projections fails and writes nothing: it
+// used to leave an empty store behind, which digest and inspect then took
+// for a real, empty state (found by a new user's walkthrough).
+func TestAuditOfNothingLeavesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nothing")
+	out, err := exec.Command(binary, "audit", "--data", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no projections to audit") {
+		t.Fatalf("audit of a missing directory: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("audit left %s behind (%v)", dir, err)
+	}
+	if out, err := exec.Command(binary, "digest", "--data", dir).CombinedOutput(); err == nil {
+		t.Fatalf("digest of the directory audit refused succeeded:\n%s", out)
+	}
+}
