@@ -39,3 +39,25 @@ func TestAuditOfNothingLeavesNothing(t *testing.T) {
 		t.Fatalf("digest of the directory audit refused succeeded:\n%s", out)
 	}
 }
+
+// A count flag below its least value is refused naming the flag, before
+// anything starts (--partitions 0 used to start with one partition and -1
+// to fail as "broker: Config.Partitions"; bench's --events 0 ran 20,000),
+// and so is a --brokers that names no host:port.
+func TestCountFlagsAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--events", "0"}, "--events: 0, must be ≥ 1"},
+		{[]string{"bench", "--runs", "-1"}, "--runs: -1, must be ≥ 1"},
+		{[]string{"bench", "--probes", "-1"}, "--probes: -1, must be ≥ 0"},
+		{[]string{"serve", "--partitions", "0", "--data", t.TempDir()}, "--partitions: 0, must be ≥ 1"},
+		{[]string{"ingest", "x.jsonl", "--brokers", ",,"}, `--brokers: ",," names no host:port`},
+	} {
+		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("chronicle %v: %v\n%s\nwant a refusal saying %s", c.args, err, out, c.want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -25,6 +27,7 @@ func main() {
 		deadletterCmd(), // issue 11 item 8
 		inspectCmd(),    // issue 11 item 7: the read API over a stopped or replayed directory
 	)
+	root.PersistentPreRunE = checkCountFlags
 	refuseUnknownSubcommands(root)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
@@ -54,4 +57,31 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 		}
 		refuseUnknownSubcommands(c)
 	}
+}
+
+// countFlags are the flags whose value is a count with a least value: a
+// value below it is refused naming the flag, before anything starts.
+// Before, --partitions 0 started with one partition while -1 failed as
+// "broker: Config.Partitions: must be ≥ 1", and bench's --events 0 and
+// --runs 0 silently meant their defaults (found by a new user's
+// walkthrough).
+var countFlags = map[string]int64{"partitions": 1, "events": 1, "runs": 1, "probes": 0}
+
+// checkCountFlags checks the count flags a command has (countFlags) and
+// that --brokers, when given, names at least one host:port.
+func checkCountFlags(cmd *cobra.Command, _ []string) error {
+	for name, least := range countFlags {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || (f.Value.Type() != "int" && f.Value.Type() != "int32") {
+			continue
+		}
+		n, err := strconv.ParseInt(f.Value.String(), 10, 64)
+		if err == nil && n < least {
+			return fmt.Errorf("--%s: %d, must be ≥ %d", name, n, least)
+		}
+	}
+	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed && strings.Trim(f.Value.String(), ", ") == "" {
+		return fmt.Errorf("--brokers: %q names no host:port (leave the flag out to start the embedded broker)", f.Value.String())
+	}
+	return nil
 }
