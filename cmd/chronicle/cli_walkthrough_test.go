@@ -61,3 +61,25 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// token create names its missing flags: --name (the file's check named
+// "tokens[0].name") and at least one of --read and --write (a token with
+// neither was stored and could do nothing).
+func TestTokenCreateNamesItsFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"token", "create", "--file", file, "--read", "project:a"}, "--name: required"},
+		{[]string{"token", "create", "--file", file, "--name", "a"}, "--read, --write: give at least one"},
+	} {
+		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("chronicle %v: %v\n%s\nwant a refusal saying %s", c.args, err, out, c.want)
+		}
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("a refused token create wrote %s (%v)", file, err)
+	}
+}

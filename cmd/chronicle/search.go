@@ -260,7 +260,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 	cmd.Flags().Int64Var(&quota, "quota", 0, "token quota per search (cl100k_base tokens; 0: none)")
 	cmd.Flags().StringVar(&scope, "scope", events.DefaultScope, "scope of the searches")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
-	cmd.Flags().StringVar(&lockFile, "lock", "", "a lock file of `chronicle solver lock`: refuse to run when the proposer, evaluator, model, config or a prompt differs from it")
+	cmd.Flags().StringVar(&lockFile, "lock", "", "a lock file written by chronicle solver lock: refuse to run when the proposer, evaluator, model, config or a prompt differs from it")
 	cmd.Flags().BoolVar(&baseline, "baseline", true, "also run plain breadth-first search on the same proposer (in memory) for comparison")
 	return cmd
 }

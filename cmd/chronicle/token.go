@@ -18,6 +18,16 @@ func tokenCmd() *cobra.Command {
 		Use:   "create --file tokens.json --name NAME --read project:a[,team:b|*] --write project:a",
 		Short: "Create a token, store its SHA-256 in the file and print the token once",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// the flags are checked here, by name: the file's check named
+			// "tokens[0].name" for a missing --name, and a token with
+			// neither scope list could do nothing (found by a new user's
+			// walkthrough)
+			if name == "" {
+				return fmt.Errorf("--name: required (who the token is for)")
+			}
+			if read == "" && write == "" {
+				return fmt.Errorf("--read, --write: give at least one (a token with neither may read and write nothing)")
+			}
 			var f access.File
 			if _, err := os.Stat(file); err == nil {
 				if f, err = access.Load(file); err != nil {
