@@ -124,6 +124,16 @@ func TestSearchRefusesABusyGroup(t *testing.T) {
 	if d := time.Since(t0); d > 15*time.Second {
 		t.Fatalf("the refusal took %v", d)
 	}
+	// import tot runs searches the same way: refused the same way (it
+	// waited 33 s and blamed dead letters)
+	t0 = time.Now()
+	out, err = exec.Command(binary, "import", "tot", "bundled", "--brokers", strings.Join(p.Broker.Addrs(), ","), "--data", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "chronicle.processors") {
+		t.Fatalf("import tot against a busy group: %v\n%s\nwant a refusal naming the processors' group", err, out)
+	}
+	if d := time.Since(t0); d > 15*time.Second {
+		t.Fatalf("import tot's refusal took %v", d)
+	}
 }
 
 // TestReplayBeforeTheLogWarns: an --until before the log's first record

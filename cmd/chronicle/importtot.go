@@ -68,6 +68,13 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 	if f.brokers != "" {
 		brokers = splitBrokers(f.brokers)
 	}
+	// a running serve holds the processors' group, so this command would
+	// never see its own steps: refused at once, as search game24 does
+	// (it waited 33 s and blamed dead letters; found by a new user's
+	// walkthrough)
+	if err := groupIsFree(ctx, brokers); err != nil {
+		return err
+	}
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: f.data, Brokers: brokers, KafkaListen: f.kafkaListen,
 		Processors: []processors.Processor{treesearch.Processor{}}, Embedder: noEmbedder{}, OnRelayError: logRelayError})
 	if err != nil {

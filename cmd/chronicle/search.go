@@ -275,9 +275,10 @@ func (noEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) 
 func (noEmbedder) Model() string { return "none" }
 func (noEmbedder) Dim() int      { return 1 }
 
-// groupIsFree refuses to run the search against brokers whose processors'
-// group (processors.ProcessorsGroup) has members — a running serve. This
-// command's pipeline would join that group, be assigned no partition of
+// groupIsFree refuses to run the search (or import tot's searches) against
+// brokers whose processors' group (processors.ProcessorsGroup) has members
+// — a running serve. This command's pipeline would join that group, be
+// assigned no partition of
 // chronicle.searches (the serve holds them), never see its own events,
 // and leave behind a search nobody drives (found by a new user's
 // walkthrough: a 30 s wait ending in a message about dead letters there
