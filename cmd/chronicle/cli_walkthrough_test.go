@@ -83,3 +83,25 @@ func TestTokenCreateNamesItsFlags(t *testing.T) {
 		t.Fatalf("a refused token create wrote %s (%v)", file, err)
 	}
 }
+
+// search game24 refuses a negative --quota and ranks out of order by flag,
+// before starting a broker or creating --data.
+func TestSearchFlagsCheckedFirst(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "sg")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--quota", "-1"}, "--quota: -1"},
+		{[]string{"--from", "-5", "--to", "2"}, "--from -5 --to 2"},
+		{[]string{"--from", "10", "--to", "2"}, "--from 10 --to 2"},
+	} {
+		out, err := exec.Command(binary, append([]string{"search", "game24", "--data", data}, c.args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("search game24 %v: %v\n%s\nwant a refusal saying %s", c.args, err, out, c.want)
+		}
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("a refused search created %s (%v)", data, err)
+	}
+}

@@ -87,6 +87,16 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			if beam < 1 {
 				return fmt.Errorf("--beam: %d, must be ≥ 1", beam)
 			}
+			// checked before anything starts, naming the flag (a negative
+			// quota failed after the broker started, as the event's
+			// /data/config/quota_tokens; --from -5 ran ranks 1–2 and said
+			// "ranks -5–2": found by a new user's walkthrough)
+			if quota < 0 {
+				return fmt.Errorf("--quota: %d, must be ≥ 0 (0: none)", quota)
+			}
+			if from < 1 || to < from {
+				return fmt.Errorf("--from %d --to %d: ranks start at 1 and --to may not be below --from", from, to)
+			}
 			if !events.ValidScope(scope) {
 				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
 			}
