@@ -43,7 +43,9 @@ func TestAuditOfNothingLeavesNothing(t *testing.T) {
 // A count flag below its least value is refused naming the flag, before
 // anything starts (--partitions 0 used to start with one partition and -1
 // to fail as "broker: Config.Partitions"; bench's --events 0 ran 20,000),
-// and so is a --brokers that names no host:port.
+// and so is a --brokers that names no host:port, a negative duration (a
+// negative --decay-interval turned decay off) and a --kafka-listen that is
+// no host:port (named "broker: Config.Listen").
 func TestCountFlagsAreChecked(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -54,6 +56,9 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"bench", "--probes", "-1"}, "--probes: -1, must be ≥ 0"},
 		{[]string{"serve", "--partitions", "0", "--data", t.TempDir()}, "--partitions: 0, must be ≥ 1"},
 		{[]string{"ingest", "x.jsonl", "--brokers", ",,"}, `--brokers: ",," names no host:port`},
+		{[]string{"serve", "--decay-interval", "-1s", "--data", t.TempDir()}, "--decay-interval: -1s, must not be negative"},
+		{[]string{"serve", "--stall-after", "-1s", "--data", t.TempDir()}, "--stall-after: -1s, must not be negative"},
+		{[]string{"broker", "--kafka-listen", "bogus", "--data", t.TempDir()}, `--kafka-listen: "bogus" is not host:port`},
 	} {
 		out, err := exec.Command(binary, c.args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {

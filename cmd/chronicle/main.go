@@ -6,9 +6,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -67,8 +69,10 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 // walkthrough).
 var countFlags = map[string]int64{"partitions": 1, "events": 1, "runs": 1, "probes": 0}
 
-// checkCountFlags checks the count flags a command has (countFlags) and
-// that --brokers, when given, names at least one host:port.
+// checkCountFlags checks, before the command starts anything, the count
+// flags it has (countFlags), its durations (none negative), that
+// --kafka-listen is host:port and that --brokers, when given, names at
+// least one host:port; each error names the flag.
 func checkCountFlags(cmd *cobra.Command, _ []string) error {
 	for name, least := range countFlags {
 		f := cmd.Flags().Lookup(name)
@@ -78,6 +82,21 @@ func checkCountFlags(cmd *cobra.Command, _ []string) error {
 		n, err := strconv.ParseInt(f.Value.String(), 10, 64)
 		if err == nil && n < least {
 			return fmt.Errorf("--%s: %d, must be ≥ %d", name, n, least)
+		}
+	}
+	// durations: a negative one silently meant the default or turned the
+	// feature off (--decay-interval -1s stopped memory decay, --stall-after
+	// -1s meant 30 s); 0 keeps its documented meaning
+	for _, name := range []string{"decay-interval", "stall-after", "session-timeout"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Value.Type() == "duration" {
+			if d, err := time.ParseDuration(f.Value.String()); err == nil && d < 0 {
+				return fmt.Errorf("--%s: %v, must not be negative (%s)", name, d, f.Usage)
+			}
+		}
+	}
+	if f := cmd.Flags().Lookup("kafka-listen"); f != nil && f.Changed {
+		if _, _, err := net.SplitHostPort(f.Value.String()); err != nil {
+			return fmt.Errorf("--kafka-listen: %q is not host:port (%v)", f.Value.String(), err)
 		}
 	}
 	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed && strings.Trim(f.Value.String(), ", ") == "" {
