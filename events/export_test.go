@@ -9,3 +9,7 @@ func ParseGeneric(raw []byte) (Envelope, error) {
 	}
 	return parseSlow(set, raw, true)
 }
+
+// PayloadTypes is the producer types' typed payloads (payloadTypes), for
+// FuzzPayloadDecoders.
+var PayloadTypes = payloadTypes

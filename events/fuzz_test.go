@@ -128,28 +128,9 @@ func FuzzBinaryModeRecord(f *testing.F) {
 	})
 }
 
-// payloadOf maps each producer type to its typed payload, as processors
-// decode it.
-var payloadOf = map[events.Type]func() any{
-	events.SessionStarted:             func() any { return new(events.SessionStartedData) },
-	events.MinuteRecorded:             func() any { return new(events.MinuteData) },
-	events.SessionCompleted:           func() any { return new(events.SessionCompletedData) },
-	events.WorkflowTaskCompleted:      func() any { return new(events.TaskCompletedData) },
-	events.WorkflowReducerApplied:     func() any { return new(events.ReducerAppliedData) },
-	events.WorkflowCheckpointSaved:    func() any { return new(events.CheckpointSavedData) },
-	events.WorkflowCommandEnqueued:    func() any { return new(events.CommandEnqueuedData) },
-	events.WorkflowDecisionRequested:  func() any { return new(events.DecisionRequestedData) },
-	events.WorkflowDecisionAnswered:   func() any { return new(events.DecisionAnsweredData) },
-	events.WorkflowForked:             func() any { return new(events.ForkedData) },
-	events.WorkflowResumed:            func() any { return new(events.ResumedData) },
-	events.WorkflowCompleted:          func() any { return new(events.WorkflowCompletedData) },
-	events.WorkflowSuggestionFeedback: func() any { return new(events.SuggestionFeedbackData) },
-	events.MemoryRecorded:             func() any { return new(events.MemoryRecordedData) },
-	events.MemoryFeedback:             func() any { return new(events.MemoryFeedbackData) },
-}
-
-// FuzzPayloadDecoders: every event that passes its JSON Schema decodes
-// into its typed payload (the schema and the Go type agree).
+// FuzzPayloadDecoders: every event the producer path accepts decodes into
+// its typed payload (ParseProducerEvent checks it: checkPayload; this
+// guards that check).
 func FuzzPayloadDecoders(f *testing.F) {
 	for _, s := range seedEvents(f) {
 		f.Add(s)
@@ -159,7 +140,7 @@ func FuzzPayloadDecoders(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if mk, ok := payloadOf[env.Type]; ok {
+		if mk, ok := events.PayloadTypes[env.Type]; ok {
 			if err := env.Decode(mk()); err != nil {
 				t.Fatalf("%s passed its schema but does not decode: %v", env.Type, err)
 			}

@@ -29,7 +29,7 @@ func main() {
 		deadletterCmd(), // issue 11 item 8
 		inspectCmd(),    // issue 11 item 7: the read API over a stopped or replayed directory
 	)
-	root.PersistentPreRunE = checkCountFlags
+	root.PersistentPreRunE = checkFlags
 	refuseUnknownSubcommands(root)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
@@ -69,11 +69,11 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 // walkthrough).
 var countFlags = map[string]int64{"partitions": 1, "events": 1, "runs": 1, "probes": 0}
 
-// checkCountFlags checks, before the command starts anything, the count
+// checkFlags checks, before the command starts anything, the count
 // flags it has (countFlags), its durations (none negative), that
 // --kafka-listen is host:port and that --brokers, when given, names at
 // least one host:port; each error names the flag.
-func checkCountFlags(cmd *cobra.Command, _ []string) error {
+func checkFlags(cmd *cobra.Command, _ []string) error {
 	for name, least := range countFlags {
 		f := cmd.Flags().Lookup(name)
 		if f == nil || (f.Value.Type() != "int" && f.Value.Type() != "int32") {

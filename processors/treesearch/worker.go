@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -183,7 +184,7 @@ func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events
 		if ok {
 			for i := len(s.Decisions) - 1; i >= 0; i-- {
 				dec := s.Decisions[i]
-				if dec.Time == env.Time && dec.Decision == d.Decision && dec.Note == d.Note && dec.By == d.By {
+				if isDecisionAt(dec, env.Time, d) {
 					if i != len(s.Decisions)-1 {
 						dec.NodeID = "" // a later decision was taken: not the head any more
 					}
@@ -214,10 +215,10 @@ func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events
 
 // hasDecisionAt reports whether s recorded resume decision d at time t.
 func hasDecisionAt(s Search, t string, d events.SearchResumedData) bool {
-	for _, dec := range s.Decisions {
-		if dec.Time == t && dec.Decision == d.Decision && dec.Note == d.Note && dec.By == d.By {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.Decisions, func(dec Decision) bool { return isDecisionAt(dec, t, d) })
+}
+
+// isDecisionAt reports whether dec is resume decision d recorded at time t.
+func isDecisionAt(dec Decision, t string, d events.SearchResumedData) bool {
+	return dec.Time == t && dec.Decision == d.Decision && dec.Note == d.Note && dec.By == d.By
 }
