@@ -110,3 +110,17 @@ func TestSearchFlagsCheckedFirst(t *testing.T) {
 		t.Fatalf("a refused search created %s (%v)", data, err)
 	}
 }
+
+// solver lock on a --data without a log fails naming it and creates
+// nothing: it used to start an embedded broker there, leaving an empty log
+// tree, and then answer "not found" (found by a new user's walkthrough).
+func TestSolverLockWithoutALog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	out, err := exec.Command(binary, "solver", "lock", "s1", "--data", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no log at "+filepath.Join(dir, "log")) {
+		t.Fatalf("solver lock on a missing directory: %v\n%s\nwant a refusal naming the log", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("solver lock left %s behind (%v)", dir, err)
+	}
+}

@@ -29,6 +29,13 @@ func solverCmd() *cobra.Command {
 			if !events.ValidScope(scope) {
 				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
 			}
+			if len(c.brokerList()) == 0 {
+				// the search is in a log: without --brokers, the embedded
+				// broker's under --data, which Start would create empty
+				if _, err := os.Stat(pipeline.LogDir(c.data)); err != nil {
+					return fmt.Errorf("--data %s: no log at %s, so no search to lock (give the --data of the serve or search game24 that ran it, or --brokers): %w", c.data, pipeline.LogDir(c.data), err)
+				}
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions,
