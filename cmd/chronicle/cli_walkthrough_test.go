@@ -124,3 +124,24 @@ func TestSolverLockWithoutALog(t *testing.T) {
 		t.Fatalf("solver lock left %s behind (%v)", dir, err)
 	}
 }
+
+// Each importer has its own help with only its flags: the three shared one
+// text, and tot's --data, --scope and --json showed under taubench's
+// (found by a new user's walkthrough). An unknown format is refused.
+func TestImportHelpPerFormat(t *testing.T) {
+	for _, c := range []struct {
+		format, want, notWant string
+	}{
+		{"taubench", "tau-bench sessions", "--data"},
+		{"tot", "Tree of Thoughts", "Reflexion"},
+		{"reflexion", "Reflexion HotPotQA", "--scope"},
+	} {
+		out, err := exec.Command(binary, "import", c.format, "--help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) || strings.Contains(string(out), c.notWant) {
+			t.Errorf("chronicle import %s --help: %v\n%s\nwant %q and no %q", c.format, err, out, c.want, c.notWant)
+		}
+	}
+	if out, err := exec.Command(binary, "import", "bogus", "x").CombinedOutput(); err == nil || !strings.Contains(string(out), `unknown command "bogus"`) {
+		t.Errorf("chronicle import bogus x: %v\n%s\nwant a failure naming bogus", err, out)
+	}
+}

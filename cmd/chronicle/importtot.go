@@ -21,10 +21,10 @@ type totFlags struct {
 }
 
 func (f *totFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.data, "data", "./data", "import tot: data directory of the embedded broker and the projections (the search runner reads the frontier back from them)")
-	cmd.Flags().StringVar(&f.kafkaListen, "kafka-listen", "127.0.0.1:0", "import tot: address of the embedded broker")
-	cmd.Flags().StringVar(&f.scope, "scope", events.DefaultScope, "import tot: scope of the searches")
-	cmd.Flags().BoolVar(&f.asJSON, "json", false, "import tot: print the summary as one JSON object")
+	cmd.Flags().StringVar(&f.data, "data", "./data", "data directory of the embedded broker and the projections (the search runner reads the frontier back from them)")
+	cmd.Flags().StringVar(&f.kafkaListen, "kafka-listen", "127.0.0.1:0", "address of the embedded broker")
+	cmd.Flags().StringVar(&f.scope, "scope", events.DefaultScope, "scope of the searches")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the summary as one JSON object")
 }
 
 // ToTImport is the summary of `chronicle import tot`.

@@ -103,31 +103,25 @@ func publishBatches(ctx context.Context, p *events.Producer, envs []events.Envel
 	return nil
 }
 
+// importCmd groups the importers of the bundled data's formats, each with
+// its own help and flags (they shared one help text and tot's flags
+// showed under taubench's).
 func importCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "import", Short: "Import a recorded run as events: tau-bench sessions, a Tree of Thoughts log, a Reflexion run"}
+	cmd.AddCommand(importTaubenchCmd(), importToTCmd(), importReflexionCmd())
+	return cmd
+}
+
+func importTaubenchCmd() *cobra.Command {
 	var brokers string
-	var tot totFlags
 	cmd := &cobra.Command{
-		Use:   "import taubench|tot|reflexion FILE",
-		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy. import tot: a Tree of Thoughts Game of 24 log as search events (see chronicle import tot --help). import reflexion: a Reflexion HotPotQA run log (FILE a path, .gz too, or a bundled run: " + reflexion.RunReflexion + ", " + reflexion.RunBase + ")",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 || args[0] != "taubench" && args[0] != "tot" && args[0] != "reflexion" {
-				return errors.New("usage: chronicle import taubench FILE | chronicle import tot FILE | chronicle import reflexion FILE")
-			}
-			return nil
-		},
+		Use:   "taubench FILE",
+		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			if args[0] == "reflexion" {
-				return importReflexion(ctx, args[1], splitBrokers(brokers))
-			}
-			if args[0] == "tot" { // issue 12
-				if cmd.Flags().Changed("brokers") {
-					tot.brokers = brokers
-				}
-				return importToT(ctx, args[1], tot)
-			}
-			recs, err := loadTaubench(args[1])
+			recs, err := loadTaubench(args[0])
 			if err != nil {
 				return err
 			}
@@ -144,8 +138,40 @@ func importCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers")
+	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers (a running chronicle serve's embedded broker by default)")
+	return cmd
+}
+
+func importToTCmd() *cobra.Command {
+	var tot totFlags
+	cmd := &cobra.Command{
+		Use:   "tot FILE|bundled",
+		Short: "Import a Tree of Thoughts Game of 24 log as searches replayed through the pipeline ('bundled': the GPT-4 run on puzzles 901-1000)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return importToT(ctx, args[0], tot)
+		},
+	}
 	tot.register(cmd)
+	cmd.Flags().StringVar(&tot.brokers, "brokers", "", "comma-separated Kafka brokers; empty: an embedded broker on --data")
+	return cmd
+}
+
+func importReflexionCmd() *cobra.Command {
+	var brokers string
+	cmd := &cobra.Command{
+		Use:   "reflexion FILE",
+		Short: "Import a Reflexion HotPotQA run log as reasoning passes, sessions, tool events and reflection memories (FILE a path, .gz too, or a bundled run: " + reflexion.RunReflexion + ", " + reflexion.RunBase + ")",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			return importReflexion(ctx, args[0], splitBrokers(brokers))
+		},
+	}
+	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers (a running chronicle serve's embedded broker by default)")
 	return cmd
 }
 
