@@ -1,11 +1,13 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A group command (workflow, deadletter, search) given an argument that
@@ -143,5 +145,35 @@ func TestImportHelpPerFormat(t *testing.T) {
 	}
 	if out, err := exec.Command(binary, "import", "bogus", "x").CombinedOutput(); err == nil || !strings.Contains(string(out), `unknown command "bogus"`) {
 		t.Errorf("chronicle import bogus x: %v\n%s\nwant a failure naming bogus", err, out)
+	}
+}
+
+// ingest and import fail at once naming the error when the broker refuses
+// the connection or its host is unknown: they waited the producer's whole
+// 15 s publish timeout first (found by a new user's walkthrough).
+func TestProducerCommandsFailFastOnARefusedBroker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", "taubench", "sample", "--brokers", closed}, "connection refused"},
+		{[]string{"import", "reflexion", "react-base-100q-5trials", "--brokers", closed}, "connection refused"},
+		{[]string{"import", "taubench", "sample", "--brokers", "nosuchhost.invalid:9092"}, "nosuchhost.invalid"},
+	} {
+		t0 := time.Now()
+		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		took := time.Since(t0)
+		if err == nil || !strings.Contains(string(out), "no broker answered") || !strings.Contains(string(out), c.want) {
+			t.Errorf("chronicle %v: %v\n%s\nwant a failure naming %q", c.args, err, out, c.want)
+		}
+		if took > 10*time.Second { // the publish timeout is 15 s
+			t.Errorf("chronicle %v took %v to fail, want well under the 15 s publish timeout", c.args, took)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -29,7 +30,7 @@ func ingestCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := events.NewProducer(events.ProducerConfig{Brokers: splitBrokers(brokers)})
+			p, err := cliProducer(ctx, splitBrokers(brokers))
 			if err != nil {
 				return err
 			}
@@ -44,6 +45,37 @@ func ingestCmd() *cobra.Command {
 	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers (a running chronicle serve's embedded broker by default)")
 	return cmd
 }
+
+// cliProducer is the producer of ingest and import: before anything is
+// sent it asks the brokers for their API versions (kgo.Client.Ping), so a
+// refused connection or an unknown host fails at once naming the brokers
+// and the error (the first Publish used to wait its whole 15 s timeout
+// for them); a broker that accepts and never answers still fails after
+// ProducerConfig.PublishTimeout (15 s).
+func cliProducer(ctx context.Context, brokers []string) (*events.Producer, error) {
+	cfg := events.ProducerConfig{Brokers: brokers}
+	p, err := events.NewProducer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	pinged := make(chan error, 1)
+	go func() { pinged <- p.Client().Ping(pctx) }() // a connection's handshake outlasts pctx (20 s on a silent port)
+	select {
+	case err = <-pinged:
+	case <-pctx.Done():
+		err = fmt.Errorf("within %v: %w", publishTimeout, pctx.Err())
+	}
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("--brokers %s: no broker answered: %w", strings.Join(brokers, ","), err)
+	}
+	return p, nil
+}
+
+// publishTimeout is events.ProducerConfig's default PublishTimeout.
+const publishTimeout = 15 * time.Second
 
 func splitBrokers(s string) []string {
 	c := commonFlags{brokers: s}
@@ -125,7 +157,7 @@ func importTaubenchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := events.NewProducer(events.ProducerConfig{Brokers: splitBrokers(brokers)})
+			p, err := cliProducer(ctx, splitBrokers(brokers))
 			if err != nil {
 				return err
 			}
@@ -205,7 +237,7 @@ func importReflexion(ctx context.Context, file string, brokers []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	p, err := cliProducer(ctx, brokers)
 	if err != nil {
 		return err
 	}
