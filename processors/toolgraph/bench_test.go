@@ -22,6 +22,8 @@ import (
 //	                        query, next to the bigram baseline's lookup
 //	BenchmarkNextFromStore  Next(store, …): load the tau-bench projection
 //	                        from Pebble, analyse, predict
+//	BenchmarkApplySessions  learning the tau-bench graph through the
+//	                        processors, per session
 
 // BenchmarkPageRank10k measures weighted PageRank on a random graph of
 // 10,000 tools and 100,000 edges (fixed seed).
@@ -144,4 +146,36 @@ func BenchmarkNextFromStore(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkApplySessions measures learning the graph of all 200 tau-bench
+// sessions through the processors (Transitions, then Processor with the
+// default recompute every 50 transitions), one op per session applied:
+// what the toolgraph costs the engine per session.
+func BenchmarkApplySessions(b *testing.B) {
+	evs := sampleEvents(b, 200)
+	var s *projections.Store
+	off, i := int64(0), 0
+	for b.Loop() {
+		if i%len(evs) == 0 { // a fresh store for each pass over the sessions
+			if s != nil {
+				s.Close()
+			}
+			var err error
+			if s, err = projections.Open(b.TempDir(), projections.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		session := evs[i%len(evs)]
+		for j := range session {
+			if _, err := ApplyLocally(s, Processor{}, projections.Position{Topic: string(events.TopicSessions), Offset: off}, &session[j]); err != nil {
+				b.Fatal(err)
+			}
+			off++
+		}
+		i++
+	}
+	if s != nil {
+		s.Close()
+	}
 }

@@ -270,7 +270,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil || every < 0 || tot.Transitions%every != 0 {
 		return err
 	}
-	g, err := loadGraph(tx.Scan, []string{scope})
+	g, err := loadGraph(tx.Scan, []string{scope}, false) // the ranks do not read the contexts: thousands of rows
 	if err != nil {
 		return err
 	}
@@ -367,8 +367,12 @@ func ranksData(g *Graph) RanksUpdatedData {
 type scanFunc func(prefix string, fn func(key string, val []byte) (bool, error)) error
 
 // loadGraph builds a Graph from the projection rows of scopes (nil: every
-// scope): the union of their graphs, counts summed (Graph.merge).
-func loadGraph(scan scanFunc, scopes []string) (*Graph, error) {
+// scope): the union of their graphs, counts summed (Graph.merge). Without
+// contexts it leaves out the context rows, which only next-tool
+// prediction reads (a graph's ranks, communities and paths do not): a
+// scope holds up to one per two-tool context and next tool, thousands
+// against its few hundred edges.
+func loadGraph(scan scanFunc, scopes []string, contexts bool) (*Graph, error) {
 	g := NewGraph()
 	prefixes := [4][]string{{"n/"}, {"e/"}, {"t/"}, {"x/"}}
 	if scopes != nil {
@@ -379,6 +383,9 @@ func loadGraph(scan scanFunc, scopes []string) (*Graph, error) {
 			prefixes[2] = append(prefixes[2], totalsKey(sc))
 			prefixes[3] = append(prefixes[3], contextPrefix(sc))
 		}
+	}
+	if !contexts {
+		prefixes[3] = nil
 	}
 	for _, pre := range prefixes[3] {
 		if err := scan(pre, func(_ string, val []byte) (bool, error) {

@@ -34,7 +34,7 @@ func LoadIn(store *projections.Store, scopes []string) (*Graph, error) {
 	}
 	return loadGraph(func(prefix string, fn func(key string, val []byte) (bool, error)) error {
 		return store.Scan(Name, prefix, "", fn)
-	}, scopes)
+	}, scopes, true)
 }
 
 // Version is the number of tool calls the projection has learned from in
