@@ -53,8 +53,7 @@ func ingestCmd() *cobra.Command {
 // for them); a broker that accepts and never answers still fails after
 // ProducerConfig.PublishTimeout (15 s).
 func cliProducer(ctx context.Context, brokers []string) (*events.Producer, error) {
-	cfg := events.ProducerConfig{Brokers: brokers}
-	p, err := events.NewProducer(cfg)
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: brokers, PublishTimeout: publishTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +73,8 @@ func cliProducer(ctx context.Context, brokers []string) (*events.Producer, error
 	return p, nil
 }
 
-// publishTimeout is events.ProducerConfig's default PublishTimeout.
+// publishTimeout bounds the CLI producer's first ping and each of its
+// publishes (ProducerConfig.PublishTimeout, whose default it is too).
 const publishTimeout = 15 * time.Second
 
 func splitBrokers(s string) []string {
