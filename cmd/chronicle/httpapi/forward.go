@@ -557,19 +557,30 @@ func fixedTopic(t events.Topic) func(string) events.Topic {
 // instance, nobody, a member without a URL, or the request was itself
 // forwarded... (the caller then reads its own store).
 func (s *Server) remoteOwner(ctx context.Context, topic events.Topic, key string) string {
-	if s.P == nil || s.P.Runner == nil {
-		return ""
-	}
-	v, err := s.groupView(ctx)
-	if err != nil || !v.forwarding() {
-		return ""
-	}
-	p := partitionOf(string(topic), key, v.parts[string(topic)])
-	owner := v.owner[tp{string(topic), p}]
-	if owner == "" || owner == v.self || s.ownsLocally(string(topic), p) {
+	v, owner, _ := s.ownerElsewhere(ctx, topic, key)
+	if owner == "" {
 		return ""
 	}
 	return v.urls[owner]
+}
+
+// ownerElsewhere is remoteOwner's member: the group view, the member id
+// of the owner of key's partition on topic (with a URL) and the
+// partition, for a forward; owner "" as remoteOwner answers "".
+func (s *Server) ownerElsewhere(ctx context.Context, topic events.Topic, key string) (v *groupView, owner string, p int32) {
+	if s.P == nil || s.P.Runner == nil {
+		return nil, "", 0
+	}
+	v, err := s.groupView(ctx)
+	if err != nil || !v.forwarding() {
+		return nil, "", 0
+	}
+	p = partitionOf(string(topic), key, v.parts[string(topic)])
+	owner = v.owner[tp{string(topic), p}]
+	if owner == "" || owner == v.self || s.ownsLocally(string(topic), p) || v.urls[owner] == "" {
+		return nil, "", 0
+	}
+	return v, owner, p
 }
 
 // getFrom sends GET path to the member at base with r's Authorization and

@@ -344,7 +344,6 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	var data any
 	var next *int
 	var cpID string
-	var childOwner, childPath string // a fork whose new workflow another member owns
 	switch action {
 	case "updates":
 		typ, data = events.WorkflowReducerApplied, events.ReducerAppliedData{WorkflowID: id, Layer: b.Layer, Channel: b.Channel, Update: b.Update}
@@ -433,26 +432,27 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// in a cluster the new workflow's partition may be another
-		// member's: ask it whether the id is taken (issue 15)
-		childPath = "/v1/workflows/" + url.PathEscape(b.WorkflowID) + "?scope=" + url.QueryEscape(scope)
-		if childOwner = s.remoteOwner(ctx, events.TopicWorkflows, events.EntityKey(scope, b.WorkflowID)); childOwner != "" {
-			code, body, err := s.getFrom(ctx, r, childOwner, childPath)
-			switch {
-			case err != nil || code >= 500:
-				writeErr(w, http.StatusServiceUnavailable, "workflow_id: the owner (%s) of the new workflow's partition did not answer: %v %s", childOwner, err, body)
-				return
-			case code == http.StatusOK:
-				writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s", b.WorkflowID, scope)
+		// member's: the fork is written there, where its idempotency key,
+		// the new workflow's rows and the processor's dry run are, and
+		// that member reads the parent's checkpoint from here (issue 15).
+		// Before, this member wrote it and asked the other whether the id
+		// was taken: a retry of the fork found it taken and answered 409
+		// (its idempotency key is not in this store)
+		childKey := events.EntityKey(scope, b.WorkflowID)
+		if r.Header.Get(forkHopHeader) == "" {
+			if v, owner, p := s.ownerElsewhere(ctx, events.TopicWorkflows, childKey); owner != "" {
+				s.forwardFork(w, r, body, scope, v, owner, p)
 				return
 			}
-		} else if _, taken, err := workflows.Get(s.P.Store, events.EntityKey(scope, b.WorkflowID)); err != nil {
+		}
+		if _, taken, err := workflows.Get(s.P.Store, childKey); err != nil {
 			writeErr(w, http.StatusInternalServerError, "workflow_id: %q: %v", b.WorkflowID, err)
 			return
 		} else if taken && !retry {
 			writeErr(w, http.StatusConflict, "workflow_id: %q already exists in %s", b.WorkflowID, scope)
 			return
 		}
-		cp, ok := s.checkpointAt(ctx, w, key, b.CheckpointID)
+		cp, ok := s.forkCheckpoint(ctx, w, r, key, id, b.CheckpointID)
 		if !ok {
 			return
 		}
@@ -461,7 +461,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return
 		}
-		key = events.EntityKey(scope, b.WorkflowID)
+		key = childKey
 		typ, data = events.WorkflowForked, events.ForkedData{WorkflowID: b.WorkflowID, ParentWorkflowID: id, ParentCheckpointID: b.CheckpointID, State: raw, Update: b.Updates}
 	case "complete":
 		typ, data = events.WorkflowCompleted, events.WorkflowCompletedData{WorkflowID: id, Outcome: b.Outcome, Output: b.Output}
@@ -490,10 +490,6 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-	}
-	if childOwner != "" {
-		s.submitForkElsewhere(ctx, w, r, env, childOwner, childPath)
-		return
 	}
 	svc := s.workflowService()
 	err = svc.Check(env) // the processor's reason now, before anything is written
@@ -635,42 +631,55 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	return out, true
 }
 
-// submitForkElsewhere writes a fork whose new workflow's partition another
-// member owns (at childURL): it produces the event without waiting for
-// this store, then reads the new workflow from its owner (childPath) until
-// it exists, at most the write wait (5 s), and answers its state; 202 as
-// a local write does when it did not appear in time.
-func (s *Server) submitForkElsewhere(ctx context.Context, w http.ResponseWriter, r *http.Request, env events.Envelope, childURL, childPath string) {
-	svc := s.workflowService()
-	svc.Wait = time.Nanosecond // produce only: the event is applied on the other member
-	pos, err := svc.Submit(ctx, env)
-	var ve *events.ValidationError
+// forkHopHeader marks a fork the parent's owner sent on to the owner of
+// the new workflow's partition (forwardFork): that member writes it, and
+// sends it nowhere else.
+const forkHopHeader = "Chronicle-Fork-Hop"
+
+// forwardFork sends a fork (its body, with ?scope= set to the parent's
+// scope) to the member that owns the new workflow's partition, which
+// writes it as a local fork (reading the parent's checkpoint from here,
+// forkCheckpoint), and answers with that member's answer: the write's
+// own, so a retry is answered there as the first write was (its
+// position; 409 naming /event_id for another fork under the id), from
+// the idempotency key only that member's store holds. Bounded as a
+// forwarded write (ForwardTimeout plus ImproveWait); a member that does
+// not answer: 503/504 naming it.
+func (s *Server) forwardFork(w http.ResponseWriter, r *http.Request, body []byte, scope string, v *groupView, owner string, p int32) {
+	fr := r.Clone(r.Context())
+	fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	q := fr.URL.Query()
+	q.Set("scope", scope)
+	fr.URL.RawQuery = q.Encode()
+	fr.Header.Set(forkHopHeader, "1")
+	s.forward(w, fr, v, owner, string(events.TopicWorkflows), p, s.forwardTimeout()+s.improveWait())
+}
+
+// forkCheckpoint is the checkpoint cid of the parent workflow id (entity
+// key key) a fork starts from: from this store, or, when another member
+// owns the parent's partition (a fork sent on to this member, the new
+// workflow's owner), from that member's GET
+// /v1/workflows/{id}/checkpoints/{cid}, whose refusals (400, 404) are
+// answered as it gave them. It answers w when it fails.
+func (s *Server) forkCheckpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, key, id, cid string) (workflows.Checkpoint, bool) {
+	owner := s.remoteOwner(ctx, events.TopicWorkflows, key)
+	if owner == "" {
+		return s.checkpointAt(ctx, w, key, cid)
+	}
+	scope, _, _ := events.SplitEntityKey(key)
+	code, body, err := s.getFrom(ctx, r, owner, "/v1/workflows/"+url.PathEscape(id)+"/checkpoints/"+url.PathEscape(cid)+"?scope="+url.QueryEscape(scope))
+	var h workflows.HistoryEntry
 	switch {
-	case errors.As(err, &ve):
-		idx := 0
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
-		return
-	case err != nil && !errors.Is(err, workflows.ErrNotProcessed):
-		writeErr(w, http.StatusServiceUnavailable, "%v", err)
-		return
+	case err != nil || code >= 500:
+		writeErr(w, http.StatusServiceUnavailable, "checkpoint_id: the owner (%s) of the parent workflow's partition did not answer: %v %s", owner, err, bytes.TrimSpace(body))
+	case code != http.StatusOK:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write(body)
+	case json.Unmarshal(body, &h) != nil:
+		writeErr(w, http.StatusBadGateway, "checkpoint_id: the owner (%s) of the parent workflow's partition answered an unreadable checkpoint", owner)
+	default:
+		return h.Checkpoint, true
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, body, err := s.getFrom(ctx, r, childURL, childPath)
-		if err == nil && code == http.StatusOK {
-			var st workflows.State
-			if err := json.Unmarshal(body, &st); err != nil {
-				writeErr(w, http.StatusBadGateway, "the new workflow's owner (%s) answered: %v", childURL, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, workflows.WriteResult{EventID: env.ID, Position: pos.String(), State: st})
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			writeJSON(w, http.StatusAccepted, map[string]any{"event_id": env.ID, "position": pos.String(),
-				"status": fmt.Sprintf("written to the log; the new workflow's owner (%s) had not applied it after 5s", childURL)})
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return workflows.Checkpoint{}, false
 }

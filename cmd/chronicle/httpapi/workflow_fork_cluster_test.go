@@ -1,0 +1,124 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestForkRetryInACluster: two members on the embedded broker (4
+// partitions). A fork retried with its event_id (the same write) is
+// answered as the first write was — 200, the same body, the first write's
+// position — whichever member it is sent to, whether the new workflow's
+// partition is the parent's owner's or the other member's; the same
+// event_id with another fork is a 409 naming /event_id, and another fork
+// into the taken id (a new event_id) a 409. Found by the last session:
+// the retry of a fork whose new workflow another member owns answered 409
+// "already exists" (the parent's owner, which runs the fork, looked for
+// the event's idempotency key in its own store; the child's owner holds
+// it).
+func TestForkRetryInACluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, t, "m1", nil, 0)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), 0)
+	ms := []*member{m1, m2}
+	waitCluster(t, ms)
+	post := func(m *member, path, body string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, m.srv.URL+path, bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer tok-a")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, body := post(m1, "/v1/workflows/parent/updates", `{"channel":"messages","update":"from the parent"}`); code != http.StatusOK {
+		t.Fatalf("update: %d %s", code, body)
+	}
+	code, body := post(m1, "/v1/workflows/parent/checkpoints", `{"layer":1}`)
+	var cp struct {
+		CheckpointID string `json:"checkpoint_id"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &cp) != nil || cp.CheckpointID == "" {
+		t.Fatalf("checkpoint: %d %s", code, body)
+	}
+	// the member that read it (a forwarded answer names it; m1's own, not)
+	ownerOf := func(id string) string {
+		t.Helper()
+		code, body, by := fetch(t, m1.srv.URL, "tok-a", "/v1/workflows/"+id)
+		if code != http.StatusOK {
+			t.Fatalf("GET /v1/workflows/%s: %d %s", id, code, body)
+		}
+		if by == "" {
+			by = m1.p.Runner.MemberID()
+		}
+		return by
+	}
+	parentOwner := ownerOf("parent")
+
+	// fork into new ids until one lands on each member: the parent's owner
+	// and the other one
+	tested := map[bool]bool{}
+	for i := 0; i < 32 && len(tested) < 2; i++ {
+		child := fmt.Sprintf("child-%d", i)
+		fork := fmt.Sprintf(`{"event_id":"fork-%d","checkpoint_id":%q,"workflow_id":%q}`, i, cp.CheckpointID, child)
+		code, first := post(m1, "/v1/workflows/parent/fork", fork)
+		if code != http.StatusOK {
+			t.Fatalf("fork parent → %s: %d %s", child, code, first)
+		}
+		var res struct {
+			Position string `json:"position"`
+		}
+		_ = json.Unmarshal(first, &res)
+		childOwner := ownerOf(child)
+		elsewhere := childOwner != parentOwner
+		if tested[elsewhere] {
+			continue
+		}
+		tested[elsewhere] = true
+		where := fmt.Sprintf("%s (parent's owner %s, new workflow's owner %s)", child, parentOwner, childOwner)
+		for _, m := range ms {
+			code, again := post(m, "/v1/workflows/parent/fork", fork)
+			if code != http.StatusOK || !bytes.Equal(again, first) {
+				t.Errorf("retry of the fork into %s sent to %s: %d %s\nwant 200 with the first answer (position %s): %s", where, m.name, code, again, res.Position, first)
+			}
+		}
+		other := fmt.Sprintf(`{"event_id":"fork-%d","checkpoint_id":%q,"workflow_id":%q,"updates":{"messages":"another fork"}}`, i, cp.CheckpointID, child)
+		for _, m := range ms {
+			code, body := post(m, "/v1/workflows/parent/fork", other)
+			var e struct {
+				Pointer string `json:"pointer"`
+			}
+			_ = json.Unmarshal(body, &e)
+			if code != http.StatusConflict || e.Pointer != "/event_id" {
+				t.Errorf("another fork into %s under a used event_id, sent to %s: %d %s; want 409 naming /event_id", where, m.name, code, body)
+			}
+			// a new event_id into the taken id: the new workflow exists
+			code, body = post(m, "/v1/workflows/parent/fork", fmt.Sprintf(`{"checkpoint_id":%q,"workflow_id":%q}`, cp.CheckpointID, child))
+			if code != http.StatusConflict {
+				t.Errorf("a new fork into %s, sent to %s: %d %s; want 409", where, m.name, code, body)
+			}
+		}
+		_, after, _ := fetch(t, m2.srv.URL, "tok-a", "/v1/workflows/"+child)
+		var st struct {
+			Events   int               `json:"events"`
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(after, &st); err != nil || st.Events != 1 || len(st.Messages) != 1 {
+			t.Errorf("%s after the retries: %s; want the one fork applied (1 event, the parent's message)", where, after)
+		}
+	}
+	if len(tested) < 2 {
+		t.Fatalf("32 new workflows did not fall on both members: %v", tested)
+	}
+}
