@@ -121,4 +121,23 @@ func TestForkRetryInACluster(t *testing.T) {
 	if len(tested) < 2 {
 		t.Fatalf("32 new workflows did not fall on both members: %v", tested)
 	}
+	// a fork from a checkpoint that is no checkpoint id (400) or names
+	// none (404) is refused as a single member refuses it, whichever member
+	// owns the new workflow (six new ids: both members' partitions but
+	// with a chance of 2^-5) and whichever the request reaches: the
+	// parent's owner's refusal passes back through the extra hop
+	for i := 0; i < 6; i++ {
+		for _, c := range []struct {
+			cid  string
+			want int
+		}{{"nope", http.StatusBadRequest}, {"chronicle.workflows:0:999999", http.StatusNotFound}} {
+			for _, m := range ms {
+				fork := fmt.Sprintf(`{"checkpoint_id":%q,"workflow_id":"bad-%d"}`, c.cid, i)
+				code, body := post(m, "/v1/workflows/parent/fork", fork)
+				if code != c.want || !bytes.Contains(body, []byte("checkpoint")) {
+					t.Errorf("fork of parent from checkpoint %q into bad-%d, sent to %s: %d %s; want %d naming the checkpoint", c.cid, i, m.name, code, body, c.want)
+				}
+			}
+		}
+	}
 }
