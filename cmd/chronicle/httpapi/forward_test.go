@@ -293,9 +293,17 @@ func TestForwardingCluster(t *testing.T) {
 	}
 	for i := 0; i < 6; i++ {
 		child := fmt.Sprintf("fork-%d", i)
-		code, res := call(t, m2.srv.URL, "tok-a", "POST", "/v1/workflows/wf-0/fork", map[string]any{"workflow_id": child, "checkpoint_id": cpID})
+		fork := map[string]any{"workflow_id": child, "checkpoint_id": cpID, "event_id": "fork-event-" + child}
+		code, res := call(t, m2.srv.URL, "tok-a", "POST", "/v1/workflows/wf-0/fork", fork)
 		if code != http.StatusOK || !strings.Contains(fmt.Sprint(res["state"]), "hello wf-0") {
 			t.Fatalf("fork wf-0 → %s: %d %v", child, code, res)
+		}
+		// its retry, from every member (with three, one may own neither
+		// the parent nor the new workflow): the first answer again
+		for _, m := range ms {
+			if code, again := call(t, m.srv.URL, "tok-a", "POST", "/v1/workflows/wf-0/fork", fork); code != http.StatusOK || again["position"] != res["position"] {
+				t.Fatalf("retry of the fork into %s from %s: %d %v, want 200 at %v", child, m.name, code, again, res["position"])
+			}
 		}
 		if code, res := call(t, m3.srv.URL, "tok-a", "POST", "/v1/workflows/wf-0/fork", map[string]any{"workflow_id": child, "checkpoint_id": cpID}); code != http.StatusConflict {
 			t.Fatalf("second fork into %s: %d %v, want 409", child, code, res)
