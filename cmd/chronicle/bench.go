@@ -72,7 +72,7 @@ cluster cost is 1 − cluster path / single-instance path.`,
 				return enc.Encode(res)
 			}
 			fmt.Printf("%d tau-bench events, embedded broker, %d partitions\n", res.Events, res.Partitions)
-			fmt.Printf("  raw franz-go count (one Pebble batch per fetch)  %9.0f events/s (median of %.0f)\n", res.RawEventsPerS, res.RawRuns)
+			fmt.Printf("  raw franz-go count (one Pebble batch per fetch)  %9.0f events/s (median of %.0f; first poll %.0f ms)\n", res.RawEventsPerS, res.RawRuns, res.RawFirstPollMs)
 			fmt.Printf("  chronicle, count processor                       %9.0f events/s  ×%.3f raw\n", res.CountEventsPerS, res.CountRatio)
 			fmt.Printf("  chronicle, default processors, single instance   %9.0f events/s, CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.SingleEventsPerS, res.SingleCPUMicrosPerEvent, res.SingleRuns, res.SingleCPURuns)
 			fmt.Printf("  chronicle, default processors (cluster path)     %9.0f events/s  ×%.3f raw, cluster cost %.1f%% (CPU %+.1f%%), CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.DefaultEventsPerS, res.DefaultRatio, 100*res.ClusterCost, 100*res.ClusterCPUCost, res.DefaultCPUMicrosPerEvent, res.DefaultRuns, res.DefaultCPURuns)

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,6 +58,9 @@ func TestRunSmall(t *testing.T) {
 	}
 	if len(res.RawRuns) != bench.RawRuns {
 		t.Fatalf("raw runs %v, want %d", res.RawRuns, bench.RawRuns)
+	}
+	if len(res.RawFirstPollMs) != bench.RawRuns || slices.Min(res.RawFirstPollMs) <= 0 {
+		t.Fatalf("raw first polls %v ms, want %d positive waits", res.RawFirstPollMs, bench.RawRuns)
 	}
 	below, above := 0, 0
 	for _, r := range res.RawRuns {
