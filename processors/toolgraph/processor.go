@@ -270,7 +270,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil || every < 0 || tot.Transitions%every != 0 {
 		return err
 	}
-	g, err := loadGraph(tx.Scan, []string{scope}, false) // the ranks do not read the contexts: thousands of rows
+	g, err := loadGraph(tx.Scan, []string{scope}, false) // the ranks do not read the context rows
 	if err != nil {
 		return err
 	}
@@ -369,9 +369,9 @@ type scanFunc func(prefix string, fn func(key string, val []byte) (bool, error))
 // loadGraph builds a Graph from the projection rows of scopes (nil: every
 // scope): the union of their graphs, counts summed (Graph.merge). Without
 // contexts it leaves out the context rows, which only next-tool
-// prediction reads (a graph's ranks, communities and paths do not): a
-// scope holds up to one per two-tool context and next tool, thousands
-// against its few hundred edges.
+// prediction reads (a graph's ranks, communities and paths do not,
+// TestRanksIgnoreContexts): a scope holds one per (tool before, tool,
+// next tool) seen, 229 against 81 edges on the tau-bench sessions.
 func loadGraph(scan scanFunc, scopes []string, contexts bool) (*Graph, error) {
 	g := NewGraph()
 	prefixes := [4][]string{{"n/"}, {"e/"}, {"t/"}, {"x/"}}
