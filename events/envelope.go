@@ -117,19 +117,25 @@ func DerivedID(causeSource, causeID string, t Type, n int) string {
 }
 
 // New builds an envelope of type t with data marshalled from payload. It
-// fills specversion, datacontenttype and dataschema; the caller sets the
-// rest. Marshalling errors are returned as is.
+// fills specversion, datacontenttype and dataschema, and time from at
+// (RFC 3339, UTC); a zero at leaves time out, so the Kafka record's
+// timestamp stands in for it (the attribute is optional). The caller sets
+// the rest. Marshalling errors are returned as is.
 func New(t Type, source, id string, at time.Time, payload any) (Envelope, error) {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return Envelope{}, fmt.Errorf("events: marshal %s data: %w", t, err)
+	}
+	when := ""
+	if !at.IsZero() {
+		when = at.UTC().Format(time.RFC3339Nano)
 	}
 	return Envelope{
 		SpecVersion:     SpecVersion,
 		ID:              id,
 		Source:          source,
 		Type:            t,
-		Time:            at.UTC().Format(time.RFC3339Nano),
+		Time:            when,
 		DataContentType: ContentTypeJSON,
 		DataSchema:      SchemaURI(t),
 		Data:            raw,

@@ -58,8 +58,24 @@ func (c ProducerConfig) Validate() error {
 	if len(c.Brokers) == 0 {
 		return errors.New("events: ProducerConfig.Brokers: at least one broker required")
 	}
+	for i, b := range c.Brokers {
+		if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
+			return fmt.Errorf("events: ProducerConfig.Brokers[%d]: %q is not host:port", i, b)
+		}
+	}
 	if c.MaxAttempts < 0 {
 		return errors.New("events: ProducerConfig.MaxAttempts: must be ≥ 1")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"InitialBackoff", c.InitialBackoff}, {"DeliveryTimeout", c.DeliveryTimeout}, {"PublishTimeout", c.PublishTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("events: ProducerConfig.%s: %v, must not be negative (0: the default)", d.name, d.v)
+		}
+	}
+	if c.DeliveryTimeout > 0 && c.DeliveryTimeout < time.Second {
+		return fmt.Errorf("events: ProducerConfig.DeliveryTimeout: %v, must be ≥ 1s (franz-go's least record timeout)", c.DeliveryTimeout)
 	}
 	return nil
 }
@@ -101,9 +117,13 @@ func (d *dialErrors) since(t time.Time) error {
 	return d.last
 }
 
-// NewProducer connects a Producer. The franz-go client is idempotent with
-// acks=all (its default) and never auto-creates topics, so producing to a
-// missing topic fails after a few metadata refreshes instead of hanging.
+// NewProducer creates a Producer; it dials nothing: the client connects
+// at the first Publish, and a broker that cannot be reached fails that
+// Publish after PublishTimeout (Client().Ping asks the brokers at once,
+// as the CLI's ingest and import do before producing). The franz-go
+// client is idempotent with acks=all (its default) and never
+// auto-creates topics, so producing to a missing topic fails after a few
+// metadata refreshes instead of hanging. Errors: cfg.Validate's.
 func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -150,8 +170,11 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 	return out, nil
 }
 
-// Publish validates every event (rejecting derived types), then produces
-// them and waits for the broker's acknowledgement of all. Validation is
+// Publish validates every event as ParseProducerEvent does (as HTTP,
+// ingest and import do: derived types, a producer's initial_confidence or
+// distilled memory, a member repeated within an object and an integer out
+// of its payload's range are refused), then produces them and waits for
+// the broker's acknowledgement of all. Validation is
 // all-or-nothing: a *ValidationError (with Index) means nothing was
 // written. Produce failures are retried per record with exponential
 // backoff; the final error of the last attempt is returned. A failed
@@ -161,9 +184,9 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 	recs := make([]*kgo.Record, 0, len(envs))
 	for i := range envs {
 		if ti, ok := Lookup(envs[i].Type); ok && ti.Derived {
-			return &ValidationError{Index: i, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", envs[i].Type, ErrDerivedType)}
+			return &ValidationError{Index: i, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", envs[i].Type, ErrDerivedType), Err: ErrDerivedType}
 		}
-		r, err := validRecord(&envs[i])
+		r, err := validRecord(&envs[i], true)
 		if err != nil {
 			var ve *ValidationError
 			if errors.As(err, &ve) {
@@ -182,7 +205,7 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 func (p *Producer) PublishDerived(ctx context.Context, envs ...Envelope) error {
 	recs := make([]*kgo.Record, 0, len(envs))
 	for i := range envs {
-		r, err := validRecord(&envs[i])
+		r, err := validRecord(&envs[i], false)
 		if err != nil {
 			return err
 		}
@@ -203,9 +226,10 @@ const MaxEventBytes = 960 << 10
 // encoding exceeds MaxEventBytes; the HTTP API answers 413 for it.
 var ErrEventTooLarge = errors.New("event too large")
 
-// validRecord encodes e once, validates that encoding and makes it the
-// record value.
-func validRecord(e *Envelope) (*kgo.Record, error) {
+// validRecord encodes e once, validates that encoding (with producer,
+// as ParseProducerEvent does; else as ParseEvent) and makes it the record
+// value.
+func validRecord(e *Envelope, producer bool) (*kgo.Record, error) {
 	raw, err := e.MarshalJSON() // compact already: json.Marshal(e) would compact it again
 	if err != nil {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
@@ -213,7 +237,12 @@ func validRecord(e *Envelope) (*kgo.Record, error) {
 	if len(raw) > MaxEventBytes {
 		return nil, &ValidationError{Index: -1, Pointer: "/", Reason: fmt.Sprintf("%d bytes encoded, above the %d-byte limit of one event", len(raw), MaxEventBytes), Err: ErrEventTooLarge}
 	}
-	if _, err := parseEvent(raw, true, true); err != nil {
+	if producer {
+		_, err = ParseProducerEvent(raw)
+	} else {
+		_, err = parseEvent(raw, true, true)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return recordOf(e, raw)

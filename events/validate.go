@@ -253,7 +253,7 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 		env.Data = data64
 	}
 	if !allowDerived && registry[env.Type].Derived {
-		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", env.Type, ErrDerivedType)}
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", env.Type, ErrDerivedType), Err: ErrDerivedType}
 	}
 	data := obj["data"]
 	if err := validateData(set, &env, data); err != nil {

@@ -1,0 +1,139 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// Publish refuses what every other producer path refuses
+// (ParseProducerEvent: HTTP, ingest, import), naming the same field, and
+// writes nothing. It used to validate as a consumer does, so a Go
+// producer's memory with initial_confidence or source "distilled", a
+// member repeated within an object and an integer beyond its payload's
+// range were acknowledged (found by a new user's walkthrough of the Go
+// package). The producer's broker is a closed port: a refusal comes
+// before any connection.
+func TestPublishRefusesWhatProducerPathsRefuse(t *testing.T) {
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, PublishTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	memory := func(data string) []byte {
+		return []byte(`{"specversion":"1.0","id":"m","source":"go/test","type":"memory.recorded.v1","data":` + data + `}`)
+	}
+	cases := map[string][]byte{
+		"/data/initial_confidence": memory(`{"memory_id":"m1","title":"t","description":"d","content":"c","outcome":"success","source":"explicit","initial_confidence":0.9}`),
+		"/data/source":             memory(`{"memory_id":"m1","title":"t","description":"d","content":"c","outcome":"success","source":"distilled"}`),
+		"/data/memory_id":          memory(`{"memory_id":"m1","memory_id":"m2","title":"t","description":"d","content":"c","outcome":"success","source":"explicit"}`),
+	}
+	// and every invalid case of testdata/types that decodes into an
+	// envelope (a repeated attribute or a wrongly typed one does not)
+	for typ, c := range loadCases(t) {
+		for i, inv := range c.Invalid {
+			var env events.Envelope
+			if json.Unmarshal(inv.Event, &env) != nil {
+				continue
+			}
+			raw, err := env.MarshalJSON()
+			if err != nil {
+				continue
+			}
+			_, perr := events.ParseProducerEvent(raw)
+			var ve *events.ValidationError
+			if !errors.As(perr, &ve) {
+				t.Fatalf("%s invalid[%d] re-encoded: ParseProducerEvent %v, want a refusal", typ, i, perr)
+			}
+			cases[ve.Pointer+" ("+string(typ)+")"] = raw
+		}
+	}
+	for want, raw := range cases {
+		want, _, _ = strings.Cut(want, " (")
+		var env events.Envelope
+		if err := json.Unmarshal(raw, &env); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		err := p.Publish(context.Background(), env)
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != want {
+			t.Errorf("Publish of %s: %v, want a ValidationError at %s", raw, err, want)
+		}
+		if time.Since(t0) > time.Second {
+			t.Errorf("Publish of %s took %v: the refusal must come before the broker is asked", raw, time.Since(t0))
+		}
+	}
+}
+
+// A derived type is refused on every producer path with an error that
+// errors.Is ErrDerivedType, as its doc says (the ValidationError named it
+// in its text only).
+func TestDerivedTypeErrorWrapsErrDerivedType(t *testing.T) {
+	raw := []byte(`{"specversion":"1.0","id":"e","source":"go/test","type":"evaluation.completed.v1","sessionid":"s","data":{}}`)
+	if _, err := events.ParseProducerEvent(raw); !errors.Is(err, events.ErrDerivedType) {
+		t.Errorf("ParseProducerEvent: %v, want ErrDerivedType", err)
+	}
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	env, err := events.New(events.EvaluationCompleted, "go/test", "e", time.Now(), map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(context.Background(), env); !errors.Is(err, events.ErrDerivedType) {
+		t.Errorf("Publish: %v, want ErrDerivedType", err)
+	}
+}
+
+// ProducerConfig.Validate names a broker that is no host:port and a
+// negative or too short duration: they passed, and failed later as a
+// broker outage (a negative PublishTimeout made every Publish fail in
+// 20 ms with ErrNotAcknowledged) or in franz-go's words.
+func TestProducerConfigValidateNamesTheField(t *testing.T) {
+	for _, c := range []struct {
+		cfg  events.ProducerConfig
+		want string
+	}{
+		{events.ProducerConfig{Brokers: []string{"nohostport"}}, "Brokers[0]"},
+		{events.ProducerConfig{Brokers: []string{"127.0.0.1:9092", ":9092"}}, "Brokers[1]"},
+		{events.ProducerConfig{Brokers: []string{"h:1"}, PublishTimeout: -time.Second}, "PublishTimeout"},
+		{events.ProducerConfig{Brokers: []string{"h:1"}, DeliveryTimeout: -time.Second}, "DeliveryTimeout"},
+		{events.ProducerConfig{Brokers: []string{"h:1"}, DeliveryTimeout: 500 * time.Millisecond}, "DeliveryTimeout"},
+		{events.ProducerConfig{Brokers: []string{"h:1"}, InitialBackoff: -time.Second}, "InitialBackoff"},
+	} {
+		err := c.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), "ProducerConfig."+c.want) {
+			t.Errorf("Validate(%+v): %v, want an error naming %s", c.cfg, err, c.want)
+		}
+		if _, err := events.NewProducer(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewProducer(%+v): %v, want an error naming %s", c.cfg, err, c.want)
+		}
+	}
+	if err := (events.ProducerConfig{Brokers: []string{"[::1]:9092", "broker-0.kafka:9093"}}).Validate(); err != nil {
+		t.Errorf("valid brokers refused: %v", err)
+	}
+}
+
+// events.New with a zero time leaves the time attribute out, so the
+// record's timestamp stands in for it (it wrote 0001-01-01T00:00:00Z).
+func TestNewWithoutTime(t *testing.T) {
+	env, err := events.New(events.MinuteRecorded, "go/test", "e", time.Time{}, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Time != "" {
+		t.Fatalf("time %q, want none", env.Time)
+	}
+	raw, _ := env.MarshalJSON()
+	if strings.Contains(string(raw), `"time"`) {
+		t.Fatalf("encoded with a time: %s", raw)
+	}
+}
