@@ -263,7 +263,7 @@ func (s *Store) Skip(processor string, pos Position) error {
 }
 
 func (s *Store) commit(b *pebble.Batch, okey string, next int64, emitted bool) error {
-	if err := b.Commit(s.writeOpts()); err != nil {
+	if err := s.write(func() error { return b.Commit(s.writeOpts()) }); err != nil {
 		return fmt.Errorf("projections: commit: %w", err)
 	}
 	s.mu.Lock()

@@ -26,5 +26,5 @@ func (s *Store) Meta(key string) (val []byte, ok bool, err error) {
 
 // SetMeta writes the store fact key durably.
 func (s *Store) SetMeta(key string, val []byte) error {
-	return s.db.Set([]byte(prefixMeta+key), val, pebble.Sync)
+	return s.write(func() error { return s.db.Set([]byte(prefixMeta+key), val, pebble.Sync) })
 }

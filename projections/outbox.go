@@ -109,7 +109,7 @@ func (s *Store) AckOutbox(entries []OutboxEntry) error {
 			return err
 		}
 	}
-	if err := b.Commit(s.writeOpts()); err != nil {
+	if err := s.write(func() error { return b.Commit(s.writeOpts()) }); err != nil {
 		return err
 	}
 	s.outboxLen.Add(-int64(len(entries)))

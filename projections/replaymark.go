@@ -19,12 +19,12 @@ var ErrReplayIncomplete = errors.New("projections: the replay that built this st
 
 // MarkReplayStarted records, durably, that a replay into s has begun.
 func (s *Store) MarkReplayStarted() error {
-	return s.db.Set([]byte(keyReplayIncomplete), []byte("1"), pebble.Sync)
+	return s.write(func() error { return s.db.Set([]byte(keyReplayIncomplete), []byte("1"), pebble.Sync) })
 }
 
 // MarkReplayFinished removes the mark of MarkReplayStarted, durably.
 func (s *Store) MarkReplayFinished() error {
-	return s.db.Delete([]byte(keyReplayIncomplete), pebble.Sync)
+	return s.write(func() error { return s.db.Delete([]byte(keyReplayIncomplete), pebble.Sync) })
 }
 
 // CheckComplete returns an error wrapping ErrReplayIncomplete, naming the

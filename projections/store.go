@@ -50,7 +50,7 @@ func (s *Store) SetCache(key string, val []byte) error {
 	if s.opts.ReadOnly {
 		return nil
 	}
-	return s.db.Set([]byte(prefixCache+key), val, s.writeOpts())
+	return s.write(func() error { return s.db.Set([]byte(prefixCache+key), val, s.writeOpts()) })
 }
 
 // ErrClosed is returned by operations on a closed Store.
@@ -423,6 +423,22 @@ func (fatalLogger) Infof(string, ...any)  {}
 func (fatalLogger) Errorf(string, ...any) {}
 func (l fatalLogger) Fatalf(format string, args ...any) {
 	l.onFatal(fmt.Sprintf(format, args...))
+}
+
+// write runs one Pebble write. Pebble panics when it cannot append to its
+// write-ahead log (disk full, I/O error: (*DB).commitWrite; a failed sync
+// goes to the Logger's Fatalf instead), and its state is then unusable,
+// so the panic goes to Options.OnFatal as a fatal error does: the process
+// stops naming the cause (exit 70 by default) instead of crashing with a
+// Go panic, and the batch's offset never advanced, so a restart consumes
+// its events again. Found by a walkthrough that filled the disk.
+func (s *Store) write(fn func() error) error {
+	defer func() {
+		if r := recover(); r != nil {
+			s.opts.OnFatal(fmt.Sprintf("projections: write failed: %v", r))
+		}
+	}()
+	return fn()
 }
 
 func exitOnFatal(msg string) {

@@ -206,8 +206,17 @@ func TestDigestAndDiff(t *testing.T) {
 
 // A disk that starts failing stops the store (fail-stop through OnFatal)
 // before the event is acknowledged: its offset does not advance, so a
-// restarted process consumes it again.
+// restarted process consumes it again. With Sync the failed sync reaches
+// OnFatal through Pebble's logger; without it (serve's default) Pebble
+// panics on the failed write-ahead-log append, which crashed the process
+// with a Go panic (found by a walkthrough that filled the disk).
 func TestDiskFailure(t *testing.T) {
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) { diskFailure(t, sync) })
+	}
+}
+
+func diskFailure(t *testing.T, sync bool) {
 	var failing atomic.Bool
 	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
 		if failing.Load() && op.OpKind() == errorfs.OpKindWrite {
@@ -216,7 +225,7 @@ func TestDiskFailure(t *testing.T) {
 		return nil
 	}))
 	fatal := make(chan string, 1)
-	s, err := projections.Open("/db", projections.Options{FS: fs, Sync: true, OnFatal: func(msg string) {
+	s, err := projections.Open("/db", projections.Options{FS: fs, Sync: sync, OnFatal: func(msg string) {
 		fatal <- msg
 		runtime.Goexit() // OnFatal must not return; end the applying goroutine
 	}})
@@ -227,6 +236,33 @@ func TestDiskFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	failing.Store(true)
+	if !sync {
+		// without a sync the log writer appends in the background: the
+		// failure surfaces at a later commit, which must stop the store
+		// (the acknowledged offsets are not durable, so a restart consumes
+		// those events again)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for off := int64(1); off < 1000; off++ {
+				if _, err := s.Apply("count", projections.Position{Topic: "t", Offset: off}, feedback(t, fmt.Sprint("b", off)), counter); err != nil {
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		select {
+		case msg := <-fatal:
+			if !strings.Contains(msg, "no space left") {
+				t.Fatalf("fatal message %q does not name the cause", msg)
+			}
+		case <-stopped:
+			t.Fatal("applies on a failing disk went on, or failed without stopping the store")
+		case <-time.After(10 * time.Second):
+			t.Fatal("applies on a failing disk neither failed nor stopped the store")
+		}
+		return
+	}
 	returned := make(chan error, 1)
 	go func() {
 		_, err := s.Apply("count", projections.Position{Topic: "t", Offset: 1}, feedback(t, "b"), counter)
