@@ -52,7 +52,7 @@ func demoCmd() *cobra.Command {
 				return err
 			}
 			config := func(pair bool) pipeline.Config {
-				return pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, PAIR: pair}
+				return pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, PAIR: pair}
 			}
 			var p *pipeline.Pipeline // the one running when the command returns
 			defer func() {

@@ -61,7 +61,7 @@ func serveCmd() *cobra.Command {
 			if advertise == "" {
 				advertise = "http://" + ln.Addr().String()
 			}
-			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
+			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys,
 				SubscriberOpts:  httpapi.MemberOpts(advertise)})
 			if err != nil {
@@ -107,6 +107,10 @@ func requestLogger(format string) (*slog.Logger, error) {
 }
 
 func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay:", err) }
+
+// logSearchError logs a failed background sync of the search index (the
+// vector store not answering); the sync retries with backoff.
+func logSearchError(err error) { fmt.Fprintln(os.Stderr, "chronicle: search index sync:", err) }
 
 func describe(p *pipeline.Pipeline) {
 	if p.Broker.Embedded() {

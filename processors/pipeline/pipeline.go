@@ -67,6 +67,11 @@ type Config struct {
 	// OnRelayError is told about outbox relay failures (default: ignored;
 	// the relay retries).
 	OnRelayError func(error)
+	// OnSearchError is told about the search index's background sync
+	// failures (a vector store that does not answer; default: ignored, the
+	// sync retries with backoff). They went to OnRelayError, so serve
+	// logged a Weaviate outage as an "outbox relay" failure.
+	OnSearchError func(error)
 	// LLM, when set, moves distillation to the LLM distiller worker (the
 	// sessions processor stops running the deterministic extractor) and
 	// scores judge criteria with the critic–judge worker. Default nil:
@@ -340,7 +345,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.Search.Index.Run(runCtx, time.Second, cfg.OnRelayError)
+		p.Search.Index.Run(runCtx, time.Second, cfg.OnSearchError)
 	}()
 	for _, c := range search.Collections() {
 		p.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
