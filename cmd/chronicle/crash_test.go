@@ -20,9 +20,10 @@ import (
 
 // A log position in a projection row: "topic:partition:offset" in a value
 // (projections.Position.String), topic/partition/offset in a key (the
-// session index's rows).
+// session index's rows, a session's trace rows) and in the value that
+// names such a key (a session's trace_at).
 var (
-	positionInValue = regexp.MustCompile(`chronicle\.[a-z.]+:[0-9]+:[0-9]+`)
+	positionInValue = regexp.MustCompile(`chronicle\.[a-z.]+(:[0-9]+:[0-9]+|/[0-9]{6}/[0-9]{20})`)
 	positionInKey   = regexp.MustCompile(`(chronicle\.[a-z.]+)/[0-9]{6}/[0-9]{20}`)
 )
 

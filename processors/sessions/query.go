@@ -23,6 +23,7 @@ func Get(store *projections.Store, key string) (View, bool, error) {
 	if err != nil || !ok {
 		return v, ok, err
 	}
+	v.TraceAt = "" // where its rows sit, not part of the answer
 	if v.Task, err = task(store, key); err != nil {
 		return v, true, err
 	}
@@ -80,10 +81,21 @@ func List(store *projections.Store, outcome string, limit int, cursor string, al
 // (usually one; the same id in several scopes is several sessions).
 func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }
 
-// Trace returns the projected trace of the session with key in log order.
-func Trace(store *projections.Store, id string) ([]TraceItem, error) {
+// Trace returns the projected trace of the session with key in log order
+// (none for an unknown session).
+func Trace(store *projections.Store, key string) ([]TraceItem, error) {
+	var s Session
+	ok, err := store.GetJSON(Name, sessionKey(key), &s)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return trace(store, &s)
+}
+
+// trace returns the trace rows of s in log order.
+func trace(store *projections.Store, s *Session) ([]TraceItem, error) {
 	var out []TraceItem
-	err := store.Scan(Name, tracePrefix(id), "", func(_ string, val []byte) (bool, error) {
+	err := store.Scan(Name, tracePrefix(s), "", func(_ string, val []byte) (bool, error) {
 		var it TraceItem
 		if err := json.Unmarshal(val, &it); err != nil {
 			return false, err
@@ -166,7 +178,7 @@ func Input(store *projections.Store, key string) (flux.Input, bool, error) {
 	if _, err := store.GetJSON(Name, criteriaKey(key), &s.Criteria); err != nil {
 		return flux.Input{}, true, err
 	}
-	items, err := Trace(store, key)
+	items, err := trace(store, &s)
 	if err != nil {
 		return flux.Input{}, true, err
 	}

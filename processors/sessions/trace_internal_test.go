@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // A trace row written as raw bytes reads back as the TraceItem encoding/json
@@ -36,11 +37,19 @@ func TestTraceRowRoundTrip(t *testing.T) {
 	}
 }
 
-// traceKey writes what fmt's "t/%s/%06d" writes, past six digits too.
+// traceKey writes what fmt's "t/%s/%s/%06d" writes (t/%s/%06d without a
+// trace position), past six digits too.
 func TestTraceKeyAsSprintf(t *testing.T) {
+	at := traceAt(projections.Position{Topic: "chronicle.sessions", Partition: 3, Offset: 1234})
+	if want := "chronicle.sessions/000003/00000000000000001234"; at != want {
+		t.Fatalf("traceAt = %q, want %q", at, want)
+	}
 	for _, seq := range []int{0, 7, 42, 99999, 999999, 1000000, 123456789} {
-		if got, want := traceKey("project:x/s-1", seq), fmt.Sprintf("t/%s/%06d", "project:x/s-1", seq); got != want {
+		if got, want := traceKey("", "project:x/s-1", seq), fmt.Sprintf("t/%s/%06d", "project:x/s-1", seq); got != want {
 			t.Errorf("traceKey(%d) = %q, want %q", seq, got, want)
+		}
+		if got, want := traceKey(at, "project:x/s-1", seq), fmt.Sprintf("t/%s/%s/%06d", at, "project:x/s-1", seq); got != want {
+			t.Errorf("traceKey(%q, %d) = %q, want %q", at, seq, got, want)
 		}
 	}
 }
