@@ -292,6 +292,31 @@ func (s *Store) Close() error {
 // flush of its own writes. Errors are Pebble's.
 func (s *Store) Flush() error { return s.db.Flush() }
 
+// WriteMetrics are the bytes Pebble wrote for a store since it opened: the
+// write amplification of its rows (see Store.WriteMetrics).
+type WriteMetrics struct {
+	// Flushes and FlushedBytes count the memtables written to sstables.
+	Flushes      int64
+	FlushedBytes uint64
+	// Compactions and CompactedBytes count the compactions that rewrote
+	// sstables into a lower level (moves, which rewrite nothing, are in
+	// Compactions only).
+	Compactions    int64
+	CompactedBytes uint64
+}
+
+// WriteMetrics returns what Pebble wrote since the store opened.
+// BenchmarkPerEventCost reports the bytes compacted per event with it: that
+// figure grows with history when hot writes land among cold rows.
+func (s *Store) WriteMetrics() WriteMetrics {
+	m := s.db.Metrics()
+	w := WriteMetrics{Flushes: m.Flush.Count, FlushedBytes: m.Levels[0].BytesFlushed, Compactions: m.Compact.Count}
+	for i := range m.Levels {
+		w.CompactedBytes += m.Levels[i].BytesCompacted
+	}
+	return w
+}
+
 // Dir is the directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
 

@@ -23,7 +23,10 @@ import (
 // each window (Pebble's flushes and compactions and the GC included, which
 // run beside the calls): on a shared machine that is the steadier figure.
 // With CHRONICLE_BENCH_FLAT_FLUSH=1 it also charges the first window and
-// the whole run the flush of their own writes (below).
+// the whole run the flush of their own writes (below). It also reports
+// the bytes Pebble flushed and compacted per event over the run
+// (projections.Store.WriteMetrics): unlike CPU, they do not depend on the
+// machine's load, and compaction is what grows with history.
 func BenchmarkPerEventCost(b *testing.B) {
 	n := 200000
 	if v, err := strconv.Atoi(os.Getenv("CHRONICLE_BENCH_FLAT_EVENTS")); err == nil {
@@ -82,7 +85,11 @@ func BenchmarkPerEventCost(b *testing.B) {
 		if flushed {
 			endFlush = flush()
 		}
+		wm := store.WriteMetrics()
 		store.Close()
+		b.ReportMetric(float64(wm.CompactedBytes)/float64(len(envs)), "compacted_B/ev")
+		b.ReportMetric(float64(wm.FlushedBytes)/float64(len(envs)), "flushed_B/ev")
+		fmt.Printf("  Pebble: %d flushes, %.0f bytes flushed per event; %d compactions, %.0f bytes compacted per event\n", wm.Flushes, float64(wm.FlushedBytes)/float64(len(envs)), wm.Compactions, float64(wm.CompactedBytes)/float64(len(envs)))
 		f, l := float64(first.Microseconds())/window, float64(last.Microseconds())/window
 		b.ReportMetric(f, "first_us/ev")
 		b.ReportMetric(l, "last_us/ev")
