@@ -120,8 +120,13 @@ func DerivedID(causeSource, causeID string, t Type, n int) string {
 // fills specversion, datacontenttype and dataschema, and time from at
 // (RFC 3339, UTC); a zero at leaves time out, so the Kafka record's
 // timestamp stands in for it (the attribute is optional). The caller sets
-// the rest. Marshalling errors are returned as is.
+// the rest. A type that is not one of Types is refused with a
+// *ValidationError at /type (the envelope could never be validated,
+// produced or applied); marshalling errors are returned as is.
 func New(t Type, source, id string, at time.Time, payload any) (Envelope, error) {
+	if _, ok := registry[t]; !ok {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", t)}
+	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return Envelope{}, fmt.Errorf("events: marshal %s data: %w", t, err)

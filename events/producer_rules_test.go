@@ -137,3 +137,20 @@ func TestNewWithoutTime(t *testing.T) {
 		t.Fatalf("encoded with a time: %s", raw)
 	}
 }
+
+// events.New refuses a type no processor or schema knows, naming /type
+// (it built the envelope and returned a nil error; the mistake surfaced
+// only when the event was published or, written straight to Kafka,
+// dead-lettered).
+func TestNewRefusesAnUnknownType(t *testing.T) {
+	_, err := events.New(events.Type("coordination.minute.recorded"), "go/test", "e", time.Now(), map[string]any{})
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Pointer != "/type" || !strings.Contains(ve.Reason, `"coordination.minute.recorded"`) {
+		t.Fatalf("New with an unknown type: %v", err)
+	}
+	for _, typ := range events.Types() {
+		if _, err := events.New(typ, "go/test", "e", time.Now(), map[string]any{}); err != nil {
+			t.Errorf("New(%s): %v", typ, err)
+		}
+	}
+}
