@@ -213,7 +213,9 @@ func (l *LLM) Model() string { return l.cfg.Model }
 
 // Complete sends one user message at temperature 0 and returns the
 // assistant's answer. Transport errors, 429 and 5xx are retried; other 4xx
-// are not. The error of the last attempt is returned.
+// are not. The error of the last attempt is returned, as "model <name>
+// after <n> attempts: …" without a package prefix: the caller (distiller,
+// judge, PAIR revision, tree search) names itself in front of it.
 func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 	body, _ := json.Marshal(map[string]any{
 		"model":       l.cfg.Model,
@@ -265,7 +267,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 	bo.InitialInterval, bo.Multiplier, bo.RandomizationFactor, bo.MaxElapsedTime = l.cfg.InitialBackoff, 2, 0, 0
 	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(l.cfg.Attempts-1)), ctx))
 	if err != nil {
-		return "", fmt.Errorf("distill: %s after %d attempts: %w", l.cfg.Model, attempt, err)
+		return "", fmt.Errorf("model %s after %d attempts: %w", l.cfg.Model, attempt, err)
 	}
 	return answer, nil
 }

@@ -54,7 +54,7 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	prompt := distill.RenderPrompt(ds.Outcome, distill.Trace(ds))
 	raw, err := w.LLM.Complete(ctx, prompt)
 	if err != nil {
-		return err
+		return fmt.Errorf("distiller: session %s: %w", ev.SessionID, err)
 	}
 	sum := sha256.Sum256([]byte(prompt))
 	out, err := events.Derive(env, "chronicle/distiller", events.DistillationCompleted, 0, map[string]any{

@@ -87,11 +87,11 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 		}
 		critic, err := w.LLM.Complete(ctx, CriticPrompt(in.Task, trace, c.Check.Rubric))
 		if err != nil {
-			return err
+			return fmt.Errorf("judge: session %s, criterion %s: critic: %w", ev.SessionID, c.ID, err)
 		}
 		verdict, err := w.LLM.Complete(ctx, JudgePrompt(in.Task, trace, c.Check.Rubric, critic))
 		if err != nil {
-			return err
+			return fmt.Errorf("judge: session %s, criterion %s: verdict: %w", ev.SessionID, c.ID, err)
 		}
 		out, err := events.Derive(env, "chronicle/judge", events.JudgeCompleted, n, map[string]any{
 			"session_id": ev.SessionID, "criterion_id": c.ID, "model": w.LLM.Model(), "critic_raw": critic, "judge_raw": verdict,

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func judgedSession(t *testing.T) []events.Envelope {
@@ -112,5 +114,52 @@ func TestJudgeUnevaluatedWithoutLLM(t *testing.T) {
 	ev := v.Evaluation
 	if ev == nil || ev.Composite != 100 || len(ev.Unevaluated) != 1 || ev.Unevaluated[0] != "tone" || !strings.Contains(ev.Criteria[1].Detail, "no judge answer") {
 		t.Fatalf("evaluation %+v", ev)
+	}
+}
+
+// When the model endpoint fails, the judge's and the distiller's dead
+// letters each name their worker, the session and (the judge's) the
+// criterion and call; the judge's used to read "distill: m after 3
+// attempts: …", the model client's own prefix.
+func TestJudgeFailureNamesTheJudge(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
+		LLM: &distill.LLMConfig{URL: srv.URL, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Producer.Publish(ctx, judgedSession(t)...); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicDeadLetter)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	reasons := map[string]string{} // worker prefix → reason
+	for len(reasons) < 2 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("dead letters so far: %v", reasons)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == processors.HeaderError {
+					reasons[strings.SplitN(string(h.Value), ":", 2)[0]] = string(h.Value)
+				}
+			}
+		})
+	}
+	if r := reasons["judge"]; !strings.HasPrefix(r, "judge: session judged-1, criterion tone: critic: model m after 3 attempts: ") || !strings.Contains(r, "503") {
+		t.Errorf("judge's dead letter: %q (all: %v)", r, reasons)
+	}
+	if r := reasons["distiller"]; !strings.HasPrefix(r, "distiller: session judged-1: model m after 3 attempts: ") {
+		t.Errorf("distiller's dead letter: %q (all: %v)", r, reasons)
 	}
 }

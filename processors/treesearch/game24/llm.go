@@ -2,6 +2,7 @@ package game24
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -47,7 +48,7 @@ func (l *LLM) Propose(ctx context.Context, req treesearch.ProposeRequest) (trees
 	last := req.Path[len(req.Path)-1]
 	raw, err := l.Client.Complete(ctx, req.Prompt+ProposeInstruction(last.State))
 	if err != nil {
-		return treesearch.Proposal{}, err
+		return treesearch.Proposal{}, fmt.Errorf("game24: propose: %w", err)
 	}
 	var lines []string
 	for _, line := range strings.Split(raw, "\n") {
@@ -77,7 +78,7 @@ func (l *LLM) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesea
 	for i := 0; i < n; i++ {
 		raw, err := l.Client.Complete(ctx, req.Prompt+ValueInstruction())
 		if err != nil {
-			return treesearch.Verdict{}, err
+			return treesearch.Verdict{}, fmt.Errorf("game24: value: %w", err)
 		}
 		words := strings.Fields(strings.ToLower(raw))
 		if len(words) > 0 {
