@@ -72,14 +72,18 @@ type Index struct {
 	// queries caches the vectors of recent search texts (nil: no cache).
 	queries *embedder.QueryCache
 
-	// syncMu serialises Syncs. mu guards the collections' dirty sets and
-	// gen, and is held only briefly: the commit hook takes it on the
-	// processors' goroutines, which must never wait for an embedding or a
+	// syncSlot (one slot, made by syncOnce) serialises Syncs; a Sync
+	// waiting for it gives up when its context ends, so a search queued
+	// behind a sync that hangs on the vector store keeps its own budget
+	// (SearchTimeout). mu guards the collections' dirty sets and gen, and
+	// is held only briefly: the commit hook takes it on the processors'
+	// goroutines, which must never wait for an embedding or a
 	// vector-store call.
-	syncMu sync.Mutex
-	mu     sync.Mutex
-	gen    uint64
-	cols   []*collection // in Collections() order
+	syncOnce sync.Once
+	syncSlot chan struct{}
+	mu       sync.Mutex
+	gen      uint64
+	cols     []*collection // in Collections() order
 
 	// ranking is SetRanking's; nil: DefaultRanking.
 	ranking *Ranking
@@ -287,8 +291,13 @@ func (ix *Index) Sync(ctx context.Context) error { return ix.syncAll(ctx, false)
 
 // syncAll is Sync; cachedOnly is sync's.
 func (ix *Index) syncAll(ctx context.Context, cachedOnly bool) error {
-	ix.syncMu.Lock()
-	defer ix.syncMu.Unlock()
+	ix.syncOnce.Do(func() { ix.syncSlot = make(chan struct{}, 1) })
+	select {
+	case ix.syncSlot <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("search: waiting for the index sync ahead of this one: %w", context.Cause(ctx))
+	}
+	defer func() { <-ix.syncSlot }()
 	var errs []error
 	for _, c := range ix.cols {
 		if err := ix.sync(ctx, c, cachedOnly); err != nil {
@@ -305,7 +314,7 @@ func (ix *Index) syncAll(ctx context.Context, cachedOnly bool) error {
 	return errors.Join(errs...)
 }
 
-// sync is Sync of one collection; ix.syncMu is held. It snapshots the
+// sync is Sync of one collection; ix.syncSlot is held. It snapshots the
 // dirty set, reads the documents (at least as new as the snapshot: a hook
 // runs after its commit), and after a successful upsert clears only the
 // ids not changed again meanwhile (same generation).
@@ -418,6 +427,33 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, SearchTimeout, ErrTimeout)
+	defer cancel()
+	res, err := ix.search(ctx, q)
+	if err != nil && errors.Is(context.Cause(ctx), ErrTimeout) {
+		err = fmt.Errorf("%w (%s): %w", ErrTimeout, SearchTimeout, err)
+	}
+	return res, err
+}
+
+// SearchTimeout bounds one Search: embedding the query, the index sync
+// it waits for (its own, or another's ahead of it) and the candidate
+// query. Default 20 s: longer than the Weaviate store's retry budget for
+// one operation (weaviate.DefaultRetryMaxElapsed, 15 s), so a store that
+// is down fails a search with its own error (naming Weaviate) first,
+// while a store that accepts and never answers, or a queue of searches
+// behind one sync, ends at this bound. A search that runs out of it fails
+// with ErrTimeout, wrapped with what it was waiting for; the HTTP API
+// answers 503. Like any failed sync, it makes the next successful sync
+// push every document again (see Sync).
+var SearchTimeout = 20 * time.Second
+
+// ErrTimeout is the error of a search that ran out of SearchTimeout
+// (wrapped, naming the budget and the step that was waiting).
+var ErrTimeout = errors.New("search: no answer within the search budget")
+
+// search is Search of a normalised query.
+func (ix *Index) search(ctx context.Context, q Query) (Result, error) {
 	qv, err := ix.embedQuery(ctx, q.Text)
 	if err != nil {
 		return Result{}, fmt.Errorf("search: embed query: %w", err)
