@@ -140,4 +140,48 @@ func TestForkRetryInACluster(t *testing.T) {
 			}
 		}
 	}
+	// a fork carrying Chronicle-Fork-Hop that reaches a member which does
+	// not own the new workflow's partition (a client set the header, or
+	// the partition moved) is refused with 503 and written nowhere; the
+	// owner writes it as before. It used to be written by whichever member
+	// it reached, where the new workflow's idempotency key is not
+	hop := func(m *member, body string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, m.srv.URL+"/v1/workflows/parent/fork", bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer tok-a")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Chronicle-Fork-Hop", "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	refused, written := 0, 0
+	for i := 0; i < 32 && (refused == 0 || written == 0); i++ {
+		child := fmt.Sprintf("hop-%d", i)
+		code, body := hop(m1, fmt.Sprintf(`{"event_id":"hop-%d","checkpoint_id":%q,"workflow_id":%q}`, i, cp.CheckpointID, child))
+		switch code {
+		case http.StatusOK: // m1 owns the new workflow: a local fork
+			if by := ownerOf(child); by != m1.p.Runner.MemberID() {
+				t.Errorf("a fork with the hop header was written by m1 into %s, whose owner is %s", child, by)
+			}
+			written++
+		case http.StatusServiceUnavailable:
+			if !bytes.Contains(body, []byte("does not own partition")) {
+				t.Errorf("hop-header fork into %s on a member that does not own it: 503 %s; want the owner named", child, body)
+			}
+			if code, body, _ := fetch(t, m1.srv.URL, "tok-a", "/v1/workflows/"+child); code != http.StatusNotFound {
+				t.Errorf("after a refused hop-header fork, GET %s: %d %s; want 404", child, code, body)
+			}
+			refused++
+		default:
+			t.Fatalf("hop-header fork into %s sent to m1: %d %s; want 200 (m1 owns it) or 503", child, code, body)
+		}
+	}
+	if refused == 0 || written == 0 {
+		t.Fatalf("32 hop-header forks: %d refused, %d written; want both kinds", refused, written)
+	}
 }

@@ -439,11 +439,19 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		// was taken: a retry of the fork found it taken and answered 409
 		// (its idempotency key is not in this store)
 		childKey := events.EntityKey(scope, b.WorkflowID)
-		if r.Header.Get(forkHopHeader) == "" {
-			if v, owner, p := s.ownerElsewhere(ctx, events.TopicWorkflows, childKey); owner != "" {
-				s.forwardFork(w, r, body, scope, v, owner, p)
+		if v, owner, p := s.ownerElsewhere(ctx, events.TopicWorkflows, childKey); owner != "" {
+			if r.Header.Get(forkHopHeader) != "" {
+				// sent on by the parent's owner while the partition moved
+				// (a rebalance), or the header set by a client: only the
+				// new workflow's owner writes a fork, where its
+				// idempotency key is, so a retry after the move is
+				// answered as the first write
+				w.Header().Set("Retry-After", "1")
+				writeErr(w, http.StatusServiceUnavailable, "workflow_id: this member (%s) does not own partition %d of %s, where %q goes (%s does); a request carrying %s is written only by that partition's owner: retry without the header", v.self, p, events.TopicWorkflows, b.WorkflowID, owner, forkHopHeader)
 				return
 			}
+			s.forwardFork(w, r, body, scope, v, owner, p)
+			return
 		}
 		if _, taken, err := workflows.Get(s.P.Store, childKey); err != nil {
 			writeErr(w, http.StatusInternalServerError, "workflow_id: %q: %v", b.WorkflowID, err)
@@ -633,7 +641,10 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 
 // forkHopHeader marks a fork the parent's owner sent on to the owner of
 // the new workflow's partition (forwardFork): that member writes it, and
-// sends it nowhere else.
+// sends it nowhere else. A member that does not own that partition (it
+// moved meanwhile, or a client set the header) answers 503 with
+// Retry-After instead of writing the fork where its idempotency key does
+// not live.
 const forkHopHeader = "Chronicle-Fork-Hop"
 
 // forwardFork sends a fork (its body, with ?scope= set to the parent's
