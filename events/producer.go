@@ -83,9 +83,56 @@ func (c ProducerConfig) Validate() error {
 // Producer writes events to Kafka with an idempotent producer and
 // acks=all. Publish returns only once the broker acknowledged every event.
 type Producer struct {
-	cfg  ProducerConfig
-	cl   *kgo.Client
-	dial *dialErrors
+	cfg    ProducerConfig
+	cl     *kgo.Client
+	dial   *dialErrors
+	writes writeHealth
+}
+
+// writeHealth is the outcome of the producer's writes (WriteFailure).
+type writeHealth struct {
+	mu sync.Mutex
+	f  WriteFailure
+}
+
+func (w *writeHealth) record(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		w.f = WriteFailure{}
+		return
+	}
+	now := time.Now()
+	if w.f.Err == nil {
+		w.f.Since = now
+	}
+	w.f.Err, w.f.Last = err, now
+}
+
+// WriteFailure is the state of a producer whose writes the broker refuses
+// (Producer.WriteFailure).
+type WriteFailure struct {
+	// Err is the error of the last produce; nil when it succeeded or none
+	// was made.
+	Err error
+	// Since is when the writes started failing (the first failed produce
+	// after the last acknowledged one); Last is the last failed produce.
+	Since, Last time.Time
+}
+
+// WriteFailure reports whether the broker refused this producer's last
+// write: the error of its last produce (Publish, PublishDerived,
+// ProduceRecords) when that failed, with when the failures began and the
+// last one; the zero WriteFailure when the last produce was acknowledged
+// or none was made. A produce cut short by the caller's own context, and
+// a refused validation, are not writes and change nothing. serve's
+// /healthz answers 503 "broker rejects writes" while the last failure is
+// recent (a broker whose disk is full still answers metadata and
+// offsets, so the lag alone looks healthy).
+func (p *Producer) WriteFailure() WriteFailure {
+	p.writes.mu.Lock()
+	defer p.writes.mu.Unlock()
+	return p.writes.f
 }
 
 // dialErrors keeps the client's last failed broker connection (a
@@ -271,7 +318,7 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	if sink, ok := ctx.Value(recordSinkKey{}).(RecordSink); ok && sink != nil {
 		return sink(recs)
 	}
-	start := time.Now()
+	start, parent := time.Now(), ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
 	defer cancel()
 	pending := recs
@@ -294,6 +341,9 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 		return err
 	}
 	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(p.cfg.MaxAttempts-1)), ctx))
+	if err == nil || parent.Err() == nil { // not the caller giving up
+		p.writes.record(err)
+	}
 	if err != nil {
 		if p.dial != nil {
 			if derr := p.dial.since(start); derr != nil {

@@ -634,6 +634,14 @@ func (s *Server) digest(w http.ResponseWriter, r *http.Request) {
 // "restoring", "rebalancing" or "stalled" with each owned partition's
 // detail, the total lag, and the brokers; 503 while stalled, when the
 // brokers do not answer, or after a background failure.
+// WriteFailureWindow is how long after a failed write to the broker
+// /healthz answers 503 "broker rejects writes" (60 s): an acknowledged
+// write ends it at once; past the window with no write since, /healthz
+// judges the partitions again and lists the failure under warnings, so a
+// broker that recovered while nothing was written does not keep the
+// instance unhealthy.
+const WriteFailureWindow = 60 * time.Second
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -646,6 +654,18 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "failed", "error": err.Error()})
 		return
 	}
+	var warnings []string
+	if s.P.Producer != nil {
+		// a broker whose disk is full answers metadata and offsets, so the
+		// lag looks fine while every write is refused
+		if f := s.P.Producer.WriteFailure(); f.Err != nil && time.Since(f.Last) < WriteFailureWindow {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "broker rejects writes", "error": f.Err.Error(),
+				"failing_since": f.Since.UTC().Format(time.RFC3339Nano), "last_failure": f.Last.UTC().Format(time.RFC3339Nano), "brokers": s.P.Broker.Addrs()})
+			return
+		} else if f.Err != nil {
+			warnings = append(warnings, fmt.Sprintf("the last write to the broker failed at %s and none was made since: %v", f.Last.UTC().Format(time.RFC3339), f.Err))
+		}
+	}
 	rep := processors.Health(s.P.Runner.Ownership(), lag, s.StallAfter, time.Now())
 	code := http.StatusOK
 	if rep.Status == processors.HealthStalled {
@@ -654,7 +674,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{"status": rep.Status, "lag": processors.TotalLag(lag), "rebalancing": rep.Rebalancing,
 		"stall_after": rep.StallAfter, "partitions": rep.Partitions, "standbys": s.P.Runner.Standbys(), "embedded_broker": s.P.Broker.Embedded(), "brokers": s.P.Broker.Addrs()}
 	if s.P.SharedUnfenced() {
-		body["warnings"] = []string{pipeline.ErrSharedUnfenced.Error()}
+		warnings = append(warnings, pipeline.ErrSharedUnfenced.Error())
+	}
+	if len(warnings) > 0 {
+		body["warnings"] = warnings
 	}
 	writeJSON(w, code, body)
 }

@@ -1,0 +1,104 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A broker that refuses writes (its disk full: the embedded broker then
+// answers UNKNOWN_SERVER_ERROR) while it still answers metadata and
+// offsets turns /healthz into 503 "broker rejects writes" with the error
+// and since when, and back to ok after the next acknowledged write. It
+// said ok, with lag 0, while every POST /v1/events answered 503.
+func TestHealthzWhenTheBrokerRejectsWrites(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+	health := func() (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("/healthz %d %s", resp.StatusCode, b)
+		}
+		return resp.StatusCode, m
+	}
+	body, _ := sessionJSON(t, 0)
+	if code, m := post(t, srv, body); code != http.StatusAccepted && code != http.StatusOK {
+		t.Fatalf("POST before the fault: %d %v", code, m)
+	}
+	if code, m := health(); code != 200 || m["status"] != "ok" {
+		t.Fatalf("/healthz before the fault: %d %v", code, m)
+	}
+
+	var refusing atomic.Bool
+	refusing.Store(true)
+	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if !refusing.Load() {
+			return nil, nil, false
+		}
+		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+	})
+	body, _ = sessionJSON(t, 1)
+	if code, m := post(t, srv, body); code != http.StatusServiceUnavailable {
+		t.Fatalf("POST while the broker refuses writes: %d %v", code, m)
+	}
+	code, m := health()
+	if code != http.StatusServiceUnavailable || m["status"] != "broker rejects writes" || !strings.Contains(m["error"].(string), "UNKNOWN_SERVER_ERROR") || m["failing_since"] == nil {
+		t.Fatalf("/healthz while the broker refuses writes: %d %v", code, m)
+	}
+
+	refusing.Store(false)
+	if code, m := post(t, srv, body); code != http.StatusAccepted && code != http.StatusOK {
+		t.Fatalf("POST after the fault: %d %v", code, m)
+	}
+	if code, m := health(); code != 200 || m["status"] != "ok" {
+		t.Fatalf("/healthz after an acknowledged write: %d %v", code, m)
+	}
+}
+
+// rejectProduce answers a produce request with code for every partition.
+func rejectProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Version = req.Version
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
