@@ -295,7 +295,7 @@ func (ix *Index) syncAll(ctx context.Context, cachedOnly bool) error {
 	select {
 	case ix.syncSlot <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("search: waiting for the index sync ahead of this one: %w", context.Cause(ctx))
+		return fmt.Errorf("search: waiting for the index sync ahead of this one: %w", ctx.Err())
 	}
 	defer func() { <-ix.syncSlot }()
 	var errs []error
