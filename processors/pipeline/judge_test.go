@@ -39,6 +39,22 @@ func judgedSession(t *testing.T) []events.Envelope {
 	}
 }
 
+// startJudged starts a pipeline whose model endpoint is url (model "m")
+// and publishes judgedSession into it; the pipeline closes with the test.
+func startJudged(ctx context.Context, t *testing.T, url string) *pipeline.Pipeline {
+	t.Helper()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
+		LLM: &distill.LLMConfig{URL: url, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.Producer.Publish(ctx, judgedSession(t)...); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // The critic–judge loop scores the judge criterion as the share of passed
 // checks (1 of 2 → 50); objective checks weigh twice as much: composite =
 // (100·1 + 50·0.5) / (1 + 0.5) = 83.33 → needs_improvement.
@@ -68,15 +84,7 @@ func TestJudgeScoresRubric(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
-		LLM: &distill.LLMConfig{URL: srv.URL, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.Producer.Publish(ctx, judgedSession(t)...); err != nil {
-		t.Fatal(err)
-	}
+	p := startJudged(ctx, t, srv.URL)
 	var v sessions.View
 	for {
 		if err := p.WaitCaughtUp(ctx, nil); err != nil {
@@ -128,15 +136,7 @@ func TestJudgeFailureNamesTheJudge(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
-		LLM: &distill.LLMConfig{URL: srv.URL, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.Producer.Publish(ctx, judgedSession(t)...); err != nil {
-		t.Fatal(err)
-	}
+	p := startJudged(ctx, t, srv.URL)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicDeadLetter)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)

@@ -29,11 +29,15 @@ func TestForkRetryInACluster(t *testing.T) {
 	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), 0)
 	ms := []*member{m1, m2}
 	waitCluster(t, ms)
-	post := func(m *member, path, body string) (int, []byte) {
+	// post sends body to m's path as tok-a, with hdr's name/value pairs
+	post := func(m *member, path, body string, hdr ...string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, m.srv.URL+path, bytes.NewBufferString(body))
 		req.Header.Set("Authorization", "Bearer tok-a")
 		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -145,24 +149,10 @@ func TestForkRetryInACluster(t *testing.T) {
 	// the partition moved) is refused with 503 and written nowhere; the
 	// owner writes it as before. It used to be written by whichever member
 	// it reached, where the new workflow's idempotency key is not
-	hop := func(m *member, body string) (int, []byte) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, m.srv.URL+"/v1/workflows/parent/fork", bytes.NewBufferString(body))
-		req.Header.Set("Authorization", "Bearer tok-a")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Chronicle-Fork-Hop", "1")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
-	}
 	refused, written := 0, 0
 	for i := 0; i < 32 && (refused == 0 || written == 0); i++ {
 		child := fmt.Sprintf("hop-%d", i)
-		code, body := hop(m1, fmt.Sprintf(`{"event_id":"hop-%d","checkpoint_id":%q,"workflow_id":%q}`, i, cp.CheckpointID, child))
+		code, body := post(m1, "/v1/workflows/parent/fork", fmt.Sprintf(`{"event_id":"hop-%d","checkpoint_id":%q,"workflow_id":%q}`, i, cp.CheckpointID, child), "Chronicle-Fork-Hop", "1")
 		switch code {
 		case http.StatusOK: // m1 owns the new workflow: a local fork
 			if by := ownerOf(child); by != m1.p.Runner.MemberID() {
