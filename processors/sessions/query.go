@@ -95,7 +95,10 @@ func Trace(store *projections.Store, key string) ([]TraceItem, error) {
 // trace returns the trace rows of s in log order.
 func trace(store *projections.Store, s *Session) ([]TraceItem, error) {
 	var out []TraceItem
-	err := store.Scan(Name, tracePrefix(s), "", func(_ string, val []byte) (bool, error) {
+	err := store.Scan(Name, tracePrefix(s), "", func(key string, val []byte) (bool, error) {
+		if !ownTraceRow(s, key) {
+			return true, nil // another session's (layout without a position)
+		}
 		var it TraceItem
 		if err := json.Unmarshal(val, &it); err != nil {
 			return false, err

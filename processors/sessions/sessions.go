@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	gojson "github.com/goccy/go-json"
 
@@ -127,14 +128,15 @@ type detail struct {
 // traceAt is a session's trace position: the log position of its first
 // event, written as the session index writes positions in keys
 // (<topic>/<partition, 6 digits>/<offset, 20 digits>), so that the trace
-// rows of sessions started later sort later. Events of a session arrive
+// rows of sessions started later in a partition sort later (one append
+// point per partition). Events of a session arrive
 // in bursts, so its t/ rows are written near the end of the t/ key range
 // instead of all over it (session ids are random): Pebble's flushes then
 // add sstables that overlap few older ones, and its compactions stop
 // rewriting every older session's rows. Those rows are most of the
 // projection's bytes; compaction was what made the cost per event grow
 // with history (BenchmarkPerEventCost: 398 against 170 bytes compacted
-// per event over 200,000 events, 1,238–1,293 against 425 over 600,000).
+// per event over 200,000 events, 1,238–1,295 against 425 over 600,000).
 // It is a function of the log, so a replay writes the same keys.
 func traceAt(pos projections.Position) string {
 	return fmt.Sprintf("%s/%06d/%020d", pos.Topic, pos.Partition, max(pos.Offset, 0))
@@ -164,6 +166,14 @@ func tracePrefix(s *Session) string {
 		return "t/" + s.Key() + "/"
 	}
 	return "t/" + s.TraceAt + "/" + s.Key() + "/"
+}
+
+// ownTraceRow tells whether key, found under tracePrefix(s), is one of s's
+// own trace rows: in the layout without a position, the prefix of session
+// "p" also covers session "p/1"'s rows (ids may hold '/'), whose keys go
+// on with a '/' after it; a sequence number never holds one.
+func ownTraceRow(s *Session, key string) bool {
+	return strings.IndexByte(key[len(tracePrefix(s)):], '/') < 0
 }
 func keyOf(env *events.Envelope) (string, error) { return events.Key(env) }
 
@@ -293,7 +303,10 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	}
 	s.Task = dt.Task
 	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
-	err := tx.Scan(tracePrefix(s), func(_ string, val []byte) (bool, error) {
+	err := tx.Scan(tracePrefix(s), func(key string, val []byte) (bool, error) {
+		if !ownTraceRow(s, key) {
+			return true, nil // another session's (layout without a position)
+		}
 		typ, data, err := traceTypeData(val)
 		if err == nil {
 			err = addToInput(&in, typ, data)

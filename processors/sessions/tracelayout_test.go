@@ -2,10 +2,12 @@ package sessions
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
@@ -182,5 +184,76 @@ func TestTraceOfASessionInTheOldLayout(t *testing.T) {
 	inf, _, err := Input(fresh, key)
 	if err != nil || !reflect.DeepEqual(io, inf) || len(io.Calls) == 0 {
 		t.Fatalf("Input: old layout %d calls, new %d (%v)", len(io.Calls), len(inf.Calls), err)
+	}
+}
+
+// In the layout without a position, session "p"'s trace prefix t/<scope>/p/
+// also covers session "p/1"'s rows (ids may hold '/'): p was evaluated with
+// p/1's tool calls. Reads keep to p's own rows now, so p, which never
+// called the tool its criterion names, fails it (found by a helper's
+// review of an upgraded directory: p scored 100 there, 0 after a replay).
+func TestOldLayoutTraceKeepsToItsSession(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	mk := func(sid string, typ events.Type, n int, data any) events.Envelope {
+		e, err := events.New(typ, "test/layout", fmt.Sprintf("%s-%d", sid, n), at.Add(time.Duration(n)*time.Second), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SessionID, e.Scope = sid, "project:a"
+		return e
+	}
+	start := func(sid string) events.Envelope {
+		return mk(sid, events.SessionStarted, 0, events.SessionStartedData{OriginalTask: "Look up the user.", SuccessCriteria: []events.Criterion{
+			{ID: "lookup", Description: "user looked up", Weight: 1, Check: events.Check{Kind: events.CheckToolCall, Name: "get_user_details"}}}})
+	}
+	call := mk("p/1", events.WorkflowTaskCompleted, 1, events.TaskCompletedData{WorkflowID: "p/1", TaskID: "t1", ToolID: "get_user_details", Inputs: json.RawMessage(`{}`), Success: true})
+	store := openStore(t)
+	off := 0
+	apply := func(env events.Envelope, old bool) {
+		t.Helper()
+		pos := projections.Position{Topic: string(events.TopicSessions), Offset: int64(off)}
+		off++
+		key, _ := events.Key(&env)
+		if _, err := store.Apply(Name, pos, &env, func(tx *projections.Tx, env *events.Envelope) error {
+			if err := (Processor{}).Apply(tx, env); err != nil || !old {
+				return err
+			}
+			var s Session // as the processor before TraceAt wrote a first event
+			if _, err := tx.GetJSON(sessionKey(key), &s); err != nil {
+				return err
+			}
+			row, _, err := tx.Get(traceKey(s.TraceAt, key, 0))
+			if err != nil {
+				return err
+			}
+			if err := tx.Delete(traceKey(s.TraceAt, key, 0)); err != nil {
+				return err
+			}
+			if err := tx.Put(traceKey("", key, 0), row); err != nil {
+				return err
+			}
+			s.TraceAt = ""
+			return tx.SetJSON(sessionKey(key), s)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(start("p"), true)
+	apply(start("p/1"), true)
+	apply(call, false)
+	apply(mk("p", events.SessionCompleted, 2, events.SessionCompletedData{Output: "done", Outcome: "failure"}), false)
+	key := events.EntityKey("project:a", "p")
+	v, _, err := Get(store, key)
+	if err != nil || v.Evaluation == nil {
+		t.Fatalf("session p: %+v %v", v, err)
+	}
+	if v.Evaluation.Composite != 0 {
+		t.Fatalf("session p, which never called get_user_details, scored %v: evaluated with p/1's call", v.Evaluation.Composite)
+	}
+	if items, err := Trace(store, key); err != nil || len(items) != 2 {
+		t.Fatalf("Trace(p): %d items, %v; want its own 2", len(items), err)
+	}
+	if in, _, err := Input(store, key); err != nil || len(in.Calls) != 0 {
+		t.Fatalf("Input(p): %d calls, %v; want none", len(in.Calls), err)
 	}
 }
