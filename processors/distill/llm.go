@@ -214,8 +214,9 @@ func (l *LLM) Model() string { return l.cfg.Model }
 // Complete sends one user message at temperature 0 and returns the
 // assistant's answer. Transport errors, 429 and 5xx are retried; other 4xx
 // are not. The error of the last attempt is returned, as "model <name>
-// after <n> attempts: …" without a package prefix: the caller (distiller,
-// judge, PAIR revision, tree search) names itself in front of it.
+// after <n> attempts: …" without a package prefix: the distiller, the
+// judge and the Game of 24 proposer name themselves in front of it; the
+// PAIR revision records it in its event's error field as it is.
 func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 	body, _ := json.Marshal(map[string]any{
 		"model":       l.cfg.Model,

@@ -447,7 +447,11 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				// idempotency key is, so a retry after the move is
 				// answered as the first write
 				w.Header().Set("Retry-After", "1")
-				writeErr(w, http.StatusServiceUnavailable, "workflow_id: this member (%s) does not own partition %d of %s, where %q goes (%s does); a request carrying %s is written only by that partition's owner: retry without the header", v.self, p, events.TopicWorkflows, b.WorkflowID, owner, forkHopHeader)
+				why := "the partition moved while the fork was sent on to its owner: retry the fork"
+				if r.Header.Get(ForwardedHeader) == "" {
+					why = "a request carrying " + forkHopHeader + " is written only by that partition's owner: send it without the header"
+				}
+				writeErr(w, http.StatusServiceUnavailable, "workflow_id: this member (%s) does not own partition %d of %s, where %q goes (%s does); %s", v.self, p, events.TopicWorkflows, b.WorkflowID, owner, why)
 				return
 			}
 			s.forwardFork(w, r, body, scope, v, owner, p)
