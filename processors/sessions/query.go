@@ -95,8 +95,9 @@ func Trace(store *projections.Store, key string) ([]TraceItem, error) {
 // trace returns the trace rows of s in log order.
 func trace(store *projections.Store, s *Session) ([]TraceItem, error) {
 	var out []TraceItem
-	err := store.Scan(Name, tracePrefix(s), "", func(key string, val []byte) (bool, error) {
-		if !ownTraceRow(s, key) {
+	prefix := tracePrefix(s)
+	err := store.Scan(Name, prefix, "", func(key string, val []byte) (bool, error) {
+		if !ownTraceRow(len(prefix), key) {
 			return true, nil // another session's (layout without a position)
 		}
 		var it TraceItem

@@ -168,12 +168,13 @@ func tracePrefix(s *Session) string {
 	return "t/" + s.TraceAt + "/" + s.Key() + "/"
 }
 
-// ownTraceRow tells whether key, found under tracePrefix(s), is one of s's
-// own trace rows: in the layout without a position, the prefix of session
-// "p" also covers session "p/1"'s rows (ids may hold '/'), whose keys go
-// on with a '/' after it; a sequence number never holds one.
-func ownTraceRow(s *Session, key string) bool {
-	return strings.IndexByte(key[len(tracePrefix(s)):], '/') < 0
+// ownTraceRow tells whether key, found under a session's trace prefix
+// (tracePrefix, prefixLen bytes long), is one of that session's own trace
+// rows: in the layout without a position, the prefix of session "p" also
+// covers session "p/1"'s rows (ids may hold '/'), whose keys go on with a
+// '/' after it; a sequence number never holds one.
+func ownTraceRow(prefixLen int, key string) bool {
+	return strings.IndexByte(key[prefixLen:], '/') < 0
 }
 func keyOf(env *events.Envelope) (string, error) { return events.Key(env) }
 
@@ -303,8 +304,9 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	}
 	s.Task = dt.Task
 	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
-	err := tx.Scan(tracePrefix(s), func(key string, val []byte) (bool, error) {
-		if !ownTraceRow(s, key) {
+	prefix := tracePrefix(s)
+	err := tx.Scan(prefix, func(key string, val []byte) (bool, error) {
+		if !ownTraceRow(len(prefix), key) {
 			return true, nil // another session's (layout without a position)
 		}
 		typ, data, err := traceTypeData(val)
