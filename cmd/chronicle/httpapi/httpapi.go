@@ -630,10 +630,6 @@ func (s *Server) digest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-// health answers the instance's health (processors.Health): "ok",
-// "restoring", "rebalancing" or "stalled" with each owned partition's
-// detail, the total lag, and the brokers; 503 while stalled, when the
-// brokers do not answer, or after a background failure.
 // WriteFailureWindow is how long after a failed write to the broker
 // /healthz answers 503 "broker rejects writes" (60 s): an acknowledged
 // write ends it at once; past the window with no write since, /healthz
@@ -642,6 +638,11 @@ func (s *Server) digest(w http.ResponseWriter, r *http.Request) {
 // instance unhealthy.
 const WriteFailureWindow = 60 * time.Second
 
+// health answers the instance's health (processors.Health): "ok",
+// "restoring", "rebalancing" or "stalled" with each owned partition's
+// detail, the total lag, and the brokers; 503 while stalled, when the
+// brokers do not answer, after a background failure, or within
+// WriteFailureWindow of a write the broker refused.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
