@@ -74,11 +74,11 @@ func TestSearchBudgetWhenTheStoreHangs(t *testing.T) {
 			if strings.Contains(a.err.Error(), "waiting for the index sync ahead") {
 				queued++
 			}
-			if a.took > 4*SearchTimeout {
+			if a.took > 2*time.Second { // the budget and room for a loaded -race run
 				t.Errorf("a search answered after %v, budget %v", a.took, SearchTimeout)
 			}
-		case <-time.After(10 * SearchTimeout):
-			t.Fatalf("a search still waits %v after it started (budget %v)", 10*SearchTimeout, SearchTimeout)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a search still waits 5 s after it started (budget %v)", SearchTimeout)
 		}
 	}
 	if queued == 0 {
