@@ -121,27 +121,7 @@ func TestTraceOfASessionInTheOldLayout(t *testing.T) {
 		return projections.Position{Topic: string(events.TopicSessions), Offset: int64(i)}
 	}
 	// The first event as the processor before TraceAt wrote it.
-	if _, err := old.Apply(Name, pos(0), &envs[0], func(tx *projections.Tx, env *events.Envelope) error {
-		if err := (Processor{}).Apply(tx, env); err != nil {
-			return err
-		}
-		var s Session
-		if _, err := tx.GetJSON(sessionKey(key), &s); err != nil {
-			return err
-		}
-		row, ok, err := tx.Get(traceKey(s.TraceAt, key, 0))
-		if err != nil || !ok {
-			t.Fatalf("no trace row at %q: %v", traceKey(s.TraceAt, key, 0), err)
-		}
-		if err := tx.Delete(traceKey(s.TraceAt, key, 0)); err != nil {
-			return err
-		}
-		if err := tx.Put(traceKey("", key, 0), row); err != nil {
-			return err
-		}
-		s.TraceAt = ""
-		return tx.SetJSON(sessionKey(key), s)
-	}); err != nil {
+	if err := applyFirstOld(old, pos(0), &envs[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := ApplyLocally(fresh, Processor{}, pos(0), &envs[0]); err != nil {
@@ -213,28 +193,13 @@ func TestOldLayoutTraceKeepsToItsSession(t *testing.T) {
 		t.Helper()
 		pos := projections.Position{Topic: string(events.TopicSessions), Offset: int64(off)}
 		off++
-		key, _ := events.Key(&env)
-		if _, err := store.Apply(Name, pos, &env, func(tx *projections.Tx, env *events.Envelope) error {
-			if err := (Processor{}).Apply(tx, env); err != nil || !old {
-				return err
+		apply := ApplyLocally
+		if old {
+			apply = func(store *projections.Store, _ Processor, pos projections.Position, env *events.Envelope) error {
+				return applyFirstOld(store, pos, env)
 			}
-			var s Session // as the processor before TraceAt wrote a first event
-			if _, err := tx.GetJSON(sessionKey(key), &s); err != nil {
-				return err
-			}
-			row, _, err := tx.Get(traceKey(s.TraceAt, key, 0))
-			if err != nil {
-				return err
-			}
-			if err := tx.Delete(traceKey(s.TraceAt, key, 0)); err != nil {
-				return err
-			}
-			if err := tx.Put(traceKey("", key, 0), row); err != nil {
-				return err
-			}
-			s.TraceAt = ""
-			return tx.SetJSON(sessionKey(key), s)
-		}); err != nil {
+		}
+		if err := apply(store, Processor{}, pos, &env); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -256,4 +221,36 @@ func TestOldLayoutTraceKeepsToItsSession(t *testing.T) {
 	if in, _, err := Input(store, key); err != nil || len(in.Calls) != 0 {
 		t.Fatalf("Input(p): %d calls, %v; want none", len(in.Calls), err)
 	}
+}
+
+// applyFirstOld applies a session's first event as the processor before
+// Session.TraceAt wrote it: its trace row at t/<key>/000000 and no
+// trace_at in the s/ row.
+func applyFirstOld(store *projections.Store, pos projections.Position, env *events.Envelope) error {
+	key, err := events.Key(env)
+	if err != nil {
+		return err
+	}
+	_, err = store.Apply(Name, pos, env, func(tx *projections.Tx, env *events.Envelope) error {
+		if err := (Processor{}).Apply(tx, env); err != nil {
+			return err
+		}
+		var s Session
+		if _, err := tx.GetJSON(sessionKey(key), &s); err != nil {
+			return err
+		}
+		row, ok, err := tx.Get(traceKey(s.TraceAt, key, 0))
+		if err != nil || !ok {
+			return fmt.Errorf("no trace row at %q (%v): not a session's first event", traceKey(s.TraceAt, key, 0), err)
+		}
+		if err := tx.Delete(traceKey(s.TraceAt, key, 0)); err != nil {
+			return err
+		}
+		if err := tx.Put(traceKey("", key, 0), row); err != nil {
+			return err
+		}
+		s.TraceAt = ""
+		return tx.SetJSON(sessionKey(key), s)
+	})
+	return err
 }
