@@ -60,16 +60,53 @@ func recordOf(e *Envelope, val []byte) (*kgo.Record, error) {
 // The event's Data may share r.Value's bytes, as a record's key and value
 // share its fetch's (franz-go does not reuse them unless its pools are
 // configured): copy Data before changing r.Value in place.
+//
+// The record's key must be the event's Key (Record keys it so): a record
+// keyed otherwise is refused with a *RecordKeyError, and the engine
+// dead-letters it like an invalid event. With more than one partition such
+// a record may sit on another partition than its entity's other events,
+// where no order with them holds, and two partitions' workers would update
+// one entity's rows at once: live and replay could then disagree.
 func FromRecord(r *kgo.Record) (Envelope, error) {
 	raw, err := structuredJSON(r)
 	if err != nil {
 		return Envelope{}, err
 	}
-	env, err := parseEvent(raw, true, true)
-	if err == nil && env.Time == "" {
+	env, key, err := parseEventKey(raw, true, true)
+	if err != nil {
+		return env, err
+	}
+	if string(r.Key) != key {
+		return Envelope{}, &RecordKeyError{Got: string(r.Key), Want: key}
+	}
+	if env.Time == "" {
 		env.Time, env.TimeFromLog = RecordTime(r.Timestamp), true
 	}
-	return env, err
+	return env, nil
+}
+
+// CheckRecordKey is FromRecord's key check for an event parsed from a
+// record's value elsewhere (a Watermill message's payload): nil when key
+// is Key(env), else a *RecordKeyError (or Key's error).
+func CheckRecordKey(key string, env *Envelope) error {
+	want, err := Key(env)
+	if err != nil {
+		return err
+	}
+	if key != want {
+		return &RecordKeyError{Got: key, Want: want}
+	}
+	return nil
+}
+
+// RecordKeyError is FromRecord's error for a record whose key is not its
+// event's Key: Got is the record's key ("" for none), Want the event's.
+type RecordKeyError struct {
+	Got, Want string
+}
+
+func (e *RecordKeyError) Error() string {
+	return fmt.Sprintf("record key %q is not the event's key %q: key each record with events.Key (the scope, then the entity id: the session id for session events, else the type's key field), as events.Record does, so that all of an entity's events share a partition", e.Got, e.Want)
 }
 
 // StructuredJSON returns the CloudEvents JSON form of r, converting a

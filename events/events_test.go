@@ -215,7 +215,7 @@ func TestRoundTripThroughKafka(t *testing.T) {
 // Binary content mode: attributes in ce_ headers, data in the value.
 func TestBinaryModeAccepted(t *testing.T) {
 	rec := &kgo.Record{
-		Topic: string(events.TopicMemories), Key: []byte("m1"),
+		Topic: string(events.TopicMemories), Key: []byte("org:default/m1"),
 		Value: []byte(`{"memory_id":"m1","signal":"task_completion","positive":false}`),
 		Headers: []kgo.RecordHeader{
 			{Key: "ce_specversion", Value: []byte("1.0")}, {Key: "ce_id", Value: []byte("b1")},

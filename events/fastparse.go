@@ -96,19 +96,20 @@ func attributeBit(k []byte) (bit int, known bool) {
 // path accepts too; false means "not decided here" (the caller runs the
 // generic path, which gives the error). With alias, the event's Data may
 // share raw's bytes (capacity capped, so an append does not reach past it).
-func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, bool) {
+// The string is the event's Key, computed on the way.
+func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, string, bool) {
 	if !utf8.Valid(raw) || !gojson.Valid(raw) {
-		return Envelope{}, false
+		return Envelope{}, "", false
 	}
 	p := fastParsers.Get().(*fastjson.Parser)
 	defer fastParsers.Put(p)
 	v, err := p.ParseBytes(raw)
 	if err != nil {
-		return Envelope{}, false
+		return Envelope{}, "", false
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return Envelope{}, false
+		return Envelope{}, "", false
 	}
 	var (
 		seen    int
@@ -189,19 +190,19 @@ func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, b
 	})
 	const required = bitSpecVersion | bitID | bitSource | bitType | bitData
 	if bad || seen&required != required {
-		return Envelope{}, false
+		return Envelope{}, "", false
 	}
 	schema, ok := set.data[Type(typ)]
 	if !ok || (!allowDerived && registry[Type(typ)].Derived) {
-		return Envelope{}, false
+		return Envelope{}, "", false
 	}
 	if !dupFree(data, set.opaque[Type(typ)]) {
-		return Envelope{}, false
+		return Envelope{}, "", false
 	}
 	if set.fast[Type(typ)].check(data) != yes {
 		doc, ok := dataOf(data, set.opaque[Type(typ)])
 		if !ok || schema.Validate(doc) != nil {
-			return Envelope{}, false
+			return Envelope{}, "", false
 		}
 	}
 	// the envelope from this parse's strings, and data's bytes as sent:
@@ -219,7 +220,7 @@ func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, b
 			env.Data = bytes.Clone(env.Data)
 		}
 	} else if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil || string(env.Type) != typ {
-		return Envelope{}, false
+		return Envelope{}, "", false
 	}
 	env.Extensions = ext
 	// the record key's data member from this parse (dataString's answer:
@@ -239,15 +240,16 @@ func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, b
 		}
 		return "", true, true, false
 	}
-	if _, err := keyWith(&env, lookup); err != nil {
-		return Envelope{}, false
+	key, err := keyWith(&env, lookup)
+	if err != nil {
+		return Envelope{}, "", false
 	}
 	if !allowDerived && env.Type == MemoryRecorded {
 		if data.Get("initial_confidence") != nil || string(data.GetStringBytes("source")) == "distilled" && data.Get("source").Type() == fastjson.TypeString {
-			return Envelope{}, false
+			return Envelope{}, "", false
 		}
 	}
-	return env, true
+	return env, key, true
 }
 
 // dataOf converts data as anyOf does, except that a member the type's

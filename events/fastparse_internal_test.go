@@ -103,7 +103,7 @@ func checkAgrees(t testing.TB, raw []byte) (fast bool) {
 		t.Fatal(err)
 	}
 	for _, allowDerived := range []bool{false, true} {
-		env, ok := parseFast(set, raw, allowDerived, allowDerived) // aliasing or not: the same envelope
+		env, key, ok := parseFast(set, raw, allowDerived, allowDerived) // aliasing or not: the same envelope
 		if !ok {
 			continue
 		}
@@ -119,6 +119,11 @@ func checkAgrees(t testing.TB, raw []byte) (fast bool) {
 		}
 		if !reflect.DeepEqual(env, want) {
 			t.Fatalf("parseFast decoded\n%#v\nthe generic path\n%#v\nfrom\n%s", env, want, raw)
+		}
+		// the key the fast path computes on its own parse (FromRecord
+		// checks the record key against it) is Key's
+		if wantKey, err := Key(&want); err != nil || key != wantKey {
+			t.Fatalf("parseFast's key %q, Key %q (%v), from\n%s", key, wantKey, err, raw)
 		}
 	}
 	return fast

@@ -173,7 +173,7 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 	if err != nil {
 		return Envelope{}, err
 	}
-	if env, ok := parseFast(set, raw, false, false); ok {
+	if env, _, ok := parseFast(set, raw, false, false); ok {
 		return env, checkPayload(&env) // the fast path refuses repeated members
 	}
 	if ptr, ok := repeatedMember(raw); ok {
@@ -194,14 +194,26 @@ func ParseEvent(raw []byte) (Envelope, error) { return parseEvent(raw, true, fal
 // parseEvent is ParseEvent (allowDerived) or ParseProducerEvent; with
 // alias, Data may share raw's bytes.
 func parseEvent(raw []byte, allowDerived, alias bool) (Envelope, error) {
+	env, _, err := parseEventKey(raw, allowDerived, alias)
+	return env, err
+}
+
+// parseEventKey is parseEvent that also returns the event's Key (computed
+// by the fast path on its own parse).
+func parseEventKey(raw []byte, allowDerived, alias bool) (Envelope, string, error) {
 	set, err := loadSchemas()
 	if err != nil {
-		return Envelope{}, err
+		return Envelope{}, "", err
 	}
-	if env, ok := parseFast(set, raw, allowDerived, alias); ok {
-		return env, nil
+	if env, key, ok := parseFast(set, raw, allowDerived, alias); ok {
+		return env, key, nil
 	}
-	return parseSlow(set, raw, allowDerived)
+	env, err := parseSlow(set, raw, allowDerived)
+	if err != nil {
+		return env, "", err
+	}
+	key, err := Key(&env)
+	return env, key, err
 }
 
 // parseSlow is the generic path: the whole event decoded into `any`, the

@@ -311,6 +311,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
 			env, err := events.ParseEvent(msg.Payload)
+			if err == nil { // a record keyed otherwise is no event here either (events.FromRecord)
+				err = events.CheckRecordKey(msg.Metadata.Get(kafkapubsub.RecordKeyMetadataKey), &env)
+			}
 			if err != nil {
 				if engineReads {
 					// the engine reads the topic too and dead-letters the

@@ -253,6 +253,10 @@ type Redriven struct {
 // in the log and the letter does not carry its timestamp, the redrive's
 // time is used and such an event may be refused as a conflicting
 // duplicate by those processors.
+//
+// A record dead-lettered because its key was not its event's
+// (events.RecordKeyError) is re-produced with the event's key, so it
+// lands on its entity's partition; every other record keeps its key.
 func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redriven, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second))
 	if err != nil {
@@ -268,6 +272,10 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 		seen[l.ID] = true
 		rec := *l.original
 		rec.Headers = append([]kgo.RecordHeader(nil), l.original.Headers...)
+		var ke *events.RecordKeyError
+		if _, err := events.FromRecord(&rec); errors.As(err, &ke) {
+			rec.Key = []byte(ke.Want) // the one fix a redrive can make: the event's own key
+		}
 		rec.Timestamp = l.recordTime
 		if rec.Timestamp.IsZero() {
 			ts, err := originalTime(ctx, brokers, l)

@@ -156,16 +156,16 @@ func TestRestoreContentMode(t *testing.T) {
 		{Key: processors.HeaderError, Value: []byte("boom")},
 	}
 	structured := `{"data":{"memory_id":"m1","positive":false,"signal":"task_completion"},"datacontenttype":"application/json","id":"b1","source":"kcat","specversion":"1.0","time":"2026-11-21T10:00:00Z","type":"memory.feedback.v1"}`
-	worker := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte("m1"), Value: []byte(structured),
-		Headers: append(append(append([]kgo.RecordHeader{}, ce...), pos...), kgo.RecordHeader{Key: "_watermill_message_uuid", Value: []byte("u")}, kgo.RecordHeader{Key: "kafka_key", Value: []byte("m1")})}
-	engine := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte("m1"), Value: []byte(data), Headers: append(append([]kgo.RecordHeader{}, ce...), pos...)}
+	worker := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte("org:default/m1"), Value: []byte(structured),
+		Headers: append(append(append([]kgo.RecordHeader{}, ce...), pos...), kgo.RecordHeader{Key: "_watermill_message_uuid", Value: []byte("u")}, kgo.RecordHeader{Key: "kafka_key", Value: []byte("org:default/m1")})}
+	engine := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte("org:default/m1"), Value: []byte(data), Headers: append(append([]kgo.RecordHeader{}, ce...), pos...)}
 	for name, rec := range map[string]*kgo.Record{"worker": worker, "engine": engine} {
 		l, err := deadletter.Parse(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := l.Original()
-		if o.Topic != string(events.TopicMemories) || string(o.Key) != "m1" || l.ID != "chronicle.memories:0:7" || l.EventID != "b1" || l.Handler != "w@chronicle.memories" || l.Reason != "boom" {
+		if o.Topic != string(events.TopicMemories) || string(o.Key) != "org:default/m1" || l.ID != "chronicle.memories:0:7" || l.EventID != "b1" || l.Handler != "w@chronicle.memories" || l.Reason != "boom" {
 			t.Fatalf("%s: %+v", name, l)
 		}
 		for _, h := range o.Headers {
