@@ -148,10 +148,24 @@ func contentHash(env *events.Envelope, withTime bool) []byte {
 	return h.Sum(sum[:0])[:16]
 }
 
-// IDHash is the SHA-256 (32 bytes) of env's events.Envelope.DedupKey
-// (source and id), the part of its idempotency keys that is the same for
-// every processor: the engine computes it once per record (Item.IDSum).
+// IDHash is the SHA-256 (32 bytes) of env's effective scope, a 0 byte and
+// its events.Envelope.DedupKey (source and id): the part of its
+// idempotency keys that is the same for every processor (the engine
+// computes it once per record, Item.IDSum). The scope is in it because an
+// event only ever touches its own scope's entities: one tenant's
+// (source, id) must not make another tenant's event a duplicate (it did
+// until idempotency keys moved to m/idem/; see legacyIDHash).
 func IDHash(env *events.Envelope) []byte {
+	scope := env.EffectiveScope()
+	b := make([]byte, 0, len(scope)+len(env.Source)+len(env.ID)+2)
+	b = append(append(append(append(append(b, scope...), 0), env.Source...), 0), env.ID...)
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+// legacyIDHash is the hash of the idempotency keys under m/dedup/, which a
+// store written before the scope was part of them holds: (source, id) only.
+func legacyIDHash(env *events.Envelope) []byte {
 	h := sha256.Sum256([]byte(env.DedupKey()))
 	return h[:]
 }
@@ -435,12 +449,15 @@ func (s *Store) AppliedContent(processor string, env *events.Envelope) (applied,
 func (s *Store) AppliedAt(processor string, env *events.Envelope) (offset int64, applied, same bool, err error) {
 	v, closer, err := s.db.Get(dedupKey(processor, IDHash(env)))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return -1, false, false, nil
-	}
-	if err != nil {
+		var found bool
+		if v, found, err = s.legacyDedup(processor, env); err != nil || !found {
+			return -1, false, false, err
+		}
+	} else if err != nil {
 		return -1, false, false, err
+	} else {
+		defer closer.Close()
 	}
-	defer closer.Close()
 	if len(v) < 8 {
 		return -1, false, false, fmt.Errorf("projections: idempotency key of %s for %s: %d-byte value", processor, env.ID, len(v))
 	}

@@ -165,6 +165,9 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		if !s.keys.absent(dk) {
 			prev, found, gerr = ws.get(dks)
 		}
+		if !found && gerr == nil {
+			prev, found, gerr = s.legacyDedup(processor, it.Env)
+		}
 		switch {
 		case gerr != nil:
 			return 0, -1, gerr

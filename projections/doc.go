@@ -7,7 +7,8 @@
 //
 //	p/<projection>/<key>                    projection rows (the digest covers these only)
 //	m/offset/<processor>/<topic>/<partition> next offset to consume (8-byte big-endian)
-//	m/dedup/<processor>/<sha256(source,id)>  idempotency key of an applied event
+//	m/idem/<processor>/<sha256(scope,source,id)> idempotency key of an applied event
+//	m/dedup/<processor>/<sha256(source,id)>  the same, written before the scope was in it (read only)
 //	m/outbox/<seq, 8-byte big-endian>       derived record waiting for the relay
 //
 // Because a projection change, its offset and its outbox entries commit

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
@@ -22,7 +23,8 @@ import (
 const (
 	prefixProjection = "p/"
 	prefixOffset     = "m/offset/"
-	prefixDedup      = "m/dedup/"
+	prefixIdem       = "m/idem/"
+	prefixDedup      = "m/dedup/" // idempotency keys without the scope (legacyIDHash), read only
 	prefixOutbox     = "m/outbox/"
 	prefixCache      = "x/"
 )
@@ -154,6 +156,10 @@ type Store struct {
 	// a read-only store); filled is closed when its background fill ends.
 	keys    *keyFilter
 	filled  chan struct{}
+	// hasLegacyDedup: the store holds idempotency keys under m/dedup/
+	// (written before the scope was part of them), which lookups consult
+	// after m/idem/; a store created since has none.
+	hasLegacyDedup bool
 	closing atomic.Bool
 
 	closeOnce sync.Once
@@ -230,24 +236,38 @@ func Open(dir string, opts Options) (*Store, error) {
 // opened were added by their batches. It stops early when the store closes.
 func (s *Store) fillKeys() {
 	defer close(s.filled)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixDedup), UpperBound: upper(prefixDedup)})
-	if err != nil {
-		return // never ready: every check reads the store, as without a filter
-	}
-	defer it.Close()
 	n := 0
-	for it.First(); it.Valid(); it.Next() {
-		if n++; n%4096 == 0 && s.closing.Load() {
+	for _, prefix := range []string{prefixDedup, prefixIdem} {
+		if prefix == prefixDedup && !s.hasLegacyDedup {
+			continue
+		}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: upper(prefix)})
+		if err != nil {
+			return // never ready: every check reads the store, as without a filter
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if n++; n%4096 == 0 && s.closing.Load() {
+				it.Close()
+				return
+			}
+			s.keys.add(it.Key())
+		}
+		if err := it.Close(); err != nil {
 			return
 		}
-		s.keys.add(it.Key())
 	}
-	if it.Error() == nil {
-		s.keys.ready.Store(true)
-	}
+	s.keys.ready.Store(true)
 }
 
 func (s *Store) load() error {
+	legacy, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixDedup), UpperBound: upper(prefixDedup)})
+	if err != nil {
+		return err
+	}
+	s.hasLegacyDedup = legacy.First()
+	if err := legacy.Close(); err != nil {
+		return err
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixOffset), UpperBound: upper(prefixOffset)})
 	if err != nil {
 		return err
@@ -430,8 +450,36 @@ func upper(p string) []byte {
 // dedupKey is the idempotency key of an event for processor: the prefix,
 // the processor's name and the event's IDHash.
 func dedupKey(processor string, idSum []byte) []byte {
-	k := make([]byte, 0, len(prefixDedup)+len(processor)+1+len(idSum))
-	return append(append(append(append(k, prefixDedup...), processor...), '/'), idSum...)
+	return dedupKeyIn(prefixIdem, processor, idSum)
+}
+
+// dedupKeyIn is the idempotency key of idSum under prefix: prefixIdem
+// (IDHash) or prefixDedup (legacyIDHash).
+func dedupKeyIn(prefix, processor string, idSum []byte) []byte {
+	k := make([]byte, 0, len(prefix)+len(processor)+1+len(idSum))
+	return append(append(append(append(k, prefix...), processor...), '/'), idSum...)
+}
+
+// legacyDedup looks up env's idempotency key of processor under m/dedup/,
+// where a store written before the scope was part of the key holds it;
+// not found in a store that has none there.
+func (s *Store) legacyDedup(processor string, env *events.Envelope) (prev []byte, found bool, err error) {
+	if !s.hasLegacyDedup {
+		return nil, false, nil
+	}
+	k := dedupKeyIn(prefixDedup, processor, legacyIDHash(env))
+	if s.keys.absent(k) {
+		return nil, false, nil
+	}
+	v, closer, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), true, nil
 }
 
 func putOffset(b *pebble.Batch, key string, next int64) error {
