@@ -159,8 +159,16 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	switch {
-	case sr.Status != treesearch.StatusPaused:
+	if sr.Status != treesearch.StatusPaused {
+		// a retry of the resume that moved it on, whose first answer was
+		// lost: answered as the first was, nothing written
+		if out, ok, err := s.resumeRetry(key, sr, body.Decision, body.Note, body.By); err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return
+		} else if ok {
+			writeJSON(w, http.StatusAccepted, out)
+			return
+		}
 		writeErr(w, http.StatusConflict, "search %q is %s, not paused", id, sr.Status)
 		return
 	}
@@ -200,12 +208,10 @@ const resumeApplyWait = 5 * time.Second
 // *events.ValidationError (bad input), errResumedAlready (the pause was
 // resumed with another decision, or the search moved on) or the broker's.
 func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Search, decision, note, by string) (map[string]any, error) {
-	env, err := events.New(events.SearchResumed, "chronicle/httpapi", key+"/resumed/"+sr.PausedAt+"/"+strconv.Itoa(sr.Seq), time.Now(),
-		events.SearchResumedData{SearchID: sr.ID, Decision: decision, Note: note, By: by})
+	env, err := resumeEvent(key, sr, sr.PausedAt, sr.Seq, decision, note, by)
 	if err != nil {
 		return nil, err
 	}
-	env.Scope, env.CorrelationID = sr.Scope, key
 	// One resume at a time, each waiting (at most resumeApplyWait) until
 	// the projection applied it, so the next one finds the search moved
 	// on: 409. Before, concurrent requests were all answered 202 while
@@ -242,6 +248,45 @@ func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Se
 		}
 	}
 	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": decision}, nil
+}
+
+// resumeEvent is the search.resumed.v1 event the route writes for a
+// decision on the pause at node of search sr (key), when the search's Seq
+// was seq: its id names the pause, so a retry has the same id.
+func resumeEvent(key string, sr treesearch.Search, node string, seq int, decision, note, by string) (events.Envelope, error) {
+	env, err := events.New(events.SearchResumed, "chronicle/httpapi", key+"/resumed/"+node+"/"+strconv.Itoa(seq), time.Now(),
+		events.SearchResumedData{SearchID: sr.ID, Decision: decision, Note: note, By: by})
+	if err != nil {
+		return env, err
+	}
+	env.Scope, env.CorrelationID = sr.Scope, key
+	return env, nil
+}
+
+// resumeRetry answers a resume of a search that is no longer paused: ok
+// when the search's last decision was written by this route with the same
+// decision, note and by (its event applied with that content), which makes
+// the request a retry of it whose first answer was lost; the answer is the
+// first one's. Before, such a retry was a 409 "not paused", which a
+// client cannot tell from another decision having come first (found by a
+// walkthrough).
+func (s *Server) resumeRetry(key string, sr treesearch.Search, decision, note, by string) (map[string]any, bool, error) {
+	if len(sr.Decisions) == 0 {
+		return nil, false, nil
+	}
+	last := sr.Decisions[len(sr.Decisions)-1]
+	if last.Decision != decision || last.Note != note || last.By != by {
+		return nil, false, nil
+	}
+	env, err := resumeEvent(key, sr, last.NodeID, last.Seq-1, decision, note, by) // Seq counts the resume itself
+	if err != nil {
+		return nil, false, err
+	}
+	_, applied, same, err := s.P.Store.AppliedAt(treesearch.Name, &env)
+	if err != nil || !applied || !same {
+		return nil, false, err
+	}
+	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": last.NodeID, "decision": decision}, true, nil
 }
 
 // loadSearch resolves id in the scopes allow admits (entityKey) and reads

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -295,14 +296,56 @@ func TestConcurrentResumesOneWins(t *testing.T) {
 		t.Fatalf("codes %v; want a 202", codes)
 	}
 	for i, c := range codes {
-		// a repeat of the winner is its retry (202) while the search is
-		// still at the pause, 409 once the resume worker moved it on
-		if ok := c == 409 || c == 202 && decisions[i] == decisions[won]; !ok {
+		// a repeat of the winner is its retry (202), also once the
+		// search moved on (resumeRetry)
+		if ok := c == 409 && decisions[i] != decisions[won] || c == 202 && decisions[i] == decisions[won]; !ok {
 			t.Fatalf("codes %v for %v; want 202 only for the %s that won (and its repeats), 409 for the others", codes, decisions, decisions[won])
 		}
 	}
 	s, _, _ := treesearch.Get(p.Store, events.EntityKey("project:a", "race"))
 	if len(s.Decisions) != 1 || s.Decisions[0].Decision != decisions[won] {
 		t.Fatalf("decisions %+v; want the one answered 202, %s", s.Decisions, decisions[won])
+	}
+}
+
+// A retry of a resume that moved the search on (its first answer lost) is
+// answered 202 with the first answer, and writes nothing; the same
+// decision with another note, or another decision, is a 409. Before, the
+// retry was a 409 "not paused" (found by a walkthrough).
+func TestResumeRetryAfterTheSearchMovedOn(t *testing.T) {
+	p, _, base := scopedServer(t)
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", pausedSearchIn(t, "project:a", "late", "x")); code != 202 {
+		t.Fatalf("seed: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	body := map[string]any{"decision": "approve", "note": "ok", "by": "ana"}
+	code, first := call(t, base, "tok-a", "POST", "/v1/searches/late/resume", body)
+	if code != 202 {
+		t.Fatalf("resume: %d %v", code, first)
+	}
+	waitCaughtUp(t, p)
+	key := events.EntityKey("project:a", "late")
+	if s, _, _ := treesearch.Get(p.Store, key); s.Status == treesearch.StatusPaused {
+		t.Fatalf("still paused after the resume: %+v", s)
+	}
+	code, again := call(t, base, "tok-a", "POST", "/v1/searches/late/resume", body)
+	if code != 202 || !reflect.DeepEqual(again, first) {
+		t.Fatalf("retry: %d %v, want 202 %v", code, again, first)
+	}
+	for _, other := range []map[string]any{
+		{"decision": "approve", "note": "changed my mind", "by": "ana"},
+		{"decision": "reject", "note": "ok", "by": "ana"},
+	} {
+		if code, m := call(t, base, "tok-a", "POST", "/v1/searches/late/resume", other); code != 409 {
+			t.Fatalf("%v after the search moved on: %d %v, want 409", other, code, m)
+		}
+	}
+	waitCaughtUp(t, p)
+	if s, _, _ := treesearch.Get(p.Store, key); len(s.Decisions) != 1 {
+		t.Fatalf("decisions %+v, want the first only", s.Decisions)
+	}
+	// another scope's token does not see the search at all
+	if code, _ := call(t, base, "tok-b", "POST", "/v1/searches/late/resume", body); code != 404 {
+		t.Fatalf("another scope's retry: %d, want 404", code)
 	}
 }

@@ -154,11 +154,20 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 		{"/v1/workflows/wf1/checkpoints", `{"layer":1,"processed_commands":["nonexistent"]}`, "/data/processed_commands", http.StatusConflict},
 		{"/v1/workflows/wf1/decisions", `{"decision_id":"d1","kind":"agent","question":"again"}`, "/data/decision_id", http.StatusConflict},
 		{"/v1/workflows/wf1/decisions/d2", `{"answer":"maybe"}`, "/answer", http.StatusBadRequest},
+		// left out: said so (it said `"" is not one of the options`)
+		{"/v1/workflows/wf1/decisions/d2", `{}`, "/answer", http.StatusBadRequest},
 	} {
 		code, m := post(tc.path, tc.body)
 		if code != tc.code || m["pointer"] != tc.pointer || m["reason"] == nil || m["reason"] == "" {
 			t.Errorf("POST %s %s: %d %v; want %d naming %s with the reason", tc.path, tc.body, code, m, tc.code, tc.pointer)
 		}
+		if tc.body == `{}` && !strings.HasPrefix(fmt.Sprint(m["reason"]), "required") {
+			t.Errorf("POST %s %s: reason %v, want it to say the answer is required", tc.path, tc.body, m["reason"])
+		}
+	}
+	// completing a workflow that does not exist: 404, nothing written
+	if code, m := post("/v1/workflows/never-started/complete", `{"outcome":"success"}`); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(m["error"]), "never-started") {
+		t.Errorf("complete of an unknown workflow: %d %v; want 404 naming it", code, m)
 	}
 	if got := end(); got != logged {
 		t.Fatalf("refused writes reached the log: %d records, %d before", got, logged)
@@ -190,6 +199,10 @@ func TestWorkflowRouteTakesItsOwnFields(t *testing.T) {
 		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), tc.field) {
 			t.Errorf("POST %s %s: %d %v; want 400 naming %s", tc.path, tc.body, code, m, tc.field)
 		}
+	}
+	// completing a workflow that does not exist: 404, nothing written
+	if code, m := post("/v1/workflows/never-started/complete", `{"outcome":"success"}`); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(m["error"]), "never-started") {
+		t.Errorf("complete of an unknown workflow: %d %v; want 404 naming it", code, m)
 	}
 	if got := end(); got != logged {
 		t.Fatalf("refused writes reached the log: %d records, %d before", got, logged)

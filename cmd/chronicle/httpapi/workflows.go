@@ -334,6 +334,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	// completing a workflow that does not exist is a mistyped id, not a
+	// new workflow born completed (it was: 200 and an empty completed
+	// workflow; found by a walkthrough)
+	if !exists && action == "complete" && !retry {
+		writeErr(w, http.StatusNotFound, "workflow %q not found in %s: complete ends a workflow that exists (a write to /updates starts one)", id, scope)
+		return
+	}
 	if exists && st.Status == workflows.StatusCompleted && action != "fork" && !retry {
 		writeErr(w, http.StatusConflict, "workflow %q completed (%s): it takes no more events; fork it to go on", id, st.Outcome)
 		return
@@ -374,6 +381,9 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				opts := st.PendingDecisions[i].Options
 				idx := 0
 				reason := fmt.Sprintf("%q is not one of the decision's options %q", b.Answer, opts)
+				if b.Answer == "" {
+					reason = fmt.Sprintf("required: one of the decision's options %q", opts)
+				}
 				writeJSON(w, http.StatusBadRequest, errorBody{Error: "answer: " + reason, Index: &idx, Pointer: "/answer", Reason: reason})
 				return
 			}
