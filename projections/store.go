@@ -154,13 +154,13 @@ type Store struct {
 	lastCommit atomic.Int64
 	// keys tells idempotency keys that are certainly not stored (nil for
 	// a read-only store); filled is closed when its background fill ends.
-	keys    *keyFilter
-	filled  chan struct{}
+	keys   *keyFilter
+	filled chan struct{}
 	// hasLegacyDedup: the store holds idempotency keys under m/dedup/
 	// (written before the scope was part of them), which lookups consult
 	// after m/idem/; a store created since has none.
 	hasLegacyDedup bool
-	closing atomic.Bool
+	closing        atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
