@@ -29,6 +29,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -432,7 +433,11 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		return save(tx, m)
 	}
 	var stored []Pending
-	if err := tx.Scan("s/"+m.Key()+"/", func(_ string, v []byte) (bool, error) {
+	sp := "s/" + m.Key() + "/"
+	if err := tx.Scan(sp, func(k string, v []byte) (bool, error) {
+		if strings.Contains(k[len(sp):], "/") {
+			return true, nil // a signal of a memory whose id extends this one's
+		}
 		var p Pending
 		if err := gojson.Unmarshal(v, &p); err != nil {
 			return false, err

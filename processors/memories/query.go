@@ -24,7 +24,11 @@ func Scopes(store *projections.Store, id string) ([]string, error) { return stor
 func History(store *projections.Store, key string) ([]Change, []Pending, error) {
 	id := key
 	var changes []Change
-	if err := store.Scan(Name, "h/"+id+"/", "", func(_ string, v []byte) (bool, error) {
+	hp, sp := "h/"+id+"/", "s/"+id+"/"
+	if err := store.Scan(Name, hp, "", func(k string, v []byte) (bool, error) {
+		if strings.Contains(k[len(hp):], "/") {
+			return true, nil // a change of a memory whose id extends this one's
+		}
 		var c Change
 		if err := json.Unmarshal(v, &c); err != nil {
 			return false, err
@@ -35,7 +39,10 @@ func History(store *projections.Store, key string) ([]Change, []Pending, error) 
 		return nil, nil, err
 	}
 	var signals []Pending
-	err := store.Scan(Name, "s/"+id+"/", "", func(_ string, v []byte) (bool, error) {
+	err := store.Scan(Name, sp, "", func(k string, v []byte) (bool, error) {
+		if strings.Contains(k[len(sp):], "/") {
+			return true, nil
+		}
 		var p Pending
 		if err := json.Unmarshal(v, &p); err != nil {
 			return false, err

@@ -155,3 +155,34 @@ func TestOneVotePerSourceOnAUsedMemory(t *testing.T) {
 		t.Fatalf("signals %+v, %d repeat changes; want alice's 2nd and 3rd repeats (2 changes), the rest applied", signals, repeats)
 	}
 }
+
+// A memory whose id extends another's ("mx/child", ids may hold "/") keeps
+// its signals and history to itself: one signal on the child and one on
+// "mx" made "mx"'s consensus (confidence 1.0 after one signal) and put the
+// child's changes in "mx"'s history, since both scanned the prefix
+// s/<key>/ (found by a tenant-isolation walkthrough).
+func TestSignalsOfAnIDThatExtendsAnother(t *testing.T) {
+	b := newBank(t)
+	b.record("mx", "explicit", "success", t0)
+	b.record("mx/child", "explicit", "success", t0)
+	b.signalFrom("mx/child", "token:alice", true, t0.Add(time.Hour))
+	b.signalFrom("mx", "token:admin", true, t0.Add(2*time.Hour))
+	if m := b.get("mx"); m.Confidence != 0.8 {
+		t.Fatalf("mx after its one signal: confidence %v, want 0.8 (no consensus yet)", m.Confidence)
+	}
+	if m := b.get("mx/child"); m.Confidence != 0.8 {
+		t.Fatalf("mx/child after its one signal: confidence %v, want 0.8", m.Confidence)
+	}
+	changes, signals, err := memories.History(b.store, events.EntityKey("project:a", "mx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(signals) != 1 || signals[0].Source != "token:admin" {
+		t.Fatalf("mx's signals %+v, want admin's only", signals)
+	}
+	for _, c := range changes {
+		if c.Author == "token:alice" {
+			t.Fatalf("mx's history holds the child's change %+v", c)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -22,7 +23,11 @@ func Scopes(store *projections.Store, id string) ([]string, error) { return stor
 // were saved (seq order), each with its complete state.
 func Checkpoints(store *projections.Store, key string) ([]Checkpoint, error) {
 	var out []Checkpoint
-	err := store.Scan(Name, checkpointPrefix(key), "", func(_ string, val []byte) (bool, error) {
+	p := checkpointPrefix(key)
+	err := store.Scan(Name, p, "", func(k string, val []byte) (bool, error) {
+		if strings.Contains(k[len(p):], "/") {
+			return true, nil // a checkpoint of a workflow whose id extends this one's
+		}
 		var cp Checkpoint
 		if err := json.Unmarshal(val, &cp); err != nil {
 			return false, err

@@ -399,3 +399,20 @@ func TestCheckNamesTheField(t *testing.T) {
 		t.Errorf("a fork's update the schema refuses: %v; want the schema's error at /data/update/context", err)
 	}
 }
+
+// The checkpoints of workflow "w" are its own, not those of "w/x" too
+// (ids may hold "/": the prefix cp/<key>/ took in the longer id's rows;
+// found next to the same fault in the memory bank).
+func TestCheckpointsOfAnIDThatExtendsAnother(t *testing.T) {
+	h := newHarness(t)
+	h.must(scopeA, "a1", events.WorkflowReducerApplied, upd("w", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "a2", events.WorkflowReducerApplied, upd("w/x", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "cp-w", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w", Layer: 0})
+	h.must(scopeA, "cp-wx", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w/x", Layer: 0})
+	for id, want := range map[string]string{"w": "cp-w", "w/x": "cp-wx"} {
+		cps, err := Checkpoints(h.store, events.EntityKey(scopeA, id))
+		if err != nil || len(cps) != 1 || cps[0].EventID != want {
+			t.Fatalf("checkpoints of %s: %s %v, want %s only", id, js(cps), err, want)
+		}
+	}
+}
