@@ -271,7 +271,7 @@ func TestSameIDInTwoScopesIsTwoSessions(t *testing.T) {
 // (its start was dead-lettered, or not yet processed) is read only with
 // the session's own scope, from the records' own scope attribute.
 func TestSessionLogOfUnprojectedSession(t *testing.T) {
-	_, _, base := scopedServer(t)
+	p, _, base := scopedServer(t)
 	envs, sid := sessionIn(t, 3, "project:a", "X")
 	// only a completion: the sessions processor dead-letters it, the log keeps it
 	last := envs[len(envs)-1]
@@ -287,6 +287,31 @@ func TestSessionLogOfUnprojectedSession(t *testing.T) {
 	code, m := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(sid)+"/events", nil)
 	if code != 200 || len(m["events"].([]any)) != 1 {
 		t.Fatalf("a reading its own unprojected log: %d %v", code, m)
+	}
+	// a session a projects, and b's unprojected one of the same id: b reads
+	// its own, and the answer for an id b does not have is the same
+	// whether a has it or not (b's answer was "not found" for a's id and
+	// "has no events in the log" for another: an existence oracle; found
+	// by a tenant-isolation walkthrough)
+	full, shared := sessionIn(t, 4, "project:a", "Y")
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", full); code != 202 {
+		t.Fatalf("%d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	_, missing := call(t, base, "tok-b", "GET", "/v1/sessions/never-there/events", nil)
+	code, held := call(t, base, "tok-b", "GET", "/v1/sessions/"+url.PathEscape(shared)+"/events", nil)
+	if code != 404 || strings.ReplaceAll(fmt.Sprint(held["error"]), shared, "ID") != strings.ReplaceAll(fmt.Sprint(missing["error"]), "never-there", "ID") {
+		t.Fatalf("b reading an id only a holds: %d %v; for an id nobody holds: %v (want the same answer)", code, held, missing)
+	}
+	bEnvs, _ := sessionIn(t, 4, "project:b", "Y")
+	bLast := bEnvs[len(bEnvs)-1]
+	bLast.SessionID = shared
+	if code, m := call(t, base, "tok-b", "POST", "/v1/events", []events.Envelope{bLast}); code != 202 {
+		t.Fatalf("%d %v", code, m)
+	}
+	code, m = call(t, base, "tok-b", "GET", "/v1/sessions/"+url.PathEscape(shared)+"/events", nil)
+	if code != 200 || len(m["events"].([]any)) != 1 {
+		t.Fatalf("b reading its own unprojected log of an id a also holds: %d %v", code, m)
 	}
 }
 

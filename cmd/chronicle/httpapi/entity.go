@@ -21,9 +21,9 @@ type scopesOfID func(store *projections.Store, id string) ([]string, error)
 // writes the error and returns ok false: 400 for a bad id or scope, 404
 // when no accessible scope holds the id (the same answer as a missing
 // entity, so another scope's ids are not revealed), 409 when several do.
-// When the projection holds the id nowhere, fallback (may be nil) names the
-// scope to use, e.g. the caller's only scope for a session log that was
-// never projected.
+// When no scope the caller may access holds the id in the projection,
+// fallback (may be nil) names the scope to use, e.g. the caller's only
+// scope for a session log that was never projected.
 func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes scopesOfID, store *projections.Store, allowed func(string) bool, fallback func() string) (string, bool) {
 	if err := events.CheckID(id); err != nil {
 		writeErr(w, http.StatusBadRequest, "%s id: %v", kind, err)
@@ -57,7 +57,10 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 	case len(held) > 1:
 		writeErr(w, http.StatusConflict, "%s %q exists in several scopes you may access (%s): add ?scope=", kind, id, strings.Join(held, ", "))
 		return "", false
-	case len(all) == 0 && fallback != nil:
+	case fallback != nil:
+		// no scope the caller may access holds it (another scope's holding
+		// it must not change the answer: it did, telling the caller that
+		// another tenant has the id and hiding its own unprojected one)
 		if sc := fallback(); sc != "" && allowed(sc) {
 			return events.EntityKey(sc, id), true
 		}
