@@ -101,27 +101,42 @@ func contentHashV1(env *events.Envelope) []byte {
 // another time was dead-lettered as a conflicting duplicate, which a new
 // user's walkthrough hit with the SDK's usual client.
 //
+// The scope counts as the event's effective scope: an event without the
+// attribute is org:default's, so a resend that spells it out is the same
+// event (it was a conflicting duplicate until dedup version 4: a
+// walkthrough with an admin token hit it).
+//
 // It is what the idempotency key's value keeps to tell a duplicate from a
 // conflicting duplicate; the engine computes it once per record
 // (Item.Sum), not once per processor.
 func ContentHash(env *events.Envelope) []byte {
-	return contentHash(env, false)
+	return contentHash(env, false, true)
 }
 
 // contentHashV2 is ContentHash as idempotency keys of dedup version 2
 // hold it: with the time the producer sent (a time from the record counts
-// as empty).
+// as empty), and the scope as sent.
 func contentHashV2(env *events.Envelope) []byte {
-	return contentHash(env, true)
+	return contentHash(env, true, false)
 }
 
-func contentHash(env *events.Envelope, withTime bool) []byte {
+// contentHashV3 is ContentHash as idempotency keys of dedup version 3
+// hold it: the scope as sent.
+func contentHashV3(env *events.Envelope) []byte {
+	return contentHash(env, false, false)
+}
+
+func contentHash(env *events.Envelope, withTime, effectiveScope bool) []byte {
 	sent := ""
 	if withTime && !env.TimeFromLog {
 		sent = env.Time
 	}
+	scope := env.Scope
+	if effectiveScope {
+		scope = env.EffectiveScope()
+	}
 	attrs := [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
-		env.DataSchema, env.SessionID, env.Scope, env.CausationID, env.CorrelationID}
+		env.DataSchema, env.SessionID, scope, env.CausationID, env.CorrelationID}
 	// one pooled hash, written piece by piece: copying the attributes and
 	// the data into one buffer first allocated their size again for every
 	// record
@@ -217,17 +232,20 @@ func dedupValue(offset int64, sum []byte) []byte {
 	return append(append(v, dedupVersion), sum...)
 }
 
-// dedupVersion 3: ContentHash without the time; 2: contentHashV2.
-const dedupVersion = 3
+// dedupVersion 4: ContentHash (no time, the effective scope); 3:
+// contentHashV3; 2: contentHashV2.
+const dedupVersion = 4
 
 // sameContent reports whether the stored idempotency-key value prev was
 // written for an event with env's content. Values of every earlier layout
 // are understood: offset only (no hash: the same), offset + contentHashV1,
-// offset + version 2 + contentHashV2.
+// offset + version 2 + contentHashV2, offset + version 3 + contentHashV3.
 func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {
 	switch {
 	case len(prev) == 9+len(sum) && prev[8] == dedupVersion:
 		return bytes.Equal(prev[9:], sum)
+	case len(prev) == 9+16 && prev[8] == 3:
+		return bytes.Equal(prev[9:], contentHashV3(env))
 	case len(prev) == 9+16 && prev[8] == 2:
 		return bytes.Equal(prev[9:], contentHashV2(env))
 	case len(prev) == 8+16:

@@ -78,5 +78,36 @@ func TestResentWithAnotherTimeIsADuplicate(t *testing.T) {
 		if got := sameContent(v2, c.env, ContentHash(c.env)); got != c.sameV2 {
 			t.Errorf("%s, a version-2 key: sameContent %v, want %v", c.name, got, c.sameV2)
 		}
+		v3 := append(append(binary.BigEndian.AppendUint64(nil, 1), 3), contentHashV3(c.prev)...)
+		if got := sameContent(v3, c.env, ContentHash(c.env)); got != c.same {
+			t.Errorf("%s, a version-3 key: sameContent %v, want %v", c.name, got, c.same)
+		}
+	}
+}
+
+// The scope counts as the effective scope from dedup version 4 on (no
+// scope is org:default's); a version-3 key keeps its rule, the scope as
+// sent.
+func TestSpelledOutDefaultScopeIsTheSameContent(t *testing.T) {
+	env, err := events.New(events.MemoryFeedback, "test", "a", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spelled := env
+	spelled.Scope = events.DefaultScope
+	other := env
+	other.Scope = "project:a"
+	if !sameContent(dedupValue(1, ContentHash(&env)), &spelled, ContentHash(&spelled)) {
+		t.Error("org:default spelled out is other content than no scope")
+	}
+	if sameContent(dedupValue(1, ContentHash(&env)), &other, ContentHash(&other)) {
+		t.Error("project:a is the same content as no scope")
+	}
+	v3 := append(append(binary.BigEndian.AppendUint64(nil, 1), 3), contentHashV3(&env)...)
+	if sameContent(v3, &spelled, ContentHash(&spelled)) {
+		t.Error("a version-3 key: org:default spelled out is the same content as no scope")
+	}
+	if !sameContent(v3, &env, ContentHash(&env)) {
+		t.Error("a version-3 key: the event itself is other content")
 	}
 }

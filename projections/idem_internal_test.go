@@ -41,9 +41,15 @@ func TestSameIDInTwoScopesIsTwoEvents(t *testing.T) {
 			t.Fatalf("event %d (scope %q): %v %v, want %v", i, c.env.Scope, r, err, c.want)
 		}
 	}
-	// no scope is org:default's, but the attribute differs: other content
-	if _, err := apply(&explicit, 9); !errors.Is(err, ErrConflictingDuplicate) {
-		t.Fatalf("the same event with its default scope spelled out: %v, want a conflicting duplicate", err)
+	// no scope is org:default's: spelled out, it is the same event (it was
+	// a conflicting duplicate until dedup version 4)
+	if r, err := apply(&explicit, 9); err != nil || r != Duplicate {
+		t.Fatalf("the same event with its default scope spelled out: %v %v, want a duplicate", r, err)
+	}
+	other := mk("")
+	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":true}`)
+	if _, err := apply(&other, 10); !errors.Is(err, ErrConflictingDuplicate) {
+		t.Fatalf("other data under the id: %v, want a conflicting duplicate", err)
 	}
 	for _, env := range []*events.Envelope{&a, &b} {
 		if _, applied, same, err := store.AppliedAt("p", env); err != nil || !applied || !same {
