@@ -1,7 +1,9 @@
 package events
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -227,11 +229,29 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 // backoff; the final error of the last attempt is returned. A failed
 // Publish may have written some records: retrying it with the same event
 // ids is safe, because consumers drop duplicates by (source, id).
+//
+// Two events of one call with the same scope, source and id but other
+// content (the time aside) are refused at the second one's index, pointer
+// /id: the processors would apply the first and dead-letter the second as
+// a conflicting duplicate after the call was acknowledged. The same event
+// twice is accepted (the second is a duplicate).
 func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 	recs := make([]*kgo.Record, 0, len(envs))
+	var seen map[[3]string]int
+	if len(envs) > 1 {
+		seen = make(map[[3]string]int, len(envs))
+	}
 	for i := range envs {
 		if ti, ok := Lookup(envs[i].Type); ok && ti.Derived {
 			return &ValidationError{Index: i, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", envs[i].Type, ErrDerivedType), Err: ErrDerivedType}
+		}
+		if seen != nil {
+			k := [3]string{envs[i].EffectiveScope(), envs[i].Source, envs[i].ID}
+			if j, ok := seen[k]; ok && !sameEvent(&envs[j], &envs[i]) {
+				return &ValidationError{Index: i, Pointer: "/id", Reason: fmt.Sprintf("(source %q, id %q) is event %d of this batch with other content: an id names one event of its source", envs[i].Source, envs[i].ID, j)}
+			} else if !ok {
+				seen[k] = i
+			}
 		}
 		r, err := validRecord(&envs[i], true)
 		if err != nil {
@@ -244,6 +264,26 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 		recs = append(recs, r)
 	}
 	return p.ProduceRecords(ctx, recs)
+}
+
+// sameEvent reports whether a and b, of one scope, source and id, are the
+// same event as the processors' idempotency check sees it (the content
+// hash of package projections): every attribute but the time, the scope as
+// the effective one, and the data with white space outside strings
+// ignored.
+func sameEvent(a, b *Envelope) bool {
+	if a.SpecVersion != b.SpecVersion || a.Type != b.Type || a.Subject != b.Subject || a.DataContentType != b.DataContentType ||
+		a.DataSchema != b.DataSchema || a.SessionID != b.SessionID || a.CausationID != b.CausationID || a.CorrelationID != b.CorrelationID {
+		return false
+	}
+	if bytes.Equal(a.Data, b.Data) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a.Data) != nil || json.Compact(&cb, b.Data) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // PublishDerived is Publish for Chronicle's own writers (the clock, the LLM

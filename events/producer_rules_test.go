@@ -154,3 +154,42 @@ func TestNewRefusesAnUnknownType(t *testing.T) {
 		}
 	}
 }
+
+// Two events of one Publish with the same scope, source and id but other
+// data are refused at the second's index, pointer /id, before anything is
+// written (over HTTP a batch was answered 202 and its second event then
+// dead-lettered as a conflicting duplicate; found by a walkthrough). The
+// same event twice, another time or the default scope spelled out is the
+// same event; the same id in another scope is another event. The broker
+// is a closed port: the refusal comes before any connection, and the
+// accepted batches fail there instead.
+func TestPublishRefusesOneIDWithTwoContents(t *testing.T) {
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, PublishTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	mk := func(memory, scope string, at int64) events.Envelope {
+		env, err := events.New(events.MemoryFeedback, "agent://d", "dup-1", time.Unix(at, 0), events.MemoryFeedbackData{MemoryID: memory, Signal: "task_completion", Positive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = scope
+		return env
+	}
+	err = p.Publish(context.Background(), mk("mem-d0", "", 1), mk("mem-d1", "project:a", 1), mk("mem-d2", "project:a", 1))
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Index != 2 || ve.Pointer != "/id" || !strings.Contains(ve.Reason, "event 1 of this batch") {
+		t.Fatalf("one id with two contents: %v, want a refusal at index 2, /id", err)
+	}
+	for name, batch := range map[string][]events.Envelope{
+		"the same event twice":      {mk("mem-d1", "project:a", 1), mk("mem-d1", "project:a", 1)},
+		"another time":              {mk("mem-d1", "project:a", 1), mk("mem-d1", "project:a", 2)},
+		"the default scope spelled": {mk("mem-d1", "", 1), mk("mem-d1", events.DefaultScope, 1)},
+		"another scope":             {mk("mem-d1", "project:a", 1), mk("mem-d2", "project:b", 1)},
+	} {
+		if err := p.Publish(context.Background(), batch...); errors.As(err, &ve) || err == nil {
+			t.Fatalf("%s: %v, want it accepted (and then the closed port's error)", name, err)
+		}
+	}
+}
