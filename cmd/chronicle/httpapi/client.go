@@ -129,7 +129,11 @@ func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, 
 // Feedback implements search.Backend (POST /v1/memories/{id}/feedback).
 func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
 	var out search.FeedbackResult
-	return out, c.do(ctx, http.MethodPost, "/v1/memories/"+url.PathEscape(f.MemoryID)+"/feedback", map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
+	path := "/v1/memories/" + url.PathEscape(f.MemoryID) + "/feedback"
+	if f.Scope != "" { // the memory's scope, when the id is in several the caller may write
+		path += "?scope=" + url.QueryEscape(f.Scope)
+	}
+	return out, c.do(ctx, http.MethodPost, path, map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
 }
 
 // WhoAmI asks the service who the client's token is (GET /v1/whoami).

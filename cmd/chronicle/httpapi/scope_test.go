@@ -14,7 +14,9 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -201,4 +203,71 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 		}
 		cs.Close()
 	}
+}
+
+// memory_feedback over /mcp names the memory's scope when its id is in
+// several scopes the token writes, as ?scope= does over HTTP: it refused
+// the argument ("unexpected additional properties") and so could not give
+// feedback on such a memory at all (found by a tenant-isolation
+// walkthrough).
+func TestMCPFeedbackNamesTheScope(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a", "project:b"}},
+	}}
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var envs []events.Envelope
+	for _, sc := range []string{"project:a", "project:b"} {
+		env, err := events.New(events.MemoryRecorded, "test/"+sc, "rec-shared", time.Unix(1700000000, 0), events.MemoryRecordedData{
+			MemoryID: "mem-shared", Title: "t " + sc, Description: "d", Content: "c " + sc, Outcome: "success", Source: "explicit"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = sc
+		envs = append(envs, env)
+	}
+	if err := p.Producer.Publish(ctx, envs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "scope-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{"tok-ab", http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false}})
+	if err != nil || !res.IsError || !strings.Contains(toolText(res), "name the scope") {
+		t.Fatalf("feedback without a scope: %v %s, want the error asking for one", err, toolText(res))
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false, "scope": "project:b"}})
+	if err != nil || res.IsError {
+		t.Fatalf("feedback naming project:b: %v %s", err, toolText(res))
+	}
+	for sc, want := range map[string]int{"project:a": 0, "project:b": 1} {
+		_, signals, err := memories.History(p.Store, events.EntityKey(sc, "mem-shared"))
+		if err != nil || len(signals) != want {
+			t.Fatalf("%s's signals %+v %v, want %d", sc, signals, err, want)
+		}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false, "scope": "project"}})
+	if err != nil || !res.IsError || !strings.Contains(toolText(res), "scope") {
+		t.Fatalf("feedback naming a kind, not a scope: %v %s, want an error naming scope", err, toolText(res))
+	}
+}
+
+// toolText is the text of a tool result's content.
+func toolText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }

@@ -49,6 +49,7 @@ type feedbackInput struct {
 	MemoryID string `json:"memory_id" jsonschema:"id of the memory, as memory_search or memory_record returned it"`
 	Helpful  bool   `json:"helpful" jsonschema:"whether the memory helped"`
 	Comment  string `json:"comment,omitempty" jsonschema:"why it helped or not"`
+	Scope    string `json:"scope,omitempty" jsonschema:"the memory's scope (project:<id>, team:<id> or org:<id>), when the same memory id is in several scopes you may write; left out: the one that holds it"`
 }
 
 // tools holds what the tool handlers need.
@@ -272,6 +273,9 @@ func (in *recordInput) validate() error {
 }
 
 func (in *feedbackInput) validate() error {
+	if in.Scope != "" && !events.ValidScope(in.Scope) {
+		return fmt.Errorf("scope: %q is not project:<id>, team:<id> or org:<id>", in.Scope)
+	}
 	return required("memory_id", in.MemoryID)
 }
 
@@ -363,6 +367,7 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 	ctx = ContextWithCaller(ctx, caller)
 	res, err := t.backend.Feedback(ctx, search.Feedback{
 		MemoryID: in.MemoryID,
+		Scope:    in.Scope,
 		Helpful:  in.Helpful,
 		Comment:  in.Comment,
 		Writable: caller.writable(),
