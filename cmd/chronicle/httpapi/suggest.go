@@ -92,6 +92,9 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "policy: %v", err)
 		return
 	}
+	if s.policyToOwner(w, r, body, events.EntityKey(scope, req.Policy), false) {
+		return
+	}
 	pol, err := workflows.GetPolicy(s.P.Store, events.EntityKey(scope, req.Policy))
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -113,6 +116,34 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		// answer (two callers asking the same intent get two suggestions)
 		writeJSON(w, http.StatusOK, map[string]any{"suggestion_id": "sg-" + uuid.NewString(), "suggestion": res, "policy": pol})
 	}
+}
+
+// policyToOwner sends a policy route's request (body: its body, read
+// already) on to the member that owns the policy's partition of
+// chronicle.workflows (key: the policy's events.EntityKey) and answers
+// with that member's answer; false when this member owns it, runs alone,
+// or the request was forwarded to it. The policy's threshold and its
+// one-verdict-per-suggestion rows live in the owner's store only: on
+// another member a suggestion read a stale threshold and a feedback waited
+// 5 s for an apply that happened elsewhere, then answered 503 (found by a
+// cluster walkthrough). Bounded as any forward (ForwardTimeout; plus
+// ImproveWait for a write).
+func (s *Server) policyToOwner(w http.ResponseWriter, r *http.Request, body []byte, key string, write bool) bool {
+	if r.Header.Get(ForwardedHeader) != "" {
+		return false
+	}
+	v, owner, p := s.ownerElsewhere(r.Context(), events.TopicWorkflows, key)
+	if owner == "" {
+		return false
+	}
+	fr := r.Clone(r.Context())
+	fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	timeout := s.forwardTimeout()
+	if write {
+		timeout += s.improveWait()
+	}
+	s.forward(w, fr, v, owner, string(events.TopicWorkflows), p, timeout)
+	return true
 }
 
 // policyScope is the scope of a policy: ?scope=, else org:default.
@@ -186,6 +217,13 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	}
 	if !CallerOf(r).CanWrite(scope) {
 		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", scope)
+		return
+	}
+	if err := events.CheckID(d.Policy); err != nil {
+		writeErr(w, http.StatusBadRequest, "policy: %v", err)
+		return
+	}
+	if s.policyToOwner(w, r, body, events.EntityKey(scope, d.Policy), true) {
 		return
 	}
 	id := "fb-" + uuid.NewString()

@@ -1,0 +1,82 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// Suggestion feedback and suggestions on a cluster: a policy's threshold
+// and its verdict rows live in the store of the member that owns its
+// partition, so every member sends these routes on to it. Before, a
+// feedback sent to another member waited 5 s for an apply that happened
+// on the owner and answered 503 (a client retrying there got 503 every
+// time), and a suggestion there read the policy as it was never given
+// feedback (found by a cluster walkthrough).
+func TestPolicyRoutesOnEveryMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, t, "m1", nil, 0)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), 0)
+	ms := []*member{m1, m2}
+	waitCluster(t, ms)
+	owns := func(m *member, key string) bool {
+		p := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicWorkflows)).Partition(&kgo.Record{Key: []byte(key)}, 4))
+		for _, op := range m.p.Runner.Ownership().Partitions {
+			if op.Topic == string(events.TopicWorkflows) && op.Partition == p {
+				return true
+			}
+		}
+		return false
+	}
+	// a policy of project:a whose partition m2 owns, sent to m1
+	policy := ""
+	for i := 0; i < 64 && policy == ""; i++ {
+		if p := fmt.Sprintf("pol-%d", i); owns(m2, events.EntityKey("project:a", p)) && !owns(m1, events.EntityKey("project:a", p)) {
+			policy = p
+		}
+	}
+	if policy == "" {
+		t.Fatal("no policy on a partition of m2's")
+	}
+	post := func(m *member, path, body string) (int, map[string]any, time.Duration) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, m.srv.URL+path, bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer tok-admin")
+		req.Header.Set("Content-Type", "application/json")
+		t0 := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var out map[string]any
+		_ = json.Unmarshal(b, &out)
+		return resp.StatusCode, out, time.Since(t0)
+	}
+	feedback := fmt.Sprintf(`{"policy":%q,"suggestion_id":"s1","accepted":true,"mode":"suggestion","confidence":0.7}`, policy)
+	code, out, took := post(m1, "/v1/workflows/suggest/feedback?scope=project:a", feedback)
+	if code != http.StatusOK || took > 4*time.Second {
+		t.Fatalf("feedback sent to the member that does not own the policy: %d %v after %v, want 200 at once", code, out, took)
+	}
+	for _, m := range ms {
+		if code, out, _ := post(m, "/v1/workflows/suggest/feedback?scope=project:a", feedback); code != http.StatusOK {
+			t.Errorf("its resend to %s: %d %v, want 200 (counted once)", m.name, code, out)
+		}
+		code, out, _ := post(m, "/v1/workflows/suggest?scope=project:a", fmt.Sprintf(`{"intent":"book a flight","policy":%q}`, policy))
+		pol, _ := out["policy"].(map[string]any)
+		if code != http.StatusOK || pol["feedbacks"] != float64(1) {
+			t.Errorf("a suggestion on %s: %d, policy %v; want the one feedback counted", m.name, code, pol)
+		}
+	}
+}
