@@ -58,7 +58,7 @@ func policyKey(key string) string { return "th/" + key }
 
 // suggestionKey is the row recording that suggestion sid of the policy
 // with key has its feedback (the event id that gave it).
-func suggestionKey(key, sid string) string { return "sg/" + key + "/" + sid }
+func suggestionKey(key, sid string) string { return "sg/" + keyID(key, sid) }
 
 // NewPolicy is a policy before any feedback.
 func NewPolicy(scope, id string) Policy {

@@ -18,6 +18,10 @@
 //	ev/<key>/<event id>       the workflow's event count after that event (the event was applied)
 //	i/<id>\x00<scope>         index from a bare id to the scopes that hold it (empty value)
 //	th/<policy key>           Policy: an adaptive speculation threshold (key = EntityKey(scope, policy))
+//	sg/<policy key>/<suggestion id> the event id that gave the suggestion's feedback
+//
+// In ce/, ev/ and sg/ an id that holds '/' follows its key after a 0 byte
+// instead of '/' (keyID).
 //
 // Apply reads and writes only the rows of the workflow its event's key
 // names; a fork carries the parent's state in the event.
@@ -29,6 +33,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -185,8 +190,24 @@ func (Processor) StatePerKey() bool { return true }
 func stateKey(key string) string               { return "s/" + key }
 func checkpointKey(key string, seq int) string { return fmt.Sprintf("cp/%s/%06d", key, seq) }
 func checkpointPrefix(key string) string       { return "cp/" + key + "/" }
-func checkpointEventKey(key, id string) string { return "ce/" + key + "/" + id }
-func eventKey(key, id string) string           { return "ev/" + key + "/" + id }
+func checkpointEventKey(key, id string) string { return "ce/" + keyID(key, id) }
+func eventKey(key, id string) string           { return "ev/" + keyID(key, id) }
+
+// keyID joins an entity key and an event or suggestion id into the rest
+// of a row name: key "/" id when the id holds no '/' (the id is the last
+// segment, so the name is unambiguous, and such rows keep the layout they
+// always had), else key "\x00" id (a key never holds a 0 byte). With "/"
+// for every id, workflow "w" with event id "x/e1" and workflow "w/x" with
+// event id "e1" shared one row: the second was taken for a retry of the
+// first, or refused as a reused checkpoint id (found by a walkthrough).
+// A data directory that applied an event id with '/' before holds its row
+// under the old name: rebuild it (replay --into) to look it up again.
+func keyID(key, id string) string {
+	if strings.Contains(id, "/") {
+		return key + "\x00" + id
+	}
+	return key + "/" + id
+}
 
 var idIndexKey = projections.IDIndexKey
 

@@ -416,3 +416,30 @@ func TestCheckpointsOfAnIDThatExtendsAnother(t *testing.T) {
 		}
 	}
 }
+
+// An event id that extends another workflow's id ("w" with event "x/c1",
+// "w/x" with event "c1") is its own workflow's: the checkpoint is not
+// refused as a reused id, the event is not taken for the other's, and a
+// suggestion id of policy "t" does not answer for policy "t/x" (ce/, ev/
+// and sg/ rows named key "/" id collided; found by a walkthrough).
+func TestEventIDsThatExtendAnotherID(t *testing.T) {
+	h := newHarness(t)
+	h.must(scopeA, "a1", events.WorkflowReducerApplied, upd("w/x", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "a2", events.WorkflowReducerApplied, upd("w", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "c1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w/x", Layer: 0})
+	h.must(scopeA, "x/c1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w", Layer: 0})
+	for _, c := range []struct{ workflow, event string }{{"w/x", "c1"}, {"w", "x/c1"}} {
+		if ok, err := Applied(h.store, events.EntityKey(scopeA, c.workflow), c.event); err != nil || !ok {
+			t.Fatalf("%s's event %s: applied %v %v", c.workflow, c.event, ok, err)
+		}
+	}
+	h.must(scopeA, "e1", events.WorkflowReducerApplied, upd("v/x", 0, "tasks", `{"id":"t1"}`))
+	if ok, err := Applied(h.store, events.EntityKey(scopeA, "v"), "x/e1"); err != nil || ok {
+		t.Fatalf("v's event x/e1, never written: applied %v %v", ok, err)
+	}
+	fb := func(policy, sid string) events.SuggestionFeedbackData {
+		return events.SuggestionFeedbackData{Policy: policy, SuggestionID: sid, Accepted: true, Mode: "suggestion", Confidence: 0.7}
+	}
+	h.must(scopeA, "f1", events.WorkflowSuggestionFeedback, fb("t", "x/s9"))
+	h.must(scopeA, "f2", events.WorkflowSuggestionFeedback, fb("t/x", "s9"))
+}
