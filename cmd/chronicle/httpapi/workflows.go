@@ -311,6 +311,24 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		key = events.EntityKey(sc, id)
+		// on a cluster the owner of the workflow's partition holds its
+		// state: a write without ?scope= (a token of several scopes, which
+		// toOwner leaves to this member) is sent on to it with the scope
+		// resolved here. Before, it was answered from this store, without
+		// the workflow: complete said 404 for a workflow the same URL
+		// reads, and the other writes waited 5 s for an apply made
+		// elsewhere (found by a cluster walkthrough).
+		if r.URL.Query().Get("scope") == "" && r.Header.Get(ForwardedHeader) == "" {
+			if v, owner, p := s.ownerElsewhere(r.Context(), events.TopicWorkflows, key); owner != "" {
+				fr := r.Clone(r.Context())
+				fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+				q := fr.URL.Query()
+				q.Set("scope", sc)
+				fr.URL.RawQuery = q.Encode()
+				s.forward(w, fr, v, owner, string(events.TopicWorkflows), p, s.forwardTimeout()+s.improveWait())
+				return
+			}
+		}
 	}
 	scope, _, _ := events.SplitEntityKey(key)
 	st, exists, err := workflows.Get(s.P.Store, key)
