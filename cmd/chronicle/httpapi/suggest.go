@@ -105,6 +105,15 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	defer s.suggestMu.Unlock()
 	sg := &s.suggester
 	sg.Graph, sg.Catalog, sg.Embedder = g, cat, emb
+	// a context tool nobody knows is a typo, refused as a replan's
+	// args.tools is (it was ignored: 200 with suggestions that did not
+	// follow it; found by a walkthrough)
+	for i, t := range req.ContextTools {
+		if !sg.Known(t) {
+			writeErr(w, http.StatusBadRequest, "context_tools[%d]: %q is not a tool of the catalogue or the tool graph", i, t)
+			return
+		}
+	}
 	res, err := sg.Suggest(r.Context(), req)
 	switch {
 	case errors.Is(err, suggest.ErrInvalid):

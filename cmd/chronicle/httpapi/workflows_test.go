@@ -359,6 +359,14 @@ func TestPostSuggest(t *testing.T) {
 	if sg, _ := m["suggestion"].(map[string]any); code != 200 || sg["estimate"] == nil {
 		t.Fatalf("estimates: %d %v", code, m)
 	}
+	// a context tool nobody knows is a 400 naming it, as a replan's
+	// args.tools is (it was ignored: 200)
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "context_tools": []string{"get_user_details", "nope"}}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), `context_tools[1]: "nope"`) {
+		t.Fatalf("an unknown context tool: %d %v; want 400 naming context_tools[1]", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "context_tools": []string{"get_user_details"}}); code != 200 {
+		t.Fatalf("a known context tool: %d %v", code, m)
+	}
 }
 
 // GET /v1/tools/search with context_tools: hits re-ranked by

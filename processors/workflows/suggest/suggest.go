@@ -315,6 +315,13 @@ func (s *Suggester) Suggest(ctx context.Context, req Request) (Suggestion, error
 }
 
 // candidates are the catalogue's tools and the graph's, sorted.
+// Known reports whether tool is a tool of the catalogue or of the tool
+// graph: one a suggestion can name.
+func (s *Suggester) Known(tool string) bool {
+	_, ok := slices.BinarySearch(s.candidates(), tool)
+	return ok
+}
+
 func (s *Suggester) candidates() []string {
 	set := map[string]bool{}
 	for _, t := range s.Catalog {
