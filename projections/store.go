@@ -33,7 +33,13 @@ const (
 // part of them (embedding vectors), outside the digest. ok is false when
 // absent.
 func (s *Store) GetCache(key string) ([]byte, bool, error) {
-	v, closer, err := s.db.Get([]byte(prefixCache + key))
+	return s.getRaw([]byte(prefixCache + key))
+}
+
+// getRaw reads the value of a raw Pebble key (a copy); ok is false when
+// absent.
+func (s *Store) getRaw(key []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -471,15 +477,7 @@ func (s *Store) legacyDedup(processor string, env *events.Envelope) (prev []byte
 	if s.keys.absent(k) {
 		return nil, false, nil
 	}
-	v, closer, err := s.db.Get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return bytes.Clone(v), true, nil
+	return s.getRaw(k)
 }
 
 func putOffset(b *pebble.Batch, key string, next int64) error {

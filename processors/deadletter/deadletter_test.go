@@ -118,12 +118,19 @@ func TestListAndRedrive(t *testing.T) {
 	}
 	// the time-less events' times come from the log: a replay rebuilds
 	// the same projections
+	replayEqualsLive(ctx, t, p)
+}
+
+// replayEqualsLive replays p's log into a new store and fails t unless its
+// digest is the live store's.
+func replayEqualsLive(ctx context.Context, t *testing.T, p *pipeline.Pipeline) {
+	t.Helper()
 	rs, err := projections.Open(t.TempDir(), projections.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rs.Close()
-	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: rs, Processors: pipeline.DefaultProcessors()}); err != nil {
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: rs, Processors: pipeline.DefaultProcessors()}); err != nil {
 		t.Fatal(err)
 	}
 	live, err := p.Store.Digest()

@@ -9,11 +9,9 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
-	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
-	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -100,23 +98,5 @@ func TestWrongRecordKeyIsDeadLettered(t *testing.T) {
 	if ls, err := deadletter.List(ctx, brokers); err != nil || len(ls) != 1 {
 		t.Fatalf("after the redrive, letters %+v %v, want the one", ls, err)
 	}
-	rs, err := projections.Open(t.TempDir(), projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: rs, Processors: pipeline.DefaultProcessors()}); err != nil {
-		t.Fatal(err)
-	}
-	live, err := p.Store.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	replayed, err := rs.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if live.All != replayed.All {
-		t.Fatalf("replay digest differs from live:\n%v\n%v", replayed, live)
-	}
+	replayEqualsLive(ctx, t, p)
 }
