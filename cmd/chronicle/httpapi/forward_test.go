@@ -88,6 +88,25 @@ func fetch(t testing.TB, base, token, path string, hdr ...string) (int, []byte, 
 	return resp.StatusCode, b, resp.Header.Get(httpapi.ServedByHeader)
 }
 
+// postJSON sends body (JSON) to base+path as token, with hdr's name/value
+// pairs, and returns status and body.
+func postJSON(t testing.TB, base, token, path, body string, hdr ...string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
 // waitCluster waits until every member's GET /v1/cluster lists all of them
 // with their URLs and the sessions topic's 4 partitions assigned, and
 // every member caught up.

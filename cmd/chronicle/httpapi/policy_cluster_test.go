@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -50,19 +49,11 @@ func TestPolicyAndWorkflowWritesOnEveryMember(t *testing.T) {
 	}
 	post := func(m *member, path, body string) (int, map[string]any, time.Duration) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, m.srv.URL+path, bytes.NewBufferString(body))
-		req.Header.Set("Authorization", "Bearer tok-admin")
-		req.Header.Set("Content-Type", "application/json")
 		t0 := time.Now()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		code, b := postJSON(t, m.srv.URL, "tok-admin", path, body)
 		var out map[string]any
 		_ = json.Unmarshal(b, &out)
-		return resp.StatusCode, out, time.Since(t0)
+		return code, out, time.Since(t0)
 	}
 	feedback := fmt.Sprintf(`{"policy":%q,"suggestion_id":"s1","accepted":true,"mode":"suggestion","confidence":0.7}`, policy)
 	code, out, took := post(m1, "/v1/workflows/suggest/feedback?scope=project:a", feedback)

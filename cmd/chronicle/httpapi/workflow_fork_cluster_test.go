@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -32,19 +31,7 @@ func TestForkRetryInACluster(t *testing.T) {
 	// post sends body to m's path as tok-a, with hdr's name/value pairs
 	post := func(m *member, path, body string, hdr ...string) (int, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, m.srv.URL+path, bytes.NewBufferString(body))
-		req.Header.Set("Authorization", "Bearer tok-a")
-		req.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
+		return postJSON(t, m.srv.URL, "tok-a", path, body, hdr...)
 	}
 	if code, body := post(m1, "/v1/workflows/parent/updates", `{"channel":"messages","update":"from the parent"}`); code != http.StatusOK {
 		t.Fatalf("update: %d %s", code, body)
