@@ -92,7 +92,7 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "policy: %v", err)
 		return
 	}
-	if s.policyToOwner(w, r, body, events.EntityKey(scope, req.Policy), false) {
+	if s.policyToOwner(w, r, body, events.EntityKey(scope, req.Policy)) {
 		return
 	}
 	pol, err := workflows.GetPolicy(s.P.Store, events.EntityKey(scope, req.Policy))
@@ -135,9 +135,9 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 // one-verdict-per-suggestion rows live in the owner's store only: on
 // another member a suggestion read a stale threshold and a feedback waited
 // 5 s for an apply that happened elsewhere, then answered 503 (found by a
-// cluster walkthrough). Bounded as any forward (ForwardTimeout; plus
-// ImproveWait for a write).
-func (s *Server) policyToOwner(w http.ResponseWriter, r *http.Request, body []byte, key string, write bool) bool {
+// cluster walkthrough). Bounded as a forwarded write (forwardWrite), the
+// suggestion too: it computes its answer there.
+func (s *Server) policyToOwner(w http.ResponseWriter, r *http.Request, body []byte, key string) bool {
 	if r.Header.Get(ForwardedHeader) != "" {
 		return false
 	}
@@ -145,13 +145,7 @@ func (s *Server) policyToOwner(w http.ResponseWriter, r *http.Request, body []by
 	if owner == "" {
 		return false
 	}
-	fr := r.Clone(r.Context())
-	fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	timeout := s.forwardTimeout()
-	if write {
-		timeout += s.improveWait()
-	}
-	s.forward(w, fr, v, owner, string(events.TopicWorkflows), p, timeout)
+	s.forwardWrite(w, r, body, "", v, owner, p)
 	return true
 }
 
@@ -232,7 +226,7 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "policy: %v", err)
 		return
 	}
-	if s.policyToOwner(w, r, body, events.EntityKey(scope, d.Policy), true) {
+	if s.policyToOwner(w, r, body, events.EntityKey(scope, d.Policy)) {
 		return
 	}
 	id := "fb-" + uuid.NewString()

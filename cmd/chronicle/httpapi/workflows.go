@@ -320,12 +320,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		// elsewhere (found by a cluster walkthrough).
 		if r.URL.Query().Get("scope") == "" && r.Header.Get(ForwardedHeader) == "" {
 			if v, owner, p := s.ownerElsewhere(r.Context(), events.TopicWorkflows, key); owner != "" {
-				fr := r.Clone(r.Context())
-				fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-				q := fr.URL.Query()
-				q.Set("scope", sc)
-				fr.URL.RawQuery = q.Encode()
-				s.forward(w, fr, v, owner, string(events.TopicWorkflows), p, s.forwardTimeout()+s.improveWait())
+				s.forwardWrite(w, r, body, sc, v, owner, p)
 				return
 			}
 		}
@@ -689,12 +684,24 @@ const forkHopHeader = "Chronicle-Fork-Hop"
 // forwarded write (ForwardTimeout plus ImproveWait); a member that does
 // not answer: 503/504 naming it.
 func (s *Server) forwardFork(w http.ResponseWriter, r *http.Request, body []byte, scope string, v *groupView, owner string, p int32) {
+	s.forwardWrite(w, r, body, scope, v, owner, p, forkHopHeader, "1")
+}
+
+// forwardWrite forwards a write on chronicle.workflows whose body the
+// handler has read already to owner (partition p), with ?scope= set to
+// scope unless it is "" and hdr's name/value pairs added; bounded as a
+// forwarded write (ForwardTimeout plus ImproveWait).
+func (s *Server) forwardWrite(w http.ResponseWriter, r *http.Request, body []byte, scope string, v *groupView, owner string, p int32, hdr ...string) {
 	fr := r.Clone(r.Context())
 	fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	q := fr.URL.Query()
-	q.Set("scope", scope)
-	fr.URL.RawQuery = q.Encode()
-	fr.Header.Set(forkHopHeader, "1")
+	if scope != "" {
+		q := fr.URL.Query()
+		q.Set("scope", scope)
+		fr.URL.RawQuery = q.Encode()
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		fr.Header.Set(hdr[i], hdr[i+1])
+	}
 	s.forward(w, fr, v, owner, string(events.TopicWorkflows), p, s.forwardTimeout()+s.improveWait())
 }
 
