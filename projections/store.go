@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -451,6 +452,15 @@ func upper(p string) []byte {
 		}
 	}
 	return nil
+}
+
+// OwnRow reports whether key, a row found by a scan of prefix (an
+// entity's rows: "<kind>/<entity key>/"), is that entity's own: the rest
+// after prefix holds no '/'. Ids may hold '/', so the rows of entity
+// "mx/child" sort under "mx"'s prefix too; a scan that took them in mixed
+// two entities' signals, changes and checkpoints.
+func OwnRow(prefix, key string) bool {
+	return !strings.Contains(key[len(prefix):], "/")
 }
 
 // dedupKey is the idempotency key of an event for processor: the prefix,

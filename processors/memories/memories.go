@@ -29,7 +29,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -435,7 +434,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	var stored []Pending
 	sp := "s/" + m.Key() + "/"
 	if err := tx.Scan(sp, func(k string, v []byte) (bool, error) {
-		if strings.Contains(k[len(sp):], "/") {
+		if !projections.OwnRow(sp, k) {
 			return true, nil // a signal of a memory whose id extends this one's
 		}
 		var p Pending

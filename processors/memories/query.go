@@ -26,7 +26,7 @@ func History(store *projections.Store, key string) ([]Change, []Pending, error) 
 	var changes []Change
 	hp, sp := "h/"+id+"/", "s/"+id+"/"
 	if err := store.Scan(Name, hp, "", func(k string, v []byte) (bool, error) {
-		if strings.Contains(k[len(hp):], "/") {
+		if !projections.OwnRow(hp, k) {
 			return true, nil // a change of a memory whose id extends this one's
 		}
 		var c Change
@@ -40,7 +40,7 @@ func History(store *projections.Store, key string) ([]Change, []Pending, error) 
 	}
 	var signals []Pending
 	err := store.Scan(Name, sp, "", func(k string, v []byte) (bool, error) {
-		if strings.Contains(k[len(sp):], "/") {
+		if !projections.OwnRow(sp, k) {
 			return true, nil
 		}
 		var p Pending
@@ -60,7 +60,7 @@ func Retrievals(store *projections.Store, key string) ([]Retrieval, error) {
 	out := []Retrieval{}
 	prefix := "r/" + key + "/"
 	err := store.Scan(Name, prefix, "", func(k string, v []byte) (bool, error) {
-		if strings.Contains(k[len(prefix):], "/") {
+		if !projections.OwnRow(prefix, k) {
 			return true, nil // a row of a memory whose id extends this one's
 		}
 		var r Retrieval

@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -25,7 +24,7 @@ func Checkpoints(store *projections.Store, key string) ([]Checkpoint, error) {
 	var out []Checkpoint
 	p := checkpointPrefix(key)
 	err := store.Scan(Name, p, "", func(k string, val []byte) (bool, error) {
-		if strings.Contains(k[len(p):], "/") {
+		if !projections.OwnRow(p, k) {
 			return true, nil // a checkpoint of a workflow whose id extends this one's
 		}
 		var cp Checkpoint
