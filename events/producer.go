@@ -3,7 +3,6 @@ package events
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -269,8 +268,7 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 // sameEvent reports whether a and b, of one scope, source and id, are the
 // same event as the processors' idempotency check sees it (the content
 // hash of package projections): every attribute but the time, the scope as
-// the effective one, and the data with white space outside strings
-// ignored.
+// the effective one, and the data in its canonical form (AppendCanonical).
 func sameEvent(a, b *Envelope) bool {
 	if a.SpecVersion != b.SpecVersion || a.Type != b.Type || a.Subject != b.Subject || a.DataContentType != b.DataContentType ||
 		a.DataSchema != b.DataSchema || a.SessionID != b.SessionID || a.CausationID != b.CausationID || a.CorrelationID != b.CorrelationID {
@@ -279,11 +277,9 @@ func sameEvent(a, b *Envelope) bool {
 	if bytes.Equal(a.Data, b.Data) {
 		return true
 	}
-	var ca, cb bytes.Buffer
-	if json.Compact(&ca, a.Data) != nil || json.Compact(&cb, b.Data) != nil {
-		return false
-	}
-	return bytes.Equal(ca.Bytes(), cb.Bytes())
+	ca, errA := AppendCanonical(nil, a.Data)
+	cb, errB := AppendCanonical(nil, b.Data)
+	return errA == nil && errB == nil && bytes.Equal(ca, cb)
 }
 
 // PublishDerived is Publish for Chronicle's own writers (the clock, the LLM

@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -177,6 +178,11 @@ func TestPublishRefusesOneIDWithTwoContents(t *testing.T) {
 		env.Scope = scope
 		return env
 	}
+	// the same data with its strings escaped otherwise (\u0064 is "d")
+	escaped := func(env events.Envelope) events.Envelope {
+		env.Data = bytes.ReplaceAll(env.Data, []byte(`"mem-d1"`), []byte(`"mem-\u0064\u0031"`))
+		return env
+	}
 	err = p.Publish(context.Background(), mk("mem-d0", "", 1), mk("mem-d1", "project:a", 1), mk("mem-d2", "project:a", 1))
 	var ve *events.ValidationError
 	if !errors.As(err, &ve) || ve.Index != 2 || ve.Pointer != "/id" || !strings.Contains(ve.Reason, "event 1 of this batch") {
@@ -185,6 +191,7 @@ func TestPublishRefusesOneIDWithTwoContents(t *testing.T) {
 	for name, batch := range map[string][]events.Envelope{
 		"the same event twice":      {mk("mem-d1", "project:a", 1), mk("mem-d1", "project:a", 1)},
 		"another time":              {mk("mem-d1", "project:a", 1), mk("mem-d1", "project:a", 2)},
+		"other escapes":             {mk("mem-d1", "project:a", 1), escaped(mk("mem-d1", "project:a", 1))},
 		"the default scope spelled": {mk("mem-d1", "", 1), mk("mem-d1", events.DefaultScope, 1)},
 		"another scope":             {mk("mem-d1", "project:a", 1), mk("mem-d2", "project:b", 1)},
 	} {

@@ -101,38 +101,45 @@ func contentHashV1(env *events.Envelope) []byte {
 // another time was dead-lettered as a conflicting duplicate, which a new
 // user's walkthrough hit with the SDK's usual client.
 //
-// The scope counts as the event's effective scope: an event without the
-// attribute is org:default's, so a resend that spells it out is the same
-// event (it was a conflicting duplicate until dedup version 4: a
-// walkthrough with an admin token hit it).
+// From dedup version 4 on, the scope counts as the event's effective
+// scope: an event without the attribute is org:default's, so a resend that
+// spells it out is the same event (it was a conflicting duplicate: a
+// walkthrough with an admin token hit it). And the data counts in its
+// canonical form (events.AppendCanonical): a resend whose encoder spells a
+// string's escapes otherwise ("\u2019" for "’", as Python's json.dumps
+// writes every non-ASCII character) is the same event (it was a
+// conflicting duplicate: an upgrade walkthrough hit it re-sending a
+// tau-bench session through Python).
 //
 // It is what the idempotency key's value keeps to tell a duplicate from a
 // conflicting duplicate; the engine computes it once per record
 // (Item.Sum), not once per processor.
 func ContentHash(env *events.Envelope) []byte {
-	return contentHash(env, false, true)
+	return contentHash(env, dedupVersion)
 }
 
 // contentHashV2 is ContentHash as idempotency keys of dedup version 2
 // hold it: with the time the producer sent (a time from the record counts
-// as empty), and the scope as sent.
+// as empty), the scope as sent, the data compacted.
 func contentHashV2(env *events.Envelope) []byte {
-	return contentHash(env, true, false)
+	return contentHash(env, 2)
 }
 
 // contentHashV3 is ContentHash as idempotency keys of dedup version 3
-// hold it: the scope as sent.
+// hold it: the scope as sent, the data compacted.
 func contentHashV3(env *events.Envelope) []byte {
-	return contentHash(env, false, false)
+	return contentHash(env, 3)
 }
 
-func contentHash(env *events.Envelope, withTime, effectiveScope bool) []byte {
+// contentHash is ContentHash as idempotency keys of dedup version v (2 to
+// dedupVersion) hold it.
+func contentHash(env *events.Envelope, v int) []byte {
 	sent := ""
-	if withTime && !env.TimeFromLog {
+	if v == 2 && !env.TimeFromLog {
 		sent = env.Time
 	}
 	scope := env.Scope
-	if effectiveScope {
+	if v >= 4 {
 		scope = env.EffectiveScope()
 	}
 	attrs := [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
@@ -148,10 +155,22 @@ func contentHash(env *events.Envelope, withTime, effectiveScope bool) []byte {
 		h.Write(zeroByte[:])
 	}
 	// json.Compact only drops white space outside strings: data without
-	// any is compact already (Chronicle's own producers write it so)
-	if compactAlready(env.Data) {
+	// any is compact already (Chronicle's own producers write it so). The
+	// canonical form differs from the compact one only where a string has
+	// a \u or \/ escape (the other escapes are canonical already)
+	switch {
+	case v >= 4 && uOrSlashEscape(env.Data):
+		buf := canonBufs.Get().(*[]byte)
+		out, err := events.AppendCanonical((*buf)[:0], env.Data)
+		if err != nil {
+			out = append(out[:0], env.Data...) // unreachable for a parsed event
+		}
+		h.Write(out)
+		*buf = out
+		canonBufs.Put(buf)
+	case compactAlready(env.Data):
 		h.Write(env.Data)
-	} else {
+	default:
 		var buf bytes.Buffer
 		if err := compact(&buf, env.Data); err != nil {
 			buf.Reset()
@@ -184,6 +203,26 @@ func legacyIDHash(env *events.Envelope) []byte {
 	h := sha256.Sum256([]byte(env.DedupKey()))
 	return h[:]
 }
+
+// uOrSlashEscape reports whether the valid JSON b has a \u or \/ escape in
+// a string: one pass from backslash to backslash, each escape's second
+// byte skipped (so an escaped backslash before a 'u' is no \u).
+func uOrSlashEscape(b []byte) bool {
+	for i := 0; ; {
+		k := bytes.IndexByte(b[i:], '\\')
+		if k < 0 || i+k+1 >= len(b) {
+			return false
+		}
+		i += k + 1
+		if c := b[i]; c == 'u' || c == '/' {
+			return true
+		}
+		i++
+	}
+}
+
+// canonBufs pools ContentHash's buffers for canonical data.
+var canonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // sha256s pools the SHA-256 hashes of ContentHash.
 var sha256s = sync.Pool{New: func() any { return sha256.New() }}

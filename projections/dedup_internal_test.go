@@ -111,3 +111,48 @@ func TestSpelledOutDefaultScopeIsTheSameContent(t *testing.T) {
 		t.Error("a version-3 key: the event itself is other content")
 	}
 }
+
+// From dedup version 4 on the data counts in its canonical form: a resend
+// whose encoder escapes strings otherwise (Python's json.dumps writes "’"
+// as "\u2019") is the same event; other data is not. A version-3 key keeps
+// its rule (found by an upgrade walkthrough re-sending a session through
+// Python).
+func TestReencodedDataIsTheSameContent(t *testing.T) {
+	env, err := events.New(events.MemoryFeedback, "test", "a", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true, Comment: "it’s fine\n\"ok\""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reencoded := env
+	reencoded.Data = []byte(`{"memory_id": "m1", "signal": "task_completion", "positive": true, "comment": "it\u2019s fine\u000a\u0022ok\u0022"}`)
+	other := env
+	other.Data = []byte(`{"memory_id":"m1","signal":"task_completion","positive":true,"comment":"it\u2019s fine!"}`)
+	if !sameContent(dedupValue(1, ContentHash(&env)), &reencoded, ContentHash(&reencoded)) {
+		t.Error("the same data encoded with other escapes is other content")
+	}
+	if sameContent(dedupValue(1, ContentHash(&env)), &other, ContentHash(&other)) {
+		t.Error("other data is the same content")
+	}
+	v3 := append(append(binary.BigEndian.AppendUint64(nil, 1), 3), contentHashV3(&env)...)
+	if sameContent(v3, &reencoded, ContentHash(&reencoded)) {
+		t.Error("a version-3 key: other escapes are the same content")
+	}
+}
+
+// uOrSlashEscape finds a \u or \/ escape, and no other: an escaped
+// backslash followed by a 'u' or '/' is text.
+func TestUOrSlashEscape(t *testing.T) {
+	for s, want := range map[string]bool{
+		`{"a":"x"}`:            false,
+		`{"a":"\"quoted\"\n"}`: false,
+		`{"a":"\u2019"}`:       true,
+		`{"a":"a\/b"}`:         true,
+		`{"a":"C:\\users"}`:    false,
+		`{"a":"C:\\\u0041"}`:   true,
+		`{"a":"\\/"}`:          false,
+		`{"a":"end\\"}`:        false,
+	} {
+		if got := uOrSlashEscape([]byte(s)); got != want {
+			t.Errorf("%s: %v, want %v", s, got, want)
+		}
+	}
+}
