@@ -61,52 +61,54 @@ func recordOf(e *Envelope, val []byte) (*kgo.Record, error) {
 // share its fetch's (franz-go does not reuse them unless its pools are
 // configured): copy Data before changing r.Value in place.
 //
-// The record's key must be the event's Key (Record keys it so): a record
-// keyed otherwise is refused with a *RecordKeyError, and the engine
-// dead-letters it like an invalid event. With more than one partition such
-// a record may sit on another partition than its entity's other events,
-// where no order with them holds, and two partitions' workers would update
-// one entity's rows at once: live and replay could then disagree.
+// It does not look at the record's key or partition: the processors check
+// that a record sits on its event's partition (Partition, PartitionError).
 func FromRecord(r *kgo.Record) (Envelope, error) {
+	env, _, err := FromRecordKey(r)
+	return env, err
+}
+
+// FromRecordKey is FromRecord that also returns the event's Key, computed
+// on the parse's way (no second look at the data).
+func FromRecordKey(r *kgo.Record) (Envelope, string, error) {
 	raw, err := structuredJSON(r)
 	if err != nil {
-		return Envelope{}, err
+		return Envelope{}, "", err
 	}
 	env, key, err := parseEventKey(raw, true, true)
 	if err != nil {
-		return env, err
-	}
-	if string(r.Key) != key {
-		return Envelope{}, &RecordKeyError{Got: string(r.Key), Want: key}
+		return env, "", err
 	}
 	if env.Time == "" {
 		env.Time, env.TimeFromLog = RecordTime(r.Timestamp), true
 	}
-	return env, nil
+	return env, key, nil
 }
 
-// CheckRecordKey is FromRecord's key check for an event parsed from a
-// record's value elsewhere (a Watermill message's payload): nil when key
-// is Key(env), else a *RecordKeyError (or Key's error).
-func CheckRecordKey(key string, env *Envelope) error {
-	want, err := Key(env)
-	if err != nil {
-		return err
+// Partition is the partition of a topic of n partitions that the record
+// key key goes to with Kafka's default partitioner (murmur2, as the Java
+// client, franz-go's default and Chronicle's producers partition), where
+// all of an entity's events belong (Key). n ≤ 1: 0.
+func Partition(topic, key string, n int) int32 {
+	if n <= 1 {
+		return 0
 	}
-	if key != want {
-		return &RecordKeyError{Got: key, Want: want}
-	}
-	return nil
+	return int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, n))
 }
 
-// RecordKeyError is FromRecord's error for a record whose key is not its
-// event's Key: Got is the record's key ("" for none), Want the event's.
-type RecordKeyError struct {
-	Got, Want string
+// PartitionError is the refusal of a record that sits on another
+// partition than its event's Key belongs on (Partition): its entity's
+// other events are elsewhere, so no order with them holds, and two
+// partitions' workers would update one entity at once. Key is the
+// event's key, RecordKey the record's ("" for none).
+type PartitionError struct {
+	Topic           string
+	Partition, Want int32
+	Key, RecordKey  string
 }
 
-func (e *RecordKeyError) Error() string {
-	return fmt.Sprintf("record key %q is not the event's key %q: key each record with events.Key (the scope, then the entity id: the session id for session events, else the type's key field), as events.Record does, so that all of an entity's events share a partition", e.Got, e.Want)
+func (e *PartitionError) Error() string {
+	return fmt.Sprintf("record on partition %d of %s, but its event's key %q belongs on partition %d (record key %q): key each record with events.Key (the scope, then the entity id: the session id for session events, else the type's key field), as events.Record does, and partition with Kafka's default murmur2 partitioner (librdkafka clients: partitioner=murmur2_random)", e.Partition, e.Topic, e.Key, e.Want, e.RecordKey)
 }
 
 // StructuredJSON returns the CloudEvents JSON form of r, converting a

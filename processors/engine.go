@@ -58,7 +58,9 @@ type engine struct {
 	paused map[tp]*pausedPartition // partitions backing off after a store failure
 
 	own *ownership // assignment, restore and progress per partition (ownership.go)
-	sb  *standby   // standby replicas (standby.go); nil without RunnerConfig.StandbyReplicas
+	// counts: the partition count of each topic, for checkPartition
+	counts *partitionCounts
+	sb     *standby // standby replicas (standby.go); nil without RunnerConfig.StandbyReplicas
 }
 
 type tp struct {
@@ -125,6 +127,7 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		return nil, err
 	}
 	e.client = cl
+	e.counts = newPartitionCounts(cl)
 	if cfg.Metrics != nil && cfg.Metrics.Registry != nil {
 		// a second Runner on the same registry keeps the first's gauge
 		_ = cfg.Metrics.Registry.Register(restoreCollector{own: e.own, desc: restoreDesc})
@@ -218,11 +221,16 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 		return true
 	}
 	procs := e.byTopic[topic]
+	n, err := e.counts.of(ctx, topic)
+	if err != nil {
+		e.backOff(topic, partition, err)
+		return false
+	}
 	base := make([]projections.Item, len(recs))
 	for i, r := range recs {
-		base[i] = parseItem(r)
+		base[i] = parseItem(r, n)
 	}
-	err := e.pool.each(procs, func(i int, p Processor) error {
+	err = e.pool.each(procs, func(i int, p Processor) error {
 		items := make([]projections.Item, len(base))
 		for j, it := range base {
 			rec := recs[j]
@@ -419,12 +427,16 @@ func (pl *pool) each(procs []Processor, fn func(i int, p Processor) error) error
 	return errors.Join(errs...)
 }
 
-// parseItem parses and validates r once, for every processor of its topic.
-func parseItem(r *kgo.Record) projections.Item {
+// parseItem parses and validates r once, for every processor of its topic
+// (partitions: the topic's partition count, for checkPartition).
+func parseItem(r *kgo.Record, partitions int) projections.Item {
 	it := projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}
-	env, err := events.FromRecord(r)
+	env, key, err := events.FromRecordKey(r)
 	if err == nil {
 		err = events.CheckTopic(&env, events.Topic(r.Topic))
+	}
+	if err == nil {
+		err = checkPartition(r.Topic, r.Partition, partitions, key, string(r.Key))
 	}
 	if err != nil {
 		it.Err = fmt.Errorf("at %s: %w", it.Pos, err)

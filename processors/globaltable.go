@@ -147,6 +147,20 @@ type GlobalTableRunner struct {
 	adm   *kadm.Client // the consumer's client, for CaughtUp; set before running closes
 }
 
+// partitionsOf is topic's partition count, from the partitions Run
+// listed.
+func (g *GlobalTableRunner) partitionsOf(topic string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, p := range g.parts {
+		if p.topic == topic {
+			n++
+		}
+	}
+	return n
+}
+
 // NewGlobalTableRunner checks cfg; Run starts consuming.
 func NewGlobalTableRunner(cfg GlobalTableConfig) (*GlobalTableRunner, error) {
 	if err := cfg.Validate(); err != nil {
@@ -363,7 +377,7 @@ func (g *GlobalTableRunner) partition(ctx context.Context, recs []*kgo.Record) {
 		// every instance writes the table's derived events alike; each
 		// row keeps its source position, and only the owner of the
 		// partition's task relays it (WithTasks, Fence)
-		items[i] = parseItem(r)
+		items[i] = parseItem(r, g.partitionsOf(r.Topic))
 	}
 	_ = g.pool.each(g.byTopic[recs[0].Topic], func(_ int, p Processor) error {
 		wait := g.cfg.RetryInterval

@@ -228,7 +228,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			}
 			items := make([]projections.Item, len(recs))
 			for i, r := range recs {
-				items[i] = parseItem(r)
+				items[i] = parseItem(r, len(stopAt[topic]))
 			}
 			if cfg.StopAt != nil {
 				pastStopAt(topic, partition, items)

@@ -311,8 +311,14 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		}
 		h := r.router.AddConsumerHandler(w.Name()+"@"+string(w.Topic()), string(w.Topic()), sub, func(msg *message.Message) error {
 			env, err := events.ParseEvent(msg.Payload)
-			if err == nil { // a record keyed otherwise is no event here either (events.FromRecord)
-				err = events.CheckRecordKey(msg.Metadata.Get(kafkapubsub.RecordKeyMetadataKey), &env)
+			if err == nil { // a record on another partition than its event's is no event here either (parseItem)
+				if perr := checkWorkerPartition(msg.Context(), eng, &env, msg.Metadata); perr != nil {
+					var pe *events.PartitionError
+					if !errors.As(perr, &pe) {
+						return perr // the partition count unknown for now: retried
+					}
+					err = perr
+				}
 			}
 			if err != nil {
 				if engineReads {
@@ -406,6 +412,27 @@ func (r *Runner) Close() error {
 		<-r.done
 	}
 	return nil
+}
+
+// checkWorkerPartition is checkPartition for a worker's message: the
+// record's topic, partition and key from its metadata.
+func checkWorkerPartition(ctx context.Context, e *engine, env *events.Envelope, md message.Metadata) error {
+	topic := md.Get(kafkapubsub.TopicMetadataKey)
+	p, err := strconv.ParseInt(md.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
+	if err != nil {
+		return fmt.Errorf("processors: the message's partition: %w", err)
+	}
+	key, err := events.Key(env)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := e.counts.of(ctx, topic)
+	if err != nil {
+		return err
+	}
+	return checkPartition(topic, int32(p), n, key, md.Get(kafkapubsub.RecordKeyMetadataKey))
 }
 
 // recordUnmarshaler turns a consumed record into a message whose payload is

@@ -345,6 +345,13 @@ func (s *standby) partition(topic string, partition int32, recs []*kgo.Record) {
 		return
 	}
 	procs := s.e.byTopic[topic]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	n, err := s.e.counts.of(ctx, topic)
+	cancel()
+	if err != nil {
+		s.drop(k, err)
+		return
+	}
 	for len(recs) > 0 {
 		batch := recs[:min(len(recs), s.e.cfg.MaxBatch)]
 		recs = recs[len(batch):]
@@ -356,7 +363,7 @@ func (s *standby) partition(topic string, partition int32, recs []*kgo.Record) {
 				base[i] = projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Control: true}
 				continue
 			}
-			base[i] = parseItem(r)
+			base[i] = parseItem(r, n)
 		}
 		err := s.e.pool.each(procs, func(i int, p Processor) error {
 			items := make([]projections.Item, len(base))
@@ -373,17 +380,23 @@ func (s *standby) partition(topic string, partition int32, recs []*kgo.Record) {
 			return err
 		})
 		if err != nil {
-			s.e.cfg.Logger.Error("standby replicas: store failed; the partition restarts from its stored offset", err, map[string]any{"topic": topic, "partition": partition})
-			s.mu.Lock()
-			if s.active[k] != nil {
-				delete(s.active, k)
-				s.cl.RemoveConsumePartitions(map[string][]int32{topic: {partition}})
-			}
-			s.mu.Unlock()
-			s.wake()
+			s.drop(k, err)
 			return
 		}
 	}
+}
+
+// drop removes standby partition k from the consumer after a failure; the
+// next refresh adds it again at its stored offset.
+func (s *standby) drop(k tp, err error) {
+	s.e.cfg.Logger.Error("standby replicas: store failed; the partition restarts from its stored offset", err, map[string]any{"topic": k.topic, "partition": k.partition})
+	s.mu.Lock()
+	if s.active[k] != nil {
+		delete(s.active, k)
+		s.cl.RemoveConsumePartitions(map[string][]int32{k.topic: {k.partition}})
+	}
+	s.mu.Unlock()
+	s.wake()
 }
 
 // snapshot lists the standby partitions with their lag.

@@ -254,9 +254,11 @@ type Redriven struct {
 // time is used and such an event may be refused as a conflicting
 // duplicate by those processors.
 //
-// A record dead-lettered because its key was not its event's
-// (events.RecordKeyError) is re-produced with the event's key, so it
-// lands on its entity's partition; every other record keeps its key.
+// A record whose event parses is re-produced keyed by the event's key
+// (events.Key), so the default partitioner puts it on its entity's
+// partition: a record dead-lettered for sitting elsewhere
+// (events.PartitionError: another key, or another client's partitioner)
+// lands where it belongs; a record keyed right keeps its key.
 func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redriven, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second))
 	if err != nil {
@@ -272,9 +274,8 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 		seen[l.ID] = true
 		rec := *l.original
 		rec.Headers = append([]kgo.RecordHeader(nil), l.original.Headers...)
-		var ke *events.RecordKeyError
-		if _, err := events.FromRecord(&rec); errors.As(err, &ke) {
-			rec.Key = []byte(ke.Want) // the one fix a redrive can make: the event's own key
+		if _, key, err := events.FromRecordKey(&rec); err == nil {
+			rec.Key = []byte(key) // the event's own key: the partition its entity's events are on
 		}
 		rec.Timestamp = l.recordTime
 		if rec.Timestamp.IsZero() {
