@@ -284,7 +284,22 @@ func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {
 	case len(prev) == 9+len(sum) && prev[8] == dedupVersion:
 		return bytes.Equal(prev[9:], sum)
 	case len(prev) == 9+16 && prev[8] == 3:
-		return bytes.Equal(prev[9:], contentHashV3(env))
+		if bytes.Equal(prev[9:], contentHashV3(env)) {
+			return true
+		}
+		// version 4's rule for the scope, which a version-3 hash can
+		// answer: the default scope left out and spelled out are one (so a
+		// store upgraded across it decides as a replay does)
+		if env.EffectiveScope() != events.DefaultScope {
+			return false
+		}
+		alt := *env
+		if alt.Scope == "" {
+			alt.Scope = events.DefaultScope
+		} else {
+			alt.Scope = ""
+		}
+		return bytes.Equal(prev[9:], contentHashV3(&alt))
 	case len(prev) == 9+16 && prev[8] == 2:
 		return bytes.Equal(prev[9:], contentHashV2(env))
 	case len(prev) == 8+16:

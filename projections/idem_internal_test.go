@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -74,8 +75,9 @@ func TestIdempotencyKeysWrittenBeforeTheScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.Scope = "project:a"
-	// what the code before wrote for it
-	if err := store.db.Set(dedupKeyIn(prefixDedup, "p", legacyIDHash(&env)), dedupValue(3, ContentHash(&env)), nil); err != nil {
+	// what the code before wrote for it: offset 3, version 3, contentHashV3
+	v3 := append(append(binary.BigEndian.AppendUint64(nil, 3), 3), contentHashV3(&env)...)
+	if err := store.db.Set(dedupKeyIn(prefixDedup, "p", legacyIDHash(&env)), v3, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.Close(); err != nil {
