@@ -17,7 +17,9 @@ import (
 // encoder re-encoding an event for a retry makes them (Python's json.dumps
 // escapes every non-ASCII character), differ only in those two ways, so
 // the content hash of the idempotency check (package projections) takes
-// them as the same event. Errors: b is not valid JSON.
+// them as the same event. b must be valid JSON (a parsed event's data):
+// only a malformed string is an error; anything else outside strings is
+// copied as it is.
 func AppendCanonical(dst, b []byte) ([]byte, error) {
 	for i := 0; i < len(b); {
 		switch c := b[i]; c {

@@ -108,11 +108,9 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	// a context tool nobody knows is a typo, refused as a replan's
 	// args.tools is (it was ignored: 200 with suggestions that did not
 	// follow it; found by a walkthrough)
-	for i, t := range req.ContextTools {
-		if !sg.Known(t) {
-			writeErr(w, http.StatusBadRequest, "context_tools[%d]: %q is not a tool of the catalogue or the tool graph", i, t)
-			return
-		}
+	if i := sg.Unknown(req.ContextTools); i >= 0 {
+		writeErr(w, http.StatusBadRequest, "context_tools[%d]: %q is not a tool of the catalogue or the tool graph", i, req.ContextTools[i])
+		return
 	}
 	res, err := sg.Suggest(r.Context(), req)
 	switch {

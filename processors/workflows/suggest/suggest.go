@@ -314,14 +314,22 @@ func (s *Suggester) Suggest(ctx context.Context, req Request) (Suggestion, error
 	return out, nil
 }
 
-// candidates are the catalogue's tools and the graph's, sorted.
-// Known reports whether tool is a tool of the catalogue or of the tool
-// graph: one a suggestion can name.
-func (s *Suggester) Known(tool string) bool {
-	_, ok := slices.BinarySearch(s.candidates(), tool)
-	return ok
+// Unknown returns the index of the first of tools that is no tool of the
+// catalogue or of the tool graph (none a suggestion can name), or -1.
+func (s *Suggester) Unknown(tools []string) int {
+	if len(tools) == 0 {
+		return -1
+	}
+	known := s.candidates()
+	for i, t := range tools {
+		if _, ok := slices.BinarySearch(known, t); !ok {
+			return i
+		}
+	}
+	return -1
 }
 
+// candidates are the catalogue's tools and the graph's, sorted.
 func (s *Suggester) candidates() []string {
 	set := map[string]bool{}
 	for _, t := range s.Catalog {
