@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver/mcptest"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/memories"
@@ -242,12 +243,12 @@ func TestMCPFeedbackNamesTheScope(t *testing.T) {
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false}})
-	if err != nil || !res.IsError || !strings.Contains(toolText(res), "name the scope") {
-		t.Fatalf("feedback without a scope: %v %s, want the error asking for one", err, toolText(res))
+	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "name the scope") {
+		t.Fatalf("feedback without a scope: %v %s, want the error asking for one", err, mcptest.Text(res))
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false, "scope": "project:b"}})
 	if err != nil || res.IsError {
-		t.Fatalf("feedback naming project:b: %v %s", err, toolText(res))
+		t.Fatalf("feedback naming project:b: %v %s", err, mcptest.Text(res))
 	}
 	for sc, want := range map[string]int{"project:a": 0, "project:b": 1} {
 		_, signals, err := memories.History(p.Store, events.EntityKey(sc, "mem-shared"))
@@ -256,18 +257,7 @@ func TestMCPFeedbackNamesTheScope(t *testing.T) {
 		}
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false, "scope": "project"}})
-	if err != nil || !res.IsError || !strings.Contains(toolText(res), "scope") {
-		t.Fatalf("feedback naming a kind, not a scope: %v %s, want an error naming scope", err, toolText(res))
+	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "scope") {
+		t.Fatalf("feedback naming a kind, not a scope: %v %s, want an error naming scope", err, mcptest.Text(res))
 	}
-}
-
-// toolText is the text of a tool result's content.
-func toolText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
