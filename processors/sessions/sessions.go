@@ -318,18 +318,45 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	if err != nil {
 		return in, err
 	}
-	err = tx.Scan("j/"+s.Key()+"/", func(key string, val []byte) (bool, error) {
-		var j flux.Judged
-		if err := gojson.Unmarshal(val, &j); err != nil {
-			return false, err
+	// a criterion id without '/' after key "/", one with '/' after key
+	// "\x00" (judgedKey); under the first prefix, a row whose rest holds
+	// a '/' is a longer session id's
+	for _, prefix := range [2]string{"j/" + s.Key() + "/", "j/" + s.Key() + "\x00"} {
+		slash := prefix[len(prefix)-1] == '/'
+		err = tx.Scan(prefix, func(key string, val []byte) (bool, error) {
+			if slash && !projections.OwnRow(prefix, key) {
+				return true, nil
+			}
+			var j flux.Judged
+			if err := gojson.Unmarshal(val, &j); err != nil {
+				return false, err
+			}
+			if in.Judged == nil {
+				in.Judged = map[string]flux.Judged{}
+			}
+			in.Judged[key[len(prefix):]] = j
+			return true, nil
+		})
+		if err != nil {
+			return in, err
 		}
-		if in.Judged == nil {
-			in.Judged = map[string]flux.Judged{}
-		}
-		in.Judged[key[len("j/"+s.Key()+"/"):]] = j
-		return true, nil
-	})
-	return in, err
+	}
+	return in, nil
+}
+
+// judgedKey is the row of a judge criterion's score: j/<key>/<criterion id>
+// when the id holds no '/' (the layout such rows always had), else
+// j/<key>\x00<criterion id> (an entity key never holds a 0 byte: ids are
+// events.CheckID's characters). With '/' for every id, session "p" with
+// criterion "x/tone" and session "p/x" with criterion "tone" shared one
+// row, and session "p"'s evaluation read "p/x"'s judge answer as its own.
+// A data directory that judged a criterion id with '/' before holds its
+// row under the old name: rebuild it (replay --into) to score it again.
+func judgedKey(key, criterionID string) string {
+	if strings.Contains(criterionID, "/") {
+		return "j/" + key + "\x00" + criterionID
+	}
+	return "j/" + key + "/" + criterionID
 }
 
 // applyJudge scores a judge criterion from the judge's answer in the log and
@@ -366,7 +393,7 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.SetJSON("j/"+id+"/"+d.CriterionID, j); err != nil {
+	if err := tx.SetJSON(judgedKey(id, d.CriterionID), j); err != nil {
 		return err
 	}
 	var prev events.EvaluationData
