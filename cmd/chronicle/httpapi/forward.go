@@ -205,21 +205,10 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 			next(w, r)
 			return
 		}
-		topic := string(rt.topic(suffix))
-		all, err := rt.scopes(s.P.Store, id)
+		held, err := s.ownedScopes(rt, v, id, suffix, CallerOf(r).CanRead)
 		if err != nil {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return
-		}
-		var held []string
-		for _, sc := range all {
-			if !CallerOf(r).CanRead(sc) {
-				continue
-			}
-			p := partitionOf(topic, events.EntityKey(sc, id), v.parts[topic])
-			if s.ownsLocally(topic, p) || v.owner[tp{topic, p}] == "" {
-				held = append(held, sc)
-			}
 		}
 		switch len(held) {
 		case 0:
@@ -234,6 +223,28 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 			next(w, r)
 		}
 	}
+}
+
+// ownedScopes lists the scopes that hold id here, among those allowed
+// says, whose key's partition this instance owns (or no member owns,
+// mid-rebalance): what this member answers for in a fan-out.
+func (s *Server) ownedScopes(rt ownerRoute, v *groupView, id, suffix string, allowed func(string) bool) ([]string, error) {
+	topic := string(rt.topic(suffix))
+	all, err := rt.scopes(s.P.Store, id)
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, sc := range all {
+		if !allowed(sc) {
+			continue
+		}
+		p := partitionOf(topic, events.EntityKey(sc, id), v.parts[topic])
+		if s.ownsLocally(topic, p) || v.owner[tp{topic, p}] == "" {
+			held = append(held, sc)
+		}
+	}
+	return held, nil
 }
 
 // ownsLocally reports whether the engine holds topic/partition now.
