@@ -77,6 +77,11 @@ type ownerRoute struct {
 	scopes scopesOfID
 	// write: the route writes (the scope is resolved among write scopes).
 	write bool
+	// writeScope, on a write route that resolves a request without
+	// ?scope= among the scopes holding the id (the workflow writes), is
+	// the request's rule: such a write asks every member first
+	// (writeToHeldScope).
+	writeScope func(r *http.Request) (scopeRule, bool)
 }
 
 // forwardClient sends forwarded requests and fan-out requests; each
@@ -87,7 +92,9 @@ var forwardClient = &http.Client{Transport: http.DefaultTransport}
 // instance owns the key's partition (or is alone, or the request was
 // forwarded to it), else forwards it to the owner; for a read whose scope
 // it cannot determine (no ?scope=, a caller that reads several scopes) it
-// asks every member and answers from the one that holds the id.
+// asks every member and answers from the one that holds the id; a
+// workflow write in that case asks every member which scope holds the id
+// and is written there (writeToHeldScope).
 func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.P == nil || s.P.Runner == nil {
@@ -96,6 +103,10 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 		}
 		if r.Header.Get(ForwardedHeader) != "" {
 			if r.Header.Get(FanOutHeader) != "" && r.URL.Query().Get("scope") == "" {
+				if r.Header.Get(ScopeProbeHeader) != "" && r.Method == http.MethodGet {
+					s.answerScopes(rt)(w, r)
+					return
+				}
 				s.ownedOnly(rt, next)(w, r)
 				return
 			}
@@ -120,6 +131,13 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			allowed, scopes = c.CanWrite, c.Write
 		}
 		sc := r.URL.Query().Get("scope")
+		if sc == "" && n > 1 && rt.writeScope != nil && !oneScope(c) {
+			if rule, ok := rt.writeScope(r); ok {
+				// the scope holding the id may be on any member: ask them all
+				s.writeToHeldScope(w, r, v, rt, id, suffix, rule, next)
+				return
+			}
+		}
 		switch {
 		case sc != "":
 			if !events.ValidScope(sc) || !allowed(sc) {
@@ -334,7 +352,7 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, f
 				a.err = err
 				return
 			}
-			for _, h := range []string{"Authorization", "Accept"} {
+			for _, h := range []string{"Authorization", "Accept", ScopeProbeHeader} {
 				if x := r.Header.Get(h); x != "" {
 					req.Header.Set(h, x)
 				}
@@ -547,10 +565,14 @@ func memoriesRoute(write bool) ownerRoute {
 }
 
 func workflowsRoute(write bool) ownerRoute {
-	return ownerRoute{kind: "workflow", topic: fixedTopic(events.TopicWorkflows), scopes: workflows.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
+	rt := ownerRoute{kind: "workflow", topic: fixedTopic(events.TopicWorkflows), scopes: workflows.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
 		id, _, err := workflowPath(r)
 		return id, "", err
 	}}
+	if write {
+		rt.writeScope = workflowWriteRule
+	}
+	return rt
 }
 
 func searchesRoute(write bool) ownerRoute {

@@ -41,6 +41,10 @@ var clusterTokens = access.File{Tokens: []access.Token{
 	{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
 	{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
 	{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+	// two scopes, default write scope project:a
+	{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a", "project:b"}},
+	// reads both, writes project:a only
+	{Name: "ab-ro", SHA256: access.Hash("tok-ab-ro"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a"}},
 }}
 
 // startMember starts an instance: the server listens first (its URL is

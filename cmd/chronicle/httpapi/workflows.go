@@ -312,12 +312,14 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		}
 		key = events.EntityKey(sc, id)
 		// on a cluster the owner of the workflow's partition holds its
-		// state: a write without ?scope= (a token of several scopes, which
-		// toOwner leaves to this member) is sent on to it with the scope
-		// resolved here. Before, it was answered from this store, without
-		// the workflow: complete said 404 for a workflow the same URL
-		// reads, and the other writes waited 5 s for an apply made
-		// elsewhere (found by a cluster walkthrough).
+		// state: a write without ?scope= is sent on to it with the scope
+		// resolved. toOwner resolves it across the members first
+		// (writeToHeldScope: this store holds only the partitions this
+		// member owns); this is the fallback when it could not ask them
+		// (the group view changed in between). Before, it was answered
+		// from this store, without the workflow: complete said 404 for a
+		// workflow the same URL reads, and the other writes waited 5 s for
+		// an apply made elsewhere (found by a cluster walkthrough).
 		if r.URL.Query().Get("scope") == "" && r.Header.Get(ForwardedHeader) == "" {
 			if v, owner, p := s.ownerElsewhere(r.Context(), events.TopicWorkflows, key); owner != "" {
 				s.forwardWrite(w, r, body, sc, v, owner, p)
