@@ -162,7 +162,10 @@ func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *gro
 			relay(w, a) // the caller's own refusal (401, 400) or an older member's 409
 			return
 		case json.Unmarshal(a.body, &ans) != nil:
-			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("member %s (%s) answered an unreadable list of scopes; nothing was written", a.member, a.url), Member: a.member, URL: a.url})
+			// 503 as for a member that did not answer (openapi.json lists
+			// no 502 for these routes)
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, ForwardError{Error: fmt.Sprintf("member %s (%s) answered an unreadable list of scopes; nothing was written: retry, or name the scope with ?scope=", a.member, a.url), Member: a.member, URL: a.url})
 			return
 		default:
 			for _, sc := range ans.Scopes {
