@@ -19,7 +19,7 @@ import (
 // scope, and project:b), sent to the member that does not hold the
 // workflow (it lives in project:b, on a partition the other member owns),
 // goes to that workflow, as one instance sends it: updates, a decision
-// answer and a resume land in project:b's workflow. Before, the receiving
+// answer, a resume and a fork land in project:b's workflow. Before, the receiving
 // member resolved the scope from its own store only, did not see the
 // workflow, and the update started a second workflow of that id in
 // project:a (the answer and the resume said 404). Also: the id in both
@@ -82,7 +82,7 @@ func TestWorkflowWriteFindsItsScopeAcrossTheCluster(t *testing.T) {
 	// the workflow, in project:b, with a checkpoint and a pending decision
 	base := "/v1/workflows/" + wf
 	mustOK(m2, "tok-ab", base+"/updates?scope=project:b", `{"channel":"messages","update":"first"}`)
-	mustOK(m2, "tok-ab", base+"/checkpoints?scope=project:b", `{"layer":0}`)
+	cpID, _ := mustOK(m2, "tok-ab", base+"/checkpoints?scope=project:b", `{"layer":0}`)["checkpoint_id"].(string)
 	mustOK(m2, "tok-ab", base+"/decisions?scope=project:b", `{"decision_id":"d1","kind":"human","question":"go?","layer":1}`)
 
 	// an update without ?scope= sent to m1: it lands in project:b's workflow
@@ -107,6 +107,12 @@ func TestWorkflowWriteFindsItsScopeAcrossTheCluster(t *testing.T) {
 	// GET from m1 (fan-out) reads the one workflow, resumed
 	if code, body, _ := fetch(t, m1.srv.URL, "tok-ab", base); code != http.StatusOK || !strings.Contains(string(body), `"project:b"`) {
 		t.Fatalf("GET %s on m1: %d %s", base, code, body)
+	}
+
+	// a fork without ?scope= sent to m1: from project:b's workflow, into project:b
+	out = mustOK(m1, "tok-ab", base+"/fork", fmt.Sprintf(`{"checkpoint_id":%q,"workflow_id":%q}`, cpID, wf+"-fork"))
+	if st := state(out); st["scope"] != "project:b" || st["workflow_id"] != wf+"-fork" {
+		t.Fatalf("the fork sent to m1: %v; want %s-fork in project:b", out, wf)
 	}
 
 	// in a scope the token reads but may not write: 403, nothing written
