@@ -27,9 +27,12 @@ import (
 // workflows projection. Reads are scoped like sessions (?scope=, else the
 // one readable scope holding the id; 404 for another scope's workflow).
 // Writes that may start a workflow (updates, checkpoints, commands,
-// decision requests, completion) go to ?scope= or the caller's write scope;
-// writes that need the workflow's past (answers, resume, fork) resolve it
-// like reads, among writable (fork: readable) scopes. Every write waits
+// decision requests, completion) go to ?scope=, else to the one readable
+// scope holding the id (several: 409), else to the caller's default write
+// scope, where they start one; writes that need the workflow's past
+// (answers, resume, fork) resolve it like reads, among writable (fork:
+// readable) scopes. On a cluster the scopes holding the id are asked of
+// every member (writeToHeldScope). Every write waits
 // until the workflows processor applied the event and answers with the
 // new state (202 when the processor did not get to it within 5 s).
 
