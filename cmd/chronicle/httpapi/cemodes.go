@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/events"
 )
@@ -151,6 +152,13 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 		v, err := url.PathUnescape(h[k][0])
 		if err != nil {
 			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: not a valid percent-encoded value: %v", lk, err))
+		}
+		// JSON encoding replaces invalid UTF-8 with U+FFFD, so ce-id %FF
+		// and %FE would become one id: two events, one idempotency key
+		// (the second answered 202, then dead-lettered as a conflicting
+		// duplicate). Kafka binary mode refuses such a header too.
+		if !utf8.ValidString(v) {
+			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: not valid UTF-8 once percent-decoded", lk))
 		}
 		if _, dup := attrs[name]; dup {
 			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: sent twice", lk))

@@ -187,6 +187,9 @@ func TestBinaryModeErrors(t *testing.T) {
 		{base, "text/plain", data, 415, "header Content-Type"},
 		{base, "application/json", []byte(`{"memory_id":"m1"}`), 400, "the body (data) at /data"},
 		{base, "application/json", nil, 400, "the body (data) is empty"},
+		// %FF and %FE both became U+FFFD: two events under one id
+		{with("ce-id", "%FF"), "application/json", data, 400, "header ce-id: not valid UTF-8"},
+		{with("ce-source", "test%FE"), "application/json", data, 400, "header ce-source: not valid UTF-8"},
 	} {
 		code, msg := postAs(t, srv.URL, c.ct, c.body, c.headers)
 		if code != c.code || !strings.Contains(msg, "binary mode") || !strings.Contains(msg, c.want) {
