@@ -269,8 +269,9 @@ func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 // same event as the processors' idempotency check sees it (the content
 // hash of package projections): every attribute but the time, the scope as
 // the effective one, and the data in its canonical form (AppendCanonical).
+// The datacontenttype does not count: every value accepted says JSON.
 func sameEvent(a, b *Envelope) bool {
-	if a.SpecVersion != b.SpecVersion || a.Type != b.Type || a.Subject != b.Subject || a.DataContentType != b.DataContentType ||
+	if a.SpecVersion != b.SpecVersion || a.Type != b.Type || a.Subject != b.Subject ||
 		a.DataSchema != b.DataSchema || a.SessionID != b.SessionID || a.CausationID != b.CausationID || a.CorrelationID != b.CorrelationID {
 		return false
 	}

@@ -183,6 +183,12 @@ func TestPublishRefusesOneIDWithTwoContents(t *testing.T) {
 		env.Data = bytes.ReplaceAll(env.Data, []byte(`"mem-d1"`), []byte(`"mem-\u0064\u0031"`))
 		return env
 	}
+	// the same event without datacontenttype (structured mode's usual
+	// form; events.New writes application/json, as binary mode does)
+	noDCT := func(env events.Envelope) events.Envelope {
+		env.DataContentType = ""
+		return env
+	}
 	err = p.Publish(context.Background(), mk("mem-d0", "", 1), mk("mem-d1", "project:a", 1), mk("mem-d2", "project:a", 1))
 	var ve *events.ValidationError
 	if !errors.As(err, &ve) || ve.Index != 2 || ve.Pointer != "/id" || !strings.Contains(ve.Reason, "event 1 of this batch") {
@@ -194,6 +200,7 @@ func TestPublishRefusesOneIDWithTwoContents(t *testing.T) {
 		"other escapes":             {mk("mem-d1", "project:a", 1), escaped(mk("mem-d1", "project:a", 1))},
 		"the default scope spelled": {mk("mem-d1", "", 1), mk("mem-d1", events.DefaultScope, 1)},
 		"another scope":             {mk("mem-d1", "project:a", 1), mk("mem-d2", "project:b", 1)},
+		"datacontenttype left out":  {mk("mem-d1", "project:a", 1), noDCT(mk("mem-d1", "project:a", 1))},
 	} {
 		if err := p.Publish(context.Background(), batch...); errors.As(err, &ve) || err == nil {
 			t.Fatalf("%s: %v, want it accepted (and then the closed port's error)", name, err)

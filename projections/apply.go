@@ -111,6 +111,14 @@ func contentHashV1(env *events.Envelope) []byte {
 // conflicting duplicate: an upgrade walkthrough hit it re-sending a
 // tau-bench session through Python).
 //
+// From dedup version 5 on, the datacontenttype does not count: every value
+// Chronicle accepts says the data is JSON (application/json, in any case,
+// with parameters), and one event's producers spell it differently — HTTP
+// binary mode and the Go producer write application/json, a structured
+// event usually leaves it out — so a retry in another content mode was
+// answered 202 and then dead-lettered as a conflicting duplicate (found by
+// a producer walkthrough).
+//
 // It is what the idempotency key's value keeps to tell a duplicate from a
 // conflicting duplicate; the engine computes it once per record
 // (Item.Sum), not once per processor.
@@ -142,7 +150,11 @@ func contentHash(env *events.Envelope, v int) []byte {
 	if v >= 4 {
 		scope = env.EffectiveScope()
 	}
-	attrs := [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, env.DataContentType,
+	dct := env.DataContentType
+	if v >= 5 {
+		dct = "" // every datacontenttype Chronicle accepts says JSON
+	}
+	attrs := [...]string{env.SpecVersion, env.ID, env.Source, string(env.Type), env.Subject, sent, dct,
 		env.DataSchema, env.SessionID, scope, env.CausationID, env.CorrelationID}
 	// one pooled hash, written piece by piece: copying the attributes and
 	// the data into one buffer first allocated their size again for every
@@ -271,18 +283,43 @@ func dedupValue(offset int64, sum []byte) []byte {
 	return append(append(v, dedupVersion), sum...)
 }
 
-// dedupVersion 4: ContentHash (no time, the effective scope); 3:
-// contentHashV3; 2: contentHashV2.
-const dedupVersion = 4
+// dedupVersion 5: ContentHash (no time, the effective scope, no
+// datacontenttype); 4: contentHashV4; 3: contentHashV3; 2: contentHashV2.
+const dedupVersion = 5
+
+// contentHashV4 is ContentHash as idempotency keys of dedup version 4 hold
+// it: the datacontenttype as sent.
+func contentHashV4(env *events.Envelope) []byte {
+	return contentHash(env, 4)
+}
 
 // sameContent reports whether the stored idempotency-key value prev was
 // written for an event with env's content. Values of every earlier layout
 // are understood: offset only (no hash: the same), offset + contentHashV1,
-// offset + version 2 + contentHashV2, offset + version 3 + contentHashV3.
+// offset + version 2 + contentHashV2, offset + version 3 + contentHashV3,
+// offset + version 4 + contentHashV4.
 func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {
 	switch {
 	case len(prev) == 9+len(sum) && prev[8] == dedupVersion:
 		return bytes.Equal(prev[9:], sum)
+	case len(prev) == 9+16 && prev[8] == 4:
+		if bytes.Equal(prev[9:], contentHashV4(env)) {
+			return true
+		}
+		// version 5's rule for the datacontenttype, as far as a version-4
+		// hash can answer it: left out and application/json (what binary
+		// mode and the Go producer write) are one
+		for _, dct := range [...]string{"", events.ContentTypeJSON} {
+			if dct == env.DataContentType {
+				continue
+			}
+			alt := *env
+			alt.DataContentType = dct
+			if bytes.Equal(prev[9:], contentHashV4(&alt)) {
+				return true
+			}
+		}
+		return false
 	case len(prev) == 9+16 && prev[8] == 3:
 		if bytes.Equal(prev[9:], contentHashV3(env)) {
 			return true

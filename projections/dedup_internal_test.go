@@ -167,3 +167,53 @@ func TestUOrSlashEscape(t *testing.T) {
 		}
 	}
 }
+
+// From dedup version 5 on the datacontenttype does not count: every value
+// accepted says JSON, and HTTP binary mode writes application/json while a
+// structured event usually leaves it out, so a retry in the other mode was
+// dead-lettered as a conflicting duplicate (found by a producer
+// walkthrough). A version-4 key answers the same for the two usual
+// spellings, from the hash of either.
+func TestDataContentTypeIsNotContent(t *testing.T) {
+	env, err := events.New(events.MemoryFeedback, "test", "a", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binaryMode := env // events.New and binary mode: application/json
+	structured := env
+	structured.DataContentType = ""
+	charset := env
+	charset.DataContentType = "application/json; charset=utf-8"
+	other := structured
+	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":true}`)
+	for name, c := range map[string]struct {
+		prev, env *events.Envelope
+		want      bool
+	}{
+		"binary, then structured": {&binaryMode, &structured, true},
+		"structured, then binary": {&structured, &binaryMode, true},
+		"with a charset":          {&structured, &charset, true},
+		"other data":              {&binaryMode, &other, false},
+	} {
+		if got := sameContent(dedupValue(1, ContentHash(c.prev)), c.env, ContentHash(c.env)); got != c.want {
+			t.Errorf("%s: sameContent %v, want %v", name, got, c.want)
+		}
+	}
+	v4 := func(e *events.Envelope) []byte {
+		return append(append(binary.BigEndian.AppendUint64(nil, 1), 4), contentHashV4(e)...)
+	}
+	for name, c := range map[string]struct {
+		prev []byte
+		env  *events.Envelope
+		want bool
+	}{
+		"binary, then structured": {v4(&binaryMode), &structured, true},
+		"structured, then binary": {v4(&structured), &binaryMode, true},
+		"the event itself":        {v4(&charset), &charset, true},
+		"other data":              {v4(&binaryMode), &other, false},
+	} {
+		if got := sameContent(c.prev, c.env, ContentHash(c.env)); got != c.want {
+			t.Errorf("a version-4 key, %s: sameContent %v, want %v", name, got, c.want)
+		}
+	}
+}
