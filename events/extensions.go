@@ -76,10 +76,21 @@ type envelopeFields Envelope
 // fields in their declared order, then the extension attributes sorted by
 // name. Without extensions the bytes are those of the plain struct
 // encoding, so the digest of existing data does not change.
+//
+// It does not escape '<', '>' and '&' as HTML (json.Marshal's default):
+// an event is no HTML, and the escapes made a producer's data six times
+// longer there, so a 300 KB tool result holding code or markup was
+// refused as "1,799,120 bytes encoded" (above MaxEventBytes) and stored
+// as \u003c. Data already escaped (Chronicle's own payloads, encoded with
+// Marshal) is copied as it is, so their records keep their bytes.
 func (e Envelope) MarshalJSON() ([]byte, error) {
-	b, err := gojson.Marshal((*envelopeFields)(&e))
+	b, err := gojson.MarshalWithOption((*envelopeFields)(&e), gojson.DisableHTMLEscape())
 	if err == nil && CheckEncoding.Load() {
-		std, serr := json.Marshal((*envelopeFields)(&e))
+		var sb bytes.Buffer
+		enc := json.NewEncoder(&sb)
+		enc.SetEscapeHTML(false)
+		serr := enc.Encode((*envelopeFields)(&e))
+		std := bytes.TrimSuffix(sb.Bytes(), []byte("\n"))
 		if serr != nil || !bytes.Equal(std, b) {
 			return nil, fmt.Errorf("events: envelope %s: goccy/go-json wrote %s, encoding/json %s (%v)", e.ID, b, std, serr)
 		}

@@ -207,3 +207,32 @@ func TestPublishRefusesOneIDWithTwoContents(t *testing.T) {
 		}
 	}
 }
+
+// An event is not HTML: '<', '>' and '&' in a producer's data are kept as
+// sent, not escaped to \u003c (six bytes each), so a tool result of
+// 300,000 such characters is within MaxEventBytes and its record holds
+// the data as sent. Before, it was refused as 1,799,120 bytes encoded
+// (found by a producer walkthrough sending code as a tool result).
+func TestMarkupIsNotEscaped(t *testing.T) {
+	data := []byte(`{"event_type":"tool","actor":"assistant","data":{},"memory_note":"if a < b && c > d { return }"}`)
+	env := events.Envelope{SpecVersion: "1.0", ID: "markup-1", Source: "agent://m", Type: events.MinuteRecorded, SessionID: "s1", Data: data}
+	rec, err := events.Record(&env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(rec.Value, []byte(`"if a < b && c > d { return }"`)) {
+		t.Errorf("record value %s: the data's markup is escaped", rec.Value)
+	}
+	big := env
+	big.ID = "markup-2"
+	big.Data = []byte(`{"event_type":"tool","actor":"assistant","data":{},"memory_note":"` + strings.Repeat("<", 300_000) + `"}`)
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{"127.0.0.1:1"}, PublishTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var ve *events.ValidationError
+	if err := p.Publish(context.Background(), big); errors.As(err, &ve) || !errors.Is(err, events.ErrNotAcknowledged) {
+		t.Fatalf("300,000 '<' characters: %v, want it accepted (and then the closed port's error)", err)
+	}
+}
