@@ -172,7 +172,9 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 	if !binary {
 		return r.Value, nil
 	}
-	if ct, ok := attrs["datacontenttype"].(string); ok && !strings.HasPrefix(ct, ContentTypeJSON) {
+	// a media type's case does not count (RFC 9110), as in structured mode
+	// and HTTP binary mode; before, Application/JSON was dead-lettered here
+	if ct, ok := attrs["datacontenttype"].(string); ok && !strings.HasPrefix(strings.ToLower(ct), ContentTypeJSON) {
 		return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: only application/json data is accepted", ct)}
 	}
 	attrs["datacontenttype"] = ContentTypeJSON

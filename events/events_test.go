@@ -231,6 +231,13 @@ func TestBinaryModeAccepted(t *testing.T) {
 	if err := env.Decode(&d); err != nil || env.ID != "b1" || d.Signal != "task_completion" {
 		t.Fatalf("got %+v %+v %v", env, d, err)
 	}
+	// a media type in any case, as structured mode and HTTP take it (it
+	// was dead-lettered: a producer walkthrough)
+	rec.Headers[5].Value = []byte("Application/JSON; charset=UTF-8")
+	if _, err := events.FromRecord(rec); err != nil {
+		t.Fatalf("content-type Application/JSON: %v", err)
+	}
+	rec.Headers[5].Value = []byte("application/json")
 	// time is optional: the record's timestamp stands in; extension
 	// attributes ride along as ce_ headers
 	rec.Headers = append(rec.Headers[:4:4], kgo.RecordHeader{Key: "ce_traceparent", Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")})
