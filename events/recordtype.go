@@ -13,7 +13,7 @@ import (
 // says what is wrong with such a record. Consumers that act on a few
 // types skip the others with it (processors.TypedWorker).
 func RecordType(r *kgo.Record) (t Type, ok bool) {
-	binary := false
+	binary, typ, found := false, []byte(nil), false
 	for _, h := range r.Headers {
 		k := strings.ToLower(h.Key)
 		if !strings.HasPrefix(k, binaryPrefix) {
@@ -21,11 +21,13 @@ func RecordType(r *kgo.Record) (t Type, ok bool) {
 		}
 		binary = true
 		if k == binaryPrefix+"type" {
-			return Type(h.Value), len(h.Value) > 0
+			// the last one, as FromRecord reads a repeated header; the
+			// first made a worker act on a type the parse did not give
+			typ, found = h.Value, true
 		}
 	}
 	if binary {
-		return "", false
+		return Type(typ), found && len(typ) > 0
 	}
 	v, isStr, _, _ := dataMember(r.Value, "type")
 	return Type(v), isStr && v != ""

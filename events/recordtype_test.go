@@ -22,6 +22,7 @@ func TestRecordType(t *testing.T) {
 	}{
 		{"structured", kgo.Record{Value: []byte(`{"specversion":"1.0","type":"search.resumed.v1","data":{"type":"x"}}`), Headers: h("content-type", ContentTypeCloudEvents)}, SearchResumed, true},
 		{"binary", kgo.Record{Value: []byte(`{"type":"not this"}`), Headers: h("ce_id", "1", "CE_TYPE", "memory.feedback.v1")}, MemoryFeedback, true},
+		{"binary, ce_type repeated: the last, as FromRecord", kgo.Record{Value: []byte(`{}`), Headers: h("ce_type", "workflow.task.completed.v1", "ce_id", "1", "Ce_Type", "memory.feedback.v1")}, MemoryFeedback, true},
 		{"binary without ce_type", kgo.Record{Value: []byte(`{"type":"not this"}`), Headers: h("ce_id", "1")}, "", false},
 		{"no type member", kgo.Record{Value: []byte(`{"id":"1"}`)}, "", false},
 		{"type not a string", kgo.Record{Value: []byte(`{"type":1}`)}, "", false},
