@@ -177,3 +177,48 @@ func TestProducerCommandsFailFastOnARefusedBroker(t *testing.T) {
 		}
 	}
 }
+
+// A command that takes no positional argument refuses one, naming it,
+// before it starts anything: `chronicle digest DIR` digested ./data and
+// `chronicle serve DIR` served ./data, the argument silently ignored
+// (found by a new user's walkthrough). The directory given as an argument
+// is left untouched, and none is created in the working directory.
+func TestStrayArgumentIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"serve", "--http", "127.0.0.1:0", "--kafka-listen", "127.0.0.1:0", "somedir"},
+		{"demo", "--kafka-listen", "127.0.0.1:0", "somedir"},
+		{"digest", "somedir"},
+		{"replay", "--into", filepath.Join(dir, "into"), "somedir"},
+		{"audit", "somedir"},
+		{"inspect", "--http", "127.0.0.1:0", "somedir"},
+		{"deadletter", "list", "somedir"},
+		{"broker", "--kafka-listen", "127.0.0.1:0", "somedir"},
+		{"token", "create", "--file", filepath.Join(dir, "t.json"), "--name", "a", "somedir"},
+		{"eval", "somedir"},
+		{"mcp", "--api", "http://127.0.0.1:1", "--scope", "project:a", "somedir"},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = dir
+		done := make(chan struct{})
+		var out []byte
+		var err error
+		go func() { out, err = cmd.CombinedOutput(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("chronicle %s: still running after 30 s; want a refusal of the argument", strings.Join(args, " "))
+			continue
+		}
+		if err == nil || !strings.Contains(string(out), `takes no argument, got "somedir"`) {
+			t.Errorf("chronicle %s: %v\n%s\nwant a refusal naming the argument", strings.Join(args, " "), err, out)
+		}
+	}
+	for _, name := range []string{"data", "into", "t.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("a refused command left %s behind (%v)", name, err)
+		}
+	}
+}

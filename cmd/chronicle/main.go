@@ -31,6 +31,7 @@ func main() {
 	)
 	root.PersistentPreRunE = checkFlags
 	refuseUnknownSubcommands(root)
+	refuseStrayArgs(root)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
 		var ec exitCoder
@@ -58,6 +59,26 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 			}
 		}
 		refuseUnknownSubcommands(c)
+	}
+}
+
+// refuseStrayArgs makes every command that runs and declares no
+// positional arguments (serve, demo, digest, replay, audit, inspect,
+// deadletter list, …) refuse one: cobra's default takes any, so `chronicle
+// digest ./asof` digested ./data, and `chronicle serve ./data2` served
+// ./data, with no word that the argument was ignored (found by a new
+// user's walkthrough). Commands that take arguments keep their own rule.
+func refuseStrayArgs(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if c.Args == nil && (c.Run != nil || c.RunE != nil) {
+			c.Args = func(c *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return fmt.Errorf("%s takes no argument, got %q (every input is a flag: see %s --help)", c.CommandPath(), args[0], c.CommandPath())
+				}
+				return nil
+			}
+		}
+		refuseStrayArgs(c)
 	}
 }
 
