@@ -549,3 +549,43 @@ func escapedSessionPath(p string) string {
 	}
 	return out
 }
+
+// The answers a route gives before its handler reads anything are
+// documented too: every POST with a JSON body answers 415 to another
+// media type (requireJSON), and GET /v1/graph/tools answers 400 to a
+// scope that is none. openapi.json listed 415 on POST /v1/events only and
+// no 400 on /v1/graph/tools, so a client generated from it had no case for
+// them (found by a new user's walkthrough, validating live answers).
+func TestOpenAPIDocumentsEarlyRefusals(t *testing.T) {
+	check := openAPIResponses(t)
+	h := routesOnly().Handler()
+	doc := loadOpenAPI(t)
+	n := 0
+	for _, path := range doc.Paths.InMatchingOrder() {
+		op := doc.Paths.Value(path).Post
+		if op == nil || op.RequestBody == nil || path == "/mcp" {
+			continue
+		}
+		uri := pathParam.ReplaceAllString(path, "x")
+		req := httptest.NewRequest(http.MethodPost, uri, strings.NewReader("x"))
+		req.Header.Set("Content-Type", "text/plain")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnsupportedMediaType {
+			t.Errorf("POST %s as text/plain: %d %s, want 415", uri, rec.Code, rec.Body)
+			continue
+		}
+		check(t, accesstest.Request{Method: http.MethodPost, Path: uri}, "test", rec.Result(), rec.Body.Bytes())
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("checked %d POST operations with a body, want every one (≥ 10)", n)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/v1/graph/tools?scope=bad", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("GET /v1/graph/tools?scope=bad: %d %s, want 400", rec.Code, rec.Body)
+	}
+	check(t, accesstest.Request{Method: http.MethodGet, Path: "/v1/graph/tools?scope=bad"}, "test", rec.Result(), rec.Body.Bytes())
+}
