@@ -498,3 +498,46 @@ func TestDeriveContinuesTheTrace(t *testing.T) {
 		}
 	}
 }
+
+// The CloudEvents JSON format (1.0.2, 2.2) says a null attribute "MUST be
+// treated as the equivalent of unset or omitted", and its own examples
+// send "subject": null. A producer's event with null optional attributes
+// or extensions is the event without them: same envelope, same encoding,
+// so a resend without the nulls is a plain duplicate. A null required
+// attribute is a missing one. Before, every null was a 400 ("/subject: got
+// null, want string"; found by a new user's walkthrough with the spec's
+// examples).
+func TestNullAttributeIsAbsent(t *testing.T) {
+	plain := []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","scope":"project:demo","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true},"myext":"v"}`)
+	want, err := events.ParseProducerEvent(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, _ := json.Marshal(&want)
+	withNulls := []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","subject":null,"time":null,"datacontenttype":null,"dataschema":null,"sessionid":null,"causationid":null,"correlationid":null,"unsetextension":null,"scope":"project:demo","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true},"myext":"v"}`)
+	got, err := events.ParseProducerEvent(withNulls)
+	if err != nil {
+		t.Fatalf("null optional attributes: %v", err)
+	}
+	if b, _ := json.Marshal(&got); string(b) != string(wantJSON) {
+		t.Fatalf("with null attributes the event encodes as\n%s\nwant\n%s", b, wantJSON)
+	}
+	if _, err := events.ParseBatch([][]byte{withNulls}); err != nil {
+		t.Fatalf("ParseBatch: %v", err)
+	}
+	// a null scope is the default scope, as an absent one is
+	noScope := []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","scope":null,"data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`)
+	if env, err := events.ParseProducerEvent(noScope); err != nil || env.Scope != "" {
+		t.Fatalf("null scope: %v %q", err, env.Scope)
+	}
+	// a required attribute sent as null is missing
+	var ve *events.ValidationError
+	_, err = events.ParseProducerEvent([]byte(`{"specversion":"1.0","id":null,"source":"test","type":"memory.feedback.v1","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`))
+	if !errors.As(err, &ve) || !strings.Contains(ve.Reason, "'id'") {
+		t.Fatalf("null id: %v, want a missing id", err)
+	}
+	// null data is not absent data: the type's schema judges it
+	if _, err := events.ParseProducerEvent([]byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","data":null}`)); !errors.As(err, &ve) || ve.Pointer != "/data" {
+		t.Fatalf("null data: %v, want a refusal at /data", err)
+	}
+}

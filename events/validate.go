@@ -233,6 +233,9 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 	if !ok {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/", Reason: "an event must be a JSON object"}
 	}
+	if !allowDerived {
+		dropNullAttributes(obj)
+	}
 	data64, err := dataBase64(obj)
 	if err != nil {
 		return Envelope{}, err
@@ -278,6 +281,23 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/data/initial_confidence", Reason: "set by Chronicle's own writers only (the PAIR improvement memory); a producer's memory starts at the memory bank's confidence for its source"}
 	}
 	return env, nil
+}
+
+// dropNullAttributes removes the attributes of a producer's event sent as
+// JSON null: the CloudEvents JSON format (1.0.2, section 2.2) says a null
+// attribute "MUST be treated as the equivalent of unset or omitted" (its
+// examples send "subject": null). A null required attribute is then a
+// missing one. data is no attribute: null data is an explicit null
+// payload, which the type's schema judges. The envelope decodes a null
+// member as absent already, and Publish encodes the envelope, so the
+// record is the one of the event without the nulls. Only producer paths
+// do this: the processors' parse of what they consume is unchanged.
+func dropNullAttributes(obj map[string]any) {
+	for k, v := range obj {
+		if v == nil && k != "data" {
+			delete(obj, k)
+		}
+	}
 }
 
 // requiredAttributes are the members the envelope schema requires.
