@@ -589,3 +589,47 @@ func TestOpenAPIDocumentsEarlyRefusals(t *testing.T) {
 	}
 	check(t, accesstest.Request{Method: http.MethodGet, Path: "/v1/graph/tools?scope=bad"}, "test", rec.Result(), rec.Body.Bytes())
 }
+
+// chronicle inspect's answers are documented as well: 405 to every write
+// (info.description says so, but no write operation listed 405) and 503
+// on the routes that read the log; GET /v1/learned/stream listed no 503,
+// which it answers there and, in serve, when the broker gives no end
+// offsets within LearnedBrokerWait (found by a new user's walkthrough).
+func TestOpenAPIDocumentsReadOnlyAnswers(t *testing.T) {
+	check := openAPIResponses(t)
+	s := routesOnly()
+	s.ReadOnly = true
+	h := s.Handler()
+	doc := loadOpenAPI(t)
+	n := 0
+	for _, path := range doc.Paths.InMatchingOrder() {
+		for method := range doc.Paths.Value(path).Operations() {
+			if method == http.MethodGet || path == "/mcp" {
+				continue
+			}
+			uri := pathParam.ReplaceAllString(path, "x")
+			req := httptest.NewRequest(method, uri, strings.NewReader("{}"))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusMethodNotAllowed {
+				t.Errorf("read-only %s %s: %d %s, want 405", method, uri, rec.Code, rec.Body)
+				continue
+			}
+			check(t, accesstest.Request{Method: method, Path: uri}, "test", rec.Result(), rec.Body.Bytes())
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("checked %d write operations, want every one (≥ 10)", n)
+	}
+	for _, uri := range []string{"/v1/learned/stream", "/v1/sessions/x/events", "/v1/workflows/x", "/v1/cluster"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, uri, nil))
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("read-only GET %s: %d %s, want 503", uri, rec.Code, rec.Body)
+			continue
+		}
+		check(t, accesstest.Request{Method: http.MethodGet, Path: uri}, "test", rec.Result(), rec.Body.Bytes())
+	}
+}
