@@ -68,7 +68,11 @@
 // is not ready") are retried with exponential backoff
 // (github.com/cenkalti/backoff/v4) for up to Config.RetryMaxElapsed, then
 // returned wrapping ErrUnavailable. A batch is retried whole: writes are
-// idempotent.
+// idempotent, except that the objects of a batch request that got no
+// response are deleted before they are written again, in this Upsert
+// call or the next that writes them: a server that crashed while
+// applying the batch may have kept them without their BM25 and filter
+// entries, and does not re-index an unchanged object (unsureSet).
 package weaviate
 
 import (
@@ -137,6 +141,9 @@ type Store struct {
 	// refs are the id and scope of each object UUID of each collection
 	// (by class name), for CandidateRefs over gRPC; shared like scopes.
 	refs map[string]*refCache
+	// unsure are the objects of each collection (by class name) whose
+	// last batch request got no response (unsureSet); shared like scopes.
+	unsure map[string]*unsureSet
 	// grpc runs the candidate queries when Config.GRPCHost is set (nil:
 	// GraphQL).
 	grpc *grpcSearcher
@@ -165,10 +172,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("weaviate: client: %w", err)
 	}
 	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
-		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}, refs: map[string]*refCache{}}
+		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}, refs: map[string]*refCache{},
+		unsure: map[string]*unsureSet{}}
 	for _, c := range []string{s.memory, s.patterns, s.tools} {
 		s.scopes[c] = &scopeSet{known: map[string]bool{}}
 		s.refs[c] = &refCache{byUUID: map[string]ref{}}
+		s.unsure[c] = &unsureSet{uuids: map[string]bool{}}
 	}
 	s.serve(MemoryClass)
 	if cfg.GRPCHost != "" {
@@ -392,6 +401,13 @@ func object(class, idProp string, d search.Doc) *models.Object {
 // retried whole on connection errors (writes are idempotent); an object
 // the server refuses (e.g. a vector of another dimension) fails the call
 // with its message. Batches before a failing one stay written.
+//
+// The objects of a batch request that got no response — within this call
+// or an earlier one that failed — are first deleted by UUID, one request
+// each, and then written: a server that crashed while applying the batch
+// may hold them without their inverted-index entries, which writing the
+// same object again would not restore (unsureSet). Until that write
+// succeeds, such a document may be absent, even in an older version.
 func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 	last := make(map[string]int, len(docs))
 	for i, d := range docs {
@@ -408,9 +424,18 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 	}
 	for start := 0; start < len(objs); start += s.cfg.BatchSize {
 		batch := objs[start:min(start+s.cfg.BatchSize, len(objs))]
+		unsure := s.unsure[s.class]
 		err := s.retry(ctx, "batch upsert", func(ctx context.Context) error {
+			if uuids := unsure.of(batch); len(uuids) > 0 {
+				if err := s.redo(ctx, uuids); err != nil {
+					return err
+				}
+			}
 			resp, err := s.client.Batch().ObjectsBatcher().WithObjects(batch...).Do(ctx)
 			if err != nil {
+				if unsureOutcome(ctx, err) {
+					unsure.add(batch)
+				}
 				return err
 			}
 			return batchErrors(resp)
@@ -418,6 +443,7 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 		if err != nil {
 			return err
 		}
+		unsure.drop(batch)
 		scopes := make([]string, len(batch))
 		for i, o := range batch {
 			props := o.Properties.(map[string]any)
