@@ -245,14 +245,19 @@ type Redriven struct {
 // rejected it applies it now, or dead-letters it again with the new
 // reason.
 //
-// The new record keeps the original record's timestamp (read from the
-// original topic, or from the letter's kafka_timestamp): an event without
-// a time attribute gets the record's timestamp as its time on consume, and
-// a different time would make it a conflicting duplicate for the
-// processors that had applied it. When the original record is no longer
-// in the log and the letter does not carry its timestamp, the redrive's
-// time is used and such an event may be refused as a conflicting
-// duplicate by those processors.
+// The new record's timestamp is the redrive's (when the log received
+// it), so `replay --until TIME` before the redrive leaves the redriven
+// event out, as the live service had not applied it then; before, the
+// record kept the original's timestamp and an as-of state showed, say, a
+// session completed that the live service still called running (found by
+// an analyst's walkthrough). An event without a time attribute, which
+// takes its time from its record on consume, is given the time it had
+// (stampTime: the original record's timestamp, read from the original
+// topic or from the letter's kafka_timestamp), so it is the same event
+// for the processors (time is not part of the idempotency check since
+// version 3 either). When the original record is no longer in the log
+// and the letter does not carry its timestamp, such an event takes the
+// redrive's time.
 //
 // A record whose event parses is re-produced keyed by the event's key
 // (events.Key), so the default partitioner puts it on its entity's
@@ -277,14 +282,16 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 		if _, key, err := events.FromRecordKey(&rec); err == nil {
 			rec.Key = []byte(key) // the event's own key: the partition its entity's events are on
 		}
-		rec.Timestamp = l.recordTime
-		if rec.Timestamp.IsZero() {
-			ts, err := originalTime(ctx, brokers, l)
-			if err != nil {
+		ts := l.recordTime
+		if ts.IsZero() {
+			if ts, err = originalTime(ctx, brokers, l); err != nil {
 				return out, fmt.Errorf("deadletter: redrive %s: %w", l.ID, err)
 			}
-			rec.Timestamp = ts
 		}
+		if !ts.IsZero() {
+			stampTime(&rec, ts)
+		}
+		rec.Timestamp = time.Time{} // the time of the redrive: when the log receives it
 		res := cl.ProduceSync(ctx, &rec)
 		if err := res.FirstErr(); err != nil {
 			return out, fmt.Errorf("deadletter: redrive %s: %w", l.ID, err)
@@ -293,6 +300,33 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 		out = append(out, Redriven{ID: l.ID, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset})
 	}
 	return out, nil
+}
+
+// stampTime gives the event of rec, when it has no time attribute, the
+// time it had when it was consumed from its original record: ts, the
+// original record's timestamp, as events.RecordTime writes it (a binary-mode
+// record gets a ce_time header, a structured one a "time" member). So
+// the redriven record may carry the redrive's own timestamp while its
+// event keeps its time. An event with a time, or a value that is no JSON
+// object, is left as it is.
+func stampTime(rec *kgo.Record, ts time.Time) {
+	binary, timed := false, false
+	for _, h := range rec.Headers {
+		k := strings.ToLower(h.Key)
+		binary = binary || strings.HasPrefix(k, "ce_")
+		timed = timed || k == "ce_time"
+	}
+	if binary {
+		if !timed {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "ce_time", Value: []byte(events.RecordTime(ts))})
+		}
+		return
+	}
+	withTS := *rec
+	withTS.Timestamp = ts
+	if v, err := events.StructuredJSON(&withTS); err == nil {
+		rec.Value = v
+	}
 }
 
 // originalTime reads the timestamp of l's original record from its topic;

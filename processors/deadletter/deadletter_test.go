@@ -94,6 +94,9 @@ func TestListAndRedrive(t *testing.T) {
 	if v, ok, err := sessions.Get(p.Store, key); err != nil || !ok || v.Status != sessions.StatusRunning {
 		t.Fatalf("before the redrive: %+v %v %v", v, ok, err)
 	}
+	time.Sleep(20 * time.Millisecond) // record timestamps are in milliseconds
+	mid := time.Now()
+	time.Sleep(20 * time.Millisecond)
 	out, err := deadletter.Redrive(ctx, brokers, ls)
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +107,29 @@ func TestListAndRedrive(t *testing.T) {
 	if err := p.WaitCaughtUp(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok, err := sessions.Get(p.Store, key); err != nil || !ok || v.Status != sessions.StatusCompleted {
+	v, ok, err := sessions.Get(p.Store, key)
+	if err != nil || !ok || v.Status != sessions.StatusCompleted {
 		t.Fatalf("after the redrive: %+v %v %v", v, ok, err)
+	}
+	// the time-less completion keeps the time it had (its original
+	// record's), while the redriven record is stamped when the log got it
+	if at, err := time.Parse(time.RFC3339Nano, v.CompletedAt); err != nil || !at.Before(mid) {
+		t.Fatalf("completed_at %q (%v): want the original record's time, before the redrive at %v", v.CompletedAt, err, mid)
+	}
+	// so the state as of a moment before the redrive is what the live
+	// service said then: running (with the original timestamp on the
+	// redriven record, replay --until mid showed it completed)
+	asOf, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asOf.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: asOf, Processors: pipeline.DefaultProcessors(),
+		Until: processors.Until{Time: mid}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := sessions.Get(asOf, key); err != nil || !ok || v.Status != sessions.StatusRunning {
+		t.Fatalf("replay --until %v (before the redrive): %+v %v %v; want running", mid, v, ok, err)
 	}
 	// the processors that had applied it see an exact duplicate (same
 	// record time), not a conflicting one
