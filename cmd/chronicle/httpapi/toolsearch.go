@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/processors/toolsearch"
+	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -25,6 +26,18 @@ func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Qu
 	g, err := s.toolGraph()
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	cat, err := dagCatalog()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	// a context tool nobody knows is a typo, refused as the suggest route
+	// refuses it; before, it was ignored: 200 with alpha 1, the graph part
+	// of the ranking quietly off (found by an analyst's walkthrough)
+	if i := (&suggest.Suggester{Graph: g, Catalog: cat}).Unknown(ctxTools); i >= 0 {
+		writeErr(w, http.StatusBadRequest, "context_tools[%d]: %q is not a tool of the catalogue or the tool graph", i, ctxTools[i])
 		return
 	}
 	var res search.Result
