@@ -58,7 +58,8 @@ func (c LearnedCursor) String() string {
 	return b.String()
 }
 
-// ParseLearnedCursor parses a cursor's text form. Errors name the part.
+// ParseLearnedCursor parses a cursor's text form. Errors name the part,
+// or the partition a cursor names twice.
 func ParseLearnedCursor(s string) (LearnedCursor, error) {
 	c := LearnedCursor{}
 	for _, part := range strings.Split(s, ",") {
@@ -67,6 +68,10 @@ func ParseLearnedCursor(s string) (LearnedCursor, error) {
 		o, oerr := strconv.ParseInt(os, 10, 64)
 		if !ok || perr != nil || oerr != nil || p < 0 || o < 0 {
 			return nil, fmt.Errorf("%q is not <partition>:<next offset>", part)
+		}
+		if _, dup := c[int32(p)]; dup {
+			// no stream gives one; the last silently won before
+			return nil, fmt.Errorf("partition %d is named twice", p)
 		}
 		c[int32(p)] = o
 	}

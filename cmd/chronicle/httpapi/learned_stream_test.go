@@ -568,3 +568,16 @@ func TestSearchAnswersWithoutTheBroker(t *testing.T) {
 		t.Fatalf("the search took %s", d)
 	}
 }
+
+// A cursor is what a stream gave: a partition named twice is refused
+// (the last value silently won), as are malformed parts.
+func TestParseLearnedCursor(t *testing.T) {
+	if c, err := httpapi.ParseLearnedCursor("0:5,1:7"); err != nil || c.String() != "0:5,1:7" {
+		t.Fatalf("0:5,1:7: %v %v", c, err)
+	}
+	for in, want := range map[string]string{"0:5,0:6": "partition 0 is named twice", "0:x": "is not <partition>:<next offset>", "-1:3": "is not"} {
+		if _, err := httpapi.ParseLearnedCursor(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", in, err, want)
+		}
+	}
+}
