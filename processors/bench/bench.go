@@ -534,6 +534,11 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 	took := last.Sub(first)
 	cpu := float64((cpuLast - cpu0).Microseconds()) / float64(n)
 	tmu.Unlock()
+	if took <= 0 && !first.IsZero() {
+		// one commit held every record (a few events of one session): the
+		// job is timed from its first commit, so there is nothing to time
+		return 0, nil, 0, fmt.Errorf("%s: all %d events were applied in one commit, which leaves no window to time (jobs are timed from their first commit): run with more events (--events; a few thousand at least)", stage, n)
+	}
 	if took <= 0 {
 		// name what the caught-up check saw, to tell a listing that missed
 		// partitions from one commit holding every record
