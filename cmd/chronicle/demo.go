@@ -114,7 +114,7 @@ func demoCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, RequestLog: rl}, httpAddr)
+				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, RequestLog: rl, Version: versionString()}, httpAddr)
 			}
 			return nil
 		},

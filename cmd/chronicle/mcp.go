@@ -39,7 +39,7 @@ func mcpCmd() *cobra.Command {
 			// The service checks the token's scopes on every call; the
 			// stdio side only picks where new memories go.
 			caller := mcpserver.Caller{ReadScopes: []string{mcpserver.AllScopes}, WriteScopes: writes, DefaultScope: scope}
-			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Caller: caller, Improvement: backend.Improvement, Searches: backend})
+			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: versionString(), Caller: caller, Improvement: backend.Improvement, Searches: backend})
 		},
 	}
 	cmd.Flags().StringVar(&api, "api", "http://127.0.0.1:8080", "URL of a running chronicle serve")

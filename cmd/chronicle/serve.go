@@ -69,7 +69,7 @@ func serveCmd() *cobra.Command {
 			}
 			defer p.Close()
 			describe(p)
-			return serveListener(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl}, ln)
+			return serveListener(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString()}, ln)
 		},
 	}
 	c.register(cmd)

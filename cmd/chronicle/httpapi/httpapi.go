@@ -91,6 +91,10 @@ type Server struct {
 	P *pipeline.Pipeline
 	// resumeMu serialises search resumes (publishResume).
 	resumeMu sync.Mutex
+	// Version is the server's version as the MCP initialize handshake of
+	// /mcp names it (serverInfo.version; default "dev"): `chronicle
+	// --version`'s, set by serve, demo and inspect.
+	Version string
 	// Tokens, when set, require a bearer token on every /v1 route and
 	// limit each caller to its scopes; nil serves every scope (the service
 	// then listens on loopback only).
@@ -190,7 +194,7 @@ func (s *Server) Routes() []Route {
 		f("GET /openapi.json", s.openAPI), // issue 11: the OpenAPI 3.1 description of these routes
 		f("GET /healthz", s.health),
 		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
-		{"/mcp", mcpserver.HTTPHandler(mcpAPI{s}, mcpserver.Options{Name: "chronicle", CallerFunc: s.mcpCaller, Improvement: mcpAPI{s}.Improvement, Searches: mcpAPI{s}})},
+		{"/mcp", mcpserver.HTTPHandler(mcpAPI{s}, mcpserver.Options{Name: "chronicle", Version: s.Version, CallerFunc: s.mcpCaller, Improvement: mcpAPI{s}.Improvement, Searches: mcpAPI{s}})},
 	}
 }
 

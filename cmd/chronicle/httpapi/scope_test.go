@@ -216,7 +216,7 @@ func TestMCPFeedbackNamesTheScope(t *testing.T) {
 	tokens := access.File{Tokens: []access.Token{
 		{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a", "project:b"}},
 	}}
-	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens, Version: "v9.8.7 (test)"}).Handler())
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -242,6 +242,10 @@ func TestMCPFeedbackNamesTheScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	// the handshake names the server's version (it said "dev" whatever the build)
+	if info := cs.InitializeResult().ServerInfo; info == nil || info.Name != "chronicle" || info.Version != "v9.8.7 (test)" {
+		t.Fatalf("serverInfo %+v, want chronicle v9.8.7 (test)", info)
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false}})
 	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "name the scope") {
 		t.Fatalf("feedback without a scope: %v %s, want the error asking for one", err, mcptest.Text(res))
