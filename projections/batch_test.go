@@ -190,3 +190,43 @@ func TestApplyBatchSkip(t *testing.T) {
 		t.Fatalf("an item with Err and Skip: %v %v, want DeadLettered", outs, err)
 	}
 }
+
+// An item marked ApplyDuplicate is given to the ApplyFunc when it is a
+// plain duplicate (a processor that indexes records sees every record),
+// its writes commit with the offset, its Result is Duplicate, and the
+// idempotency key keeps the first copy's offset; a conflicting duplicate is
+// dead-lettered all the same, without the call.
+func TestApplyBatchApplyDuplicate(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	items := batchItems(t, "a", "b", "a", "b")
+	other := feedback(t, "b")
+	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":false}`)
+	items[3].Env = other // b again, other content
+	for i := range items {
+		items[i].ApplyDuplicate = true
+	}
+	var seen []int64
+	outs, err := s.ApplyBatch("index", items, func(tx *projections.Tx, env *events.Envelope) error {
+		seen = append(seen, tx.Position().Offset)
+		return tx.Set(fmt.Sprintf("row/%d", tx.Position().Offset), []byte(env.ID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := results(outs); got != "AADX" {
+		t.Fatalf("results %s, want AADX", got)
+	}
+	if fmt.Sprint(seen) != "[0 1 2]" {
+		t.Fatalf("ApplyFunc called at offsets %v, want [0 1 2] (the duplicate too, not the conflicting one)", seen)
+	}
+	if v, ok, err := s.Get("index", "row/2"); err != nil || !ok || string(v) != "a" {
+		t.Fatalf("the duplicate's row: %q %v %v", v, ok, err)
+	}
+	if off, applied, same, err := s.AppliedAt("index", items[2].Env); err != nil || !applied || !same || off != 0 {
+		t.Fatalf("AppliedAt(a) = %d %v %v %v, want the first copy's offset 0", off, applied, same, err)
+	}
+	if next, ok := s.NextOffset("index", "t", 0); !ok || next != 4 {
+		t.Fatalf("next offset %d %v, want 4", next, ok)
+	}
+}
