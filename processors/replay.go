@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +103,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	for t := range procs {
 		topics = append(topics, t)
 	}
+	sort.Strings(topics) // errors list them in one order, run after run
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
 	if err != nil {
 		return st, err

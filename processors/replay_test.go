@@ -2,6 +2,7 @@ package processors_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -63,5 +66,33 @@ func TestReplayCountsRecordsPastStopAt(t *testing.T) {
 	})
 	if cut.Records != total || cut.PastStopAt != 5 || cut.Applied != all.Applied-5 {
 		t.Fatalf("replay stopped 5 short on partition 0: %+v (unbounded %+v), want %d read, 5 past the stop, 5 fewer applied", cut, all, total)
+	}
+}
+
+// --until naming a topic partition the replay does not read is refused
+// naming the topics it reads, in one order run after run (they came from a
+// map: the order changed from one run to the next).
+func TestReplayUntilUnknownPartitionNamesTopicsInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, _, _ := sampleLog(ctx, t, broker.Config{Partitions: 1})
+	pos := projections.Position{Topic: "chronicle.nope", Partition: 0, Offset: 0}
+	var first string
+	for i := 0; i < 8; i++ {
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Until: processors.Until{Pos: &pos},
+			Processors: []processors.Processor{sessions.Processor{}, sessions.PatternsProcessor{}, toolgraph.Processor{}, memories.Processor{}}})
+		store.Close()
+		if err == nil || !strings.Contains(err.Error(), "no such topic partition among") {
+			t.Fatalf("replay --until %s: %v, want a refusal naming the topics", pos, err)
+		}
+		if i == 0 {
+			first = err.Error()
+		} else if err.Error() != first {
+			t.Fatalf("run %d: %q; run 0: %q", i, err, first)
+		}
 	}
 }
