@@ -297,52 +297,70 @@ func contentHashV4(env *events.Envelope) []byte {
 // written for an event with env's content. Values of every earlier layout
 // are understood: offset only (no hash: the same), offset + contentHashV1,
 // offset + version 2 + contentHashV2, offset + version 3 + contentHashV3,
-// offset + version 4 + contentHashV4.
+// offset + version 4 + contentHashV4; a value of version 2 to 4 answers
+// today's rules as far as its hash can (sameAsSpelled).
 func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {
 	switch {
 	case len(prev) == 9+len(sum) && prev[8] == dedupVersion:
 		return bytes.Equal(prev[9:], sum)
-	case len(prev) == 9+16 && prev[8] == 4:
-		if bytes.Equal(prev[9:], contentHashV4(env)) {
-			return true
-		}
-		// version 5's rule for the datacontenttype, as far as a version-4
-		// hash can answer it: left out and application/json (what binary
-		// mode and the Go producer write) are one
-		for _, dct := range [...]string{"", events.ContentTypeJSON} {
-			if dct == env.DataContentType {
-				continue
-			}
-			alt := *env
-			alt.DataContentType = dct
-			if bytes.Equal(prev[9:], contentHashV4(&alt)) {
-				return true
-			}
-		}
-		return false
-	case len(prev) == 9+16 && prev[8] == 3:
-		if bytes.Equal(prev[9:], contentHashV3(env)) {
-			return true
-		}
-		// version 4's rule for the scope, which a version-3 hash can
-		// answer: the default scope left out and spelled out are one (so a
-		// store upgraded across it decides as a replay does)
-		if env.EffectiveScope() != events.DefaultScope {
-			return false
-		}
-		alt := *env
-		if alt.Scope == "" {
-			alt.Scope = events.DefaultScope
-		} else {
-			alt.Scope = ""
-		}
-		return bytes.Equal(prev[9:], contentHashV3(&alt))
-	case len(prev) == 9+16 && prev[8] == 2:
-		return bytes.Equal(prev[9:], contentHashV2(env))
+	case len(prev) == 9+16 && prev[8] >= 2 && prev[8] <= 4:
+		return sameAsSpelled(prev[9:], env, int(prev[8]))
 	case len(prev) == 8+16:
 		return bytes.Equal(prev[8:], contentHashV1(env))
 	}
 	return true
+}
+
+// jsonSpellings are the datacontenttype values of JSON data a key of
+// dedup version 2 to 4 may hold (left out, what binary mode and the Go
+// producer write, and the spellings with a charset or in capitals that
+// structured mode accepted): version 5 counts none of them.
+var jsonSpellings = [...]string{"", events.ContentTypeJSON, "application/json; charset=utf-8", "application/json; charset=UTF-8",
+	"application/json;charset=utf-8", "application/json;charset=UTF-8", "Application/JSON", "APPLICATION/JSON"}
+
+// sameAsSpelled reports whether sum, a content hash of dedup version v (2
+// to 4), was written for env's content as today's rules see it, as far as
+// such a hash can answer: it tries env as it is and then spelled the ways
+// that version counted and today's does not — the datacontenttype
+// (jsonSpellings; version 5), the default scope left out or spelled out
+// (version 4), and for version 2 the time as if taken from the record
+// (version 3: a time-less event resent with a time, as a dead-letter
+// redrive writes it, is the same event; a time the first copy sent is not
+// in the key, so a resend with another one stays a conflict there). So a
+// store upgraded across those versions decides as a replay does, up to
+// the spellings listed.
+func sameAsSpelled(sum []byte, env *events.Envelope, v int) bool {
+	hash := func(e *events.Envelope) bool { return bytes.Equal(sum, contentHash(e, v)) }
+	if hash(env) {
+		return true
+	}
+	scopes := []string{env.Scope}
+	if env.EffectiveScope() == events.DefaultScope {
+		if env.Scope == "" {
+			scopes = append(scopes, events.DefaultScope)
+		} else {
+			scopes = append(scopes, "")
+		}
+	}
+	fromLog := []bool{env.TimeFromLog}
+	if v == 2 && !env.TimeFromLog {
+		fromLog = append(fromLog, true)
+	}
+	for _, sc := range scopes {
+		for _, tl := range fromLog {
+			for _, dct := range append([]string{env.DataContentType}, jsonSpellings[:]...) {
+				if sc == env.Scope && tl == env.TimeFromLog && dct == env.DataContentType {
+					continue // tried first
+				}
+				alt := *env
+				alt.Scope, alt.TimeFromLog, alt.DataContentType = sc, tl, dct
+				if hash(&alt) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // ApplyFunc is a processor's reaction to one event: read and write its
