@@ -101,6 +101,12 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			next(w, r)
 			return
 		}
+		if r.Header.Get(ForwardedHeader) == "" {
+			// only a member's fan-out asks for scopes (writeToHeldScope): a
+			// client's probe header, copied into a read's fan-out, made the
+			// other members answer a scope list for the entity (a review)
+			r.Header.Del(ScopeProbeHeader)
+		}
 		if r.Header.Get(ForwardedHeader) != "" {
 			if r.Header.Get(FanOutHeader) != "" && r.URL.Query().Get("scope") == "" {
 				if r.Header.Get(ScopeProbeHeader) != "" && r.Method == http.MethodGet {
