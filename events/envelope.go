@@ -124,10 +124,35 @@ func DerivedID(causeSource, causeID string, t Type, n int) string {
 // *ValidationError at /type (the envelope could never be validated,
 // produced or applied); marshalling errors are returned as is.
 func New(t Type, source, id string, at time.Time, payload any) (Envelope, error) {
+	return newEvent(t, source, id, at, payload, true)
+}
+
+// NewVerbatim is New for data a producer sent (the HTTP API's workflow
+// writes, the memory tools): the data keeps '<', '>' and '&' as given, as
+// Envelope.MarshalJSON keeps them, where New writes json.Marshal's HTML
+// escapes (\u003c), which made markup six times longer and a 300 KB tool
+// result too large for MaxEventBytes. New keeps them so that the records
+// importers and processors build keep the bytes they always had (the
+// demo's digest). Errors as New's.
+func NewVerbatim(t Type, source, id string, at time.Time, payload any) (Envelope, error) {
+	return newEvent(t, source, id, at, payload, false)
+}
+
+func newEvent(t Type, source, id string, at time.Time, payload any, escapeHTML bool) (Envelope, error) {
 	if _, ok := registry[t]; !ok {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", t)}
 	}
-	raw, err := json.Marshal(payload)
+	var raw []byte
+	var err error
+	if escapeHTML {
+		raw, err = json.Marshal(payload)
+	} else {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(payload)
+		raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	}
 	if err != nil {
 		return Envelope{}, fmt.Errorf("events: marshal %s data: %w", t, err)
 	}

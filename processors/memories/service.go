@@ -46,7 +46,7 @@ func (s *Service) now() time.Time {
 }
 
 func (s *Service) newEvent(typ events.Type, scope string, data any) (events.Envelope, error) {
-	env, err := events.New(typ, "chronicle/memory-tools", uuid.NewString(), s.now(), data)
+	env, err := events.NewVerbatim(typ, "chronicle/memory-tools", uuid.NewString(), s.now(), data)
 	env.Scope = scope
 	return env, err
 }

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -49,7 +48,7 @@ var ErrIDReused = errors.New("already used for another write (a retry must send 
 // *events.ValidationError for an invalid event, ErrRejected when the
 // processor refused it, ErrNotProcessed after Service.Wait.
 func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.Position, error) {
-	raw, err := json.Marshal(env)
+	raw, err := env.MarshalJSON() // json.Marshal(env) would compact it again, writing '<' as \u003c
 	if err != nil {
 		return projections.Position{}, err
 	}
@@ -146,7 +145,7 @@ func (s *Service) Check(env events.Envelope) error {
 	// reason for an event its schema refuses is beside the point (an empty
 	// command id in processed_commands read "not pending", a 409, where
 	// the schema says minLength 1, a 400)
-	raw, err := json.Marshal(env)
+	raw, err := env.MarshalJSON() // json.Marshal(env) would compact it again, writing '<' as \u003c
 	if err != nil {
 		return err
 	}

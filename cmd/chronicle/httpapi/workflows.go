@@ -511,7 +511,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	// workflow or another scope is another write, not a conflict (with
 	// one source for every workflow, one tenant's ids blocked another's
 	// and the 409 told which ids it had used)
-	env, err := events.New(typ, WorkflowSource(key), b.EventID, time.Now(), data)
+	env, err := events.NewVerbatim(typ, WorkflowSource(key), b.EventID, time.Now(), data)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return

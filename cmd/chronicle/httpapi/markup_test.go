@@ -1,0 +1,53 @@
+package httpapi_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A workflow update carrying markup is stored as sent: its record holds
+// '<', '>' and '&', not json.Marshal's \u003c escapes, which made markup
+// six times longer (as /v1/events has stored it since the envelope's
+// encoding stopped escaping; found by a review: the workflow routes built
+// their events with events.New and re-encoded them with json.Marshal).
+func TestWorkflowUpdateKeepsMarkupAsSent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, c, _ := startAt(t, t.TempDir())
+	const markup = `<b>fares & fees</b> -> <i>ok</i>`
+	res, err := c.Update(ctx, "wf-markup", 0, "messages", map[string]any{"role": "tool", "content": markup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(res.Position, ":")
+	part, _ := strconv.ParseInt(parts[len(parts)-2], 10, 32)
+	off, _ := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+	topic := strings.Join(parts[:len(parts)-2], ":")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(part): kgo.NewOffset().At(off)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("record at %s: %v", res.Position, err)
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			r := it.Next()
+			if r.Offset != off {
+				continue
+			}
+			if !strings.Contains(string(r.Value), markup) {
+				t.Fatalf("the record at %s holds %s; want the markup %q as sent", res.Position, r.Value, markup)
+			}
+			return
+		}
+	}
+}
