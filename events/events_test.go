@@ -541,3 +541,21 @@ func TestNullAttributeIsAbsent(t *testing.T) {
 		t.Fatalf("null data: %v, want a refusal at /data", err)
 	}
 }
+
+// NewVerbatim keeps '<', '>' and '&' in the data as given; New keeps
+// json.Marshal's escapes (the bytes importers' and processors' records
+// always had).
+func TestNewVerbatimKeepsMarkup(t *testing.T) {
+	d := events.MemoryRecordedData{MemoryID: "m1", Title: "<b>fares & fees</b>", Description: "d", Content: "c", Outcome: "success", Source: "explicit"}
+	v, err := events.NewVerbatim(events.MemoryRecorded, "test", "a", time.Unix(1700000000, 0), d)
+	if err != nil || !strings.Contains(string(v.Data), `"<b>fares & fees</b>"`) {
+		t.Fatalf("NewVerbatim: %s %v", v.Data, err)
+	}
+	e, err := events.New(events.MemoryRecorded, "test", "a", time.Unix(1700000000, 0), d)
+	if err != nil || !strings.Contains(string(e.Data), `"\u003cb\u003efares \u0026 fees\u003c/b\u003e"`) {
+		t.Fatalf("New: %s %v", e.Data, err)
+	}
+	if _, err := events.NewVerbatim("no.such.type.v1", "test", "a", time.Time{}, d); err == nil {
+		t.Fatal("NewVerbatim of an unknown type: no error")
+	}
+}
