@@ -184,6 +184,14 @@ func TestFrictions(t *testing.T) {
 		if code, m := call(t, base, "tok-admin", "GET", "/v1/sessions?scope=galaxy", nil); code != 400 || !strings.HasPrefix(errOf(m), `scope: "galaxy" is not a kind`) {
 			t.Errorf("sessions scope=galaxy: %d %q", code, errOf(m))
 		}
+		// one scope the token does not read: 403, as the searches and the
+		// learned stream answer (it was 200 with an empty list)
+		if code, m := call(t, base, "tok-a", "GET", "/v1/sessions?scope=project:b", nil); code != 403 || errOf(m) != "scope: this token may not read project:b" {
+			t.Errorf("project:a's token listing sessions of scope=project:b: %d %q; want 403", code, errOf(m))
+		}
+		if code, _ := call(t, base, "tok-a", "GET", "/v1/sessions?scope=project:a", nil); code != 200 {
+			t.Errorf("project:a's token listing sessions of scope=project:a: %d", code)
+		}
 	})
 
 	t.Run("schema error texts", func(t *testing.T) {

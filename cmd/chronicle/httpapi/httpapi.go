@@ -450,6 +450,15 @@ func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit i
 		}
 		return "", 0, false
 	}
+	if sc := q.Get("scope"); events.ValidScope(sc) && !CallerOf(r).CanRead(sc) {
+		// one scope the token does not read: a 403, as the memory and
+		// pattern searches and the learned stream answer, not an empty
+		// list that reads as "no sessions there"
+		if w != nil {
+			writeErr(w, http.StatusForbidden, "scope: this token may not read %s", sc)
+		}
+		return "", 0, false
+	}
 	if c := q.Get("cursor"); c != "" {
 		if err := checkSessionCursor(c); err != nil {
 			if w != nil {
