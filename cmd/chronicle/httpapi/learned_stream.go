@@ -17,6 +17,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
 // LearnedKeepAlive is how often GET /v1/learned/stream writes an SSE
@@ -145,9 +146,12 @@ func (f learnedFilter) show(raw []byte) (events.Type, bool) {
 func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := learnedFilter{caller: CallerOf(r), scope: q.Get("scope")}
+	if f.scope == search.ScopeAll {
+		f.scope = "" // every scope the token reads, as on the searches and GET /v1/sessions
+	}
 	if f.scope != "" && !scopeKinds[f.scope] {
 		if !events.ValidScope(f.scope) {
-			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id>, org:<id> or one of the kinds project, team, org", f.scope)
+			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id>, org:<id> or one of the kinds project, team, org, all", f.scope)
 			return
 		}
 		if !f.caller.CanRead(f.scope) {
@@ -155,7 +159,9 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if ts := q.Get("types"); ts != "" {
+	// types= comma-separated, and repeated (types=a&types=b, as many
+	// HTTP clients send a list): every value counts (only the first did)
+	if ts := strings.Join(q["types"], ","); ts != "" {
 		f.types = map[events.Type]bool{}
 		for _, t := range strings.Split(ts, ",") {
 			ti, ok := events.Lookup(events.Type(t))

@@ -241,6 +241,25 @@ func TestLearnedStream(t *testing.T) {
 	if m := scopes("team"); len(m) != 0 {
 		t.Errorf("scope=team: %v, want none", m)
 	}
+	// scope=all is every readable scope, as on the searches and GET
+	// /v1/sessions (it was a 400)
+	if m := scopes("all"); m["project:a"] != 5 || m["project:b"] != 3 {
+		t.Errorf("scope=all: %v, want project:a ×5, project:b ×3", m)
+	}
+	// types= repeated, as many HTTP clients send a list: every value
+	// counts (only the first did, so this kept no event)
+	resp4, rd4 := openStream(t, ctx, srv.URL+"/v1/learned/stream?follow=false&types=memory.pruned.v1&types=memory.created.v1", "")
+	n4 := 0
+	for {
+		if _, ok := rd4.next(); !ok {
+			break
+		}
+		n4++
+	}
+	if n := n4; n != 8 {
+		t.Errorf("types=memory.pruned.v1&types=memory.created.v1: %d events, want the 8 memory.created.v1", n)
+	}
+	resp4.Body.Close()
 	// a cursor beyond a partition's end is no position a stream gave:
 	// resuming there would skip what is written up to it (400, not a
 	// stream that silently starts later)
