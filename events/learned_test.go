@@ -44,5 +44,19 @@ func TestLearnedTypesDocumented(t *testing.T) {
 		if row == "" || !strings.Contains(row, "schemas/"+file) || !strings.Contains(row, "chronicle.learned") {
 			t.Errorf("README: no event-table row for %s naming schemas/%s on chronicle.learned", typ, file)
 		}
+		// every row of the type names the record key a subscriber sees:
+		// the scope, '/', the entity (events.Key). Two rows of one type
+		// used to disagree (graph.edge.learned.v1 keyed "scope/from tool"
+		// and "from (tool)", graph.ranks.updated.v1 "scope/`toolgraph`"
+		// and "graph").
+		for _, line := range strings.Split(string(readme), "\n") {
+			if !strings.HasPrefix(line, "| `"+string(typ)+"`") {
+				continue
+			}
+			cols := strings.Split(strings.Trim(line, "| "), " | ")
+			if key := cols[len(cols)-1]; !strings.HasPrefix(key, "scope/") {
+				t.Errorf("README: the event-table row of %s names the key %q; the record key is scope/<entity> (events.Key)", typ, key)
+			}
+		}
 	}
 }
