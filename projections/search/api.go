@@ -34,7 +34,9 @@ type Query struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Limit of memories returned (0: DefaultLimit, else 1..MaxLimit).
 	Limit int `json:"limit,omitempty"`
-	// MinConfidence (default 0.5): memories below it are left out.
+	// MinConfidence (default 0.5; 0 for coordination patterns with
+	// outcome failure, whose confidence is a success rate below 0.5):
+	// documents below it are left out.
 	MinConfidence *float64 `json:"min_confidence,omitempty"`
 	// Readable, when set, says which scopes (project:a, team:b, org:c) the
 	// caller may read; others are invisible. nil: every scope.

@@ -613,6 +613,13 @@ func normalise(q Query) (Query, error) {
 	}
 	if q.MinConfidence == nil {
 		d := 0.5
+		if q.Collection == Patterns && q.Outcome == "failure" {
+			// a coordination pattern's confidence is its sessions' success
+			// rate, (met + 1) / (sessions + 2), below 0.5 for every pattern
+			// no session met its criteria with: the default left every
+			// failure pattern out (found by a subscriber's walkthrough)
+			d = 0
+		}
 		q.MinConfidence = &d
 	} else if *q.MinConfidence < 0 || *q.MinConfidence > 1 {
 		return q, fmt.Errorf("%w: min_confidence: %v is not between 0 and 1", ErrInvalid, *q.MinConfidence)

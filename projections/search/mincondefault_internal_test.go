@@ -1,0 +1,28 @@
+package search
+
+import "testing"
+
+// min_confidence left out is 0.5, except for coordination patterns with
+// outcome failure: their confidence is a success rate, below 0.5 for every
+// one of them, so the default hid them all. A value sent stands.
+func TestMinConfidenceDefault(t *testing.T) {
+	for _, c := range []struct {
+		coll    Collection
+		outcome string
+		sent    *float64
+		want    float64
+	}{
+		{Patterns, "failure", nil, 0},
+		{Patterns, "all", nil, 0.5},
+		{Patterns, "success", nil, 0.5},
+		{Memories, "failure", nil, 0.5},
+		{Patterns, "failure", ptr(0.3), 0.3},
+	} {
+		q, err := normalise(Query{Text: "x", Collection: c.coll, Outcome: c.outcome, MinConfidence: c.sent})
+		if err != nil || *q.MinConfidence != c.want {
+			t.Errorf("%s outcome %s, sent %v: min_confidence %v (%v), want %v", c.coll, c.outcome, c.sent, *q.MinConfidence, err, c.want)
+		}
+	}
+}
+
+func ptr(f float64) *float64 { return &f }
