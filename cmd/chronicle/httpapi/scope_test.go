@@ -264,4 +264,10 @@ func TestMCPFeedbackNamesTheScope(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "scope") {
 		t.Fatalf("feedback naming a kind, not a scope: %v %s, want an error naming scope", err, mcptest.Text(res))
 	}
+	// a scope the token may not write: said so, naming the argument (it
+	// said "memory not found")
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": "mem-shared", "helpful": false, "scope": "project:c"}})
+	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "scope: this caller may not write project:c") {
+		t.Fatalf("feedback naming a scope it may not write: %v %s, want an error naming scope", err, mcptest.Text(res))
+	}
 }

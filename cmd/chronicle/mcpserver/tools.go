@@ -364,6 +364,11 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 	if len(caller.WriteScopes) == 0 {
 		return nil, search.FeedbackResult{}, errors.New("memory_feedback: the caller may write no scope")
 	}
+	if in.Scope != "" && !grants(caller.WriteScopes, in.Scope) {
+		// name the argument, as memory_search does for a scope it may not
+		// read; it said "memory not found" (a subscriber's walkthrough)
+		return nil, search.FeedbackResult{}, fmt.Errorf("memory_feedback: scope: this caller may not write %s", in.Scope)
+	}
 	ctx = ContextWithCaller(ctx, caller)
 	res, err := t.backend.Feedback(ctx, search.Feedback{
 		MemoryID: in.MemoryID,
