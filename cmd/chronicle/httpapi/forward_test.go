@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chronicle-dev/chronicle/events/broker"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi/accesstest"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
@@ -114,6 +116,33 @@ func postJSON(t testing.TB, base, token, path, body string, hdr ...string) (int,
 // waitCluster waits until every member's GET /v1/cluster lists all of them
 // with their URLs and the sessions topic's 4 partitions assigned, and
 // every member caught up.
+// workflowIDsOn returns n ids prefix-<i> whose workflow key in scope sits
+// on a partition of chronicle.workflows that only member on owns (off does
+// not), so a request sent to off must reach on; the test fails when the
+// first 256 ids give fewer.
+func workflowIDsOn(t testing.TB, on, off *member, scope, prefix string, n int) []string {
+	t.Helper()
+	owns := func(m *member, key string) bool {
+		p := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicWorkflows)).Partition(&kgo.Record{Key: []byte(key)}, 4))
+		for _, op := range m.p.Runner.Ownership().Partitions {
+			if op.Topic == string(events.TopicWorkflows) && op.Partition == p {
+				return true
+			}
+		}
+		return false
+	}
+	var ids []string
+	for i := 0; i < 256 && len(ids) < n; i++ {
+		if id := fmt.Sprintf("%s-%d", prefix, i); owns(on, events.EntityKey(scope, id)) && !owns(off, events.EntityKey(scope, id)) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < n {
+		t.Fatalf("%d of %d %s ids on a partition of %s's only", len(ids), n, prefix, on.name)
+	}
+	return ids
+}
+
 func waitCluster(t testing.TB, ms []*member) {
 	t.Helper()
 	deadline := time.Now().Add(40 * time.Second)

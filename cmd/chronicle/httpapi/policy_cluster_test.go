@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/chronicle-dev/chronicle/events"
 )
 
@@ -28,25 +26,8 @@ func TestPolicyAndWorkflowWritesOnEveryMember(t *testing.T) {
 	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), 0)
 	ms := []*member{m1, m2}
 	waitCluster(t, ms)
-	owns := func(m *member, key string) bool {
-		p := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicWorkflows)).Partition(&kgo.Record{Key: []byte(key)}, 4))
-		for _, op := range m.p.Runner.Ownership().Partitions {
-			if op.Topic == string(events.TopicWorkflows) && op.Partition == p {
-				return true
-			}
-		}
-		return false
-	}
 	// a policy of project:a whose partition m2 owns, sent to m1
-	policy := ""
-	for i := 0; i < 64 && policy == ""; i++ {
-		if p := fmt.Sprintf("pol-%d", i); owns(m2, events.EntityKey("project:a", p)) && !owns(m1, events.EntityKey("project:a", p)) {
-			policy = p
-		}
-	}
-	if policy == "" {
-		t.Fatal("no policy on a partition of m2's")
-	}
+	policy := workflowIDsOn(t, m2, m1, "project:a", "pol", 1)[0]
 	post := func(m *member, path, body string) (int, map[string]any, time.Duration) {
 		t.Helper()
 		t0 := time.Now()
@@ -74,15 +55,7 @@ func TestPolicyAndWorkflowWritesOnEveryMember(t *testing.T) {
 	// admin's), sent to the member that does not own the workflow: sent on
 	// to the owner. Before, complete answered 404 for a workflow the same
 	// URL reads, and updates waited 5 s.
-	wf := ""
-	for i := 0; i < 64 && wf == ""; i++ {
-		if id := fmt.Sprintf("adm-%d", i); owns(m2, events.EntityKey(events.DefaultScope, id)) && !owns(m1, events.EntityKey(events.DefaultScope, id)) {
-			wf = id
-		}
-	}
-	if wf == "" {
-		t.Fatal("no workflow id on a partition of m2's")
-	}
+	wf := workflowIDsOn(t, m2, m1, events.DefaultScope, "adm", 1)[0]
 	for _, c := range []struct{ path, body string }{
 		{"/v1/workflows/" + wf + "/updates", `{"channel":"messages","update":"hi"}`},
 		{"/v1/workflows/" + wf + "/checkpoints", `{"layer":0}`},

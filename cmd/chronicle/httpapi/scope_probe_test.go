@@ -2,16 +2,12 @@ package httpapi_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
-	"github.com/chronicle-dev/chronicle/events"
 )
 
 // Chronicle-Scope-Probe is an internal marker of writeToHeldScope's
@@ -26,24 +22,7 @@ func TestClientScopeProbeHeaderDoesNotChangeAFannedOutRead(t *testing.T) {
 	m1 := startMember(ctx, t, "m1", nil, time.Second)
 	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
 	waitCluster(t, []*member{m1, m2})
-	owns := func(m *member, key string) bool {
-		p := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicWorkflows)).Partition(&kgo.Record{Key: []byte(key)}, 4))
-		for _, op := range m.p.Runner.Ownership().Partitions {
-			if op.Topic == string(events.TopicWorkflows) && op.Partition == p {
-				return true
-			}
-		}
-		return false
-	}
-	wf := ""
-	for i := 0; i < 256 && wf == ""; i++ {
-		if id := fmt.Sprintf("wfp-%d", i); owns(m2, events.EntityKey("project:b", id)) && !owns(m1, events.EntityKey("project:b", id)) {
-			wf = id
-		}
-	}
-	if wf == "" {
-		t.Fatal("no workflow id on a partition of m2's")
-	}
+	wf := workflowIDsOn(t, m2, m1, "project:b", "wfp", 1)[0]
 	if code, b := postJSON(t, m2.srv.URL, "tok-ab", "/v1/workflows/"+wf+"/updates?scope=project:b", `{"channel":"messages","update":"first"}`); code != http.StatusOK {
 		t.Fatalf("update: %d %s", code, b)
 	}

@@ -8,10 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/chronicle-dev/chronicle/events"
 )
 
 // TestWorkflowWriteFindsItsScopeAcrossTheCluster: a workflow write
@@ -33,25 +29,8 @@ func TestWorkflowWriteFindsItsScopeAcrossTheCluster(t *testing.T) {
 	m1 := startMember(ctx, t, "m1", nil, time.Second)
 	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
 	waitCluster(t, []*member{m1, m2})
-	owns := func(m *member, key string) bool {
-		p := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicWorkflows)).Partition(&kgo.Record{Key: []byte(key)}, 4))
-		for _, op := range m.p.Runner.Ownership().Partitions {
-			if op.Topic == string(events.TopicWorkflows) && op.Partition == p {
-				return true
-			}
-		}
-		return false
-	}
 	// ids whose project:b key only m2 owns
-	var ids []string
-	for i := 0; i < 256 && len(ids) < 3; i++ {
-		if id := fmt.Sprintf("wfb-%d", i); owns(m2, events.EntityKey("project:b", id)) && !owns(m1, events.EntityKey("project:b", id)) {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) < 3 {
-		t.Fatal("no workflow ids on a partition of m2's")
-	}
+	ids := workflowIDsOn(t, m2, m1, "project:b", "wfb", 3)
 	wf, wf2, wf3 := ids[0], ids[1], ids[2]
 	post := func(m *member, token, path, body string) (int, map[string]any) {
 		t.Helper()
