@@ -103,33 +103,12 @@ func actsOn(p Processor, env *events.Envelope) bool {
 	return len(handled) == 0 || slices.Contains(handled, env.Type)
 }
 
-// RecordIndexer is implemented by a processor that indexes records, not
-// events: its Apply is called for a plain duplicate too (an event applied
-// before, with the same content, at another offset: a producer's retry, a
-// redriven dead letter; projections.Item.ApplyDuplicate), so it sees
-// every record of its topics. Such an Apply must write rows named by the
-// record's position (projections.Tx.Position), which a duplicate does not
-// share with its first copy. The engine and Replay treat it alike, so
-// replay still equals live.
-type RecordIndexer interface {
-	IndexesRecords() bool
-}
-
 // applyBatch applies items (one topic partition's records) for p through
-// store: a RecordIndexer's items are marked ApplyDuplicate; for a
-// TypedProcessor, the events of other types are skipped
+// store: for a TypedProcessor, the events of other types are skipped
 // (projections.Item.Skip: the offset moves past them, no Apply call and no
 // idempotency key — an Apply that ignores a type wrote nothing for it
 // anyway). items is not modified.
 func applyBatch(store *projections.Store, p Processor, items []projections.Item) ([]projections.Outcome, error) {
-	if ri, ok := p.(RecordIndexer); ok && ri.IndexesRecords() {
-		marked := make([]projections.Item, len(items))
-		for i, it := range items {
-			it.ApplyDuplicate = true
-			marked[i] = it
-		}
-		items = marked
-	}
 	if tp, ok := p.(TypedProcessor); ok {
 		handled := tp.Types()
 		if len(handled) == 0 {

@@ -28,15 +28,6 @@ type Item struct {
 	// idempotency key is written for it; only the offset moves past it
 	// (Result Ignored). An item with Err is never skipped.
 	Skip bool
-	// ApplyDuplicate marks an item whose ApplyFunc also sees it when it is
-	// a plain duplicate (an event whose idempotency key the processor holds,
-	// with the same content: a producer's retry, a redriven dead letter):
-	// for a processor that indexes records, not events, so it sees every
-	// record (processors.RecordIndexer). Its writes commit with the offset;
-	// the idempotency key keeps the first copy's offset, the Result is
-	// Duplicate. A conflicting duplicate is dead-lettered as for any
-	// processor.
-	ApplyDuplicate bool
 	// Sum is ContentHash(Env) when the caller computed it once for every
 	// processor of the record's topic; nil: ApplyBatch computes it.
 	Sum []byte
@@ -190,11 +181,9 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 				reject(j, it, cerr)
 				continue
 			}
-			if !it.ApplyDuplicate {
-				out[j] = Outcome{Result: Duplicate}
-				advance(it.Pos)
-				continue
-			}
+			out[j] = Outcome{Result: Duplicate}
+			advance(it.Pos)
+			continue
 		}
 		tx := &Tx{ws: ws, proj: processor, cause: it.Env, pos: it.Pos}
 		if ferr := safeApply(fn, tx, it.Env); ferr != nil {
@@ -219,11 +208,6 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		}
 		outbox = append(outbox, withSource(it, tx.out...)...)
 		touched = append(touched, tx.touched...)
-		if found { // a duplicate given to the ApplyFunc (ApplyDuplicate): the key stays the first copy's
-			out[j] = Outcome{Result: Duplicate}
-			advance(it.Pos)
-			continue
-		}
 		s.keys.add(dk) // before the commit: the filter never misses a stored key
 		ws.setUnscanned(dks, dedupValue(it.Pos.Offset, sum))
 		out[j] = Outcome{Result: Applied}

@@ -118,14 +118,6 @@ func (Memories) Apply(tx *projections.Tx, env *events.Envelope) error {
 	return tx.Set(rowKey(key, KindMemory, tx.Position()), []byte(env.Type))
 }
 
-// IndexesRecords implements processors.RecordIndexer: a duplicate of an
-// event applied before (a producer's retry, a redriven dead letter) is a
-// record of the session too, with a row of its own. Before, the index
-// listed only the first copy, so after a redrive a session's events showed
-// the copy the sessions processor refused and not the one it applied
-// (found by an analyst's walkthrough).
-func (Processor) IndexesRecords() bool { return true }
-
 // rowKey is the index row of the record at pos of kind under session key.
 func rowKey(key, kind string, pos projections.Position) string {
 	return fmt.Sprintf("x/%s\x00%s/%s/%06d/%020d", key, kind, pos.Topic, pos.Partition, pos.Offset)
