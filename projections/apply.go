@@ -326,7 +326,10 @@ var jsonSpellings = [...]string{"", events.ContentTypeJSON, "application/json; c
 // (version 4), and for version 2 the time as if taken from the record
 // (version 3: a time-less event resent with a time, as a dead-letter
 // redrive writes it, is the same event; a time the first copy sent is not
-// in the key, so a resend with another one stays a conflict there). So a
+// in the key, so a resend with another one stays a conflict there), and
+// before version 4 the data with '<', '>' and '&' as json.Marshal's
+// escapes (events.New, which the workflow routes and the memory tools used
+// before events.NewVerbatim). So a
 // store upgraded across those versions decides as a replay does, up to
 // the spellings listed.
 func sameAsSpelled(sum []byte, env *events.Envelope, v int) bool {
@@ -346,16 +349,29 @@ func sameAsSpelled(sum []byte, env *events.Envelope, v int) bool {
 	if v == 2 && !env.TimeFromLog {
 		fromLog = append(fromLog, true)
 	}
-	for _, sc := range scopes {
-		for _, tl := range fromLog {
-			for _, dct := range append([]string{env.DataContentType}, jsonSpellings[:]...) {
-				if sc == env.Scope && tl == env.TimeFromLog && dct == env.DataContentType {
-					continue // tried first
-				}
-				alt := *env
-				alt.Scope, alt.TimeFromLog, alt.DataContentType = sc, tl, dct
-				if hash(&alt) {
-					return true
+	datas := [][]byte{env.Data}
+	if v < 4 && bytes.ContainsAny(env.Data, "<>&") {
+		// before version 4 the data counted as written, and Chronicle's
+		// own writers (the workflow routes, the memory tools) wrote
+		// json.Marshal's \u003c escapes until events.NewVerbatim: a retry
+		// of such a write is the same event for a replay (canonical data)
+		var b bytes.Buffer
+		json.HTMLEscape(&b, env.Data)
+		datas = append(datas, b.Bytes())
+	}
+	dcts := append([]string{env.DataContentType}, jsonSpellings[:]...)
+	for i, data := range datas {
+		for _, sc := range scopes {
+			for _, tl := range fromLog {
+				for _, dct := range dcts {
+					if i == 0 && sc == env.Scope && tl == env.TimeFromLog && dct == env.DataContentType {
+						continue // tried first
+					}
+					alt := *env
+					alt.Data, alt.Scope, alt.TimeFromLog, alt.DataContentType = data, sc, tl, dct
+					if hash(&alt) {
+						return true
+					}
 				}
 			}
 		}
