@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -338,7 +339,9 @@ func sameAsSpelled(sum []byte, env *events.Envelope, v int) bool {
 		return true
 	}
 	scopes := []string{env.Scope}
-	if env.EffectiveScope() == events.DefaultScope {
+	if v < 4 && env.EffectiveScope() == events.DefaultScope {
+		// version 4 hashes the effective scope already: both spellings
+		// hash alike there
 		if env.Scope == "" {
 			scopes = append(scopes, events.DefaultScope)
 		} else {
@@ -359,7 +362,12 @@ func sameAsSpelled(sum []byte, env *events.Envelope, v int) bool {
 		json.HTMLEscape(&b, env.Data)
 		datas = append(datas, b.Bytes())
 	}
-	dcts := append([]string{env.DataContentType}, jsonSpellings[:]...)
+	dcts := []string{env.DataContentType} // each spelling once
+	for _, d := range jsonSpellings {
+		if !slices.Contains(dcts, d) {
+			dcts = append(dcts, d)
+		}
+	}
 	for i, data := range datas {
 		for _, sc := range scopes {
 			for _, tl := range fromLog {
