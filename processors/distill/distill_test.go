@@ -288,3 +288,45 @@ func TestClipWords(t *testing.T) {
 		}
 	}
 }
+
+// A 429 with Retry-After is tried again no sooner than the server asked
+// (capped at MaxRetryAfter). Before, the client retried after its own 1 s
+// and 2 s whatever the header said, so a rate-limited endpoint asking for
+// 10 s had every call fail within 3 s: the distiller's and the judge's
+// evaluations dead-lettered, the PAIR revision written as an error.
+func TestLLMHonoursRetryAfter(t *testing.T) {
+	var calls atomic.Int32
+	var times [3]time.Time
+	ra := "1"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1) - 1
+		times[min(int(n), 2)] = time.Now()
+		if n == 0 {
+			w.Header().Set("Retry-After", ra)
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		w.Write([]byte(`{"choices":[{"message":{"content":"NO_EXTRACTIONS"}}]}`))
+	}))
+	defer srv.Close()
+	llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := llm.Complete(context.Background(), "hi"); err != nil || got != "NO_EXTRACTIONS" || calls.Load() != 2 {
+		t.Fatalf("%q %v after %d calls", got, err, calls.Load())
+	}
+	if d := times[1].Sub(times[0]); d < 900*time.Millisecond {
+		t.Fatalf("Retry-After: 1 was not waited for: second attempt %v after the 429", d)
+	}
+	// an HTTP date, and a wait above MaxRetryAfter is capped
+	calls.Store(0)
+	ra = time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
+	llm, _ = distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000, MaxRetryAfter: 200 * time.Millisecond})
+	if _, err := llm.Complete(context.Background(), "hi"); err != nil || calls.Load() != 2 {
+		t.Fatalf("%v after %d calls", err, calls.Load())
+	}
+	if d := times[1].Sub(times[0]); d < 150*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("Retry-After an hour away, capped at 200ms: second attempt %v after the 429", d)
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +156,10 @@ type LLMConfig struct {
 	InitialBackoff time.Duration
 	// Timeout bounds one request (default 60 s).
 	Timeout time.Duration
+	// MaxRetryAfter caps the wait a 429 or 5xx answer asks for in its
+	// Retry-After header (default 30 s): the next attempt waits the longer
+	// of the backoff and min(Retry-After, MaxRetryAfter).
+	MaxRetryAfter time.Duration
 	// RatePerSecond limits requests (default 1 per second, burst 1).
 	RatePerSecond float64
 	// HTTPClient (default http.DefaultClient with Timeout).
@@ -171,6 +177,8 @@ func (c LLMConfig) Validate() error {
 		return errors.New("distill: LLMConfig.Attempts: must be ≥ 1")
 	case c.RatePerSecond < 0:
 		return errors.New("distill: LLMConfig.RatePerSecond: must be > 0")
+	case c.MaxRetryAfter < 0:
+		return errors.New("distill: LLMConfig.MaxRetryAfter: must be ≥ 0")
 	}
 	return nil
 }
@@ -202,6 +210,9 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 	if cfg.RatePerSecond == 0 {
 		cfg.RatePerSecond = 1
 	}
+	if cfg.MaxRetryAfter == 0 {
+		cfg.MaxRetryAfter = 30 * time.Second
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: cfg.Timeout}
 	}
@@ -213,7 +224,9 @@ func (l *LLM) Model() string { return l.cfg.Model }
 
 // Complete sends one user message at temperature 0 and returns the
 // assistant's answer. Transport errors, 429 and 5xx are retried; other 4xx
-// are not. The error of the last attempt is returned, as "model <name>
+// are not; a 429 or 5xx that says when to come back (Retry-After, seconds
+// or an HTTP date) is tried again no sooner than that, capped at
+// MaxRetryAfter. The error of the last attempt is returned, as "model <name>
 // after <n> attempts: …" without a package prefix: the distiller, the
 // judge and the Game of 24 proposer name themselves in front of it; the
 // PAIR revision records it in its event's error field as it is.
@@ -225,6 +238,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 	})
 	var answer string
 	attempt := 0
+	var hint time.Duration // the wait the last answer asked for
 	op := func() error {
 		attempt++
 		if err := l.limiter.Wait(ctx); err != nil {
@@ -247,6 +261,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 		if resp.StatusCode != http.StatusOK {
 			err := fmt.Errorf("attempt %d: %s: %s", attempt, resp.Status, Clip(string(b), 300))
 			if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+				hint = min(retryAfter(resp.Header.Get("Retry-After"), time.Now()), l.cfg.MaxRetryAfter)
 				return err
 			}
 			return backoff.Permanent(err)
@@ -266,9 +281,47 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.Multiplier, bo.RandomizationFactor, bo.MaxElapsedTime = l.cfg.InitialBackoff, 2, 0, 0
-	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(l.cfg.Attempts-1)), ctx))
+	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(hinted{bo, &hint}, uint64(l.cfg.Attempts-1)), ctx))
 	if err != nil {
 		return "", fmt.Errorf("model %s after %d attempts: %w", l.cfg.Model, attempt, err)
 	}
 	return answer, nil
+}
+
+// hinted waits the longer of its backoff's next wait and the hint the last
+// answer gave (Retry-After), then forgets the hint.
+type hinted struct {
+	backoff.BackOff
+	hint *time.Duration
+}
+
+func (h hinted) NextBackOff() time.Duration {
+	d := h.BackOff.NextBackOff()
+	if d != backoff.Stop && *h.hint > d {
+		d = *h.hint
+	}
+	*h.hint = 0
+	return d
+}
+
+// retryAfter reads a Retry-After header (RFC 9110: delay-seconds or an
+// HTTP date) as a wait from now; 0 when absent or unreadable.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		if s > int64(math.MaxInt64/time.Second) {
+			return math.MaxInt64
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

@@ -71,8 +71,10 @@ const (
 
 // RevisionTimeout bounds one revision's model call, retries included: the
 // LLM client (distill.LLM) tries 3 times, waiting 1 s then 2 s
-// (backoff/v4, factor 2), each request bounded by its own timeout (60 s by
-// default, distill.LLMConfig.Timeout); 4 minutes covers that schedule. A
+// (backoff/v4, factor 2) or what a 429/5xx asks in Retry-After (at most
+// 30 s, distill.LLMConfig.MaxRetryAfter), each request bounded by its own
+// timeout (60 s by default, distill.LLMConfig.Timeout); 4 minutes covers
+// that schedule. A
 // call still unanswered then fails like any other.
 const RevisionTimeout = 4 * time.Minute
 
