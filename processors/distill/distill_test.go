@@ -330,3 +330,28 @@ func TestLLMHonoursRetryAfter(t *testing.T) {
 		t.Fatalf("Retry-After an hour away, capped at 200ms: second attempt %v after the 429", d)
 	}
 }
+
+// A failed call names the endpoint it asked, whatever the failure: an
+// HTTP status and an answer that is no chat completion named only the
+// model, where a refused connection named the URL (net/http's error).
+func TestLLMErrorNamesTheEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.HandlerFunc
+		want string
+	}{
+		{"500", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }, "500 Internal Server Error: boom"},
+		{"malformed", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"choices": [`)) }, "answer is not a chat completion"},
+	} {
+		srv := httptest.NewServer(tc.h)
+		llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL + "/v1/", Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = llm.Complete(context.Background(), "hi")
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), "POST "+srv.URL+"/v1/chat/completions: ") || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "model m after 3 attempts: ") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -239,6 +240,10 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 	var answer string
 	attempt := 0
 	var hint time.Duration // the wait the last answer asked for
+	endpoint := strings.TrimRight(l.cfg.URL, "/") + "/chat/completions"
+	if u, err := url.Parse(endpoint); err == nil {
+		endpoint = u.Redacted() // as net/http's own errors name it
+	}
 	op := func() error {
 		attempt++
 		if err := l.limiter.Wait(ctx); err != nil {
@@ -259,7 +264,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 		if resp.StatusCode != http.StatusOK {
-			err := fmt.Errorf("attempt %d: %s: %s", attempt, resp.Status, Clip(string(b), 300))
+			err := fmt.Errorf("attempt %d: POST %s: %s: %s", attempt, endpoint, resp.Status, Clip(string(b), 300))
 			if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 				hint = min(retryAfter(resp.Header.Get("Retry-After"), time.Now()), l.cfg.MaxRetryAfter)
 				return err
@@ -274,7 +279,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 			} `json:"choices"`
 		}
 		if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
-			return fmt.Errorf("attempt %d: answer is not a chat completion: %s", attempt, Clip(string(b), 300))
+			return fmt.Errorf("attempt %d: POST %s: answer is not a chat completion: %s", attempt, endpoint, Clip(string(b), 300))
 		}
 		answer = out.Choices[0].Message.Content
 		return nil
