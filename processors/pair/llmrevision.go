@@ -533,5 +533,21 @@ func (w *RevisionWorker) Derive(ctx context.Context, env *events.Envelope) (*eve
 	if err != nil {
 		return nil, err
 	}
+	if d.Answer != nil {
+		// an answer the event cannot carry is a failed call too: written
+		// as the error, so the deterministic revision stands, rather than
+		// the context dead-lettered with no revision event at all
+		raw, err := out.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) > events.MaxEventBytes {
+			d.Answer = nil
+			d.Error = fmt.Sprintf("model %s: answer of %d bytes not kept: the event with it is %d bytes encoded, above the %d-byte limit of one event", w.LLM.Model(), len(answer), len(raw), events.MaxEventBytes)
+			if out, err = events.Derive(env, RevisionSource, RevisionWritten, 0, d); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return &out, nil
 }

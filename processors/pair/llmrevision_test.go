@@ -430,3 +430,42 @@ func TestRevisionWorkerFallbacks(t *testing.T) {
 		t.Fatalf("stop_iteration_limit: %v %v", out, err)
 	}
 }
+
+// bigAnswer answers every prompt with a text of n bytes.
+type bigAnswer int
+
+func (n bigAnswer) Complete(context.Context, string) (string, error) {
+	return "I should have called the refund tool. " + strings.Repeat("z", int(n)), nil
+}
+func (bigAnswer) Model() string { return "big" }
+
+// An answer too large for one event is written as the call's error, so
+// the event is produced and the deterministic revision stands with the
+// reason. Before, the event carried the 2 MB answer, PublishDerived
+// refused it and the context was dead-lettered: no revision event at
+// all, llm_revision null, nothing saying why.
+func TestRevisionWorkerAnswerTooLarge(t *testing.T) {
+	f := newRevisionFixture(t)
+	// an answer within the limit is kept
+	small, err := (&pair.RevisionWorker{Store: f.h.store, LLM: bigAnswer(1000)}).Derive(context.Background(), &f.ctx)
+	var d pair.RevisionWrittenData
+	if err != nil || small == nil || small.Decode(&d) != nil || d.Answer == nil || d.Error != "" {
+		t.Fatalf("small answer %+v %v", d, err)
+	}
+	out, err := (&pair.RevisionWorker{Store: f.h.store, LLM: bigAnswer(2 << 20)}).Derive(context.Background(), &f.ctx)
+	if err != nil || out == nil {
+		t.Fatalf("derive: %v %v", out, err)
+	}
+	raw, err := out.MarshalJSON()
+	if err != nil || len(raw) > events.MaxEventBytes {
+		t.Fatalf("event of %d bytes, above the limit %d (%v)", len(raw), events.MaxEventBytes, err)
+	}
+	d = pair.RevisionWrittenData{}
+	if err := out.Decode(&d); err != nil || d.Answer != nil || !strings.Contains(d.Error, "above the 983040-byte limit") || !strings.HasPrefix(d.Error, "model big: answer of ") {
+		t.Fatalf("data %+v %v", d, err)
+	}
+	f.applyLoop(t, f.h.store, *out)
+	if st := f.state(t, f.h.store); st.LLMRevision == nil || st.LLMRevision.Source != pair.SourceDeterministic || !strings.Contains(st.LLMRevision.FallbackReason, "not kept") {
+		t.Fatalf("llm revision %+v", st.LLMRevision)
+	}
+}
