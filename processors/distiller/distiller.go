@@ -64,5 +64,10 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
-	return w.Producer.PublishDerived(ctx, out)
+	if err := w.Producer.PublishDerived(ctx, out); err != nil {
+		// e.g. an answer too large for one event: the dead letter names
+		// the worker, the session and the model like a failed call's
+		return fmt.Errorf("distiller: session %s: model %s: answer of %d bytes: %w", ev.SessionID, w.LLM.Model(), len(raw), err)
+	}
+	return nil
 }

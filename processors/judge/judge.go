@@ -100,7 +100,9 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 			return err
 		}
 		if err := w.Producer.PublishDerived(ctx, out); err != nil {
-			return err
+			// e.g. answers too large for one event: the dead letter names
+			// the worker, the session and the model like a failed call's
+			return fmt.Errorf("judge: session %s, criterion %s: model %s: answers of %d and %d bytes: %w", ev.SessionID, c.ID, w.LLM.Model(), len(critic), len(verdict), err)
 		}
 		n++
 	}

@@ -134,9 +134,41 @@ func TestJudgeFailureNamesTheJudge(t *testing.T) {
 		http.Error(w, "overloaded", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
+	reasons := workerDeadLetters(t, srv.URL)
+	if r := reasons["judge"]; !strings.HasPrefix(r, "judge: session judged-1, criterion tone: critic: model m after 3 attempts: ") || !strings.Contains(r, "503") {
+		t.Errorf("judge's dead letter: %q (all: %v)", r, reasons)
+	}
+	if r := reasons["distiller"]; !strings.HasPrefix(r, "distiller: session judged-1: model m after 3 attempts: ") {
+		t.Errorf("distiller's dead letter: %q (all: %v)", r, reasons)
+	}
+}
+
+// A model answer too large for one event is dead-lettered with a reason
+// naming the worker, the session and the model, as a failed call's; it
+// read "event: /: 2000717 bytes encoded, above the 983040-byte limit of
+// one event", naming none of them.
+func TestAnswerTooLargeNamesTheWorker(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"content": "NO_EXTRACTIONS " + strings.Repeat("x", 2<<20)}}}})
+		w.Write(b)
+	}))
+	defer srv.Close()
+	reasons := workerDeadLetters(t, srv.URL)
+	if r := reasons["judge"]; !strings.HasPrefix(r, "judge: session judged-1, criterion tone: model m: answers of ") || !strings.Contains(r, "above the 983040-byte limit") {
+		t.Errorf("judge's dead letter: %q (all: %v)", r, reasons)
+	}
+	if r := reasons["distiller"]; !strings.HasPrefix(r, "distiller: session judged-1: model m: answer of ") || !strings.Contains(r, "above the 983040-byte limit") {
+		t.Errorf("distiller's dead letter: %q (all: %v)", r, reasons)
+	}
+}
+
+// workerDeadLetters runs judgedSession against the model at url and
+// returns the first two dead letters' reasons by their first word.
+func workerDeadLetters(t *testing.T, url string) map[string]string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := startJudged(ctx, t, srv.URL)
+	p := startJudged(ctx, t, url)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(events.TopicDeadLetter)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -156,10 +188,5 @@ func TestJudgeFailureNamesTheJudge(t *testing.T) {
 			}
 		})
 	}
-	if r := reasons["judge"]; !strings.HasPrefix(r, "judge: session judged-1, criterion tone: critic: model m after 3 attempts: ") || !strings.Contains(r, "503") {
-		t.Errorf("judge's dead letter: %q (all: %v)", r, reasons)
-	}
-	if r := reasons["distiller"]; !strings.HasPrefix(r, "distiller: session judged-1: model m after 3 attempts: ") {
-		t.Errorf("distiller's dead letter: %q (all: %v)", r, reasons)
-	}
+	return reasons
 }
