@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -201,6 +202,19 @@ func (s *Store) OnCommit(h CommitHook) {
 	s.hooks = append(s.hooks, h)
 }
 
+// lockHeld reports whether err, from pebble.Open, is the lock of the
+// directory's LOCK file held elsewhere: fcntl's EAGAIN or EACCES (another
+// process), or Pebble's own "lock held by current process". An error of a
+// file the open could not create, read or write (a full or read-only disk:
+// an *os.PathError) is not, though a read-only one may be EACCES too.
+func lockHeld(err error) bool {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return false
+	}
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "lock held")
+}
+
 // Open opens (creating if needed) the store in dir. It fails with a clear
 // error when another process holds the directory.
 func Open(dir string, opts Options) (*Store, error) {
@@ -221,7 +235,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	db, err := pebble.Open(dir, po)
 	po.Cache.Unref() // the DB holds its own reference
 	if err != nil {
-		return nil, fmt.Errorf("projections: open %s (is another chronicle process using it?): %w", dir, err)
+		if lockHeld(err) {
+			return nil, fmt.Errorf("projections: open %s (is another chronicle process using it?): %w", dir, err)
+		}
+		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, opts: opts, offsets: map[string]int64{}, procMu: map[string]*sync.Mutex{}, notify: make(chan struct{}, 1)}
 	if err := s.load(); err != nil {

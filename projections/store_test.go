@@ -3,11 +3,13 @@ package projections_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,6 +296,23 @@ func TestOpenErrors(t *testing.T) {
 	defer s.Close()
 	if _, err := projections.Open(dir, projections.Options{}); err == nil || !strings.Contains(err.Error(), "another chronicle process") {
 		t.Fatalf("second open of a locked store: %v", err)
+	}
+}
+
+// A store that cannot be opened because the disk is full (or read-only)
+// says so without the hint about another chronicle process, which only a
+// held lock deserves: a walkthrough restarting serve on a full disk read
+// "(is another chronicle process using it?): … no space left on device".
+func TestOpenOnAFullDiskNamesNoOtherProcess(t *testing.T) {
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if op.OpKind() == errorfs.OpKindWrite && strings.HasPrefix(path, "/db/") { // the directory is made, its files fail
+			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	_, err := projections.Open("/db", projections.Options{FS: fs})
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || strings.Contains(err.Error(), "another chronicle process") {
+		t.Fatalf("open on a full disk: %v", err)
 	}
 }
 
