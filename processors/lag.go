@@ -112,8 +112,22 @@ func TotalLag(l []PartitionLag) int64 {
 
 // WorkerLag is the records worker groups have yet to commit, summed.
 func WorkerLag(ctx context.Context, adm *kadm.Client, workers []Worker) (int64, error) {
+	lags, err := WorkerLags(ctx, adm, workers)
+	var total int64
+	for _, l := range lags {
+		total += l
+	}
+	return total, err
+}
+
+// WorkerLags is the records each worker's group (WorkerGroupID) has yet to
+// commit on its topic, by worker name; a group that has committed nothing
+// yet has the whole topic pending. The groups are the cluster's, so every
+// member reports the same figures. Errors name the worker.
+func WorkerLags(ctx context.Context, adm *kadm.Client, workers []Worker) (map[string]int64, error) {
+	out := make(map[string]int64, len(workers))
 	if len(workers) == 0 {
-		return 0, nil
+		return out, nil
 	}
 	groups := make([]string, len(workers))
 	for i, w := range workers {
@@ -121,9 +135,8 @@ func WorkerLag(ctx context.Context, adm *kadm.Client, workers []Worker) (int64, 
 	}
 	lags, err := adm.Lag(ctx, groups...)
 	if err != nil {
-		return 0, fmt.Errorf("processors: worker lag: %w", err)
+		return nil, fmt.Errorf("processors: worker lag: %w", err)
 	}
-	var total int64
 	for _, w := range workers {
 		l, ok := lags[WorkerGroupID(w)]
 		if !ok {
@@ -131,18 +144,20 @@ func WorkerLag(ctx context.Context, adm *kadm.Client, workers []Worker) (int64, 
 		}
 		notYet := errors.Is(l.Error(), kerr.GroupIDNotFound)
 		if l.Error() != nil && !notYet {
-			return 0, fmt.Errorf("processors: worker %s lag: %w", w.Name(), l.Error())
+			return nil, fmt.Errorf("processors: worker %s lag: %w", w.Name(), l.Error())
 		}
 		if notYet || l.Lag.IsEmpty() {
 			// nothing committed yet: everything on the topic is pending
 			ends, err := adm.ListEndOffsets(ctx, string(w.Topic()))
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
-			ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+			var n int64
+			ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+			out[w.Name()] += n
 			continue
 		}
-		total += l.Lag.Total()
+		out[w.Name()] += l.Lag.Total()
 	}
-	return total, nil
+	return out, nil
 }

@@ -36,7 +36,20 @@ func TestMetricsLint(t *testing.T) {
 			ours = append(ours, mf.GetName())
 		}
 	}
-	for _, want := range []string{"chronicle_processor_events_total", "chronicle_engine_batch_events", "chronicle_outbox_rows", "chronicle_processor_lag"} {
+	for _, mf := range mfs {
+		// one series per worker, 0 once caught up (WaitCaughtUp counts the workers too)
+		if mf.GetName() == "chronicle_worker_lag_records" {
+			if len(mf.Metric) != len(p.Workers) {
+				t.Errorf("chronicle_worker_lag_records: %d series for %d workers", len(mf.Metric), len(p.Workers))
+			}
+			for _, m := range mf.Metric {
+				if v := m.GetGauge().GetValue(); v != 0 {
+					t.Errorf("chronicle_worker_lag_records %v = %v after catching up", m.GetLabel(), v)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"chronicle_processor_events_total", "chronicle_engine_batch_events", "chronicle_outbox_rows", "chronicle_processor_lag", "chronicle_worker_lag_records"} {
 		if !strings.Contains(strings.Join(ours, " "), want) {
 			t.Errorf("%s not gathered (%v)", want, ours)
 		}

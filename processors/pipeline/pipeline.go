@@ -223,7 +223,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	p.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.Metrics = processors.NewMetrics(p.Registry)
-	p.Registry.MustRegister(&lagCollector{p: p, desc: lagDesc})
+	p.Registry.MustRegister(&lagCollector{p: p, desc: lagDesc}, workerLagCollector{p})
 	if cfg.LLM != nil {
 		llm, err := distill.NewLLM(*cfg.LLM)
 		if err != nil {
@@ -685,6 +685,30 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, x := range l {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(x.Lag), x.Processor, x.Topic, fmt.Sprint(x.Partition))
+	}
+}
+
+var workerLagDesc = prometheus.NewDesc("chronicle_worker_lag_records",
+	"Records a worker's consumer group has yet to commit on its topic (the cluster's group: every member reports the same).", []string{"worker"}, nil)
+
+// workerLagCollector computes the workers' lag on each scrape (bounded by
+// 2 s, as the processors' lag): a worker stalled on a model that does not
+// answer shows here, where /healthz and chronicle_processor_lag said
+// nothing (found by a walkthrough with a hung model endpoint).
+type workerLagCollector struct{ p *Pipeline }
+
+func (c workerLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- workerLagDesc }
+
+func (c workerLagCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	lags, err := processors.WorkerLags(ctx, c.p.admin, c.p.Workers)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(workerLagDesc, err)
+		return
+	}
+	for name, n := range lags {
+		ch <- prometheus.MustNewConstMetric(workerLagDesc, prometheus.GaugeValue, float64(n), name)
 	}
 }
 
