@@ -313,7 +313,7 @@ func check(c events.Criterion, in Input) (float64, string, bool) {
 		if j, ok := in.Judged[c.ID]; ok {
 			return j.Score, j.Detail, true
 		}
-		return 0, "judge criterion: no judge answer in the log (no LLM configured, or not judged yet)", false
+		return 0, "judge criterion: no judge answer in the log (no LLM configured, not judged yet, or the answer was dead-lettered: chronicle deadletter list names it)", false
 	default:
 		return 0, fmt.Sprintf("unknown check kind %q", c.Check.Kind), false
 	}

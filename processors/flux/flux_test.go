@@ -204,6 +204,12 @@ func TestEvaluateEdgeCases(t *testing.T) {
 		!reflect.DeepEqual(d.Unevaluated, []string{"j"}) {
 		t.Errorf("only judge: %+v", d)
 	}
+	// the detail says where an answer that was refused went (an LLM-failure
+	// walkthrough read "no LLM configured, or not judged yet" for a judge
+	// answer in the log that the processor dead-lettered)
+	if det := d.Criteria[0].Detail; !strings.Contains(det, "dead-lettered") || !strings.Contains(det, "chronicle deadletter list") {
+		t.Errorf("unjudged criterion detail %q, want it to name the dead letters", det)
+	}
 	validEvaluation(t, d)
 
 	// No criteria at all.
