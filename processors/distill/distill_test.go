@@ -355,3 +355,24 @@ func TestLLMErrorNamesTheEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// An answer larger than MaxAnswerBytes fails at once, saying so: it was
+// read cut at 4 MiB, called "not a chat completion" and asked for twice
+// more (an LLM-failure walkthrough).
+func TestLLMAnswerTooLarge(t *testing.T) {
+	var calls atomic.Int32
+	big := `{"choices":[{"message":{"content":"` + strings.Repeat("a", distill.MaxAnswerBytes) + `"}}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Write([]byte(big))
+	}))
+	defer srv.Close()
+	llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL + "/v1/", Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = llm.Complete(context.Background(), "hi")
+	if err == nil || !strings.Contains(err.Error(), "larger than 4194304 bytes") || calls.Load() != 1 {
+		t.Fatalf("%d calls: %v; want one call and an error saying the answer is too large", calls.Load(), err)
+	}
+}

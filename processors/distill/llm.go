@@ -223,6 +223,10 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 // Model is the configured model name.
 func (l *LLM) Model() string { return l.cfg.Model }
 
+// MaxAnswerBytes is the largest HTTP body of a chat completion Complete
+// reads (4 MiB); a larger answer fails at once, without a retry.
+const MaxAnswerBytes = 4 << 20
+
 // Complete sends one user message at temperature 0 and returns the
 // assistant's answer. Transport errors, 429 and 5xx are retried; other 4xx
 // are not; a 429 or 5xx that says when to come back (Retry-After, seconds
@@ -262,7 +266,15 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 			return fmt.Errorf("attempt %d: %w", attempt, err)
 		}
 		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+		if resp.StatusCode == http.StatusOK && len(b) > MaxAnswerBytes {
+			// asking again brings the same: it was read cut, and said to be
+			// "not a chat completion", three times (12 MiB read)
+			return backoff.Permanent(fmt.Errorf("attempt %d: POST %s: the answer is larger than %d bytes (MaxAnswerBytes)", attempt, endpoint, MaxAnswerBytes))
+		}
+		if len(b) > MaxAnswerBytes {
+			b = b[:MaxAnswerBytes]
+		}
 		if resp.StatusCode != http.StatusOK {
 			err := fmt.Errorf("attempt %d: POST %s: %s: %s", attempt, endpoint, resp.Status, Clip(string(b), 300))
 			if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
