@@ -138,21 +138,27 @@ func NewVerbatim(t Type, source, id string, at time.Time, payload any) (Envelope
 	return newEvent(t, source, id, at, payload, false)
 }
 
+// marshalVerbatim is json.Marshal without its HTML escapes of '<', '>'
+// and '&'.
+func marshalVerbatim(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 func newEvent(t Type, source, id string, at time.Time, payload any, escapeHTML bool) (Envelope, error) {
 	if _, ok := registry[t]; !ok {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", t)}
 	}
-	var raw []byte
-	var err error
-	if escapeHTML {
-		raw, err = json.Marshal(payload)
-	} else {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		err = enc.Encode(payload)
-		raw = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	marshal := json.Marshal
+	if !escapeHTML {
+		marshal = marshalVerbatim
 	}
+	raw, err := marshal(payload)
 	if err != nil {
 		return Envelope{}, fmt.Errorf("events: marshal %s data: %w", t, err)
 	}

@@ -86,11 +86,7 @@ type envelopeFields Envelope
 func (e Envelope) MarshalJSON() ([]byte, error) {
 	b, err := gojson.MarshalWithOption((*envelopeFields)(&e), gojson.DisableHTMLEscape())
 	if err == nil && CheckEncoding.Load() {
-		var sb bytes.Buffer
-		enc := json.NewEncoder(&sb)
-		enc.SetEscapeHTML(false)
-		serr := enc.Encode((*envelopeFields)(&e))
-		std := bytes.TrimSuffix(sb.Bytes(), []byte("\n"))
+		std, serr := marshalVerbatim((*envelopeFields)(&e))
 		if serr != nil || !bytes.Equal(std, b) {
 			return nil, fmt.Errorf("events: envelope %s: goccy/go-json wrote %s, encoding/json %s (%v)", e.ID, b, std, serr)
 		}
