@@ -121,7 +121,7 @@ func checkCluster(t *testing.T, srv *httptest.Server, advertise string) string {
 // chronicle_standby_lag_records has one series (0) per standby partition;
 // the first lists none.
 func TestClusterViewStandbys(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // setup of two pipelines under -race on a loaded machine took over 25 s once
 	defer cancel()
 	if _, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", StandbyReplicas: 1}); err == nil || !strings.Contains(err.Error(), "StandbyReplicas") {
 		t.Fatalf("standby replicas on the embedded broker: error %v, want one naming StandbyReplicas", err)
