@@ -72,9 +72,8 @@ func modeOf(r *http.Request) contentMode {
 // an events.ValidationError it has the documented fields: Index, the
 // event's position in the request (0 for the one event of binary mode,
 // as ParseBatch numbers a single event), or -1 when the error is about
-// the body as a whole (not JSON, an empty array, the wrong form for the
-// content mode); Pointer, the JSON pointer of the field in the event's
-// CloudEvents JSON form ("/" for the whole body); Reason, why. Msg is the
+// the body as a whole (not JSON, the wrong form for the content mode);
+// Pointer, the JSON pointer of the field in the event's CloudEvents JSON form ("/" for the whole body); Reason, why. Msg is the
 // error's text, which names the mode and, in binary mode, the header.
 type inputError struct {
 	Index   int

@@ -72,8 +72,6 @@ func TestPostEventsBadInputFields(t *testing.T) {
 		{"truncated JSON", "application/json", nil, `{"specversion":`, -1, "/", []string{"not valid JSON"}},
 		{"empty body", "application/json", nil, "", -1, "/", []string{"empty body"}},
 		{"a number", "application/json", nil, `42`, -1, "/", []string{"JSON object"}},
-		{"empty batch", "application/cloudevents-batch+json", nil, `[]`, -1, "/", []string{"empty array"}},
-		{"empty array as JSON", "application/json", nil, `[]`, -1, "/", []string{"empty array"}},
 		{"object as batch", "application/cloudevents-batch+json", nil, event(""), -1, "/", []string{"array"}},
 		{"array as structured", "application/cloudevents+json", nil, "[" + event("") + "]", -1, "/", []string{"one event"}},
 		{"second event of a batch", "application/cloudevents-batch+json", nil, "[" + event("") + "," + event(`,"time":"yesterday"`) + "]", 1, "/time", nil},
@@ -233,5 +231,27 @@ func TestRouterErrorsAreJSON(t *testing.T) {
 		if resp.StatusCode != c.code {
 			t.Errorf("GET %s: %d, want %d", c.path, resp.StatusCode, c.code)
 		}
+	}
+}
+
+// An empty batch is valid in a request (CloudEvents JSON Batch Format
+// §4.3: `[]` is "typically used in a response, but also valid in a
+// request"): 202 with no ids, in batched mode and as application/json,
+// which takes the same arrays. Before, both were a 400 "empty array".
+func TestEmptyBatchIsAccepted(t *testing.T) {
+	srv := httptest.NewServer(conforming(t, routesOnly().Handler()))
+	defer srv.Close()
+	for _, ct := range []string{"application/cloudevents-batch+json", "application/json"} {
+		code, raw := postAs(t, srv.URL, ct, []byte(" [ ] "), nil)
+		var got struct {
+			IDs *[]string `json:"ids"`
+		}
+		if err := json.Unmarshal([]byte(raw), &got); err != nil || code != http.StatusAccepted || got.IDs == nil || len(*got.IDs) != 0 {
+			t.Errorf("%s: %d %s, want 202 {\"ids\":[]}", ct, code, raw)
+		}
+	}
+	// structured mode still takes one event only
+	if code, raw := postAs(t, srv.URL, "application/cloudevents+json", []byte(`[]`), nil); code != http.StatusBadRequest {
+		t.Errorf("structured []: %d %s, want 400", code, raw)
 	}
 }

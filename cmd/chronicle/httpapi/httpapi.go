@@ -318,6 +318,10 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	if len(raws) == 0 { // an empty batch (`[]`): valid, nothing to write
+		writeJSON(w, http.StatusAccepted, map[string]any{"ids": []string{}})
+		return
+	}
 	envs, err := events.ParseBatch(raws)
 	if err != nil {
 		var ve *events.ValidationError
@@ -389,9 +393,11 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids})
 }
 
-// splitBody accepts one JSON object or a non-empty JSON array of them.
-// Its errors are *inputError about the body as a whole (index -1,
-// pointer "/").
+// splitBody accepts one JSON object or a JSON array of them. An empty
+// array gives no events and no error: the CloudEvents JSON Batch Format
+// (json-format.md §4.3) calls `[]` "typically used in a response, but
+// also valid in a request". Its errors are *inputError about the body as
+// a whole (index -1, pointer "/").
 func splitBody(body []byte) ([][]byte, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -407,9 +413,6 @@ func splitBody(body []byte) ([][]byte, error) {
 		var arr []json.RawMessage
 		if err := json.Unmarshal(body, &arr); err != nil {
 			return nil, bodyInputError("", "body: "+err.Error())
-		}
-		if len(arr) == 0 {
-			return nil, bodyInputError("", "empty array: nothing to ingest")
 		}
 		out := make([][]byte, len(arr))
 		for i, a := range arr {
