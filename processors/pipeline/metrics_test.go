@@ -2,6 +2,8 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +51,21 @@ func TestMetricsLint(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"chronicle_processor_events_total", "chronicle_engine_batch_events", "chronicle_outbox_rows", "chronicle_processor_lag", "chronicle_worker_lag_records"} {
+	// the processors' lag under its unit-suffixed name, and under its
+	// first (deprecated) name with the same series and values
+	series := map[string]map[string]float64{}
+	for _, mf := range mfs {
+		if n := mf.GetName(); n == "chronicle_processor_lag_records" || n == "chronicle_processor_lag" {
+			series[n] = map[string]float64{}
+			for _, m := range mf.Metric {
+				series[n][fmt.Sprint(m.GetLabel())] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if now, old := series["chronicle_processor_lag_records"], series["chronicle_processor_lag"]; len(now) == 0 || !maps.Equal(now, old) {
+		t.Errorf("chronicle_processor_lag_records %v and chronicle_processor_lag %v differ or are empty", now, old)
+	}
+	for _, want := range []string{"chronicle_processor_events_total", "chronicle_engine_batch_events", "chronicle_outbox_rows", "chronicle_processor_lag_records", "chronicle_worker_lag_records"} {
 		if !strings.Contains(strings.Join(ours, " "), want) {
 			t.Errorf("%s not gathered (%v)", want, ours)
 		}

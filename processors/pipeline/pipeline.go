@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -223,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	p.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.Metrics = processors.NewMetrics(p.Registry)
-	p.Registry.MustRegister(&lagCollector{p: p, desc: lagDesc}, workerLagCollector{p})
+	p.Registry.MustRegister(&lagCollector{p: p}, workerLagCollector{p})
 	if cfg.LLM != nil {
 		llm, err := distill.NewLLM(*cfg.LLM)
 		if err != nil {
@@ -665,26 +666,37 @@ func (p *Pipeline) close() error {
 	return nil
 }
 
-var lagDesc = prometheus.NewDesc("chronicle_processor_lag", "Records a processor has yet to consume, per topic partition.", []string{"processor", "topic", "partition"}, nil)
+// lagDesc is chronicle_processor_lag_records{processor,topic,partition}:
+// records a processor has yet to consume, per topic partition (a gauge;
+// Prometheus naming puts the unit, records, in the name, as
+// chronicle_worker_lag_records does).
+var lagDesc = prometheus.NewDesc("chronicle_processor_lag_records", "Records a processor has yet to consume, per topic partition.", []string{"processor", "topic", "partition"}, nil)
 
-// lagCollector computes the lag on each scrape.
+// legacyLagDesc is the same gauge under its first name, which lacked the
+// unit. Deprecated: kept, with the same values, so dashboards and alerts
+// written against it keep working; use chronicle_processor_lag_records.
+var legacyLagDesc = prometheus.NewDesc("chronicle_processor_lag", "Deprecated: use chronicle_processor_lag_records (the same values). Records a processor has yet to consume, per topic partition.", []string{"processor", "topic", "partition"}, nil)
+
+// lagCollector computes the lag on each scrape, once for both names.
 type lagCollector struct {
-	p    *Pipeline
-	desc *prometheus.Desc
+	p *Pipeline
 }
 
-func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc; ch <- legacyLagDesc }
 
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	l, err := c.p.Lag(ctx)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		ch <- prometheus.NewInvalidMetric(lagDesc, err)
+		ch <- prometheus.NewInvalidMetric(legacyLagDesc, err)
 		return
 	}
 	for _, x := range l {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(x.Lag), x.Processor, x.Topic, fmt.Sprint(x.Partition))
+		part := strconv.Itoa(int(x.Partition))
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(x.Lag), x.Processor, x.Topic, part)
+		ch <- prometheus.MustNewConstMetric(legacyLagDesc, prometheus.GaugeValue, float64(x.Lag), x.Processor, x.Topic, part)
 	}
 }
 
@@ -693,7 +705,7 @@ var workerLagDesc = prometheus.NewDesc("chronicle_worker_lag_records",
 
 // workerLagCollector computes the workers' lag on each scrape (bounded by
 // 2 s, as the processors' lag): a worker stalled on a model that does not
-// answer shows here, where /healthz and chronicle_processor_lag said
+// answer shows here, where /healthz and chronicle_processor_lag_records said
 // nothing (found by a walkthrough with a hung model endpoint).
 type workerLagCollector struct{ p *Pipeline }
 

@@ -184,7 +184,7 @@ func TestIngestAndQuery(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"chronicle_processor_lag{", "chronicle_processor_events_total{", "chronicle_engine_batch_events_bucket{"} {
+	for _, want := range []string{"chronicle_processor_lag_records{", "chronicle_processor_lag{", "chronicle_processor_events_total{", "chronicle_engine_batch_events_bucket{"} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
