@@ -105,10 +105,33 @@ func (e *Envelope) Decode(v any) error {
 	return nil
 }
 
+// DerivedIDIn is the id of the n-th derived event of type t in scope that
+// the event (causeSource, causeID) caused; Derive gives it to every derived
+// event. In the default scope ("" or DefaultScope) it is DerivedID, so the
+// ids of events that carry no scope are the ones they always were. In any
+// other scope it is the hex of the first 16 bytes of the SHA-256 of
+// "scope\x00" followed by DerivedID's 32 hex digits: two scopes' events
+// with one source and id (another event each, see the README's "Events")
+// cause derived events with different ids, as CloudEvents requires source
+// and id to be unique per distinct event (before, they shared them, and a
+// subscriber deduplicating by source and id dropped one tenant's event as
+// the other's duplicate). That preimage holds one NUL byte, DerivedID's at
+// least three, so no scoped id can equal an unscoped one.
+func DerivedIDIn(scope, causeSource, causeID string, t Type, n int) string {
+	id := DerivedID(causeSource, causeID, t, n)
+	if scope == "" || scope == DefaultScope {
+		return id
+	}
+	h := sha256.Sum256([]byte(scope + "\x00" + id))
+	return hex.EncodeToString(h[:16])
+}
+
 // DerivedID returns the deterministic id of the n-th event of type t that
 // the event with id causeID caused: a hex SHA-256 prefix of the three, so a
 // processor that runs twice over the same event (a replay, a restart after
 // a crash) emits byte-identical ids that consumers can drop as duplicates.
+// It is the id of a derived event of the default scope; DerivedIDIn gives
+// any scope's.
 func DerivedID(causeSource, causeID string, t Type, n int) string {
 	b := make([]byte, 0, len(causeSource)+len(causeID)+len(t)+24)
 	b = append(append(append(append(append(append(b, causeSource...), 0), causeID...), 0), t...), 0)
@@ -202,8 +225,8 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // Derive builds the n-th derived event of type typ caused by cause, written
-// by component source (e.g. "chronicle/sessions"): its id is DerivedID of
-// the cause, its time, sessionid and scope are the cause's, causationid is
+// by component source (e.g. "chronicle/sessions"): its id is DerivedIDIn of
+// the cause's scope, source and id, its time, sessionid and scope are the cause's, causationid is
 // the cause's id and correlationid the cause's (or the cause's id). A
 // cause with a W3C traceparent (the distributed-tracing extension) passes
 // its trace on: the derived event's traceparent has the same trace id and
@@ -223,7 +246,7 @@ func Derive(cause *Envelope, source string, typ Type, n int, payload any) (Envel
 		return Envelope{}, fmt.Errorf("events: marshal %s data: %w", typ, err)
 	}
 	env := Envelope{
-		SpecVersion: SpecVersion, ID: DerivedID(cause.Source, cause.ID, typ, n),
+		SpecVersion: SpecVersion, ID: DerivedIDIn(cause.Scope, cause.Source, cause.ID, typ, n),
 		Source: source, Type: typ, Time: cause.Time,
 		DataContentType: ContentTypeJSON, DataSchema: SchemaURI(typ),
 		SessionID: cause.SessionID, Scope: cause.Scope, CausationID: cause.ID, CorrelationID: cause.CorrelationID,

@@ -77,3 +77,37 @@ func TestCheckIDNamesTheCharacter(t *testing.T) {
 		t.Fatalf("CheckID(café): %v; want it to name 'é' at byte 3", err)
 	}
 }
+
+// Two scopes' events with one source and id (two events: the processors key
+// them by scope, source and id) cause derived events whose source and id
+// differ, as CloudEvents requires of distinct events; before, Derive gave
+// both DerivedID of the cause's source and id, and a subscriber that
+// deduplicates by source and id dropped one tenant's event as the other's
+// duplicate. An event without a scope, or of the default scope, keeps the
+// id it always had.
+func TestDerivedIDsDifferAcrossScopes(t *testing.T) {
+	cause := func(scope string) *events.Envelope {
+		return &events.Envelope{SpecVersion: "1.0", ID: "e-1", Source: "agent", Type: events.MemoryFeedback, Scope: scope, Time: "2026-11-29T00:00:00Z"}
+	}
+	derive := func(scope string) events.Envelope {
+		env, err := events.Derive(cause(scope), "chronicle/sessions", events.EvaluationCompleted, 0, map[string]any{"session_id": "s"}) // validated where it is read
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	a, b := derive("project:a"), derive("project:b")
+	if a.Source == b.Source && a.ID == b.ID {
+		t.Fatalf("project:a and project:b derived one source and id: %s %s", a.Source, a.ID)
+	}
+	old := events.DerivedID("agent", "e-1", events.EvaluationCompleted, 0)
+	for _, sc := range []string{"", events.DefaultScope} {
+		if got := derive(sc).ID; got != old {
+			t.Errorf("scope %q: derived id %s, want the unscoped %s", sc, got, old)
+		}
+	}
+	h := sha256.Sum256([]byte("project:a\x00" + old))
+	if want := fmt.Sprintf("%x", h[:16]); a.ID != want || events.DerivedIDIn("project:a", "agent", "e-1", events.EvaluationCompleted, 0) != want {
+		t.Errorf("project:a: derived id %s, want %s", a.ID, want)
+	}
+}

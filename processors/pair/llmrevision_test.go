@@ -292,7 +292,7 @@ func TestRevisionWorkerWithRecordedAnswer(t *testing.T) {
 		t.Fatalf("no gap with patterns: %v", f.rec)
 	}
 	// the event: derived id, the answer verbatim, on the session's key
-	if out.Type != pair.RevisionWritten || out.ID != events.DerivedID(f.ctx.Source, f.ctx.ID, pair.RevisionWritten, 0) || out.CausationID != f.ctx.ID || out.Time != f.ctx.Time {
+	if out.Type != pair.RevisionWritten || out.ID != events.DerivedIDIn(f.ctx.Scope, f.ctx.Source, f.ctx.ID, pair.RevisionWritten, 0) || out.CausationID != f.ctx.ID || out.Time != f.ctx.Time {
 		t.Fatalf("event %+v", out)
 	}
 	if k, err := events.Key(out); err != nil || k != events.EntityKey(f.scope, f.c.SessionID) {

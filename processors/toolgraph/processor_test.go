@@ -338,7 +338,7 @@ func TestProcessorDefaultEmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := events.DerivedID(evs[1].Source, evs[1].ID, events.ToolTransitionObserved, 0); tr.ID != want {
+	if want := events.DerivedIDIn(evs[1].Scope, evs[1].Source, evs[1].ID, events.ToolTransitionObserved, 0); tr.ID != want {
 		t.Errorf("transition id %s, want %s (derived from the call's id)", tr.ID, want)
 	}
 	var d TransitionData

@@ -72,7 +72,7 @@ func TestImproveStartsTheLoop(t *testing.T) {
 	if len(contexts) != 1 {
 		t.Fatalf("%d contexts on %s, want 1 (two POSTs)", len(contexts), events.TopicLearned)
 	}
-	if want := events.DerivedID(evals[0].Source, evals[0].ID, pair.ContextRetrieved, 0); contexts[0].ID != want || contexts[0].Source != pair.Source || contexts[0].CausationID != evals[0].ID {
+	if want := events.DerivedIDIn(evals[0].Scope, evals[0].Source, evals[0].ID, pair.ContextRetrieved, 0); contexts[0].ID != want || contexts[0].Source != pair.Source || contexts[0].CausationID != evals[0].ID {
 		t.Fatalf("context id %s source %s causation %s, want the worker's derived id %s", contexts[0].ID, contexts[0].Source, contexts[0].CausationID, want)
 	}
 	// the pair worker, handed the evaluation now, writes nothing
