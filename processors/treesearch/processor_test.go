@@ -227,3 +227,28 @@ func TestNodeEventsNeverCreateASession(t *testing.T) {
 		t.Fatal("a search event on chronicle.sessions must be refused (dead-lettered), not projected as a session")
 	}
 }
+
+// A producer's f = g + h and h = 1 − score are compared up to
+// floating-point rounding: g 0.1, score 0.8, h 0.2, f 0.3 as written in
+// decimal is the sum float64 makes 0.30000000000000004 (and 1 − 0.8
+// 0.19999999999999996); before, such a node was dead-lettered and the
+// expansion's frontier decision after it too. A real difference is still
+// refused.
+func TestDecimalFAndHAreAccepted(t *testing.T) {
+	st := newStore(t)
+	started(st, 2, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	n := child("r.0", 1, "a", 0.1, 0.2)
+	n.Score, n.H, n.F = f64(0.8), f64(0.2), f64(0.3)
+	st.must(events.SearchNodeExpanded, n)
+	off := child("r.1", 1, "b", 0.1, 0.2)
+	off.Score, off.H, off.F = f64(0.8), f64(0.2), f64(0.3001)
+	rejected(t, st.apply(events.SearchNodeExpanded, off), "/data/f")
+	off.F, off.H = f64(0.31), f64(0.21)
+	rejected(t, st.apply(events.SearchNodeExpanded, off), "/data/h")
+	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+		Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 10, TokensRefunded: 90})
+	if s := st.get(); len(s.Open) != 1 || s.Open[0].ID != "r.0" || s.Open[0].F != 0.3 {
+		t.Fatalf("open set %+v", s.Open)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -184,6 +185,16 @@ func closedRow(key, digest string) string { return "c/" + key + "\x00" + digest 
 func closedPrefix(key string) string      { return "c/" + key + "\x00" }
 
 var idIndexRow = projections.IDIndexKey
+
+// closeEnough tells whether a producer's f (or h) is the g + h (or
+// 1 − score) the processor computes, up to floating-point rounding: a
+// producer that writes f = 0.3 for g = 0.1 and h = 0.2, or rounds its
+// numbers to a few decimals, computed the same sum (float64 gives
+// 0.30000000000000004). The stored f is the event's, so live and replay
+// order the open set alike.
+func closeEnough(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
 
 func rejectf(field, format string, a ...any) error {
 	return &events.ValidationError{Index: -1, Pointer: field, Reason: fmt.Sprintf(format, a...)}
@@ -376,10 +387,10 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	if (d.H == nil) != (reason != "") || (d.F == nil) != (d.H == nil) {
 		return rejectf("/data/h", "h and f are null (∞) exactly when pruned_reason is set")
 	}
-	if d.H != nil && *d.F != d.G+*d.H {
+	if d.H != nil && !closeEnough(*d.F, d.G+*d.H) {
 		return rejectf("/data/f", "%v is not g + h = %v", *d.F, d.G+*d.H)
 	}
-	if d.Score != nil && d.H != nil && *d.H != 1-*d.Score {
+	if d.Score != nil && d.H != nil && !closeEnough(*d.H, 1-*d.Score) {
 		return rejectf("/data/h", "%v is not 1 − score = %v", *d.H, 1-*d.Score)
 	}
 	if d.HardFail != (reason == events.PrunedHardCheck) {
