@@ -252,3 +252,24 @@ func TestDecimalFAndHAreAccepted(t *testing.T) {
 		t.Fatalf("open set %+v", s.Open)
 	}
 }
+
+// max_depth is checked as max_expansions is: a node at max_depth is not
+// expanded (events.SearchConfig), so a child below it is refused naming
+// /data/depth; before, it was applied and joined the open set.
+func TestChildBeyondMaxDepthIsRefused(t *testing.T) {
+	st := newStore(t)
+	st.must(events.SearchStarted, events.SearchStartedData{SearchID: "s1", Goal: "obtain 24", RootState: "root",
+		Config:   events.SearchConfig{BeamWidth: 2, K: 8, MaxDepth: 1, CostPerStep: 0.25},
+		Proposer: events.SearchComponent{Name: "p", Version: "1"}, Evaluator: events.SearchComponent{Name: "e", Version: "1"}})
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	st.must(events.SearchNodeExpanded, child("r.0", 1, "a", 0.25, 0.5))
+	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+		Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 10, TokensRefunded: 90})
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: 100})
+	deep := child("r.0.0", 2, "b", 0.5, 0.5)
+	deep.Expansion = 2
+	rejected(t, st.apply(events.SearchNodeExpanded, deep), "/data/depth")
+	if s := st.get(); s.Counts.Nodes != 1 {
+		t.Fatalf("counts %+v", s.Counts)
+	}
+}

@@ -375,6 +375,9 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	if d.Depth != parent.Depth+1 {
 		return rejectf("/data/depth", "%d: the parent is at depth %d", d.Depth, parent.Depth)
 	}
+	if d.Depth > s.Config.MaxDepth {
+		return rejectf("/data/depth", "%d exceeds max_depth %d: a node at max_depth is not expanded", d.Depth, s.Config.MaxDepth)
+	}
 	if _, exists, err := getNode(tx, key, d.NodeID); err != nil {
 		return err
 	} else if exists {
