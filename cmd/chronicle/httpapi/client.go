@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -71,9 +72,25 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		case http.StatusNotFound:
 			return wrapAs(search.ErrNotFound, e.Error)
 		}
-		return fmt.Errorf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)
+		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)}
 	}
 	return json.Unmarshal(b, out)
+}
+
+// statusError is an answer of the service with an HTTP status other than
+// 400 and 404 (those map to search.ErrInvalid and search.ErrNotFound):
+// its text names the request, the status and the service's error.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// hasStatus tells whether err is the service's answer with HTTP status code.
+func hasStatus(err error, code int) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.code == code
 }
 
 // wrapAs wraps the service's error message in sentinel, whose text the

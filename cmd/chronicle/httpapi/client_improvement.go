@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
@@ -13,8 +14,8 @@ import (
 // `chronicle mcp` on stdio, mirroring the tool over /mcp: POST
 // /v1/sessions/{id}/improve (?scope= when given), which starts the loop
 // for a session below 95 without a context and waits for it (bounded); when
-// that answers not found — the token may read the session's scope but not
-// write it, or the session does not exist — GET
+// that answers 403 (the token may read the session's scope but not write
+// it) or not found (the session does not exist), GET
 // /v1/sessions/{id}/improvement, which only reads. The service checks the
 // token's scopes (404 for another scope's session, reported as not found).
 func (c *Client) Improvement(ctx context.Context, _ mcpserver.Caller, sessionID, scope string) (map[string]any, error) {
@@ -25,7 +26,7 @@ func (c *Client) Improvement(ctx context.Context, _ mcpserver.Caller, sessionID,
 	}
 	var out map[string]any
 	err := c.do(ctx, "POST", base+"/improve"+q, map[string]any{}, &out)
-	if errors.Is(err, search.ErrNotFound) {
+	if errors.Is(err, search.ErrNotFound) || hasStatus(err, http.StatusForbidden) {
 		out = nil
 		err = c.do(ctx, "GET", base+"/improvement"+q, nil, &out)
 	}

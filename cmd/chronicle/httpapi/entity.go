@@ -20,7 +20,11 @@ type scopesOfID func(store *projections.Store, id string) ([]string, error)
 // (allowed: CanRead for reads, CanWrite for writes) that holds the id. It
 // writes the error and returns ok false: 400 for a bad id or scope, 404
 // when no accessible scope holds the id (the same answer as a missing
-// entity, so another scope's ids are not revealed), 409 when several do.
+// entity, so another scope's ids are not revealed), 409 when several do,
+// and, on a write route, 403 naming the scope when it is one the caller
+// reads but may not write (the caller may see the entity there, so a 404
+// would only mislead; before, a read-only token's resume of a search it
+// had just read was "not found").
 // When no scope the caller may access holds the id in the projection,
 // fallback (may be nil) names the scope to use, e.g. the caller's only
 // scope for a session log that was never projected.
@@ -35,6 +39,10 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 			return "", false
 		}
 		if !allowed(sc) {
+			if CallerOf(r).CanRead(sc) { // a write route: the caller may see the scope, so say why
+				writeErr(w, http.StatusForbidden, "scope: this token may read but not write %s", sc)
+				return "", false
+			}
 			writeErr(w, http.StatusNotFound, "%s %q not found", kind, id)
 			return "", false
 		}
@@ -45,10 +53,12 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return "", false
 	}
-	var held []string
+	var held, readOnly []string
 	for _, sc := range all {
 		if allowed(sc) {
 			held = append(held, sc)
+		} else if CallerOf(r).CanRead(sc) {
+			readOnly = append(readOnly, sc)
 		}
 	}
 	switch {
@@ -64,6 +74,13 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 		if sc := fallback(); sc != "" && allowed(sc) {
 			return events.EntityKey(sc, id), true
 		}
+	}
+	if len(readOnly) > 0 {
+		// a write route, and the id is in scopes the caller reads but may
+		// not write: a 403 naming them, not a 404 for an entity the same
+		// token just read
+		writeErr(w, http.StatusForbidden, "%s %q is in %s, which this token may read but not write", kind, id, strings.Join(readOnly, ", "))
+		return "", false
 	}
 	writeErr(w, http.StatusNotFound, "%s %q not found", kind, id)
 	return "", false
