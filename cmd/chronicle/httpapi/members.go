@@ -93,23 +93,64 @@ type groupView struct {
 	members []string          // member ids, sorted
 	owner   map[tp]string     // partition → member id
 	parts   map[string]int    // topic → partition count
+	// topics are the topics the group reads (the members' subscriptions
+	// and assignments): a partition of one of them without an owner is
+	// one the group is moving, not one nobody reads.
+	topics map[string]bool
+	// state is the group's state when the coordinator described it
+	// (Stable, PreparingRebalance, CompletingRebalance, Empty).
+	state string
+	// kept: the group was not Stable when described, and urls, members,
+	// owner and topics are the last Stable view's (directory.stable).
+	kept bool
+	// blind: the group was not Stable when described, this instance has
+	// not seen it Stable since it started, and other members are in it:
+	// no partition's owner is known here (answered 503, see noOwner).
+	blind bool
 }
+
+// groupStable is the coordinator's state of a group with an assignment
+// (DescribeGroups shows the members' URLs and partitions only then).
+const groupStable = "Stable"
 
 type tp struct {
 	topic string
 	part  int32
 }
 
-// forwarding reports whether reads can be spread over the members: more
-// than one member, and every other one advertises a URL (a group shared
-// with an instance of an older Chronicle has none: each instance then
-// answers from its own store, as before).
+// forwarding reports whether reads can be spread over the members: there
+// is a member other than this instance, and every other one advertises a
+// URL (a group shared with an instance of an older Chronicle has none:
+// each instance then answers from its own store, as before). This
+// instance need not be in the view: a member the group has not taken in
+// yet (or has dropped) owns nothing and forwards to the owners.
 func (v *groupView) forwarding() bool {
-	if len(v.members) < 2 {
-		return false
-	}
+	others := false
 	for _, m := range v.members {
-		if m != v.self && v.urls[m] == "" {
+		if m == v.self {
+			continue
+		}
+		if v.urls[m] == "" {
+			return false
+		}
+		others = true
+	}
+	return others
+}
+
+// ownerless reports whether partition p of topic, a topic the group
+// reads, has no owner in v: the group is moving it (a cooperative
+// rebalance assigns a partition to its new owner only in the round after
+// its previous owner gave it up, and that owner left the group).
+func (v *groupView) ownerless(topic string, p int32) bool {
+	return v.topics[topic] && v.owner[tp{topic, p}] == ""
+}
+
+// complete reports whether every partition of topic has an owner in v (a
+// topic the group does not read counts as complete: it is read locally).
+func (v *groupView) complete(topic string) bool {
+	for p := 0; p < v.parts[topic]; p++ {
+		if v.ownerless(topic, int32(p)) {
 			return false
 		}
 	}
@@ -117,12 +158,62 @@ func (v *groupView) forwarding() bool {
 }
 
 // directory caches the groupView, or the error describing it, for
-// DirectoryTTL.
+// DirectoryTTL, and keeps the last view described while the group was
+// Stable for the rebalances that follow.
 type directory struct {
 	mu   sync.Mutex
 	at   time.Time
 	view *groupView
 	err  error
+	// stable is the last view described while the group was Stable
+	// (owners carried forward, see settle); nil before the first.
+	stable *groupView
+}
+
+// settle turns a view just described into the one the routes use. The
+// coordinator describes a group's members' URLs and assignment only while
+// it is Stable (Kafka and kfake alike), so for the whole of a rebalance a
+// description has no owner for any partition: routing by it answered
+// every read locally (a member joining said 404 for existing sessions, a
+// list on an existing member gave a partial page). So:
+//
+//   - Stable: it becomes the last Stable view. A partition it leaves
+//     unassigned (between the two rounds of a cooperative rebalance the
+//     partition a member gives up is nobody's) keeps its owner from the
+//     last Stable view while that member is still in the group: it holds
+//     the partition's rows (or did until the revoke, like any previous
+//     owner in the cache window).
+//   - not Stable, with a last Stable view: that view, with kept set (and
+//     this instance's member id and the partition counts just read).
+//   - not Stable, none seen yet (an instance that started during the
+//     rebalance): the description, with blind set when another member is
+//     in the group (alone, the local store is all there is).
+func (d *directory) settle(v *groupView) *groupView {
+	if v.state == groupStable {
+		if last := d.stable; last != nil {
+			for k, m := range last.owner {
+				if _, assigned := v.owner[k]; assigned {
+					continue
+				}
+				if _, member := v.urls[m]; member {
+					v.owner[k] = m
+				}
+			}
+		}
+		d.stable = v
+		return v
+	}
+	if last := d.stable; last != nil {
+		kept := *last
+		kept.self, kept.state, kept.parts, kept.kept = v.self, v.state, v.parts, true
+		return &kept
+	}
+	for _, m := range v.members {
+		if m != v.self {
+			v.blind = true
+		}
+	}
+	return v
 }
 
 // DescribeTimeout bounds describing the group for the forwarding routes
@@ -135,7 +226,8 @@ const DescribeTimeout = 2 * time.Second
 var errNoGroup = errors.New("the processors' group is not described")
 
 // groupView returns the processors' group, described at most DirectoryTTL
-// ago.
+// ago, as settle makes it: while the group rebalances, its last Stable
+// view.
 func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 	s.dir.mu.Lock()
 	defer s.dir.mu.Unlock()
@@ -143,6 +235,9 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 		return s.dir.view, s.dir.err
 	}
 	v, err := s.describeGroup(context.WithoutCancel(ctx)) // cached for every caller: not cut short by this one leaving
+	if err == nil {
+		v = s.dir.settle(v)
+	}
 	s.dir.view, s.dir.err, s.dir.at = v, err, time.Now()
 	return v, err
 }
@@ -150,10 +245,7 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 func (s *Server) describeGroup(ctx context.Context) (*groupView, error) {
 	ctx, cancel := context.WithTimeout(ctx, DescribeTimeout)
 	defer cancel()
-	group := string(processors.ProcessorsGroup)
-	if g := s.P.Config.Group; g != "" {
-		group = string(g)
-	}
+	group := s.groupName()
 	dg, err := s.P.Admin().DescribeGroups(ctx, group)
 	if err == nil {
 		err = dg.Error()
@@ -165,12 +257,18 @@ func (s *Server) describeGroup(ctx context.Context) (*groupView, error) {
 	if !ok {
 		return nil, errNoGroup
 	}
-	v := &groupView{self: s.P.Runner.MemberID(), urls: map[string]string{}, owner: map[tp]string{}, parts: map[string]int{}}
+	v := &groupView{self: s.P.Runner.MemberID(), urls: map[string]string{}, owner: map[tp]string{}, parts: map[string]int{}, topics: map[string]bool{}, state: d.State}
 	for _, m := range d.Members {
 		v.urls[m.MemberID] = AdvertisedURL(m)
 		v.members = append(v.members, m.MemberID)
+		if c, ok := m.Join.AsConsumer(); ok {
+			for _, t := range c.Topics {
+				v.topics[t] = true
+			}
+		}
 		if c, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range c.Topics {
+				v.topics[t.Topic] = true
 				for _, p := range t.Partitions {
 					v.owner[tp{t.Topic, p}] = m.MemberID
 				}
@@ -188,6 +286,14 @@ func (s *Server) describeGroup(ctx context.Context) (*groupView, error) {
 		}
 	}
 	return v, nil
+}
+
+// groupName is the processors' consumer group.
+func (s *Server) groupName() string {
+	if g := s.P.Config.Group; g != "" {
+		return string(g)
+	}
+	return string(processors.ProcessorsGroup)
 }
 
 // partitionOf is the partition of key on a topic of n partitions, by the

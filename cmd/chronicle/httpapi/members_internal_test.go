@@ -103,3 +103,69 @@ func TestAdvertisingBalancerHandsStickyItsOwnMetadata(t *testing.T) {
 		t.Fatal("the join metadata carries no URL")
 	}
 }
+
+// TestDirectoryKeepsLastStableView: the coordinator describes no URL or
+// partition while the group rebalances, so the directory routes by the
+// last Stable view then (kept), carries an owner forward over a Stable
+// view that leaves its partition unassigned (between the two rounds of a
+// cooperative rebalance) while that member is still in the group, and,
+// with no Stable view seen, is blind when other members are in the group
+// and not when this instance is alone.
+func TestDirectoryKeepsLastStableView(t *testing.T) {
+	const topic = "chronicle.sessions"
+	stable := func(owner map[int32]string, urls map[string]string) *groupView {
+		v := &groupView{self: "a", urls: urls, owner: map[tp]string{}, parts: map[string]int{topic: 4}, topics: map[string]bool{topic: true}, state: groupStable}
+		for m := range urls {
+			v.members = append(v.members, m)
+		}
+		sortStrings(v.members)
+		for p, m := range owner {
+			v.owner[tp{topic, p}] = m
+		}
+		return v
+	}
+	rebalancing := func(members ...string) *groupView {
+		v := &groupView{self: "a", urls: map[string]string{}, owner: map[tp]string{}, parts: map[string]int{topic: 4}, topics: map[string]bool{}, state: "PreparingRebalance"}
+		for _, m := range members {
+			v.urls[m] = ""
+			v.members = append(v.members, m)
+		}
+		return v
+	}
+	urls := map[string]string{"a": "http://a", "b": "http://b"}
+
+	var alone directory
+	if v := alone.settle(rebalancing("a")); v.blind || v.kept || v.forwarding() {
+		t.Fatalf("alone while rebalancing: %+v, want the local store", v)
+	}
+	var d directory
+	if v := d.settle(rebalancing("a", "b")); !v.blind || v.forwarding() {
+		t.Fatalf("no Stable view yet, another member: %+v, want blind", v)
+	}
+	v := d.settle(stable(map[int32]string{0: "a", 1: "a", 2: "b", 3: "b"}, urls))
+	if v.blind || v.kept || !v.forwarding() || !v.complete(topic) {
+		t.Fatalf("Stable: %+v", v)
+	}
+	v = d.settle(rebalancing("a", "b", "c"))
+	if !v.kept || v.blind || !v.forwarding() || v.state != "PreparingRebalance" || v.owner[tp{topic, 2}] != "b" || v.urls["b"] != "http://b" || !v.complete(topic) {
+		t.Fatalf("rebalancing after a Stable view: %+v, want the last Stable view kept", v)
+	}
+	// the first round of the cooperative rebalance: b gives up 3 (to c)
+	v = d.settle(stable(map[int32]string{0: "a", 1: "a", 2: "b"}, map[string]string{"a": "http://a", "b": "http://b", "c": "http://c"}))
+	if v.owner[tp{topic, 3}] != "b" || !v.complete(topic) {
+		t.Fatalf("partition 3 unassigned between the rounds: owner %q, want b's carried forward", v.owner[tp{topic, 3}])
+	}
+	// b left: its partitions have no owner until the rebalance gives them out
+	v = d.settle(stable(map[int32]string{0: "a", 1: "a"}, map[string]string{"a": "http://a", "c": "http://c"}))
+	if !v.ownerless(topic, 2) || !v.ownerless(topic, 3) || v.complete(topic) {
+		t.Fatalf("b left: owners %v, want 2 and 3 without one", v.owner)
+	}
+	if v.ownerless("chronicle.digest", 0) {
+		t.Fatal("a topic the group does not read has no owner to wait for")
+	}
+	// this instance not (yet) in the view: it forwards to the owners
+	v = d.settle(stable(map[int32]string{0: "b"}, map[string]string{"b": "http://b"}))
+	if !v.forwarding() {
+		t.Fatal("a view without this instance: not forwarding to its one member")
+	}
+}
