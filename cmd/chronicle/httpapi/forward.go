@@ -65,6 +65,46 @@ type ForwardError struct {
 	Partition *int32 `json:"partition,omitempty"`
 }
 
+// RebalanceError is the body of a 503 (with Retry-After: 1) answered on a
+// cluster when no member is known to own the partition a request needs,
+// so this instance cannot tell the answer from its own store alone: the
+// group is rebalancing and this instance has not seen it Stable yet (it
+// just started), or the partition is between owners (its previous owner
+// left the group and the rebalance has not given it to another yet).
+// Answering locally instead said 404 for existing entities and 200 with a
+// partial list. Topic and partition name the partition when the request
+// has one.
+type RebalanceError struct {
+	Error string `json:"error"`
+	// GroupState is the processors' group's state as the coordinator
+	// described it (PreparingRebalance, CompletingRebalance, Stable).
+	GroupState string `json:"group_state"`
+	Topic      string `json:"topic,omitempty"`
+	Partition  *int32 `json:"partition,omitempty"`
+}
+
+// noOwner answers 503 with Retry-After: 1 (a rebalance takes seconds;
+// the directory is described again after DirectoryTTL) and a
+// RebalanceError: v is blind, or partition p of topic (p < 0: some
+// partition of topic, for a fan-out) has no owner in v.
+func (s *Server) noOwner(w http.ResponseWriter, v *groupView, topic string, p int32, what string) {
+	e := RebalanceError{GroupState: v.state, Topic: topic}
+	where := "partition " + topic
+	if p >= 0 {
+		e.Partition = &p
+		where = fmt.Sprintf("%s/%d", topic, p)
+	}
+	if v.blind {
+		e.Error = fmt.Sprintf("the processors' group %s is rebalancing (%s) and this member (%s) has not seen its assignment yet: no member is known to own %s, so %s is not answered from this store alone; retry",
+			s.groupName(), v.state, v.self, where, what)
+	} else {
+		e.Error = fmt.Sprintf("no member of the processors' group %s owns %s (group %s): a rebalance is moving it, so %s is not answered from this store alone; retry",
+			s.groupName(), where, v.state, what)
+	}
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, e)
+}
+
 // ownerRoute says where the entity of a request lives.
 type ownerRoute struct {
 	// topic is the topic keying the entity (by sub-route suffix).
@@ -125,7 +165,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			return
 		}
 		v, err := s.groupView(r.Context())
-		if err != nil || !v.forwarding() {
+		if err != nil || !(v.blind || v.forwarding()) {
 			next(w, r) // alone (or the coordinator is away): the local store is all there is
 			return
 		}
@@ -140,6 +180,10 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 		if sc == "" && n > 1 && rt.writeScope != nil && !oneScope(c) {
 			if rule, ok := rt.writeScope(r); ok {
 				// the scope holding the id may be on any member: ask them all
+				if v.blind {
+					s.noOwner(w, v, topic, -1, "the write (which scope holds the "+rt.kind+"?)")
+					return
+				}
 				s.writeToHeldScope(w, r, v, rt, id, suffix, rule, next)
 				return
 			}
@@ -159,13 +203,23 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			next(w, r) // a write names its scope to be forwarded (README)
 			return
 		default:
-			s.fanOutEntity(w, r, v, s.ownedOnly(rt, next))
+			if v.blind {
+				s.noOwner(w, v, topic, -1, "the "+rt.kind)
+				return
+			}
+			s.fanOutEntity(w, r, v, topic, id, s.ownedOnly(rt, next))
 			return
 		}
 		p := partitionOf(topic, events.EntityKey(sc, id), n)
 		owner := v.owner[tp{topic, p}]
+		if (v.blind || v.ownerless(topic, p)) && !s.ownsLocally(topic, p) {
+			// no owner known: this store's answer (404, an old copy)
+			// may be false; one this engine holds now is as good as ever
+			s.noOwner(w, v, topic, p, "the "+rt.kind)
+			return
+		}
 		if owner == "" || owner == v.self || s.ownsLocally(topic, p) || v.urls[owner] == "" {
-			// unassigned mid-rebalance, ours, or a member without a URL
+			// a topic the group does not read, ours, or a member without a URL
 			next(w, r)
 			return
 		}
@@ -199,11 +253,15 @@ func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.Ha
 			return
 		}
 		v, err := s.groupView(r.Context())
-		if err != nil || !v.forwarding() || v.parts[string(topic)] != 1 {
+		if err != nil || !(v.blind || v.forwarding()) || v.parts[string(topic)] != 1 {
 			next(w, r)
 			return
 		}
 		owner := v.owner[tp{string(topic), 0}]
+		if (v.blind || v.ownerless(string(topic), 0)) && !s.ownsLocally(string(topic), 0) {
+			s.noOwner(w, v, string(topic), 0, "the request")
+			return
+		}
 		if owner == "" || owner == v.self || s.ownsLocally(string(topic), 0) || v.urls[owner] == "" {
 			next(w, r)
 			return
@@ -214,9 +272,9 @@ func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.Ha
 
 // ownedOnly answers a fanned-out read from the partitions this instance
 // owns: among the scopes the caller may read that hold the id here, those
-// whose key's partition it owns (or that no member owns, mid-rebalance);
-// one: the read with ?scope= set to it; none: 404; several: the handler's
-// 409.
+// whose key's partition it owns (ownedScopes); one: the read with ?scope=
+// set to it (and heldScopeHeader naming it); none: 404; several: the
+// handler's 409; none while this instance knows no owner (blind): 503.
 func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, suffix, err := rt.split(r)
@@ -234,6 +292,12 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return
 		}
+		if len(held) == 0 && v.blind {
+			// not among the partitions this engine holds, and no owner of
+			// the others known: a 404 may be false
+			s.noOwner(w, v, string(rt.topic(suffix)), -1, "the "+rt.kind)
+			return
+		}
 		switch len(held) {
 		case 0:
 			writeErr(w, http.StatusNotFound, "%s %q not found", rt.kind, id)
@@ -242,6 +306,7 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 			q := r2.URL.Query()
 			q.Set("scope", held[0])
 			r2.URL.RawQuery = q.Encode()
+			w.Header().Set(heldScopeHeader, held[0])
 			next(w, r2)
 		default:
 			next(w, r)
@@ -250,8 +315,11 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 }
 
 // ownedScopes lists the scopes that hold id here, among those allowed
-// says, whose key's partition this instance owns (or no member owns,
-// mid-rebalance): what this member answers for in a fan-out.
+// says, whose key's partition this instance owns, the group view says it
+// owns (while the group rebalances: the last Stable view, whose owner
+// still holds the rows it gave up) or no member owns (a topic the group
+// does not read): what this member answers for in a fan-out. A blind view
+// names no owner: only the partitions this engine holds count.
 func (s *Server) ownedScopes(rt ownerRoute, v *groupView, id, suffix string, allowed func(string) bool) ([]string, error) {
 	topic := string(rt.topic(suffix))
 	all, err := rt.scopes(s.P.Store, id)
@@ -264,7 +332,7 @@ func (s *Server) ownedScopes(rt ownerRoute, v *groupView, id, suffix string, all
 			continue
 		}
 		p := partitionOf(topic, events.EntityKey(sc, id), v.parts[topic])
-		if s.ownsLocally(topic, p) || v.owner[tp{topic, p}] == "" {
+		if o := v.owner[tp{topic, p}]; s.ownsLocally(topic, p) || (!v.blind && (o == "" || o == v.self)) {
 			held = append(held, sc)
 		}
 	}
@@ -309,6 +377,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			code, what := http.StatusServiceUnavailable, "did not answer"
 			if errors.Is(err, context.DeadlineExceeded) {
 				code, what = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout)", timeout)
+			}
+			if v.kept {
+				// routed by the last Stable view while the group
+				// rebalances: the owner may have left, and the
+				// rebalance gives its partitions to another
+				w.Header().Set("Retry-After", "1")
+				what += " (the group is rebalancing: routed by its last Stable view)"
 			}
 			writeJSON(w, code, ForwardError{Error: fmt.Sprintf("owner %s (%s) of %s/%d %s: %v", owner, v.urls[owner], topic, p, what, err),
 				Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
@@ -386,8 +461,9 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, f
 func (a memberAnswer) failed() bool { return a.err != nil || a.code >= 500 }
 
 // memberDown answers 503/504 naming the first member of answers that did
-// not answer.
-func (s *Server) memberDown(w http.ResponseWriter, answers []memberAnswer) bool {
+// not answer (with Retry-After: 1 while v is the last Stable view of a
+// group that rebalances: the member may have left it).
+func (s *Server) memberDown(w http.ResponseWriter, v *groupView, answers []memberAnswer) bool {
 	for _, a := range answers {
 		if !a.failed() {
 			continue
@@ -398,6 +474,10 @@ func (s *Server) memberDown(w http.ResponseWriter, answers []memberAnswer) bool 
 			if errors.Is(a.err, context.DeadlineExceeded) {
 				code, why = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout): %v", s.forwardTimeout(), a.err)
 			}
+		}
+		if v.kept {
+			w.Header().Set("Retry-After", "1")
+			why += " (the group is rebalancing: asked by its last Stable view)"
 		}
 		writeJSON(w, code, ForwardError{Error: fmt.Sprintf("member %s (%s) %s", a.member, a.url, why), Member: a.member, URL: a.url})
 		return true
@@ -415,17 +495,32 @@ func relay(w http.ResponseWriter, a memberAnswer) {
 	_, _ = w.Write(a.body)
 }
 
-// fanOutEntity answers a read whose scope is not known here: every member
-// resolves the id among the caller's scopes in its own store. One 200: its
-// answer. Several 200s (the id in several scopes): 409 asking for ?scope=.
-// None: a member that did not answer makes it 503/504 (it may hold the
-// id); else the first other refusal (400, 409), else 404.
-func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupView, local http.HandlerFunc) {
+// heldScopeHeader names, on a member's 200 to a fan-out (ownedOnly), the
+// scope it read the entity in: two members answering for the same key
+// (the previous owner and the new one, in the cache window of a
+// rebalance) are one entity, not the id in two scopes.
+const heldScopeHeader = "Chronicle-Held-Scope"
+
+// fanOutEntity answers a read whose scope is not known here (the entity
+// id, on topic): every member resolves the id among the caller's scopes
+// in its own store. One 200: its answer; several for one scope (a
+// partition between owners): the view's owner's, else the first. Several
+// 200s for different scopes: 409 asking for ?scope=. None: a member that
+// did not answer makes it 503/504 (it may hold the id); else the first
+// other refusal (400, 409), else 404, or a 503 (noOwner) when a partition
+// of topic has no owner in v: its rows may be on no member that answered.
+func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupView, topic, id string, local http.HandlerFunc) {
 	answers := s.fanOut(r, v, local, true)
 	var ok []memberAnswer
 	for _, a := range answers {
 		if !a.failed() && a.code == http.StatusOK {
 			ok = append(ok, a)
+		}
+	}
+	if len(ok) > 1 {
+		if a, same := oneEntity(ok, v, topic, id); same {
+			relay(w, a)
+			return
 		}
 	}
 	switch {
@@ -440,7 +535,7 @@ func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupVi
 		writeErr(w, http.StatusConflict, "%s exists in several scopes you may access (held by members %s): add ?scope=", r.URL.Path, strings.Join(ms, ", "))
 		return
 	}
-	if s.memberDown(w, answers) {
+	if s.memberDown(w, v, answers) {
 		return
 	}
 	var self *memberAnswer
@@ -452,11 +547,38 @@ func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupVi
 			return
 		}
 	}
+	if self != nil && self.code != http.StatusNotFound {
+		relay(w, *self)
+		return
+	}
+	if !v.complete(topic) {
+		s.noOwner(w, v, topic, -1, "a 404 for "+r.URL.Path)
+		return
+	}
 	if self != nil {
 		relay(w, *self)
 		return
 	}
 	writeErr(w, http.StatusNotFound, "%s not found", r.URL.Path)
+}
+
+// oneEntity reports whether the 200s of a fan-out all read the id in one
+// scope (heldScopeHeader), and picks the answer of the member v says owns
+// that key's partition (else the first).
+func oneEntity(ok []memberAnswer, v *groupView, topic, id string) (memberAnswer, bool) {
+	sc := ok[0].header.Get(heldScopeHeader)
+	for _, a := range ok {
+		if sc == "" || a.header.Get(heldScopeHeader) != sc {
+			return memberAnswer{}, false
+		}
+	}
+	owner := v.owner[tp{topic, partitionOf(topic, events.EntityKey(sc, id), v.parts[topic])}]
+	for _, a := range ok {
+		if a.member == owner {
+			return a, true
+		}
+	}
+	return ok[0], true
 }
 
 // sortStrings sorts ss in place.
@@ -478,6 +600,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.groupView(r.Context())
+	topic := string(events.TopicSessions)
+	if err == nil && v.blind {
+		s.noOwner(w, v, topic, -1, "the list")
+		return
+	}
 	if err != nil || !v.forwarding() {
 		s.listSessionsLocal(w, r)
 		return
@@ -488,12 +615,16 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		relay(w, memberAnswer{member: v.self, code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
 		return
 	}
-	_, limit, _ := listParams(nil, r)
-	answers := s.fanOut(r, v, s.listSessionsLocal, false)
-	if s.memberDown(w, answers) {
+	if !v.complete(topic) {
+		// a partition between owners: its sessions may be on no member
+		s.noOwner(w, v, topic, -1, "the list")
 		return
 	}
-	topic := string(events.TopicSessions)
+	_, limit, _ := listParams(nil, r)
+	answers := s.fanOut(r, v, s.listSessionsLocal, false)
+	if s.memberDown(w, v, answers) {
+		return
+	}
 	type item struct {
 		key, from string
 		raw       json.RawMessage
@@ -611,8 +742,8 @@ func (s *Server) ownerElsewhere(ctx context.Context, topic events.Topic, key str
 		return nil, "", 0
 	}
 	v, err := s.groupView(ctx)
-	if err != nil || !v.forwarding() {
-		return nil, "", 0
+	if err != nil || v.blind || !v.forwarding() {
+		return nil, "", 0 // the entry routes (toOwner) answer a blind view 503 first
 	}
 	p = partitionOf(string(topic), key, v.parts[string(topic)])
 	owner = v.owner[tp{string(topic), p}]

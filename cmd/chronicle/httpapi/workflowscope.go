@@ -106,6 +106,10 @@ func (s *Server) answerScopes(rt ownerRoute) http.HandlerFunc {
 			writeErr(w, http.StatusServiceUnavailable, "the group's assignment is not known here: %v", err)
 			return
 		}
+		if v.blind {
+			s.noOwner(w, v, string(rt.topic(suffix)), -1, "which scopes hold the "+rt.kind)
+			return
+		}
 		c := CallerOf(r)
 		held, err := s.ownedScopes(rt, v, id, suffix, func(sc string) bool { return c.CanRead(sc) || c.CanWrite(sc) })
 		if err != nil {
@@ -127,6 +131,10 @@ func (s *Server) answerScopes(rt ownerRoute) http.HandlerFunc {
 // set either way. A member that does not answer makes the write a 503
 // naming it (Retry-After: 1): nothing is written, since that member may
 // hold the workflow and the default write scope would start a second one.
+// So does a probe that finds no scope while a partition of the topic has
+// no owner in v (noOwner): the workflow may be on that partition, whose
+// rows no member answers for, and the write is sent to the key's owner
+// in v (the last Stable view while the group rebalances).
 func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *groupView, rt ownerRoute, id, suffix string, rule scopeRule, next http.HandlerFunc) {
 	probe := r.Clone(r.Context())
 	probe.Method, probe.Body, probe.ContentLength = http.MethodGet, http.NoBody, 0
@@ -188,6 +196,11 @@ func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *gro
 		}
 	}
 	sort.Strings(list)
+	topic := string(rt.topic(suffix))
+	if len(list) == 0 && !v.complete(topic) {
+		s.noOwner(w, v, topic, -1, "the write (which scope holds the "+rt.kind+"?)")
+		return
+	}
 	var sc string
 	switch {
 	case len(list) > 1:
@@ -211,9 +224,12 @@ func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *gro
 	q := r2.URL.Query()
 	q.Set("scope", sc)
 	r2.URL.RawQuery = q.Encode()
-	topic := string(rt.topic(suffix))
 	p := partitionOf(topic, events.EntityKey(sc, id), v.parts[topic])
 	owner := v.owner[tp{topic, p}]
+	if v.ownerless(topic, p) && !s.ownsLocally(topic, p) {
+		s.noOwner(w, v, topic, p, "the write")
+		return
+	}
 	if owner == "" || owner == v.self || s.ownsLocally(topic, p) || v.urls[owner] == "" {
 		next(w, r2)
 		return
