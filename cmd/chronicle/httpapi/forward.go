@@ -141,6 +141,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			next(w, r)
 			return
 		}
+		next := s.restoreAware(rt, next) // every local answer below
 		if r.Header.Get(ForwardedHeader) == "" {
 			// only a member's fan-out asks for scopes (writeToHeldScope): a
 			// client's probe header, copied into a read's fan-out, made the
@@ -153,7 +154,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 					s.answerScopes(rt)(w, r)
 					return
 				}
-				s.ownedOnly(rt, next)(w, r)
+				s.restoreAware(rt, s.ownedOnly(rt, next))(w, r)
 				return
 			}
 			next(w, r)
@@ -267,6 +268,76 @@ func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.Ha
 			return
 		}
 		s.forward(w, r, v, owner, string(topic), 0, s.forwardTimeout())
+	}
+}
+
+// RestoringError is the body of a 503 (with Retry-After: 1) that a read
+// of an entity gets instead of a 404 while this instance restores a
+// partition of the entity's topic from the log (after a start, a crash or
+// a rebalance that gave it the partition): the entity may be in a record
+// not applied yet, so "not found" would be false. Partitions lists each
+// restoring partition with the records it has yet to apply.
+type RestoringError struct {
+	Error      string               `json:"error"`
+	Topic      string               `json:"topic"`
+	Partitions []RestoringPartition `json:"partitions"`
+}
+
+// RestoringPartition is a partition being restored and the records of
+// its restore not applied yet (processors.OwnedPartition.RestoreRemaining).
+type RestoringPartition struct {
+	Partition int32 `json:"partition"`
+	Remaining int64 `json:"remaining_records"`
+}
+
+// restoreAware wraps a read answered from this instance's store: while
+// the engine restores a partition of the entity's topic, a 404 becomes a
+// 503 RestoringError with Retry-After: 1 (any other answer passes; an
+// entity already restored is found as ever). Before, an instance that
+// had just started answered 404 for sessions it had applied before a
+// crash, for the half second its restore took (a walkthrough with kill
+// -9 on an external broker). Writes pass unchanged.
+func (s *Server) restoreAware(rt ownerRoute, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			h(w, r)
+			return
+		}
+		_, suffix, err := rt.split(r)
+		if err != nil {
+			h(w, r)
+			return
+		}
+		topic := string(rt.topic(suffix))
+		var restoring []RestoringPartition
+		for _, op := range s.P.Runner.Ownership().Partitions {
+			if op.Topic == topic && op.RestoreRemaining() > 0 {
+				restoring = append(restoring, RestoringPartition{Partition: op.Partition, Remaining: op.RestoreRemaining()})
+			}
+		}
+		if len(restoring) == 0 {
+			h(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h(rec, r)
+		if rec.Code != http.StatusNotFound {
+			for k, vs := range rec.Header() {
+				w.Header()[k] = vs
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		var left int64
+		for _, p := range restoring {
+			left += p.Remaining
+		}
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, RestoringError{
+			Error: fmt.Sprintf("the %s is not found yet, but this instance is restoring %d partition(s) of %s from the log (%d records to go; /healthz says restoring): retry",
+				rt.kind, len(restoring), topic, left),
+			Topic: topic, Partitions: restoring})
 	}
 }
 

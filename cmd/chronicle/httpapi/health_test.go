@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -139,5 +140,80 @@ func waitHealth(t *testing.T, srv *httptest.Server, within time.Duration, cond f
 			t.Fatalf("after %s: %s", within, why)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestReadWhileRestoringIsNotA404: an instance restoring a partition of
+// chronicle.sessions from the log (here: a processor new to the data
+// directory, held at its first record) answers a session it has applied
+// with 200 as ever, but one it does not find with 503 RestoringError and
+// Retry-After, since that session may be in a record not applied yet;
+// once restored, 404. Before, an instance started after kill -9 answered
+// 404 for sessions it had applied before the crash while it restored.
+func TestReadWhileRestoringIsNotA404(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1, Processors: []processors.Processor{sessions.Processor{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	body, id := sessionJSON(t, 0)
+	if code, m := post(t, srv, body); code != http.StatusAccepted {
+		t.Fatalf("POST: %d %v", code, m)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	g := &gate{open: make(chan struct{})} // closed: holds the restore at its first record
+	p, err = pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1, Processors: []processors.Processor{sessions.Processor{}, g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			g.release()
+		}
+		srv.Close()
+		_ = p.Close()
+	})
+	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
+		if h.Status != processors.HealthRestoring {
+			return fmt.Sprintf("not restoring: %d %+v", code, h)
+		}
+		return ""
+	})
+	if code := get(t, srv, "/v1/sessions/"+url.PathEscape(id), nil); code != http.StatusOK {
+		t.Fatalf("an applied session while restoring: %d, want 200", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/sessions/no-such-session", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re httpapi.RestoringError
+	_ = json.NewDecoder(resp.Body).Decode(&re)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || re.Topic != string(events.TopicSessions) || len(re.Partitions) != 1 || re.Partitions[0].Remaining <= 0 {
+		t.Fatalf("an unknown session while restoring: %d Retry-After %q %+v, want 503 RestoringError", resp.StatusCode, resp.Header.Get("Retry-After"), re)
+	}
+	g.release()
+	released = true
+	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
+		if code != 200 || h.Status != processors.HealthOK {
+			return fmt.Sprintf("after release: %d %+v", code, h)
+		}
+		return ""
+	})
+	if code := get(t, srv, "/v1/sessions/no-such-session", nil); code != http.StatusNotFound {
+		t.Fatalf("an unknown session once restored: %d, want 404", code)
 	}
 }
