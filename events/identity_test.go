@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -109,5 +110,22 @@ func TestDerivedIDsDifferAcrossScopes(t *testing.T) {
 	h := sha256.Sum256([]byte("project:a\x00" + old))
 	if want := fmt.Sprintf("%x", h[:16]); a.ID != want || events.DerivedIDIn("project:a", "agent", "e-1", events.EvaluationCompleted, 0) != want {
 		t.Errorf("project:a: derived id %s, want %s", a.ID, want)
+	}
+}
+
+// A reasoning pass with neither data task_id nor the sessionid attribute
+// is refused at /data/task_id with a reason that names both ways to key
+// it; it said "required as record key", and a producer that meant to send
+// sessionid did not learn that it would do (a passes walkthrough).
+func TestRecordKeyReasonNamesSessionID(t *testing.T) {
+	env := events.Envelope{SpecVersion: "1.0", ID: "p1", Source: "agent", Type: events.ReasoningPassCompleted, Data: []byte(`{"pass":1}`)}
+	_, err := events.Key(&env)
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Pointer != "/data/task_id" || !strings.Contains(ve.Reason, "sessionid") {
+		t.Fatalf("Key: %v, want a ValidationError at /data/task_id naming sessionid", err)
+	}
+	env.SessionID = "s-1"
+	if k, err := events.Key(&env); err != nil || k != events.EntityKey(events.DefaultScope, "s-1") {
+		t.Fatalf("with sessionid: %q %v", k, err)
 	}
 }

@@ -373,7 +373,13 @@ func entityIDWith(e *Envelope, lookup dataLookup) (string, error) {
 		return "", &ValidationError{Index: -1, Pointer: "/data", Reason: "not a JSON object"}
 	}
 	if !present || !str || k == "" {
-		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: "required as record key"}
+		reason := "required as record key"
+		if ti.Topic == TopicSessions || ti.Topic == TopicReasoning {
+			// the sessionid attribute would have done, and the producer
+			// may have meant to send it
+			reason = "required as record key when the event has no sessionid attribute"
+		}
+		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: reason}
 	}
 	if err := CheckID(k); err != nil {
 		return "", &ValidationError{Index: -1, Pointer: "/data/" + ti.KeyField, Reason: err.Error()}
