@@ -110,19 +110,22 @@ func (e *Envelope) Decode(v any) error {
 // event. In the default scope ("" or DefaultScope) it is DerivedID, so the
 // ids of events that carry no scope are the ones they always were. In any
 // other scope it is the hex of the first 16 bytes of the SHA-256 of
-// "scope\x00" followed by DerivedID's 32 hex digits: two scopes' events
-// with one source and id (another event each, see the README's "Events")
-// cause derived events with different ids, as CloudEvents requires source
-// and id to be unique per distinct event (before, they shared them, and a
+// "source\x00id\x00type\x00n\x00scope": two scopes' events with one
+// source and id (another event each, see the README's "Events") cause
+// derived events with different ids, as CloudEvents requires source and id
+// to be unique per distinct event (before, they shared them, and a
 // subscriber deduplicating by source and id dropped one tenant's event as
-// the other's duplicate). That preimage holds one NUL byte, DerivedID's at
-// least three, so no scoped id can equal an unscoped one.
+// the other's duplicate). After the decimal n, DerivedID's preimage ends
+// and this one goes on with a NUL and a scope, which always holds a ':',
+// so no scoped id can equal an unscoped one; one hash, as DerivedID.
 func DerivedIDIn(scope, causeSource, causeID string, t Type, n int) string {
-	id := DerivedID(causeSource, causeID, t, n)
 	if scope == "" || scope == DefaultScope {
-		return id
+		return DerivedID(causeSource, causeID, t, n)
 	}
-	h := sha256.Sum256([]byte(scope + "\x00" + id))
+	b := make([]byte, 0, len(causeSource)+len(causeID)+len(t)+len(scope)+25)
+	b = append(append(append(append(append(append(b, causeSource...), 0), causeID...), 0), t...), 0)
+	b = append(append(strconv.AppendInt(b, int64(n), 10), 0), scope...)
+	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:16])
 }
 

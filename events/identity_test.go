@@ -107,7 +107,7 @@ func TestDerivedIDsDifferAcrossScopes(t *testing.T) {
 			t.Errorf("scope %q: derived id %s, want the unscoped %s", sc, got, old)
 		}
 	}
-	h := sha256.Sum256([]byte("project:a\x00" + old))
+	h := sha256.Sum256([]byte("agent\x00e-1\x00" + string(events.EvaluationCompleted) + "\x000\x00project:a"))
 	if want := fmt.Sprintf("%x", h[:16]); a.ID != want || events.DerivedIDIn("project:a", "agent", "e-1", events.EvaluationCompleted, 0) != want {
 		t.Errorf("project:a: derived id %s, want %s", a.ID, want)
 	}
