@@ -309,12 +309,7 @@ func (s *Server) restoreAware(rt ownerRoute, h http.HandlerFunc) http.HandlerFun
 			return
 		}
 		topic := string(rt.topic(suffix))
-		var restoring []RestoringPartition
-		for _, op := range s.P.Runner.Ownership().Partitions {
-			if op.Topic == topic && op.RestoreRemaining() > 0 {
-				restoring = append(restoring, RestoringPartition{Partition: op.Partition, Remaining: op.RestoreRemaining()})
-			}
-		}
+		restoring := s.restoring(topic)
 		if len(restoring) == 0 {
 			h(w, r)
 			return
@@ -329,16 +324,38 @@ func (s *Server) restoreAware(rt ownerRoute, h http.HandlerFunc) http.HandlerFun
 			_, _ = w.Write(rec.Body.Bytes())
 			return
 		}
-		var left int64
-		for _, p := range restoring {
-			left += p.Remaining
-		}
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, RestoringError{
-			Error: fmt.Sprintf("the %s is not found yet, but this instance is restoring %d partition(s) of %s from the log (%d records to go; /healthz says restoring): retry",
-				rt.kind, len(restoring), topic, left),
-			Topic: topic, Partitions: restoring})
+		writeRestoring(w, "the "+rt.kind+" is not found yet", topic, restoring)
 	}
+}
+
+// restoring lists the partitions of topic this instance's engine is
+// restoring, with the records each has yet to apply (none: nil).
+func (s *Server) restoring(topic string) []RestoringPartition {
+	if s.P == nil || s.P.Runner == nil {
+		return nil
+	}
+	var out []RestoringPartition
+	for _, op := range s.P.Runner.Ownership().Partitions {
+		if op.Topic == topic && op.RestoreRemaining() > 0 {
+			out = append(out, RestoringPartition{Partition: op.Partition, Remaining: op.RestoreRemaining()})
+		}
+	}
+	return out
+}
+
+// writeRestoring answers 503 RestoringError with Retry-After: 1: what
+// (e.g. "the session is not found yet") cannot be told while parts of
+// topic are restoring.
+func writeRestoring(w http.ResponseWriter, what, topic string, parts []RestoringPartition) {
+	var left int64
+	for _, p := range parts {
+		left += p.Remaining
+	}
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, RestoringError{
+		Error: fmt.Sprintf("%s, but this instance is restoring %d partition(s) of %s from the log (%d records to go; /healthz says restoring): retry",
+			what, len(parts), topic, left),
+		Topic: topic, Partitions: parts})
 }
 
 // ownedOnly answers a fanned-out read from the partitions this instance

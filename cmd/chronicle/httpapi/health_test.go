@@ -3,19 +3,24 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -215,5 +220,116 @@ func TestReadWhileRestoringIsNotA404(t *testing.T) {
 	})
 	if code := get(t, srv, "/v1/sessions/no-such-session", nil); code != http.StatusNotFound {
 		t.Fatalf("an unknown session once restored: %d, want 404", code)
+	}
+}
+
+// gatedWorkflows is the workflows processor held at each event while its
+// gate is closed: its restore cannot advance.
+type gatedWorkflows struct {
+	workflows.Processor
+	g *gate
+}
+
+func (w gatedWorkflows) Apply(tx *projections.Tx, env *events.Envelope) error {
+	<-w.g.wait()
+	return w.Processor.Apply(tx, env)
+}
+
+// withoutWorkflows is DefaultProcessors without the workflows processor,
+// plus extra.
+func withoutWorkflows(extra ...processors.Processor) []processors.Processor {
+	var out []processors.Processor
+	for _, p := range pipeline.DefaultProcessors() {
+		if p.Name() != workflows.Name {
+			out = append(out, p)
+		}
+	}
+	return append(out, extra...)
+}
+
+// TestWorkflowWriteWhileRestoringStartsNoSecondWorkflow: a write without
+// ?scope= from a token of two scopes, to a workflow of its second scope,
+// while this instance restores chronicle.workflows, is a 503 with
+// Retry-After (nothing written), not a write to the token's default write
+// scope that starts a second workflow of that id; once restored it finds
+// the workflow's scope.
+func TestWorkflowWriteWhileRestoringStartsNoSecondWorkflow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	tokens := access.File{Tokens: []access.Token{{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a", "project:b"}}}}
+	// the workflow's first update reaches the log, not the projection: no
+	// workflows processor runs (the route's wait for it ends with 202)
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1, Processors: withoutWorkflows()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	inB := &client.Client{Base: srv.URL, Token: "tok-ab", Scope: "project:b"}
+	var ce *client.Error
+	if _, err := inB.Update(ctx, "w", 0, events.ChannelTasks, map[string]any{"id": "t1"}); !errors.As(err, &ce) || ce.Status != http.StatusAccepted {
+		t.Fatalf("the first update: %v, want 202 not yet processed", err)
+	}
+	srv.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	g := &gate{open: make(chan struct{})} // closed: holds the workflows processor's restore
+	p, err = pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1,
+		Processors: withoutWorkflows(gatedWorkflows{g: g})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens}).Handler()))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			g.release()
+		}
+		srv.Close()
+		_ = p.Close()
+	})
+	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
+		if h.Status != processors.HealthRestoring {
+			return fmt.Sprintf("not restoring: %d %+v", code, h)
+		}
+		return ""
+	})
+	code, m := call(t, srv.URL, "tok-ab", "POST", "/v1/workflows/w/updates", map[string]any{"layer": 0, "channel": events.ChannelTasks, "update": map[string]any{"id": "t2"}})
+	if code != http.StatusServiceUnavailable || !strings.Contains(fmt.Sprint(m["error"]), "restoring") {
+		t.Fatalf("a write while restoring: %d %v, want 503 restoring", code, m)
+	}
+	// a cluster member's answer to another member's scope probe says the
+	// same (the prober then writes nothing), not "no scope here"
+	probe := func() int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/workflows/w", nil)
+		req.Header.Set("Authorization", "Bearer tok-ab")
+		req.Header.Set(httpapi.ForwardedHeader, "another-member")
+		req.Header.Set(httpapi.FanOutHeader, "1")
+		req.Header.Set(httpapi.ScopeProbeHeader, "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := probe(); code != http.StatusServiceUnavailable {
+		t.Fatalf("a scope probe while restoring: %d, want 503", code)
+	}
+	g.release()
+	released = true
+	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
+		if code != 200 || h.Status != processors.HealthOK {
+			return fmt.Sprintf("after release: %d %+v", code, h)
+		}
+		return ""
+	})
+	if code, m := call(t, srv.URL, "tok-ab", "GET", "/v1/workflows/w?scope=project:a", nil); code != http.StatusNotFound {
+		t.Fatalf("a second workflow w in project:a: %d %v", code, m)
+	}
+	if code, m := call(t, srv.URL, "tok-ab", "POST", "/v1/workflows/w/updates", map[string]any{"layer": 0, "channel": events.ChannelTasks, "update": map[string]any{"id": "t2"}}); code/100 != 2 || m["scope"] != nil && m["scope"] != "project:b" {
+		t.Fatalf("the write once restored: %d %v", code, m)
 	}
 }

@@ -294,6 +294,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			held = slices.DeleteFunc(held, func(x string) bool { return !c.CanRead(x) })
 			switch len(held) {
 			case 0:
+				if parts := s.restoring(string(events.TopicWorkflows)); len(parts) > 0 && !oneScope(c) {
+					// the workflow may be in another of the caller's
+					// scopes, in a record not restored yet: the default
+					// write scope would start a second one
+					writeRestoring(w, fmt.Sprintf("no scope you may read holds workflow %q yet", id), string(events.TopicWorkflows), parts)
+					return
+				}
 				sc = c.DefaultWriteScope()
 			case 1:
 				sc = held[0]

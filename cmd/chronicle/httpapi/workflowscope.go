@@ -90,7 +90,10 @@ type scopesAnswer struct {
 }
 
 // answerScopes answers a ScopeProbeHeader fan-out: the scopes the caller
-// may read or write that hold the id on the partitions this member owns.
+// may read or write that hold the id on the partitions this member owns;
+// none while it restores a partition of the topic is a 503 RestoringError
+// (the prober then writes nothing), since the id may be in a record not
+// applied yet.
 func (s *Server) answerScopes(rt ownerRoute) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, suffix, err := rt.split(r)
@@ -116,7 +119,13 @@ func (s *Server) answerScopes(rt ownerRoute) http.HandlerFunc {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return
 		}
-		if held == nil {
+		if len(held) == 0 {
+			if parts := s.restoring(string(rt.topic(suffix))); len(parts) > 0 {
+				// the workflow may be in a record not restored yet: "none
+				// here" would let the write start a second one
+				writeRestoring(w, "no scope holds the "+rt.kind+" here yet", string(rt.topic(suffix)), parts)
+				return
+			}
 			held = []string{}
 		}
 		writeJSON(w, http.StatusOK, scopesAnswer{ID: id, Scopes: held})
