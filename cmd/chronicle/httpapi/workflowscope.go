@@ -222,6 +222,19 @@ func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *gro
 			sc = events.DefaultScope
 		}
 	default:
+		var readOnly []string
+		for h := range held {
+			if c.CanRead(h) && !c.CanWrite(h) {
+				readOnly = append(readOnly, h)
+			}
+		}
+		if len(readOnly) > 0 {
+			// as entityKey answers on one instance: the caller may see the
+			// workflow there, so a 404 would only mislead
+			sort.Strings(readOnly)
+			writeErr(w, http.StatusForbidden, "%s %q is in %s, which this token may read but not write", rt.kind, id, strings.Join(readOnly, ", "))
+			return
+		}
 		writeErr(w, http.StatusNotFound, "%s %q not found", rt.kind, id)
 		return
 	}
