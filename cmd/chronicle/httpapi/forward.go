@@ -147,6 +147,10 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			// client's probe header, copied into a read's fan-out, made the
 			// other members answer a scope list for the entity (a review)
 			r.Header.Del(ScopeProbeHeader)
+			// nor sends a fan-out: a client's copy reached the owner
+			// through the forward and had it answer as to a member
+			// (heldScopeHeader included; a review)
+			r.Header.Del(FanOutHeader)
 		}
 		if r.Header.Get(ForwardedHeader) != "" {
 			if r.Header.Get(FanOutHeader) != "" && r.URL.Query().Get("scope") == "" {
@@ -205,7 +209,11 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			return
 		default:
 			if v.blind {
-				s.noOwner(w, v, topic, -1, "the "+rt.kind)
+				// no member's URL is known to ask: answer for the
+				// partitions this engine holds, 503 for the rest
+				// (ownedOnly); before, 503 for them all, though a token of
+				// one scope read the same sessions here with 200
+				s.restoreAware(rt, s.ownedOnly(rt, next))(w, r)
 				return
 			}
 			s.fanOutEntity(w, r, v, topic, id, s.ownedOnly(rt, next))
@@ -296,10 +304,11 @@ type RestoringPartition struct {
 // entity already restored is found as ever). Before, an instance that
 // had just started answered 404 for sessions it had applied before a
 // crash, for the half second its restore took (a walkthrough with kill
-// -9 on an external broker). Writes pass unchanged.
+// -9 on an external broker). Writes pass unchanged; GET and HEAD are
+// wrapped.
 func (s *Server) restoreAware(rt ownerRoute, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h(w, r)
 			return
 		}
@@ -394,7 +403,9 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 			q := r2.URL.Query()
 			q.Set("scope", held[0])
 			r2.URL.RawQuery = q.Encode()
-			w.Header().Set(heldScopeHeader, held[0])
+			if r.Header.Get(FanOutHeader) != "" { // for the member that asked, not for a client
+				w.Header().Set(heldScopeHeader, held[0])
+			}
 			next(w, r2)
 		default:
 			next(w, r)
@@ -566,6 +577,9 @@ func (s *Server) memberDown(w http.ResponseWriter, v *groupView, answers []membe
 		if v.kept {
 			w.Header().Set("Retry-After", "1")
 			why += " (the group is rebalancing: asked by its last Stable view)"
+		} else if ra := a.header.Get("Retry-After"); a.code == http.StatusServiceUnavailable && ra != "" {
+			// the member said when to retry (e.g. restoring): keep it
+			w.Header().Set("Retry-After", ra)
 		}
 		writeJSON(w, code, ForwardError{Error: fmt.Sprintf("member %s (%s) %s", a.member, a.url, why), Member: a.member, URL: a.url})
 		return true
@@ -831,7 +845,7 @@ func (s *Server) ownerElsewhere(ctx context.Context, topic events.Topic, key str
 	}
 	v, err := s.groupView(ctx)
 	if err != nil || v.blind || !v.forwarding() {
-		return nil, "", 0 // the entry routes (toOwner) answer a blind view 503 first
+		return nil, "", 0 // a blind view knows no owner: answered here (toOwner answers most such reads 503 first; the policy routes and a fork's child key go on locally, as before)
 	}
 	p = partitionOf(string(topic), key, v.parts[string(topic)])
 	owner = v.owner[tp{string(topic), p}]
