@@ -534,7 +534,7 @@ func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) 
 }
 
 // Emit queues a derived event of type typ with data payload, caused by the
-// event being applied. Its id is events.DerivedID of the cause, the type and
+// event being applied. Its id is events.DerivedIDIn of the cause (scope, source, id), the type and
 // the number of events of that type emitted so far by this call; its time,
 // sessionid, scope and correlationid are the cause's; causationid is the
 // cause's id. The event is validated against its schema; an invalid event

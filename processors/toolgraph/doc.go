@@ -93,7 +93,7 @@
 // threshold, the counts they carry, the rank snapshots) are the same in
 // the live pipeline, in a replay and on every instance, on any number of
 // partitions. The transitions' ids are derived from the calls' ids
-// (events.DerivedID), so a replay or a restoring partition owner re-emits
+// (events.DerivedIDIn), so a replay or a restoring partition owner re-emits
 // identical events, dropped by their idempotency key. PageRank and
 // communities are recomputed from the rows rather than stored: about 1 ms
 // for the 14 tau-bench tools including reading the rows from Pebble, 4.7 s

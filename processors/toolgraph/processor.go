@@ -74,7 +74,7 @@ type TransitionContext struct {
 // of chronicle.sessions are applied concurrently and owned by any
 // instance; the aggregate over every session of a scope is Processor's,
 // fed in the order chronicle.toolgraph fixes. The derived event's id is
-// events.DerivedID of the call's event, so a replay or a restoring owner
+// events.DerivedIDIn of the call's event, so a replay or a restoring owner
 // re-emits identical events and Processor drops the repeats by their
 // idempotency key.
 type Transitions struct{}
