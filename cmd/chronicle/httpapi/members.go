@@ -191,6 +191,18 @@ type directory struct {
 func (d *directory) settle(v *groupView) *groupView {
 	if v.state == groupStable {
 		if last := d.stable; last != nil {
+			// a member's URL by its member id, which a member keeps
+			// while it stays in the group: a restarted broker (kfake
+			// persists the group without the members' join metadata)
+			// describes the same members with no URL until they next
+			// join, and every instance answered from its own store, 404
+			// for other members' sessions and partial lists, for minutes
+			// (an operator's walkthrough)
+			for _, m := range v.members {
+				if v.urls[m] == "" && last.urls[m] != "" {
+					v.urls[m] = last.urls[m]
+				}
+			}
 			for k, m := range last.owner {
 				if _, assigned := v.owner[k]; assigned {
 					continue
@@ -260,6 +272,9 @@ func (s *Server) describeGroup(ctx context.Context) (*groupView, error) {
 	v := &groupView{self: s.P.Runner.MemberID(), urls: map[string]string{}, owner: map[tp]string{}, parts: map[string]int{}, topics: map[string]bool{}, state: d.State}
 	for _, m := range d.Members {
 		v.urls[m.MemberID] = AdvertisedURL(m)
+		if m.MemberID == v.self && v.urls[m.MemberID] == "" {
+			v.urls[m.MemberID] = s.Advertise // this instance's own, described without it
+		}
 		v.members = append(v.members, m.MemberID)
 		if c, ok := m.Join.AsConsumer(); ok {
 			for _, t := range c.Topics {

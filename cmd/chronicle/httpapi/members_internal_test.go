@@ -169,3 +169,35 @@ func TestDirectoryKeepsLastStableView(t *testing.T) {
 		t.Fatal("a view without this instance: not forwarding to its one member")
 	}
 }
+
+// TestDirectoryKeepsMembersURLs: a Stable description whose members show
+// no URL (a restarted embedded broker persists the group without the
+// members' join metadata, and members that stay do not join again) keeps
+// each member's URL from the last Stable view by member id, so reads are
+// still forwarded; before, the group read as one with older instances
+// and every instance answered from its own store (false 404s, partial
+// lists). A member never seen with a URL stays without one.
+func TestDirectoryKeepsMembersURLs(t *testing.T) {
+	const topic = "chronicle.sessions"
+	view := func(urls map[string]string) *groupView {
+		v := &groupView{self: "a", urls: urls, owner: map[tp]string{{topic, 0}: "a", {topic, 1}: "b"}, parts: map[string]int{topic: 2}, topics: map[string]bool{topic: true}, state: groupStable}
+		for m := range urls {
+			v.members = append(v.members, m)
+		}
+		sortStrings(v.members)
+		return v
+	}
+	var d directory
+	d.settle(view(map[string]string{"a": "http://a", "b": "http://b"}))
+	v := d.settle(view(map[string]string{"a": "", "b": "", "c": ""}))
+	if v.urls["a"] != "http://a" || v.urls["b"] != "http://b" || v.urls["c"] != "" {
+		t.Fatalf("urls after a description without them: %v", v.urls)
+	}
+	if v.forwarding() {
+		t.Fatal("c never showed a URL (an older instance): not forwarding")
+	}
+	v = d.settle(view(map[string]string{"a": "", "b": ""}))
+	if !v.forwarding() || v.urls["b"] != "http://b" {
+		t.Fatalf("the same members without URLs: forwarding %v, urls %v", v.forwarding(), v.urls)
+	}
+}
