@@ -477,11 +477,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			if errors.Is(err, context.DeadlineExceeded) {
 				code, what = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout)", timeout)
 			}
+			// an owner that stopped or was killed stays in the group
+			// until it leaves or its session times out, and then the
+			// rebalance gives its partitions to another: retry
+			w.Header().Set("Retry-After", "1")
 			if v.kept {
-				// routed by the last Stable view while the group
-				// rebalances: the owner may have left, and the
-				// rebalance gives its partitions to another
-				w.Header().Set("Retry-After", "1")
 				what += " (the group is rebalancing: routed by its last Stable view)"
 			}
 			writeJSON(w, code, ForwardError{Error: fmt.Sprintf("owner %s (%s) of %s/%d %s: %v", owner, v.urls[owner], topic, p, what, err),
@@ -574,12 +574,13 @@ func (s *Server) memberDown(w http.ResponseWriter, v *groupView, answers []membe
 				code, why = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout): %v", s.forwardTimeout(), a.err)
 			}
 		}
+		retry := "1" // a member that is gone leaves the group (or times out), and the rebalance moves its partitions
+		if ra := a.header.Get("Retry-After"); a.code == http.StatusServiceUnavailable && ra != "" {
+			retry = ra // the member said when (e.g. restoring)
+		}
+		w.Header().Set("Retry-After", retry)
 		if v.kept {
-			w.Header().Set("Retry-After", "1")
 			why += " (the group is rebalancing: asked by its last Stable view)"
-		} else if ra := a.header.Get("Retry-After"); a.code == http.StatusServiceUnavailable && ra != "" {
-			// the member said when to retry (e.g. restoring): keep it
-			w.Header().Set("Retry-After", ra)
 		}
 		writeJSON(w, code, ForwardError{Error: fmt.Sprintf("member %s (%s) %s", a.member, a.url, why), Member: a.member, URL: a.url})
 		return true
