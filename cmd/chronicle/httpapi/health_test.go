@@ -210,6 +210,10 @@ func TestReadWhileRestoringIsNotA404(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || re.Topic != string(events.TopicSessions) || len(re.Partitions) != 1 || re.Partitions[0].Remaining <= 0 {
 		t.Fatalf("an unknown session while restoring: %d Retry-After %q %+v, want 503 RestoringError", resp.StatusCode, resp.Header.Get("Retry-After"), re)
 	}
+	// nor is a list, which would miss the sessions not restored yet
+	if code := get(t, srv, "/v1/sessions", nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("the list while restoring: %d, want 503", code)
+	}
 	g.release()
 	released = true
 	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
@@ -220,6 +224,9 @@ func TestReadWhileRestoringIsNotA404(t *testing.T) {
 	})
 	if code := get(t, srv, "/v1/sessions/no-such-session", nil); code != http.StatusNotFound {
 		t.Fatalf("an unknown session once restored: %d, want 404", code)
+	}
+	if code := get(t, srv, "/v1/sessions", nil); code != http.StatusOK {
+		t.Fatalf("the list once restored: %d, want 200", code)
 	}
 }
 
