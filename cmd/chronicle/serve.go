@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
@@ -61,6 +62,13 @@ func serveCmd() *cobra.Command {
 			if advertise == "" {
 				advertise = "http://" + ln.Addr().String()
 			}
+			// answer at once, 503 until the pipeline is up: joining the
+			// group can take a session timeout (a restart after kill -9
+			// on a separate broker: 43 s), and a client held on an
+			// accepted connection that never answers
+			late := &startingHandler{}
+			srv, errc := startHTTP(ln, late)
+			defer srv.Close() // a failed start: nothing is served
 			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys,
 				SubscriberOpts:  httpapi.MemberOpts(advertise)})
@@ -69,7 +77,11 @@ func serveCmd() *cobra.Command {
 			}
 			defer p.Close()
 			describe(p)
-			return serveListener(ctx, &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString()}, ln)
+			api := &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString()}
+			late.set(api.Handler())
+			announce(ln) // when it answers: scripts and tests wait for this line
+			srv.RegisterOnShutdown(api.StopStreams)
+			return waitHTTP(ctx, srv, errc)
 		},
 	}
 	c.register(cmd)
@@ -140,13 +152,49 @@ func serveListener(ctx context.Context, s *httpapi.Server, ln net.Listener) erro
 	if s.Advertise == "" {
 		s.Advertise = "http://" + ln.Addr().String()
 	}
-	srv := httpapi.NewHTTPServer(s.Handler())
-	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	srv, errc := startHTTP(ln, s.Handler())
+	announce(ln)
 	// streams (GET /v1/learned/stream) end with a last event naming their
 	// resume position as soon as the shutdown starts
 	srv.RegisterOnShutdown(s.StopStreams)
+	return waitHTTP(ctx, srv, errc)
+}
+
+// startingHandler answers 503 with Retry-After: 1 and {"status":
+// "starting", "error": …} until set gives it the API's handler: serve
+// listens before its pipeline starts (the advertised URL joins the group
+// with it), and the start can take a group session timeout.
+type startingHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (s *startingHandler) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write([]byte(`{"status":"starting","error":"chronicle is starting: joining the processors' consumer group (after a killed instance, up to the group's session timeout) and opening the projections; retry"}` + "\n"))
+}
+
+// announce prints where the API answers.
+func announce(ln net.Listener) {
+	fmt.Fprintf(os.Stderr, "chronicle: HTTP API on http://%s (Ctrl-C to stop)\n", ln.Addr())
+}
+
+// startHTTP serves h on ln in the background; errc gets Serve's error.
+func startHTTP(ln net.Listener, h http.Handler) (*http.Server, chan error) {
+	srv := httpapi.NewHTTPServer(h)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	return srv, errc
+}
+
+// waitHTTP waits until ctx ends, then shuts srv down gracefully (at most
+// ShutdownWait), or until srv fails.
+func waitHTTP(ctx context.Context, srv *http.Server, errc chan error) error {
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownWait)
