@@ -148,6 +148,42 @@ func waitHealth(t *testing.T, srv *httptest.Server, within time.Duration, cond f
 	}
 }
 
+// restoring starts a pipeline of procs on dir (a log written before) behind
+// an API with tokens (nil: none) and waits until /healthz says restoring,
+// which g, closed, holds. release opens g and waits for "ok".
+func restoring(ctx context.Context, t *testing.T, dir string, procs []processors.Processor, tokens *access.File, g *gate) (srv *httptest.Server, release func()) {
+	t.Helper()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1, Processors: procs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: tokens}).Handler()))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			g.release()
+		}
+		srv.Close()
+		_ = p.Close()
+	})
+	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
+		if h.Status != processors.HealthRestoring {
+			return fmt.Sprintf("not restoring: %d %+v", code, h)
+		}
+		return ""
+	})
+	return srv, func() {
+		g.release()
+		released = true
+		waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
+			if code != 200 || h.Status != processors.HealthOK {
+				return fmt.Sprintf("after release: %d %+v", code, h)
+			}
+			return ""
+		})
+	}
+}
+
 // TestReadWhileRestoringIsNotA404: an instance restoring a partition of
 // chronicle.sessions from the log (here: a processor new to the data
 // directory, held at its first record) answers a session it has applied
@@ -177,25 +213,7 @@ func TestReadWhileRestoringIsNotA404(t *testing.T) {
 	}
 
 	g := &gate{open: make(chan struct{})} // closed: holds the restore at its first record
-	p, err = pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1, Processors: []processors.Processor{sessions.Processor{}, g}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv = httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			g.release()
-		}
-		srv.Close()
-		_ = p.Close()
-	})
-	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
-		if h.Status != processors.HealthRestoring {
-			return fmt.Sprintf("not restoring: %d %+v", code, h)
-		}
-		return ""
-	})
+	srv, release := restoring(ctx, t, dir, []processors.Processor{sessions.Processor{}, g}, nil, g)
 	if code := get(t, srv, "/v1/sessions/"+url.PathEscape(id), nil); code != http.StatusOK {
 		t.Fatalf("an applied session while restoring: %d, want 200", code)
 	}
@@ -214,14 +232,7 @@ func TestReadWhileRestoringIsNotA404(t *testing.T) {
 	if code := get(t, srv, "/v1/sessions", nil); code != http.StatusServiceUnavailable {
 		t.Fatalf("the list while restoring: %d, want 503", code)
 	}
-	g.release()
-	released = true
-	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
-		if code != 200 || h.Status != processors.HealthOK {
-			return fmt.Sprintf("after release: %d %+v", code, h)
-		}
-		return ""
-	})
+	release()
 	if code := get(t, srv, "/v1/sessions/no-such-session", nil); code != http.StatusNotFound {
 		t.Fatalf("an unknown session once restored: %d, want 404", code)
 	}
@@ -283,26 +294,7 @@ func TestWorkflowWriteWhileRestoringStartsNoSecondWorkflow(t *testing.T) {
 	}
 
 	g := &gate{open: make(chan struct{})} // closed: holds the workflows processor's restore
-	p, err = pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1,
-		Processors: withoutWorkflows(gatedWorkflows{g: g})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv = httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens}).Handler()))
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			g.release()
-		}
-		srv.Close()
-		_ = p.Close()
-	})
-	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
-		if h.Status != processors.HealthRestoring {
-			return fmt.Sprintf("not restoring: %d %+v", code, h)
-		}
-		return ""
-	})
+	srv, release := restoring(ctx, t, dir, withoutWorkflows(gatedWorkflows{g: g}), &tokens, g)
 	code, m := call(t, srv.URL, "tok-ab", "POST", "/v1/workflows/w/updates", map[string]any{"layer": 0, "channel": events.ChannelTasks, "update": map[string]any{"id": "t2"}})
 	if code != http.StatusServiceUnavailable || !strings.Contains(fmt.Sprint(m["error"]), "restoring") {
 		t.Fatalf("a write while restoring: %d %v, want 503 restoring", code, m)
@@ -325,14 +317,7 @@ func TestWorkflowWriteWhileRestoringStartsNoSecondWorkflow(t *testing.T) {
 	if code := probe(); code != http.StatusServiceUnavailable {
 		t.Fatalf("a scope probe while restoring: %d, want 503", code)
 	}
-	g.release()
-	released = true
-	waitHealth(t, srv, 20*time.Second, func(code int, h healthBody) string {
-		if code != 200 || h.Status != processors.HealthOK {
-			return fmt.Sprintf("after release: %d %+v", code, h)
-		}
-		return ""
-	})
+	release()
 	if code, m := call(t, srv.URL, "tok-ab", "GET", "/v1/workflows/w?scope=project:a", nil); code != http.StatusNotFound {
 		t.Fatalf("a second workflow w in project:a: %d %v", code, m)
 	}
