@@ -216,7 +216,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 				s.restoreAware(rt, s.ownedOnly(rt, next))(w, r)
 				return
 			}
-			s.fanOutEntity(w, r, v, topic, id, s.ownedOnly(rt, next))
+			s.fanOutEntity(w, r, v, topic, id, s.restoreAware(rt, s.ownedOnly(rt, next)))
 			return
 		}
 		p := partitionOf(topic, events.EntityKey(sc, id), n)
