@@ -176,7 +176,7 @@ func (s *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write([]byte(`{"status":"starting","error":"chronicle is starting: joining the processors' consumer group (after a killed instance, up to the group's session timeout) and opening the projections; retry"}` + "\n"))
+	_, _ = w.Write([]byte(`{"status":"starting","error":"chronicle is starting: opening the projections and joining the processors' consumer group (which waits for a killed instance's session to time out); retry"}` + "\n"))
 }
 
 // announce prints where the API answers.

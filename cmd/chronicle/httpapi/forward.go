@@ -520,6 +520,9 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, f
 				rec := httptest.NewRecorder()
 				lr := r.Clone(r.Context())
 				lr.Header.Set(ForwardedHeader, v.self)
+				if fanOutMark {
+					lr.Header.Set(FanOutHeader, "1") // as the other members' requests: ownedOnly names its scope (heldScopeHeader)
+				}
 				local(rec, lr)
 				a.code, a.header, a.body = rec.Code, rec.Header(), rec.Body.Bytes()
 				return

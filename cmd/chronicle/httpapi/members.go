@@ -239,7 +239,8 @@ var errNoGroup = errors.New("the processors' group is not described")
 
 // groupView returns the processors' group, described at most DirectoryTTL
 // ago, as settle makes it: while the group rebalances, its last Stable
-// view.
+// view; while the brokers do not answer, that view too (an error only
+// before the group was first seen Stable).
 func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 	s.dir.mu.Lock()
 	defer s.dir.mu.Unlock()
@@ -247,8 +248,18 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 		return s.dir.view, s.dir.err
 	}
 	v, err := s.describeGroup(context.WithoutCancel(ctx)) // cached for every caller: not cut short by this one leaving
-	if err == nil {
+	switch {
+	case err == nil:
 		v = s.dir.settle(v)
+	case s.dir.stable != nil:
+		// the brokers do not answer: no rebalance can move a partition
+		// meanwhile, and the members' HTTP still answers, so reads go on
+		// by the last Stable view (before, every instance answered from
+		// its own store: false 404s and partial lists for the whole
+		// broker outage, an operator's walkthrough)
+		kept := *s.dir.stable
+		kept.kept, kept.state = true, "unknown: "+err.Error()
+		v, err = &kept, nil
 	}
 	s.dir.view, s.dir.err, s.dir.at = v, err, time.Now()
 	return v, err

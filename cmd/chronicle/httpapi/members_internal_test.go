@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 
@@ -199,5 +201,27 @@ func TestDirectoryKeepsMembersURLs(t *testing.T) {
 	v = d.settle(view(map[string]string{"a": "", "b": ""}))
 	if !v.forwarding() || v.urls["b"] != "http://b" {
 		t.Fatalf("the same members without URLs: forwarding %v, urls %v", v.forwarding(), v.urls)
+	}
+}
+
+// TestFanOutMarksItsLocalRequest: a fan-out's request to this instance
+// itself carries FanOutHeader as the other members' requests do, so
+// ownedOnly names the scope it read the entity in (heldScopeHeader) and
+// fanOutEntity takes this instance's 200 and another member's for one key
+// as one entity; without the mark, the two read as the id in two scopes:
+// a false 409 (a walkthrough of a broker restart saw one).
+func TestFanOutMarksItsLocalRequest(t *testing.T) {
+	s := &Server{}
+	v := &groupView{self: "me", members: []string{"me"}, urls: map[string]string{"me": "http://127.0.0.1:1"}}
+	for _, mark := range []bool{true, false} {
+		var got string
+		local := func(w http.ResponseWriter, r *http.Request) {
+			got = r.Header.Get(FanOutHeader)
+			w.WriteHeader(http.StatusOK)
+		}
+		s.fanOut(httptest.NewRequest(http.MethodGet, "/v1/sessions/x", nil), v, local, mark)
+		if (got != "") != mark {
+			t.Errorf("fan-out mark %v: the local request's %s is %q", mark, FanOutHeader, got)
+		}
 	}
 }
