@@ -178,8 +178,12 @@ func (c *cluster) start(m *member) {
 	for {
 		resp, err := http.Get("http://" + m.http + "/healthz")
 		if err == nil {
+			var h struct{ Status string }
+			_ = json.NewDecoder(resp.Body).Decode(&h)
 			resp.Body.Close()
-			return
+			if h.Status != "starting" { // serve answers 503 starting until its pipeline is up
+				return
+			}
 		}
 		select {
 		case <-m.done:

@@ -211,6 +211,7 @@ func waitHTTP(ctx context.Context, srv *http.Server, errc chan error) error {
 		if errors.Is(err, http.ErrServerClosed) {
 			return nil
 		}
+		_ = srv.Close() // its open connections too, before the caller closes the pipeline
 		return err
 	}
 }

@@ -171,7 +171,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 		}
 		v, err := s.groupView(r.Context())
 		if err != nil || !(v.blind || v.forwarding()) {
-			next(w, r) // alone (or the coordinator is away): the local store is all there is
+			next(w, r) // alone (or the brokers have been away longer than a session timeout): the local store is all there is
 			return
 		}
 		topic := string(rt.topic(suffix))
@@ -479,11 +479,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			}
 			// an owner that stopped or was killed stays in the group
 			// until it leaves or its session times out, and then the
-			// rebalance gives its partitions to another: retry
-			w.Header().Set("Retry-After", "1")
-			if v.kept {
-				what += " (the group is rebalancing: routed by its last Stable view)"
+			// rebalance gives its partitions to another: retry. Not
+			// said of a write that timed out: its outcome is unknown,
+			// and a write without an event_id would be made twice
+			if code == http.StatusServiceUnavailable || r.Method == http.MethodGet || r.Method == http.MethodHead {
+				w.Header().Set("Retry-After", "1")
 			}
+			what += v.keptWhy("routed")
 			writeJSON(w, code, ForwardError{Error: fmt.Sprintf("owner %s (%s) of %s/%d %s: %v", owner, v.urls[owner], topic, p, what, err),
 				Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
 		},
@@ -563,8 +565,9 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, f
 func (a memberAnswer) failed() bool { return a.err != nil || a.code >= 500 }
 
 // memberDown answers 503/504 naming the first member of answers that did
-// not answer (with Retry-After: 1 while v is the last Stable view of a
-// group that rebalances: the member may have left it).
+// not answer, with Retry-After (the member's own on its 503, else 1 s: a
+// member that is gone leaves the group or times out, and the rebalance
+// moves its partitions); fan-outs are reads.
 func (s *Server) memberDown(w http.ResponseWriter, v *groupView, answers []memberAnswer) bool {
 	for _, a := range answers {
 		if !a.failed() {
@@ -582,9 +585,7 @@ func (s *Server) memberDown(w http.ResponseWriter, v *groupView, answers []membe
 			retry = ra // the member said when (e.g. restoring)
 		}
 		w.Header().Set("Retry-After", retry)
-		if v.kept {
-			why += " (the group is rebalancing: asked by its last Stable view)"
-		}
+		why += v.keptWhy("asked")
 		writeJSON(w, code, ForwardError{Error: fmt.Sprintf("member %s (%s) %s", a.member, a.url, why), Member: a.member, URL: a.url})
 		return true
 	}

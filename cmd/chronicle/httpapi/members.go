@@ -100,9 +100,12 @@ type groupView struct {
 	// state is the group's state when the coordinator described it
 	// (Stable, PreparingRebalance, CompletingRebalance, Empty).
 	state string
-	// kept: the group was not Stable when described, and urls, members,
-	// owner and topics are the last Stable view's (directory.stable).
+	// kept: the group was not Stable when described (or, with outage,
+	// could not be described), and urls, members, owner and topics are
+	// the last Stable view's (directory.stable).
 	kept bool
+	// outage: the brokers did not answer the describe (state "unknown").
+	outage bool
 	// blind: the group was not Stable when described, this instance has
 	// not seen it Stable since it started, and other members are in it:
 	// no partition's owner is known here (answered 503, see noOwner).
@@ -168,6 +171,9 @@ type directory struct {
 	// stable is the last view described while the group was Stable
 	// (owners carried forward, see settle); nil before the first.
 	stable *groupView
+	// stableAt is when stable was described: while the brokers do not
+	// answer, it routes reads for at most the group's session timeout.
+	stableAt time.Time
 }
 
 // settle turns a view just described into the one the routes use. The
@@ -212,7 +218,7 @@ func (d *directory) settle(v *groupView) *groupView {
 				}
 			}
 		}
-		d.stable = v
+		d.stable, d.stableAt = v, time.Now()
 		return v
 	}
 	if last := d.stable; last != nil {
@@ -228,10 +234,30 @@ func (d *directory) settle(v *groupView) *groupView {
 	return v
 }
 
+// outageView is the view reads are routed by while the brokers do not
+// answer: no rebalance can move a partition while they are away, and the
+// members' HTTP still answers, so the last Stable view, marked kept and
+// outage (state "unknown") with self as this instance's member id. Before,
+// every instance answered from its own store: false 404s and partial
+// lists for the whole broker outage (an operator's walkthrough). nil when
+// there is none, or it was described ttl or more ago (the group's session
+// timeout: an instance cut off from brokers the others still reach is
+// evicted by then, and its view goes stale; a review): then the local
+// store answers, as before.
+func (d *directory) outageView(self string, ttl time.Duration) *groupView {
+	if d.stable == nil || time.Since(d.stableAt) >= ttl {
+		return nil
+	}
+	kept := *d.stable
+	kept.self, kept.kept, kept.outage, kept.state = self, true, true, "unknown"
+	return &kept
+}
+
 // DescribeTimeout bounds describing the group for the forwarding routes
-// (2 s). When the brokers do not answer, the error is kept for
-// DirectoryTTL and reads are answered from the local store meanwhile, so
-// an outage costs a read at most this once per DirectoryTTL.
+// (2 s). When the brokers do not answer, the failure is kept for
+// DirectoryTTL and reads are routed by the last Stable view meanwhile
+// (for at most a session timeout; then, or without one, from the local
+// store), so an outage costs a read at most this once per DirectoryTTL.
 const DescribeTimeout = 2 * time.Second
 
 // errNoGroup: the coordinator did not describe the group.
@@ -251,15 +277,10 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 	switch {
 	case err == nil:
 		v = s.dir.settle(v)
-	case s.dir.stable != nil:
-		// the brokers do not answer: no rebalance can move a partition
-		// meanwhile, and the members' HTTP still answers, so reads go on
-		// by the last Stable view (before, every instance answered from
-		// its own store: false 404s and partial lists for the whole
-		// broker outage, an operator's walkthrough)
-		kept := *s.dir.stable
-		kept.kept, kept.state = true, "unknown: "+err.Error()
-		v, err = &kept, nil
+	default:
+		if kept := s.dir.outageView(s.P.Runner.MemberID(), s.sessionTimeout()); kept != nil {
+			v, err = kept, nil
+		}
 	}
 	s.dir.view, s.dir.err, s.dir.at = v, err, time.Now()
 	return v, err
@@ -315,6 +336,27 @@ func (s *Server) describeGroup(ctx context.Context) (*groupView, error) {
 }
 
 // groupName is the processors' consumer group.
+// keptWhy is the note an error adds when v is a kept view: how the
+// request was routed (verb: "routed", "asked") and why.
+func (v *groupView) keptWhy(verb string) string {
+	switch {
+	case v.outage:
+		return " (the brokers do not answer: " + verb + " by the group's last Stable view)"
+	case v.kept:
+		return " (the group is rebalancing: " + verb + " by its last Stable view)"
+	}
+	return ""
+}
+
+// sessionTimeout is the processors' group session timeout the pipeline
+// runs with (pipeline.Config.SessionTimeout; 0: franz-go's 45 s).
+func (s *Server) sessionTimeout() time.Duration {
+	if t := s.P.Config.SessionTimeout; t > 0 {
+		return t
+	}
+	return 45 * time.Second
+}
+
 func (s *Server) groupName() string {
 	if g := s.P.Config.Group; g != "" {
 		return string(g)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -223,5 +224,25 @@ func TestFanOutMarksItsLocalRequest(t *testing.T) {
 		if (got != "") != mark {
 			t.Errorf("fan-out mark %v: the local request's %s is %q", mark, FanOutHeader, got)
 		}
+	}
+}
+
+// TestOutageViewLastsASessionTimeout: while the brokers do not answer,
+// reads are routed by the last Stable view for at most the group's
+// session timeout after it was described (an instance cut off from the
+// brokers is evicted by then); none before the first Stable view.
+func TestOutageViewLastsASessionTimeout(t *testing.T) {
+	var d directory
+	if v := d.outageView("a", time.Minute); v != nil {
+		t.Fatalf("no Stable view yet: %+v", v)
+	}
+	d.settle(&groupView{self: "a", urls: map[string]string{"a": "http://a", "b": "http://b"}, members: []string{"a", "b"}, owner: map[tp]string{}, parts: map[string]int{}, topics: map[string]bool{}, state: groupStable})
+	v := d.outageView("a2", time.Minute)
+	if v == nil || !v.kept || !v.outage || v.self != "a2" || v.state != "unknown" || !v.forwarding() {
+		t.Fatalf("outage view: %+v", v)
+	}
+	d.stableAt = time.Now().Add(-2 * time.Minute)
+	if v := d.outageView("a", time.Minute); v != nil {
+		t.Fatalf("a view described 2 min ago, session timeout 1 min: %+v", v)
 	}
 }
