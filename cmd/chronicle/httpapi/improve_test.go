@@ -138,7 +138,8 @@ func TestImproveStartsTheLoop(t *testing.T) {
 // records reads every event of type typ on topic, to its end offsets.
 func records(ctx context.Context, t *testing.T, p *pipeline.Pipeline, topic events.Topic, typ events.Type) []events.Envelope {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(topic)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...), kgo.ConsumeTopics(string(topic)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()) // read_committed as Chronicle's consumers; the markers reach the end offset
 	if err != nil {
 		t.Fatal(err)
 	}
