@@ -31,17 +31,43 @@ const CoPartitionedProtocol = "chronicle-copartitioned"
 //
 // Use it first in kgo.Balancers, followed by kgo.CooperativeStickyBalancer,
 // so that a group with a member that lacks it still agrees on a protocol.
+//
+// It publishes no Holdings; StateAwareBalancer does, and a leader of either
+// kind places tasks by the holdings its members publish.
 func CoPartitionedBalancer() kgo.GroupBalancer {
 	return coPartitioned{inner: kgo.CooperativeStickyBalancer()}
 }
 
-type coPartitioned struct{ inner kgo.GroupBalancer }
+// StateAwareBalancer is CoPartitionedBalancer with this member's holdings
+// (h, bound by its Runner) in its join metadata: once a member of the
+// group publishes holdings, the leader places the anchor topic's tasks by
+// them (see Holdings and placeTasks) instead of by the sticky balancer's
+// choice. The protocol is the same, so members of both kinds share a
+// group (a member without holdings holds nothing, for the leader).
+func StateAwareBalancer(h *Holdings) kgo.GroupBalancer {
+	return coPartitioned{inner: kgo.CooperativeStickyBalancer(), held: h}
+}
+
+type coPartitioned struct {
+	inner kgo.GroupBalancer
+	held  *Holdings // nil: none published
+}
 
 func (c coPartitioned) ProtocolName() string { return CoPartitionedProtocol }
 func (c coPartitioned) IsCooperative() bool  { return true }
 
+// JoinGroupMetadata is the sticky balancer's metadata, with this member's
+// holdings in front of its user data (TagJoinMetadata under holdingsMagic)
+// when it has any.
 func (c coPartitioned) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
-	return c.inner.JoinGroupMetadata(interests, current, generation)
+	raw := c.inner.JoinGroupMetadata(interests, current, generation)
+	if c.held == nil {
+		return raw
+	}
+	if h := c.held.offsets(); len(h) > 0 {
+		return TagJoinMetadata(raw, holdingsMagic, encodeHoldings(h))
+	}
+	return raw
 }
 
 func (c coPartitioned) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
@@ -49,14 +75,22 @@ func (c coPartitioned) ParseSyncAssignment(assignment []byte) (map[string][]int3
 }
 
 // MemberBalancer implements kgo.GroupBalancer.
+// The members' holdings are taken out of their metadata before the sticky
+// balancer sees it.
 func (c coPartitioned) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
-	b, err := kgo.NewConsumerBalancer(coBalance{inner: c.inner, members: members}, members)
+	plain, tags := UntagMembers(members, holdingsMagic)
+	held := map[string]map[int32]int64{}
+	for id, v := range tags {
+		held[id] = decodeHoldings(v)
+	}
+	b, err := kgo.NewConsumerBalancer(coBalance{inner: c.inner, members: plain, held: held}, plain)
 	return b, b.MemberTopics(), err
 }
 
 type coBalance struct {
 	inner   kgo.GroupBalancer
 	members []kmsg.JoinGroupResponseMember
+	held    map[string]map[int32]int64 // member id → holdings by partition number
 }
 
 // Balance implements kgo.ConsumerBalancerBalance.
@@ -102,13 +136,19 @@ func (c coBalance) Balance(b *kgo.ConsumerBalancer, topics map[string]int32) kgo
 	})
 	owner := map[int32]*kmsg.JoinGroupResponseMember{}
 	plan := b.NewPlan()
-	for id, ts := range anchored.AsMemberIDMap() {
-		m, ok := byID[id]
-		if !ok {
-			continue
+	if placed := c.placeByHoldings(b, anchor, tasks, reads); placed != nil {
+		for p, id := range placed {
+			owner[p] = byID[id]
 		}
-		for _, p := range ts[anchor] {
-			owner[p] = m
+	} else {
+		for id, ts := range anchored.AsMemberIDMap() {
+			m, ok := byID[id]
+			if !ok {
+				continue
+			}
+			for _, p := range ts[anchor] {
+				owner[p] = m
+			}
 		}
 	}
 	// a task withheld by the sticky balancer's cooperative step (its owner
@@ -132,4 +172,44 @@ func balanceOrError(b kgo.GroupMemberBalancer, topics map[string]int32) (kgo.Int
 		return be.BalanceOrError(topics)
 	}
 	return b.Balance(topics), nil
+}
+
+// placeByHoldings places the anchor's tasks by the members' holdings
+// (placeTasks) when a member reading the anchor published a positive one;
+// nil otherwise (the sticky balancer's plan stands). A task's current
+// owner is the member claiming it at the highest generation (KIP-792: a
+// lower claim is stale).
+func (c coBalance) placeByHoldings(b *kgo.ConsumerBalancer, anchor string, tasks int32, reads map[string]map[string]bool) map[int32]string {
+	var members []string
+	some := false
+	for id, ts := range reads {
+		if !ts[anchor] {
+			continue
+		}
+		members = append(members, id)
+		for _, v := range c.held[id] {
+			some = some || v > 0
+		}
+	}
+	if !some {
+		return nil
+	}
+	current := map[int32]string{}
+	gen := map[int32]int32{}
+	b.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		if !reads[m.MemberID][anchor] {
+			return
+		}
+		for _, o := range meta.OwnedPartitions {
+			if o.Topic != anchor {
+				continue
+			}
+			for _, p := range o.Partitions {
+				if g, ok := gen[p]; p >= 0 && p < tasks && (!ok || meta.Generation > g) {
+					current[p], gen[p] = m.MemberID, meta.Generation
+				}
+			}
+		}
+	})
+	return placeTasks(members, tasks, current, c.held)
 }

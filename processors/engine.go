@@ -86,11 +86,16 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 			return nil, err
 		}
 	}
+	held := cfg.Holdings
+	if held == nil {
+		held = &Holdings{}
+	}
+	held.use(cfg.Store, cfg.Processors) // before the group client joins
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(string(cfg.Group)),
 		kgo.ConsumeTopics(e.topics...),
-		kgo.Balancers(CoPartitionedBalancer(), kgo.CooperativeStickyBalancer()),
+		kgo.Balancers(StateAwareBalancer(held), kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.BlockRebalanceOnPoll(),

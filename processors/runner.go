@@ -45,6 +45,12 @@ type RunnerConfig struct {
 	Processors []Processor
 	// Workers to run next to the processors (default none).
 	Workers []Worker
+	// Holdings, when set, is bound to Store and Processors before the
+	// engine joins its group: the one a StateAwareBalancer in
+	// SubscriberOpts publishes (serve's cluster balancer). Without it the
+	// engine's default balancer publishes holdings of its own; a balancer
+	// in SubscriberOpts then publishes none unless it was given this.
+	Holdings *Holdings
 	// MaxRetries is how often an event that failed for a transient reason
 	// (the store, the broker) is retried before it goes to the dead-letter
 	// topic (default 3). A deterministic rejection (projections.Deterministic:

@@ -69,9 +69,12 @@ func serveCmd() *cobra.Command {
 			late := &startingHandler{}
 			srv, errc := startHTTP(ln, late)
 			defer srv.Close() // a failed start: nothing is served
+			// the group places each task where its state is (a restart
+			// of every instance, a broker restart: no member owns anything)
+			held := &processors.Holdings{}
 			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
-				StandbyReplicas: standbys,
-				SubscriberOpts:  httpapi.MemberOpts(advertise)})
+				StandbyReplicas: standbys, Holdings: held,
+				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			if err != nil {
 				return err
 			}

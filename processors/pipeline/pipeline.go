@@ -104,6 +104,11 @@ type Config struct {
 	// workers' consumers (processors.RunnerConfig.SubscriberOpts); serve
 	// passes the balancer that publishes its --advertise URL to the group.
 	SubscriberOpts []kgo.Opt
+	// Holdings is processors.RunnerConfig.Holdings: the one a
+	// processors.StateAwareBalancer in SubscriberOpts publishes (serve's
+	// cluster balancer). Default none: the engine's own balancer publishes
+	// its store's holdings unless SubscriberOpts replace it.
+	Holdings *processors.Holdings
 	// SessionTimeout is the consumer groups' session timeout: how long a
 	// silent instance (killed, paused) keeps its partitions (default 0:
 	// franz-go's 45 s). The heartbeat interval is a tenth of it, at most
@@ -272,7 +277,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
 		Group: cfg.Group, SubscriberOpts: append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...),
-		StandbyReplicas: cfg.StandbyReplicas,
+		StandbyReplicas: cfg.StandbyReplicas, Holdings: cfg.Holdings,
 		// a worker's output transaction must outlive a pause shorter than
 		// the session timeout, as the fenced relay's
 		WorkerTransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout),

@@ -22,6 +22,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 )
@@ -59,7 +60,8 @@ func startMember(ctx context.Context, t testing.TB, name string, brokers []strin
 		(*m.h.Load().(*http.Handler)).ServeHTTP(w, r)
 	}))
 	url := "http://" + m.srv.Listener.Addr().String()
-	cfg := pipeline.Config{DataDir: t.TempDir(), Brokers: brokers, Partitions: 4, SubscriberOpts: httpapi.MemberOpts(url)}
+	held := &processors.Holdings{} // as serve runs a member
+	cfg := pipeline.Config{DataDir: t.TempDir(), Brokers: brokers, Partitions: 4, Holdings: held, SubscriberOpts: httpapi.MemberOpts(url, held)}
 	if brokers == nil {
 		cfg.KafkaListen = "127.0.0.1:0"
 	}

@@ -39,8 +39,15 @@ var advertiseMagic = []byte("chr1")
 // a group with an instance of an older Chronicle then agrees on plain
 // cooperative-sticky (its members have no URL, so reads are not forwarded
 // to them).
-func AdvertisingBalancer(url string) kgo.GroupBalancer {
-	return advertisingBalancer{inner: processors.CoPartitionedBalancer(), url: url}
+//
+// held, when not nil, is this member's processors.Holdings, published as
+// processors.StateAwareBalancer publishes it (the Runner of
+// pipeline.Config.Holdings binds it to the store).
+func AdvertisingBalancer(url string, held *processors.Holdings) kgo.GroupBalancer {
+	if held == nil {
+		return advertisingBalancer{inner: processors.CoPartitionedBalancer(), url: url}
+	}
+	return advertisingBalancer{inner: processors.StateAwareBalancer(held), url: url}
 }
 
 type advertisingBalancer struct {
@@ -375,9 +382,14 @@ func partitionOf(topic, key string, n int) int32 {
 }
 
 // MemberOpts are the franz-go options a cluster member's pipeline runs
-// with (pipeline.Config.SubscriberOpts): AdvertisingBalancer(url), then
-// the co-partitioned balancer without URLs, then plain cooperative-sticky,
-// for a group shared with older instances.
-func MemberOpts(url string) []kgo.Opt {
-	return []kgo.Opt{kgo.Balancers(AdvertisingBalancer(url), processors.CoPartitionedBalancer(), kgo.CooperativeStickyBalancer())}
+// with (pipeline.Config.SubscriberOpts): AdvertisingBalancer(url, held),
+// then the co-partitioned balancer without URLs, then plain
+// cooperative-sticky, for a group shared with older instances. Pass the
+// same held as pipeline.Config.Holdings (nil: none published).
+func MemberOpts(url string, held *processors.Holdings) []kgo.Opt {
+	inner := processors.CoPartitionedBalancer()
+	if held != nil {
+		inner = processors.StateAwareBalancer(held)
+	}
+	return []kgo.Opt{kgo.Balancers(AdvertisingBalancer(url, held), inner, kgo.CooperativeStickyBalancer())}
 }

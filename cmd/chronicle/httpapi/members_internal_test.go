@@ -28,7 +28,7 @@ func TestAdvertisingBalancerAssignsAsSticky(t *testing.T) {
 	for i, cur := range current {
 		id := fmt.Sprintf("member-%d", i)
 		url := fmt.Sprintf("http://chronicle-%d:8080", i)
-		wm := AdvertisingBalancer(url).JoinGroupMetadata(topics, cur, 7)
+		wm := AdvertisingBalancer(url, nil).JoinGroupMetadata(topics, cur, 7)
 		var meta kmsg.ConsumerMemberMetadata
 		if err := meta.ReadFrom(wm); err != nil {
 			t.Fatal(err)
@@ -40,7 +40,7 @@ func TestAdvertisingBalancerAssignsAsSticky(t *testing.T) {
 		plain = append(plain, kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: kgo.CooperativeStickyBalancer().JoinGroupMetadata(topics, cur, 7)})
 	}
 	parts := map[string]int32{"chronicle.sessions": 4, "chronicle.memories": 1}
-	wb, wt, err := AdvertisingBalancer("").MemberBalancer(wrapped)
+	wb, wt, err := AdvertisingBalancer("", nil).MemberBalancer(wrapped)
 	if err != nil {
 		t.Fatal(err)
 	}

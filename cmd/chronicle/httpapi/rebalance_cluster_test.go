@@ -58,7 +58,7 @@ func joinAndHold(ctx context.Context, t *testing.T, brokers []string, topics []s
 	join.ProtocolType = "consumer"
 	proto := kmsg.NewJoinGroupRequestProtocol()
 	proto.Name = httpapi.AdvertisingProtocol
-	proto.Metadata = httpapi.AdvertisingBalancer(url).JoinGroupMetadata(topics, nil, -1)
+	proto.Metadata = httpapi.AdvertisingBalancer(url, nil).JoinGroupMetadata(topics, nil, -1)
 	join.Protocols = append(join.Protocols, proto)
 	var jr *kmsg.JoinGroupResponse
 	for attempt := 0; ; attempt++ {
