@@ -29,6 +29,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -617,8 +618,28 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 		if loss == 0 {
 			continue
 		}
-		m.LastDecayAt, m.DecayClock = env.Time, env.Time
-		if err := setConfidence(tx, env, m, Clamp(m.Confidence-loss), "decay", nil, "clock", ""); err != nil {
+		c := Clamp(m.Confidence - loss)
+		lost := m.Confidence - c
+		if lost <= 0 {
+			// the loss since the clock is below what a confidence of 6
+			// decimals shows (ticks less than ~26 s apart): keep counting
+			// from the clock. Moving it here dropped the loss, so under
+			// `serve --decay-interval 20s` no memory ever decayed and every
+			// tick wrote a "decay 0.8 → 0.8" history row per memory.
+			continue
+		}
+		clock := env.Time
+		if math.Abs(lost-loss) > loss/100 {
+			// the rounding moved more than 1% of this loss (short tick
+			// intervals): the clock moves by the time the applied loss
+			// stands for, so what the rounding kept or took is counted at
+			// the next tick instead of being lost or taken twice. Ticks a
+			// few minutes apart or more (24 h by default) move the clock
+			// to the tick, as before.
+			clock = from.Add(time.Duration(lost / DecayPerMonth * float64(Month))).UTC().Format(time.RFC3339Nano)
+		}
+		m.LastDecayAt, m.DecayClock = env.Time, clock
+		if err := setConfidence(tx, env, m, c, "decay", nil, "clock", ""); err != nil {
 			return err
 		}
 	}
