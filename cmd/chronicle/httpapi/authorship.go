@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/events"
@@ -26,10 +27,21 @@ import (
 //   - memory.retrieved.v1 data.session_id → 403: a usage counted by
 //     session is written by GET /v1/memories/search?session_id=, which
 //     checks that the session exists in a scope the caller reads.
+//   - memory.feedback.v1 time: absent (the log's receive time is used) or
+//     within FeedbackClockSkew of the server's clock; else 403 naming
+//     /time. The memory bank counts votes by a feedback's time (one vote
+//     per source and polarity per 7 days, consensus within 7 days), so a
+//     backdated signal was never "within 7 days" of the same source's
+//     applied one: one token pruned a memory four sources used with
+//     backdated negative feedback (a downstream user's walkthrough).
 //   - coordination.minute.recorded.v1 whose data.actor starts with
 //     "chronicle/" (in any case) → 403: Chronicle's own workers write those minutes
 //     (the pair worker's pair_improvement_completed, which GET
 //     /v1/sessions/{id}/improvement reads as improved_by).
+
+// FeedbackClockSkew is how far from the server's clock the time of a
+// memory.feedback.v1 sent to POST /v1/events may be.
+const FeedbackClockSkew = 5 * time.Minute
 
 // reservedActor prefixes the actors of the minutes Chronicle's workers
 // write (pair.MinuteActor).
@@ -50,10 +62,18 @@ func authorField(t events.Type) string {
 // stampAuthor applies the rule above to envs[i] for caller c; it returns
 // an error body for a refused event (403) or nil, with the event's data
 // rewritten when the author was absent.
-func stampAuthor(envs []events.Envelope, c access.Caller) *errorBody {
+func stampAuthor(envs []events.Envelope, c access.Caller, now time.Time) *errorBody {
 	who := "token:" + c.Name
 	for i := range envs {
 		env := &envs[i]
+		if env.Type == events.MemoryFeedback && env.Time != "" {
+			at, err := env.EventTime()
+			if d := now.Sub(at); err != nil || d > FeedbackClockSkew || d < -FeedbackClockSkew {
+				idx := i
+				return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: a feedback's time is when the memory bank counts its vote, so it must be the present (within %s of this server's clock %s); leave it out to use the log's receive time", i, env.Time, FeedbackClockSkew, now.UTC().Format(time.RFC3339)),
+					Index: &idx, Pointer: "/time", Reason: "not the present"}
+			}
+		}
 		if env.Type == events.MinuteRecorded {
 			var m struct {
 				Actor string `json:"actor"`

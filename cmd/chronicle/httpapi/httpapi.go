@@ -357,7 +357,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if eb := stampAuthor(envs, c); eb != nil {
+	if eb := stampAuthor(envs, c, time.Now()); eb != nil {
 		writeJSON(w, http.StatusForbidden, eb)
 		return
 	}
