@@ -91,8 +91,9 @@ func (p Pending) SourceKey() string {
 // Consensus decides which stored signals apply when sig arrives
 // (ReasoningBank design, with distinct sources — issue 11): with usage ≥
 // ConsensusUsage the new signal applies alone, unless its source already
-// applied a signal of the same polarity within ConsensusWindow before it:
-// then it is a repeat (one vote per source and polarity per window, so one
+// applied a signal of the same polarity within ConsensusWindow of it
+// (before or after: a signal may be dated earlier than one already
+// applied): then it is a repeat (one vote per source and polarity per window, so one
 // client cannot drive a used memory to pruning by repeating itself; a
 // walkthrough pruned one with three clicks in 104 ms); below it, the not yet
 // applied signals of sig's polarity within ConsensusWindow before sig (sig
@@ -106,7 +107,7 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 	sig := stored[last]
 	if usage >= ConsensusUsage {
 		for _, p := range stored[:last] {
-			if p.Applied && !p.Repeat && p.Positive == sig.Positive && p.SourceKey() == sig.SourceKey() && within(p.Time, at) {
+			if p.Applied && !p.Repeat && p.Positive == sig.Positive && p.SourceKey() == sig.SourceKey() && withinEitherSide(p.Time, at) {
 				return nil, []int{last}
 			}
 		}
@@ -131,6 +132,21 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 		return nil, nil
 	}
 	return apply, repeats
+}
+
+// withinEitherSide reports whether a signal at time ts lies within
+// ConsensusWindow of at, before or after it: a source's vote holds for 7
+// days on both sides, so a signal dated a moment before the source's last
+// applied one (a producer's time) is a repeat too. With within, which only
+// looks back, each such signal applied: one token pruned a memory three
+// sources used with backdated negative feedback.
+func withinEitherSide(ts string, at time.Time) bool {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return false
+	}
+	d := at.Sub(t)
+	return d <= ConsensusWindow && d >= -ConsensusWindow
 }
 
 // within reports whether a signal at time ts (RFC 3339) lies in the

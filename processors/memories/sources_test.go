@@ -186,3 +186,27 @@ func TestSignalsOfAnIDThatExtendsAnother(t *testing.T) {
 		}
 	}
 }
+
+// One vote per source and polarity counts 7 days on either side of an
+// applied vote: signals each dated a moment before the source's last one
+// (a producer's time on POST /v1/events, within the route's clock skew)
+// were never "within 7 days" after it, since the window only looked
+// back, and each applied: one token pruned a memory three sources used.
+func TestOneVoteHoldsForAnEarlierDatedSignal(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	for _, who := range []string{"token:alice", "token:bob", "token:carol"} {
+		b.retrieved("m", map[string]any{"source": who}, t0)
+	}
+	at := t0.Add(time.Hour)
+	for i := 0; i < 4; i++ {
+		b.signalFrom("m", "token:bob", false, at.Add(-time.Duration(i)*time.Second))
+	}
+	if m := b.get("m"); !near(m.Confidence, 0.75) || m.Pruned {
+		t.Fatalf("four negatives of one source, each dated a second before the last: confidence %v pruned %v, want 0.75, not pruned", m.Confidence, m.Pruned)
+	}
+	b.signalFrom("m", "token:bob", false, at.Add(-8*24*time.Hour))
+	if c := b.get("m").Confidence; !near(c, 0.7) {
+		t.Fatalf("bob's negative dated 8 days before his vote: confidence %v, want 0.7 (outside the 7 days)", c)
+	}
+}
