@@ -7,8 +7,9 @@
 // checkpoint after a crash.
 //
 // Every write carries an event id the client makes up once per call and
-// keeps across its retries (a 503 from an unacknowledged publish is
-// retried up to 3 times), so a retried write is applied once. Each write
+// keeps across its retries (a write whose outcome is unknown — a transport
+// error, 502, 503 or 504 — is sent again, up to 6 times in about 7 s), so
+// a retried write is applied once. Each write
 // returns after the workflows processor applied it, with the new state;
 // when the processor did not get to it within the service's 5 s, the
 // error is an *Error with Status 202 (the event is in the log and will be
@@ -38,6 +39,11 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/google/uuid"
 )
+
+// writeAttempts bounds the sends of one write whose outcome is unknown
+// (a transport error, 502, 503, 504): about 7 s of backoff in all, the
+// time a restarted serve takes to answer again.
+const writeAttempts = 6
 
 // Client is a workflow client of one service.
 type Client struct {
@@ -111,18 +117,30 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 			req.Header.Set("Authorization", "Bearer "+c.Token)
 		}
 		resp, err := hc.Do(req)
-		if err != nil {
-			return err
+		var b []byte
+		if err == nil {
+			b, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			resp.Body.Close()
 		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable && attempt < 3 && method == http.MethodPost {
+		// a write whose outcome is unknown is sent again, with the same
+		// body and so the same event id (applied once): the service was
+		// away (503), a gateway or a forward gave up waiting (502, 504),
+		// or the connection failed — refused while serve restarts, or
+		// dropped after the event was written and before the answer. The
+		// caller cannot retry such a write itself: its next call makes a
+		// new event id, a second checkpoint, command or decision (before,
+		// only a 503 was retried, and a transport error was returned)
+		if method == http.MethodPost && attempt < writeAttempts && ctx.Err() == nil &&
+			(err != nil || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout) {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			case <-time.After(time.Duration(min(attempt, 4)) * 500 * time.Millisecond):
 			}
 			continue // same body, same event id: applied once
+		}
+		if err != nil {
+			return err
 		}
 		if resp.StatusCode >= 300 || resp.StatusCode == http.StatusAccepted && method == http.MethodPost {
 			var e struct {

@@ -1,0 +1,79 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
+)
+
+// A write whose answer is lost (the service was killed after it wrote the
+// event, the connection dropped) is sent again with the same event id, so
+// the service applies it once; before, the client gave the caller the
+// transport error, and the caller's only retry, a new call, made a new
+// event id: a second checkpoint, a second command, a second decision.
+func TestWriteRetriesALostAnswerUnderTheSameEventID(t *testing.T) {
+	var mu sync.Mutex
+	var ids []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			EventID string `json:"event_id"`
+		}
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &b)
+		mu.Lock()
+		ids = append(ids, b.EventID)
+		n := len(ids)
+		mu.Unlock()
+		if n == 1 { // written, then the connection drops before the answer
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		if n == 2 { // the gateway gave up waiting: the outcome is unknown
+			w.WriteHeader(http.StatusGatewayTimeout)
+			_, _ = w.Write([]byte(`{"error":"timed out"}`))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(workflows.WriteResult{EventID: b.EventID, Position: "chronicle.workflows:0:1"})
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, "")
+	res, err := c.Checkpoint(context.Background(), "w1", 0)
+	if err != nil {
+		t.Fatalf("checkpoint: %v (sent %q)", err, ids)
+	}
+	if len(ids) != 3 || ids[0] == "" || ids[1] != ids[0] || ids[2] != ids[0] || res.EventID != ids[0] {
+		t.Fatalf("sent %q, answered %q: want three sends of one event id", ids, res.EventID)
+	}
+}
+
+// A read is not retried past its context, and a 4xx is not retried.
+func TestWriteDoesNotRetryARefusal(t *testing.T) {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"error":"not pending","pointer":"/data/processed_commands"}`))
+	}))
+	defer srv.Close()
+	_, err := client.New(srv.URL, "").Checkpoint(context.Background(), "w1", 0, "c1")
+	var ce *client.Error
+	if n != 1 || err == nil || !errorsAs(err, &ce) || ce.Status != 409 {
+		t.Fatalf("%d sends, %v", n, err)
+	}
+}
+
+func errorsAs(err error, ce **client.Error) bool {
+	e, ok := err.(*client.Error)
+	*ce = e
+	return ok
+}
