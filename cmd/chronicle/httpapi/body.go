@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,23 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
 	}
+	return endOfBody(dec)
+}
+
+// decodeRead is decodeBody for a body read already (the routes that look
+// at its members too): one JSON value into v, strictly, and nothing after
+// it.
+func decodeRead(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return bodyError(err)
+	}
+	return endOfBody(dec)
+}
+
+// endOfBody fails when dec holds more than the value it decoded.
+func endOfBody(dec *json.Decoder) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("body: one JSON object expected, found more after it")
 	}

@@ -32,8 +32,13 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
+	err := dec.Decode(&body)
+	if err != nil {
 		err = bodyError(err)
+	} else {
+		err = endOfBody(dec)
+	}
+	if err != nil {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -50,10 +49,7 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		err = bodyError(err)
+	if err := decodeRead(body, &req); err != nil {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
@@ -177,10 +173,7 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		err = bodyError(err)
+	if err := decodeRead(body, &d); err != nil {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}

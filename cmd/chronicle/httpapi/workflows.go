@@ -233,10 +233,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		err = bodyError(err)
+	if err := decodeRead(body, &b); err != nil {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
