@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
@@ -63,6 +64,7 @@ func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error
 	if err != nil || end == 0 {
 		return nil, err
 	}
+	logScans.Add(1)
 	topic := string(events.TopicWorkflows)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(0)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
@@ -89,6 +91,64 @@ func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error
 			}
 		}
 	}
+}
+
+// logScans counts the scans of a partition ReadLog made (LogScans).
+var logScans atomic.Int64
+
+// LogScans is the number of partition scans ReadLog (and so History) made
+// in this process: a test checks that a read answered without one made
+// none.
+func LogScans() int64 { return logScans.Load() }
+
+// CheckpointIDOf is the id (log position) of the checkpoint the workflow
+// with key saved with the event eventID, "" when the log does not show it.
+// When the event was written with source (the HTTP routes' source for the
+// workflow), its idempotency key holds the offset the processor applied it
+// at: the checkpoint is found with one fetch there (CheckpointAt), else by
+// one scan of the partition (History). Before, every GET of a workflow
+// with a checkpoint scanned its partition from offset 0, so reading a
+// small workflow cost every other workflow's records in the partition.
+func CheckpointIDOf(ctx context.Context, brokers []string, store *projections.Store, key, source, eventID string) (string, error) {
+	scope, _, _ := events.SplitEntityKey(key)
+	if source != "" {
+		probe := events.Envelope{ID: eventID, Source: source, Scope: scope}
+		off, applied, _, err := store.AppliedAt(Name, &probe)
+		if err != nil {
+			return "", err
+		}
+		if applied {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			if err != nil {
+				return "", err
+			}
+			part, _, err := partitionOf(ctx, cl, key)
+			cl.Close()
+			if err != nil {
+				return "", err
+			}
+			pos := projections.Position{Topic: string(events.TopicWorkflows), Partition: part, Offset: off}
+			cp, err := CheckpointAt(ctx, brokers, store, key, pos)
+			switch {
+			case err == nil && cp.EventID == eventID:
+				return pos.String(), nil
+			case err != nil && !errors.Is(err, ErrNoCheckpoint):
+				return "", err
+			}
+			// the id was applied as another event: the checkpoint came
+			// from another source; the scan finds it
+		}
+	}
+	h, err := History(ctx, brokers, store, key)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range h {
+		if e.EventID == eventID {
+			return e.CheckpointID, nil
+		}
+	}
+	return "", nil
 }
 
 // HistoryEntry is one checkpoint of a workflow's history: its id (the log

@@ -115,18 +115,11 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkpointIDOf is the log position of the checkpoint event eventID of
-// the workflow ("" when the log does not show it).
+// the workflow ("" when the log does not show it): one fetch for a
+// checkpoint these routes wrote, else one scan of its partition
+// (workflows.CheckpointIDOf).
 func (s *Server) checkpointIDOf(ctx context.Context, key, eventID string) (string, error) {
-	h, err := workflows.History(ctx, s.P.Broker.Addrs(), s.P.Store, key)
-	if err != nil {
-		return "", err
-	}
-	for _, e := range h {
-		if e.EventID == eventID {
-			return e.CheckpointID, nil
-		}
-	}
-	return "", nil
+	return workflows.CheckpointIDOf(ctx, s.P.Broker.Addrs(), s.P.Store, key, WorkflowSource(key), eventID)
 }
 
 // checkpointAt resolves a checkpoint id of the workflow; it answers 400
