@@ -212,6 +212,10 @@ func ParseCheckpointID(id string) (projections.Position, error) {
 func CheckpointAt(ctx context.Context, brokers []string, store *projections.Store, key string, pos projections.Position) (Checkpoint, error) {
 	scope, _, _ := events.SplitEntityKey(key)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)}}),
+		// one record is read: the broker still answers the first batch
+		// whole, however small the limit (with the defaults, a fetch
+		// brought up to 50 MB of the records after it: 36 ms for 5 MB)
+		kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1),
 		kgo.DisableFetchSessions())
 	if err != nil {
 		return Checkpoint{}, err
