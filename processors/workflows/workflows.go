@@ -371,6 +371,19 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		s = cp.State
 		// counters move on: a later checkpoint must not reuse a seq
 		s.Checkpoints, s.Events, s.Resumes, s.StartedAt = prev.Checkpoints, prev.Events, prev.Resumes+1, prev.StartedAt
+		// the command queue is an inbox, not the executor's state: a
+		// command still pending when the workflow resumes stays queued,
+		// after the checkpoint's own. Before, the queue was the
+		// checkpoint's, so a human's abort enqueued after the last
+		// checkpoint vanished when the crashed executor resumed (a
+		// walkthrough). A command a later checkpoint processed is
+		// pending again only if the resumed checkpoint had it pending:
+		// its processing is rewound with the rest.
+		for _, c := range prev.PendingCommands {
+			if !slices.ContainsFunc(s.PendingCommands, func(x Command) bool { return x.CommandID == c.CommandID }) {
+				s.PendingCommands = append(s.PendingCommands, c)
+			}
+		}
 	case events.WorkflowForked:
 		if ok {
 			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/workflow_id", "%w (a fork starts a new workflow)", ErrExists))

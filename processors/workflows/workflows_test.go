@@ -231,6 +231,45 @@ func TestResumeFromCheckpointNoLostOrDoubledTask(t *testing.T) {
 	}
 }
 
+// A command enqueued after the last checkpoint (a human's abort while the
+// executor runs a layer) is still queued after the crashed executor
+// resumes from that checkpoint; the checkpoint's own pending command comes
+// first, and a command a later checkpoint processed is pending again only
+// when the resumed checkpoint had it pending. Before, the queue was the
+// checkpoint's: the abort vanished.
+func TestResumeKeepsCommandsQueuedAfterTheCheckpoint(t *testing.T) {
+	h := newHarness(t)
+	cmd := func(id, c string) events.CommandEnqueuedData {
+		return events.CommandEnqueuedData{WorkflowID: "w1", CommandID: id, Command: c, By: "human:ops"}
+	}
+	h.must(scopeA, "a1", events.WorkflowReducerApplied, upd("w1", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "e1", events.WorkflowCommandEnqueued, cmd("c1", "approve"))
+	h.must(scopeA, "cp0", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0})
+	h.must(scopeA, "e2", events.WorkflowCommandEnqueued, cmd("c2", "abort"))
+	h.must(scopeA, "cp1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1, ProcessedCommands: []string{"c1"}})
+	h.must(scopeA, "e3", events.WorkflowCommandEnqueued, cmd("c3", "abort"))
+	h.must(scopeA, "a2", events.WorkflowReducerApplied, upd("w1", 2, "tasks", `{"id":"t2"}`))
+	// the executor died in layer 2: resume from the last checkpoint
+	h.must(scopeA, "r1", events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:4", CheckpointEventID: "cp1"})
+	if got := commandIDs(h.state(scopeA, "w1")); !reflect.DeepEqual(got, []string{"c2", "c3"}) {
+		t.Fatalf("queue after resuming from cp1: %v, want [c2 c3] (c3 was enqueued after it)", got)
+	}
+	// a rewind to cp0: c1 (pending there, processed by cp1) is pending
+	// again, and the queue keeps c2 and c3
+	h.must(scopeA, "r2", events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:2", CheckpointEventID: "cp0"})
+	if got := commandIDs(h.state(scopeA, "w1")); !reflect.DeepEqual(got, []string{"c1", "c2", "c3"}) {
+		t.Fatalf("queue after rewinding to cp0: %v, want [c1 c2 c3]", got)
+	}
+}
+
+func commandIDs(s State) []string {
+	out := []string{}
+	for _, c := range s.PendingCommands {
+		out = append(out, c.CommandID)
+	}
+	return out
+}
+
 // A fork copies the parent's checkpoint state from its event, applies the
 // update through the reducers, and never touches the parent; a fork into
 // an existing workflow is refused. Scopes: the same id in another scope is
