@@ -3,6 +3,8 @@ package processors
 import (
 	"fmt"
 	"maps"
+	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -67,9 +69,10 @@ func TestPlaceTasks(t *testing.T) {
 		held:    map[string]map[int32]int64{"a": {3: 5}, "b": {0: 9, 1: 9}, "c": {2: 9, 3: 9}},
 		want:    "a:[3] b:[0 1] c:[2]",
 	}, {
-		// no holdings anywhere: balanced, task order
+		// no holdings anywhere (the balancer then keeps the sticky plan):
+		// balanced, each placement as good as another
 		name: "nothing held", members: []string{"a", "b"}, tasks: 4,
-		want: "a:[0 2] b:[1 3]",
+		want: "balanced",
 	}, {
 		// a member that left: its claim does not count
 		name: "claim of a member gone", members: []string{"a", "b"}, tasks: 2,
@@ -79,7 +82,15 @@ func TestPlaceTasks(t *testing.T) {
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			got := placeTasks(c.members, c.tasks, c.current, c.held)
-			if len(got) != int(c.tasks) || placement(got) != c.want {
+			if c.want == "balanced" {
+				n := map[string]int{}
+				for _, m := range got {
+					n[m]++
+				}
+				if len(got) != int(c.tasks) || n["a"] != 2 || n["b"] != 2 {
+					t.Fatalf("placed %s, want two each", placement(got))
+				}
+			} else if len(got) != int(c.tasks) || placement(got) != c.want {
 				t.Fatalf("placed %s, want %s", placement(got), c.want)
 			}
 			// deterministic: the same inputs, the same placement
@@ -146,5 +157,74 @@ func TestStateAwareBalancerPlacesByHoldings(t *testing.T) {
 	}
 	if got := into.(*kgo.BalancePlan).AsMemberIDMap(); len(got["a"]["chronicle.sessions"]) != 2 || len(got["b"]["chronicle.sessions"]) != 2 {
 		t.Fatalf("sticky plan without holdings: %v", got)
+	}
+}
+
+// The placement is optimal: on small random cases, no balanced assignment
+// gives the new owners more of what they hold (brute force over every
+// assignment), and among those with as much, none keeps more tasks with
+// their current owners.
+func TestPlaceTasksIsOptimal(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for c := 0; c < 300; c++ {
+		k, n := 1+rng.Intn(3), 1+rng.Intn(6)
+		var ms []string
+		for j := 0; j < k; j++ {
+			ms = append(ms, string(rune('a'+j)))
+		}
+		current := map[int32]string{}
+		held := map[string]map[int32]int64{}
+		for p := 0; p < n; p++ {
+			if rng.Intn(2) == 0 {
+				current[int32(p)] = ms[rng.Intn(k)]
+			}
+		}
+		for _, m := range ms {
+			held[m] = map[int32]int64{}
+			for p := 0; p < n; p++ {
+				if rng.Intn(2) == 0 {
+					held[m][int32(p)] = int64(rng.Intn(50))
+				}
+			}
+		}
+		score := func(a []int) (h int64, kept int) {
+			for p, i := range a {
+				h += held[ms[i]][int32(p)]
+				if current[int32(p)] == ms[i] {
+					kept++
+				}
+			}
+			return h, kept
+		}
+		got := placeTasks(ms, int32(n), current, held)
+		ga := make([]int, n)
+		for p, m := range got {
+			ga[p] = slices.Index(ms, m)
+		}
+		gh, gk := score(ga)
+		a := make([]int, n)
+		var walk func(p int)
+		walk = func(p int) {
+			if p == n {
+				cnt := make([]int, k)
+				for _, i := range a {
+					cnt[i]++
+				}
+				for _, x := range cnt {
+					if x < n/k || x > n/k+1 {
+						return
+					}
+				}
+				if h, kept := score(a); h > gh || h == gh && kept > gk {
+					t.Fatalf("case %d: placed %s (held %d, kept %d), but %v holds %d, keeps %d (current %v, held %v)", c, placement(got), gh, gk, a, h, kept, current, held)
+				}
+				return
+			}
+			for i := 0; i < k; i++ {
+				a[p] = i
+				walk(p + 1)
+			}
+		}
+		walk(0)
 	}
 }

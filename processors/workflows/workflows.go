@@ -134,6 +134,11 @@ type Command struct {
 	Args       json.RawMessage `json:"args,omitempty"`
 	By         string          `json:"by,omitempty"`
 	EnqueuedAt string          `json:"enqueued_at"`
+	// EnqueuedEvent is the workflow's event count (State.Events) once
+	// the command was enqueued: a resume keeps a pending command that
+	// came after the checkpoint (a count above the checkpoint state's),
+	// and only such. 0 for a command enqueued before the field existed.
+	EnqueuedEvent int `json:"enqueued_event,omitempty"`
 }
 
 // Decision is a decision point, pending or (in the decisions channel)
@@ -279,7 +284,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 				return fmt.Errorf("workflow %s: %w", key, err)
 			}
 		}
-		s.PendingCommands = append(s.PendingCommands, Command{CommandID: d.CommandID, Command: d.Command, Args: compactOrNil(d.Args), By: d.By, EnqueuedAt: env.Time})
+		s.PendingCommands = append(s.PendingCommands, Command{CommandID: d.CommandID, Command: d.Command, Args: compactOrNil(d.Args), By: d.By, EnqueuedAt: env.Time, EnqueuedEvent: s.Events + 1})
 	case events.WorkflowDecisionRequested:
 		var d events.DecisionRequestedData
 		if err := env.Decode(&d); err != nil {
@@ -372,15 +377,16 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		// counters move on: a later checkpoint must not reuse a seq
 		s.Checkpoints, s.Events, s.Resumes, s.StartedAt = prev.Checkpoints, prev.Events, prev.Resumes+1, prev.StartedAt
 		// the command queue is an inbox, not the executor's state: a
-		// command still pending when the workflow resumes stays queued,
-		// after the checkpoint's own. Before, the queue was the
-		// checkpoint's, so a human's abort enqueued after the last
-		// checkpoint vanished when the crashed executor resumed (a
-		// walkthrough). A command a later checkpoint processed is
-		// pending again only if the resumed checkpoint had it pending:
-		// its processing is rewound with the rest.
+		// command enqueued after the checkpoint and still pending when
+		// the workflow resumes stays queued, after the checkpoint's own.
+		// Before, the queue was the checkpoint's, so a human's abort
+		// enqueued after the last checkpoint vanished when the crashed
+		// executor resumed (a walkthrough). A command enqueued before the
+		// checkpoint is pending after the resume only if the checkpoint
+		// had it pending (one it processed stays processed, even when an
+		// earlier rewind made it pending again: a review).
 		for _, c := range prev.PendingCommands {
-			if !slices.ContainsFunc(s.PendingCommands, func(x Command) bool { return x.CommandID == c.CommandID }) {
+			if c.EnqueuedEvent > cp.State.Events && !slices.ContainsFunc(s.PendingCommands, func(x Command) bool { return x.CommandID == c.CommandID }) {
 				s.PendingCommands = append(s.PendingCommands, c)
 			}
 		}

@@ -482,3 +482,20 @@ func TestEventIDsThatExtendAnotherID(t *testing.T) {
 	h.must(scopeA, "f1", events.WorkflowSuggestionFeedback, fb("t", "x/s9"))
 	h.must(scopeA, "f2", events.WorkflowSuggestionFeedback, fb("t/x", "s9"))
 }
+
+// A command the resumed checkpoint itself processed is not pending after
+// the resume, even when an earlier rewind made it pending again: rewinding
+// to cp0 (c1 pending) and then resuming from cp1 (which processed c1) must
+// not hand c1 to the executor a second time.
+func TestResumeDoesNotRequeueACommandTheCheckpointProcessed(t *testing.T) {
+	h := newHarness(t)
+	h.must(scopeA, "a1", events.WorkflowReducerApplied, upd("w1", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "e1", events.WorkflowCommandEnqueued, events.CommandEnqueuedData{WorkflowID: "w1", CommandID: "c1", Command: "approve", By: "human:ops"})
+	h.must(scopeA, "cp0", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0})
+	h.must(scopeA, "cp1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1, ProcessedCommands: []string{"c1"}})
+	h.must(scopeA, "r1", events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:2", CheckpointEventID: "cp0"})
+	h.must(scopeA, "r2", events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:3", CheckpointEventID: "cp1"})
+	if got := commandIDs(h.state(scopeA, "w1")); len(got) != 0 {
+		t.Fatalf("queue after resuming from cp1, which processed c1: %v, want []", got)
+	}
+}
