@@ -8,8 +8,9 @@
 //
 // Every write carries an event id the client makes up once per call and
 // keeps across its retries (a write whose outcome is unknown — a transport
-// error, 502, 503 or 504 — is sent again, up to 6 times in about 7 s), so
-// a retried write is applied once. Each write
+// error, 502, 503 or 504 — is sent again, up to 6 times in about 7 s, none
+// after 15 s, and not after a send that timed out), so a retried write is
+// applied once. Each write
 // returns after the workflows processor applied it, with the new state;
 // when the processor did not get to it within the service's 5 s, the
 // error is an *Error with Status 202 (the event is in the log and will be
@@ -28,8 +29,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,6 +47,10 @@ import (
 // (a transport error, 502, 503, 504): about 7 s of backoff in all, the
 // time a restarted serve takes to answer again.
 const writeAttempts = 6
+
+// writeRetryFor bounds the time after the first send within which a write
+// is sent again (15 s); a send that timed out is not sent again.
+const writeRetryFor = 15 * time.Second
 
 // Client is a workflow client of one service.
 type Client struct {
@@ -105,6 +112,7 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
 		if err != nil {
@@ -130,7 +138,13 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 		// caller cannot retry such a write itself: its next call makes a
 		// new event id, a second checkpoint, command or decision (before,
 		// only a 503 was retried, and a transport error was returned)
-		if method == http.MethodPost && attempt < writeAttempts && ctx.Err() == nil &&
+		// A send that timed out (the HTTP client's Timeout, 60 s by
+		// default: a service that hangs) is not sent again, and no resend
+		// starts after writeRetryFor: the wait stays bounded (a review:
+		// six timeouts would have been six minutes).
+		var ne net.Error
+		timedOut := err != nil && errors.As(err, &ne) && ne.Timeout()
+		if method == http.MethodPost && attempt < writeAttempts && ctx.Err() == nil && !timedOut && time.Since(start) < writeRetryFor &&
 			(err != nil || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout) {
 			select {
 			case <-ctx.Done():

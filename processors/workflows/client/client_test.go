@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
@@ -76,4 +77,31 @@ func errorsAs(err error, ce **client.Error) bool {
 	e, ok := err.(*client.Error)
 	*ce = e
 	return ok
+}
+
+// A send that timed out (a service that hangs) is not sent again: the
+// caller waits one HTTP timeout, not one per attempt (a review: six
+// attempts of the default 60 s would have been six minutes).
+func TestWriteDoesNotResendATimeout(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := client.New(srv.URL, "")
+	c.HTTP = &http.Client{Timeout: 200 * time.Millisecond}
+	start := time.Now()
+	_, err := c.Checkpoint(context.Background(), "w1", 0)
+	took := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	if err == nil || n != 1 || took > 5*time.Second {
+		t.Fatalf("%d sends in %v, error %v: want one send and its timeout", n, took, err)
+	}
 }
