@@ -19,15 +19,30 @@ import (
 
 // After every instance of a cluster stopped, the instances come back one
 // after the other with new member ids: the first takes every task, and
-// when the other rejoins, the group gives it back the tasks its store
-// holds, so it restores nothing, rather than tasks it never processed
-// (from offset 0) while the first keeps the ones it had to restore. Two
-// rounds, the instances coming back in both orders; on the sticky
-// balancer's placement (no holdings), the rejoining instance got the same
-// partitions in both rounds, so one round gave it partitions it did not
-// hold.
+// when the last rejoins, the group gives it tasks its store holds, so it
+// restores nothing, rather than tasks it never processed (from offset 0)
+// while another keeps the ones it had to restore. Two instances in both
+// orders; on the sticky balancer's placement (no holdings), the rejoining
+// instance got the same partitions in both rounds, so one round gave it
+// partitions it did not hold (784 records restored from offset 0).
 func TestRestartedClusterTasksGoWhereTheirStateIs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	restartOneByOne(t, []string{"A", "B"}, [][]string{{"A", "B"}, {"B", "A"}})
+}
+
+// Three instances (4 tasks: one holds two), back one by one in three
+// orders: the last one back restores nothing (a review found the first,
+// greedy placement gave it a task it never held in one order).
+func TestRestartedClusterOfThreeTasksGoWhereTheirStateIs(t *testing.T) {
+	restartOneByOne(t, []string{"A", "B", "C"}, [][]string{{"A", "B", "C"}, {"B", "C", "A"}, {"C", "A", "B"}})
+}
+
+// restartOneByOne starts the instances named, writes 40 sessions once they
+// split the 4 partitions (so each store holds its own tasks only), stops
+// them, and for each order brings them back one after the other from
+// copies of those stores, checking that the last one back owns only tasks
+// its store held and restored nothing.
+func restartOneByOne(t *testing.T, names []string, orders [][]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 4})
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -39,7 +54,10 @@ func TestRestartedClusterTasksGoWhereTheirStateIs(t *testing.T) {
 	end := map[int32]int64{}
 	group := string(processors.ProcessorsGroup)
 	procs := []processors.Processor{sessions.Processor{}}
-	dirs := map[string]string{"A": t.TempDir(), "B": t.TempDir()}
+	dirs := map[string]string{}
+	for _, n := range names {
+		dirs[n] = t.TempDir()
+	}
 	start := func(name string) *instance {
 		store, err := projections.Open(dirs[name], projections.Options{})
 		if err != nil {
@@ -78,11 +96,21 @@ func TestRestartedClusterTasksGoWhereTheirStateIs(t *testing.T) {
 		return owned
 	}
 
-	// the log is written once both own their tasks: each store holds its
-	// own tasks only
-	a, b := start("A"), start("B")
+	// the log is written once all own tasks: each store holds its own
+	// tasks only
+	var all []*instance
+	for _, n := range names {
+		all = append(all, start(n))
+	}
 	waitFor(t, 30*time.Second, func() string {
-		if owned := assignment(t, adm, group); len(owned["instance-A"])+len(owned["instance-B"]) != 4 || len(owned["instance-A"]) == 0 || len(owned["instance-B"]) == 0 {
+		owned, n := assignment(t, adm, group), 0
+		for _, name := range names {
+			if len(owned["instance-"+name]) == 0 {
+				return fmt.Sprintf("no split yet: %v", owned)
+			}
+			n += len(owned["instance-"+name])
+		}
+		if n != 4 {
 			return fmt.Sprintf("no split yet: %v", owned)
 		}
 		return ""
@@ -93,9 +121,10 @@ func TestRestartedClusterTasksGoWhereTheirStateIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
-	first := settled(a, b)
-	a.stop()
-	b.stop()
+	first := settled(all...)
+	for _, in := range all {
+		in.stop()
+	}
 	t.Logf("split before the restarts: %v", first)
 
 	// each round starts from the stores as the split left them (the
@@ -108,27 +137,33 @@ func TestRestartedClusterTasksGoWhereTheirStateIs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, order := range [][2]string{{"A", "B"}, {"B", "A"}} {
+	for _, order := range orders {
 		for name := range dirs {
 			dirs[name] = t.TempDir()
 			if err := os.CopyFS(dirs[name], os.DirFS(split[name])); err != nil {
 				t.Fatal(err)
 			}
 		}
-		alone := start(order[0])
-		settled(alone)
-		back := start(order[1])
-		owned := settled(alone, back)
-		if !slices.Equal(owned["instance-"+back.name], first["instance-"+back.name]) {
-			t.Errorf("%s came back after %s: it owns %v, its store holds %v (assignment %v)", back.name, alone.name, owned["instance-"+back.name], first["instance-"+back.name], owned)
+		var up []*instance
+		var owned map[string][]int32
+		for _, name := range order {
+			up = append(up, start(name))
+			owned = settled(up...)
 		}
-		// what the rejoining instance restored: nothing
-		for _, op := range back.runner.Ownership().Partitions {
-			if op.Topic == string(events.TopicSessions) && op.RestoreFrom < op.RestoreEnd {
-				t.Errorf("%s restored partition %d from offset %d to %d", back.name, op.Partition, op.RestoreFrom, op.RestoreEnd)
+		back := up[len(up)-1]
+		for _, p := range owned["instance-"+back.name] {
+			if !slices.Contains(first["instance-"+back.name], p) {
+				t.Errorf("order %v: %s, back last, owns partition %d; its store holds %v (assignment %v)", order, back.name, p, first["instance-"+back.name], owned)
 			}
 		}
-		alone.stop()
-		back.stop()
+		// what the last one back restored: nothing
+		for _, op := range back.runner.Ownership().Partitions {
+			if op.Topic == string(events.TopicSessions) && op.RestoreFrom < op.RestoreEnd {
+				t.Errorf("order %v: %s restored partition %d from offset %d to %d", order, back.name, op.Partition, op.RestoreFrom, op.RestoreEnd)
+			}
+		}
+		for _, in := range up {
+			in.stop()
+		}
 	}
 }
