@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -268,6 +269,45 @@ func (s *standby) sync(ctx context.Context, adm *kadm.Client) error {
 	return nil
 }
 
+// learnEnds lists the last stable offset of the standby partitions whose
+// end is still unknown. A fetch tells the end only when it brings records
+// (franz-go delivers no empty fetch), so a standby that starts caught up —
+// a partition this instance just lost, or an empty one — would report an
+// unknown end until the partition's next record. A fetch that brings
+// records meanwhile keeps its own, later, end.
+func (s *standby) learnEnds(ctx context.Context, adm *kadm.Client) error {
+	s.mu.Lock()
+	var topics []string
+	for k, st := range s.active {
+		if st.end < 0 && !slices.Contains(topics, k.topic) {
+			topics = append(topics, k.topic)
+		}
+	}
+	s.mu.Unlock()
+	if len(topics) == 0 {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	// ListCommittedOffsets: read_committed, the last stable offset, as
+	// the standby consumer's fetches report it
+	l, err := adm.ListCommittedOffsets(lctx, topics...)
+	if err == nil {
+		err = l.Error()
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.Each(func(o kadm.ListedOffset) {
+		if st := s.active[tp{o.Topic, o.Partition}]; st != nil && st.end < 0 && o.Offset >= 0 {
+			st.end = o.Offset
+		}
+	})
+	return nil
+}
+
 // run refreshes the standby partitions and applies their records until
 // ctx ends.
 func (s *standby) run(ctx context.Context) {
@@ -282,6 +322,9 @@ func (s *standby) run(ctx context.Context) {
 		for {
 			if err := s.sync(ctx, adm); err != nil && ctx.Err() == nil {
 				s.e.cfg.Logger.Error("standby replicas: refresh", err, nil)
+			}
+			if err := s.learnEnds(ctx, adm); err != nil && ctx.Err() == nil {
+				s.e.cfg.Logger.Error("standby replicas: list end offsets", err, nil)
 			}
 			select {
 			case <-ctx.Done():

@@ -438,3 +438,83 @@ func BenchmarkStandbyFailover(b *testing.B) {
 		})
 	}
 }
+
+// TestStandbyLearnsTheEndOfACaughtUpPartition: A alone applies every
+// record, then B joins and takes half the partitions; A keeps them as
+// B's standby, caught up from the start. No fetch brings a record then
+// (franz-go delivers no empty fetch), yet A's standbys must report the
+// partition's end and lag 0 — not an end of -1 until the next record.
+func TestStandbyLearnsTheEndOfACaughtUpPartition(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4, GroupMinSessionTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	brokers := brk.Addrs()
+	sample, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for _, r := range sample[:20] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			continue
+		}
+		if err := prod.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	l, err := adm.ListEndOffsets(ctx, string(events.TopicSessions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := map[int32]int64{}
+	l.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	procs := []processors.Processor{sessions.Processor{}}
+	a := standbyInstance(t, "A", brokers, procs, 1, nil)
+	waitFor(t, 30*time.Second, func() string {
+		for p, e := range end {
+			if next, _ := a.store.NextOffset(sessions.Name, string(events.TopicSessions), p); next < e {
+				return fmt.Sprintf("A: partition %d at %d of %d", p, next, e)
+			}
+		}
+		return ""
+	})
+	standbyInstance(t, "B", brokers, procs, 1, nil)
+	waitFor(t, 30*time.Second, func() string {
+		as := assignment(t, adm, string(processors.ProcessorsGroup))
+		if len(as["instance-B"]) == 0 {
+			return fmt.Sprintf("assignment %v: not split", as)
+		}
+		var got []int32
+		for _, s := range a.runner.Standbys() {
+			if s.Topic != string(events.TopicSessions) {
+				continue
+			}
+			got = append(got, s.Partition)
+			if s.End != end[s.Partition] || s.Lag != 0 || s.Next != end[s.Partition] {
+				return fmt.Sprintf("A's standby %+v: want next = end = %d, lag 0", s, end[s.Partition])
+			}
+		}
+		slices.Sort(got)
+		bOwns := slices.Clone(as["instance-B"])
+		slices.Sort(bOwns)
+		if !slices.Equal(got, bOwns) {
+			return fmt.Sprintf("A's standby partitions %v, B owns %v", got, bOwns)
+		}
+		return ""
+	})
+}
