@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -129,4 +131,27 @@ func ComputeStats(store *projections.Store) (Stats, error) {
 	st.DuplicatesMerged = st.Recordings - st.Memories
 	st.SessionsWithMemory = len(sessions)
 	return st, err
+}
+
+// Find returns the memory of scope that a recording of title and content
+// enters: the one whose normalised title and content are equal
+// (distill.MemoryID's address). A recording creates it when none exists
+// and merges into it otherwise, whatever id the existing memory has (a
+// memory.recorded.v1 written straight to the log may name any id); ok is
+// false when scope holds none.
+func Find(store *projections.Store, scope, title, content string) (Memory, bool, error) {
+	id, ok, err := store.Get(Name, digestKey(scope, distill.MemoryID(scope, title, content)))
+	if err != nil || !ok {
+		return Memory{}, false, err
+	}
+	return Get(store, events.EntityKey(scope, string(id)))
+}
+
+// FirstChange returns the first entry of the history of the memory with
+// key (events.EntityKey): the recording that created it, whose New is the
+// confidence the memory started at; ok is false for an unknown memory.
+func FirstChange(store *projections.Store, key string) (Change, bool, error) {
+	var c Change
+	ok, err := store.GetJSON(Name, changeKey(key, 0), &c)
+	return c, ok, err
 }

@@ -28,11 +28,18 @@ type Service struct {
 	// FeedbackWait bounds how long Feedback waits for the memory bank to
 	// apply the signal (default 5 s).
 	FeedbackWait time.Duration
+	// RecordWait bounds how long Record waits for the memory bank to
+	// apply the recording (default DefaultRecordWait).
+	RecordWait time.Duration
 	// Now is the clock of the events the service writes (default time.Now).
 	Now func() time.Time
 }
 
 var _ search.Backend = (*Service)(nil)
+
+// DefaultRecordWait is how long Record waits for the memory bank to apply
+// a recording when Service.RecordWait is 0.
+const DefaultRecordWait = 5 * time.Second
 
 // ErrReadOnly is Record's and Feedback's error on a Service without a
 // Producer.
@@ -129,7 +136,15 @@ func (s *Service) knownSession(q search.Query) (string, error) {
 
 // Record implements Backend: an explicit memory whose id is its content
 // address in its scope, so recording equal content twice adds evidence to
-// one memory.
+// one memory. It waits up to RecordWait for the memory bank to apply the
+// recording and answers the memory the recording is in then: a new one, or
+// the existing memory of the scope with the same normalised title and
+// content that it was merged into (search.Recorded.MergedInto), with that
+// memory's id, confidence and evidence. Before, a merge was answered with
+// the recording's own id and a new memory's 0.8, though a merge changes no
+// confidence and the memory may have had any id and confidence. When the
+// memory bank has not applied it within RecordWait, the answer is what the
+// projection held before the write, and Message says so.
 func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	switch {
 	case s.Producer == nil:
@@ -146,9 +161,15 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 		return search.Recorded{}, fmt.Errorf("%w: scope: the caller has no scope to write to", search.ErrInvalid)
 	}
 	id := distill.MemoryID(r.Scope, r.Title, r.Content)
-	_, existed, err := Get(s.Store, events.EntityKey(r.Scope, id))
-	if err != nil {
-		return search.Recorded{}, err
+	var (
+		before  Memory
+		existed bool
+		err     error
+	)
+	if s.Store != nil {
+		if before, existed, err = Find(s.Store, r.Scope, r.Title, r.Content); err != nil {
+			return search.Recorded{}, err
+		}
 	}
 	env, err := s.newEvent(events.MemoryRecorded, r.Scope, events.MemoryRecordedData{
 		MemoryID: id, Title: r.Title, Description: r.Description, Content: r.Content, Outcome: r.Outcome, Tags: r.Tags, Source: "explicit",
@@ -164,11 +185,71 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 		}
 		return search.Recorded{}, err
 	}
-	msg := "memory recorded in " + r.Scope
-	if existed {
-		msg = "an equal memory exists in " + r.Scope + "; this recording adds evidence to it"
+	if s.Store != nil {
+		wait := s.RecordWait
+		if wait == 0 {
+			wait = DefaultRecordWait
+		}
+		deadline := time.Now().Add(wait)
+		for {
+			applied, _, err := s.Store.AppliedContent(Name, &env)
+			if err != nil {
+				return search.Recorded{}, err
+			}
+			if applied {
+				m, ok, err := Find(s.Store, r.Scope, r.Title, r.Content)
+				if err != nil {
+					return search.Recorded{}, err
+				}
+				if ok {
+					return s.recorded(m, env.ID, "")
+				}
+				break // refused by the memory bank (dead-lettered): answer as before the write
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return search.Recorded{}, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
 	}
-	return search.Recorded{ID: id, Message: msg, InitialConfidence: distill.InitialExplicit}, nil
+	const late = "; the memory bank has not applied the recording yet: this answer is the memory as it was before the recording"
+	if existed {
+		before.Evidence++
+		return s.recorded(before, "", late)
+	}
+	c := InitialConfidence("explicit", r.Outcome)
+	return search.Recorded{ID: id, Message: "memory recorded in the log for " + r.Scope + late, Confidence: c, InitialConfidence: c, Evidence: 1}, nil
+}
+
+// recorded is Record's answer for memory m the recording is in: created
+// by it when m's first change is the event with id created (never when
+// created is ""), else merged into it. note ends the message.
+func (s *Service) recorded(m Memory, created, note string) (search.Recorded, error) {
+	first, ok, err := FirstChange(s.Store, m.Key())
+	if err != nil {
+		return search.Recorded{}, err
+	}
+	initial := m.Confidence
+	if ok {
+		initial = first.New
+	}
+	out := search.Recorded{ID: m.ID, Confidence: m.Confidence, InitialConfidence: initial, Evidence: m.Evidence, Pruned: m.Pruned}
+	switch {
+	case created != "" && ok && first.EventID == created:
+		out.Message = "memory recorded in " + m.Scope
+	default:
+		out.MergedInto = m.ID
+		out.Message = fmt.Sprintf("merged into the existing memory %s of %s, whose title and content are the same: evidence %d, confidence %.2f, unchanged by a merge", m.ID, m.Scope, m.Evidence, m.Confidence)
+		if m.Pruned {
+			out.Message += fmt.Sprintf("; that memory was pruned at %s (confidence below %.2f), so searches do not return it", m.PrunedAt, PruneBelow)
+		}
+	}
+	out.Message += note
+	return out, nil
 }
 
 // Feedback implements Backend: an explicit_feedback signal. It waits up to

@@ -106,11 +106,33 @@ type Record struct {
 	Source string `json:"-"`
 }
 
-// Recorded is memory_record's answer.
+// Recorded is memory_record's answer: the memory the recording is in once
+// the memory bank applied it. A recording whose normalised title and
+// content equal an existing memory's of the scope is merged into that
+// memory (one more evidence, confidence unchanged), so ID, Confidence and
+// InitialConfidence are then the existing memory's, not a new one's.
 type Recorded struct {
-	ID                string  `json:"id"`
-	Message           string  `json:"message"`
-	InitialConfidence float64 `json:"initial_confidence"`
+	// ID is the memory's id (give it to memory_feedback): the existing
+	// memory's when the recording was merged into it.
+	ID string `json:"id" jsonschema:"id of the memory the recording is in (for memory_feedback): the existing memory's when it was merged into one"`
+	// MergedInto is the id of the existing memory the recording was merged
+	// into; empty when the recording created a new memory.
+	MergedInto string `json:"merged_into,omitempty" jsonschema:"set when the recording was merged into an existing memory of equal title and content: that memory's id (a merge adds evidence and leaves its confidence as it was)"`
+	Message    string `json:"message" jsonschema:"what happened, in words"`
+	// Confidence is the memory's confidence when answered: the initial
+	// one for a new memory, the existing memory's (a merge changes no
+	// confidence) after a merge.
+	Confidence float64 `json:"confidence" jsonschema:"the memory's confidence now (a merge leaves the existing memory's as it was)"`
+	// InitialConfidence is the confidence the memory started at when it
+	// entered the bank: 0.8 for an explicit memory this recording created;
+	// after a merge, the existing memory's (0.7 or 0.6 for a distilled
+	// one), whatever feedback and decay did since (see Confidence).
+	InitialConfidence float64 `json:"initial_confidence" jsonschema:"the confidence the memory started at: 0.8 for a new explicit memory; after a merge the existing memory's start, which feedback and decay may have moved since (see confidence)"`
+	// Evidence counts the recordings in the memory, this one included.
+	Evidence int `json:"evidence" jsonschema:"how many recordings the memory holds, this one included"`
+	// Pruned: the memory is pruned (a merge into a pruned memory adds
+	// evidence but searches do not return it).
+	Pruned bool `json:"pruned,omitempty" jsonschema:"the memory is pruned: searches no longer return it, and the recording only adds evidence to its history"`
 }
 
 // Feedback is a memory_feedback call.

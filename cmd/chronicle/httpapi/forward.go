@@ -254,8 +254,11 @@ func (s *Server) forwardTimeout() time.Duration {
 // every memory): it forwards to the owner of partition 0 unless that is
 // this instance (or alone, or the request was forwarded to it). The
 // caller's token and scopes are checked by the owner, which reads the
-// data; this instance has none of it to check against.
-func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.HandlerFunc {
+// data; this instance has none of it to check against. wait is how long
+// the owner's handler may wait for its write to be applied (POST
+// /v1/memories answers the memory the recording is in, up to
+// memories.DefaultRecordWait): it is added to the forward timeout.
+func (s *Server) toTopicOwner(topic events.Topic, wait time.Duration, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
 			next(w, r)
@@ -275,7 +278,7 @@ func (s *Server) toTopicOwner(topic events.Topic, next http.HandlerFunc) http.Ha
 			next(w, r)
 			return
 		}
-		s.forward(w, r, v, owner, string(topic), 0, s.forwardTimeout())
+		s.forward(w, r, v, owner, string(topic), 0, s.forwardTimeout()+wait)
 	}
 }
 

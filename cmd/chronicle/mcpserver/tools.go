@@ -35,6 +35,11 @@ type searchInput struct {
 	MinConfidence float64 `json:"min_confidence,omitempty" jsonschema:"leave out memories whose confidence is below this"`
 }
 
+// recordDescription is memory_record's description: what a merge answers.
+const recordDescription = "Record a new memory (a strategy that worked or an anti-pattern) in the caller's default scope. " +
+	"A memory of that scope with the same title and content (ignoring case and spacing) gets the recording as evidence instead: " +
+	"the answer then names it in merged_into, and id, confidence and evidence are that memory's (a merge leaves its confidence as it was)."
+
 // recordInput is memory_record's arguments.
 type recordInput struct {
 	Title       string   `json:"title" jsonschema:"short name of the strategy or anti-pattern"`
@@ -86,7 +91,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 	}, t.search)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "memory_record",
-		Description: "Record a new memory (a strategy that worked or an anti-pattern) in the caller's default scope.",
+		Description: recordDescription,
 		InputSchema: recordSchema(),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.record)
