@@ -34,6 +34,14 @@ import (
 //     backdated signal was never "within 7 days" of the same source's
 //     applied one: one token pruned a memory four sources used with
 //     backdated negative feedback (a downstream user's walkthrough).
+//     A resend of a feedback the memory bank already applied (same source,
+//     id and content; the time is no part of an event's identity, see
+//     projections.ContentHash) is let through whatever its time: it is a
+//     plain duplicate, answered 202 as any duplicate is and dropped by the
+//     memory bank, so a client retrying a send it is unsure of with the
+//     original time after FeedbackClockSkew got a 403 for a vote that
+//     stood (a walkthrough's finding). Any other feedback out of the window
+//     gets the 403, which says to resend without time or with the present.
 //   - coordination.minute.recorded.v1 whose data.actor starts with
 //     "chronicle/" (in any case) → 403: Chronicle's own workers write those minutes
 //     (the pair worker's pair_improvement_completed, which GET
@@ -61,62 +69,102 @@ func authorField(t events.Type) string {
 
 // stampAuthor applies the rule above to envs[i] for caller c; it returns
 // an error body for a refused event (403) or nil, with the event's data
-// rewritten when the author was absent.
-func stampAuthor(envs []events.Envelope, c access.Caller, now time.Time) *errorBody {
-	who := "token:" + c.Name
+// rewritten when the author was absent. applied reports whether the memory
+// bank applied an event with env's source and id, and whether with env's
+// content (projections.Store.AppliedContent; nil: none was); it is asked
+// only of a feedback whose time is out of the window, once its author is
+// set.
+func stampAuthor(envs []events.Envelope, c access.Caller, now time.Time, applied func(env *events.Envelope) (bool, bool, error)) *errorBody {
 	for i := range envs {
-		env := &envs[i]
-		if env.Type == events.MemoryFeedback && env.Time != "" {
-			at, err := env.EventTime()
-			if d := now.Sub(at); err != nil || d > FeedbackClockSkew || d < -FeedbackClockSkew {
-				idx := i
-				return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: a feedback's time is when the memory bank counts its vote, so it must be the present (within %s of this server's clock %s); leave it out to use the log's receive time", i, env.Time, FeedbackClockSkew, now.UTC().Format(time.RFC3339)),
-					Index: &idx, Pointer: "/time", Reason: "not the present"}
+		if eb := stampOne(envs, i, c); eb != nil {
+			return eb
+		}
+		if env := &envs[i]; env.Type == events.MemoryFeedback && env.Time != "" {
+			if eb := feedbackTime(i, env, now, applied); eb != nil {
+				return eb
 			}
 		}
-		if env.Type == events.MinuteRecorded {
-			var m struct {
-				Actor string `json:"actor"`
-			}
-			if json.Unmarshal(env.Data, &m) == nil && strings.HasPrefix(strings.ToLower(m.Actor), reservedActor) {
-				idx := i
-				return &errorBody{Error: fmt.Sprintf("event %d: /data/actor: %q: actors %s* are Chronicle's own workers; a producer's minute names its own actor", i, m.Actor, reservedActor),
-					Index: &idx, Pointer: "/data/actor", Reason: "reserved for Chronicle's workers"}
-			}
-			continue
+	}
+	return nil
+}
+
+// feedbackTime checks the time of the feedback envs[i] (rule above): nil
+// when it is the present, or when the event is a resend of one the memory
+// bank applied with the same content.
+func feedbackTime(i int, env *events.Envelope, now time.Time, applied func(env *events.Envelope) (bool, bool, error)) *errorBody {
+	at, err := env.EventTime()
+	d := now.Sub(at)
+	if err == nil && d <= FeedbackClockSkew && d >= -FeedbackClockSkew {
+		return nil
+	}
+	var seen, same bool
+	if applied != nil {
+		var aerr error
+		if seen, same, aerr = applied(env); aerr != nil {
+			idx := i
+			return &errorBody{Error: fmt.Sprintf("event %d: /time: %q is not the present, and whether this feedback was accepted before could not be read: %v", i, env.Time, aerr),
+				Index: &idx, Pointer: "/time", Reason: "not the present"}
 		}
-		field := authorField(env.Type)
-		if field == "" {
-			continue
+		if seen && same {
+			return nil // a resend of an applied feedback: a plain duplicate
 		}
-		idx := i
-		var data map[string]json.RawMessage
-		if err := json.Unmarshal(env.Data, &data); err != nil {
-			return &errorBody{Error: fmt.Sprintf("event %d: /data: %v", i, err), Index: &idx, Pointer: "/data", Reason: "not a JSON object"}
+	}
+	idx := i
+	why := fmt.Sprintf("a feedback's time is when the memory bank counts its vote, so it must be the present (within %s of this server's clock %s)", FeedbackClockSkew, now.UTC().Format(time.RFC3339))
+	if seen {
+		return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s, and the feedback accepted under this source and id (%s, %s) has other content, so this is no resend of it: send a new feedback with a new id, and without time or with the present time", i, env.Time, why, env.Source, env.ID),
+			Index: &idx, Pointer: "/time", Reason: "not the present; the id holds another feedback"}
+	}
+	return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s; no feedback with this source and id (%s, %s) was accepted, so this is no resend of an accepted one: send it again without time (the log's receive time is used) or with the present time; should an earlier send have been written after all, that is a plain duplicate, since the time is no part of an event's identity", i, env.Time, why, env.Source, env.ID),
+		Index: &idx, Pointer: "/time", Reason: "not the present, and no resend of an accepted feedback"}
+}
+
+// stampOne applies the author rules to envs[i] for caller c.
+func stampOne(envs []events.Envelope, i int, c access.Caller) *errorBody {
+	who := "token:" + c.Name
+	env := &envs[i]
+	if env.Type == events.MinuteRecorded {
+		var m struct {
+			Actor string `json:"actor"`
 		}
-		if env.Type == events.MemoryRetrieved {
-			if _, has := data["session_id"]; has {
-				return &errorBody{Error: fmt.Sprintf("event %d: /data/session_id: a usage counted by session is written by GET /v1/memories/search?session_id=, which checks the session; an event of this route counts by its token (%s)", i, who),
-					Index: &idx, Pointer: "/data/session_id", Reason: "not accepted on the HTTP API"}
-			}
+		if json.Unmarshal(env.Data, &m) == nil && strings.HasPrefix(strings.ToLower(m.Actor), reservedActor) {
+			idx := i
+			return &errorBody{Error: fmt.Sprintf("event %d: /data/actor: %q: actors %s* are Chronicle's own workers; a producer's minute names its own actor", i, m.Actor, reservedActor),
+				Index: &idx, Pointer: "/data/actor", Reason: "reserved for Chronicle's workers"}
 		}
-		if raw, has := data[field]; has {
-			var got string
-			if json.Unmarshal(raw, &got) != nil || got != who {
-				return &errorBody{Error: fmt.Sprintf("event %d: /data/%s: %s is not this token's identity; leave it out (it is set to %s) or send %s", i, field, raw, who, who),
-					Index: &idx, Pointer: "/data/" + field, Reason: "must be the authenticated caller"}
-			}
-			continue
+		return nil
+	}
+	field := authorField(env.Type)
+	if field == "" {
+		return nil
+	}
+	idx := i
+	var data map[string]json.RawMessage
+	if err := json.Unmarshal(env.Data, &data); err != nil {
+		return &errorBody{Error: fmt.Sprintf("event %d: /data: %v", i, err), Index: &idx, Pointer: "/data", Reason: "not a JSON object"}
+	}
+	if env.Type == events.MemoryRetrieved {
+		if _, has := data["session_id"]; has {
+			return &errorBody{Error: fmt.Sprintf("event %d: /data/session_id: a usage counted by session is written by GET /v1/memories/search?session_id=, which checks the session; an event of this route counts by its token (%s)", i, who),
+				Index: &idx, Pointer: "/data/session_id", Reason: "not accepted on the HTTP API"}
 		}
-		data[field], _ = json.Marshal(who)
-		raw, err := json.Marshal(data)
-		if err != nil {
-			return &errorBody{Error: fmt.Sprintf("event %d: /data: %v", i, err), Index: &idx, Pointer: "/data", Reason: "not re-encodable"}
+	}
+	if raw, has := data[field]; has {
+		var got string
+		if json.Unmarshal(raw, &got) != nil || got != who {
+			return &errorBody{Error: fmt.Sprintf("event %d: /data/%s: %s is not this token's identity; leave it out (it is set to %s) or send %s", i, field, raw, who, who),
+				Index: &idx, Pointer: "/data/" + field, Reason: "must be the authenticated caller"}
 		}
-		env.Data = raw
-		if err := events.Validate(env); err != nil {
-			return &errorBody{Error: fmt.Sprintf("event %d: %v", i, err), Index: &idx, Pointer: "/data/" + field, Reason: "invalid with the author set"}
-		}
+		return nil
+	}
+	data[field], _ = json.Marshal(who)
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return &errorBody{Error: fmt.Sprintf("event %d: /data: %v", i, err), Index: &idx, Pointer: "/data", Reason: "not re-encodable"}
+	}
+	env.Data = raw
+	if err := events.Validate(env); err != nil {
+		return &errorBody{Error: fmt.Sprintf("event %d: %v", i, err), Index: &idx, Pointer: "/data/" + field, Reason: "invalid with the author set"}
 	}
 	return nil
 }

@@ -357,7 +357,15 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if eb := stampAuthor(envs, c, time.Now()); eb != nil {
+	// a feedback resent with its first send's time, after the clock window,
+	// is a duplicate when the memory bank applied that send (this store's
+	// rows: on a cluster member that does not hold chronicle.memories the
+	// 403 says to resend without time, which is a plain duplicate too)
+	var applied func(env *events.Envelope) (bool, bool, error)
+	if s.P.Store != nil {
+		applied = func(env *events.Envelope) (bool, bool, error) { return s.P.Store.AppliedContent(memories.Name, env) }
+	}
+	if eb := stampAuthor(envs, c, time.Now(), applied); eb != nil {
 		writeJSON(w, http.StatusForbidden, eb)
 		return
 	}
