@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -103,7 +104,9 @@ func LogScans() int64 { return logScans.Load() }
 
 // CheckpointIDOf is the id (log position) of the checkpoint the workflow
 // with key saved with the event eventID, "" when the log does not show it.
-// When the event was written with source (the HTTP routes' source for the
+// The processor records it when it applies the checkpoint (CheckpointIDAt):
+// then no log is read. For a checkpoint applied before the processor kept
+// that row (an older data directory): when the event was written with source (the HTTP routes' source for the
 // workflow), its idempotency key holds the offset the processor applied it
 // at: the checkpoint is found with one fetch there (CheckpointAt), else by
 // one scan of the partition (History). Before, every GET of a workflow
@@ -111,6 +114,17 @@ func LogScans() int64 { return logScans.Load() }
 // small workflow cost every other workflow's records in the partition.
 func CheckpointIDOf(ctx context.Context, brokers []string, store *projections.Store, key, source, eventID string) (string, error) {
 	scope, _, _ := events.SplitEntityKey(key)
+	if seq, ok, err := store.Get(Name, checkpointEventKey(key, eventID)); err != nil {
+		return "", err
+	} else if ok {
+		n, err := strconv.Atoi(string(seq))
+		if err != nil {
+			return "", fmt.Errorf("workflows: checkpoint of event %q: seq %q: %v", eventID, seq, err)
+		}
+		if id, ok, err := CheckpointIDAt(store, key, n); err != nil || ok {
+			return id, err
+		}
+	}
 	if source != "" {
 		probe := events.Envelope{ID: eventID, Source: source, Scope: scope}
 		off, applied, _, err := store.AppliedAt(Name, &probe)
@@ -162,8 +176,14 @@ type HistoryEntry struct {
 // the log position of its workflow.checkpoint.saved.v1 event: the events
 // read back from the log (ReadLog) joined with the checkpoints the
 // processor saved (a checkpoint event it has not applied yet, or rejected,
-// is not listed). Cost: one scan of the workflow's partition.
+// is not listed). Cost: when the processor recorded every checkpoint's id
+// (CheckpointIDAt), the workflow's checkpoint rows and nothing from the
+// log; else (checkpoints applied by an older Chronicle) one scan of the
+// workflow's partition.
 func History(ctx context.Context, brokers []string, store *projections.Store, key string) ([]HistoryEntry, error) {
+	if h, ok, err := historyOfRows(store, key); err != nil || ok {
+		return h, err
+	}
 	logged, err := ReadLog(ctx, brokers, key)
 	if err != nil {
 		return nil, err
@@ -184,6 +204,27 @@ func History(ctx context.Context, brokers []string, store *projections.Store, ke
 		}
 	}
 	return out, nil
+}
+
+// historyOfRows is History from the projection alone: ok is false when a
+// checkpoint has no id row (applied before the processor kept them).
+func historyOfRows(store *projections.Store, key string) ([]HistoryEntry, bool, error) {
+	cps, err := Checkpoints(store, key)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]HistoryEntry, 0, len(cps))
+	for _, cp := range cps {
+		id, ok, err := CheckpointIDAt(store, key, cp.Seq)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		out = append(out, HistoryEntry{CheckpointID: id, Checkpoint: cp})
+	}
+	if len(out) == 0 {
+		return nil, true, nil // History's answer for none
+	}
+	return out, true, nil
 }
 
 // ErrNoCheckpoint is wrapped by the error of a checkpoint id that names no

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 
@@ -52,6 +53,48 @@ func CheckpointByEvent(store *projections.Store, key, eventID string) (Checkpoin
 	}
 	ok, err = store.GetJSON(Name, checkpointKey(key, n), &cp)
 	return cp, ok, err
+}
+
+// CheckpointIDAt returns the id (log position, topic:partition:offset) of
+// the workflow's checkpoint seq as the processor recorded it when it
+// applied the checkpoint's event (the cpid/ row); ok is false for a
+// checkpoint applied before the processor kept the row (a data directory
+// older than it: rebuild it with replay --into to fill the rows) or no
+// such checkpoint. Cost: one row read, nothing from the log.
+func CheckpointIDAt(store *projections.Store, key string, seq int) (id string, ok bool, err error) {
+	v, ok, err := store.Get(Name, checkpointIDKey(key, seq))
+	return string(v), ok, err
+}
+
+// LastCheckpoint returns the workflow's last saved checkpoint (the one
+// with the highest seq: the last in log order, as History lists them) with
+// its id, from the projection: its cp/ row and its cpid/ row. ok is false
+// when the workflow saved none. A checkpoint whose id row is missing (an
+// older data directory) is named by CheckpointIDOf with source (one fetch
+// when the routes wrote it, else one scan of the partition); an id the
+// log does not show is ok false. Cost without such a row: two row reads,
+// nothing from the log — before, a resume without checkpoint_id read the
+// whole partition back (History), a cost that grew with the log.
+func LastCheckpoint(ctx context.Context, brokers []string, store *projections.Store, key, source string) (HistoryEntry, bool, error) {
+	st, ok, err := Get(store, key)
+	if err != nil || !ok || st.Checkpoints == 0 {
+		return HistoryEntry{}, false, err
+	}
+	var cp Checkpoint
+	seq := st.Checkpoints - 1
+	if ok, err := store.GetJSON(Name, checkpointKey(key, seq), &cp); err != nil || !ok {
+		return HistoryEntry{}, false, err
+	}
+	id, ok, err := CheckpointIDAt(store, key, seq)
+	if err != nil {
+		return HistoryEntry{}, false, err
+	}
+	if !ok {
+		if id, err = CheckpointIDOf(ctx, brokers, store, key, source, cp.EventID); err != nil || id == "" {
+			return HistoryEntry{}, false, err
+		}
+	}
+	return HistoryEntry{CheckpointID: id, Checkpoint: cp}, true, nil
 }
 
 // Applied reports whether the workflows processor applied the event with

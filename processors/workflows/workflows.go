@@ -15,6 +15,7 @@
 //	s/<key>                   State
 //	cp/<key>/<seq, 6 digits>  Checkpoint: seq, event id, layer, time, the complete State
 //	ce/<key>/<event id>       the seq of the checkpoint saved by that event
+//	cpid/<key>/<seq, 6 digits> the checkpoint's id: the log position (topic:partition:offset) of its event
 //	ev/<key>/<event id>       the workflow's event count after that event (the event was applied)
 //	i/<id>\x00<scope>         index from a bare id to the scopes that hold it (empty value)
 //	th/<policy key>           Policy: an adaptive speculation threshold (key = EntityKey(scope, policy))
@@ -192,11 +193,12 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicWor
 // workflow's (or the suggestion policy's) own, named by its record key.
 func (Processor) StatePerKey() bool { return true }
 
-func stateKey(key string) string               { return "s/" + key }
-func checkpointKey(key string, seq int) string { return fmt.Sprintf("cp/%s/%06d", key, seq) }
-func checkpointPrefix(key string) string       { return "cp/" + key + "/" }
-func checkpointEventKey(key, id string) string { return "ce/" + keyID(key, id) }
-func eventKey(key, id string) string           { return "ev/" + keyID(key, id) }
+func stateKey(key string) string                 { return "s/" + key }
+func checkpointKey(key string, seq int) string   { return fmt.Sprintf("cp/%s/%06d", key, seq) }
+func checkpointPrefix(key string) string         { return "cp/" + key + "/" }
+func checkpointEventKey(key, id string) string   { return "ce/" + keyID(key, id) }
+func checkpointIDKey(key string, seq int) string { return fmt.Sprintf("cpid/%s/%06d", key, seq) }
+func eventKey(key, id string) string             { return "ev/" + keyID(key, id) }
 
 // keyID joins an entity key and an event or suggestion id into the rest
 // of a row name: key "/" id when the id holds no '/' (the id is the last
@@ -353,6 +355,17 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		if err := tx.Set(checkpointEventKey(key, env.ID), []byte(strconv.Itoa(ref.Seq))); err != nil {
 			return err
+		}
+		// the checkpoint's id is its event's position, which the live
+		// engine and a replay both give (Tx.Position): kept here, a
+		// resume to the last checkpoint, a state read and the history
+		// name it without reading the log back (before, a resume without
+		// checkpoint_id scanned the partition, a cost that grew with
+		// the log). A dry run (Service.Check) has no position.
+		if pos := tx.Position(); pos.Topic != "" {
+			if err := tx.Set(checkpointIDKey(key, ref.Seq), []byte(pos.String())); err != nil {
+				return err
+			}
 		}
 		return save(tx, key, env, &s)
 	case events.WorkflowResumed:

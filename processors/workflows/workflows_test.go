@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -497,5 +498,57 @@ func TestResumeDoesNotRequeueACommandTheCheckpointProcessed(t *testing.T) {
 	h.must(scopeA, "r2", events.WorkflowResumed, events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:3", CheckpointEventID: "cp1"})
 	if got := commandIDs(h.state(scopeA, "w1")); len(got) != 0 {
 		t.Fatalf("queue after resuming from cp1, which processed c1: %v, want []", got)
+	}
+}
+
+// The processor records each checkpoint's id (its event's position) when
+// it applies it, so History and LastCheckpoint answer from the projection:
+// here without any broker (nil brokers: a read of the log would fail). A
+// rejected checkpoint records nothing; the dry run (Store.Try) has no
+// position and writes nothing.
+func TestCheckpointIDsAreRecordedAtApply(t *testing.T) {
+	h := newHarness(t)
+	key := events.EntityKey(scopeA, "w1")
+	h.must(scopeA, "e1", events.WorkflowReducerApplied, upd("w1", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "c1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0}) // offset 1
+	h.must(scopeA, "e2", events.WorkflowReducerApplied, upd("w1", 1, "tasks", `{"id":"t2"}`))
+	if err := h.apply(scopeA, "c-bad", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1, ProcessedCommands: []string{"nope"}}); err == nil {
+		t.Fatal("a checkpoint naming no pending command was applied")
+	}
+	h.must(scopeA, "c2", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1}) // offset 4
+	ctx := context.Background()
+	hist, err := History(ctx, nil, h.store, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{string(events.TopicWorkflows) + ":0:1", string(events.TopicWorkflows) + ":0:4"}
+	if len(hist) != 2 || hist[0].CheckpointID != want[0] || hist[1].CheckpointID != want[1] || hist[1].EventID != "c2" {
+		t.Fatalf("history %s, want ids %v", js(hist), want)
+	}
+	last, ok, err := LastCheckpoint(ctx, nil, h.store, key, "")
+	if err != nil || !ok || last.CheckpointID != want[1] || last.Layer != 1 {
+		t.Fatalf("last checkpoint %s %v %v, want %s at layer 1", js(last), ok, err, want[1])
+	}
+	if id, err := CheckpointIDOf(ctx, nil, h.store, key, "", "c1"); err != nil || id != want[0] {
+		t.Fatalf("CheckpointIDOf c1 = %q %v, want %s", id, err, want[0])
+	}
+	env, err := events.New(events.WorkflowCheckpointSaved, "test", "c3", h.at.Add(time.Second), events.CheckpointSavedData{WorkflowID: "w1", Layer: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Scope = scopeA
+	if err := h.store.Try(Name, &env, Processor{}.Apply); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := CheckpointIDAt(h.store, key, 2); err != nil || ok {
+		t.Fatalf("the dry run recorded a checkpoint id: %v %v", ok, err)
+	}
+	// a workflow without a checkpoint has none, and its history is empty
+	h.must(scopeA, "e3", events.WorkflowReducerApplied, upd("w2", 0, "tasks", `{"id":"t1"}`))
+	if _, ok, err := LastCheckpoint(ctx, nil, h.store, events.EntityKey(scopeA, "w2"), ""); err != nil || ok {
+		t.Fatalf("a workflow without checkpoints has a last one: %v %v", ok, err)
+	}
+	if hist, err := History(ctx, nil, h.store, events.EntityKey(scopeA, "w2")); err != nil || len(hist) != 0 {
+		t.Fatalf("history of a workflow without checkpoints: %v %v", hist, err)
 	}
 }

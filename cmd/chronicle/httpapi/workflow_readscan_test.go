@@ -47,3 +47,50 @@ func TestWorkflowStateReadScansNoLog(t *testing.T) {
 		t.Fatalf("state names checkpoint %q, the other source's write is at %s", v.CheckpointID, pos)
 	}
 }
+
+// POST …/resume without checkpoint_id resumes from the last checkpoint
+// read from the projection (its row and the id the processor recorded
+// when it applied it), and so does GET …/checkpoints: neither reads the
+// partition back. Before, both scanned the workflow's partition from
+// offset 0 (History), so a resume after a crash took longer the more
+// every workflow of the partition had written.
+func TestWorkflowResumeScansNoLog(t *testing.T) {
+	_, c, _ := startAt(t, t.TempDir())
+	ctx, m := context.Background(), musts{t, c}
+	const wf = "scan/w-resume"
+	for i := 0; i < 20; i++ {
+		m.w(c.Update(ctx, "noise", 0, events.ChannelMessages, "noise"))
+	}
+	m.w(c.Update(ctx, wf, 0, events.ChannelTasks, map[string]any{"id": "t1"}))
+	m.w(c.Checkpoint(ctx, wf, 0))
+	m.w(c.Update(ctx, wf, 1, events.ChannelTasks, map[string]any{"id": "t2"}))
+	last := m.w(c.Checkpoint(ctx, wf, 1))
+	m.w(c.Update(ctx, wf, 2, events.ChannelTasks, map[string]any{"id": "t3-crashed"}))
+	for i := 0; i < 5; i++ {
+		m.w(c.Update(ctx, "noise", 0, events.ChannelMessages, "noise"))
+	}
+	before := workflows.LogScans()
+	r := m.w(c.Resume(ctx, wf, ""))
+	if n := workflows.LogScans() - before; n != 0 {
+		t.Fatalf("a resume without checkpoint_id scanned the partition %d times", n)
+	}
+	if r.CheckpointID != last.CheckpointID || r.NextLayer == nil || *r.NextLayer != 2 || len(r.State.Tasks) != 2 {
+		t.Fatalf("resumed from %q (next layer %v, %d tasks), want the last checkpoint %q, next layer 2, 2 tasks", r.CheckpointID, r.NextLayer, len(r.State.Tasks), last.CheckpointID)
+	}
+	h, err := c.History(ctx, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := workflows.LogScans() - before; n != 0 {
+		t.Fatalf("the checkpoint history scanned the partition %d times", n)
+	}
+	if len(h) != 2 || h[1].CheckpointID != last.CheckpointID {
+		t.Fatalf("history %+v, want 2 checkpoints ending with %q", h, last.CheckpointID)
+	}
+	// after a resume to the first checkpoint, the last one is still the
+	// last saved (History's last), not the one resumed from
+	m.w(c.Resume(ctx, wf, h[0].CheckpointID))
+	if r := m.w(c.Resume(ctx, wf, "")); r.CheckpointID != last.CheckpointID {
+		t.Fatalf("after a rewind, a resume without checkpoint_id went to %q, want the last saved %q", r.CheckpointID, last.CheckpointID)
+	}
+}

@@ -152,9 +152,10 @@ func checkpointPage(w http.ResponseWriter, r *http.Request) (limit int, cursor s
 }
 
 // checkpointIDOf is the log position of the checkpoint event eventID of
-// the workflow ("" when the log does not show it): one fetch for a
-// checkpoint these routes wrote, else one scan of its partition
-// (workflows.CheckpointIDOf).
+// the workflow ("" when the log does not show it): the id the processor
+// recorded when it applied the checkpoint; for one applied before it
+// recorded ids, one fetch for a checkpoint these routes wrote, else one
+// scan of its partition (workflows.CheckpointIDOf).
 func (s *Server) checkpointIDOf(ctx context.Context, key, eventID string) (string, error) {
 	return workflows.CheckpointIDOf(ctx, s.P.Broker.Addrs(), s.P.Store, key, WorkflowSource(key), eventID)
 }
@@ -454,16 +455,19 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				writeErr(w, http.StatusNotFound, "workflow %q has no checkpoint to resume from", id)
 				return
 			}
-			h, err := workflows.History(ctx, s.P.Broker.Addrs(), s.P.Store, key)
+			// the last checkpoint from the projection (its row and the id
+			// the processor recorded), not from a scan of the partition:
+			// before, this read the whole partition back, so a resume
+			// took longer the more any workflow of the partition wrote
+			last, found, err := workflows.LastCheckpoint(ctx, s.P.Broker.Addrs(), s.P.Store, key, WorkflowSource(key))
 			if err != nil {
 				writeErr(w, http.StatusServiceUnavailable, "%v", err)
 				return
 			}
-			if len(h) == 0 {
+			if !found {
 				writeErr(w, http.StatusNotFound, "workflow %q has no checkpoint in the log", id)
 				return
 			}
-			last := h[len(h)-1]
 			cid, cp = last.CheckpointID, last.Checkpoint
 		} else {
 			var ok bool
