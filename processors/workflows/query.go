@@ -3,8 +3,12 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -123,4 +127,132 @@ type WriteResult struct {
 	State        State  `json:"state"`
 	// NextLayer is the layer to run after a resume (the checkpoint's + 1).
 	NextLayer *int `json:"next_layer,omitempty"`
+}
+
+// Summary is one workflow as GET /v1/workflows lists it: what its state
+// row holds, without the channels, queues and DAG (GET /v1/workflows/{id}
+// has them).
+type Summary struct {
+	WorkflowID string `json:"workflow_id"`
+	Scope      string `json:"scope"`
+	// Status is running, waiting_for_human, waiting_for_agent or
+	// completed; CurrentLayer the layer of the last update or checkpoint.
+	Status       string `json:"status"`
+	CurrentLayer int    `json:"current_layer"`
+	// Events counts the events applied; StartedAt and UpdatedAt are the
+	// times (RFC 3339) of the first and the last.
+	Events    int    `json:"events"`
+	StartedAt string `json:"started_at"`
+	UpdatedAt string `json:"updated_at"`
+	// Checkpoints counts the checkpoints saved; Checkpoint is the state's
+	// checkpoint (the last saved, or the one last resumed from) and
+	// CheckpointID its id (log position), absent for a checkpoint applied
+	// before the processor recorded ids.
+	Checkpoints  int            `json:"checkpoints"`
+	Checkpoint   *CheckpointRef `json:"checkpoint,omitempty"`
+	CheckpointID string         `json:"checkpoint_id,omitempty"`
+	// PendingCommands and PendingDecisions count the queued commands and
+	// the decisions not answered yet.
+	PendingCommands  int     `json:"pending_commands"`
+	PendingDecisions int     `json:"pending_decisions"`
+	Resumes          int     `json:"resumes,omitempty"`
+	Parent           *Parent `json:"parent,omitempty"`
+	Outcome          string  `json:"outcome,omitempty"`
+}
+
+// ListPage is a page of List as GET /v1/workflows answers it: the
+// workflows in key order and the cursor of the next page (the key,
+// <scope>/<workflow id>, of the page's last workflow; "" on the last
+// page).
+type ListPage struct {
+	Workflows  []Summary `json:"workflows"`
+	NextCursor string    `json:"next_cursor"`
+}
+
+// Key is the workflow's events.EntityKey, the order of List and its
+// cursor.
+func (s Summary) Key() string { return events.EntityKey(s.Scope, s.WorkflowID) }
+
+// summaryRow is the part of a state row a Summary needs (the channels are
+// skipped, not kept).
+type summaryRow struct {
+	WorkflowID       string            `json:"workflow_id"`
+	Scope            string            `json:"scope"`
+	Status           string            `json:"status"`
+	CurrentLayer     int               `json:"current_layer"`
+	PendingCommands  []json.RawMessage `json:"pending_commands"`
+	PendingDecisions []json.RawMessage `json:"pending_decisions"`
+	Checkpoint       *CheckpointRef    `json:"checkpoint"`
+	Checkpoints      int               `json:"checkpoints"`
+	Resumes          int               `json:"resumes"`
+	Parent           *Parent           `json:"parent"`
+	Outcome          string            `json:"outcome"`
+	Events           int               `json:"events"`
+	StartedAt        string            `json:"started_at"`
+	UpdatedAt        string            `json:"updated_at"`
+}
+
+// List returns the workflows of scopes, in events.EntityKey order (scope,
+// '/', id: by id within a scope), at most limit (≥ 1) of them, starting
+// after the key cursor ("" from the first). next is the key of the last
+// one returned when more follow, else "". Only the state rows of the
+// given scopes are read (each scope's rows are one key range), so a
+// scope's list costs its own workflows, whatever other scopes hold; with
+// scopes nil every scope is listed, those allow refuses skipped by their
+// key (allow nil: all). A store holds the workflows of the partitions its
+// engine applies: on a cluster, the member's.
+func List(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string) (list []Summary, next string, err error) {
+	if limit < 1 {
+		return nil, "", fmt.Errorf("workflows: list limit %d is below 1", limit)
+	}
+	ranges := []string{""}
+	if scopes != nil {
+		ranges = make([]string, 0, len(scopes))
+		for _, sc := range scopes {
+			ranges = append(ranges, sc+"/")
+		}
+		sort.Strings(ranges) // key order across the ranges
+	}
+	for _, r := range ranges {
+		after := ""
+		switch {
+		case cursor == "" || cursor < r:
+		case strings.HasPrefix(cursor, r):
+			after = "s/" + cursor
+		default:
+			continue // the whole range is before the cursor
+		}
+		err := store.Scan(Name, "s/"+r, after, func(k string, val []byte) (bool, error) {
+			key := strings.TrimPrefix(k, "s/")
+			scope, _, ok := events.SplitEntityKey(key)
+			if !ok || allow != nil && !allow(scope) {
+				return true, nil
+			}
+			if len(list) == limit {
+				next = list[limit-1].Key()
+				return false, nil
+			}
+			var row summaryRow
+			if err := json.Unmarshal(val, &row); err != nil {
+				return false, fmt.Errorf("workflows: state of %s: %w", key, err)
+			}
+			s := Summary{WorkflowID: row.WorkflowID, Scope: row.Scope, Status: row.Status, CurrentLayer: row.CurrentLayer,
+				Events: row.Events, StartedAt: row.StartedAt, UpdatedAt: row.UpdatedAt, Checkpoints: row.Checkpoints,
+				Checkpoint: row.Checkpoint, PendingCommands: len(row.PendingCommands), PendingDecisions: len(row.PendingDecisions),
+				Resumes: row.Resumes, Parent: row.Parent, Outcome: row.Outcome}
+			if s.Checkpoint != nil {
+				id, _, err := CheckpointIDAt(store, key, s.Checkpoint.Seq)
+				if err != nil {
+					return false, err
+				}
+				s.CheckpointID = id
+			}
+			list = append(list, s)
+			return true, nil
+		})
+		if err != nil || next != "" {
+			return list, next, err
+		}
+	}
+	return list, next, nil
 }

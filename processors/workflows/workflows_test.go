@@ -552,3 +552,36 @@ func TestCheckpointIDsAreRecordedAtApply(t *testing.T) {
 		t.Fatalf("history of a workflow without checkpoints: %v %v", hist, err)
 	}
 }
+
+// List reads the given scopes' key ranges in key order: a scope that
+// sorts before another only by its '.' ("project:a.b" < "project:a/")
+// comes first, a cursor in one range skips the ranges before it, and
+// another scope's workflows are never read.
+func TestListScopesInKeyOrder(t *testing.T) {
+	h := newHarness(t)
+	for _, k := range [][2]string{{"project:a", "w2"}, {"project:a", "w1"}, {"project:a.b", "w3"}, {"project:c", "w0"}} {
+		h.must(k[0], "e-"+k[0]+k[1], events.WorkflowReducerApplied, upd(k[1], 0, "tasks", `{"id":"t"}`))
+	}
+	keys := func(l []Summary) (out []string) {
+		for _, s := range l {
+			out = append(out, s.Key())
+		}
+		return out
+	}
+	scopes := []string{"project:a", "project:a.b"}
+	l, next, err := List(h.store, scopes, nil, 2, "")
+	if err != nil || fmt.Sprint(keys(l)) != "[project:a.b/w3 project:a/w1]" || next != "project:a/w1" {
+		t.Fatalf("first page %v next %q %v", keys(l), next, err)
+	}
+	l, next, err = List(h.store, scopes, nil, 2, next)
+	if err != nil || fmt.Sprint(keys(l)) != "[project:a/w2]" || next != "" {
+		t.Fatalf("second page %v next %q %v", keys(l), next, err)
+	}
+	l, _, err = List(h.store, nil, func(sc string) bool { return sc != "project:a" }, 10, "")
+	if err != nil || fmt.Sprint(keys(l)) != "[project:a.b/w3 project:c/w0]" {
+		t.Fatalf("every scope but project:a: %v %v", keys(l), err)
+	}
+	if _, _, err := List(h.store, nil, nil, 0, ""); err == nil {
+		t.Fatal("limit 0 was accepted")
+	}
+}

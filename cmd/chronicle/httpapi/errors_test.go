@@ -188,7 +188,7 @@ func TestRouterErrorsAreJSON(t *testing.T) {
 		{"GET", "/v1/memories", 405, "POST", []string{"GET /v1/memories/search", "GET /v1/memories/{id}", "POST /v1/memories"}},
 		{"DELETE", "/v1/memories", 405, "POST", []string{"DELETE"}},
 		{"POST", "/v1/sessions", 405, "GET, HEAD", []string{"GET /v1/sessions"}},
-		{"GET", "/v1/workflows", 404, "", []string{"GET /v1/workflows/{id}", "POST /v1/workflows/suggest"}},
+		{"DELETE", "/v1/workflows", 405, "GET, HEAD", []string{"GET /v1/workflows", "GET /v1/workflows/{id}", "POST /v1/workflows/suggest"}},
 		// the documented routes, not the subtree patterns that serve them
 		{"DELETE", "/v1/memories/m1", 405, "GET, HEAD, POST", []string{"POST /v1/memories/{id}/feedback", "GET /v1/memories/{id}/history"}},
 		{"PUT", "/v1/searches/s1", 405, "GET, HEAD, POST", []string{"POST /v1/searches/{id}/resume", "GET /v1/searches/{id}/panel"}},

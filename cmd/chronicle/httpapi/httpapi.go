@@ -179,6 +179,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/memories/{id...}", s.toOwner(memoriesRoute(false), s.memoryRoutes)),
 		f("POST /v1/workflows/suggest", requireJSON(s.postSuggest)),
 		f("POST /v1/workflows/suggest/feedback", requireJSON(s.postSuggestFeedback)),
+		f("GET /v1/workflows", s.listWorkflows),
 		f("GET /v1/workflows/{id...}", s.toOwner(workflowsRoute(false), s.workflowGet)),
 		f("POST /v1/workflows/{id...}", requireJSON(s.toOwner(workflowsRoute(true), s.workflowPost))),
 		f("POST /v1/dags", requireJSON(s.postDAG)),

@@ -140,6 +140,9 @@ func Cases() []Case {
 		// 404 for the other scope; writes that may start a workflow go to
 		// the caller's own scope (the other scope gets its own workflow of
 		// that id, and the own one stays unchanged)
+		// the list: 200 for both, the other scope's without the own
+		// scope's workflows (Run checks that no secret is in it)
+		{Pattern: "GET /v1/workflows", Request: get(func(Fixture) string { return "/v1/workflows" })},
 		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string { return "/v1/workflows/" + esc(f.Workflow) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string { return "/v1/workflows/" + esc(f.Workflow) + "/checkpoints" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string {

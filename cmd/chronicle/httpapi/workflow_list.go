@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+)
+
+// Workflow list defaults: GET /v1/workflows answers DefaultWorkflowList
+// workflows when limit is absent, and at most MaxWorkflowList.
+const (
+	DefaultWorkflowList = 50
+	MaxWorkflowList     = 500
+)
+
+// WorkflowList is the answer of GET /v1/workflows: a page of workflow
+// summaries in key order (scope, '/', id: by id within a scope) and the
+// cursor of the next page ("" on the last page).
+type WorkflowList = workflows.ListPage
+
+// workflowListParams reads GET /v1/workflows' query: limit (1 to
+// MaxWorkflowList; absent: DefaultWorkflowList; empty, 0, negative, above
+// the maximum or not an integer: 400 naming limit), cursor (a next_cursor:
+// <scope>/<workflow id>; anything else: 400 naming cursor) and scope (a
+// kind or one scope; one the token does not read: 403). With w nil it
+// only reads them.
+func workflowListParams(w http.ResponseWriter, r *http.Request) (limit int, cursor string, inScope func(string) bool, ok bool) {
+	q := r.URL.Query()
+	fail := func(code int, format string, a ...any) (int, string, func(string) bool, bool) {
+		if w != nil {
+			writeErr(w, code, format, a...)
+		}
+		return 0, "", nil, false
+	}
+	limit = DefaultWorkflowList
+	if q.Has("limit") {
+		l := q.Get("limit")
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > MaxWorkflowList {
+			return fail(http.StatusBadRequest, "limit: %q is not an integer from 1 to %d (absent: %d)", l, MaxWorkflowList, DefaultWorkflowList)
+		}
+		limit = n
+	}
+	inScope, err := scopeFilter(q.Get("scope"))
+	if err != nil {
+		return fail(http.StatusBadRequest, "%v", err)
+	}
+	if sc := q.Get("scope"); events.ValidScope(sc) && !CallerOf(r).CanRead(sc) {
+		// as GET /v1/sessions: a 403, not an empty list that reads as
+		// "no workflows there"
+		return fail(http.StatusForbidden, "scope: this token may not read %s", sc)
+	}
+	cursor = q.Get("cursor")
+	if q.Has("cursor") {
+		sc, id, split := events.SplitEntityKey(cursor)
+		why := ""
+		switch {
+		case !split:
+			why = "no '/' between a scope and a workflow id"
+		case !events.ValidScope(sc):
+			why = fmt.Sprintf("%q is not a scope (project:<id>, team:<id>, org:<id>)", sc)
+		default:
+			if err := events.CheckID(id); err != nil {
+				why = fmt.Sprintf("workflow id %q: %v", id, err)
+			}
+		}
+		if why != "" {
+			return fail(http.StatusBadRequest, "cursor: %q is not a next_cursor of this list (<scope>/<workflow id>, e.g. project:a/w-1): %s", cursor, why)
+		}
+	}
+	return limit, cursor, inScope, true
+}
+
+// listWorkflowsLocal lists the workflows of this instance's store that the
+// caller may read (and ?scope= selects): a 503 RestoringError while it
+// restores a partition of chronicle.workflows (a page would miss the
+// workflows of records not applied yet, and a cursor past them would skip
+// them for good). A token that reads named scopes reads only their rows.
+func (s *Server) listWorkflowsLocal(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, inScope, ok := workflowListParams(w, r)
+	if !ok {
+		return
+	}
+	if parts := s.restoring(string(events.TopicWorkflows)); len(parts) > 0 {
+		writeRestoring(w, "the list would miss workflows", string(events.TopicWorkflows), parts)
+		return
+	}
+	c := CallerOf(r)
+	allow := func(sc string) bool { return c.CanRead(sc) && inScope(sc) }
+	var scopes []string // nil: every scope, filtered by allow
+	if sc := r.URL.Query().Get("scope"); events.ValidScope(sc) {
+		scopes = []string{sc} // readable: workflowListParams checked it
+	} else if !c.ReadsAll() {
+		scopes = []string{}
+		for _, sc := range c.Read {
+			if events.ValidScope(sc) && inScope(sc) && !slices.Contains(scopes, sc) {
+				scopes = append(scopes, sc)
+			}
+		}
+	}
+	list, next, err := workflows.List(s.P.Store, scopes, allow, limit, cursor)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if list == nil {
+		list = []workflows.Summary{}
+	}
+	writeJSON(w, http.StatusOK, WorkflowList{Workflows: list, NextCursor: next})
+}
+
+// listWorkflows serves GET /v1/workflows: the workflows of the scopes the
+// caller reads (?scope= narrows them to a kind or one scope), in key
+// order, limit at a time (default DefaultWorkflowList, at most
+// MaxWorkflowList), next_cursor naming the last key of a page that has
+// more after it. Alone, or asked by another member (ForwardedHeader), it
+// lists this instance's store. In a cluster each member's store holds its
+// own partitions, so it asks every member for its page after the cursor
+// (in parallel, each bounded by ForwardTimeout) and merges them by key:
+// the first limit keys of the union are the first limit keys after the
+// cursor overall, so the pages are a correct pagination. A key two members
+// answer (a partition's previous owner still holds an older copy) is the
+// owner's. A member that does not answer, or answers 5xx, makes the whole
+// list 503 (504 after the timeout) naming it, with Retry-After: no partial
+// page, which would skip that member's workflows for good; a partition
+// without an owner (the group is moving it) is a 503 too.
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
+		s.listWorkflowsLocal(w, r)
+		return
+	}
+	v, err := s.groupView(r.Context())
+	topic := string(events.TopicWorkflows)
+	if err == nil && v.blind {
+		s.noOwner(w, v, topic, -1, "the list")
+		return
+	}
+	if err != nil || !v.forwarding() {
+		s.listWorkflowsLocal(w, r)
+		return
+	}
+	// refuse bad parameters once, here
+	rec := httptest.NewRecorder()
+	if _, _, _, ok := workflowListParams(rec, r); !ok {
+		relay(w, memberAnswer{member: v.self, code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
+		return
+	}
+	if !v.complete(topic) {
+		s.noOwner(w, v, topic, -1, "the list")
+		return
+	}
+	limit, _, _, _ := workflowListParams(nil, r)
+	answers := s.fanOut(r, v, s.listWorkflowsLocal, false)
+	if s.memberDown(w, v, answers) {
+		return
+	}
+	type item struct {
+		key, from string
+		wf        workflows.Summary
+	}
+	byKey := map[string]item{}
+	more := false
+	for _, a := range answers {
+		if a.code != http.StatusOK {
+			relay(w, a)
+			return
+		}
+		var page WorkflowList
+		if err := json.Unmarshal(a.body, &page); err != nil {
+			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("member %s (%s) answered an unreadable workflow list: %v", a.member, a.url, err), Member: a.member, URL: a.url})
+			return
+		}
+		more = more || page.NextCursor != ""
+		for _, wf := range page.Workflows {
+			key := wf.Key()
+			prev, seen := byKey[key]
+			owner := v.owner[tp{topic, partitionOf(topic, key, v.parts[topic])}]
+			if !seen || (prev.from != owner && a.member == owner) {
+				byKey[key] = item{key: key, from: a.member, wf: wf}
+			}
+		}
+	}
+	items := make([]item, 0, len(byKey))
+	for _, it := range byKey {
+		items = append(items, it)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
+	next := ""
+	if len(items) > limit || (more && len(items) == limit) {
+		items = items[:limit]
+		next = items[limit-1].key
+	}
+	list := make([]workflows.Summary, len(items))
+	for i, it := range items {
+		list[i] = it.wf
+	}
+	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
+	writeJSON(w, http.StatusOK, WorkflowList{Workflows: list, NextCursor: next})
+}
