@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 	"github.com/spf13/cobra"
 )
@@ -30,9 +31,33 @@ func workflowCmd() *cobra.Command {
 		}
 	}
 	cmd := &cobra.Command{
-		Use:   "workflow state|history|at|resume|answer ID ...",
-		Short: "A workflow of a running chronicle serve: its state, checkpoint history, state as of a checkpoint; resume it, answer its decision",
+		Use:   "workflow list|state|history|at|resume|answer [ID ...]",
+		Short: "The workflows of a running chronicle serve: list them; a workflow's state, checkpoint history, state as of a checkpoint; resume it, answer its decision",
 	}
+	var limit int
+	var cursor string
+	var all bool
+	list := &cobra.Command{Use: "list", Short: "the workflows the token reads (--scope: one scope), in key order (scope, then id), a page at a time: {workflows, next_cursor}",
+		Long: "Lists the workflows of the scopes the token reads, each with its status, current layer, event and checkpoint counts, last update time and checkpoint id, in key order (<scope>/<workflow id>). " +
+			"A page holds --limit workflows (1 to 500; 0: the server's default, 50); pass its next_cursor as --cursor for the next one, or --all to follow every page (printed as one page).",
+		Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
+			if limit < 0 || limit > 500 {
+				return fmt.Errorf("--limit: %d is not from 1 to 500 (0: the server's default, 50)", limit)
+			}
+			cl := newClient()
+			page, err := cl.List(c.Context(), limit, cursor)
+			for all && err == nil && page.NextCursor != "" {
+				var next workflows.ListPage
+				if next, err = cl.List(c.Context(), limit, page.NextCursor); err == nil {
+					page.Workflows, page.NextCursor = append(page.Workflows, next.Workflows...), next.NextCursor
+				}
+			}
+			return print(c)(page, err)
+		}}
+	list.Flags().IntVar(&limit, "limit", 0, "workflows per page, 1 to 500 (0: the server's default, 50)")
+	list.Flags().StringVar(&cursor, "cursor", "", "the next_cursor of the previous page (<scope>/<workflow id>)")
+	list.Flags().BoolVar(&all, "all", false, "follow next_cursor to the last page and print every workflow")
+	cmd.AddCommand(list)
 	cmd.PersistentFlags().StringVar(&api, "api", "http://127.0.0.1:8080", "URL of a running chronicle serve")
 	cmd.PersistentFlags().StringVar(&tokenEnv, "token-env", "CHRONICLE_TOKEN", "environment variable holding the API token, if the service uses tokens")
 	cmd.PersistentFlags().StringVar(&scope, "scope", "", "the workflow's scope, when the token holds several")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,28 @@ func TestWorkflowCommand(t *testing.T) {
 	var at workflows.HistoryEntry
 	if err := json.Unmarshal(run("at", "w", cp.CheckpointID), &at); err != nil || len(at.State.Tasks) != 1 || len(at.State.PendingDecisions) != 0 {
 		t.Fatalf("at: %+v %v", at, err)
+	}
+	// chronicle workflow list: a page, its cursor, --all
+	if _, err := c.Update(ctx, "w2", 0, events.ChannelTasks, map[string]any{"id": "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	var page workflows.ListPage
+	if err := json.Unmarshal(run("list", "--limit", "1"), &page); err != nil || len(page.Workflows) != 1 || page.Workflows[0].WorkflowID != "w" ||
+		page.Workflows[0].CheckpointID != cp.CheckpointID || page.Workflows[0].Status != workflows.StatusWaitingForHuman || page.NextCursor != events.EntityKey(events.DefaultScope, "w") {
+		t.Fatalf("list --limit 1: %+v %v", page, err)
+	}
+	if err := json.Unmarshal(run("list", "--limit", "1", "--cursor", page.NextCursor), &page); err != nil || len(page.Workflows) != 1 || page.Workflows[0].WorkflowID != "w2" || page.NextCursor != "" {
+		t.Fatalf("list --cursor: %+v %v", page, err)
+	}
+	if err := json.Unmarshal(run("list", "--limit", "1", "--all"), &page); err != nil || len(page.Workflows) != 2 || page.NextCursor != "" {
+		t.Fatalf("list --all: %+v %v", page, err)
+	}
+	bad := workflowCmd()
+	bad.SetOut(&bytes.Buffer{})
+	bad.SetErr(&bytes.Buffer{})
+	bad.SetArgs([]string{"list", "--cursor", "nonsense", "--api", srv.URL})
+	if err := bad.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "cursor:") {
+		t.Fatalf("list --cursor nonsense: %v, want the 400 naming cursor", err)
 	}
 	var ans workflows.WriteResult
 	if err := json.Unmarshal(run("answer", "w", d.EventID, "approve"), &ans); err != nil || ans.State.Status != workflows.StatusRunning || len(ans.State.Decisions) != 1 {

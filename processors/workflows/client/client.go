@@ -35,6 +35,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -274,6 +275,31 @@ func (c *Client) History(ctx context.Context, id string) ([]workflows.HistoryEnt
 	}
 	err := c.do(ctx, http.MethodGet, c.url(id, "checkpoints"), nil, &out)
 	return out.Checkpoints, err
+}
+
+// List returns one page of the workflows the token reads (GET
+// /v1/workflows; Client.Scope, when set, narrows it to that scope), in key
+// order (scope, '/', id): limit per page (1 to 500; 0: the server's
+// default, 50), starting after cursor (a NextCursor; "" for the first
+// page). A bad limit or cursor is an *Error 400 naming it.
+func (c *Client) List(ctx context.Context, limit int, cursor string) (workflows.ListPage, error) {
+	q := url.Values{}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if c.Scope != "" {
+		q.Set("scope", c.Scope)
+	}
+	u := strings.TrimRight(c.Base, "/") + "/v1/workflows"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var page workflows.ListPage
+	err := c.do(ctx, http.MethodGet, u, nil, &page)
+	return page, err
 }
 
 // StateAt returns the checkpoint checkpointID with the workflow's state as
