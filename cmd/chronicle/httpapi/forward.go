@@ -735,6 +735,32 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if s.memberDown(w, v, answers) {
 		return
 	}
+	list, next, ok := mergePages(w, v, topic, "sessions", answers, limit, func(raw json.RawMessage) string {
+		var id struct {
+			ID    string `json:"id"`
+			Scope string `json:"scope"`
+		}
+		_ = json.Unmarshal(raw, &id)
+		return events.EntityKey(id.Scope, id.ID)
+	})
+	if !ok {
+		return
+	}
+	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "next_cursor": next})
+}
+
+// mergePages merges the members' pages of a list route (GET /v1/sessions,
+// GET /v1/workflows): each 200 answer's body holds field, an array of
+// entities whose key (events.EntityKey) keyOf reads, and next_cursor. It
+// keeps a key's copy from its partition's owner when a previous owner
+// still holds an older one, orders the union by key and cuts it at limit:
+// every member answered its first limit keys after the cursor, so the
+// union's first limit keys are the first limit after the cursor overall,
+// and next is the page's last key when a member had more ("" on the last
+// page). A member's answer that is not a 200 is relayed, an unreadable one
+// is a 502 naming the member; ok is false then (the answer is written).
+func mergePages(w http.ResponseWriter, v *groupView, topic, field string, answers []memberAnswer, limit int, keyOf func(json.RawMessage) string) (list []json.RawMessage, next string, ok bool) {
 	type item struct {
 		key, from string
 		raw       json.RawMessage
@@ -744,24 +770,25 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	for _, a := range answers {
 		if a.code != http.StatusOK {
 			relay(w, a)
-			return
+			return nil, "", false
 		}
-		var page struct {
-			Sessions   []json.RawMessage `json:"sessions"`
-			NextCursor string            `json:"next_cursor"`
+		var page map[string]json.RawMessage
+		var entities []json.RawMessage
+		var cursor string
+		err := json.Unmarshal(a.body, &page)
+		if err == nil {
+			err = json.Unmarshal(page[field], &entities)
 		}
-		if err := json.Unmarshal(a.body, &page); err != nil {
-			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("member %s (%s) answered an unreadable list: %v", a.member, a.url, err), Member: a.member, URL: a.url})
-			return
+		if err == nil && page["next_cursor"] != nil {
+			err = json.Unmarshal(page["next_cursor"], &cursor)
 		}
-		more = more || page.NextCursor != ""
-		for _, raw := range page.Sessions {
-			var id struct {
-				ID    string `json:"id"`
-				Scope string `json:"scope"`
-			}
-			_ = json.Unmarshal(raw, &id)
-			key := events.EntityKey(id.Scope, id.ID)
+		if err != nil {
+			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("member %s (%s) answered an unreadable list of %s: %v", a.member, a.url, field, err), Member: a.member, URL: a.url})
+			return nil, "", false
+		}
+		more = more || cursor != ""
+		for _, raw := range entities {
+			key := keyOf(raw)
 			prev, seen := byKey[key]
 			owner := v.owner[tp{topic, partitionOf(topic, key, v.parts[topic])}]
 			if !seen || (prev.from != owner && a.member == owner) {
@@ -774,17 +801,15 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		items = append(items, it)
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
-	next := ""
 	if len(items) > limit || (more && len(items) == limit) {
 		items = items[:limit]
 		next = items[limit-1].key
 	}
-	list := make([]json.RawMessage, len(items))
+	list = make([]json.RawMessage, len(items))
 	for i, it := range items {
 		list[i] = it.raw
 	}
-	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": list, "next_cursor": next})
+	return list, next, true
 }
 
 // The entity routes that forward to their partition's owner, by the topic

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -162,45 +161,20 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) {
 	if s.memberDown(w, v, answers) {
 		return
 	}
-	type item struct {
-		key, from string
-		wf        workflows.Summary
+	raws, next, ok := mergePages(w, v, topic, "workflows", answers, limit, func(raw json.RawMessage) string {
+		var wf workflows.Summary
+		_ = json.Unmarshal(raw, &wf)
+		return wf.Key()
+	})
+	if !ok {
+		return
 	}
-	byKey := map[string]item{}
-	more := false
-	for _, a := range answers {
-		if a.code != http.StatusOK {
-			relay(w, a)
+	list := make([]workflows.Summary, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &list[i]); err != nil {
+			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("an unreadable workflow in the members' lists: %v", err)})
 			return
 		}
-		var page WorkflowList
-		if err := json.Unmarshal(a.body, &page); err != nil {
-			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("member %s (%s) answered an unreadable workflow list: %v", a.member, a.url, err), Member: a.member, URL: a.url})
-			return
-		}
-		more = more || page.NextCursor != ""
-		for _, wf := range page.Workflows {
-			key := wf.Key()
-			prev, seen := byKey[key]
-			owner := v.owner[tp{topic, partitionOf(topic, key, v.parts[topic])}]
-			if !seen || (prev.from != owner && a.member == owner) {
-				byKey[key] = item{key: key, from: a.member, wf: wf}
-			}
-		}
-	}
-	items := make([]item, 0, len(byKey))
-	for _, it := range byKey {
-		items = append(items, it)
-	}
-	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
-	next := ""
-	if len(items) > limit || (more && len(items) == limit) {
-		items = items[:limit]
-		next = items[limit-1].key
-	}
-	list := make([]workflows.Summary, len(items))
-	for i, it := range items {
-		list[i] = it.wf
 	}
 	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
 	writeJSON(w, http.StatusOK, WorkflowList{Workflows: list, NextCursor: next})
