@@ -25,6 +25,8 @@ const (
 	DefaultInitialBackoff = 100 * time.Millisecond
 	// DefaultNackResendSleep is the default SubscriberConfig.NackResendSleep.
 	DefaultNackResendSleep = 100 * time.Millisecond
+	// DefaultLeaveTimeout is the default SubscriberConfig.LeaveTimeout.
+	DefaultLeaveTimeout = 5 * time.Second
 )
 
 // PublisherConfig configures a Publisher. Zero-valued fields take the
@@ -160,6 +162,21 @@ type SubscriberConfig struct {
 	// event types of a busy topic skips the others here, without a message
 	// per record. Default: nil, every record is delivered.
 	Skip func(*kgo.Record) bool
+
+	// LeaveTimeout bounds how long a group member's end (Close, or the
+	// end of Subscribe's ctx) waits for franz-go's graceful leave. That
+	// leave waits for a rebalance in flight to complete (franz-go issues
+	// JoinGroup and SyncGroup with the client's own context, which its
+	// Close cancels only after the leave), and the broker holds a
+	// JoinGroup until every member rejoined or the group's rebalance
+	// timeout passed (60 s by default): members stopping together wait
+	// for each other. Past LeaveTimeout the member's requests are cut and
+	// it leaves the group with a LeaveGroup of its own (at most
+	// LeaveTimeout more); the revoke's final commit may be lost, so
+	// Acked messages since the last commit (at most CommitInterval's
+	// worth) may be delivered again. Default DefaultLeaveTimeout (5 s);
+	// must be ≥ 0.
+	LeaveTimeout time.Duration
 }
 
 func (c *SubscriberConfig) setDefaults() {
@@ -168,6 +185,9 @@ func (c *SubscriberConfig) setDefaults() {
 	}
 	if c.NackResendSleep == 0 {
 		c.NackResendSleep = DefaultNackResendSleep
+	}
+	if c.LeaveTimeout == 0 {
+		c.LeaveTimeout = DefaultLeaveTimeout
 	}
 }
 
@@ -180,6 +200,9 @@ func (c SubscriberConfig) Validate() error {
 	}
 	if c.NackResendSleep < 0 && c.NackResendSleep != NoSleep {
 		return fmt.Errorf("%w: SubscriberConfig.NackResendSleep must be ≥ 0 or NoSleep, got %s", ErrInvalidConfig, c.NackResendSleep)
+	}
+	if c.LeaveTimeout < 0 {
+		return fmt.Errorf("%w: SubscriberConfig.LeaveTimeout must be ≥ 0, got %s", ErrInvalidConfig, c.LeaveTimeout)
 	}
 	return nil
 }

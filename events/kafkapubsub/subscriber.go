@@ -114,15 +114,12 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		rebalance: make(chan struct{}, 1),
 		starts:    make(map[int32]int64),
 	}
-	client, err := kgo.NewClient(sub.clientOpts()...)
-	if err != nil {
+	if err := sub.newClient(); err != nil {
 		stop()
 		cancel()
 		s.subs.Done()
 		return nil, fmt.Errorf("kafkapubsub: create consumer client: %w", err)
 	}
-	sub.client = client
-	sub.current.Store(client)
 	s.mu.Lock()
 	if s.live == nil {
 		s.live = map[*subscription]struct{}{}

@@ -18,6 +18,9 @@ type subscription struct {
 	cfg    *SubscriberConfig
 	logger watermill.LoggerAdapter
 	client *kgo.Client
+	// cancelClient cancels client's context (kgo.WithContext): it cuts a
+	// leave that waits too long (closeClient)
+	cancelClient context.CancelFunc
 	// current is client, for other goroutines (Subscriber.ForceRebalance);
 	// the run goroutine replaces both when it rejoins with a new client
 	current atomic.Pointer[kgo.Client]
@@ -86,6 +89,33 @@ func (s *subscription) clientOpts() []kgo.Opt {
 	return append(opts, s.cfg.ExtraOpts...)
 }
 
+// newClient makes s.client a new client of clientOpts, with a context of
+// its own (last: ExtraOpts do not replace it) that closeClient can cancel.
+func (s *subscription) newClient() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	client, err := kgo.NewClient(append(s.clientOpts(), kgo.WithContext(ctx))...)
+	if err != nil {
+		cancel()
+		return err
+	}
+	s.client, s.cancelClient = client, cancel
+	s.current.Store(client)
+	return nil
+}
+
+// closeClient closes s.client; a group member's leave is bounded by
+// LeaveTimeout (CloseMember), and a cut leave is logged.
+func (s *subscription) closeClient() {
+	if !s.grouped() {
+		s.client.Close()
+		s.cancelClient()
+		return
+	}
+	if err := CloseMember(s.client, s.cancelClient, s.cfg.ConsumerGroup, s.cfg.LeaveTimeout, s.cfg.Brokers, s.cfg.ExtraOpts...); err != nil {
+		s.logger.Error("Leaving the consumer group", err, nil)
+	}
+}
+
 func (s *subscription) logPartitions(msg string) func(context.Context, *kgo.Client, map[string][]int32) {
 	return func(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
 		s.logger.Debug(msg, watermill.LogFields{"partitions": parts})
@@ -123,20 +153,18 @@ func (s *subscription) run() {
 	defer close(s.out)
 	for s.consume() == lost {
 		s.logger.Info("Lost group membership, rejoining with a new client", nil)
-		client, err := kgo.NewClient(s.clientOpts()...)
-		if err != nil {
+		if err := s.newClient(); err != nil {
 			s.logger.Error("Cannot recreate the consumer client, ending the subscription", err, nil)
 			return
 		}
-		s.client = client
-		s.current.Store(client)
 	}
 }
 
-// consume polls and delivers with s.client, which it closes on return, until
-// the subscription ends (stopped) or the group membership is lost (lost).
+// consume polls and delivers with s.client, which it closes on return
+// (closeClient), until the subscription ends (stopped) or the group
+// membership is lost (lost).
 func (s *subscription) consume() outcome {
-	defer s.client.Close()
+	defer s.closeClient()
 	for {
 		// A signal left from before this poll concerns a rebalance that
 		// AllowRebalance already let through.
