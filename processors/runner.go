@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -199,14 +201,16 @@ func (c *RunnerConfig) setDefaults() {
 // event back for at most WorkerFollowWait while it does not), so the rows
 // its event is about are in this instance's store.
 type Runner struct {
-	cfg     RunnerConfig
-	engine  *engine
-	router  *message.Router // nil without workers
-	once    []*workerOnce
-	pub     *kafkapubsub.Publisher
-	running chan struct{}
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// engineOn, routerOn, standbyOn: Run's parts still running (Unfinished)
+	engineOn, routerOn, standbyOn atomic.Bool
+	cfg                           RunnerConfig
+	engine                        *engine
+	router                        *message.Router // nil without workers
+	once                          []*workerOnce
+	pub                           *kafkapubsub.Publisher
+	running                       chan struct{}
+	cancel                        context.CancelFunc
+	done                          chan struct{}
 }
 
 // OnRevoked registers fn, called every time the processors' group revokes
@@ -373,8 +377,10 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		}()
 		wg.Add(1)
+		r.routerOn.Store(true)
 		go func() {
 			defer wg.Done()
+			defer r.routerOn.Store(false)
 			routerErr = r.router.Run(ctx)
 			cancel()
 		}()
@@ -396,15 +402,42 @@ func (r *Runner) Run(ctx context.Context) error {
 	}()
 	if sb := r.engine.sb; sb != nil {
 		wg.Add(1)
+		r.standbyOn.Store(true)
 		go func() {
 			defer wg.Done()
+			defer r.standbyOn.Store(false)
 			sb.run(ctx)
 		}()
 	}
+	r.engineOn.Store(true)
 	err := r.engine.run(ctx)
+	r.engineOn.Store(false)
 	cancel()
 	wg.Wait()
 	return errors.Join(err, routerErr)
+}
+
+// Unfinished names the parts of Run still running: "engine" (the
+// processors' consumer group), "router/workers (…)" (Watermill's router
+// and the workers' subscriptions, named), "standby". Empty before Run and
+// once Run returned. Pipeline.Close names them when they outlast its
+// bound.
+func (r *Runner) Unfinished() []string {
+	var out []string
+	if r.engineOn.Load() {
+		out = append(out, "engine")
+	}
+	if r.routerOn.Load() {
+		names := make([]string, len(r.cfg.Workers))
+		for i, w := range r.cfg.Workers {
+			names[i] = w.Name()
+		}
+		out = append(out, "router/workers ("+strings.Join(names, ", ")+")")
+	}
+	if r.standbyOn.Load() {
+		out = append(out, "standby")
+	}
+	return out
 }
 
 // Running is closed once the engine has its first partitions and every

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,7 +121,26 @@ type Config struct {
 	// cluster's relay is fenced, and only a fenced relay leaves a standby
 	// partition's outbox rows unsent.
 	StandbyReplicas int
+	// CloseWait bounds Close: how long it waits for the background parts
+	// (the processors' engine, the workers' router, the global tables,
+	// the outbox relay, the search index, the join watcher, the ticker)
+	// to end once told to stop. Past it Close returns an error wrapping
+	// ErrCloseTimeout that names those still running, and leaves the
+	// producer, the broker and the projection store open under them: the
+	// store is closed once they end, if the process lives that long;
+	// exiting before is like a crash (the log replays what the store had
+	// not committed). Default (0 or less) DefaultCloseWait: 20 s, below
+	// Kubernetes' 30 s termination grace period.
+	CloseWait time.Duration
 }
+
+// DefaultCloseWait is the default Config.CloseWait.
+const DefaultCloseWait = 20 * time.Second
+
+// ErrCloseTimeout is wrapped by Close's error when background parts of
+// the pipeline were still running after Config.CloseWait (or CloseWithin's
+// bound); the error names them.
+var ErrCloseTimeout = errors.New("pipeline: close: parts still running past the bound")
 
 // DefaultProcessors are the processors a Chronicle service runs. Those
 // that are processors.GlobalTable (the tool graph, the coordination
@@ -176,6 +196,9 @@ type Pipeline struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// parts counts the background parts (goPart) still running by name
+	partsOn   sync.Mutex
+	partsLive map[string]int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -297,21 +320,17 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	p.wg.Add(2)
-	go func() {
-		defer p.wg.Done()
+	p.goPart(partProcessors, func() {
 		if err := p.Runner.Run(runCtx); err != nil {
 			p.setErr(fmt.Errorf("pipeline: router: %w", err))
 		}
-	}()
+	})
 	if p.Global != nil {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
+		p.goPart("global tables", func() {
 			if err := p.Global.Run(runCtx); err != nil {
 				p.setErr(fmt.Errorf("pipeline: global tables: %w", err))
 			}
-		}()
+		})
 	}
 	relay := &processors.Relay{Store: p.Store, Producer: p.Producer, OnError: cfg.OnRelayError}
 	if !cfg.Unfenced {
@@ -344,15 +363,8 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			})
 		}
 	}
-	go func() {
-		defer p.wg.Done()
-		_ = relay.Run(runCtx)
-	}()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.Search.Index.Run(runCtx, time.Second, cfg.OnSearchError)
-	}()
+	p.goPart("outbox relay", func() { _ = relay.Run(runCtx) })
+	p.goPart("search index", func() { p.Search.Index.Run(runCtx, time.Second, cfg.OnSearchError) })
 	for _, c := range search.Collections() {
 		p.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "chronicle", Name: "vector_store_pending_documents", ConstLabels: prometheus.Labels{"collection": string(c)},
@@ -364,18 +376,12 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		Help: "Rows in the store's outbox: derived events and dead letters not yet relayed, and on a fenced cluster member its copies of global-table events waiting for their owner's relayed frontier (pruned every 5 s).",
 	}, func() float64 { return float64(p.Store.OutboxLen()) }))
 	if p.fence != nil && !p.fence.Armed() {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.watchJoin(runCtx)
-		}()
+		p.goPart("join watcher", func() { p.watchJoin(runCtx) })
 	}
 	if cfg.TickInterval > 0 {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
+		p.goPart("ticker", func() {
 			(&clock.Ticker{Producer: p.Producer, Interval: cfg.TickInterval, OnError: cfg.OnRelayError}).Run(runCtx)
-		}()
+		})
 	}
 	deadline := time.After(60 * time.Second)
 	select {
@@ -643,19 +649,106 @@ func (p *Pipeline) WaitCaughtUp(ctx context.Context, progress func(lag int64)) e
 	}
 }
 
-// Close stops the processors and the relay, then closes the producer, the
-// broker and the store. A second call returns the first call's error and
-// does nothing else.
+// Close stops the processors, the workers and the relay, then closes the
+// producer, the broker and the store; it waits at most Config.CloseWait
+// (default DefaultCloseWait, 20 s) for the background parts to end (see
+// CloseWithin). A second call returns the first call's error and does
+// nothing else.
 func (p *Pipeline) Close() error {
-	p.closeOnce.Do(func() { p.closeErr = p.close() })
+	return p.CloseWithin(p.Config.CloseWait)
+}
+
+// CloseWithin is Close with wait in place of Config.CloseWait (≤ 0: the
+// default, DefaultCloseWait): serve passes what is left of its stop's
+// budget. When background parts are still running after wait, it returns
+// an error wrapping ErrCloseTimeout that names them (e.g. "router/workers
+// (pair, …)", "engine", "outbox relay", "search index", "ticker") and
+// leaves the producer, the broker and the store open: they are closed in
+// the background once those parts end. Only the first call of Close or
+// CloseWithin closes; later calls return its error.
+func (p *Pipeline) CloseWithin(wait time.Duration) error {
+	p.closeOnce.Do(func() { p.closeErr = p.close(wait) })
 	return p.closeErr
 }
 
-func (p *Pipeline) close() error {
+// partProcessors is the part that runs the Runner (engine and workers),
+// named in detail by Runner.Unfinished.
+const partProcessors = "processors"
+
+// goPart runs fn as the background part name until it returns; Close
+// waits for it and names it if it outlasts its bound.
+func (p *Pipeline) goPart(name string, fn func()) {
+	p.partsOn.Lock()
+	if p.partsLive == nil {
+		p.partsLive = map[string]int{}
+	}
+	p.partsLive[name]++
+	p.partsOn.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() {
+			p.partsOn.Lock()
+			if p.partsLive[name]--; p.partsLive[name] == 0 {
+				delete(p.partsLive, name)
+			}
+			p.partsOn.Unlock()
+		}()
+		fn()
+	}()
+}
+
+// unfinished names the background parts still running, sorted; the
+// processors' part by what of it still runs (Runner.Unfinished).
+func (p *Pipeline) unfinished() []string {
+	p.partsOn.Lock()
+	defer p.partsOn.Unlock()
+	var out []string
+	for name := range p.partsLive {
+		if name == partProcessors && p.Runner != nil {
+			if parts := p.Runner.Unfinished(); len(parts) > 0 {
+				out = append(out, parts...)
+				continue
+			}
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (p *Pipeline) close(wait time.Duration) error {
+	if wait <= 0 {
+		wait = DefaultCloseWait
+	}
 	if p.cancel != nil {
 		p.cancel()
-		p.wg.Wait()
+		done := make(chan struct{})
+		go func() {
+			p.wg.Wait()
+			close(done)
+		}()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			err := fmt.Errorf("%w (%s): %s; the projection store stays open under them (exiting now is like a crash: the log replays what the store had not committed)",
+				ErrCloseTimeout, wait, strings.Join(p.unfinished(), ", "))
+			p.Config.Logger.Error("pipeline: close", err, nil)
+			go func() {
+				<-done
+				_ = p.closeClients()
+			}()
+			return err
+		}
 	}
+	return p.closeClients()
+}
+
+// closeClients closes the admin client, the producer, the broker and the
+// store, once nothing runs that uses them.
+func (p *Pipeline) closeClients() error {
 	if p.adminCl != nil {
 		p.adminCl.Close()
 	}
