@@ -31,7 +31,7 @@ func serveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (rerr error) {
 			ctx, cancel := signalContext()
 			defer cancel()
 			if err := checkAdvertise(advertise); err != nil {
@@ -78,7 +78,21 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer p.Close()
+			var stopAt atomic.Pointer[time.Time]
+			context.AfterFunc(ctx, func() { now := time.Now(); stopAt.Store(&now) })
+			defer func() {
+				// what is left of StopWait once the HTTP API stopped
+				wait := pipeline.DefaultCloseWait
+				if at := stopAt.Load(); at != nil {
+					wait = max(StopWait-time.Since(*at), MinCloseWait)
+				}
+				if err := p.CloseWithin(wait); err != nil {
+					fmt.Fprintln(os.Stderr, "chronicle:", err)
+					if rerr == nil {
+						rerr = err
+					}
+				}
+			}()
 			describe(p)
 			api := &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString()}
 			late.set(api.Handler())
@@ -135,6 +149,19 @@ func describe(p *pipeline.Pipeline) {
 	}
 	fmt.Fprintf(os.Stderr, "chronicle: projections in %s\n", pipeline.ProjectionsDir(p.Config.DataDir))
 }
+
+// StopWait bounds serve's stop, from SIGTERM (or SIGINT) to its exit
+// (25 s, below Kubernetes' 30 s termination grace period): the HTTP API's
+// shutdown takes at most ShutdownWait, the pipeline's close what is left
+// of StopWait, at least MinCloseWait (pipeline.Pipeline.CloseWithin). A
+// pipeline part still running then is named on stderr and serve exits 1
+// without closing the projection store under it, which is like a crash:
+// the next start replays from the log what the store had not committed.
+const StopWait = 25 * time.Second
+
+// MinCloseWait is the least serve waits for its pipeline to close (15 s),
+// however long the HTTP shutdown took.
+const MinCloseWait = 15 * time.Second
 
 // ShutdownWait is how long serve waits, once stopped, for HTTP requests
 // in flight to finish (10 s); those still running are then cut and the
