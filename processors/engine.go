@@ -12,6 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,8 +53,11 @@ type engine struct {
 	pool    *pool
 	topics  []string
 	client  *kgo.Client
-	running chan struct{}
-	once    sync.Once
+	// cancelClient cancels client's context (kgo.WithContext): it cuts a
+	// leave that waits too long (run)
+	cancelClient context.CancelFunc
+	running      chan struct{}
+	once         sync.Once
 
 	mu     sync.Mutex
 	paused map[tp]*pausedPartition // partitions backing off after a store failure
@@ -131,14 +135,16 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 		}),
 	}
 	opts = append(opts, cfg.SubscriberOpts...)
-	cl, err := kgo.NewClient(opts...)
+	cctx, cancel := context.WithCancel(context.Background())
+	cl, err := kgo.NewClient(append(opts, kgo.WithContext(cctx))...) // last: SubscriberOpts do not replace it
 	if err != nil {
+		cancel()
 		if e.sb != nil {
 			e.sb.cl.Close()
 		}
 		return nil, err
 	}
-	e.client = cl
+	e.client, e.cancelClient = cl, cancel
 	e.counts = newPartitionCounts(cl)
 	if cfg.Metrics != nil && cfg.Metrics.Registry != nil {
 		// a second Runner on the same registry keeps the first's gauge
@@ -245,7 +251,15 @@ func (e *engine) mark(topic string, partition int32, last *kgo.Record) {
 func (e *engine) run(ctx context.Context) error {
 	defer func() {
 		e.client.AllowRebalance() // a poll holds rebalances, and so leaving the group, until this
-		e.client.Close()
+		// the leave waits for a rebalance in flight: at most
+		// LeaveTimeout, then it is cut (the group's committed offsets
+		// may then lag the store's, which the next owner's assignment
+		// repairs: storedOffsets)
+		closed, err := kafkapubsub.CloseMember(e.client, e.cancelClient, string(e.cfg.Group), e.cfg.LeaveTimeout, e.cfg.Brokers, e.cfg.SubscriberOpts...)
+		if err != nil {
+			e.cfg.Logger.Error("engine: leaving the processors' group", err, nil)
+		}
+		<-closed // a revoke callback still running uses the store (Pipeline.Close bounds this wait)
 	}()
 	for {
 		if err := ctx.Err(); err != nil {

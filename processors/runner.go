@@ -123,6 +123,14 @@ type RunnerConfig struct {
 	// cost and to show that the exactly-once test can fail; default
 	// false.
 	WorkersAtLeastOnce bool
+	// LeaveTimeout bounds how long the engine and each worker's
+	// subscription wait, when they stop, for franz-go's graceful leave of
+	// their consumer group, which waits for a rebalance in flight (up to
+	// the group's rebalance timeout, 60 s, behind members stopping at the
+	// same time); past it they cut it and leave with a LeaveGroup of
+	// their own (kafkapubsub.CloseMember). Default
+	// kafkapubsub.DefaultLeaveTimeout (5 s); must be ≥ 0.
+	LeaveTimeout time.Duration
 }
 
 // Validate reports the first invalid field.
@@ -148,6 +156,8 @@ func (c RunnerConfig) Validate() error {
 		return errors.New("processors: RunnerConfig.WorkerTransactionTimeout: must be ≥ 0")
 	case c.WorkerFollowWait < 0:
 		return errors.New("processors: RunnerConfig.WorkerFollowWait: must be ≥ 0")
+	case c.LeaveTimeout < 0:
+		return errors.New("processors: RunnerConfig.LeaveTimeout: must be ≥ 0")
 	}
 	return nil
 }
@@ -177,6 +187,9 @@ func (c *RunnerConfig) setDefaults() {
 	if c.WorkerFollowWait == 0 {
 		c.WorkerFollowWait = DefaultWorkerFollowWait
 	}
+	if c.LeaveTimeout == 0 {
+		c.LeaveTimeout = kafkapubsub.DefaultLeaveTimeout
+	}
 }
 
 // Runner runs processors and workers live.
@@ -201,16 +214,18 @@ func (c *RunnerConfig) setDefaults() {
 // event back for at most WorkerFollowWait while it does not), so the rows
 // its event is about are in this instance's store.
 type Runner struct {
+	cfg     RunnerConfig
+	engine  *engine
+	router  *message.Router // nil without workers
+	once    []*workerOnce
+	pub     *kafkapubsub.Publisher
+	running chan struct{}
+	done    chan struct{}
+	// cancelMu guards cancel: Close may be called while Run starts
+	cancelMu sync.Mutex
+	cancel   context.CancelFunc
 	// engineOn, routerOn, standbyOn: Run's parts still running (Unfinished)
 	engineOn, routerOn, standbyOn atomic.Bool
-	cfg                           RunnerConfig
-	engine                        *engine
-	router                        *message.Router // nil without workers
-	once                          []*workerOnce
-	pub                           *kafkapubsub.Publisher
-	running                       chan struct{}
-	cancel                        context.CancelFunc
-	done                          chan struct{}
 }
 
 // OnRevoked registers fn, called every time the processors' group revokes
@@ -302,7 +317,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			opts = append(opts, once.clientOpts()...)
 		}
 		sub, err := kafkapubsub.NewSubscriber(kafkapubsub.SubscriberConfig{
-			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, CommitInterval: commitEvery, Skip: types.skip(),
+			Brokers: cfg.Brokers, ConsumerGroup: WorkerGroupID(w), Unmarshaler: recordUnmarshaler{}, CommitInterval: commitEvery, Skip: types.skip(), LeaveTimeout: cfg.LeaveTimeout,
 			// no worker acts on a fenced zombie's aborted writes (Fence)
 			// read_committed (the fenced relay writes in transactions), and
 			// the markers kept so that the workers' groups commit past them
@@ -364,7 +379,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 // Its error is the router's; the engine only stops with ctx.
 func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
+	r.cancelMu.Lock()
 	r.cancel = cancel
+	r.cancelMu.Unlock()
 	defer close(r.done)
 	defer cancel()
 	var routerErr error
@@ -446,8 +463,11 @@ func (r *Runner) Running() chan struct{} { return r.running }
 
 // Close stops the engine and the workers, waiting for in-flight batches.
 func (r *Runner) Close() error {
-	if r.cancel != nil {
-		r.cancel()
+	r.cancelMu.Lock()
+	cancel := r.cancel
+	r.cancelMu.Unlock()
+	if cancel != nil {
+		cancel()
 		<-r.done
 	}
 	return nil

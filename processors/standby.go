@@ -500,6 +500,7 @@ func (c standbyCollector) Collect(ch chan<- prometheus.Metric) {
 // (NewRunner's failure paths, before Run).
 func (e *engine) closeClients() {
 	e.client.Close()
+	e.cancelClient()
 	if e.sb != nil {
 		e.sb.cl.Close()
 	}

@@ -32,21 +32,27 @@ var ErrLeaveCut = errors.New("kafkapubsub: the group member's graceful leave did
 // background). A cut leave skips the revoke's final commit: a consumer
 // that commits in OnPartitionsRevoked loses the commit of what it
 // processed since its last one. wait ≤ 0 means DefaultLeaveTimeout.
-func CloseMember(cl *kgo.Client, cancel context.CancelFunc, group string, wait time.Duration, brokers []string, opts ...kgo.Opt) error {
+//
+// closed is closed once cl.Close returned: after a cut, a callback of the
+// member's that was running (OnPartitionsRevoked…) may still run until
+// then, so a caller whose callbacks use a resource it closes next waits
+// for closed first.
+func CloseMember(cl *kgo.Client, cancel context.CancelFunc, group string, wait time.Duration, brokers []string, opts ...kgo.Opt) (closed <-chan struct{}, err error) {
 	if wait <= 0 {
 		wait = DefaultLeaveTimeout
 	}
-	closed := make(chan struct{})
+	done := make(chan struct{})
+	closed = done
 	go func() {
-		defer close(closed)
+		defer close(done)
 		cl.Close()
 	}()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case <-closed:
+	case <-done:
 		cancel()
-		return nil
+		return closed, nil
 	case <-timer.C:
 	}
 	memberID, _ := cl.GroupMetadata() // before the cut: it forgets the member
@@ -59,11 +65,11 @@ func CloseMember(cl *kgo.Client, cancel context.CancelFunc, group string, wait t
 	}
 	timer.Reset(wait)
 	select {
-	case <-closed:
+	case <-done:
 	case <-timer.C:
 		errs = append(errs, fmt.Errorf("the client's Close had not returned %s after the cut; it goes on in the background", wait))
 	}
-	return errors.Join(errs...)
+	return closed, errors.Join(errs...)
 }
 
 // leaveGroup sends group's LeaveGroup for memberID through a new client.

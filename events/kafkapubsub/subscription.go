@@ -111,7 +111,8 @@ func (s *subscription) closeClient() {
 		s.cancelClient()
 		return
 	}
-	if err := CloseMember(s.client, s.cancelClient, s.cfg.ConsumerGroup, s.cfg.LeaveTimeout, s.cfg.Brokers, s.cfg.ExtraOpts...); err != nil {
+	// its callbacks only log: nothing to wait for after a cut
+	if _, err := CloseMember(s.client, s.cancelClient, s.cfg.ConsumerGroup, s.cfg.LeaveTimeout, s.cfg.Brokers, s.cfg.ExtraOpts...); err != nil {
 		s.logger.Error("Leaving the consumer group", err, nil)
 	}
 }
