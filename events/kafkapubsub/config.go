@@ -174,8 +174,10 @@ type SubscriberConfig struct {
 	// it leaves the group with a LeaveGroup of its own (at most
 	// LeaveTimeout more); the revoke's final commit may be lost, so
 	// Acked messages since the last commit (at most CommitInterval's
-	// worth) may be delivered again. Default DefaultLeaveTimeout (5 s);
-	// must be ≥ 0.
+	// worth) may be delivered again. A synchronous commit in flight when
+	// the member ends (an Ack's) waits at most LeaveTimeout more before
+	// the leave starts, so a stop takes at most about three LeaveTimeouts.
+	// Default DefaultLeaveTimeout (5 s); must be ≥ 0.
 	LeaveTimeout time.Duration
 }
 

@@ -2,6 +2,7 @@ package kafkapubsub_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -70,5 +71,67 @@ func TestCloseWhileRejoiningIsBounded(t *testing.T) {
 	}
 	if n := len(gs[group].Members); n != 1 {
 		t.Fatalf("the group has %d members after B's Close; want 1 (A): %+v", n, gs[group].Members)
+	}
+}
+
+// TestCommitAtStopIsBounded: a subscription stopped while the commit of
+// an Acked message waits (franz-go holds commits while the member joins
+// and syncs, and the broker holds its JoinGroup behind a member whose
+// OnPartitionsAssigned does not return) stops within about two
+// LeaveTimeouts: the commit outlives the stop by at most one, the leave
+// by one. The commit used to run its whole 10 s first (TestSlowStop: a
+// serve 15 s in a transaction marker's commit).
+func TestCommitAtStopIsBounded(t *testing.T) {
+	brokers := startCluster(t)
+	const topic, group = "commit-bounded", "commit-bounded-group"
+	createTopic(t, brokers, topic, 4)
+	pub := newTestPublisher(t, kafkapubsub.PublisherConfig{Brokers: brokers})
+	publishNumbered(t, pub, topic, 400, strconv.Itoa) // keyed: every partition has records
+
+	const leave = time.Second
+	subA := newTestSubscriber(t, kafkapubsub.SubscriberConfig{Brokers: brokers, ConsumerGroup: group, LeaveTimeout: leave})
+	chA, err := subA.Subscribe(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, chA, waitMsg).Ack()
+
+	// D: assigned partitions, it never returns from its callback, so it
+	// never rejoins (it keeps heartbeating)
+	release := make(chan struct{})
+	d, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.HeartbeatInterval(200*time.Millisecond), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { <-release }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.CloseAllowingRebalance()
+	defer close(release) // before D's Close, which waits for its callback
+	pollCtx, stopPoll := context.WithCancel(context.Background())
+	defer stopPoll()
+	go func() {
+		for pollCtx.Err() == nil {
+			d.PollFetches(pollCtx)
+			d.AllowRebalance()
+		}
+	}()
+	time.Sleep(3 * time.Second)     // A revoked half, D was assigned it
+	msg := receive(t, chA, waitMsg) // of a partition A kept
+	subA.ForceRebalance()           // A's JoinGroup waits for D
+	time.Sleep(time.Second)
+	msg.Ack() // its commit waits for the join
+	time.Sleep(500 * time.Millisecond)
+
+	closed := make(chan time.Duration, 1)
+	t0 := time.Now()
+	go func() { _ = subA.Close(); closed <- time.Since(t0) }()
+	select {
+	case dur := <-closed:
+		if dur > 2*leave+3*time.Second {
+			t.Fatalf("Close took %s; want at most 2 × LeaveTimeout (%s) + 3 s", dur, leave)
+		}
+		t.Logf("Close returned after %s", dur.Round(time.Millisecond))
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Close has not returned within 20 s (LeaveTimeout %s)", leave)
 	}
 }

@@ -331,7 +331,11 @@ func (s *subscription) deliver(rec *kgo.Record) outcome {
 }
 
 // commit commits the offset after rec to the group, if any. The commit is
-// synchronous and not interrupted by the end of the subscription.
+// synchronous, bounded by commitTimeout, and outlives the end of the
+// subscription by at most LeaveTimeout: franz-go holds a commit while the
+// member joins and syncs, which behind members stopping together lasted
+// until the rebalance timeout, so a stop waited the whole commitTimeout
+// before the leave (found by TestSlowStop: a marker's commit).
 func (s *subscription) commit(rec *kgo.Record) outcome {
 	if !s.grouped() {
 		return delivered
@@ -342,6 +346,7 @@ func (s *subscription) commit(rec *kgo.Record) outcome {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), commitTimeout)
 	defer cancel()
+	defer context.AfterFunc(s.ctx, func() { time.AfterFunc(s.cfg.LeaveTimeout, cancel) })()
 	err := s.client.CommitRecords(ctx, rec)
 	if err == nil {
 		return delivered
