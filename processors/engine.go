@@ -56,8 +56,13 @@ type engine struct {
 	// cancelClient cancels client's context (kgo.WithContext): it cuts a
 	// leave that waits too long (run)
 	cancelClient context.CancelFunc
-	running      chan struct{}
-	once         sync.Once
+	// clientSet is closed once client (and counts) are set: the group
+	// client joins as soon as it is made, so its callbacks can run before
+	// newEngine has stored it (a goroutine of storedOffsets read client
+	// while newEngine wrote it: a data race in CI)
+	clientSet chan struct{}
+	running   chan struct{}
+	once      sync.Once
 
 	mu     sync.Mutex
 	paused map[tp]*pausedPartition // partitions backing off after a store failure
@@ -85,7 +90,7 @@ type pausedPartition struct {
 }
 
 func newEngine(cfg RunnerConfig) (*engine, error) {
-	e := &engine{cfg: cfg, byTopic: byTopic(cfg.Processors), pool: newPool(cfg.Processors), running: make(chan struct{}), paused: map[tp]*pausedPartition{}, floor: map[tp]int64{}, own: newOwnership()}
+	e := &engine{cfg: cfg, byTopic: byTopic(cfg.Processors), pool: newPool(cfg.Processors), running: make(chan struct{}), clientSet: make(chan struct{}), paused: map[tp]*pausedPartition{}, floor: map[tp]int64{}, own: newOwnership()}
 	for t := range e.byTopic {
 		e.topics = append(e.topics, t)
 	}
@@ -146,6 +151,7 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 	}
 	e.client, e.cancelClient = cl, cancel
 	e.counts = newPartitionCounts(cl)
+	close(e.clientSet)
 	if cfg.Metrics != nil && cfg.Metrics.Registry != nil {
 		// a second Runner on the same registry keeps the first's gauge
 		_ = cfg.Metrics.Registry.Register(restoreCollector{own: e.own, desc: restoreDesc})
@@ -203,6 +209,11 @@ func (e *engine) storedOffsets(_ context.Context, offsets map[string]map[int32]k
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			select {
+			case <-e.clientSet:
+			case <-ctx.Done():
+				return
+			}
 			e.client.CommitOffsetsSync(ctx, ahead, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
 				if err != nil && ctx.Err() == nil {
 					e.cfg.Logger.Info("engine: committing a store's offsets ahead of the group's", map[string]any{"err": err.Error()})
