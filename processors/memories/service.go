@@ -178,6 +178,19 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 	if err != nil {
 		return search.Recorded{}, err
 	}
+	if s.Store != nil {
+		// the memory bank's answer as the rows stand now, before the log
+		// gets the event: a recording it would refuse (its memory id
+		// already holds other content) is refused here, not answered as
+		// recorded after RecordWait (a review's finding)
+		if err := s.Store.Try(Name, &env, Processor{}.Apply); err != nil {
+			var re *projections.RejectedError
+			if errors.As(err, &re) {
+				return search.Recorded{}, fmt.Errorf("%w: the memory bank refuses this recording: %v", search.ErrInvalid, re.Err)
+			}
+			return search.Recorded{}, err
+		}
+	}
 	if err := s.Producer.Publish(ctx, env); err != nil {
 		var ve *events.ValidationError
 		if errors.As(err, &ve) {
