@@ -226,6 +226,23 @@ type Runner struct {
 	cancel   context.CancelFunc
 	// engineOn, routerOn, standbyOn: Run's parts still running (Unfinished)
 	engineOn, routerOn, standbyOn atomic.Bool
+	// handling counts the workers' messages being handled (track): the
+	// router's Close gives up on them after its CloseTimeout, and Run
+	// waits for them after that, so the store and the producer are never
+	// closed under a handler still running (Pipeline.Close's bound names
+	// them instead)
+	handling atomic.Int64
+}
+
+// track is the outermost middleware of every worker's handler: it counts
+// the message in Runner.handling while it is handled, its dead-letter
+// middleware included.
+func (r *Runner) track(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		r.handling.Add(1)
+		defer r.handling.Add(-1)
+		return h(msg)
+	}
 }
 
 // OnRevoked registers fn, called every time the processors' group revokes
@@ -370,7 +387,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		})
 		// no Retry: a worker retries its own calls (the LLM client: 3
 		// attempts with backoff) and a failure after that is final.
-		h.AddMiddleware(poison, countPoisoned(cfg.Metrics, w.Name()), middleware.Recoverer) // issue 11 item 8: workers' dead letters counted
+		h.AddMiddleware(r.track, poison, countPoisoned(cfg.Metrics, w.Name()), middleware.Recoverer) // issue 11 item 8: workers' dead letters counted
 	}
 	return r, nil
 }
@@ -400,6 +417,12 @@ func (r *Runner) Run(ctx context.Context) error {
 			defer r.routerOn.Store(false)
 			routerErr = r.router.Run(ctx)
 			cancel()
+			// the router's Close stops waiting for handlers after its
+			// CloseTimeout (10 s): wait for the rest here, so Run does
+			// not return (and the store is not closed) under them
+			for r.handling.Load() > 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
 		}()
 	}
 	go func() {
@@ -436,7 +459,8 @@ func (r *Runner) Run(ctx context.Context) error {
 
 // Unfinished names the parts of Run still running: "engine" (the
 // processors' consumer group), "router/workers (…)" (Watermill's router
-// and the workers' subscriptions, named), "standby". Empty before Run and
+// and the workers' subscriptions, named; also while a worker's handler
+// still runs after the router's close gave up on it), "standby". Empty before Run and
 // once Run returned. Pipeline.Close names them when they outlast its
 // bound.
 func (r *Runner) Unfinished() []string {
