@@ -176,7 +176,10 @@ type SubscriberConfig struct {
 	// Acked messages since the last commit (at most CommitInterval's
 	// worth) may be delivered again. A synchronous commit in flight when
 	// the member ends (an Ack's) waits at most LeaveTimeout more before
-	// the leave starts, so a stop takes at most about three LeaveTimeouts.
+	// the leave starts. Worst case, a stop takes four LeaveTimeouts (20 s
+	// by default): the commit in flight, the graceful leave, the member's
+	// own LeaveGroup and the client's close after the cut (CloseMember);
+	// typically it takes well under one.
 	// Default DefaultLeaveTimeout (5 s); must be ≥ 0.
 	LeaveTimeout time.Duration
 }
