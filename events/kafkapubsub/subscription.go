@@ -111,10 +111,16 @@ func (s *subscription) closeClient() {
 		s.cancelClient()
 		return
 	}
-	// its callbacks only log: nothing to wait for after a cut
-	if _, err := CloseMember(s.client, s.cancelClient, s.cfg.ConsumerGroup, s.cfg.LeaveTimeout, s.cfg.Brokers, s.cfg.ExtraOpts...); err != nil {
+	closed, err := CloseMember(s.client, s.cancelClient, s.cfg.ConsumerGroup, s.cfg.LeaveTimeout, s.cfg.Brokers, s.cfg.ExtraOpts...)
+	if err != nil {
 		s.logger.Error("Leaving the consumer group", err, nil)
 	}
+	// ExtraOpts may bring partition callbacks that hold resources (an
+	// exactly-once worker's transactional producers, taken over at
+	// assignment): one still running after a cut must end before the
+	// subscription does, so its owner's cleanup comes after it (a
+	// review's finding); the pipeline's CloseWait bounds this wait
+	<-closed
 }
 
 func (s *subscription) logPartitions(msg string) func(context.Context, *kgo.Client, map[string][]int32) {
