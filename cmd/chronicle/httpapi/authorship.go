@@ -115,7 +115,7 @@ func feedbackTime(i int, env *events.Envelope, now time.Time, applied func(env *
 		return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s, and the feedback accepted under this source and id (%s, %s) has other content, so this is no resend of it: send a new feedback with a new id, and without time or with the present time", i, env.Time, why, env.Source, env.ID),
 			Index: &idx, Pointer: "/time", Reason: "not the present; the id holds another feedback"}
 	}
-	return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s; no feedback with this source and id (%s, %s) was accepted, so this is no resend of an accepted one: send it again without time (the log's receive time is used) or with the present time; should an earlier send have been written after all, that is a plain duplicate, since the time is no part of an event's identity", i, env.Time, why, env.Source, env.ID),
+	return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s; this instance's memory bank holds no feedback with this source and id (%s, %s) (in a cluster the member that owns chronicle.memories may hold it), so it is not taken for a resend: send it again without time (the log's receive time is used) or with the present time; should an earlier send have been written after all, that is a plain duplicate, since the time is no part of an event's identity", i, env.Time, why, env.Source, env.ID),
 		Index: &idx, Pointer: "/time", Reason: "not the present, and no resend of an accepted feedback"}
 }
 
