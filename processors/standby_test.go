@@ -447,30 +447,8 @@ func BenchmarkStandbyFailover(b *testing.B) {
 func TestStandbyLearnsTheEndOfACaughtUpPartition(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4, GroupMinSessionTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(brk.Close)
-	brokers := brk.Addrs()
-	sample, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for _, r := range sample[:20] {
-		envs, err := taubench.Events(r)
-		if err != nil {
-			continue
-		}
-		if err := prod.Publish(ctx, envs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	brokers, sample, prod := sampleLog(ctx, t, broker.Config{Partitions: 4, GroupMinSessionTimeout: 300 * time.Millisecond})
+	publishRecords(ctx, t, prod, sample[:20])
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
