@@ -387,3 +387,82 @@ func TestRanksIgnoreContexts(t *testing.T) {
 		t.Fatalf("ranks differ without the context rows:\n%s\n%s", a, b)
 	}
 }
+
+// edgeChanges skips the scan of the edges out of From only when no other
+// edge can cross a threshold: over the 200 bundled tau-bench sessions,
+// applied as the pipeline applies them, its list equals the full scan's
+// after every transition, and the skip is taken (what the shortcut is for).
+func TestEdgeChangesSkipsNoCrossing(t *testing.T) {
+	s := openStore(t)
+	var transitions, skipped, crossed int
+	check := func(tx *projections.Tx, env *events.Envelope) error {
+		if err := (Processor{RecomputeEvery: -1}).Apply(tx, env); err != nil {
+			return err
+		}
+		var d TransitionData
+		if err := env.Decode(&d); err != nil {
+			return err
+		}
+		if d.From == "" {
+			return nil
+		}
+		o := observation{From: d.From, To: d.To, Failed: d.Failed}
+		cs := txCounts{tx, env.EffectiveScope()}
+		from, _, err := cs.getNode(o.From)
+		if err != nil {
+			return err
+		}
+		got, err := edgeChanges(cs, o)
+		if err != nil {
+			return err
+		}
+		want, err := scanEdgeChanges(cs, o, from.Out)
+		if err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("transition %d %s→%s: edgeChanges %+v, the full scan %+v", transitions, o.From, o.To, got, want)
+		}
+		e, _, err := cs.getEdge(o.From, o.To)
+		if err != nil {
+			return err
+		}
+		transitions++
+		if Confidence(from.Out-e.Count, from.Out-1) < SuggestionThreshold {
+			skipped++
+		}
+		for _, c := range want {
+			if c.Reason != ReasonFirstObserved {
+				crossed++
+			}
+		}
+		return nil
+	}
+	for _, evs := range sampleEvents(t, 200) {
+		for i := range evs {
+			next, _ := s.NextOffset(TransitionsName, string(events.TopicSessions), 0)
+			var emitted []projections.OutboxRecord
+			if _, err := s.Apply(TransitionsName, projections.Position{Topic: string(events.TopicSessions), Offset: next}, &evs[i], func(tx *projections.Tx, env *events.Envelope) error {
+				err := Transitions{}.Apply(tx, env)
+				emitted = tx.Emitted()
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range emitted {
+				tr, err := events.ParseEvent(rec.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				next, _ := s.NextOffset(Name, string(events.TopicToolgraph), 0)
+				if _, err := s.Apply(Name, projections.Position{Topic: string(events.TopicToolgraph), Offset: next}, &tr, check); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	t.Logf("%d transitions, %d without the scan, %d threshold crossings", transitions, skipped, crossed)
+	if transitions < 500 || crossed == 0 || skipped < transitions/2 {
+		t.Errorf("%d transitions, %d skipped the scan, %d crossings: the sample no longer exercises both paths", transitions, skipped, crossed)
+	}
+}
