@@ -31,18 +31,30 @@ func Record(e *Envelope) (*kgo.Record, error) {
 	return recordOf(e, val)
 }
 
-// recordOf is the record of e whose structured-mode encoding is val.
-func recordOf(e *Envelope, val []byte) (*kgo.Record, error) {
+// RecordTopic is the topic and key Record would give e, and the error it
+// would return for a type it does not know or an event without its key,
+// without encoding e: for a caller that needs to know the record can be
+// made but not its bytes (a replay's Emit, whose outbox is dropped).
+func RecordTopic(e *Envelope) (topic Topic, key string, err error) {
 	ti, ok := Lookup(e.Type)
 	if !ok {
-		return nil, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
+		return "", "", &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", e.Type)}
 	}
-	key, err := Key(e)
+	key, err = Key(e)
+	if err != nil {
+		return "", "", err
+	}
+	return ti.Topic, key, nil
+}
+
+// recordOf is the record of e whose structured-mode encoding is val.
+func recordOf(e *Envelope, val []byte) (*kgo.Record, error) {
+	topic, key, err := RecordTopic(e)
 	if err != nil {
 		return nil, err
 	}
 	return &kgo.Record{
-		Topic:   string(ti.Topic),
+		Topic:   string(topic),
 		Key:     []byte(key),
 		Value:   val,
 		Headers: []kgo.RecordHeader{{Key: headerContentType, Value: []byte(ContentTypeCloudEvents)}},

@@ -465,6 +465,9 @@ type Tx struct {
 	out     []OutboxRecord
 	err     error
 	touched []string // rows written or deleted, for commit hooks
+	// rebuild is the store's Rebuilding at the start of the call: the
+	// outbox is dropped, so Emit does not encode the derived events.
+	rebuild bool
 }
 
 func (t *Tx) key(k string) string { return prefixProjection + t.proj + "/" + k }
@@ -539,6 +542,11 @@ func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) 
 // sessionid, scope and correlationid are the cause's; causationid is the
 // cause's id. The event is validated against its schema; an invalid event
 // fails the Apply call.
+//
+// In a store being rebuilt by a replay (Rebuilding) the event is derived
+// and validated and its topic and key are checked, so the call fails
+// exactly as it did live, but it is not encoded: the outbox that would
+// hold it is dropped. Its OutboxRecord then has the Type only (Emitted).
 func (t *Tx) Emit(typ events.Type, payload any) error {
 	n := 0
 	for _, o := range t.out {
@@ -549,6 +557,14 @@ func (t *Tx) Emit(typ events.Type, payload any) error {
 	env, err := events.Derive(t.cause, "chronicle/"+t.proj, typ, n, payload)
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
+	}
+	if t.rebuild {
+		topic, key, err := events.RecordTopic(&env)
+		if err != nil {
+			return err
+		}
+		t.out = append(t.out, OutboxRecord{Topic: string(topic), Key: key, Type: typ})
+		return nil
 	}
 	rec, err := events.Record(&env)
 	if err != nil {
@@ -577,7 +593,8 @@ func (t *Tx) EmitIn(scope string, typ events.Type, payload any) error {
 // records) and stay a deterministic function of the log.
 func (t *Tx) Position() Position { return t.pos }
 
-// Emitted returns the derived events queued so far by this call.
+// Emitted returns the derived events queued so far by this call (without
+// their Value in a store being rebuilt: see Emit).
 func (t *Tx) Emitted() []OutboxRecord { return t.out }
 
 // AppliedContent reports whether processor applied an event with env's

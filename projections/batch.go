@@ -109,6 +109,7 @@ func (s *Store) ApplyBatch(processor string, items []Item, fn ApplyFunc) ([]Outc
 // item.
 func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn ApplyFunc, deadLetter bool) (n, failAt int, err error) {
 	ws := newWriteSet(s.db)
+	rebuild := s.rebuild.Load()
 	next, hasNext := s.NextOffset(processor, items[0].Pos.Topic, items[0].Pos.Partition)
 	var (
 		outbox  []OutboxRecord
@@ -185,7 +186,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			advance(it.Pos)
 			continue
 		}
-		tx := &Tx{ws: ws, proj: processor, cause: it.Env, pos: it.Pos}
+		tx := &Tx{ws: ws, proj: processor, cause: it.Env, pos: it.Pos, rebuild: rebuild}
 		if ferr := safeApply(fn, tx, it.Env); ferr != nil {
 			if tx.err != nil { // a store failure inside the call, not a rejection
 				return 0, -1, tx.err

@@ -190,3 +190,53 @@ func TestApplyBatchSkip(t *testing.T) {
 		t.Fatalf("an item with Err and Skip: %v %v, want DeadLettered", outs, err)
 	}
 }
+
+// A store being rebuilt by a replay (Rebuilding) does not encode derived
+// events, since it drops its outbox, but an Emit fails there exactly as it
+// does live: one the log could not hold (no key for its topic) is the same
+// error, and one that it could leaves the same rows.
+func TestRebuildingEmitFailsAsLive(t *testing.T) {
+	valid := func(tx *projections.Tx, env *events.Envelope) error {
+		if err := tx.Set("seen/"+env.ID, []byte("1")); err != nil {
+			return err
+		}
+		return tx.Emit(events.EvaluationCompleted, events.EvaluationData{
+			SessionID: env.ID, Criteria: []events.CriterionResult{}, Gaps: []events.Gap{}, Composite: 100, Recommendation: events.MeetsCriteria,
+		})
+	}
+	keyless := func(tx *projections.Tx, env *events.Envelope) error { // a minute needs the cause's session id for its key
+		return tx.Emit(events.MinuteRecorded, events.MinuteData{EventType: "note", Actor: "x", Data: []byte(`{}`)})
+	}
+	live, rebuilt := open(t, t.TempDir()), open(t, t.TempDir())
+	defer live.Close()
+	defer rebuilt.Close()
+	rebuilt.Rebuilding()
+	for i, fn := range []projections.ApplyFunc{valid, keyless} {
+		var emitted [2][]projections.OutboxRecord
+		var errs [2]string
+		for j, s := range []*projections.Store{live, rebuilt} {
+			_, err := s.Apply("p", projections.Position{Topic: "t", Offset: int64(i)}, feedback(t, fmt.Sprint("e", i)), func(tx *projections.Tx, env *events.Envelope) error {
+				err := fn(tx, env)
+				emitted[j] = tx.Emitted()
+				return err
+			})
+			errs[j] = fmt.Sprint(err)
+		}
+		if errs[0] != errs[1] {
+			t.Errorf("apply %d: live %s, rebuilding %s", i, errs[0], errs[1])
+		}
+		if i == 0 && (len(emitted[0]) != 1 || len(emitted[1]) != 1 || emitted[1][0].Type != events.EvaluationCompleted ||
+			emitted[1][0].Topic != emitted[0][0].Topic || emitted[1][0].Key != emitted[0][0].Key || emitted[1][0].Value != nil || emitted[0][0].Value == nil) {
+			t.Errorf("emitted live %+v, rebuilding %+v: want the same type, topic and key, and no value when rebuilding", emitted[0], emitted[1])
+		}
+		if i == 1 && !strings.Contains(errs[0], "session") {
+			t.Errorf("a minute emitted without a session id: %s, want its key's error", errs[0])
+		}
+	}
+	if rows(t, live) != rows(t, rebuilt) {
+		t.Errorf("rows live %s, rebuilding %s", rows(t, live), rows(t, rebuilt))
+	}
+	if live.OutboxLen() != 1 || rebuilt.OutboxLen() != 0 {
+		t.Errorf("outbox live %d, rebuilding %d: want 1 and 0", live.OutboxLen(), rebuilt.OutboxLen())
+	}
+}

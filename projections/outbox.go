@@ -42,8 +42,9 @@ type Header struct {
 // holds, so nothing would ever relay them (a replay does not), and a store
 // served after a replay would relay them a second time. The projections
 // are unchanged: the outbox is outside them and the digest, and Tx.Emit
-// still derives and validates every event, so an Apply call fails exactly
-// as it did live. It saves a replay the encoding and the Pebble writes of
+// still derives and validates every event and checks its topic and key, so
+// an Apply call fails exactly as it did live. It saves a replay the
+// encoding (in Emit, and of the outbox rows) and the Pebble writes of
 // those rows (BenchmarkEngine: about a quarter of a replay's records are
 // derived events).
 func (s *Store) Rebuilding() { s.rebuild.Store(true) }
