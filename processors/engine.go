@@ -489,8 +489,11 @@ func byTopic(procs []Processor) map[string][]Processor {
 
 // pool runs processors' batches concurrently, at most GOMAXPROCS at once,
 // holding a lock per processor whose rows span keys (no KeyedState), so
-// its partitions are applied one batch at a time. The live engine and
-// Replay share it.
+// its partitions are applied one batch at a time. A batch takes its
+// processor's lock before one of the GOMAXPROCS slots: one waiting for the
+// lock holds no slot, so the other processors' batches use the cores
+// meanwhile (TestPoolWaitingForASerialLockHoldsNoSlot). The live engine
+// and Replay share it.
 type pool struct {
 	sem    chan struct{}
 	serial map[string]*sync.Mutex
@@ -517,12 +520,12 @@ func (pl *pool) each(procs []Processor, fn func(i int, p Processor) error) error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pl.sem <- struct{}{}
-			defer func() { <-pl.sem }()
 			if mu := pl.serial[p.Name()]; mu != nil {
 				mu.Lock()
 				defer mu.Unlock()
 			}
+			pl.sem <- struct{}{}
+			defer func() { <-pl.sem }()
 			errs[i] = fn(i, p)
 		}()
 	}
