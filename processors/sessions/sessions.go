@@ -318,27 +318,23 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	if err != nil {
 		return in, err
 	}
-	// a criterion id without '/' after key "/", one with '/' after key
-	// "\x00" (judgedKey); under the first prefix, a row whose rest holds
-	// a '/' is a longer session id's
-	for _, prefix := range [2]string{"j/" + s.Key() + "/", "j/" + s.Key() + "\x00"} {
-		slash := prefix[len(prefix)-1] == '/'
-		err = tx.Scan(prefix, func(key string, val []byte) (bool, error) {
-			if slash && !projections.OwnRow(prefix, key) {
-				return true, nil
-			}
-			var j flux.Judged
-			if err := gojson.Unmarshal(val, &j); err != nil {
-				return false, err
-			}
+	// only a judge criterion reads its score (flux.Evaluate): a Get of its
+	// row each, not two scans of the session's judged rows (two iterators
+	// per completion, nearly always over nothing)
+	for _, c := range s.Criteria {
+		if c.Check.Kind != events.CheckJudge {
+			continue
+		}
+		var j flux.Judged
+		ok, err := tx.GetJSON(judgedKey(s.Key(), c.ID), &j)
+		if err != nil {
+			return in, err
+		}
+		if ok {
 			if in.Judged == nil {
 				in.Judged = map[string]flux.Judged{}
 			}
-			in.Judged[key[len(prefix):]] = j
-			return true, nil
-		})
-		if err != nil {
-			return in, err
+			in.Judged[c.ID] = j
 		}
 	}
 	return in, nil
