@@ -2,8 +2,11 @@ package memories
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,9 +56,31 @@ func (s *Service) now() time.Time {
 }
 
 func (s *Service) newEvent(typ events.Type, scope string, data any) (events.Envelope, error) {
-	env, err := events.NewVerbatim(typ, "chronicle/memory-tools", uuid.NewString(), s.now(), data)
+	return s.newEventID(typ, uuid.NewString(), scope, data)
+}
+
+// newEventID is newEvent with the event's id.
+func (s *Service) newEventID(typ events.Type, id, scope string, data any) (events.Envelope, error) {
+	env, err := events.NewVerbatim(typ, ToolsSource, id, s.now(), data)
 	env.Scope = scope
 	return env, err
+}
+
+// ToolsSource is the source attribute of the events the memory tools
+// write (recordings, feedback, usage).
+const ToolsSource = "chronicle/memory-tools"
+
+// RecordEventID is the id of the memory.recorded.v1 event Record writes
+// for a call with an idempotency key (search.Record.IdempotencyKey): a
+// hash of the scope, the recorder (search.Record.Source) and the key, so
+// a retry of the call writes the same event, which the memory bank drops
+// as a duplicate (its idempotency key is (scope, ToolsSource, id)); two
+// callers, or two scopes, using the same key write two events. The time
+// is no part of an event's identity (projections.ContentHash), so the
+// retry's own time does not make it another event.
+func RecordEventID(scope, recorder, key string) string {
+	sum := sha256.Sum256([]byte(strconv.Quote(scope) + " " + strconv.Quote(recorder) + " " + strconv.Quote(key)))
+	return "rec-" + hex.EncodeToString(sum[:16])
 }
 
 // Search implements Backend. Only memories (q.Collection "" or Memories)
@@ -145,6 +170,18 @@ func (s *Service) knownSession(q search.Query) (string, error) {
 // confidence and the memory may have had any id and confidence. When the
 // memory bank has not applied it within RecordWait, the answer is what the
 // projection held before the write, and Message says so.
+//
+// The recording event's id is new for every call, unless r has an
+// IdempotencyKey: then it is RecordEventID, so a retry of a call whose
+// answer was lost (a timeout, a 504 from a cluster member forwarding it)
+// writes the same event, which the memory bank drops as a duplicate,
+// instead of adding evidence a second time. A retry of a recording the
+// memory bank applied writes nothing and is answered as the call was (the
+// memory it created or was merged into, as that memory is now); one it has
+// not applied yet is written again, a duplicate, and waited for as the
+// call was. The key with other fields (title, description, content,
+// outcome, tags) than the recording applied under it is ErrKeyReused, and
+// nothing is written.
 func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	switch {
 	case s.Producer == nil:
@@ -171,12 +208,38 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 			return search.Recorded{}, err
 		}
 	}
-	env, err := s.newEvent(events.MemoryRecorded, r.Scope, events.MemoryRecordedData{
+	eventID := uuid.NewString()
+	if r.IdempotencyKey != "" {
+		eventID = RecordEventID(r.Scope, r.Source, r.IdempotencyKey)
+	}
+	env, err := s.newEventID(events.MemoryRecorded, eventID, r.Scope, events.MemoryRecordedData{
 		MemoryID: id, Title: r.Title, Description: r.Description, Content: r.Content, Outcome: r.Outcome, Tags: r.Tags, Source: "explicit",
 		RecordedBy: r.Source,
 	})
 	if err != nil {
 		return search.Recorded{}, err
+	}
+	if s.Store != nil && r.IdempotencyKey != "" {
+		// a retry of a recording the memory bank applied: answered as
+		// the first call was, nothing written
+		seen, same, err := s.Store.AppliedContent(Name, &env)
+		if err != nil {
+			return search.Recorded{}, err
+		}
+		if seen && !same {
+			return search.Recorded{}, keyReused(r, env.ID)
+		}
+		if seen {
+			m, ok, err := Find(s.Store, r.Scope, r.Title, r.Content)
+			if err != nil {
+				return search.Recorded{}, err
+			}
+			if ok {
+				return s.recorded(m, env.ID, "")
+			}
+			// the memory bank refused it (dead-lettered): Try below
+			// says why, as it did to the first call
+		}
 	}
 	if s.Store != nil {
 		// the memory bank's answer as the rows stand now, before the log
@@ -205,9 +268,15 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 		}
 		deadline := time.Now().Add(wait)
 		for {
-			applied, _, err := s.Store.AppliedContent(Name, &env)
+			applied, same, err := s.Store.AppliedContent(Name, &env)
 			if err != nil {
 				return search.Recorded{}, err
+			}
+			if applied && !same {
+				// another call under the same idempotency key, with other
+				// fields, was written first: this one is a conflicting
+				// duplicate, never applied
+				return search.Recorded{}, keyReused(r, env.ID)
 			}
 			if applied {
 				m, ok, err := Find(s.Store, r.Scope, r.Title, r.Content)
@@ -236,6 +305,17 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 	}
 	c := InitialConfidence("explicit", r.Outcome)
 	return search.Recorded{ID: id, Message: "memory recorded in the log for " + r.Scope + late, Confidence: c, InitialConfidence: c, Evidence: 1}, nil
+}
+
+// keyReused is Record's error for r, whose idempotency key (event id
+// eventID) holds a recording with other fields.
+func keyReused(r search.Record, eventID string) error {
+	who := r.Source
+	if who == "" {
+		who = "a caller without a source"
+	}
+	return fmt.Errorf("%w: %q, used by %s in %s, holds a recording with another title, description, content, outcome or tags (event %s): a retry must send the same fields; a new recording needs a new key",
+		search.ErrKeyReused, r.IdempotencyKey, who, r.Scope, eventID)
 }
 
 // recorded is Record's answer for memory m the recording is in: created

@@ -104,6 +104,15 @@ type Record struct {
 	// Source is who records it ("token:<name>", "mcp:<client>"; may be
 	// empty): memory.recorded.v1's recorded_by.
 	Source string `json:"-"`
+	// IdempotencyKey, when set, makes a retry of the call one recording:
+	// the recording event's id is derived from it, the scope and Source,
+	// so a retry with the same key and the same fields writes the same
+	// event (a duplicate the memory bank drops) and is answered as the
+	// first call was, while the same key with other fields is
+	// ErrKeyReused. Empty: every call is a new recording, and a retry of
+	// one whose answer was lost adds evidence twice. POST /v1/memories
+	// takes it from the Idempotency-Key header.
+	IdempotencyKey string `json:"-"`
 }
 
 // Recorded is memory_record's answer: the memory the recording is in once
@@ -176,6 +185,11 @@ var ErrNotFound = errorString("memory not found")
 // ErrInvalid is returned (wrapped) for a call that breaks the tool schema;
 // the message names the field and the reason.
 var ErrInvalid = errorString("invalid argument")
+
+// ErrKeyReused is returned (wrapped) by Record for an IdempotencyKey that
+// the caller already used, in the same scope, for a recording with other
+// fields: a retry must send the same fields, a new recording a new key.
+var ErrKeyReused = errorString("idempotency key already used for another recording")
 
 type errorString string
 

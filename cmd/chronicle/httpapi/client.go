@@ -31,6 +31,11 @@ type Client struct {
 var _ search.Backend = (*Client)(nil)
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	return c.doHeader(ctx, method, path, nil, body, out)
+}
+
+// doHeader is do with the request headers hdr added.
+func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Header, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -42,6 +47,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Base, "/")+path, rd)
 	if err != nil {
 		return err
+	}
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.Token != "" {
@@ -136,11 +146,21 @@ func (c *Client) Search(ctx context.Context, q search.Query) (search.Result, err
 	return res, err
 }
 
-// Record implements search.Backend (POST /v1/memories).
+// Record implements search.Backend (POST /v1/memories); r's
+// IdempotencyKey is sent as the Idempotency-Key header, and the service's
+// 422 for a key reused with other fields matches search.ErrKeyReused.
 func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	body := map[string]any{"title": r.Title, "description": r.Description, "content": r.Content, "outcome": r.Outcome, "tags": r.Tags, "scope": r.Scope}
+	var hdr http.Header
+	if r.IdempotencyKey != "" {
+		hdr = http.Header{IdempotencyKeyHeader: {strconv.Quote(r.IdempotencyKey)}}
+	}
 	var out search.Recorded
-	return out, c.do(ctx, http.MethodPost, "/v1/memories", body, &out)
+	err := c.doHeader(ctx, http.MethodPost, "/v1/memories", hdr, body, &out)
+	if hasStatus(err, http.StatusUnprocessableEntity) {
+		err = fmt.Errorf("%w: %v", search.ErrKeyReused, err)
+	}
+	return out, err
 }
 
 // Feedback implements search.Backend (POST /v1/memories/{id}/feedback).

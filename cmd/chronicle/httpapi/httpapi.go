@@ -1037,7 +1037,15 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 }
 
 // recordMemory is memory_record over HTTP: {title, description, content,
-// outcome, tags, scope}.
+// outcome, tags, scope}, with an optional Idempotency-Key header
+// (IdempotencyKeyHeader). With the key, the recording event's id is
+// derived from it, the scope and the token (memories.RecordEventID): a
+// retry with the same key and body (after a 504, a timeout, a dropped
+// connection) writes the same event, a duplicate the memory bank drops,
+// and is answered 202 with the memory as the first request was; the same
+// key with another body is a 422 naming the header, and nothing is
+// written. Without a key every request is a new recording, so a retry of
+// one whose answer was lost adds evidence twice.
 func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		search.Record
@@ -1047,6 +1055,12 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	body.Record.IdempotencyKey = key
 	c := CallerOf(r)
 	body.Record.Scope = body.Scope
 	if body.Record.Scope == "" {
@@ -1066,6 +1080,11 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 	}
 	body.Record.Source = "token:" + c.Name // the author in the memory's history (issue 11)
 	res, err := s.P.Search.Record(r.Context(), body.Record)
+	if errors.Is(err, search.ErrKeyReused) {
+		// the IETF draft's answer to a key reused with another payload
+		writeErr(w, http.StatusUnprocessableEntity, "%s: %v", IdempotencyKeyHeader, err)
+		return
+	}
 	if err != nil {
 		toolError(w, err)
 		return
