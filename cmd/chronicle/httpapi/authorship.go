@@ -42,6 +42,11 @@ import (
 //     original time after FeedbackClockSkew got a 403 for a vote that
 //     stood (a walkthrough's finding). Any other feedback out of the window
 //     gets the 403, which says to resend without time or with the present.
+//     Whether the memory bank applied it is read in the store of the
+//     member that owns chronicle.memories: on a cluster, a member that
+//     does not own it and holds no such feedback forwards the request to
+//     the owner, which answers it (before, such a member answered the
+//     late resend of an applied feedback 403, the owner 202).
 //   - coordination.minute.recorded.v1 whose data.actor starts with
 //     "chronicle/" (in any case) → 403: Chronicle's own workers write those minutes
 //     (the pair worker's pair_improvement_completed, which GET
@@ -115,9 +120,16 @@ func feedbackTime(i int, env *events.Envelope, now time.Time, applied func(env *
 		return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s, and the feedback accepted under this source and id (%s, %s) has other content, so this is no resend of it: send a new feedback with a new id, and without time or with the present time", i, env.Time, why, env.Source, env.ID),
 			Index: &idx, Pointer: "/time", Reason: "not the present; the id holds another feedback"}
 	}
-	return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s; this instance's memory bank holds no feedback with this source and id (%s, %s) (in a cluster the member that owns chronicle.memories may hold it), so it is not taken for a resend: send it again without time (the log's receive time is used) or with the present time; should an earlier send have been written after all, that is a plain duplicate, since the time is no part of an event's identity", i, env.Time, why, env.Source, env.ID),
-		Index: &idx, Pointer: "/time", Reason: "not the present, and no resend of an accepted feedback"}
+	return &errorBody{Error: fmt.Sprintf("event %d: /time: %q: %s; the memory bank holds no feedback with this source and id (%s, %s), so it is not taken for a resend: send it again without time (the log's receive time is used) or with the present time; should an earlier send have been written after all, that is a plain duplicate, since the time is no part of an event's identity", i, env.Time, why, env.Source, env.ID),
+		Index: &idx, Pointer: "/time", Reason: reasonNotResent}
 }
+
+// reasonNotResent is the reason of feedbackTime's 403 for a feedback out
+// of the window that the memory bank of this store never applied. On a
+// cluster member that does not own chronicle.memories POST /v1/events
+// then sends the request on to the owner (toTopicOwner), whose memory
+// bank is the one that knows.
+const reasonNotResent = "not the present, and no resend of an accepted feedback"
 
 // stampOne applies the author rules to envs[i] for caller c.
 func stampOne(envs []events.Envelope, i int, c access.Caller) *errorBody {

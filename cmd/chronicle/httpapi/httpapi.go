@@ -360,13 +360,30 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	// a feedback resent with its first send's time, after the clock window,
 	// is a duplicate when the memory bank applied that send (this store's
-	// rows: on a cluster member that does not hold chronicle.memories the
-	// 403 says to resend without time, which is a plain duplicate too)
+	// rows)
 	var applied func(env *events.Envelope) (bool, bool, error)
 	if s.P.Store != nil {
 		applied = func(env *events.Envelope) (bool, bool, error) { return s.P.Store.AppliedContent(memories.Name, env) }
 	}
 	if eb := stampAuthor(envs, c, time.Now(), applied); eb != nil {
+		if eb.Reason == reasonNotResent {
+			// this store holds no such feedback, but on a cluster member
+			// that does not own chronicle.memories that says nothing: the
+			// request goes to the owner, whose memory bank applied it or
+			// not, so a late resend is the owner's 202 duplicate (or
+			// 403) on every member (before, a 403 here); the owner checks
+			// and publishes the whole request, as this member would have
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			s.toTopicOwner(events.TopicMemories, publishWait, func(w http.ResponseWriter, _ *http.Request) {
+				if s.P.Runner != nil && !s.ownsLocally(string(events.TopicMemories), 0) {
+					// no owner to ask (a member without a URL): say whose
+					// store answered
+					eb.Error += "; this member does not own chronicle.memories and could not ask its owner, so this is its own store's answer"
+				}
+				writeJSON(w, http.StatusForbidden, eb)
+			})(w, r)
+			return
+		}
 		writeJSON(w, http.StatusForbidden, eb)
 		return
 	}
@@ -401,6 +418,12 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids})
 }
+
+// publishWait is how long POST /v1/events may wait for the broker's
+// acknowledgement (events.ProducerConfig.PublishTimeout's default): a
+// request forwarded to another member gets it on top of the forward
+// timeout.
+const publishWait = 15 * time.Second
 
 // splitBody accepts one JSON object or a JSON array of them. An empty
 // array gives no events and no error: the CloudEvents JSON Batch Format
