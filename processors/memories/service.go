@@ -181,7 +181,9 @@ func (s *Service) knownSession(q search.Query) (string, error) {
 // not applied yet is written again, a duplicate, and waited for as the
 // call was. The key with other fields (title, description, content,
 // outcome, tags) than the recording applied under it is ErrKeyReused, and
-// nothing is written.
+// nothing is written; when the two calls race, before the memory bank
+// applied either, the loser's event is written and dead-lettered as a
+// conflicting duplicate, and its call is ErrKeyReused too.
 func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	switch {
 	case s.Producer == nil:
