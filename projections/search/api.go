@@ -5,7 +5,11 @@
 // memory_feedback).
 package search
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Scope filters of memory_search.
 const (
@@ -190,6 +194,29 @@ var ErrInvalid = errorString("invalid argument")
 // the caller already used, in the same scope, for a recording with other
 // fields: a retry must send the same fields, a new recording a new key.
 var ErrKeyReused = errorString("idempotency key already used for another recording")
+
+// MaxIdempotencyKey is the longest Record.IdempotencyKey, in bytes.
+const MaxIdempotencyKey = 255
+
+// CheckIdempotencyKey says why key cannot be a Record.IdempotencyKey:
+// empty, longer than MaxIdempotencyKey bytes, or holding a byte other than
+// printable ASCII (what the Idempotency-Key header of
+// draft-ietf-httpapi-idempotency-key-header can carry); nil when it can.
+// The error names no field: the caller prefixes the header or argument.
+func CheckIdempotencyKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("empty; send a unique key, e.g. a UUID, or none")
+	case len(key) > MaxIdempotencyKey:
+		return fmt.Errorf("%d bytes, longer than %d", len(key), MaxIdempotencyKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("byte %d (0x%02x) is not printable ASCII", i, c)
+		}
+	}
+	return nil
+}
 
 type errorString string
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
 // IdempotencyKeyHeader is the request header of POST /v1/memories that
@@ -12,14 +14,10 @@ import (
 // many clients send it, the bare key.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
-// MaxIdempotencyKey is the longest idempotency key, in bytes.
-const MaxIdempotencyKey = 255
-
 // idempotencyKey reads r's Idempotency-Key header: "" when absent, else
 // the key (a quoted Structured Field String unquoted, RFC 8941 §4.2.5).
 // Its error, for the 400, names the header and the reason: sent twice,
-// empty, longer than MaxIdempotencyKey, a character other than printable
-// ASCII, or a malformed quoted string.
+// or search.CheckIdempotencyKey's reason, or a malformed quoted string.
 func idempotencyKey(r *http.Request) (string, error) {
 	vals := r.Header.Values(IdempotencyKeyHeader)
 	if len(vals) == 0 {
@@ -36,16 +34,8 @@ func idempotencyKey(r *http.Request) (string, error) {
 			return "", fmt.Errorf("%s: %s: %v", IdempotencyKeyHeader, raw, err)
 		}
 	}
-	switch {
-	case key == "":
-		return "", fmt.Errorf("%s: empty; send a unique key, e.g. a UUID, or no header", IdempotencyKeyHeader)
-	case len(key) > MaxIdempotencyKey:
-		return "", fmt.Errorf("%s: %d bytes, longer than %d", IdempotencyKeyHeader, len(key), MaxIdempotencyKey)
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x20 || c > 0x7e {
-			return "", fmt.Errorf("%s: byte %d (0x%02x) is not printable ASCII", IdempotencyKeyHeader, i, c)
-		}
+	if err := search.CheckIdempotencyKey(key); err != nil {
+		return "", fmt.Errorf("%s: %w", IdempotencyKeyHeader, err)
 	}
 	return key, nil
 }

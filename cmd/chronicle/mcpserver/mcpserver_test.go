@@ -432,6 +432,14 @@ func TestHTTPRecord(t *testing.T) {
 	if fmt.Sprint(recs[0]) != fmt.Sprint(want) {
 		t.Errorf("backend got %+v, want %+v", recs[0], want)
 	}
+	// An idempotency key reaches the backend, which makes a retry one
+	// recording (as POST /v1/memories' Idempotency-Key header does).
+	args["idempotency_key"] = "7c0e5a0e-retry"
+	mcptest.Structured[search.Recorded](t, mcptest.Call(t, writer, "memory_record", args))
+	delete(args, "idempotency_key")
+	if _, recs, _ := fake.calls(); len(recs) != 2 || recs[1].IdempotencyKey != "7c0e5a0e-retry" {
+		t.Errorf("backend got %+v, want the second record with idempotency key 7c0e5a0e-retry", recs)
+	}
 
 	// A caller without write scope gets a tool error saying so (not naming
 	// its default scope, which it cannot write either); the backend is not
@@ -446,7 +454,7 @@ func TestHTTPRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	mcptest.WantToolError(t, mcptest.Call(t, forged, "memory_record", args), "may write no scope")
-	if _, recs, _ := fake.calls(); len(recs) != 1 {
+	if _, recs, _ := fake.calls(); len(recs) != 2 {
 		t.Errorf("refused records reached the backend: %d records", len(recs))
 	}
 }
@@ -523,6 +531,8 @@ func TestHTTPInvalidArguments(t *testing.T) {
 		{"memory_record", record(map[string]any{"outcome": "all"}), []string{"outcome", "enum"}},
 		{"memory_record", record(map[string]any{"tags": []string{"ok", ""}}), []string{"tags", "minLength"}},
 		{"memory_record", record(map[string]any{"tags": "airline"}), []string{"tags", "type"}},
+		{"memory_record", record(map[string]any{"idempotency_key": strings.Repeat("k", 256)}), []string{"idempotency_key", "256 bytes, longer than 255"}},
+		{"memory_record", record(map[string]any{"idempotency_key": "k\u00e9"}), []string{"idempotency_key", "not printable ASCII"}},
 		{"memory_feedback", map[string]any{"memory_id": "m1"}, []string{"helpful", "required"}},
 		{"memory_feedback", map[string]any{"memory_id": "", "helpful": true}, []string{"memory_id", "minLength"}},
 		{"memory_feedback", map[string]any{"memory_id": "m1", "helpful": "yes"}, []string{"helpful", "type"}},
