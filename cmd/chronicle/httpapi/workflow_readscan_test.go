@@ -2,10 +2,14 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 )
 
@@ -92,5 +96,62 @@ func TestWorkflowResumeScansNoLog(t *testing.T) {
 	m.w(c.Resume(ctx, wf, h[0].CheckpointID))
 	if r := m.w(c.Resume(ctx, wf, "")); r.CheckpointID != last.CheckpointID {
 		t.Fatalf("after a rewind, a resume without checkpoint_id went to %q, want the last saved %q", r.CheckpointID, last.CheckpointID)
+	}
+}
+
+// A data directory written before the processor kept checkpoint ids (no
+// cpid/ rows) still names each checkpoint by its log position: the state,
+// the history and a resume without checkpoint_id fall back to the log (one
+// fetch at the offset the idempotency key holds, the routes' source) and
+// answer the ids the rows would have given.
+func TestWorkflowCheckpointIDsOfAnOlderDirectory(t *testing.T) {
+	dir := t.TempDir()
+	_, c, stop := startAt(t, dir)
+	ctx, m := context.Background(), musts{t, c}
+	const wf = "old/w"
+	m.w(c.Update(ctx, wf, 0, events.ChannelTasks, map[string]any{"id": "t1"}))
+	first := m.w(c.Checkpoint(ctx, wf, 0))
+	m.w(c.Update(ctx, wf, 1, events.ChannelTasks, map[string]any{"id": "t2"}))
+	last := m.w(c.Checkpoint(ctx, wf, 1))
+	stop()
+
+	// the directory as an older version left it: no cpid/ rows
+	db, err := pebble.Open(pipeline.ProjectionsDir(dir), &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := []byte("p/" + workflows.Name + "/cpid/")
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: append(append([]byte(nil), prefix[:len(prefix)-1]...), '/'+1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted int
+	for it.First(); it.Valid(); it.Next() {
+		if err := db.Delete(append([]byte(nil), it.Key()...), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		deleted++
+	}
+	if err := errors.Join(it.Close(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if deleted != 2 {
+		t.Fatalf("deleted %d cpid/ rows, want the 2 checkpoints'", deleted)
+	}
+
+	_, c, _ = startAt(t, dir)
+	m = musts{t, c}
+	if v := m.state(wf); v.CheckpointID != last.CheckpointID {
+		t.Errorf("state names checkpoint %q without its cpid/ row, want %q", v.CheckpointID, last.CheckpointID)
+	}
+	h, err := c.History(ctx, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 2 || h[0].CheckpointID != first.CheckpointID || h[1].CheckpointID != last.CheckpointID {
+		t.Errorf("history %+v, want checkpoints %q and %q", h, first.CheckpointID, last.CheckpointID)
+	}
+	if r := m.w(c.Resume(ctx, wf, "")); r.CheckpointID != last.CheckpointID || r.NextLayer == nil || *r.NextLayer != 2 {
+		t.Errorf("a resume without checkpoint_id went to %q (next layer %v), want %q and layer 2", r.CheckpointID, r.NextLayer, last.CheckpointID)
 	}
 }
