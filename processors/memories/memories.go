@@ -63,8 +63,8 @@ type Memory struct {
 	Confidence         float64  `json:"confidence"`
 	// UsageCount counts the distinct sources that used the memory: the
 	// sessions (else callers) whose searches returned it, the sources of
-	// its signals and the sessions whose recordings merged into it (see
-	// use).
+	// its signals and the sessions (else recorders) whose recordings
+	// merged into it (see use and mergeSource).
 	UsageCount  int    `json:"usage_count"`
 	CreatedAt   string `json:"created_at"`
 	LastDecayAt string `json:"last_decay_at"`
@@ -364,11 +364,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		return err
 	}
 	m.Evidence++
-	who := ""
-	if d.SourceSession != "" {
-		who = "session:" + d.SourceSession
-	}
-	if err := use(tx, m, who); err != nil {
+	if err := use(tx, m, mergeSource(d)); err != nil {
 		return err
 	}
 	if err := addSource(tx, m, d.SourceSession); err != nil {
@@ -381,6 +377,30 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		return err
 	}
 	return save(tx, m)
+}
+
+// AnonymousRecorder is the usage source of a merged recording that names
+// neither a source session nor a recorder (see mergeSource).
+const AnonymousRecorder = "recording:anonymous"
+
+// mergeSource is the source a recording merged into a memory counts as
+// using it: its source session ("session:<id>"), else its recorder
+// (recorded_by: "token:<name>", "mcp:<client>"), else AnonymousRecorder.
+// So re-recording the same memory counts its caller once per memory: the
+// merge used to give use no source, which counted as a new one each time,
+// and one token that recorded a memory five times through POST
+// /v1/memories lifted its usage to 4, after which a single feedback of that
+// token applied without consensus. Merges that name no one cannot be told
+// apart, so together they count as one source (the event's source
+// attribute is the producer's claim, not an authenticated caller).
+func mergeSource(d events.MemoryRecordedData) string {
+	switch {
+	case d.SourceSession != "":
+		return "session:" + d.SourceSession
+	case d.RecordedBy != "":
+		return d.RecordedBy
+	}
+	return AnonymousRecorder
 }
 
 // recorder is the author of a recording: its recorded_by, else the
