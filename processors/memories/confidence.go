@@ -90,7 +90,7 @@ func (p Pending) SourceKey() string {
 
 // Consensus decides which stored signals apply when sig arrives
 // (ReasoningBank design, with distinct sources — issue 11): with usage ≥
-// ConsensusUsage the new signal applies alone, unless its source already
+// ConsensusUsage the new signal applies, unless its source already
 // applied a signal of the same polarity within ConsensusWindow of it
 // (before or after: a signal may be dated earlier than one already
 // applied): then it is a repeat (one vote per source and polarity per window, so one
@@ -102,16 +102,38 @@ func (p Pending) SourceKey() string {
 // one source only the first applies its delta; the others are repeats,
 // consumed with it without a delta. It returns the indexes into stored
 // (sig must be the last element) that apply and those that are repeats.
+//
+// A signal that applies at usage ≥ ConsensusUsage takes with it the
+// signals stored while usage was below (not yet applied, of its polarity,
+// within ConsensusWindow before it): with it they are agreeing signals of
+// at least 2 distinct sources, so they apply together:
+// the first of each other source applies its delta, unless that source
+// already applied one of the same polarity within ConsensusWindow of it
+// (one vote per source), and the rest — sig's own source's included —
+// are repeats. Before, a signal stored at usage 2 whose own arrival lifted
+// usage to 3 stayed unapplied for ever, and the next agreeing signal of
+// another source applied alone.
 func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int) {
 	last := len(stored) - 1
 	sig := stored[last]
 	if usage >= ConsensusUsage {
-		for _, p := range stored[:last] {
-			if p.Applied && !p.Repeat && p.Positive == sig.Positive && p.SourceKey() == sig.SourceKey() && withinEitherSide(p.Time, at) {
-				return nil, []int{last}
-			}
+		if voted(stored[:last], sig.SourceKey(), sig.Positive, at) {
+			return nil, []int{last}
 		}
-		return []int{last}, nil
+		seen := map[string]bool{sig.SourceKey(): true}
+		for i, p := range stored[:last] {
+			if p.Applied || p.Positive != sig.Positive || !within(p.Time, at) {
+				continue
+			}
+			pt, err := time.Parse(time.RFC3339Nano, p.Time)
+			if err != nil || seen[p.SourceKey()] || voted(stored[:last], p.SourceKey(), p.Positive, pt) {
+				repeats = append(repeats, i)
+				continue
+			}
+			seen[p.SourceKey()] = true
+			apply = append(apply, i)
+		}
+		return append(apply, last), repeats
 	}
 	seen := map[string]bool{}
 	for i, p := range stored {
@@ -132,6 +154,18 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 		return nil, nil
 	}
 	return apply, repeats
+}
+
+// voted reports whether source has an applied signal (not a repeat) of
+// polarity positive among signals within ConsensusWindow of at, before
+// or after it: its vote for that window.
+func voted(signals []Pending, source string, positive bool, at time.Time) bool {
+	for _, p := range signals {
+		if p.Applied && !p.Repeat && p.Positive == positive && p.SourceKey() == source && withinEitherSide(p.Time, at) {
+			return true
+		}
+	}
+	return false
 }
 
 // withinEitherSide reports whether a signal at time ts lies within

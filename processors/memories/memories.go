@@ -475,8 +475,8 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		Comment: d.Comment, Position: tx.Position().String()})
 	apply, repeats := Consensus(m.UsageCount, stored, at)
 	reason := "signal"
-	if m.UsageCount < ConsensusUsage {
-		reason = "consensus"
+	if m.UsageCount < ConsensusUsage || len(apply) > 1 {
+		reason = "consensus" // with stored signals (Consensus)
 	}
 	if err := use(tx, m, who); err != nil {
 		return err
