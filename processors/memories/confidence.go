@@ -2,6 +2,7 @@ package memories
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -113,6 +114,12 @@ func (p Pending) SourceKey() string {
 // are repeats. Before, a signal stored at usage 2 whose own arrival lifted
 // usage to 3 stayed unapplied for ever, and the next agreeing signal of
 // another source applied alone.
+//
+// Below ConsensusUsage, too, a source votes once per polarity and window: a
+// signal of a source that already applied one of its polarity within
+// ConsensusWindow of it is a repeat at once, and counts for no consensus.
+// Before, once x and y had agreed, x's second signal was stored and
+// applied with the next agreeing one of any source, so x voted twice.
 func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int) {
 	last := len(stored) - 1
 	sig := stored[last]
@@ -136,11 +143,17 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 		return append(apply, last), repeats
 	}
 	seen := map[string]bool{}
+	var voteRepeats []int // of a source that already applied its vote
 	for i, p := range stored {
 		if p.Applied || p.Positive != sig.Positive {
 			continue
 		}
 		if !within(p.Time, at) {
+			continue
+		}
+		pt, err := time.Parse(time.RFC3339Nano, p.Time)
+		if err != nil || voted(stored, p.SourceKey(), p.Positive, pt) {
+			voteRepeats = append(voteRepeats, i)
 			continue
 		}
 		if seen[p.SourceKey()] {
@@ -151,8 +164,10 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 		apply = append(apply, i)
 	}
 	if len(apply) < ConsensusSignals {
-		return nil, nil
+		return nil, voteRepeats
 	}
+	repeats = append(repeats, voteRepeats...)
+	slices.Sort(repeats)
 	return apply, repeats
 }
 

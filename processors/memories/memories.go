@@ -509,7 +509,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	m.Signals = len(stored)
 	if len(apply) == 0 {
 		why := "pending"
-		if stored[len(stored)-1].Repeat && m.UsageCount >= ConsensusUsage {
+		if stored[len(stored)-1].Repeat {
 			why = ReasonRepeat
 		}
 		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: why, Old: old, New: old, Author: author(env, who), Comment: d.Comment}); err != nil {

@@ -88,6 +88,30 @@ func TestStoredSignalKeepsOneVotePerSource(t *testing.T) {
 			t.Errorf("confidence %v, want 0.7 − 0.05 (w only) = 0.65", c)
 		}
 	})
+	t.Run("source already voted, below usage 3", func(t *testing.T) {
+		b := newBank(t)
+		b.record("m", "explicit", "success", t0)
+		b.signalFrom("m", "token:x", false, t0.Add(time.Hour))
+		b.signalFrom("m", "token:y", false, t0.Add(2*time.Hour)) // consensus: x and y apply, usage 2
+		b.signalFrom("m", "token:x", false, t0.Add(3*time.Hour)) // x voted within 7 days: a repeat at once
+		if s := signals(t, b, "m"); len(s) != 3 || !s[2].Applied || !s[2].Repeat {
+			t.Errorf("x's second signal at usage 2: %+v; want it a repeat", s)
+		}
+		changes, _, err := memories.History(b.store, events.EntityKey("project:a", "m"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := changes[len(changes)-1]; last.Reason != memories.ReasonRepeat {
+			t.Errorf("x's second signal's change: reason %q, want %q", last.Reason, memories.ReasonRepeat)
+		}
+		b.signalFrom("m", "token:w", false, t0.Add(4*time.Hour)) // w alone: no consensus yet
+		if m := b.get("m"); !near(m.Confidence, 0.7) {
+			t.Errorf("confidence %v after w's signal, want 0.7: x's second vote must not make w's consensus", m.Confidence)
+		}
+		if s := signals(t, b, "m"); len(s) != 4 || s[3].Applied {
+			t.Errorf("w's signal: %+v; want it stored, waiting for a second source", s)
+		}
+	})
 	t.Run("older than 7 days", func(t *testing.T) {
 		b := newBank(t)
 		b.record("m", "explicit", "success", t0)
