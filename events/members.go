@@ -3,17 +3,30 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 )
 
-// repeatedMember returns the JSON pointer of the first object member whose
+// RepeatedMember returns the JSON pointer of the first object member whose
 // name repeats an earlier member of the same object in raw, e.g. "/id" or
-// "/data/memory_id"; ok is false when there is none (or raw is not JSON:
-// the parse reports that). RFC 8259 leaves the meaning of repeated names
-// open and decoders differ (encoding/json keeps the last; RFC 7493, I-JSON,
-// forbids them): for an event, whose id is its idempotency key, the
-// producer paths refuse them instead of guessing.
+// "/data/memory_id", and the reason to answer; ok is false when there is
+// none (or raw is not JSON: the parse reports that). RFC 8259 leaves the
+// meaning of repeated names open and decoders differ (encoding/json keeps
+// the last; RFC 7493, I-JSON, forbids them): for an event, whose id is its
+// idempotency key, the producer paths refuse them instead of guessing, and
+// the HTTP API's route bodies (an event_id, a scope) refuse them with this
+// check too.
+func RepeatedMember(raw []byte) (pointer, reason string, ok bool) {
+	ptr, ok := repeatedMember(raw)
+	if !ok {
+		return "", "", false
+	}
+	name := strings.NewReplacer("~1", "/", "~0", "~").Replace(ptr[strings.LastIndexByte(ptr, '/')+1:])
+	return ptr, fmt.Sprintf("the member %q appears twice in one object (RFC 8259 gives it no meaning; send it once)", name), true
+}
+
+// repeatedMember is RepeatedMember's pointer.
 func repeatedMember(raw []byte) (pointer string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -176,9 +176,8 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 	if env, _, ok := parseFast(set, raw, false, false); ok {
 		return env, checkPayload(&env) // the fast path refuses repeated members
 	}
-	if ptr, ok := repeatedMember(raw); ok {
-		name := ptr[strings.LastIndexByte(ptr, '/')+1:]
-		return Envelope{}, &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("the member %q appears twice in one object (RFC 8259 gives it no meaning; send it once)", strings.NewReplacer("~1", "/", "~0", "~").Replace(name))}
+	if ptr, reason, ok := RepeatedMember(raw); ok {
+		return Envelope{}, &ValidationError{Index: -1, Pointer: ptr, Reason: reason}
 	}
 	env, err := parseSlow(set, raw, false)
 	if err != nil {

@@ -9,32 +9,44 @@ import (
 	"net/http"
 	"strings"
 	"unicode"
+
+	"github.com/chronicle-dev/chronicle/events"
 )
 
 // decodeBody decodes one JSON request body (at most MaxBodyBytes) into v
-// strictly: a field v does not have, a value of the wrong type, trailing
-// data or malformed JSON is an error whose text names the field and the
-// reason, ready for a 400 — e.g. `body: unknown field "titel"`, `body:
-// "tags": got number, want array`.
+// strictly: a field v does not have, a value of the wrong type, a member
+// repeated within one object, trailing data or malformed JSON is an error
+// whose text names the field and the reason, ready for a 400 — e.g.
+// `body: unknown field "titel"`, `body: "tags": got number, want array`,
+// `body: /event_id: the member "event_id" appears twice in one object …`.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
 		return bodyError(err)
 	}
-	return endOfBody(dec)
+	return decodeRead(body, v)
 }
 
 // decodeRead is decodeBody for a body read already (the routes that look
 // at its members too): one JSON value into v, strictly, and nothing after
-// it.
+// it. A member name repeated within one object, at any depth, is refused
+// with its pointer, by the check POST /v1/events makes
+// (events.RepeatedMember): encoding/json keeps the last one silently, so
+// {"event_id":"e-1","event_id":"e-2"} wrote e-2 under an idempotency key
+// the client may read as e-1 (found by a new user's walkthrough).
 func decodeRead(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
 	}
-	return endOfBody(dec)
+	if err := endOfBody(dec); err != nil {
+		return err
+	}
+	if ptr, reason, ok := events.RepeatedMember(body); ok {
+		return fmt.Errorf("body: %s: %s", ptr, reason)
+	}
+	return nil
 }
 
 // endOfBody fails when dec holds more than the value it decoded.

@@ -30,15 +30,7 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 		Rule     string            `json:"rule"`
 		SkipEcho *bool             `json:"skip_echo"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&body)
-	if err != nil {
-		err = bodyError(err)
-	} else {
-		err = endOfBody(dec)
-	}
-	if err != nil {
+	if err := decodeBody(w, r, &body); err != nil {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}

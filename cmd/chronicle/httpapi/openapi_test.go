@@ -460,7 +460,10 @@ func openAPIRequests(t *testing.T) func(method, uri string, header http.Header, 
 //   - a 400 whose error is the body decoder's ("body: unknown field …",
 //     `body: "layer": got string, want integer`, malformed JSON …) to a
 //     request the description accepts fails the test too: such a body is
-//     refused whatever the state, so the schema is laxer than the route;
+//     refused whatever the state, so the schema is laxer than the route
+//     (but for a member repeated within an object, "appears twice": a
+//     schema validates the parsed value, where the repeat is gone, so
+//     the description says it in info.description instead);
 //   - any other answer (4xx refusals that depend on the state or on the
 //     caller, 5xx) is not judged: a request the schema rejects is expected
 //     to get one.
@@ -499,7 +502,7 @@ func conforming(t *testing.T, h http.Handler) http.Handler {
 			var e struct {
 				Error string `json:"error"`
 			}
-			if json.Unmarshal(rec.body.Bytes(), &e) == nil && strings.HasPrefix(e.Error, "body: ") {
+			if json.Unmarshal(rec.body.Bytes(), &e) == nil && strings.HasPrefix(e.Error, "body: ") && !strings.Contains(e.Error, "appears twice in one object") {
 				if err := checkRequest(method, uri, header, body); err == nil {
 					t.Errorf("%s %s %.300s: openapi.json accepts a body the route refuses whatever the state (%s): the schema is laxer than the route", method, uri, body, e.Error)
 				}
