@@ -1078,6 +1078,15 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, bodyStatus(err), "%v", err)
 		return
 	}
+	if body.Scope != "" && !events.ValidScope(body.Scope) {
+		// malformed whatever the token: a 400 naming the field, as the
+		// ?scope= parameters answer, before the token's scopes are asked
+		// (before, "bogus" was a 403 "may not write bogus" with a token
+		// and, without one, a 400 about the derived memory.created.v1
+		// event's envelope; found by a new user's walkthrough)
+		writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", body.Scope)
+		return
+	}
 	key, err := idempotencyKey(r)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
