@@ -621,7 +621,10 @@ func normalise(q Query) (Query, error) {
 			d = 0
 		}
 		q.MinConfidence = &d
-	} else if *q.MinConfidence < 0 || *q.MinConfidence > 1 {
+	} else if !(*q.MinConfidence >= 0 && *q.MinConfidence <= 1) {
+		// written so NaN, which every comparison is false for, is out of
+		// range too: it passed as < 0 || > 1 and turned the filter off
+		// (found by a new user's walkthrough)
 		return q, fmt.Errorf("%w: min_confidence: %v is not between 0 and 1", ErrInvalid, *q.MinConfidence)
 	}
 	return q, nil

@@ -1,6 +1,11 @@
 package search
 
-import "testing"
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
 
 // min_confidence left out is 0.5, except for coordination patterns with
 // outcome failure: their confidence is a success rate, below 0.5 for every
@@ -26,3 +31,15 @@ func TestMinConfidenceDefault(t *testing.T) {
 }
 
 func ptr(f float64) *float64 { return &f }
+
+// A min_confidence sent outside 0..1 is refused naming it, NaN too: it
+// passed the check (every comparison with NaN is false) and turned the
+// filter off (found by a new user's walkthrough).
+func TestMinConfidenceOutOfRange(t *testing.T) {
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 2, -0.1} {
+		_, err := normalise(Query{Text: "x", Collection: Memories, MinConfidence: ptr(f)})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "min_confidence: ") {
+			t.Errorf("min_confidence %v: %v; want ErrInvalid naming min_confidence", f, err)
+		}
+	}
+}
