@@ -426,7 +426,14 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			did := sub[1]
 			i := slices.IndexFunc(st.PendingDecisions, func(d workflows.Decision) bool { return d.DecisionID == did })
 			if i < 0 && !retry {
-				writeErr(w, http.StatusNotFound, "decision %q: not pending in workflow %q", did, id)
+				// answered already: the decision exists and takes one
+				// answer, a 409 as a search resumed twice (before, a 404
+				// "not pending", as for a decision never asked)
+				if d, ok := answeredDecision(st, did); ok {
+					writeErr(w, http.StatusConflict, "decision %q of workflow %q was answered already (%q by %q at %s): a decision takes one answer", did, id, d.Answer, d.By, d.AnsweredAt)
+					return
+				}
+				writeErr(w, http.StatusNotFound, "decision %q: not pending in workflow %q, nor answered", did, id)
 				return
 			}
 			// a decision that offered options takes one of them
@@ -622,6 +629,18 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	}
 	res.State = after
 	writeJSON(w, http.StatusOK, res)
+}
+
+// answeredDecision is the decision did of st's decisions channel (the
+// answered ones, in log order), the last when a layer re-run asked it again.
+func answeredDecision(st workflows.State, did string) (workflows.Decision, bool) {
+	for i := len(st.Decisions) - 1; i >= 0; i-- {
+		var d workflows.Decision
+		if json.Unmarshal(st.Decisions[i], &d) == nil && d.DecisionID == did {
+			return d, true
+		}
+	}
+	return workflows.Decision{}, false
 }
 
 // replanArgs computes the plan of a replan_dag command before it is
