@@ -591,7 +591,8 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusConflict // the write is well formed; the workflow's state refuses it
 		}
 		idx := 0
-		writeJSON(w, code, errorBody{Error: refusal.Error(), Index: &idx, Pointer: refusal.Pointer, Reason: refusal.Reason})
+		msg, ptr := requestPointer(refusal.Error(), refusal.Pointer, refusal.Reason)
+		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
 		code := http.StatusBadRequest
@@ -599,7 +600,8 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusRequestEntityTooLarge // as POST /v1/events: no retry makes it fit
 		}
 		idx := 0
-		writeJSON(w, code, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		msg, ptr := requestPointer(ve.Error(), ve.Pointer, ve.Reason)
+		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: ve.Reason})
 		return
 	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
 		writeErr(w, http.StatusRequestEntityTooLarge, "the broker refused the event as too large (its max.message.bytes is below Chronicle's %d-byte event limit): %v", events.MaxEventBytes, err)
@@ -629,6 +631,19 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	}
 	res.State = after
 	writeJSON(w, http.StatusOK, res)
+}
+
+// requestPointer names the request's field for an error about the
+// event's id: the route writes event_id as the event's id, so the schema's
+// or the processor's "/id" is the request's "/event_id" (an event_id of
+// 257 characters was answered at /id, a member the request does not have;
+// found by a new user's walkthrough). Other pointers are the event's, as
+// before.
+func requestPointer(msg, ptr, reason string) (string, string) {
+	if ptr == "/id" {
+		return "event_id: " + reason, "/event_id"
+	}
+	return msg, ptr
 }
 
 // answeredDecision is the decision did of st's decisions channel (the
