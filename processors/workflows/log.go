@@ -56,6 +56,9 @@ func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error
 	if !ok {
 		return nil, fmt.Errorf("workflows: %q is not scope/id", key)
 	}
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("%w: the events of workflow %s are read back from its partition", ErrNoLog, key)
+	}
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return nil, err
@@ -94,6 +97,15 @@ func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error
 	}
 }
 
+// ErrNoLog is wrapped by the error of a read that needs the Kafka log when
+// no broker is given (nil brokers: chronicle inspect, which serves the
+// projections of a data directory and starts no broker). The reads that
+// the projection answers (a checkpoint whose id the processor recorded, a
+// cpid/ row) never return it; a checkpoint applied before the processor
+// kept those rows (an older data directory, until replay --into rebuilds
+// it) is named only from the log, and its read returns it.
+var ErrNoLog = errors.New("the Kafka log is not read here (no broker)")
+
 // logScans counts the scans of a partition ReadLog made (LogScans).
 var logScans atomic.Int64
 
@@ -124,6 +136,9 @@ func CheckpointIDOf(ctx context.Context, brokers []string, store *projections.St
 		if id, ok, err := CheckpointIDAt(store, key, n); err != nil || ok {
 			return id, err
 		}
+	}
+	if len(brokers) == 0 {
+		return "", fmt.Errorf("%w: the checkpoint of event %q of workflow %s has no id recorded in the projection (a cpid/ row: it was applied by a Chronicle older than them; replay --into rebuilds the directory with them), and only the log names it", ErrNoLog, eventID, key)
 	}
 	if source != "" {
 		probe := events.Envelope{ID: eventID, Source: source, Scope: scope}
@@ -183,6 +198,9 @@ type HistoryEntry struct {
 func History(ctx context.Context, brokers []string, store *projections.Store, key string) ([]HistoryEntry, error) {
 	if h, ok, err := historyOfRows(store, key); err != nil || ok {
 		return h, err
+	}
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("%w: some checkpoints of workflow %s have no id recorded in the projection (cpid/ rows: they were applied by a Chronicle older than them; replay --into rebuilds the directory with them), and only the log names them", ErrNoLog, key)
 	}
 	logged, err := ReadLog(ctx, brokers, key)
 	if err != nil {
@@ -248,10 +266,27 @@ func ParseCheckpointID(id string) (projections.Position, error) {
 // record there must be a workflow.checkpoint.saved.v1 of the workflow
 // with key (same key and scope) that the processor applied. (A repeat of
 // a checkpoint event, dropped as a duplicate, resolves to the checkpoint
-// its first copy saved; History lists the first position only.) Cost: one
-// fetch at pos.
+// its first copy saved; History lists the first position only.) A
+// position the processor recorded as a checkpoint's id (its cpid/ row) is
+// answered from the projection alone (Cost: a scan of the workflow's
+// cpid/ rows, nothing from the log); any other position costs one fetch
+// at pos. Without brokers (nil: chronicle inspect), a position that is no
+// recorded id is ErrNoCheckpoint when every checkpoint of the workflow has
+// its id recorded (only a repeat of a checkpoint event, which the log
+// alone resolves, is not answered then), else ErrNoLog.
 func CheckpointAt(ctx context.Context, brokers []string, store *projections.Store, key string, pos projections.Position) (Checkpoint, error) {
 	scope, _, _ := events.SplitEntityKey(key)
+	cp, found, complete, err := checkpointOfID(store, key, pos)
+	switch {
+	case err != nil:
+		return Checkpoint{}, err
+	case found:
+		return cp, nil
+	case len(brokers) == 0 && complete:
+		return Checkpoint{}, fmt.Errorf("%w: %s is no checkpoint id of this workflow (the projection records every one of its checkpoints' ids; a later copy of a checkpoint event, which only the log resolves to its first, is not read here)", ErrNoCheckpoint, pos)
+	case len(brokers) == 0:
+		return Checkpoint{}, fmt.Errorf("%w: %s is no checkpoint id the projection recorded for workflow %s, and some of its checkpoints were applied by a Chronicle older than those records (cpid/ rows; replay --into rebuilds the directory with them): only the log says what is at %s", ErrNoLog, pos, key, pos)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)}}),
 		// one record is read: the broker still answers the first batch
 		// whole, however small the limit (with the defaults, a fetch
@@ -298,4 +333,43 @@ func CheckpointAt(ctx context.Context, brokers []string, store *projections.Stor
 			return cp, nil
 		}
 	}
+}
+
+// checkpointOfID is the checkpoint of the workflow with key whose id the
+// processor recorded as pos (its cpid/ row), read from the projection
+// alone: found is false when no recorded id is pos; complete says every
+// checkpoint of the workflow has its id recorded (false for one applied
+// by a Chronicle older than the rows). Cost: a scan of the workflow's
+// cpid/ rows and one row read.
+func checkpointOfID(store *projections.Store, key string, pos projections.Position) (cp Checkpoint, found, complete bool, err error) {
+	want := pos.String()
+	p := checkpointIDPrefix(key)
+	seq, rows := -1, 0
+	err = store.Scan(Name, p, "", func(k string, val []byte) (bool, error) {
+		if !projections.OwnRow(p, k) {
+			return true, nil // a row of a workflow whose id extends this one's
+		}
+		rows++
+		if string(val) != want {
+			return true, nil
+		}
+		n, err := strconv.Atoi(k[len(p):])
+		if err != nil {
+			return false, fmt.Errorf("workflows: checkpoint id row %q: %v", k, err)
+		}
+		seq = n
+		return false, nil
+	})
+	if err != nil {
+		return cp, false, false, err
+	}
+	if seq >= 0 {
+		ok, err := store.GetJSON(Name, checkpointKey(key, seq), &cp)
+		return cp, ok, true, err
+	}
+	st, ok, err := Get(store, key)
+	if err != nil {
+		return cp, false, false, err
+	}
+	return cp, false, ok && rows == st.Checkpoints, nil
 }

@@ -198,6 +198,7 @@ func checkpointKey(key string, seq int) string   { return fmt.Sprintf("cp/%s/%06
 func checkpointPrefix(key string) string         { return "cp/" + key + "/" }
 func checkpointEventKey(key, id string) string   { return "ce/" + keyID(key, id) }
 func checkpointIDKey(key string, seq int) string { return fmt.Sprintf("cpid/%s/%06d", key, seq) }
+func checkpointIDPrefix(key string) string       { return "cpid/" + key + "/" }
 func eventKey(key, id string) string             { return "ev/" + keyID(key, id) }
 
 // keyID joins an entity key and an event or suggestion id into the rest
