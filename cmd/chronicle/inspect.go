@@ -23,14 +23,18 @@ func inspectCmd() *cobra.Command {
 		Short: "Serve the read API (every GET route) over a stopped or replayed data directory, read-only: no broker, no processors, no relay, no workers; writes answer 405",
 		Long: `inspect opens DIR's projections read-only (Pebble's read-only mode: nothing in DIR
 is written) and serves the GET routes of the HTTP API over them: sessions, memories
-and memory search, reasoning tasks, tree searches, the tool graph, the digest. It is
-how an analyst reads an as-of state built by "chronicle replay --until ... --into DIR",
-or a stopped service's directory.
+and memory search, reasoning tasks, tree searches, workflows (their state, checkpoint
+history and state as of a checkpoint id), the tool graph, the digest. It is how an
+analyst reads an as-of state built by "chronicle replay --until ... --into DIR" (e.g.
+--until a workflow's checkpoint id), or a stopped service's directory.
 
 No broker is started, nothing is produced or relayed, and no processor or worker runs.
 Write routes (POST, and the MCP endpoint) answer 405 naming read-only mode; the routes
-that read the Kafka log rather than the projections (a session's events, the workflow
-routes) answer 503, as does /v1/cluster. Memory searches write no usage events.
+that read the Kafka log rather than the projections (a session's events, the learned
+stream) answer 503, as does /v1/cluster. A workflow read answers 503 too when DIR holds
+checkpoints applied by a Chronicle older than the recorded checkpoint ids (cpid/ rows):
+only the log names those; replay --into rebuilds DIR with them. Memory searches write
+no usage events.
 The memory, pattern and tool vectors are embedded once at start with the embedded
 model (vectors the live service cached in DIR are reused).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {

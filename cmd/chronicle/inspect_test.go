@@ -17,8 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
+	"github.com/cockroachdb/pebble"
 )
 
 // TestInspectReplayedAsOf builds a log of two sessions, replays it
@@ -189,4 +194,133 @@ func dirDigest(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestInspectWorkflowState: chronicle inspect serves a workflow's state,
+// its checkpoint history and its state as of a checkpoint id from the
+// projections, over a stopped service's directory and over the directory
+// replay --until the first checkpoint's id rebuilds (the as-of state: the
+// first checkpoint is the last there, the second is unknown). Before,
+// every /v1/workflows/{id}... path answered 503 "reads the Kafka log",
+// though GET /v1/workflows listed the same workflow with its checkpoint
+// id. A directory whose checkpoints have no recorded ids (cpid/ rows,
+// removed here as a Chronicle older than them left it) is named only
+// from the log: 503 naming read-only mode and the reason.
+func TestInspectWorkflowState(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	data := t.TempDir()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: data, KafkaListen: "127.0.0.1:0", Partitions: 1, Embedder: noEmbedder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	c := client.New(live.URL, "")
+	must := func(r workflows.WriteResult, err error) workflows.WriteResult {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	must(c.Update(ctx, "w", 0, events.ChannelTasks, map[string]any{"id": "t1"}))
+	cp1 := must(c.Checkpoint(ctx, "w", 0)).CheckpointID
+	must(c.Update(ctx, "w", 1, events.ChannelTasks, map[string]any{"id": "t2"}))
+	cp2 := must(c.Checkpoint(ctx, "w", 1)).CheckpointID
+	live.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if cp1 == "" || cp2 == "" || cp1 == cp2 {
+		t.Fatalf("checkpoint ids %q %q", cp1, cp2)
+	}
+
+	// inspect serves dir's read API; get answers a GET's status and body
+	inspect := func(dir string) (*client.Client, func(string) (int, string)) {
+		t.Helper()
+		s, closeStore, err := openInspect(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s.Handler())
+		t.Cleanup(func() { srv.Close(); closeStore() })
+		return client.New(srv.URL, ""), func(path string) (int, string) {
+			t.Helper()
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+	}
+	tasks := func(st workflows.State) int { return len(st.Tasks) }
+
+	// the stopped service's directory: both checkpoints
+	ic, get := inspect(data)
+	v, err := ic.State(ctx, "w")
+	if err != nil || v.CheckpointID != cp2 || tasks(v.State) != 2 {
+		t.Fatalf("inspect: state %+v %v, want checkpoint %s and 2 tasks", v, err, cp2)
+	}
+	h, err := ic.History(ctx, "w")
+	if err != nil || len(h) != 2 || h[0].CheckpointID != cp1 || h[1].CheckpointID != cp2 {
+		t.Fatalf("inspect: history %+v %v, want %s, %s", h, err, cp1, cp2)
+	}
+	at, err := ic.StateAt(ctx, "w", cp1)
+	if err != nil || at.CheckpointID != cp1 || tasks(at.State) != 1 || at.Layer != 0 {
+		t.Fatalf("inspect: state at %s: %+v %v, want 1 task at layer 0", cp1, at, err)
+	}
+	if code, body := get("/v1/workflows/w/checkpoints/" + url.PathEscape(string(events.TopicWorkflows)+":0:999")); code != 404 {
+		t.Errorf("inspect: state at a position that is no checkpoint: %d %s, want 404", code, body)
+	}
+	if code, body := get("/v1/workflows/nope"); code != 404 {
+		t.Errorf("inspect: an unknown workflow: %d %s, want 404", code, body)
+	}
+
+	// replay --until the first checkpoint's id: the as-of state
+	asOf := filepath.Join(t.TempDir(), "asof")
+	if out, err := exec.Command(binary, "replay", "--data", data, "--into", asOf, "--until", cp1).CombinedOutput(); err != nil {
+		t.Fatalf("replay --until %s: %v\n%s", cp1, err, out)
+	}
+	ac, aget := inspect(asOf)
+	if v, err := ac.State(ctx, "w"); err != nil || v.CheckpointID != cp1 || tasks(v.State) != 1 {
+		t.Fatalf("inspect --until %s: state %+v %v, want checkpoint %s and 1 task", cp1, v, err, cp1)
+	}
+	if h, err := ac.History(ctx, "w"); err != nil || len(h) != 1 || h[0].CheckpointID != cp1 {
+		t.Fatalf("inspect --until %s: history %+v %v, want %s only", cp1, h, err, cp1)
+	}
+	if at, err := ac.StateAt(ctx, "w", cp1); err != nil || tasks(at.State) != 1 {
+		t.Fatalf("inspect --until %s: state at it: %+v %v", cp1, at, err)
+	}
+	if code, body := aget("/v1/workflows/w/checkpoints/" + url.PathEscape(cp2)); code != 404 {
+		t.Errorf("inspect --until %s: state at %s, after --until: %d %s, want 404", cp1, cp2, code, body)
+	}
+
+	// a directory without the cpid/ rows (a Chronicle older than them):
+	// its checkpoints are named from the log only: 503 naming why
+	old := filepath.Join(t.TempDir(), "old")
+	if out, err := exec.Command(binary, "replay", "--data", data, "--into", old).CombinedOutput(); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	db, err := pebble.Open(pipeline.ProjectionsDir(old), &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := []byte("p/" + workflows.Name + "/cpid/")
+	if err := db.DeleteRange(prefix, append(bytes.Clone(prefix[:len(prefix)-1]), '/'+1), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, oget := inspect(old)
+	for _, path := range []string{"/v1/workflows/w", "/v1/workflows/w/checkpoints", "/v1/workflows/w/checkpoints/" + url.PathEscape(cp1)} {
+		if code, body := oget(path); code != 503 || !strings.Contains(body, "read-only") || !strings.Contains(body, "cpid/") || !strings.Contains(body, "replay --into") {
+			t.Errorf("inspect of a directory without checkpoint ids: GET %s: %d %s, want 503 naming read-only mode, the missing cpid/ rows and replay --into", path, code, body)
+		}
+	}
+	if code, body := oget("/v1/workflows"); code != 200 || !strings.Contains(body, `"w"`) {
+		t.Errorf("inspect of a directory without checkpoint ids: GET /v1/workflows: %d %s", code, body)
+	}
 }

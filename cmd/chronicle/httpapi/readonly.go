@@ -16,9 +16,15 @@ const ReadOnlyMessage = "read-only: chronicle inspect serves the read API over a
 //   - GET /healthz: {"status": "read-only"};
 //   - GET /v1/cluster: 503 (no consumer group runs);
 //   - the GET routes that read the log itself rather than the projections
-//     (a session's events, a workflow's checkpoints): 503 naming the
+//     (a session's events, the learned events' stream): 503 naming the
 //     reason, since inspect starts no broker;
-//   - every other GET route: served as is, from the projections.
+//   - every other GET route: served as is, from the projections. The
+//     workflow reads (a workflow's state, its checkpoints, its state as of
+//     a checkpoint id) are among them: the processor records each
+//     checkpoint's id (a cpid/ row), so they read nothing from the log;
+//     only a checkpoint applied before those rows existed (an older data
+//     directory) is named from the log, and that read answers 503 naming
+//     why (workflows.ErrNoLog, writeLogErr).
 func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 	if !s.ReadOnly {
 		return rt.Handler
@@ -55,12 +61,14 @@ func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 }
 
 // readsLog says whether a GET path is answered from the log rather than
-// the projections: /v1/sessions/{id}/events, the workflow routes (a
-// workflow's view names its checkpoint by log position) and the learned
-// events' stream (/v1/learned/..., read from its topic).
+// the projections: /v1/sessions/{id}/events and the learned events'
+// stream (/v1/learned/..., read from its topic). The workflow routes are
+// not: their checkpoint ids are the processor's cpid/ rows (before, every
+// /v1/workflows/... path answered 503 here, though GET /v1/workflows
+// listed the same workflows with their checkpoint ids).
 func readsLog(path string) bool {
 	if rest, ok := strings.CutPrefix(path, "/v1/sessions/"); ok {
 		return strings.HasSuffix(rest, "/events")
 	}
-	return strings.HasPrefix(path, "/v1/workflows/") || strings.HasPrefix(path, "/v1/learned/")
+	return strings.HasPrefix(path, "/v1/learned/")
 }

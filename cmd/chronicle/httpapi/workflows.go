@@ -92,7 +92,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		v := workflows.View{State: st}
 		if st.Checkpoint != nil {
 			if v.CheckpointID, err = s.checkpointIDOf(ctx, key, st.Checkpoint.EventID); err != nil {
-				writeErr(w, http.StatusServiceUnavailable, "%v", err)
+				s.writeLogErr(w, r, err)
 				return
 			}
 		}
@@ -102,9 +102,9 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		h, err := workflows.History(ctx, s.P.Broker.Addrs(), s.P.Store, key)
+		h, err := workflows.History(ctx, s.brokers(), s.P.Store, key)
 		if err != nil {
-			writeErr(w, http.StatusServiceUnavailable, "%v", err)
+			s.writeLogErr(w, r, err)
 			return
 		}
 		if cursor != "" {
@@ -125,7 +125,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h, "next_cursor": next})
 	case 2:
-		cp, ok := s.checkpointAt(ctx, w, key, sub[1])
+		cp, ok := s.checkpointAt(ctx, w, r, key, sub[1])
 		if ok {
 			writeJSON(w, http.StatusOK, workflows.HistoryEntry{CheckpointID: sub[1], Checkpoint: cp})
 		}
@@ -157,24 +157,46 @@ func checkpointPage(w http.ResponseWriter, r *http.Request) (limit int, cursor s
 // recorded ids, one fetch for a checkpoint these routes wrote, else one
 // scan of its partition (workflows.CheckpointIDOf).
 func (s *Server) checkpointIDOf(ctx context.Context, key, eventID string) (string, error) {
-	return workflows.CheckpointIDOf(ctx, s.P.Broker.Addrs(), s.P.Store, key, WorkflowSource(key), eventID)
+	return workflows.CheckpointIDOf(ctx, s.brokers(), s.P.Store, key, WorkflowSource(key), eventID)
+}
+
+// brokers are the addresses of the broker the log is read from: none on a
+// read-only server (chronicle inspect starts no broker), where the
+// workflow reads answer from the projection alone and a read that needs
+// the log fails with workflows.ErrNoLog (writeLogErr).
+func (s *Server) brokers() []string {
+	if s.P.Broker == nil {
+		return nil
+	}
+	return s.P.Broker.Addrs()
+}
+
+// writeLogErr answers a workflow read's failure to read the log: 503, on
+// a read-only server naming read-only mode and why the read needs the log
+// (workflows.ErrNoLog: a checkpoint whose id the projection does not hold).
+func (s *Server) writeLogErr(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, workflows.ErrNoLog) {
+		writeErr(w, http.StatusServiceUnavailable, "%s: %s reads the Kafka log, and inspect starts no broker: %v", ReadOnlyMessage, r.URL.Path, err)
+		return
+	}
+	writeErr(w, http.StatusServiceUnavailable, "%v", err)
 }
 
 // checkpointAt resolves a checkpoint id of the workflow; it answers 400
 // for a malformed id, 404 for one that is no checkpoint of the workflow.
-func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, key, cid string) (workflows.Checkpoint, bool) {
+func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, r *http.Request, key, cid string) (workflows.Checkpoint, bool) {
 	pos, err := workflows.ParseCheckpointID(cid)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return workflows.Checkpoint{}, false
 	}
-	cp, err := workflows.CheckpointAt(ctx, s.P.Broker.Addrs(), s.P.Store, key, pos)
+	cp, err := workflows.CheckpointAt(ctx, s.brokers(), s.P.Store, key, pos)
 	switch {
 	case errors.Is(err, workflows.ErrNoCheckpoint):
 		writeErr(w, http.StatusNotFound, "%v", err)
 		return cp, false
 	case err != nil:
-		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		s.writeLogErr(w, r, err)
 		return cp, false
 	}
 	return cp, true
@@ -466,7 +488,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			// the processor recorded), not from a scan of the partition:
 			// before, this read the whole partition back, so a resume
 			// took longer the more any workflow of the partition wrote
-			last, found, err := workflows.LastCheckpoint(ctx, s.P.Broker.Addrs(), s.P.Store, key, WorkflowSource(key))
+			last, found, err := workflows.LastCheckpoint(ctx, s.brokers(), s.P.Store, key, WorkflowSource(key))
 			if err != nil {
 				writeErr(w, http.StatusServiceUnavailable, "%v", err)
 				return
@@ -478,7 +500,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			cid, cp = last.CheckpointID, last.Checkpoint
 		} else {
 			var ok bool
-			if cp, ok = s.checkpointAt(ctx, w, key, cid); !ok {
+			if cp, ok = s.checkpointAt(ctx, w, r, key, cid); !ok {
 				return
 			}
 		}
@@ -791,7 +813,7 @@ func (s *Server) forwardWrite(w http.ResponseWriter, r *http.Request, body []byt
 func (s *Server) forkCheckpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, key, id, cid string) (workflows.Checkpoint, bool) {
 	owner := s.remoteOwner(ctx, events.TopicWorkflows, key)
 	if owner == "" {
-		return s.checkpointAt(ctx, w, key, cid)
+		return s.checkpointAt(ctx, w, r, key, cid)
 	}
 	scope, _, _ := events.SplitEntityKey(key)
 	code, body, err := s.getFrom(ctx, r, owner, "/v1/workflows/"+url.PathEscape(id)+"/checkpoints/"+url.PathEscape(cid)+"?scope="+url.QueryEscape(scope))
