@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -121,6 +122,10 @@ type Options struct {
 	// Searches, when set, adds the tree-search tools search_get and
 	// search_resume (issue 12).
 	Searches SearchTools
+	// DrainWait bounds how long [ServeStdio], once stdin ends, waits for
+	// the answers of the requests read before the end (0:
+	// [DefaultDrainWait]). Not used over HTTP.
+	DrainWait time.Duration
 }
 
 // New returns an MCP server exposing the three memory tools on backend
@@ -128,12 +133,6 @@ type Options struct {
 // [HTTPHandler] to resolve callers per HTTP request with opts.CallerFunc.
 func New(backend search.Backend, opts Options) *mcp.Server {
 	return newServer(backend, opts, nil)
-}
-
-// ServeStdio serves the memory tools over stdin/stdout (newline-delimited
-// JSON-RPC) for opts.Caller until the client closes stdin or ctx ends.
-func ServeStdio(ctx context.Context, backend search.Backend, opts Options) error {
-	return New(backend, opts).Run(ctx, &mcp.StdioTransport{})
 }
 
 // HTTPHandler returns the streamable HTTP transport of the memory tools, to
