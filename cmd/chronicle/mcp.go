@@ -17,6 +17,15 @@ func mcpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--api http://127.0.0.1:8080] [--scope project:a]",
 		Short: "Serve the memory tools (memory_search, memory_record, memory_feedback), pair_improvement, search_get and search_resume over MCP on stdio, backed by a running chronicle serve",
+		Long: `mcp serves the memory tools (memory_search, memory_record, memory_feedback),
+pair_improvement, search_get and search_resume over MCP on stdin/stdout (newline-delimited
+JSON-RPC), backed by a running chronicle serve, until stdin ends or it is interrupted.
+
+When stdin ends, every request read before the end is still answered: a client may pipe a
+batch of requests and close stdin (printf '...' | chronicle mcp). mcp waits for their
+answers at most 65 s (each tool call makes at most two requests to the service, of at most
+30 s each), then exits: 0 when every request was answered, else non-zero with an error
+naming the requests left unanswered (id, method, tool).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
