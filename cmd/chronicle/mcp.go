@@ -25,7 +25,8 @@ When stdin ends, every request read before the end is still answered: a client m
 batch of requests and close stdin (printf '...' | chronicle mcp). mcp waits for their
 answers at most 65 s (each tool call makes at most two requests to the service, of at most
 30 s each), then exits: 0 when every request was answered, else non-zero with an error
-naming the requests left unanswered (id, method, tool).`,
+naming the requests left unanswered (id, method, tool). Ctrl-C or SIGTERM ends the wait at
+once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()

@@ -47,7 +47,7 @@ func serveDraining(ctx context.Context, s *mcp.Server, t mcp.Transport, wait tim
 	if wait <= 0 {
 		wait = DefaultDrainWait
 	}
-	dt := &drainTransport{Transport: t, wait: wait}
+	dt := &drainTransport{Transport: t, wait: wait, stop: ctx.Done()}
 	err := s.Run(ctx, dt)
 	if u := dt.unanswered(); u != nil {
 		return errors.Join(u, err)
@@ -73,6 +73,7 @@ func (e *UnansweredError) Error() string {
 type drainTransport struct {
 	mcp.Transport
 	wait time.Duration
+	stop <-chan struct{} // the server's context ended: stop waiting
 
 	mu   sync.Mutex
 	conn *drainConn
@@ -83,7 +84,7 @@ func (t *drainTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc := &drainConn{Connection: c, wait: t.wait, pending: map[jsonrpc.ID]pendingCall{}, changed: make(chan struct{}, 1), closed: make(chan struct{})}
+	dc := &drainConn{Connection: c, wait: t.wait, stop: t.stop, pending: map[jsonrpc.ID]pendingCall{}, changed: make(chan struct{}, 1), closed: make(chan struct{})}
 	t.mu.Lock()
 	t.conn = dc
 	t.mu.Unlock()
@@ -135,6 +136,7 @@ type pendingCall struct {
 type drainConn struct {
 	mcp.Connection
 	wait time.Duration
+	stop <-chan struct{} // the server's context ended (Ctrl-C, SIGTERM)
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]pendingCall
@@ -162,8 +164,10 @@ func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return nil, err
 }
 
-// drain waits until no call is pending, the wait runs out, a write fails
-// or the connection is closed; readErr is the read's failure.
+// drain waits until no call is pending, the wait runs out, a write fails,
+// the server's context ends (then the failure cancels the calls still
+// running, as the SDK does on EOF, rather than the stop waiting for
+// them) or the connection is closed; readErr is the read's failure.
 func (c *drainConn) drain(readErr error) {
 	timer := time.NewTimer(c.wait)
 	defer timer.Stop()
@@ -178,6 +182,9 @@ func (c *drainConn) drain(readErr error) {
 		case <-c.changed:
 		case <-timer.C:
 			c.setWhy(fmt.Sprintf("stdin ended (%v) and they were not answered within %s", readErr, c.wait))
+			return
+		case <-c.stop:
+			c.setWhy("the server was stopped while they ran")
 			return
 		case <-c.closed:
 			c.setWhy("the server was stopped while they ran")

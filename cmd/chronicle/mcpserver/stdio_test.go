@@ -54,10 +54,14 @@ func pipedRequests() string {
 // returns the ids answered and the server's error.
 func serveString(t *testing.T, backend search.Backend, in string, wait time.Duration) (map[float64]bool, error) {
 	t.Helper()
-	var out bytes.Buffer
-	tr := &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: nopCloser{&out}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	return serveStringCtx(ctx, backend, in, wait)
+}
+
+func serveStringCtx(ctx context.Context, backend search.Backend, in string, wait time.Duration) (map[float64]bool, error) {
+	var out bytes.Buffer
+	tr := &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: nopCloser{&out}}
 	err := serveDraining(ctx, New(backend, Options{Caller: stdioCaller}), tr, wait)
 	answered := map[float64]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -111,5 +115,22 @@ func TestStdioNamesTheRequestsLeftUnanswered(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the server returned after %s, want about the 300ms wait", d)
+	}
+}
+
+// Stopping the server (its context ends: Ctrl-C, SIGTERM) while it waits
+// for the answers ends the wait at once and cancels the calls still
+// running, which are named as unanswered.
+func TestStdioStopEndsTheWait(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := serveStringCtx(ctx, slowBackend{newFake(), time.Hour}, pipedRequests(), time.Hour)
+	var u *UnansweredError
+	if !errors.As(err, &u) || len(u.Requests) != 3 || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("error %v, want the three memory_record calls named, the server stopped", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the server returned %s after it was started, want soon after the stop at 300ms", d)
 	}
 }
