@@ -553,6 +553,42 @@ func TestCheckpointIDsAreRecordedAtApply(t *testing.T) {
 	}
 }
 
+// The state as of a checkpoint id is read from the projection when the
+// id is one the processor recorded (its cpid/ row): here without any
+// broker (nil brokers, as chronicle inspect). A position that is no
+// recorded id of the workflow is ErrNoCheckpoint then (every checkpoint of
+// the workflow has its id recorded), not a read of a log there is none
+// of. Before, CheckpointAt always fetched the record at the position.
+func TestCheckpointAtReadsTheRecordedIDs(t *testing.T) {
+	h := newHarness(t)
+	key := events.EntityKey(scopeA, "w1")
+	h.must(scopeA, "e1", events.WorkflowReducerApplied, upd("w1", 0, "tasks", `{"id":"t1"}`))
+	h.must(scopeA, "c1", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 0})  // offset 1
+	h.must(scopeA, "x1", events.WorkflowReducerApplied, upd("w10", 0, "tasks", `{"id":"t1"}`))                    // offset 2, a workflow whose id extends w1's
+	h.must(scopeA, "x2", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w10", Layer: 0}) // offset 3
+	h.must(scopeA, "e2", events.WorkflowReducerApplied, upd("w1", 1, "tasks", `{"id":"t2"}`))
+	h.must(scopeA, "c2", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1}) // offset 5
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	at := func(off int64) projections.Position {
+		return projections.Position{Topic: string(events.TopicWorkflows), Offset: off}
+	}
+	for off, want := range map[int64]struct {
+		event string
+		tasks int
+	}{1: {"c1", 1}, 5: {"c2", 2}} {
+		cp, err := CheckpointAt(ctx, nil, h.store, key, at(off))
+		if err != nil || cp.EventID != want.event || len(cp.State.Tasks) != want.tasks {
+			t.Errorf("CheckpointAt %s: %s %v, want %s's checkpoint (%d tasks)", at(off), js(cp), err, want.event, want.tasks)
+		}
+	}
+	for _, off := range []int64{0, 3, 4, 99} {
+		if cp, err := CheckpointAt(ctx, nil, h.store, key, at(off)); !errors.Is(err, ErrNoCheckpoint) {
+			t.Errorf("CheckpointAt %s (no checkpoint of w1): %s %v, want ErrNoCheckpoint", at(off), js(cp), err)
+		}
+	}
+}
+
 // List reads the given scopes' key ranges in key order: a scope that
 // sorts before another only by its '.' ("project:a.b" < "project:a/")
 // comes first, a cursor in one range skips the ranges before it, and
