@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode"
 
@@ -33,7 +34,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 // with its pointer, by the check POST /v1/events makes
 // (events.RepeatedMember): encoding/json keeps the last one silently, so
 // {"event_id":"e-1","event_id":"e-2"} wrote e-2 under an idempotency key
-// the client may read as e-1 (found by a new user's walkthrough).
+// the client may read as e-1 (found by a new user's walkthrough). So is a
+// member whose name matches a field only ignoring case (inexactMember):
+// encoding/json takes "Title" for "title".
 func decodeRead(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -45,6 +48,9 @@ func decodeRead(body []byte, v any) error {
 	}
 	if ptr, reason, ok := events.RepeatedMember(body); ok {
 		return fmt.Errorf("body: %s: %s", ptr, reason)
+	}
+	if ptr, name, ok := inexactMember(body, reflect.TypeOf(v)); ok {
+		return fmt.Errorf("body: %s: unknown field %q (member names are case-sensitive)", ptr, name)
 	}
 	return nil
 }
