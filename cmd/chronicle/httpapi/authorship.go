@@ -47,6 +47,9 @@ import (
 //     does not own it and holds no such feedback forwards the request to
 //     the owner, which answers it (before, such a member answered the
 //     late resend of an applied feedback 403, the owner 202).
+//   - any event whose source starts with "chronicle/" (in any case) →
+//     403 naming /source: Chronicle's own writers use those sources
+//     (reservedSource).
 //   - coordination.minute.recorded.v1 whose data.actor starts with
 //     "chronicle/" (in any case) → 403: Chronicle's own workers write those minutes
 //     (the pair worker's pair_improvement_completed, which GET
@@ -59,6 +62,16 @@ const FeedbackClockSkew = 5 * time.Minute
 // reservedActor prefixes the actors of the minutes Chronicle's workers
 // write (pair.MinuteActor).
 const reservedActor = "chronicle/"
+
+// reservedSource prefixes the source attribute of the events Chronicle
+// writes itself: its processors' derived events ("chronicle/<processor>"),
+// its workers' and its routes' ("chronicle/memory-tools",
+// "chronicle/api/workflows/…"). An event's idempotency key is its scope,
+// source and id, and some of those ids are derived from what a caller
+// sends (POST /v1/memories' Idempotency-Key, memories.RecordEventID): a
+// token that could write such a source through POST /v1/events could
+// take another token's key first (a review's finding).
+const reservedSource = "chronicle/"
 
 // authorField is the data member naming the author of an event type, ""
 // for types without one.
@@ -135,6 +148,11 @@ const reasonNotResent = "not the present, and no resend of an accepted feedback"
 func stampOne(envs []events.Envelope, i int, c access.Caller) *errorBody {
 	who := "token:" + c.Name
 	env := &envs[i]
+	if strings.HasPrefix(strings.ToLower(env.Source), reservedSource) {
+		idx := i
+		return &errorBody{Error: fmt.Sprintf("event %d: /source: %q: sources %s* are Chronicle's own writers' (its processors, workers and routes); a producer's event names its own source", i, env.Source, reservedSource),
+			Index: &idx, Pointer: "/source", Reason: "reserved for Chronicle's writers"}
+	}
 	if env.Type == events.MinuteRecorded {
 		var m struct {
 			Actor string `json:"actor"`

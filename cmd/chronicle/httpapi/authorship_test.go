@@ -11,6 +11,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 )
 
@@ -73,6 +74,20 @@ func TestEventsCarryTheCallerAsAuthor(t *testing.T) {
 	}
 	if code, m := call(t, base, "tok-a", "POST", "/v1/events", minute("mn2", "agent-1")); code != 202 {
 		t.Errorf("a producer's minute: %d %v; want 202", code, m)
+	}
+	// Chronicle's own sources are refused: with one, a token could write
+	// the recording another token's Idempotency-Key names (the event id
+	// memories.RecordEventID derives) and take that key first
+	rec := map[string]any{"memory_id": "m8", "title": "t", "description": "d", "content": "c", "outcome": "success", "source": "explicit"}
+	for _, src := range []string{"chronicle/memory-tools", "Chronicle/Sessions"} {
+		body := ev(memories.RecordEventID("project:a", "token:b", "1"), events.MemoryRecorded, rec)
+		body["source"] = src
+		if code, m := call(t, base, "tok-a", "POST", "/v1/events", body); code != 403 || m["pointer"] != "/source" {
+			t.Errorf("an event with source %s: %d %v; want 403 naming /source", src, code, m)
+		}
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", ev("r2", events.MemoryRecorded, rec)); code != 202 {
+		t.Errorf("a recording with the producer's own source: %d %v; want 202", code, m)
 	}
 }
 
