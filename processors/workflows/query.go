@@ -158,6 +158,9 @@ type Summary struct {
 	Resumes          int     `json:"resumes,omitempty"`
 	Parent           *Parent `json:"parent,omitempty"`
 	Outcome          string  `json:"outcome,omitempty"`
+	// Position is State.Position: the log position of the last event
+	// applied (absent for a state row written before it was kept).
+	Position string `json:"position,omitempty"`
 }
 
 // ListPage is a page of List as GET /v1/workflows answers it: the
@@ -190,6 +193,7 @@ type summaryRow struct {
 	Events           int               `json:"events"`
 	StartedAt        string            `json:"started_at"`
 	UpdatedAt        string            `json:"updated_at"`
+	Position         string            `json:"position"`
 }
 
 // List returns the workflows of scopes, in events.EntityKey order (scope,
@@ -239,7 +243,7 @@ func List(store *projections.Store, scopes []string, allow func(scope string) bo
 			s := Summary{WorkflowID: row.WorkflowID, Scope: row.Scope, Status: row.Status, CurrentLayer: row.CurrentLayer,
 				Events: row.Events, StartedAt: row.StartedAt, UpdatedAt: row.UpdatedAt, Checkpoints: row.Checkpoints,
 				Checkpoint: row.Checkpoint, PendingCommands: len(row.PendingCommands), PendingDecisions: len(row.PendingDecisions),
-				Resumes: row.Resumes, Parent: row.Parent, Outcome: row.Outcome}
+				Resumes: row.Resumes, Parent: row.Parent, Outcome: row.Outcome, Position: row.Position}
 			if s.Checkpoint != nil {
 				id, _, err := CheckpointIDAt(store, key, s.Checkpoint.Seq)
 				if err != nil {

@@ -97,6 +97,12 @@ type State struct {
 	Events    int    `json:"events"`
 	StartedAt string `json:"started_at"`
 	UpdatedAt string `json:"updated_at"`
+	// Position is the log position (topic:partition:offset) of the last
+	// event applied to the state: what `chronicle replay --until` takes
+	// to rebuild the store as of this state (in a checkpoint's state, the
+	// last event before the checkpoint). Absent in a row written before
+	// the processor kept it.
+	Position string `json:"position,omitempty"`
 }
 
 // Key is the workflow's events.EntityKey.
@@ -264,6 +270,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return fmt.Errorf("workflow %s: %s: %w", key, env.Type, ErrCompleted)
 	}
 	s.fillEmpty()
+	stampPosition(tx, &s) // before a checkpoint saves the state as of this event
 	switch env.Type {
 	case events.WorkflowReducerApplied:
 		var d events.ReducerAppliedData
@@ -465,7 +472,17 @@ func save(tx *projections.Tx, key string, env *events.Envelope, s *State) error 
 		return err
 	}
 	s.fillEmpty()
+	stampPosition(tx, s) // again: a resume or fork restored a checkpoint's state
 	return tx.SetJSON(stateKey(key), s)
+}
+
+// stampPosition sets s.Position to the position of the event being
+// applied, the same live and in a replay (Tx.Position); a dry run
+// (Service.Check) has none and leaves it.
+func stampPosition(tx *projections.Tx, s *State) {
+	if pos := tx.Position(); pos.Topic != "" {
+		s.Position = pos.String()
+	}
 }
 
 func compactOrNil(v json.RawMessage) json.RawMessage {

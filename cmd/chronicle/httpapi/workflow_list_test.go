@@ -89,6 +89,14 @@ func TestWorkflowList(t *testing.T) {
 	if w := ws[byID["w-1"]]; w.Checkpoints != 1 || w.CheckpointID != cp.CheckpointID || w.Checkpoint == nil || w.Events != 2 || w.Status != "running" || w.UpdatedAt == "" {
 		t.Fatalf("w-1 listed as %+v, want 1 checkpoint %s, 2 events, running", w, cp.CheckpointID)
 	}
+	// the log position of the last event applied (the checkpoint, for
+	// w-1): what replay --until takes to rebuild the store as of it
+	if w := ws[byID["w-1"]]; w.Position == "" || w.Position != cp.Position {
+		t.Fatalf("w-1 listed at position %q, want its last event's %q", w.Position, cp.Position)
+	}
+	if v := ma.state("w-1"); v.Position != cp.Position {
+		t.Fatalf("w-1's state at position %q, want %q", v.Position, cp.Position)
+	}
 	if w := ws[byID["w-2"]]; w.Status != "waiting_for_human" || w.PendingDecisions != 1 {
 		t.Fatalf("w-2 listed as %+v, want waiting_for_human with 1 pending decision", w)
 	}
