@@ -533,6 +533,7 @@ func TestHTTPInvalidArguments(t *testing.T) {
 		{"memory_record", record(map[string]any{"tags": "airline"}), []string{"tags", "type"}},
 		{"memory_record", record(map[string]any{"idempotency_key": strings.Repeat("k", 256)}), []string{"idempotency_key", "256 bytes, longer than 255"}},
 		{"memory_record", record(map[string]any{"idempotency_key": "k\u00e9"}), []string{"idempotency_key", "not printable ASCII"}},
+		{"memory_record", record(map[string]any{"idempotency_key": ""}), []string{"idempotency_key", "empty"}},
 		{"memory_feedback", map[string]any{"memory_id": "m1"}, []string{"helpful", "required"}},
 		{"memory_feedback", map[string]any{"memory_id": "", "helpful": true}, []string{"memory_id", "minLength"}},
 		{"memory_feedback", map[string]any{"memory_id": "m1", "helpful": "yes"}, []string{"helpful", "type"}},

@@ -49,7 +49,7 @@ type recordInput struct {
 	Tags        []string `json:"tags,omitempty" jsonschema:"keywords to find the memory by"`
 	// IdempotencyKey is search.Record.IdempotencyKey: the Idempotency-Key
 	// header of POST /v1/memories, as a tool argument.
-	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"optional unique key (e.g. a UUID) of this recording, at most 255 printable ASCII characters: a retry of the call with the same key and fields (after a timeout or a lost answer) is answered as the first call was and adds no second evidence; the same key with other fields is an error"`
+	IdempotencyKey *string `json:"idempotency_key,omitempty" jsonschema:"optional unique key (e.g. a UUID) of this recording, at most 255 printable ASCII characters: a retry of the call with the same key and fields (after a timeout or a lost answer) is answered as the first call was and adds no second evidence; the same key with other fields is an error"`
 }
 
 // feedbackInput is memory_feedback's arguments.
@@ -277,12 +277,20 @@ func (in *recordInput) validate() error {
 			return err
 		}
 	}
-	if in.IdempotencyKey != "" {
-		if err := search.CheckIdempotencyKey(in.IdempotencyKey); err != nil {
+	if in.IdempotencyKey != nil { // given empty is refused, as the header is: not taken for none
+		if err := search.CheckIdempotencyKey(*in.IdempotencyKey); err != nil {
 			return invalid("idempotency_key", "%v", err)
 		}
 	}
 	return nil
+}
+
+// idempotencyKey is the key given, "" for none.
+func (in *recordInput) idempotencyKey() string {
+	if in.IdempotencyKey == nil {
+		return ""
+	}
+	return *in.IdempotencyKey
 }
 
 func (in *feedbackInput) validate() error {
@@ -359,7 +367,7 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 		Scope:       scope,
 		Source:      sourceOf(caller, req), // the author in the memory's history (issue 11)
 		// a retry with the key is one recording (the same event id)
-		IdempotencyKey: in.IdempotencyKey,
+		IdempotencyKey: in.idempotencyKey(),
 	})
 	if err != nil {
 		return nil, search.Recorded{}, toolError("memory_record", err)
