@@ -247,7 +247,7 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, workflows.ErrIDReused):
 		idx := 0
-		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("suggestion_id %q: its feedback is recorded with another verdict", d.SuggestionID), Index: &idx, Pointer: "/data/suggestion_id", Reason: "feedback already recorded with another verdict"})
+		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("suggestion_id %q: its feedback is recorded with another verdict", d.SuggestionID), Index: &idx, Pointer: "/suggestion_id", Reason: "feedback already recorded with another verdict"})
 		return
 	case errors.As(err, &refusal):
 		code := http.StatusBadRequest
@@ -255,11 +255,13 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusConflict
 		}
 		idx := 0
-		writeJSON(w, code, errorBody{Error: refusal.Error(), Index: &idx, Pointer: refusal.Pointer, Reason: refusal.Reason})
+		msg, ptr := feedbackPointer(refusal.Error(), refusal.Pointer, refusal.Reason)
+		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
 		idx := 0
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: ve.Error(), Index: &idx, Pointer: ve.Pointer, Reason: ve.Reason})
+		msg, ptr := feedbackPointer(ve.Error(), ve.Pointer, ve.Reason)
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: ve.Reason})
 		return
 	case err != nil:
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
@@ -271,4 +273,18 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, pol)
+}
+
+// feedbackPointer names the request's member for an error about the
+// workflow.suggestion.feedback.v1 event the feedback route writes: the
+// body is the event's data, so the event's "/data/<member>…" is the
+// body's "/<member>…" (a mode outside the enum was answered at /data/mode,
+// a member the request does not have). Other pointers stay the event's.
+func feedbackPointer(msg, ptr, reason string) (string, string) {
+	rest, ok := strings.CutPrefix(ptr, "/data/")
+	if !ok || rest == "" {
+		return msg, ptr
+	}
+	member, _, _ := strings.Cut(rest, "/")
+	return member + ": " + reason, "/" + rest
 }

@@ -149,10 +149,10 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 		path, body, pointer string
 		code                int
 	}{
-		{"/v1/workflows/wf1/updates", `{"channel":"context","update":null}`, "/data/update", http.StatusBadRequest},
-		{"/v1/workflows/wf1/updates", `{"channel":"context","update":[1]}`, "/data/update", http.StatusBadRequest},
-		{"/v1/workflows/wf1/checkpoints", `{"layer":1,"processed_commands":["nonexistent"]}`, "/data/processed_commands", http.StatusConflict},
-		{"/v1/workflows/wf1/decisions", `{"decision_id":"d1","kind":"agent","question":"again"}`, "/data/decision_id", http.StatusConflict},
+		{"/v1/workflows/wf1/updates", `{"channel":"context","update":null}`, "/update", http.StatusBadRequest},
+		{"/v1/workflows/wf1/updates", `{"channel":"context","update":[1]}`, "/update", http.StatusBadRequest},
+		{"/v1/workflows/wf1/checkpoints", `{"layer":1,"processed_commands":["nonexistent"]}`, "/processed_commands", http.StatusConflict},
+		{"/v1/workflows/wf1/decisions", `{"decision_id":"d1","kind":"agent","question":"again"}`, "/decision_id", http.StatusConflict},
 		{"/v1/workflows/wf1/decisions/d2", `{"answer":"maybe"}`, "/answer", http.StatusBadRequest},
 		// left out: said so (it said `"" is not one of the options`)
 		{"/v1/workflows/wf1/decisions/d2", `{}`, "/answer", http.StatusBadRequest},
@@ -174,6 +174,20 @@ func TestWorkflowRefusalNamesTheReason(t *testing.T) {
 	}
 	if code, m := post("/v1/workflows/wf1/decisions/d2", `{"answer":"yes"}`); code != http.StatusOK {
 		t.Fatalf("an answer among the options: %d %v", code, m)
+	}
+	// a fork's updates are the forked event's update: its pointer names
+	// the body's member, updates
+	code, m := post("/v1/workflows/wf1/checkpoints", `{"layer":1}`)
+	if code != http.StatusOK {
+		t.Fatalf("a checkpoint: %d %v", code, m)
+	}
+	logged = end()
+	fork := fmt.Sprintf(`{"workflow_id":"wf1-fork","checkpoint_id":%q,"updates":{"context":[1]}}`, m["checkpoint_id"])
+	if code, m := post("/v1/workflows/wf1/fork", fork); code != http.StatusBadRequest || m["pointer"] != "/updates/context" || !strings.HasPrefix(fmt.Sprint(m["error"]), "updates/context: ") {
+		t.Errorf("POST fork %s: %d %v; want 400 naming /updates/context", fork, code, m)
+	}
+	if got := end(); got != logged {
+		t.Fatalf("a refused fork reached the log: %d records, %d before", got, logged)
 	}
 }
 

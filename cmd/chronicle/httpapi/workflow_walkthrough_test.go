@@ -154,8 +154,8 @@ func TestCheckpointCommandListErrors(t *testing.T) {
 		t.Fatalf("enqueue: %d %v", code, m)
 	}
 	for _, c := range []struct{ body, pointer string }{
-		{`{"layer":1,"processed_commands":["rp3","rp3"]}`, "/data/processed_commands/1"},
-		{`{"layer":1,"processed_commands":[""]}`, "/data/processed_commands/0"},
+		{`{"layer":1,"processed_commands":["rp3","rp3"]}`, "/processed_commands/1"},
+		{`{"layer":1,"processed_commands":[""]}`, "/processed_commands/0"},
 	} {
 		if code, m := post("/v1/workflows/c/checkpoints", c.body); code != http.StatusBadRequest || m["pointer"] != c.pointer {
 			t.Fatalf("checkpoint %s: %d %v; want 400 at %s", c.body, code, m, c.pointer)

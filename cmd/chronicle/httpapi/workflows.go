@@ -613,7 +613,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusConflict // the write is well formed; the workflow's state refuses it
 		}
 		idx := 0
-		msg, ptr := requestPointer(refusal.Error(), refusal.Pointer, refusal.Reason)
+		msg, ptr := requestPointer(route, refusal.Error(), refusal.Pointer, refusal.Reason)
 		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
@@ -622,7 +622,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusRequestEntityTooLarge // as POST /v1/events: no retry makes it fit
 		}
 		idx := 0
-		msg, ptr := requestPointer(ve.Error(), ve.Pointer, ve.Reason)
+		msg, ptr := requestPointer(route, ve.Error(), ve.Pointer, ve.Reason)
 		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: ve.Reason})
 		return
 	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
@@ -655,17 +655,36 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// requestPointer names the request's field for an error about the
-// event's id: the route writes event_id as the event's id, so the schema's
-// or the processor's "/id" is the request's "/event_id" (an event_id of
-// 257 characters was answered at /id, a member the request does not have;
-// found by a new user's walkthrough). Other pointers are the event's, as
-// before.
-func requestPointer(msg, ptr, reason string) (string, string) {
+// requestPointer names the request's member for an error about the
+// event the route writes for one of route's bodies (workflowFields): the
+// schema's and the processor's pointers are the event's, so "/id" is the
+// request's "/event_id" (an event_id of 257 characters was answered at
+// /id, a member the request does not have), and "/data/<member>…" is the
+// body's "/<member>…" when the body has that member — fork's "updates"
+// being the event's "update" (a null update on the context channel was
+// answered at /data/update, a member no request body has; both found by
+// new users' walkthroughs). Other pointers (the path's workflow id, what
+// the server fills in) stay the event's.
+func requestPointer(route, msg, ptr, reason string) (string, string) {
 	if ptr == "/id" {
 		return "event_id: " + reason, "/event_id"
 	}
-	return msg, ptr
+	rest, ok := strings.CutPrefix(ptr, "/data/")
+	if !ok {
+		return msg, ptr
+	}
+	member, tail, _ := strings.Cut(rest, "/")
+	if route == "fork" && member == "update" {
+		member = "updates"
+	}
+	if !slices.Contains(workflowFields[route], member) {
+		return msg, ptr
+	}
+	p := "/" + member
+	if tail != "" {
+		p += "/" + tail
+	}
+	return strings.TrimPrefix(p, "/") + ": " + reason, p
 }
 
 // answeredDecision is the decision did of st's decisions channel (the

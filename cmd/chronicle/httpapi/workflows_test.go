@@ -201,7 +201,7 @@ func TestWorkflowCheckpointIsReplayUntil(t *testing.T) {
 	if _, err := c.StateAt(ctx, wf, "chronicle.workflows:0:999999"); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Fatalf("a checkpoint id past the log: %v", err)
 	}
-	if _, err := c.Update(ctx, wf, 0, "inbox", 1); !errors.As(err, &ae) || ae.Status != 400 || ae.Pointer != "/data/channel" {
+	if _, err := c.Update(ctx, wf, 0, "inbox", 1); !errors.As(err, &ae) || ae.Status != 400 || ae.Pointer != "/channel" {
 		t.Fatalf("an unknown channel: %v", err)
 	}
 }
@@ -340,13 +340,13 @@ func TestPostSuggest(t *testing.T) {
 		}
 	}
 	one["accepted"] = false
-	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 409 || m["pointer"] != "/data/suggestion_id" {
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 409 || m["pointer"] != "/suggestion_id" {
 		t.Fatalf("another verdict for s-1: %d %v", code, m)
 	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", map[string]any{"accepted": true, "mode": "suggestion", "confidence": 0.93}); code != 200 || m["feedbacks"].(float64) != 3 {
 		t.Fatalf("a feedback after the refused verdict: %d %v", code, m)
 	}
-	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"accepted": true, "mode": "guess", "confidence": 0.93}); code != 400 || m["pointer"] != "/data/mode" {
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"accepted": true, "mode": "guess", "confidence": 0.93}); code != 400 || m["pointer"] != "/mode" {
 		t.Fatalf("bad mode: %d %v", code, m)
 	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
