@@ -171,7 +171,7 @@ func successArgs(title, description, content string, tags ...string) map[string]
 
 // The consensus message of memory_feedback (memories.Service):
 // under usage 3 a single signal is stored and confidence does not move.
-const consensusMessage = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 sources used the memory)"
+const consensusMessage = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 distinct callers used the memory)"
 
 // TestMCPStdioAgainstServe drives `chronicle mcp` (stdio) against a real
 // `chronicle serve`: list the tools, record a memory, find it, move its

@@ -16,6 +16,9 @@ var signalDeltas = map[string][2]float64{
 // Thresholds of the ReasoningBank design.
 const (
 	// ConsensusUsage: below this usage count a signal needs consensus.
+	// The count is of the memory's usage authors (usageAuthors): its
+	// usages grouped by the caller who caused them, so sessions one token
+	// searched as count once.
 	ConsensusUsage = 3
 	// ConsensusSignals agreeing signals (same polarity) are needed…
 	ConsensusSignals = 2
@@ -103,6 +106,10 @@ func (p Pending) SourceKey() string {
 // one source only the first applies its delta; the others are repeats,
 // consumed with it without a delta. It returns the indexes into stored
 // (sig must be the last element) that apply and those that are repeats.
+//
+// usage is the memory's usage authors before sig (usageAuthors), not its
+// UsageCount: three sessions one token started and searched as are three
+// usages but one author, so that token's single signal is no consensus.
 //
 // A signal that applies at usage ≥ ConsensusUsage takes with it the
 // signals stored while usage was below (not yet applied, of its polarity,

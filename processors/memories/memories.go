@@ -225,7 +225,9 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if d.SessionID != "" {
 			who = "session:" + d.SessionID
 		}
-		if err := use(tx, m, who); err != nil {
+		// a search as a session counts that session once, authored by
+		// the caller who ran it (d.Source): see use and usageAuthors
+		if err := use(tx, m, who, d.Source); err != nil {
 			return err
 		}
 		if err := tx.SetJSON(retrievalKey(m.Key(), m.Retrievals), Retrieval{EventID: env.ID, Time: env.Time, Position: tx.Position().String(),
@@ -364,7 +366,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		return err
 	}
 	m.Evidence++
-	if err := use(tx, m, mergeSource(d)); err != nil {
+	if err := use(tx, m, mergeSource(d), d.RecordedBy); err != nil {
 		return err
 	}
 	if err := addSource(tx, m, d.SourceSession); err != nil {
@@ -473,12 +475,16 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	}
 	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta, Source: who,
 		Comment: d.Comment, Position: tx.Position().String()})
-	apply, repeats := Consensus(m.UsageCount, stored, at)
+	usage, err := usageAuthors(tx, m)
+	if err != nil {
+		return err
+	}
+	apply, repeats := Consensus(usage, stored, at)
 	reason := "signal"
-	if m.UsageCount < ConsensusUsage || len(apply) > 1 {
+	if usage < ConsensusUsage || len(apply) > 1 {
 		reason = "consensus" // with stored signals (Consensus)
 	}
-	if err := use(tx, m, who); err != nil {
+	if err := use(tx, m, who, who); err != nil {
 		return err
 	}
 	m.LastUsedAt = env.Time
@@ -530,26 +536,86 @@ func author(env *events.Envelope, who string) string {
 }
 
 // use counts a use of m by who (a source: "session:<id>", "token:<name>",
-// …): UsageCount grows only for a source not seen before on m (a u/ row
-// remembers it). An event that names no source (who "") counts as a
-// source of its own, as every use counted before sources existed, so
-// older logs replay to the same counts.
-func use(tx *projections.Tx, m *Memory, who string) error {
+// …), caused by author (the caller whose request wrote the usage; "" or
+// who itself when who is that caller): UsageCount grows only for a source
+// not seen before on m (a u/ row remembers it). An event that names no
+// source (who "") counts as a source of its own, as every use counted
+// before sources existed, so older logs replay to the same counts.
+//
+// The u/ row of a session used on a caller's request (a search with
+// session_id, a recording naming a source_session) holds that caller,
+// the first one's: usageAuthors groups usages by it. Other rows stay
+// empty, so a log without such usages projects the bytes it did.
+func use(tx *projections.Tx, m *Memory, who, author string) error {
 	if who == "" {
 		m.UsageCount++
 		return nil
 	}
-	h := sha256.Sum256([]byte(who))
-	k := "u/" + m.Key() + "/" + hex.EncodeToString(h[:16])
+	k := usageKey(m.Key(), who)
 	_, seen, err := tx.Get(k)
 	if err != nil || seen {
 		return err
 	}
-	if err := tx.Set(k, nil); err != nil {
+	var v []byte
+	if author != "" && author != who {
+		v = []byte(author)
+	}
+	if err := tx.Set(k, v); err != nil {
 		return err
 	}
 	m.UsageCount++
 	return nil
+}
+
+// usageKey is the u/ row of source who on the memory with key.
+func usageKey(key, who string) string { return "u/" + key + "/" + usageHash(who) }
+
+func usageHash(who string) string {
+	h := sha256.Sum256([]byte(who))
+	return hex.EncodeToString(h[:16])
+}
+
+// usageAuthors is the usage count Consensus compares with ConsensusUsage:
+// m's usages grouped by who caused them. A usage's author is the caller
+// its u/ row holds (use), else its source itself; a usage without a source
+// is an author of its own. So three sessions one token started and
+// searched as (GET /v1/memories/search?session_id=) are one author, and
+// its single signal then still needs the consensus of 2 distinct sources:
+// before, usage_count 3 from its own three sessions let that signal apply
+// alone (issue 11 item 4, a gap the last closing note listed). Usages
+// written by no caller — distilled merges naming their session, a
+// producer's usage naming a session and no source, every usage of a log
+// written before usages had sources — count each session as an author,
+// as they counted before. The count is at most m.UsageCount and stops at
+// ConsensusUsage; below it m.UsageCount is returned without a scan.
+func usageAuthors(tx *projections.Tx, m *Memory) (int, error) {
+	if m.UsageCount < ConsensusUsage {
+		return m.UsageCount, nil
+	}
+	prefix := "u/" + m.Key() + "/"
+	authors := map[string]bool{}
+	rows := 0
+	anonymous := 0
+	err := tx.Scan(prefix, func(k string, v []byte) (bool, error) {
+		if !projections.OwnRow(prefix, k) {
+			return true, nil // a usage of a memory whose id extends this one's
+		}
+		rows++
+		if len(v) > 0 {
+			authors[usageHash(string(v))] = true
+		} else {
+			authors[k[len(prefix):]] = true
+		}
+		return len(authors) < ConsensusUsage, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(authors) < ConsensusUsage {
+		// usages without a source have no row: each is an author of its own
+		anonymous = m.UsageCount - rows
+	}
+	return min(len(authors)+anonymous, m.UsageCount), nil
 }
 
 // ReasonIgnoredPruned is the history reason of a signal that reached a
