@@ -64,7 +64,9 @@ type Memory struct {
 	// UsageCount counts the distinct sources that used the memory: the
 	// sessions (else callers) whose searches returned it, the sources of
 	// its signals and the sessions (else recorders) whose recordings
-	// merged into it (see use and mergeSource).
+	// merged into it (see use and mergeSource). The single-signal rule
+	// (Consensus) compares not this count but usageAuthors, the same
+	// usages grouped by the caller who caused them.
 	UsageCount  int    `json:"usage_count"`
 	CreatedAt   string `json:"created_at"`
 	LastDecayAt string `json:"last_decay_at"`
