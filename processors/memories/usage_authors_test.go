@@ -1,6 +1,8 @@
 package memories_test
 
 import (
+	"fmt"
+	"math/rand"
 	"testing"
 	"time"
 
@@ -97,5 +99,49 @@ func TestRecordingsNamingSessionsCountTheirRecorder(t *testing.T) {
 	b.signalFrom("k", "token:alice", false, t0.Add(time.Hour))
 	if c := b.get("k").Confidence; !near(c, 0.75) {
 		t.Fatalf("alice's negative after three sessions' usages without a caller: confidence %v, want 0.75", c)
+	}
+}
+
+// One caller alone never moves a memory's confidence, however many
+// sessions it names: random sequences of token:mallory's searches (with
+// and without session ids), recordings merged under session ids of her
+// choosing and signals of either polarity leave a recorded memory at its
+// initial confidence.
+func TestOneCallerAloneNeverMovesConfidence(t *testing.T) {
+	for seed := int64(0); seed < 40; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		b := newBank(t)
+		rec := events.MemoryRecordedData{MemoryID: "m", Title: "t m", Description: "d", Content: "c m",
+			Outcome: "success", Source: "explicit", RecordedBy: "token:mallory"}
+		if err := b.send(events.MemoryRecorded, t0, "project:a", rec); err != nil {
+			t.Fatal(err)
+		}
+		at := t0
+		var trace []string
+		for k := 0; k < 30; k++ {
+			at = at.Add(time.Duration(r.Intn(48)) * time.Hour)
+			sid := fmt.Sprintf("mal-%d", r.Intn(8))
+			switch r.Intn(4) {
+			case 0:
+				b.retrieved("m", map[string]any{"session_id": sid, "source": "token:mallory"}, at)
+				trace = append(trace, "search as "+sid)
+			case 1:
+				b.retrieved("m", map[string]any{"source": "token:mallory"}, at)
+				trace = append(trace, "search")
+			case 2:
+				rec.SourceSession = sid
+				if err := b.send(events.MemoryRecorded, at, "project:a", rec); err != nil {
+					t.Fatal(err)
+				}
+				trace = append(trace, "record naming "+sid)
+			default:
+				pos := r.Intn(2) == 0
+				b.signalFrom("m", "token:mallory", pos, at)
+				trace = append(trace, fmt.Sprintf("signal %v", pos))
+			}
+			if m := b.get("m"); m.Confidence != 0.8 {
+				t.Fatalf("seed %d: one caller moved confidence to %v (usage %d) after %v", seed, m.Confidence, m.UsageCount, trace)
+			}
+		}
 	}
 }
