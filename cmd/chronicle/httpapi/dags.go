@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -69,7 +71,11 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 			names = append(names, name)
 			continue
 		}
-		t, reason := dagTool(raw)
+		t, reason, variant := dagTool(raw)
+		if variant != "" {
+			writeErr(w, http.StatusBadRequest, "body: /tools/%d/%s: unknown field %q (member names are case-sensitive)", i, pointerToken(variant), variant)
+			return
+		}
 		if reason != "" {
 			writeErr(w, http.StatusBadRequest, "tools[%d]%s", i, reason)
 			return
@@ -103,24 +109,39 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 // it (".parameters: not a JSON Schema object"), as the 400 says it. Before,
 // the answer ended in "(<nil>)" for a tool without a name and in a Go type
 // dump for a schema of the wrong type (found by a new user's walkthrough).
-func dagTool(raw json.RawMessage) (t dag.Tool, reason string) {
+// caseVariant, when not empty, is a member named like one of the four
+// only ignoring case ("Name"): the caller refuses it as every route body
+// refuses such a member (decodeRead), naming its pointer and that member
+// names are case-sensitive; before, it was an "unknown member" without the
+// pointer, unlike the other routes (the last closing note's gap).
+func dagTool(raw json.RawMessage) (t dag.Tool, reason, caseVariant string) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
-		return t, ": a tool name or an object {name, parameters, output}, got " + jsonKindOf(raw)
+		return t, ": a tool name or an object {name, parameters, output}, got " + jsonKindOf(raw), ""
 	}
+	keys := make([]string, 0, len(members))
 	for k := range members {
-		switch k {
-		case "name", "description", "parameters", "output":
-		default:
-			return t, fmt.Sprintf(": unknown member %q (name, description, parameters, output)", k)
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // one answer for one body, not the map's order
+	known := []string{"name", "description", "parameters", "output"}
+	for _, k := range keys {
+		if slices.Contains(known, k) {
+			continue
 		}
+		for _, n := range known {
+			if strings.EqualFold(k, n) {
+				return t, "", k
+			}
+		}
+		return t, fmt.Sprintf(": unknown member %q (name, description, parameters, output)", k), ""
 	}
 	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
-		return t, ".name: required, a non-empty string"
+		return t, ".name: required, a non-empty string", ""
 	}
 	if d, ok := members["description"]; ok {
 		if err := json.Unmarshal(d, &t.Description); err != nil {
-			return t, ".description: a string, got " + jsonKindOf(d)
+			return t, ".description: a string, got " + jsonKindOf(d), ""
 		}
 	}
 	for _, m := range []struct {
@@ -132,13 +153,13 @@ func dagTool(raw json.RawMessage) (t dag.Tool, reason string) {
 			continue
 		}
 		if jsonKindOf(v) != "object" {
-			return t, "." + m.name + ": a JSON Schema object, got " + jsonKindOf(v)
+			return t, "." + m.name + ": a JSON Schema object, got " + jsonKindOf(v), ""
 		}
 		if err := json.Unmarshal(v, m.into); err != nil {
-			return t, "." + m.name + ": not a JSON Schema: " + strings.TrimPrefix(err.Error(), "json: ")
+			return t, "." + m.name + ": not a JSON Schema: " + strings.TrimPrefix(err.Error(), "json: "), ""
 		}
 	}
-	return t, ""
+	return t, "", ""
 }
 
 // jsonKindOf names the JSON kind of raw: object, array, string, number,

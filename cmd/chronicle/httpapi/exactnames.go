@@ -26,6 +26,12 @@ func inexactMember(body []byte, t reflect.Type) (pointer, name string, ok bool) 
 	return p, n, found
 }
 
+// pointerToken escapes a member name as one JSON pointer reference token
+// (RFC 6901: "~" as "~0", "/" as "~1").
+func pointerToken(name string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
+}
+
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
@@ -61,7 +67,7 @@ func walkExact(dec *json.Decoder, t reflect.Type, at string) (pointer, name stri
 				return "", "", false, err
 			}
 			key, _ := kt.(string)
-			ptr := at + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+			ptr := at + "/" + pointerToken(key)
 			next := elem
 			if fields != nil {
 				ft, exact := fields[key]
