@@ -14,8 +14,9 @@ import (
 
 func mcpCmd() *cobra.Command {
 	var api, tokenEnv, scope string
+	var drainWait time.Duration
 	cmd := &cobra.Command{
-		Use:   "mcp [--api http://127.0.0.1:8080] [--scope project:a]",
+		Use:   "mcp [--api http://127.0.0.1:8080] [--scope project:a] [--drain-wait 65s]",
 		Short: "Serve the memory tools (memory_search, memory_record, memory_feedback), pair_improvement, search_get and search_resume over MCP on stdio, backed by a running chronicle serve",
 		Long: `mcp serves the memory tools (memory_search, memory_record, memory_feedback),
 pair_improvement, search_get and search_resume over MCP on stdin/stdout (newline-delimited
@@ -23,11 +24,14 @@ JSON-RPC), backed by a running chronicle serve, until stdin ends or it is interr
 
 When stdin ends, every request read before the end is still answered: a client may pipe a
 batch of requests and close stdin (printf '...' | chronicle mcp). mcp waits for their
-answers at most 65 s (each tool call makes at most two requests to the service, of at most
-30 s each), then exits: 0 when every request was answered, else non-zero with an error
-naming the requests left unanswered (id, method, tool). Ctrl-C or SIGTERM ends the wait at
-once.`,
+answers at most --drain-wait, 65 s by default (each tool call makes at most two requests to
+the service, of at most 30 s each), then exits: 0 when every request was answered, else
+non-zero with an error naming the requests left unanswered (id, method, tool). Ctrl-C or
+SIGTERM ends the wait at once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if drainWait <= 0 {
+				return fmt.Errorf("--drain-wait %s: must be a positive duration (how long to wait, once stdin ends, for the answers of the requests read before the end; default %s)", drainWait, mcpserver.DefaultDrainWait)
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			backend := &httpapi.Client{Base: api, Token: os.Getenv(tokenEnv)}
@@ -49,12 +53,13 @@ once.`,
 			// The service checks the token's scopes on every call; the
 			// stdio side only picks where new memories go.
 			caller := mcpserver.Caller{ReadScopes: []string{mcpserver.AllScopes}, WriteScopes: writes, DefaultScope: scope}
-			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: versionString(), Caller: caller, Improvement: backend.Improvement, Searches: backend})
+			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: versionString(), Caller: caller, Improvement: backend.Improvement, Searches: backend, DrainWait: drainWait})
 		},
 	}
 	cmd.Flags().StringVar(&api, "api", "http://127.0.0.1:8080", "URL of a running chronicle serve")
 	cmd.Flags().StringVar(&tokenEnv, "token-env", "CHRONICLE_TOKEN", "environment variable holding the API token, if the service uses tokens")
 	cmd.Flags().StringVar(&scope, "scope", "", "scope memory_record writes to (default: the token's default write scope, as GET /v1/whoami answers: its first concrete write scope, org:default for a token that writes *)")
+	cmd.Flags().DurationVar(&drainWait, "drain-wait", mcpserver.DefaultDrainWait, "once stdin ends, how long to wait for the answers of the requests read before the end, then exit non-zero naming those left unanswered (must be positive)")
 	return cmd
 }
 

@@ -18,7 +18,7 @@ import (
 
 // DefaultDrainWait is how long [ServeStdio] waits, once stdin ends, for
 // the answers of the requests it read before the end (Options.DrainWait
-// zero). A tool call over `chronicle mcp` makes at most two requests to
+// zero), and the default of `chronicle mcp --drain-wait`. A tool call over `chronicle mcp` makes at most two requests to
 // the service (pair_improvement: start the loop, then read it), each
 // bounded by the backend client's 30 s timeout; the calls run
 // concurrently, so this bounds them all.
