@@ -83,6 +83,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 			"and anti-patterns learned from earlier sessions, memory_record to keep a new one, and " +
 			"memory_feedback to say whether a memory helped.",
 	})
+	s.AddReceivingMiddleware(refuseRepeatedArguments)
 	t := &tools{backend: backend, opts: opts, reg: reg}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "memory_search",
@@ -107,6 +108,28 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 	t.addImprovement(s)
 	t.addSearches(s)
 	return s
+}
+
+// refuseRepeatedArguments answers a tools/call whose arguments repeat a
+// member within one object, at any depth ({"query":"a","query":"b"}),
+// with a tool error naming the member's JSON pointer within the arguments
+// and the reason ("invalid argument: /query: the member \"query\" appears
+// twice in one object …"), as the tools answer any other bad argument, and
+// the tool does not run. The SDK decodes the arguments with the last
+// member kept silently, so the call ran with "b" where the client may
+// mean "a"; the HTTP routes refuse such a body (events.RepeatedMember),
+// and now /mcp and `chronicle mcp` do too (the last closing note's gap).
+func refuseRepeatedArguments(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil {
+			if ptr, reason, repeated := events.RepeatedMember(r.Params.Arguments); repeated {
+				var res mcp.CallToolResult
+				res.SetError(invalid(ptr, "%s", reason))
+				return &res, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // inferSchema is the schema of T's JSON form (required fields: those
