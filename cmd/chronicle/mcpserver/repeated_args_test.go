@@ -61,8 +61,8 @@ func TestRepeatedArgumentIsRefused(t *testing.T) {
 		var out bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		tr := &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(strings.Join(lines, "\n") + "\n")), Writer: nopCloser{&out}}
-		if err := serveDraining(ctx, New(fake, Options{Caller: stdioCaller}), tr, 10*time.Second); err != nil {
+		in := io.NopCloser(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+		if err := serveDraining(ctx, New(fake, Options{Caller: stdioCaller}), in, nopCloser{&out}, 10*time.Second); err != nil {
 			t.Fatalf("served with an error: %v", err)
 		}
 		results := map[int]mcp.CallToolResult{}

@@ -1,10 +1,13 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,10 +21,11 @@ import (
 
 // DefaultDrainWait is how long [ServeStdio] waits, once stdin ends, for
 // the answers of the requests it read before the end (Options.DrainWait
-// zero), and the default of `chronicle mcp --drain-wait`. A tool call over `chronicle mcp` makes at most two requests to
-// the service (pair_improvement: start the loop, then read it), each
-// bounded by the backend client's 30 s timeout; the calls run
-// concurrently, so this bounds them all.
+// zero), and the default of `chronicle mcp --drain-wait`. A tool call
+// over `chronicle mcp` makes at most two requests to the service
+// (pair_improvement: start the loop, then read it), each bounded by the
+// backend client's 30 s timeout; the calls run concurrently, so this
+// bounds them all.
 const DefaultDrainWait = 65 * time.Second
 
 // ServeStdio serves the memory tools over stdin/stdout (newline-delimited
@@ -36,17 +40,33 @@ const DefaultDrainWait = 65 * time.Second
 // the SDK's connection stopped writing as soon as its reader saw EOF: the
 // requests still queued or running were dropped unanswered, and it
 // returned nil.
+//
+// A JSON-RPC batch (an array of messages) is answered as the protocol
+// version negotiated in initialize says: served before
+// 2025-06-18, refused from 2025-06-18 on (that version removed batching)
+// with an Invalid Request error for each call of it, the connection going
+// on ([batchFilter]).
 func ServeStdio(ctx context.Context, backend search.Backend, opts Options) error {
-	return serveDraining(ctx, New(backend, opts), &mcp.StdioTransport{}, opts.DrainWait)
+	return serveDraining(ctx, New(backend, opts), os.Stdin, nopWriteCloser{os.Stdout}, opts.DrainWait)
 }
 
-// serveDraining runs s on t, holding back the end of t's input until
-// the requests read before it are answered (drainConn), at most wait
-// (0: DefaultDrainWait).
-func serveDraining(ctx context.Context, s *mcp.Server, t mcp.Transport, wait time.Duration) error {
+// nopWriteCloser is a writer whose Close does nothing (stdout stays open,
+// as the SDK's StdioTransport leaves it).
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveDraining runs s on newline-delimited JSON-RPC read from in and
+// written to out, holding back the end of in until the requests read
+// before it are answered (drainConn), at most wait (0: DefaultDrainWait),
+// and refusing the batches the negotiated version does not allow
+// (batchFilter).
+func serveDraining(ctx context.Context, s *mcp.Server, in io.ReadCloser, out io.WriteCloser, wait time.Duration) error {
 	if wait <= 0 {
 		wait = DefaultDrainWait
 	}
+	w := &lockedWriter{w: out}
+	t := &mcp.IOTransport{Reader: &batchFilter{in: in, out: w}, Writer: w}
 	dt := &drainTransport{Transport: t, wait: wait, stop: ctx.Done()}
 	err := s.Run(ctx, dt)
 	if u := dt.unanswered(); u != nil {
@@ -244,3 +264,196 @@ func callName(req *jsonrpc.Request) string {
 	}
 	return fmt.Sprintf("id %s (%s)", id, what)
 }
+
+// batchVersion is the first protocol version without JSON-RPC batching.
+const batchVersion = "2025-06-18"
+
+// batchFilter is the input of a stdio connection as the SDK's connection
+// reads it, less the JSON-RPC batches the negotiated protocol version does
+// not allow. From 2025-06-18 on a batch is not a valid message: the SDK's
+// stdio connection refuses it (by ending the connection), as /mcp does
+// (400), but drainConn, wrapping that connection, hides from it the
+// version negotiated in initialize (the SDK tells it through an unexported
+// method), so every batch was served whatever the version (the last
+// closing note's gap). The filter decides from the initialize request it
+// reads, before any later batch, so a client that pipes its requests
+// without waiting for the answers is answered the same: the server
+// answers a client's version when it supports it, else its latest (from
+// 2025-06-18 on), so batches are served only when the client asked for a
+// supported version before 2025-06-18 (or before initialize, as the SDK
+// does). A refused batch is not handed on: each call in it is answered
+// with an Invalid Request error (-32600) naming the version, in one array
+// as JSON-RPC answers a batch, and the connection goes on.
+//
+// The bytes handed on are those read, unchanged: the filter only finds
+// where each top-level JSON value ends (no decoding but of initialize and
+// of a batch to refuse). A value it cannot follow (not an object or an
+// array, or longer than the SDK's frame limit) turns it into a plain
+// pass-through, leaving the error to the SDK's reader.
+type batchFilter struct {
+	in  io.ReadCloser
+	out *lockedWriter
+
+	ready   []byte // to hand on
+	value   []byte // the top-level value being read
+	depth   int
+	inStr   bool
+	escaped bool
+	through bool  // pass-through: no more filtering
+	err     error // the read error of in, once it failed
+
+	seenInit     bool
+	version      string // asked in initialize
+	allowBatches bool
+}
+
+func (f *batchFilter) Read(p []byte) (int, error) {
+	var chunk [32 << 10]byte
+	for len(f.ready) == 0 && f.err == nil {
+		n, err := f.in.Read(chunk[:])
+		f.scan(chunk[:n])
+		if err != nil {
+			f.err = err
+			f.ready = append(f.ready, f.value...) // an incomplete value: the SDK reports it
+			f.value = nil
+		}
+	}
+	if len(f.ready) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.ready)
+	f.ready = f.ready[n:]
+	return n, nil
+}
+
+func (f *batchFilter) Close() error { return f.in.Close() }
+
+// scan takes bytes read: whitespace between values and pass-through bytes
+// go to ready at once, a value when it is complete (or never, a refused
+// batch).
+func (f *batchFilter) scan(b []byte) {
+	for i, c := range b {
+		if f.through {
+			f.ready = append(f.ready, b[i:]...)
+			return
+		}
+		if f.depth == 0 {
+			switch c {
+			case ' ', '\t', '\r', '\n':
+				f.ready = append(f.ready, c)
+				continue
+			case '{', '[':
+			default: // not a JSON-RPC message: the SDK says so
+				f.passThrough()
+				f.ready = append(f.ready, b[i:]...)
+				return
+			}
+		}
+		f.value = append(f.value, c)
+		switch {
+		case f.inStr && f.escaped:
+			f.escaped = false
+		case f.inStr && c == '\\':
+			f.escaped = true
+		case f.inStr && c == '"':
+			f.inStr = false
+		case f.inStr:
+		case c == '"':
+			f.inStr = true
+		case c == '{' || c == '[':
+			f.depth++
+		case c == '}' || c == ']':
+			f.depth--
+			if f.depth == 0 {
+				f.complete()
+			}
+		}
+		if len(f.value) > mcp.DefaultMaxLineLength {
+			f.passThrough()
+		}
+	}
+}
+
+// passThrough hands on what is held and stops filtering.
+func (f *batchFilter) passThrough() {
+	f.through = true
+	f.ready = append(f.ready, f.value...)
+	f.value = nil
+}
+
+// complete takes a whole top-level value: an initialize request sets
+// whether batches are served; a batch they are not is answered here and
+// not handed on.
+func (f *batchFilter) complete() {
+	v := f.value
+	f.value = nil
+	if v[0] == '{' && !f.seenInit {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(v, &m) == nil && m.Method == "initialize" && m.ID != nil {
+			f.seenInit = true
+			f.version = m.Params.ProtocolVersion
+			f.allowBatches = slices.Contains(mcp.SupportedProtocolVersions(), f.version) && f.version < batchVersion
+		}
+	}
+	if v[0] == '[' && f.seenInit && !f.allowBatches && f.refuse(v) {
+		return
+	}
+	f.ready = append(f.ready, v...)
+}
+
+// refuse answers each call of batch with an Invalid Request error, false
+// when batch is not an array of JSON values (the SDK reports it).
+func (f *batchFilter) refuse(batch []byte) bool {
+	var msgs []json.RawMessage
+	if json.Unmarshal(batch, &msgs) != nil {
+		return false
+	}
+	type wireError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	type response struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   wireError       `json:"error"`
+	}
+	why := fmt.Sprintf("JSON-RPC batching is not supported in %s and later (initialize asked for protocol version %q): send each message on its own", batchVersion, f.version)
+	var answers []response
+	for _, m := range msgs {
+		var call struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(m, &call) == nil && call.ID != nil && !bytes.Equal(call.ID, []byte("null")) {
+			answers = append(answers, response{JSONRPC: "2.0", ID: call.ID, Error: wireError{Code: jsonrpc.CodeInvalidRequest, Message: why}})
+		}
+	}
+	if len(answers) > 0 {
+		b, err := json.Marshal(answers)
+		if err == nil {
+			// a failed write fails the connection's next one too
+			_, _ = f.out.Write(append(b, '\n'))
+		}
+	}
+	return true
+}
+
+// lockedWriter serialises the writes of the SDK's connection and of
+// batchFilter's refusals, each a whole line.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+func (w *lockedWriter) Close() error { return w.w.Close() }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -61,8 +59,7 @@ func serveString(t *testing.T, backend search.Backend, in string, wait time.Dura
 
 func serveStringCtx(ctx context.Context, backend search.Backend, in string, wait time.Duration) (map[float64]bool, error) {
 	var out bytes.Buffer
-	tr := &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: nopCloser{&out}}
-	err := serveDraining(ctx, New(backend, Options{Caller: stdioCaller}), tr, wait)
+	err := serveDraining(ctx, New(backend, Options{Caller: stdioCaller}), io.NopCloser(strings.NewReader(in)), nopCloser{&out}, wait)
 	answered := map[float64]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var m struct {
