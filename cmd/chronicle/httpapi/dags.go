@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -71,9 +73,9 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 			names = append(names, name)
 			continue
 		}
-		t, reason, variant := dagTool(raw)
+		t, reason, variant, why := dagTool(raw)
 		if variant != "" {
-			writeErr(w, http.StatusBadRequest, "body: /tools/%d/%s: unknown field %q (member names are case-sensitive)", i, pointerToken(variant), variant)
+			writeErr(w, http.StatusBadRequest, "body: /tools/%d%s: %s", i, variant, why)
 			return
 		}
 		if reason != "" {
@@ -109,15 +111,19 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 // it (".parameters: not a JSON Schema object"), as the 400 says it. Before,
 // the answer ended in "(<nil>)" for a tool without a name and in a Go type
 // dump for a schema of the wrong type (found by a new user's walkthrough).
-// caseVariant, when not empty, is a member named like one of the four
-// only ignoring case ("Name"): the caller refuses it as every route body
-// refuses such a member (decodeRead), naming its pointer and that member
-// names are case-sensitive; before, it was an "unknown member" without the
-// pointer, unlike the other routes (the last closing note's gap).
-func dagTool(raw json.RawMessage) (t dag.Tool, reason, caseVariant string) {
+// variant, when not empty, is the JSON pointer (within the tool) of a
+// member named like one of the four only ignoring case ("/Name") or like a
+// JSON Schema keyword in parameters or output ("/parameters/Type",
+// schemaCaseVariant), and why says so: the caller refuses it as every
+// route body refuses such a member (decodeRead), naming its pointer and
+// that member names are case-sensitive. Before, the first was an "unknown
+// member" without the pointer, unlike the other routes (the last closing
+// note's gap), and the second was taken for the keyword: the schema
+// decoder matches keywords ignoring case ("Type" set the type).
+func dagTool(raw json.RawMessage) (t dag.Tool, reason, variant, why string) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
-		return t, ": a tool name or an object {name, parameters, output}, got " + jsonKindOf(raw), ""
+		return t, ": a tool name or an object {name, parameters, output}, got " + jsonKindOf(raw), "", ""
 	}
 	keys := make([]string, 0, len(members))
 	for k := range members {
@@ -131,17 +137,17 @@ func dagTool(raw json.RawMessage) (t dag.Tool, reason, caseVariant string) {
 		}
 		for _, n := range known {
 			if strings.EqualFold(k, n) {
-				return t, "", k
+				return t, "", "/" + pointerToken(k), fmt.Sprintf("unknown field %q (member names are case-sensitive)", k)
 			}
 		}
-		return t, fmt.Sprintf(": unknown member %q (name, description, parameters, output)", k), ""
+		return t, fmt.Sprintf(": unknown member %q (name, description, parameters, output)", k), "", ""
 	}
 	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
-		return t, ".name: required, a non-empty string", ""
+		return t, ".name: required, a non-empty string", "", ""
 	}
 	if d, ok := members["description"]; ok {
 		if err := json.Unmarshal(d, &t.Description); err != nil {
-			return t, ".description: a string, got " + jsonKindOf(d), ""
+			return t, ".description: a string, got " + jsonKindOf(d), "", ""
 		}
 	}
 	for _, m := range []struct {
@@ -153,13 +159,110 @@ func dagTool(raw json.RawMessage) (t dag.Tool, reason, caseVariant string) {
 			continue
 		}
 		if jsonKindOf(v) != "object" {
-			return t, "." + m.name + ": a JSON Schema object, got " + jsonKindOf(v), ""
+			return t, "." + m.name + ": a JSON Schema object, got " + jsonKindOf(v), "", ""
+		}
+		if p, kw, ok := schemaCaseVariant(v, "/"+m.name); ok {
+			return t, "", p, fmt.Sprintf("the JSON Schema keyword is %q (member names are case-sensitive)", kw)
 		}
 		if err := json.Unmarshal(v, m.into); err != nil {
-			return t, "." + m.name + ": not a JSON Schema: " + strings.TrimPrefix(err.Error(), "json: "), ""
+			return t, "." + m.name + ": not a JSON Schema: " + strings.TrimPrefix(err.Error(), "json: "), "", ""
 		}
 	}
-	return t, "", ""
+	return t, "", "", ""
+}
+
+// schemaKeywords are the keywords jsonschema.Schema decodes, by kind of
+// value: a schema, an array of schemas (items may be either), an object
+// whose member values are schemas, dependencies' values (a schema or an
+// array of names), or anything else.
+var schemaKeywords = func() map[string]string {
+	kw := map[string]string{}
+	for name := range fieldsOf(reflect.TypeFor[jsonschema.Schema]()) {
+		kw[name] = "value"
+	}
+	// decoded by its UnmarshalJSON, not by field tags
+	kw["type"], kw["items"], kw["dependencies"] = "value", "schemas", "dependencies"
+	for _, k := range []string{"additionalItems", "additionalProperties", "contains", "contentSchema", "else", "if", "not", "propertyNames", "then", "unevaluatedItems", "unevaluatedProperties"} {
+		kw[k] = "schema"
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
+		kw[k] = "schemas"
+	}
+	for _, k := range []string{"$defs", "definitions", "dependentSchemas", "patternProperties", "properties"} {
+		kw[k] = "schemaMap"
+	}
+	return kw
+}()
+
+// schemaCaseVariant returns the JSON pointer (at + within raw) of the
+// first member of the JSON Schema raw, at any depth of subschemas, named
+// like a keyword only ignoring case ("Type", "Properties"), and the
+// keyword: the
+// schema decoder took it for the keyword, as encoding/json matches names,
+// and kept it as an unknown keyword too. Other unknown keywords are
+// allowed (JSON Schema ignores them), and so are the property names under
+// properties, which are data. Members are visited in name order.
+func schemaCaseVariant(raw json.RawMessage, at string) (pointer, keyword string, ok bool) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return "", "", false // a boolean schema, or not a schema: decoding says so
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ptr := at + "/" + pointerToken(k)
+		kind, exact := schemaKeywords[k]
+		if !exact {
+			for kw := range schemaKeywords {
+				if strings.EqualFold(k, kw) {
+					return ptr, kw, true
+				}
+			}
+			continue
+		}
+		v := members[k]
+		var subs map[string]json.RawMessage // the subschemas to look into, by pointer
+		switch kind {
+		case "schema":
+			subs = map[string]json.RawMessage{ptr: v}
+		case "schemas", "dependencies", "schemaMap":
+			var list []json.RawMessage
+			var byName map[string]json.RawMessage
+			if json.Unmarshal(v, &list) == nil {
+				if kind == "dependencies" {
+					continue // an array value is of names
+				}
+				subs = map[string]json.RawMessage{}
+				for i, s := range list {
+					subs[ptr+"/"+strconv.Itoa(i)] = s
+				}
+			} else if kind != "schemas" && json.Unmarshal(v, &byName) == nil {
+				subs = map[string]json.RawMessage{}
+				for n, s := range byName {
+					subs[ptr+"/"+pointerToken(n)] = s
+				}
+			} else if kind == "schemas" { // items: one schema
+				subs = map[string]json.RawMessage{ptr: v}
+			}
+		}
+		ptrs := make([]string, 0, len(subs))
+		for p := range subs {
+			ptrs = append(ptrs, p)
+		}
+		sort.Strings(ptrs)
+		for _, p := range ptrs {
+			if jsonKindOf(subs[p]) != "object" {
+				continue
+			}
+			if q, n, found := schemaCaseVariant(subs[p], p); found {
+				return q, n, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // jsonKindOf names the JSON kind of raw: object, array, string, number,
