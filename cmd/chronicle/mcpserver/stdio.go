@@ -286,21 +286,26 @@ const batchVersion = "2025-06-18"
 // as JSON-RPC answers a batch, and the connection goes on.
 //
 // The bytes handed on are those read, unchanged: the filter only finds
-// where each top-level JSON value ends (no decoding but of initialize and
-// of a batch to refuse). A value it cannot follow (not an object or an
-// array, or longer than the SDK's frame limit) turns it into a plain
-// pass-through, leaving the error to the SDK's reader.
+// where each top-level JSON value ends (no decoding but of initialize, of
+// a batch to refuse, and the SDK's own check of each object). What the
+// SDK's reader would end the connection on is answered here and not
+// handed on (malformed): a line that starts no object or array, a value
+// that is not JSON or a string broken by a newline (-32700), an object
+// jsonrpc.DecodeMessage refuses (-32600). A value longer than the SDK's
+// frame limit turns the filter into a plain pass-through, leaving the
+// error to the SDK's reader.
 type batchFilter struct {
 	in  io.ReadCloser
 	out *lockedWriter
 
-	ready   []byte // to hand on
-	value   []byte // the top-level value being read
-	depth   int
-	inStr   bool
-	escaped bool
-	through bool  // pass-through: no more filtering
-	err     error // the read error of in, once it failed
+	ready    []byte // to hand on
+	value    []byte // the top-level value being read
+	depth    int
+	inStr    bool
+	escaped  bool
+	through  bool  // pass-through: no more filtering
+	skipping bool  // in a line that is no message, up to its newline
+	err      error // the read error of in, once it failed
 
 	seenInit     bool
 	version      string // asked in initialize
@@ -330,12 +335,25 @@ func (f *batchFilter) Close() error { return f.in.Close() }
 
 // scan takes bytes read: whitespace between values and pass-through bytes
 // go to ready at once, a value when it is complete (or never, a refused
-// batch).
+// batch or a malformed line, answered here).
 func (f *batchFilter) scan(b []byte) {
 	for i, c := range b {
 		if f.through {
 			f.ready = append(f.ready, b[i:]...)
 			return
+		}
+		if f.skipping {
+			// a line that is no JSON-RPC message: dropped up to its
+			// newline, then answered
+			if c == '\n' {
+				f.skipping = false
+				f.malformed(f.value)
+				f.value = nil
+				f.ready = append(f.ready, c)
+			} else {
+				f.value = append(f.value, c)
+			}
+			continue
 		}
 		if f.depth == 0 {
 			switch c {
@@ -343,11 +361,19 @@ func (f *batchFilter) scan(b []byte) {
 				f.ready = append(f.ready, c)
 				continue
 			case '{', '[':
-			default: // not a JSON-RPC message: the SDK says so
-				f.passThrough()
-				f.ready = append(f.ready, b[i:]...)
-				return
+			default: // no message starts so: skip its line
+				f.skipping = true
+				f.value = append(f.value[:0], c)
+				continue
 			}
+		}
+		if f.inStr && c == '\n' {
+			// a newline in a string: malformed (JSON escapes it, and the
+			// stdio transport's messages hold none), the line ends here
+			f.malformed(f.value)
+			f.value, f.depth, f.inStr, f.escaped = nil, 0, false, false
+			f.ready = append(f.ready, c)
+			continue
 		}
 		f.value = append(f.value, c)
 		switch {
@@ -374,6 +400,25 @@ func (f *batchFilter) scan(b []byte) {
 	}
 }
 
+// malformed answers a line or value that is not a JSON-RPC message, which
+// is not handed on: not JSON, a Parse error (-32700), else (a number, a
+// string …) an Invalid Request (-32600), with the id null, as JSON-RPC 2.0
+// says when the id cannot be read. The connection goes on: the SDK's
+// reader ended it at the first such line, leaving the requests after it
+// unanswered and unnamed (found by a new user's walkthrough, who piped
+// "not json" between two calls: chronicle mcp exited 1).
+func (f *batchFilter) malformed(v []byte) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return
+	}
+	code, msg := jsonrpc.CodeParseError, "Parse error: the line is not JSON"
+	if json.Valid(v) {
+		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: a JSON-RPC message is an object (or, before 2025-06-18, an array of them)"
+	}
+	f.answer(wireAnswer{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: wireError{Code: code, Message: msg}})
+}
+
 // passThrough hands on what is held and stops filtering.
 func (f *batchFilter) passThrough() {
 	f.through = true
@@ -387,6 +432,27 @@ func (f *batchFilter) passThrough() {
 func (f *batchFilter) complete() {
 	v := f.value
 	f.value = nil
+	if !json.Valid(v) {
+		f.malformed(v)
+		return
+	}
+	if v[0] == '{' {
+		// what the SDK's reader would end the connection on: answered
+		// here instead, with the id when it can be read
+		if _, err := jsonrpc.DecodeMessage(v); err != nil {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			id := json.RawMessage("null")
+			if json.Unmarshal(v, &m) == nil && m.ID != nil {
+				if _, err := jsonrpc.MakeID(idValue(m.ID)); err == nil {
+					id = m.ID
+				}
+			}
+			f.answer(wireAnswer{JSONRPC: "2.0", ID: id, Error: wireError{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}})
+			return
+		}
+	}
 	if v[0] == '{' && !f.seenInit {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -414,33 +480,54 @@ func (f *batchFilter) refuse(batch []byte) bool {
 	if json.Unmarshal(batch, &msgs) != nil {
 		return false
 	}
-	type wireError struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}
-	type response struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   wireError       `json:"error"`
-	}
 	why := fmt.Sprintf("JSON-RPC batching is not supported in %s and later (initialize asked for protocol version %q): send each message on its own", batchVersion, f.version)
-	var answers []response
+	var answers []wireAnswer
 	for _, m := range msgs {
 		var call struct {
 			ID json.RawMessage `json:"id"`
 		}
 		if json.Unmarshal(m, &call) == nil && call.ID != nil && !bytes.Equal(call.ID, []byte("null")) {
-			answers = append(answers, response{JSONRPC: "2.0", ID: call.ID, Error: wireError{Code: jsonrpc.CodeInvalidRequest, Message: why}})
+			answers = append(answers, wireAnswer{JSONRPC: "2.0", ID: call.ID, Error: wireError{Code: jsonrpc.CodeInvalidRequest, Message: why}})
 		}
 	}
 	if len(answers) > 0 {
-		b, err := json.Marshal(answers)
-		if err == nil {
-			// a failed write fails the connection's next one too
-			_, _ = f.out.Write(append(b, '\n'))
-		}
+		f.answer(answers)
 	}
 	return true
+}
+
+// idValue is raw, a JSON-RPC id as read, as jsonrpc.MakeID takes it.
+func idValue(raw json.RawMessage) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return int64(f)
+	}
+	return v
+}
+
+// wireError and wireAnswer are a JSON-RPC error answer as written.
+type wireError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+type wireAnswer struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   wireError       `json:"error"`
+}
+
+// answer writes v, a JSON-RPC answer or an array of them (a batch's),
+// as one line.
+func (f *batchFilter) answer(v any) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		// a failed write fails the connection's next one too
+		_, _ = f.out.Write(append(b, '\n'))
+	}
 }
 
 // lockedWriter serialises the writes of the SDK's connection and of
