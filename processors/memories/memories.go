@@ -89,7 +89,7 @@ type Change struct {
 	EventID string          `json:"event_id"`
 	Type    events.Type     `json:"type"`
 	Time    string          `json:"time"`
-	Reason  string          `json:"reason"` // created | evidence | signal | consensus | pending | repeat | usage | decay | pruned
+	Reason  string          `json:"reason"` // one of Reasons
 	Old     float64         `json:"old"`
 	New     float64         `json:"new"`
 	Signals []AppliedSignal `json:"signals,omitempty"`
@@ -355,7 +355,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		if err := tx.Set(idIndexKey(m.ID, scope), nil); err != nil {
 			return err
 		}
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "created", Old: c, New: c, Author: recorder(env, d)}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonCreated, Old: c, New: c, Author: recorder(env, d)}); err != nil {
 			return err
 		}
 		if err := emitCreated(tx, env, d, m, ""); err != nil {
@@ -374,7 +374,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 	if err := addSource(tx, m, d.SourceSession); err != nil {
 		return err
 	}
-	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "evidence", Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
+	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonEvidence, Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
 		return err
 	}
 	if err := emitCreated(tx, env, d, m, m.ID); err != nil {
@@ -482,9 +482,9 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		return err
 	}
 	apply, repeats := Consensus(usage, stored, at)
-	reason := "signal"
+	reason := ReasonSignal
 	if usage < ConsensusUsage || len(apply) > 1 {
-		reason = "consensus" // with stored signals (Consensus)
+		reason = ReasonConsensus // with stored signals (Consensus)
 	}
 	if err := use(tx, m, who, who); err != nil {
 		return err
@@ -516,7 +516,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	}
 	m.Signals = len(stored)
 	if len(apply) == 0 {
-		why := "pending"
+		why := ReasonPending
 		if stored[len(stored)-1].Repeat {
 			why = ReasonRepeat
 		}
@@ -620,6 +620,32 @@ func usageAuthors(tx *projections.Tx, m *Memory) (int, error) {
 	return min(len(authors)+anonymous, m.UsageCount), nil
 }
 
+// History reasons (Change.Reason): every value the processor writes is one
+// of these constants, listed in Reasons (openapi.json's MemoryHistory enum
+// is checked against them).
+const (
+	// ReasonCreated is the first entry of a memory: its initial confidence.
+	ReasonCreated = "created"
+	// ReasonEvidence is a repeated recording of the same memory: more
+	// evidence, confidence unchanged.
+	ReasonEvidence = "evidence"
+	// ReasonSignal is a signal applied at once (a memory used by
+	// ConsensusUsage distinct sources or more).
+	ReasonSignal = "signal"
+	// ReasonConsensus is a confidence change made by agreeing stored
+	// signals (Consensus).
+	ReasonConsensus = "consensus"
+	// ReasonPending is a signal stored, waiting for consensus: not applied.
+	ReasonPending = "pending"
+	// ReasonDecay is a confidence change made by the clock (decay).
+	ReasonDecay = "decay"
+	// ReasonPruned is the memory falling below PruneBelow.
+	ReasonPruned = "pruned"
+)
+
+// Reasons lists every history reason the processor writes.
+var Reasons = []string{ReasonCreated, ReasonEvidence, ReasonSignal, ReasonConsensus, ReasonPending, ReasonRepeat, ReasonIgnoredPruned, ReasonDecay, ReasonPruned}
+
 // ReasonIgnoredPruned is the history reason of a signal that reached a
 // pruned memory: recorded, not applied.
 const ReasonIgnoredPruned = "ignored: pruned"
@@ -649,7 +675,7 @@ func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float6
 	}
 	if c < PruneBelow && !m.Pruned {
 		m.Pruned, m.PrunedAt = true, env.Time
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: "pruned", Old: c, New: c, Author: by}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonPruned, Old: c, New: c, Author: by}); err != nil {
 			return err
 		}
 		if err := tx.EmitIn(m.Scope, events.MemoryPruned, map[string]any{"memory_id": m.ID, "confidence": c, "threshold": PruneBelow}); err != nil {
@@ -727,7 +753,7 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 			clock = from.Add(time.Duration(lost / DecayPerMonth * float64(Month))).UTC().Format(time.RFC3339Nano)
 		}
 		m.LastDecayAt, m.DecayClock = env.Time, clock
-		if err := setConfidence(tx, env, m, c, "decay", nil, "clock", ""); err != nil {
+		if err := setConfidence(tx, env, m, c, ReasonDecay, nil, "clock", ""); err != nil {
 			return err
 		}
 	}

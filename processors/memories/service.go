@@ -400,7 +400,7 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 				msg += fmt.Sprintf(", below %.2f: the memory is pruned, and searches no longer return it", PruneBelow)
 			}
 			switch c.Reason {
-			case "pending":
+			case ReasonPending:
 				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 distinct callers used the memory)"
 			case ReasonRepeat:
 				msg = fmt.Sprintf("signal recorded, not applied: this source already moved the confidence the same way within %d days; one vote per source and polarity", int(ConsensusWindow.Hours()/24))
