@@ -147,6 +147,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		{"POST", "/v1/workflows/suggest", `{"k":2}`},
 		{"POST", "/v1/workflows/suggest", `{"intent":"cancel","estimates":{"cancel_reservation":{"cost_usd":-0.5}}}`},
 		{"POST", "/v1/workflows/suggest", `{"intent":"cancel","top":3}`},
+		{"POST", "/v1/workflows/suggest?scope=bogus", `{"intent":"cancel"}`},
 		{"POST", "/v1/workflows/suggest/feedback", `{"accepted":true,"mode":"guess","confidence":0.9}`},
 		{"POST", "/v1/workflows/suggest/feedback", `{"mode":"suggestion","confidence":1.5}`},
 		{"POST", "/v1/workflows/suggest/feedback", `{"mode":"suggestion","confidence":0.5}`},
