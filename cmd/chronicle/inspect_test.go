@@ -150,7 +150,7 @@ func TestInspectReplayedAsOf(t *testing.T) {
 	// write-only path; never a method it refuses (RFC 9110 §15.5.6)
 	for _, c := range []struct{ method, path, allow string }{
 		{"GET", "/mcp", ""}, {"POST", "/mcp", ""}, {"POST", "/v1/events", ""},
-		{"PUT", "/v1/memories/x", "GET, HEAD"}, {"POST", "/v1/memories/x/feedback", "GET, HEAD"},
+		{"PUT", "/v1/memories/x", "GET, HEAD"}, {"POST", "/v1/memories/x/feedback", ""}, {"POST", "/v1/workflows/wf1/updates", ""},
 	} {
 		rq, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader("{}"))
 		rq.Header.Set("Content-Type", "application/json")

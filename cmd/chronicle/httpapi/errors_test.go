@@ -190,8 +190,23 @@ func TestRouterErrorsAreJSON(t *testing.T) {
 		{"POST", "/v1/sessions", 405, "GET, HEAD", []string{"GET /v1/sessions"}},
 		{"DELETE", "/v1/workflows", 405, "GET, HEAD", []string{"GET /v1/workflows", "GET /v1/workflows/{id}", "POST /v1/workflows/suggest"}},
 		// the documented routes, not the subtree patterns that serve them
-		{"DELETE", "/v1/memories/m1", 405, "GET, HEAD, POST", []string{"POST /v1/memories/{id}/feedback", "GET /v1/memories/{id}/history"}},
-		{"PUT", "/v1/searches/s1", 405, "GET, HEAD, POST", []string{"POST /v1/searches/{id}/resume", "GET /v1/searches/{id}/panel"}},
+		{"DELETE", "/v1/memories/m1", 405, "GET, HEAD", []string{"POST /v1/memories/{id}/feedback", "GET /v1/memories/{id}/history"}},
+		{"PUT", "/v1/searches/s1", 405, "GET, HEAD", []string{"POST /v1/searches/{id}/resume", "GET /v1/searches/{id}/panel"}},
+		// Allow lists what routes on the exact path, not every method of
+		// an {id...} subtree pattern that matches it (found by a new
+		// user's walkthrough: DELETE /v1/sessions/s1 listed POST, which is
+		// a 404 there; GET /v1/workflows/wf1/updates was a 404)
+		{"DELETE", "/v1/sessions/s1", 405, "GET, HEAD", []string{"POST /v1/sessions/{id}/improve"}},
+		{"POST", "/v1/sessions/s1", 405, "GET, HEAD", []string{"GET /v1/sessions/{id}"}},
+		{"PUT", "/v1/sessions/s1/improve", 405, "POST", nil},
+		{"GET", "/v1/workflows/wf1/updates", 405, "POST", []string{"POST /v1/workflows/{id}/updates"}},
+		{"GET", "/v1/workflows/wf1/resume", 405, "POST", nil},
+		{"GET", "/v1/memories/m1/feedback", 405, "POST", nil},
+		{"GET", "/v1/searches/s1/resume", 405, "POST", nil},
+		{"DELETE", "/v1/workflows/wf1/checkpoints", 405, "GET, HEAD, POST", nil},
+		{"POST", "/v1/memories/m1", 405, "GET, HEAD", nil},
+		{"GET", "/v1/workflows/suggest", 405, "POST", nil},
+		{"DELETE", "/v1/workflows/wf1/nope", 404, "", nil},
 		{"GET", "/nope", 404, "", []string{"GET /nope", "GET /openapi.json"}},
 		{"GET", "/v1/nope/x", 404, "", []string{"GET /openapi.json"}},
 	} {
@@ -230,6 +245,54 @@ func TestRouterErrorsAreJSON(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != c.code {
 			t.Errorf("GET %s: %d, want %d", c.path, resp.StatusCode, c.code)
+		}
+	}
+}
+
+// TestReadOnlyAllowIsExact: on a read-only server (chronicle inspect)
+// the Allow of a 405 is "GET, HEAD" only where a GET route serves the
+// exact path; a write-only path under an {id...} subtree has an empty
+// Allow, as README "chronicle inspect" documents (found by a new user's
+// walkthrough: POST /v1/workflows/wf1/updates answered Allow: GET, HEAD
+// though GET there is a 404).
+func TestReadOnlyAllowIsExact(t *testing.T) {
+	s := routesOnly()
+	s.ReadOnly = true
+	h := s.Handler()
+	for _, c := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{"POST", "/v1/workflows/wf1/updates", 405, ""},
+		{"POST", "/v1/workflows/wf1/resume", 405, ""},
+		{"POST", "/v1/workflows/wf1/fork", 405, ""},
+		{"POST", "/v1/workflows/wf1/complete", 405, ""},
+		{"POST", "/v1/workflows/wf1/commands", 405, ""},
+		{"POST", "/v1/workflows/wf1/decisions", 405, ""},
+		{"POST", "/v1/workflows/wf1/decisions/d1", 405, ""},
+		{"POST", "/v1/memories/x/feedback", 405, ""},
+		{"POST", "/v1/sessions/s1/improve", 405, ""},
+		{"POST", "/v1/searches/srch1/resume", 405, ""},
+		{"POST", "/v1/workflows/suggest", 405, ""},
+		// where a GET route serves the path
+		{"POST", "/v1/workflows/wf1/checkpoints", 405, "GET, HEAD"},
+		{"POST", "/v1/workflows/wf1", 405, "GET, HEAD"},
+		{"PUT", "/v1/memories/x", 405, "GET, HEAD"},
+		{"DELETE", "/v1/sessions/s1", 405, "GET, HEAD"},
+		{"POST", "/v1/sessions", 405, "GET, HEAD"},
+		// no method routes: 404
+		{"DELETE", "/v1/sessions/s1/improve", 404, ""},
+		{"DELETE", "/v1/workflows/wf1/updates", 404, ""},
+		{"POST", "/mcp", 405, ""},
+	} {
+		req := httptest.NewRequest(c.method, c.path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		allow, has := rec.Header()["Allow"]
+		if rec.Code != c.code || strings.Join(allow, ", ") != c.allow || (c.code == 405) != has {
+			t.Errorf("read-only %s %s: %d Allow %q (present %v) %s, want %d with Allow %q", c.method, c.path, rec.Code, allow, has, rec.Body, c.code, c.allow)
 		}
 	}
 }

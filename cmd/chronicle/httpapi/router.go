@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,14 +36,106 @@ type jsonRouter struct {
 
 // readAllow is the Allow header of a read-only server's 405 for r: "GET,
 // HEAD" when a GET route serves r's path, else empty (RFC 9110 §10.2.1:
-// an empty Allow says the resource allows no method).
+// an empty Allow says the resource allows no method). A GET subtree
+// pattern ("GET /v1/workflows/{id...}") counts only for the paths its
+// documented operations have (routesFor): POST /v1/workflows/wf1/updates
+// has no GET route, so its Allow is empty, as on every write-only path.
 func (jr *jsonRouter) readAllow(r *http.Request) string {
-	probe := r.Clone(r.Context())
-	probe.Method = http.MethodGet
-	if _, p := jr.mux.Handler(probe); strings.HasPrefix(p, "GET ") && !subtreeRootRedirect(probe, p) {
+	if jr.routesFor(r, http.MethodGet) {
 		return "GET, HEAD"
 	}
 	return ""
+}
+
+// routesFor says whether a route serves method m on r's exact path: a
+// registered pattern matches it (not by ServeMux's redirect of a subtree
+// root), on a read-only server a "GET " one (not /mcp's), and, when that pattern is an
+// {id...} subtree (which matches any suffix, and whose handler answers
+// 404 for one it does not serve), an operation of openapi.json with
+// method m (GET for HEAD) has the path (documentedPath).
+func (jr *jsonRouter) routesFor(r *http.Request, m string) bool {
+	if jr.readOnly && m != http.MethodGet && m != http.MethodHead {
+		return false
+	}
+	probe := r.Clone(r.Context())
+	probe.Method = m
+	_, p := jr.mux.Handler(probe)
+	if p == "" || subtreeRootRedirect(probe, p) || jr.readOnly && !strings.HasPrefix(p, "GET ") {
+		return false
+	}
+	if !strings.HasSuffix(p, "...}") {
+		return true
+	}
+	if m == http.MethodHead {
+		m = http.MethodGet
+	}
+	return documentedPath(m, r.URL.EscapedPath())
+}
+
+// allowFor lists the methods routesFor serves on r's path, in
+// routerMethods order.
+func (jr *jsonRouter) allowFor(r *http.Request) []string {
+	var allowed []string
+	for _, m := range routerMethods {
+		if jr.routesFor(r, m) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
+}
+
+// documentedPath says whether an operation of openapi.json with method
+// has the escaped path: the path is matched as OpenAPI matches it, each
+// {param} of a template taking one non-empty segment and a concrete path
+// before a templated one (POST /v1/workflows/suggest, not GET
+// /v1/workflows/{id}: GET /v1/workflows/suggest has no operation).
+func documentedPath(method, escaped string) bool {
+	segs := strings.Split(escaped, "/")
+	var best []string // the matching template, most concrete first
+	found := false
+	for _, rt := range documentedRoutes() {
+		tmpl := strings.Split(rt.path, "/")
+		if len(tmpl) != len(segs) {
+			continue
+		}
+		ok := true
+		for i, t := range tmpl {
+			if isParam(t) {
+				ok = segs[i] != ""
+			} else {
+				ok = t == segs[i]
+			}
+			if !ok {
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		switch {
+		case best == nil || moreConcrete(tmpl, best):
+			best, found = tmpl, rt.method == method
+		case slices.Equal(tmpl, best):
+			found = found || rt.method == method
+		}
+	}
+	return found
+}
+
+// isParam says whether a path template's segment is a {param}.
+func isParam(seg string) bool {
+	return strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}")
+}
+
+// moreConcrete says whether template a, of b's length, has a literal
+// segment where b has its first {param} that a does not share.
+func moreConcrete(a, b []string) bool {
+	for i := range a {
+		if pa, pb := isParam(a[i]), isParam(b[i]); pa != pb {
+			return pb
+		}
+	}
+	return false
 }
 
 // routerMethods are the methods probed for the Allow header of a 405.
@@ -63,6 +156,16 @@ func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		jr.noRoute(w, r)
 	case subtreeRootRedirect(r, pattern):
 		jr.noRoute(w, r)
+	case strings.HasSuffix(pattern, "...}") && !jr.routesFor(r, r.Method):
+		// an {id...} subtree matched a path it has no operation for: when
+		// another method has one, 405 naming it (GET
+		// /v1/workflows/wf1/updates: Allow: POST); else the handler's own
+		// answer (an id it does not hold, or its 404)
+		if allowed := jr.allowFor(r); len(allowed) > 0 {
+			jr.methodNotAllowed(w, r, strings.Join(allowed, ", "))
+			return
+		}
+		jr.mux.ServeHTTP(w, r)
 	default:
 		jr.mux.ServeHTTP(w, r)
 	}
@@ -71,7 +174,9 @@ func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // noRoute answers a request no route serves: 405 with the methods the
 // path has routes for in Allow, else 404. ServeMux's own Allow would
 // count the subtree routes whose root it redirects (DELETE /v1/memories:
-// "GET, HEAD, POST"), so the methods are probed here, without them.
+// "GET, HEAD, POST") and every path of a subtree (DELETE /v1/sessions/s1:
+// POST, though only POST /v1/sessions/{id}/improve routes), so the
+// methods are probed here, without them (routesFor).
 func (jr *jsonRouter) noRoute(w http.ResponseWriter, r *http.Request) {
 	if jr.readOnly {
 		if allow := jr.readAllow(r); allow != "" {
@@ -81,14 +186,7 @@ func (jr *jsonRouter) noRoute(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var allowed []string
-	for _, m := range routerMethods {
-		probe := r.Clone(r.Context())
-		probe.Method = m
-		if _, p := jr.mux.Handler(probe); p != "" && !subtreeRootRedirect(probe, p) {
-			allowed = append(allowed, m)
-		}
-	}
+	allowed := jr.allowFor(r)
 	if len(allowed) == 0 {
 		jr.notFound(w, r)
 		return
