@@ -867,7 +867,8 @@ func graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
 }
 
 // graphNext predicts the next tool: after=a,b (the tools called so far,
-// oldest first; empty for the first call), k (default 5, 1..100),
+// oldest first; empty for the first call; an empty name, a,,b, is a 400
+// naming its position), k (default 5, 1..100),
 // failed=i,j (the 0-based positions in after of the calls that failed;
 // when present, even empty, the outcome of every call is known and the
 // prediction uses the outcome levels: toolgraph.Graph.NextCalls, the
@@ -880,6 +881,12 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	var after []string
 	if a := r.URL.Query().Get("after"); a != "" {
 		after = strings.Split(a, ",")
+		for i, t := range after {
+			if t == "" {
+				writeErr(w, http.StatusBadRequest, "after: the tool name at position %d (0-based) of %q is empty", i, a)
+				return
+			}
+		}
 	}
 	k := 5
 	if ks := r.URL.Query().Get("k"); ks != "" {
