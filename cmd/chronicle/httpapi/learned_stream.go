@@ -135,9 +135,11 @@ func (f learnedFilter) show(raw []byte) (events.Type, bool) {
 // position; from=start (default) or from=end says where a stream without
 // one starts; scope= a full scope ("project:x") or a kind ("project"),
 // default every scope the token reads (403 for a scope it does not read);
-// types= a comma-separated list of learned types; follow=false ends the
-// stream at the end the topic had when the request came (catch up and
-// close). Every LearnedKeepAlive without an event a ": keep-alive"
+// types= a comma-separated list of learned types (repeatable: every
+// value counts); follow=false ends the stream at the end the topic had
+// when the request came (catch up and close), with a last block holding
+// only the id of the position reached (endCatchUp). after, from, scope
+// and follow take one value: a repeat is a 400 naming it (singleValued). Every LearnedKeepAlive without an event a ": keep-alive"
 // comment is written; a broker that does not answer for LearnedBrokerWait
 // ends the stream with "event: error". It reads with a plain franz-go
 // consumer of assigned partitions (no consumer group: nothing is
@@ -145,6 +147,10 @@ func (f learnedFilter) show(raw []byte) (events.Type, bool) {
 // an aborted transaction (a fenced zombie's) is never shown.
 func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	// types= is a list (repeats count); the others take one value
+	if !singleValued(w, q, "after", "from", "scope", "follow") {
+		return
+	}
 	f := learnedFilter{caller: CallerOf(r), scope: q.Get("scope")}
 	if f.scope == search.ScopeAll {
 		f.scope = "" // every scope the token reads, as on the searches and GET /v1/sessions
@@ -283,8 +289,10 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		return true
 	}
 	if !follow && caughtUp() {
+		endCatchUp(w, rc, cur, "")
 		return
 	}
+	lastID := "" // the id of the last event written
 	// The broker's liveness is checked on its own clock, not the
 	// keep-alive's: every poll ends by the next keep-alive, the next probe
 	// (LearnedBrokerWait/3 after the last one) or the deadline (the last
@@ -334,7 +342,8 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			if json.Compact(&line, raw) != nil {
 				return
 			}
-			fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", cur, typ, line.Bytes())
+			lastID = cur.String()
+			fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", lastID, typ, line.Bytes())
 		})
 		switch {
 		case buf.Len() > 0:
@@ -379,8 +388,27 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !follow && caughtUp() {
+			endCatchUp(w, rc, cur, lastID)
 			return
 		}
+	}
+}
+
+// endCatchUp ends a follow=false stream with the position it reached as
+// an SSE block holding only an id ("id: 0:13,1:7", no data): per the
+// WHATWG event stream interpretation it sets the client's last event ID
+// without dispatching an event. So a catch-up client whose filter matched
+// nothing, or nothing after its last event, resumes (Last-Event-ID) after
+// everything this stream scanned rather than from where it started (from
+// 0:0 on every poll, a rescan of the whole topic). The position names
+// offsets only, as every event's id does; the records skipped to reach it
+// are those of the topic, and a resumed stream applies its own caller's
+// scopes and filter to what follows. Not written when it is the id of
+// the last event written.
+func endCatchUp(w http.ResponseWriter, rc *http.ResponseController, cur LearnedCursor, lastID string) {
+	if id := cur.String(); id != "" && id != lastID {
+		fmt.Fprintf(w, "id: %s\n\n", id)
+		_ = rc.Flush()
 	}
 }
 
