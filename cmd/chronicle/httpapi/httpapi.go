@@ -589,6 +589,24 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// noSessionEvents is the 404 of GET /v1/sessions/{id}/events for a
+// session with no events in scope's log: it names the scope looked in
+// and, when the caller did not name it with ?scope= and reads other
+// scopes too (a token that reads * defaults to org:default for a session
+// no projection holds), says to add ?scope=, as the 409 for a session
+// projected in several scopes does. The text depends on the caller and
+// the request only, not on whether another scope holds the id.
+func noSessionEvents(r *http.Request, id, scope string) string {
+	if r.URL.Query().Get("scope") != "" {
+		return fmt.Sprintf("session %q has no events in the log of %s", id, scope)
+	}
+	msg := fmt.Sprintf("session %q has no events in the log of %s, the scope read without ?scope=", id, scope)
+	if c := CallerOf(r); c.ReadsAll() || len(c.Read) > 1 {
+		msg += ": add ?scope= naming the session's scope (project:<id>, team:<id> or org:<id>) for a session of another scope"
+	}
+	return msg
+}
+
 // sessionEvents reads the events of the session with key (scope "/" id)
 // back from the log: at the positions the sessionlog index holds for it,
 // with its evaluations, memories and PAIR contexts (session_index.go);
@@ -609,7 +627,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		return
 	}
 	if len(list) == 0 {
-		writeErr(w, http.StatusNotFound, "session %q has no events in the log", id)
+		writeErr(w, http.StatusNotFound, "%s", noSessionEvents(r, id, scope))
 		return
 	}
 	// the shape of the indexed answer (SessionEvents in openapi.json):
