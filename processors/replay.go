@@ -79,8 +79,10 @@ type ReplayConfig struct {
 	Store      *projections.Store // an empty store to rebuild into
 	Processors []Processor
 	Until      Until
-	// Progress, when set, is called now and then with records read so far
-	// and the total to read.
+	// Progress, when set, is called now and then with the offsets read up
+	// to so far and the total to read (transaction markers and aborted
+	// records included, which ReplayStats.Records leaves out), after each
+	// poll: done equals total once every partition was read to its end.
 	Progress func(done, total int64)
 	// StopAt, when set, bounds each processor separately: it applies the
 	// records of topic/partition below the returned offset only. audit uses
@@ -126,7 +128,6 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			start[o.Topic] = map[int32]kgo.Offset{}
 		}
 		stopAt[o.Topic][o.Partition] = o.Offset
-		total += o.Offset
 		if o.Offset > 0 {
 			start[o.Topic][o.Partition] = kgo.NewOffset().At(0)
 		}
@@ -150,6 +151,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	remaining := 0
 	for t, ps := range stopAt {
 		for p, end := range ps {
+			total += end // offsets to cover, --until's bound included
 			if end > 0 {
 				remaining++
 			} else {
@@ -174,6 +176,21 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	}
 	defer cons.Close()
 	done := map[string]map[int32]bool{}
+	// covered counts the offsets read up to, what Progress reports: the
+	// records applied leave out transaction markers and aborted records,
+	// so a replay that read a whole log ended its bar short of its total
+	// (93%, 14 of 15: found by an operator's walkthrough)
+	at := map[string]map[int32]int64{}
+	var covered int64
+	reach := func(t string, p int32, next int64) {
+		if at[t] == nil {
+			at[t] = map[int32]int64{}
+		}
+		if next > at[t][p] {
+			covered += next - at[t][p]
+			at[t][p] = next
+		}
+	}
 	finish := func(t string, p int32) {
 		if done[t] == nil {
 			done[t] = map[int32]bool{}
@@ -181,6 +198,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		if !done[t][p] {
 			done[t][p] = true
 			remaining--
+			reach(t, p, stopAt[t][p])
 		}
 	}
 	// Each partition has a worker that parses and applies its records in
@@ -309,6 +327,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 					finish(r.Topic, r.Partition)
 					break
 				}
+				reach(r.Topic, r.Partition, r.Offset+1)
 				if r.Attrs.IsControl() { // a transaction marker: not an event
 					if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
 						finish(r.Topic, r.Partition)
@@ -338,7 +357,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			}
 		})
 		if cfg.Progress != nil {
-			cfg.Progress(st.Records, total)
+			cfg.Progress(covered, total)
 		}
 	}
 	closeAll()
