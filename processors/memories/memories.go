@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -118,6 +119,59 @@ type Retrieval struct {
 	Query     string   `json:"query,omitempty"`
 	Rank      int      `json:"rank,omitempty"`
 	Relevance *float64 `json:"relevance,omitempty"`
+	// ReaderScopes are the scopes the searcher could read when it searched
+	// (memory.retrieved.v1's reader_scopes, ReaderScopes' form; "*" for
+	// every scope); empty for an event written before the field existed
+	// or by a writer that did not name them. See QueryVisible.
+	ReaderScopes []string `json:"reader_scopes,omitempty"`
+	// QueryWithheld is set, in an answer only (never in the projection),
+	// when Query (and ReaderScopes) were left out because the reader may
+	// not see them (QueryVisible).
+	QueryWithheld bool `json:"query_withheld,omitempty"`
+}
+
+// ReaderScopes is the form memory.retrieved.v1's reader_scopes takes: the
+// valid scopes (events.ValidScope) of scopes sorted and without repeats,
+// only "*" when they hold it, nil for none. A grant that is no valid
+// scope names no scope anything is stored in, so it is dropped.
+func ReaderScopes(scopes []string) []string {
+	if slices.Contains(scopes, "*") {
+		return []string{"*"}
+	}
+	var out []string
+	for _, sc := range scopes {
+		if events.ValidScope(sc) {
+			out = append(out, sc)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// QueryVisible reports whether a reader may see the retrieval's query: a
+// query may carry anything its searcher could read (another tenant's
+// data included), whichever scope the search was filtered to, so it is
+// shown only to a reader that reads every scope (readsAll), to the
+// searcher itself (source equal to r.Source) and to a reader that reads
+// every one of r.ReaderScopes (canRead each; never when they hold "*").
+// A retrieval without ReaderScopes (written before the field existed, or
+// by a writer that did not name them) is shown only to the first two:
+// who could read what when it searched is not known.
+func (r Retrieval) QueryVisible(source string, readsAll bool, canRead func(scope string) bool) bool {
+	switch {
+	case readsAll:
+		return true
+	case r.Source != "" && r.Source == source:
+		return true
+	case len(r.ReaderScopes) == 0 || slices.Contains(r.ReaderScopes, "*"):
+		return false
+	}
+	for _, sc := range r.ReaderScopes {
+		if !canRead(sc) {
+			return false
+		}
+	}
+	return true
 }
 
 func retrievalKey(key string, n int) string { return fmt.Sprintf("r/%s/%06d", key, n) }
@@ -215,6 +269,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			Query     string   `json:"query"`
 			Rank      int      `json:"rank"`
 			Relevance *float64 `json:"relevance"`
+			Readers   []string `json:"reader_scopes"`
 		}
 		if err := env.Decode(&d); err != nil {
 			return err
@@ -233,7 +288,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return err
 		}
 		if err := tx.SetJSON(retrievalKey(m.Key(), m.Retrievals), Retrieval{EventID: env.ID, Time: env.Time, Position: tx.Position().String(),
-			Source: d.Source, SessionID: d.SessionID, Query: d.Query, Rank: d.Rank, Relevance: d.Relevance}); err != nil {
+			Source: d.Source, SessionID: d.SessionID, Query: d.Query, Rank: d.Rank, Relevance: d.Relevance, ReaderScopes: d.Readers}); err != nil {
 			return err
 		}
 		m.Retrievals++

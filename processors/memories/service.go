@@ -102,6 +102,9 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 		if q.Source != "" {
 			data["source"] = q.Source
 		}
+		if rs := ReaderScopes(q.ReadScopes); rs != nil {
+			data["reader_scopes"] = rs
+		}
 		env, err := s.newEvent(events.MemoryRetrieved, h.Scope, data)
 		if err != nil {
 			return res, err

@@ -51,6 +51,14 @@ type Query struct {
 	// recorded on the memory.retrieved events: usage counts distinct
 	// sessions, else distinct sources.
 	Source string `json:"-"`
+	// ReadScopes, when set, are the scopes the searcher may read (its
+	// token's read grants: concrete scopes, or "*" for every scope),
+	// recorded on the memory.retrieved events as reader_scopes: the query
+	// may carry anything the searcher read, so a memory's history shows it
+	// only to a caller that reads every one of them (memories.Retrieval
+	// QueryVisible). nil records none: the query is then shown only to
+	// callers that read every scope and to the searcher.
+	ReadScopes []string `json:"-"`
 	// ExcludeSourceSession leaves out memories distilled from that session.
 	ExcludeSourceSession string `json:"-"`
 	// Collection searched ("": Memories). The memory_search tool always

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/memories"
 )
 
 // Who a memory event comes from is the authenticated caller on every HTTP
@@ -27,6 +29,11 @@ import (
 //   - memory.retrieved.v1 data.session_id → 403: a usage counted by
 //     session is written by GET /v1/memories/search?session_id=, which
 //     checks that the session exists in a scope the caller reads.
+//   - memory.retrieved.v1 data.reader_scopes: absent → kept absent (the
+//     query is then shown only to the token and to readers of every
+//     scope); the token's own read scopes (memories.ReaderScopes, in any
+//     order) → kept; anything else → 403: it decides who sees the query
+//     in a memory's history (memories.Retrieval.QueryVisible).
 //   - memory.feedback.v1 time: absent (the log's receive time is used) or
 //     within FeedbackClockSkew of the server's clock; else 403 naming
 //     /time. The memory bank counts votes by a feedback's time (one vote
@@ -177,6 +184,17 @@ func stampOne(envs []events.Envelope, i int, c access.Caller) *errorBody {
 		if _, has := data["session_id"]; has {
 			return &errorBody{Error: fmt.Sprintf("event %d: /data/session_id: a usage counted by session is written by GET /v1/memories/search?session_id=, which checks the session; an event of this route counts by its token (%s)", i, who),
 				Index: &idx, Pointer: "/data/session_id", Reason: "not accepted on the HTTP API"}
+		}
+		// reader_scopes decides who sees the query in a memory's history
+		// (memories.Retrieval.QueryVisible): only the token's own grants
+		if raw, has := data["reader_scopes"]; has {
+			var got []string
+			own := memories.ReaderScopes(c.Read)
+			if json.Unmarshal(raw, &got) != nil || !slices.Equal(memories.ReaderScopes(got), own) || len(got) != len(own) {
+				want, _ := json.Marshal(own)
+				return &errorBody{Error: fmt.Sprintf("event %d: /data/reader_scopes: %s are not this token's read scopes; leave it out (the query is then shown only to the token and to readers of every scope) or send %s", i, raw, want),
+					Index: &idx, Pointer: "/data/reader_scopes", Reason: "must be the authenticated caller's read scopes"}
+			}
 		}
 	}
 	if raw, has := data[field]; has {

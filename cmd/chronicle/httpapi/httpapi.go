@@ -814,6 +814,16 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 	if retrievals == nil {
 		retrievals = []memories.Retrieval{}
 	}
+	// a retrieval's query may carry anything its searcher could read,
+	// another tenant's data included: it is shown only to the readers
+	// Retrieval.QueryVisible names (issue: a * token's cross-scope query
+	// was shown to a one-scope reader, found by a new user's walkthrough)
+	c := CallerOf(r)
+	for i := range retrievals {
+		if !retrievals[i].QueryVisible("token:"+c.Name, c.ReadsAll(), c.CanRead) {
+			retrievals[i].Query, retrievals[i].ReaderScopes, retrievals[i].QueryWithheld = "", nil, true
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals, "retrievals": retrievals})
 }
 
@@ -1004,6 +1014,7 @@ func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Source = "token:" + CallerOf(r).Name // usage counts distinct callers (issue 11)
+	q.ReadScopes = CallerOf(r).Read        // who may see the query in a memory's history
 	res, err := s.P.Search.Search(r.Context(), q)
 	if err != nil {
 		toolError(w, err)

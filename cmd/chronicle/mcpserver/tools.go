@@ -350,6 +350,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 		MinConfidence: &minConfidence,
 		Readable:      caller.readable(),
 		Source:        sourceOf(caller, req),
+		ReadScopes:    caller.ReadScopes, // who may see the query in a memory's history
 	})
 	if err != nil {
 		return nil, search.Result{}, toolError("memory_search", err)
