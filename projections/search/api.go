@@ -61,6 +61,12 @@ type Query struct {
 	ReadScopes []string `json:"-"`
 	// ExcludeSourceSession leaves out memories distilled from that session.
 	ExcludeSourceSession string `json:"-"`
+	// IDs, when set, admits only the documents whose id it accepts,
+	// checked on the candidates before they are ranked (so relevance is
+	// normalised and TotalFound counted over the admitted ones only).
+	// GET /v1/tools/search's scope filter: the tools of that scope's tool
+	// graph (a Tool document's own scope is ToolScope, every scope's).
+	IDs func(id string) bool `json:"-"`
 	// Collection searched ("": Memories). The memory_search tool always
 	// searches memories; PAIR retrieval and the HTTP API also search
 	// coordination patterns and tools, whose hits have the same shape.

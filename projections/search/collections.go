@@ -49,9 +49,11 @@ type MultiStore interface {
 	Collection(c Collection) VectorStore
 }
 
-// ToolScope is the scope of every Tool document: the tool graph is learned
-// from the sessions of every scope, so reading it needs access to all of
-// them (the HTTP API's rule for the graph endpoints).
+// ToolScope is the scope of every Tool document: the Tool collection is
+// the union of every scope's tool graph, so reading it needs access to all
+// of them (the HTTP API's rule for the graph endpoints). It names no real
+// scope: GET /v1/tools/search filters by scope through the per-scope
+// graphs (Query.IDs), not by this.
 const ToolScope = "org:*"
 
 // Source is where one collection's documents come from: a projection

@@ -417,7 +417,8 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 // source sessions; other collections: OtherRanking),
 // over the candidates of the collection's vector store (the
 // CandidatesPerQuery nearest by vector and best by BM25). Pruned documents, documents below MinConfidence, and
-// documents outside the scope kind, the outcome or Readable never appear.
+// documents outside the scope kind, the outcome, Readable or IDs never
+// appear.
 // Ties are broken by id. TotalFound counts the candidates with a positive
 // relevance. Errors: ErrInvalid (wrapped, naming the field) for a query
 // that breaks the tool schema or names an unknown collection; embedding
@@ -475,6 +476,9 @@ func (ix *Index) search(ctx context.Context, q Query) (Result, error) {
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("search: candidates: %w", err)
+	}
+	if q.IDs != nil {
+		cands = slices.DeleteFunc(cands, func(c Candidate) bool { return !q.IDs(c.ID) })
 	}
 	rs := rank(rules, cands)
 	res := Result{Memories: []Hit{}}

@@ -1067,7 +1067,8 @@ type CollectionHit struct {
 // answered as {<key>: [CollectionHit], total_found, tokens_used}. Patterns
 // are filtered by the caller's scopes like memories; tools aggregate
 // every scope, so they need a token that reads all of them (like the
-// graph endpoints). No usage events are written.
+// graph endpoints), and their scope filter keeps the tools of the tool
+// graphs it names (toolScopes). No usage events are written.
 func (s *Server) searchCollection(c search.Collection, key string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if c == search.Tools && needsAll(w, r) {
@@ -1078,8 +1079,14 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 			return
 		}
 		q.Collection = c
+		var scopes []string // tools: the graphs filtered to (nil: every scope's)
+		if c == search.Tools {
+			if scopes, ok = s.toolScopes(w, &q); !ok {
+				return
+			}
+		}
 		if ctx := contextTools(r); c == search.Tools && len(ctx) > 0 {
-			s.hybridTools(w, r, q, ctx) // the graph term (issue 14)
+			s.hybridTools(w, r, q, scopes, ctx) // the graph term (issue 14)
 			return
 		}
 		res, err := s.P.Search.Search(r.Context(), q)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/toolgraph"
 	"github.com/chronicle-dev/chronicle/processors/toolsearch"
 	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections/search"
@@ -21,9 +23,11 @@ import (
 // score after the context (capped at 1; 0 without enough observations),
 // α = suggest.Alpha of the last context tool (toolsearch.GraphTermOf).
 // Candidates are expanded before re-ranking (toolsearch.CandidateCount).
-// The answer adds alpha and each hit's semantic and graph parts.
-func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Query, ctxTools []string) {
-	g, err := s.toolGraph()
+// The answer adds alpha and each hit's semantic and graph parts. The graph
+// is the union of the tool graphs of scopes (nil: every scope's), the
+// scope filter's (toolScopes).
+func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Query, scopes []string, ctxTools []string) {
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -77,6 +81,54 @@ func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Qu
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": hits, "total_found": res.TotalFound, "tokens_used": res.TokensUsed,
 		"alpha": out.Alpha, "context_tools": ctxTools, "candidates": out.Candidates})
+}
+
+// toolScopes applies GET /v1/tools/search's scope filter to q. The tool
+// graph is kept per scope and the Tool documents are their union (scope
+// search.ToolScope), so the filter cannot be the documents' scope, as it
+// is for memories and patterns (before, scope=project:<id> and
+// scope=project found nothing and scope=org everything, whatever the
+// graphs held; found by a new user's walkthrough). Instead a tool matches
+// scope=<one scope> when that scope's tool graph has it, scope=<kind>
+// (project, team, org) when the graph of a scope of that kind has it, and
+// every tool matches without a filter or with scope=all. It returns the
+// scopes filtered to (nil: no filter), with q's document filter set to
+// their tools (search.Query.IDs) and its scope kind cleared; ok is false
+// when it wrote an error (500 for a store error).
+func (s *Server) toolScopes(w http.ResponseWriter, q *search.Query) (scopes []string, ok bool) {
+	switch q.Scope {
+	case "", search.ScopeAll:
+		q.Scope = ""
+		return nil, true
+	case search.ScopeProject, search.ScopeTeam, search.ScopeOrg:
+		all, err := toolgraph.Scopes(s.P.Store)
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return nil, false
+		}
+		scopes = []string{} // no scope of the kind: no tool
+		for _, sc := range all {
+			if strings.HasPrefix(sc, q.Scope+":") {
+				scopes = append(scopes, sc)
+			}
+		}
+	default:
+		if !events.ValidScope(q.Scope) {
+			return nil, true // the search answers the 400 naming scope
+		}
+		scopes = []string{q.Scope}
+	}
+	g, err := s.toolGraphIn(scopes)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return nil, false
+	}
+	tools := map[string]bool{}
+	for _, t := range g.Tools() {
+		tools[t.Tool] = true
+	}
+	q.Scope, q.IDs = "", func(id string) bool { return tools[id] }
+	return scopes, true
 }
 
 // contextTools parses context_tools=a,b.
