@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -262,7 +263,7 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 	if err := s.Producer.Publish(ctx, env); err != nil {
 		var ve *events.ValidationError
 		if errors.As(err, &ve) {
-			return search.Recorded{}, fmt.Errorf("%w: %s: %s", search.ErrInvalid, ve.Pointer, ve.Reason)
+			return search.Recorded{}, &search.FieldError{Pointer: recordPointer(ve.Pointer), Reason: ve.Reason}
 		}
 		return search.Recorded{}, err
 	}
@@ -310,6 +311,29 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 	}
 	c := InitialConfidence("explicit", r.Outcome)
 	return search.Recorded{ID: id, Message: "memory recorded in the log for " + r.Scope + late, Confidence: c, InitialConfidence: c, Evidence: 1}, nil
+}
+
+// recordFields are the members of memory.recorded.v1's data that are the
+// recording's own arguments, under the same names (search.Record's, the
+// body of POST /v1/memories, memory_record's arguments).
+var recordFields = []string{"title", "description", "content", "outcome", "tags"}
+
+// recordPointer is the pointer of a schema error about the event Record
+// writes, in the caller's terms: "/data/<member>…" is "/<member>…" for
+// a member the call sent (recordFields); the event's "/data/tags/0" named
+// a member no request body has (found by a new user's walkthrough, as for
+// workflow writes). Other pointers (what Record fills in) stay the
+// event's.
+func recordPointer(ptr string) string {
+	rest, ok := strings.CutPrefix(ptr, "/data/")
+	if !ok {
+		return ptr
+	}
+	member, _, _ := strings.Cut(rest, "/")
+	if !slices.Contains(recordFields, member) {
+		return ptr
+	}
+	return "/" + rest
 }
 
 // keyReused is Record's error for r, whose idempotency key (event id

@@ -204,6 +204,22 @@ var ErrNotFound = errorString("memory not found")
 // the message names the field and the reason.
 var ErrInvalid = errorString("invalid argument")
 
+// FieldError is an ErrInvalid that names the field by a JSON pointer
+// into the call's arguments (the body of POST /v1/memories, the arguments
+// of memory_record): "/tags/0". Its text is "invalid argument: <pointer>:
+// <reason>".
+type FieldError struct {
+	Pointer string
+	Reason  string
+}
+
+func (e *FieldError) Error() string {
+	return string(ErrInvalid) + ": " + e.Pointer + ": " + e.Reason
+}
+
+// Unwrap returns ErrInvalid.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
 // ErrKeyReused is returned (wrapped) by Record for an IdempotencyKey that
 // the caller already used, in the same scope, for a recording with other
 // fields: a retry must send the same fields, a new recording a new key.

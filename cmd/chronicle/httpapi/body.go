@@ -36,8 +36,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 // {"event_id":"e-1","event_id":"e-2"} wrote e-2 under an idempotency key
 // the client may read as e-1 (found by a new user's walkthrough). So is a
 // member whose name matches a field only ignoring case (inexactMember):
-// encoding/json takes "Title" for "title".
+// encoding/json takes "Title" for "title". A null body for an object
+// (v a struct or map) is refused as an array is ("body: got null, want
+// object"), not taken for {}.
 func decodeRead(body []byte, v any) error {
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) && objectTarget(v) {
+		// encoding/json leaves the value as it was for null: POST
+		// /v1/memories took null for {} ("title: required") while []
+		// is refused (found by a new user's walkthrough)
+		return errors.New("body: got null, want object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -53,6 +61,17 @@ func decodeRead(body []byte, v any) error {
 		return fmt.Errorf("body: %s: unknown field %q (member names are case-sensitive)", ptr, name)
 	}
 	return nil
+}
+
+// objectTarget reports whether v points to a struct or a map, a value a
+// JSON object decodes into (a null body for it is refused).
+func objectTarget(v any) bool {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	k := t.Elem().Kind()
+	return k == reflect.Struct || k == reflect.Map
 }
 
 // endOfBody fails when dec holds more than the value it decoded.

@@ -994,9 +994,14 @@ func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
 }
 
 // toolError answers an error of the memory tools: 400 for invalid
-// arguments, 404 for a memory the caller cannot see, 503 otherwise.
+// arguments (with the pointer and reason of a search.FieldError), 404 for
+// a memory the caller cannot see, 503 otherwise.
 func toolError(w http.ResponseWriter, err error) {
+	var fe *search.FieldError
 	switch {
+	case errors.As(err, &fe):
+		// a recording's schema error: the body member's pointer
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Pointer: fe.Pointer, Reason: fe.Reason})
 	case errors.Is(err, search.ErrInvalid):
 		writeErr(w, http.StatusBadRequest, "%v", err)
 	case errors.Is(err, search.ErrNotFound):

@@ -1,0 +1,43 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestRecordMemoryErrorsNameTheRequest: POST /v1/memories' schema errors
+// name the body's member (/tags/0), not the written event's (/data/tags/0,
+// a member no request body has); a null body is refused as [] is, not
+// taken for {} ("title: required"). Both found by a new user's
+// walkthrough.
+func TestRecordMemoryErrorsNameTheRequest(t *testing.T) {
+	_, _, base := scopedServer(t)
+	rec := map[string]any{"title": "Tag it", "description": "d", "content": "c", "outcome": "success", "tags": []string{"ok", ""}}
+	code, m := call(t, base, "tok-a", "POST", "/v1/memories", rec)
+	if code != 400 || m["pointer"] != "/tags/1" || !strings.Contains(m["error"].(string), "/tags/1: ") || strings.Contains(m["error"].(string), "/data") {
+		t.Fatalf("an empty tag: %d %v; want 400 naming /tags/1", code, m)
+	}
+	post := func(body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", base+"/v1/memories", bytes.NewReader([]byte(body)))
+		req.Header.Set("Authorization", "Bearer tok-a")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	_, arr := post("[]")
+	for _, body := range []string{"null", " null\n"} {
+		if code, m := post(body); code != 400 || m["error"] != "body: got null, want object" {
+			t.Fatalf("body %q: %d %v; want 400 like [] (%v)", body, code, m, arr["error"])
+		}
+	}
+
+}
