@@ -53,7 +53,8 @@ func (Deterministic) Extract(_ context.Context, s Session) ([]Memory, error) {
 // sentence that is neither a role line ("You are …") nor a statement of
 // the date or time ("Today is 2024-05-15", "The current time is 10:00
 // EST"), which other agent traces lead with (issue 11: such a date
-// sentence described the task).
+// sentence described the task). Its first letter is lowercased only when
+// that is safe (lowerFirst).
 func TaskSummary(task string) string {
 	var sentences []string
 	for _, sent := range splitSentences(task) {
@@ -90,9 +91,55 @@ func TaskSummary(task string) string {
 	for _, p := range [][2]string{{"You want to ", "the user wants to "}, {"you want to ", "the user wants to "}, {"You need to ", "the user needs to "}, {"You are ", "the user is "}, {"you're ", "they're "}, {"You ", "the user "}, {"your ", "their "}, {"Your ", "their "}, {"you ", "they "}} {
 		pick = strings.ReplaceAll(pick, p[0], p[1])
 	}
-	r := []rune(pick)
-	r[0] = unicode.ToLower(r[0])
-	return string(r)
+	return lowerFirst(pick, task)
+}
+
+// lowerFirst lowercases the first letter of sentence, which TaskSummary's
+// answer continues ("When <summary>: …", PAIR's gap query), only when its
+// first word is an ordinary capitalised word: not "I", no other capital
+// in it (acronyms, "SECRET", "McDonald", "iOS"), and not written
+// capitalised within a sentence anywhere in task (a proper name: "Mia"
+// in "… and Mia wants …"). Before, every first letter was lowercased: the
+// task "SECRET ALPHASECRET book a flight" became "sECRET ALPHASECRET book
+// a flight" (found by a new user's walkthrough). A capitalised proper
+// name task gives no other evidence of stays lowercased.
+func lowerFirst(sentence, task string) string {
+	first, size := utf8.DecodeRuneInString(sentence)
+	if !unicode.IsUpper(first) {
+		return sentence
+	}
+	word := sentence
+	if i := strings.IndexFunc(sentence, func(r rune) bool { return !unicode.IsLetter(r) }); i >= 0 {
+		word = sentence[:i]
+	}
+	if word == "I" || strings.IndexFunc(word[size:], unicode.IsUpper) >= 0 || midSentence(task, word) {
+		return sentence
+	}
+	return string(unicode.ToLower(first)) + sentence[size:]
+}
+
+// midSentence reports whether word occurs in text as a whole word within
+// a sentence: after a letter, digit or comma and spaces, not at the
+// text's or a sentence's start.
+func midSentence(text, word string) bool {
+	for at := 0; ; {
+		i := strings.Index(text[at:], word)
+		if i < 0 {
+			return false
+		}
+		i += at
+		at = i + len(word)
+		if next, _ := utf8.DecodeRuneInString(text[at:]); unicode.IsLetter(next) || unicode.IsDigit(next) {
+			continue // a longer word
+		}
+		before := strings.TrimRightFunc(text[:i], unicode.IsSpace)
+		if len(before) == len(text[:i]) || before == "" {
+			continue // inside a word, or at the text's start
+		}
+		if prev, _ := utf8.DecodeLastRuneInString(before); unicode.IsLetter(prev) || unicode.IsDigit(prev) || prev == ',' {
+			return true
+		}
+	}
 }
 
 var (

@@ -181,6 +181,33 @@ func TestTaskSummaryGoalSentence(t *testing.T) {
 	}
 }
 
+// TaskSummary lowercases its first letter only for an ordinary
+// capitalised word (the summary continues "When …" and PAIR's gap query):
+// acronyms, all-capital words, "I" and a name the task writes capitalised
+// within a sentence keep their capitals. Before, "SECRET ALPHASECRET book
+// a flight" became "sECRET ALPHASECRET book a flight" (found by a new
+// user's walkthrough). The bundled tau-bench goals all start "You…" or
+// "Your…" and become "the user …"/"their …" as before.
+func TestTaskSummaryKeepsCapitals(t *testing.T) {
+	for _, c := range []struct{ task, want string }{
+		{"SECRET ALPHASECRET book a flight", "SECRET ALPHASECRET book a flight"},
+		{"NASA wants a launch report for the board.", "NASA wants a launch report for the board"},
+		{"I want to book a flight to Paris.", "I want to book a flight to Paris"},
+		{"I'd like a refund for order 7.", "I'd like a refund for order 7"},
+		{"McDonald's wants to cater the event.", "McDonald's wants to cater the event"},
+		{"Mia needs a refund. Please help Mia with it.", "Mia needs a refund"},
+		{"Mia needs a refund. Help her, Mia is waiting.", "Mia needs a refund"},
+		{"A customer needs a refund. Please help.", "a customer needs a refund"},
+		{"Book a flight to Paris.", "book a flight to Paris"},
+		{"Mia needs a refund. Mia is waiting.", "mia needs a refund"}, // no evidence of a name
+		{"Your user id is mia_li_3668. You want to fly from New York to Seattle.", "the user wants to fly from New York to Seattle"},
+	} {
+		if got := distill.TaskSummary(c.task); got != c.want {
+			t.Errorf("TaskSummary(%q) = %q, want %q", c.task, got, c.want)
+		}
+	}
+}
+
 // Advice comes from the session's own evidence: no strategy or
 // anti-pattern of the 200 bundled sessions carries the old airline advice
 // or any other sentence shared by every memory of its kind; and a session
