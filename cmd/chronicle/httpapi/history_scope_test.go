@@ -42,12 +42,22 @@ func TestMemoryHistoryWithholdsCrossScopeQueries(t *testing.T) {
 		"tok-ab":    "zebra quokka BRAVOSECRET merger plan of b",
 		"tok-a":     "zebra quokka merger plan of a",
 	}
+	// admin searches as a session of project:b: its id is b's too
+	start := map[string]any{"specversion": "1.0", "id": "start-b", "source": "test/b", "type": string(events.SessionStarted), "scope": "project:b",
+		"sessionid": "sb-secret", "data": map[string]any{"original_task": "plan the merger", "success_criteria": []any{}}}
+	if code, m := call(t, base, "tok-admin", "POST", "/v1/events", []any{start}); code != 202 {
+		t.Fatalf("a session of project:b: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
 	for _, tok := range []string{"tok-admin", "tok-ab", "tok-a"} {
-		scope := "all"
-		if tok == "tok-ab" {
+		scope, session := "all", ""
+		switch tok {
+		case "tok-ab":
 			scope = "project:a" // filtered to project:a, the query still carries b's word
+		case "tok-admin":
+			session = "&session_id=sb-secret"
 		}
-		if code, m := call(t, base, tok, "GET", "/v1/memories/search?min_confidence=0&scope="+scope+"&query="+url.QueryEscape(queries[tok]), nil); code != 200 || len(m["memories"].([]any)) == 0 {
+		if code, m := call(t, base, tok, "GET", "/v1/memories/search?min_confidence=0&scope="+scope+session+"&query="+url.QueryEscape(queries[tok]), nil); code != 200 || len(m["memories"].([]any)) == 0 {
 			t.Fatalf("search by %s: %d %v", tok, code, m)
 		}
 	}
@@ -74,8 +84,11 @@ func TestMemoryHistoryWithholdsCrossScopeQueries(t *testing.T) {
 				if r["query"] != queries["tok-"+src[len("token:"):]] || r["query_withheld"] != nil || r["reader_scopes"] == nil {
 					t.Errorf("history as %s: retrieval by %s should show its query: %v", reader, src, r)
 				}
-			} else if _, has := r["query"]; has || r["query_withheld"] != true || r["reader_scopes"] != nil {
-				t.Errorf("history as %s: retrieval by %s should withhold its query: %v", reader, src, r)
+				if src == "token:admin" && r["session_id"] != "sb-secret" {
+					t.Errorf("history as %s: retrieval by %s should show its session: %v", reader, src, r)
+				}
+			} else if _, has := r["query"]; has || r["query_withheld"] != true || r["reader_scopes"] != nil || r["session_id"] != nil {
+				t.Errorf("history as %s: retrieval by %s should withhold its query and session: %v", reader, src, r)
 			}
 		}
 	}

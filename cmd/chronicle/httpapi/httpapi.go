@@ -817,11 +817,13 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 	// a retrieval's query may carry anything its searcher could read,
 	// another tenant's data included: it is shown only to the readers
 	// Retrieval.QueryVisible names (issue: a * token's cross-scope query
-	// was shown to a one-scope reader, found by a new user's walkthrough)
+	// was shown to a one-scope reader, found by a new user's walkthrough);
+	// so is its session_id, which may name a session of another scope the
+	// searcher read
 	c := CallerOf(r)
 	for i := range retrievals {
 		if !retrievals[i].QueryVisible("token:"+c.Name, c.ReadsAll(), c.CanRead) {
-			retrievals[i].Query, retrievals[i].ReaderScopes, retrievals[i].QueryWithheld = "", nil, true
+			retrievals[i].Query, retrievals[i].SessionID, retrievals[i].ReaderScopes, retrievals[i].QueryWithheld = "", "", nil, true
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals, "retrievals": retrievals})
