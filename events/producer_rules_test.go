@@ -236,3 +236,29 @@ func TestMarkupIsNotEscaped(t *testing.T) {
 		t.Fatalf("300,000 '<' characters: %v, want it accepted (and then the closed port's error)", err)
 	}
 }
+
+// A producer's dataschema is an absolute URI, as CloudEvents 1.0 says
+// ("not a uri" was acknowledged with 202: found by a producer's
+// walkthrough); a consumer still takes one, so a log written before the
+// check replays as it did.
+func TestDataSchemaIsAnAbsoluteURI(t *testing.T) {
+	ev := func(schema string) []byte {
+		return []byte(`{"specversion":"1.0","id":"m","source":"go/test","type":"memory.recorded.v1","dataschema":` + schema +
+			`,"data":{"memory_id":"m1","title":"t","description":"d","content":"c","outcome":"success","source":"explicit"}}`)
+	}
+	for _, bad := range []string{`"not a uri"`, `"/schemas/memory"`, `"memory.recorded.v1"`, `"http://"`} {
+		_, err := events.ParseProducerEvent(ev(bad))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != "/dataschema" || !strings.Contains(ve.Reason, "absolute URI") {
+			t.Errorf("dataschema %s: %v, want refused naming /dataschema", bad, err)
+		}
+		if _, err := events.ParseEvent(ev(bad)); err != nil {
+			t.Errorf("dataschema %s: a consumer refused it: %v", bad, err)
+		}
+	}
+	for _, good := range []string{`"urn:chronicle:schema:memory.recorded.v1"`, `"https://example.com/schemas/memory.json"`} {
+		if _, err := events.ParseProducerEvent(ev(good)); err != nil {
+			t.Errorf("dataschema %s: %v", good, err)
+		}
+	}
+}

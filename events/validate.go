@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -174,7 +175,7 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 		return Envelope{}, err
 	}
 	if env, _, ok := parseFast(set, raw, false, false); ok {
-		return env, checkPayload(&env) // the fast path refuses repeated members
+		return env, checkProduced(&env) // the fast path refuses repeated members
 	}
 	if ptr, reason, ok := RepeatedMember(raw); ok {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: ptr, Reason: reason}
@@ -183,7 +184,21 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 	if err != nil {
 		return env, err
 	}
-	return env, checkPayload(&env)
+	return env, checkProduced(&env)
+}
+
+// checkProduced is what a producer path checks beyond what a processor
+// does on what it consumes (so a log written before a check replays as it
+// did): dataschema, when set, is an absolute URI, as CloudEvents 1.0 says
+// (type URI: a scheme and its part; "not a uri" was acknowledged with 202,
+// found by a producer's walkthrough), then the payload (checkPayload).
+func checkProduced(e *Envelope) error {
+	if e.DataSchema != "" {
+		if u, err := url.Parse(e.DataSchema); err != nil || u.Scheme == "" || u.Opaque == "" && u.Host == "" && u.Path == "" {
+			return &ValidationError{Index: -1, Pointer: "/dataschema", Reason: fmt.Sprintf("%q is not an absolute URI (CloudEvents 1.0: dataschema is a URI, e.g. %s)", e.DataSchema, SchemaURI(e.Type))}
+		}
+	}
+	return checkPayload(e)
 }
 
 // ParseEvent validates and decodes one event of any known type, producer or
