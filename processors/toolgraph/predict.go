@@ -1,6 +1,9 @@
 package toolgraph
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Weights of the next-step score (GraphRAG design):
 //
@@ -90,6 +93,12 @@ type Prediction struct {
 	// evidence for the model's first was too thin; the others are ranked
 	// by Probability.
 	BigramFirst bool `json:"bigram_first,omitempty"`
+	// UnknownTools are the tools of After the graph has never seen, in
+	// order, each once (tool names are case-sensitive): a context of them
+	// is predicted from the priors. Before, a misspelled or wrongly cased
+	// name ("search" for "Search") silently gave prior predictions (found
+	// by a new user's walkthrough).
+	UnknownTools []string `json:"unknown_tools,omitempty"`
 	// Suggestions are the top k, best first.
 	Suggestions []Suggestion `json:"suggestions"`
 }
@@ -152,6 +161,9 @@ func (g *Graph) predict(after []Call, outcomes bool, k int) Prediction {
 	pred := Prediction{After: make([]string, len(after)), Suggestions: []Suggestion{}, Basis: BasisStartPrior, Levels: []string{}}
 	for i, c := range after {
 		pred.After[i] = c.Tool
+		if _, ok := a.idx[c.Tool]; !ok && !slices.Contains(pred.UnknownTools, c.Tool) {
+			pred.UnknownTools = append(pred.UnknownTools, c.Tool)
+		}
 	}
 	if len(after) > 0 {
 		pred.ContextTool = after[len(after)-1].Tool
