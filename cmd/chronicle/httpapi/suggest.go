@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +108,14 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	// follow it; found by a walkthrough)
 	if i := sg.Unknown(req.ContextTools); i >= 0 {
 		writeErr(w, http.StatusBadRequest, "context_tools[%d]: %q is not a tool of the catalogue or the tool graph", i, req.ContextTools[i])
+		return
+	}
+	// so is an estimate of a tool nobody knows: it could never apply, and
+	// the pick it was meant for then had none (accepted silently before;
+	// found by a new user's walkthrough)
+	named := slices.Sorted(maps.Keys(req.Estimates))
+	if i := sg.Unknown(named); i >= 0 {
+		writeErr(w, http.StatusBadRequest, "estimates.%s: %q is not a tool of the catalogue or the tool graph", named[i], named[i])
 		return
 	}
 	res, err := sg.Suggest(r.Context(), req)

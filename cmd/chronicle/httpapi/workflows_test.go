@@ -367,6 +367,10 @@ func TestPostSuggest(t *testing.T) {
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "context_tools": []string{"get_user_details"}}); code != 200 {
 		t.Fatalf("a known context tool: %d %v", code, m)
 	}
+	// and so is an estimate of a tool nobody knows (it was accepted)
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "estimates": map[string]any{"get_user_details": map[string]any{"cost_usd": 0.01}, "nope": map[string]any{"cost_usd": 1}}}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), `estimates.nope: "nope"`) {
+		t.Fatalf("an estimate of an unknown tool: %d %v; want 400 naming estimates.nope", code, m)
+	}
 }
 
 // GET /v1/tools/search with context_tools: hits re-ranked by
