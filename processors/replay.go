@@ -322,12 +322,13 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			}
 			// the records to apply: up to the stop offset and the time bound
 			var recs []*kgo.Record
+			next := int64(-1) // the offset after the last record read
 			for _, r := range part.Records {
 				if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until)) {
 					finish(r.Topic, r.Partition)
 					break
 				}
-				reach(r.Topic, r.Partition, r.Offset+1)
+				next = r.Offset + 1
 				if r.Attrs.IsControl() { // a transaction marker: not an event
 					if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
 						finish(r.Topic, r.Partition)
@@ -338,6 +339,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 				if r.Offset+1 >= stopAt[r.Topic][r.Partition] {
 					finish(r.Topic, r.Partition)
 				}
+			}
+			if next >= 0 {
+				reach(part.Topic, part.Partition, next)
 			}
 			if len(recs) == 0 {
 				return
