@@ -236,33 +236,74 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 // twice is accepted (the second is a duplicate).
 func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 	recs := make([]*kgo.Record, 0, len(envs))
-	var seen map[[3]string]int
-	if len(envs) > 1 {
-		seen = make(map[[3]string]int, len(envs))
-	}
+	var c Checker
 	for i := range envs {
-		if ti, ok := Lookup(envs[i].Type); ok && ti.Derived {
-			return &ValidationError{Index: i, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", envs[i].Type, ErrDerivedType), Err: ErrDerivedType}
-		}
-		if seen != nil {
-			k := [3]string{envs[i].EffectiveScope(), envs[i].Source, envs[i].ID}
-			if j, ok := seen[k]; ok && !sameEvent(&envs[j], &envs[i]) {
-				return &ValidationError{Index: i, Pointer: "/id", Reason: fmt.Sprintf("(source %q, id %q) is event %d of this batch with other content: an id names one event of its source", envs[i].Source, envs[i].ID, j)}
-			} else if !ok {
-				seen[k] = i
-			}
-		}
-		r, err := validRecord(&envs[i], true)
+		r, err := c.Check(&envs[i])
 		if err != nil {
-			var ve *ValidationError
-			if errors.As(err, &ve) {
-				ve.Index = i
-			}
 			return err
 		}
 		recs = append(recs, r)
 	}
 	return p.ProduceRecords(ctx, recs)
+}
+
+// Checker makes the checks of Publish on a sequence of events, one event
+// at a time, remembering every event's scope, source and id across its
+// calls: a writer that produces a long sequence in several calls
+// (chronicle ingest, 500 events a call) checks all of it first, so that no
+// later call refuses an event after earlier ones were written. The zero
+// Checker is ready for use; it is not safe for concurrent use.
+type Checker struct {
+	// Name, when set, names the earlier event in the reason of a repeated
+	// id with other content, given its index among the checked events;
+	// unset, it is "event INDEX of this batch".
+	Name func(index int) string
+	n    int
+	seen map[[3]string]checked
+}
+
+type checked struct {
+	index int
+	env   Envelope
+}
+
+// Check validates e as Publish does and returns its record, ready for
+// ProduceRecords. Its *ValidationError has Index e's position among the
+// events checked (counting from 0): a derived type (ErrDerivedType), an
+// encoding above MaxEventBytes (ErrEventTooLarge), whatever
+// ParseProducerEvent refuses, and an earlier event's scope, source and id
+// with other content (pointer /id); the same event again (the time aside,
+// sameEvent) is accepted, a plain duplicate the processors drop.
+func (c *Checker) Check(e *Envelope) (*kgo.Record, error) {
+	i := c.n
+	c.n++
+	if ti, ok := Lookup(e.Type); ok && ti.Derived {
+		return nil, &ValidationError{Index: i, Pointer: "/type", Reason: fmt.Sprintf("%s: %v", e.Type, ErrDerivedType), Err: ErrDerivedType}
+	}
+	k := [3]string{e.EffectiveScope(), e.Source, e.ID}
+	first, repeated := c.seen[k]
+	if repeated && !sameEvent(&first.env, e) {
+		name := fmt.Sprintf("event %d of this batch", first.index)
+		if c.Name != nil {
+			name = c.Name(first.index)
+		}
+		return nil, &ValidationError{Index: i, Pointer: "/id", Reason: fmt.Sprintf("(source %q, id %q) is %s with other content: an id names one event of its source", e.Source, e.ID, name)}
+	}
+	r, err := validRecord(e, true)
+	if err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			ve.Index = i
+		}
+		return nil, err
+	}
+	if !repeated {
+		if c.seen == nil {
+			c.seen = make(map[[3]string]checked)
+		}
+		c.seen[k] = checked{index: i, env: *e}
+	}
+	return r, nil
 }
 
 // sameEvent reports whether a and b, of one scope, source and id, are the

@@ -15,18 +15,24 @@ import (
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func ingestCmd() *cobra.Command {
 	var brokers string
 	cmd := &cobra.Command{
 		Use:   "ingest FILE.jsonl",
-		Short: "Validate and produce CloudEvents, one JSON object per line (all lines are validated before any is produced)",
+		Short: "Validate and produce CloudEvents, one JSON object per line (all lines are checked as the producer would, size and repeated ids too, before any is produced)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			envs, err := readJSONL(args[0])
+			in, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			recs, err := readJSONL(in, args[0])
+			in.Close()
 			if err != nil {
 				return err
 			}
@@ -35,10 +41,10 @@ func ingestCmd() *cobra.Command {
 				return err
 			}
 			defer p.Close()
-			if err := publishBatches(ctx, p, envs, 500, newBar(len(envs), "ingest")); err != nil {
+			if err := publishBatches(ctx, p, recs, 500, newBar(len(recs), "ingest")); err != nil {
 				return err
 			}
-			fmt.Printf("ingested %d events\n", len(envs))
+			fmt.Printf("ingested %d events\n", len(recs))
 			return nil
 		},
 	}
@@ -82,17 +88,19 @@ func splitBrokers(s string) []string {
 	return c.brokerList()
 }
 
-// readJSONL validates every line; the first bad one is reported with its
-// line number, field and reason, and nothing is returned.
-func readJSONL(path string) ([]events.Envelope, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+// readJSONL validates every line of r (named name in errors) as
+// Producer.Publish would, with one events.Checker over all of them: the
+// schema, the size limit, a derived type and an earlier line's scope,
+// source and id with other content (the same event again is a plain
+// duplicate, produced and dropped by the processors). The first bad line
+// is reported with its line number, JSON pointer and reason, and nothing
+// is returned; else the records, ready for ProduceRecords.
+func readJSONL(r io.Reader, name string) ([]*kgo.Record, error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	var out []events.Envelope
+	var out []*kgo.Record
+	var lines []int // the line of each record
+	c := events.Checker{Name: func(i int) string { return fmt.Sprintf("the event of line %d", lines[i]) }}
 	line := 0
 	for sc.Scan() {
 		line++
@@ -101,17 +109,22 @@ func readJSONL(path string) ([]events.Envelope, error) {
 			continue
 		}
 		env, err := events.ParseProducerEvent(b)
+		var rec *kgo.Record
+		if err == nil {
+			lines = append(lines, line)
+			rec, err = c.Check(&env)
+		}
 		if err != nil {
 			var ve *events.ValidationError
 			if errors.As(err, &ve) {
-				return nil, fmt.Errorf("%s:%d: %s: %s (nothing was ingested)", path, line, ve.Pointer, ve.Reason)
+				return nil, fmt.Errorf("%s:%d: %s: %s (nothing was ingested)", name, line, ve.Pointer, ve.Reason)
 			}
-			return nil, fmt.Errorf("%s:%d: %w (nothing was ingested)", path, line, err)
+			return nil, fmt.Errorf("%s:%d: %w (nothing was ingested)", name, line, err)
 		}
-		out = append(out, env)
+		out = append(out, rec)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
+		return nil, fmt.Errorf("%s:%d: %w (nothing was ingested)", name, line+1, err)
 	}
 	return out, nil
 }
@@ -123,10 +136,12 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
-func publishBatches(ctx context.Context, p *events.Producer, envs []events.Envelope, size int, bar *progressbar.ProgressBar) error {
-	for i := 0; i < len(envs); i += size {
-		j := min(i+size, len(envs))
-		if err := p.Publish(ctx, envs[i:j]...); err != nil {
+// publishBatches produces recs, checked already (readJSONL), size at a
+// time, each batch acknowledged before the next.
+func publishBatches(ctx context.Context, p *events.Producer, recs []*kgo.Record, size int, bar *progressbar.ProgressBar) error {
+	for i := 0; i < len(recs); i += size {
+		j := min(i+size, len(recs))
+		if err := p.ProduceRecords(ctx, recs[i:j]); err != nil {
 			return fmt.Errorf("events %d-%d: %w", i, j-1, err)
 		}
 		_ = bar.Add(j - i)

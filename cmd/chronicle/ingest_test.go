@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ingestBroker is a kfake broker on port, every topic created, and a
+// function counting the records written to all of them.
+func ingestBroker(t *testing.T, port int) (addr string, written func() int64) {
+	t.Helper()
+	topics := make([]string, len(events.AllTopics))
+	for i, tp := range events.AllTopics {
+		topics[i] = string(tp)
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr = c.ListenAddrs()[0]
+	return addr, func() int64 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		return n
+	}
+}
+
+// memoryLine is a producer's memory.recorded.v1 of id and content, one line.
+func memoryLine(id, content string) string {
+	return fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":"ingest-test","type":"memory.recorded.v1","scope":"project:a","data":{"memory_id":%q,"title":"t","description":"d","content":%q,"outcome":"success","source":"explicit"}}`, id, id, content)
+}
+
+// ingest checks every line as the producer would before it produces any
+// (found by an operator's walkthrough): a 1 MiB event on line 601 was
+// refused by Publish after the first 500 lines were written, and a line
+// reusing an earlier line's id with other content was written when the
+// two fell in different batches of 500 (then dead-lettered as a
+// conflicting duplicate). Both are refused naming the file, the line, the
+// pointer and the reason, and nothing is written; the same event again is
+// a plain duplicate, accepted.
+func TestIngestChecksEveryLineBeforeProducing(t *testing.T) {
+	addr, written := ingestBroker(t, 25101)
+	dir := t.TempDir()
+	valid := make([]string, 600)
+	for i := range valid {
+		valid[i] = memoryLine(fmt.Sprintf("m%d", i+1), "c")
+	}
+	for _, c := range []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"too large", []string{memoryLine("big", strings.Repeat("x", 1<<20))}, []string{"too large.jsonl:601: /: ", "above the 983040-byte limit", "nothing was ingested"}},
+		{"reused id", []string{memoryLine("m5", "other")}, []string{"reused id.jsonl:601: /id: ", `id "m5"`, "line 5 with other content"}},
+		{"reused in batch", []string{memoryLine("m601", "a"), memoryLine("m601", "b")}, []string{"reused in batch.jsonl:602: /id: ", "line 601 with other content"}},
+	} {
+		file := filepath.Join(dir, c.name+".jsonl")
+		if err := os.WriteFile(file, []byte(strings.Join(append(valid, c.extra...), "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := written()
+		out, err := exec.Command(binary, "ingest", file, "--brokers", addr).CombinedOutput()
+		if err == nil {
+			t.Errorf("%s: ingest succeeded:\n%s", c.name, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s: ingest said\n%s\nwant %q", c.name, out, w)
+			}
+		}
+		if n := written() - before; n != 0 {
+			t.Errorf("%s: %d records written, want none", c.name, n)
+		}
+	}
+	file := filepath.Join(dir, "duplicate.jsonl")
+	if err := os.WriteFile(file, []byte(memoryLine("d1", "c")+"\n"+memoryLine("d2", "c")+"\n"+memoryLine("d1", "c")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := written()
+	out, err := exec.Command(binary, "ingest", file, "--brokers", addr).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ingested 3 events") {
+		t.Fatalf("the same event twice: %v\n%s\nwant it ingested (a plain duplicate)", err, out)
+	}
+	if n := written() - before; n != 3 {
+		t.Fatalf("%d records written, want 3", n)
+	}
+}
