@@ -21,17 +21,17 @@ import (
 func ingestCmd() *cobra.Command {
 	var brokers string
 	cmd := &cobra.Command{
-		Use:   "ingest FILE.jsonl",
-		Short: "Validate and produce CloudEvents, one JSON object per line (all lines are checked as the producer would, size and repeated ids too, before any is produced)",
+		Use:   "ingest FILE.jsonl|-",
+		Short: "Validate and produce CloudEvents, one JSON object per line; FILE '-' reads stdin (all lines are checked as the producer would, size and repeated ids too, before any is produced)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			in, err := os.Open(args[0])
+			in, name, err := openInput(args[0])
 			if err != nil {
 				return err
 			}
-			recs, err := readJSONL(in, args[0])
+			recs, err := readJSONL(in, name)
 			in.Close()
 			if err != nil {
 				return err
@@ -127,6 +127,19 @@ func readJSONL(r io.Reader, name string) ([]*kgo.Record, error) {
 		return nil, fmt.Errorf("%s:%d: %w (nothing was ingested)", name, line+1, err)
 	}
 	return out, nil
+}
+
+// openInput opens the FILE argument of ingest and import taubench: "-"
+// is stdin (named "stdin" in errors), else a path.
+func openInput(path string) (r io.ReadCloser, name string, err error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), "stdin", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, path, err
+	}
+	return f, path, nil
 }
 
 func trimSpace(b []byte) []byte {
@@ -225,13 +238,10 @@ func importReflexionCmd() *cobra.Command {
 func loadTaubench(path string) ([]taubench.Record, error) {
 	var r io.ReadCloser
 	var err error
-	switch path {
-	case "sample":
+	if path == "sample" {
 		r, err = taubench.Sample()
-	case "-":
-		r = io.NopCloser(os.Stdin)
-	default:
-		r, err = os.Open(path)
+	} else {
+		r, _, err = openInput(path)
 	}
 	if err != nil {
 		return nil, err
