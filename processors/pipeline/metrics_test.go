@@ -39,6 +39,17 @@ func TestMetricsLint(t *testing.T) {
 		}
 	}
 	for _, mf := range mfs {
+		// both lag collectors got their lag from the broker
+		if mf.GetName() == "chronicle_lag_collector_up" {
+			if len(mf.Metric) != 2 {
+				t.Errorf("chronicle_lag_collector_up: %d series, want 2 (processor, worker)", len(mf.Metric))
+			}
+			for _, m := range mf.Metric {
+				if v := m.GetGauge().GetValue(); v != 1 {
+					t.Errorf("chronicle_lag_collector_up %v = %v with the broker up", m.GetLabel(), v)
+				}
+			}
+		}
 		// one series per worker, 0 once caught up (WaitCaughtUp counts the workers too)
 		if mf.GetName() == "chronicle_worker_lag_records" {
 			if len(mf.Metric) != len(p.Workers) {
@@ -65,7 +76,7 @@ func TestMetricsLint(t *testing.T) {
 	if now, old := series["chronicle_processor_lag_records"], series["chronicle_processor_lag"]; len(now) == 0 || !maps.Equal(now, old) {
 		t.Errorf("chronicle_processor_lag_records %v and chronicle_processor_lag %v differ or are empty", now, old)
 	}
-	for _, want := range []string{"chronicle_processor_events_total", "chronicle_engine_batch_events", "chronicle_outbox_rows", "chronicle_processor_lag_records", "chronicle_worker_lag_records"} {
+	for _, want := range []string{"chronicle_processor_events_total", "chronicle_engine_batch_events", "chronicle_outbox_rows", "chronicle_processor_lag_records", "chronicle_worker_lag_records", "chronicle_lag_collector_up"} {
 		if !strings.Contains(strings.Join(ours, " "), want) {
 			t.Errorf("%s not gathered (%v)", want, ours)
 		}

@@ -775,17 +775,48 @@ var lagDesc = prometheus.NewDesc("chronicle_processor_lag_records", "Records a p
 // written against it keep working; use chronicle_processor_lag_records.
 var legacyLagDesc = prometheus.NewDesc("chronicle_processor_lag", "Deprecated: use chronicle_processor_lag_records (the same values). Records a processor has yet to consume, per topic partition.", []string{"processor", "topic", "partition"}, nil)
 
-// lagCollector computes the lag on each scrape, once for both names.
+// lagUpDesc is chronicle_lag_collector_up{collector}: 1 when the
+// collector of that lag (processor: chronicle_processor_lag_records,
+// worker: chronicle_worker_lag_records) got it from the brokers on this
+// scrape, 0 when not (the brokers down or not answering within 2 s; its
+// lag series are then absent and the scrape's error names the cause), as
+// an exporter's _up gauge says whether its backend answered. A const label
+// per collector: a registry takes one Desc from one collector only.
+func lagUpDesc(collector string) *prometheus.Desc {
+	return prometheus.NewDesc("chronicle_lag_collector_up", "1 when the lag collector got the lag from the brokers on this scrape, 0 when it did not (its lag series are then absent).", nil, prometheus.Labels{"collector": collector})
+}
+
+var (
+	processorLagUpDesc = lagUpDesc("processor")
+	workerLagUpDesc    = lagUpDesc("worker")
+)
+
+// upGauge is the gauge of desc, 1 for ok, else 0.
+func upGauge(desc *prometheus.Desc, ok bool) prometheus.Metric {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	return prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v)
+}
+
+// lagCollector computes the lag on each scrape, once for both names, and
+// says whether it could (chronicle_lag_collector_up{collector="processor"}).
 type lagCollector struct {
 	p *Pipeline
 }
 
-func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc; ch <- legacyLagDesc }
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lagDesc
+	ch <- legacyLagDesc
+	ch <- processorLagUpDesc
+}
 
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	l, err := c.p.Lag(ctx)
+	ch <- upGauge(processorLagUpDesc, err == nil)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(lagDesc, err)
 		ch <- prometheus.NewInvalidMetric(legacyLagDesc, err)
@@ -802,17 +833,22 @@ var workerLagDesc = prometheus.NewDesc("chronicle_worker_lag_records",
 	"Records a worker's consumer group has yet to commit on its topic (the cluster's group: every member reports the same).", []string{"worker"}, nil)
 
 // workerLagCollector computes the workers' lag on each scrape (bounded by
-// 2 s, as the processors' lag): a worker stalled on a model that does not
+// 2 s, as the processors' lag) and says whether it could
+// (chronicle_lag_collector_up{collector="worker"}): a worker stalled on a model that does not
 // answer shows here, where /healthz and chronicle_processor_lag_records said
 // nothing (found by a walkthrough with a hung model endpoint).
 type workerLagCollector struct{ p *Pipeline }
 
-func (c workerLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- workerLagDesc }
+func (c workerLagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- workerLagDesc
+	ch <- workerLagUpDesc
+}
 
 func (c workerLagCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	lags, err := processors.WorkerLags(ctx, c.p.admin, c.p.Workers)
+	ch <- upGauge(workerLagUpDesc, err == nil)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(workerLagDesc, err)
 		return

@@ -32,7 +32,9 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/workflows/suggest"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/search"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -145,6 +147,9 @@ type Server struct {
 
 	// brokerDown is set while produces fail, so an outage is logged once.
 	brokerDown atomic.Bool
+	// metricsFailing is set while a collector of GET /metrics fails, so
+	// the failure is logged once (metricsHandler).
+	metricsFailing atomic.Bool
 
 	graphMu sync.Mutex
 	graphs  map[string]cachedGraph // by the scopes' list (graphCacheKey)
@@ -194,9 +199,32 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/whoami", s.whoami),     // issue 11: the token's name, scopes and default write scope
 		f("GET /openapi.json", s.openAPI), // issue 11: the OpenAPI 3.1 description of these routes
 		f("GET /healthz", s.health),
-		{"GET /metrics", promhttp.HandlerFor(s.P.Registry, promhttp.HandlerOpts{})},
+		{"GET /metrics", s.metricsHandler()},
 		{"/mcp", mcpserver.HTTPHandler(mcpAPI{s}, mcpserver.Options{Name: "chronicle", Version: s.Version, CallerFunc: s.mcpCaller, Improvement: mcpAPI{s}.Improvement, Searches: mcpAPI{s}})},
 	}
+}
+
+// metricsHandler serves GET /metrics from P.Registry. A collector that
+// fails (the lag collectors while the brokers are down or do not answer)
+// leaves its own series out and the rest are served with 200
+// (promhttp.ContinueOnError; before, the whole scrape answered 500, the
+// dead-letter counts and runtime metrics with it, found by an operator's
+// walkthrough); chronicle_lag_collector_up says which lag is missing. The
+// failure is logged once, when it starts, and its end once.
+func (s *Server) metricsHandler() http.Handler {
+	reg := s.P.Registry
+	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			if !s.metricsFailing.Swap(true) {
+				slog.Warn("GET /metrics: a collector failed, its series are left out until it answers again", "error", err)
+			}
+		} else if s.metricsFailing.Swap(false) {
+			slog.Info("GET /metrics: every collector answers again")
+		}
+		return mfs, err
+	})
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 // Handler returns the API: every route of Routes behind authentication;
