@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func serveCmd() *cobra.Command {
@@ -39,6 +41,11 @@ func serveCmd() *cobra.Command {
 			}
 			if err := checkStandbys(standbys, c.brokerList()); err != nil {
 				return err
+			}
+			if len(c.brokerList()) == 0 {
+				if err := broker.CheckEmbeddedSessionTimeout(sessionTimeout); err != nil {
+					return fmt.Errorf("--session-timeout: %w", err)
+				}
 			}
 			rl, err := requestLogger(requestLog)
 			if err != nil {
@@ -75,6 +82,9 @@ func serveCmd() *cobra.Command {
 			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys, Holdings: held,
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
+			if errors.Is(err, kerr.InvalidSessionTimeout) {
+				return fmt.Errorf("--session-timeout: %w", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -110,7 +120,7 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at: published to the processors' group (reads are forwarded to it) and shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	registerRequestLog(cmd, &requestLog)
-	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s; the broker's group.min.session.timeout.ms must allow it)")
+	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s); the embedded broker allows 6s to 5m, refused at once outside; with --brokers it must lie within the cluster's group.min/max.session.timeout.ms, else startup fails at the first join naming the flag")
 	cmd.Flags().IntVar(&standbys, "standby-replicas", 0, "keep warm copies of the partitions of this many other instances (Kafka Streams' num.standby.replicas): each partition's standbys are the next N members after its owner in member-id order; a take-over then restores only what the standby had not applied (needs --brokers)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start; 0: no ticks, so no decay")
 	return cmd

@@ -50,6 +50,34 @@ type Config struct {
 	GroupMinSessionTimeout time.Duration
 }
 
+// EmbeddedMinSessionTimeout and EmbeddedMaxSessionTimeout bound the
+// session timeout a consumer group member may ask the embedded broker for
+// (kgo.SessionTimeout; serve --session-timeout): kfake's defaults of
+// group.min.session.timeout.ms (Kafka's too) and
+// group.max.session.timeout.ms (Kafka's is 30 min). Outside them every
+// JoinGroup is refused with kerr.InvalidSessionTimeout.
+// Config.GroupMinSessionTimeout lowers the minimum.
+const (
+	EmbeddedMinSessionTimeout = 6 * time.Second
+	EmbeddedMaxSessionTimeout = 5 * time.Minute
+)
+
+// CheckEmbeddedSessionTimeout reports why an embedded broker started
+// without Config.GroupMinSessionTimeout refuses a group member asking for
+// session timeout d, or nil when it does not (0: the client's default,
+// 45 s, which it allows).
+func CheckEmbeddedSessionTimeout(d time.Duration) error {
+	switch {
+	case d == 0:
+		return nil
+	case d < EmbeddedMinSessionTimeout:
+		return fmt.Errorf("%v is below the embedded broker's minimum session timeout, %v (its group.min.session.timeout.ms): the processors could never join their group", d, EmbeddedMinSessionTimeout)
+	case d > EmbeddedMaxSessionTimeout:
+		return fmt.Errorf("%v is above the embedded broker's maximum session timeout, %v (its group.max.session.timeout.ms): the processors could never join their group", d, EmbeddedMaxSessionTimeout)
+	}
+	return nil
+}
+
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
 	if len(c.Brokers) == 0 && c.DataDir == "" {

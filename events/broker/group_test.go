@@ -398,3 +398,40 @@ func TestGroupMinSessionTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestEmbeddedSessionTimeoutBounds: the embedded broker lets a member ask
+// for EmbeddedMinSessionTimeout to EmbeddedMaxSessionTimeout and refuses
+// just outside (INVALID_SESSION_TIMEOUT), as CheckEmbeddedSessionTimeout
+// says: serve refuses a --session-timeout outside them at once.
+func TestEmbeddedSessionTimeoutBounds(t *testing.T) {
+	b, err := broker.Start(context.Background(), broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	produce(t, b.Addrs(), events.TopicSessions, 0, 1)
+	for i, d := range []time.Duration{broker.EmbeddedMinSessionTimeout - time.Millisecond, broker.EmbeddedMinSessionTimeout, broker.EmbeddedMaxSessionTimeout, broker.EmbeddedMaxSessionTimeout + time.Millisecond} {
+		join := broker.CheckEmbeddedSessionTimeout(d) == nil
+		if want := i == 1 || i == 2; join != want {
+			t.Fatalf("CheckEmbeddedSessionTimeout(%v): allowed %v, want %v", d, join, want)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumerGroup(fmt.Sprintf("bounds-%d", i)),
+			kgo.ConsumeTopics(string(events.TopicSessions)), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.SessionTimeout(d), kgo.HeartbeatInterval(time.Second), kgo.DisableFetchSessions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		cl.Close()
+		var joinErr error
+		fs.EachError(func(_ string, _ int32, err error) { joinErr = err })
+		switch {
+		case join && fs.NumRecords() != 1:
+			t.Errorf("session timeout %v: %d records, error %v; want the 1 record", d, fs.NumRecords(), joinErr)
+		case !join && !errors.Is(joinErr, kerr.InvalidSessionTimeout):
+			t.Errorf("session timeout %v: error %v, want INVALID_SESSION_TIMEOUT", d, joinErr)
+		}
+	}
+}

@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -114,7 +115,11 @@ type Config struct {
 	// silent instance (killed, paused) keeps its partitions (default 0:
 	// franz-go's 45 s). The heartbeat interval is a tenth of it, at most
 	// franz-go's 3 s. The broker must allow it (group.min.session.timeout.ms;
-	// `chronicle broker --group-min-session-timeout`).
+	// `chronicle broker --group-min-session-timeout`): without Brokers,
+	// Start refuses at once a value outside the embedded broker's bounds
+	// (broker.CheckEmbeddedSessionTimeout, 6 s to 5 min); with Brokers, a
+	// join the cluster refuses for it fails Start at the first refusal
+	// with an error wrapping kerr.InvalidSessionTimeout.
 	SessionTimeout time.Duration
 	// StandbyReplicas is processors.RunnerConfig.StandbyReplicas (serve
 	// --standby-replicas; default 0). It needs Brokers: only a shared
@@ -210,6 +215,11 @@ type Pipeline struct {
 // The store is opened first, so a second process on the same data
 // directory fails before it touches the log.
 func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
+	if len(cfg.Brokers) == 0 {
+		if err := broker.CheckEmbeddedSessionTimeout(cfg.SessionTimeout); err != nil {
+			return nil, fmt.Errorf("pipeline: Config.SessionTimeout: %w", err)
+		}
+	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = "./data"
 	}
@@ -297,9 +307,10 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if len(group) == 0 {
 		return fail(errors.New("pipeline: Config.Processors: at least one processor must run in the consumer group (all are global tables)"))
 	}
+	refused := make(joinRefusal, 1)
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
-		Group: cfg.Group, SubscriberOpts: append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...),
+		Group: cfg.Group, SubscriberOpts: append(append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...), kgo.WithHooks(refused)),
 		StandbyReplicas: cfg.StandbyReplicas, Holdings: cfg.Holdings,
 		// a worker's output transaction must outlive a pause shorter than
 		// the session timeout, as the fenced relay's
@@ -388,6 +399,8 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	case <-p.Runner.Running():
 	case <-ctx.Done():
 		return fail(ctx.Err())
+	case err := <-refused:
+		return fail(fmt.Errorf("pipeline: Config.SessionTimeout %v: the broker refused the processors' group join: %w", sessionTimeoutOrDefault(cfg.SessionTimeout), err))
 	case <-deadline:
 		return fail(errors.New("pipeline: processors did not subscribe within 60 s"))
 	}
@@ -884,6 +897,31 @@ func checkTotalOrder(ctx context.Context, adm *kadm.Client, procs []processors.P
 // tools.
 func SearchSources() []search.Source {
 	return []search.Source{memories.SearchSource(), sessions.PatternSource(), toolgraph.SearchSource()}
+}
+
+// joinRefusal is a kgo hook (kgo.HookGroupManageError) passing on a group
+// join refused for its session timeout (kerr.InvalidSessionTimeout:
+// outside the broker's group.min.session.timeout.ms and
+// group.max.session.timeout.ms). franz-go retries such a join forever, so
+// Start waited its whole 60 s and then named no cause; with it Start fails
+// at the first refusal, naming it.
+type joinRefusal chan error
+
+func (j joinRefusal) OnGroupManageError(err error) {
+	if errors.Is(err, kerr.InvalidSessionTimeout) {
+		select {
+		case j <- err:
+		default:
+		}
+	}
+}
+
+// sessionTimeoutOrDefault is d, or franz-go's default (45 s) for 0.
+func sessionTimeoutOrDefault(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 45 * time.Second
+	}
+	return d
 }
 
 // sessionOpts are the consumers' options for a session timeout d (none for
