@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,7 +81,7 @@ func serveCmd() *cobra.Command {
 			// of every instance, a broker restart: no member owns anything)
 			held := &processors.Holdings{}
 			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
-				StandbyReplicas: standbys, Holdings: held,
+				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions),
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			if errors.Is(err, kerr.InvalidSessionTimeout) {
 				return fmt.Errorf("--session-timeout: %w", err)
@@ -124,6 +125,30 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().IntVar(&standbys, "standby-replicas", 0, "keep warm copies of the partitions of this many other instances (Kafka Streams' num.standby.replicas): each partition's standbys are the next N members after its owner in member-id order; a take-over then restores only what the standby had not applied (needs --brokers)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start; 0: no ticks, so no decay")
 	return cmd
+}
+
+// warnPartitionsDiffer is the pipeline's OnPartitionsDiffer when
+// --partitions was given: one warning on stderr naming every existing
+// topic whose partition count is not the flag's, which it keeps (before,
+// the flag was ignored silently; found by an operator's walkthrough).
+// Without the flag an existing count is the expected one: nil.
+func warnPartitionsDiffer(cmd *cobra.Command, partitions int32) func([]broker.TopicPartitions) {
+	if f := cmd.Flags().Lookup("partitions"); f == nil || !f.Changed {
+		return nil
+	}
+	return func(diff []broker.TopicPartitions) {
+		var b strings.Builder
+		for i, d := range diff {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s has %d", d.Topic, d.Have)
+			if d.Want != partitions {
+				fmt.Fprintf(&b, " (%d when Chronicle creates it)", d.Want)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "chronicle: warning: --partitions %d does not apply to topics that exist, which keep their partition count (Chronicle never adds or removes partitions; see README \"Adding and removing an instance\"): %s\n", partitions, b.String())
+	}
 }
 
 // registerRequestLog adds --request-log to a command serving the HTTP API.

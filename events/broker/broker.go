@@ -48,6 +48,20 @@ type Config struct {
 	// Multi-instance tests lower it to fail a stopped instance over
 	// within seconds.
 	GroupMinSessionTimeout time.Duration
+	// OnPartitionsDiffer, when set, is called once by Start with every
+	// topic of events.AllTopics that existed already with another
+	// partition count than Start would have created it with (Partitions;
+	// 1 for events.SinglePartition), if any. Such a topic keeps its count:
+	// Chronicle never adds partitions (that would move keys) and cannot
+	// remove any. serve warns with it when --partitions was given.
+	OnPartitionsDiffer func([]TopicPartitions)
+}
+
+// TopicPartitions is an existing topic's partition count (Have) and the
+// count Start would have created it with (Want).
+type TopicPartitions struct {
+	Topic      string
+	Have, Want int32
 }
 
 // EmbeddedMinSessionTimeout and EmbeddedMaxSessionTimeout bound the
@@ -185,7 +199,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.cluster, b.lock = c, lock
 		b.addrs = c.ListenAddrs()
 	}
-	if err := EnsureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor); err != nil {
+	if err := ensureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor, cfg.OnPartitionsDiffer); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -213,6 +227,12 @@ func (b *Broker) Close() {
 // with partitions partitions (one for events.SinglePartition topics).
 // Existing topics are left as they are.
 func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replication int16) error {
+	return ensureTopics(ctx, addrs, partitions, replication, nil)
+}
+
+// ensureTopics is EnsureTopics; differ, when set, gets the topics that
+// existed with another partition count (Config.OnPartitionsDiffer).
+func ensureTopics(ctx context.Context, addrs []string, partitions int32, replication int16, differ func([]TopicPartitions)) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		return fmt.Errorf("broker: admin client: %w", err)
@@ -221,6 +241,8 @@ func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replica
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	want := map[string]int32{}
+	var existed []string
 	for _, t := range events.AllTopics {
 		n := partitions
 		if events.SinglePartition[t] {
@@ -231,10 +253,29 @@ func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replica
 			return fmt.Errorf("broker: create topics on %v: %w", addrs, err)
 		}
 		for _, r := range resp.Sorted() {
-			if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			if errors.Is(r.Err, kerr.TopicAlreadyExists) {
+				want[r.Topic] = n
+				existed = append(existed, r.Topic)
+			} else if r.Err != nil {
 				return fmt.Errorf("broker: create topic %s: %w", r.Topic, r.Err)
 			}
 		}
+	}
+	if differ == nil || len(existed) == 0 {
+		return nil
+	}
+	td, err := adm.ListTopics(ctx, existed...)
+	if err != nil {
+		return fmt.Errorf("broker: describe topics on %v: %w", addrs, err)
+	}
+	var diff []TopicPartitions
+	for _, t := range existed {
+		if d, ok := td[t]; ok && d.Err == nil && int32(len(d.Partitions)) != want[t] {
+			diff = append(diff, TopicPartitions{Topic: t, Have: int32(len(d.Partitions)), Want: want[t]})
+		}
+	}
+	if len(diff) > 0 {
+		differ(diff)
 	}
 	return nil
 }

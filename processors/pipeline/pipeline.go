@@ -63,6 +63,10 @@ type Config struct {
 	KafkaListen string
 	// Partitions of every topic created (default 1).
 	Partitions int32
+	// OnPartitionsDiffer is broker.Config.OnPartitionsDiffer: called with
+	// the topics that existed with another partition count than
+	// Partitions, which keep theirs (default none).
+	OnPartitionsDiffer func([]broker.TopicPartitions)
 	// Processors to run (default DefaultProcessors()).
 	Processors []processors.Processor
 	// Logger (default watermill.NopLogger).
@@ -244,7 +248,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
-	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions}); err != nil {
+	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, OnPartitionsDiffer: cfg.OnPartitionsDiffer}); err != nil {
 		return fail(err)
 	}
 	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs()}); err != nil {
