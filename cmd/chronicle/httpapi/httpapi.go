@@ -742,9 +742,11 @@ const WriteFailureWindow = 60 * time.Second
 
 // health answers the instance's health (processors.Health): "ok",
 // "restoring", "rebalancing" or "stalled" with each owned partition's
-// detail, the total lag, and the brokers; 503 while stalled, when the
-// brokers do not answer, after a background failure, or within
-// WriteFailureWindow of a write the broker refused.
+// detail, the total lag, and the brokers; 503 while stalled, "broker
+// unreachable" when the brokers do not answer, "failed" after a background
+// failure (Pipeline.Err), or "broker rejects writes" within
+// WriteFailureWindow of a write the broker refused (the README's Health
+// table lists them all: TestReadmeHealthTableNamesEveryStatus).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
