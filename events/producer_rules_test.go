@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -260,5 +261,37 @@ func TestDataSchemaIsAnAbsoluteURI(t *testing.T) {
 		if _, err := events.ParseProducerEvent(ev(good)); err != nil {
 			t.Errorf("dataschema %s: %v", good, err)
 		}
+	}
+}
+
+// A Checker remembers every event it checked: an id repeated with other
+// content is refused however many events lie between (chronicle ingest
+// checks a whole file with one before producing it in batches of 500),
+// its reason naming the earlier event by Checker.Name; the same event
+// again is accepted, and each accepted event gets its record.
+func TestCheckerRemembersIDsAcrossBatches(t *testing.T) {
+	mk := func(id, memory string) events.Envelope {
+		env, err := events.New(events.MemoryFeedback, "agent://c", id, time.Unix(1, 0), events.MemoryFeedbackData{MemoryID: memory, Signal: "task_completion", Positive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	c := events.Checker{Name: func(i int) string { return fmt.Sprintf("line %d", i+1) }}
+	for i := range 600 {
+		env := mk(fmt.Sprintf("c-%d", i), "m")
+		if r, err := c.Check(&env); err != nil || r == nil {
+			t.Fatalf("event %d: %v, record %v", i, err, r)
+		}
+	}
+	again := mk("c-3", "m")
+	if _, err := c.Check(&again); err != nil {
+		t.Fatalf("the same event again: %v, want it accepted", err)
+	}
+	other := mk("c-3", "other")
+	_, err := c.Check(&other)
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Index != 601 || ve.Pointer != "/id" || !strings.Contains(ve.Reason, "is line 4 with other content") {
+		t.Fatalf("id c-3 with other content after 600 events: %v, want a refusal at index 601, /id, naming line 4", err)
 	}
 }
