@@ -233,7 +233,8 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 // content (the time aside) are refused at the second one's index, pointer
 // /id: the processors would apply the first and dead-letter the second as
 // a conflicting duplicate after the call was acknowledged. The same event
-// twice is accepted (the second is a duplicate).
+// twice is accepted (the second is a duplicate). A Checker makes these
+// checks across several calls.
 func (p *Producer) Publish(ctx context.Context, envs ...Envelope) error {
 	recs := make([]*kgo.Record, 0, len(envs))
 	var c Checker
