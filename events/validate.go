@@ -382,3 +382,28 @@ func Validate(env *Envelope) error {
 	_, err = parseEvent(raw, true, true)
 	return err
 }
+
+// BodyPointer is the pointer of an error about an event written from a
+// request whose body holds the event's data members under names of its
+// own: "/data/<member>…" is "/<name>…" when members maps member to name
+// (most routes send a member under its own name), and ok is false for
+// any other pointer (the envelope's, or a data member the route filled
+// in), which stays the event's. Workflow writes, suggestion feedback and
+// memory recordings answer with it: the event's pointers named members no
+// request body has ("/data/update", "/data/tags/0"; found by new users'
+// walkthroughs).
+func BodyPointer(ptr string, members map[string]string) (body string, ok bool) {
+	rest, found := strings.CutPrefix(ptr, "/data/")
+	if !found {
+		return ptr, false
+	}
+	member, tail, more := strings.Cut(rest, "/")
+	name, ok := members[member]
+	if !ok {
+		return ptr, false
+	}
+	if more {
+		return "/" + name + "/" + tail, true
+	}
+	return "/" + name, true
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -263,7 +262,7 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 	if err := s.Producer.Publish(ctx, env); err != nil {
 		var ve *events.ValidationError
 		if errors.As(err, &ve) {
-			return search.Recorded{}, &search.FieldError{Pointer: recordPointer(ve.Pointer), Reason: ve.Reason}
+			return search.Recorded{}, &search.FieldError{Pointer: bodyPointer(ve.Pointer), Reason: ve.Reason}
 		}
 		return search.Recorded{}, err
 	}
@@ -315,25 +314,17 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 
 // recordFields are the members of memory.recorded.v1's data that are the
 // recording's own arguments, under the same names (search.Record's, the
-// body of POST /v1/memories, memory_record's arguments).
-var recordFields = []string{"title", "description", "content", "outcome", "tags"}
+// body of POST /v1/memories, memory_record's arguments): a schema error
+// about one names it in the caller's terms, "/tags/0" for the event's
+// "/data/tags/0", a member no request body has (events.BodyPointer; found
+// by a new user's walkthrough, as for workflow writes). Other pointers
+// (what Record fills in) stay the event's.
+var recordFields = map[string]string{"title": "title", "description": "description", "content": "content", "outcome": "outcome", "tags": "tags"}
 
-// recordPointer is the pointer of a schema error about the event Record
-// writes, in the caller's terms: "/data/<member>…" is "/<member>…" for
-// a member the call sent (recordFields); the event's "/data/tags/0" named
-// a member no request body has (found by a new user's walkthrough, as for
-// workflow writes). Other pointers (what Record fills in) stay the
-// event's.
-func recordPointer(ptr string) string {
-	rest, ok := strings.CutPrefix(ptr, "/data/")
-	if !ok {
-		return ptr
-	}
-	member, _, _ := strings.Cut(rest, "/")
-	if !slices.Contains(recordFields, member) {
-		return ptr
-	}
-	return "/" + rest
+// bodyPointer is ptr in the caller's terms (recordFields).
+func bodyPointer(ptr string) string {
+	p, _ := events.BodyPointer(ptr, recordFields)
+	return p
 }
 
 // keyReused is Record's error for r, whose idempotency key (event id

@@ -288,13 +288,17 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 // feedbackPointer names the request's member for an error about the
 // workflow.suggestion.feedback.v1 event the feedback route writes: the
 // body is the event's data, so the event's "/data/<member>…" is the
-// body's "/<member>…" (a mode outside the enum was answered at /data/mode,
-// a member the request does not have). Other pointers stay the event's.
+// body's "/<member>…" (events.BodyPointer; a mode outside the enum was
+// answered at /data/mode, a member the request does not have). Other
+// pointers stay the event's.
 func feedbackPointer(msg, ptr, reason string) (string, string) {
-	rest, ok := strings.CutPrefix(ptr, "/data/")
-	if !ok || rest == "" {
-		return msg, ptr
+	if p, ok := events.BodyPointer(ptr, feedbackFields); ok {
+		member, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+		return member + ": " + reason, p
 	}
-	member, _, _ := strings.Cut(rest, "/")
-	return member + ": " + reason, "/" + rest
+	return msg, ptr
 }
+
+// feedbackFields are the feedback body's members, the event's data
+// members of the same names.
+var feedbackFields = map[string]string{"policy": "policy", "suggestion_id": "suggestion_id", "accepted": "accepted", "mode": "mode", "confidence": "confidence"}

@@ -660,31 +660,26 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 // schema's and the processor's pointers are the event's, so "/id" is the
 // request's "/event_id" (an event_id of 257 characters was answered at
 // /id, a member the request does not have), and "/data/<member>…" is the
-// body's "/<member>…" when the body has that member — fork's "updates"
-// being the event's "update" (a null update on the context channel was
-// answered at /data/update, a member no request body has; both found by
-// new users' walkthroughs). Other pointers (the path's workflow id, what
-// the server fills in) stay the event's.
+// body's "/<member>…" when the body has that member (events.BodyPointer)
+// — fork's "updates" being the event's "update" (a null update on the
+// context channel was answered at /data/update, a member no request body
+// has; both found by new users' walkthroughs). Other pointers (the path's
+// workflow id, what the server fills in) stay the event's.
 func requestPointer(route, msg, ptr, reason string) (string, string) {
 	if ptr == "/id" {
 		return "event_id: " + reason, "/event_id"
 	}
-	rest, ok := strings.CutPrefix(ptr, "/data/")
-	if !ok {
-		return msg, ptr
+	members := map[string]string{}
+	for _, f := range workflowFields[route] {
+		members[f] = f
 	}
-	member, tail, _ := strings.Cut(rest, "/")
-	if route == "fork" && member == "update" {
-		member = "updates"
+	if route == "fork" {
+		members["update"] = "updates"
 	}
-	if !slices.Contains(workflowFields[route], member) {
-		return msg, ptr
+	if p, ok := events.BodyPointer(ptr, members); ok {
+		return strings.TrimPrefix(p, "/") + ": " + reason, p
 	}
-	p := "/" + member
-	if tail != "" {
-		p += "/" + tail
-	}
-	return strings.TrimPrefix(p, "/") + ": " + reason, p
+	return msg, ptr
 }
 
 // answeredDecision is the decision did of st's decisions channel (the
