@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // ClusterMember is one member of the processors' consumer group, as the
@@ -87,18 +88,22 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	if needsAll(w, r) {
 		return
 	}
+	group := string(processors.ProcessorsGroup)
+	// 5 s in all, even while franz-go still waits for a broker (within)
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	group := string(processors.ProcessorsGroup)
-	dg, err := s.P.Admin().DescribeGroups(ctx, group)
-	if err == nil {
-		err = dg.Error()
-	}
+	dg, err := within(ctx, 5*time.Second, "broker", func(ctx context.Context) (kadm.DescribedGroups, error) {
+		dg, err := s.P.Admin().DescribeGroups(ctx, group)
+		if err == nil {
+			err = dg.Error()
+		}
+		return dg, err
+	})
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "describe group %s: %v", group, err)
 		return
 	}
-	lag, err := s.P.Lag(ctx)
+	lag, err := within(ctx, 5*time.Second, "broker", s.P.Lag)
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "lag: %v", err)
 		return

@@ -56,6 +56,19 @@ const (
 	IdleTimeout = 120 * time.Second
 )
 
+// SessionEventsTimeout bounds GET /v1/sessions/{id}/events as a whole
+// (30 s): reading the session's records from the log, at its indexed
+// positions or by a scan. At it the route answers 503 even while
+// franz-go still waits for a broker (see within): against a broker that
+// accepted connections and never answered it took 32–50 s (an
+// operator's walkthrough).
+const SessionEventsTimeout = 30 * time.Second
+
+// HealthTimeout bounds the lag query of /healthz (3 s): past it the
+// answer is 503 "broker unreachable", even while franz-go still waits
+// for a broker (see within; before, 10 s against a hung broker).
+const HealthTimeout = 3 * time.Second
+
 // NewHTTPServer is the http.Server that serves h with the documented read
 // bounds (ReadHeaderTimeout, ReadTimeout, IdleTimeout). Handlers bound
 // their own waits: a publish 30 s, a feedback 5 s, a session log read 30 s.
@@ -643,13 +656,15 @@ func noSessionEvents(r *http.Request, id, scope string) string {
 // are shown — the scope comes from the records themselves, so a record
 // written straight to Kafka under another scope's key is never shown.
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key string) {
-	if s.indexedSessionEvents(w, r, key) { // issue 11: read at indexed positions (session_index.go)
+	ctx, cancel := context.WithTimeout(r.Context(), SessionEventsTimeout) // the whole route's
+	defer cancel()
+	if s.indexedSessionEvents(ctx, w, key) { // issue 11: read at indexed positions (session_index.go)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
 	scope, id, _ := events.SplitEntityKey(key)
-	list, err := ReadSessionLog(ctx, s.P.Broker.Addrs(), key, scope)
+	list, err := within(ctx, SessionEventsTimeout, "read the session log", func(ctx context.Context) ([]PositionedEvent, error) {
+		return ReadSessionLog(ctx, s.P.Broker.Addrs(), key, scope)
+	})
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
 		return
@@ -748,9 +763,7 @@ const WriteFailureWindow = 60 * time.Second
 // WriteFailureWindow of a write the broker refused (the README's Health
 // table lists them all: TestReadmeHealthTableNamesEveryStatus).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
-	lag, err := s.P.Lag(ctx)
+	lag, err := within(r.Context(), HealthTimeout, "lag", s.P.Lag)
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "broker unreachable", "error": err.Error()})
 		return

@@ -181,6 +181,9 @@ type directory struct {
 	// stableAt is when stable was described: while the brokers do not
 	// answer, it routes reads for at most the group's session timeout.
 	stableAt time.Time
+	// describing is the description under way, nil when none: one at a
+	// time, however many reads wait for it (see groupView).
+	describing *describeCall
 }
 
 // settle turns a view just described into the one the routes use. The
@@ -274,25 +277,89 @@ var errNoGroup = errors.New("the processors' group is not described")
 // ago, as settle makes it: while the group rebalances, its last Stable
 // view; while the brokers do not answer, that view too (an error only
 // before the group was first seen Stable).
+//
+// It waits at most DescribeTimeout, however long franz-go takes, and
+// holds no lock meanwhile: one describe runs at a time, every read that
+// finds the cache stale waits for it until its deadline, and one that
+// comes after the deadline while it still runs is answered at once as in
+// an outage. Before, the describe ran under the directory's lock and
+// franz-go kept it for 10 s against a broker that accepts connections and
+// never answers (see within), so a read took 10 s, not 2, and concurrent
+// reads queued behind it (7–10 s; an operator's walkthrough).
 func (s *Server) groupView(ctx context.Context) (*groupView, error) {
-	s.dir.mu.Lock()
-	defer s.dir.mu.Unlock()
-	if !s.dir.at.IsZero() && time.Since(s.dir.at) < DirectoryTTL {
-		return s.dir.view, s.dir.err
+	d := &s.dir
+	d.mu.Lock()
+	if !d.at.IsZero() && time.Since(d.at) < DirectoryTTL {
+		defer d.mu.Unlock()
+		return d.view, d.err
 	}
-	v, err := s.describeGroup(context.WithoutCancel(ctx)) // cached for every caller: not cut short by this one leaving
+	c := d.describing
+	if c == nil {
+		c = &describeCall{done: make(chan struct{}), deadline: time.Now().Add(DescribeTimeout)}
+		d.describing = c
+		go s.describe(c) // cached for every caller: not cut short by this one leaving
+	}
+	d.mu.Unlock()
+	t := time.NewTimer(time.Until(c.deadline))
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return c.view, c.err
+	case <-t.C:
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.view, c.err
+	default:
+	}
+	if d.at.IsZero() || time.Since(d.at) >= DirectoryTTL { // not yet kept by another read
+		d.record(nil, fmt.Errorf("describe group %s: no answer within %v", s.groupName(), DescribeTimeout), s.P.Runner.MemberID(), s.sessionTimeout())
+	}
+	return d.view, d.err
+}
+
+// describeCall is a description of the group under way (directory.describing).
+type describeCall struct {
+	done     chan struct{} // closed once view and err are set
+	deadline time.Time     // its start + DescribeTimeout
+	view     *groupView
+	err      error
+}
+
+// describe runs c and keeps its result in the directory's cache, even
+// when the reads stopped waiting for it (a late answer is still the
+// group's latest).
+func (s *Server) describe(c *describeCall) {
+	v, err := s.describeGroup(context.Background())
+	d := &s.dir
+	d.mu.Lock()
+	d.record(v, err, s.P.Runner.MemberID(), s.sessionTimeout())
+	c.view, c.err = d.view, d.err
+	d.describing = nil
+	d.mu.Unlock()
+	close(c.done)
+}
+
+// record keeps a description of the group, v, or the error describing it
+// (then the outage view, when there is one, for self and a session
+// timeout of ttl) in the cache for DirectoryTTL. d.mu is held.
+func (d *directory) record(v *groupView, err error, self string, ttl time.Duration) {
 	switch {
 	case err == nil:
-		v = s.dir.settle(v)
+		v = d.settle(v)
 	default:
-		if kept := s.dir.outageView(s.P.Runner.MemberID(), s.sessionTimeout()); kept != nil {
+		if kept := d.outageView(self, ttl); kept != nil {
 			v, err = kept, nil
 		}
 	}
-	s.dir.view, s.dir.err, s.dir.at = v, err, time.Now()
-	return v, err
+	d.view, d.err, d.at = v, err, time.Now()
 }
 
+// describeGroup describes the group and lists the topics, bounded by
+// DescribeTimeout in its context (which franz-go may overrun: groupView
+// does not wait for it longer).
 func (s *Server) describeGroup(ctx context.Context) (*groupView, error) {
 	ctx, cancel := context.WithTimeout(ctx, DescribeTimeout)
 	defer cancel()

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/sessionlog"
@@ -106,12 +105,18 @@ func ReadIndexedSession(ctx context.Context, brokers []string, store *projection
 
 // indexedSessionEvents answers GET /v1/sessions/{id}/events from the
 // sessionlog index; it returns false, having written nothing, when the
-// index holds nothing for the session.
-func (s *Server) indexedSessionEvents(w http.ResponseWriter, r *http.Request, key string) bool {
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	defer cancel()
+// index holds nothing for the session. ctx bounds it (SessionEventsTimeout).
+func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter, key string) bool {
 	scope, id, _ := events.SplitEntityKey(key)
-	rec, ok, err := ReadIndexedSession(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope)
+	type read struct {
+		rec SessionRecords
+		ok  bool
+	}
+	got, err := within(ctx, SessionEventsTimeout, "read the session's records", func(ctx context.Context) (read, error) {
+		rec, ok, err := ReadIndexedSession(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope)
+		return read{rec, ok}, err
+	})
+	rec, ok := got.rec, got.ok
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)

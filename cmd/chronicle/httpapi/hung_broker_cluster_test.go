@@ -1,0 +1,184 @@
+package httpapi_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+)
+
+// TestHungBrokerHelperProcess is the `chronicle broker` that
+// TestReadsBoundedWhileTheBrokerHangs stops with SIGSTOP, in a process of
+// its own; it runs only as that test's child.
+func TestHungBrokerHelperProcess(t *testing.T) {
+	addr := os.Getenv("CHRONICLE_HUNG_BROKER_ADDR")
+	if addr == "" {
+		t.Skip("the helper process of TestReadsBoundedWhileTheBrokerHangs")
+	}
+	b, err := broker.Start(context.Background(), broker.Config{DataDir: os.Getenv("CHRONICLE_HUNG_BROKER_DIR"), Listen: addr, Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	select {} // until killed
+}
+
+// startBrokerProcess runs a `chronicle broker` on addr in a child process
+// (TestHungBrokerHelperProcess) and waits until it accepts connections.
+// It is killed at cleanup (continued first, when stopped).
+func startBrokerProcess(t *testing.T, addr string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestHungBrokerHelperProcess$", "-test.timeout", "10m")
+	cmd.Env = append(os.Environ(), "CHRONICLE_HUNG_BROKER_ADDR="+addr, "CHRONICLE_HUNG_BROKER_DIR="+t.TempDir())
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker process on %s: %v", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestReadsBoundedWhileTheBrokerHangs: two members on a `chronicle
+// broker` in a process of its own, which is then stopped (SIGSTOP: it
+// accepts connections and never answers, as in an operator's
+// walkthrough). For 40 s, rounds of concurrent reads on both members are
+// each bounded by DescribeTimeout (2 s) and none is a false 404, and
+// /healthz answers 503 "broker unreachable" within HealthTimeout (3 s);
+// then GET /v1/sessions/{id}/events at the session's owner answers 503
+// within SessionEventsTimeout (30 s) and the group lookup. Before,
+// franz-go held the group's description and the lag query queued behind
+// a connection attempt bounded by its own 10 s dial timeout, whatever
+// their context said, and the description under the directory's lock:
+// reads took 10 s (concurrent ones 7–10 s), /healthz 10 s, the session's
+// events 32–50 s.
+func TestReadsBoundedWhileTheBrokerHangs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const addr = "127.0.0.1:25517"
+	bp := startBrokerProcess(t, addr)
+	m1 := startMember(ctx, t, "m1", []string{addr}, time.Second)
+	m2 := startMember(ctx, t, "m2", []string{addr}, time.Second)
+	waitCluster(t, []*member{m1, m2})
+	var ids []string
+	for i := 0; i < 8; i++ {
+		envs, id := sessionIn(t, i, "project:a", "s3cret")
+		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	waitCluster(t, []*member{m1, m2})
+	ms := []*member{m1, m2}
+	for _, m := range ms {
+		for _, id := range ids {
+			if code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(id)); code != 200 {
+				t.Fatalf("before: %s GET %s: %d %s", m.name, id, code, body)
+			}
+		}
+	}
+
+	if err := bp.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	bound := httpapi.DescribeTimeout + 700*time.Millisecond
+	var mu sync.Mutex
+	var slowest, slowestHealth time.Duration
+	var reads, healths, over, healthOver int
+	for round := 0; time.Since(stopped) < 40*time.Second; round++ {
+		var wg sync.WaitGroup
+		for _, m := range ms {
+			for _, id := range ids[round%2*4 : round%2*4+4] {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					st := time.Now()
+					code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(id))
+					el := time.Since(st)
+					mu.Lock()
+					defer mu.Unlock()
+					reads++
+					slowest = max(slowest, el)
+					if el > bound {
+						if over++; over <= 3 {
+							t.Logf("%.1f s after the stop: %s GET %s: %d in %v", time.Since(stopped).Seconds(), m.name, id, code, el)
+						}
+					}
+					if code == 404 {
+						t.Errorf("%s GET %s while the broker hangs: false 404 %s", m.name, id, body)
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := time.Now()
+				code, body, _ := fetch(t, m.srv.URL, "", "/healthz")
+				el := time.Since(st)
+				mu.Lock()
+				defer mu.Unlock()
+				healths++
+				slowestHealth = max(slowestHealth, el)
+				if code != 503 || el > httpapi.HealthTimeout+700*time.Millisecond {
+					if healthOver++; healthOver <= 3 {
+						t.Logf("%.1f s after the stop: %s /healthz: %d in %v: %s", time.Since(stopped).Seconds(), m.name, code, el, body)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		time.Sleep(httpapi.DirectoryTTL + 100*time.Millisecond) // the cache gone stale
+	}
+	t.Logf("%d reads, slowest %v, %d over %v; %d /healthz, slowest %v, %d not 503 within %v", reads, slowest, over, bound, healths, slowestHealth, healthOver, httpapi.HealthTimeout)
+	if over > 0 || healthOver > 0 {
+		t.Errorf("while the broker hangs: %d of %d reads took more than %v (slowest %v); %d of %d /healthz were not 503 within %v (slowest %v)",
+			over, reads, bound, slowest, healthOver, healths, httpapi.HealthTimeout, slowestHealth)
+	}
+
+	// at the session's owner (a forward is cut at the forward timeout)
+	owner := m1
+	part := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicSessions)).Partition(&kgo.Record{Key: []byte(events.EntityKey("project:a", ids[0]))}, 4))
+	for _, op := range m2.p.Runner.Ownership().Partitions {
+		if op.Topic == string(events.TopicSessions) && op.Partition == part {
+			owner = m2
+		}
+	}
+	st := time.Now()
+	code, body, _ := fetch(t, owner.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(ids[0])+"/events")
+	el := time.Since(st)
+	t.Logf("%s GET /v1/sessions/%s/events: %d in %v: %s", owner.name, ids[0], code, el, body)
+	if code != 503 || el > httpapi.SessionEventsTimeout+httpapi.DescribeTimeout+700*time.Millisecond {
+		t.Errorf("session events while the broker hangs: %d in %v, want 503 within %v: %s", code, el, httpapi.SessionEventsTimeout+httpapi.DescribeTimeout, body)
+	}
+
+	// the broker goes on, so the members close promptly
+	if err := bp.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
