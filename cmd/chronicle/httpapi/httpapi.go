@@ -269,7 +269,8 @@ type callerKey struct{}
 
 // authenticate resolves the caller of every route but publicPaths: 401
 // without a known bearer token when tokens are configured. It notes the
-// caller's token name for the request log.
+// caller's token name for the request log, and keeps the cached group
+// view fresh (keepGroupViewFresh) for every request it lets through.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := access.Unrestricted
@@ -284,6 +285,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if s.Tokens == nil || !publicPaths[r.URL.Path] {
 			noteCaller(r, c.Name)
 		}
+		s.keepGroupViewFresh() // for the outage view, also where nothing looks the group up
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }

@@ -1,11 +1,16 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,6 +21,8 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
 )
 
 // TestHungBrokerHelperProcess is the `chronicle broker` that
@@ -64,6 +71,29 @@ func startBrokerProcess(t *testing.T, addr string) *exec.Cmd {
 	}
 }
 
+// stopProcess stops cmd's process (SIGSTOP) and waits until the kernel
+// shows it stopped (state T in /proc/<pid>/stat).
+func stopProcess(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pid (comm) state …: comm may hold spaces, the state follows its ")"
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] == "T" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker process not stopped: %s", b)
+		}
+	}
+}
+
 // TestReadsBoundedWhileTheBrokerHangs: two members on a `chronicle
 // broker` in a process of its own, which is then stopped (SIGSTOP: it
 // accepts connections and never answers, as in an operator's
@@ -103,9 +133,7 @@ func TestReadsBoundedWhileTheBrokerHangs(t *testing.T) {
 		}
 	}
 
-	if err := bp.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, bp)
 	stopped := time.Now()
 	bound := httpapi.DescribeTimeout + 700*time.Millisecond
 	var mu sync.Mutex
@@ -178,6 +206,99 @@ func TestReadsBoundedWhileTheBrokerHangs(t *testing.T) {
 	}
 
 	// the broker goes on, so the members close promptly
+	if err := bp.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startMemberTimeout is startMember with the processors' group session
+// timeout set to sessionTimeout.
+func startMemberTimeout(ctx context.Context, t *testing.T, name string, brokers []string, fwd, sessionTimeout time.Duration) *member {
+	t.Helper()
+	m := &member{name: name}
+	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*m.h.Load().(*http.Handler)).ServeHTTP(w, r)
+	}))
+	url := "http://" + m.srv.Listener.Addr().String()
+	held := &processors.Holdings{}
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: brokers, Partitions: 4, Holdings: held,
+		SubscriberOpts: httpapi.MemberOpts(url, held), SessionTimeout: sessionTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	m.p = p
+	m.api = &httpapi.Server{P: p, Tokens: &clusterTokens, Advertise: url, ForwardTimeout: fwd}
+	m.swap(m.api.Handler())
+	m.srv.Start()
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+// ownsSession reports whether m owns the sessions partition of id in
+// project:a.
+func ownsSession(m *member, id string) bool {
+	part := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicSessions)).Partition(&kgo.Record{Key: []byte(events.EntityKey("project:a", id))}, 4))
+	for _, op := range m.p.Runner.Ownership().Partitions {
+		if op.Topic == string(events.TopicSessions) && op.Partition == part {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOutageViewOfAMemberServingForwardedReads: m2 answers only reads
+// forwarded to it (which look nothing up) for longer than the group's
+// session timeout (8 s here), then the broker hangs (SIGSTOP). A read sent
+// to m2 for a session m1 owns is still routed by the last Stable view,
+// not a false 404 from m2's store: the forwarded reads kept m2's view of
+// the group fresh. Before, the outage view lasted a session timeout from
+// m2's last own lookup, so m2 answered from its store at once (an
+// operator's walkthrough: 404 "session not found" after 10 s).
+func TestOutageViewOfAMemberServingForwardedReads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const addr = "127.0.0.1:25518"
+	const sessionTimeout = 8 * time.Second
+	bp := startBrokerProcess(t, addr)
+	m1 := startMemberTimeout(ctx, t, "m1", []string{addr}, 5*time.Second, sessionTimeout)
+	m2 := startMemberTimeout(ctx, t, "m2", []string{addr}, 5*time.Second, sessionTimeout)
+	waitCluster(t, []*member{m1, m2})
+	var onM1, onM2 []string
+	for i := 0; i < 8; i++ {
+		envs, id := sessionIn(t, i, "project:a", "s3cret")
+		if err := m1.p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ownsSession(m1, id):
+			onM1 = append(onM1, id)
+		case ownsSession(m2, id):
+			onM2 = append(onM2, id)
+		}
+	}
+	if len(onM1) == 0 || len(onM2) == 0 {
+		t.Fatalf("sessions on m1 %v, on m2 %v: want some on each", onM1, onM2)
+	}
+	waitCluster(t, []*member{m1, m2})
+	if code, body, _ := fetch(t, m2.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(onM1[0])); code != 200 {
+		t.Fatalf("m2 GET %s: %d %s", onM1[0], code, body)
+	}
+	// m2 serves forwarded reads only, past a session timeout
+	for st := time.Now(); time.Since(st) < sessionTimeout+2*time.Second; time.Sleep(300 * time.Millisecond) {
+		if code, body, by := fetch(t, m1.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(onM2[0])); code != 200 || by == "" {
+			t.Fatalf("m1 GET %s (m2's): %d by %q %s", onM2[0], code, by, body)
+		}
+	}
+
+	stopProcess(t, bp)
+	time.Sleep(httpapi.DirectoryTTL + 300*time.Millisecond) // m2's cached view gone stale: the read describes the group, in vain
+	st := time.Now()
+	code, body, by := fetch(t, m2.srv.URL, "tok-a", "/v1/sessions/"+url.PathEscape(onM1[0]))
+	t.Logf("broker stopped: m2 GET %s (m1's): %d in %v, served by %q: %.120s", onM1[0], code, time.Since(st), by, body)
+	if code != 200 || by != m1.p.Runner.MemberID() {
+		t.Errorf("m2 GET m1's session %s while the broker hangs: %d served by %q, want 200 from m1 (%s): %s", onM1[0], code, by, m1.p.Runner.MemberID(), body)
+	}
 	if err := bp.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

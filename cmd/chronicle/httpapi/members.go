@@ -293,12 +293,7 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 		defer d.mu.Unlock()
 		return d.view, d.err
 	}
-	c := d.describing
-	if c == nil {
-		c = &describeCall{done: make(chan struct{}), deadline: time.Now().Add(DescribeTimeout)}
-		d.describing = c
-		go s.describe(c) // cached for every caller: not cut short by this one leaving
-	}
+	c := s.startDescribe()
 	d.mu.Unlock()
 	t := time.NewTimer(time.Until(c.deadline))
 	defer t.Stop()
@@ -318,6 +313,39 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 		d.record(nil, fmt.Errorf("describe group %s: no answer within %v", s.groupName(), DescribeTimeout), s.P.Runner.MemberID(), s.sessionTimeout())
 	}
 	return d.view, d.err
+}
+
+// startDescribe returns the description of the group under way, started
+// now when there is none. s.dir.mu is held.
+func (s *Server) startDescribe() *describeCall {
+	d := &s.dir
+	if d.describing == nil {
+		d.describing = &describeCall{done: make(chan struct{}), deadline: time.Now().Add(DescribeTimeout)}
+		go s.describe(d.describing) // cached for every caller: not cut short by one leaving
+	}
+	return d.describing
+}
+
+// keepGroupViewFresh starts describing the group in the background when
+// the cached description is DirectoryTTL old or more and none is under
+// way, and returns at once; every request calls it (authenticate). The
+// outage view lasts a session timeout from the last Stable description,
+// and requests that look nothing up (those forwarded by another member,
+// /healthz, writes) described nothing: a member serving mostly forwarded
+// reads had no view left when the brokers stopped answering and answered
+// a read for another member's session from its own store, a false 404
+// (an operator's walkthrough; TestOutageViewOfAMemberServingForwardedReads).
+func (s *Server) keepGroupViewFresh() {
+	if s.P == nil || s.P.Runner == nil || s.ReadOnly {
+		return
+	}
+	d := &s.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.at.IsZero() && time.Since(d.at) < DirectoryTTL {
+		return
+	}
+	s.startDescribe()
 }
 
 // describeCall is a description of the group under way (directory.describing).
