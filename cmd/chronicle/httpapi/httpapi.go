@@ -760,10 +760,11 @@ const WriteFailureWindow = 60 * time.Second
 // health answers the instance's health (processors.Health): "ok",
 // "restoring", "rebalancing" or "stalled" with each owned partition's
 // detail, the total lag, and the brokers; 503 while stalled, "broker
-// unreachable" when the brokers do not answer, "failed" after a background
-// failure (Pipeline.Err), or "broker rejects writes" within
-// WriteFailureWindow of a write the broker refused (the README's Health
-// table lists them all: TestReadmeHealthTableNamesEveryStatus).
+// unreachable" when the brokers do not answer (HealthTimeout), "failed"
+// after a background failure (Pipeline.Err), "joining" before the member
+// got its first assignment (joinedGroup), or "broker rejects writes"
+// within WriteFailureWindow of a write the broker refused (the README's
+// Health table lists them all: TestReadmeHealthTableNamesEveryStatus).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	lag, err := within(r.Context(), HealthTimeout, "lag", s.P.Lag)
 	if err != nil {
@@ -772,6 +773,13 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.P.Err(); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "failed", "error": err.Error()})
+		return
+	}
+	if !s.joinedGroup(r.Context()) {
+		// not "ok" (nor ready) before the member's first assignment
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "joining", "rebalancing": s.P.Runner.Ownership().Rebalancing,
+			"error": "this member has not got its first assignment of the processors' group yet (the group is not described Stable with it in and every partition owned); retry"})
 		return
 	}
 	var warnings []string

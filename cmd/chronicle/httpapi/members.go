@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -184,6 +185,11 @@ type directory struct {
 	// describing is the description under way, nil when none: one at a
 	// time, however many reads wait for it (see groupView).
 	describing *describeCall
+	// joined: a description since this instance started showed the group
+	// Stable with this instance in it and every partition of the group's
+	// topics owned (as described, before settle): it got its first
+	// assignment (see joinedGroup).
+	joined bool
 }
 
 // settle turns a view just described into the one the routes use. The
@@ -348,6 +354,30 @@ func (s *Server) keepGroupViewFresh() {
 	s.startDescribe()
 }
 
+// joinedGroup reports whether this instance got its first assignment of
+// the processors' group: a description since it started showed the group
+// Stable with this instance in it and every partition of the group's
+// topics owned (directory.joined). Until then it looks the group up
+// (groupView: at most DescribeTimeout). A member joining a cooperative
+// group is assigned nothing in the first round, and its partitions only
+// in the second, once their owners gave them up: between the two, its
+// engine saw an assignment (empty) and /healthz said "ok" with no
+// partition (an operator's walkthrough). A member the group has no
+// partition for (more members than partitions) has joined once the
+// others own them all.
+func (s *Server) joinedGroup(ctx context.Context) bool {
+	s.dir.mu.Lock()
+	joined := s.dir.joined
+	s.dir.mu.Unlock()
+	if joined {
+		return true
+	}
+	_, _ = s.groupView(ctx)
+	s.dir.mu.Lock()
+	defer s.dir.mu.Unlock()
+	return s.dir.joined
+}
+
 // describeCall is a description of the group under way (directory.describing).
 type describeCall struct {
 	done     chan struct{} // closed once view and err are set
@@ -376,6 +406,12 @@ func (s *Server) describe(c *describeCall) {
 func (d *directory) record(v *groupView, err error, self string, ttl time.Duration) {
 	switch {
 	case err == nil:
+		if !d.joined && v.state == groupStable && slices.Contains(v.members, v.self) {
+			d.joined = true
+			for t := range v.topics {
+				d.joined = d.joined && v.complete(t)
+			}
+		}
 		v = d.settle(v)
 	default:
 		if kept := d.outageView(self, ttl); kept != nil {
