@@ -775,11 +775,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "failed", "error": err.Error()})
 		return
 	}
-	if !s.joinedGroup(r.Context()) {
+	if ok, why := s.joinedGroup(r.Context()); !ok {
 		// not "ok" (nor ready) before the member's first assignment
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "joining", "rebalancing": s.P.Runner.Ownership().Rebalancing,
-			"error": "this member has not got its first assignment of the processors' group yet (the group is not described Stable with it in and every partition owned); retry"})
+			"error": "this member has not got its first assignment of the processors' group yet (" + why + "); retry"})
 		return
 	}
 	var warnings []string

@@ -185,11 +185,12 @@ type directory struct {
 	// describing is the description under way, nil when none: one at a
 	// time, however many reads wait for it (see groupView).
 	describing *describeCall
-	// joined: a description since this instance started showed the group
-	// Stable with this instance in it and every partition of the group's
-	// topics owned (as described, before settle): it got its first
-	// assignment (see joinedGroup).
+	// joined: this instance got its first assignment since it started:
+	// its engine owns a partition, or a description showed it so
+	// (joined; see joinedGroup).
 	joined bool
+	// notJoined is why the last description did not show it ("" none).
+	notJoined string
 }
 
 // settle turns a view just described into the one the routes use. The
@@ -354,28 +355,64 @@ func (s *Server) keepGroupViewFresh() {
 	s.startDescribe()
 }
 
+// joined reports whether description v (as described, before settle)
+// shows this instance's first assignment (directory.joined): the group
+// Stable with this instance in it, owning a partition, or owning none
+// while every partition of the group's topics has an owner; if not, why.
+func joined(v *groupView) (bool, string) {
+	switch {
+	case v.state != groupStable:
+		return false, "the group is " + v.state
+	case !slices.Contains(v.members, v.self):
+		return false, "this member (" + v.self + ") is not in it yet"
+	}
+	for _, m := range v.owner {
+		if m == v.self {
+			return true, ""
+		}
+	}
+	for t := range v.topics {
+		for p := 0; p < v.parts[t]; p++ {
+			if v.ownerless(t, int32(p)) {
+				return false, fmt.Sprintf("%s/%d has no owner yet", t, p)
+			}
+		}
+	}
+	return true, ""
+}
+
 // joinedGroup reports whether this instance got its first assignment of
-// the processors' group: a description since it started showed the group
-// Stable with this instance in it and every partition of the group's
-// topics owned (directory.joined). Until then it looks the group up
-// (groupView: at most DescribeTimeout). A member joining a cooperative
-// group is assigned nothing in the first round, and its partitions only
-// in the second, once their owners gave them up: between the two, its
-// engine saw an assignment (empty) and /healthz said "ok" with no
-// partition (an operator's walkthrough). A member the group has no
-// partition for (more members than partitions) has joined once the
-// others own them all.
-func (s *Server) joinedGroup(ctx context.Context) bool {
+// the processors' group since it started (directory.joined): its engine
+// owns a partition, or a description showed the group Stable with this
+// instance in it, owning a partition or, owning none, with every
+// partition of the group's topics owned (joined: a member the group has
+// no partition for, more members than partitions). Until then it looks
+// the group up (groupView: at most DescribeTimeout) and says in why what
+// is missing. A member joining a cooperative group is assigned nothing in
+// the first round, and its partitions only in the second, once their
+// owners gave them up: between the two, its engine saw an assignment
+// (empty) and /healthz said "ok" with no partition (an operator's
+// walkthrough).
+func (s *Server) joinedGroup(ctx context.Context) (bool, string) {
 	s.dir.mu.Lock()
+	if len(s.P.Runner.Ownership().Partitions) > 0 { // assigned: no lookup needed
+		s.dir.joined = true
+	}
 	joined := s.dir.joined
 	s.dir.mu.Unlock()
 	if joined {
-		return true
+		return true, ""
 	}
-	_, _ = s.groupView(ctx)
+	_, err := s.groupView(ctx)
 	s.dir.mu.Lock()
 	defer s.dir.mu.Unlock()
-	return s.dir.joined
+	switch {
+	case s.dir.joined:
+		return true, ""
+	case err != nil:
+		return false, err.Error()
+	}
+	return false, s.dir.notJoined
 }
 
 // describeCall is a description of the group under way (directory.describing).
@@ -406,11 +443,8 @@ func (s *Server) describe(c *describeCall) {
 func (d *directory) record(v *groupView, err error, self string, ttl time.Duration) {
 	switch {
 	case err == nil:
-		if !d.joined && v.state == groupStable && slices.Contains(v.members, v.self) {
-			d.joined = true
-			for t := range v.topics {
-				d.joined = d.joined && v.complete(t)
-			}
+		if !d.joined {
+			d.joined, d.notJoined = joined(v)
 		}
 		v = d.settle(v)
 	default:
