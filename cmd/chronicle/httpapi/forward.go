@@ -117,6 +117,10 @@ type ownerRoute struct {
 	scopes scopesOfID
 	// write: the route writes (the scope is resolved among write scopes).
 	write bool
+	// budget, when set, is how long the owner may take to answer a read of
+	// the sub-route (by suffix), beyond ForwardTimeout: the forward waits
+	// for it (a session's log: SessionEventsTimeout).
+	budget func(suffix string) time.Duration
 	// writeScope, on a write route that resolves a request without
 	// ?scope= among the scopes holding the id (the workflow writes), is
 	// the request's rule: such a write asks every member first
@@ -237,6 +241,12 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			// a write answers after its event is applied: the owner's own
 			// wait (at most ImproveWait, 20 s) comes on top
 			timeout += s.improveWait()
+		} else if rt.budget != nil {
+			// a read that may take the owner longer: its own bound on top
+			// (a session's log read by a member was cut at 5 s with a 504,
+			// where the owner takes up to 30 s; found by an operator's
+			// walkthrough)
+			timeout += rt.budget(suffix)
 		}
 		s.forward(w, r, v, owner, topic, p, timeout)
 	}
@@ -821,6 +831,11 @@ func mergePages(w http.ResponseWriter, v *groupView, topic, field string, answer
 func sessionsRoute(write bool) ownerRoute {
 	return ownerRoute{kind: "session", topic: fixedTopic(events.TopicSessions), scopes: sessions.Scopes, write: write, split: func(r *http.Request) (string, string, error) {
 		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events", "improvement", "improve")
+	}, budget: func(suffix string) time.Duration {
+		if suffix == "events" {
+			return SessionEventsTimeout // the owner reads the log
+		}
+		return 0
 	}}
 }
 
