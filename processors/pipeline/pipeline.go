@@ -830,9 +830,9 @@ func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	l, err := c.p.Lag(ctx)
+	// bounded by Within: franz-go holds a call to a hung broker past its
+	// context (a scrape then took 10 s)
+	l, err := processors.Within(context.Background(), 2*time.Second, "lag", c.p.Lag)
 	ch <- upGauge(processorLagUpDesc, err == nil)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(lagDesc, err)
@@ -862,9 +862,9 @@ func (c workerLagCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c workerLagCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	lags, err := processors.WorkerLags(ctx, c.p.admin, c.p.Workers)
+	lags, err := processors.Within(context.Background(), 2*time.Second, "worker lag", func(ctx context.Context) (map[string]int64, error) {
+		return processors.WorkerLags(ctx, c.p.admin, c.p.Workers)
+	})
 	ch <- upGauge(workerLagUpDesc, err == nil)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(workerLagDesc, err)

@@ -92,7 +92,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 	// 5 s in all, even while franz-go still waits for a broker (within)
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	dg, err := within(ctx, 5*time.Second, "broker", func(ctx context.Context) (kadm.DescribedGroups, error) {
+	dg, err := processors.Within(ctx, 5*time.Second, "broker", func(ctx context.Context) (kadm.DescribedGroups, error) {
 		dg, err := s.P.Admin().DescribeGroups(ctx, group)
 		if err == nil {
 			err = dg.Error()
@@ -103,7 +103,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusServiceUnavailable, "describe group %s: %v", group, err)
 		return
 	}
-	lag, err := within(ctx, 5*time.Second, "broker", s.P.Lag)
+	lag, err := processors.Within(ctx, 5*time.Second, "broker", s.P.Lag)
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "lag: %v", err)
 		return

@@ -664,7 +664,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		return
 	}
 	scope, id, _ := events.SplitEntityKey(key)
-	list, err := within(ctx, SessionEventsTimeout, "read the session log", func(ctx context.Context) ([]PositionedEvent, error) {
+	list, err := processors.Within(ctx, SessionEventsTimeout, "read the session log", func(ctx context.Context) ([]PositionedEvent, error) {
 		return ReadSessionLog(ctx, s.P.Broker.Addrs(), key, scope)
 	})
 	if err != nil {
@@ -766,7 +766,7 @@ const WriteFailureWindow = 60 * time.Second
 // within WriteFailureWindow of a write the broker refused (the README's
 // Health table lists them all: TestReadmeHealthTableNamesEveryStatus).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	lag, err := within(r.Context(), HealthTimeout, "lag", s.P.Lag)
+	lag, err := processors.Within(r.Context(), HealthTimeout, "lag", s.P.Lag)
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "broker unreachable", "error": err.Error()})
 		return

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/sessionlog"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -112,7 +113,7 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 		rec SessionRecords
 		ok  bool
 	}
-	got, err := within(ctx, SessionEventsTimeout, "read the session's records", func(ctx context.Context) (read, error) {
+	got, err := processors.Within(ctx, SessionEventsTimeout, "read the session's records", func(ctx context.Context) (read, error) {
 		rec, ok, err := ReadIndexedSession(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope)
 		return read{rec, ok}, err
 	})

@@ -1,4 +1,4 @@
-package httpapi
+package processors
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// within runs f with a context that ends after d (or with ctx) and
+// Within runs f with a context that ends after d (or with ctx) and
 // returns f's results, or, once that context is done, an error naming
 // what and d (wrapping the context's error) without waiting for f any
 // longer. franz-go does not end a request at its context's deadline while
@@ -15,11 +15,13 @@ import (
 // overhead, 10 s), a dial started by an earlier request or the client's
 // own metadata refresh is bounded by kgo.DialTimeout (10 s), and the
 // requests to one broker queue behind it. So a bound put in the context
-// alone held reads and /healthz for 10 s against a broker that accepts
-// connections and never answers (kill -STOP; an operator's walkthrough).
+// alone held reads, /healthz and the /metrics lag gauges for 10 s against
+// a broker that accepts connections and never answers (kill -STOP; an
+// operator's walkthrough). The HTTP routes and the lag collectors bound
+// their broker calls with it.
 // f goes on in its goroutine until franz-go returns (its context is
 // done by then, so no retry follows); its results are then dropped.
-func within[T any](ctx context.Context, d time.Duration, what string, f func(context.Context) (T, error)) (T, error) {
+func Within[T any](ctx context.Context, d time.Duration, what string, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	type result struct {
