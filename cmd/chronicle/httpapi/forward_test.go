@@ -55,13 +55,20 @@ var clusterTokens = access.File{Tokens: []access.Token{
 // pipeline, on brokers (nil: an embedded broker with 4 partitions).
 func startMember(ctx context.Context, t testing.TB, name string, brokers []string, fwd time.Duration) *member {
 	t.Helper()
+	return startMemberTimeout(ctx, t, name, brokers, fwd, 0)
+}
+
+// startMemberTimeout is startMember with the processors' group session
+// timeout set to sessionTimeout (0: franz-go's 45 s).
+func startMemberTimeout(ctx context.Context, t testing.TB, name string, brokers []string, fwd, sessionTimeout time.Duration) *member {
+	t.Helper()
 	m := &member{name: name}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*m.h.Load().(*http.Handler)).ServeHTTP(w, r)
 	}))
 	url := "http://" + m.srv.Listener.Addr().String()
 	held := &processors.Holdings{} // as serve runs a member
-	cfg := pipeline.Config{DataDir: t.TempDir(), Brokers: brokers, Partitions: 4, Holdings: held, SubscriberOpts: httpapi.MemberOpts(url, held)}
+	cfg := pipeline.Config{DataDir: t.TempDir(), Brokers: brokers, Partitions: 4, Holdings: held, SubscriberOpts: httpapi.MemberOpts(url, held), SessionTimeout: sessionTimeout}
 	if brokers == nil {
 		cfg.KafkaListen = "127.0.0.1:0"
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,8 +19,6 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
-	"github.com/chronicle-dev/chronicle/processors"
-	"github.com/chronicle-dev/chronicle/processors/pipeline"
 )
 
 // TestHungBrokerHelperProcess is the `chronicle broker` that
@@ -230,30 +226,6 @@ func TestReadsBoundedWhileTheBrokerHangs(t *testing.T) {
 	if err := bp.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startMemberTimeout is startMember with the processors' group session
-// timeout set to sessionTimeout.
-func startMemberTimeout(ctx context.Context, t *testing.T, name string, brokers []string, fwd, sessionTimeout time.Duration) *member {
-	t.Helper()
-	m := &member{name: name}
-	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		(*m.h.Load().(*http.Handler)).ServeHTTP(w, r)
-	}))
-	url := "http://" + m.srv.Listener.Addr().String()
-	held := &processors.Holdings{}
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: brokers, Partitions: 4, Holdings: held,
-		SubscriberOpts: httpapi.MemberOpts(url, held), SessionTimeout: sessionTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	m.p = p
-	m.api = &httpapi.Server{P: p, Tokens: &clusterTokens, Advertise: url, ForwardTimeout: fwd}
-	m.swap(m.api.Handler())
-	m.srv.Start()
-	t.Cleanup(m.srv.Close)
-	return m
 }
 
 // ownsSession reports whether m owns the sessions partition of id in
