@@ -16,6 +16,26 @@ func initializeLine(version string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`, version)
 }
 
+// servePipes serves the memory tools (a fake backend) on newline-delimited
+// JSON-RPC over pipes, as ServeStdio does on stdin and stdout: it returns
+// the input's writer, a scanner of the output's lines, and the channel
+// serveDraining's error comes on once the input is closed.
+func servePipes(t *testing.T) (*io.PipeWriter, *bufio.Scanner, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serveDraining(ctx, New(newFake(), Options{Caller: stdioCaller}), inR, outW, 10*time.Second)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	return inW, lines, done
+}
+
 // batchLine is a JSON-RPC batch of a tools/list (id 2) and a ping (id 3).
 // (The SDK never answers a batch holding a notification: it waits for the
 // notification's answer too.)
@@ -70,17 +90,7 @@ func TestStdioBatchFollowsTheNegotiatedVersion(t *testing.T) {
 		}
 		for _, piped := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s piped=%v", c.version, piped), func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				inR, inW := io.Pipe()
-				outR, outW := io.Pipe()
-				done := make(chan error, 1)
-				go func() {
-					done <- serveDraining(ctx, New(newFake(), Options{Caller: stdioCaller}), inR, outW, 10*time.Second)
-					outW.Close()
-				}()
-				lines := bufio.NewScanner(outR)
-				lines.Buffer(nil, 1<<20)
+				inW, lines, done := servePipes(t)
 				next := func() string {
 					t.Helper()
 					if !lines.Scan() {

@@ -1,13 +1,10 @@
 package mcpserver
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A line that is no JSON-RPC message is answered — a Parse error (-32700)
@@ -17,15 +14,7 @@ import (
 // between two calls ended chronicle mcp (exit 1, "invalid character 'o' in
 // literal null"), the requests after it neither answered nor named.
 func TestStdioMalformedLineIsAnsweredAndServingGoesOn(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- serveDraining(ctx, New(newFake(), Options{Caller: stdioCaller}), inR, outW, 10*time.Second)
-		outW.Close()
-	}()
+	inW, out, done := servePipes(t)
 	bad := []struct {
 		line string
 		code int
@@ -45,8 +34,6 @@ func TestStdioMalformedLineIsAnsweredAndServingGoesOn(t *testing.T) {
 	}
 	lines = append(lines, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
 	go io.WriteString(inW, strings.Join(lines, "\n")+"\n")
-	out := bufio.NewScanner(outR)
-	out.Buffer(nil, 1<<20)
 	var codes []int
 	served := false
 	for !served || len(codes) < len(bad) {
