@@ -72,6 +72,13 @@ type SessionStartedData struct {
 	Assignments     []Assignment `json:"assignments,omitempty"`
 	Iteration       int          `json:"iteration,omitempty"`
 	ParentSession   string       `json:"parent_session,omitempty"`
+	// RecordedBy is who started the session ("token:<name>": the HTTP API
+	// of a service with tokens sets it from the caller and refuses another
+	// value; a service without tokens leaves it as sent, and a producer
+	// writing to Kafka names whom it likes). The memories distilled from the session
+	// carry it (MemoryRecordedData.RecordedBy), so the sessions of one
+	// caller are one author of usages (issue 11 item 4).
+	RecordedBy string `json:"recorded_by,omitempty"`
 }
 
 // MinuteData is the data of coordination.minute.recorded.v1.

@@ -57,10 +57,20 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 		return fmt.Errorf("distiller: session %s: %w", ev.SessionID, err)
 	}
 	sum := sha256.Sum256([]byte(prompt))
-	out, err := events.Derive(env, "chronicle/distiller", events.DistillationCompleted, 0, map[string]any{
+	data := map[string]any{
 		"session_id": ev.SessionID, "extractor": "llm", "model": w.LLM.Model(), "outcome": ds.Outcome,
 		"prompt_sha256": hex.EncodeToString(sum[:]), "raw_response": raw,
-	})
+	}
+	// who started the session: its memories' merges are that caller's
+	// usages (memories.usageAuthors), as on the deterministic path
+	by, err := sessions.RecordedBy(w.Store, events.EntityKey(env.EffectiveScope(), ev.SessionID))
+	if err != nil {
+		return err
+	}
+	if by != "" {
+		data["recorded_by"] = by
+	}
+	out, err := events.Derive(env, "chronicle/distiller", events.DistillationCompleted, 0, data)
 	if err != nil {
 		return err
 	}

@@ -310,6 +310,7 @@ func distilled(tx *projections.Tx, env *events.Envelope) error {
 	var d struct {
 		SessionID   string `json:"session_id"`
 		RawResponse string `json:"raw_response"`
+		RecordedBy  string `json:"recorded_by"`
 	}
 	if err := env.Decode(&d); err != nil {
 		return err
@@ -322,6 +323,7 @@ func distilled(tx *projections.Tx, env *events.Envelope) error {
 		rec := events.MemoryRecordedData{
 			MemoryID: distill.MemoryID(env.EffectiveScope(), m.Title, m.Content), Title: m.Title, Description: m.Description,
 			Content: m.Content, Outcome: m.Outcome, Tags: m.Tags, Source: "distilled", SourceSession: d.SessionID,
+			RecordedBy: d.RecordedBy,
 		}
 		if err := record(tx, env, rec); err != nil {
 			return err

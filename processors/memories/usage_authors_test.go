@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 )
 
@@ -142,6 +143,40 @@ func TestOneCallerAloneNeverMovesConfidence(t *testing.T) {
 			if m := b.get("m"); m.Confidence != 0.8 {
 				t.Fatalf("seed %d: one caller moved confidence to %v (usage %d) after %v", seed, m.Confidence, m.UsageCount, trace)
 			}
+		}
+	}
+}
+
+// The LLM path: the model's answers for four sessions one caller started
+// (distillation.completed.v1 with the session's recorded_by) merge into
+// one memory whose three merges are that caller's usages, so its single
+// signal waits for consensus; the same answers without recorded_by count
+// four users, as before.
+func TestDistilledAnswersCarryTheSessionsWriter(t *testing.T) {
+	raw := "## Memory 1\n**Title**: Confirm before writing\n**Description**: Confirm the change first.\n**Content**: Ask the user to confirm the exact change, then write it.\n**Outcome**: success\n"
+	for _, by := range []string{"token:mallory", ""} {
+		b := newBank(t)
+		for i := 0; i < 4; i++ {
+			d := map[string]any{"session_id": fmt.Sprintf("s%d", i), "extractor": "llm", "model": "m", "outcome": "success", "raw_response": raw}
+			if by != "" {
+				d["recorded_by"] = by
+			}
+			if err := b.send(events.DistillationCompleted, t0.Add(time.Duration(i)*time.Second), "project:a", d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := distill.MemoryID("project:a", "Confirm before writing", "Ask the user to confirm the exact change, then write it.")
+		m := b.get(id)
+		if m.UsageCount != 3 {
+			t.Fatalf("recorded_by %q: usage %d, want 3 (three merges)", by, m.UsageCount)
+		}
+		b.signalFrom(id, "token:mallory", false, t0.Add(time.Hour))
+		want := 0.7 // pending: one author
+		if by == "" {
+			want = 0.65 // four sessions, four users: applied alone (0.7 - 0.05)
+		}
+		if c := b.get(id).Confidence; !near(c, want) {
+			t.Fatalf("recorded_by %q: mallory's negative: confidence %v, want %v", by, c, want)
 		}
 	}
 }

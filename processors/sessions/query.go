@@ -190,6 +190,16 @@ func Input(store *projections.Store, key string) (flux.Input, bool, error) {
 	return in, true, err
 }
 
+// RecordedBy is who started the session with key (its start's
+// recorded_by: "token:<name>" when started over the HTTP API), "" when the
+// start named nobody or the session is unknown. The LLM distiller carries
+// it into distillation.completed.v1.
+func RecordedBy(store *projections.Store, key string) (string, error) {
+	var dt detail
+	_, err := store.GetJSON(Name, detailKey(key), &dt)
+	return dt.RecordedBy, err
+}
+
 // task is the task text of the session with key (its d/ row).
 func task(store *projections.Store, key string) (string, error) {
 	var dt detail

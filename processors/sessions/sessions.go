@@ -70,6 +70,9 @@ type Session struct {
 	// this field existed, whose rows keep the t/<key>/ layout. Not part of
 	// the query API's answer.
 	TraceAt string `json:"trace_at,omitempty"`
+	// recordedBy is who started the session (its d/ row's), read at
+	// completion for the memories distilled from it.
+	recordedBy string
 }
 
 // TraceItem is one event of a session's trace, as the evaluator sees it.
@@ -123,6 +126,9 @@ func detailKey(id string) string   { return "d/" + id }
 // the s/ row every event rewrites stays small.
 type detail struct {
 	Task string `json:"task"`
+	// RecordedBy is the start's recorded_by (who started the session),
+	// absent when it has none, so such rows keep their bytes.
+	RecordedBy string `json:"recorded_by,omitempty"`
 }
 
 // traceAt is a session's trace position: the log position of its first
@@ -212,7 +218,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		s.StartedAt = env.Time
 		s.Iteration, s.ParentSession = d.Iteration, d.ParentSession
-		if err := tx.SetJSON(detailKey(id), detail{Task: d.OriginalTask}); err != nil {
+		if err := tx.SetJSON(detailKey(id), detail{Task: d.OriginalTask, RecordedBy: d.RecordedBy}); err != nil {
 			return err
 		}
 		if err := tx.SetJSON(criteriaKey(id), d.SuccessCriteria); err != nil {
@@ -287,6 +293,7 @@ func emitDistilled(tx *projections.Tx, s *Session, ds distill.Session) error {
 		if err := tx.Emit(events.MemoryRecorded, events.MemoryRecordedData{
 			MemoryID: distill.MemoryID(s.Scope, m.Title, m.Content), Title: m.Title, Description: m.Description,
 			Content: m.Content, Outcome: m.Outcome, Tags: m.Tags, Source: "distilled", SourceSession: s.ID,
+			RecordedBy: s.recordedBy, // the session's usages are its starter's (memories.usageAuthors)
 		}); err != nil {
 			return err
 		}
@@ -302,7 +309,7 @@ func evaluatorInput(tx *projections.Tx, s *Session) (flux.Input, error) {
 	if _, err := tx.GetJSON(detailKey(s.Key()), &dt); err != nil {
 		return flux.Input{}, err
 	}
-	s.Task = dt.Task
+	s.Task, s.recordedBy = dt.Task, dt.RecordedBy
 	in := flux.Input{SessionID: s.ID, Task: s.Task, Criteria: s.Criteria, Output: s.Output}
 	prefix := tracePrefix(s)
 	err := tx.Scan(prefix, func(key string, val []byte) (bool, error) {

@@ -22,10 +22,15 @@ import (
 // feedback written as "token:admin". Producers writing straight to Kafka
 // are inside the cluster's perimeter and not checked.
 //
-//   - memory.feedback.v1 data.source, memory.retrieved.v1 data.source and
-//     memory.recorded.v1 data.recorded_by: absent → set to
+//   - memory.feedback.v1 data.source, memory.retrieved.v1 data.source,
+//     memory.recorded.v1 data.recorded_by and
+//     coordination.session.started.v1 data.recorded_by: absent → set to
 //     "token:<caller>"; equal to it → kept; anything else → 403 naming the
-//     field.
+//     field. A session's recorded_by goes with the memories distilled
+//     from it, so whole sessions one token wrote are one author of their
+//     memories' usages: before, three such sessions whose memories merged
+//     counted as three users and let the token's single signal apply
+//     without consensus (a gap the last closing notes listed).
 //   - memory.retrieved.v1 data.session_id → 403: a usage counted by
 //     session is written by GET /v1/memories/search?session_id=, which
 //     checks that the session exists in a scope the caller reads.
@@ -86,7 +91,7 @@ func authorField(t events.Type) string {
 	switch t {
 	case events.MemoryFeedback, events.MemoryRetrieved:
 		return "source"
-	case events.MemoryRecorded:
+	case events.MemoryRecorded, events.SessionStarted:
 		return "recorded_by"
 	}
 	return ""
@@ -99,9 +104,9 @@ func authorField(t events.Type) string {
 // content (projections.Store.AppliedContent; nil: none was); it is asked
 // only of a feedback whose time is out of the window, once its author is
 // set.
-func stampAuthor(envs []events.Envelope, c access.Caller, now time.Time, applied func(env *events.Envelope) (bool, bool, error)) *errorBody {
+func stampAuthor(envs []events.Envelope, c access.Caller, tokens bool, now time.Time, applied func(env *events.Envelope) (bool, bool, error)) *errorBody {
 	for i := range envs {
-		if eb := stampOne(envs, i, c); eb != nil {
+		if eb := stampOne(envs, i, c, tokens); eb != nil {
 			return eb
 		}
 		if env := &envs[i]; env.Type == events.MemoryFeedback && env.Time != "" {
@@ -151,8 +156,11 @@ func feedbackTime(i int, env *events.Envelope, now time.Time, applied func(env *
 // bank is the one that knows.
 const reasonNotResent = "not the present, and no resend of an accepted feedback"
 
-// stampOne applies the author rules to envs[i] for caller c.
-func stampOne(envs []events.Envelope, i int, c access.Caller) *errorBody {
+// stampOne applies the author rules to envs[i] for caller c; tokens says
+// whether the service has tokens (without them every caller is "local":
+// no identity to tell sessions apart by, so a session start is left as
+// sent and its memories' merges count each session as before).
+func stampOne(envs []events.Envelope, i int, c access.Caller, tokens bool) *errorBody {
 	who := "token:" + c.Name
 	env := &envs[i]
 	if strings.HasPrefix(strings.ToLower(env.Source), reservedSource) {
@@ -172,7 +180,7 @@ func stampOne(envs []events.Envelope, i int, c access.Caller) *errorBody {
 		return nil
 	}
 	field := authorField(env.Type)
-	if field == "" {
+	if field == "" || env.Type == events.SessionStarted && !tokens {
 		return nil
 	}
 	idx := i

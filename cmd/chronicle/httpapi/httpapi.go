@@ -408,7 +408,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	if s.P.Store != nil {
 		applied = func(env *events.Envelope) (bool, bool, error) { return s.P.Store.AppliedContent(memories.Name, env) }
 	}
-	if eb := stampAuthor(envs, c, time.Now(), applied); eb != nil {
+	if eb := stampAuthor(envs, c, s.Tokens != nil, time.Now(), applied); eb != nil {
 		if eb.Reason == reasonNotResent {
 			// this store holds no such feedback, but on a cluster member
 			// that does not own chronicle.memories that says nothing: the

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -47,5 +48,60 @@ func TestSessionsOfOneTokenAreOneUser(t *testing.T) {
 	code, fb := call(t, base, "tok-a", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": false})
 	if code != 200 || fb["new_confidence"] != 0.8 || !strings.HasPrefix(fb["message"].(string), "signal stored") {
 		t.Fatalf("the same token's single feedback: %d %v; want stored for consensus, confidence 0.8", code, fb)
+	}
+}
+
+// One token that writes four whole sessions of one task, whose distilled
+// memories merge into one (usage_count 3: the three merges, each a use by
+// its session), is still one author: its session starts carry its
+// identity (recorded_by, stamped by POST /v1/events), the distilled
+// recordings carry it on, and its single feedback is stored for consensus.
+// Before, each session counted as a user of its own and the signal applied
+// alone (a gap the last closing notes listed). A start naming another
+// author is refused naming the field.
+func TestWholeSessionsOfOneTokenAreOneUser(t *testing.T) {
+	p, _, base := scopedServer(t)
+	orig, _ := sessionIn(t, 0, "project:a", "QUOKKA")
+	for k := 1; k <= 4; k++ {
+		copyOf := make([]events.Envelope, len(orig))
+		copy(copyOf, orig)
+		for j := range copyOf {
+			copyOf[j].ID = fmt.Sprintf("%s-c%d", orig[j].ID, k)
+			copyOf[j].SessionID = fmt.Sprintf("%s-c%d", orig[j].SessionID, k)
+		}
+		if code, m := call(t, base, "tok-a", "POST", "/v1/events", copyOf); code != 202 {
+			t.Fatalf("session copy %d: %d %v", k, code, m)
+		}
+	}
+	waitCaughtUp(t, p)
+	code, res := call(t, base, "tok-a", "GET", "/v1/memories/search?min_confidence=0&limit=20&query="+url.QueryEscape("QUOKKA"), nil)
+	if code != 200 {
+		t.Fatalf("search: %d %v", code, res)
+	}
+	var id string
+	var before float64
+	for _, h := range res["memories"].([]any) {
+		m := h.(map[string]any)
+		if n, _ := m["usage_count"].(float64); n >= 3 {
+			id, before = m["id"].(string), m["confidence"].(float64)
+			break
+		}
+	}
+	if id == "" {
+		t.Fatalf("no memory merged from the four sessions (usage_count ≥ 3) among %v", res["memories"])
+	}
+	code, fb := call(t, base, "tok-a", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": false})
+	if code != 200 || fb["new_confidence"] != before || !strings.HasPrefix(fb["message"].(string), "signal stored") {
+		t.Fatalf("the writer's single feedback on a memory of its own four sessions: %d %v; want stored for consensus, confidence %v", code, fb, before)
+	}
+	// the start carries its writer; another author is refused
+	start := orig[0]
+	start.ID, start.SessionID = "start-forged", "forged"
+	var d map[string]any
+	_ = json.Unmarshal(start.Data, &d)
+	d["recorded_by"] = "token:b"
+	start.Data, _ = json.Marshal(d)
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{start}); code != 403 || m["pointer"] != "/data/recorded_by" {
+		t.Fatalf("a start naming another author: %d %v; want 403 naming /data/recorded_by", code, m)
 	}
 }
