@@ -190,3 +190,32 @@ func TestSuggestionFeedbackNamesEveryMissingField(t *testing.T) {
 		t.Fatalf("feedback without confidence and mode: %d %q; want 400 naming both", code, e)
 	}
 }
+
+// A write may not start a workflow "suggest", nor fork into one: GET
+// /v1/workflows/suggest is the suggestion route's path (a 405, Allow:
+// POST), so its state could never be read there. Before, the write was
+// accepted (200) and the workflow unreadable at its own URL.
+func TestWorkflowIDSuggestIsRefused(t *testing.T) {
+	_, srv := setup(t)
+	do := func(path, body string) (int, map[string]any) {
+		t.Helper()
+		return call(t, srv.URL, "", "POST", path, json.RawMessage(body))
+	}
+	update := `{"channel":"messages","update":"x"}`
+	code, m := do("/v1/workflows/suggest/updates", update)
+	if msg, _ := m["error"].(string); code != http.StatusBadRequest || !strings.Contains(msg, `"suggest"`) || !strings.Contains(msg, "reserved") {
+		t.Fatalf("start workflow suggest: %d %v; want 400 saying the id is reserved", code, m)
+	}
+	if code, m := do("/v1/workflows/wf-s/updates", update); code != http.StatusOK {
+		t.Fatalf("start wf-s: %d %v", code, m)
+	}
+	code, m = do("/v1/workflows/wf-s/checkpoints", `{"layer":0}`)
+	if code != http.StatusOK {
+		t.Fatalf("checkpoint wf-s: %d %v", code, m)
+	}
+	cp, _ := m["checkpoint_id"].(string)
+	code, m = do("/v1/workflows/wf-s/fork", `{"workflow_id":"suggest","checkpoint_id":"`+cp+`"}`)
+	if msg, _ := m["error"].(string); code != http.StatusBadRequest || !strings.HasPrefix(msg, "workflow_id: ") || !strings.Contains(msg, "reserved") {
+		t.Fatalf("fork into workflow suggest: %d %v; want 400 naming workflow_id", code, m)
+	}
+}

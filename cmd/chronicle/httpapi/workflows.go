@@ -416,6 +416,10 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "workflow %q not found in %s: complete ends a workflow that exists (a write to /updates starts one)", id, scope)
 		return
 	}
+	if !exists && !retry && action != "fork" && id == reservedWorkflowID {
+		writeErr(w, http.StatusBadRequest, "workflow id %q: %s", id, reservedWorkflowWhy)
+		return
+	}
 	if exists && st.Status == workflows.StatusCompleted && action != "fork" && !retry {
 		writeErr(w, http.StatusConflict, "workflow %q completed (%s): it takes no more events; fork it to go on", id, st.Outcome)
 		return
@@ -520,6 +524,10 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := events.CheckID(b.WorkflowID); err != nil {
 			writeErr(w, http.StatusBadRequest, "workflow_id: %v", err)
+			return
+		}
+		if b.WorkflowID == reservedWorkflowID && !retry {
+			writeErr(w, http.StatusBadRequest, "workflow_id: %q: %s", b.WorkflowID, reservedWorkflowWhy)
 			return
 		}
 		if !c.CanWrite(scope) {
@@ -778,6 +786,17 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	}
 	return out, true
 }
+
+// reservedWorkflowID is the one workflow id a write may not start:
+// /v1/workflows/suggest is the suggestion route (POST), and a path that is
+// a route's is matched before the {id} template (OpenAPI 3.1 path
+// matching, as the router's Allow follows it), so GET
+// /v1/workflows/suggest is that route's 405, never the workflow's state. A
+// workflow "suggest" written to Kafka by a producer is still projected and
+// listed; its other routes (…/suggest/updates, /checkpoints) serve it.
+const reservedWorkflowID = "suggest"
+
+const reservedWorkflowWhy = "reserved: /v1/workflows/suggest is the suggestion route, so GET /v1/workflows/suggest could never read this workflow's state; choose another id"
 
 // forkHopHeader marks a fork the parent's owner sent on to the owner of
 // the new workflow's partition (forwardFork): that member writes it, and
