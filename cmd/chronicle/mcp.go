@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
@@ -49,6 +51,8 @@ SIGTERM ends the wait at once.`,
 				}
 			} else if !events.ValidScope(scope) {
 				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
+			} else if err := checkScope(ctx, backend, scope, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			// The service checks the token's scopes on every call; the
 			// stdio side only picks where new memories go.
@@ -62,6 +66,35 @@ SIGTERM ends the wait at once.`,
 	cmd.Flags().DurationVar(&drainWait, "drain-wait", mcpserver.DefaultDrainWait, "once stdin ends, how long to wait for the answers of the requests read before the end, then exit non-zero naming those left unanswered (must be positive)")
 	return cmd
 }
+
+// checkScope refuses at start a --scope the token may not write (GET
+// /v1/whoami) when it writes some other scope: before, mcp started and every memory_record answered the
+// service's 403, found only at the first write (a tenant-isolation
+// review). A service that does not answer within whoamiWait is no
+// refusal: --scope lets mcp start before the service, so that is a
+// warning on stderr and the calls then say what the service says.
+func checkScope(ctx context.Context, c *httpapi.Client, scope string, stderr io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, whoamiWait)
+	defer cancel()
+	who, err := c.WhoAmI(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "chronicle mcp: could not check that the token may write --scope %s (%v): memory_record and memory_feedback will say\n", scope, err)
+		return nil
+	}
+	if len(who.Write) == 0 {
+		// a read-only token, or chronicle inspect: the read tools work,
+		// as without --scope
+		fmt.Fprintln(stderr, "chronicle mcp: the token writes no scope: memory_record and memory_feedback will be refused; the read tools work")
+		return nil
+	}
+	if !(access.Caller{Write: who.Write}).CanWrite(scope) {
+		return fmt.Errorf("--scope %s: the token %q may not write %s (it writes %v): memory_record and memory_feedback would be refused; pass a scope it writes, or leave --scope out for its default write scope (%q)", scope, who.Name, scope, who.Write, who.DefaultWriteScope)
+	}
+	return nil
+}
+
+// whoamiWait bounds checkScope's question to the service (3 s).
+const whoamiWait = 3 * time.Second
 
 // defaultScope asks the service where the token's writes go (GET
 // /v1/whoami), so a scoped token works without repeating its scope; ""

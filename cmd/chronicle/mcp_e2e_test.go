@@ -300,11 +300,14 @@ func TestMCPScopedTokens(t *testing.T) {
 	if hidden != "memory not found: "+recorded.ID || strings.ReplaceAll(hidden, recorded.ID, "no-such-memory") != missing {
 		t.Errorf("memory_feedback as project:b on project:a's memory: %q; on a missing one: %q; want the same not-found answer", hidden, missing)
 	}
-	// project:b's token writing to project:a is refused for what it is,
-	// not as a missing memory.
-	bIntoA := startMCP(t, base, tokB, "--scope", "project:a")
-	if msg := callError(t, bIntoA, "memory_record", rec); !strings.Contains(msg, "403 Forbidden: scope: this token may not write project:a") || strings.Contains(msg, "not found") {
-		t.Errorf("memory_record into project:a with project:b's token: %q, want the 403 naming the scope", msg)
+	// project:b's token with --scope project:a is refused at start, naming
+	// the flag and the scopes it writes (before, mcp started and only the
+	// first memory_record answered the 403: a tenant-isolation review)
+	bIntoA := exec.Command(binary, "mcp", "--api", base, "--scope", "project:a")
+	bIntoA.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CHRONICLE_TOKEN=") }), "CHRONICLE_TOKEN="+tokB)
+	bIntoA.Stdin = strings.NewReader("")
+	if out, err := bIntoA.CombinedOutput(); err == nil || !strings.Contains(string(out), `--scope project:a: the token "agent-b" may not write project:a (it writes [project:b])`) {
+		t.Errorf("chronicle mcp --scope project:a with project:b's token: %v\n%s\nwant a refusal at start naming --scope and the scopes it writes", err, out)
 	}
 	// b's refused calls changed nothing: a still sees confidence 0.8.
 	if h := searchUntil(t, a, query, "hit "+recorded.ID, func(h search.Hit) bool { return h.ID == recorded.ID }); h.Confidence != 0.8 {
