@@ -86,13 +86,22 @@ func Questions(run *Run, name string) []Question {
 //     or no answer is a judgement, not a span, and counts 1;
 //   - consistency 1 when the thought before Finish states the answer
 //     (normalised containment), else 0.5.
+//
+// The engine's claim (Converged) is the agent's own: a ReAct agent that
+// calls Finish with an answer declares the question answered, one that
+// halts does not. The log has no other claim; before, the importer left
+// Converged false on every pass, so each pass Chronicle judged converged
+// was flagged CLAIM_DISAGREES although the agent had claimed it was done.
+// CLAIM_DISAGREES now marks a pass the agent finished whose answer the
+// thresholds do not accept (not grounded in its observations, or not
+// stated by its last thought).
 func Scores(a Agent) events.ConvergenceScores {
 	var c events.ConvergenceScores
 	if !a.Finished || strings.TrimSpace(a.Answer) == "" {
 		c.Consistency = 0.5
 		return c
 	}
-	c.Completeness = 1
+	c.Converged, c.Completeness = true, 1
 	ans := answer.Normalize(a.Answer)
 	words := strings.Fields(ans)
 	if ans == "yes" || ans == "no" {

@@ -13,9 +13,9 @@ func TestScoresFromThePassAlone(t *testing.T) {
 		a    Agent
 		want events.ConvergenceScores
 	}{
-		{Agent{Finished: true, Answer: "2004", Steps: []Step{obs, {N: 2, Thought: "So the answer is 2004.", Tool: "Finish"}}}, events.ConvergenceScores{Completeness: 1, Coherence: 1, Consistency: 1}},
-		{Agent{Finished: true, Answer: "The year 2004 AD", Steps: []Step{obs, {N: 2, Thought: "Done.", Tool: "Finish"}}}, events.ConvergenceScores{Completeness: 1, Coherence: 1.0 / 3, Consistency: 0.5}}, // "year 2004 ad": one word of three,
-		{Agent{Finished: true, Answer: "yes", Steps: []Step{obs, {N: 2, Thought: "Both are, so yes.", Tool: "Finish"}}}, events.ConvergenceScores{Completeness: 1, Coherence: 1, Consistency: 1}},
+		{Agent{Finished: true, Answer: "2004", Steps: []Step{obs, {N: 2, Thought: "So the answer is 2004.", Tool: "Finish"}}}, events.ConvergenceScores{Converged: true, Completeness: 1, Coherence: 1, Consistency: 1}},
+		{Agent{Finished: true, Answer: "The year 2004 AD", Steps: []Step{obs, {N: 2, Thought: "Done.", Tool: "Finish"}}}, events.ConvergenceScores{Converged: true, Completeness: 1, Coherence: 1.0 / 3, Consistency: 0.5}}, // "year 2004 ad": one word of three,
+		{Agent{Finished: true, Answer: "yes", Steps: []Step{obs, {N: 2, Thought: "Both are, so yes.", Tool: "Finish"}}}, events.ConvergenceScores{Converged: true, Completeness: 1, Coherence: 1, Consistency: 1}},
 		{Agent{Steps: []Step{obs}}, events.ConvergenceScores{Consistency: 0.5}},
 	}
 	for i, c := range cases {
