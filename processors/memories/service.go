@@ -192,15 +192,15 @@ func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded,
 	case s.Producer == nil:
 		return search.Recorded{}, ErrReadOnly
 	case strings.TrimSpace(r.Title) == "" || utf8.RuneCountInString(r.Title) > distill.MaxTitle:
-		return search.Recorded{}, fmt.Errorf("%w: title: required, at most %d characters", search.ErrInvalid, distill.MaxTitle)
+		return search.Recorded{}, &search.FieldError{Pointer: "/title", Reason: fmt.Sprintf("required, at most %d characters", distill.MaxTitle)}
 	case strings.TrimSpace(r.Description) == "" || utf8.RuneCountInString(r.Description) > distill.MaxDescription:
-		return search.Recorded{}, fmt.Errorf("%w: description: required, at most %d characters", search.ErrInvalid, distill.MaxDescription)
+		return search.Recorded{}, &search.FieldError{Pointer: "/description", Reason: fmt.Sprintf("required, at most %d characters", distill.MaxDescription)}
 	case strings.TrimSpace(r.Content) == "":
-		return search.Recorded{}, fmt.Errorf("%w: content: required", search.ErrInvalid)
+		return search.Recorded{}, &search.FieldError{Pointer: "/content", Reason: "required"}
 	case r.Outcome != events.OutcomeSuccess && r.Outcome != events.OutcomeFailure:
-		return search.Recorded{}, fmt.Errorf("%w: outcome: %q is not success or failure", search.ErrInvalid, r.Outcome)
+		return search.Recorded{}, &search.FieldError{Pointer: "/outcome", Reason: fmt.Sprintf("%q is not success or failure", r.Outcome)}
 	case r.Scope == "":
-		return search.Recorded{}, fmt.Errorf("%w: scope: the caller has no scope to write to", search.ErrInvalid)
+		return search.Recorded{}, &search.FieldError{Pointer: "/scope", Reason: "the caller has no scope to write to"}
 	}
 	id := distill.MemoryID(r.Scope, r.Title, r.Content)
 	var (
@@ -375,7 +375,7 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 		return search.FeedbackResult{}, ErrReadOnly
 	}
 	if f.MemoryID == "" {
-		return search.FeedbackResult{}, fmt.Errorf("%w: memory_id: required", search.ErrInvalid)
+		return search.FeedbackResult{}, &search.FieldError{Pointer: "/memory_id", Reason: "required"}
 	}
 	key, err := s.feedbackKey(f)
 	if err != nil {

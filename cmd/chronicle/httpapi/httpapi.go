@@ -329,6 +329,19 @@ func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
 }
 
+// writeFieldErr answers a 400 naming the request body's member: error
+// "<field>: <reason>", its JSON pointer and the reason, as the workflow
+// and event routes answer.
+func writeFieldErr(w http.ResponseWriter, field, pointer, reason string) {
+	writeJSON(w, http.StatusBadRequest, errorBody{Error: field + ": " + reason, Pointer: pointer, Reason: reason})
+}
+
+// writeSuggestErr answers a suggest.FieldError (a 400 naming the member)
+// as writeFieldErr does.
+func writeSuggestErr(w http.ResponseWriter, fe *suggest.FieldError) {
+	writeFieldErr(w, fe.Field(), fe.Pointer(), fe.Reason)
+}
+
 // writeBadInput answers POST /v1/events' 400 for ie with the documented
 // fields: error, index, pointer and reason.
 func writeBadInput(w http.ResponseWriter, ie *inputError) {
@@ -1187,7 +1200,8 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		// (before, "bogus" was a 403 "may not write bogus" with a token
 		// and, without one, a 400 about the derived memory.created.v1
 		// event's envelope; found by a new user's walkthrough)
-		writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", body.Scope)
+		reason := fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", body.Scope)
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: "scope: " + reason, Pointer: "/scope", Reason: reason})
 		return
 	}
 	key, err := idempotencyKey(r)

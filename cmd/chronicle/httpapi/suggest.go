@@ -56,12 +56,15 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// k absent is the default (3); k sent as 0 is out of range, as
-	// everywhere else in the API (suggest.Request keeps 0 for "absent")
+	// everywhere else in the API (suggest.Request keeps 0 for "absent"),
+	// and 0 and 11 are answered alike, naming /k (11 was "invalid
+	// suggestion request: k: 11 is not from 1 to 10" without a pointer;
+	// found by a walkthrough)
 	var sent struct {
 		K *int `json:"k"`
 	}
-	if json.Unmarshal(body, &sent) == nil && sent.K != nil && *sent.K == 0 {
-		writeErr(w, http.StatusBadRequest, "k: 0 is not from 1 to 10 (leave it out for the default 3)")
+	if json.Unmarshal(body, &sent) == nil && sent.K != nil && (*sent.K < 1 || *sent.K > 10) {
+		writeFieldErr(w, "k", "/k", suggest.KReason(*sent.K))
 		return
 	}
 	g, err := s.toolGraph()
@@ -107,7 +110,7 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	// args.tools is (it was ignored: 200 with suggestions that did not
 	// follow it; found by a walkthrough)
 	if i := sg.Unknown(req.ContextTools); i >= 0 {
-		writeErr(w, http.StatusBadRequest, "context_tools[%d]: %q is not a tool of the catalogue or the tool graph", i, req.ContextTools[i])
+		writeFieldErr(w, fmt.Sprintf("context_tools[%d]", i), fmt.Sprintf("/context_tools/%d", i), fmt.Sprintf("%q is not a tool of the catalogue or the tool graph", req.ContextTools[i]))
 		return
 	}
 	// so is an estimate of a tool nobody knows: it could never apply, and
@@ -115,11 +118,15 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	// found by a new user's walkthrough)
 	named := slices.Sorted(maps.Keys(req.Estimates))
 	if i := sg.Unknown(named); i >= 0 {
-		writeErr(w, http.StatusBadRequest, "estimates.%s: %q is not a tool of the catalogue or the tool graph", named[i], named[i])
+		fe := &suggest.FieldError{Path: []any{"estimates", named[i]}, Reason: fmt.Sprintf("%q is not a tool of the catalogue or the tool graph", named[i])}
+		writeSuggestErr(w, fe)
 		return
 	}
 	res, err := sg.Suggest(r.Context(), req)
+	var fe *suggest.FieldError
 	switch {
+	case errors.As(err, &fe):
+		writeSuggestErr(w, fe)
 	case errors.Is(err, suggest.ErrInvalid):
 		writeErr(w, http.StatusBadRequest, "%v", err)
 	case err != nil:

@@ -728,7 +728,7 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 			K *int `json:"k"`
 		}
 		if json.Unmarshal(raw, &sent) == nil && sent.K != nil && (*sent.K < 1 || *sent.K > 10) {
-			writeErr(w, http.StatusBadRequest, "args.k: %d is not from 1 to 10 (leave it out for the default 3)", *sent.K)
+			writeFieldErr(w, "args.k", "/args/k", suggest.KReason(*sent.K))
 			return nil, false
 		}
 	}
@@ -767,9 +767,16 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	}
 	plan, err := sg.Replan(r.Context(), current, a)
 	var ce *dag.CycleError
+	var fe *suggest.FieldError
 	switch {
 	case errors.As(err, &ce):
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": "args: the replanned DAG: " + err.Error(), "cycle": ce.Cycle})
+		return nil, false
+	case errors.As(err, &fe):
+		// the command's args, named as the command's (the text was the
+		// suggestion route's "invalid suggestion request: ..."; found by
+		// a walkthrough)
+		writeSuggestErr(w, fe)
 		return nil, false
 	case errors.Is(err, suggest.ErrInvalid):
 		writeErr(w, http.StatusBadRequest, "%v", err)

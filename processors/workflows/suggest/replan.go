@@ -28,18 +28,18 @@ func (s *Suggester) Replan(ctx context.Context, current []string, args workflows
 	var plan workflows.ReplanPlan
 	switch {
 	case args.Plan != nil:
-		return plan, fmt.Errorf("%w: args.plan: computed by the server from args.requirement or args.tools, not given", ErrInvalid)
+		return plan, fieldErr("computed by the server from args.requirement or args.tools, not given", "args", "plan")
 	case len(args.Tools) > 0 && strings.TrimSpace(args.Requirement) != "":
-		return plan, fmt.Errorf("%w: args: give args.requirement (a tool search) or args.tools (named tools), not both", ErrInvalid)
+		return plan, fieldErr("give args.requirement (a tool search) or args.tools (named tools), not both", "args")
 	case len(args.Tools) == 0 && strings.TrimSpace(args.Requirement) == "":
-		return plan, fmt.Errorf("%w: args.requirement: required for replan_dag (or args.tools)", ErrInvalid)
+		return plan, fieldErr("required for replan_dag (or args.tools)", "args", "requirement")
 	}
 	var added []string
 	if len(args.Tools) > 0 {
 		known := s.candidates()
 		for i, t := range args.Tools {
 			if !slices.Contains(known, t) {
-				return plan, fmt.Errorf("%w: args.tools[%d]: %q is not a tool of the catalogue or the tool graph", ErrInvalid, i, t)
+				return plan, fieldErr(fmt.Sprintf("%q is not a tool of the catalogue or the tool graph", t), "args", "tools", i)
 			}
 			if !slices.Contains(current, t) && !slices.Contains(added, t) {
 				added = append(added, t)
@@ -47,6 +47,10 @@ func (s *Suggester) Replan(ctx context.Context, current []string, args workflows
 		}
 	} else {
 		sg, err := s.Suggest(ctx, Request{Intent: args.Requirement, ContextTools: current, K: args.K})
+		var fe *FieldError
+		if errors.As(err, &fe) { // the search's request is the command's args
+			return plan, fe.Under("args")
+		}
 		if err != nil {
 			return plan, err
 		}
@@ -62,7 +66,7 @@ func (s *Suggester) Replan(ctx context.Context, current []string, args workflows
 		}
 	}
 	if len(added) == 0 {
-		return plan, fmt.Errorf("%w: args: nothing to add, every tool found is already in the DAG", ErrInvalid)
+		return plan, fieldErr("nothing to add, every tool found is already in the DAG", "args")
 	}
 	all := append(slices.Clone(current), added...)
 	d, err := dag.Build(s.withUnknown(all), all, dag.DefaultRule)

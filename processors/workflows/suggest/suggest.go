@@ -143,9 +143,66 @@ type Suggester struct {
 	vecs map[string][]float32
 }
 
-// ErrInvalid is wrapped by errors of a bad request (the message names the
-// field).
+// ErrInvalid is wrapped by errors of a bad request (a *FieldError, naming
+// the field).
 var ErrInvalid = errors.New("invalid suggestion request")
+
+// FieldError is an ErrInvalid naming the request member it refuses by its
+// path: Path holds member names (string) and array indexes (int), e.g.
+// {"estimates", "lookup", "cost_usd"} or, for a replan_dag command's
+// args, {"args", "tools", 0}. Error reads "<Field>: <Reason>", without
+// ErrInvalid's text: the HTTP routes answer it as the route's own error
+// with its Pointer (a suggestion request's text in a replan_dag command's
+// error misled a walkthrough).
+type FieldError struct {
+	Path   []any
+	Reason string
+}
+
+// Field is the path as the API's messages write it: args.tools[0].
+func (e *FieldError) Field() string {
+	var b strings.Builder
+	for _, p := range e.Path {
+		switch p := p.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", p)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, p)
+		}
+	}
+	return b.String()
+}
+
+// Pointer is the path as a JSON pointer (RFC 6901) into the request body:
+// /args/tools/0.
+func (e *FieldError) Pointer() string {
+	var b strings.Builder
+	for _, p := range e.Path {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(fmt.Sprint(p)))
+	}
+	return b.String()
+}
+
+func (e *FieldError) Error() string { return e.Field() + ": " + e.Reason }
+
+// Unwrap returns ErrInvalid.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Under is e with prefix before its path (Replan's {"args"}).
+func (e *FieldError) Under(prefix ...any) *FieldError {
+	return &FieldError{Path: append(slices.Clone(prefix), e.Path...), Reason: e.Reason}
+}
+
+// KReason is the reason a k out of 1..10 is refused.
+func KReason(k int) string {
+	return fmt.Sprintf("%d is not from 1 to 10 (leave it out for the default 3)", k)
+}
+
+func fieldErr(reason string, path ...any) error { return &FieldError{Path: path, Reason: reason} }
 
 // Alpha is the local weight of meaning against the graph (PML design,
 // hybrid search): 1.0 without a context tool or when it has fewer than
@@ -186,21 +243,21 @@ func Alpha(g *toolgraph.Graph, ctx string) float64 {
 // limit (MaxSpeculationCostUSD, MaxSpeculationSeconds).
 func (s *Suggester) Suggest(ctx context.Context, req Request) (Suggestion, error) {
 	if strings.TrimSpace(req.Intent) == "" && len(req.ContextTools) == 0 {
-		return Suggestion{}, fmt.Errorf("%w: intent: required (or context_tools)", ErrInvalid)
+		return Suggestion{}, fieldErr("required (or context_tools)", "intent")
 	}
 	k := req.K
 	if k == 0 {
 		k = 3
 	}
 	if k < 1 || k > 10 {
-		return Suggestion{}, fmt.Errorf("%w: k: %d is not from 1 to 10", ErrInvalid, k)
+		return Suggestion{}, fieldErr(KReason(k), "k")
 	}
 	for tool, e := range req.Estimates {
 		if !(e.CostUSD >= 0) || math.IsInf(e.CostUSD, 0) {
-			return Suggestion{}, fmt.Errorf("%w: estimates.%s.cost_usd: %v is not a cost ≥ 0", ErrInvalid, tool, e.CostUSD)
+			return Suggestion{}, fieldErr(fmt.Sprintf("%v is not a cost ≥ 0", e.CostUSD), "estimates", tool, "cost_usd")
 		}
 		if !(e.Seconds >= 0) || math.IsInf(e.Seconds, 0) {
-			return Suggestion{}, fmt.Errorf("%w: estimates.%s.seconds: %v is not a duration ≥ 0", ErrInvalid, tool, e.Seconds)
+			return Suggestion{}, fieldErr(fmt.Sprintf("%v is not a duration ≥ 0", e.Seconds), "estimates", tool, "seconds")
 		}
 	}
 	th := req.SpeculationThreshold
