@@ -23,6 +23,13 @@ const (
 	// /v1/sessions/{id}/improvement answers it, next to improved_by; the
 	// pairloop row keeps the status it had (REVISION_READY, usually).
 	LoopImproved = "IMPROVED"
+	// LoopAwaitingEvaluation: the session has no evaluation yet (it has
+	// not completed, or its evaluation is not projected yet), so the loop
+	// has nothing to start from. Only the routes answer it (GET
+	// /v1/sessions/{id}/improvement, POST …/improve's 202); no pairloop
+	// row holds it. Before, such a session showed AWAITING_CONTEXT, which
+	// means evaluated below 95 (found by an agent-runtime walkthrough).
+	LoopAwaitingEvaluation = "AWAITING_EVALUATION"
 )
 
 // Revision is the deterministic informed revision of a session below

@@ -79,9 +79,9 @@ func (s *Server) improvement(r *http.Request, key string) (improvementView, bool
 		return improvementView{}, true, err
 	}
 	if !has {
-		st = pair.LoopState{SessionID: id, Scope: scope, Status: pair.LoopAwaitingContext}
+		st = pair.LoopState{SessionID: id, Scope: scope, Status: pair.LoopAwaitingEvaluation}
 		if v.Evaluation != nil {
-			st.Evaluated, st.Composite = true, v.Evaluation.Composite
+			st.Status, st.Evaluated, st.Composite = pair.LoopAwaitingContext, true, v.Evaluation.Composite
 		}
 	}
 	if st.Iteration == 0 {
@@ -230,9 +230,11 @@ func (s *Server) runsPAIR() bool {
 // (default 20 s) in all for the context to be projected. It answers 200
 // with the revision and next_attempt (iteration, parent_session) when one
 // is ready, or with the final status (SUCCESS, MAX_ITERATIONS_REACHED);
-// 202 with the state AWAITING_CONTEXT when the session is not evaluated
-// yet or the wait ran out (a later POST or GET …/improvement finds the
-// context; a retrieval cut short wrote nothing and runs again); 404 for an
+// 202 with the state AWAITING_EVALUATION when the session completed but
+// its evaluation is not projected yet, AWAITING_CONTEXT when the wait ran
+// out (a later POST or GET …/improvement finds the context; a retrieval
+// cut short wrote nothing and runs again); 409 at once for a session that
+// has not completed (no evaluation will come before it does); 404 for an
 // unknown session or one of a scope the caller may not write. The body is
 // empty or {}: the route takes no field, so anything else is a 400 naming
 // it, as on every other POST route.
@@ -263,13 +265,26 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// a session that has not completed has no evaluation to improve from,
+	// and none is coming: a 409 saying so at once (it was a 202
+	// AWAITING_CONTEXT, "evaluated below 95", with evaluated false;
+	// found by an agent-runtime walkthrough)
+	if v, found, err := sessions.Get(s.P.Store, key); err == nil && found && v.Evaluation == nil && v.Status != sessions.StatusCompleted {
+		reason := "session not completed"
+		if v.StartedAt == "" {
+			reason = "session not started nor completed"
+		}
+		writeJSON(w, http.StatusConflict, errorBody{Reason: reason, Error: fmt.Sprintf("session %q has not completed (status %s, %d events, no %s): PAIR improves a session from its evaluation, which its completion brings; "+
+			"complete it, then ask again", id, v.Status, v.Events, events.SessionCompleted)})
+		return
+	}
 	view, ok, err := s.startLoop(r.Context(), r, key)
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	case !ok:
 		writeErr(w, http.StatusNotFound, "session %q not found", id)
-	case view.Status == pair.LoopAwaitingContext:
+	case view.Status == pair.LoopAwaitingContext || view.Status == pair.LoopAwaitingEvaluation:
 		if view.Evaluated && view.Composite < pair.PassComposite {
 			// the wait ran out: a context that will never come (its
 			// evaluation dead-lettered by the pair worker) is a 409

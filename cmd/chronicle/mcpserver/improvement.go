@@ -29,11 +29,11 @@ func (t *tools) addImprovement(s *mcp.Server) {
 	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "pair_improvement",
-		Description: "The PAIR loop state of a session evaluated below 95: status (SUCCESS, MAX_ITERATIONS_REACHED, REVISION_READY, AWAITING_CONTEXT), " +
+		Description: "The PAIR loop state of a session evaluated below 95: status (SUCCESS, MAX_ITERATIONS_REACHED, REVISION_READY, AWAITING_CONTEXT, AWAITING_EVALUATION when the session has no evaluation yet), " +
 			"the retrieved patterns per gap with their recommendation, the revision (tool sequence to follow, missing writes, rules, rationale, estimated improvement) " +
 			"and how to start the next attempt (next_attempt: iteration, parent_session). " +
 			"Like POST /v1/sessions/{id}/improve, it starts the loop when it has not started and the caller may write the session's scope: " +
-			"PAIR retrieval runs for a session below 95 without a context (waiting up to 20 s); a caller who may only read gets the state as it is.",
+			"PAIR retrieval runs for a session below 95 without a context (waiting up to 20 s); a caller who may only read gets the state as it is; a session that has not completed is an error saying so (nothing to improve from yet).",
 		// not read-only: it may write the session's PAIR context; repeating
 		// it writes nothing more (one context per session)
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},

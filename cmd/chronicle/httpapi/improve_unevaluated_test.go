@@ -1,0 +1,51 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/pair"
+)
+
+// TestImproveOfAnUncompletedSessionIs409: POST /v1/sessions/{id}/improve
+// on a session that has not completed (tool calls only, or started and
+// tool calls) answers 409 at once, saying it has not completed, even with
+// a pair worker to wait for and a long ImproveWait; GET …/improvement
+// says AWAITING_EVALUATION, evaluated false. Before, the route answered
+// 202 AWAITING_CONTEXT ("evaluated below 95") with evaluated false (an
+// agent-runtime walkthrough waited about 20 s for it).
+func TestImproveOfAnUncompletedSessionIs409(t *testing.T) {
+	p, api, base := scopedServer(t)
+	p.Workers = append(p.Workers, namedWorker("pair")) // the route would wait for "the worker"
+	api.ImproveWait = 25 * time.Second
+	for i, keep := range []map[events.Type]bool{
+		{events.WorkflowTaskCompleted: true},
+		{events.WorkflowTaskCompleted: true, events.SessionStarted: true},
+	} {
+		envs, sid := sessionIn(t, 3+i, "project:a", "NOT-DONE")
+		var sent []events.Envelope
+		for _, e := range envs {
+			if keep[e.Type] {
+				sent = append(sent, e)
+			}
+		}
+		if code, m := call(t, base, "tok-a", "POST", "/v1/events", sent); code != 202 {
+			t.Fatalf("session: %d %v", code, m)
+		}
+		waitCaughtUp(t, p)
+		path := "/v1/sessions/" + url.PathEscape(sid)
+		start := time.Now()
+		code, m := call(t, base, "tok-a", "POST", path+"/improve", nil)
+		took := time.Since(start)
+		if code != 409 || !strings.Contains(fmt.Sprint(m["error"]), "has not completed") || !strings.HasPrefix(fmt.Sprint(m["reason"]), "session not") || took > 2*time.Second {
+			t.Fatalf("%v: improve: %d %v in %v; want a prompt 409 saying it has not completed", keep, code, m, took)
+		}
+		if code, m := call(t, base, "tok-a", "GET", path+"/improvement", nil); code != 200 || m["status"] != pair.LoopAwaitingEvaluation || m["evaluated"] != false {
+			t.Fatalf("%v: improvement: %d %v; want AWAITING_EVALUATION", keep, code, m)
+		}
+	}
+}
