@@ -48,6 +48,8 @@ var clusterTokens = access.File{Tokens: []access.Token{
 	{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a", "project:b"}},
 	// reads both, writes project:a only
 	{Name: "ab-ro", SHA256: access.Hash("tok-ab-ro"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a"}},
+	// writes project:a, reads nothing
+	{Name: "wo", SHA256: access.Hash("tok-wo"), Write: []string{"project:a"}},
 }}
 
 // startMember starts an instance: the server listens first (its URL is

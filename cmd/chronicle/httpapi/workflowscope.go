@@ -28,7 +28,12 @@ import (
 // ScopeProbeHeader marks a fan-out that asks a member which of the
 // caller's scopes hold an id on the partitions the member owns, without
 // reading the entity: the member answers 200 {"id", "scopes"} (scopes the
-// caller may read or write; the asking member applies the route's rule).
+// caller may read; the asking member applies the route's rule). Only
+// scopes the caller reads: a client can send the header itself (with
+// ForwardedHeader and FanOutHeader, which no member can tell from its own
+// forward), and a probe that named the scopes the caller may write made
+// a write-only token's GET an existence oracle for ids it may not read
+// (found by a tenant-isolation review).
 const ScopeProbeHeader = "Chronicle-Scope-Probe"
 
 // scopeRule is how a write without ?scope= picks its scope among those
@@ -42,7 +47,10 @@ const (
 	// where the write starts a workflow.
 	scopeStarts scopeRule = iota + 1
 	// scopeWritable: resume and decision answers. The one scope the
-	// caller writes that holds the id; several: 409; none: 404.
+	// caller writes that holds the id; several: 409; none: 404. Across
+	// the cluster only scopes the caller also reads are found (the probe
+	// names no other): a token that writes a scope it does not read names
+	// it with ?scope= there.
 	scopeWritable
 	// scopeReadable: fork. The one scope the caller reads that holds the
 	// parent; several: 409; none: 404.
@@ -90,7 +98,8 @@ type scopesAnswer struct {
 }
 
 // answerScopes answers a ScopeProbeHeader fan-out: the scopes the caller
-// may read or write that hold the id on the partitions this member owns;
+// may read that hold the id on the partitions this member owns (never one
+// it may only write: see ScopeProbeHeader);
 // none while it restores a partition of the topic is a 503 RestoringError
 // (the prober then writes nothing), since the id may be in a record not
 // applied yet.
@@ -114,7 +123,7 @@ func (s *Server) answerScopes(rt ownerRoute) http.HandlerFunc {
 			return
 		}
 		c := CallerOf(r)
-		held, err := s.ownedScopes(rt, v, id, suffix, func(sc string) bool { return c.CanRead(sc) || c.CanWrite(sc) })
+		held, err := s.ownedScopes(rt, v, id, suffix, c.CanRead)
 		if err != nil {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return
