@@ -220,7 +220,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 				s.restoreAware(rt, s.ownedOnly(rt, next))(w, r)
 				return
 			}
-			s.fanOutEntity(w, r, v, topic, id, s.restoreAware(rt, s.ownedOnly(rt, next)))
+			s.fanOutEntity(w, r, v, topic, rt.kind, id, s.restoreAware(rt, s.ownedOnly(rt, next)))
 			return
 		}
 		p := partitionOf(topic, events.EntityKey(sc, id), n)
@@ -421,6 +421,11 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 			}
 			next(w, r2)
 		default:
+			if r.Header.Get(FanOutHeader) != "" {
+				// the handler's 409 names them too; the member that
+				// asked adds the other members' (fanOutEntity)
+				w.Header().Set(heldScopeHeader, strings.Join(held, ","))
+			}
 			next(w, r)
 		}
 	}
@@ -618,41 +623,66 @@ func relay(w http.ResponseWriter, a memberAnswer) {
 // heldScopeHeader names, on a member's 200 to a fan-out (ownedOnly), the
 // scope it read the entity in: two members answering for the same key
 // (the previous owner and the new one, in the cache window of a
-// rebalance) are one entity, not the id in two scopes.
+// rebalance) are one entity, not the id in two scopes. On a member's 409
+// (several of the caller's scopes hold the id on its partitions) it lists
+// them, comma-separated. It names only scopes the caller reads.
 const heldScopeHeader = "Chronicle-Held-Scope"
 
 // fanOutEntity answers a read whose scope is not known here (the entity
 // id, on topic): every member resolves the id among the caller's scopes
 // in its own store. One 200: its answer; several for one scope (a
-// partition between owners): the view's owner's, else the first. Several
-// 200s for different scopes: 409 asking for ?scope=. None: a member that
+// partition between owners): the view's owner's, else the first. The id
+// in several scopes (200s for different scopes, or a member's 409 and
+// another's 200): 409 asking for ?scope=, naming the scopes as one
+// instance does (heldScopeHeader; before, it named the members that held
+// them, found by a tenant-isolation review). None: a member that
 // did not answer makes it 503/504 (it may hold the id); else the first
 // other refusal (400, 409), else 404, or a 503 (noOwner) when a partition
 // of topic has no owner in v: its rows may be on no member that answered.
-func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupView, topic, id string, local http.HandlerFunc) {
+func (s *Server) fanOutEntity(w http.ResponseWriter, r *http.Request, v *groupView, topic, kind, id string, local http.HandlerFunc) {
 	answers := s.fanOut(r, v, local, true)
 	var ok []memberAnswer
+	c := CallerOf(r)
+	held := map[string]bool{} // the scopes the members read the id in
+	var unnamed []string      // members that answered 200 without naming the scope (an older Chronicle)
 	for _, a := range answers {
-		if !a.failed() && a.code == http.StatusOK {
+		if a.failed() || (a.code != http.StatusOK && a.code != http.StatusConflict) {
+			continue
+		}
+		if a.code == http.StatusOK {
 			ok = append(ok, a)
+		}
+		named := false
+		for _, sc := range strings.Split(a.header.Get(heldScopeHeader), ",") {
+			if sc != "" && c.CanRead(sc) { // a member names no other, but this answer is the caller's
+				held[sc], named = true, true
+			}
+		}
+		if !named && a.code == http.StatusOK {
+			unnamed = append(unnamed, a.member)
 		}
 	}
 	if len(ok) > 1 {
-		if a, same := oneEntity(ok, v, topic, id); same {
+		if a, same := oneEntity(ok, v, topic, id); same && len(held) <= 1 {
 			relay(w, a)
 			return
 		}
 	}
-	switch {
-	case len(ok) == 1:
-		relay(w, ok[0])
-		return
-	case len(ok) > 1:
-		var ms []string
-		for _, a := range ok {
-			ms = append(ms, a.member)
+	if len(held) > 1 || (len(ok) > 1 && len(held)+len(unnamed) > 0) {
+		scopes := make([]string, 0, len(held))
+		for sc := range held {
+			scopes = append(scopes, sc)
 		}
-		writeErr(w, http.StatusConflict, "%s exists in several scopes you may access (held by members %s): add ?scope=", r.URL.Path, strings.Join(ms, ", "))
+		sort.Strings(scopes)
+		for _, m := range unnamed {
+			// a member of an older Chronicle names no scope
+			scopes = append(scopes, "the scope held by member "+m)
+		}
+		writeErr(w, http.StatusConflict, "%s %q exists in several scopes you may access (%s): add ?scope=", kind, id, strings.Join(scopes, ", "))
+		return
+	}
+	if len(ok) == 1 {
+		relay(w, ok[0])
 		return
 	}
 	if s.memberDown(w, v, answers) {
