@@ -32,12 +32,26 @@ type Token struct {
 // File is the token file's content: {"tokens": [...]}.
 type File struct {
 	Tokens []Token `json:"tokens"`
+	// MemberSecret, when set, is the secret the members of a cluster sign
+	// their requests to each other with (an HMAC; httpapi.MemberAuthHeader):
+	// a request without a valid signature has the cluster's internal
+	// headers (Chronicle-Forwarded-By, -Fan-Out, -Scope-Probe, …) removed,
+	// so a client cannot send them. Every member's token file needs the
+	// same value, of at least MinMemberSecret characters; no client is
+	// given it.
+	MemberSecret string `json:"member_secret,omitempty"`
 }
+
+// MinMemberSecret is the shortest member_secret accepted (32 characters).
+const MinMemberSecret = 32
 
 var scopeRe = regexp.MustCompile(`^((project|team|org):[A-Za-z0-9._-]+|\*)$`)
 
 // Validate reports the first bad entry, naming it and the field.
 func (f File) Validate() error {
+	if f.MemberSecret != "" && len(f.MemberSecret) < MinMemberSecret {
+		return fmt.Errorf("access: member_secret: %d characters, want at least %d (e.g. openssl rand -hex 32)", len(f.MemberSecret), MinMemberSecret)
+	}
 	seen := map[string]bool{}
 	names := map[string]int{}
 	for i, t := range f.Tokens {

@@ -482,6 +482,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Header.Set(ForwardedHeader, v.self)
+			s.signMember(pr.Out)
 		},
 		Transport: forwardClient.Transport,
 		ModifyResponse: func(resp *http.Response) error {
@@ -564,6 +565,7 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, f
 			if fanOutMark {
 				req.Header.Set(FanOutHeader, "1")
 			}
+			s.signMember(req)
 			resp, err := forwardClient.Do(req)
 			if err != nil {
 				a.err = err
@@ -950,6 +952,7 @@ func (s *Server) getFrom(ctx context.Context, r *http.Request, base, path string
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	s.signMember(req)
 	resp, err := forwardClient.Do(req)
 	if err != nil {
 		return 0, nil, err

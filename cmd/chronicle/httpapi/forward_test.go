@@ -64,6 +64,12 @@ func startMember(ctx context.Context, t testing.TB, name string, brokers []strin
 // timeout set to sessionTimeout (0: franz-go's 45 s).
 func startMemberTimeout(ctx context.Context, t testing.TB, name string, brokers []string, fwd, sessionTimeout time.Duration) *member {
 	t.Helper()
+	return startMemberTokens(ctx, t, name, brokers, fwd, sessionTimeout, &clusterTokens)
+}
+
+// startMemberTokens is startMemberTimeout with the token file tokens.
+func startMemberTokens(ctx context.Context, t testing.TB, name string, brokers []string, fwd, sessionTimeout time.Duration, tokens *access.File) *member {
+	t.Helper()
 	m := &member{name: name}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*m.h.Load().(*http.Handler)).ServeHTTP(w, r)
@@ -80,7 +86,7 @@ func startMemberTimeout(ctx context.Context, t testing.TB, name string, brokers 
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	m.p = p
-	m.api = &httpapi.Server{P: p, Tokens: &clusterTokens, Advertise: url, ForwardTimeout: fwd}
+	m.api = &httpapi.Server{P: p, Tokens: tokens, Advertise: url, ForwardTimeout: fwd}
 	m.swap(m.api.Handler())
 	m.srv.Start()
 	t.Cleanup(m.srv.Close)

@@ -273,6 +273,9 @@ type callerKey struct{}
 // view fresh (keepGroupViewFresh) for every request it lets through.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.checkMember(w, r) { // a client's copy of a member's headers (memberauth.go)
+			return
+		}
 		c := access.Unrestricted
 		if s.Tokens != nil && !publicPaths[r.URL.Path] {
 			var err error
