@@ -41,12 +41,27 @@ const (
 // are re-scored exactly, with the float32 kernel of the plain scan, so
 // the candidates — ids, order and cosines, bit for bit — are those of the
 // float32 scan (NewMemStoreFloat32, kept as the benchmark's baseline).
+//
+// BM25 statistics per scope (tenant-isolation review): postings are kept
+// per term and per scope, with each scope's document count and total
+// length, so that a query's BM25 document count N, document frequencies
+// and average length are those of the documents in the scopes its Filter
+// admits (Filter.AdmitsScope) — not of every scope's. Before, they were
+// the whole collection's, so one tenant's memories moved another's scores
+// and order (15 memories of a word in one scope lowered a memory of
+// another scope with that word from 0.9684 to 0.7655). A query also
+// scores only the postings of the admitted scopes.
 type MemStore struct {
-	mu       sync.RWMutex
-	docs     map[string]*memDoc
-	list     []*memDoc // by position
-	post     map[string][]posting
-	totalLen int
+	mu   sync.RWMutex
+	docs map[string]*memDoc
+	list []*memDoc // by position
+	// post maps a term to its postings by scope id (index in scopes).
+	post map[string]map[int32][]posting
+	// scopes are the BM25 statistics of every scope a document ever had,
+	// by scope id (ids are never reused: a scope no document holds any
+	// more keeps an entry with n 0); scopeIDs maps a scope to its id.
+	scopes   []scopeStats
+	scopeIDs map[string]int32
 	// vecs holds row i = list[i]'s vector (zeros when it has none of
 	// vecs' dimension: hasVec false): an *embedder.QuantPanels, or an
 	// *embedder.Panels with float32. nil until the first vector.
@@ -65,9 +80,17 @@ type MemStore struct {
 type memDoc struct {
 	Doc    // Vector is kept in MemStore.vecs, not here
 	terms  []string
-	n      int // tokens
+	n      int   // tokens
+	scope  int32 // id of Doc.Scope in MemStore.scopes (when indexed)
 	pos    int
 	hasVec bool
+}
+
+// scopeStats are the BM25 statistics of one scope's documents: their
+// number and their total length in tokens.
+type scopeStats struct {
+	name        string
+	n, totalLen int
 }
 
 // posting is one document's term frequency for a term; pos is the
@@ -98,11 +121,14 @@ type scanScratch struct {
 	admitted      []uint8
 	seen          []int32
 	bounds        []float64 // lowerBounds' heap
+	scopeOK       []bool    // by scope id: the filter admits the scope
+	admScopes     []int32   // the ids scopeOK holds true for
+	lists         [][]posting
 }
 
 // NewMemStore returns an empty store with the quantised scan.
 func NewMemStore() *MemStore {
-	return &MemStore{docs: map[string]*memDoc{}, post: map[string][]posting{}}
+	return &MemStore{docs: map[string]*memDoc{}, post: map[string]map[int32][]posting{}, scopeIDs: map[string]int32{}}
 }
 
 // NewMemStoreFloat32 returns an empty store that scans float32 panels
@@ -158,11 +184,24 @@ func (s *MemStore) Upsert(_ context.Context, docs []Doc) error {
 			tf[t]++
 			md.n++
 		}
+		id, ok := s.scopeIDs[d.Scope]
+		if !ok {
+			id = int32(len(s.scopes))
+			s.scopeIDs[d.Scope] = id
+			s.scopes = append(s.scopes, scopeStats{name: d.Scope})
+		}
+		md.scope = id
 		for t, f := range tf {
 			md.terms = append(md.terms, t)
-			s.post[t] = append(s.post[t], posting{int32(md.pos), f})
+			byScope := s.post[t]
+			if byScope == nil {
+				byScope = map[int32][]posting{}
+				s.post[t] = byScope
+			}
+			byScope[id] = append(byScope[id], posting{int32(md.pos), f})
 		}
-		s.totalLen += md.n
+		s.scopes[id].n++
+		s.scopes[id].totalLen += md.n
 		s.lens[md.pos] = int32(md.n)
 		if s.vecs == nil && len(vec) > 0 {
 			if s.float32 {
@@ -190,10 +229,12 @@ func (s *MemStore) Upsert(_ context.Context, docs []Doc) error {
 	return nil
 }
 
-// unindex removes d's postings and length (not its position).
+// unindex removes d's postings and its scope's count and length (not
+// its position).
 func (s *MemStore) unindex(d *memDoc) {
 	for _, t := range d.terms {
-		p := s.post[t]
+		byScope := s.post[t]
+		p := byScope[d.scope]
 		for i := range p {
 			if int(p[i].pos) == d.pos {
 				p[i] = p[len(p)-1]
@@ -201,13 +242,17 @@ func (s *MemStore) unindex(d *memDoc) {
 				break
 			}
 		}
-		if len(p) == 0 {
+		switch {
+		case len(p) > 0:
+			byScope[d.scope] = p
+		case len(byScope) > 1:
+			delete(byScope, d.scope)
+		default:
 			delete(s.post, t)
-		} else {
-			s.post[t] = p
 		}
 	}
-	s.totalLen -= d.n
+	s.scopes[d.scope].n--
+	s.scopes[d.scope].totalLen -= d.n
 }
 
 // Delete implements VectorStore.
@@ -225,7 +270,7 @@ func (s *MemStore) Delete(_ context.Context, ids []string) error {
 		moved := s.list[last]
 		if moved != d {
 			for _, t := range moved.terms { // its postings follow it
-				p := s.post[t]
+				p := s.post[t][moved.scope]
 				for i := range p {
 					if int(p[i].pos) == last {
 						p[i].pos = int32(d.pos)
@@ -320,9 +365,33 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 			}
 		}
 	}
+	// BM25 over the scopes f admits: their documents are the collection
+	// the statistics (N, document frequencies, average length) are
+	// counted over, and only their postings are scored.
+	if cap(sc.scopeOK) < len(s.scopes) {
+		sc.scopeOK = make([]bool, len(s.scopes))
+	}
+	scopeOK := sc.scopeOK[:len(s.scopes)]
+	adm := sc.admScopes[:0]
+	inScopes, totalLen := 0, 0
+	for id := range s.scopes {
+		st := &s.scopes[id]
+		if st.n > 0 && f.AdmitsScope(st.name) {
+			scopeOK[id] = true
+			adm = append(adm, int32(id))
+			inScopes += st.n
+			totalLen += st.totalLen
+		}
+	}
+	sc.admScopes = adm
+	defer func() {
+		for _, id := range sc.admScopes {
+			scopeOK[id] = false
+		}
+	}()
 	avg := 1.0
-	if n > 0 {
-		avg = float64(s.totalLen) / float64(n)
+	if inScopes > 0 {
+		avg = float64(totalLen) / float64(inScopes)
 	}
 	if cap(sc.bm) < n {
 		sc.bm = make([]float64, n)
@@ -330,16 +399,32 @@ func (s *MemStore) Candidates(_ context.Context, v []float32, text string, f Fil
 	bm := sc.bm[:n]
 	sc.touched = sc.touched[:0]
 	for _, t := range uniq(tokens(text)) {
-		p := s.post[t]
-		df := float64(len(p))
-		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
-		lens := s.lens
-		for _, e := range p {
-			f := float64(e.tf)
-			if bm[e.pos] == 0 {
-				sc.touched = append(sc.touched, e.pos)
+		byScope := s.post[t]
+		lists, df := sc.lists[:0], 0
+		if len(adm) <= len(byScope) {
+			for _, id := range adm {
+				if p := byScope[id]; len(p) > 0 {
+					lists, df = append(lists, p), df+len(p)
+				}
 			}
-			bm[e.pos] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(lens[e.pos])/avg))
+		} else {
+			for id, p := range byScope {
+				if scopeOK[id] {
+					lists, df = append(lists, p), df+len(p)
+				}
+			}
+		}
+		sc.lists = lists[:0]
+		idf := math.Log(1 + (float64(inScopes)-float64(df)+0.5)/(float64(df)+0.5))
+		lens := s.lens
+		for _, p := range lists {
+			for _, e := range p {
+				f := float64(e.tf)
+				if bm[e.pos] == 0 {
+					sc.touched = append(sc.touched, e.pos)
+				}
+				bm[e.pos] += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(lens[e.pos])/avg))
+			}
 		}
 	}
 	byBM := &topK{k: k}

@@ -97,10 +97,7 @@ func (f Filter) admits(d *Doc) bool {
 	if f.Outcome != "" && f.Outcome != "all" && d.Outcome != f.Outcome {
 		return false
 	}
-	if f.ScopeKind != "" && f.ScopeKind != ScopeAll && !hasPrefix(d.Scope, f.ScopeKind+":") {
-		return false
-	}
-	if f.Readable != nil && !f.Readable(d.Scope) {
+	if !f.AdmitsScope(d.Scope) {
 		return false
 	}
 	if f.ExcludeSourceSession != "" {
@@ -115,5 +112,17 @@ func (f Filter) admits(d *Doc) bool {
 
 // Admits is Filter's test, exported for stores that filter after fetching.
 func (f Filter) Admits(d *Doc) bool { return f.admits(d) }
+
+// AdmitsScope reports whether f admits documents of scope at all: the
+// scope is of f.ScopeKind (any kind when "" or ScopeAll) and f.Readable
+// (when set) accepts it. It is the scope part of Admits; the embedded
+// store counts its BM25 statistics over the documents of the scopes it
+// admits (MemStore).
+func (f Filter) AdmitsScope(scope string) bool {
+	if f.ScopeKind != "" && f.ScopeKind != ScopeAll && !hasPrefix(scope, f.ScopeKind+":") {
+		return false
+	}
+	return f.Readable == nil || f.Readable(scope)
+}
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

@@ -43,7 +43,12 @@ func TestLegacyMemStore(t *testing.T) {
 
 // The current store answers what the legacy one answers: the same
 // candidates by cosine and by BM25, in order, over random documents after
-// upserts (new and in-place), deletes and filters.
+// upserts (new, in place, and moving a document to another scope),
+// deletes and filters. A filter that admits only some scopes (a scope
+// kind, Readable) is compared with a legacy store holding only the
+// documents of the scopes it admits: the current store's BM25 statistics
+// are those scopes' (tenant-isolation review), while the legacy store's
+// are the whole collection's.
 func TestMemStoreMatchesLegacy(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	words := strings.Fields("cancel reservation flight baggage refund upgrade cabin passenger certificate payment confirm user details search")
@@ -67,7 +72,7 @@ func TestMemStoreMatchesLegacy(t *testing.T) {
 		return v
 	}
 	doc := func(i int) search.Doc {
-		return search.Doc{ID: fmt.Sprintf("d%03d", i), Scope: []string{"project:a", "team:t", "org:o"}[i%3], Title: text(3), Content: text(10),
+		return search.Doc{ID: fmt.Sprintf("d%03d", i), Scope: []string{"project:a", "team:t", "org:o", "project:b"}[r.IntN(4)], Title: text(3), Content: text(10),
 			Outcome: []string{"success", "failure"}[r.IntN(2)], Confidence: r.Float64(), SourceSessions: []string{fmt.Sprintf("s%d", i%7)}, Vector: vec()}
 	}
 	ctx := context.Background()
@@ -84,6 +89,10 @@ func TestMemStoreMatchesLegacy(t *testing.T) {
 		docs = append(docs, doc(i))
 	}
 	both(func(s search.VectorStore) error { return s.Upsert(ctx, docs) })
+	held := map[string]search.Doc{} // what the stores hold
+	for _, d := range docs {
+		held[d.ID] = d
+	}
 	for round := 0; round < 20; round++ {
 		var up []search.Doc
 		for j := 0; j < 10; j++ {
@@ -92,17 +101,39 @@ func TestMemStoreMatchesLegacy(t *testing.T) {
 		del := []string{fmt.Sprintf("d%03d", r.IntN(400)), fmt.Sprintf("d%03d", r.IntN(400))}
 		both(func(s search.VectorStore) error { return s.Upsert(ctx, up) })
 		both(func(s search.VectorStore) error { return s.Delete(ctx, del) })
+		for _, d := range up {
+			held[d.ID] = d
+		}
+		for _, id := range del {
+			delete(held, id)
+		}
 		q, qt := vec(), text(3)
 		f := search.Filter{MinConfidence: r.Float64() / 2, ExcludeSourceSession: "s3"}
-		if round%2 == 0 {
+		switch round % 4 {
+		case 0:
 			f.Outcome, f.ScopeKind = "success", "project"
+		case 2:
+			f.Readable = func(sc string) bool { return sc == "project:b" || sc == "team:t" }
 		}
 		k := 1 + r.IntN(40)
 		a, err := cur.Candidates(ctx, q, qt, f, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := old.Candidates(ctx, q, qt, f, k)
+		ref := search.VectorStore(old)
+		if round%2 == 0 { // the scopes f admits only
+			ref = searchtest.NewLegacyMemStore()
+			var in []search.Doc
+			for _, d := range held {
+				if f.AdmitsScope(d.Scope) {
+					in = append(in, d)
+				}
+			}
+			if err := ref.Upsert(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := ref.Candidates(ctx, q, qt, f, k)
 		if err != nil {
 			t.Fatal(err)
 		}
