@@ -54,5 +54,7 @@
 // quarter of the bytes and re-scores exactly only the vectors that can be
 // in the top k (bit-identical to Panels.Dots); ScanSplit divides both
 // passes among idle cores the same way. QueryCache keeps the
-// vectors of recent query texts.
+// vectors of recent query texts, in partitions (one per set of read
+// scopes in the search index) so that one caller's hit never shows what
+// another searched.
 package embedder

@@ -36,7 +36,7 @@ func TestQueryCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"a", "bb", "a", "bb", "ccc", "a"} {
-		v, err := c.Embed(ctx, q)
+		v, err := c.Embed(ctx, "", q)
 		if err != nil || !slices.Equal(v, []float32{float32(len(q))}) {
 			t.Fatalf("Embed(%q) = %v, %v", q, v, err)
 		}
@@ -47,10 +47,10 @@ func TestQueryCache(t *testing.T) {
 		t.Errorf("%d model calls, %d cached; want 4 and 2", e.calls, c.Len())
 	}
 	e.fail = true
-	if _, err := c.Embed(ctx, "dddd"); err == nil {
+	if _, err := c.Embed(ctx, "", "dddd"); err == nil {
 		t.Error("an embedder error was not returned")
 	}
-	if v, err := c.Embed(ctx, "a"); err != nil || v[0] != 1 {
+	if v, err := c.Embed(ctx, "", "a"); err != nil || v[0] != 1 {
 		t.Errorf("cached a = %v, %v", v, err)
 	}
 	if _, err := NewQueryCache(e, 0); err == nil {
@@ -63,10 +63,42 @@ func TestQueryCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	uc, _ := NewQueryCache(u, 8)
-	first, _ := uc.Embed(ctx, "cancel my flight")
-	again, _ := uc.Embed(ctx, "cancel my flight")
+	first, _ := uc.Embed(ctx, "p", "cancel my flight")
+	again, _ := uc.Embed(ctx, "p", "cancel my flight")
 	direct, _ := u.Embed(ctx, []string{"cancel my flight"})
 	if !slices.Equal(first, direct[0]) || !slices.Equal(again, direct[0]) {
 		t.Error("cached USE lite vector differs from the model's")
+	}
+}
+
+// A text cached in one partition is not a hit in another (the model runs
+// again, and the first partition's entry stays), and is a hit in its own
+// partition again: a caller of one partition cannot time what another
+// searched (tenant-isolation review).
+func TestQueryCachePartitions(t *testing.T) {
+	ctx := context.Background()
+	e := &countingEmbedder{}
+	c, err := NewQueryCache(e, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Embed(ctx, "project:a", "secret plan"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Contains("project:b", "secret plan") {
+		t.Fatal("a text cached in project:a is cached in project:b")
+	}
+	v, err := c.Embed(ctx, "project:b", "secret plan")
+	if err != nil || !slices.Equal(v, []float32{11}) {
+		t.Fatalf("Embed in project:b = %v, %v", v, err)
+	}
+	if e.calls != 2 {
+		t.Fatalf("%d model calls for one text in two partitions, want 2: the second partition hit the first's entry", e.calls)
+	}
+	if _, err := c.Embed(ctx, "project:a", "secret plan"); err != nil || e.calls != 2 {
+		t.Fatalf("the text again in project:a: %v, %d model calls, want a hit (2)", err, e.calls)
+	}
+	if c.Len() != 2 || !c.Contains("project:a", "secret plan") || !c.Contains("project:b", "secret plan") {
+		t.Fatalf("%d entries, want the text once in each partition", c.Len())
 	}
 }

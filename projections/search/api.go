@@ -58,6 +58,14 @@ type Query struct {
 	// only to a caller that reads every one of them (memories.Retrieval
 	// QueryVisible). nil records none: the query is then shown only to
 	// callers that read every scope and to the searcher.
+	//
+	// Index also partitions its query-vector cache by them (sorted, "*"
+	// when they hold it): a search is a cache hit only on a text searched
+	// before with the same read scopes, so its timing tells nothing of
+	// what searchers of other scopes asked. A query with Readable set and
+	// no ReadScopes is never cached; one with neither is cached with the
+	// searchers that read every scope. Callers must set ReadScopes to
+	// what Readable accepts.
 	ReadScopes []string `json:"-"`
 	// ExcludeSourceSession leaves out memories distilled from that session.
 	ExcludeSourceSession string `json:"-"`
