@@ -1090,7 +1090,6 @@ func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Source = "token:" + CallerOf(r).Name // usage counts distinct callers (issue 11)
-	q.ReadScopes = CallerOf(r).Read        // who may see the query in a memory's history
 	res, err := s.P.Search.Search(r.Context(), q)
 	if err != nil {
 		toolError(w, err)
@@ -1100,10 +1099,16 @@ func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 }
 
 // searchQuery reads memory_search's parameters from the URL query; it
-// answers 400 naming the parameter when one is malformed.
+// answers 400 naming the parameter when one is malformed. The query
+// carries the token's read scopes as ReadScopes: who may see the query in
+// a memory's history, and the partition of the index's query-vector
+// cache, so a search is never a cache hit on another token's query unless
+// that token reads the same scopes (tenant-isolation review; before, the
+// pattern and tool searches set no ReadScopes and the cache was shared).
 func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
 	v := r.URL.Query()
-	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead}
+	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead,
+		ReadScopes: CallerOf(r).Read}
 	if events.ValidScope(q.Scope) && !CallerOf(r).CanRead(q.Scope) {
 		// one scope the token does not read: a 403, as the learned stream
 		// answers, not an empty list that reads as "nothing matched"
