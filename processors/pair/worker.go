@@ -49,6 +49,21 @@ type Worker struct {
 	FreshWait time.Duration
 }
 
+// readingScopes is a Searcher whose queries carry scopes as ReadScopes:
+// what the query's Readable accepts, so the index caches PAIR's query
+// vectors in the partition of those scopes' searchers (search.Query
+// ReadScopes), never where another scope's searcher could hit them.
+type readingScopes struct {
+	Searcher
+	scopes []string
+}
+
+// Search implements Searcher.
+func (r readingScopes) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	q.ReadScopes = r.scopes
+	return r.Searcher.Search(ctx, q)
+}
+
 // DefaultFreshWait is Worker.FreshWait's default.
 const DefaultFreshWait = 30 * time.Second
 
@@ -115,14 +130,16 @@ func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationDat
 	var retrieved []GapContext
 	if iteration < MaxIterations {
 		readable := func(scope string) bool { return scope == v.Scope }
+		var idx Searcher = readingScopes{w.Index, []string{v.Scope}}
 		if w.Readable != nil {
 			readable = func(scope string) bool { return w.Readable(v.Scope, scope) }
+			idx = w.Index // reads scopes no list names: its queries are not cached
 		}
 		in, _, err := sessions.Input(w.Store, v.Key())
 		if err != nil {
 			return Plan{}, err
 		}
-		if retrieved, err = Retrieve(ctx, w.Index, look.rate, ev.SessionID, distill.TaskSummary(in.Task), WeightedGaps(ev), readable); err != nil {
+		if retrieved, err = Retrieve(ctx, idx, look.rate, ev.SessionID, distill.TaskSummary(in.Task), WeightedGaps(ev), readable); err != nil {
 			return Plan{}, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
 // The worker's decisions (Plan) on real tau-bench sessions run through the
@@ -283,5 +284,56 @@ func TestWorkerReadsOutcomesOfOtherInstances(t *testing.T) {
 	b.apply(pair.OutcomesName, events.TopicEvaluations, &late, pair.Outcomes{}.Apply)
 	if o, _, _ := pair.GetOutcome(b.store, events.EntityKey(scope, sc.failedID)); o.Revision != 1 || o.Recommendation != events.MeetsCriteria {
 		t.Fatalf("revision 0 replaced revision 1: %+v", o)
+	}
+}
+
+// recordingSearcher records the queries it passes on.
+type recordingSearcher struct {
+	pair.Searcher
+	queries []search.Query
+}
+
+func (r *recordingSearcher) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	r.queries = append(r.queries, q)
+	return r.Searcher.Search(ctx, q)
+}
+
+// PAIR's searches name the scopes they read (the session's own) as
+// ReadScopes, so the index caches their query vectors only for searchers
+// of that scope (search.Query.ReadScopes, tenant-isolation review); with
+// a Readable of the worker's, whose scopes no list names, they name none
+// and are not cached.
+func TestWorkerSearchesNameTheirReadScopes(t *testing.T) {
+	sc := getScenario(t)
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, envs := range append(sc.others, sc.good) {
+		h.send(envs...)
+	}
+	h.send(sc.failed...)
+	scope := sc.failed[0].EffectiveScope()
+	_, failedEv := h.eval(sc.failedID)
+	rec := &recordingSearcher{Searcher: h.ix}
+	w := &pair.Worker{Store: h.store, Index: rec}
+	if _, err := w.Plan(ctx, scope, failedEv); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.queries) == 0 {
+		t.Fatal("Plan ran no search")
+	}
+	for _, q := range rec.queries {
+		if !reflect.DeepEqual(q.ReadScopes, []string{scope}) || q.Readable == nil || !q.Readable(scope) || q.Readable("project:other") {
+			t.Fatalf("query %q: ReadScopes %v, want [%s] with a Readable of that scope only", q.Text, q.ReadScopes, scope)
+		}
+	}
+	rec.queries = nil
+	w.Readable = func(string, string) bool { return true }
+	if _, err := w.Plan(ctx, scope, failedEv); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range rec.queries {
+		if q.ReadScopes != nil {
+			t.Fatalf("with the worker's Readable: query %q has ReadScopes %v, want none", q.Text, q.ReadScopes)
+		}
 	}
 }
