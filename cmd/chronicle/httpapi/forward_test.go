@@ -322,11 +322,11 @@ func TestForwardingCluster(t *testing.T) {
 		if resumed || owner == selfID["m1"] {
 			continue
 		}
-		code, res := call(t, m1.srv.URL, "tok-a", "POST", "/v1/searches/"+id+"/resume", map[string]any{"decision": "approve", "note": "forwarded", "by": "test"})
+		code, res := call(t, m1.srv.URL, "tok-a", "POST", "/v1/searches/"+id+"/resume", map[string]any{"decision": "approve", "note": "forwarded"})
 		if code != http.StatusAccepted || res["search_id"] != id {
 			t.Fatalf("POST resume of %s (owned by %s) on m1: %d %v", id, owner, code, res)
 		}
-		if code, res := call(t, m1.srv.URL, "tok-b", "POST", "/v1/searches/"+id+"/resume?scope=project:a", map[string]any{"decision": "approve", "by": "test"}); code != 404 {
+		if code, res := call(t, m1.srv.URL, "tok-b", "POST", "/v1/searches/"+id+"/resume?scope=project:a", map[string]any{"decision": "approve"}); code != 404 {
 			t.Fatalf("POST resume as project:b: %d %v", code, res)
 		}
 		resumed = true

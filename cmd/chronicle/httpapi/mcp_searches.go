@@ -18,14 +18,17 @@ func (c *Client) SearchGet(ctx context.Context, _ mcpserver.Caller, id, scope st
 }
 
 // SearchResume is the search_resume tool's backend over the HTTP API (POST
-// /v1/searches/{id}/resume), by the caller's Source ("mcp" when empty).
+// /v1/searches/{id}/resume), by the caller's Source ("token:<name>" over
+// serve's /mcp); without one (`chronicle mcp` on stdio) by is left out and
+// the service records the token's identity, "token:<name>". Before, stdio
+// sent "mcp", which the service recorded in place of the token's name.
 func (c *Client) SearchResume(ctx context.Context, caller mcpserver.Caller, id, scope, decision, note string) (map[string]any, error) {
-	by := caller.Source // "token:<name>" over serve's /mcp
-	if by == "" {
-		by = "mcp"
+	body := map[string]any{"decision": decision, "note": note}
+	if caller.Source != "" {
+		body["by"] = caller.Source
 	}
 	var out map[string]any
-	err := c.do(ctx, "POST", "/v1/searches/"+url.PathEscape(id)+"/resume"+scopeQuery(scope), map[string]any{"decision": decision, "note": note, "by": by}, &out)
+	err := c.do(ctx, "POST", "/v1/searches/"+url.PathEscape(id)+"/resume"+scopeQuery(scope), body, &out)
 	return out, err
 }
 

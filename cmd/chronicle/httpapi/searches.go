@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 )
@@ -159,6 +160,10 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if body.By, err = resumeBy(body.By, CallerOf(r), s.Tokens != nil); err != nil {
+		writeErr(w, http.StatusForbidden, "%v", err)
+		return
+	}
 	if sr.Status != treesearch.StatusPaused {
 		// a retry of the resume that moved it on, whose first answer was
 		// lost: answered as the first was, nothing written
@@ -190,6 +195,27 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, out)
+}
+
+// resumeBy is who a resume records (search.resumed.v1 data.by) for a
+// request of caller c that sent by, under the memory bank's author rule
+// (authorship.go): absent → "token:<caller>"; equal to it → kept; any
+// other name → an error naming by (403). Before, the name the caller sent
+// was recorded as is, "token:admin" from a project:a token included, the
+// format /mcp records a real identity in, and nothing without it (found
+// by an agent-runtime developer's walkthrough). On a service without
+// tokens (loopback only) there is no identity to check a name against: a
+// given name is kept as sent (a human's own label), an absent one is
+// "token:local", the caller every request has there.
+func resumeBy(by string, c access.Caller, tokens bool) (string, error) {
+	who := "token:" + c.Name
+	switch {
+	case by == "":
+		return who, nil
+	case by == who || !tokens:
+		return by, nil
+	}
+	return "", fmt.Errorf("by: %q is not this token's identity; leave it out (it is set to %s) or send %s", by, who, who)
 }
 
 // errResumedAlready: the pause a resume names was resumed with another

@@ -65,7 +65,7 @@ func TestSearchRoutes(t *testing.T) {
 	if code, m = call(t, base, "tok-a", "POST", "/v1/searches/s%2F1/resume", map[string]any{"decision": "maybe"}); code != 400 {
 		t.Fatalf("bad decision: %d %v", code, m)
 	}
-	if code, m = call(t, base, "tok-a", "POST", "/v1/searches/s%2F1/resume", map[string]any{"decision": "reject", "note": "no", "by": "ana"}); code != 202 {
+	if code, m = call(t, base, "tok-a", "POST", "/v1/searches/s%2F1/resume", map[string]any{"decision": "reject", "note": "no"}); code != 202 {
 		t.Fatalf("resume: %d %v", code, m)
 	}
 	key := events.EntityKey("project:a", "s/1")
@@ -73,7 +73,7 @@ func TestSearchRoutes(t *testing.T) {
 	for {
 		s, _, _ := treesearch.Get(p.Store, key)
 		if s.Status == treesearch.StatusRunning {
-			if len(s.Decisions) != 1 || s.Decisions[0].By != "ana" || len(s.Open) != 0 {
+			if len(s.Decisions) != 1 || s.Decisions[0].By != "token:a" || len(s.Open) != 0 {
 				t.Fatalf("after resume %+v", s)
 			}
 			break
@@ -145,7 +145,7 @@ func TestResumeContinuesSearchInServe(t *testing.T) {
 	if code, m := call(t, base, "tok-b", "POST", "/v1/searches/gated/resume", map[string]any{"decision": "approve"}); code != 404 {
 		t.Fatalf("resume from another scope: %d %v", code, m)
 	}
-	if code, m := call(t, base, "tok-a", "POST", "/v1/searches/gated/resume", map[string]any{"decision": "approve", "note": "fine", "by": "ana"}); code != 202 {
+	if code, m := call(t, base, "tok-a", "POST", "/v1/searches/gated/resume", map[string]any{"decision": "approve", "note": "fine"}); code != 202 {
 		t.Fatalf("resume: %d %v", code, m)
 	}
 	for s.Status != treesearch.StatusCompleted {
@@ -191,7 +191,7 @@ func TestRejectContinuesSearchInServe(t *testing.T) {
 			t.Fatalf("%s: want a pause, got %v %+v", c.id, err, s)
 		}
 		paused := s.PausedAt
-		if code, m := call(t, base, "tok-a", "POST", "/v1/searches/"+c.id+"/resume", map[string]any{"decision": "reject", "note": "not this one", "by": "ana"}); code != 202 {
+		if code, m := call(t, base, "tok-a", "POST", "/v1/searches/"+c.id+"/resume", map[string]any{"decision": "reject", "note": "not this one"}); code != 202 {
 			t.Fatalf("%s: resume: %d %v", c.id, code, m)
 		}
 		for s.Status != treesearch.StatusCompleted {
@@ -285,7 +285,7 @@ func TestConcurrentResumesOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i], _ = call(t, base, "tok-a", "POST", "/v1/searches/race/resume", map[string]any{"decision": d, "by": "ana"})
+			codes[i], _ = call(t, base, "tok-a", "POST", "/v1/searches/race/resume", map[string]any{"decision": d})
 		}()
 	}
 	wg.Wait()
@@ -318,7 +318,7 @@ func TestResumeRetryAfterTheSearchMovedOn(t *testing.T) {
 		t.Fatalf("seed: %d %v", code, m)
 	}
 	waitCaughtUp(t, p)
-	body := map[string]any{"decision": "approve", "note": "ok", "by": "ana"}
+	body := map[string]any{"decision": "approve", "note": "ok"}
 	code, first := call(t, base, "tok-a", "POST", "/v1/searches/late/resume", body)
 	if code != 202 {
 		t.Fatalf("resume: %d %v", code, first)
@@ -333,8 +333,8 @@ func TestResumeRetryAfterTheSearchMovedOn(t *testing.T) {
 		t.Fatalf("retry: %d %v, want 202 %v", code, again, first)
 	}
 	for _, other := range []map[string]any{
-		{"decision": "approve", "note": "changed my mind", "by": "ana"},
-		{"decision": "reject", "note": "ok", "by": "ana"},
+		{"decision": "approve", "note": "changed my mind"},
+		{"decision": "reject", "note": "ok"},
 	} {
 		if code, m := call(t, base, "tok-a", "POST", "/v1/searches/late/resume", other); code != 409 {
 			t.Fatalf("%v after the search moved on: %d %v, want 409", other, code, m)

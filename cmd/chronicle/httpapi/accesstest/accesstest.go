@@ -178,7 +178,7 @@ func Cases() []Case {
 		{Pattern: "GET /v1/searches/{id...}", Request: get(func(f Fixture) string { return "/v1/searches/" + esc(f.Search) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/searches/{id...}", Request: get(func(f Fixture) string { return "/v1/searches/" + esc(f.Search) + "/nodes" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "POST /v1/searches/{id...}", Write: true, Request: func(f Fixture) Request {
-			return Request{Method: "POST", Path: "/v1/searches/" + esc(f.Search) + "/resume", Body: map[string]any{"decision": "approve", "by": "accesstest"}}
+			return Request{Method: "POST", Path: "/v1/searches/" + esc(f.Search) + "/resume", Body: map[string]any{"decision": "approve"}}
 		}, Want: map[Caller]int{Own: 202, Other: 404}},
 		// the tool graph is per scope: a caller gets the union of the
 		// graphs of the scopes it reads (another scope's token: its own
