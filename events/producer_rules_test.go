@@ -295,3 +295,39 @@ func TestCheckerRemembersIDsAcrossBatches(t *testing.T) {
 		t.Fatalf("id c-3 with other content after 600 events: %v, want a refusal at index 601, /id, naming line 4", err)
 	}
 }
+
+// A producer's sessionid is an id (CheckID) on every type, not only on the
+// types keyed by it: "bad//id", "-lead", "has space" and "trail/" on
+// search.paused.v1, workflow.reducer.applied.v1 and
+// reasoning.pass.completed.v1 were accepted (202 on POST /v1/events) while
+// coordination.minute.recorded.v1 refused them naming /sessionid (found by
+// an agent-runtime developer's walkthrough). A consumer still takes them
+// on the types not keyed by it, so a log written before replays as it did.
+func TestSessionIDIsCheckedOnEveryType(t *testing.T) {
+	datas := map[string]string{
+		"search.paused.v1":                `{"search_id":"s1","node_id":"r.0","question":"ok?"}`,
+		"workflow.reducer.applied.v1":     `{"workflow_id":"w1","layer":0,"channel":"messages","update":"hi"}`,
+		"reasoning.pass.completed.v1":     `{"task_id":"t1","pass_number":1,"phase":"A","ttl_remaining":1,"convergence":{"converged":false,"completeness":0,"coherence":0,"consistency":0}}`,
+		"coordination.minute.recorded.v1": `{"event_type":"note","actor":"agent","data":{}}`,
+	}
+	ev := func(typ, sid string) []byte {
+		return []byte(`{"specversion":"1.0","id":"e","source":"go/test","type":"` + typ + `","sessionid":"` + sid + `","data":` + datas[typ] + `}`)
+	}
+	for typ := range datas {
+		if _, err := events.ParseProducerEvent(ev(typ, "good/id-1")); err != nil {
+			t.Errorf("%s with a good sessionid: %v", typ, err)
+		}
+		for _, bad := range []string{"bad//id", "-lead", "has space", "trail/"} {
+			_, err := events.ParseProducerEvent(ev(typ, bad))
+			var ve *events.ValidationError
+			if !errors.As(err, &ve) || ve.Pointer != "/sessionid" {
+				t.Errorf("%s with sessionid %q: %v, want refused naming /sessionid", typ, bad, err)
+			}
+			if typ != "coordination.minute.recorded.v1" {
+				if _, err := events.ParseEvent(ev(typ, bad)); err != nil {
+					t.Errorf("%s with sessionid %q: a consumer refused it: %v", typ, bad, err)
+				}
+			}
+		}
+	}
+}

@@ -191,8 +191,19 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 // does on what it consumes (so a log written before a check replays as it
 // did): dataschema, when set, is an absolute URI, as CloudEvents 1.0 says
 // (type URI: a scheme and its part; "not a uri" was acknowledged with 202,
-// found by a producer's walkthrough), then the payload (checkPayload).
+// found by a producer's walkthrough); sessionid, when set, is an id
+// (CheckID) on every type — before, only the types keyed by it checked it,
+// so "bad//id", "-lead", "has space" or "trail/" on search.paused.v1,
+// workflow.reducer.applied.v1 or reasoning.pass.completed.v1 (keyed by
+// their data) was acknowledged with 202 while coordination.minute.recorded.v1
+// got a 400 (an agent-runtime developer's walkthrough); then the payload
+// (checkPayload).
 func checkProduced(e *Envelope) error {
+	if e.SessionID != "" {
+		if err := CheckID(e.SessionID); err != nil {
+			return &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
+		}
+	}
 	if e.DataSchema != "" {
 		if u, err := url.Parse(e.DataSchema); err != nil || u.Scheme == "" || u.Opaque == "" && u.Host == "" && u.Path == "" {
 			return &ValidationError{Index: -1, Pointer: "/dataschema", Reason: fmt.Sprintf("%q is not an absolute URI (CloudEvents 1.0: dataschema is a URI, e.g. %s)", e.DataSchema, SchemaURI(e.Type))}
