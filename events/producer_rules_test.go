@@ -331,3 +331,35 @@ func TestSessionIDIsCheckedOnEveryType(t *testing.T) {
 		}
 	}
 }
+
+// A producer's source is an RFC 3986 URI-reference, as CloudEvents 1.0
+// says: "has spaces and <brackets>" was acknowledged with 202 (found by an
+// agent-runtime developer's walkthrough). Relative references stay valid,
+// and a consumer still takes a bad one, so a log written before replays as
+// it did.
+func TestSourceIsAURIReference(t *testing.T) {
+	ev := func(source string) []byte {
+		b, _ := json.Marshal(source)
+		return []byte(`{"specversion":"1.0","id":"m","source":` + string(b) + `,"type":"memory.recorded.v1",` +
+			`"data":{"memory_id":"m1","title":"t","description":"d","content":"c","outcome":"success","source":"explicit"}}`)
+	}
+	for _, bad := range []string{"has spaces and <brackets>", "a b", "x<y>", `back\slash`, "per%zzcent", "trail%4", "a#b#c", "a[b]", "1abc:x", "é/agent", "tab\there", `quo"te`, "{brace}", "pipe|", "caret^"} {
+		_, err := events.ParseProducerEvent(ev(bad))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != "/source" || !strings.Contains(ve.Reason, "URI-reference") {
+			t.Errorf("source %q: %v, want refused naming /source", bad, err)
+		}
+		if strings.ContainsAny(bad, "\t") {
+			continue
+		}
+		if _, err := events.ParseEvent(ev(bad)); err != nil {
+			t.Errorf("source %q: a consumer refused it: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"test/mallory", "/sensors/1", "go/test", "agent://c", "urn:chronicle:agent:1", "https://example.com/a/b?x=1&y=2#frag",
+		"http://[::1]:8080/x", "mcp:client", "chronicle/api/workflows/w~1@x+y=z", "a%20b", "./rel", "?q", "#f", "user@host", "a(b)!$'*,;"} {
+		if _, err := events.ParseProducerEvent(ev(good)); err != nil {
+			t.Errorf("source %q: %v", good, err)
+		}
+	}
+}

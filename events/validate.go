@@ -204,6 +204,9 @@ func checkProduced(e *Envelope) error {
 			return &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
 		}
 	}
+	if err := checkURIReference(e.Source); err != nil {
+		return &ValidationError{Index: -1, Pointer: "/source", Reason: fmt.Sprintf("%q is not a URI-reference (CloudEvents 1.0, RFC 3986: e.g. https://example.com/agents/1, urn:agent:1 or a relative reference such as agents/1): %v", e.Source, err)}
+	}
 	if e.DataSchema != "" {
 		if u, err := url.Parse(e.DataSchema); err != nil || u.Scheme == "" || u.Opaque == "" && u.Host == "" && u.Path == "" {
 			return &ValidationError{Index: -1, Pointer: "/dataschema", Reason: fmt.Sprintf("%q is not an absolute URI (CloudEvents 1.0: dataschema is a URI, e.g. %s)", e.DataSchema, SchemaURI(e.Type))}
@@ -211,6 +214,59 @@ func checkProduced(e *Envelope) error {
 	}
 	return checkPayload(e)
 }
+
+// checkURIReference reports whether s is an RFC 3986 URI-reference, as
+// CloudEvents 1.0 requires of source: net/url parses it (a scheme, a
+// percent-encoding, a host), and since url.Parse is lenient about what a
+// path, query or fragment holds, every character must also be one RFC 3986
+// admits (unreserved, reserved, or '%' with two hex digits), with at most
+// one '#' and '[' ']' only in the host (an IP literal). Producer paths
+// only (checkProduced): before, "has spaces and <brackets>" was a source
+// (found by an agent-runtime developer's walkthrough); a relative reference
+// such as "test/mallory" or "/sensors/1" is one.
+func checkURIReference(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return err
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return fmt.Errorf("'%%' at byte %d is not followed by two hex digits", i)
+			}
+		case c == '[' || c == ']':
+			if !strings.Contains(u.Host, string(c)) || strings.Count(s, string(c)) != strings.Count(u.Host, string(c)) {
+				return fmt.Errorf("%q at byte %d: brackets are allowed only around an IP literal host", c, i)
+			}
+		case !uriByte[c]:
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return fmt.Errorf("character %q at byte %d is not allowed in a URI (percent-encode it)", r, i)
+		}
+	}
+	if strings.Count(s, "#") > 1 {
+		return errors.New("more than one '#'")
+	}
+	return nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// uriByte tells the bytes RFC 3986 admits in a URI besides '%' and the
+// brackets: unreserved, gen-delims and sub-delims.
+var uriByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = isAlnum(byte(c)) || strings.IndexByte("-._~:/?#@!$&'()*+,;=", byte(c)) >= 0
+	}
+	return t
+}()
 
 // ParseEvent validates and decodes one event of any known type, producer or
 // derived. Processors use it on what they consume.
