@@ -31,6 +31,14 @@ import (
 // process is stopped with SIGTERM when the test ends.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
+	base, _ := startServeLogs(t, args...)
+	return base
+}
+
+// startServeLogs is startServe that also returns serve's stderr as it
+// comes.
+func startServeLogs(t *testing.T, args ...string) (string, *mcptest.Buffer) {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -90,7 +98,7 @@ func startServe(t *testing.T, args ...string) string {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return base, logs
 			}
 			last = resp.Status
 		}

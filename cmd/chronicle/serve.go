@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
@@ -80,7 +81,7 @@ func serveCmd() *cobra.Command {
 			// the group places each task where its state is (a restart
 			// of every instance, a broker restart: no member owns anything)
 			held := &processors.Holdings{}
-			p, err := pipeline.Start(ctx, pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
+			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions),
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			if errors.Is(err, kerr.InvalidSessionTimeout) {
@@ -168,6 +169,20 @@ func requestLogger(format string) (*slog.Logger, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("--request-log: %q is not text, json or off", format)
+}
+
+// pipelineLogger is the logger of serve's pipeline (its workers, such as
+// the search resume worker, and the processors' engine): the request
+// log's slog logger on stderr (text or JSON as --request-log says; text
+// when the request log is off). Before, serve set none and the pipeline
+// logged nowhere (watermill.NopLogger), so the resume worker's lines
+// README promised ("logs so") never appeared (found by an agent-runtime
+// developer's walkthrough).
+func pipelineLogger(rl *slog.Logger) watermill.LoggerAdapter {
+	if rl == nil {
+		rl = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return watermill.NewSlogLogger(rl)
 }
 
 func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay:", err) }
