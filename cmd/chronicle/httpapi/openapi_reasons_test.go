@@ -20,7 +20,7 @@ import (
 // answer against the description must not reject a "repeat" or an
 // "ignored: pruned" entry. So that a new reason cannot bypass the list,
 // the processor's source is checked too: every Reason* constant is in
-// memories.Reasons, and no Change.Reason, setConfidence reason or
+// memories.Reasons, and no Change{Reason: …}, setConfidence reason or
 // reason/why variable is a bare string literal.
 func TestOpenAPIMemoryHistoryReasons(t *testing.T) {
 	doc := loadOpenAPI(t)
@@ -68,9 +68,18 @@ func TestOpenAPIMemoryHistoryReasons(t *testing.T) {
 						}
 					}
 				}
-			case *ast.KeyValueExpr:
-				if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Reason" {
-					literal(n.Value, "a Reason field")
+			case *ast.CompositeLit:
+				// a history entry (Change); a search.FieldError's Reason
+				// is a request error's, not a history reason
+				if id, ok := n.Type.(*ast.Ident); !ok || id.Name != "Change" {
+					return true
+				}
+				for _, el := range n.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok {
+						if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Reason" {
+							literal(kv.Value, "a Change's Reason")
+						}
+					}
 				}
 			case *ast.CallExpr:
 				if f, ok := n.Fun.(*ast.Ident); ok && f.Name == "setConfidence" && len(n.Args) > 4 {
