@@ -104,3 +104,17 @@ func pathID(escaped string, suffixes ...string) (id, suffix string, err error) {
 	}
 	return id, suffix, nil
 }
+
+// readsAndWrites is the scope filter of a write route that acts on state
+// the caller must read to use it (a workflow's resume and decision
+// answers, a search's resume, a session's improve): a scope the caller
+// both reads and writes. A caller that writes a scope but may not read it
+// (a write-only producer) gets the read's 404 from entityKey for an id
+// there, held or not, where these routes answered the state, the PAIR
+// view or the search's status, and their 404s and 409s told which ids
+// existed (found by a tenant-isolation review). A caller that reads the
+// scope but may not write it keeps entityKey's 403.
+func readsAndWrites(r *http.Request) func(string) bool {
+	c := CallerOf(r)
+	return func(sc string) bool { return c.CanRead(sc) && c.CanWrite(sc) }
+}

@@ -261,7 +261,10 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "POST /v1/sessions/{id}/improve is the only POST route under /v1/sessions/")
 		return
 	}
-	key, ok := entityKey(w, r, "session", id, sessions.Scopes, s.P.Store, CallerOf(r).CanWrite, nil)
+	// the route's answer is the PAIR view GET …/improvement reads: a
+	// caller that may not read the session's scope gets that route's 404
+	// (readsAndWrites), as the pair_improvement tool refuses it
+	key, ok := entityKey(w, r, "session", id, sessions.Scopes, s.P.Store, readsAndWrites(r), nil)
 	if !ok {
 		return
 	}

@@ -156,7 +156,10 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "decision: %q is not approve or reject", body.Decision)
 		return
 	}
-	key, sr, ok := s.loadSearch(w, r, id, CallerOf(r).CanWrite)
+	// a resume answers the search's status (409 "completed, not
+	// paused") and view: a scope the caller reads and writes
+	// (readsAndWrites); a write-only caller gets the read's 404
+	key, sr, ok := s.loadSearch(w, r, id, readsAndWrites(r))
 	if !ok {
 		return
 	}

@@ -320,7 +320,10 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		}
 		key = k
 	case action == "resume" || len(sub) == 2:
-		k, ok := entityKey(w, r, "workflow", id, workflows.Scopes, s.P.Store, c.CanWrite, nil)
+		// resume answers from the last checkpoint, an answer from the
+		// pending decision: a scope the caller reads and writes
+		// (readsAndWrites)
+		k, ok := entityKey(w, r, "workflow", id, workflows.Scopes, s.P.Store, readsAndWrites(r), nil)
 		if !ok {
 			return
 		}
@@ -421,6 +424,12 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if exists && st.Status == workflows.StatusCompleted && action != "fork" && !retry {
+		if !c.CanRead(scope) {
+			// the outcome is the workflow's state, which a write-only
+			// caller may not read
+			writeErr(w, http.StatusConflict, "workflow %q completed: it takes no more events", id)
+			return
+		}
 		writeErr(w, http.StatusConflict, "workflow %q completed (%s): it takes no more events; fork it to go on", id, st.Outcome)
 		return
 	}
@@ -654,6 +663,16 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	if typ == events.WorkflowCheckpointSaved && cpID == "" {
 		res.CheckpointID = pos.String()
 	}
+	if ks, _, _ := events.SplitEntityKey(key); !c.CanRead(ks) {
+		// a caller that writes the scope but may not read it (a
+		// write-only producer) gets what it wrote — event_id, position,
+		// checkpoint_id — and not the workflow's state, which GET
+		// /v1/workflows/{id} refuses it (before, every write answered the
+		// whole state, context secrets included; found by a
+		// tenant-isolation review)
+		writeJSON(w, http.StatusOK, workflowWriteAck{EventID: res.EventID, Position: res.Position, CheckpointID: res.CheckpointID, NextLayer: res.NextLayer})
+		return
+	}
 	after, _, err := workflows.Get(s.P.Store, key)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -661,6 +680,15 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	}
 	res.State = after
 	writeJSON(w, http.StatusOK, res)
+}
+
+// workflowWriteAck is a workflow write's answer to a caller that may not
+// read the workflow's scope: workflows.WriteResult without the state.
+type workflowWriteAck struct {
+	EventID      string `json:"event_id"`
+	Position     string `json:"position"`
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+	NextLayer    *int   `json:"next_layer,omitempty"`
 }
 
 // requestPointer names the request's member for an error about the

@@ -47,10 +47,9 @@ const (
 	// where the write starts a workflow.
 	scopeStarts scopeRule = iota + 1
 	// scopeWritable: resume and decision answers. The one scope the
-	// caller writes that holds the id; several: 409; none: 404. Across
-	// the cluster only scopes the caller also reads are found (the probe
-	// names no other): a token that writes a scope it does not read names
-	// it with ?scope= there.
+	// caller reads and writes that holds the id; several: 409; none: 404
+	// (403 for a scope it reads but may not write); across the cluster
+	// too, where the probe names only scopes the caller reads.
 	scopeWritable
 	// scopeReadable: fork. The one scope the caller reads that holds the
 	// parent; several: 409; none: 404.
@@ -205,7 +204,10 @@ func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *gro
 	c := CallerOf(r)
 	keep := c.CanRead
 	if rule == scopeWritable {
-		keep = c.CanWrite
+		// resume and decision answers: a scope the caller reads and
+		// writes, as entityKey resolves them on one instance
+		// (readsAndWrites)
+		keep = func(sc string) bool { return c.CanRead(sc) && c.CanWrite(sc) }
 	}
 	var list []string
 	for sc := range held {
