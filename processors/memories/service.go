@@ -188,6 +188,18 @@ func (s *Service) knownSession(q search.Query) (string, error) {
 // applied either, the loser's event is written and dead-lettered as a
 // conflicting duplicate, and its call is ErrKeyReused too.
 func (s *Service) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
+	out, err := s.record(ctx, r)
+	if err == nil && r.Readable != nil && !r.Readable(r.Scope) {
+		// a write-only caller: what it wrote, not what the scope held
+		// (merged_into, the evidence and the confidence were an oracle of
+		// another writer's memories; found by a tenant-isolation review)
+		return search.WithheldRecorded(out.ID, r.Scope), nil
+	}
+	return out, err
+}
+
+// record is Record without the Readable check.
+func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	switch {
 	case s.Producer == nil:
 		return search.Recorded{}, ErrReadOnly
@@ -371,6 +383,24 @@ func (s *Service) recorded(m Memory, created, note string) (search.Recorded, err
 // confidence moves only with a second agreeing signal within 7 days, which
 // Message says.
 func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
+	out, err := s.feedback(ctx, f)
+	if err == nil && f.Readable != nil {
+		// a write-only caller: that the signal was recorded, not the
+		// memory's confidence nor whether the signal moved it (it
+		// answered "0.60 → 0.90"; found by a tenant-isolation review)
+		sc := f.Scope
+		if key, kerr := s.feedbackKey(f); kerr == nil {
+			sc, _, _ = events.SplitEntityKey(key)
+		}
+		if sc == "" || !f.Readable(sc) {
+			return search.WithheldFeedback(sc), nil
+		}
+	}
+	return out, err
+}
+
+// feedback is Feedback without the Readable check.
+func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
 	if s.Producer == nil {
 		return search.FeedbackResult{}, ErrReadOnly
 	}

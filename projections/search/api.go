@@ -139,6 +139,9 @@ type Record struct {
 	// one whose answer was lost adds evidence twice. POST /v1/memories
 	// takes it from the Idempotency-Key header.
 	IdempotencyKey string `json:"-"`
+	// Readable, when set, says which scopes the caller may read: when it
+	// may not read Scope (a write-only token), the answer is Withheld.
+	Readable func(scope string) bool `json:"-"`
 }
 
 // Recorded is memory_record's answer: the memory the recording is in once
@@ -168,6 +171,18 @@ type Recorded struct {
 	// Pruned: the memory is pruned (a merge into a pruned memory adds
 	// evidence but searches do not return it).
 	Pruned bool `json:"pruned,omitempty" jsonschema:"the memory is pruned: searches no longer return it, and the recording only adds evidence to its history"`
+	// Withheld: the caller may not read the memory's scope, so the answer
+	// holds only ID and Message — not MergedInto, Confidence,
+	// InitialConfidence, Evidence nor Pruned, which would tell it whether
+	// (and how often) the scope held the same title and content before;
+	// POST /v1/memories leaves those members out (WithheldRecorded).
+	Withheld bool `json:"-"`
+}
+
+// WithheldRecorded is the answer to a recording in scope by a caller that
+// may not read scope (Recorded.Withheld).
+func WithheldRecorded(id, scope string) Recorded {
+	return Recorded{ID: id, Withheld: true, Message: "recorded in " + scope + "; this caller may not read " + scope + ", so the answer leaves out the memory's confidence and evidence and whether it was merged into an existing memory"}
 }
 
 // Feedback is a memory_feedback call.
@@ -184,6 +199,10 @@ type Feedback struct {
 	// recorded on memory.feedback: two signals of one source never make
 	// consensus.
 	Source string `json:"-"`
+	// Readable, when set, says which scopes the caller may read: when it
+	// may not read the memory's scope (a write-only token), the answer is
+	// Withheld.
+	Readable func(scope string) bool `json:"-"`
 }
 
 // FeedbackResult is memory_feedback's answer. NewConfidence is the value
@@ -193,6 +212,17 @@ type FeedbackResult struct {
 	Success       bool    `json:"success"`
 	NewConfidence float64 `json:"new_confidence"`
 	Message       string  `json:"message"`
+	// Withheld: the caller may not read the memory's scope, so the answer
+	// says only that the signal was recorded — not the confidence, nor
+	// whether the signal applied, waits for consensus or met a pruned
+	// memory; POST /v1/memories/{id}/feedback leaves new_confidence out.
+	Withheld bool `json:"-"`
+}
+
+// WithheldFeedback is the answer to a signal on a memory of scope by a
+// caller that may not read scope (FeedbackResult.Withheld).
+func WithheldFeedback(scope string) FeedbackResult {
+	return FeedbackResult{Success: true, Withheld: true, Message: "signal recorded in " + scope + "; this caller may not read " + scope + ", so the answer leaves out the memory's confidence and whether the signal moved it"}
 }
 
 // Backend serves the three memory tools. The write path is always the log:

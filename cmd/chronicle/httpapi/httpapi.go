@@ -1236,6 +1236,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body.Record.Source = "token:" + c.Name // the author in the memory's history (issue 11)
+	body.Record.Readable = c.CanRead       // a write-only caller's answer is withheld
 	res, err := s.P.Search.Record(r.Context(), body.Record)
 	if errors.Is(err, search.ErrKeyReused) {
 		// the IETF draft's answer to a key reused with another payload
@@ -1244,6 +1245,12 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		toolError(w, err)
+		return
+	}
+	if res.Withheld {
+		// the caller may not read the scope: the id and the message only
+		// (openapi.json's MemoryRecorded makes the rest optional)
+		writeJSON(w, http.StatusAccepted, map[string]any{"id": res.ID, "message": res.Message})
 		return
 	}
 	writeJSON(w, http.StatusAccepted, res)
@@ -1281,7 +1288,7 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite,
-		Source: "token:" + CallerOf(r).Name})
+		Readable: CallerOf(r).CanRead, Source: "token:" + CallerOf(r).Name})
 	if errors.Is(err, search.ErrNotFound) {
 		// not found among the scopes it may write: when the caller reads
 		// the memory, the answer is that it may not write it (a 404 for a
@@ -1298,6 +1305,11 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		toolError(w, err)
+		return
+	}
+	if res.Withheld {
+		// the caller may not read the memory's scope: no new_confidence
+		writeJSON(w, http.StatusOK, map[string]any{"success": res.Success, "message": res.Message})
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

@@ -390,6 +390,7 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 		Tags:        in.Tags,
 		Scope:       scope,
 		Source:      sourceOf(caller, req), // the author in the memory's history (issue 11)
+		Readable:    caller.readable(),     // a write-only caller's answer is withheld
 		// a retry with the key is one recording (the same event id)
 		IdempotencyKey: in.idempotencyKey(),
 	})
@@ -423,6 +424,7 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 		Helpful:  in.Helpful,
 		Comment:  in.Comment,
 		Writable: caller.writable(),
+		Readable: caller.readable(), // a write-only caller's answer is withheld
 		Source:   sourceOf(caller, req),
 	})
 	if err != nil {
