@@ -96,6 +96,14 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 	}
 	envs := make([]events.Envelope, 0, len(res.Memories))
 	for i, h := range res.Memories {
+		if q.Writable != nil && !q.Writable(h.Scope) {
+			// a usage is a write to the memory's scope: a caller that
+			// only reads it changes no state there (before, read-only
+			// tokens lifted usage_count to the single-signal rule's 3,
+			// and a token writing project:a added usage to project:b's
+			// memories; found by a tenant-isolation review)
+			continue
+		}
 		data := map[string]any{
 			"memory_id": h.ID, "query": q.Text, "rank": i + 1, "relevance": h.Relevance, "session_id": session,
 		}
@@ -110,6 +118,9 @@ func (s *Service) Search(ctx context.Context, q search.Query) (search.Result, er
 			return res, err
 		}
 		envs = append(envs, env)
+	}
+	if len(envs) == 0 {
+		return res, nil // no hit in a scope the caller writes
 	}
 	// a read must not fail, nor wait the producer's 15 s, because the
 	// broker is down or slow: the usage is given UsageWait, then the hits

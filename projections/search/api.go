@@ -45,6 +45,10 @@ type Query struct {
 	// Readable, when set, says which scopes (project:a, team:b, org:c) the
 	// caller may read; others are invisible. nil: every scope.
 	Readable func(scope string) bool `json:"-"`
+	// Writable, when set, says which scopes the caller may write: a hit
+	// in another scope is answered but writes no memory.retrieved event
+	// (reading alone changes no state). nil: every hit writes its usage.
+	Writable func(scope string) bool `json:"-"`
 	// SessionID, when set, is recorded on the memory.retrieved events.
 	SessionID string `json:"-"`
 	// Source, when set, is who searches ("token:<name>", "mcp:<client>"),

@@ -1108,7 +1108,7 @@ func (s *Server) searchMemories(w http.ResponseWriter, r *http.Request) {
 func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
 	v := r.URL.Query()
 	q := search.Query{Text: v.Get("query"), Scope: v.Get("scope"), Outcome: v.Get("outcome"), SessionID: v.Get("session_id"), Readable: CallerOf(r).CanRead,
-		ReadScopes: CallerOf(r).Read}
+		ReadScopes: CallerOf(r).Read, Writable: CallerOf(r).CanWrite} // usage only in the scopes the caller writes
 	if events.ValidScope(q.Scope) && !CallerOf(r).CanRead(q.Scope) {
 		// one scope the token does not read: a 403, as the learned stream
 		// answers, not an empty list that reads as "nothing matched"

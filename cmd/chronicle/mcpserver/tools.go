@@ -349,6 +349,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 		Limit:         in.Limit,
 		MinConfidence: &minConfidence,
 		Readable:      caller.readable(),
+		Writable:      caller.writable(), // usage only in the scopes the caller writes
 		Source:        sourceOf(caller, req),
 		ReadScopes:    caller.ReadScopes, // who may see the query in a memory's history
 	})
