@@ -659,3 +659,29 @@ func TestStdio(t *testing.T) {
 
 	srv.Close(t)
 }
+
+// memory_search passes the caller's write scopes to the backend
+// (search.Query.Writable): a search writes usage (memory.retrieved.v1)
+// only for hits in scopes the caller writes, so a reader changes no
+// state. Before, the filter was unset and every hit's scope got a usage
+// event, whoever searched (found by a tenant-isolation review).
+func TestMemorySearchWritesUsageOnlyWhereTheCallerWrites(t *testing.T) {
+	fake, url := newHTTP(t)
+	for token, want := range map[string]map[string]bool{
+		"reader": {"project:a": false, "team:t": false, "project:b": false},
+		"writer": {"project:a": true, "team:t": false, "project:b": false},
+	} {
+		cs := connectToken(t, url, token)
+		mcptest.Structured[search.Result](t, mcptest.Call(t, cs, "memory_search", map[string]any{"query": "flight change"}))
+		qs, _, _ := fake.calls()
+		q := qs[len(qs)-1]
+		if q.Writable == nil {
+			t.Fatalf("%s: Writable is nil (usage written in every scope)", token)
+		}
+		for scope, w := range want {
+			if q.Writable(scope) != w {
+				t.Errorf("%s: Writable(%s) = %v, want %v", token, scope, !w, w)
+			}
+		}
+	}
+}
