@@ -414,8 +414,17 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 		return nil, search.FeedbackResult{}, errors.New("memory_feedback: the caller may write no scope")
 	}
 	if in.Scope != "" && !grants(caller.WriteScopes, in.Scope) {
-		// name the argument, as memory_search does for a scope it may not
-		// read; it said "memory not found" (a subscriber's walkthrough)
+		if readable := caller.readable(); readable != nil && !readable(in.Scope) {
+			// a scope the caller neither writes nor reads: "memory not
+			// found", as POST /v1/memories/{id}/feedback?scope= answers
+			// (404) and as for a memory that does not exist, so the
+			// answer tells nothing of the scope; it said "may not write",
+			// which the HTTP route did not (tenant-isolation review)
+			return nil, search.FeedbackResult{}, fmt.Errorf("%w: %s", search.ErrNotFound, in.MemoryID)
+		}
+		// a scope it reads: name the argument, as memory_search does for
+		// a scope it may not read; it said "memory not found" (a
+		// subscriber's walkthrough)
 		return nil, search.FeedbackResult{}, fmt.Errorf("memory_feedback: scope: this caller may not write %s", in.Scope)
 	}
 	ctx = ContextWithCaller(ctx, caller)

@@ -1,0 +1,65 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver/mcptest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Feedback naming a scope the caller may neither read nor write answers
+// the same over HTTP and MCP, and the same as for a memory that does not
+// exist: POST /v1/memories/{id}/feedback?scope=project:a is a 404 "memory
+// not found", and memory_feedback with scope project:a says "memory not
+// found" (it said "may not write project:a" while the route said 404; the
+// 404 is the answer that tells less). A caller that reads the scope but
+// may not write it is told so by both. Found by a tenant-isolation
+// review; the MCP half fails on the code before.
+func TestFeedbackOnAScopeItCannotReadIsNotFound(t *testing.T) {
+	p, _, base := writeOnlyServer(t)
+	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
+		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("recording: %d %v", code, rec)
+	}
+	id := rec["id"].(string)
+	waitCaughtUp(t, p)
+	ctx := context.Background()
+	mcpAs := func(token string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "feedback-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	feedback := func(cs *mcp.ClientSession, mem string) string {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": mem, "helpful": true, "scope": "project:a"}})
+		if err != nil || !res.IsError {
+			t.Fatalf("memory_feedback on %s in project:a: %v %s; want a tool error", mem, err, mcptest.Text(res))
+		}
+		return mcptest.Text(res)
+	}
+	b := mcpAs("tok-b")
+	for _, mem := range []string{id, "mem-never-there"} {
+		code, m := call(t, base, "tok-b", "POST", "/v1/memories/"+mem+"/feedback?scope=project:a", map[string]any{"helpful": true})
+		if code != 404 || !strings.Contains(m["error"].(string), "memory not found") {
+			t.Errorf("HTTP feedback as tok-b on %s in project:a: %d %v; want 404 memory not found", mem, code, m)
+		}
+		if msg := feedback(b, mem); !strings.Contains(msg, "memory not found") || strings.Contains(msg, "project:a") {
+			t.Errorf("MCP feedback as tok-b on %s in project:a: %q; want memory not found, as the route's 404", mem, msg)
+		}
+	}
+	// reading the scope, not writing it: both say it may not write
+	code, m := call(t, base, "tok-ra", "POST", "/v1/memories/"+id+"/feedback?scope=project:a", map[string]any{"helpful": true})
+	if code != 403 || !strings.Contains(m["error"].(string), "may not write") {
+		t.Errorf("HTTP feedback as tok-ra: %d %v; want 403", code, m)
+	}
+	if msg := feedback(mcpAs("tok-ra"), id); !strings.Contains(msg, "may not write project:a") {
+		t.Errorf("MCP feedback as tok-ra: %q; want may not write project:a", msg)
+	}
+}
