@@ -25,7 +25,10 @@ func TestMemoryHistoryWithholdsCrossScopeQueries(t *testing.T) {
 	tokens := access.File{Tokens: []access.Token{
 		{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
 		{Name: "a2", SHA256: access.Hash("tok-a2"), Read: []string{"project:a"}},
-		{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:b", "project:a"}},
+		// ab writes project:a: a search writes usage only where the
+		// searcher may write (TestSearchByAReaderWritesNoUsage), and its
+		// retrieval, carrying b's word, is what the history must withhold
+		{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:b", "project:a"}, Write: []string{"project:a"}},
 		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
 	}}
 	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens}).Handler()))
