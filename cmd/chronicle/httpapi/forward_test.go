@@ -50,6 +50,8 @@ var clusterTokens = access.File{Tokens: []access.Token{
 	{Name: "ab-ro", SHA256: access.Hash("tok-ab-ro"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a"}},
 	// writes project:a, reads nothing
 	{Name: "wo", SHA256: access.Hash("tok-wo"), Write: []string{"project:a"}},
+	// writes both, reads nothing (a write-only producer)
+	{Name: "ab-wo", SHA256: access.Hash("tok-ab-wo"), Write: []string{"project:a", "project:b"}},
 }}
 
 // startMember starts an instance: the server listens first (its URL is

@@ -105,3 +105,48 @@ func TestClientFanOutHeaderIsNotAMembers(t *testing.T) {
 		t.Errorf("a client's read answered with the member-only Chronicle-Held-Scope: %s", h)
 	}
 }
+
+// TestWriteOnlyResumeInACluster: a token that writes a workflow's scope
+// but may not read it (tok-ab-wo writes project:a and project:b, reads
+// nothing) gets the read's 404 from a resume or a decision answer without
+// ?scope=, from either member, as one instance answers (readsAndWrites);
+// before, the cluster's scope probe (writeToHeldScope, rule scopeWritable)
+// kept the scopes the token writes, and the resume answered 200 with the
+// workflow's whole state (tenant-isolation review, defect A). Its appends
+// still work, answered without the state.
+func TestWriteOnlyResumeInACluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, t, "m1", nil, time.Second)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
+	waitCluster(t, []*member{m1, m2})
+	wf := workflowIDsOn(t, m2, m1, "project:b", "wfwo", 1)[0]
+	base := "/v1/workflows/" + wf
+	for _, s := range []struct{ path, body string }{
+		{base + "/updates?scope=project:b", `{"channel":"context","update":{"note":"WO-CLUSTER-SECRET"}}`},
+		{base + "/checkpoints?scope=project:b", `{"layer":0}`},
+		{base + "/decisions?scope=project:b", `{"decision_id":"d1","kind":"human","question":"go?","layer":1}`},
+	} {
+		if code, b := postJSON(t, m2.srv.URL, "tok-b", s.path, s.body); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", s.path, code, b)
+		}
+	}
+	for _, m := range []*member{m1, m2} {
+		for _, s := range []struct{ path, body string }{
+			{base + "/resume", `{}`},
+			{base + "/decisions/d1", `{"answer":"yes","by":"wo"}`},
+			{base + "/resume?scope=project:b", `{}`},
+		} {
+			code, b := postJSON(t, m.srv.URL, "tok-ab-wo", s.path, s.body)
+			if code != http.StatusNotFound || strings.Contains(string(b), "SECRET") {
+				t.Errorf("%s POST %s as tok-ab-wo (writes project:a and project:b, reads nothing): %d %s; want 404", m.name, s.path, code, b)
+			}
+		}
+		code, b := postJSON(t, m.srv.URL, "tok-ab-wo", base+"/updates?scope=project:b", `{"channel":"context","update":{"from":"wo"}}`)
+		var out map[string]any
+		_ = json.Unmarshal(b, &out)
+		if code != http.StatusOK || out["state"] != nil || strings.Contains(string(b), "SECRET") {
+			t.Errorf("%s: an update as tok-ab-wo: %d %s; want 200 without the state", m.name, code, b)
+		}
+	}
+}
