@@ -449,6 +449,15 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			b.CommandID = b.EventID
 		}
 		if b.Command == events.CommandReplanDAG {
+			if !c.CanRead(scope) {
+				// the plan is computed from the running DAG and pending
+				// commands, and its errors name them (a pending replan's
+				// id, the tools of a cycle): like resume, a write the
+				// caller must read the workflow for; the read's 404
+				// whether it exists or not (tenant-isolation review)
+				writeErr(w, http.StatusNotFound, "workflow %q not found", id)
+				return
+			}
 			args, ok := s.replanArgs(w, r, st, b.Args)
 			if !ok {
 				return

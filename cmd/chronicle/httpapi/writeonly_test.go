@@ -104,6 +104,11 @@ func TestWriteOnlyTokenReadsNothingThroughWrites(t *testing.T) {
 			t.Errorf("answering the decision as tok-wo: %d %v, want 404", code, m)
 		}
 		noSecret("decision answer", m)
+		// a replan is computed from the running DAG: the read's 404 too
+		code, m = call(t, base, "tok-wo", "POST", "/v1/workflows/wf1/commands", map[string]any{"command": events.CommandReplanDAG, "args": map[string]any{"tools": []string{"x"}}})
+		if code != 404 || strings.ReplaceAll(fmt.Sprint(m["error"]), "wf1", "ID") != strings.ReplaceAll(fmt.Sprint(missing["error"]), "never-there", "ID") {
+			t.Errorf("replan_dag as tok-wo: %d %v; want the 404 of an id nobody holds (%v)", code, m, missing)
+		}
 		// a producer that only writes still writes, and is answered what
 		// it wrote, not the state
 		code, m = call(t, base, "tok-wo", "POST", "/v1/workflows/wf1/updates", map[string]any{"layer": 0, "channel": events.ChannelContext, "update": map[string]any{"from": "wo"}})
