@@ -334,13 +334,14 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 	for i, r := range recs {
 		base[i] = parseItem(r, n)
 	}
+	dl := deadLetters(topic)
 	err = e.pool.each(procs, func(i int, p Processor) error {
 		items := make([]projections.Item, len(base))
 		for j, it := range base {
 			rec := recs[j]
 			// a record that is no event of the topic is dead-lettered
 			// once, by the topic's first processor
-			if it.Err == nil || i == 0 {
+			if dl && (it.Err == nil || i == 0) {
 				it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
 			}
 			items[j] = it
@@ -536,6 +537,9 @@ func (pl *pool) each(procs []Processor, fn func(i int, p Processor) error) error
 // parseItem parses and validates r once, for every processor of its topic
 // (partitions: the topic's partition count, for checkPartition).
 func parseItem(r *kgo.Record, partitions int) projections.Item {
+	if r.Topic == string(events.TopicDeadLetter) {
+		return letterItem(r) // no event: a letter of another topic's record
+	}
 	it := projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}
 	env, key, err := events.FromRecordKey(r)
 	if err == nil {

@@ -412,7 +412,7 @@ func (s *standby) partition(topic string, partition int32, recs []*kgo.Record) {
 			items := make([]projections.Item, len(base))
 			for j, it := range base {
 				rec := batch[j]
-				if !it.Control && (it.Err == nil || i == 0) {
+				if !it.Control && (it.Err == nil || i == 0) && deadLetters(rec.Topic) {
 					it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
 				}
 				items[j] = it

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -169,6 +170,7 @@ func DefaultProcessors() []processors.Processor {
 		pair.Outcomes{},         // global table of chronicle.evaluations: the pair worker's reads of other sessions
 		sessionlog.Processor{},  // issue 11: where each session's records sit in the log
 		sessionlog.Memories{},   // global table: where each session's memory records sit
+		deadletter.Processor{},  // the dead letters by the rejected event's scope (GET /v1/deadletters)
 	}
 }
 

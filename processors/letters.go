@@ -1,0 +1,138 @@
+package processors
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// LetterType is the type of the envelope the engine (and replay, standby
+// replicas, global tables: parseItem) hands a processor of
+// events.TopicDeadLetter for each record of that topic. Those records are
+// no events of the topic: they are copies of rejected records of other
+// topics with the dead-letter headers, so the engine reads the headers
+// into a LetterData (the envelope's data) instead of validating them as
+// events. The envelope's id names the letter's own position
+// ("<partition>:<offset>" of chronicle.deadletter), so every letter is
+// applied once even when several letters name the same event (several
+// handlers refused it, or a redrive was refused again). The type is no
+// event type of the registry: nothing produces it, and nothing but a
+// processor of the dead-letter topic sees it.
+const LetterType events.Type = "chronicle.deadletter.letter"
+
+// LetterSource is the source attribute of those envelopes.
+const LetterSource = "chronicle/deadletter"
+
+// LetterData is what a record of the dead-letter topic says: the rejected
+// record's position, the handler that refused it and why, the event's
+// id, type, source and scope when the record holds them, and the letter's
+// own position and timestamp. It is a function of the record, so a replay
+// reads the same.
+type LetterData struct {
+	// Topic, Partition and Offset are the rejected record's position.
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Handler is processor@topic or worker@topic; Reason its error.
+	Handler string `json:"handler"`
+	Reason  string `json:"reason"`
+	// Key is the original record key.
+	Key string `json:"key"`
+	// EventID, EventType and EventSource are the event's attributes when
+	// the record holds a JSON event with them.
+	EventID     string `json:"event_id,omitempty"`
+	EventType   string `json:"event_type,omitempty"`
+	EventSource string `json:"event_source,omitempty"`
+	// Scope is the event's scope attribute (events.DefaultScope when it
+	// has none).
+	Scope string `json:"scope"`
+	// DeadLetterPartition and DeadLetterOffset are the letter's position in
+	// the dead-letter topic; DeadLetteredAt its record's timestamp
+	// (RFC 3339, UTC): when the log received the letter.
+	DeadLetterPartition int32  `json:"dead_letter_partition"`
+	DeadLetterOffset    int64  `json:"dead_letter_offset"`
+	DeadLetteredAt      string `json:"dead_lettered_at"`
+}
+
+// LetterOf reads a record of the dead-letter topic. It fails, naming the
+// header, when one of the original-position headers is missing or
+// malformed, and when the record's event has a scope attribute that is no
+// scope or the record is no JSON event at all: such a letter belongs to no
+// tenant (`chronicle deadletter list` still shows it).
+func LetterOf(rec *kgo.Record) (LetterData, error) {
+	hs := map[string]string{}
+	for _, h := range rec.Headers {
+		hs[h.Key] = string(h.Value)
+	}
+	d := LetterData{Topic: hs[HeaderOriginalTopic], Handler: hs[HeaderHandler], Reason: hs[HeaderError], Key: string(rec.Key),
+		DeadLetterPartition: rec.Partition, DeadLetterOffset: rec.Offset, DeadLetteredAt: events.RecordTime(rec.Timestamp)}
+	at := fmt.Sprintf("dead letter %d:%d", rec.Partition, rec.Offset)
+	if d.Topic == "" {
+		return LetterData{}, fmt.Errorf("%s: header %s: missing", at, HeaderOriginalTopic)
+	}
+	p, err := strconv.ParseInt(hs[HeaderOriginalPartition], 10, 32)
+	if err != nil {
+		return LetterData{}, fmt.Errorf("%s: header %s: %q is not a partition", at, HeaderOriginalPartition, hs[HeaderOriginalPartition])
+	}
+	o, err := strconv.ParseInt(hs[HeaderOriginalOffset], 10, 64)
+	if err != nil {
+		return LetterData{}, fmt.Errorf("%s: header %s: %q is not an offset", at, HeaderOriginalOffset, hs[HeaderOriginalOffset])
+	}
+	d.Partition, d.Offset = int32(p), o
+	if k, ok := hs[kafkapubsub.RecordKeyMetadataKey]; ok { // a worker's letter
+		d.Key = k
+	}
+	// a worker's letter holds the structured event next to its ce_
+	// headers, an engine letter the record as it was: either way the
+	// attributes read the same
+	raw, err := events.StructuredJSON(rec)
+	var ev struct {
+		ID     string          `json:"id"`
+		Type   string          `json:"type"`
+		Source string          `json:"source"`
+		Scope  json.RawMessage `json:"scope"`
+	}
+	if err != nil || json.Unmarshal(raw, &ev) != nil {
+		return LetterData{}, fmt.Errorf("%s: the rejected record is no JSON event, so it names no scope", at)
+	}
+	d.EventID, d.EventType, d.EventSource, d.Scope = ev.ID, ev.Type, ev.Source, events.DefaultScope
+	if len(ev.Scope) > 0 && string(ev.Scope) != "null" {
+		var sc string
+		if json.Unmarshal(ev.Scope, &sc) != nil || !events.ValidScope(sc) {
+			return LetterData{}, fmt.Errorf("%s: the rejected event's scope %s is no scope", at, ev.Scope)
+		}
+		d.Scope = sc
+	}
+	return d, nil
+}
+
+// letterItem is parseItem for a record of the dead-letter topic: an
+// envelope of LetterType whose data is the LetterData. A record it cannot
+// read is an item with Err, which is never dead-lettered (its own topic
+// is the dead-letter topic: see deadLetters).
+func letterItem(r *kgo.Record) projections.Item {
+	it := projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}
+	d, err := LetterOf(r)
+	var data []byte
+	if err == nil {
+		data, err = events.Marshal(d)
+	}
+	if err != nil {
+		it.Err = fmt.Errorf("at %s: %w", it.Pos, err)
+		return it
+	}
+	it.Env = &events.Envelope{SpecVersion: "1.0", ID: fmt.Sprintf("%d:%d", r.Partition, r.Offset), Source: LetterSource, Type: LetterType,
+		Time: d.DeadLetteredAt, Scope: d.Scope, Data: data}
+	it.Sum, it.IDSum = projections.ContentHash(it.Env), projections.IDHash(it.Env)
+	return it
+}
+
+// deadLetters reports whether records of topic may be dead-lettered: all
+// but those of the dead-letter topic itself, whose rejection would write a
+// letter of a letter.
+func deadLetters(topic string) bool { return topic != string(events.TopicDeadLetter) }
