@@ -559,7 +559,9 @@ func parseItem(r *kgo.Record, partitions int) projections.Item {
 
 // deadLetterRecord is the record events.TopicDeadLetter receives for rec,
 // rejected by p: the original key, value and headers, plus the reason and
-// where it came from (the header names Watermill's poison queue uses).
+// where it came from (the header names Watermill's poison queue uses), and
+// HeaderPointer when the reason is a schema or processor error naming a
+// member of the event (events.ValidationError: /data/tokens).
 func deadLetterRecord(p Processor, rec *kgo.Record, reason error) projections.OutboxRecord {
 	hs := make([]projections.Header, 0, len(rec.Headers)+6)
 	for _, h := range rec.Headers {
@@ -573,5 +575,9 @@ func deadLetterRecord(p Processor, rec *kgo.Record, reason error) projections.Ou
 		projections.Header{Key: HeaderOriginalPartition, Value: []byte(strconv.Itoa(int(rec.Partition)))},
 		projections.Header{Key: HeaderOriginalOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
 	)
+	var ve *events.ValidationError
+	if errors.As(reason, &ve) && ve.Pointer != "" {
+		hs = append(hs, projections.Header{Key: HeaderPointer, Value: []byte(ve.Pointer)})
+	}
 	return projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: string(rec.Key), Value: rec.Value, Headers: hs}
 }

@@ -38,9 +38,11 @@ type LetterData struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
-	// Handler is processor@topic or worker@topic; Reason its error.
+	// Handler is processor@topic or worker@topic; Reason its error;
+	// Pointer the member of the event the error names, when it names one.
 	Handler string `json:"handler"`
 	Reason  string `json:"reason"`
+	Pointer string `json:"pointer,omitempty"`
 	// Key is the original record key.
 	Key string `json:"key"`
 	// EventID, EventType and EventSource are the event's attributes when
@@ -69,7 +71,7 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 	for _, h := range rec.Headers {
 		hs[h.Key] = string(h.Value)
 	}
-	d := LetterData{Topic: hs[HeaderOriginalTopic], Handler: hs[HeaderHandler], Reason: hs[HeaderError], Key: string(rec.Key),
+	d := LetterData{Topic: hs[HeaderOriginalTopic], Handler: hs[HeaderHandler], Reason: hs[HeaderError], Pointer: hs[HeaderPointer], Key: string(rec.Key),
 		DeadLetterPartition: rec.Partition, DeadLetterOffset: rec.Offset, DeadLetteredAt: events.RecordTime(rec.Timestamp)}
 	at := fmt.Sprintf("dead letter %d:%d", rec.Partition, rec.Offset)
 	if d.Topic == "" {

@@ -34,6 +34,9 @@ const (
 	HeaderError             = middleware.ReasonForPoisonedKey
 	HeaderPoisonedTopic     = middleware.PoisonedTopicKey
 	HeaderHandler           = middleware.PoisonedHandlerKey
+	// HeaderPointer is the JSON pointer of the member a processor's
+	// rejection names (events.ValidationError), when it names one.
+	HeaderPointer = "pointer_poisoned"
 )
 
 // RunnerConfig configures a Runner. Zero fields take the documented

@@ -61,9 +61,9 @@ func (l *Letter) Original() *kgo.Record { return l.original }
 // letterHeaders are the headers a dead-letter record carries beyond the
 // original record's own: the engine's and Watermill's poison-queue
 // headers, the kafka_* metadata the workers' messages carry, and
-// Watermill's message uuid and partition key.
+// Watermill's message uuid and partition key, and the engine's pointer.
 var letterHeaders = map[string]bool{
-	processors.HeaderError: true, processors.HeaderPoisonedTopic: true, processors.HeaderHandler: true,
+	processors.HeaderError: true, processors.HeaderPoisonedTopic: true, processors.HeaderHandler: true, processors.HeaderPointer: true,
 	processors.HeaderOriginalTopic: true, processors.HeaderOriginalPartition: true, processors.HeaderOriginalOffset: true,
 	kafkapubsub.RecordKeyMetadataKey: true, kafkapubsub.TimestampMetadataKey: true,
 	kafkapubsub.UUIDHeaderKey: true, kafkapubsub.MetadataKey: true, middleware.PoisonedSubscriberKey: true,

@@ -55,7 +55,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return fmt.Errorf("deadletters: letter %s: %w", env.ID, err)
 	}
 	e := Entry{ID: fmt.Sprintf("%s:%d:%d", d.Topic, d.Partition, d.Offset), EventID: d.EventID, EventType: d.EventType, EventSource: d.EventSource,
-		Scope: d.Scope, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Handler: d.Handler, Reason: d.Reason, Key: d.Key,
+		Scope: d.Scope, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Handler: d.Handler, Reason: d.Reason, Pointer: d.Pointer, Key: d.Key,
 		DeadLetterPartition: d.DeadLetterPartition, DeadLetterOffset: d.DeadLetterOffset, DeadLetteredAt: d.DeadLetteredAt}
 	k, err := e.rowKey()
 	if err != nil {
@@ -80,10 +80,12 @@ type Entry struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	// Handler is the processor or worker that refused it
-	// (processor@topic, worker@topic); Reason its error, which names the
-	// member (a JSON pointer) when the refusal was a schema error.
+	// (processor@topic, worker@topic); Reason its error; Pointer the JSON
+	// pointer of the member the error names, when it names one
+	// (/data/tokens).
 	Handler string `json:"handler"`
 	Reason  string `json:"reason"`
+	Pointer string `json:"pointer,omitempty"`
 	// Key is the rejected record's key.
 	Key string `json:"key"`
 	// DeadLetterPartition and DeadLetterOffset are the letter's own
