@@ -181,7 +181,16 @@ func TestAccessConformance(t *testing.T) {
 	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{pass}); code != 202 {
 		t.Fatalf("seeding project:a's reasoning task: %d %v", code, m)
 	}
+	// a completion of a session that never started: accepted, then
+	// dead-lettered; its event id holds the secret, so GET /v1/deadletters
+	// must not show it to the other scope
+	orphan := envs[len(envs)-1]
+	orphan.SessionID, orphan.ID = "never-started", "dl-"+secret
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{orphan}); code != 202 {
+		t.Fatalf("seeding project:a's dead letter: %d %v", code, m)
+	}
 	waitCaughtUp(t, p)
+	waitDeadLetters(t, p, base, "tok-a", "", 1)
 	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1",
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",

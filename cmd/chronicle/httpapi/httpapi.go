@@ -207,6 +207,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/graph/tools", s.graphTools),
 		f("GET /v1/graph/path", s.graphPath),
 		f("GET /v1/learned/stream", s.learnedStream), // issue 11: chronicle.learned as Server-Sent Events (learned_stream.go)
+		f("GET /v1/deadletters", s.listDeadLetters),  // the refusals of the caller's events (deadletters.go)
 		f("GET /v1/digest", s.digest),
 		f("GET /v1/cluster", s.cluster),   // issue 15: members, assignment, lag and restore per partition
 		f("GET /v1/whoami", s.whoami),     // issue 11: the token's name, scopes and default write scope

@@ -143,6 +143,11 @@ func Cases() []Case {
 		// the list: 200 for both, the other scope's without the own
 		// scope's workflows (Run checks that no secret is in it)
 		{Pattern: "GET /v1/workflows", Request: get(func(Fixture) string { return "/v1/workflows" })},
+		// the dead letters: 200 for both, the other scope's without the own
+		// scope's letters (the fixture's own scope holds one whose event id
+		// is a secret); naming the own scope: 403 for the other
+		{Pattern: "GET /v1/deadletters", Request: get(func(Fixture) string { return "/v1/deadletters" })},
+		{Pattern: "GET /v1/deadletters", Request: get(func(f Fixture) string { return "/v1/deadletters?scope=" + url.QueryEscape(f.OwnScope) }), Want: map[Caller]int{Other: 403}},
 		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string { return "/v1/workflows/" + esc(f.Workflow) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string { return "/v1/workflows/" + esc(f.Workflow) + "/checkpoints" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/workflows/{id...}", Request: get(func(f Fixture) string {

@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
+)
+
+// Dead-letter list defaults: GET /v1/deadletters answers
+// DefaultDeadLetterList letters when limit is absent, and at most
+// MaxDeadLetterList.
+const (
+	DefaultDeadLetterList = 50
+	MaxDeadLetterList     = 500
+)
+
+// DeadLetterList is the answer of GET /v1/deadletters: a page of dead
+// letters in key order (scope, then newest first) and the cursor of the
+// next page ("" on the last page).
+type DeadLetterList = deadletter.ListPage
+
+// deadLetterListParams reads GET /v1/deadletters' query: limit (1 to
+// MaxDeadLetterList; absent: DefaultDeadLetterList; else 400 naming
+// limit), cursor (a next_cursor; anything else: 400 naming cursor), type
+// (only letters of events of that type; any string but the empty one, as a
+// record refused for its unknown type has one) and scope (a kind or one scope; one the token does not read: 403).
+// With w nil it only reads them.
+func deadLetterListParams(w http.ResponseWriter, r *http.Request) (limit int, cursor, ofType string, inScope func(string) bool, ok bool) {
+	q := r.URL.Query()
+	fail := func(code int, format string, a ...any) (int, string, string, func(string) bool, bool) {
+		if w != nil {
+			writeErr(w, code, format, a...)
+		}
+		return 0, "", "", nil, false
+	}
+	limit = DefaultDeadLetterList
+	if q.Has("limit") {
+		l := q.Get("limit")
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > MaxDeadLetterList {
+			return fail(http.StatusBadRequest, "limit: %q is not an integer from 1 to %d (absent: %d)", l, MaxDeadLetterList, DefaultDeadLetterList)
+		}
+		limit = n
+	}
+	inScope, err := scopeFilter(q.Get("scope"))
+	if err != nil {
+		return fail(http.StatusBadRequest, "%v", err)
+	}
+	if sc := q.Get("scope"); events.ValidScope(sc) && !CallerOf(r).CanRead(sc) {
+		return fail(http.StatusForbidden, "scope: this token may not read %s", sc)
+	}
+	ofType = q.Get("type")
+	if q.Has("type") && ofType == "" {
+		// any other string: a record refused for its unknown type has one
+		return fail(http.StatusBadRequest, "type: empty; give an event type (e.g. search.quota.reserved.v1) or leave type out")
+	}
+	cursor = q.Get("cursor")
+	if q.Has("cursor") {
+		if err := deadletter.CheckCursor(cursor); err != nil {
+			return fail(http.StatusBadRequest, "cursor: %q is not a next_cursor of this list: %v", cursor, err)
+		}
+	}
+	return limit, cursor, ofType, inScope, true
+}
+
+// listDeadLettersLocal lists the dead letters of this instance's store
+// that the caller may read (and ?scope= and ?type= select): a 503
+// RestoringError while it restores a partition of chronicle.deadletter.
+func (s *Server) listDeadLettersLocal(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, ofType, inScope, ok := deadLetterListParams(w, r)
+	if !ok {
+		return
+	}
+	topic := string(events.TopicDeadLetter)
+	if parts := s.restoring(topic); len(parts) > 0 {
+		writeRestoring(w, "the list would miss dead letters", topic, parts)
+		return
+	}
+	c := CallerOf(r)
+	allow := func(sc string) bool { return c.CanRead(sc) && inScope(sc) }
+	var scopes []string // nil: every scope, filtered by allow
+	if sc := r.URL.Query().Get("scope"); events.ValidScope(sc) {
+		scopes = []string{sc} // readable: deadLetterListParams checked it
+	} else if !c.ReadsAll() {
+		scopes = []string{}
+		for _, sc := range c.Read {
+			if events.ValidScope(sc) && inScope(sc) && !slices.Contains(scopes, sc) {
+				scopes = append(scopes, sc)
+			}
+		}
+	}
+	list, next, err := deadletter.ListScoped(s.P.Store, scopes, allow, limit, cursor, ofType)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if list == nil {
+		list = []deadletter.Entry{}
+	}
+	writeJSON(w, http.StatusOK, DeadLetterList{DeadLetters: list, NextCursor: next})
+}
+
+// listDeadLetters serves GET /v1/deadletters: the dead letters of the
+// events of the scopes the caller reads (a processor's or worker's
+// refusal of an event the API had accepted with 202), by scope and newest
+// first within a scope, limit at a time. In a cluster each member's store
+// holds the letters of its partitions of chronicle.deadletter, so it asks
+// every member and merges their pages by key, as GET /v1/workflows does.
+func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
+		s.listDeadLettersLocal(w, r)
+		return
+	}
+	v, err := s.groupView(r.Context())
+	topic := string(events.TopicDeadLetter)
+	if err == nil && v.blind {
+		s.noOwner(w, v, topic, -1, "the list")
+		return
+	}
+	if err != nil || !v.forwarding() {
+		s.listDeadLettersLocal(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	if _, _, _, _, ok := deadLetterListParams(rec, r); !ok {
+		relay(w, memberAnswer{member: v.self, code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
+		return
+	}
+	if !v.complete(topic) {
+		s.noOwner(w, v, topic, -1, "the list")
+		return
+	}
+	limit, _, _, _, _ := deadLetterListParams(nil, r)
+	answers := s.fanOut(r, v, s.listDeadLettersLocal, false)
+	if s.memberDown(w, v, answers) {
+		return
+	}
+	raws, next, ok := mergePages(w, v, topic, "dead_letters", answers, limit, func(raw json.RawMessage) string {
+		var e deadletter.Entry
+		_ = json.Unmarshal(raw, &e)
+		return e.Cursor()
+	})
+	if !ok {
+		return
+	}
+	list := make([]deadletter.Entry, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &list[i]); err != nil {
+			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("an unreadable dead letter in the members' lists: %v", err)})
+			return
+		}
+	}
+	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
+	writeJSON(w, http.StatusOK, DeadLetterList{DeadLetters: list, NextCursor: next})
+}
