@@ -2,6 +2,7 @@ package processors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -410,6 +411,12 @@ func (e *engine) observe(p Processor, items []projections.Item, outs []projectio
 	for i, o := range outs {
 		if o.Result == projections.DeadLettered {
 			e.cfg.Logger.Info("dead-lettered", map[string]any{"processor": p.Name(), "at": items[i].Pos.String(), "reason": o.Err.Error()})
+		}
+		if o.Result == projections.Applied && e.cfg.OnDeadLetter != nil && items[i].Env != nil && items[i].Env.Type == LetterType {
+			var d LetterData
+			if json.Unmarshal(items[i].Env.Data, &d) == nil {
+				e.cfg.OnDeadLetter(d)
+			}
 		}
 		if m == nil {
 			continue

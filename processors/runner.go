@@ -69,6 +69,12 @@ type RunnerConfig struct {
 	Metrics *Metrics
 	// Logger (default: watermill.NopLogger).
 	Logger watermill.LoggerAdapter
+	// OnDeadLetter, when set, is told about each record of the dead-letter
+	// topic (a processor's or a worker's refusal) that a processor of that
+	// topic applied in the live engine: once per letter, when its batch
+	// committed (a replay, a standby replica and a re-delivered record
+	// that was applied already do not call it). serve logs it.
+	OnDeadLetter func(LetterData)
 	// SubscriberOpts are extra franz-go options for every consumer.
 	SubscriberOpts []kgo.Opt
 	// MaxBatch is the most records a processor applies in one Pebble batch

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -81,7 +82,7 @@ func serveCmd() *cobra.Command {
 			// the group places each task where its state is (a restart
 			// of every instance, a broker restart: no member owns anything)
 			held := &processors.Holdings{}
-			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
+			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnDeadLetter: logDeadLetter(os.Stderr), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions),
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			if errors.Is(err, kerr.InvalidSessionTimeout) {
@@ -186,6 +187,20 @@ func pipelineLogger(rl *slog.Logger) watermill.LoggerAdapter {
 }
 
 func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay:", err) }
+
+// logDeadLetter logs each dead letter once, when the live engine's
+// dead-letter projection applies it: one slog line (text, to w) naming the
+// handler that refused the event, the rejected record's
+// topic:partition:offset, the event's id, type and scope, and the reason.
+// Before, serve logged nothing of a refusal: an event accepted with 202
+// and refused by a processor showed only in chronicle.deadletter.
+func logDeadLetter(w io.Writer) func(processors.LetterData) {
+	l := slog.New(slog.NewTextHandler(w, nil))
+	return func(d processors.LetterData) {
+		l.Warn("chronicle: dead letter", "handler", d.Handler, "at", fmt.Sprintf("%s:%d:%d", d.Topic, d.Partition, d.Offset),
+			"event_id", d.EventID, "type", d.EventType, "scope", d.Scope, "reason", d.Reason)
+	}
+}
 
 // logSearchError logs a failed background sync of the search index (the
 // vector store not answering); the sync retries with backoff.

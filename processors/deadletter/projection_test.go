@@ -2,7 +2,9 @@ package deadletter_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +28,14 @@ import (
 func TestLettersByScope(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2})
+	var mu sync.Mutex
+	told := map[string]int{} // letter position → OnDeadLetter calls
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2,
+		OnDeadLetter: func(d processors.LetterData) {
+			mu.Lock()
+			defer mu.Unlock()
+			told[fmt.Sprintf("%d:%d", d.DeadLetterPartition, d.DeadLetterOffset)]++
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +151,21 @@ func TestLettersByScope(t *testing.T) {
 	if len(paged) != len(all) {
 		t.Fatalf("paged %+v; want %+v", paged, all)
 	}
+	// serve's log hook: told once of each letter the projection holds,
+	// and of nothing else
+	every, _, err := deadletter.ListScoped(p.Store, nil, nil, 100, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(told) != len(every) {
+		t.Errorf("told of %d letters %v; the projection holds %d", len(told), told, len(every))
+	}
+	for _, e := range every {
+		if n := told[fmt.Sprintf("%d:%d", e.DeadLetterPartition, e.DeadLetterOffset)]; n != 1 {
+			t.Errorf("told %d times of %+v", n, e)
+		}
+	}
+	mu.Unlock()
 	replayEqualsLive(ctx, t, p)
 }

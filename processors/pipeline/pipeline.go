@@ -75,6 +75,10 @@ type Config struct {
 	// OnRelayError is told about outbox relay failures (default: ignored;
 	// the relay retries).
 	OnRelayError func(error)
+	// OnDeadLetter is told about each dead letter once, when the live
+	// engine's dead-letter projection applies it
+	// (processors.RunnerConfig.OnDeadLetter; default: ignored).
+	OnDeadLetter func(processors.LetterData)
 	// OnSearchError is told about the search index's background sync
 	// failures (a vector store that does not answer; default: ignored, the
 	// sync retries with backoff). They went to OnRelayError, so serve
@@ -316,7 +320,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	refused := make(joinRefusal, 1)
 	if p.Runner, err = processors.NewRunner(processors.RunnerConfig{
 		Brokers: p.Broker.Addrs(), Store: p.Store, Processors: group, Workers: p.Workers, Metrics: p.Metrics, Logger: cfg.Logger,
-		Group: cfg.Group, SubscriberOpts: append(append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...), kgo.WithHooks(refused)),
+		OnDeadLetter: cfg.OnDeadLetter, Group: cfg.Group, SubscriberOpts: append(append(append([]kgo.Opt(nil), cfg.SubscriberOpts...), sessionOpts(cfg.SessionTimeout)...), kgo.WithHooks(refused)),
 		StandbyReplicas: cfg.StandbyReplicas, Holdings: cfg.Holdings,
 		// a worker's output transaction must outlive a pause shorter than
 		// the session timeout, as the fenced relay's
