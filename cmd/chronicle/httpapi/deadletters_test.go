@@ -1,14 +1,18 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 )
 
@@ -173,6 +177,97 @@ func TestDeadLettersOfTheCallersScopes(t *testing.T) {
 	for i := 1; i < len(all); i++ {
 		if all[i]["scope"] == all[i-1]["scope"] && fmt.Sprint(all[i]["dead_lettered_at"]) > fmt.Sprint(all[i-1]["dead_lettered_at"]) {
 			t.Fatalf("not newest first: %v before %v", all[i-1], all[i])
+		}
+	}
+}
+
+// deadLetterIDs pages through GET /v1/deadletters?<query> on base as token
+// and returns the event ids of the sessions processor's letters, in the
+// order listed, and every letter's scope.
+func deadLetterIDs(t *testing.T, base, token, query string) (ids []string, scopes map[string]bool) {
+	t.Helper()
+	scopes = map[string]bool{}
+	cursor := ""
+	for i := 0; i < 100; i++ {
+		q := "?" + query
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		code, body, _ := fetch(t, base, token, "/v1/deadletters"+q)
+		var page httpapi.DeadLetterList
+		if err := json.Unmarshal(body, &page); code != 200 || err != nil {
+			t.Fatalf("GET /v1/deadletters%s as %s: %d %s", q, token, code, body)
+		}
+		for _, e := range page.DeadLetters {
+			scopes[e.Scope] = true
+			if strings.HasPrefix(e.Handler, sessions.Name+"@") {
+				ids = append(ids, e.EventID)
+			}
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return ids, scopes
+		}
+	}
+	t.Fatalf("GET /v1/deadletters?%s: more than 100 pages", query)
+	return nil, nil
+}
+
+// On a cluster each member's store holds the letters of its partitions of
+// chronicle.deadletter: GET /v1/deadletters asks every member for its page
+// after the cursor and merges them by key, so any member lists every
+// letter of the token's scopes once, in the same order, and none of
+// another scope's.
+func TestDeadLetterListCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m1 := startMember(ctx, t, "m1", nil, time.Second)
+	m2 := startMember(ctx, t, "m2", m1.p.Broker.Addrs(), time.Second)
+	ms := []*member{m1, m2}
+	waitCluster(t, ms)
+	aEnvs, _ := sessionIn(t, 3, "project:a", "A")
+	const n = 12
+	for i := 0; i < n; i++ {
+		orphan := aEnvs[len(aEnvs)-1] // a completion of a session that never started
+		orphan.SessionID, orphan.ID = fmt.Sprintf("never-%02d", i), fmt.Sprintf("orphan-a-%02d", i)
+		if code, m := call(t, ms[i%2].srv.URL, "tok-a", "POST", "/v1/events", []events.Envelope{orphan}); code != 202 {
+			t.Fatalf("orphan %d: %d %v", i, code, m)
+		}
+	}
+	bEnvs, _ := sessionIn(t, 5, "project:b", "B")
+	orphanB := bEnvs[len(bEnvs)-1]
+	orphanB.SessionID, orphanB.ID = "never-b", "orphan-b"
+	if code, m := call(t, m1.srv.URL, "tok-b", "POST", "/v1/events", []events.Envelope{orphanB}); code != 202 {
+		t.Fatalf("b's orphan: %d %v", code, m)
+	}
+	var want []string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if want, _ = deadLetterIDs(t, m1.srv.URL, "tok-a", "limit=500"); len(want) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tok-a lists %v; want %d letters", want, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// each store alone holds part of them
+	for _, m := range ms {
+		code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/deadletters?limit=500", httpapi.ForwardedHeader, "test")
+		var page httpapi.DeadLetterList
+		_ = json.Unmarshal(body, &page)
+		if code != 200 || len(page.DeadLetters) == 0 || len(page.DeadLetters) >= len(want) {
+			t.Fatalf("%s's own store lists %d of %d letters (%d): the test needs them spread", m.name, len(page.DeadLetters), len(want), code)
+		}
+	}
+	for _, m := range ms {
+		for _, limit := range []string{"limit=5", "limit=1", ""} {
+			ids, scopes := deadLetterIDs(t, m.srv.URL, "tok-a", limit)
+			if fmt.Sprint(ids) != fmt.Sprint(want) || len(scopes) != 1 || !scopes["project:a"] {
+				t.Fatalf("%s, %s: tok-a lists %v in %v, want %v", m.name, limit, ids, scopes, want)
+			}
+		}
+		if ids, scopes := deadLetterIDs(t, m.srv.URL, "tok-b", "limit=5"); fmt.Sprint(ids) != "[orphan-b]" || len(scopes) != 1 || !scopes["project:b"] {
+			t.Fatalf("%s: tok-b lists %v in %v", m.name, ids, scopes)
 		}
 	}
 }
