@@ -410,7 +410,10 @@ func (e *engine) observe(p Processor, items []projections.Item, outs []projectio
 	}
 	for i, o := range outs {
 		if o.Result == projections.DeadLettered {
-			e.cfg.Logger.Info("dead-lettered", map[string]any{"processor": p.Name(), "at": items[i].Pos.String(), "reason": o.Err.Error()})
+			// Debug: serve logs each letter once, at Warn, when the
+			// deadletters projection applies it (OnDeadLetter), workers'
+			// letters too; at Info this line said it a second time
+			e.cfg.Logger.Debug("dead-lettered", map[string]any{"processor": p.Name(), "at": items[i].Pos.String(), "reason": o.Err.Error()})
 		}
 		if o.Result == projections.Applied && e.cfg.OnDeadLetter != nil && items[i].Env != nil && items[i].Env.Type == LetterType {
 			var d LetterData
