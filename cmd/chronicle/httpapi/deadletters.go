@@ -1,13 +1,9 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
@@ -114,49 +110,15 @@ func (s *Server) listDeadLettersLocal(w http.ResponseWriter, r *http.Request) {
 // holds the letters of its partitions of chronicle.deadletter, so it asks
 // every member and merges their pages by key, as GET /v1/workflows does.
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
-		s.listDeadLettersLocal(w, r)
-		return
-	}
-	v, err := s.groupView(r.Context())
-	topic := string(events.TopicDeadLetter)
-	if err == nil && v.blind {
-		s.noOwner(w, v, topic, -1, "the list")
-		return
-	}
-	if err != nil || !v.forwarding() {
-		s.listDeadLettersLocal(w, r)
-		return
-	}
-	rec := httptest.NewRecorder()
-	if _, _, _, _, ok := deadLetterListParams(rec, r); !ok {
-		relay(w, memberAnswer{member: v.self, code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
-		return
-	}
-	if !v.complete(topic) {
-		s.noOwner(w, v, topic, -1, "the list")
-		return
-	}
-	limit, _, _, _, _ := deadLetterListParams(nil, r)
-	answers := s.fanOut(r, v, s.listDeadLettersLocal, false)
-	if s.memberDown(w, v, answers) {
-		return
-	}
-	raws, next, ok := mergePages(w, v, topic, "dead_letters", answers, limit, func(raw json.RawMessage) string {
-		var e deadletter.Entry
-		_ = json.Unmarshal(raw, &e)
-		return e.Cursor()
+	serveMergedList(s, w, r, mergedList[deadletter.Entry]{
+		topic: string(events.TopicDeadLetter), member: "dead_letters", noun: "dead letter", local: s.listDeadLettersLocal,
+		limit: func(w http.ResponseWriter, r *http.Request) (int, bool) {
+			limit, _, _, _, ok := deadLetterListParams(w, r)
+			return limit, ok
+		},
+		key: deadletter.Entry.Cursor,
+		answer: func(rows []deadletter.Entry, next string) any {
+			return DeadLetterList{DeadLetters: rows, NextCursor: next}
+		},
 	})
-	if !ok {
-		return
-	}
-	list := make([]deadletter.Entry, len(raws))
-	for i, raw := range raws {
-		if err := json.Unmarshal(raw, &list[i]); err != nil {
-			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("an unreadable dead letter in the members' lists: %v", err)})
-			return
-		}
-	}
-	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
-	writeJSON(w, http.StatusOK, DeadLetterList{DeadLetters: list, NextCursor: next})
 }

@@ -120,62 +120,94 @@ func (s *Server) listWorkflowsLocal(w http.ResponseWriter, r *http.Request) {
 // caller reads (?scope= narrows them to a kind or one scope), in key
 // order, limit at a time (default DefaultWorkflowList, at most
 // MaxWorkflowList), next_cursor naming the last key of a page that has
-// more after it. Alone, or asked by another member (ForwardedHeader), it
-// lists this instance's store. In a cluster each member's store holds its
-// own partitions, so it asks every member for its page after the cursor
-// (in parallel, each bounded by ForwardTimeout) and merges them by key:
-// the first limit keys of the union are the first limit keys after the
-// cursor overall, so the pages are a correct pagination. A key two members
-// answer (a partition's previous owner still holds an older copy) is the
-// owner's. A member that does not answer, or answers 5xx, makes the whole
-// list 503 (504 after the timeout) naming it, with Retry-After: no partial
-// page, which would skip that member's workflows for good; a partition
-// without an owner (the group is moving it) is a 503 too.
+// more after it; in a cluster every member's store, merged by key
+// (serveMergedList).
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) {
+	serveMergedList(s, w, r, mergedList[workflows.Summary]{
+		topic: string(events.TopicWorkflows), member: "workflows", noun: "workflow", local: s.listWorkflowsLocal,
+		limit: func(w http.ResponseWriter, r *http.Request) (int, bool) {
+			limit, _, _, ok := workflowListParams(w, r)
+			return limit, ok
+		},
+		key: workflows.Summary.Key,
+		answer: func(rows []workflows.Summary, next string) any {
+			return WorkflowList{Workflows: rows, NextCursor: next}
+		},
+	})
+}
+
+// mergedList is what serveMergedList needs of a list route whose rows
+// follow the partitions of one topic, so that each member's store holds
+// those of its partitions.
+type mergedList[T any] struct {
+	topic  string           // the topic whose partitions the rows follow
+	member string           // the answer's JSON member that holds the rows
+	noun   string           // a row, in errors ("workflow")
+	local  http.HandlerFunc // the list of this store alone
+	// limit checks the request's parameters once, answering a 400 on w
+	// when they are bad (ok false), and gives the page size; w is nil
+	// when only the size is wanted
+	limit  func(w http.ResponseWriter, r *http.Request) (int, bool)
+	key    func(T) string                  // a row's key: the pages' order and cursor
+	answer func(rows []T, next string) any // the answer's body
+}
+
+// serveMergedList serves a list route from every member's store. Alone,
+// or asked by another member (ForwardedHeader), it lists this instance's
+// store (l.local). In a cluster it asks every member for its page after
+// the cursor (in parallel, each bounded by ForwardTimeout) and merges them
+// by key: the first limit keys of the union are the first limit keys
+// after the cursor overall, so the pages are a correct pagination. A key
+// two members answer (a partition's previous owner still holds an older
+// copy) is the owner's. A member that does not answer, or answers 5xx,
+// makes the whole list 503 (504 after the timeout) naming it, with
+// Retry-After: no partial page, which would skip that member's rows for
+// good; a partition without an owner (the group is moving it) is a 503
+// too. GET /v1/workflows and GET /v1/deadletters use it.
+func serveMergedList[T any](s *Server, w http.ResponseWriter, r *http.Request, l mergedList[T]) {
 	if r.Header.Get(ForwardedHeader) != "" || s.P == nil || s.P.Runner == nil {
-		s.listWorkflowsLocal(w, r)
+		l.local(w, r)
 		return
 	}
 	v, err := s.groupView(r.Context())
-	topic := string(events.TopicWorkflows)
 	if err == nil && v.blind {
-		s.noOwner(w, v, topic, -1, "the list")
+		s.noOwner(w, v, l.topic, -1, "the list")
 		return
 	}
 	if err != nil || !v.forwarding() {
-		s.listWorkflowsLocal(w, r)
+		l.local(w, r)
 		return
 	}
 	// refuse bad parameters once, here
 	rec := httptest.NewRecorder()
-	if _, _, _, ok := workflowListParams(rec, r); !ok {
+	if _, ok := l.limit(rec, r); !ok {
 		relay(w, memberAnswer{member: v.self, code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
 		return
 	}
-	if !v.complete(topic) {
-		s.noOwner(w, v, topic, -1, "the list")
+	if !v.complete(l.topic) {
+		s.noOwner(w, v, l.topic, -1, "the list")
 		return
 	}
-	limit, _, _, _ := workflowListParams(nil, r)
-	answers := s.fanOut(r, v, s.listWorkflowsLocal, false)
+	limit, _ := l.limit(nil, r)
+	answers := s.fanOut(r, v, l.local, false)
 	if s.memberDown(w, v, answers) {
 		return
 	}
-	raws, next, ok := mergePages(w, v, topic, "workflows", answers, limit, func(raw json.RawMessage) string {
-		var wf workflows.Summary
-		_ = json.Unmarshal(raw, &wf)
-		return wf.Key()
+	raws, next, ok := mergePages(w, v, l.topic, l.member, answers, limit, func(raw json.RawMessage) string {
+		var row T
+		_ = json.Unmarshal(raw, &row)
+		return l.key(row)
 	})
 	if !ok {
 		return
 	}
-	list := make([]workflows.Summary, len(raws))
+	list := make([]T, len(raws))
 	for i, raw := range raws {
 		if err := json.Unmarshal(raw, &list[i]); err != nil {
-			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("an unreadable workflow in the members' lists: %v", err)})
+			writeJSON(w, http.StatusBadGateway, ForwardError{Error: fmt.Sprintf("an unreadable %s in the members' lists: %v", l.noun, err)})
 			return
 		}
 	}
 	w.Header().Set(ServedByHeader, strings.Join(v.members, ","))
-	writeJSON(w, http.StatusOK, WorkflowList{Workflows: list, NextCursor: next})
+	writeJSON(w, http.StatusOK, l.answer(list, next))
 }
