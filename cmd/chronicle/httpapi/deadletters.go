@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -79,19 +78,7 @@ func (s *Server) listDeadLettersLocal(w http.ResponseWriter, r *http.Request) {
 		writeRestoring(w, "the list would miss dead letters", topic, parts)
 		return
 	}
-	c := CallerOf(r)
-	allow := func(sc string) bool { return c.CanRead(sc) && inScope(sc) }
-	var scopes []string // nil: every scope, filtered by allow
-	if sc := r.URL.Query().Get("scope"); events.ValidScope(sc) {
-		scopes = []string{sc} // readable: deadLetterListParams checked it
-	} else if !c.ReadsAll() {
-		scopes = []string{}
-		for _, sc := range c.Read {
-			if events.ValidScope(sc) && inScope(sc) && !slices.Contains(scopes, sc) {
-				scopes = append(scopes, sc)
-			}
-		}
-	}
+	scopes, allow := listScopes(r, inScope)
 	list, next, err := deadletter.ListScoped(s.P.Store, scopes, allow, limit, cursor, ofType)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)

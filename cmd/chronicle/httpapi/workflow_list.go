@@ -92,19 +92,7 @@ func (s *Server) listWorkflowsLocal(w http.ResponseWriter, r *http.Request) {
 		writeRestoring(w, "the list would miss workflows", string(events.TopicWorkflows), parts)
 		return
 	}
-	c := CallerOf(r)
-	allow := func(sc string) bool { return c.CanRead(sc) && inScope(sc) }
-	var scopes []string // nil: every scope, filtered by allow
-	if sc := r.URL.Query().Get("scope"); events.ValidScope(sc) {
-		scopes = []string{sc} // readable: workflowListParams checked it
-	} else if !c.ReadsAll() {
-		scopes = []string{}
-		for _, sc := range c.Read {
-			if events.ValidScope(sc) && inScope(sc) && !slices.Contains(scopes, sc) {
-				scopes = append(scopes, sc)
-			}
-		}
-	}
+	scopes, allow := listScopes(r, inScope)
 	list, next, err := workflows.List(s.P.Store, scopes, allow, limit, cursor)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -114,6 +102,30 @@ func (s *Server) listWorkflowsLocal(w http.ResponseWriter, r *http.Request) {
 		list = []workflows.Summary{}
 	}
 	writeJSON(w, http.StatusOK, WorkflowList{Workflows: list, NextCursor: next})
+}
+
+// listScopes are the scopes a list route reads for r's caller: nil for a
+// caller that reads every scope (allow filters the rows), the ?scope= one
+// scope when it names one (the route's parameter check found it
+// readable), else the caller's readable scopes that inScope (?scope='s
+// kind) admits; allow admits a row's scope when the caller reads it and
+// inScope admits it. GET /v1/workflows and GET /v1/deadletters use it.
+func listScopes(r *http.Request, inScope func(string) bool) (scopes []string, allow func(string) bool) {
+	c := CallerOf(r)
+	allow = func(sc string) bool { return c.CanRead(sc) && inScope(sc) }
+	if sc := r.URL.Query().Get("scope"); events.ValidScope(sc) {
+		return []string{sc}, allow
+	}
+	if c.ReadsAll() {
+		return nil, allow
+	}
+	scopes = []string{}
+	for _, sc := range c.Read {
+		if events.ValidScope(sc) && inScope(sc) && !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	return scopes, allow
 }
 
 // listWorkflows serves GET /v1/workflows: the workflows of the scopes the
