@@ -332,7 +332,7 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 		return s.recorded(before, "", late)
 	}
 	c := InitialConfidence("explicit", r.Outcome)
-	return search.Recorded{ID: id, Message: "memory recorded in the log for " + r.Scope + late, Confidence: c, InitialConfidence: c, Evidence: 1}, nil
+	return search.Recorded{ID: id, Message: "memory recorded in the log for " + r.Scope + late, Confidence: new(c), InitialConfidence: new(c), Evidence: new(1)}, nil
 }
 
 // recordFields are the members of memory.recorded.v1's data that are the
@@ -373,7 +373,7 @@ func (s *Service) recorded(m Memory, created, note string) (search.Recorded, err
 	if ok {
 		initial = first.New
 	}
-	out := search.Recorded{ID: m.ID, Confidence: m.Confidence, InitialConfidence: initial, Evidence: m.Evidence, Pruned: m.Pruned}
+	out := search.Recorded{ID: m.ID, Confidence: new(m.Confidence), InitialConfidence: new(initial), Evidence: new(m.Evidence), Pruned: m.Pruned}
 	switch {
 	case created != "" && ok && first.EventID == created:
 		out.Message = "memory recorded in " + m.Scope
@@ -464,13 +464,13 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 			case ReasonRepeat:
 				msg = fmt.Sprintf("signal recorded, not applied: this source already moved the confidence the same way within %d days; one vote per source and polarity", int(ConsensusWindow.Hours()/24))
 			case ReasonIgnoredPruned:
-				return search.FeedbackResult{Success: false, NewConfidence: cur.Confidence,
+				return search.FeedbackResult{Success: false, NewConfidence: new(cur.Confidence),
 					Message: fmt.Sprintf("not applied: the memory was pruned at %s (confidence %.2f below %.2f); the signal is recorded in its history and changes nothing", cur.PrunedAt, cur.Confidence, PruneBelow)}, nil
 			}
-			return search.FeedbackResult{Success: true, NewConfidence: cur.Confidence, Message: msg}, nil
+			return search.FeedbackResult{Success: true, NewConfidence: new(cur.Confidence), Message: msg}, nil
 		}
 		if time.Now().After(deadline) {
-			return search.FeedbackResult{Success: true, NewConfidence: m.Confidence, Message: "signal recorded in the log; the memory bank has not applied it yet"}, nil
+			return search.FeedbackResult{Success: true, NewConfidence: new(m.Confidence), Message: "signal recorded in the log; the memory bank has not applied it yet"}, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -53,7 +53,7 @@ func TestMemorySearchRecordFeedback(t *testing.T) {
 	// an explicit memory in project:x
 	rec, err := p.Search.Record(ctx, search.Record{Title: "Quote the refund total", Description: "When cancelling, state the exact refund amount.",
 		Content: "Compute the refund with calculate, then tell the user the amount before cancelling.", Outcome: "success", Scope: "project:x"})
-	if err != nil || rec.InitialConfidence != 0.8 || rec.ID == "" {
+	if err != nil || rec.InitialConfidence == nil || *rec.InitialConfidence != 0.8 || rec.ID == "" {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
 	if err := p.WaitCaughtUp(ctx, nil); err != nil {
@@ -70,11 +70,11 @@ func TestMemorySearchRecordFeedback(t *testing.T) {
 
 	// feedback: the memory now has usage 1 (one retrieval), so consensus applies
 	fb, err := p.Search.Feedback(ctx, search.Feedback{MemoryID: rec.ID, Helpful: true})
-	if err != nil || !fb.Success || fb.NewConfidence != 0.8 || !strings.Contains(fb.Message, "consensus") {
+	if err != nil || !fb.Success || fb.NewConfidence == nil || *fb.NewConfidence != 0.8 || !strings.Contains(fb.Message, "consensus") {
 		t.Fatalf("first feedback: %+v %v", fb, err)
 	}
 	fb, err = p.Search.Feedback(ctx, search.Feedback{MemoryID: rec.ID, Helpful: true})
-	if err != nil || fb.NewConfidence != 1 || !strings.Contains(fb.Message, "applied") {
+	if err != nil || fb.NewConfidence == nil || *fb.NewConfidence != 1 || !strings.Contains(fb.Message, "applied") {
 		t.Fatalf("second feedback: %+v %v", fb, err)
 	}
 	// usage is now 3: each negative applies alone, 1 → 0.8 → 0.6 → 0.4 → 0.2 (pruned)
@@ -83,7 +83,7 @@ func TestMemorySearchRecordFeedback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if fb.NewConfidence != 0.2 || !strings.Contains(fb.Message, "the memory is pruned") {
+	if fb.NewConfidence == nil || *fb.NewConfidence != 0.2 || !strings.Contains(fb.Message, "the memory is pruned") {
 		t.Fatalf("after four negatives: %+v (the answer that prunes says so)", fb)
 	}
 	res, _ = p.Search.Search(ctx, search.Query{Text: "tell the user the refund amount", Readable: only, MinConfidence: new(float64)})

@@ -164,14 +164,17 @@ type Recorded struct {
 	// Confidence is the memory's confidence when answered: the initial
 	// one for a new memory, the existing memory's (a merge changes no
 	// confidence) after a merge.
-	Confidence float64 `json:"confidence" jsonschema:"the memory's confidence now (a merge leaves the existing memory's as it was)"`
+	// nil (left out) when the answer is Withheld: 0 is a real confidence.
+	Confidence *float64 `json:"confidence,omitempty" jsonschema:"the memory's confidence now (a merge leaves the existing memory's as it was); absent when the caller may not read the scope (a write-only token)"`
 	// InitialConfidence is the confidence the memory started at when it
 	// entered the bank: 0.8 for an explicit memory this recording created;
 	// after a merge, the existing memory's (0.7 or 0.6 for a distilled
 	// one), whatever feedback and decay did since (see Confidence).
-	InitialConfidence float64 `json:"initial_confidence" jsonschema:"the confidence the memory started at: 0.8 for a new explicit memory; after a merge the existing memory's start, which feedback and decay may have moved since (see confidence)"`
-	// Evidence counts the recordings in the memory, this one included.
-	Evidence int `json:"evidence" jsonschema:"how many recordings the memory holds, this one included"`
+	// nil when Withheld.
+	InitialConfidence *float64 `json:"initial_confidence,omitempty" jsonschema:"the confidence the memory started at: 0.8 for a new explicit memory; after a merge the existing memory's start, which feedback and decay may have moved since (see confidence); absent when the caller may not read the scope (a write-only token)"`
+	// Evidence counts the recordings in the memory, this one included;
+	// nil when Withheld.
+	Evidence *int `json:"evidence,omitempty" jsonschema:"how many recordings the memory holds, this one included; absent when the caller may not read the scope (a write-only token)"`
 	// Pruned: the memory is pruned (a merge into a pruned memory adds
 	// evidence but searches do not return it).
 	Pruned bool `json:"pruned,omitempty" jsonschema:"the memory is pruned: searches no longer return it, and the recording only adds evidence to its history"`
@@ -179,7 +182,10 @@ type Recorded struct {
 	// holds only ID and Message — not MergedInto, Confidence,
 	// InitialConfidence, Evidence nor Pruned, which would tell it whether
 	// (and how often) the scope held the same title and content before;
-	// POST /v1/memories leaves those members out (WithheldRecorded).
+	// POST /v1/memories and memory_record leave those members out (they
+	// are nil or empty here, so the JSON form has none of them; before,
+	// memory_record's typed answer read 0, a real confidence;
+	// WithheldRecorded).
 	Withheld bool `json:"-"`
 }
 
@@ -213,13 +219,16 @@ type Feedback struct {
 // after the confidence processor applied the signal, or the unchanged
 // value when the signal waits for consensus (Message says which).
 type FeedbackResult struct {
-	Success       bool    `json:"success"`
-	NewConfidence float64 `json:"new_confidence"`
-	Message       string  `json:"message"`
+	Success bool `json:"success" jsonschema:"the signal was recorded (false: not applied, the message says why)"`
+	// NewConfidence is nil (left out) when the answer is Withheld: 0 is
+	// a real confidence.
+	NewConfidence *float64 `json:"new_confidence,omitempty" jsonschema:"the memory's confidence once the memory bank applied the signal, or unchanged while it waits for consensus (message says which); absent when the caller may not read the memory's scope (a write-only token)"`
+	Message       string   `json:"message" jsonschema:"what happened, in words"`
 	// Withheld: the caller may not read the memory's scope, so the answer
 	// says only that the signal was recorded — not the confidence, nor
 	// whether the signal applied, waits for consensus or met a pruned
-	// memory; POST /v1/memories/{id}/feedback leaves new_confidence out.
+	// memory; POST /v1/memories/{id}/feedback and memory_feedback leave
+	// new_confidence out (nil here).
 	Withheld bool `json:"-"`
 }
 

@@ -160,6 +160,9 @@ func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, 
 	if hasStatus(err, http.StatusUnprocessableEntity) {
 		err = fmt.Errorf("%w: %v", search.ErrKeyReused, err)
 	}
+	// the route leaves the evidence out for a caller that may not read
+	// the scope (search.WithheldRecorded)
+	out.Withheld = err == nil && out.Evidence == nil
 	return out, err
 }
 
@@ -170,7 +173,11 @@ func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.Feedba
 	if f.Scope != "" { // the memory's scope, when the id is in several the caller may write
 		path += "?scope=" + url.QueryEscape(f.Scope)
 	}
-	return out, c.do(ctx, http.MethodPost, path, map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
+	err := c.do(ctx, http.MethodPost, path, map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
+	// the route leaves new_confidence out for a caller that may not read
+	// the memory's scope (search.WithheldFeedback)
+	out.Withheld = err == nil && out.NewConfidence == nil
+	return out, err
 }
 
 // WhoAmI asks the service who the client's token is (GET /v1/whoami).

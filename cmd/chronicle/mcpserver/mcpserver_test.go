@@ -104,7 +104,10 @@ func (f *fakeBackend) Record(_ context.Context, r search.Record) (search.Recorde
 	id := fmt.Sprintf("rec-%d", len(f.records))
 	f.memories = append(f.memories, search.Hit{ID: id, Title: r.Title, Description: r.Description, Content: r.Content,
 		Outcome: r.Outcome, Confidence: 0.8, Scope: r.Scope})
-	return search.Recorded{ID: id, Message: "recorded in " + r.Scope, InitialConfidence: 0.8}, nil
+	if r.Readable != nil && !r.Readable(r.Scope) {
+		return search.WithheldRecorded(id, r.Scope), nil // as memories.Service
+	}
+	return search.Recorded{ID: id, Message: "recorded in " + r.Scope, Confidence: new(0.8), InitialConfidence: new(0.8), Evidence: new(1)}, nil
 }
 
 func (f *fakeBackend) Feedback(_ context.Context, fb search.Feedback) (search.FeedbackResult, error) {
@@ -127,7 +130,10 @@ func (f *fakeBackend) Feedback(_ context.Context, fb search.Feedback) (search.Fe
 		}
 		c = math.Round(math.Min(1, math.Max(0, c))*100) / 100
 		f.memories[i].Confidence = c
-		return search.FeedbackResult{Success: true, NewConfidence: c, Message: "applied"}, nil
+		if fb.Readable != nil && !fb.Readable(m.Scope) {
+			return search.WithheldFeedback(m.Scope), nil // as memories.Service
+		}
+		return search.FeedbackResult{Success: true, NewConfidence: new(c), Message: "applied"}, nil
 	}
 	return search.FeedbackResult{}, fmt.Errorf("%w: %s", search.ErrNotFound, fb.MemoryID)
 }
@@ -158,6 +164,8 @@ var tokens = map[string]Caller{
 	"writer": {ReadScopes: []string{"*"}, WriteScopes: []string{"project:a"}, DefaultScope: "project:a"},
 	// may write project:a but its default scope is elsewhere
 	"misconfigured": {ReadScopes: []string{"*"}, WriteScopes: []string{"project:a"}, DefaultScope: "team:t"},
+	// writes project:a and reads nothing (a write-only producer)
+	"write-only": {WriteScopes: []string{"project:a"}, DefaultScope: "project:a"},
 }
 
 func callerFromToken(_ context.Context, r *http.Request) (Caller, error) {
@@ -336,6 +344,97 @@ func TestHTTPListTools(t *testing.T) {
 	if got := prop(t, schemaOf(t, byName["memory_feedback"]), "helpful")["type"]; got != "boolean" {
 		t.Errorf("memory_feedback.helpful type %v", got)
 	}
+	// The answers' confidence, initial_confidence, evidence and
+	// new_confidence are optional numbers, not null: a write-only caller's
+	// answer leaves them out (search.WithheldRecorded) instead of reading
+	// 0, a real confidence.
+	for _, c := range []struct {
+		tool     string
+		required []string
+		optional map[string]string
+	}{
+		{"memory_record", []string{"id", "message"}, map[string]string{"confidence": "number", "initial_confidence": "number", "evidence": "integer", "merged_into": "string", "pruned": "boolean"}},
+		{"memory_feedback", []string{"message", "success"}, map[string]string{"new_confidence": "number"}},
+	} {
+		out := outputSchemaOf(t, byName[c.tool])
+		var got []string
+		for _, r := range out["required"].([]any) {
+			got = append(got, r.(string))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.required) {
+			t.Errorf("%s output: required %v, want %v", c.tool, got, c.required)
+		}
+		for name, typ := range c.optional {
+			p := prop(t, out, name)
+			if p["type"] != typ {
+				t.Errorf("%s output: %s type %v, want %s (never null)", c.tool, name, p["type"], typ)
+			}
+			if d, _ := p["description"].(string); (name != "merged_into" && name != "pruned") && !strings.Contains(d, "absent when the caller may not read") {
+				t.Errorf("%s output: %s description %q does not say when it is absent", c.tool, name, d)
+			}
+		}
+	}
+}
+
+// outputSchemaOf is tool's output schema as JSON.
+func outputSchemaOf(t *testing.T, tool *mcp.Tool) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(tool.OutputSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A write-only caller's memory_record and memory_feedback answers have no
+// confidence, initial_confidence, evidence nor new_confidence member:
+// before, the typed answers read 0 (a real confidence) where the HTTP
+// routes leave those out. A writer that reads the scope gets them.
+func TestWriteOnlyAnswersLeaveOutConfidence(t *testing.T) {
+	_, url := newHTTP(t)
+	args := map[string]any{"title": "Retry with jitter", "description": "add jitter to backoff", "content": "random 0..1s", "outcome": "success"}
+	structured := func(res *mcp.CallToolResult) map[string]any {
+		t.Helper()
+		if res.IsError {
+			t.Fatalf("tool error: %s", mcptest.Text(res))
+		}
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	wo := connectToken(t, url, "write-only")
+	rec := structured(mcptest.Call(t, wo, "memory_record", args))
+	for _, k := range []string{"confidence", "initial_confidence", "evidence", "merged_into", "pruned"} {
+		if _, ok := rec[k]; ok {
+			t.Errorf("memory_record as a write-only caller answers %s: %v", k, rec)
+		}
+	}
+	if rec["id"] == nil || rec["message"] == nil {
+		t.Errorf("memory_record as a write-only caller: %v, want id and message", rec)
+	}
+	fb := structured(mcptest.Call(t, wo, "memory_feedback", map[string]any{"memory_id": "m1", "helpful": true}))
+	if _, ok := fb["new_confidence"]; ok || fb["success"] != true {
+		t.Errorf("memory_feedback as a write-only caller: %v, want success without new_confidence", fb)
+	}
+	// the writer reads project:a: the members are there
+	w := connectToken(t, url, "writer")
+	if rec := structured(mcptest.Call(t, w, "memory_record", args)); rec["confidence"] != 0.8 || rec["evidence"] != 1.0 {
+		t.Errorf("memory_record as the writer: %v, want confidence and evidence", rec)
+	}
+	if fb := structured(mcptest.Call(t, w, "memory_feedback", map[string]any{"memory_id": "m1", "helpful": true})); fb["new_confidence"] == nil {
+		t.Errorf("memory_feedback as the writer: %v, want new_confidence", fb)
+	}
 }
 
 func TestHTTPSearch(t *testing.T) {
@@ -419,7 +518,7 @@ func TestHTTPRecord(t *testing.T) {
 	}
 	writer := connectToken(t, url, "writer")
 	got := mcptest.Structured[search.Recorded](t, mcptest.Call(t, writer, "memory_record", args))
-	if got.ID != "rec-1" || got.InitialConfidence != 0.8 || got.Message != "recorded in project:a" {
+	if got.ID != "rec-1" || got.InitialConfidence == nil || *got.InitialConfidence != 0.8 || got.Message != "recorded in project:a" {
 		t.Errorf("recorded %+v", got)
 	}
 	_, recs, _ := fake.calls()
@@ -464,11 +563,11 @@ func TestHTTPFeedback(t *testing.T) {
 	writer := connectToken(t, url, "writer")
 	got := mcptest.Structured[search.FeedbackResult](t, mcptest.Call(t, writer, "memory_feedback",
 		map[string]any{"memory_id": "m1", "helpful": true, "comment": "saved a retry loop"}))
-	if !got.Success || got.NewConfidence != 0.95 || got.Message != "applied" {
+	if !got.Success || got.NewConfidence == nil || *got.NewConfidence != 0.95 || got.Message != "applied" {
 		t.Errorf("feedback %+v", got)
 	}
 	got = mcptest.Structured[search.FeedbackResult](t, mcptest.Call(t, writer, "memory_feedback", map[string]any{"memory_id": "m1", "helpful": false}))
-	if !got.Success || got.NewConfidence != 0.85 {
+	if !got.Success || got.NewConfidence == nil || *got.NewConfidence != 0.85 {
 		t.Errorf("negative feedback %+v", got)
 	}
 	_, _, fbs := fake.calls()
@@ -646,7 +745,7 @@ func TestStdio(t *testing.T) {
 	rec := mcptest.Structured[search.Recorded](t, mcptest.Call(t, cs, "memory_record", map[string]any{
 		"title": "Retry with jitter", "description": "add jitter to backoff", "content": "random 0..1s", "outcome": "success",
 	}))
-	if rec.ID != "rec-1" || rec.Message != "recorded in project:a" || rec.InitialConfidence != 0.8 {
+	if rec.ID != "rec-1" || rec.Message != "recorded in project:a" || rec.InitialConfidence == nil || *rec.InitialConfidence != 0.8 {
 		t.Errorf("record: %+v", rec)
 	}
 	// The new memory is visible to the next search (the same backend).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -94,16 +95,18 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, t.search)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "memory_record",
-		Description: recordDescription,
-		InputSchema: recordSchema(),
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+		Name:         "memory_record",
+		Description:  recordDescription,
+		InputSchema:  recordSchema(),
+		OutputSchema: recordedSchema(),
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.record)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "memory_feedback",
-		Description: "Tell the memory bank whether a memory helped; this moves its confidence.",
-		InputSchema: feedbackSchema(),
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+		Name:         "memory_feedback",
+		Description:  "Tell the memory bank whether a memory helped; this moves its confidence.",
+		InputSchema:  feedbackSchema(),
+		OutputSchema: feedbackResultSchema(),
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.feedback)
 	t.addImprovement(s)
 	t.addSearches(s)
@@ -199,6 +202,42 @@ func feedbackSchema() *jsonschema.Schema {
 	s := inferSchema[feedbackInput]()
 	s.Properties["memory_id"].MinLength = jsonschema.Ptr(1)
 	return s
+}
+
+// recordedSchema is memory_record's output schema: search.Recorded's,
+// whose confidence, initial_confidence and evidence are optional (not
+// required) and, when present, numbers, never null: they are left out for
+// a caller that may not read the scope (search.WithheldRecorded) instead
+// of reading 0, a real confidence. The SDK would derive them from the
+// pointer fields as ["null", "number"].
+func recordedSchema() *jsonschema.Schema {
+	s := inferSchema[search.Recorded]()
+	notNull(s, "confidence", "initial_confidence", "evidence")
+	return s
+}
+
+// feedbackResultSchema is memory_feedback's output schema:
+// search.FeedbackResult's, whose new_confidence is optional (left out for
+// a caller that may not read the memory's scope) and never null.
+func feedbackResultSchema() *jsonschema.Schema {
+	s := inferSchema[search.FeedbackResult]()
+	notNull(s, "new_confidence")
+	return s
+}
+
+// notNull makes the named properties of s, inferred from pointer fields
+// as [null, T], of type T only: the answers leave them out, never send
+// null.
+func notNull(s *jsonschema.Schema, names ...string) {
+	for _, n := range names {
+		p := s.Properties[n]
+		if p == nil {
+			panic("mcpserver: output schema has no property " + n)
+		}
+		if i := slices.Index(p.Types, "null"); i >= 0 && len(p.Types) == 2 {
+			p.Type, p.Types = p.Types[1-i], nil
+		}
+	}
 }
 
 // sourceOf is who a tool call comes from, for usage and consensus
