@@ -211,7 +211,7 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 		"airline", "refund")
 	recorded := callOK[search.Recorded](t, cs, "memory_record", rec)
 	wantID := distill.MemoryID("org:default", rec["title"].(string), rec["content"].(string))
-	if recorded.ID != wantID || recorded.InitialConfidence != 0.8 || recorded.Message != "memory recorded in org:default" {
+	if recorded.ID != wantID || recorded.InitialConfidence == nil || *recorded.InitialConfidence != 0.8 || recorded.Message != "memory recorded in org:default" {
 		t.Fatalf("memory_record: %+v, want id %s, initial_confidence 0.8, message \"memory recorded in org:default\"", recorded, wantID)
 	}
 
@@ -234,12 +234,12 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 	// a second source.
 	fb := map[string]any{"memory_id": wantID, "helpful": true, "comment": "saved a wrong refund"}
 	first := callOK[search.FeedbackResult](t, cs, "memory_feedback", fb)
-	if want := (search.FeedbackResult{Success: true, NewConfidence: 0.8, Message: consensusMessage}); first != want {
-		t.Errorf("first memory_feedback: %+v, want %+v", first, want)
+	if want := (search.FeedbackResult{Success: true, NewConfidence: new(0.8), Message: consensusMessage}); feedbackText(first) != feedbackText(want) {
+		t.Errorf("first memory_feedback: %s, want %s", feedbackText(first), feedbackText(want))
 	}
 	second := callOK[search.FeedbackResult](t, cs, "memory_feedback", fb)
-	if want := (search.FeedbackResult{Success: true, NewConfidence: 0.8, Message: consensusMessage}); second != want {
-		t.Errorf("second memory_feedback of the same caller: %+v, want %+v", second, want)
+	if want := (search.FeedbackResult{Success: true, NewConfidence: new(0.8), Message: consensusMessage}); feedbackText(second) != feedbackText(want) {
+		t.Errorf("second memory_feedback of the same caller: %s, want %s", feedbackText(second), feedbackText(want))
 	}
 	searchUntil(t, cs, map[string]any{"query": query["query"], "min_confidence": 0.75}, "hit with confidence 0.8",
 		func(h search.Hit) bool { return h.ID == wantID && h.Confidence == 0.8 })
@@ -256,6 +256,16 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 		t.Errorf("memory_record outcome maybe: %q does not name outcome", msg)
 	}
 	searchUntil(t, cs, query, "hit after the errors", func(h search.Hit) bool { return h.ID == wantID })
+}
+
+// feedbackText is r with its confidence, or "absent" (a write-only
+// caller's answer leaves it out).
+func feedbackText(r search.FeedbackResult) string {
+	c := "absent"
+	if r.NewConfidence != nil {
+		c = fmt.Sprint(*r.NewConfidence)
+	}
+	return fmt.Sprintf("{success %v, new_confidence %s, message %q}", r.Success, c, r.Message)
 }
 
 // createToken runs `chronicle token create` and returns the printed token.
@@ -281,6 +291,7 @@ func TestMCPScopedTokens(t *testing.T) {
 	tokA := createToken(t, file, "agent-a", "project:a", "project:a")
 	tokB := createToken(t, file, "agent-b", "project:b", "project:b")
 	tokR := createToken(t, file, "reader-a", "project:a", "")
+	tokW := createToken(t, file, "producer-a", "", "project:a")
 	base := startServe(t, "--tokens", file)
 
 	a := startMCP(t, base, tokA, "--scope", "project:a")
@@ -291,7 +302,7 @@ func TestMCPScopedTokens(t *testing.T) {
 		"vault write staging/db password=...; restart the api pods",
 		"staging", "vault")
 	recorded := callOK[search.Recorded](t, a, "memory_record", rec)
-	if recorded.Message != "memory recorded in project:a" || recorded.InitialConfidence != 0.8 {
+	if recorded.Message != "memory recorded in project:a" || recorded.InitialConfidence == nil || *recorded.InitialConfidence != 0.8 {
 		t.Fatalf("memory_record as project:a: %+v", recorded)
 	}
 	query := map[string]any{"query": "staging database password vault"}
@@ -329,6 +340,30 @@ func TestMCPScopedTokens(t *testing.T) {
 		"kubectl rollout restart deploy/workers", "deploy", "workers")
 	if got := callOK[search.Recorded](t, bDefault, "memory_record", own); got.Message != "memory recorded in project:b" {
 		t.Errorf("memory_record without --scope as project:b's token: %+v, want it recorded in project:b", got)
+	}
+	// a write-only token (a producer of project:a that reads nothing)
+	// records, and its answer has no confidence, initial_confidence nor
+	// evidence member, the same for a's memory again (a merge) as for a
+	// new one; feedback has no new_confidence: before, the typed answers
+	// read 0 where the route leaves them out
+	producer := startMCP(t, base, tokW, "--scope", "project:a")
+	fresh := successArgs("Drain the queue before a deploy",
+		"Project a's queue loses messages when the consumers restart mid-batch.",
+		"scale the consumers to zero after the queue drains", "deploy", "queue")
+	for _, args := range []map[string]any{rec, fresh} {
+		res := mcptest.Call(t, producer, "memory_record", args)
+		got := mcptest.Structured[map[string]any](t, res)
+		for _, k := range []string{"confidence", "initial_confidence", "evidence", "merged_into", "pruned"} {
+			if _, ok := got[k]; ok {
+				t.Errorf("memory_record %q with a write-only token answers %s: %v", args["title"], k, got)
+			}
+		}
+		if got["id"] == nil || !strings.Contains(fmt.Sprint(got["message"]), "may not read project:a") {
+			t.Errorf("memory_record %q with a write-only token: %v, want the id and a message saying what is left out", args["title"], got)
+		}
+	}
+	if fb := callOK[map[string]any](t, producer, "memory_feedback", map[string]any{"memory_id": recorded.ID, "helpful": true}); fb["success"] != true || fb["new_confidence"] != nil {
+		t.Errorf("memory_feedback with a write-only token: %v, want success without new_confidence", fb)
 	}
 	// a read-only token serves the read tools (a new user's walkthrough:
 	// chronicle mcp refused to start without --scope); the writing ones

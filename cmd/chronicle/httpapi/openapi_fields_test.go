@@ -37,6 +37,8 @@ var schemaFieldsCovered = []struct {
 	{"SearchPanel", httpapi.PanelView{}},
 	{"SearchResult", search.Result{}},
 	{"MemoryHit", search.Hit{}},
+	{"MemoryRecorded", search.Recorded{}},
+	{"FeedbackResult", search.FeedbackResult{}},
 	{"NextPrediction", toolgraph.Prediction{}},
 	{"Memory", memories.Memory{}},
 	{"Session", sessions.View{}},

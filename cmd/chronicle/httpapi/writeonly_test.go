@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -11,9 +13,11 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver/mcptest"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // writeOnlyServer is scopedServer's tokens and tok-wo, which writes
@@ -181,4 +185,70 @@ func TestWriteOnlyTokenReadsNothingThroughWrites(t *testing.T) {
 		}
 		noSecret("search resume", m)
 	})
+}
+
+// Over /mcp too, a write-only token's memory_record and memory_feedback
+// answers carry no confidence, initial_confidence, evidence nor
+// new_confidence member: the routes leave them out, and the tools' typed
+// answers read 0 for them (a real confidence) before the members became
+// optional. The scope's reader gets them.
+func TestWriteOnlyMCPAnswersLeaveOutConfidence(t *testing.T) {
+	p, _, base := writeOnlyServer(t)
+	ctx := context.Background()
+	mcpAs := func(token string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "write-only-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	structured := func(what string, res *mcp.CallToolResult, err error) map[string]any {
+		t.Helper()
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %s", what, err, mcptest.Text(res))
+		}
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	memory := map[string]any{"title": "Quote the seat map first", "description": "Show the seat map before changing seats.",
+		"content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"}
+	a, wo := mcpAs("tok-a"), mcpAs("tok-wo")
+	res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "memory_record", Arguments: memory})
+	rec := structured("memory_record as tok-a", res, err)
+	if rec["confidence"] != 0.8 || rec["initial_confidence"] != 0.8 || rec["evidence"] != 1.0 {
+		t.Errorf("memory_record as tok-a: %v, want confidence, initial_confidence and evidence", rec)
+	}
+	waitCaughtUp(t, p)
+	// a's memory again (a merge) and a new one: the same members, none
+	// of them the memory's
+	for _, args := range []map[string]any{memory, {"title": "Something new", "description": "new", "content": "new content", "outcome": "success"}} {
+		res, err := wo.CallTool(ctx, &mcp.CallToolParams{Name: "memory_record", Arguments: args})
+		got := structured("memory_record as tok-wo", res, err)
+		for _, k := range []string{"confidence", "initial_confidence", "evidence", "merged_into", "pruned"} {
+			if _, ok := got[k]; ok {
+				t.Errorf("memory_record %q as tok-wo answers %s: %v", args["title"], k, got)
+			}
+		}
+		if got["id"] == nil || got["message"] == nil || strings.Contains(mcptest.Text(res), "confidence\":") {
+			t.Errorf("memory_record %q as tok-wo: %v %s, want id and message only", args["title"], got, mcptest.Text(res))
+		}
+	}
+	res, err = wo.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": rec["id"], "helpful": true}})
+	fb := structured("memory_feedback as tok-wo", res, err)
+	if _, ok := fb["new_confidence"]; ok || fb["success"] != true || strings.Contains(mcptest.Text(res), "new_confidence") {
+		t.Errorf("memory_feedback as tok-wo: %v %s, want success without new_confidence", fb, mcptest.Text(res))
+	}
+	res, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": rec["id"], "helpful": true}})
+	if fb := structured("memory_feedback as tok-a", res, err); fb["new_confidence"] == nil {
+		t.Errorf("memory_feedback as tok-a: %v, want new_confidence", fb)
+	}
 }
