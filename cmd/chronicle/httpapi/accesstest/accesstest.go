@@ -1,8 +1,9 @@
 // Package accesstest is the access-control conformance suite of Chronicle's
 // HTTP API, in the style of Watermill's exported Pub/Sub test suites: a
-// table of every route × {no token, wrong token, other scope, own scope},
-// run against a real server, asserting each status and that no response to
-// another scope's token carries the own scope's data.
+// table of every route × {no token, wrong token, other scope, write-only,
+// own scope}, run against a real server, asserting each status and that no
+// response to another scope's token, nor to a token that writes the own
+// scope but reads nothing, carries the own scope's data.
 //
 // Run fails for a registered route that has no Case, so a route added
 // later cannot skip the review of who may call it: add its Case to Cases.
@@ -28,9 +29,12 @@ import (
 // (OwnScope, e.g. project:a) holds Session and Memory, whose stored text
 // contains every string of Secrets; OtherToken reads and writes only
 // OtherScope, OwnToken only OwnScope, AdminToken every scope.
+// WriteOnlyToken, when set, writes OwnScope and reads nothing (a
+// producer): it is the WriteOnly caller of every Case.
 type Fixture struct {
 	BaseURL                          string
 	OwnToken, OtherToken, AdminToken string
+	WriteOnlyToken                   string
 	OwnScope, OtherScope             string
 	Session, Memory                  string
 	// Workflow is a workflow of the own scope whose context holds a
@@ -57,12 +61,16 @@ type Fixture struct {
 // Caller is who sends a request.
 type Caller string
 
-// The four callers of every Case.
+// The callers of every Case (WriteOnly when the Fixture has a
+// WriteOnlyToken).
 const (
 	NoToken    Caller = "no token"
 	WrongToken Caller = "wrong token"
 	Other      Caller = "other scope"
-	Own        Caller = "own scope"
+	// WriteOnly writes the own scope and reads nothing: its writes apply,
+	// but no answer, of a read or of a write, carries the own scope's data.
+	WriteOnly Caller = "write-only"
+	Own       Caller = "own scope"
 )
 
 // Request is one concrete request.
@@ -83,13 +91,21 @@ type Case struct {
 	// Public routes answer without a token and show no scoped data.
 	Public bool
 	// Want is the status each caller gets (NoToken and WrongToken default
-	// to 401 unless Public).
+	// to 401 unless Public; WriteOnly defaults to Other's status for a
+	// read, as a caller that reads none of the own scope's data, and to
+	// Own's for a Write, as a writer of the own scope).
 	Want map[Caller]int
 }
 
 func (c Case) want(who Caller) int {
 	if w, ok := c.Want[who]; ok {
 		return w
+	}
+	if who == WriteOnly {
+		if c.Write {
+			return c.want(Own)
+		}
+		return c.want(Other)
 	}
 	if (who == NoToken || who == WrongToken) && !c.Public {
 		return http.StatusUnauthorized
@@ -118,7 +134,7 @@ func Cases() []Case {
 		{Pattern: "GET /v1/sessions/{id...}", Request: get(func(f Fixture) string { return "/v1/sessions/" + esc(f.Session) + "/improvement" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "POST /v1/sessions/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/sessions/" + esc(f.Session) + "/improve", Body: map[string]any{}}
-		}, Want: map[Caller]int{Other: 404}},
+		}, Want: map[Caller]int{Other: 404, WriteOnly: 404}}, // its answer is the PAIR view: read and write
 		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) + "/history" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/search", Request: get(func(f Fixture) string {
@@ -158,18 +174,20 @@ func Cases() []Case {
 		}},
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/decisions/" + esc(f.WorkflowDecision), Body: map[string]any{"answer": "approve", "by": "accesstest"}}
-		}, Want: map[Caller]int{Other: 404}},
+		}, Want: map[Caller]int{Other: 404, WriteOnly: 404}}, // acts on state the caller must read
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/fork", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint, "workflow_id": "accesstest-fork"}}
-		}, Want: map[Caller]int{Other: 404}},
+		}, Want: map[Caller]int{Other: 404, WriteOnly: 404}}, // copies the source's past
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/resume", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint}}
-		}, Want: map[Caller]int{Other: 404}},
+		}, Want: map[Caller]int{Other: 404, WriteOnly: 404}}, // answers the state
 		// a replan by requirement searches the tool graph, which aggregates
-		// every scope (replan_dag by named tools is a plain write)
+		// every scope (replan_dag by named tools is a plain write); any
+		// replan_dag is planned from the running DAG, so a write-only caller
+		// gets the read's 404 first
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/commands", Body: map[string]any{"command": "replan_dag", "args": map[string]any{"requirement": "check the baggage allowance"}}}
-		}, Want: aggregate},
+		}, Want: map[Caller]int{Own: 403, Other: 403, WriteOnly: 404}},
 		{Pattern: "POST /v1/workflows/suggest", Request: func(Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/suggest", Body: map[string]any{"intent": "change my flight", "context_tools": []string{"get_user_details"}}}
 		}, Want: aggregate},
@@ -184,7 +202,7 @@ func Cases() []Case {
 		{Pattern: "GET /v1/searches/{id...}", Request: get(func(f Fixture) string { return "/v1/searches/" + esc(f.Search) + "/nodes" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "POST /v1/searches/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/searches/" + esc(f.Search) + "/resume", Body: map[string]any{"decision": "approve"}}
-		}, Want: map[Caller]int{Own: 202, Other: 404}},
+		}, Want: map[Caller]int{Own: 202, Other: 404, WriteOnly: 404}}, // resolved among the scopes it reads and writes
 		// the tool graph is per scope: a caller gets the union of the
 		// graphs of the scopes it reads (another scope's token: its own
 		// graph, where the own scope's tools are unknown), and ?scope= of
@@ -232,9 +250,10 @@ func minute(scope, session, text string) map[string]any {
 }
 
 // Run checks every registered route pattern has a Case, then sends every
-// Case as each Caller and checks the status; every 2xx answer to Other must
-// contain none of f.Secrets, and f.State must not change through Other's
-// requests.
+// Case as each Caller and checks the status; every 2xx answer to Other and
+// every answer to WriteOnly must contain none of f.Secrets, and f.State
+// must not change through Other's requests (WriteOnly's writes may change
+// it: it writes the own scope).
 func Run(t *testing.T, f Fixture, registered []string, cases []Case) {
 	t.Helper()
 	covered := map[string]bool{}
@@ -272,6 +291,33 @@ func Run(t *testing.T, f Fixture, registered []string, cases []Case) {
 	if after := f.State(t); after != before {
 		t.Errorf("the other scope's requests changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
 	}
+	// a producer of the own scope that reads nothing: its writes apply,
+	// but no answer, whatever its status, shows the own scope's data (the
+	// answers of writes used to: a workflow's state on resume and
+	// updates, the PAIR view on improve, a memory's confidence on
+	// feedback)
+	if f.WriteOnlyToken != "" {
+		for _, c := range cases {
+			req := c.Request(f)
+			code, body := f.send(t, WriteOnly, f.WriteOnlyToken, req)
+			if want := c.want(WriteOnly); code != want {
+				t.Errorf("%s %s as %s: status %d, want %d (%s)", req.Method, req.Path, WriteOnly, code, want, clip(body))
+			}
+			for _, s := range f.Secrets {
+				if strings.Contains(body, s) {
+					t.Errorf("%s %s as %s: the answer (%d) carries the own scope's %q", req.Method, req.Path, WriteOnly, code, s)
+				}
+			}
+			var members map[string]json.RawMessage
+			if json.Unmarshal([]byte(body), &members) == nil {
+				for _, k := range writeOnlyWithheld {
+					if _, ok := members[k]; ok {
+						t.Errorf("%s %s as %s: the answer (%d) has %s, which only a reader of the scope may see: %s", req.Method, req.Path, WriteOnly, code, k, clip(body))
+					}
+				}
+			}
+		}
+	}
 	// own last: its writes are allowed to change the state
 	for _, c := range cases {
 		req := c.Request(f)
@@ -280,6 +326,12 @@ func Run(t *testing.T, f Fixture, registered []string, cases []Case) {
 		}
 	}
 }
+
+// writeOnlyWithheld are the members of write answers that hold what the
+// scope held rather than what the caller wrote (a workflow's state, a
+// memory's confidence, evidence and merge): never in an answer to
+// WriteOnly.
+var writeOnlyWithheld = []string{"state", "merged_into", "confidence", "initial_confidence", "evidence", "pruned", "new_confidence"}
 
 // send sends r as who with token (none when "") and returns the status
 // and body, after f.Response saw them.
@@ -333,6 +385,76 @@ func clip(s string) string {
 	return s
 }
 
+// runMCPWriteOnly checks the tools as WriteOnly: memory_search finds
+// none of the own scope's memories, memory_record and memory_feedback work
+// but their answers leave out confidence, evidence, the merge and
+// new_confidence (before, the typed answers read 0 for them), and
+// pair_improvement, search_get and search_resume are errors; no answer
+// carries a secret.
+func runMCPWriteOnly(t *testing.T, f Fixture, connect func(string) (*mcp.ClientSession, error), call func(*mcp.ClientSession, string, map[string]any) (*mcp.CallToolResult, string)) {
+	t.Helper()
+	wo, err := connect(f.WriteOnlyToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wo.Close()
+	noSecret := func(tool, body string) {
+		t.Helper()
+		for _, s := range f.Secrets {
+			if strings.Contains(body, s) {
+				t.Errorf("%s as %s: the answer carries the own scope's %q", tool, WriteOnly, s)
+			}
+		}
+	}
+	structured := func(tool string, res *mcp.CallToolResult, body string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		if res.IsError || json.Unmarshal(b, &m) != nil {
+			t.Errorf("%s as %s: %s, want an answer", tool, WriteOnly, clip(body))
+		}
+		for _, k := range writeOnlyWithheld {
+			if _, ok := m[k]; ok {
+				t.Errorf("%s as %s: the answer has %s, which only a reader of the scope may see: %s", tool, WriteOnly, k, clip(body))
+			}
+		}
+		return m
+	}
+	for _, s := range f.Secrets {
+		_, body := call(wo, "memory_search", map[string]any{"query": s, "min_confidence": 0, "scope": "all"})
+		noSecret("memory_search", body)
+	}
+	res, body := call(wo, "memory_record", map[string]any{"title": "Probe", "description": "A probe.", "content": "probe from a write-only producer", "outcome": "success"})
+	if m := structured("memory_record", res, body); m["id"] == nil {
+		t.Errorf("memory_record as %s: %s, want the id", WriteOnly, clip(body))
+	}
+	noSecret("memory_record", body)
+	res, body = call(wo, "memory_feedback", map[string]any{"memory_id": f.Memory, "helpful": true})
+	if m := structured("memory_feedback", res, body); m["success"] != true {
+		t.Errorf("memory_feedback as %s: %s, want success", WriteOnly, clip(body))
+	}
+	noSecret("memory_feedback", body)
+	for _, args := range []map[string]any{{"session_id": f.Session}, {"session_id": f.Session, "scope": f.OwnScope}} {
+		res, body := call(wo, "pair_improvement", args)
+		if !res.IsError || strings.Contains(body, `"composite"`) {
+			t.Errorf("pair_improvement as %s on the own scope's session %v answered: %s", WriteOnly, args, clip(body))
+		}
+		noSecret("pair_improvement", body)
+	}
+	if f.Search != "" {
+		res, body := call(wo, "search_get", map[string]any{"search_id": f.Search})
+		if !res.IsError || strings.Contains(body, `"open"`) {
+			t.Errorf("search_get as %s on the own scope's search answered: %s", WriteOnly, clip(body))
+		}
+		noSecret("search_get", body)
+		res, body = call(wo, "search_resume", map[string]any{"search_id": f.Search, "decision": "reject", "note": "probe from a write-only producer"})
+		if !res.IsError || !strings.Contains(body, "not found") {
+			t.Errorf("search_resume as %s on the own scope's search answered: %s", WriteOnly, clip(body))
+		}
+		noSecret("search_resume", body)
+	}
+}
+
 // RunMCP checks the MCP tools over the /mcp endpoint as each caller: no or
 // a wrong token cannot connect (401); the other scope's token finds none of
 // the own scope's memories (memory_search), cannot give feedback on the own
@@ -342,6 +464,8 @@ func clip(s string) string {
 // or without its scope) nor read or resume the own scope's search
 // (search_get and search_resume are errors, "not found" for the resume);
 // the own scope's token gives feedback, reads the PAIR loop and the search.
+// With a WriteOnlyToken, that caller records and gives feedback without
+// seeing confidence or evidence, and reads nothing (runMCPWriteOnly).
 func RunMCP(t *testing.T, f Fixture) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -404,6 +528,9 @@ func RunMCP(t *testing.T, f Fixture) {
 	}
 	if after := f.State(t); after != before {
 		t.Errorf("the other scope's MCP calls changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
+	}
+	if f.WriteOnlyToken != "" {
+		runMCPWriteOnly(t, f, connect, call)
 	}
 	own, err := connect(f.OwnToken)
 	if err != nil {
