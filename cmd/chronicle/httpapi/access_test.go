@@ -33,6 +33,8 @@ func scopedServer(t *testing.T) (*pipeline.Pipeline, *httpapi.Server, string) {
 		{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
 		{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
 		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+		// writes project:a, reads nothing (accesstest's WriteOnly caller)
+		{Name: "wo", SHA256: access.Hash("tok-wo"), Write: []string{"project:a"}},
 	}}
 	api := &httpapi.Server{P: p, Tokens: &tokens}
 	srv := httptest.NewServer(conforming(t, api.Handler())) // every answer checked against openapi.json
@@ -193,7 +195,7 @@ func TestAccessConformance(t *testing.T) {
 	waitDeadLetters(t, p, base, "tok-a", "", 1)
 	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1",
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
-		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
+		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin", WriteOnlyToken: "tok-wo",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: rec["id"].(string), Secrets: []string{secret},
 		Response: openAPIResponses(t),
 		State: func(t *testing.T) string {

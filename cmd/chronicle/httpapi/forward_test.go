@@ -44,6 +44,8 @@ var clusterTokens = access.File{Tokens: []access.Token{
 	{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
 	{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
 	{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+	// writes project:a, reads nothing (accesstest's WriteOnly caller)
+	{Name: "wo", SHA256: access.Hash("tok-wo"), Write: []string{"project:a"}},
 	// two scopes, default write scope project:a
 	{Name: "ab", SHA256: access.Hash("tok-ab"), Read: []string{"project:a", "project:b"}, Write: []string{"project:a", "project:b"}},
 	// reads both, writes project:a only
@@ -761,7 +763,7 @@ func accessConformanceCluster(t *testing.T, external bool) {
 	memID := rec["id"].(string)
 	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1",
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
-		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin",
+		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin", WriteOnlyToken: "tok-wo",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: memID, Secrets: []string{secret},
 		Response: openAPIResponses(t), // forwarded answers too
 		State: func(t *testing.T) string {
