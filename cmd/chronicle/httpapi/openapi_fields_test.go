@@ -71,8 +71,6 @@ var knownSchemaGaps = map[string]bool{
 	"ReasoningTask.profile: an untyped object, but the route answers events.TaskProfile's members":      true,
 	"ReasoningTask.plan: an untyped object, but the route answers passes.Plan's members":                true,
 	"ReasoningTask.last_convergence: an untyped object, but the route answers passes.Verdict's members": true,
-	"DAG.edges[]: no property matches (dag.Edge)":                                                       true,
-	"DAG.edges[]: no property ambiguous (dag.Edge)":                                                     true,
 	"WorkflowSuggestion.tools[]: no property score (suggest.Pick)":                                      true,
 	"WorkflowSuggestion.tools[]: no property semantic (suggest.Pick)":                                   true,
 	"WorkflowSuggestion.tools[]: no property graph (suggest.Pick)":                                      true,
@@ -81,8 +79,6 @@ var knownSchemaGaps = map[string]bool{
 	"WorkflowSuggestion.tools[]: no property from (suggest.Pick)":                                       true,
 	"WorkflowSuggestion.tools[]: no property pagerank (suggest.Pick)":                                   true,
 	"WorkflowSuggestion.tools[]: no property writes (suggest.Pick)":                                     true,
-	"WorkflowSuggestion.dag.edges[]: no property matches (dag.Edge)":                                    true,
-	"WorkflowSuggestion.dag.edges[]: no property ambiguous (dag.Edge)":                                  true,
 	"WorkflowSuggestion.estimate: an untyped object, but the route answers suggest.Estimate's members":  true,
 }
 
