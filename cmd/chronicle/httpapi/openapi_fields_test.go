@@ -71,15 +71,6 @@ var knownSchemaGaps = map[string]bool{
 	"ReasoningTask.profile: an untyped object, but the route answers events.TaskProfile's members":      true,
 	"ReasoningTask.plan: an untyped object, but the route answers passes.Plan's members":                true,
 	"ReasoningTask.last_convergence: an untyped object, but the route answers passes.Verdict's members": true,
-	"WorkflowSuggestion.tools[]: no property score (suggest.Pick)":                                      true,
-	"WorkflowSuggestion.tools[]: no property semantic (suggest.Pick)":                                   true,
-	"WorkflowSuggestion.tools[]: no property graph (suggest.Pick)":                                      true,
-	"WorkflowSuggestion.tools[]: no property alpha (suggest.Pick)":                                      true,
-	"WorkflowSuggestion.tools[]: no property confidence (suggest.Pick)":                                 true,
-	"WorkflowSuggestion.tools[]: no property from (suggest.Pick)":                                       true,
-	"WorkflowSuggestion.tools[]: no property pagerank (suggest.Pick)":                                   true,
-	"WorkflowSuggestion.tools[]: no property writes (suggest.Pick)":                                     true,
-	"WorkflowSuggestion.estimate: an untyped object, but the route answers suggest.Estimate's members":  true,
 }
 
 // TestOpenAPISchemasHaveEveryField: see schemaFieldsCovered.
