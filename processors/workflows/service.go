@@ -111,7 +111,17 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 		return pos, err
 	}
 	if !ok {
-		return pos, fmt.Errorf("workflows: event %s (%s) at %s: %w", env.ID, env.Type, pos, ErrRejected)
+		// it passed Check, and another write applied between them (two
+		// answers to one decision racing): the processor's reason is what
+		// the workflow's state now says of it, as Check would have said
+		// had it come second (before, a bare 409 naming no reason; found
+		// by an agent-runtime walkthrough)
+		var ref *Refusal
+		if errors.As(s.try(env), &ref) {
+			ref.Err = fmt.Errorf("written at %s and rejected there, another write having changed the workflow first: %w", pos, ref.Err)
+			return pos, ref
+		}
+		return pos, fmt.Errorf("workflows: event %s (%s) at %s: %w; GET /v1/deadletters?scope=%s names the reason", env.ID, env.Type, pos, ErrRejected, env.EffectiveScope())
 	}
 	return pos, nil
 }
@@ -141,6 +151,13 @@ func (s *Service) Check(env events.Envelope) error {
 	if applied, _, err := s.Store.AppliedContent(Name, &env); err != nil || applied {
 		return err // a retry (Submit answers it) or a reused id (Submit refuses it)
 	}
+	return s.try(env)
+}
+
+// try is Check without its idempotency test: the schema, then the
+// processor on the current state (Store.Try), a *Refusal for its
+// rejection.
+func (s *Service) try(env events.Envelope) error {
 	// the event's schema first, as Submit checks it: the processor's
 	// reason for an event its schema refuses is beside the point (an empty
 	// command id in processed_commands read "not pending", a 409, where
