@@ -55,7 +55,7 @@ func TestRacedWriteNamesTheReason(t *testing.T) {
 	}
 	_, err = svc.Submit(ctx, no)
 	var ref *workflows.Refusal
-	if !errors.As(err, &ref) || !errors.Is(err, workflows.ErrNotPending) || !errors.Is(err, workflows.ErrRejected) || ref.Reason == "" || !strings.Contains(err.Error(), "rejected there") {
+	if !errors.As(err, &ref) || !errors.Is(err, workflows.ErrNotPending) || !errors.Is(err, workflows.ErrRejected) || ref.Pointer != "/data/decision_id" || ref.Reason != `"d1": not pending` || !strings.Contains(err.Error(), "rejected there") {
 		t.Fatalf("the raced answer: %v (%T); want a *Refusal naming the reason (ErrNotPending) and that it was written and rejected", err, err)
 	}
 }
