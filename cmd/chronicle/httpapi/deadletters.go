@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
@@ -35,21 +34,9 @@ func deadLetterListParams(w http.ResponseWriter, r *http.Request) (limit int, cu
 		}
 		return 0, "", "", nil, false
 	}
-	limit = DefaultDeadLetterList
-	if q.Has("limit") {
-		l := q.Get("limit")
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > MaxDeadLetterList {
-			return fail(http.StatusBadRequest, "limit: %q is not an integer from 1 to %d (absent: %d)", l, MaxDeadLetterList, DefaultDeadLetterList)
-		}
-		limit = n
-	}
-	inScope, err := scopeFilter(q.Get("scope"))
+	limit, inScope, code, err := pageParams(r, DefaultDeadLetterList, MaxDeadLetterList)
 	if err != nil {
-		return fail(http.StatusBadRequest, "%v", err)
-	}
-	if sc := q.Get("scope"); events.ValidScope(sc) && !CallerOf(r).CanRead(sc) {
-		return fail(http.StatusForbidden, "scope: this token may not read %s", sc)
+		return fail(code, "%v", err)
 	}
 	ofType = q.Get("type")
 	if q.Has("type") && ofType == "" {

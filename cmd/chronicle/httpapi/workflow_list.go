@@ -39,23 +39,9 @@ func workflowListParams(w http.ResponseWriter, r *http.Request) (limit int, curs
 		}
 		return 0, "", nil, false
 	}
-	limit = DefaultWorkflowList
-	if q.Has("limit") {
-		l := q.Get("limit")
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > MaxWorkflowList {
-			return fail(http.StatusBadRequest, "limit: %q is not an integer from 1 to %d (absent: %d)", l, MaxWorkflowList, DefaultWorkflowList)
-		}
-		limit = n
-	}
-	inScope, err := scopeFilter(q.Get("scope"))
+	limit, inScope, code, err := pageParams(r, DefaultWorkflowList, MaxWorkflowList)
 	if err != nil {
-		return fail(http.StatusBadRequest, "%v", err)
-	}
-	if sc := q.Get("scope"); events.ValidScope(sc) && !CallerOf(r).CanRead(sc) {
-		// as GET /v1/sessions: a 403, not an empty list that reads as
-		// "no workflows there"
-		return fail(http.StatusForbidden, "scope: this token may not read %s", sc)
+		return fail(code, "%v", err)
 	}
 	cursor = q.Get("cursor")
 	if q.Has("cursor") {
@@ -102,6 +88,32 @@ func (s *Server) listWorkflowsLocal(w http.ResponseWriter, r *http.Request) {
 		list = []workflows.Summary{}
 	}
 	writeJSON(w, http.StatusOK, WorkflowList{Workflows: list, NextCursor: next})
+}
+
+// pageParams reads a list route's limit (absent: def; not an integer from
+// 1 to max: a 400 naming limit) and scope (a kind or one scope, see
+// scopeFilter; one the token does not read: a 403, as GET /v1/sessions
+// answers, not an empty list that reads as "none there"). err is the
+// refusal, code its status. GET /v1/workflows and GET /v1/deadletters use
+// it.
+func pageParams(r *http.Request, def, max int) (limit int, inScope func(string) bool, code int, err error) {
+	q := r.URL.Query()
+	limit = def
+	if q.Has("limit") {
+		l := q.Get("limit")
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > max {
+			return 0, nil, http.StatusBadRequest, fmt.Errorf("limit: %q is not an integer from 1 to %d (absent: %d)", l, max, def)
+		}
+		limit = n
+	}
+	if inScope, err = scopeFilter(q.Get("scope")); err != nil {
+		return 0, nil, http.StatusBadRequest, err
+	}
+	if sc := q.Get("scope"); events.ValidScope(sc) && !CallerOf(r).CanRead(sc) {
+		return 0, nil, http.StatusForbidden, fmt.Errorf("scope: this token may not read %s", sc)
+	}
+	return limit, inScope, 0, nil
 }
 
 // listScopes are the scopes a list route reads for r's caller: nil for a
