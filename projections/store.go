@@ -63,6 +63,25 @@ func (s *Store) SetCache(key string, val []byte) error {
 	return s.write(func() error { return s.db.Set([]byte(prefixCache+key), val, s.writeOpts()) })
 }
 
+// DeleteCachePrefix deletes every cache entry (see GetCache) whose key
+// starts with prefix, in one range deletion; when there is none it writes
+// nothing. On a store opened ReadOnly it deletes nothing and returns nil.
+func (s *Store) DeleteCachePrefix(prefix string) error {
+	if s.opts.ReadOnly {
+		return nil
+	}
+	lo, hi := []byte(prefixCache+prefix), upper(prefixCache+prefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	found := it.First()
+	if err := errors.Join(it.Error(), it.Close()); err != nil || !found {
+		return err
+	}
+	return s.write(func() error { return s.db.DeleteRange(lo, hi, s.writeOpts()) })
+}
+
 // ErrClosed is returned by operations on a closed Store.
 var ErrClosed = errors.New("projections: store closed")
 

@@ -126,6 +126,9 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore, s
 	}
 	ix := &Index{store: store, emb: emb}
 	ix.SetQueryCache(QueryCacheSize)
+	// vectors cached by text alone (legacyVectorPrefix) are never read
+	// again: dropped once, not left as garbage; a failure only leaves them
+	_ = store.DeleteCachePrefix(legacyVectorPrefix)
 	for _, src := range sources {
 		c := &collection{Source: src, dirty: map[string]uint64{}, vs: vs}
 		if src.Collection != Memories {
@@ -234,26 +237,47 @@ func (ix *Index) col(c Collection) *collection {
 	return nil
 }
 
-// vectors returns the cached vectors of texts, embedding the misses.
-func (ix *Index) vectors(ctx context.Context, texts []string) ([][]float32, error) {
-	return ix.embedCached(ctx, texts, nil)
+// vectors returns the cached vectors of docs' texts (texts[i] is
+// docs[i]'s EmbedText), embedding the misses.
+func (ix *Index) vectors(ctx context.Context, docs []Doc, texts []string) ([][]float32, error) {
+	return ix.embedCached(ctx, docs, texts, nil)
 }
 
-// vectorKey is the vector cache's key of text for the index's model.
-func (ix *Index) vectorKey(text string) string {
-	h := sha256.Sum256([]byte(text))
-	return "vec/" + ix.emb.Model() + "/" + strconv.Itoa(ix.emb.Dim()) + "/" + hex.EncodeToString(h[:16])
+// vectorPrefix is the prefix of the document-vector cache's keys
+// (vectorKey). Keys under legacyVectorPrefix, written before the scope
+// was part of the key, are deleted when an Index is built (NewIndex).
+const (
+	vectorPrefix       = "vecs/"
+	legacyVectorPrefix = "vec/"
+)
+
+// vectorKey is the document-vector cache's key of text, a document of
+// scope's, for the index's model: vecs/<model>/<dim>/<the first 16 bytes
+// of the SHA-256 of scope, a NUL byte and text, in hex>.
+//
+// Why the scope (tenant-isolation review): keyed by text alone, a
+// document whose title and description equal another scope's found its
+// vector cached, so a tenant that recorded a memory and searched at once
+// was answered one embedding sooner (a few ms) when another tenant held
+// that text: an oracle for guessed texts. Now a hit needs the text in the
+// same scope; equal texts of two scopes are embedded once each.
+func (ix *Index) vectorKey(scope, text string) string {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	return vectorPrefix + ix.emb.Model() + "/" + strconv.Itoa(ix.emb.Dim()) + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // embedCached is vectors; before each batch it embeds it calls before
 // (when set), which the background warm-up uses to yield to the
 // processors.
-func (ix *Index) embedCached(ctx context.Context, texts []string, before func()) ([][]float32, error) {
+func (ix *Index) embedCached(ctx context.Context, docs []Doc, texts []string, before func()) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	var missing []int
 	keys := make([]string, len(texts))
 	for i, t := range texts {
-		keys[i] = ix.vectorKey(t)
+		keys[i] = ix.vectorKey(docs[i].Scope, t)
 		b, ok, err := ix.store.GetCache(keys[i])
 		if err != nil {
 			return nil, err
@@ -384,7 +408,7 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 	if cachedOnly && loaded && c.repair == 0 {
 		kept := 0
 		for i := range docs {
-			if _, ok, err := ix.store.GetCache(ix.vectorKey(texts[i])); err != nil {
+			if _, ok, err := ix.store.GetCache(ix.vectorKey(docs[i].Scope, texts[i])); err != nil {
 				return err
 			} else if ok {
 				docs[kept], texts[kept] = docs[i], texts[i]
@@ -393,7 +417,7 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 		}
 		docs, texts = docs[:kept], texts[:kept]
 	}
-	vecs, err := ix.vectors(ctx, texts)
+	vecs, err := ix.vectors(ctx, docs, texts)
 	if err != nil {
 		return err
 	}
@@ -780,7 +804,7 @@ func (ix *Index) warm(ctx context.Context, maxWait time.Duration) error {
 		for i := range docs {
 			texts[i] = EmbedText(c.Collection, docs[i])
 		}
-		if _, err := ix.embedCached(ctx, texts, func() { ix.waitIdle(ctx, maxWait) }); err != nil {
+		if _, err := ix.embedCached(ctx, docs, texts, func() { ix.waitIdle(ctx, maxWait) }); err != nil {
 			return fmt.Errorf("search: %s: %w", c.Collection, err)
 		}
 	}
