@@ -559,3 +559,35 @@ func TestNewVerbatimKeepsMarkup(t *testing.T) {
 		t.Fatal("NewVerbatim of an unknown type: no error")
 	}
 }
+
+// CloudEvents 1.0 gives an extension attribute no type for a fraction, an
+// exponent or a number beyond 32 bits (Integer is -2,147,483,648 to
+// 2,147,483,647, written as its integer component in JSON), and a subject,
+// when present, is a non-empty string. Producer paths refuse them naming
+// the attribute (before, they were acknowledged: the official Go SDK then
+// refused the event read back, or truncated 3.5 to 3, and an empty subject
+// vanished); the processors' parse of what they consume still takes them,
+// so a log written before replays as it did.
+func TestExtensionIntegersAndEmptySubject(t *testing.T) {
+	event := func(member string) []byte {
+		return []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","scope":"project:demo",` + member + `,"data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`)
+	}
+	for _, c := range []struct{ member, pointer string }{
+		{`"n":3.5`, "/n"}, {`"n":1e3`, "/n"}, {`"n":3000000000`, "/n"}, {`"n":-2147483649`, "/n"}, {`"n":7.0`, "/n"},
+		{`"subject":""`, "/subject"},
+	} {
+		_, err := events.ParseProducerEvent(event(c.member))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.pointer {
+			t.Errorf("%s: got %v, want a ValidationError at %s", c.member, err, c.pointer)
+		}
+		if _, err := events.ParseEvent(event(c.member)); err != nil {
+			t.Errorf("%s: the consumer's parse refused it: %v", c.member, err)
+		}
+	}
+	for _, member := range []string{`"n":7`, `"n":-0`, `"n":2147483647`, `"n":-2147483648`, `"subject":"s"`, `"n":""`} {
+		if _, err := events.ParseProducerEvent(event(member)); err != nil {
+			t.Errorf("%s: %v", member, err)
+		}
+	}
+}

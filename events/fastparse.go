@@ -182,6 +182,8 @@ func parseFast(set *compiled, raw []byte, allowDerived, alias bool) (Envelope, s
 			bad = string(s) != ContentTypeJSON
 		case bitDataSchema, bitCausationID, bitCorrelationID:
 			bad = len(s) == 0
+		case bitSubject:
+			bad = !allowDerived && len(s) == 0 // a producer's empty subject: parseSlow refuses it
 		case bitSessionID:
 			bad = !runesWithin(s, 1, 512)
 		case bitScope:

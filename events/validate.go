@@ -2,11 +2,14 @@ package events
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -212,7 +215,57 @@ func checkProduced(e *Envelope) error {
 			return &ValidationError{Index: -1, Pointer: "/dataschema", Reason: fmt.Sprintf("%q is not an absolute URI (CloudEvents 1.0: dataschema is a URI, e.g. %s)", e.DataSchema, SchemaURI(e.Type))}
 		}
 	}
+	for _, name := range sortedNames(e.Extensions) {
+		if err := checkExtensionValue(name, e.Extensions[name]); err != nil {
+			return err
+		}
+	}
 	return checkPayload(e)
+}
+
+// checkExtensionValue refuses, naming the attribute, an extension value
+// CloudEvents 1.0 has no type for. Its type system has no fractions and
+// bounds Integer to 32 bits (-2,147,483,648 to 2,147,483,647), and the JSON
+// format writes an Integer as "only the integer component optionally
+// prefixed with a minus sign": 3.5, 1e3 and 3000000000 are none. Before,
+// they were acknowledged and kept, and the official Go SDK then refused
+// the whole event read back (3000000000: out of range) or truncated the
+// value (3.5 became 3). Producer paths only (checkProduced).
+func checkExtensionValue(name string, v any) error {
+	n, ok := v.(json.Number) // a parsed event's numbers (extensionsOf, parseFast)
+	if !ok {
+		return nil
+	}
+	if _, err := strconv.ParseInt(string(n), 10, 32); err == nil && integerSyntax(string(n)) {
+		return nil
+	}
+	return &ValidationError{Index: -1, Pointer: "/" + name, Reason: fmt.Sprintf("%s is no CloudEvents Integer (a whole number from -2147483648 to 2147483647, written without fraction or exponent); send another value as a string", n)}
+}
+
+// integerSyntax reports whether n is an optional minus sign and digits
+// without a leading zero: the CloudEvents JSON format's Integer.
+func integerSyntax(n string) bool {
+	n = strings.TrimPrefix(n, "-")
+	if n == "" || len(n) > 1 && n[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if n[i] < '0' || n[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedNames is the keys of m in order, so the first bad extension named
+// is the same every time.
+func sortedNames(m map[string]any) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // checkURIReference reports whether s is an RFC 3986 URI-reference, as
@@ -339,6 +392,12 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 	}
 	if err := set.envelope.Validate(doc); err != nil {
 		return Envelope{}, schemaError(err, "")
+	}
+	if s, ok := obj["subject"].(string); ok && s == "" && !allowDerived {
+		// CloudEvents 1.0: subject, if present, MUST be a non-empty string;
+		// the envelope's omitempty dropped it silently before. Producer paths
+		// only, so a log written before replays as it did
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/subject", Reason: "must be a non-empty string when present (CloudEvents 1.0); leave subject out instead"}
 	}
 	var env Envelope
 	if err := gojson.Unmarshal(raw, (*envelopeFields)(&env)); err != nil {
