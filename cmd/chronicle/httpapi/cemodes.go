@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -148,7 +149,14 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 		if len(h[k]) > 1 {
 			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: sent %d times, an attribute has one value", lk, len(h[k])))
 		}
-		v, err := url.PathUnescape(h[k][0])
+		// the binding: first undo RFC 7230 quoted strings (a receiver
+		// MUST, for senders of older versions), then one round of
+		// percent-decoding
+		v, err := unquoteHeaderValue(h[k][0])
+		if err != nil {
+			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: %v", lk, err))
+		}
+		v, err = url.PathUnescape(v)
 		if err != nil {
 			return nil, binaryInputError(ptr, fmt.Sprintf("header %s: not a valid percent-encoded value: %v", lk, err))
 		}
@@ -170,18 +178,23 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 			return nil, binaryInputError("/"+req, fmt.Sprintf("header %s%s is missing (a required attribute)", binaryHeaderPrefix, req))
 		}
 	}
+	dct := events.ContentTypeJSON
 	if ct := h.Get("Content-Type"); ct != "" {
 		mt, _, _ := mime.ParseMediaType(ct)
 		if mt != events.ContentTypeJSON {
 			return nil, binaryInputError("/datacontenttype", fmt.Sprintf("header Content-Type: %q: the body (data) must be application/json", ct))
 		}
+		// the binding: datacontenttype MUST be populated from the
+		// Content-Type header, so its parameters (charset=utf-8, as in
+		// the binding's own example) are kept as structured mode keeps
+		// them; before, every binary event said plain application/json
+		dct = strings.TrimSpace(ct)
 	}
-	// datacontenttype is the Content-Type header in binary mode; a
-	// ce-datacontenttype header, which the binding does not use, is kept
+	// a ce-datacontenttype header, which the binding does not use, is kept
 	// as sent, so the envelope schema judges it as in structured mode
 	// (anything but application/json: 400 naming the header)
 	if _, ok := attrs["datacontenttype"]; !ok {
-		attrs["datacontenttype"] = events.ContentTypeJSON
+		attrs["datacontenttype"] = dct
 	}
 	b := bytes.TrimSpace(body)
 	if len(b) == 0 {
@@ -192,6 +205,40 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 	}
 	attrs["data"] = json.RawMessage(b)
 	return json.Marshal(attrs)
+}
+
+// unquoteHeaderValue undoes the RFC 7230 (section 3.2.6) quoted strings
+// of a binary-mode header value, as the CloudEvents HTTP binding requires
+// of a receiver before percent-decoding ("MUST be supported when receiving
+// events, for compatibility with older versions of this specification"):
+// ce-subject: "hello world" is the subject hello world, and a backslash
+// inside quotes escapes the next character. Before, the quotes were kept
+// as part of the value (ce-specversion: "1.0" was a 400). A value without
+// a double quote is returned as it is.
+func unquoteHeaderValue(v string) (string, error) {
+	if !strings.Contains(v, `"`) {
+		return v, nil
+	}
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			quoted = !quoted
+		case quoted && c == '\\':
+			if i+1 == len(v) {
+				return "", errors.New("a backslash ends the value inside a quoted string")
+			}
+			i++
+			b.WriteByte(v[i])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if quoted {
+		return "", errors.New("a quoted string is not closed (RFC 7230 section 3.2.6)")
+	}
+	return b.String(), nil
 }
 
 // binaryModeError rewrites a validation error of a binary-mode event so
