@@ -23,6 +23,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -150,9 +151,9 @@ func HTTPHandler(backend search.Backend, opts Options) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true})
 	if reg == nil {
-		return h
+		return originChecked(h)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return originChecked(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := opts.CallerFunc(r.Context(), r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
@@ -164,7 +165,29 @@ func HTTPHandler(backend search.Backend, opts Options) http.Handler {
 		r = r.Clone(r.Context())
 		r.Header.Set(callerHeader, key)
 		h.ServeHTTP(w, r)
-	})
+	}))
+}
+
+// originChecked refuses, with 403 Forbidden and a JSON-RPC error without
+// an id, a POST or DELETE whose Origin header names another origin than
+// the request's Host (or whose Sec-Fetch-Site says cross-site): the MCP
+// Streamable HTTP transport says servers MUST validate the Origin header
+// and answer 403 when it is present and invalid. Requests without Origin
+// (MCP clients that are no browser) pass, and so do GET, HEAD and OPTIONS
+// (http.CrossOriginProtection's rule). With the SDK's check of the Host
+// header on loopback listeners, a page of another site reaches the tools
+// neither across origins nor by DNS rebinding. Before, such a POST was
+// served (found by a standards-conformance walkthrough).
+func originChecked(h http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		msg := fmt.Sprintf("Forbidden: cross-origin request (Origin %q, Host %q): the MCP endpoint serves its own origin only", r.Header.Get("Origin"), r.Host)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32600, "message": msg}})
+		w.Write(b)
+	}))
+	return p.Handler(h)
 }
 
 // callerHeader carries, from [HTTPHandler]'s authentication step to the tool

@@ -784,3 +784,55 @@ func TestMemorySearchWritesUsageOnlyWhereTheCallerWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPRefusesAnotherOrigin: the MCP Streamable HTTP transport says a
+// server MUST validate the Origin header and answer 403 Forbidden when it
+// is present and invalid. A POST whose Origin is another site than the
+// Host it was sent to is refused before authentication and before any tool
+// runs, with a JSON-RPC error without an id; the same request from its own
+// origin, or without Origin (an MCP client that is no browser), is served.
+// Before, the other site's request was served (a standards-conformance
+// walkthrough).
+func TestHTTPRefusesAnotherOrigin(t *testing.T) {
+	fake, url := newHTTP(t)
+	post := func(origin, fetchSite string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"t","description":"d","content":"c","outcome":"success"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer writer")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if fetchSite != "" {
+			req.Header.Set("Sec-Fetch-Site", fetchSite)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct{ origin, site string }{{"http://evil.example", ""}, {"", "cross-site"}, {"http://evil.example", "cross-site"}} {
+		code, body := post(c.origin, c.site)
+		var rpc struct {
+			ID    any `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if code != http.StatusForbidden || json.Unmarshal([]byte(body), &rpc) != nil || rpc.Error == nil || rpc.ID != nil {
+			t.Errorf("Origin %q Sec-Fetch-Site %q: %d %s, want 403 with a JSON-RPC error without id", c.origin, c.site, code, body)
+		}
+	}
+	if n := fake.ncalls(); n != 0 {
+		t.Fatalf("a cross-origin request reached the backend (%d calls)", n)
+	}
+	for _, origin := range []string{"", strings.TrimSuffix(url, "/mcp")} {
+		if code, body := post(origin, ""); code != http.StatusOK {
+			t.Errorf("Origin %q: %d %s, want 200", origin, code, body)
+		}
+	}
+}
