@@ -386,7 +386,7 @@ func TestTrickledBodyIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n")
+	fmt.Fprintf(conn, "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n")
 	start := time.Now()
 	for time.Since(start) < 20*time.Second {
 		if _, err := conn.Write([]byte("[")); err != nil {

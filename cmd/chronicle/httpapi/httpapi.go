@@ -13,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,6 +279,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if !s.checkMember(w, r) { // a client's copy of a member's headers (memberauth.go)
 			return
 		}
+		if s.Tokens == nil && !publicPaths[r.URL.Path] && rebound(r) {
+			writeErr(w, http.StatusForbidden, "Host %q: this server has no API tokens, so it serves every scope to loopback names only (localhost, 127.0.0.1, [::1]); a page of another site that had its name resolved to this machine (DNS rebinding) would read and write it. Send a loopback Host, or serve with --tokens FILE", r.Host)
+			return
+		}
 		c := access.Unrestricted
 		if s.Tokens != nil && !publicPaths[r.URL.Path] {
 			var err error
@@ -292,6 +298,35 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		s.keepGroupViewFresh() // for the outage view, also where nothing looks the group up
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
+}
+
+// rebound reports whether r reached a loopback listener under a Host that
+// is not a loopback name: how a browser page of another site sends its
+// requests once it had its name resolved to 127.0.0.1 (DNS rebinding).
+// The page is then same-origin with its own name, so no CORS preflight
+// stops it, and a server without tokens would serve it every scope. The
+// MCP SDK refuses such requests on /mcp; authenticate refuses them on
+// every route of a server without tokens (before, only /mcp did; found by
+// a standards-conformance walkthrough). In-process requests, which have no
+// local address, are not judged.
+func rebound(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && loopbackName(local.String()) && !loopbackName(r.Host)
+}
+
+// loopbackName reports whether hostport (a Host header or an address, with
+// or without a port) names this machine's loopback: localhost or a
+// loopback IP address.
+func loopbackName(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // publicPaths answer without a token: they show no scoped data (health,
