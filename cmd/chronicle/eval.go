@@ -90,7 +90,7 @@ func evalCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "eval [--json]",
-		Short: "Quality on the bundled tau-bench sessions: next-tool prediction (leave-one-task-out, against frequency and bigram baselines; also on the Reflexion HotPotQA actions), distillation, PAIR retrieval, DAG dependencies vs observed data flow",
+		Short: "Quality on the bundled data: next-tool prediction (leave-one-task-out, against frequency and bigram baselines; also on the Reflexion HotPotQA actions), distillation, PAIR retrieval and revision, DAG dependencies vs observed data flow, workflow suggestions, hybrid tool search, Game of 24 consensus and panels, Reflexion reasoning passes",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := taubench.SampleRecords()
 			if err != nil {
@@ -131,6 +131,15 @@ func evalCmd() *cobra.Command {
 			fmt.Printf("PAIR retrieval recall@3, %d failed sessions whose task has a successful trial\n", rep.PairRecallSessions)
 			fmt.Printf("  offline model (USE lite) %.3f   lexical baseline (BM25) %.3f   memories + coordination patterns %.3f\n",
 				rep.PairRecallAt3, rep.PairRecallAt3Lexical, rep.PairRecallAt3Patterns)
+			for _, h := range []struct {
+				name string
+				r    *pair.Recall
+			}{{"tuning half", rep.PairRecall.Tuning}, {"report half", rep.PairRecall.Report}} {
+				if h.r != nil {
+					fmt.Printf("  %s (%d sessions): model %.3f   BM25 gap only %.3f   BM25 with goal %.3f   with patterns %.3f\n",
+						h.name, h.r.Sessions, h.r.Model, h.r.Lexical, h.r.LexicalWithGoal, h.r.WithPatterns)
+				}
+			}
 			d := rep.DAG
 			fmt.Printf("DAG builder dependencies vs observed data flow, rule %s chosen on %d sessions (even task ids), measured on %d (odd)\n", d.Rule, d.LearnSessions, d.ReportSessions)
 			fmt.Printf("  per edge: precision %.3f [%.3f, %.3f]  recall %.3f [%.3f, %.3f] (95%% bootstrap)  %d predicted, %d observed, %d both\n",
@@ -175,15 +184,6 @@ func evalCmd() *cobra.Command {
 				if rr := r.Reflections; rr != nil {
 					fmt.Printf("  reflection recall@3 on %d report questions: model %.3f, BM25 %.3f, alpha %.1f tuned on %d other questions %.3f\n",
 						rr.ReportCases, rr.Model, rr.Lexical, rr.Alpha, rr.TuneCases, rr.Tuned)
-				}
-			}
-			for _, h := range []struct {
-				name string
-				r    *pair.Recall
-			}{{"tuning half", rep.PairRecall.Tuning}, {"report half", rep.PairRecall.Report}} {
-				if h.r != nil {
-					fmt.Printf("  %s (%d sessions): model %.3f   BM25 gap only %.3f   BM25 with goal %.3f   with patterns %.3f\n",
-						h.name, h.r.Sessions, h.r.Model, h.r.Lexical, h.r.LexicalWithGoal, h.r.WithPatterns)
 				}
 			}
 			return nil
