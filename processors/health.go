@@ -51,8 +51,9 @@ type HealthReport struct {
 
 // Health judges own (Runner.Ownership) against the lag (Lag) at now: a
 // partition is stalled when it is behind — its lag > 0, or its restore
-// has records remaining — and no processor of it committed a batch for
-// stallAfter (≤ 0: DefaultStallAfter); restoring when its restore has
+// has records remaining — and for stallAfter (≤ 0: DefaultStallAfter) no
+// processor of it committed a batch nor was it seen caught up
+// (OwnedPartition.CaughtUpAt); restoring when its restore has
 // records remaining; ok otherwise. Partitions other instances own are not
 // judged here (their owner's health says).
 func Health(own Ownership, lag []PartitionLag, stallAfter time.Duration, now time.Time) HealthReport {
@@ -78,8 +79,17 @@ func Health(own Ownership, lag []PartitionLag, stallAfter time.Duration, now tim
 		ph := PartitionHealth{Topic: p.Topic, Partition: p.Partition, Status: HealthOK, Lag: worst[tp{p.Topic, p.Partition}], Next: p.Next,
 			RestoreEnd: p.RestoreEnd, RestoreRemaining: p.RestoreRemaining(), SinceProgressMS: now.Sub(p.LastProgress).Milliseconds()}
 		behind := ph.Lag > 0 || ph.RestoreRemaining > 0
+		// the stall clock runs from the later of the last committed batch
+		// and the last time the partition was seen caught up: a record
+		// arriving on a partition idle for longer than stallAfter is new
+		// work, not a stall (before, /healthz answered 503 "stalled" for
+		// the few milliseconds until its batch was committed)
+		since := p.LastProgress
+		if p.CaughtUpAt.After(since) {
+			since = p.CaughtUpAt
+		}
 		switch {
-		case behind && now.Sub(p.LastProgress) >= stallAfter:
+		case behind && now.Sub(since) >= stallAfter:
 			ph.Status = HealthStalled
 		case ph.RestoreRemaining > 0:
 			ph.Status = HealthRestoring

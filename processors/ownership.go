@@ -48,6 +48,7 @@ type ownedPartition struct {
 	end        int64 // the partition's end offset at assignment (-1: unknown)
 	next       int64 // every processor has applied the records before it
 	progressAt time.Time
+	caughtUpAt time.Time // when a lag query last found next at the partition's end
 }
 
 func newOwnership() *ownership {
@@ -108,6 +109,35 @@ func (o *ownership) committed(topic string, partition int32) {
 	}
 }
 
+// caughtUp records that at `at` (taken before the query that read ends)
+// every owned partition whose applied position had reached its end offset
+// in ends was caught up: records on it after that arrived later, so Health
+// starts its stall clock no earlier than at.
+func (o *ownership) caughtUp(ends map[tp]int64, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, end := range ends {
+		if op := o.parts[k]; op != nil && op.next >= end && at.After(op.caughtUpAt) {
+			op.caughtUpAt = at
+		}
+	}
+}
+
+// NoteLag tells the engine what a lag query (Lag, LagInGroup) started at
+// `at` found: each owned partition this instance had applied to its end
+// offset then was caught up at `at` (OwnedPartition.CaughtUpAt), so a
+// record arriving on a partition that has been idle for longer than the
+// stall bound is not judged stalled the moment it arrives.
+// pipeline.Pipeline.Lag calls it after every query (/healthz, /metrics).
+func (r *Runner) NoteLag(lag []PartitionLag, at time.Time) {
+	ends := map[tp]int64{}
+	for _, l := range lag {
+		k := tp{l.Topic, l.Partition}
+		ends[k] = max(ends[k], l.End)
+	}
+	r.engine.own.caughtUp(ends, at)
+}
+
 // advanced records that every processor of the partition applied the
 // records before next.
 func (o *ownership) advanced(topic string, partition int32, next int64) {
@@ -140,6 +170,10 @@ type OwnedPartition struct {
 	// LastProgress is when a processor last committed a batch of the
 	// partition (the assignment time before the first).
 	LastProgress time.Time `json:"last_progress"`
+	// CaughtUpAt is when a lag query last found every record of the
+	// partition applied here (Runner.NoteLag; zero: never): a lag seen
+	// later came from records that arrived after it.
+	CaughtUpAt time.Time `json:"caught_up_at"`
 }
 
 // RestoreRemaining is the records of the restore not applied yet:
@@ -169,7 +203,7 @@ func (o *ownership) snapshot() Ownership {
 	out := Ownership{Rebalancing: o.rebalancing, Since: o.changed, Partitions: make([]OwnedPartition, 0, len(o.parts))}
 	for k, p := range o.parts {
 		out.Partitions = append(out.Partitions, OwnedPartition{Topic: k.topic, Partition: k.partition, Assignment: p.assignment, AssignedAt: p.assignedAt,
-			RestoreFrom: p.from, RestoreEnd: p.end, Next: p.next, LastProgress: p.progressAt})
+			RestoreFrom: p.from, RestoreEnd: p.end, Next: p.next, LastProgress: p.progressAt, CaughtUpAt: p.caughtUpAt})
 	}
 	sort.Slice(out.Partitions, func(i, j int) bool {
 		a, b := out.Partitions[i], out.Partitions[j]

@@ -557,7 +557,12 @@ func (p *Pipeline) Lag(ctx context.Context) ([]processors.PartitionLag, error) {
 	if g == "" {
 		g = processors.ProcessorsGroup
 	}
-	return processors.LagInGroup(ctx, p.admin, p.Store, p.Processors, g)
+	at := time.Now()
+	l, err := processors.LagInGroup(ctx, p.admin, p.Store, p.Processors, g)
+	if err == nil && p.Runner != nil {
+		p.Runner.NoteLag(l, at) // the stall clock of /healthz (processors.Health)
+	}
+	return l, err
 }
 
 // CaughtUp reports whether every processor has consumed every partition to
