@@ -136,6 +136,15 @@ func (p *Producer) WriteFailure() WriteFailure {
 	return p.writes.f
 }
 
+// Acknowledged records a write the broker acknowledged to another client
+// of this producer's owner (a worker's or the fenced relay's
+// transaction): as an acknowledged produce does, it ends the failure
+// WriteFailure reports. Before, only this producer's own produces did, so
+// after a broker outage /healthz answered 503 "broker rejects writes" for
+// the rest of the window while the workers and the relay were writing
+// again (an SRE drill).
+func (p *Producer) Acknowledged() { p.writes.record(nil) }
+
 // dialErrors keeps the client's last failed broker connection (a
 // kgo.HookBrokerConnect), so that a produce that timed out can say why:
 // the context's "deadline exceeded" alone names no cause.

@@ -429,6 +429,9 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 			continue
 		}
 		committed[k] = frontier
+		if r.Producer != nil {
+			r.Producer.Acknowledged() // a write the broker acknowledged (WriteFailure)
+		}
 	}
 	// each commit confirmed by the group's frontiers (read back once for
 	// the round, see confirmOffset) before its rows leave the outbox

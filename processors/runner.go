@@ -119,6 +119,10 @@ type RunnerConfig struct {
 	// replaced by the Runner's own, which catches a transaction franz-go
 	// aborts although asked to commit (see silentAbortLog).
 	WorkerProducerOpts []kgo.Opt
+	// OnWorkerWrite, when set, is called after a worker's output
+	// transaction committed (the broker acknowledged a write: pipeline
+	// passes events.Producer.Acknowledged, which /healthz reads).
+	OnWorkerWrite func()
 	// WorkerFollowWait is how long a worker hands back an event of a
 	// partition whose task this instance's engine does not own, or still
 	// restores, before it handles it anyway (default
@@ -320,7 +324,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		handle := func(msg *message.Message, env *events.Envelope) error { return w.Handle(msg.Context(), env) }
 		var once *workerOnce
 		if !cfg.WorkersAtLeastOnce {
-			once = &workerOnce{w: w, brokers: cfg.Brokers, timeout: cfg.WorkerTransactionTimeout, opts: cfg.WorkerProducerOpts, logger: cfg.Logger, parts: map[int32]*onceProducer{}}
+			once = &workerOnce{w: w, brokers: cfg.Brokers, timeout: cfg.WorkerTransactionTimeout, opts: cfg.WorkerProducerOpts, logger: cfg.Logger, parts: map[int32]*onceProducer{}, written: cfg.OnWorkerWrite}
 			if m := cfg.Metrics; m != nil {
 				name := w.Name()
 				once.poisoned = func() { m.DeadLettered.WithLabelValues(name).Inc() }

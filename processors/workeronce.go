@@ -104,6 +104,9 @@ type workerOnce struct {
 	// poisoned, when set, is called for each event dead-lettered (the
 	// metric countPoisoned keeps for the poison queue)
 	poisoned func()
+	// written, when set, is called after each committed transaction
+	// (RunnerConfig.OnWorkerWrite)
+	written func()
 
 	mu        sync.Mutex
 	group     *kgo.Client // the subscription's group client (its member id)
@@ -308,6 +311,9 @@ func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelo
 		err = confirmOffset(ctx, op.cl, WorkerGroupID(o.w), tp{topic, p}, offset+1)
 	}
 	if err == nil {
+		if o.written != nil {
+			o.written()
+		}
 		if herr != nil {
 			o.logger.Error("worker: event dead-lettered", herr, watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset})
 			if o.poisoned != nil {
@@ -378,6 +384,9 @@ func (o *workerOnce) handleStreaming(ctx context.Context, op *onceProducer, p in
 		// is written again
 		err := transactWatched(op.watch, func() error { return transact(ctx, cl, recs, nil) })
 		if err == nil {
+			if o.written != nil {
+				o.written()
+			}
 			return nil
 		}
 		if errors.Is(err, errSilentAbort) {

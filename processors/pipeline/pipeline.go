@@ -325,6 +325,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		// a worker's output transaction must outlive a pause shorter than
 		// the session timeout, as the fenced relay's
 		WorkerTransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout),
+		// a worker's committed output is an acknowledged write: it ends a
+		// write failure /healthz reports (events.Producer.WriteFailure)
+		OnWorkerWrite: p.Producer.Acknowledged,
 	}); err != nil {
 		return fail(err)
 	}

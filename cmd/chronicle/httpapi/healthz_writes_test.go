@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -112,4 +115,94 @@ func rejectProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// TestHealthzOKOnceWorkersWriteAgain: after the broker refused a write,
+// the processors' relay and the workers writing again (their own
+// transactional clients, no HTTP write) end "broker rejects writes" as an
+// acknowledged HTTP write does. Before, only the HTTP producer's writes
+// did: after a broker outage /healthz answered 503 for the rest of
+// WriteFailureWindow (60 s) while the pipeline was writing again (an SRE
+// drill: 44 s after a SIGSTOPped broker was resumed).
+func TestHealthzOKOnceWorkersWriteAgain(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+	health := func() (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("/healthz %d %s", resp.StatusCode, b)
+		}
+		return resp.StatusCode, m
+	}
+	var refusing atomic.Bool
+	refusing.Store(true)
+	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if !refusing.Load() {
+			return nil, nil, false
+		}
+		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+	})
+	body, _ := sessionJSON(t, 0)
+	if code, m := post(t, srv, body); code != http.StatusServiceUnavailable {
+		t.Fatalf("POST while the broker refuses writes: %d %v", code, m)
+	}
+	if code, m := health(); code != http.StatusServiceUnavailable || m["status"] != "broker rejects writes" {
+		t.Fatalf("/healthz while the broker refuses writes: %d %v", code, m)
+	}
+	refusing.Store(false)
+
+	// a producer of its own writes a session straight to Kafka: the
+	// pipeline evaluates it and its relay and workers write derived events
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := taubench.Events(recs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range envs {
+		r, err := events.Record(&envs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		code, m := health()
+		if code == 200 && m["status"] == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz 15 s after the pipeline wrote again, no HTTP write: %d %v", code, m)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
