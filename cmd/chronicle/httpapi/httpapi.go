@@ -720,7 +720,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		return ReadSessionLog(ctx, s.P.Broker.Addrs(), key, scope)
 	})
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		writeErr(w, http.StatusServiceUnavailable, "%v", events.ExplainBrokerError(err))
 		return
 	}
 	if len(list) == 0 {
@@ -820,7 +820,7 @@ const WriteFailureWindow = 60 * time.Second
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	lag, err := processors.Within(r.Context(), HealthTimeout, "lag", s.P.Lag)
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "broker unreachable", "error": err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "broker unreachable", "error": events.ExplainBrokerError(err).Error()})
 		return
 	}
 	if err := s.P.Err(); err != nil {

@@ -120,7 +120,7 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 	rec, ok := got.rec, got.ok
 	switch {
 	case err != nil:
-		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		writeErr(w, http.StatusServiceUnavailable, "%v", events.ExplainBrokerError(err))
 		return true
 	case !ok:
 		return false
