@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -234,6 +235,22 @@ func lockHeld(err error) bool {
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "lock held")
 }
 
+// readOnlyFS is the FS of a store opened ReadOnly: Pebble takes its LOCK
+// file even then, creating and opening it for writing, which a read-only
+// filesystem refuses (EROFS), so inspect, digest and audit could not read a
+// snapshot mounted read-only (an SRE drill: "open …/LOCK: read-only file
+// system"). On such a filesystem nothing can write the store through this
+// mount, so the lock is skipped there; elsewhere it is taken as before.
+type readOnlyFS struct{ vfs.FS }
+
+func (f readOnlyFS) Lock(name string) (io.Closer, error) {
+	c, err := f.FS.Lock(name)
+	if err != nil && errors.Is(err, syscall.EROFS) {
+		return io.NopCloser(nil), nil
+	}
+	return c, err
+}
+
 // Open opens (creating if needed) the store in dir. It fails with a clear
 // error when another process holds the directory.
 func Open(dir string, opts Options) (*Store, error) {
@@ -251,6 +268,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("projections: %s holds no store: %w", dir, err)
 	}
 	po := opts.pebbleOptions()
+	if opts.ReadOnly {
+		po.FS = readOnlyFS{po.FS}
+	}
 	db, err := pebble.Open(dir, po)
 	po.Cache.Unref() // the DB holds its own reference
 	if err != nil {

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events/broker"
@@ -160,6 +162,9 @@ func auditCmd() *cobra.Command {
 				return fmt.Errorf("--data %s: no projections to audit (%s holds no store: %v)", c.data, pipeline.ProjectionsDir(c.data), err)
 			}
 			live, err := projections.Open(pipeline.ProjectionsDir(c.data), projections.Options{})
+			if errors.Is(err, syscall.EROFS) {
+				return fmt.Errorf("%w (the data directory is on a read-only filesystem: audit replays the log with the embedded broker, which writes it; copy the directory somewhere writable; digest and inspect read it in place)", err)
+			}
 			if err != nil {
 				return fmt.Errorf("%w (stop the service first: audit reads the live projections)", err)
 			}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -144,6 +145,10 @@ const LockFile = "LOCK"
 // Broker of this process) runs an embedded broker on the same DataDir.
 var ErrLogInUse = errors.New("the log is in use by another chronicle process (serve, broker, demo, ...): stop it first, or reach its broker with --brokers")
 
+// lockFS takes the log's lock (vfs.Default; a test injects a read-only
+// filesystem).
+var lockFS vfs.FS = vfs.Default
+
 // lockLog takes dir's LockFile, creating dir when it does not exist.
 func lockLog(dir string) (io.Closer, error) {
 	abs, err := filepath.Abs(dir)
@@ -153,7 +158,12 @@ func lockLog(dir string) (io.Closer, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: Config.DataDir %s: %w", dir, err)
 	}
-	l, err := vfs.Default.Lock(filepath.Join(abs, LockFile))
+	l, err := lockFS.Lock(filepath.Join(abs, LockFile))
+	if errors.Is(err, syscall.EROFS) {
+		// no other process: the broker cannot write here at all (before,
+		// this said the log was in use by another chronicle process)
+		return nil, fmt.Errorf("broker: log %s is on a read-only filesystem and the embedded broker writes its log: copy the data directory somewhere writable, or reach a running broker with --brokers: %w", abs, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: log %s: %w (%v)", abs, ErrLogInUse, err)
 	}

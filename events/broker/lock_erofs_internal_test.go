@@ -1,0 +1,32 @@
+package broker
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+type erofsLock struct{ vfs.FS }
+
+func (erofsLock) Lock(name string) (io.Closer, error) {
+	return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EROFS}
+}
+
+// TestLockOnAReadOnlyFilesystem: a log on a filesystem mounted read-only
+// is refused naming the read-only filesystem and what to do. Before, the
+// error said another chronicle process used the log (ErrLogInUse), which
+// sent an SRE drilling `replay` of a read-only snapshot looking for a
+// process that did not exist.
+func TestLockOnAReadOnlyFilesystem(t *testing.T) {
+	defer func(fs vfs.FS) { lockFS = fs }(lockFS)
+	lockFS = erofsLock{vfs.Default}
+	_, err := lockLog(t.TempDir())
+	if err == nil || errors.Is(err, ErrLogInUse) || !errors.Is(err, syscall.EROFS) || !strings.Contains(err.Error(), "read-only filesystem") {
+		t.Fatalf("lock on a read-only filesystem: %v", err)
+	}
+}
