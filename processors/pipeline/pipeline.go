@@ -218,7 +218,10 @@ type Pipeline struct {
 	closeOnce sync.Once
 	closeErr  error
 	errMu     sync.Mutex
-	err       error
+	// searchFail is the search index's last failed sync (SearchIndexFailure)
+	searchMu   sync.Mutex
+	searchFail SearchIndexFailure
+	err        error
 }
 
 // Start starts every part and returns once the processors are subscribed.
@@ -388,7 +391,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 	}
 	p.goPart("outbox relay", func() { _ = relay.Run(runCtx) })
-	p.goPart("search index", func() { p.Search.Index.Run(runCtx, time.Second, cfg.OnSearchError) })
+	onSearchErr := func(err error) {
+		p.noteSearchFailure(err)
+		if cfg.OnSearchError != nil {
+			cfg.OnSearchError(err)
+		}
+	}
+	p.goPart("search index", func() { p.Search.Index.Run(runCtx, time.Second, onSearchErr) })
 	for _, c := range search.Collections() {
 		p.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "chronicle", Name: "vector_store_pending_documents", ConstLabels: prometheus.Labels{"collection": string(c)},
@@ -528,6 +537,53 @@ func (p *Pipeline) setErr(err error) {
 	if p.err == nil {
 		p.err = err
 	}
+}
+
+// SearchIndexFailure is the search index's last failed sync to its vector
+// store (Weaviate down or hung), as Pipeline.SearchIndexFailure reports it.
+type SearchIndexFailure struct {
+	// Err is the last sync's error; nil when none failed.
+	Err error
+	// Since is when the syncs started failing (the first failure after
+	// the index had nothing pending), Last the last failure.
+	Since, Last time.Time
+	// Pending is the documents not yet in the vector store, every
+	// collection's (chronicle_vector_store_pending_documents summed).
+	Pending int
+}
+
+func (p *Pipeline) noteSearchFailure(err error) {
+	p.searchMu.Lock()
+	defer p.searchMu.Unlock()
+	now := time.Now()
+	if p.searchFail.Err == nil {
+		p.searchFail.Since = now
+	}
+	p.searchFail.Err, p.searchFail.Last = err, now
+}
+
+// SearchIndexFailure reports the search index's last failed sync and the
+// documents still pending; the zero value (Err nil) once nothing is
+// pending, which a sync that reached the store leaves. /healthz lists it
+// under warnings: memory search waits for the sync (search.SearchTimeout)
+// and answers 503 while the store is away, though the instance is
+// otherwise healthy.
+func (p *Pipeline) SearchIndexFailure() SearchIndexFailure {
+	pending := 0
+	if p.Search != nil && p.Search.Index != nil {
+		for _, c := range search.Collections() {
+			pending += p.Search.Index.PendingIn(c)
+		}
+	}
+	p.searchMu.Lock()
+	defer p.searchMu.Unlock()
+	if pending == 0 {
+		p.searchFail = SearchIndexFailure{}
+		return SearchIndexFailure{}
+	}
+	f := p.searchFail
+	f.Pending = pending
+	return f
 }
 
 // Err is the first background failure, if any.

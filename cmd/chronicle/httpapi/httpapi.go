@@ -856,6 +856,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if s.P.SharedUnfenced() {
 		warnings = append(warnings, pipeline.ErrSharedUnfenced.Error())
 	}
+	if f := s.P.SearchIndexFailure(); f.Err != nil && time.Since(f.Last) < WriteFailureWindow {
+		// not a 503: writes and every other read go on; memory search
+		// answers 503 naming the store (search.SearchTimeout)
+		warnings = append(warnings, fmt.Sprintf("the search index cannot sync to its vector store since %s (%d documents pending): memory, pattern and tool search answer 503 until it can: %v",
+			f.Since.UTC().Format(time.RFC3339), f.Pending, f.Err))
+		body["vector_store"] = map[string]any{"error": f.Err.Error(), "pending": f.Pending,
+			"failing_since": f.Since.UTC().Format(time.RFC3339Nano), "last_failure": f.Last.UTC().Format(time.RFC3339Nano)}
+	}
 	if len(warnings) > 0 {
 		body["warnings"] = warnings
 	}
