@@ -206,3 +206,48 @@ func TestHealthzOKOnceWorkersWriteAgain(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRecordNotAcknowledgedSaysHowToRetry: POST /v1/memories that the
+// broker did not acknowledge is a 503 that says the outcome is unknown and
+// how to retry: under the same Idempotency-Key, or, without one, that a
+// retry may count the evidence twice. Before, it answered the broker's
+// error alone ("events: not acknowledged by the broker: …"), which
+// memory_record passed to the agent as it was (an SRE drill).
+func TestRecordNotAcknowledgedSaysHowToRetry(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
+	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+	})
+	for _, key := range []string{"", "k-1"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/memories", strings.NewReader(`{"title":"t","description":"d","content":"c","outcome":"success"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set(httpapi.IdempotencyKeyHeader, key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		msg, _ := m["error"].(string)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, httpapi.NotRecordedMessage) || !strings.Contains(msg, httpapi.IdempotencyKeyHeader) ||
+			!strings.Contains(msg, "UNKNOWN_SERVER_ERROR") || (key == "") != strings.Contains(msg, "twice") {
+			t.Fatalf("POST /v1/memories (key %q) while the broker refuses writes: %d %v", key, resp.StatusCode, m)
+		}
+	}
+}

@@ -1287,6 +1287,13 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusUnprocessableEntity, "%s: %v", IdempotencyKeyHeader, err)
 		return
 	}
+	if errors.Is(err, events.ErrNotAcknowledged) {
+		// outcome unknown, as POST /v1/events' 503: say how to retry
+		// safely (before, the broker's error alone, which an SRE drill's
+		// agent could not act on)
+		writeErr(w, http.StatusServiceUnavailable, "%s: the recording may still be written: %s: %v", NotRecordedMessage, recordRetryHint(key), err)
+		return
+	}
 	if err != nil {
 		toolError(w, err)
 		return
@@ -1298,6 +1305,20 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, res)
+}
+
+// NotRecordedMessage begins the 503 of POST /v1/memories when the broker
+// did not acknowledge the recording (events.ErrNotAcknowledged).
+const NotRecordedMessage = "memory not acknowledged by the broker"
+
+// recordRetryHint says how to retry a recording whose outcome is unknown:
+// under the same Idempotency-Key when the request had one, else that a
+// retry without one may count its evidence twice.
+func recordRetryHint(key string) string {
+	if key != "" {
+		return "retry with the same " + IdempotencyKeyHeader + " and body, which records it once"
+	}
+	return "this request had no " + IdempotencyKeyHeader + ", so a retry records it again if it was written, counting its evidence twice (send one with every recording to retry safely)"
 }
 
 // memoryFeedback is memory_feedback over HTTP: {helpful, comment}.
