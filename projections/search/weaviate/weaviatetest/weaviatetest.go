@@ -40,6 +40,11 @@ const (
 	// EnvRequire set to 1 turns a missing binary from a skip into a
 	// failure.
 	EnvRequire = "CHRONICLE_REQUIRE_WEAVIATE"
+	// EnvPorts, when set to "lo-hi" (e.g. 22000-22999), confines the
+	// server's six ports to that range, so that test runs sharing a
+	// machine can each keep to a range of their own; unset, the kernel
+	// picks free ephemeral ports.
+	EnvPorts = "CHRONICLE_WEAVIATE_TEST_PORTS"
 )
 
 // Version is the Weaviate release the tests are written against.
@@ -223,34 +228,99 @@ func LaunchWith(bin, dataDir, logPath string, opts Options) (*Server, error) {
 	return nil, last
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// portRange is EnvPorts's range (ok false: unset).
+func portRange() (lo, hi int, ok bool, err error) {
+	v := os.Getenv(EnvPorts)
+	if v == "" {
+		return 0, 0, false, nil
+	}
+	a, b, cut := strings.Cut(v, "-")
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !cut || err1 != nil || err2 != nil || lo < 1 || hi > 65535 || hi-lo < 16 {
+		return 0, 0, false, fmt.Errorf("weaviatetest: %s=%q is not a range lo-hi of at least 16 ports", EnvPorts, v)
+	}
+	return lo, hi, true, nil
+}
+
+// portFree reports whether p can be bound on every interface (the gRPC
+// and cluster data ports listen there) and on loopback.
+func portFree(p int) bool {
+	for _, addr := range []string{":" + strconv.Itoa(p), "127.0.0.1:" + strconv.Itoa(p)} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
+}
+
+// taken are the ports this process handed out from EnvPorts's range, so
+// that two servers it starts never pick the same one before either binds.
+var taken struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
+
+// freeRun returns p with p .. p+n-1 free: in EnvPorts's range when set
+// (from a random start, skipping ports this process handed out), else
+// from the kernel's ephemeral ports.
+func freeRun(n int) (int, error) {
+	lo, hi, ok, err := portRange()
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	if !ok {
+		if n == 1 {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return 0, err
+			}
+			defer l.Close()
+			return l.Addr().(*net.TCPAddr).Port, nil
+		}
+		for i := 0; i < 50; i++ {
+			p, err := freeRun(1)
+			if err != nil {
+				return 0, err
+			}
+			if p+n-1 <= 65535 && portFree(p+1) {
+				return p, nil
+			}
+		}
+		return 0, errors.New("weaviatetest: no two adjacent free ports")
+	}
+	taken.mu.Lock()
+	defer taken.mu.Unlock()
+	if taken.ports == nil {
+		taken.ports = map[int]bool{}
+	}
+	span := hi - lo + 1
+	start := int(time.Now().UnixNano() % int64(span))
+	for i := 0; i < span; i++ {
+		p := lo + (start+i)%span
+		if p+n-1 > hi {
+			continue
+		}
+		free := true
+		for j := 0; j < n && free; j++ {
+			free = !taken.ports[p+j] && portFree(p+j)
+		}
+		if free {
+			for j := 0; j < n; j++ {
+				taken.ports[p+j] = true
+			}
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("weaviatetest: no %d adjacent free ports in %s=%d-%d", n, EnvPorts, lo, hi)
 }
 
+func freePort() (int, error) { return freeRun(1) }
+
 // freePair returns p with p and p+1 both free.
-func freePair() (int, error) {
-	for i := 0; i < 50; i++ {
-		p, err := freePort()
-		if err != nil {
-			return 0, err
-		}
-		if p >= 65535 {
-			continue
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return p, nil
-	}
-	return 0, errors.New("weaviatetest: no two adjacent free ports")
-}
+func freePair() (int, error) { return freeRun(2) }
 
 func (s *Server) pickPorts() error {
 	httpPort, err := freePort()
