@@ -61,7 +61,7 @@ func BenchmarkCandidateCost(b *testing.B) {
 			} else {
 				text = bm25Query(q.text)
 			}
-			hits, err := st.grpc.search(ctx, st.class, st.idProp, v, text, w, search.CandidatesPerQuery, props, len(props) == 0)
+			hits, err := st.grpc.search(ctx, st.class, "", st.idProp, v, text, w, search.CandidatesPerQuery, props, len(props) == 0)
 			if err == nil && len(hits) == 0 {
 				err = fmt.Errorf("no results")
 			}

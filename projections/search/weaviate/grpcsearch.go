@@ -97,12 +97,13 @@ func vectorBytes(v []float32) []byte {
 	return b
 }
 
-// search is one gRPC pass: nearVector when vec is set, bm25 on text over
-// textProps when text is set, else the objects w admits; limited to
-// limit, asking for props (none: no property at all), with uuid for the
-// object UUIDs, and for the distance or the score (never the vector).
-func (g *grpcSearcher) search(ctx context.Context, class, idProp string, vec []float32, text string, w *pb.Filters, limit int, props []string, uuid bool) ([]hit, error) {
-	req := &pb.SearchRequest{Collection: class, Limit: uint32(limit), Filters: w, Uses_123Api: true, Uses_125Api: true, Uses_127Api: true,
+// search is one gRPC pass over class (in tenant, when set: a scoped
+// class): nearVector when vec is set, bm25 on text over textProps when
+// text is set, else the objects w admits; limited to limit, asking for
+// props (none: no property at all), with uuid for the object UUIDs, and
+// for the distance or the score (never the vector).
+func (g *grpcSearcher) search(ctx context.Context, class, tenant, idProp string, vec []float32, text string, w *pb.Filters, limit int, props []string, uuid bool) ([]hit, error) {
+	req := &pb.SearchRequest{Collection: class, Tenant: tenant, Limit: uint32(limit), Filters: w, Uses_123Api: true, Uses_125Api: true, Uses_127Api: true,
 		Properties: &pb.PropertiesRequest{NonRefProperties: props},
 		Metadata:   &pb.MetadataRequest{Uuid: uuid, Distance: vec != nil, Score: vec == nil && text != ""}}
 	switch {

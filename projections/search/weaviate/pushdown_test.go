@@ -44,6 +44,10 @@ func equalCandidates(t *testing.T, what string, got, want []search.Candidate) {
 // query path before issue 11 (legacyCandidates: over-fetch, filter in Go,
 // fetch by id) returns, for every kind of filter Index makes; and so
 // does the two-phase path (CandidateRefs, then Docs: searchtest.TwoPhase).
+// Since BM25 is counted per scope (ScopedSuffix), the bm25 list is
+// compared with the old path's on classes holding one scope each, merged
+// by score (scopedLegacyCandidates); the nearVector list with the old
+// path's on the whole collection.
 func TestSameCandidatesAsBefore(t *testing.T) {
 	srv := sharedServer(t)
 	cfg := testConfig(srv)
@@ -54,6 +58,7 @@ func TestSameCandidatesAsBefore(t *testing.T) {
 	if err := gql.Upsert(ctxT(t), benchDocs(600)); err != nil {
 		t.Fatal(err)
 	}
+	alone := aloneStores(t, benchDocs(600))
 	filters := map[string]search.Filter{
 		"default":    {MinConfidence: 0.5},
 		"readable":   benchFilter,
@@ -65,10 +70,7 @@ func TestSameCandidatesAsBefore(t *testing.T) {
 	qs := benchQueries()[:4]
 	for name, f := range filters {
 		for i, q := range qs {
-			want, err := gql.legacyCandidates(ctxT(t), q.v, q.text, f, 20)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := scopedLegacyCandidates(t, gql, alone, q.v, q.text, f, 20)
 			for _, s := range []*Store{gql, grpc} {
 				got, err := s.Candidates(ctxT(t), q.v, q.text, f, 20)
 				if err != nil {
@@ -91,10 +93,12 @@ func TestSameCandidatesAsBefore(t *testing.T) {
 // this store has not seen, nearer to the query than anything else and
 // unreadable to the caller; Candidates must still return k readable
 // documents (the refused scope is learned and the query asked again),
-// the same as the Go filter's.
+// the same as the Go filter's (bm25: counted per scope, see
+// scopedLegacyCandidates).
 func TestUnknownScopeLearned(t *testing.T) {
 	srv := sharedServer(t)
 	cfg := testConfig(srv)
+	alone := aloneStores(t, benchDocs(200))
 	for _, useGRPC := range []bool{false, true} {
 		t.Run(fmt.Sprintf("grpc=%v", useGRPC), func(t *testing.T) {
 			cfg := cfg
@@ -138,10 +142,7 @@ func TestUnknownScopeLearned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := a.legacyCandidates(ctxT(t), q.v, q.text, f, 10)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := scopedLegacyCandidates(t, a, alone, q.v, q.text, f, 10)
 			equalCandidates(t, "after another process wrote an unknown scope", got, want)
 			equalCandidates(t, "two-phase, after another process wrote an unknown scope", twoPhase, want)
 			if n := 0; true {
@@ -175,8 +176,10 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestOneQueryPerList: with Readable (which used to over-fetch and fetch
-// by id), a search asks one GraphQL query per list, and none over
-// GraphQL with GRPCHost.
+// by id), a search asks one GraphQL query for the nearVector list and one
+// per readable scope for the bm25 list (BM25 per scope: benchFilter reads
+// three of the corpus's four scopes), and none over GraphQL with
+// GRPCHost.
 func TestOneQueryPerList(t *testing.T) {
 	srv := sharedServer(t)
 	for _, useGRPC := range []bool{false, true} {
@@ -198,7 +201,7 @@ func TestOneQueryPerList(t *testing.T) {
 		if _, err := s.Candidates(ctxT(t), q.v, q.text, benchFilter, 20); err != nil {
 			t.Fatal(err)
 		}
-		want := int64(2)
+		want := int64(1 + 3)
 		if useGRPC {
 			want = 0
 		}

@@ -78,7 +78,7 @@ func (s *Store) resolveRefs(ctx context.Context, hits []hit) error {
 		var found []hit
 		err := s.retry(ctx, "look up candidates", func(ctx context.Context) error {
 			var err error
-			found, err = s.grpc.search(ctx, s.class, s.idProp, nil, "", pbTexts("_id", chunk), len(chunk), []string{s.idProp, "scope"}, true)
+			found, err = s.grpc.search(ctx, s.class, "", s.idProp, nil, "", pbTexts("_id", chunk), len(chunk), []string{s.idProp, "scope"}, true)
 			return err
 		})
 		if err != nil {

@@ -119,11 +119,25 @@ func classes(prefix string) []*models.Class {
 				Description: "the whole document as JSON (search.Doc without its vector): what a candidate query reads back"},
 		}, scope()...)
 	}
-	return []*models.Class{
+	out := []*models.Class{
 		class(prefix+MemoryClass, "Chronicle memories", props(idProps[MemoryClass], "memory")...),
 		class(prefix+PatternClass, "Chronicle coordination patterns", props(idProps[PatternClass], "pattern")...),
 		class(prefix+ToolClass, "Chronicle tools", props(idProps[ToolClass], "tool")...),
 	}
+	for _, c := range out[:3] {
+		out = append(out, scopedClass(c))
+	}
+	return out
+}
+
+// scopedClass is the scoped class of collection c (ScopedSuffix): its
+// properties, multi-tenancy on (a tenant per scope, created by the first
+// write into it), and no vector index (its objects have no vector).
+func scopedClass(c *models.Class) *models.Class {
+	sc := class(c.Class+ScopedSuffix, c.Description+", one tenant per scope, for BM25 statistics per scope", c.Properties...)
+	sc.VectorIndexConfig = map[string]any{"distance": "cosine", "skip": true}
+	sc.MultiTenancyConfig = &models.MultiTenancyConfig{Enabled: true, AutoTenantCreation: true, AutoTenantActivation: true}
+	return sc
 }
 
 func statusOf(err error) int {
@@ -134,8 +148,13 @@ func statusOf(err error) int {
 	return 0
 }
 
-// ensureSchema creates every missing collection and adds the properties
-// an existing one lacks (a collection created by an older version).
+// ensureSchema creates every missing collection (and scoped class) and
+// adds the properties an existing one lacks (a collection created by an
+// older version). A store written by a version without scoped classes
+// keeps its collections as they are and gets empty scoped classes: the
+// index's first sync after start (search.Index.Sync), which pushes every
+// document, fills them; until an upsert of a document, its collection's
+// bm25 pass does not find it.
 func (s *Store) ensureSchema(ctx context.Context) error {
 	for _, want := range classes(s.cfg.ClassPrefix) {
 		var have *models.Class

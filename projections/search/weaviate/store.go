@@ -133,6 +133,8 @@ type Store struct {
 	patterns  string
 	tools     string
 	class     string          // the collection this value serves
+	text      string          // its scoped class (ScopedSuffix): BM25 per scope
+	tenant    string          // set: candidate queries go to this tenant of text
 	idProp    string          // its id property
 	queryProp []graphql.Field // every property of a Doc
 	// scopes are the scopes each collection (by class name) is known to
@@ -144,6 +146,9 @@ type Store struct {
 	// unsure are the objects of each collection (by class name) whose
 	// last batch request got no response (unsureSet); shared like scopes.
 	unsure map[string]*unsureSet
+	// tenants are the scopes each scoped class (by class name) holds a
+	// tenant for; shared like scopes.
+	tenants map[string]*tenantSet
 	// grpc runs the candidate queries when Config.GRPCHost is set (nil:
 	// GraphQL).
 	grpc *grpcSearcher
@@ -173,11 +178,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
 		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}, refs: map[string]*refCache{},
-		unsure: map[string]*unsureSet{}}
+		unsure: map[string]*unsureSet{}, tenants: map[string]*tenantSet{}}
 	for _, c := range []string{s.memory, s.patterns, s.tools} {
 		s.scopes[c] = &scopeSet{known: map[string]bool{}}
 		s.refs[c] = &refCache{byUUID: map[string]ref{}}
 		s.unsure[c] = &unsureSet{uuids: map[string]bool{}}
+		s.unsure[c+ScopedSuffix] = &unsureSet{uuids: map[string]bool{}}
+		s.tenants[c+ScopedSuffix] = &tenantSet{scopes: map[string]bool{}, hashed: map[string]string{}}
 	}
 	s.serve(MemoryClass)
 	if cfg.GRPCHost != "" {
@@ -199,6 +206,7 @@ func (s *Store) Config() Config { return s.cfg }
 // ToolClass) with the class prefix.
 func (s *Store) serve(name string) {
 	s.class, s.idProp = s.cfg.ClassPrefix+name, idProps[name]
+	s.text, s.tenant = s.class+ScopedSuffix, ""
 	s.queryProp = nil
 	for _, p := range append([]string{s.idProp}, docProps...) {
 		s.queryProp = append(s.queryProp, graphql.Field{Name: p})
@@ -237,11 +245,12 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Drop deletes the three collections and everything in them (for tests,
-// and before re-syncing vectors of another dimension). A missing
-// collection is not an error; the store must be made anew with New after.
+// Drop deletes the three collections and their scoped classes
+// (ScopedSuffix) with everything in them (for tests, and before
+// re-syncing vectors of another dimension). A missing collection is not
+// an error; the store must be made anew with New after.
 func (s *Store) Drop(ctx context.Context) error {
-	for _, c := range []string{s.memory, s.patterns, s.tools} {
+	for _, c := range []string{s.memory, s.patterns, s.tools, s.memory + ScopedSuffix, s.patterns + ScopedSuffix, s.tools + ScopedSuffix} {
 		err := s.retry(ctx, "drop collection "+c, func(ctx context.Context) error {
 			err := s.client.Schema().ClassDeleter().WithClassName(c).Do(ctx)
 			if statusOf(err) == http.StatusNotFound {
@@ -402,6 +411,12 @@ func object(class, idProp string, d search.Doc) *models.Object {
 // the server refuses (e.g. a vector of another dimension) fails the call
 // with its message. Batches before a failing one stay written.
 //
+// Each batch is written to the collection's class, then (without
+// vectors) to its scoped class, each object in its scope's tenant (see
+// ScopedSuffix; the server creates a missing tenant). An object whose
+// scope changed is first deleted from its old scope's tenant (its old
+// scope is this process's, or read from the collection's class).
+//
 // The objects of a batch request that got no response — within this call
 // or an earlier one that failed — are first deleted by UUID, one request
 // each, and then written: a server that crashed while applying the batch
@@ -424,35 +439,65 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 	}
 	for start := 0; start < len(objs); start += s.cfg.BatchSize {
 		batch := objs[start:min(start+s.cfg.BatchSize, len(objs))]
-		unsure := s.unsure[s.class]
-		err := s.retry(ctx, "batch upsert", func(ctx context.Context) error {
-			if uuids := unsure.of(batch); len(uuids) > 0 {
-				if err := s.redo(ctx, uuids); err != nil {
-					return err
-				}
-			}
-			resp, err := s.client.Batch().ObjectsBatcher().WithObjects(batch...).Do(ctx)
-			if err != nil {
-				if unsureOutcome(ctx, err) {
-					unsure.add(batch)
-				}
-				return err
-			}
-			return batchErrors(resp)
-		})
+		uuids := uuidsOf(batch)
+		before, err := s.knownScopes(ctx, uuids)
 		if err != nil {
 			return err
 		}
-		unsure.drop(batch)
+		if err := s.writeBatch(ctx, s.class, batch); err != nil {
+			return err
+		}
 		scopes := make([]string, len(batch))
+		moved := map[string][]string{}
+		scoped := make([]*models.Object, len(batch))
 		for i, o := range batch {
 			props := o.Properties.(map[string]any)
 			scopes[i], _ = props["scope"].(string)
 			id, _ := props[s.idProp].(string)
 			s.refs[s.class].put(string(o.ID), ref{id, scopes[i]})
+			if old, ok := before[string(o.ID)]; ok && old != scopes[i] {
+				moved[old] = append(moved[old], string(o.ID))
+			}
+			scoped[i] = s.scopedObject(o)
 		}
 		s.scopes[s.class].add(scopes...)
+		for old, us := range moved {
+			if err := s.deleteScoped(ctx, old, us); err != nil {
+				return err
+			}
+		}
+		if err := s.writeBatch(ctx, s.text, scoped); err != nil {
+			return err
+		}
+		s.tenants[s.text].add(scopes...)
 	}
+	return nil
+}
+
+// writeBatch writes batch (objects of class) in one batch request,
+// retried whole, redoing the objects a request that got no response may
+// have cut (unsureSet, one per class).
+func (s *Store) writeBatch(ctx context.Context, class string, batch []*models.Object) error {
+	unsure := s.unsure[class]
+	err := s.retry(ctx, "batch upsert", func(ctx context.Context) error {
+		if objs := unsure.of(batch); len(objs) > 0 {
+			if err := s.redo(ctx, class, objs); err != nil {
+				return err
+			}
+		}
+		resp, err := s.client.Batch().ObjectsBatcher().WithObjects(batch...).Do(ctx)
+		if err != nil {
+			if unsureOutcome(ctx, err) {
+				unsure.add(batch)
+			}
+			return err
+		}
+		return batchErrors(resp)
+	})
+	if err != nil {
+		return err
+	}
+	unsure.drop(batch)
 	return nil
 }
 
@@ -514,7 +559,10 @@ type transientError struct{ msg string }
 func (e *transientError) Error() string { return e.msg }
 
 // Delete removes the documents with ids (unknown ids are no error), in
-// batches of cfg.BatchSize.
+// batches of cfg.BatchSize: first from their scopes' tenants of the
+// scoped class (their scopes are this process's, or read from the
+// collection's class), then from the collection's class, so the scoped
+// class never holds an object the collection's class lacks.
 func (s *Store) Delete(ctx context.Context, ids []string) error {
 	for start := 0; start < len(ids); start += s.cfg.BatchSize {
 		chunk := ids[start:min(start+s.cfg.BatchSize, len(ids))]
@@ -522,9 +570,24 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 		for i, id := range chunk {
 			uuids[i] = ObjectID(id)
 		}
+		scopes, err := s.knownScopes(ctx, uuids)
+		if err != nil {
+			return err
+		}
+		byScope := map[string][]string{}
+		for _, u := range uuids {
+			if sc, ok := scopes[u]; ok {
+				byScope[sc] = append(byScope[sc], u)
+			}
+		}
+		for sc, us := range byScope {
+			if err := s.deleteScoped(ctx, sc, us); err != nil {
+				return err
+			}
+		}
 		where := filters.Where().WithPath([]string{"id"}).WithOperator(filters.ContainsAny).WithValueText(uuids...)
 		var resp *models.BatchDeleteResponse
-		err := s.retry(ctx, "batch delete", func(ctx context.Context) error {
+		err = s.retry(ctx, "batch delete", func(ctx context.Context) error {
 			var err error
 			resp, err = s.client.Batch().ObjectsBatchDeleter().WithClassName(s.class).WithWhere(where).WithOutput("minimal").Do(ctx)
 			return err
@@ -697,6 +760,7 @@ type hit struct {
 	Additional struct {
 		Distance *float64   `json:"distance"`
 		Score    *jsonFloat `json:"score"`
+		ID       string     `json:"id"`
 	} `json:"_additional"`
 }
 
@@ -762,7 +826,7 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 	limit := k
 	for round := 0; ; round++ {
 		var refused []string
-		if f.Readable != nil {
+		if f.Readable != nil && ss != nil {
 			refused = ss.refused(f.Readable)
 		}
 		var hits []hit
@@ -775,7 +839,7 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 			}
 			limit = min(limit, s.cfg.MaxFetch)
 			err = s.retry(ctx, what, func(ctx context.Context) error {
-				hits, err = s.grpc.search(ctx, s.class, s.idProp, vec, text, grpcWhere(f, refused), limit, props, light)
+				hits, err = s.grpc.search(ctx, s.queryClass(), s.tenant, s.idProp, vec, text, grpcWhere(f, refused), limit, props, light)
 				return err
 			})
 			if err == nil && light {
@@ -819,7 +883,7 @@ func (s *Store) search(ctx context.Context, what string, ss *scopeSet, vec []flo
 				continue
 			}
 			if !admits(d) {
-				if f.Readable != nil && !f.Readable(d.Scope) && ss.add(d.Scope) {
+				if f.Readable != nil && !f.Readable(d.Scope) && ss != nil && ss.add(d.Scope) {
 					learned = true
 				}
 				continue
@@ -858,7 +922,10 @@ func (s *Store) refProps() []string { return []string{s.idProp, "scope"} }
 // for props and the distance (nearVector) or score (bm25); with neither
 // vec nor text, for the objects w admits.
 func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text string, w *filters.WhereBuilder, limit int, props []string) ([]hit, error) {
-	get := s.client.GraphQL().Get().WithClassName(s.class).WithWhere(w).WithLimit(limit)
+	get := s.client.GraphQL().Get().WithClassName(s.queryClass()).WithWhere(w).WithLimit(limit)
+	if s.tenant != "" {
+		get = get.WithTenant(s.tenant)
+	}
 	fields := make([]graphql.Field, 0, len(props)+1)
 	for _, p := range props {
 		fields = append(fields, graphql.Field{Name: p})
@@ -878,7 +945,7 @@ func (s *Store) graphQL(ctx context.Context, what string, vec []float32, text st
 	if err := s.retry(ctx, what, func(ctx context.Context) error { return s.postGraphQL(ctx, get.Build(), &out) }); err != nil {
 		return nil, err
 	}
-	return out.Get[s.class], nil
+	return out.Get[s.queryClass()], nil
 }
 
 // postGraphQL posts query to the GraphQL endpoint and decodes the
@@ -1029,7 +1096,7 @@ func (s *Store) Docs(ctx context.Context, ids []string, f search.Filter) (map[st
 		var err error
 		if s.grpc != nil {
 			err = s.retry(ctx, "read documents", func(ctx context.Context) error {
-				hits, err = s.grpc.search(ctx, s.class, s.idProp, nil, "", pbTexts(s.idProp, chunk), len(chunk), []string{s.idProp, docProp}, false)
+				hits, err = s.grpc.search(ctx, s.class, "", s.idProp, nil, "", pbTexts(s.idProp, chunk), len(chunk), []string{s.idProp, docProp}, false)
 				return err
 			})
 		} else {
@@ -1077,7 +1144,7 @@ func (s *Store) candidates(ctx context.Context, v []float32, text string, f sear
 		}()
 	}
 	if q := bm25Query(text); q != "" {
-		byText, errText = s.search(ctx, "bm25", ss, nil, q, f, k, refs)
+		byText, errText = s.bm25(ctx, q, f, k, refs)
 	}
 	wg.Wait()
 	if err := errors.Join(errVec, errText); err != nil {

@@ -54,18 +54,18 @@ func (u *unsureSet) add(batch []*models.Object) {
 	}
 }
 
-// of returns the UUIDs of the objects of batch that are unsure (none, at
-// the cost of one lock, when nothing is).
-func (u *unsureSet) of(batch []*models.Object) []string {
+// of returns the objects of batch that are unsure (none, at the cost of
+// one lock, when nothing is).
+func (u *unsureSet) of(batch []*models.Object) []*models.Object {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.uuids) == 0 {
 		return nil
 	}
-	var out []string
+	var out []*models.Object
 	for _, o := range batch {
 		if u.uuids[string(o.ID)] {
-			out = append(out, string(o.ID))
+			out = append(out, o)
 		}
 	}
 	return out
@@ -86,13 +86,17 @@ func unsureOutcome(ctx context.Context, err error) bool {
 	return retryable(err) || ctx.Err() != nil
 }
 
-// redo deletes the objects with uuids of the store's collection one by
-// one, by UUID (see unsureSet; one request each, made only after a
-// failed batch). A missing object is no error.
-func (s *Store) redo(ctx context.Context, uuids []string) error {
-	for _, u := range uuids {
-		err := s.client.Data().Deleter().WithClassName(s.class).WithID(u).Do(ctx)
-		if err != nil && statusOf(err) != http.StatusNotFound {
+// redo deletes objs from class one by one, by UUID (and tenant, in a
+// scoped class; see unsureSet; one request each, made only after a
+// failed batch). A missing object or tenant is no error.
+func (s *Store) redo(ctx context.Context, class string, objs []*models.Object) error {
+	for _, o := range objs {
+		del := s.client.Data().Deleter().WithClassName(class).WithID(string(o.ID))
+		if o.Tenant != "" {
+			del = del.WithTenant(o.Tenant)
+		}
+		err := del.Do(ctx)
+		if err != nil && statusOf(err) != http.StatusNotFound && !isTenantMissing(err) {
 			return err
 		}
 	}
