@@ -176,10 +176,10 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestOneQueryPerList: with Readable (which used to over-fetch and fetch
-// by id), a search asks one GraphQL query for the nearVector list and one
-// per readable scope for the bm25 list (BM25 per scope: benchFilter reads
-// three of the corpus's four scopes), and none over GraphQL with
-// GRPCHost.
+// by id), a search asks one GraphQL query for the nearVector list, and
+// for the bm25 list one per readable scope (BM25 per scope: benchFilter
+// reads three of the corpus's four scopes) and one reading the merged
+// list's documents; none over GraphQL with GRPCHost.
 func TestOneQueryPerList(t *testing.T) {
 	srv := sharedServer(t)
 	for _, useGRPC := range []bool{false, true} {
@@ -201,7 +201,7 @@ func TestOneQueryPerList(t *testing.T) {
 		if _, err := s.Candidates(ctxT(t), q.v, q.text, benchFilter, 20); err != nil {
 			t.Fatal(err)
 		}
-		want := int64(1 + 3)
+		want := int64(1 + 3 + 1)
 		if useGRPC {
 			want = 0
 		}

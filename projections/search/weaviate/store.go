@@ -3,7 +3,8 @@
 //
 // At start New creates the collections MemoryClass (memories),
 // PatternClass (coordination patterns) and ToolClass (tools) when they are
-// missing, all with vectorizer "none": vectors come from the caller
+// missing, each with its scoped class (ScopedSuffix; a tenant per scope,
+// for BM25), all with vectorizer "none": vectors come from the caller
 // (search.Doc.Vector), and every object records the embedding model that
 // made its vector (property model). The Store serves MemoryClass;
 // Collection gives a Store on another; everything below holds for each.
@@ -27,9 +28,19 @@
 //     opposite ones); Candidate.Cosine is the similarity 1 − d, in −1..1,
 //     the dot product for unit vectors as in the MemStore. (Weaviate's
 //     certainty is (2 − d)/2 = (1 + cos)/2, i.e. cos = 2·certainty − 1.)
-//   - bm25 on title, description and content, limited to k. Its scores
-//     are Weaviate's (summed over the properties), not the MemStore's
-//     numbers; Index only uses them relative to the largest candidate.
+//   - bm25 on title, description and content, limited to k, in the
+//     collection's scoped class (ScopedSuffix: multi-tenancy, one tenant
+//     per scope, no vectors): one query in each tenant whose scope the
+//     filter admits (Filter.AdmitsScope), the lists merged by score and
+//     trimmed to k. Weaviate counts BM25's statistics per shard, and a
+//     tenant is a shard, so a document's score depends on the documents
+//     of its own scope only (in one class holding every scope, another
+//     tenant's documents moved it). Its scores are Weaviate's (summed over
+//     the properties), not the MemStore's numbers, and each scope's are
+//     counted over that scope alone where the MemStore sums the admitted
+//     scopes' statistics; Index only uses them relative to the largest
+//     candidate. For one scope (a one-scope search, or a collection with
+//     one scope) they are those of the class before.
 //
 // Each asks for k objects and only two properties — the id and doc, the
 // whole document as JSON (docProp) — never the vector. Every result still

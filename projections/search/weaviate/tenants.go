@@ -206,12 +206,18 @@ func (s *Store) tenantScope(ctx context.Context, name string) (string, error) {
 
 // bm25 is the bm25 pass over the scoped class: one query in each tenant
 // of a scope f admits (at most four at a time), each limited to k, their
-// lists merged by score (ties by id) and trimmed to k.
+// lists merged by score (ties by id) and trimmed to k. With refs the
+// documents hold their id and scope only (CandidateRefs). Without, a
+// query in one tenant reads the whole documents as the collection's
+// pass does; over several tenants the queries ask for refs only, and the
+// whole documents of the k merged ones are read after (Docs: one query
+// instead of k documents from each tenant).
 func (s *Store) bm25(ctx context.Context, text string, f search.Filter, k int, refs bool) ([]scored, error) {
 	scopes, err := s.scopedTenants(ctx, f)
 	if err != nil {
 		return nil, err
 	}
+	light := refs || len(scopes) > 1
 	lists := make([][]scored, len(scopes))
 	errs := make([]error, len(scopes))
 	var wg sync.WaitGroup
@@ -223,7 +229,7 @@ func (s *Store) bm25(ctx context.Context, text string, f search.Filter, k int, r
 			defer func() { <-slots; wg.Done() }()
 			t := *s
 			t.tenant = tenantName(sc)
-			lists[i], errs[i] = t.search(ctx, "bm25", nil, nil, text, f, k, refs)
+			lists[i], errs[i] = t.search(ctx, "bm25", nil, nil, text, f, k, light)
 			if isTenantMissing(errs[i]) { // every object of the scope deleted with its tenant meanwhile
 				lists[i], errs[i] = nil, nil
 			}
@@ -243,7 +249,26 @@ func (s *Store) bm25(ctx context.Context, text string, f search.Filter, k int, r
 		}
 		return out[i].doc.ID < out[j].doc.ID
 	})
-	return out[:min(k, len(out))], nil
+	out = out[:min(k, len(out))]
+	if refs || !light || len(out) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(out))
+	for i := range out {
+		ids[i] = out[i].doc.ID
+	}
+	docs, err := s.Docs(ctx, ids, f)
+	if err != nil {
+		return nil, err
+	}
+	whole := out[:0]
+	for _, c := range out {
+		if d, ok := docs[c.doc.ID]; ok { // else deleted, or changed past f, since the query
+			c.doc = d
+			whole = append(whole, c)
+		}
+	}
+	return whole, nil
 }
 
 // isTenantMissing reports whether err is the server's refusal of a tenant
