@@ -450,36 +450,38 @@ func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
 	}
 	for start := 0; start < len(objs); start += s.cfg.BatchSize {
 		batch := objs[start:min(start+s.cfg.BatchSize, len(objs))]
-		uuids := uuidsOf(batch)
-		before, err := s.knownScopes(ctx, uuids)
+		before, err := s.knownScopes(ctx, uuidsOf(batch))
 		if err != nil {
-			return err
-		}
-		if err := s.writeBatch(ctx, s.class, batch); err != nil {
 			return err
 		}
 		scopes := make([]string, len(batch))
 		moved := map[string][]string{}
 		scoped := make([]*models.Object, len(batch))
 		for i, o := range batch {
-			props := o.Properties.(map[string]any)
-			scopes[i], _ = props["scope"].(string)
-			id, _ := props[s.idProp].(string)
-			s.refs[s.class].put(string(o.ID), ref{id, scopes[i]})
+			scopes[i], _ = o.Properties.(map[string]any)["scope"].(string)
 			if old, ok := before[string(o.ID)]; ok && old != scopes[i] {
 				moved[old] = append(moved[old], string(o.ID))
 			}
 			scoped[i] = s.scopedObject(o)
 		}
-		s.scopes[s.class].add(scopes...)
+		// Out of the old tenant before the class says the new scope: a
+		// retry after a failure past this point reads the new one.
 		for old, us := range moved {
 			if err := s.deleteScoped(ctx, old, us); err != nil {
 				return err
 			}
 		}
+		if err := s.writeBatch(ctx, s.class, batch); err != nil {
+			return err
+		}
 		if err := s.writeBatch(ctx, s.text, scoped); err != nil {
 			return err
 		}
+		for i, o := range batch {
+			id, _ := o.Properties.(map[string]any)[s.idProp].(string)
+			s.refs[s.class].put(string(o.ID), ref{id, scopes[i]})
+		}
+		s.scopes[s.class].add(scopes...)
 		s.tenants[s.text].add(scopes...)
 	}
 	return nil

@@ -282,3 +282,68 @@ func scopedLegacyCandidates(t *testing.T, full *Store, alone map[string]*Store, 
 	}
 	return out
 }
+
+// TestScopeMoveLeavesOldTenant: a document upserted with another scope
+// leaves its old scope's tenant (the old scope read from the collection's
+// class by a store that never saw it), so the old scope's readers no
+// longer find it by BM25, nor count it, and Delete finds its tenant.
+func TestScopeMoveLeavesOldTenant(t *testing.T) {
+	srv := sharedServer(t)
+	for _, useGRPC := range []bool{false, true} {
+		t.Run(fmt.Sprintf("grpc=%v", useGRPC), func(t *testing.T) {
+			cfg := testConfig(srv)
+			if useGRPC {
+				cfg.GRPCHost = srv.GRPCHost
+			}
+			s := newTestStore(t, srv, cfg)
+			docs := []search.Doc{
+				scopeLeakDoc("note", "project:b", "Baggage note", "quokkaterm handle luggage carefully"),
+				scopeLeakDoc("memo", "project:b", "Baggage memo", "quokkaterm weigh luggage before check-in"),
+			}
+			if err := s.Upsert(ctxT(t), docs); err != nil {
+				t.Fatal(err)
+			}
+			readsB := search.Filter{Readable: func(sc string) bool { return sc == "project:b" }}
+			readsA := search.Filter{Readable: func(sc string) bool { return sc == "project:a" }}
+			alone := newTestStore(t, srv, testConfig(srv))
+			if err := alone.Upsert(ctxT(t), docs[1:]); err != nil {
+				t.Fatal(err)
+			}
+			want, err := alone.Candidates(ctxT(t), nil, "quokkaterm luggage", readsB, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := New(ctxT(t), cfg) // another process: a cold cache
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			moved := docs[0]
+			moved.Scope = "project:a"
+			if err := other.Upsert(ctxT(t), []search.Doc{moved}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Candidates(ctxT(t), nil, "quokkaterm luggage", readsB, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || len(want) != 1 || got[0].ID != "memo" || math.Abs(got[0].BM25-want[0].BM25) > 1e-6*want[0].BM25 {
+				t.Fatalf("project:b after the move: %+v, want memo alone with BM25 %+v", got, want)
+			}
+			if got, err := s.Candidates(ctxT(t), nil, "quokkaterm", readsA, 10); err != nil || len(got) != 1 || got[0].ID != "note" {
+				t.Fatalf("project:a after the move: %+v, %v, want note", got, err)
+			}
+			third, err := New(ctxT(t), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer third.Close()
+			if err := third.Delete(ctxT(t), []string{"note"}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Candidates(ctxT(t), nil, "quokkaterm", readsA, 10); err != nil || len(got) != 0 {
+				t.Fatalf("project:a after the delete: %+v, %v, want nothing", got, err)
+			}
+		})
+	}
+}
