@@ -3,8 +3,10 @@ package weaviate
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/projections"
@@ -345,5 +347,32 @@ func TestScopeMoveLeavesOldTenant(t *testing.T) {
 				t.Fatalf("project:a after the delete: %+v, %v, want nothing", got, err)
 			}
 		})
+	}
+}
+
+// TestTenantNames: every scope's tenant name is a valid Weaviate tenant
+// name, distinct scopes get distinct names, and names decode back (but
+// the hashed ones of long scopes, which do not decode).
+func TestTenantNames(t *testing.T) {
+	valid := regexp.MustCompile(`^[A-Za-z0-9\-_]{1,64}$`)
+	scopes := []string{"project:p1", "project:P1", "team:a_b", "team:a__b", "team:a_5fb", "org:*", "org:default", "projectx:1",
+		"project:a.b-c", "", "_", "__", "x", "project:" + strings.Repeat("z", 70), "project:" + strings.Repeat("z", 71), "ünïcode:ß"}
+	seen := map[string]string{}
+	for _, sc := range scopes {
+		name := tenantName(sc)
+		if !valid.MatchString(name) {
+			t.Errorf("%q: tenant %q is not a valid tenant name", sc, name)
+		}
+		if other, ok := seen[name]; ok {
+			t.Errorf("%q and %q share tenant %q", sc, other, name)
+		}
+		seen[name] = sc
+		back, ok := scopeOfTenant(name)
+		if hashed := strings.HasPrefix(name, "_h"); hashed == ok || ok && back != sc {
+			t.Errorf("%q: tenant %q decodes to %q, %v", sc, name, back, ok)
+		}
+	}
+	if got := tenantName("project:p1"); got != "project_3ap1" {
+		t.Errorf("tenant of project:p1 = %q, want project_3ap1", got)
 	}
 }

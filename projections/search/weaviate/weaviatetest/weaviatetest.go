@@ -1,6 +1,7 @@
 // Package weaviatetest runs a real Weaviate server for tests: a
-// single-node weaviate-server process on free loopback ports with its own
-// data directory (anonymous access, or API-key authentication with
+// single-node weaviate-server process on free loopback ports (within
+// $CHRONICLE_WEAVIATE_TEST_PORTS when set: EnvPorts) with its own data
+// directory (anonymous access, or API-key authentication with
 // StartWith/LaunchWith and Options.APIKey), built from the Go module proxy
 // by
 //
