@@ -75,7 +75,10 @@ type Query struct {
 	ExcludeSourceSession string `json:"-"`
 	// IDs, when set, admits only the documents whose id it accepts,
 	// checked on the candidates before they are ranked (so relevance is
-	// normalised and TotalFound counted over the admitted ones only).
+	// normalised and TotalFound counted over the admitted ones only); the
+	// candidates are then asked of every document of the collection, so
+	// an admitted one is found wherever it ranks among all of them (a
+	// collection as small as the tools'; a large one costs a full scan).
 	// GET /v1/tools/search's scope filter: the tools of that scope's tool
 	// graph (a Tool document's own scope is ToolScope, every scope's).
 	IDs func(id string) bool `json:"-"`

@@ -525,6 +525,17 @@ func (ix *Index) search(ctx context.Context, q Query, part string, cached bool) 
 	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession}
 	col := ix.col(q.Collection)
 	k := max(CandidatesPerQuery, 4*q.Limit)
+	if q.IDs != nil {
+		// IDs is checked on the candidates, not by the store: ask for
+		// every document, so the admitted ones are candidates wherever
+		// they rank (GET /v1/tools/search's scope filter: a scope's tools
+		// outside the best k of every scope's were never found)
+		n, err := col.vs.Len(ctx)
+		if err != nil {
+			return Result{}, fmt.Errorf("search: candidates: %w", err)
+		}
+		k = max(k, n)
+	}
 	rules := ix.rulesFor(q.Collection)
 	var cands []Candidate
 	ds, twoPhase := col.vs.(DocStore)
