@@ -394,6 +394,15 @@ func (s *Service) recorded(m Memory, created, note string) (search.Recorded, err
 // confidence moves only with a second agreeing signal within 7 days, which
 // Message says.
 func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
+	if s.Producer != nil && f.MemoryID != "" && f.Readable != nil {
+		sc, blind, err := s.blindScope(f)
+		if err != nil {
+			return search.FeedbackResult{}, err
+		}
+		if blind {
+			return s.blindFeedback(ctx, f, sc)
+		}
+	}
 	out, err := s.feedback(ctx, f)
 	if err == nil && f.Readable != nil {
 		// a write-only caller: that the signal was recorded, not the
@@ -408,6 +417,52 @@ func (s *Service) Feedback(ctx context.Context, f search.Feedback) (search.Feedb
 		}
 	}
 	return out, err
+}
+
+// blindScope is the scope a signal of f goes to unseen, blind true, when
+// it is one the caller writes but may not read (f.Readable is set): the
+// scope f names, or, without one, f.DefaultScope when no scope the caller
+// reads and writes holds the memory. It is decided from the request and
+// the caller's grants, and from the scopes the caller reads, never from
+// what the others hold: a memory id is the content address of its scope,
+// title and content (distill.MemoryID), so an answer that depended on
+// whether such a scope held it (200 against 404) told a write-only token
+// whether another writer had recorded a guessed title and content (the
+// oracle the tenant-isolation review closed on Record).
+func (s *Service) blindScope(f search.Feedback) (string, bool, error) {
+	writes := func(sc string) bool { return f.Writable == nil || f.Writable(sc) }
+	if f.Scope != "" {
+		return f.Scope, writes(f.Scope) && !f.Readable(f.Scope), nil
+	}
+	scopes, err := Scopes(s.Store, f.MemoryID)
+	if err != nil {
+		return "", false, err
+	}
+	for _, sc := range scopes {
+		if writes(sc) && f.Readable(sc) {
+			return "", false, nil // resolved among them (feedbackKey)
+		}
+	}
+	d := f.DefaultScope
+	return d, d != "" && events.ValidScope(d) && writes(d) && !f.Readable(d), nil
+}
+
+// blindFeedback appends f's signal to scope, which the caller writes but
+// may not read, without looking at what scope holds: the same answer
+// (WithheldFeedback) and the same work whether the memory is there or
+// not, at once (the caller is shown nothing the wait for the memory bank
+// would tell). A signal on a memory the scope does not hold is
+// dead-lettered by the memory bank, as one written through POST
+// /v1/events is, and listed to the scope's readers (GET /v1/deadletters).
+func (s *Service) blindFeedback(ctx context.Context, f search.Feedback, scope string) (search.FeedbackResult, error) {
+	env, err := s.newEvent(events.MemoryFeedback, scope, events.MemoryFeedbackData{MemoryID: f.MemoryID, Signal: "explicit_feedback", Positive: f.Helpful, Comment: f.Comment, Source: f.Source})
+	if err != nil {
+		return search.FeedbackResult{}, err
+	}
+	if err := s.Producer.Publish(ctx, env); err != nil {
+		return search.FeedbackResult{}, err
+	}
+	return search.WithheldFeedback(scope), nil
 }
 
 // feedback is Feedback without the Readable check.
@@ -492,7 +547,10 @@ func (s *Service) feedbackKey(f search.Feedback) (string, error) {
 	}
 	var held []string
 	for _, sc := range scopes {
-		if f.Writable == nil || f.Writable(sc) {
+		// among the scopes the caller reads too, when it says which: one
+		// it may only write is written blind (blindScope), and naming it
+		// here (found, or one of several) would tell what it holds
+		if (f.Writable == nil || f.Writable(sc)) && (f.Readable == nil || f.Readable(sc)) {
 			held = append(held, sc)
 		}
 	}

@@ -202,7 +202,8 @@ func WithheldRecorded(id, scope string) Recorded {
 type Feedback struct {
 	MemoryID string `json:"memory_id"`
 	// Scope is the memory's scope; empty: the one scope the caller may
-	// write that holds MemoryID (ErrInvalid when several do).
+	// write (and read, when Readable is set) that holds MemoryID
+	// (ErrInvalid when several do), else DefaultScope (see Readable).
 	Scope   string `json:"scope,omitempty"`
 	Helpful bool   `json:"helpful"`
 	Comment string `json:"comment,omitempty"`
@@ -214,8 +215,18 @@ type Feedback struct {
 	Source string `json:"-"`
 	// Readable, when set, says which scopes the caller may read: when it
 	// may not read the memory's scope (a write-only token), the answer is
-	// Withheld.
+	// Withheld. A caller that sets it is answered without any look at the
+	// scopes it may not read: Scope empty resolves among the scopes it
+	// reads and writes, else goes to DefaultScope; a scope it writes but
+	// may not read is written blind (the signal is appended without
+	// looking whether the scope holds MemoryID), so the answer is the same
+	// whether it does or not.
 	Readable func(scope string) bool `json:"-"`
+	// DefaultScope is the scope a signal without Scope goes to when no
+	// scope the caller reads and writes holds MemoryID (the caller's
+	// default write scope, where its recordings go); used only with
+	// Readable, for a scope it may not read.
+	DefaultScope string `json:"-"`
 }
 
 // FeedbackResult is memory_feedback's answer. NewConfidence is the value

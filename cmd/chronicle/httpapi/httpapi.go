@@ -1353,7 +1353,7 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite,
-		Readable: CallerOf(r).CanRead, Source: "token:" + CallerOf(r).Name})
+		Readable: CallerOf(r).CanRead, DefaultScope: CallerOf(r).DefaultWriteScope(), Source: "token:" + CallerOf(r).Name})
 	if errors.Is(err, search.ErrNotFound) {
 		// not found among the scopes it may write: when the caller reads
 		// the memory, the answer is that it may not write it (a 404 for a

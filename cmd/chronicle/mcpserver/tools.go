@@ -474,7 +474,9 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 		Comment:  in.Comment,
 		Writable: caller.writable(),
 		Readable: caller.readable(), // a write-only caller's answer is withheld
-		Source:   sourceOf(caller, req),
+		// where a write-only caller's signal without a scope goes
+		DefaultScope: caller.DefaultScope,
+		Source:       sourceOf(caller, req),
 	})
 	if err != nil {
 		return nil, search.FeedbackResult{}, toolError("memory_feedback", err)
