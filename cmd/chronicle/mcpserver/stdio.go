@@ -293,7 +293,8 @@ const batchVersion = "2025-06-18"
 // that is not JSON or a string broken by a newline (-32700), an object
 // jsonrpc.DecodeMessage refuses (-32600). A value longer than the SDK's
 // frame limit turns the filter into a plain pass-through, leaving the
-// error to the SDK's reader.
+// error to the SDK's reader; of a line that starts no message, at most
+// that limit is kept, and it is answered as a Parse error at its newline.
 type batchFilter struct {
 	in  io.ReadCloser
 	out *lockedWriter
@@ -305,6 +306,7 @@ type batchFilter struct {
 	escaped  bool
 	through  bool  // pass-through: no more filtering
 	skipping bool  // in a line that is no message, up to its newline
+	long     bool  // that line passed the frame limit: the rest is not kept
 	err      error // the read error of in, once it failed
 
 	seenInit     bool
@@ -347,11 +349,21 @@ func (f *batchFilter) scan(b []byte) {
 			// newline, then answered
 			if c == '\n' {
 				f.skipping = false
-				f.malformed(f.value)
-				f.value = nil
+				if f.long {
+					f.answer(wireAnswer{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: wireError{Code: jsonrpc.CodeParseError,
+						Message: fmt.Sprintf("Parse error: the line is longer than %d bytes and starts no JSON-RPC message", mcp.DefaultMaxLineLength)}})
+				} else {
+					f.malformed(f.value)
+				}
+				f.value, f.long = nil, false
 				f.ready = append(f.ready, c)
-			} else {
+			} else if len(f.value) < mcp.DefaultMaxLineLength {
 				f.value = append(f.value, c)
+			} else {
+				// no more is kept of it: a line of garbage without a
+				// newline (a binary file piped in) grew the process
+				// without bound
+				f.long = true
 			}
 			continue
 		}
