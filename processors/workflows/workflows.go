@@ -100,8 +100,8 @@ type State struct {
 	// Position is the log position (topic:partition:offset) of the last
 	// event applied to the state: what `chronicle replay --until` takes
 	// to rebuild the store as of this state (in a checkpoint's state, the
-	// last event before the checkpoint). Absent in a row written before
-	// the processor kept it.
+	// checkpoint event's own: the saved state is the state after it).
+	// Absent in a row written before the processor kept it.
 	Position string `json:"position,omitempty"`
 }
 
