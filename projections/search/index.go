@@ -522,7 +522,8 @@ func (ix *Index) search(ctx context.Context, q Query, part string, cached bool) 
 	if err := ix.Sync(ctx); err != nil {
 		return Result{}, err
 	}
-	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession}
+	f := Filter{MinConfidence: *q.MinConfidence, Outcome: q.Outcome, ScopeKind: q.Scope, Readable: q.Readable, ExcludeSourceSession: q.ExcludeSourceSession,
+		EveryScope: cached && part == "*"}
 	col := ix.col(q.Collection)
 	k := max(CandidatesPerQuery, 4*q.Limit)
 	if q.IDs != nil {

@@ -40,6 +40,22 @@ type Filter struct {
 	// session (PAIR: retrieval never sees memories of the session being
 	// evaluated).
 	ExcludeSourceSession string
+	// EveryScope says the searcher reads every scope (Index.Search sets
+	// it when Query.ReadScopes holds "*", or when the query has neither
+	// ReadScopes nor Readable). It filters nothing: Readable still
+	// applies. With ScopeKind "" or "all" it lets a store take BM25's
+	// statistics over all its documents at once — every one of them is
+	// readable to this searcher, so no scope can influence another's
+	// scores through it (the Weaviate store then asks the collection's
+	// class once instead of each scope's tenant).
+	EveryScope bool
+}
+
+// AllScopes reports whether f admits every scope a store holds: a
+// searcher of every scope (EveryScope) with no scope kind. A store may
+// then compute BM25's statistics over all its documents at once.
+func (f Filter) AllScopes() bool {
+	return f.EveryScope && (f.ScopeKind == "" || f.ScopeKind == "all")
 }
 
 // Candidate is a document with its similarity to the query: Cosine

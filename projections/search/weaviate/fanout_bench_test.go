@@ -40,6 +40,10 @@ func BenchmarkScopeFanOut(b *testing.B) {
 		}}
 		b.Run(fmt.Sprintf("readers-of-%d", n), func(b *testing.B) { runCandidates(b, twoPhaseStore{st}, f, load) })
 	}
+	// a searcher of every scope (an HTTP "*" token, an evaluation): one
+	// bm25 query on the collection's class
+	every := search.Filter{MinConfidence: 0.5, EveryScope: true, Readable: func(string) bool { return true }}
+	b.Run("reader-of-every-scope", func(b *testing.B) { runCandidates(b, twoPhaseStore{st}, every, load) })
 }
 
 // fanStore is a Store whose Upsert puts the bench documents in 50 project

@@ -208,6 +208,25 @@ func TestOneQueryPerList(t *testing.T) {
 		if got := ct.graphQL.Load(); got != want {
 			t.Errorf("gRPC %v: %d GraphQL requests for one search, want %d", useGRPC, got, want)
 		}
+		// a searcher of every scope asks the collection's class once for
+		// the bm25 list: its statistics are those of scopes it reads
+		ct.graphQL.Store(0)
+		every := search.Filter{MinConfidence: 0.5, EveryScope: true}
+		if _, err := s.Candidates(ctxT(t), q.v, q.text, every, 20); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int64{false: 2, true: 0}[useGRPC]; ct.graphQL.Load() != want {
+			t.Errorf("gRPC %v, a searcher of every scope: %d GraphQL requests for one search, want %d", useGRPC, ct.graphQL.Load(), want)
+		}
+		// with a scope kind it does not admit every scope: per tenant
+		ct.graphQL.Store(0)
+		every.ScopeKind = search.ScopeProject
+		if _, err := s.Candidates(ctxT(t), q.v, q.text, every, 20); err != nil {
+			t.Fatal(err)
+		}
+		if !useGRPC && ct.graphQL.Load() <= 2 {
+			t.Errorf("a searcher of every scope with scope kind project: %d GraphQL requests, want one bm25 query per project tenant", ct.graphQL.Load())
+		}
 	}
 }
 

@@ -1157,7 +1157,13 @@ func (s *Store) candidates(ctx context.Context, v []float32, text string, f sear
 		}()
 	}
 	if q := bm25Query(text); q != "" {
-		byText, errText = s.bm25(ctx, q, f, k, refs)
+		if f.AllScopes() {
+			// a searcher of every scope: the class's statistics are
+			// those of the scopes it reads, so one query serves
+			byText, errText = s.search(ctx, "bm25", ss, nil, q, f, k, refs)
+		} else {
+			byText, errText = s.bm25(ctx, q, f, k, refs)
+		}
 	}
 	wg.Wait()
 	if err := errors.Join(errVec, errText); err != nil {
