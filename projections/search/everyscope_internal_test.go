@@ -11,7 +11,7 @@ import (
 // candidate query (and holds nothing).
 type filterRecorder struct{ got []Filter }
 
-func (r *filterRecorder) Upsert(context.Context, []Doc) error   { return nil }
+func (r *filterRecorder) Upsert(context.Context, []Doc) error    { return nil }
 func (r *filterRecorder) Delete(context.Context, []string) error { return nil }
 func (r *filterRecorder) Len(context.Context) (int, error)       { return 0, nil }
 func (r *filterRecorder) Candidates(_ context.Context, _ []float32, _ string, f Filter, _ int) ([]Candidate, error) {
