@@ -27,33 +27,9 @@ import (
 // and since when, and back to ok after the next acknowledged write. It
 // said ok, with lag 0, while every POST /v1/events answered 503.
 func TestHealthzWhenTheBrokerRejectsWrites(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
-	t.Cleanup(func() { srv.Close(); _ = p.Close() })
-	health := func() (int, map[string]any) {
-		t.Helper()
-		resp, err := http.Get(srv.URL + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("/healthz %d %s", resp.StatusCode, b)
-		}
-		return resp.StatusCode, m
-	}
+	cluster, srv, health := kfakeService(ctx, t)
 	body, _ := sessionJSON(t, 0)
 	if code, m := post(t, srv, body); code != http.StatusAccepted && code != http.StatusOK {
 		t.Fatalf("POST before the fault: %d %v", code, m)
@@ -125,33 +101,9 @@ func rejectProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
 // WriteFailureWindow (60 s) while the pipeline was writing again (an SRE
 // drill: 44 s after a SIGSTOPped broker was resumed).
 func TestHealthzOKOnceWorkersWriteAgain(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
-	t.Cleanup(func() { srv.Close(); _ = p.Close() })
-	health := func() (int, map[string]any) {
-		t.Helper()
-		resp, err := http.Get(srv.URL + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("/healthz %d %s", resp.StatusCode, b)
-		}
-		return resp.StatusCode, m
-	}
+	cluster, srv, health := kfakeService(ctx, t)
 	var refusing atomic.Bool
 	refusing.Store(true)
 	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -250,4 +202,37 @@ func TestRecordNotAcknowledgedSaysHowToRetry(t *testing.T) {
 			t.Fatalf("POST /v1/memories (key %q) while the broker refuses writes: %d %v", key, resp.StatusCode, m)
 		}
 	}
+}
+
+// kfakeService is a pipeline on a kfake cluster (one broker) whose
+// requests a test can intercept (ControlKey), an HTTP server on it, and a
+// function reading its /healthz (status code and body).
+func kfakeService(ctx context.Context, t *testing.T) (*kfake.Cluster, *httptest.Server, func() (int, map[string]any)) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
+	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+	health := func() (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("/healthz %d %s", resp.StatusCode, b)
+		}
+		return resp.StatusCode, m
+	}
+	return cluster, srv, health
 }

@@ -33,16 +33,7 @@ func BenchmarkCandidateCost(b *testing.B) {
 	cfg := testConfig(srv)
 	cfg.ClassPrefix, cfg.BatchSize, cfg.Timeout, cfg.GRPCHost = "Bench10000_", 500, time.Minute, srv.GRPCHost
 	vs, load := loadStore(b, "Weaviate", 10000, weaviateSettle, func() search.VectorStore {
-		st, err := New(context.Background(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = st.Drop(context.Background())
-		if st, err = New(context.Background(), cfg); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Drop(context.Background()); st.Close() })
-		return st
+		return freshBenchStore(b, cfg)
 	})
 	st := vs.(*Store)
 	ctx := context.Background()
@@ -159,4 +150,19 @@ func ownCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// freshBenchStore is a store of cfg's classes emptied of an earlier run's
+// leftovers, dropped when the benchmark ends.
+func freshBenchStore(b *testing.B, cfg Config) *Store {
+	st, err := New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = st.Drop(context.Background())
+	if st, err = New(context.Background(), cfg); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Drop(context.Background()); st.Close() })
+	return st
 }

@@ -20,16 +20,7 @@ func BenchmarkScopeFanOut(b *testing.B) {
 	cfg := testConfig(srv)
 	cfg.ClassPrefix, cfg.BatchSize, cfg.Timeout, cfg.GRPCHost = "Fan10000_", 500, time.Minute, srv.GRPCHost
 	vs, load := loadStore(b, "Fan", 10000, weaviateSettle, func() search.VectorStore {
-		st, err := New(context.Background(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = st.Drop(context.Background())
-		if st, err = New(context.Background(), cfg); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Drop(context.Background()); st.Close() })
-		return fanStore{st}
+		return fanStore{freshBenchStore(b, cfg)}
 	})
 	st := vs.(fanStore).Store
 	for _, n := range []int{50, 10, 1} {
