@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -209,15 +208,7 @@ func TestWriteOnlyMCPAnswersLeaveOutConfidence(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %s", what, err, mcptest.Text(res))
 		}
-		b, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return m
+		return mcptest.Structured[map[string]any](t, res)
 	}
 	memory := map[string]any{"title": "Quote the seat map first", "description": "Show the seat map before changing seats.",
 		"content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"}

@@ -241,7 +241,19 @@ func ids(hits []search.Hit) []string {
 // schemaOf returns a listed tool's input schema as a JSON object.
 func schemaOf(t *testing.T, tool *mcp.Tool) map[string]any {
 	t.Helper()
-	b, err := json.Marshal(tool.InputSchema)
+	return jsonObject(t, tool.InputSchema)
+}
+
+// outputSchemaOf is tool's output schema as JSON.
+func outputSchemaOf(t *testing.T, tool *mcp.Tool) map[string]any {
+	t.Helper()
+	return jsonObject(t, tool.OutputSchema)
+}
+
+// jsonObject is v marshalled to JSON and read back as an object.
+func jsonObject(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,20 +387,6 @@ func TestHTTPListTools(t *testing.T) {
 			}
 		}
 	}
-}
-
-// outputSchemaOf is tool's output schema as JSON.
-func outputSchemaOf(t *testing.T, tool *mcp.Tool) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(tool.OutputSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s map[string]any
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // A write-only caller's memory_record and memory_feedback answers have no
