@@ -14,7 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 	gojson "github.com/goccy/go-json"
 )
 

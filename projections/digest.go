@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Digest is a SHA-256 over each projection's sorted keys and values, and

@@ -7,7 +7,7 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // OutboxRecord is a derived event waiting in the outbox: the Kafka record

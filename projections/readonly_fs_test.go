@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/projections"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // erofs is the OS filesystem mounted read-only: every call that would
@@ -17,17 +17,21 @@ type erofs struct{ vfs.FS }
 
 func rofail(op, name string) error { return &os.PathError{Op: op, Path: name, Err: syscall.EROFS} }
 
-func (erofs) Create(name string) (vfs.File, error) { return nil, rofail("open", name) }
-func (erofs) OpenReadWrite(name string, _ ...vfs.OpenOption) (vfs.File, error) {
+func (erofs) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 	return nil, rofail("open", name)
 }
-func (erofs) Link(o, n string) error                      { return rofail("link", n) }
-func (erofs) Remove(name string) error                    { return rofail("remove", name) }
-func (erofs) RemoveAll(name string) error                 { return rofail("remove", name) }
-func (erofs) Rename(o, n string) error                    { return rofail("rename", n) }
-func (erofs) ReuseForWrite(o, n string) (vfs.File, error) { return nil, rofail("open", n) }
-func (erofs) MkdirAll(dir string, _ os.FileMode) error    { return rofail("mkdir", dir) }
-func (erofs) Lock(name string) (io.Closer, error)         { return nil, rofail("open", name) }
+func (erofs) OpenReadWrite(name string, _ vfs.DiskWriteCategory, _ ...vfs.OpenOption) (vfs.File, error) {
+	return nil, rofail("open", name)
+}
+func (erofs) Link(o, n string) error      { return rofail("link", n) }
+func (erofs) Remove(name string) error    { return rofail("remove", name) }
+func (erofs) RemoveAll(name string) error { return rofail("remove", name) }
+func (erofs) Rename(o, n string) error    { return rofail("rename", n) }
+func (erofs) ReuseForWrite(o, n string, _ vfs.DiskWriteCategory) (vfs.File, error) {
+	return nil, rofail("open", n)
+}
+func (erofs) MkdirAll(dir string, _ os.FileMode) error { return rofail("mkdir", dir) }
+func (erofs) Lock(name string) (io.Closer, error)      { return nil, rofail("open", name) }
 
 // TestReadOnlyOpenOfAReadOnlyFilesystem: a store on a filesystem mounted
 // read-only opens ReadOnly (chronicle inspect, digest of a snapshot) and

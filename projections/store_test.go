@@ -15,8 +15,8 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
-	"github.com/cockroachdb/pebble/vfs"
-	"github.com/cockroachdb/pebble/vfs/errorfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 func open(t *testing.T, dir string) *projections.Store {
@@ -220,8 +220,8 @@ func TestDiskFailure(t *testing.T) {
 
 func diskFailure(t *testing.T, sync bool) {
 	var failing atomic.Bool
-	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
-		if failing.Load() && op.OpKind() == errorfs.OpKindWrite {
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if failing.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
 			return errors.New("injected: no space left on device")
 		}
 		return nil
@@ -304,8 +304,9 @@ func TestOpenErrors(t *testing.T) {
 // held lock deserves: a walkthrough restarting serve on a full disk read
 // "(is another chronicle process using it?): … no space left on device".
 func TestOpenOnAFullDiskNamesNoOtherProcess(t *testing.T) {
-	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
-		if op.OpKind() == errorfs.OpKindWrite && strings.HasPrefix(path, "/db/") { // the directory is made, its files fail
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		path := op.Path
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasPrefix(path, "/db/") { // the directory is made, its files fail
 			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
 		}
 		return nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -50,7 +49,7 @@ func replayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := os.Stat(filepath.Join(pipeline.ProjectionsDir(into), "CURRENT")); err == nil {
+			if projections.HoldsStore(pipeline.ProjectionsDir(into)) == nil {
 				return fmt.Errorf("--into %s: already holds projections; replay needs an empty directory", into)
 			}
 			brokers, stop, err := logBrokers(ctx, &c)
@@ -158,8 +157,8 @@ func auditCmd() *cobra.Command {
 			// opened: opening the store read-write (for its lock) created
 			// an empty one, which digest and inspect then took for a real,
 			// empty state (found by a new user's walkthrough)
-			if _, err := os.Stat(filepath.Join(pipeline.ProjectionsDir(c.data), "CURRENT")); err != nil {
-				return fmt.Errorf("--data %s: no projections to audit (%s holds no store: %v)", c.data, pipeline.ProjectionsDir(c.data), err)
+			if err := projections.HoldsStore(pipeline.ProjectionsDir(c.data)); err != nil {
+				return fmt.Errorf("--data %s: no projections to audit (%v)", c.data, err)
 			}
 			live, err := projections.Open(pipeline.ProjectionsDir(c.data), projections.Options{})
 			if errors.Is(err, syscall.EROFS) {

@@ -23,7 +23,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // TestInspectReplayedAsOf builds a log of two sessions, replays it

@@ -14,7 +14,7 @@ import (
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 	"github.com/chronicle-dev/chronicle/projections/search"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // RecallK is the cut-off of RecallAt3.
