@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
@@ -113,12 +115,110 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 	return d, nil
 }
 
+// RedriveType is the type of the envelope the engine hands a processor of
+// events.TopicDeadLetter for a redrive note: a record `chronicle
+// deadletter redrive` writes to the dead-letter topic, on the partition of
+// the letter it redrove, after the letter's record was re-produced. Its
+// data is a RedriveData. A note is no letter: the engine does not report
+// it as one (RunnerConfig.OnDeadLetter) and `deadletter list` marks the
+// letter with it instead of listing it.
+const RedriveType events.Type = "chronicle.deadletter.redriven"
+
+// The headers of a redrive note (its value repeats them as JSON for a
+// reader of the topic such as kcat).
+const (
+	// HeaderRedriveOf is the redriven letter's own position in the
+	// dead-letter topic, "<partition>:<offset>" (the note is on that
+	// partition, after the letter).
+	HeaderRedriveOf = "redrive_of"
+	// HeaderRedriveOfTime is the letter's record timestamp (RFC 3339,
+	// UTC, events.RecordTime): with the scope, it names the letter's row
+	// of the deadletters projection.
+	HeaderRedriveOfTime = "redrive_of_time"
+	// HeaderRedriveScope is the scope of the letter's rejected event
+	// (LetterData.Scope; empty when it names none).
+	HeaderRedriveScope = "redrive_scope"
+	// HeaderRedrivenTo is where the record was re-produced,
+	// "topic:partition:offset".
+	HeaderRedrivenTo = "redriven_to"
+)
+
+// RedriveData is what a redrive note says: which letter was redriven
+// (its position, timestamp and scope), where its record went, and when
+// (the note's record timestamp, RFC 3339, UTC).
+type RedriveData struct {
+	LetterPartition int32  `json:"letter_partition"`
+	LetterOffset    int64  `json:"letter_offset"`
+	LetterAt        string `json:"letter_at"`
+	Scope           string `json:"scope"`
+	RedrivenTo      string `json:"redriven_to"`
+	RedrivenAt      string `json:"redriven_at,omitempty"`
+}
+
+// IsRedriveNote reports whether rec, a record of the dead-letter topic, is
+// a redrive note rather than a letter.
+func IsRedriveNote(rec *kgo.Record) bool {
+	for _, h := range rec.Headers {
+		if h.Key == HeaderRedriveOf {
+			return true
+		}
+	}
+	return false
+}
+
+// RedriveOf reads a redrive note. It fails, naming the header, when one is
+// missing or malformed.
+func RedriveOf(rec *kgo.Record) (RedriveData, error) {
+	hs := map[string]string{}
+	for _, h := range rec.Headers {
+		hs[h.Key] = string(h.Value)
+	}
+	at := fmt.Sprintf("redrive note %d:%d", rec.Partition, rec.Offset)
+	d := RedriveData{LetterAt: hs[HeaderRedriveOfTime], Scope: hs[HeaderRedriveScope], RedrivenTo: hs[HeaderRedrivenTo], RedrivenAt: events.RecordTime(rec.Timestamp)}
+	p, o, ok := strings.Cut(hs[HeaderRedriveOf], ":")
+	lp, err1 := strconv.ParseInt(p, 10, 32)
+	lo, err2 := strconv.ParseInt(o, 10, 64)
+	if !ok || err1 != nil || err2 != nil || lp < 0 || lo < 0 {
+		return RedriveData{}, fmt.Errorf("%s: header %s: %q is not partition:offset", at, HeaderRedriveOf, hs[HeaderRedriveOf])
+	}
+	d.LetterPartition, d.LetterOffset = int32(lp), lo
+	if _, err := time.Parse(time.RFC3339Nano, d.LetterAt); err != nil {
+		return RedriveData{}, fmt.Errorf("%s: header %s: %q is not an RFC 3339 time", at, HeaderRedriveOfTime, d.LetterAt)
+	}
+	if d.Scope != "" && !events.ValidScope(d.Scope) { // empty: the letter names no scope
+		return RedriveData{}, fmt.Errorf("%s: header %s: %q is no scope", at, HeaderRedriveScope, d.Scope)
+	}
+	if d.RedrivenTo == "" {
+		return RedriveData{}, fmt.Errorf("%s: header %s: missing", at, HeaderRedrivenTo)
+	}
+	return d, nil
+}
+
 // letterItem is parseItem for a record of the dead-letter topic: an
-// envelope of LetterType whose data is the LetterData. A record it cannot
+// envelope of LetterType whose data is the LetterData, or of RedriveType
+// whose data is the RedriveData for a redrive note. A record it cannot
 // read is an item with Err, which is never dead-lettered (its own topic
 // is the dead-letter topic: see deadLetters).
 func letterItem(r *kgo.Record) projections.Item {
 	it := projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}
+	if IsRedriveNote(r) {
+		d, err := RedriveOf(r)
+		if err == nil && d.Scope == "" {
+			err = fmt.Errorf("redrive note %d:%d: its letter names no scope, so it has no row to mark", r.Partition, r.Offset)
+		}
+		var data []byte
+		if err == nil {
+			data, err = events.Marshal(d)
+		}
+		if err != nil {
+			it.Err = fmt.Errorf("at %s: %w", it.Pos, err)
+			return it
+		}
+		it.Env = &events.Envelope{SpecVersion: "1.0", ID: fmt.Sprintf("%d:%d", r.Partition, r.Offset), Source: LetterSource, Type: RedriveType,
+			Time: d.RedrivenAt, Scope: d.Scope, Data: data}
+		it.Sum, it.IDSum = projections.ContentHash(it.Env), projections.IDHash(it.Env)
+		return it
+	}
 	d, err := LetterOf(r)
 	var data []byte
 	if err == nil {

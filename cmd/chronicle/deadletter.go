@@ -54,9 +54,13 @@ func deadletterListCmd() *cobra.Command {
 				return json.NewEncoder(os.Stdout).Encode(ls)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tHANDLER\tKEY\tEVENT ID\tTYPE\tREASON")
+			fmt.Fprintln(tw, "ID\tHANDLER\tKEY\tEVENT ID\tTYPE\tREDRIVEN TO\tREASON")
 			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Handler, l.Key, l.EventID, l.EventType, strings.ReplaceAll(l.Reason, "\n", " "))
+				to := l.RedrivenTo
+				if to == "" {
+					to = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Handler, l.Key, l.EventID, l.EventType, to, strings.ReplaceAll(l.Reason, "\n", " "))
 			}
 			return tw.Flush()
 		},
@@ -69,9 +73,9 @@ func deadletterListCmd() *cobra.Command {
 func deadletterRedriveCmd() *cobra.Command {
 	var c commonFlags
 	var ids []string
-	var all, asJSON bool
+	var all, again, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "redrive (--id TOPIC:PARTITION:OFFSET ... | --all) [--data DIR | --brokers HOST:PORT] [--json]",
+		Use:   "redrive (--id TOPIC:PARTITION:OFFSET ... | --all) [--again] [--data DIR | --brokers HOST:PORT] [--json]",
 		Short: "Re-produce dead-lettered records to their original topics with their original keys, as their producers sent them",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all == (len(ids) > 0) {
@@ -88,21 +92,51 @@ func deadletterRedriveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !all {
-				byID := map[string][]deadletter.Letter{}
-				for _, l := range ls {
-					byID[l.ID] = append(byID[l.ID], l)
+			byID := map[string][]deadletter.Letter{}
+			var order []string
+			for _, l := range ls {
+				if byID[l.ID] == nil {
+					order = append(order, l.ID)
 				}
-				var pick []deadletter.Letter
+				byID[l.ID] = append(byID[l.ID], l)
+			}
+			if !all {
+				order = nil
 				for _, id := range ids {
 					if byID[id] == nil {
 						return fmt.Errorf("--id %s: no dead letter has this id (see `chronicle deadletter list`)", id)
 					}
-					pick = append(pick, byID[id]...)
+					order = append(order, id)
 				}
-				ls = pick
 			}
-			out, err := deadletter.Redrive(ctx, brokers, ls)
+			// an id whose letters have all been redriven is done: --all
+			// skips it and --id refuses it, unless --again
+			var pick []deadletter.Letter
+			var done []string
+			for _, id := range order {
+				var pending []deadletter.Letter
+				for _, l := range byID[id] {
+					if l.Pending() {
+						pending = append(pending, l)
+					}
+				}
+				switch {
+				case len(pending) > 0:
+					pick = append(pick, pending...)
+				case again:
+					pick = append(pick, byID[id]...)
+				default:
+					done = append(done, id)
+				}
+			}
+			if !all && len(done) > 0 {
+				l := byID[done[0]][len(byID[done[0]])-1]
+				return fmt.Errorf("--id %s: already redriven (to %s at %s); --again re-produces it once more", done[0], l.RedrivenTo, l.RedrivenAt)
+			}
+			if len(done) > 0 {
+				fmt.Fprintf(os.Stderr, "skipped %d already redriven (--again re-produces them once more): %s\n", len(done), strings.Join(done, ", "))
+			}
+			out, err := deadletter.Redrive(ctx, brokers, pick)
 			if asJSON {
 				if out == nil {
 					out = []deadletter.Redriven{}
@@ -118,7 +152,8 @@ func deadletterRedriveCmd() *cobra.Command {
 	}
 	c.registerLog(cmd)
 	cmd.Flags().StringSliceVar(&ids, "id", nil, "id of a letter to redrive (topic:partition:offset of the original record; repeatable or comma-separated)")
-	cmd.Flags().BoolVar(&all, "all", false, "redrive every letter (each original record once)")
+	cmd.Flags().BoolVar(&all, "all", false, "redrive every letter waiting for a redrive (each original record once)")
+	cmd.Flags().BoolVar(&again, "again", false, "also re-produce records already redriven (by default --all skips them and --id refuses them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of the new positions")
 	return cmd
 }

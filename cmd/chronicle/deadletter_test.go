@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -86,5 +87,54 @@ func TestDeadletterCLI(t *testing.T) {
 	var rd []deadletter.Redriven
 	if err := json.Unmarshal(out, &rd); err != nil || len(rd) != 1 || rd[0].ID != id || rd[0].Topic != string(events.TopicSessions) {
 		t.Fatalf("redrive output %s: %v", out, err)
+	}
+	to := fmt.Sprintf("%s:%d:%d", rd[0].Topic, rd[0].Partition, rd[0].Offset)
+
+	// the letters of the id are listed as redriven, with where to; before
+	// the redrive notes a redriven letter was listed as before, and
+	// redrive --all re-produced it again each time
+	out, err = exec.Command(binary, "deadletter", "list", "--data", data, "--json").Output()
+	if err != nil {
+		t.Fatalf("list after the redrive: %v", err)
+	}
+	ls = nil
+	if err := json.Unmarshal(out, &ls); err != nil {
+		t.Fatalf("list output %q: %v", out, err)
+	}
+	redriven := 0
+	for _, l := range ls {
+		if l.ID == id {
+			if l.RedrivenTo != to || l.RedrivenAt == "" || l.Pending() {
+				t.Fatalf("letter %+v after its redrive to %s: want it marked", l, to)
+			}
+			redriven++
+		}
+	}
+	if redriven == 0 || len(ls) < redriven {
+		t.Fatalf("list after the redrive %s: no letter of %s", out, id)
+	}
+	out, err = exec.Command(binary, "deadletter", "list", "--data", data).Output()
+	if err != nil || !strings.Contains(string(out), "REDRIVEN TO") || !strings.Contains(string(out), to) {
+		t.Fatalf("table after the redrive: %v %s", err, out)
+	}
+	// --id of a redriven letter is refused, naming where it went; --all
+	// skips it; --again re-produces it once more
+	if out, err := exec.Command(binary, "deadletter", "redrive", "--data", data, "--id", id).CombinedOutput(); err == nil || !strings.Contains(string(out), "already redriven") || !strings.Contains(string(out), to) {
+		t.Fatalf("second redrive of %s: %v %s", id, err, out)
+	}
+	cmd := exec.Command(binary, "deadletter", "redrive", "--data", data, "--all", "--json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != "[]" || !strings.Contains(stderr.String(), "skipped") || !strings.Contains(stderr.String(), id) {
+		t.Fatalf("redrive --all after the redrive: %v %s (stderr %s); want nothing re-produced", err, out, stderr.String())
+	}
+	out, err = exec.Command(binary, "deadletter", "redrive", "--data", data, "--id", id, "--again", "--json").Output()
+	rd = nil
+	if err != nil || json.Unmarshal(out, &rd) != nil || len(rd) != 1 || rd[0].ID != id {
+		t.Fatalf("redrive --again: %v %s", err, out)
+	}
+	if again := fmt.Sprintf("%s:%d:%d", rd[0].Topic, rd[0].Partition, rd[0].Offset); again == to {
+		t.Fatalf("redrive --again wrote to %s, the first redrive's position", again)
 	}
 }

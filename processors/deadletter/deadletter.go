@@ -48,7 +48,17 @@ type Letter struct {
 	// position in the dead-letter topic.
 	DeadLetterPartition int32 `json:"dead_letter_partition"`
 	DeadLetterOffset    int64 `json:"dead_letter_offset"`
+	// DeadLetteredAt is when the log received the letter (RFC 3339, UTC).
+	DeadLetteredAt string `json:"dead_lettered_at"`
+	// RedrivenTo is where a redrive re-produced the record
+	// ("topic:partition:offset"), RedrivenAt when (its redrive note's
+	// time); both empty while the letter waits for a redrive.
+	RedrivenTo string `json:"redriven_to,omitempty"`
+	RedrivenAt string `json:"redriven_at,omitempty"`
 
+	// scope is the rejected event's scope (processors.LetterData.Scope),
+	// empty when the record names none: its redrive note names it.
+	scope    string
 	original *kgo.Record
 	// recordTime is the original record's timestamp when the letter
 	// carries it (a worker's letter: kafka_timestamp), else zero.
@@ -77,7 +87,10 @@ func Parse(rec *kgo.Record) (Letter, error) {
 		hs[h.Key] = string(h.Value)
 	}
 	l := Letter{Topic: hs[processors.HeaderOriginalTopic], Handler: hs[processors.HeaderHandler], Reason: hs[processors.HeaderError],
-		Key: string(rec.Key), DeadLetterPartition: rec.Partition, DeadLetterOffset: rec.Offset}
+		Key: string(rec.Key), DeadLetterPartition: rec.Partition, DeadLetterOffset: rec.Offset, DeadLetteredAt: events.RecordTime(rec.Timestamp)}
+	if d, err := processors.LetterOf(rec); err == nil {
+		l.scope = d.Scope
+	}
 	at := fmt.Sprintf("dead letter %d:%d", rec.Partition, rec.Offset)
 	if l.Topic == "" {
 		return Letter{}, fmt.Errorf("%s: header %s: missing", at, processors.HeaderOriginalTopic)
@@ -188,6 +201,7 @@ func List(ctx context.Context, brokers []string) ([]Letter, error) {
 	}
 	defer cons.Close()
 	var out []Letter
+	notes := map[[2]int64]processors.RedriveData{} // by the letter's partition and offset
 	for len(want) > 0 {
 		fs := cons.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -210,14 +224,27 @@ func List(ctx context.Context, brokers []string) ([]Letter, error) {
 				}
 				continue
 			}
+			if rec.Offset+1 >= end {
+				delete(want, rec.Partition)
+			}
+			if processors.IsRedriveNote(rec) {
+				d, err := processors.RedriveOf(rec)
+				if err != nil {
+					return nil, err
+				}
+				notes[[2]int64{int64(d.LetterPartition), d.LetterOffset}] = d
+				continue
+			}
 			l, err := Parse(rec)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, l)
-			if rec.Offset+1 >= end {
-				delete(want, rec.Partition)
-			}
+		}
+	}
+	for i := range out {
+		if d, ok := notes[[2]int64{int64(out[i].DeadLetterPartition), out[i].DeadLetterOffset}]; ok {
+			out[i].RedrivenTo, out[i].RedrivenAt = d.RedrivenTo, d.RedrivenAt
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -270,6 +297,16 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 		return nil, err
 	}
 	defer cl.Close()
+	notes, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())) // a note goes to its letter's partition
+	if err != nil {
+		return nil, err
+	}
+	defer notes.Close()
+	byID := map[string][]Letter{}
+	for _, l := range letters {
+		byID[l.ID] = append(byID[l.ID], l)
+	}
 	seen := map[string]bool{}
 	var out []Redriven
 	for _, l := range letters {
@@ -298,9 +335,40 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 		}
 		r := res[0].Record
 		out = append(out, Redriven{ID: l.ID, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset})
+		to := fmt.Sprintf("%s:%d:%d", r.Topic, r.Partition, r.Offset)
+		for _, m := range byID[l.ID] {
+			if err := writeNote(ctx, notes, m, to); err != nil {
+				return out, fmt.Errorf("deadletter: redrive %s: re-produced to %s, but its redrive note: %w", l.ID, to, err)
+			}
+		}
 	}
 	return out, nil
 }
+
+// writeNote writes the redrive note of letter l, whose record went to
+// "topic:partition:offset" to, on l's partition of the dead-letter topic
+// (after l), so the deadletters projection, which applies each partition
+// in order, marks l's row redriven, and List marks l. When the note
+// cannot be written the record was re-produced all the same: l stays
+// listed as waiting, and a second redrive re-produces the record again,
+// which the processors that applied it take for a duplicate (same id).
+func writeNote(ctx context.Context, cl *kgo.Client, l Letter, to string) error {
+	d := processors.RedriveData{LetterPartition: l.DeadLetterPartition, LetterOffset: l.DeadLetterOffset, LetterAt: l.DeadLetteredAt, Scope: l.scope, RedrivenTo: to}
+	v, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	rec := &kgo.Record{Topic: string(events.TopicDeadLetter), Partition: l.DeadLetterPartition, Key: []byte(l.Key), Value: v, Headers: []kgo.RecordHeader{
+		{Key: processors.HeaderRedriveOf, Value: []byte(fmt.Sprintf("%d:%d", l.DeadLetterPartition, l.DeadLetterOffset))},
+		{Key: processors.HeaderRedriveOfTime, Value: []byte(l.DeadLetteredAt)},
+		{Key: processors.HeaderRedriveScope, Value: []byte(l.scope)},
+		{Key: processors.HeaderRedrivenTo, Value: []byte(to)},
+	}}
+	return cl.ProduceSync(ctx, rec).FirstErr()
+}
+
+// Pending reports whether l waits for a redrive: no redrive note names it.
+func (l *Letter) Pending() bool { return l.RedrivenTo == "" }
 
 // stampTime gives the event of rec, when it has no time attribute, the
 // time it had when it was consumed from its original record: ts, the

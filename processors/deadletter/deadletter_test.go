@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,7 +45,9 @@ func waitLetters(ctx context.Context, t *testing.T, brokers []string, n int) []d
 func TestListAndRedrive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2})
+	var reported atomic.Int64 // letters the engine reported (serve logs each)
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2,
+		OnDeadLetter: func(processors.LetterData) { reported.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +143,44 @@ func TestListAndRedrive(t *testing.T) {
 	if conflicts != 0 {
 		t.Fatalf("%v conflicting duplicates after the redrive", conflicts)
 	}
+	// every letter of the id is marked redriven, where to and when, in
+	// `deadletter list` and in the tenant's GET /v1/deadletters rows, by
+	// the redrive notes; the notes are no letters (the engine reports the
+	// letters only)
+	to := fmt.Sprintf("%s:%d:%d", out[0].Topic, out[0].Partition, out[0].Offset)
+	after, err := deadletter.List(ctx, brokers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(ls) {
+		t.Fatalf("%d letters after the redrive, %d before: the notes are listed as letters", len(after), len(ls))
+	}
+	for _, x := range after {
+		if x.ID == l.ID && (x.RedrivenTo != to || x.RedrivenAt == "" || x.Pending()) {
+			t.Fatalf("letter %+v after its redrive to %s", x, to)
+		}
+	}
+	rows, _, err := deadletter.ListScoped(p.Store, nil, nil, 50, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := 0
+	for _, e := range rows {
+		if e.ID == l.ID {
+			if e.RedrivenTo != to || e.RedrivenAt == "" {
+				t.Fatalf("row %+v after the redrive to %s", e, to)
+			}
+			marked++
+		}
+	}
+	if marked == 0 || marked != len(rows) {
+		t.Fatalf("rows %+v: %d of them marked redriven to %s", rows, marked, to)
+	}
+	if n := reported.Load(); n != int64(len(ls)) {
+		t.Fatalf("the engine reported %d letters, the topic holds %d (and their notes)", n, len(ls))
+	}
 	// the time-less events' times come from the log: a replay rebuilds
-	// the same projections
+	// the same projections, the marks included
 	replayEqualsLive(ctx, t, p)
 }
 

@@ -45,8 +45,29 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicDea
 func (Processor) StatePerKey() bool { return true }
 
 // Apply writes the row of one letter (an envelope of
-// processors.LetterType, built by the engine from the record).
+// processors.LetterType, built by the engine from the record), or marks a
+// letter's row redriven (processors.RedriveType: a redrive note, which is
+// on the letter's partition after it; a note of a letter without a row,
+// one that names no scope, changes nothing).
 func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
+	if env.Type == processors.RedriveType {
+		var d processors.RedriveData
+		if err := json.Unmarshal(env.Data, &d); err != nil {
+			return fmt.Errorf("deadletters: redrive note %s: %w", env.ID, err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, d.LetterAt)
+		if err != nil {
+			return fmt.Errorf("deadletters: redrive note %s: letter time %q: %w", env.ID, d.LetterAt, err)
+		}
+		k := rowKey(d.Scope, at, d.LetterPartition, d.LetterOffset)
+		var e Entry
+		ok, err := tx.GetJSON(k, &e)
+		if err != nil || !ok {
+			return err
+		}
+		e.RedrivenTo, e.RedrivenAt = d.RedrivenTo, d.RedrivenAt
+		return tx.SetJSON(k, e)
+	}
 	if env.Type != processors.LetterType {
 		return fmt.Errorf("deadletters: %s is no letter", env.Type)
 	}
@@ -94,6 +115,13 @@ type Entry struct {
 	DeadLetterPartition int32  `json:"dead_letter_partition"`
 	DeadLetterOffset    int64  `json:"dead_letter_offset"`
 	DeadLetteredAt      string `json:"dead_lettered_at"`
+	// RedrivenTo is where `chronicle deadletter redrive` re-produced the
+	// record ("topic:partition:offset"), RedrivenAt when the log received
+	// its redrive note (RFC 3339, UTC); both absent while the letter waits
+	// for a redrive. A redriven record that is refused again is a new
+	// letter, listed without them.
+	RedrivenTo string `json:"redriven_to,omitempty"`
+	RedrivenAt string `json:"redriven_at,omitempty"`
 }
 
 // Cursor is the entry's row key, also the cursor that lists the entries
