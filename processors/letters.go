@@ -200,36 +200,33 @@ func RedriveOf(rec *kgo.Record) (RedriveData, error) {
 // read is an item with Err, which is never dead-lettered (its own topic
 // is the dead-letter topic: see deadLetters).
 func letterItem(r *kgo.Record) projections.Item {
-	it := projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}
 	if IsRedriveNote(r) {
 		d, err := RedriveOf(r)
 		if err == nil && d.Scope == "" {
 			err = fmt.Errorf("redrive note %d:%d: its letter names no scope, so it has no row to mark", r.Partition, r.Offset)
 		}
-		var data []byte
-		if err == nil {
-			data, err = events.Marshal(d)
-		}
-		if err != nil {
-			it.Err = fmt.Errorf("at %s: %w", it.Pos, err)
-			return it
-		}
-		it.Env = &events.Envelope{SpecVersion: "1.0", ID: fmt.Sprintf("%d:%d", r.Partition, r.Offset), Source: LetterSource, Type: RedriveType,
-			Time: d.RedrivenAt, Scope: d.Scope, Data: data}
-		it.Sum, it.IDSum = projections.ContentHash(it.Env), projections.IDHash(it.Env)
-		return it
+		return topicItem(r, RedriveType, d.RedrivenAt, d.Scope, d, err)
 	}
 	d, err := LetterOf(r)
-	var data []byte
+	return topicItem(r, LetterType, d.DeadLetteredAt, d.Scope, d, err)
+}
+
+// topicItem is the item of record r of the dead-letter topic: an envelope
+// of type typ, with time at and the scope, whose id is r's position and
+// whose data is data as JSON; or, when err (the reading of r) is not nil,
+// an item with Err.
+func topicItem(r *kgo.Record, typ events.Type, at, scope string, data any, err error) projections.Item {
+	it := projections.Item{Pos: projections.Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}
+	var raw []byte
 	if err == nil {
-		data, err = events.Marshal(d)
+		raw, err = events.Marshal(data)
 	}
 	if err != nil {
 		it.Err = fmt.Errorf("at %s: %w", it.Pos, err)
 		return it
 	}
-	it.Env = &events.Envelope{SpecVersion: "1.0", ID: fmt.Sprintf("%d:%d", r.Partition, r.Offset), Source: LetterSource, Type: LetterType,
-		Time: d.DeadLetteredAt, Scope: d.Scope, Data: data}
+	it.Env = &events.Envelope{SpecVersion: "1.0", ID: fmt.Sprintf("%d:%d", r.Partition, r.Offset), Source: LetterSource, Type: typ,
+		Time: at, Scope: scope, Data: raw}
 	it.Sum, it.IDSum = projections.ContentHash(it.Env), projections.IDHash(it.Env)
 	return it
 }
