@@ -15,10 +15,10 @@ import (
 // written before the store moved to Pebble v2. Such a store has a CURRENT
 // file and no format-version marker, and Pebble v2 refuses to open it
 // ("written in format major version 1, which is no longer supported").
-func legacyFormat(fs vfs.FS, dir string) (bool, error) {
+func legacyFormat(fs vfs.FS, dir string) bool {
 	names, err := fs.List(dir)
 	if err != nil {
-		return false, nil // no directory yet: a new store
+		return false // no directory yet: a new store
 	}
 	current := false
 	for _, n := range names {
@@ -26,10 +26,10 @@ func legacyFormat(fs vfs.FS, dir string) (bool, error) {
 			current = true
 		}
 		if strings.HasPrefix(n, "marker.format-version.") {
-			return false, nil
+			return false
 		}
 	}
-	return current, nil
+	return current
 }
 
 // upgradeLegacy ratchets the Pebble v1 store in dir to Pebble v1's newest

@@ -45,7 +45,7 @@ func TestLegacyStoreIsUpgraded(t *testing.T) {
 	for _, readOnly := range []bool{true, false} {
 		dir := t.TempDir()
 		writeLegacy(t, dir, map[string]string{prefixProjection + "count/a": `{"n":1}`, prefixProjection + "count/b": `{"n":2}`})
-		if legacy, _ := legacyFormat(vfs.Default, dir); !legacy {
+		if !legacyFormat(vfs.Default, dir) {
 			t.Fatal("a v1 store at FormatMostCompatible is not recognised as legacy")
 		}
 		s, err := Open(dir, Options{ReadOnly: readOnly})
@@ -62,7 +62,7 @@ func TestLegacyStoreIsUpgraded(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if legacy, _ := legacyFormat(vfs.Default, dir); legacy {
+		if legacyFormat(vfs.Default, dir) {
 			t.Fatal("still legacy after the upgrade")
 		}
 		s, err = Open(dir, Options{})
@@ -83,7 +83,7 @@ func TestLegacyStoreUpgradeNeedsTheOSFilesystem(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("open through another filesystem: %v, want an error naming %s", err, dir)
 	}
-	if legacy, _ := legacyFormat(vfs.Default, dir); !legacy {
+	if !legacyFormat(vfs.Default, dir) {
 		t.Fatal("the refused store was changed")
 	}
 }

@@ -145,8 +145,8 @@ type Options struct {
 	// their level used to rewrite them; the rows every event rewrites (a
 	// session's s/ row: 6 of 579 are 1 KiB or more) stay in the sstables.
 	// 256 and 512 measured alike on BenchmarkPerEventCost (README,
-	// "Values compaction does not rewrite"). Blob files whose values are 20% garbage
-	// and at least 5 minutes old are rewritten (Pebble's
+	// "Values compaction does not rewrite"). Blob files whose values are
+	// 20% garbage and at least 5 minutes old are rewritten (Pebble's
 	// TargetGarbageRatio and RewriteMinimumAge); an sstable references at
 	// most 10 overlapping blob files (MaxBlobReferenceDepth).
 	BlobMinSize int
@@ -300,9 +300,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else if err := holdsStore(opts.FS, dir); err != nil {
 		return nil, err
 	}
-	if legacy, err := legacyFormat(opts.FS, dir); err != nil {
-		return nil, err
-	} else if legacy {
+	if legacyFormat(opts.FS, dir) {
 		if err := upgradeLegacy(opts.FS, dir, opts.OnFatal); err != nil {
 			return nil, err
 		}

@@ -27,8 +27,9 @@ const Name = "deadletters"
 // The key is <scope>/<newest first>/<letter partition>/<letter offset>,
 // where <newest first> is math.MaxInt64 minus the letter's timestamp in
 // nanoseconds, 19 digits: a scan of a scope lists its newest letters
-// first. Each row is written by the batch of its letter's partition and
-// never read back, so partitions apply concurrently (StatePerKey), and a
+// first. Each row is written by the batch of its letter's partition, and
+// read back only by a redrive note on that partition (which marks it
+// redriven), so partitions apply concurrently (StatePerKey), and a
 // replay of the topic writes the same rows (the timestamp is the
 // record's). A record that names no scope (no JSON event, or a scope
 // attribute that is no scope) is skipped: it belongs to no tenant, and
