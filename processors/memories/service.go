@@ -183,7 +183,10 @@ func (s *Service) knownSession(q search.Query) (string, error) {
 // the recording's own id and a new memory's 0.8, though a merge changes no
 // confidence and the memory may have had any id and confidence. When the
 // memory bank has not applied it within RecordWait, the answer is what the
-// projection held before the write, and Message says so.
+// projection held before the write, and Message says so. A caller that may
+// not read r.Scope (r.Readable false: a write-only token) is answered the
+// id and a message alone, without waiting: the wait's length told it
+// whether the recording merged into another writer's memory.
 //
 // The recording event's id is new for every call, unless r has an
 // IdempotencyKey: then it is RecordEventID, so a retry of a call whose
@@ -288,6 +291,15 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 			return search.Recorded{}, &search.FieldError{Pointer: bodyPointer(ve.Pointer), Reason: ve.Reason}
 		}
 		return search.Recorded{}, err
+	}
+	if r.Readable != nil && !r.Readable(r.Scope) {
+		// a write-only caller is answered the id and a message alone
+		// (Record), so waiting for the memory bank tells it nothing but
+		// how long the apply took, which differs between a merge into
+		// another writer's memory and a new one: a timing oracle (the
+		// last note's open item). It is answered once the broker has the
+		// recording.
+		return search.Recorded{ID: id}, nil
 	}
 	if s.Store != nil {
 		wait := s.RecordWait
