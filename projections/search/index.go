@@ -158,13 +158,17 @@ func NewIndex(store *projections.Store, emb embedder.Embedder, vs VectorStore, s
 }
 
 // QueryCacheSize is how many query vectors an Index remembers by
-// default (embedder.QueryCache: a repeated query skips the model), over
-// all partitions (queryPartition) together.
-const QueryCacheSize = 1024
+// default per partition (queryPartition: one set of read scopes), in
+// embedder.QueryCache: a repeated query skips the model. Each partition
+// evicts its own entries only, and at most
+// embedder.DefaultQueryCachePartitions are kept at once, each dropped
+// after embedder.DefaultQueryCacheIdle unused.
+const QueryCacheSize = embedder.DefaultQueryCacheSize
 
 // SetQueryCache replaces the query-vector cache with an empty one of size
-// entries; 0 turns caching off (every search runs the model, as
-// BenchmarkMemorySearch's baseline does). Call it before searching.
+// entries per partition; 0 turns caching off (every search runs the
+// model, as BenchmarkMemorySearch's baseline does). Call it before
+// searching.
 func (ix *Index) SetQueryCache(size int) {
 	ix.queries = nil
 	if size > 0 {
