@@ -157,7 +157,7 @@ func (c *QueryCache) Embed(ctx context.Context, partition, text string) ([]float
 // cfg.Idle (then dropped). c.mu is held.
 func (c *QueryCache) live(partition string) *queryPartition {
 	p := c.parts[partition]
-	if p != nil && c.now().Sub(p.used) >= c.cfg.Idle {
+	if p != nil && c.idle(p, c.now()) {
 		delete(c.parts, partition)
 		return nil
 	}
@@ -170,7 +170,7 @@ func (c *QueryCache) create(partition string) *queryPartition {
 	if len(c.parts) >= c.cfg.Partitions {
 		now := c.now()
 		for name, p := range c.parts {
-			if now.Sub(p.used) >= c.cfg.Idle {
+			if c.idle(p, now) {
 				delete(c.parts, name)
 			}
 		}
@@ -190,7 +190,12 @@ func (c *QueryCache) Contains(partition, text string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.parts[partition]
-	return p != nil && c.now().Sub(p.used) < c.cfg.Idle && p.cache.Contains(text)
+	return p != nil && !c.idle(p, c.now()) && p.cache.Contains(text)
+}
+
+// idle reports whether p has gone unused for cfg.Idle at now.
+func (c *QueryCache) idle(p *queryPartition, now time.Time) bool {
+	return now.Sub(p.used) >= c.cfg.Idle
 }
 
 // Len is the number of cached vectors, over all partitions (idle ones
