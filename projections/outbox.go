@@ -85,8 +85,31 @@ func (s *Store) PendingOutbox(max int) ([]OutboxEntry, error) {
 	return out, it.Error()
 }
 
+// outboxCacheBytes bounds the outbox rows a Store keeps decoded in memory
+// for the relay (Store.outbox), counted by cachedSize: 16 MiB. The relay
+// acknowledges rows within moments of their commit, so the cache holds a
+// few hundred rows; only a relay that cannot write (a broker or a derived
+// topic unwritable while the processors go on consuming) lets rows pile
+// up. Rows committed while the cache is full stay in Pebble only and are
+// decoded when relayed, as an earlier process's rows are: the same
+// records (TestOutboxConcurrentAndReopen), a little more CPU. Before the
+// bound every unacknowledged row stayed in memory: 40 MB after 200,000
+// tau-bench events with no relay (BenchmarkPerEventCost's heap), and
+// without limit during a long relay outage.
+const outboxCacheBytes = 16 << 20
+
+// cachedSize is what r costs in Store.outbox: its bytes and about 128 for
+// the map entry, the record's fields and its source position.
+func cachedSize(r *OutboxRecord) int {
+	n := 128 + len(r.Topic) + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 32 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
 // cacheOutbox remembers the committed outbox rows recs, numbered from
-// first (see Store.outbox).
+// first (see Store.outbox), while they fit in outboxCacheBytes.
 func (s *Store) cacheOutbox(first uint64, recs []OutboxRecord) {
 	if len(recs) == 0 {
 		return
@@ -96,8 +119,13 @@ func (s *Store) cacheOutbox(first uint64, recs []OutboxRecord) {
 	if s.outbox == nil {
 		s.outbox = map[uint64]OutboxRecord{}
 	}
-	for i, r := range recs {
-		s.outbox[first+uint64(i)] = r
+	for i := range recs {
+		n := cachedSize(&recs[i])
+		if s.outboxBytes+n > outboxCacheBytes {
+			continue // decoded from Pebble when relayed
+		}
+		s.outbox[first+uint64(i)] = recs[i]
+		s.outboxBytes += n
 	}
 }
 
@@ -117,7 +145,10 @@ func (s *Store) AckOutbox(entries []OutboxEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range entries {
-		delete(s.outbox, e.Seq)
+		if r, ok := s.outbox[e.Seq]; ok {
+			s.outboxBytes -= cachedSize(&r)
+			delete(s.outbox, e.Seq)
+		}
 	}
 	return nil
 }

@@ -207,10 +207,13 @@ type Store struct {
 	// outbox holds the outbox rows this process committed and has not
 	// acknowledged yet, by sequence number, so that PendingOutbox, which
 	// the relay calls for every round over every pending row, does not
-	// decode them again; rows of an earlier process are decoded.
-	outbox map[uint64]OutboxRecord
-	notify chan struct{}
-	hooks  []CommitHook
+	// decode them again; rows of an earlier process are decoded, and so
+	// are the rows committed while the cache held outboxCacheBytes
+	// (outboxBytes counts what it holds).
+	outbox      map[uint64]OutboxRecord
+	outboxBytes int
+	notify      chan struct{}
+	hooks       []CommitHook
 	// lastCommit is when a processor's batch last committed (Unix ns).
 	lastCommit atomic.Int64
 	// keys tells idempotency keys that are certainly not stored (nil for
