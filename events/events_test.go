@@ -560,6 +560,51 @@ func TestNewVerbatimKeepsMarkup(t *testing.T) {
 	}
 }
 
+// A time Go's RFC 3339 parser refuses (a lower-case t or z, a leap second),
+// a datacontenttype that is no media type, and a control character in a
+// String attribute are refused by producer paths, naming the attribute.
+// Before, each was acknowledged with 202: the time then dead-lettered the
+// session's derived memory ("/time: … is not an RFC 3339 time", the
+// memory bank parses it), the official Go SDK could not read the event
+// back, and "a\nb" could not be sent on in binary mode (a walkthrough,
+// 2026-11-30). The processors' parse of what they consume still takes
+// them, so a log written before replays as it did.
+func TestProducerTimesMediaTypesAndControlCharacters(t *testing.T) {
+	event := func(member string) []byte {
+		return []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","scope":"project:demo",` + member + `,"data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`)
+	}
+	for _, c := range []struct{ member, pointer string }{
+		{`"time":"2024-07-01t00:00:01z"`, "/time"}, {`"time":"2024-07-01T00:00:01z"`, "/time"},
+		{`"time":"2016-12-31T23:59:60Z"`, "/time"},
+		{`"datacontenttype":"application/json; charset"`, "/datacontenttype"}, {`"datacontenttype":"application/json;;"`, "/datacontenttype"},
+		{`"datacontenttype":"application/json; a=b c"`, "/datacontenttype"}, {`"datacontenttype":"application/json ; x"`, "/datacontenttype"},
+		{`"subject":"a\nb"`, "/subject"}, {`"myext":"a\u0001b"`, "/myext"}, {`"myext":"a\u0085b"`, "/myext"},
+		{`"correlationid":"c\u007f"`, "/correlationid"}, {`"causationid":"\t"`, "/causationid"},
+	} {
+		_, err := events.ParseProducerEvent(event(c.member))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.pointer {
+			t.Errorf("%s: got %v, want a ValidationError at %s", c.member, err, c.pointer)
+		}
+		if _, err := events.ParseEvent(event(c.member)); err != nil {
+			t.Errorf("%s: the consumer's parse refused it: %v", c.member, err)
+		}
+	}
+	for _, member := range []string{`"time":"2024-07-01T00:00:01Z"`, `"time":"2024-07-01T00:00:01.5+02:00"`,
+		`"datacontenttype":"application/json; charset=utf-8"`, `"datacontenttype":"Application/JSON"`, `"datacontenttype":"application/json;charset=\"utf-8\""`,
+		`"subject":"a b ü ✓"`, `"myext":"\u00a0ok"`} {
+		if _, err := events.ParseProducerEvent(event(member)); err != nil {
+			t.Errorf("%s: %v", member, err)
+		}
+	}
+	// the id is checked too, but an id with a control character is no id
+	// of this helper: its own event
+	_, err := events.ParseProducerEvent([]byte(`{"specversion":"1.0","id":"b5\nx","source":"test","type":"memory.feedback.v1","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`))
+	if ve := (*events.ValidationError)(nil); !errors.As(err, &ve) || ve.Pointer != "/id" {
+		t.Errorf("an id with a newline: got %v, want a ValidationError at /id", err)
+	}
+}
+
 // CloudEvents 1.0 gives an extension attribute no type for a fraction, an
 // exponent or a number beyond 32 bits (Integer is -2,147,483,648 to
 // 2,147,483,647, written as its integer component in JSON), and a subject,

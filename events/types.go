@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Type is a CloudEvents type attribute; the version is part of the name
@@ -313,6 +314,19 @@ func ProducerTypes() []Type {
 		}
 	}
 	return out
+}
+
+// TypeList is ts as a message names them: "a, b, c" (fmt's %v wrote Go's
+// "[a b c]" into error texts).
+func TypeList(ts []Type) string {
+	var b strings.Builder
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(t))
+	}
+	return b.String()
 }
 
 // SchemaURI is the dataschema attribute of type t.

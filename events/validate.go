@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	gojson "github.com/goccy/go-json"
@@ -202,6 +204,19 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 // got a 400 (an agent-runtime developer's walkthrough); then the payload
 // (checkPayload).
 func checkProduced(e *Envelope) error {
+	if err := checkAttributeStrings(e); err != nil {
+		return err
+	}
+	if e.Time != "" {
+		if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil {
+			return &ValidationError{Index: -1, Pointer: "/time", Reason: fmt.Sprintf("%q: write the time as yyyy-mm-ddThh:mm:ss[.fraction] and Z or ±hh:mm, with a capital T and Z and seconds up to 59; a lower-case t or z and a leap second (:60) are RFC 3339 but neither Chronicle's processors nor the official CloudEvents SDKs read them, so such an event was acknowledged and then lost downstream; or leave time out (the record's timestamp stands in)", e.Time)}
+		}
+	}
+	if e.DataContentType != "" && e.DataContentType != ContentTypeJSON {
+		if _, _, err := mime.ParseMediaType(e.DataContentType); err != nil {
+			return &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q is not a media type (RFC 2046: type/subtype, then parameters as ; name=value): %v", e.DataContentType, err)}
+		}
+	}
 	if e.SessionID != "" {
 		if err := CheckID(e.SessionID); err != nil {
 			return &ValidationError{Index: -1, Pointer: "/sessionid", Reason: err.Error()}
@@ -221,6 +236,42 @@ func checkProduced(e *Envelope) error {
 		}
 	}
 	return checkPayload(e)
+}
+
+// checkAttributeStrings refuses, naming the attribute, a String attribute
+// (id, subject, causationid, correlationid or a string extension) that
+// holds a control character: CloudEvents 1.0.2 (Type System, String) says
+// the C0 and C1 controls, U+0000–U+001F and U+007F–U+009F, MUST NOT be
+// used, as they are "not usable in contexts such as HTTP headers" (such an
+// event could not be sent on in binary mode). Before, "a\nb" was
+// acknowledged and kept. The attributes with a syntax of their own
+// (source, type, time, dataschema, sessionid, scope) refuse them already.
+// Producer paths only (checkProduced).
+func checkAttributeStrings(e *Envelope) error {
+	attrs := [...]struct{ name, v string }{{"id", e.ID}, {"subject", e.Subject}, {"causationid", e.CausationID}, {"correlationid", e.CorrelationID}}
+	for _, a := range attrs {
+		if err := noControl(a.name, a.v); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedNames(e.Extensions) {
+		if v, ok := e.Extensions[name].(string); ok {
+			if err := noControl(name, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// noControl is checkAttributeStrings' test of one attribute's value.
+func noControl(name, v string) error {
+	for i, r := range v {
+		if r < 0x20 || r >= 0x7f && r <= 0x9f {
+			return &ValidationError{Index: -1, Pointer: "/" + name, Reason: fmt.Sprintf("the control character %U at byte %d is not allowed in an attribute (CloudEvents 1.0.2, String: U+0000–U+001F and U+007F–U+009F MUST NOT be used); put such text in data", r, i)}
+		}
+	}
+	return nil
 }
 
 // checkExtensionValue refuses, naming the attribute, an extension value
@@ -486,7 +537,7 @@ func decodeAny(raw []byte) (any, error) {
 func validateData(set *compiled, env *Envelope, data any) error {
 	s, ok := set.data[env.Type]
 	if !ok {
-		return &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q (producers send: %v)", env.Type, ProducerTypes())}
+		return &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q (producers send: %s)", env.Type, TypeList(ProducerTypes()))}
 	}
 	if err := s.Validate(data); err != nil {
 		return schemaError(err, "/data")

@@ -139,7 +139,7 @@ func (f learnedFilter) show(raw []byte) (events.Type, bool) {
 // value counts); follow=false ends the stream at the end the topic had
 // when the request came (catch up and close), with a last block holding
 // only the id of the position reached (endCatchUp). after, from, scope
-// and follow take one value: a repeat is a 400 naming it (singleValued). Every LearnedKeepAlive without an event a ": keep-alive"
+// and follow take one value: a repeat is a 400 naming it (queryShape). Every LearnedKeepAlive without an event a ": keep-alive"
 // comment is written; a broker that does not answer for LearnedBrokerWait
 // ends the stream with "event: error". It reads with a plain franz-go
 // consumer of assigned partitions (no consumer group: nothing is
@@ -147,10 +147,8 @@ func (f learnedFilter) show(raw []byte) (events.Type, bool) {
 // an aborted transaction (a fenced zombie's) is never shown.
 func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	// types= is a list (repeats count); the others take one value
-	if !singleValued(w, q, "after", "from", "scope", "follow") {
-		return
-	}
+	// types= is a list (repeats count); a repeat of the others is refused
+	// before (the router's queryShape)
 	f := learnedFilter{caller: CallerOf(r), scope: q.Get("scope")}
 	if f.scope == search.ScopeAll {
 		f.scope = "" // every scope the token reads, as on the searches and GET /v1/sessions
@@ -172,7 +170,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		for _, t := range strings.Split(ts, ",") {
 			ti, ok := events.Lookup(events.Type(t))
 			if !ok || ti.Topic != events.TopicLearned {
-				writeErr(w, http.StatusBadRequest, "types: %q is not a type of %s (%v)", t, events.TopicLearned, events.LearnedTypes)
+				writeErr(w, http.StatusBadRequest, "types: %q is not a type of %s (%s)", t, events.TopicLearned, events.TypeList(events.LearnedTypes))
 				return
 			}
 			f.types[events.Type(t)] = true

@@ -154,6 +154,10 @@ func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "%s", msg)
 		return
 	}
+	if err := queryShape(r.URL.Query()); err != "" {
+		writeErr(w, http.StatusBadRequest, "%s", err)
+		return
+	}
 	h, pattern := jr.mux.Handler(r)
 	switch {
 	case pattern == "":
@@ -337,4 +341,40 @@ func badQuery(raw string) (string, error) {
 	}
 	_, err := url.ParseQuery(raw)
 	return "query", err
+}
+
+// listQueryParams are the query parameters that take several values
+// (types=a&types=b, as many HTTP clients send a list).
+var listQueryParams = map[string]bool{"types": true}
+
+// numericParams are the query parameters that take a number: given empty
+// (?limit=) they are refused, as a value that does not parse.
+var numericParams = [...]string{"limit", "k", "min_confidence"}
+
+// queryShape is the check of a request's query every route shares: a
+// parameter other than listQueryParams given more than once
+// (?limit=1&limit=2), or a numericParams one given empty, is refused with
+// its name (the error text; "" when the query is fine). Before, routes
+// differed: url.Values.Get kept the first of repeated values silently,
+// and ?limit= meant the default on /v1/sessions and /v1/memories/search
+// but was a 400 on /v1/workflows (a walkthrough, 2026-11-30). A parameter
+// no route reads is left alone, as HTTP APIs usually do (a browser's
+// cache-busting ?_=…).
+func queryShape(q url.Values) string {
+	names := make([]string, 0, len(q))
+	for n := range q {
+		names = append(names, n)
+	}
+	sort.Strings(names) // one answer for one query
+	for _, n := range names {
+		if vs := q[n]; len(vs) > 1 && !listQueryParams[n] {
+			return fmt.Sprintf("%s: given %d times (%s=%s): it takes one value", n, len(vs), n, strings.Join(vs, "&"+n+"="))
+		}
+	}
+	for _, n := range numericParams {
+		if q.Has(n) && q.Get(n) == "" {
+			return fmt.Sprintf("%s: given empty: give a number, or leave the parameter out for the route's default", n)
+		}
+	}
+	return ""
 }
