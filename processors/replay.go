@@ -119,6 +119,19 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	if err := ends.Error(); err != nil {
 		return st, fmt.Errorf("replay: end offsets: %w", err)
 	}
+	// the store is bound to this log: served with another log whose
+	// topics have other ids, it is refused (before, a replayed directory
+	// took the other log's records from its own offsets on, silently: an
+	// operator's walkthrough)
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return st, fmt.Errorf("replay: topics: %w", err)
+	}
+	for _, name := range details.Names() {
+		if err := cfg.Store.SetTopicID(name, details[name].ID.String()); err != nil {
+			return st, err
+		}
+	}
 	stopAt := map[string]map[int32]int64{}
 	var total int64
 	start := map[string]map[int32]kgo.Offset{}

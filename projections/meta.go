@@ -28,3 +28,23 @@ func (s *Store) Meta(key string) (val []byte, ok bool, err error) {
 func (s *Store) SetMeta(key string, val []byte) error {
 	return s.write(func() error { return s.db.Set([]byte(prefixMeta+key), val, pebble.Sync) })
 }
+
+// topicIDMeta is the Meta key under which a store records the topic id of
+// topic in the log it follows.
+func topicIDMeta(topic string) string { return "topic-id/" + topic }
+
+// TopicID is the id of topic (kadm.TopicID's String form) in the log the
+// store was built from, as SetTopicID recorded it; ok is false when none
+// was. A running service records it at its first start, a replay for every
+// topic it read, so a directory is refused when served with another log
+// whose topics have other ids (pipeline's ErrForeignLog).
+func (s *Store) TopicID(topic string) (id string, ok bool, err error) {
+	v, ok, err := s.Meta(topicIDMeta(topic))
+	return string(v), ok, err
+}
+
+// SetTopicID records id as topic's id in the log the store follows (see
+// TopicID), durably.
+func (s *Store) SetTopicID(topic, id string) error {
+	return s.SetMeta(topicIDMeta(topic), []byte(id))
+}

@@ -59,7 +59,12 @@ cluster cost is 1 − cluster path / single-instance path.`,
 					}
 				}
 			}
-			res, err := bench.Run(cmd.Context(), cfg)
+			// interrupted (Ctrl-C, SIGTERM), the bench stops and removes its
+			// temporary directory (it was left behind, 2–5 GB: an operator's
+			// walkthrough)
+			ctx, stop := signalContext()
+			defer stop()
+			res, err := bench.Run(ctx, cfg)
 			if bar != nil {
 				_ = bar.Finish()
 			}
@@ -85,7 +90,7 @@ cluster cost is 1 − cluster path / single-instance path.`,
 	cmd.Flags().Int32Var(&cfg.Partitions, "partitions", 4, "partitions of every topic")
 	cmd.Flags().IntVar(&cfg.Probes, "probes", 500, "single events for the latency")
 	cmd.Flags().IntVar(&cfg.Runs, "runs", 5, "runs of the single-instance path, the cluster path and the replay, alternating; their rates are the medians")
-	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "directory for the log and the stores (default a temporary one, removed afterwards)")
+	cmd.Flags().StringVar(&cfg.Dir, "dir", "", "directory for the log and the stores, empty or new (default a temporary one, removed afterwards, also when interrupted)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these jobs (raw, count, single, default, replay; replay runs default first), e.g. to profile one")
 	return cmd

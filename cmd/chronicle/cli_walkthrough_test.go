@@ -61,6 +61,12 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"bench", "--events", "10", "--runs", "1"}, "all 10 events were applied in one commit"},
 		{[]string{"serve", "--partitions", "0", "--data", t.TempDir()}, "--partitions: 0, must be ≥ 1"},
 		{[]string{"ingest", "x.jsonl", "--brokers", ",,"}, `--brokers: ",," names no host:port`},
+		// a bare host was dialled on 9092, and "foo" or port 99999 failed
+		// later naming an internal field (a walkthrough, 2026-11-30)
+		{[]string{"replay", "--data", t.TempDir(), "--into", filepath.Join(t.TempDir(), "r"), "--brokers", "127.0.0.1"}, `--brokers: "127.0.0.1" is not host:port`},
+		{[]string{"ingest", "x.jsonl", "--brokers", "foo"}, `--brokers: "foo" is not host:port`},
+		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092,127.0.0.1:99999"}, `--brokers: "127.0.0.1:99999" is not host:port`},
+		{[]string{"bench", "--dir", nonEmptyDir(t)}, "is not empty"},
 		{[]string{"serve", "--decay-interval", "-1s", "--data", t.TempDir()}, "--decay-interval: -1s, must not be negative"},
 		{[]string{"serve", "--stall-after", "-1s", "--data", t.TempDir()}, "--stall-after: -1s, must not be negative"},
 		{[]string{"broker", "--kafka-listen", "bogus", "--data", t.TempDir()}, `--kafka-listen: "bogus" is not host:port`},
@@ -224,4 +230,13 @@ func TestStrayArgumentIsRefused(t *testing.T) {
 			t.Errorf("a refused command left %s behind (%v)", name, err)
 		}
 	}
+}
+
+// nonEmptyDir is a new directory holding one file.
+func nonEmptyDir(t *testing.T) string {
+	d := t.TempDir()
+	if err := os.WriteFile(filepath.Join(d, "left-over"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

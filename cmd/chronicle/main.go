@@ -120,8 +120,35 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("--kafka-listen: %q is not host:port (%v)", f.Value.String(), err)
 		}
 	}
-	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed && strings.Trim(f.Value.String(), ", ") == "" {
-		return fmt.Errorf("--brokers: %q names no host:port (leave the flag out to start the embedded broker)", f.Value.String())
+	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed {
+		if strings.Trim(f.Value.String(), ", ") == "" {
+			return fmt.Errorf("--brokers: %q names no host:port (leave the flag out to start the embedded broker)", f.Value.String())
+		}
+		if err := checkBrokers(f.Value.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBrokers refuses a --brokers entry that is not host:port with a
+// port from 1 to 65535, naming the flag: franz-go dials a bare host on
+// Kafka's default 9092, so "--brokers 127.0.0.1" read whatever listened
+// there, and "foo" or "127.0.0.1:99999" failed later naming an internal
+// field or the topic creation (an operator's walkthrough, 2026-11-30).
+// Empty entries (a trailing comma) are skipped, as the clients skip them.
+func checkBrokers(list string) error {
+	for _, b := range strings.Split(list, ",") {
+		if b = strings.TrimSpace(b); b == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(b)
+		if err != nil {
+			return fmt.Errorf("--brokers: %q is not host:port, e.g. 127.0.0.1:9092 (%v)", b, err)
+		}
+		if n, err := strconv.Atoi(port); host == "" || err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("--brokers: %q is not host:port: give a host and a port from 1 to 65535, e.g. 127.0.0.1:9092", b)
+		}
 	}
 	return nil
 }

@@ -173,6 +173,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Events: cfg.Events, Partitions: cfg.Partitions}
+	if cfg.Dir != "" {
+		// a second run into one directory appended its events to the log
+		// there and failed a second later with the engine's internals
+		// (an operator's walkthrough): refused before anything is written
+		if ents, err := os.ReadDir(cfg.Dir); err == nil && len(ents) > 0 {
+			return res, fmt.Errorf("bench: Config.Dir: %s is not empty (%s, …): the bench writes a new log and new stores there; give an empty or new directory", cfg.Dir, ents[0].Name())
+		}
+	}
 	if cfg.Dir == "" {
 		d, err := os.MkdirTemp("", "chronicle-bench-")
 		if err != nil {

@@ -22,7 +22,7 @@ var ErrForeignLog = errors.New("the data directory does not match its log")
 // checkLog refuses a store that does not follow the log behind adm: every
 // stored next offset must be at most the end offset of its partition, and
 // every topic must keep the topic id the store first saw (recorded at the
-// first start, under projections meta "topic-id/<topic>").
+// first start, or by the replay that built it: projections.Store.TopicID).
 func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) error {
 	offsets := store.Offsets() // processor/topic/partition → next offset
 	topics := map[string]bool{}
@@ -41,17 +41,17 @@ func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) e
 			continue
 		}
 		id := td.ID.String()
-		prev, ok, err := store.Meta("topic-id/" + name)
+		prev, ok, err := store.TopicID(name)
 		if err != nil {
 			return err
 		}
 		switch {
 		case !ok:
-			if err := store.SetMeta("topic-id/"+name, []byte(id)); err != nil {
+			if err := store.SetTopicID(name, id); err != nil {
 				return err
 			}
-		case string(prev) != id:
-			return fmt.Errorf("pipeline: %w: topic %s has id %s, the store was built from id %s", ErrForeignLog, name, id, prev)
+		case prev != id:
+			return fmt.Errorf("pipeline: %w: topic %s of this log has id %s, but the store was built from a topic %s with id %s: another log of the same name (recreated, or another service's). Serve the directory with the log it was built from, or rebuild its projections from this log (chronicle replay --into a new directory, then swap its projections in)", ErrForeignLog, name, id, name, prev)
 		}
 	}
 	if len(topics) == 0 {

@@ -250,6 +250,14 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if p.Store, err = projections.Open(ProjectionsDir(cfg.DataDir), projections.Options{}); err != nil {
 		return nil, err
 	}
+	// a store whose replay did not finish holds part of the log: digest,
+	// audit and inspect refuse it, and so does a service (before, serve
+	// took it and caught up from where the replay stopped, and the offline
+	// tools then refused the directory for good: an operator's walkthrough)
+	if err := p.Store.CheckComplete(); err != nil {
+		p.Store.Close()
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
 	if cfg.CommitHook != nil {
 		p.Store.OnCommit(cfg.CommitHook)
 	}
