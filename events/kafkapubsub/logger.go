@@ -10,8 +10,11 @@ import (
 // kgoLogger forwards franz-go's warnings and errors to a Watermill logger:
 // errors as Error, warnings as Info. Pass kgo.WithLogger in ExtraOpts for
 // more detail.
+// A repeat of an error or warning within RepeatWindow (the same message
+// and error) is held back and counted (gate; nil lets every line through).
 type kgoLogger struct {
 	logger watermill.LoggerAdapter
+	gate   *repeatGate
 }
 
 func (l kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
@@ -20,6 +23,15 @@ func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	fields := make(watermill.LogFields, len(keyvals)/2)
 	for i := 0; i+1 < len(keyvals); i += 2 {
 		fields[fmt.Sprint(keyvals[i])] = keyvals[i+1]
+	}
+	if level <= kgo.LogLevelWarn {
+		ok, held := l.gate.allow(repeatKey(msg, fields["err"]))
+		if !ok {
+			return
+		}
+		if held > 0 {
+			fields["repeated"] = held
+		}
 	}
 	switch level {
 	case kgo.LogLevelError:

@@ -56,7 +56,7 @@ func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publish
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(recordDeliveryTimeout),
-		kgo.WithLogger(kgoLogger{logger: logger}),
+		kgo.WithLogger(kgoLogger{logger: logger, gate: &repeatGate{}}),
 	}
 	opts = append(opts, cfg.ExtraOpts...)
 	client, err := kgo.NewClient(opts...)

@@ -172,7 +172,7 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(s.cfg.Brokers...),
-		kgo.WithLogger(kgoLogger{logger: s.logger}),
+		kgo.WithLogger(kgoLogger{logger: s.logger, gate: &repeatGate{}}),
 	}
 	opts = append(opts, connectionOpts(s.cfg.ExtraOpts)...)
 	client, err := kgo.NewClient(opts...)

@@ -17,7 +17,9 @@ type subscription struct {
 	topic  string
 	cfg    *SubscriberConfig
 	logger watermill.LoggerAdapter
-	client *kgo.Client
+	// repeats holds back repeated fetch and client errors (RepeatWindow)
+	repeats repeatGate
+	client  *kgo.Client
 	// cancelClient cancels client's context (kgo.WithContext): it cuts a
 	// leave that waits too long (closeClient)
 	cancelClient context.CancelFunc
@@ -55,7 +57,7 @@ func (s *subscription) clientOpts() []kgo.Opt {
 		kgo.ConsumeTopics(s.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(fetchMaxWait),
-		kgo.WithLogger(kgoLogger{logger: s.logger}),
+		kgo.WithLogger(kgoLogger{logger: s.logger, gate: &s.repeats}),
 		// franz-go v1.22.2 reads a fetch session's id in Client.Close while
 		// its fetch loop may still write it (a data race the race detector
 		// reports); without fetch sessions the id is never written. They
@@ -200,7 +202,13 @@ func (s *subscription) process(fetches kgo.Fetches) outcome {
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		if p.Err != nil {
 			errs++
-			s.logger.Error("Fetch failed", p.Err, watermill.LogFields{"partition": p.Partition})
+			if ok, held := s.repeats.allow(repeatKey("Fetch failed", p.Err)); ok {
+				f := watermill.LogFields{"partition": p.Partition}
+				if held > 0 {
+					f["repeated"] = held
+				}
+				s.logger.Error("Fetch failed", p.Err, f)
+			}
 		}
 		if recs := s.fromStart(p.Partition, p.Records); len(recs) > 0 {
 			parts = append(parts, recs)
