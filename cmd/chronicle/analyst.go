@@ -19,14 +19,16 @@ import (
 
 // logBrokers returns the brokers holding the log of data: --brokers, or an
 // embedded broker started on DATA/log on a free loopback port.
-func logBrokers(ctx context.Context, c *commonFlags) ([]string, func(), error) {
+func logBrokers(ctx context.Context, cmd *cobra.Command, c *commonFlags) ([]string, func(), error) {
 	if b := c.brokerList(); len(b) > 0 {
 		return b, func() {}, nil
 	}
 	if _, err := os.Stat(pipeline.LogDir(c.data)); err != nil {
 		return nil, nil, fmt.Errorf("--data %s: no log at %s: %w", c.data, pipeline.LogDir(c.data), err)
 	}
-	b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: "127.0.0.1:0", Partitions: c.partitions})
+	// --partitions does not change a log's topics: said, as serve says it
+	// (it was ignored silently: an operator's walkthrough)
+	b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: "127.0.0.1:0", Partitions: c.partitions, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,9 +52,9 @@ func replayCmd() *cobra.Command {
 				return err
 			}
 			if projections.HoldsStore(pipeline.ProjectionsDir(into)) == nil {
-				return fmt.Errorf("--into %s: already holds projections; replay needs an empty directory", into)
+				return fmt.Errorf("--into %s: already holds projections (%s); replay writes new ones there: give a directory without them", into, pipeline.ProjectionsDir(into))
 			}
-			brokers, stop, err := logBrokers(ctx, &c)
+			brokers, stop, err := logBrokers(ctx, cmd, &c)
 			if err != nil {
 				return err
 			}
@@ -108,7 +110,10 @@ func replayBar() func(done, total int64) {
 	var bar *progressbar.ProgressBar
 	return func(done, total int64) {
 		if bar == nil {
-			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("replaying"), progressbar.OptionShowCount())
+			// the line ends when the bar completes: a warning printed after
+			// it started on the bar's line (an operator's walkthrough)
+			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("replaying"), progressbar.OptionShowCount(),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
 		}
 		_ = bar.Set64(done)
 	}
@@ -171,7 +176,7 @@ func auditCmd() *cobra.Command {
 			if err := live.CheckComplete(); err != nil {
 				return err
 			}
-			brokers, stop, err := logBrokers(ctx, &c)
+			brokers, stop, err := logBrokers(ctx, cmd, &c)
 			if err != nil {
 				return err
 			}

@@ -71,18 +71,39 @@ cluster cost is 1 − cluster path / single-instance path.`,
 			if err != nil {
 				return err
 			}
+			ran := func(job string) bool {
+				return cfg.Only == nil || cfg.Only[job] || job == "default" && cfg.Only["replay"]
+			}
+			ratio := func(r float64) string {
+				if !ran("raw") {
+					return "" // no raw job to compare with
+				}
+				return fmt.Sprintf("  ×%.3f raw", r)
+			}
 			if asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return enc.Encode(measuredOnly(res, ran))
 			}
 			fmt.Printf("%d tau-bench events, embedded broker, %d partitions\n", res.Events, res.Partitions)
-			fmt.Printf("  raw franz-go count (one Pebble batch per fetch)  %9.0f events/s (median of %.0f; first poll %.0f ms)\n", res.RawEventsPerS, res.RawRuns, res.RawFirstPollMs)
-			fmt.Printf("  chronicle, count processor                       %9.0f events/s  ×%.3f raw\n", res.CountEventsPerS, res.CountRatio)
-			fmt.Printf("  chronicle, default processors, single instance   %9.0f events/s, CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.SingleEventsPerS, res.SingleCPUMicrosPerEvent, res.SingleRuns, res.SingleCPURuns)
-			fmt.Printf("  chronicle, default processors (cluster path)     %9.0f events/s  ×%.3f raw, cluster cost %.1f%% (CPU %+.1f%%), CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.DefaultEventsPerS, res.DefaultRatio, 100*res.ClusterCost, 100*res.ClusterCPUCost, res.DefaultCPUMicrosPerEvent, res.DefaultRuns, res.DefaultCPURuns)
-			fmt.Printf("  replay, default processors                       %9.0f records/s ×%.3f raw (%d records), CPU %.1f µs/record (medians of %.0f, %.1f)\n", res.ReplayEventsPerS, res.ReplayRatio, res.ReplayRecords, res.ReplayCPUMicrosPerRecord, res.ReplayRuns, res.ReplayCPURuns)
-			fmt.Printf("  produce→projection latency, single events        p50 %.2f ms  p99 %.2f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
+			if ran("raw") {
+				fmt.Printf("  raw franz-go count (one Pebble batch per fetch)  %9.0f events/s (median of %.0f; first poll %.0f ms)\n", res.RawEventsPerS, res.RawRuns, res.RawFirstPollMs)
+			}
+			if ran("count") {
+				fmt.Printf("  chronicle, count processor                       %9.0f events/s%s\n", res.CountEventsPerS, ratio(res.CountRatio))
+			}
+			if ran("single") {
+				fmt.Printf("  chronicle, default processors, single instance   %9.0f events/s, CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.SingleEventsPerS, res.SingleCPUMicrosPerEvent, res.SingleRuns, res.SingleCPURuns)
+			}
+			if ran("default") {
+				fmt.Printf("  chronicle, default processors (cluster path)     %9.0f events/s%s, cluster cost %.1f%% (CPU %+.1f%%), CPU %.1f µs/event (medians of %.0f, %.1f)\n", res.DefaultEventsPerS, ratio(res.DefaultRatio), 100*res.ClusterCost, 100*res.ClusterCPUCost, res.DefaultCPUMicrosPerEvent, res.DefaultRuns, res.DefaultCPURuns)
+			}
+			if ran("replay") {
+				fmt.Printf("  replay, default processors                       %9.0f records/s%s (%d records), CPU %.1f µs/record (medians of %.0f, %.1f)\n", res.ReplayEventsPerS, ratio(res.ReplayRatio), res.ReplayRecords, res.ReplayCPUMicrosPerRecord, res.ReplayRuns, res.ReplayCPURuns)
+			}
+			if ran("default") && cfg.Probes > 0 {
+				fmt.Printf("  produce→projection latency, single events        p50 %.2f ms  p99 %.2f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
+			}
 			return nil
 		},
 	}
@@ -94,4 +115,39 @@ cluster cost is 1 − cluster path / single-instance path.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these jobs (raw, count, single, default, replay; replay runs default first), e.g. to profile one")
 	return cmd
+}
+
+// measuredOnly is res as --json prints it: without the figures of the
+// jobs --only left out (and the ratios without the raw job, the cluster
+// cost without both paths, the latency without the default job or
+// probes), which were 0 and read as measured zeros (an operator's
+// walkthrough, 2026-11-30).
+func measuredOnly(res bench.Result, ran func(job string) bool) map[string]any {
+	b, _ := json.Marshal(res)
+	m := map[string]any{}
+	_ = json.Unmarshal(b, &m)
+	drop := func(keys ...string) {
+		for _, k := range keys {
+			delete(m, k)
+		}
+	}
+	if !ran("raw") {
+		drop("raw_events_per_s", "raw_runs_events_per_s", "raw_runs_first_poll_ms", "count_ratio", "default_ratio", "replay_ratio")
+	}
+	if !ran("count") {
+		drop("count_events_per_s", "count_ratio")
+	}
+	if !ran("single") {
+		drop("single_events_per_s", "single_runs_events_per_s", "single_runs_cpu_us_per_event", "single_cpu_us_per_event", "cluster_cost", "cluster_cpu_cost")
+	}
+	if !ran("default") {
+		drop("default_events_per_s", "default_runs_events_per_s", "default_runs_cpu_us_per_event", "default_cpu_us_per_event", "default_ratio", "cluster_cost", "cluster_cpu_cost", "latency_p50_ms", "latency_p99_ms")
+	}
+	if len(res.DefaultRuns) > 0 && res.LatencyP99Ms == 0 && res.LatencyP50Ms == 0 {
+		drop("latency_p50_ms", "latency_p99_ms") // --probes 0
+	}
+	if !ran("replay") {
+		drop("replay_events_per_s", "replay_runs_records_per_s", "replay_runs_cpu_us_per_record", "replay_cpu_us_per_record", "replay_records", "replay_ratio")
+	}
+	return m
 }

@@ -38,7 +38,7 @@ func deadletterListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			brokers, stop, err := logBrokers(ctx, &c)
+			brokers, stop, err := logBrokers(ctx, cmd, &c)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func deadletterRedriveCmd() *cobra.Command {
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			brokers, stop, err := logBrokers(ctx, &c)
+			brokers, stop, err := logBrokers(ctx, cmd, &c)
 			if err != nil {
 				return err
 			}

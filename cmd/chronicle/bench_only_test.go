@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/processors/bench"
+)
+
+// bench --only prints the figures of the jobs that ran: the others were
+// 0 in --json, read as measured zeros (an operator's walkthrough,
+// 2026-11-30). Ratios need the raw job; the latency, the default job.
+func TestBenchJSONLeavesOutJobsNotRun(t *testing.T) {
+	res := bench.Result{Events: 10, RawEventsPerS: 100, RawRuns: []float64{100}, CountEventsPerS: 50, CountRatio: 0.5}
+	only := map[string]bool{"raw": true, "count": true}
+	m := measuredOnly(res, func(job string) bool { return only[job] })
+	for _, k := range []string{"events", "raw_events_per_s", "count_events_per_s", "count_ratio"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("%s missing from %v", k, m)
+		}
+	}
+	for _, k := range []string{"default_events_per_s", "default_ratio", "replay_events_per_s", "replay_ratio", "latency_p99_ms", "cluster_cost", "single_events_per_s"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("%s present for a job that did not run", k)
+		}
+	}
+	only = map[string]bool{"count": true}
+	if _, ok := measuredOnly(res, func(job string) bool { return only[job] })["count_ratio"]; ok {
+		t.Error("count_ratio present without the raw job")
+	}
+}
+
+// replay --partitions on a log whose topics exist says that it does not
+// apply, as serve says it (it was ignored silently: an operator's
+// walkthrough, 2026-11-30).
+func TestReplayWarnsWhenPartitionsDoNotApply(t *testing.T) {
+	data, stop := logOfOneSession(t) // one partition per topic
+	stop()
+	out, err := exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "r"), "--partitions", "3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "warning: --partitions 3 does not apply to topics that exist") {
+		t.Fatalf("replay --partitions 3 of a 1-partition log said nothing of it:\n%s", out)
+	}
+	out, err = exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "r")).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "warning: --partitions") {
+		t.Fatalf("replay without --partitions: %v, want no warning:\n%s", err, out)
+	}
+}
