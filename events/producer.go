@@ -438,6 +438,12 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 				return fmt.Errorf("%w: %w (last connection attempt: %w)", ErrNotAcknowledged, err, derr)
 			}
 		}
+		if parent.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			// no connection failed: the broker took the requests and did
+			// not answer (the first 503 of a SIGSTOPped broker said only
+			// "context deadline exceeded": an operator's walkthrough)
+			return fmt.Errorf("%w: %w (no connection failed: the broker did not answer within %v, so it is hung, overloaded or cut off)", ErrNotAcknowledged, err, p.cfg.PublishTimeout)
+		}
 		return fmt.Errorf("%w: %w", ErrNotAcknowledged, err)
 	}
 	return nil
