@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +25,36 @@ func TestBodyErrorNamesTheReason(t *testing.T) {
 		}
 		if got := bodyError(json.Unmarshal([]byte(c.in), &v)); got == nil || got.Error() != c.want {
 			t.Errorf("%s: %v, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A body error about one member carries its pointer and reason, which the
+// route's 400 answers as POST /v1/events' does: an unknown field, also a
+// nested one, and a value of the wrong type (before, only the message
+// named them: a new user's walkthrough, 2026-11-30).
+func TestBodyErrorsNameTheirMember(t *testing.T) {
+	type target struct {
+		Title string   `json:"title"`
+		Tags  []string `json:"tags"`
+		Inner struct {
+			B int `json:"b"`
+		} `json:"inner"`
+	}
+	for body, want := range map[string][2]string{
+		`{"bogus":1}`:               {"/bogus", `unknown field "bogus"`},
+		`{"inner":{"zz":1}}`:        {"/inner/zz", `unknown field "zz"`},
+		`{"tags":"x"}`:              {"/tags", "got string, want array"},
+		`{"inner":{"b":"x"}}`:       {"/inner/b", "got string, want integer"},
+		`{"title":"a","title":"b"}`: {"/title", "appears twice"},
+		`{"Title":"a"}`:             {"/Title", "member names are case-sensitive"},
+	} {
+		err := decodeRead([]byte(body), &target{})
+		w := httptest.NewRecorder()
+		writeBodyErr(w, err, "")
+		var got errorBody
+		if jerr := json.Unmarshal(w.Body.Bytes(), &got); jerr != nil || w.Code != 400 || got.Pointer != want[0] || !strings.Contains(got.Reason, want[1]) || got.Error != err.Error() {
+			t.Errorf("%s: %d %s, want 400 with pointer %s and a reason saying %s", body, w.Code, w.Body, want[0], want[1])
 		}
 	}
 }

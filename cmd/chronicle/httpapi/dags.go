@@ -35,7 +35,7 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 		SkipEcho *bool             `json:"skip_echo"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	if len(body.Tools) == 0 {

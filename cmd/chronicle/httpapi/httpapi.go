@@ -1251,7 +1251,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		Scope string `json:"scope"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	if body.Scope != "" && !events.ValidScope(body.Scope) {
@@ -1336,7 +1336,7 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		Comment string `json:"comment"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	if body.Helpful == nil {

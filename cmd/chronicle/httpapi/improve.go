@@ -242,13 +242,13 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		err = bodyError(err)
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 		if err := decodeBody(w, r, &struct{}{}); err != nil {
-			writeErr(w, bodyStatus(err), "%v (this route takes no field: send no body or {})", err)
+			writeBodyErr(w, err, " (this route takes no field: send no body or {})")
 			return
 		}
 	}

@@ -149,7 +149,7 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		By       string `json:"by"`
 	}
 	if err := decodeBody(w, r, &body); err != nil {
-		writeErr(w, bodyStatus(err), "%v (want {\"decision\": \"approve\"|\"reject\", \"note\", \"by\"})", err)
+		writeBodyErr(w, err, ` (want {"decision": "approve"|"reject", "note", "by"})`)
 		return
 	}
 	if body.Decision != "approve" && body.Decision != "reject" {

@@ -48,11 +48,11 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		err = bodyError(err)
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	if err := decodeRead(body, &req); err != nil {
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	// k absent is the default (3); k sent as 0 is out of range, as
@@ -187,11 +187,11 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		err = bodyError(err)
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	if err := decodeRead(body, &d); err != nil {
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	// the verdict and the confidence it is about are the feedback: left

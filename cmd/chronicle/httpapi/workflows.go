@@ -283,11 +283,11 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		err = bodyError(err)
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	if err := decodeRead(body, &b); err != nil {
-		writeErr(w, bodyStatus(err), "%v", err)
+		writeBodyErr(w, err, "")
 		return
 	}
 	// workflowBody is every route's fields: one route's field sent to
