@@ -85,6 +85,12 @@ func (m mcpAPI) SearchResume(ctx context.Context, c mcpserver.Caller, id, scope,
 type handlerTransport struct{ h http.Handler }
 
 func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	// an in-process request has no local address: it inherits the /mcp
+	// request's context, whose loopback listener address, with the
+	// in-process Host, made rebound refuse every tool call of a server
+	// without tokens (a walkthrough, 2026-11-30). The /mcp request itself
+	// was judged on its way in.
+	r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, nil))
 	rec := httptest.NewRecorder()
 	t.h.ServeHTTP(rec, r)
 	return rec.Result(), nil
