@@ -118,12 +118,19 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 		// by an agent-runtime walkthrough)
 		var ref *Refusal
 		if errors.As(s.try(env), &ref) {
-			ref.Err = fmt.Errorf("written at %s and rejected there, another write having changed the workflow first: %w", pos, ref.Err)
+			ref.Err = fmt.Errorf("%s%w", WrittenPrefix(pos.String()), ref.Err)
+			ref.Written = pos.String()
 			return pos, ref
 		}
 		return pos, fmt.Errorf("workflows: event %s (%s) at %s: %w; GET /v1/deadletters?scope=%s names the reason", env.ID, env.Type, pos, ErrRejected, env.EffectiveScope())
 	}
 	return pos, nil
+}
+
+// WrittenPrefix is how a Refusal of a write rejected from the log at pos
+// begins (Refusal.Written).
+func WrittenPrefix(pos string) string {
+	return "written at " + pos + " and rejected there, another write having changed the workflow first: "
 }
 
 // Refusal is Check's error for a write the workflows processor would
@@ -133,6 +140,10 @@ func (s *Service) Submit(ctx context.Context, env events.Envelope) (projections.
 type Refusal struct {
 	Pointer, Reason string
 	Err             error
+	// Written is the log position of a write that raced another and was
+	// rejected from the log (Submit); empty for Check's refusal, made
+	// before anything was written.
+	Written string
 }
 
 func (r *Refusal) Error() string { return r.Err.Error() }

@@ -639,7 +639,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusConflict // the write is well formed; the workflow's state refuses it
 		}
 		idx := 0
-		msg, ptr := requestPointer(route, refusal.Error(), refusal.Pointer, refusal.Reason)
+		msg, ptr := refusalMessage(route, refusal)
 		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
@@ -723,6 +723,20 @@ func requestPointer(route, msg, ptr, reason string) (string, string) {
 	}
 	if p, ok := events.BodyPointer(ptr, members); ok {
 		return strings.TrimPrefix(p, "/") + ": " + reason, p
+	}
+	return msg, ptr
+}
+
+// refusalMessage is the error text and pointer of a workflow write's
+// Refusal: requestPointer's, and for a write that raced another and was
+// rejected from the log, its position first — requestPointer's "member:
+// reason" dropped it, so such a write read as one refused before anything
+// was written (a walkthrough, 2026-11-30: four concurrent asks under one
+// decision id).
+func refusalMessage(route string, refusal *workflows.Refusal) (msg, ptr string) {
+	msg, ptr = requestPointer(route, refusal.Error(), refusal.Pointer, refusal.Reason)
+	if refusal.Written != "" && !strings.HasPrefix(msg, "written at ") {
+		msg = workflows.WrittenPrefix(refusal.Written) + msg
 	}
 	return msg, ptr
 }
