@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,8 +28,11 @@ func (t *tools) addImprovement(s *mcp.Server) {
 	if t.opts.Improvement == nil {
 		return
 	}
+	in := inferSchema[improvementInput]()
+	in.Properties["session_id"].MinLength = jsonschema.Ptr(1) // "" is refused (it was not in the schema)
 	mcp.AddTool(s, &mcp.Tool{
-		Name: "pair_improvement",
+		Name:        "pair_improvement",
+		InputSchema: in,
 		Description: "The PAIR loop state of a session evaluated below 95: status (SUCCESS, MAX_ITERATIONS_REACHED, REVISION_READY, AWAITING_CONTEXT, AWAITING_EVALUATION when the session has no evaluation yet), " +
 			"the retrieved patterns per gap with their recommendation, the revision (tool sequence to follow, missing writes, rules, rationale, estimated improvement) " +
 			"and how to start the next attempt (next_attempt: iteration, parent_session). " +

@@ -44,10 +44,13 @@ func (t *tools) addSearches(s *mcp.Server) {
 	if t.opts.Searches == nil {
 		return
 	}
+	get := inferSchema[searchGetInput]()
+	get.Properties["search_id"].MinLength = jsonschema.Ptr(1) // "" is refused (it was not in the schema)
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "search_get",
 		Description: "The state of a durable tree search (quota-aware Beam-A*): status (running, paused, completed), outcome, " +
 			"the open set ordered by f (its head is expanded next), the question when paused, the token quota and the best path.",
+		InputSchema: get,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, t.searchGet)
 	in := inferSchema[searchResumeInput]()

@@ -82,6 +82,12 @@ func TestHTTPSearchTools(t *testing.T) {
 			if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
 				t.Error("search_get is not marked read-only")
 			}
+		case "memory_search":
+			// it writes usage (memory.retrieved.v1): not read-only in the
+			// MCP spec's sense (it was marked so: a walkthrough, 2026-11-30)
+			if tool.Annotations == nil || tool.Annotations.ReadOnlyHint {
+				t.Error("memory_search, which records usage, is marked read-only")
+			}
 		case "search_resume":
 			if d := prop(t, schemaOf(t, tool), "decision"); fmt.Sprint(d["enum"]) != "[approve reject]" {
 				t.Errorf("search_resume decision schema %v", d)

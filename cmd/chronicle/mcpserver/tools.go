@@ -84,15 +84,18 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 			"and anti-patterns learned from earlier sessions, memory_record to keep a new one, and " +
 			"memory_feedback to say whether a memory helped.",
 	})
-	s.AddReceivingMiddleware(refuseRepeatedArguments)
+	s.AddReceivingMiddleware(refuseRepeatedArguments, readableSchemaErrors)
 	t := &tools{backend: backend, opts: opts, reg: reg}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "memory_search",
-		Description: "Search the memory bank for strategies (success) and anti-patterns (failure) relevant to a query, best first.",
+		Description: "Search the memory bank for strategies (success) and anti-patterns (failure) relevant to a query, best first. Records the retrieval of each hit in a scope the caller writes (its usage count, which decides how much one feedback signal can move it).",
 		InputSchema: searchSchema(),
-		// Read-only for the caller: the backend only logs the retrieval
-		// (memory.retrieved, a usage count).
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+		// Not read-only: a hit in a scope the caller writes gets a usage
+		// event (memory.retrieved.v1), and usage decides whether one
+		// feedback signal applies without consensus. It was marked
+		// read-only, which the MCP spec defines as "does not modify its
+		// environment" (a walkthrough, 2026-11-30). Nothing is destroyed.
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.search)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         "memory_record",
@@ -195,6 +198,12 @@ func recordSchema() *jsonschema.Schema {
 	p["outcome"].Enum = enum("success", "failure")
 	p["tags"].Types, p["tags"].Type = nil, "array" // not null
 	p["tags"].Items.MinLength = jsonschema.Ptr(1)
+	// what search.CheckIdempotencyKey refuses, a client checking its
+	// arguments against the schema now knows (it was a bare string: a
+	// walkthrough, 2026-11-30)
+	p["idempotency_key"].MinLength = jsonschema.Ptr(1)
+	p["idempotency_key"].MaxLength = jsonschema.Ptr(search.MaxIdempotencyKey)
+	p["idempotency_key"].Pattern = `^[ -~]+$`
 	return s
 }
 

@@ -1,0 +1,20 @@
+package mcpserver
+
+import "testing"
+
+// The SDK's schema refusals read as the tools' own, without the
+// validator's rationals, fixed-point numbers and reflect values (a
+// walkthrough, 2026-11-30).
+func TestReadableSchemaErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		`validating "arguments": validating root: validating /properties/limit: minimum: 0/1 is less than 1.000000`:                                   `invalid argument: /limit: minimum: 0 is less than 1`,
+		`validating "arguments": validating root: validating /properties/min_confidence: maximum: 3/2 is greater than 1.000000`:                       `invalid argument: /min_confidence: maximum: 1.5 is greater than 1`,
+		`validating "arguments": validating root: validating /properties/limit: type: <invalid reflect.Value> has type "null", want "integer"`:        `invalid argument: /limit: type: got "null", want "integer"`,
+		`validating "arguments": validating root: validating /properties/idempotency_key: pattern: "ké" does not match regular expression "^[ -~]+$"`: `invalid argument: /idempotency_key: pattern: not printable ASCII (0x20 to 0x7e only), at most 255 characters`,
+		`memory_search failed: not found`: `memory_search failed: not found`,
+	} {
+		if got := readableSchemaError(in); got != want {
+			t.Errorf("%s\n got %s\nwant %s", in, got, want)
+		}
+	}
+}
