@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -48,5 +49,17 @@ func TestReplayWarnsWhenPartitionsDoNotApply(t *testing.T) {
 	out, err = exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "r")).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "warning: --partitions") {
 		t.Fatalf("replay without --partitions: %v, want no warning:\n%s", err, out)
+	}
+}
+
+// chronicle workflow says the API's "add ?scope=" as its own flag (a
+// walkthrough, 2026-11-30).
+func TestWorkflowCLISaysScopeFlag(t *testing.T) {
+	err := cliScopeHint(errors.New(`HTTP 409: workflow "w" exists in several scopes you may access (org:default, project:a): add ?scope=`))
+	if err.Error() != `HTTP 409: workflow "w" exists in several scopes you may access (org:default, project:a): add --scope with one of them` {
+		t.Fatalf("got %v", err)
+	}
+	if other := errors.New("HTTP 404: not found"); cliScopeHint(other) != other {
+		t.Fatal("another error was rewritten")
 	}
 }

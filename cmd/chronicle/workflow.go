@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/chronicle-dev/chronicle/processors/workflows/client"
@@ -23,7 +24,7 @@ func workflowCmd() *cobra.Command {
 	print := func(c *cobra.Command) func(v any, err error) error {
 		return func(v any, err error) error {
 			if err != nil {
-				return err
+				return cliScopeHint(err)
 			}
 			enc := json.NewEncoder(c.OutOrStdout())
 			enc.SetIndent("", "  ")
@@ -87,4 +88,14 @@ func workflowCmd() *cobra.Command {
 		}},
 	)
 	return cmd
+}
+
+// cliScopeHint is err with the API's "add ?scope=" said as the command's
+// flag: a CLI user was told to add a query parameter (a walkthrough,
+// 2026-11-30).
+func cliScopeHint(err error) error {
+	if msg := err.Error(); strings.HasSuffix(msg, ": add ?scope=") {
+		return fmt.Errorf("%s: add --scope with one of them", strings.TrimSuffix(msg, ": add ?scope="))
+	}
+	return err
 }
