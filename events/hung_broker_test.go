@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A broker that takes connections and never answers (SIGSTOPped, or cut
@@ -46,5 +48,52 @@ func TestPublishToAHungBrokerSaysSo(t *testing.T) {
 	}
 	if el := time.Since(start); el > 6*time.Second {
 		t.Fatalf("Publish returned after %v with a 2 s PublishTimeout", el)
+	}
+}
+
+// A record the broker acknowledges after its Publish gave up (the
+// idempotent client keeps an in-flight one) shows that writes work again:
+// WriteFailure ends then, not at /healthz's 60 s window (an SRE's
+// walkthrough, 2026-11-30: a readiness probe kept every member out for a
+// minute after a 16 s broker outage). The failure names its cause as the
+// caller's error does.
+func TestLateAcknowledgementEndsWriteFailure(t *testing.T) {
+	topics := make([]string, len(events.AllTopics))
+	for i, tp := range events.AllTopics {
+		topics[i] = string(tp)
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	release := make(chan struct{})
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.SleepControl(func() { <-release }) // the broker hangs on this produce, then handles it
+		return nil, nil, false
+	})
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: c.ListenAddrs(), PublishTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	env, err := events.New(events.MemoryFeedback, "test", "late-1", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perr := p.Publish(context.Background(), env)
+	if !errors.Is(perr, events.ErrNotAcknowledged) {
+		t.Fatalf("Publish with the produce held: %v, want ErrNotAcknowledged", perr)
+	}
+	if f := p.WriteFailure(); f.Err == nil || f.Err.Error() != perr.Error() {
+		t.Fatalf("WriteFailure %v, want the caller's error %v", f.Err, perr)
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for p.WriteFailure().Err != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the broker answered, WriteFailure still %v", p.WriteFailure().Err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

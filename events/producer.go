@@ -429,24 +429,34 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 		return err
 	}
 	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(p.cfg.MaxAttempts-1)), ctx))
+	if err != nil {
+		err = p.explain(err, start, parent.Err() == nil)
+	}
 	if err == nil || parent.Err() == nil { // not the caller giving up
+		// the failure as the caller gets it, its cause named: /healthz
+		// showed the bare "context deadline exceeded" (an SRE's walkthrough)
 		p.writes.record(err)
 	}
-	if err != nil {
-		if p.dial != nil {
-			if derr := p.dial.since(start); derr != nil {
-				return fmt.Errorf("%w: %w (last connection attempt: %w)", ErrNotAcknowledged, err, derr)
-			}
+	return err
+}
+
+// explain wraps a produce's failure in ErrNotAcknowledged with its cause:
+// the last failed connection since start, or, when none failed and the
+// publish timeout (not the caller) ended it, that the broker did not
+// answer.
+func (p *Producer) explain(err error, start time.Time, ownTimeout bool) error {
+	if p.dial != nil {
+		if derr := p.dial.since(start); derr != nil {
+			return fmt.Errorf("%w: %w (last connection attempt: %w)", ErrNotAcknowledged, err, derr)
 		}
-		if parent.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			// no connection failed: the broker took the requests and did
-			// not answer (the first 503 of a SIGSTOPped broker said only
-			// "context deadline exceeded": an operator's walkthrough)
-			return fmt.Errorf("%w: %w (no connection failed: the broker did not answer within %v, so it is hung, overloaded or cut off)", ErrNotAcknowledged, err, p.cfg.PublishTimeout)
-		}
-		return fmt.Errorf("%w: %w", ErrNotAcknowledged, err)
 	}
-	return nil
+	if ownTimeout && errors.Is(err, context.DeadlineExceeded) {
+		// no connection failed: the broker took the requests and did
+		// not answer (the first 503 of a SIGSTOPped broker said only
+		// "context deadline exceeded": an operator's walkthrough)
+		return fmt.Errorf("%w: %w (no connection failed: the broker did not answer within %v, so it is hung, overloaded or cut off)", ErrNotAcknowledged, err, p.cfg.PublishTimeout)
+	}
+	return fmt.Errorf("%w: %w", ErrNotAcknowledged, err)
 }
 
 // ErrNotAcknowledged wraps every produce failure: the broker did not
@@ -473,7 +483,18 @@ func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.
 	}
 	done := make(chan result, len(recs))
 	for i, r := range recs {
-		p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- result{i, err} })
+		p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err == nil {
+				// also a record acknowledged after its Publish gave up
+				// (the idempotent client keeps an in-flight one): the
+				// broker takes writes again, which ends WriteFailure at
+				// once instead of at its window's end (an SRE's
+				// walkthrough: /healthz said "broker rejects writes" for
+				// 60 s after the broker was back)
+				p.writes.record(nil)
+			}
+			done <- result{i, err}
+		})
 	}
 	acked := make([]bool, len(recs))
 	var lastErr error

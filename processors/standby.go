@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -319,12 +320,18 @@ func (s *standby) run(ctx context.Context) {
 		defer wg.Done()
 		t := time.NewTicker(s.refresh)
 		defer t.Stop()
+		// each failure is logged once per outage, and its end once: the
+		// refresh runs every second, and a broker outage logged one error
+		// a second per instance (an SRE's walkthrough, 2026-11-30)
+		var refreshing, ending outage
 		for {
-			if err := s.sync(ctx, adm); err != nil && ctx.Err() == nil {
-				s.e.cfg.Logger.Error("standby replicas: refresh", err, nil)
+			err := s.sync(ctx, adm)
+			if ctx.Err() == nil {
+				refreshing.note(s.e.cfg.Logger, "standby replicas: refresh", err)
 			}
-			if err := s.learnEnds(ctx, adm); err != nil && ctx.Err() == nil {
-				s.e.cfg.Logger.Error("standby replicas: list end offsets", err, nil)
+			err = s.learnEnds(ctx, adm)
+			if ctx.Err() == nil {
+				ending.note(s.e.cfg.Logger, "standby replicas: list end offsets", err)
 			}
 			select {
 			case <-ctx.Done():
@@ -503,5 +510,26 @@ func (e *engine) closeClients() {
 	e.cancelClient()
 	if e.sb != nil {
 		e.sb.cl.Close()
+	}
+}
+
+// outage logs a repeated call's failures once per outage: the first error,
+// then nothing until a call succeeds, which is logged with how many calls
+// failed in between.
+type outage struct {
+	failed int
+}
+
+// note records one call's outcome under msg.
+func (o *outage) note(l watermill.LoggerAdapter, msg string, err error) {
+	switch {
+	case err != nil && o.failed == 0:
+		l.Error(msg+" (logged once until it works again)", err, nil)
+		o.failed++
+	case err != nil:
+		o.failed++
+	case o.failed > 0:
+		l.Info(msg+": works again", watermill.LogFields{"failed_calls": o.failed})
+		o.failed = 0
 	}
 }

@@ -6,12 +6,14 @@ import (
 )
 
 func TestCheckAdvertise(t *testing.T) {
-	for _, ok := range []string{"", "http://chronicle-1:8080", "https://chronicle.example.com"} {
+	for _, ok := range []string{"", "http://chronicle-1:8080", "https://chronicle.example.com", "http://chronicle-1:8080/"} {
 		if err := checkAdvertise(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"chronicle-1:8080", "ftp://x:1", "http://", "/v1"} {
+	// a path, a query or a fragment: the members add each request's path
+	// to it (a path made them ask for /chronicle/v1/…: an SRE's walkthrough)
+	for _, bad := range []string{"chronicle-1:8080", "ftp://x:1", "http://", "/v1", "http://127.0.0.1:18413/chronicle", "http://h:1/some/path?x=1", "http://h:1?x=1", "http://h:1/#f", "http://u:p@h:1"} {
 		err := checkAdvertise(bad)
 		if err == nil || !strings.Contains(err.Error(), "--advertise") {
 			t.Errorf("%q: error %v, want one naming --advertise", bad, err)

@@ -337,5 +337,11 @@ func checkAdvertise(s string) error {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--advertise %q: must be an absolute http:// or https:// URL with a host, e.g. http://chronicle-1:8080", s)
 	}
+	// the members append a request's path and query to it: a path made
+	// them ask for /chronicle/v1/sessions/…, and a query ended up in front
+	// of the path (an SRE's walkthrough, 2026-11-30)
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("--advertise %q: scheme, host and port only (the other members add each request's path to it), e.g. http://chronicle-1:8080", s)
+	}
 	return nil
 }

@@ -486,6 +486,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 		},
 		Transport: forwardClient.Transport,
 		ModifyResponse: func(resp *http.Response) error {
+			// the owner refused this member's forward, or has no route at
+			// its URL: no answer about the data (memberAnswer.failed), so
+			// a 503 naming it, not a 401 or 404 relayed to the client
+			switch {
+			case resp.StatusCode == http.StatusUnauthorized:
+				return errOwnerRefused{"answered 401, refusing this member's forward (do the members share one tokens file and member_secret?)"}
+			case resp.StatusCode == http.StatusNotFound && resp.Header.Get(NoRouteHeader) != "":
+				return errOwnerRefused{"has no route at its URL (check its --advertise: scheme, host and port only)"}
+			}
 			if resp.Header.Get(ServedByHeader) == "" {
 				resp.Header.Set(ServedByHeader, owner)
 			}
@@ -493,6 +502,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			code, what := http.StatusServiceUnavailable, "did not answer"
+			var refused errOwnerRefused
+			if errors.As(err, &refused) {
+				what = "could not serve the request"
+			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				code, what = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout)", timeout)
 			}
@@ -511,6 +524,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 	}
 	rp.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// errOwnerRefused is forward's error for an owner's answer that is none
+// about the data: a 401 to this member's forward, a 404 of no route.
+type errOwnerRefused struct{ why string }
+
+func (e errOwnerRefused) Error() string { return "it " + e.why }
 
 // memberAnswer is one member's answer to a fan-out.
 type memberAnswer struct {
@@ -580,9 +599,18 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, f
 	return out
 }
 
-// failed reports a fan-out answer that is no answer: no response, or a
-// 5xx (the member cannot say whether it holds the data).
-func (a memberAnswer) failed() bool { return a.err != nil || a.code >= 500 }
+// failed reports a fan-out answer that is no answer: no response, a 5xx
+// (the member cannot say whether it holds the data), a 401 (the member
+// refused this member's forward: another member_secret or tokens file; the
+// client's token was accepted here, and relaying the 401 told the client
+// its credentials were bad), or a 404 that says no route serves the path
+// (NoRouteHeader: the member was reached at a wrong URL, and relaying it
+// answered "not found" for data the member holds). The last two were
+// found by an SRE's walkthrough, 2026-11-30.
+func (a memberAnswer) failed() bool {
+	return a.err != nil || a.code >= 500 || a.code == http.StatusUnauthorized ||
+		a.code == http.StatusNotFound && a.header.Get(NoRouteHeader) != ""
+}
 
 // memberDown answers 503/504 naming the first member of answers that did
 // not answer, with Retry-After (the member's own on its 503, else 1 s: a
@@ -594,8 +622,14 @@ func (s *Server) memberDown(w http.ResponseWriter, v *groupView, answers []membe
 			continue
 		}
 		code, why := http.StatusServiceUnavailable, fmt.Sprintf("answered %d: %s", a.code, bytes.TrimSpace(a.body))
+		switch {
+		case a.code == http.StatusUnauthorized:
+			why += " (it refused this member's forward: do the members share one tokens file and member_secret?)"
+		case a.code == http.StatusNotFound:
+			why += " (no route at its URL: check its --advertise, which names scheme, host and port only)"
+		}
 		if a.err != nil {
-			why = a.err.Error()
+			why = "did not answer: " + a.err.Error()
 			if errors.Is(a.err, context.DeadlineExceeded) {
 				code, why = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout): %v", s.forwardTimeout(), a.err)
 			}

@@ -231,6 +231,9 @@ func subtreeRootRedirect(r *http.Request, pattern string) bool {
 
 // notFound answers 404 {"error"} naming the routes under r's path.
 func (jr *jsonRouter) notFound(w http.ResponseWriter, r *http.Request) {
+	// a member forwarding here tells "no such route" (a member reached at
+	// a wrong URL) from "no such entity" by it (memberAnswer.failed)
+	w.Header().Set(NoRouteHeader, "1")
 	writeErr(w, http.StatusNotFound, "no route %s %s%s", r.Method, r.URL.Path, jr.routesNear(r.URL.Path))
 }
 
@@ -378,3 +381,9 @@ func queryShape(q url.Values) string {
 	}
 	return ""
 }
+
+// NoRouteHeader marks a 404 that says no route serves the path, not that
+// an entity is missing: a member whose forward gets it reached the other
+// member at a wrong URL (an --advertise with a path), and reports that
+// member as not answering instead of relaying a false "not found".
+const NoRouteHeader = "Chronicle-No-Route"
