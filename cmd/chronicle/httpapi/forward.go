@@ -174,8 +174,15 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			return
 		}
 		v, err := s.groupView(r.Context())
+		if err != nil && s.dir.wasCluster() {
+			// the brokers have been away longer than a session timeout:
+			// the local store is all there is, and its "not found" may be
+			// another member's data (a false 404: an SRE's walkthrough)
+			s.localOrUnknown(rt, id, next)(w, r)
+			return
+		}
 		if err != nil || !(v.blind || v.forwarding()) {
-			next(w, r) // alone (or the brokers have been away longer than a session timeout): the local store is all there is
+			next(w, r) // alone: the local store is all there is
 			return
 		}
 		topic := string(rt.topic(suffix))
@@ -249,6 +256,32 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			timeout += rt.budget(suffix)
 		}
 		s.forward(w, r, v, owner, topic, p, timeout)
+	}
+}
+
+// localOrUnknown answers r from the local store (next), but its 404 for
+// the entity (not a 404 of no route) as a 503 with Retry-After: once the
+// brokers have been away longer than the group's session timeout, a
+// member of a cluster routes nothing (it cannot know the owners), and
+// another member may hold what this store lacks. Before, that was a 404,
+// "not found", for data that exists (an SRE's walkthrough, 2026-11-30:
+// seven reads of existing sessions 11 s into a broker outage with a 10 s
+// session timeout). What the store holds is answered as before.
+func (s *Server) localOrUnknown(rt ownerRoute, id string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next(rec, r)
+		if rec.Code == http.StatusNotFound && rec.Header().Get(NoRouteHeader) == "" {
+			w.Header().Set("Retry-After", "1")
+			writeErr(w, http.StatusServiceUnavailable, "%s %q is not in this member's store, and the brokers have not answered for longer than the processors' group's session timeout (%v), so which member holds it is unknown: retry once they answer",
+				rt.kind, id, s.sessionTimeout())
+			return
+		}
+		for k, vs := range rec.Header() {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
 	}
 }
 

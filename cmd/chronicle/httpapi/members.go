@@ -193,6 +193,15 @@ type directory struct {
 	notJoined string
 }
 
+// wasCluster reports whether this member was last seen Stable in a group
+// with other members: a cluster, whose owners it cannot know once the
+// brokers have been away longer than a session timeout (localOrUnknown).
+func (d *directory) wasCluster() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stable != nil && len(d.stable.members) > 1
+}
+
 // settle turns a view just described into the one the routes use. The
 // coordinator describes a group's members' URLs and assignment only while
 // it is Stable (Kafka and kfake alike), so for the whole of a rebalance a
