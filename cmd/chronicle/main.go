@@ -120,6 +120,11 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("--kafka-listen: %q is not host:port (%v)", f.Value.String(), err)
 		}
 	}
+	if f, k := cmd.Flags().Lookup("brokers"), cmd.Flags().Lookup("kafka-listen"); f != nil && f.Changed && k != nil && k.Changed {
+		// the embedded broker's listener: with --brokers there is none,
+		// and the flag was ignored silently (an SRE's walkthrough)
+		return fmt.Errorf("--kafka-listen %s: the embedded broker's address, and --brokers names a Kafka cluster instead: give one of them", k.Value.String())
+	}
 	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed {
 		if strings.Trim(f.Value.String(), ", ") == "" {
 			return fmt.Errorf("--brokers: %q names no host:port (leave the flag out to start the embedded broker)", f.Value.String())
