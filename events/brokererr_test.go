@@ -21,26 +21,15 @@ import (
 // ExplainBrokerError says the broker may be down or restarting instead,
 // and keeps the error for errors.As.
 func TestExplainBrokerErrorOfAClosingBroker(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			// the whole request is read: then the broker is gone
-			size := make([]byte, 4)
-			if _, err := io.ReadFull(c, size); err == nil {
-				_, _ = io.ReadFull(c, make([]byte, binary.BigEndian.Uint32(size)))
-			}
-			_ = c.Close()
+	addr := fakeBroker(t, func(c net.Conn) {
+		// the whole request is read: then the broker is gone
+		size := make([]byte, 4)
+		if _, err := io.ReadFull(c, size); err == nil {
+			_, _ = io.ReadFull(c, make([]byte, binary.BigEndian.Uint32(size)))
 		}
-	}()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.RequestRetries(0))
+		_ = c.Close()
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,4 +51,26 @@ func TestExplainBrokerErrorOfAClosingBroker(t *testing.T) {
 	if other := errors.New("x"); events.ExplainBrokerError(other) != other || events.ExplainBrokerError(nil) != nil {
 		t.Fatal("other errors are changed")
 	}
+}
+
+// fakeBroker listens on a loopback port for the test's duration and hands
+// each connection to serve (in its accept loop, one at a time); it
+// returns the address.
+func fakeBroker(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serve(c)
+		}
+	}()
+	return ln.Addr().String()
 }

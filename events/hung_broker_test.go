@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,21 +19,21 @@ import (
 // connection failed, so there is none to name, and the error said only
 // "context deadline exceeded" (an operator's walkthrough, 2026-11-30).
 func TestPublishToAHungBrokerSaysSo(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, never answered
+	var mu sync.Mutex
+	var held []net.Conn // open, never answered
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
 		}
-	}()
-	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{ln.Addr().String()}, PublishTimeout: 2 * time.Second})
+	})
+	addr := fakeBroker(t, func(c net.Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		held = append(held, c)
+	})
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{addr}, PublishTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
