@@ -570,17 +570,38 @@ func TestNewVerbatimKeepsMarkup(t *testing.T) {
 // 2026-11-30). The processors' parse of what they consume still takes
 // them, so a log written before replays as it did.
 func TestProducerTimesMediaTypesAndControlCharacters(t *testing.T) {
-	event := func(member string) []byte {
-		return []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","scope":"project:demo",` + member + `,"data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`)
-	}
-	for _, c := range []struct{ member, pointer string }{
+	checkProducerOnly(t, []producerCase{
 		{`"time":"2024-07-01t00:00:01z"`, "/time"}, {`"time":"2024-07-01T00:00:01z"`, "/time"},
 		{`"time":"2016-12-31T23:59:60Z"`, "/time"},
 		{`"datacontenttype":"application/json; charset"`, "/datacontenttype"}, {`"datacontenttype":"application/json;;"`, "/datacontenttype"},
 		{`"datacontenttype":"application/json; a=b c"`, "/datacontenttype"}, {`"datacontenttype":"application/json ; x"`, "/datacontenttype"},
 		{`"subject":"a\nb"`, "/subject"}, {`"myext":"a\u0001b"`, "/myext"}, {`"myext":"a\u0085b"`, "/myext"},
 		{`"correlationid":"c\u007f"`, "/correlationid"}, {`"causationid":"\t"`, "/causationid"},
-	} {
+	}, `"time":"2024-07-01T00:00:01Z"`, `"time":"2024-07-01T00:00:01.5+02:00"`,
+		`"datacontenttype":"application/json; charset=utf-8"`, `"datacontenttype":"Application/JSON"`, `"datacontenttype":"application/json;charset=\"utf-8\""`,
+		`"subject":"a b ü ✓"`, `"myext":"\u00a0ok"`)
+	// the id is checked too, but an id with a control character is no id
+	// of checkProducerOnly's event: its own
+	_, err := events.ParseProducerEvent([]byte(`{"specversion":"1.0","id":"b5\nx","source":"test","type":"memory.feedback.v1","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`))
+	if ve := (*events.ValidationError)(nil); !errors.As(err, &ve) || ve.Pointer != "/id" {
+		t.Errorf("an id with a newline: got %v, want a ValidationError at /id", err)
+	}
+}
+
+// producerCase is a member added to checkProducerOnly's event and the
+// pointer a producer path's refusal names.
+type producerCase struct{ member, pointer string }
+
+// checkProducerOnly checks that producer paths refuse an event with each
+// of refused's members, naming its pointer, while the processors' parse
+// takes it (a log written before a check replays as it did), and that
+// producer paths accept an event with each of accepted's.
+func checkProducerOnly(t *testing.T, refused []producerCase, accepted ...string) {
+	t.Helper()
+	event := func(member string) []byte {
+		return []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","scope":"project:demo",` + member + `,"data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`)
+	}
+	for _, c := range refused {
 		_, err := events.ParseProducerEvent(event(c.member))
 		var ve *events.ValidationError
 		if !errors.As(err, &ve) || ve.Pointer != c.pointer {
@@ -590,18 +611,10 @@ func TestProducerTimesMediaTypesAndControlCharacters(t *testing.T) {
 			t.Errorf("%s: the consumer's parse refused it: %v", c.member, err)
 		}
 	}
-	for _, member := range []string{`"time":"2024-07-01T00:00:01Z"`, `"time":"2024-07-01T00:00:01.5+02:00"`,
-		`"datacontenttype":"application/json; charset=utf-8"`, `"datacontenttype":"Application/JSON"`, `"datacontenttype":"application/json;charset=\"utf-8\""`,
-		`"subject":"a b ü ✓"`, `"myext":"\u00a0ok"`} {
+	for _, member := range accepted {
 		if _, err := events.ParseProducerEvent(event(member)); err != nil {
 			t.Errorf("%s: %v", member, err)
 		}
-	}
-	// the id is checked too, but an id with a control character is no id
-	// of this helper: its own event
-	_, err := events.ParseProducerEvent([]byte(`{"specversion":"1.0","id":"b5\nx","source":"test","type":"memory.feedback.v1","data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`))
-	if ve := (*events.ValidationError)(nil); !errors.As(err, &ve) || ve.Pointer != "/id" {
-		t.Errorf("an id with a newline: got %v, want a ValidationError at /id", err)
 	}
 }
 
@@ -614,25 +627,8 @@ func TestProducerTimesMediaTypesAndControlCharacters(t *testing.T) {
 // vanished); the processors' parse of what they consume still takes them,
 // so a log written before replays as it did.
 func TestExtensionIntegersAndEmptySubject(t *testing.T) {
-	event := func(member string) []byte {
-		return []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"memory.feedback.v1","scope":"project:demo",` + member + `,"data":{"memory_id":"m1","signal":"explicit_feedback","positive":true}}`)
-	}
-	for _, c := range []struct{ member, pointer string }{
+	checkProducerOnly(t, []producerCase{
 		{`"n":3.5`, "/n"}, {`"n":1e3`, "/n"}, {`"n":3000000000`, "/n"}, {`"n":-2147483649`, "/n"}, {`"n":7.0`, "/n"},
 		{`"subject":""`, "/subject"},
-	} {
-		_, err := events.ParseProducerEvent(event(c.member))
-		var ve *events.ValidationError
-		if !errors.As(err, &ve) || ve.Pointer != c.pointer {
-			t.Errorf("%s: got %v, want a ValidationError at %s", c.member, err, c.pointer)
-		}
-		if _, err := events.ParseEvent(event(c.member)); err != nil {
-			t.Errorf("%s: the consumer's parse refused it: %v", c.member, err)
-		}
-	}
-	for _, member := range []string{`"n":7`, `"n":-0`, `"n":2147483647`, `"n":-2147483648`, `"subject":"s"`, `"n":""`} {
-		if _, err := events.ParseProducerEvent(event(member)); err != nil {
-			t.Errorf("%s: %v", member, err)
-		}
-	}
+	}, `"n":7`, `"n":-0`, `"n":2147483647`, `"n":-2147483648`, `"subject":"s"`, `"n":""`)
 }
