@@ -56,6 +56,12 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 		if fh, err = os.Open(file); err == nil {
 			runs, err = game24.LoadToT(fh)
 			fh.Close()
+			if err != nil {
+				// the file and the shape, not a Go type alone (a walkthrough)
+				err = fmt.Errorf("%s: %w (expected ToT's JSON log: an array of runs, each with idx and steps)", file, err)
+			}
+		} else if os.IsNotExist(err) {
+			err = fmt.Errorf("%s: no such file, and not the bundled log's name (bundled)", file)
 		}
 	}
 	if err != nil {
@@ -75,6 +81,16 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 	if err := groupIsFree(ctx, brokers); err != nil {
 		return err
 	}
+	// every run is read before anything is opened: a log without steps
+	// (ToT's naive samples) left an empty 71 MB data directory behind,
+	// which digest and inspect take for a real, empty state (a new user's
+	// walkthrough, 2026-11-30)
+	logs := make([]*game24.ToTLog, len(runs))
+	for i, run := range runs {
+		if logs[i], err = game24.NewToTLog(run); err != nil {
+			return fmt.Errorf("%s: search tot-%d: %w (a Tree of Thoughts BFS log, as ToT's propose/value runs write it, is expected)", file, run.Idx+1, err)
+		}
+	}
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: f.data, Brokers: brokers, KafkaListen: f.kafkaListen,
 		Processors: []processors.Processor{treesearch.Processor{}}, Embedder: noEmbedder{}, OnRelayError: logRelayError})
 	if err != nil {
@@ -90,11 +106,8 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 	}
 	var sum ToTImport
 	bar := newBar(len(runs), "import tot")
-	for _, run := range runs {
-		l, err := game24.NewToTLog(run)
-		if err != nil {
-			return err
-		}
+	for i, run := range runs {
+		l := logs[i]
 		r.Proposer, r.Evaluator = l, l
 		key, err := r.Start(ctx, treesearch.StartRequest{Scope: f.scope, SearchID: fmt.Sprintf("tot-%d", run.Idx+1), Goal: game24.Goal(l.Puzzle), RootState: "", Config: game24.ToTConfig(run), Model: "gpt-4 (recorded, temperature 0.7)"})
 		if err != nil {

@@ -242,6 +242,10 @@ func loadTaubench(path string) ([]taubench.Record, error) {
 		r, err = taubench.Sample()
 	} else {
 		r, _, err = openInput(path)
+		if os.IsNotExist(err) {
+			// the accepted names, not a bare "no such file" (a walkthrough)
+			return nil, fmt.Errorf("%s: no such file, and not the bundled copy's name (sample)", path)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -255,6 +259,9 @@ func loadTaubench(path string) ([]taubench.Record, error) {
 // and produces them, one acknowledged batch per pass.
 func importReflexion(ctx context.Context, file string, brokers []string) error {
 	run, name, err := reflexion.Open(file)
+	if os.IsNotExist(err) {
+		return fmt.Errorf("%s: no such file, and not a bundled run's name (%s, %s)", file, reflexion.RunReflexion, reflexion.RunBase)
+	}
 	if err != nil {
 		return err
 	}

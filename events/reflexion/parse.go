@@ -122,10 +122,18 @@ func Parse(r io.Reader) (*Run, error) {
 	// field is where a continuation line goes
 	var field *string
 	inReflections := false
-	line := 0
+	line, agLine := 0, 0
+	// cut is the error of a question block that ended without its
+	// "Correct answer:" line (a log cut short or edited): said with the
+	// block's line, where it was an event's "/data/success_criteria/0/check:
+	// missing property 'text'" (a new user's walkthrough, 2026-11-30)
+	var cut error
 	flush := func() {
 		if ag == nil {
 			return
+		}
+		if ag.CorrectAnswer == "" && cut == nil {
+			cut = fmt.Errorf("reflexion: line %d: the question block that starts here has no \"Correct answer:\" line (a log cut short or edited?)", agLine)
 		}
 		finish(ag)
 		q := QuestionText(ag.Question)
@@ -170,6 +178,7 @@ func Parse(r io.Reader) (*Run, error) {
 				return nil, fmt.Errorf("reflexion: line %d: question before BEGIN TRIAL", line)
 			}
 			ag = &Agent{Question: strings.TrimSpace(strings.TrimPrefix(l, "Question:")), Section: section}
+			agLine = line
 			field = &ag.Question
 			continue
 		}
@@ -216,6 +225,9 @@ func Parse(r io.Reader) (*Run, error) {
 	flush()
 	if len(run.Trials) == 0 {
 		return nil, fmt.Errorf("reflexion: no BEGIN TRIAL banner: not a Reflexion HotPotQA log")
+	}
+	if cut != nil {
+		return nil, cut
 	}
 	return run, nil
 }

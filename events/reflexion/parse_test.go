@@ -1,7 +1,11 @@
 package reflexion
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -51,5 +55,29 @@ func TestParseRejectsOtherFiles(t *testing.T) {
 	defer f.Close()
 	if _, err := Parse(f); err == nil {
 		t.Fatal("a Go file parsed as a Reflexion log")
+	}
+}
+
+// A log cut inside a question block is refused naming the block's line:
+// the block has no "Correct answer:", and the import failed on an event's
+// "/data/success_criteria/0/check: missing property 'text'" instead (a new
+// user's walkthrough, 2026-11-30).
+func TestParseNamesACutBlock(t *testing.T) {
+	b, err := data.ReadFile("data/" + RunReflexion + ".txt.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := full[:20000]
+	_, err = Parse(bytes.NewReader(cut))
+	if err == nil || !strings.Contains(err.Error(), `has no "Correct answer:" line`) || !strings.Contains(err.Error(), "line ") {
+		t.Fatalf("a log cut at 20,000 bytes: %v, want the block's line named", err)
 	}
 }

@@ -44,7 +44,7 @@ func decodeRead(body []byte, v any) error {
 		// encoding/json leaves the value as it was for null: POST
 		// /v1/memories took null for {} ("title: required") while []
 		// is refused (found by a new user's walkthrough)
-		return errors.New("body: got null, want object")
+		return &fieldError{msg: "body: got null, want object", pointer: "/", reason: "got null, want object"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -109,7 +109,7 @@ func objectTarget(v any) bool {
 // endOfBody fails when dec holds more than the value it decoded.
 func endOfBody(dec *json.Decoder) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("body: one JSON object expected, found more after it")
+		return &fieldError{msg: "body: one JSON object expected, found more after it", pointer: "/", reason: "one JSON object expected, found more after it"}
 	}
 	return nil
 }
@@ -135,7 +135,7 @@ func bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.Is(err, io.EOF):
-		return errors.New("body: empty, a JSON object expected")
+		return &fieldError{msg: "body: empty, a JSON object expected", pointer: "/", reason: "empty, a JSON object expected"}
 	case errors.As(err, &te):
 		want := jsonKind(te.Type.Kind().String())
 		reason := fmt.Sprintf("got %s, want %s", te.Value, want)
@@ -157,7 +157,8 @@ func bodyError(err error) error {
 		f := jsonField(te.Field)
 		return &fieldError{msg: fmt.Sprintf("body: %q: %s", f, reason), pointer: "/" + strings.ReplaceAll(pointerToken(f), ".", "/"), reason: reason}
 	case errors.As(err, &se):
-		return fmt.Errorf("body: not valid JSON at byte %d: %s", se.Offset, se.Error())
+		reason := fmt.Sprintf("not valid JSON at byte %d: %s", se.Offset, se.Error())
+		return &fieldError{msg: "body: " + reason, pointer: "/", reason: reason}
 	case errors.As(err, &mbe):
 		return fmt.Errorf("body: larger than %d bytes: %w", MaxBodyBytes, errBodyTooLarge)
 	}

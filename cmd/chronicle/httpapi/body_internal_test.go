@@ -48,6 +48,10 @@ func TestBodyErrorsNameTheirMember(t *testing.T) {
 		`{"inner":{"b":"x"}}`:       {"/inner/b", "got string, want integer"},
 		`{"title":"a","title":"b"}`: {"/title", "appears twice"},
 		`{"Title":"a"}`:             {"/Title", "member names are case-sensitive"},
+		`null`:                      {"/", "got null, want object"},
+		`{bad`:                      {"/", "not valid JSON at byte"},
+		``:                          {"/", "empty, a JSON object expected"},
+		`{"title":"a"} {}`:          {"/", "found more after it"},
 	} {
 		err := decodeRead([]byte(body), &target{})
 		w := httptest.NewRecorder()
