@@ -67,6 +67,10 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"ingest", "x.jsonl", "--brokers", "foo"}, `--brokers: "foo" is not host:port`},
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092,127.0.0.1:99999"}, `--brokers: "127.0.0.1:99999" is not host:port`},
 		{[]string{"bench", "--dir", nonEmptyDir(t)}, "is not empty"},
+		// weaviate.Config's fields were named, and port 99999 accepted
+		{[]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--weaviate", "127.0.0.1:1", "--weaviate-grpc", "bogus"}, "--weaviate-grpc bogus:"},
+		{[]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--weaviate", "127.0.0.1:1", "--weaviate-grpc", "127.0.0.1:99999"}, "--weaviate-grpc 127.0.0.1:99999: not host:port with a port from 1 to 65535"},
+		{[]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--weaviate", "http://127.0.0.1:8080"}, "--weaviate http://127.0.0.1:8080:"},
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--kafka-listen", "127.0.0.1:9093"}, "--kafka-listen 127.0.0.1:9093: the embedded broker's address, and --brokers names a Kafka cluster instead"},
 		{[]string{"serve", "--decay-interval", "-1s", "--data", t.TempDir()}, "--decay-interval: -1s, must not be negative"},
 		{[]string{"serve", "--stall-after", "-1s", "--data", t.TempDir()}, "--stall-after: -1s, must not be negative"},

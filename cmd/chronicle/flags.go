@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,6 +64,17 @@ func (c *commonFlags) vectorStore(ctx context.Context) (search.VectorStore, erro
 	if c.weaviate == "" {
 		return nil, nil
 	}
+	// the flags' own values named, not weaviate.Config's fields (an
+	// operator's walkthrough, 2026-11-30: "invalid config: GRPCHost
+	// \"bogus\"", and port 99999 accepted, every search then a 503)
+	if err := hostPort(c.weaviate); err != nil {
+		return nil, fmt.Errorf("--weaviate %s: %v: give host:port, e.g. 127.0.0.1:8080 (no scheme)", c.weaviate, err)
+	}
+	if g := c.weaviateGRPC; g != "" && g != grpcAuto && g != grpcOff {
+		if err := hostPort(g); err != nil {
+			return nil, fmt.Errorf("--weaviate-grpc %s: %v: give auto, off or host:port, e.g. 127.0.0.1:50051", g, err)
+		}
+	}
 	cfg := weaviate.Config{Host: c.weaviate}
 	if c.weaviateKey != "" {
 		cfg.APIKey = os.Getenv(c.weaviateKey)
@@ -79,6 +92,18 @@ func (c *commonFlags) vectorStore(ctx context.Context) (search.VectorStore, erro
 		cfg.GRPCHost = c.weaviateGRPC
 	}
 	return weaviate.New(ctx, cfg)
+}
+
+// hostPort says why s is not host:port with a port from 1 to 65535.
+func hostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(port); host == "" || err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("not host:port with a port from 1 to 65535")
+	}
+	return nil
 }
 
 // llm is the LLM configuration, nil without --llm-url.

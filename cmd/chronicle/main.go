@@ -147,12 +147,8 @@ func checkBrokers(list string) error {
 		if b = strings.TrimSpace(b); b == "" {
 			continue
 		}
-		host, port, err := net.SplitHostPort(b)
-		if err != nil {
+		if err := hostPort(b); err != nil {
 			return fmt.Errorf("--brokers: %q is not host:port, e.g. 127.0.0.1:9092 (%v)", b, err)
-		}
-		if n, err := strconv.Atoi(port); host == "" || err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("--brokers: %q is not host:port: give a host and a port from 1 to 65535, e.g. 127.0.0.1:9092", b)
 		}
 	}
 	return nil

@@ -191,3 +191,72 @@ func TestSearchTwoPhaseDocGone(t *testing.T) {
 		t.Fatalf("hits %v after %s went, before %+v", ids, first, before.Memories)
 	}
 }
+
+// A document the vector store holds but the projections do not (another
+// deployment's on the same Weaviate, a directory replaced) is no hit: it
+// answered 404 to a read and dead-lettered its usage event (an operator's
+// walkthrough, 2026-11-30). The next one takes its place.
+func TestSearchTwoPhaseLeavesOutGhosts(t *testing.T) {
+	docs := docstoreFixture()
+	known := map[string]bool{}
+	for _, d := range docs {
+		known[d.ID] = true
+	}
+	rs := newRefStore()
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	src := Source{Collection: Memories, Projection: "memories", IDOfKey: func(string) string { return "" },
+		Docs: func(_ *projections.Store, ids []string) ([]Doc, []string, error) {
+			if ids == nil {
+				return slices.Clone(docs), nil, nil
+			}
+			var found []Doc
+			var gone []string
+			for _, id := range ids {
+				if !known[id] {
+					gone = append(gone, id)
+					continue
+				}
+				for _, d := range docs {
+					if d.ID == id {
+						found = append(found, d)
+					}
+				}
+			}
+			return found, gone, nil
+		}}
+	ix := NewIndex(store, embedder.WordHash{Dims: 16}, rs, src)
+	q := Query{Text: "kilo lima mike", Limit: 3}
+	before, err := ix.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// another deployment's document, the best match by far
+	ghost := Doc{ID: "ghost", Scope: "project:p", Title: "kilo lima mike", Description: "kilo lima mike kilo", Content: "kilo lima mike",
+		Outcome: "success", Confidence: 0.9}
+	vecs, err := embedder.WordHash{Dims: 16}.Embed(context.Background(), []string{EmbedText(Memories, ghost)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost.Vector = vecs[0]
+	if err := rs.Upsert(context.Background(), []Doc{ghost}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ix.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids, want []string
+	for i := range after.Memories {
+		ids = append(ids, after.Memories[i].ID)
+	}
+	for i := range before.Memories {
+		want = append(want, before.Memories[i].ID)
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("hits %v with a ghost in the store, want %v as without it", ids, want)
+	}
+}

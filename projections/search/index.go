@@ -84,7 +84,10 @@ type Index struct {
 	syncSlot chan struct{}
 	mu       sync.Mutex
 	gen      uint64
-	cols     []*collection // in Collections() order
+	// lastSyncErr is the last Sync's error (nil after one that succeeded),
+	// guarded by mu: a search that waits for the sync ahead of it names it
+	lastSyncErr error
+	cols        []*collection // in Collections() order
 
 	// ranking is SetRanking's; nil: DefaultRanking.
 	ranking *Ranking
@@ -357,6 +360,15 @@ func (ix *Index) syncAll(ctx context.Context, cachedOnly bool) error {
 	select {
 	case ix.syncSlot <- struct{}{}:
 	case <-ctx.Done():
+		ix.mu.Lock()
+		last := ix.lastSyncErr
+		ix.mu.Unlock()
+		if last != nil {
+			// the store's failure, not only the wait (a search against a
+			// killed Weaviate said only "context deadline exceeded": an
+			// operator's walkthrough, 2026-11-30)
+			return fmt.Errorf("search: waiting for the index sync ahead of this one: %w (the last sync failed: %w)", ctx.Err(), last)
+		}
 		return fmt.Errorf("search: waiting for the index sync ahead of this one: %w", ctx.Err())
 	}
 	defer func() { <-ix.syncSlot }()
@@ -364,16 +376,21 @@ func (ix *Index) syncAll(ctx context.Context, cachedOnly bool) error {
 	for _, c := range ix.cols {
 		if err := ix.sync(ctx, c, cachedOnly); err != nil {
 			errs = append(errs, fmt.Errorf("search: %s: %w", c.Collection, err))
+			if errors.Is(err, ErrStoreUnavailable) {
+				break // the others would wait as long for the same server
+			}
 		}
 	}
-	if len(errs) > 0 {
-		ix.mu.Lock()
+	err := errors.Join(errs...)
+	ix.mu.Lock()
+	ix.lastSyncErr = err
+	if err != nil {
 		for _, c := range ix.cols {
 			c.loaded, c.repair = false, 2
 		}
-		ix.mu.Unlock()
 	}
-	return errors.Join(errs...)
+	ix.mu.Unlock()
+	return err
 }
 
 // sync is Sync of one collection; ix.syncSlot is held. It snapshots the
@@ -516,6 +533,14 @@ var SearchTimeout = 20 * time.Second
 // (wrapped, naming the budget and the step that was waiting).
 var ErrTimeout = errors.New("search: no answer within the search budget")
 
+// ErrStoreUnavailable is wrapped by a vector store's error when the
+// store's server did not answer within its retry budget (the weaviate
+// package's ErrUnavailable): a sync stops at the first collection that
+// meets it, since the next would wait its whole budget for the same
+// answer (three collections made /healthz name a killed server after
+// about 75 s instead of 25: an operator's walkthrough, 2026-11-30).
+var ErrStoreUnavailable = errors.New("search: the vector store's server is unavailable")
+
 // search is Search of a normalised query whose searcher's query-cache
 // partition is part (cached false: none, see queryPartition).
 func (ix *Index) search(ctx context.Context, q Query, part string, cached bool) (Result, error) {
@@ -573,7 +598,7 @@ func (ix *Index) search(ctx context.Context, q Query, part string, cached bool) 
 			continue
 		}
 		if twoPhase && read[i] == docUnread {
-			if err := readDocs(ctx, ds, f, rs[i:], read[i:], 2*(q.Limit-len(res.Memories))); err != nil {
+			if err := readDocs(ctx, ds, f, rs[i:], read[i:], 2*(q.Limit-len(res.Memories)), ix.goneFrom(col)); err != nil {
 				return Result{}, fmt.Errorf("search: candidates' documents: %w", err)
 			}
 		}
@@ -613,7 +638,7 @@ const (
 // on, those with a positive relevance not read yet, in one Docs call. A
 // candidate whose document is gone is marked docGone. The scores stay
 // those of the query.
-func readDocs(ctx context.Context, ds DocStore, f Filter, rs []rankedDoc, read []docState, n int) error {
+func readDocs(ctx context.Context, ds DocStore, f Filter, rs []rankedDoc, read []docState, n int, gone func(ids []string) ([]string, error)) error {
 	var ids []string
 	var at []int
 	for i := 0; i < len(rs) && len(ids) < max(n, 1) && rs[i].rel > 0; i++ {
@@ -625,6 +650,18 @@ func readDocs(ctx context.Context, ds DocStore, f Filter, rs []rankedDoc, read [
 	if err != nil {
 		return err
 	}
+	// the projections decide what exists: a persistent store can hold
+	// documents this data directory never had (another deployment's on
+	// the same Weaviate, a directory replayed or replaced) — returned as
+	// hits, they answered 404 to a read and dead-lettered their usage
+	// events (an operator's walkthrough, 2026-11-30)
+	missing, err := gone(ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range missing {
+		delete(docs, id)
+	}
 	for _, i := range at {
 		d, ok := docs[rs[i].c.ID]
 		if !ok {
@@ -634,6 +671,18 @@ func readDocs(ctx context.Context, ds DocStore, f Filter, rs []rankedDoc, read [
 		rs[i].c.Doc, read[i] = d, docWhole
 	}
 	return nil
+}
+
+// goneFrom returns which of ids c's projection does not hold (its
+// Source.Docs' gone ids).
+func (ix *Index) goneFrom(c *collection) func(ids []string) ([]string, error) {
+	return func(ids []string) ([]string, error) {
+		_, gone, err := c.Docs(ix.store, ids)
+		if err != nil {
+			return nil, fmt.Errorf("search: %s: %w", c.Collection, err)
+		}
+		return gone, nil
+	}
 }
 
 // mergeSessions is a followed by the sessions of b it lacks, in b's order.

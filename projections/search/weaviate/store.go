@@ -287,7 +287,13 @@ func (s *Store) retry(ctx context.Context, what string, op func(ctx context.Cont
 	var last error
 	err := backoff.Retry(func() error {
 		attempts++
-		err := op(ctx)
+		// each attempt bounded by cfg.Timeout: the HTTP client's own
+		// timeout does not reach gRPC calls, and against a SIGSTOPped
+		// server a gRPC sync waited without end, so /healthz never named
+		// the vector store (an operator's walkthrough, 2026-11-30)
+		actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		err := op(actx)
+		cancel()
 		if err == nil {
 			return nil
 		}
@@ -329,7 +335,7 @@ func (e *opError) Error() string {
 
 func (e *opError) Unwrap() []error {
 	if e.unavailable {
-		return []error{ErrUnavailable, e.cause}
+		return []error{ErrUnavailable, search.ErrStoreUnavailable, e.cause}
 	}
 	return []error{e.cause}
 }
