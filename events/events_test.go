@@ -576,7 +576,7 @@ func TestProducerTimesMediaTypesAndControlCharacters(t *testing.T) {
 		{`"datacontenttype":"application/json; charset"`, "/datacontenttype"}, {`"datacontenttype":"application/json;;"`, "/datacontenttype"},
 		{`"datacontenttype":"application/json; a=b c"`, "/datacontenttype"}, {`"datacontenttype":"application/json ; x"`, "/datacontenttype"},
 		{`"subject":"a\nb"`, "/subject"}, {`"myext":"a\u0001b"`, "/myext"}, {`"myext":"a\u0085b"`, "/myext"},
-		{`"correlationid":"c\u007f"`, "/correlationid"}, {`"causationid":"\t"`, "/causationid"},
+		{`"correlationid":"c\u007f"`, "/correlationid"}, {`"causationid":"\t"`, "/causationid"}, {`"dataschema":"urn:x\u0085y"`, "/dataschema"},
 	}, `"time":"2024-07-01T00:00:01Z"`, `"time":"2024-07-01T00:00:01.5+02:00"`,
 		`"datacontenttype":"application/json; charset=utf-8"`, `"datacontenttype":"Application/JSON"`, `"datacontenttype":"application/json;charset=\"utf-8\""`,
 		`"subject":"a b ü ✓"`, `"myext":"\u00a0ok"`)

@@ -124,8 +124,9 @@ type WriteFailure struct {
 // WriteFailure reports whether the broker refused this producer's last
 // write: the error of its last produce (Publish, PublishDerived,
 // ProduceRecords) when that failed, with when the failures began and the
-// last one; the zero WriteFailure when the last produce was acknowledged
-// or none was made. A produce cut short by the caller's own context, and
+// last one; the zero WriteFailure when a record was acknowledged since
+// (the last produce's, or one an earlier produce gave up on and the
+// broker took later: it takes writes again) or none was made. A produce cut short by the caller's own context, and
 // a refused validation, are not writes and change nothing. serve's
 // /healthz answers 503 "broker rejects writes" while the last failure is
 // recent (a broker whose disk is full still answers metadata and

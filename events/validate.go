@@ -239,16 +239,17 @@ func checkProduced(e *Envelope) error {
 }
 
 // checkAttributeStrings refuses, naming the attribute, a String attribute
-// (id, subject, causationid, correlationid or a string extension) that
+// (id, subject, causationid, correlationid, dataschema or a string extension) that
 // holds a control character: CloudEvents 1.0.2 (Type System, String) says
 // the C0 and C1 controls, U+0000–U+001F and U+007F–U+009F, MUST NOT be
 // used, as they are "not usable in contexts such as HTTP headers" (such an
 // event could not be sent on in binary mode). Before, "a\nb" was
-// acknowledged and kept. The attributes with a syntax of their own
-// (source, type, time, dataschema, sessionid, scope) refuse them already.
+// acknowledged and kept. dataschema is checked too: url.Parse refuses the
+// ASCII controls only (U+0085 passed). The other attributes with a syntax
+// of their own (source, type, time, sessionid, scope) refuse them already.
 // Producer paths only (checkProduced).
 func checkAttributeStrings(e *Envelope) error {
-	attrs := [...]struct{ name, v string }{{"id", e.ID}, {"subject", e.Subject}, {"causationid", e.CausationID}, {"correlationid", e.CorrelationID}}
+	attrs := [...]struct{ name, v string }{{"id", e.ID}, {"subject", e.Subject}, {"causationid", e.CausationID}, {"correlationid", e.CorrelationID}, {"dataschema", e.DataSchema}}
 	for _, a := range attrs {
 		if err := noControl(a.name, a.v); err != nil {
 			return err

@@ -128,6 +128,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		return st, fmt.Errorf("replay: topics: %w", err)
 	}
 	for _, name := range details.Names() {
+		if td := details[name]; td.Err != nil {
+			return st, fmt.Errorf("replay: topic %s: %w", name, td.Err) // not a zero id recorded
+		}
 		if err := cfg.Store.SetTopicID(name, details[name].ID.String()); err != nil {
 			return st, err
 		}

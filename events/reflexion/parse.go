@@ -128,11 +128,12 @@ func Parse(r io.Reader) (*Run, error) {
 	// block's line, where it was an event's "/data/success_criteria/0/check:
 	// missing property 'text'" (a new user's walkthrough, 2026-11-30)
 	var cut error
+	answered := false // the block had its "Correct answer:" line (empty or not)
 	flush := func() {
 		if ag == nil {
 			return
 		}
-		if ag.CorrectAnswer == "" && cut == nil {
+		if !answered && cut == nil {
 			cut = fmt.Errorf("reflexion: line %d: the question block that starts here has no \"Correct answer:\" line (a log cut short or edited?)", agLine)
 		}
 		finish(ag)
@@ -143,7 +144,7 @@ func Parse(r io.Reader) (*Run, error) {
 			seen[q] = true
 			trial.Agents = append(trial.Agents, *ag)
 		}
-		ag, field, inReflections = nil, nil, false
+		ag, field, inReflections, answered = nil, nil, false, false
 	}
 	for sc.Scan() {
 		line++
@@ -212,6 +213,7 @@ func Parse(r io.Reader) (*Run, error) {
 			}
 		case strings.HasPrefix(l, "Correct answer:"):
 			ag.CorrectAnswer = strings.TrimSpace(strings.TrimPrefix(l, "Correct answer:"))
+			answered = true
 			flush()
 		default:
 			if field != nil {

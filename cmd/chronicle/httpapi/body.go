@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -49,15 +50,27 @@ func decodeRead(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		err = bodyError(err)
+		var te *json.UnmarshalTypeError
+		isType := errors.As(err, &te)
+		berr := bodyError(err)
 		var fe *fieldError
-		if errors.As(err, &fe) && fe.pointer == "" && strings.HasPrefix(fe.reason, "unknown field") {
-			// encoding/json names the field, not where it is
-			if ptr, _, ok := inexactMember(body, reflect.TypeOf(v)); ok {
+		if !errors.As(berr, &fe) {
+			return berr
+		}
+		switch {
+		case isType && fe.pointer != "/":
+			// where the value that did not fit is in the body: the Go
+			// field path has no array index
+			fe.pointer = pointerAt(body, te.Offset)
+		case strings.HasPrefix(fe.reason, "unknown field"):
+			// encoding/json names the field, not where it is: the first
+			// member that is no field, when it is that one
+			name, _ := strconv.Unquote(strings.TrimPrefix(fe.reason, "unknown field "))
+			if ptr, n, ok := inexactMember(body, reflect.TypeOf(v)); ok && n == name {
 				fe.pointer = ptr
 			}
 		}
-		return err
+		return berr
 	}
 	if err := endOfBody(dec); err != nil {
 		return err

@@ -40,6 +40,9 @@ func TestBodyErrorsNameTheirMember(t *testing.T) {
 		Inner struct {
 			B int `json:"b"`
 		} `json:"inner"`
+		Items []struct {
+			N int `json:"n"`
+		} `json:"items"`
 	}
 	for body, want := range map[string][2]string{
 		`{"bogus":1}`:               {"/bogus", `unknown field "bogus"`},
@@ -49,9 +52,14 @@ func TestBodyErrorsNameTheirMember(t *testing.T) {
 		`{"title":"a","title":"b"}`: {"/title", "appears twice"},
 		`{"Title":"a"}`:             {"/Title", "member names are case-sensitive"},
 		`null`:                      {"/", "got null, want object"},
-		`{bad`:                      {"/", "not valid JSON at byte"},
-		``:                          {"/", "empty, a JSON object expected"},
-		`{"title":"a"} {}`:          {"/", "found more after it"},
+		// a review: the first inexact member was named for another's
+		// error, and an array's index was lost
+		`{"Title":"x","bogus":1}`:              {"", `unknown field "bogus"`},
+		`{"items":[{"n":1},{"n":"x"}]}`:        {"/items/1/n", "got string, want integer"},
+		`{"items":[{"n":1}],"inner":{"b":[]}}`: {"/inner/b", "got array, want integer"},
+		`{bad`:                                 {"/", "not valid JSON at byte"},
+		``:                                     {"/", "empty, a JSON object expected"},
+		`{"title":"a"} {}`:                     {"/", "found more after it"},
 	} {
 		err := decodeRead([]byte(body), &target{})
 		w := httptest.NewRecorder()

@@ -174,10 +174,11 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			return
 		}
 		v, err := s.groupView(r.Context())
-		if err != nil && s.dir.wasCluster() {
+		if err != nil && brokersAway(err) && s.dir.wasCluster() && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			// the brokers have been away longer than a session timeout:
 			// the local store is all there is, and its "not found" may be
-			// another member's data (a false 404: an SRE's walkthrough)
+			// another member's data (a false 404: an SRE's walkthrough).
+			// Reads only: a write is refused or forwarded as before
 			s.localOrUnknown(rt, id, next)(w, r)
 			return
 		}

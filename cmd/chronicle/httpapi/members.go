@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/processors"
@@ -193,6 +196,22 @@ type directory struct {
 	notJoined string
 }
 
+// errNoAnswer is wrapped by groupView's error when the group's
+// description did not come within DescribeTimeout.
+var errNoAnswer = errors.New("no answer")
+
+// brokersAway reports whether err, groupView's, says the brokers did not
+// answer (no answer in time, a refused or broken connection), not that
+// they answered with an error (an authorization failure, a coordinator
+// loading, no such group): only then is a member's local "not found"
+// unknown (localOrUnknown).
+func brokersAway(err error) bool {
+	var ne net.Error
+	var fe *kgo.ErrFirstReadEOF
+	return errors.Is(err, errNoAnswer) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.As(err, &fe)
+}
+
 // wasCluster reports whether this member was last seen Stable in a group
 // with other members: a cluster, whose owners it cannot know once the
 // brokers have been away longer than a session timeout (localOrUnknown).
@@ -326,7 +345,7 @@ func (s *Server) groupView(ctx context.Context) (*groupView, error) {
 	default:
 	}
 	if d.at.IsZero() || time.Since(d.at) >= DirectoryTTL { // not yet kept by another read
-		d.record(nil, fmt.Errorf("describe group %s: no answer within %v", s.groupName(), DescribeTimeout), s.P.Runner.MemberID(), s.sessionTimeout())
+		d.record(nil, fmt.Errorf("describe group %s: %w within %v", s.groupName(), errNoAnswer, DescribeTimeout), s.P.Runner.MemberID(), s.sessionTimeout())
 	}
 	return d.view, d.err
 }

@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -46,5 +51,23 @@ func TestLocalAnswerOfAClusterMemberInAnOutage(t *testing.T) {
 	}
 	if w := answer(404, http.Header{NoRouteHeader: {"1"}}); w.Code != 404 {
 		t.Errorf("a 404 of no route: %d, want it as answered", w.Code)
+	}
+}
+
+// Only the brokers' silence makes a local "not found" unknown: an answer
+// with an error (authorization, no such group) keeps the 404 (a review,
+// 2026-11-30: any describe failure once the Stable view was old turned
+// every real 404 into a 503 that blamed the brokers).
+func TestBrokersAway(t *testing.T) {
+	for err, away := range map[error]bool{
+		fmt.Errorf("describe group g: %w within 2s", errNoAnswer):                               true,
+		fmt.Errorf("describe group g: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}): true,
+		fmt.Errorf("describe group g: %w", context.DeadlineExceeded):                            true,
+		errNoGroup: false,
+		errors.New("describe group g: GROUP_AUTHORIZATION_FAILED: Not authorized to access group"): false,
+	} {
+		if got := brokersAway(err); got != away {
+			t.Errorf("brokersAway(%v) = %v, want %v", err, got, away)
+		}
 	}
 }

@@ -361,8 +361,8 @@ var numericParams = [...]string{"limit", "k", "min_confidence"}
 // differed: url.Values.Get kept the first of repeated values silently,
 // and ?limit= meant the default on /v1/sessions and /v1/memories/search
 // but was a 400 on /v1/workflows (a walkthrough, 2026-11-30). A parameter
-// no route reads is left alone, as HTTP APIs usually do (a browser's
-// cache-busting ?_=…).
+// no route reads is left alone when given once, as HTTP APIs usually do
+// (a browser's cache-busting ?_=…); given twice, it is refused as any.
 func queryShape(q url.Values) string {
 	names := make([]string, 0, len(q))
 	for n := range q {

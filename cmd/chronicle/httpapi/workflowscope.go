@@ -184,7 +184,7 @@ func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *gro
 		case a.code == http.StatusNotFound:
 			// a member of an older Chronicle answered the probe as a read
 		case a.code != http.StatusOK:
-			relay(w, a) // the caller's own refusal (401, 400) or an older member's 409
+			relay(w, a) // the caller's own refusal (400, 403) or an older member's 409; a 401 to the forward is failed() above
 			return
 		case json.Unmarshal(a.body, &ans) != nil:
 			// 503 as for a member that did not answer (openapi.json lists

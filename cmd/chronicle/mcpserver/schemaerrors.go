@@ -54,7 +54,11 @@ func readableSchemaError(msg string) string {
 	}
 	path, keyword, detail := m[1], m[2], m[3]
 	ptr := "/" + strings.ReplaceAll(strings.ReplaceAll(path, "/properties/", "/"), "/items/", "/")
+	numeric := keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" || keyword == "exclusiveMaximum" || keyword == "multipleOf"
 	detail = ratRe.ReplaceAllStringFunc(detail, func(s string) string {
+		if !numeric {
+			return s // a quoted value such as "1/2" stays as sent
+		}
 		p := ratRe.FindStringSubmatch(s)
 		n, _ := strconv.ParseFloat(p[1], 64)
 		d, _ := strconv.ParseFloat(p[2], 64)
@@ -63,7 +67,9 @@ func readableSchemaError(msg string) string {
 		}
 		return strconv.FormatFloat(n/d, 'g', -1, 64)
 	})
-	detail = fixedRe.ReplaceAllString(detail, "$1")
+	if numeric {
+		detail = fixedRe.ReplaceAllString(detail, "$1")
+	}
 	detail = strings.Replace(detail, "<invalid reflect.Value> has type", "got", 1)
 	if keyword == "pattern" {
 		if why, ok := patternReasons[strings.TrimPrefix(ptr, "/")]; ok {

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// pointerAt is the JSON pointer of the value of body that ends at byte
+// offset (a json.UnmarshalTypeError's Offset: the end of the value that
+// did not fit), "" when none does. encoding/json's error names the Go
+// field path, which has no array index ("items.n" for the second of
+// [{"n":1},{"n":"x"}]) and splits map keys holding '.': a pointer built
+// from it could name nothing (a review, 2026-11-30).
+func pointerAt(body []byte, offset int64) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		array bool
+		index int
+		key   string
+		inKey bool // an object's next token is a key
+	}
+	var stack []frame
+	path := func() string {
+		var b bytes.Buffer
+		for _, f := range stack {
+			b.WriteByte('/')
+			if f.array {
+				b.WriteString(strconv.Itoa(f.index))
+			} else {
+				b.WriteString(pointerToken(f.key))
+			}
+		}
+		return b.String()
+	}
+	// valueDone moves the innermost container past the value just read
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].array {
+				stack[n-1].index++
+			} else {
+				stack[n-1].inKey = true
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].inKey {
+			if k, ok := tok.(string); ok {
+				stack[n-1].key, stack[n-1].inKey = k, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			stack = append(stack, frame{array: tok == json.Delim('['), inKey: tok == json.Delim('{')})
+			if tok == json.Delim('[') {
+				stack[len(stack)-1].index = 0
+			}
+			// the container's own path is its parent's entry: kept by
+			// reading it back at its close
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if dec.InputOffset() >= offset {
+				return path()
+			}
+			valueDone()
+			continue
+		}
+		if dec.InputOffset() >= offset {
+			return path()
+		}
+		valueDone()
+	}
+}
