@@ -2,43 +2,11 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 )
-
-// TestLearnedStreamRefusesRepeatedParameters: a single-valued parameter
-// of GET /v1/learned/stream given twice is a 400 naming it (found by a
-// new user's walkthrough: ?follow=FALSE&follow=true kept the first value
-// silently, while repeated types= all count). The refusal comes before
-// the broker is asked, so routesOnly serves it.
-func TestLearnedStreamRefusesRepeatedParameters(t *testing.T) {
-	srv := httptest.NewServer(conforming(t, routesOnly().Handler()))
-	defer srv.Close()
-	for _, q := range []string{"follow=FALSE&follow=true", "from=start&from=end", "scope=project:a&scope=project:b", "after=0:0&after=0:1", "follow=false&types=memory.created.v1&follow=false"} {
-		name := strings.SplitN(q, "=", 2)[0]
-		if strings.HasPrefix(q, "follow=false&types") {
-			name = "follow"
-		}
-		resp, err := http.Get(srv.URL + "/v1/learned/stream?" + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e struct {
-			Error string `json:"error"`
-		}
-		derr := json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || derr != nil || !strings.HasPrefix(e.Error, name+": ") || !strings.Contains(e.Error, "2 times") {
-			t.Errorf("?%s: %d %q, want 400 naming %s given twice", q, resp.StatusCode, e.Error, name)
-		}
-	}
-}
 
 // TestLearnedStreamCatchUpSendsPosition: a follow=false stream ends with
 // an id-only block holding the position it reached, so a catch-up client

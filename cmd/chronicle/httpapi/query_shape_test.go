@@ -12,21 +12,29 @@ import (
 // twice, and a numeric one given empty, are a 400 naming it. Before,
 // GET /v1/sessions?limit=1&limit=2 kept the first value silently and
 // ?limit= meant the default there and on the searches, while
-// /v1/workflows?limit= was a 400 (a walkthrough, 2026-11-30). The
-// refusal comes before any handler, so routesOnly serves it.
+// /v1/workflows?limit= was a 400 (a walkthrough, 2026-11-30); the learned
+// stream refused repeats on its own (a new user's walkthrough:
+// ?follow=FALSE&follow=true kept the first value silently), and its
+// repeated types= still all count. The refusal comes before any handler,
+// so routesOnly serves it.
 func TestQueryParametersAreCheckedAlike(t *testing.T) {
 	srv := httptest.NewServer(conforming(t, routesOnly().Handler()))
 	defer srv.Close()
-	for q, name := range map[string]string{
-		"/v1/sessions?limit=1&limit=2":                  "limit",
-		"/v1/workflows?limit=1&limit=2":                 "limit",
-		"/v1/sessions?limit=":                           "limit",
-		"/v1/memories/search?query=tip&limit=":          "limit",
-		"/v1/memories/search?query=tip&min_confidence=": "min_confidence",
-		"/v1/graph/next?k=":                             "k",
-		"/v1/memories/search?query=a&query=b":           "query",
+	for _, c := range []struct{ path, name, says string }{
+		{"/v1/sessions?limit=1&limit=2", "limit", "2 times"},
+		{"/v1/workflows?limit=1&limit=2", "limit", "2 times"},
+		{"/v1/memories/search?query=a&query=b", "query", "2 times"},
+		{"/v1/learned/stream?follow=FALSE&follow=true", "follow", "2 times"},
+		{"/v1/learned/stream?from=start&from=end", "from", "2 times"},
+		{"/v1/learned/stream?scope=project:a&scope=project:b", "scope", "2 times"},
+		{"/v1/learned/stream?after=0:0&after=0:1", "after", "2 times"},
+		{"/v1/learned/stream?follow=false&types=memory.created.v1&follow=false", "follow", "2 times"},
+		{"/v1/sessions?limit=", "limit", "empty"},
+		{"/v1/memories/search?query=tip&limit=", "limit", "empty"},
+		{"/v1/memories/search?query=tip&min_confidence=", "min_confidence", "empty"},
+		{"/v1/graph/next?k=", "k", "empty"},
 	} {
-		resp, err := http.Get(srv.URL + q)
+		resp, err := http.Get(srv.URL + c.path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,8 +43,8 @@ func TestQueryParametersAreCheckedAlike(t *testing.T) {
 		}
 		derr := json.NewDecoder(resp.Body).Decode(&e)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || derr != nil || !strings.HasPrefix(e.Error, name+": ") {
-			t.Errorf("%s: %d %q, want 400 naming %s", q, resp.StatusCode, e.Error, name)
+		if resp.StatusCode != http.StatusBadRequest || derr != nil || !strings.HasPrefix(e.Error, c.name+": ") || !strings.Contains(e.Error, c.says) {
+			t.Errorf("%s: %d %q, want 400 naming %s (%s)", c.path, resp.StatusCode, e.Error, c.name, c.says)
 		}
 	}
 }
