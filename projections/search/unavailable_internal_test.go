@@ -17,6 +17,10 @@ type downStore struct {
 	upserts atomic.Int32
 }
 
+// Collection makes downStore a MultiStore whose every collection is
+// itself, as one Weaviate server serves the three.
+func (s *downStore) Collection(Collection) VectorStore { return s }
+
 func (s *downStore) Upsert(ctx context.Context, docs []Doc) error {
 	s.upserts.Add(1)
 	return fmt.Errorf("weaviate: batch upsert: server unavailable after 14 attempts: connection refused: %w", ErrStoreUnavailable)
