@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,17 +33,11 @@ func TestQueryParametersAreCheckedAlike(t *testing.T) {
 		{"/v1/memories/search?query=tip&min_confidence=", "min_confidence", "empty"},
 		{"/v1/graph/next?k=", "k", "empty"},
 	} {
-		resp, err := http.Get(srv.URL + c.path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var e struct {
 			Error string `json:"error"`
 		}
-		derr := json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || derr != nil || !strings.HasPrefix(e.Error, c.name+": ") || !strings.Contains(e.Error, c.says) {
-			t.Errorf("%s: %d %q, want 400 naming %s (%s)", c.path, resp.StatusCode, e.Error, c.name, c.says)
+		if code := get(t, srv, c.path, &e); code != http.StatusBadRequest || !strings.HasPrefix(e.Error, c.name+": ") || !strings.Contains(e.Error, c.says) {
+			t.Errorf("%s: %d %q, want 400 naming %s (%s)", c.path, code, e.Error, c.name, c.says)
 		}
 	}
 }
