@@ -38,6 +38,55 @@ func equalCandidates(t *testing.T, what string, got, want []search.Candidate) {
 	}
 }
 
+// equalUpToCutTies is equalCandidates, except that when the bm25 list
+// was cut (k documents in want hold a BM25 score) the documents scoring
+// as its k-th may be other documents of that score, as many of them:
+// which of a tie at the limit a query returns is the server's choice,
+// and differs between a class and a tenant, an over-fetch and a pushed
+// down filter (CI of 2026-11-30: candidate 33, bench-000279 for
+// bench-000271, both 1.4267423). The bench corpus ties often: its fields
+// hold a fixed number of words of a 50-word vocabulary. Breaking such
+// ties by id in the store would mean fetching past the tie, which cost
+// ×2.0–3.5 at p50 on that corpus (k = 200, 10,000 documents, one run),
+// so the store does not; README, "Weaviate candidate queries".
+func equalUpToCutTies(t *testing.T, what string, got, want []search.Candidate, k int) {
+	t.Helper()
+	cut, n := math.Inf(1), 0
+	for _, c := range want {
+		if c.HasBM25 {
+			n++
+			cut = min(cut, c.BM25)
+		}
+	}
+	if n < k {
+		equalCandidates(t, what, got, want)
+		return
+	}
+	// Drop the tie's documents from the bm25 list: those only on it go,
+	// those also on the nearVector list lose their BM25 score.
+	untie := func(l []search.Candidate) ([]search.Candidate, int) {
+		var out []search.Candidate
+		tied := 0
+		for _, c := range l {
+			if c.HasBM25 && math.Abs(c.BM25-cut) <= 1e-4 {
+				tied++
+				if !c.HasCosine {
+					continue
+				}
+				c.HasBM25, c.BM25 = false, 0
+			}
+			out = append(out, c)
+		}
+		return out, tied
+	}
+	g, gTied := untie(got)
+	w, wTied := untie(want)
+	if gTied != wTied {
+		t.Fatalf("%s: %d candidates scoring the cut's BM25 %v, want %d", what, gTied, cut, wTied)
+	}
+	equalCandidates(t, what, g, w)
+}
+
 // TestSameCandidatesAsBefore is the proof that pushing the filter down
 // changed no result: on one collection of 600 random documents (bench
 // corpus), Candidates over GraphQL and over gRPC return exactly what the
@@ -76,14 +125,14 @@ func TestSameCandidatesAsBefore(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				equalCandidates(t, fmt.Sprintf("%s query %d (gRPC %v)", name, i, s.grpc != nil), got, want)
+				equalUpToCutTies(t, fmt.Sprintf("%s query %d (gRPC %v)", name, i, s.grpc != nil), got, want, 20)
 				// two phases (the gRPC store's refCache starts cold: it
 				// wrote nothing)
 				got, err = searchtest.TwoPhase(s).Candidates(ctxT(t), q.v, q.text, f, 20)
 				if err != nil {
 					t.Fatal(err)
 				}
-				equalCandidates(t, fmt.Sprintf("%s query %d two-phase (gRPC %v)", name, i, s.grpc != nil), got, want)
+				equalUpToCutTies(t, fmt.Sprintf("%s query %d two-phase (gRPC %v)", name, i, s.grpc != nil), got, want, 20)
 			}
 		}
 	}
@@ -143,8 +192,8 @@ func TestUnknownScopeLearned(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := scopedLegacyCandidates(t, a, alone, q.v, q.text, f, 10)
-			equalCandidates(t, "after another process wrote an unknown scope", got, want)
-			equalCandidates(t, "two-phase, after another process wrote an unknown scope", twoPhase, want)
+			equalUpToCutTies(t, "after another process wrote an unknown scope", got, want, 10)
+			equalUpToCutTies(t, "two-phase, after another process wrote an unknown scope", twoPhase, want, 10)
 			if n := 0; true {
 				for _, c := range got {
 					if c.HasCosine {
