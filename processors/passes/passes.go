@@ -9,7 +9,8 @@
 // validation issues and TaskProfile changes.
 //
 // Rejections (dead-lettered with a reason naming the field): a pass number
-// not above the last recorded one (/data/pass_number), a refinement
+// not above the last recorded one, or more than MaxPassGap above it
+// (/data/pass_number), a refinement
 // that breaks a limit of the design (nesting > 5, > 3 attempts on one
 // fragment or > 10 in a pass) or names an unknown step id
 // (/data/refinement_actions/<i>/target), a plan snapshot with a duplicate
@@ -89,9 +90,18 @@ type Pass struct {
 	Error             string                    `json:"error,omitempty"`
 	// MissingBefore lists the pass numbers between the previous recorded
 	// pass and this one that the log does not hold (or that were
-	// rejected): accepted and flagged.
+	// rejected): accepted and flagged, at most MaxPassGap of them.
 	MissingBefore []int `json:"missing_before,omitempty"`
 }
+
+// MaxPassGap is the most pass numbers one pass may skip (its
+// MissingBefore); a pass skipping more is rejected. The multi-pass design
+// runs a handful of passes per task (its TTL counts steps within a pass,
+// 6 at the default profile), so 100 missing passes is already a lost
+// stretch of log, not an engine's numbering; without a bound one event
+// (pass_number 100,000,000) made a list of that many numbers, and the
+// service ran out of memory applying it, again at every restart.
+const MaxPassGap = 100
 
 // Task is a reasoning task's current state.
 type Task struct {
@@ -171,6 +181,9 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		// not necessarily recorded: a pass skipped over (missing_before of
 		// a later one) cannot be added afterwards either
 		return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q is not above the last recorded pass %d: passes are recorded in increasing order", d.PassNumber, id, t.Passes)}
+	}
+	if gap := d.PassNumber - t.Passes - 1; gap > MaxPassGap {
+		return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q would leave %d passes missing after pass %d: at most %d may be missing (MaxPassGap)", d.PassNumber, id, gap, t.Passes, MaxPassGap)}
 	}
 	p := Pass{PassNumber: d.PassNumber, EventID: env.ID, Time: env.Time, SessionID: d.SessionID, Phase: d.Phase, Status: d.Status,
 		RefinementActions: d.RefinementActions, StepsExecuted: d.StepsExecuted, ValidationIssues: d.ValidationIssues, Output: d.Output, Error: d.Error}

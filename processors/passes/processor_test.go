@@ -172,3 +172,38 @@ func TestLatePassIsNotCalledRecorded(t *testing.T) {
 		t.Fatalf("late pass 2: %v", err)
 	}
 }
+
+// TestPassGapIsBounded: a pass skipping MaxPassGap numbers is accepted
+// and flagged with all of them; one skipping more is rejected, naming
+// the field, and changes nothing (pass_number 100,000,000 built a list of
+// that many numbers and ran the service out of memory, at every restart:
+// a walkthrough found).
+func TestPassGapIsBounded(t *testing.T) {
+	s := openStore(t)
+	evs := threePasses(t, "project:a", "t")
+	if err := apply(s, 0, &evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	d := events.ReasoningPassData{TaskID: "t", PassNumber: 2 + MaxPassGap + 1, Phase: "C", TTLRemaining: 3,
+		Convergence: events.ConvergenceScores{Completeness: 1, Coherence: 1, Consistency: 1}}
+	beyond := passEvent(t, "project:a", "beyond", d)
+	var re *RejectError
+	if err := apply(s, 1, &beyond); !errors.As(err, &re) || re.Pointer != "/data/pass_number" {
+		t.Fatalf("a gap of MaxPassGap+1: %v", err)
+	}
+	d.PassNumber = 100_000_000
+	far := passEvent(t, "project:a", "far", d)
+	err := apply(s, 2, &far)
+	if !errors.As(err, &re) || re.Pointer != "/data/pass_number" || !strings.Contains(re.Reason, "99999998 passes missing after pass 1") || !projections.Deterministic(err) {
+		t.Fatalf("pass 100000000 after pass 1: %v", err)
+	}
+	d.PassNumber = 2 + MaxPassGap
+	edge := passEvent(t, "project:a", "edge", d)
+	if err := apply(s, 3, &edge); err != nil {
+		t.Fatalf("a gap of MaxPassGap: %v", err)
+	}
+	h, _ := History(s, events.EntityKey("project:a", "t"))
+	if len(h) != 2 || len(h[1].MissingBefore) != MaxPassGap || h[1].MissingBefore[0] != 2 || h[1].MissingBefore[MaxPassGap-1] != 1+MaxPassGap {
+		t.Fatalf("history: %d passes, the last missing %d", len(h), len(h[len(h)-1].MissingBefore))
+	}
+}

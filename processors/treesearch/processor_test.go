@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -164,10 +165,17 @@ func TestQuotaBreachRefusedAtReserve(t *testing.T) {
 	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
 		Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 650, TokensRefunded: 50})
 	check()
-	// 650 used: 351 more would breach 1000, 350 fits
+	// 650 used: 351 more would breach 1000, 350 fits; so would 2^63 − 1 − 649
+	// (used + it wraps past the largest int64 to a negative sum: it was
+	// accepted, a walkthrough found)
 	rejected(t, st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: 351}), "/data/tokens")
+	rejected(t, st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: math.MaxInt64 - 649}), "/data/tokens")
 	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 2, NodeID: "r.0", Tokens: 350})
 	check()
+	// a used count past the largest int64 is refused (it wrapped to a
+	// negative count, after which any reservation fit)
+	rejected(t, st.apply(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 2, NodeID: "r.0",
+		Children: []string{}, Kept: []string{}, Dropped: []string{}, TokensUsed: math.MaxInt64 - 649, TokensOverrun: math.MaxInt64 - 649 - 350}), "/data/tokens_used")
 	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 2, NodeID: "r.0",
 		Children: []string{}, Kept: []string{}, Dropped: []string{}, TokensUsed: 400, TokensRefunded: 0, TokensOverrun: 50})
 	check()
@@ -185,7 +193,7 @@ func TestQuotaBreachRefusedAtReserve(t *testing.T) {
 // node.
 func TestPauseAndResume(t *testing.T) {
 	st := newStore(t)
-	started(st, 3, 0)
+	started(st, 3, 1000)
 	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 0})
 	a := child("r.0", 1, "a", 0.25, 0)
 	a.NeedsHuman = true
@@ -198,6 +206,16 @@ func TestPauseAndResume(t *testing.T) {
 	st.must(events.SearchPaused, events.SearchPausedData{SearchID: "s1", NodeID: "r.0", Question: "may it use 4 twice?"})
 	if s := st.get(); s.Status != treesearch.StatusPaused || len(s.Open) != 2 {
 		t.Fatalf("paused %+v", s)
+	}
+	// a paused search waits for its human: no outcome skips the decision
+	// (quota_exhausted was accepted with the quota unused, a walkthrough
+	// found)
+	for _, o := range []string{events.SearchQuotaExhausted, events.SearchMaxExpansions, events.SearchExhausted, events.SearchSolved} {
+		d := events.SearchCompletedData{SearchID: "s1", Outcome: o}
+		if o == events.SearchSolved {
+			d.NodeID, d.Path, d.Answer = "r.0", []string{"r", "r.0"}, "24"
+		}
+		rejected(t, st.apply(events.SearchCompleted, d), "/type")
 	}
 	st.must(events.SearchResumed, events.SearchResumedData{SearchID: "s1", Decision: "reject", Note: "no", By: "ana"})
 	s := st.get()

@@ -334,8 +334,14 @@ func reserve(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	case s.Config.MaxExpansions > 0 && d.Expansion > s.Config.MaxExpansions:
 		return rejectf("/data/expansion", "%d exceeds max_expansions %d", d.Expansion, s.Config.MaxExpansions)
 	}
-	if q := s.Quota; q.Limit > 0 && q.Used+q.Outstanding+d.Tokens > q.Limit {
+	// Compared without adding, so no count can wrap around past the limit
+	// (Used can exceed Limit after an overrun: the difference is then
+	// negative and every reservation breaches).
+	if q := s.Quota; q.Limit > 0 && d.Tokens > q.Limit-q.Used-q.Outstanding {
 		return rejectf("/data/tokens", "reserving %d tokens would breach the quota: used %d + outstanding %d + %d > %d", d.Tokens, q.Used, q.Outstanding, d.Tokens, q.Limit)
+	}
+	if d.Tokens > math.MaxInt64-s.Quota.Reserved {
+		return rejectf("/data/tokens", "%d: the search's reserved count (%d) would pass the largest 64-bit integer", d.Tokens, s.Quota.Reserved)
 	}
 	key := s.Key()
 	n, ok, err := getNode(tx, key, d.NodeID)
@@ -517,6 +523,9 @@ func decide(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	case !slices.Equal(d.Children, c.Children):
 		return rejectf("/data/children", "%v: the expansion generated %v", d.Children, c.Children)
 	}
+	if d.TokensUsed > math.MaxInt64-s.Quota.Used {
+		return rejectf("/data/tokens_used", "%d: the search's used count (%d) would pass the largest 64-bit integer", d.TokensUsed, s.Quota.Used)
+	}
 	refund, overrun := max(0, c.Reserved-d.TokensUsed), max(0, d.TokensUsed-c.Reserved)
 	if d.TokensRefunded != refund || d.TokensOverrun != overrun {
 		return rejectf("/data/tokens_refunded", "reserved %d, used %d: refund %d and overrun %d, not %d and %d", c.Reserved, d.TokensUsed, refund, overrun, d.TokensRefunded, d.TokensOverrun)
@@ -651,6 +660,9 @@ func complete(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	}
 	if s.Current != nil {
 		return rejectf("/data/outcome", "expansion %d is in flight", s.Current.N)
+	}
+	if s.Status == StatusPaused {
+		return rejectf("/type", "search is paused at %q for a human decision: resume it first (search.resumed.v1)", s.PausedAt)
 	}
 	key := s.Key()
 	switch d.Outcome {
