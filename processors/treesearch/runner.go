@@ -2,6 +2,7 @@ package treesearch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -82,15 +83,28 @@ type StartRequest struct {
 	Model     string
 }
 
+// ErrSetupDiffers is returned (wrapped, naming the field) by Runner.Start
+// when the search already exists with another goal, root state, config,
+// proposer, evaluator or model: a search's setup is fixed by its
+// search.started.v1, so running it again with another one would report
+// the first run's result as the new one's.
+var ErrSetupDiffers = errors.New("treesearch: the search already exists with another setup")
+
 // Start writes search.started.v1 unless the projection already holds the
-// search, and waits until it does. It returns the search's key.
+// search, and waits until it does. It returns the search's key. A search
+// already held is continued if its setup is the request's (and the
+// runner's proposer and evaluator); else ErrSetupDiffers.
 func (r *Runner) Start(ctx context.Context, req StartRequest) (string, error) {
 	if err := events.CheckID(req.SearchID); err != nil {
 		return "", fmt.Errorf("treesearch: search_id: %w", err)
 	}
 	key := events.EntityKey(req.Scope, req.SearchID)
-	if _, ok, err := Get(r.Store, key); err != nil || ok {
+	s, ok, err := Get(r.Store, key)
+	if err != nil {
 		return key, err
+	}
+	if ok {
+		return key, r.sameSetup(s, req)
 	}
 	env, err := r.event(key, "started", events.SearchStarted, events.SearchStartedData{
 		SearchID: req.SearchID, Goal: req.Goal, RootState: req.RootState, Config: req.Config,
@@ -103,6 +117,31 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (string, error) {
 		return "", err
 	}
 	return key, r.waitSeq(ctx, key, 1)
+}
+
+// sameSetup is nil if s was started as req (with r's components), else
+// ErrSetupDiffers naming the first field that differs.
+func (r *Runner) sameSetup(s Search, req StartRequest) error {
+	for _, f := range []struct {
+		name       string
+		held, asks any
+	}{
+		{"goal", s.Goal, req.Goal},
+		{"root_state", s.RootState, req.RootState},
+		{"config", s.Config, req.Config},
+		{"proposer", s.Proposer, r.Proposer.Component()},
+		{"evaluator", s.Evaluator, r.Evaluator.Component()},
+		{"model", s.Model, req.Model},
+	} {
+		// compared as JSON, as the event recorded them (and whatever
+		// fields the types gain)
+		held, _ := json.Marshal(f.held)
+		asks, _ := json.Marshal(f.asks)
+		if string(held) != string(asks) {
+			return fmt.Errorf("%w: search %q has %s %s, this run asks for %s (start it under another search id, scope or data directory)", ErrSetupDiffers, s.ID, f.name, held, asks)
+		}
+	}
+	return nil
 }
 
 func (r *Runner) event(key, suffix string, t events.Type, payload any) (events.Envelope, error) {

@@ -288,6 +288,24 @@ func TestRunnerPausesAndQuota(t *testing.T) {
 	if q.Outcome != events.SearchQuotaExhausted || q.Quota.Used > cfg.QuotaTokens || q.Quota.Outstanding != 0 {
 		t.Fatalf("quota search: %s, %+v", q.Outcome, q.Quota)
 	}
+
+	// Starting a held search again continues it when the setup is the
+	// same, and is refused, naming the field, when it is not (before, a
+	// run with another quota reported the first run's result as its own:
+	// a walkthrough found).
+	again := runner(t, p, game24.Arithmetic{}, game24.Arithmetic{})
+	req := treesearch.StartRequest{Scope: "project:a", SearchID: "quota", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: cfg}
+	if k, err := again.Start(ctx, req); err != nil || k != events.EntityKey("project:a", "quota") {
+		t.Fatalf("the same setup again: %q %v", k, err)
+	}
+	req.Config.QuotaTokens = 1
+	if _, err := again.Start(ctx, req); !errors.Is(err, treesearch.ErrSetupDiffers) || !strings.Contains(err.Error(), `config {"beam_width":5`) || !strings.Contains(err.Error(), `"quota_tokens":1,`) {
+		t.Fatalf("another quota: %v", err)
+	}
+	req.Config = cfg
+	if _, err := runner(t, p, game24.Arithmetic{}, pauser{}).Start(ctx, req); !errors.Is(err, treesearch.ErrSetupDiffers) || !strings.Contains(err.Error(), "has evaluator") {
+		t.Fatalf("another evaluator: %v", err)
+	}
 }
 
 // Importing GPT-4's Tree of Thoughts log as searches (a level-wise beam of
