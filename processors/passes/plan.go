@@ -1,8 +1,13 @@
 package passes
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"gonum.org/v1/gonum/graph/simple"
+	"gonum.org/v1/gonum/graph/topo"
 
 	"github.com/chronicle-dev/chronicle/events"
 )
@@ -55,7 +60,8 @@ func reject(ptr, format string, a ...any) error {
 
 // FromSnapshot builds a Plan from a plan snapshot of an event. A step
 // without step_id gets "step-<n>" (its 1-based position); a parent must
-// come before its children. Errors name the field.
+// come before its children; depends_on entries must name steps and form
+// no cycle. Errors name the field.
 func FromSnapshot(p *events.Plan) (Plan, error) {
 	var out Plan
 	for i, s := range p.Steps {
@@ -79,8 +85,61 @@ func FromSnapshot(p *events.Plan) (Plan, error) {
 			}
 		}
 	}
+	if c := out.dependencyCycle(); c != nil {
+		i := slices.IndexFunc(p.Steps, func(s events.PlanStep) bool { return s.StepID == c[0] })
+		if i < 0 { // a step named by its position
+			fmt.Sscanf(c[0], "step-%d", &i)
+			i--
+		}
+		return Plan{}, reject(fmt.Sprintf("/data/plan/steps/%d/depends_on", i), "%s", cycleReason(c))
+	}
 	out.renumber()
 	return out, nil
+}
+
+// dependencyCycle returns the ids of steps of p whose depends_on entries
+// form a cycle, in plan order (one step depending on itself, or the
+// steps of a strongly connected set, which gonum's topological sort
+// reports), nil if they form none: such a plan has no order in which
+// its steps could run. Entries naming no step are left to the callers.
+func (p *Plan) dependencyCycle() []string {
+	g := simple.NewDirectedGraph()
+	for i := range p.Steps {
+		g.AddNode(simple.Node(i))
+	}
+	for i, st := range p.Steps {
+		for _, d := range st.DependsOn {
+			j := p.index(d)
+			switch {
+			case j == i:
+				return []string{st.ID}
+			case j >= 0:
+				g.SetEdge(g.NewEdge(simple.Node(j), simple.Node(i)))
+			}
+		}
+	}
+	_, err := topo.Sort(g)
+	var u topo.Unorderable
+	if !errors.As(err, &u) || len(u) == 0 {
+		return nil
+	}
+	idx := make([]int, 0, len(u[0]))
+	for _, n := range u[0] {
+		idx = append(idx, int(n.ID()))
+	}
+	slices.Sort(idx)
+	ids := make([]string, len(idx))
+	for k, i := range idx {
+		ids[k] = p.Steps[i].ID
+	}
+	return ids
+}
+
+func cycleReason(c []string) string {
+	if len(c) == 1 {
+		return fmt.Sprintf("step %q depends on itself: no order could run it", c[0])
+	}
+	return fmt.Sprintf("steps %q depend on each other in a cycle: no order could run them", strings.Join(c, ", "))
 }
 
 // Refine applies a pass's refinement actions to p (a deterministic
@@ -88,8 +147,9 @@ func FromSnapshot(p *events.Plan) (Plan, error) {
 // changes.parent_id (top level when absent), MODIFY changes the fields
 // changes carries, REMOVE deletes the step with its sub-plan. Rejected:
 // an ADD of an existing id, a MODIFY or REMOVE (or a parent, or a
-// depends_on entry) naming an unknown step id, a REMOVE that leaves a
-// dependency dangling, nesting deeper than MaxNesting, a MODIFY moving a step
+// depends_on entry) naming an unknown step id, depends_on entries that
+// form a cycle (a step depending on itself included), a REMOVE that
+// leaves a dependency dangling, nesting deeper than MaxNesting, a MODIFY moving a step
 // under itself, more than MaxAttemptsPerFragment attempts on one fragment
 // or MaxAttemptsPerPass in the pass. p is not changed on error.
 func Refine(p Plan, actions []events.RefinementAction) (Plan, error) {
@@ -177,6 +237,11 @@ func Refine(p Plan, actions []events.RefinementAction) (Plan, error) {
 			for j, d := range ch.DependsOn {
 				if out.index(d) < 0 {
 					return p, reject(fmt.Sprintf("%s/changes/depends_on/%d", ptr, j), "unknown step id %q", d)
+				}
+			}
+			if ch.DependsOn != nil {
+				if c := out.dependencyCycle(); c != nil {
+					return p, reject(ptr+"/changes/depends_on", "%s", cycleReason(c))
 				}
 			}
 		} else {

@@ -212,3 +212,24 @@ func TestDependenciesMustNameSteps(t *testing.T) {
 		t.Fatalf("removing the dependent first: %v", err)
 	}
 }
+
+// TestDependencyCyclesRejected: a step depending on itself, or steps
+// depending on each other, make a plan no order can run; a snapshot or a
+// refinement making one is rejected naming the field (both were accepted,
+// after which neither step could be removed: a walkthrough found).
+func TestDependencyCyclesRejected(t *testing.T) {
+	_, err := FromSnapshot(&events.Plan{Steps: []events.PlanStep{{StepID: "a", Description: "A", DependsOn: []string{"a"}}}})
+	rejected(t, err, "/data/plan/steps/0/depends_on", `step "a" depends on itself`)
+	_, err = FromSnapshot(&events.Plan{Steps: []events.PlanStep{{Description: "x"}, {Description: "A", DependsOn: []string{"step-3"}},
+		{Description: "B", DependsOn: []string{"step-1", "step-2"}}}})
+	rejected(t, err, "/data/plan/steps/1/depends_on", `steps "step-2, step-3" depend on each other in a cycle`)
+	p := snapshot(t, events.PlanStep{StepID: "a", Description: "A"}, events.PlanStep{StepID: "b", Description: "B", DependsOn: []string{"a"}})
+	_, err = Refine(p, []events.RefinementAction{{Type: events.RefineModify, Target: "a", Changes: &events.StepChanges{DependsOn: []string{"b"}}}})
+	rejected(t, err, "/data/refinement_actions/0/changes/depends_on", `steps "a, b" depend on each other`)
+	_, err = Refine(p, []events.RefinementAction{{Type: events.RefineAdd, Target: "c", Changes: &events.StepChanges{Description: str("C"), DependsOn: []string{"c"}}}})
+	rejected(t, err, "/data/refinement_actions/0/changes/depends_on", `step "c" depends on itself`)
+	// a chain and a diamond are no cycles
+	if _, err := Refine(p, []events.RefinementAction{{Type: events.RefineAdd, Target: "c", Changes: &events.StepChanges{Description: str("C"), DependsOn: []string{"a", "b"}}}}); err != nil {
+		t.Fatalf("a diamond: %v", err)
+	}
+}
