@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -60,8 +61,13 @@ func replayCmd() *cobra.Command {
 			}
 			defer stop()
 			dir := pipeline.ProjectionsDir(into)
-			_, statErr := os.Stat(dir)
+			// an empty projections directory is as good as none: a refused
+			// replay leaves it empty again (it left a half-built store
+			// there, which refused the corrected command: an analyst's
+			// walkthrough)
+			entries, statErr := os.ReadDir(dir)
 			created := os.IsNotExist(statErr)
+			emptyBefore := created || statErr == nil && len(entries) == 0
 			store, err := projections.Open(dir, projections.Options{})
 			if err != nil {
 				return err
@@ -74,12 +80,12 @@ func replayCmd() *cobra.Command {
 			}
 			st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: pipeline.DefaultProcessors(), Until: u, Progress: replayBar()})
 			if err != nil {
-				if st.Records == 0 && created {
+				if st.Records == 0 && emptyBefore {
 					// refused before reading a record (a bad --until): leave
 					// no store behind, so the corrected command can run
 					store.Close()
-					if rerr := os.RemoveAll(dir); rerr != nil {
-						return fmt.Errorf("%w (and removing %s: %v)", err, dir, rerr)
+					if rerr := removeStore(dir, created); rerr != nil {
+						return fmt.Errorf("%w (and removing the store in %s: %v)", err, dir, rerr)
 					}
 				}
 				return err
@@ -104,6 +110,24 @@ func replayCmd() *cobra.Command {
 	cmd.Flags().StringVar(&into, "into", "", "directory to rebuild the projections in (must not hold any)")
 	cmd.Flags().StringVar(&until, "until", "", "state as of an RFC 3339 time (log receive time) or a topic:partition:offset")
 	return cmd
+}
+
+// removeStore removes the store a refused replay opened in dir: dir
+// itself if the replay created it, else what it holds.
+func removeStore(dir string, created bool) error {
+	if created {
+		return os.RemoveAll(dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func replayBar() func(done, total int64) {
@@ -181,6 +205,12 @@ func auditCmd() *cobra.Command {
 				return err
 			}
 			defer stop()
+			// the store must follow this log, as serve requires: a store
+			// audited against another log reported only a key difference,
+			// or passed (an analyst's walkthrough)
+			if err := pipeline.CheckLog(ctx, brokers, live); err != nil {
+				return err
+			}
 			tmp, err := os.MkdirTemp("", "chronicle-audit-")
 			if err != nil {
 				return err

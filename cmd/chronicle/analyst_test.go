@@ -82,6 +82,22 @@ func TestReplayRefusedLeavesNoStore(t *testing.T) {
 	data, stop := logOfOneSession(t)
 	stop()
 	into := filepath.Join(t.TempDir(), "asof")
+	// an empty projections directory made beforehand is left empty
+	// again (a half-built store there refused the corrected command: an
+	// analyst's walkthrough)
+	emptied := filepath.Join(t.TempDir(), "made")
+	if err := os.MkdirAll(pipeline.ProjectionsDir(emptied), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(binary, "replay", "--data", data, "--into", emptied, "--until", "chronicle.sessions:0:100000").CombinedOutput(); err == nil {
+		t.Fatalf("replay --until past the end: %s", out)
+	}
+	if entries, err := os.ReadDir(pipeline.ProjectionsDir(emptied)); err != nil || len(entries) != 0 {
+		t.Fatalf("the refused replay left %d entries in the empty directory given (%v)", len(entries), err)
+	}
+	if out, err := exec.Command(binary, "replay", "--data", data, "--into", emptied, "--until", "chronicle.sessions:0:5").CombinedOutput(); err != nil {
+		t.Fatalf("the corrected replay into the emptied directory: %v\n%s", err, out)
+	}
 	for _, until := range []string{"chronicle.nope:0:1", "chronicle.sessions:0:100000"} {
 		out, err := exec.Command(binary, "replay", "--data", data, "--into", into, "--until", until).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "--until") {
@@ -147,5 +163,32 @@ func TestReplayBeforeTheLogWarns(t *testing.T) {
 	out, err := exec.Command(binary, "replay", "--data", data, "--into", into, "--until", "2001-01-01T00:00:00Z").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"records":0`) || !strings.Contains(string(out), "warning: no record of the log was received at or before --until") {
 		t.Fatalf("replay --until before the log: %v\n%s\nwant the empty state and the warning", err, out)
+	}
+}
+
+// TestAuditRefusesAnotherLog: audit, like serve, refuses a store that was
+// not built from the log it is given — here two directories built from
+// the same events, so only the topic ids tell the logs apart. Before,
+// audit passed on one's projections with the other's log (serve refused
+// the same directory), and with another log's broker it reported only a
+// key difference (an analyst's walkthrough).
+func TestAuditRefusesAnotherLog(t *testing.T) {
+	a, stopA := logOfOneSession(t)
+	stopA()
+	b, stopB := logOfOneSession(t)
+	stopB()
+	if out, err := exec.Command(binary, "audit", "--data", a).CombinedOutput(); err != nil {
+		t.Fatalf("audit of a directory with its own log: %v\n%s", err, out)
+	}
+	mix := t.TempDir()
+	if err := os.CopyFS(pipeline.LogDir(mix), os.DirFS(pipeline.LogDir(a))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(pipeline.ProjectionsDir(mix), os.DirFS(pipeline.ProjectionsDir(b))); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "audit", "--data", mix).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "does not match its log") || !strings.Contains(string(out), "with id") {
+		t.Fatalf("audit of b's projections with a's log: %v\n%s\nwant a refusal naming the topic ids", err, out)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ErrForeignLog is wrapped by the start-up error of a data directory whose
@@ -24,6 +26,42 @@ var ErrForeignLog = errors.New("the data directory does not match its log")
 // every topic must keep the topic id the store first saw (recorded at the
 // first start, or by the replay that built it: projections.Store.TopicID).
 func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) error {
+	return verifyLog(ctx, adm, store, true, "(a replayed or copied directory is read with digest and audit, not served)")
+}
+
+// CheckLog is checkLog for the offline tools (audit): it refuses, with
+// an error wrapping ErrForeignLog, a store that does not follow the log
+// of brokers (a stored next offset beyond its partition's end, a
+// partition the log lacks, a topic with another id than the one the
+// store recorded), and writes nothing: a topic id the store has not
+// recorded (a directory from before ids were kept) is not adopted.
+// Waits at most as long as ctx and the client's request timeouts allow.
+func CheckLog(ctx context.Context, brokers []string, store *projections.Store) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return verifyLog(ctx, kadm.NewClient(cl), store, false, "(this log is not the one the store was built from: give the directory its own log, or audit a store replayed from this one)")
+}
+
+// CheckLogPresent refuses, before an embedded broker creates an empty log
+// in dataDir, a store that has applied records when dataDir holds no log
+// directory (a replayed or copied directory, its log deleted): started,
+// the broker would create a new, empty log, which the store then no
+// longer matches, and which replay, audit and deadletter would read as
+// the directory's log (an analyst's walkthrough).
+func CheckLogPresent(dataDir string, store *projections.Store) error {
+	if _, err := os.Stat(LogDir(dataDir)); !os.IsNotExist(err) {
+		return nil
+	}
+	if n := len(store.Offsets()); n > 0 {
+		return fmt.Errorf("pipeline: %w: the store in %s holds offsets of %d processor partitions, but %s holds no log (a replayed or copied directory, or its log deleted): serve it with the log it was built from; digest and inspect read it without one", ErrForeignLog, ProjectionsDir(dataDir), n, dataDir)
+	}
+	return nil
+}
+
+func verifyLog(ctx context.Context, adm *kadm.Client, store *projections.Store, adopt bool, beyondHint string) error {
 	offsets := store.Offsets() // processor/topic/partition → next offset
 	topics := map[string]bool{}
 	for k := range offsets {
@@ -46,6 +84,7 @@ func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) e
 			return err
 		}
 		switch {
+		case !ok && !adopt:
 		case !ok:
 			if err := store.SetTopicID(name, id); err != nil {
 				return err
@@ -79,8 +118,8 @@ func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) e
 			return fmt.Errorf("pipeline: %w: processor %s reads %s partition %d, which the log does not have", ErrForeignLog, parts[0], parts[1], p)
 		}
 		if next > end.Offset {
-			return fmt.Errorf("pipeline: %w: processor %s, %s partition %d: stored next offset %d is beyond the log's end offset %d (a replayed or copied directory is read with digest and audit, not served)",
-				ErrForeignLog, parts[0], parts[1], p, next, end.Offset)
+			return fmt.Errorf("pipeline: %w: processor %s, %s partition %d: stored next offset %d is beyond the log's end offset %d %s",
+				ErrForeignLog, parts[0], parts[1], p, next, end.Offset, beyondHint)
 		}
 	}
 	return nil

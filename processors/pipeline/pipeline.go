@@ -265,6 +265,11 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		p.Close()
 		return nil, err
 	}
+	if len(cfg.Brokers) == 0 {
+		if err := CheckLogPresent(cfg.DataDir, p.Store); err != nil {
+			return fail(err)
+		}
+	}
 	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, OnPartitionsDiffer: cfg.OnPartitionsDiffer}); err != nil {
 		return fail(err)
 	}

@@ -355,10 +355,16 @@ func TestForeignLogIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = pipeline.Start(ctx, cfg)
-	if !errors.Is(err, pipeline.ErrForeignLog) {
-		t.Fatalf("projections without their log: %v, want ErrForeignLog", err)
+	if !errors.Is(err, pipeline.ErrForeignLog) || !strings.Contains(err.Error(), "holds no log") {
+		t.Fatalf("projections without their log: %v, want ErrForeignLog naming the missing log", err)
 	}
 	t.Log(err)
+	// refused before the embedded broker started: no new, empty log was
+	// left behind for replay, audit and deadletter to read as the
+	// directory's (an analyst's walkthrough)
+	if _, err := os.Stat(pipeline.LogDir(dir)); !os.IsNotExist(err) {
+		t.Fatalf("the refused start left %s behind (%v)", pipeline.LogDir(dir), err)
+	}
 }
 
 // events.Derive validates only the types on chronicle.learned; the engine
