@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -53,13 +54,20 @@ model (vectors the live service cached in DIR are reused).`,
 				return err
 			}
 			defer closeStore()
+			// the address is taken before the index is built (seconds), so
+			// a busy port fails at once (an analyst's walkthrough)
+			ln, err := net.Listen("tcp", httpAddr)
+			if err != nil {
+				return fmt.Errorf("--http %s: %w", httpAddr, err)
+			}
 			start := time.Now()
 			if err := s.P.Search.Index.Sync(ctx); err != nil {
+				ln.Close()
 				return fmt.Errorf("inspect: index the memory bank: %w", err)
 			}
 			fmt.Fprintf(os.Stderr, "chronicle: read-only projections in %s (search index built in %.1fs)\n", pipeline.ProjectionsDir(data), time.Since(start).Seconds())
 			s.Tokens, s.RequestLog = tf, rl
-			return serveHTTP(ctx, s, httpAddr)
+			return serveListener(ctx, s, ln)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "./data", "data directory to read (its projections: DATA/projections), e.g. the --into of chronicle replay")

@@ -324,3 +324,18 @@ func TestInspectWorkflowState(t *testing.T) {
 		t.Errorf("inspect of a directory without checkpoint ids: GET /v1/workflows: %d %s", code, body)
 	}
 }
+
+// TestInspectBusyPortFailsBeforeIndexing: inspect takes its --http
+// address before it builds the search index, so a busy port is refused
+// without the seconds of embedding first (an analyst's walkthrough).
+func TestInspectBusyPortFailsBeforeIndexing(t *testing.T) {
+	data, stop := logOfOneSession(t)
+	stop()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	busy := strings.TrimPrefix(srv.URL, "http://")
+	out, err := exec.Command(binary, "inspect", "--data", data, "--http", busy).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--http "+busy) || strings.Contains(string(out), "search index built") {
+		t.Fatalf("inspect on a busy port: %v\n%s\nwant a refusal naming --http, before the index is built", err, out)
+	}
+}
