@@ -51,6 +51,12 @@ func correct(tx *projections.Tx, env *events.Envelope, key string, p *Panel) err
 		return rejectf("/data/patch", "does not apply to branch %q's output: %v", d.BranchID, err)
 	}
 	if !jsonpatch.Equal(got, d.Corrected) {
+		// a JSON string holding the document (the branch's output is a
+		// string) looked like a match in the reason: say which it is
+		var inner string
+		if json.Unmarshal(d.Corrected, &inner) == nil && json.Valid([]byte(inner)) && jsonpatch.Equal(got, []byte(inner)) {
+			return rejectf("/data/corrected", "is a JSON string holding what the patch makes of branch %q's output (%s): send that document itself, not a string of it", d.BranchID, got)
+		}
 		return rejectf("/data/corrected", "is not what the patch makes of branch %q's output (%s)", d.BranchID, got)
 	}
 	b.Original = b.Output

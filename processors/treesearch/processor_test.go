@@ -291,3 +291,20 @@ func TestChildBeyondMaxDepthIsRefused(t *testing.T) {
 		t.Fatalf("counts %+v", s.Counts)
 	}
 }
+
+// A correction whose corrected document is sent as a JSON string holding
+// it is refused saying so (the reason quoted the very document, which
+// looked like a match: a walkthrough); sent as the document, it applies.
+func TestCorrectionSentAsAStringIsNamed(t *testing.T) {
+	st := newStore(t)
+	st.must(events.SearchBranchCompleted, events.SearchBranchData{SearchID: "p1", BranchID: "b1", Output: `{"ans":"6*4"}`, Answer: "6*4"})
+	c := events.SearchCorrectionData{SearchID: "p1", BranchID: "b1", Schema: "answer",
+		Patch: json.RawMessage(`[{"op":"move","from":"/ans","path":"/answer"}]`), Corrected: json.RawMessage(`"{\"answer\":\"6*4\"}"`)}
+	err := st.apply(events.SearchCandidateCorrected, c)
+	rejected(t, err, "/data/corrected")
+	if !strings.Contains(err.Error(), "JSON string holding") {
+		t.Fatalf("reason: %v", err)
+	}
+	c.Corrected = json.RawMessage(`{"answer":"6*4"}`)
+	st.must(events.SearchCandidateCorrected, c)
+}
