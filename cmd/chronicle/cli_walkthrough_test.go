@@ -116,6 +116,9 @@ func TestSearchFlagsCheckedFirst(t *testing.T) {
 		{[]string{"--quota", "-1"}, "--quota: -1"},
 		{[]string{"--from", "-5", "--to", "2"}, "--from -5 --to 2"},
 		{[]string{"--from", "10", "--to", "2"}, "--from 10 --to 2"},
+		// the recording covers ToT's puzzles only: others were reported as
+		// 0 solved, every one unexpandable (a walkthrough)
+		{[]string{"--proposer", "recorded", "--from", "1", "--to", "1"}, "covers puzzles 901–1000 only"},
 	} {
 		out, err := exec.Command(binary, append([]string{"search", "game24", "--data", data}, c.args...)...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {
@@ -244,4 +247,14 @@ func nonEmptyDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// search game24 --to past the end of 24.csv says where it ends instead of
+// cutting the range silently (a walkthrough).
+func TestSearchRangePastTheEndIsSaid(t *testing.T) {
+	out, err := exec.Command(binary, "search", "game24", "--from", "1362", "--to", "1363", "--baseline=false", "--json",
+		"--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--to 1363: 24.csv ends at rank 1362") || !strings.Contains(string(out), `"puzzles": 1`) {
+		t.Fatalf("search game24 --to 1363: %v\n%s\nwant one puzzle and a warning naming the end", err, out)
+	}
 }

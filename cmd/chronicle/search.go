@@ -129,6 +129,15 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			if len(puzzles) == 0 {
 				return fmt.Errorf("--from %d --to %d: no puzzle of 24.csv in that rank range", from, to)
 			}
+			if last := puzzles[len(puzzles)-1].Rank; last < to {
+				// said, not silently cut (a walkthrough)
+				fmt.Fprintf(os.Stderr, "chronicle: warning: --to %d: 24.csv ends at rank %d; searching %d–%d\n", to, last, puzzles[0].Rank, last)
+			}
+			if proposer == "recorded" && (from < 901 || to > 1000) {
+				// the recording holds ToT's puzzles only: others came out
+				// as 0 solved, every one "unexpandable" (a walkthrough)
+				return fmt.Errorf("--proposer recorded: --from %d --to %d: the recorded Tree of Thoughts log covers puzzles 901–1000 only (game24.ToTFile); use --proposer arithmetic for others", from, to)
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			if err := groupIsFree(ctx, c.brokerList()); err != nil {
