@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -631,4 +632,32 @@ func TestExtensionIntegersAndEmptySubject(t *testing.T) {
 		{`"n":3.5`, "/n"}, {`"n":1e3`, "/n"}, {`"n":3000000000`, "/n"}, {`"n":-2147483649`, "/n"}, {`"n":7.0`, "/n"},
 		{`"subject":""`, "/subject"},
 	}, `"n":7`, `"n":-0`, `"n":2147483647`, `"n":-2147483648`, `"subject":"s"`, `"n":""`)
+}
+
+// A workflow.task.completed.v1 whose tool_id is no id (CheckID) is refused
+// on producer paths naming /data/tool_id: its tool becomes a node of the
+// tool graph, keyed by tool (before, "a,c", "a c" or "ツール" was
+// acknowledged and then lost from the graph with the next call's edge, a
+// log line the only trace: a walkthrough). Tool names of OpenAI's and
+// MCP's shapes pass; the consumer's parse still takes the others, so a log
+// written before replays (the toolgraph processor dead-letters them).
+func TestToolNamesAreIDs(t *testing.T) {
+	event := func(tool string) []byte {
+		return []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"workflow.task.completed.v1","scope":"project:demo","data":{"workflow_id":"w","layer":0,"task_id":"t1","tool_id":` + strconv.Quote(tool) + `,"success":true}}`)
+	}
+	for _, tool := range []string{"a,c", "a c", "a;c", "ツール", "-lead", "a//b"} {
+		_, err := events.ParseProducerEvent(event(tool))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != "/data/tool_id" || !strings.Contains(ve.Reason, "tool graph") {
+			t.Errorf("tool_id %q: got %v, want a refusal at /data/tool_id", tool, err)
+		}
+		if _, err := events.ParseEvent(event(tool)); err != nil {
+			t.Errorf("tool_id %q: the consumer's parse refused it: %v", tool, err)
+		}
+	}
+	for _, tool := range []string{"get_user_details", "github.create_issue", "fs/read-file", "Search"} {
+		if _, err := events.ParseProducerEvent(event(tool)); err != nil {
+			t.Errorf("tool_id %q: %v", tool, err)
+		}
+	}
 }

@@ -235,7 +235,28 @@ func checkProduced(e *Envelope) error {
 			return err
 		}
 	}
-	return checkPayload(e)
+	if err := checkPayload(e); err != nil {
+		return err
+	}
+	return checkToolNames(e)
+}
+
+// checkToolNames refuses a workflow.task.completed.v1 whose tool_id is no
+// id (CheckID: ASCII letters, digits and ._~:@+=-/, which OpenAI's and
+// MCP's tool names fit): its tool becomes a node of the tool graph, whose
+// events are keyed by tool, and the toolgraph processor dead-letters such
+// a call (before, it was lost with the next call's edge, and only a log
+// line said so: a walkthrough). Producer paths only.
+func checkToolNames(e *Envelope) error {
+	if e.Type != WorkflowTaskCompleted {
+		return nil
+	}
+	if tool, obj, present, str := dataString(e.Data, "tool_id"); obj && present && str {
+		if err := CheckID(tool); err != nil {
+			return &ValidationError{Index: -1, Pointer: "/data/tool_id", Reason: fmt.Sprintf("%q is not a tool name the tool graph can hold: %v", tool, err)}
+		}
+	}
+	return nil
 }
 
 // checkAttributeStrings refuses, naming the attribute, a String attribute

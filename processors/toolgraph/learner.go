@@ -24,6 +24,15 @@ func parseCall(env *events.Envelope) (call, error) {
 	if d.ToolID == "" || d.WorkflowID == "" {
 		return call{}, fmt.Errorf("toolgraph: %s %s: tool_id and workflow_id are required", env.Type, env.ID)
 	}
+	// A tool is an entity of the graph (graph.edge.learned.v1 is keyed by
+	// it), so its name must be an id: refused here, dead-lettered naming
+	// the field. Before, "a,c" or "ツール" made the derived edge invalid and
+	// the graph's whole transaction was refused with a log line only, the
+	// next call's edge lost with it (a walkthrough). Producers are refused
+	// at the door (events.checkProduced).
+	if err := events.CheckID(d.ToolID); err != nil {
+		return call{}, &events.ValidationError{Index: -1, Pointer: "/data/tool_id", Reason: fmt.Sprintf("%q is not a tool name the tool graph can hold: %v", d.ToolID, err)}
+	}
 	key, err := events.Key(env)
 	if err != nil {
 		return call{}, err

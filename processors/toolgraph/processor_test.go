@@ -466,3 +466,33 @@ func TestEdgeChangesSkipsNoCrossing(t *testing.T) {
 		t.Errorf("%d transitions, %d skipped the scan, %d crossings: the sample no longer exercises both paths", transitions, skipped, crossed)
 	}
 }
+
+// A call whose tool name is no id ("a,c") is rejected naming
+// /data/tool_id, deterministically (dead-lettered at once), and costs its
+// neighbours nothing: the next call's edge is learned from the call before
+// it. Before, the derived graph.edge.learned.v1 of the bad name failed the
+// graph's whole transaction, and the next call's edge was lost with it,
+// logged only (a walkthrough).
+func TestToolNameThatIsNoIDIsRejected(t *testing.T) {
+	s := openStore(t)
+	p := Processor{}
+	evs := sequences(t, []string{"a", "a,c", "n1"})
+	if _, err := ApplyLocally(s, p, projections.Position{Topic: string(events.TopicSessions), Offset: 0}, &evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ApplyLocally(s, p, projections.Position{Topic: string(events.TopicSessions), Offset: 1}, &evs[1])
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Pointer != "/data/tool_id" || !projections.Deterministic(err) {
+		t.Fatalf("tool a,c: %v, want a deterministic rejection at /data/tool_id", err)
+	}
+	if _, err := ApplyLocally(s, p, projections.Position{Topic: string(events.TopicSessions), Offset: 2}, &evs[2]); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Load(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := g.EdgeBetween("a", "n1"); !ok {
+		t.Fatalf("edge a → n1 not learned: %+v", g.Edges())
+	}
+}
