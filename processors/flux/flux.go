@@ -200,20 +200,38 @@ func gap(c events.Criterion, score float64, detail string) events.Gap {
 // Composite is the weighted mean of scores (PAIR FLUX: "composite =
 // weighted mean of evaluated criteria"), rounded to 2 decimals; the plain
 // mean when the weights sum to 0; 0 for no scores. Negative weights count
-// as 0.
+// as 0. Weights so large that the sums overflow (two of 1e308) are
+// divided by the largest first, which leaves the mean as it is; before,
+// the composite was NaN or +Inf, the evaluation could not be written and
+// the session's completion was dead-lettered, leaving it running (a
+// walkthrough). Sums that do not overflow are computed as before, bit for
+// bit.
 func Composite(scores, weights []float64) float64 {
 	if len(scores) == 0 {
 		return 0
 	}
+	weight := func(w float64) float64 { return w }
 	var sum, wsum, plain float64
-	for i, s := range scores {
-		w := 0.0
-		if i < len(weights) && weights[i] > 0 {
-			w = weights[i]
+	add := func() {
+		sum, wsum, plain = 0, 0, 0
+		for i, s := range scores {
+			w := 0.0
+			if i < len(weights) && weights[i] > 0 {
+				w = weight(weights[i])
+			}
+			sum += w * s
+			wsum += w
+			plain += s
 		}
-		sum += w * s
-		wsum += w
-		plain += s
+	}
+	add()
+	if math.IsInf(sum, 0) || math.IsInf(wsum, 0) {
+		top := 0.0
+		for _, w := range weights {
+			top = max(top, w)
+		}
+		weight = func(w float64) float64 { return w / top }
+		add()
 	}
 	if wsum == 0 {
 		return round2(plain / float64(len(scores)))

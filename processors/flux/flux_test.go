@@ -55,6 +55,11 @@ func TestComposite(t *testing.T) {
 		{"rounded to 2 decimals", []float64{100, 100, 0}, []float64{1, 1, 1}, 66.67},
 		{"fractional weights", []float64{80, 40}, []float64{0.5, 1.5}, 50},
 		{"nothing evaluated", nil, nil, 0},
+		// the sums overflow: the weights are divided by the largest (the
+		// composite was NaN, and the session's completion dead-lettered:
+		// a walkthrough)
+		{"weights summing past float64", []float64{100, 0}, []float64{1e308, 1e308}, 50},
+		{"a product past float64", []float64{100, 0}, []float64{1e307, 1e307 / 3}, 75},
 	}
 	for _, c := range cases {
 		if got := flux.Composite(c.scores, c.weights); got != c.want {
