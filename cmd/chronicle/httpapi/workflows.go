@@ -796,7 +796,16 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	if st.DAG != nil {
 		current = st.DAG.Tools
 	}
-	g, err := s.toolGraph()
+	// args.tools are checked against the tool graphs of the scopes the
+	// caller reads, as every graph route answers (before, every scope's:
+	// a 200 for another tenant's tool and a 400 for a made-up one told a
+	// tenant which tools the others have; a walkthrough); a requirement's
+	// tool search needs a token that reads * and gets the whole graph
+	var scopes []string
+	if c := CallerOf(r); !c.ReadsAll() {
+		scopes = slices.Compact(slices.Sorted(slices.Values(c.Read)))
+	}
+	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return nil, false

@@ -1,0 +1,38 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A replan naming tools (args.tools) is checked against the tool graphs
+// of the scopes the caller reads, as every graph route answers: another
+// tenant's tool is refused exactly as a made-up one. Before, the check
+// used every scope's graph, so tok-a got a 200 for project:b's secretB1
+// and a 400 for a made-up tool, learning which tools project:b has (a
+// walkthrough); the tenant itself still replans with its tool.
+func TestReplanToolsOfTheCallersScopes(t *testing.T) {
+	p, _, base := writeOnlyServer(t)
+	var calls []map[string]any
+	for i, tool := range []string{"secretB1", "secretB2"} {
+		calls = append(calls, map[string]any{"specversion": "1.0", "id": fmt.Sprintf("b-call-%d", i), "source": "test/b", "type": "workflow.task.completed.v1",
+			"scope": "project:b", "data": map[string]any{"workflow_id": "wb", "layer": 0, "task_id": fmt.Sprintf("t%d", i), "tool_id": tool, "success": true}})
+	}
+	if code, m := call(t, base, "tok-b", "POST", "/v1/events", calls); code != 202 {
+		t.Fatalf("project:b's tool calls: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	replan := func(token, wf, tool string) (int, map[string]any) {
+		return call(t, base, token, "POST", "/v1/workflows/"+wf+"/commands", map[string]any{"command_id": "c-" + tool, "command": "replan_dag", "args": map[string]any{"tools": []string{tool}}})
+	}
+	code, other := replan("tok-a", "wa", "secretB1")
+	_, madeUp := replan("tok-a", "wa", "madeUpTool")
+	if code != 400 || !strings.Contains(fmt.Sprint(other["error"]), "is not a tool of the catalogue or the tool graph") ||
+		strings.ReplaceAll(fmt.Sprint(other["error"]), "secretB1", "X") != strings.ReplaceAll(fmt.Sprint(madeUp["error"]), "madeUpTool", "X") {
+		t.Fatalf("tok-a replanning with project:b's tool: %d %v; a made-up tool: %v; want the same 400", code, other, madeUp)
+	}
+	if code, m := replan("tok-b", "wb2", "secretB1"); code != 200 {
+		t.Fatalf("tok-b replanning with its own tool: %d %v", code, m)
+	}
+}
