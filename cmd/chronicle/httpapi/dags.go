@@ -21,6 +21,13 @@ import (
 // bundled sessions), built once.
 var dagCatalog = sync.OnceValues(dag.AirlineCatalog)
 
+// MaxDAGTools is the most tools one POST /v1/dags orders: twice the 128
+// OpenAI's function calling takes per request. Every tool may feed every
+// other, so a DAG can hold n² edges: the cap bounds the answer (one
+// request of 10,000 tools held a core for 26 s before the parameters were
+// indexed: a walkthrough).
+const MaxDAGTools = 256
+
 // postDAG serves POST /v1/dags: {"tools": [name | {name, parameters,
 // output}], "rule": "exact" | "exact_or_plural_id", "skip_echo": bool}.
 // A tool named by a string comes from the bundled airline catalogue; an
@@ -40,6 +47,10 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(body.Tools) == 0 {
 		writeErr(w, http.StatusBadRequest, "tools: at least one tool name or {name, parameters, output} is required")
+		return
+	}
+	if len(body.Tools) > MaxDAGTools {
+		writeErr(w, http.StatusBadRequest, "tools: %d tools, at most %d per request", len(body.Tools), MaxDAGTools)
 		return
 	}
 	rule := dag.DefaultRule

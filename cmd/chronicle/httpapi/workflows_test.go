@@ -281,6 +281,24 @@ func TestPostDAG(t *testing.T) {
 	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"think"}, "rule": "fuzzy"}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "rule") {
 		t.Fatalf("bad rule: %d %v", code, m)
 	}
+	// at most MaxDAGTools per request: 256 declared tools, each feeding
+	// the next, are ordered; 257 are a 400 naming tools (10,000 held a
+	// core for 26 s: a walkthrough)
+	chain := func(n int) []any {
+		var tools []any
+		for i := range n {
+			tools = append(tools, map[string]any{"name": fmt.Sprintf("t%d", i),
+				"parameters": map[string]any{"type": "object", "properties": map[string]any{fmt.Sprintf("k%d", i): map[string]any{"type": "string"}}},
+				"output":     map[string]any{"type": "object", "properties": map[string]any{fmt.Sprintf("k%d", i+1): map[string]any{"type": "string"}}}})
+		}
+		return tools
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": chain(httpapi.MaxDAGTools)}); code != 200 || len(m["layers"].([]any)) != httpapi.MaxDAGTools {
+		t.Fatalf("a chain of %d tools: %d, %d layers", httpapi.MaxDAGTools, code, len(fmt.Sprint(m["layers"])))
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": chain(httpapi.MaxDAGTools + 1)}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "tools: 257 tools, at most 256") {
+		t.Fatalf("%d tools: %d %v", httpapi.MaxDAGTools+1, code, m)
+	}
 	// a bad declared tool: the member and the reason, never "(<nil>)" or a
 	// Go type (found by a new user's walkthrough)
 	for _, c := range []struct {
