@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // checkToolCall: "some successful call of that tool whose inputs contain
@@ -160,6 +161,13 @@ func checkJSONSchema(ch events.Check, output string) (float64, string, bool) {
 	if err := sch.Validate(val); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
+			// a schema whose $ref resolves back to where it is ("$ref":
+			// "#") cannot judge any output: unevaluated, as a schema that
+			// does not compile (it was scored 0 and the session a
+			// total_failure: a walkthrough)
+			if cycle := refCycle(ve); cycle != nil {
+				return 0, "criterion schema is invalid: " + truncate(cycle.Error(), 160), false
+			}
 			for len(ve.Causes) > 0 {
 				ve = ve.Causes[0]
 			}
@@ -168,6 +176,20 @@ func checkJSONSchema(ch events.Check, output string) (float64, string, bool) {
 		return 0, "output breaks the schema: " + truncate(err.Error(), 160), true
 	}
 	return 100, "output is valid against the schema", true
+}
+
+// refCycle returns the error in ve's tree that is a reference cycle of
+// the schema (kind.RefCycle), nil if there is none.
+func refCycle(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
+	if _, ok := ve.ErrorKind.(*kind.RefCycle); ok {
+		return ve
+	}
+	for _, c := range ve.Causes {
+		if r := refCycle(c); r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // checkRegex: "Go regexp matches Output".

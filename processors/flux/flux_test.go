@@ -421,6 +421,10 @@ func TestJSONSchemaCheck(t *testing.T) {
 		{"invalid schema", `{"type":"thing"}`, `{}`, -1, "criterion schema is invalid"},
 		{"remote ref not loaded", `{"$ref":"https://example.com/s.json"}`, `{}`, -1, "criterion schema is invalid"},
 		{"local file ref not loaded", `{"$ref":"file:///etc/passwd"}`, `{}`, -1, "criterion schema is invalid"},
+		// a $ref back to itself judges nothing: unevaluated (it was scored
+		// 0, the agent blamed for the schema: a walkthrough)
+		{"reference cycle", `{"$ref":"#"}`, `{"a":1}`, -1, "reference cycle"},
+		{"reference cycle below", `{"properties":{"a":{"$ref":"#/properties/a"}}}`, `{"a":1}`, -1, "reference cycle"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
