@@ -460,6 +460,15 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusForbidden, errorBody{Error: fmt.Sprintf("event %d: /scope: this token may not write %s", i, sc), Index: &idx, Pointer: "/scope", Reason: "scope not writable"})
 			return
 		}
+		// a suggestion's feedback moves its policy's threshold: the
+		// feedback route trusts only a token that reads * (as
+		// suggestions need) with it, and so does this one (before, a
+		// batch here moved a policy the route refused: a walkthrough)
+		if envs[i].Type == events.WorkflowSuggestionFeedback && !c.ReadsAll() {
+			idx := i
+			writeJSON(w, http.StatusForbidden, errorBody{Error: fmt.Sprintf("event %d: /type: %s moves a policy's threshold: it needs a token that reads *, as POST /v1/workflows/suggest/feedback does", i, events.WorkflowSuggestionFeedback), Index: &idx, Pointer: "/type", Reason: "needs a token that reads *"})
+			return
+		}
 	}
 	// a feedback resent with its first send's time, after the clock window,
 	// is a duplicate when the memory bank applied that send (this store's

@@ -36,3 +36,22 @@ func TestReplanToolsOfTheCallersScopes(t *testing.T) {
 		t.Fatalf("tok-b replanning with its own tool: %d %v", code, m)
 	}
 }
+
+// workflow.suggestion.feedback.v1 on POST /v1/events needs a token that
+// reads *, as the feedback route does: it moves a policy's threshold.
+// Before, tok-a's batch of 60 moved project:a's policy from 0.86 to 0.99
+// while the route refused tok-a (a walkthrough).
+func TestFeedbackEventsNeedATokenThatReadsAll(t *testing.T) {
+	_, _, base := writeOnlyServer(t)
+	feedback := func(id string) map[string]any {
+		return map[string]any{"specversion": "1.0", "id": id, "source": "test/a", "type": "workflow.suggestion.feedback.v1", "scope": "project:a",
+			"data": map[string]any{"policy": "pz", "accepted": false, "mode": "speculative_execution", "confidence": 0.9}}
+	}
+	code, m := call(t, base, "tok-a", "POST", "/v1/events", []any{feedback("fb-1")})
+	if code != 403 || m["pointer"] != "/type" || !strings.Contains(fmt.Sprint(m["error"]), "reads *") {
+		t.Fatalf("tok-a's feedback event: %d %v, want 403 at /type", code, m)
+	}
+	if code, m := call(t, base, "tok-admin", "POST", "/v1/events", []any{feedback("fb-2")}); code != 202 {
+		t.Fatalf("tok-admin's feedback event: %d %v", code, m)
+	}
+}
