@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -53,5 +54,25 @@ func TestFeedbackEventsNeedATokenThatReadsAll(t *testing.T) {
 	}
 	if code, m := call(t, base, "tok-admin", "POST", "/v1/events", []any{feedback("fb-2")}); code != 202 {
 		t.Fatalf("tok-admin's feedback event: %d %v", code, m)
+	}
+}
+
+// A notification sent to /mcp is answered 202 with no body, as MCP's
+// Streamable HTTP transport requires, and openapi.json documents that
+// status (it listed 200 and the errors only: a conformance check found).
+func TestMCPNotificationIs202AsDocumented(t *testing.T) {
+	_, _, base := writeOnlyServer(t)
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	req.Header.Set("Authorization", "Bearer tok-a")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a notification: %d, want 202", resp.StatusCode)
 	}
 }
