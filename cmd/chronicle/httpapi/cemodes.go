@@ -178,7 +178,10 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 			return nil, binaryInputError("/"+req, fmt.Sprintf("header %s%s is missing (a required attribute)", binaryHeaderPrefix, req))
 		}
 	}
-	dct := events.ContentTypeJSON
+	// without a Content-Type header the event has no datacontenttype (the
+	// binding maps one to the other; before, application/json was
+	// stored: a conformance check), and its data is JSON all the same
+	dct := ""
 	if ct := h.Get("Content-Type"); ct != "" {
 		mt, _, _ := mime.ParseMediaType(ct)
 		if mt != events.ContentTypeJSON {
@@ -193,7 +196,7 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 	// a ce-datacontenttype header, which the binding does not use, is kept
 	// as sent, so the envelope schema judges it as in structured mode
 	// (anything but application/json: 400 naming the header)
-	if _, ok := attrs["datacontenttype"]; !ok {
+	if _, ok := attrs["datacontenttype"]; !ok && dct != "" {
 		attrs["datacontenttype"] = dct
 	}
 	b := bytes.TrimSpace(body)

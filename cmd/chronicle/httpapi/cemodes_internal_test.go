@@ -36,9 +36,16 @@ func TestBinaryModeQuotedValuesAndContentType(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got[k], want)
 		}
 	}
+	// without the header the event has no datacontenttype: the binding
+	// maps the one to the other (it was given application/json, which the
+	// producer never said: a conformance check)
 	h.Del("Content-Type")
-	if raw, err = binaryEvent(h, []byte(`{}`)); err != nil || json.Unmarshal(raw, &got) != nil || got["datacontenttype"] != "application/json" {
-		t.Errorf("without Content-Type: %v %s", err, raw)
+	var bare map[string]any
+	if raw, err = binaryEvent(h, []byte(`{}`)); err != nil || json.Unmarshal(raw, &bare) != nil {
+		t.Fatalf("without Content-Type: %v %s", err, raw)
+	}
+	if _, ok := bare["datacontenttype"]; ok {
+		t.Errorf("without Content-Type: datacontenttype %q, want none", bare["datacontenttype"])
 	}
 	h.Set("ce-subject", `"open`)
 	if _, err := binaryEvent(h, []byte(`{}`)); err == nil {
