@@ -189,11 +189,24 @@ func (c Caller) DefaultWriteScope() string {
 // ErrUnauthenticated is returned for a missing or unknown token.
 var ErrUnauthenticated = errors.New("access: missing or unknown bearer token")
 
+// BearerToken returns the token of an Authorization header value of the
+// Bearer scheme (RFC 6750 section 2.1; the scheme name is
+// case-insensitive, RFC 7235 section 2.1), false for another scheme or an
+// empty token.
+func BearerToken(header string) (string, bool) {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
+}
+
 // Authenticate finds the token of an Authorization header value
 // ("Bearer <token>"), comparing hashes in constant time.
 func (f File) Authenticate(header string) (Caller, error) {
-	tok, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || tok == "" {
+	tok, ok := BearerToken(header)
+	if !ok {
 		return Caller{}, ErrUnauthenticated
 	}
 	h := Hash(tok)

@@ -270,6 +270,13 @@ func (s *Server) internalHandler() http.Handler {
 
 type callerKey struct{}
 
+// isBearer says whether an Authorization header value carries a Bearer
+// token (access.BearerToken).
+func isBearer(h string) bool {
+	_, ok := access.BearerToken(h)
+	return ok
+}
+
 // authenticate resolves the caller of every route but publicPaths: 401
 // without a known bearer token when tokens are configured. It notes the
 // caller's token name for the request log, and keeps the cached group
@@ -287,7 +294,18 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if s.Tokens != nil && !publicPaths[r.URL.Path] {
 			var err error
 			if c, err = s.Tokens.Authenticate(r.Header.Get("Authorization")); err != nil {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="chronicle"`)
+				// RFC 6750 section 3.1: no error code when the request
+				// carried no credentials, invalid_request for another
+				// scheme, invalid_token for a token not known here
+				challenge := `Bearer realm="chronicle"`
+				switch h := r.Header.Get("Authorization"); {
+				case h == "":
+				case !isBearer(h):
+					challenge += `, error="invalid_request", error_description="not a Bearer token"`
+				default:
+					challenge += `, error="invalid_token", error_description="unknown bearer token"`
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
 				writeErr(w, http.StatusUnauthorized, "%v", err)
 				return
 			}

@@ -76,3 +76,40 @@ func TestMCPNotificationIs202AsDocumented(t *testing.T) {
 		t.Fatalf("a notification: %d, want 202", resp.StatusCode)
 	}
 }
+
+// A 401's challenge follows RFC 6750 section 3.1: no error code without
+// credentials, invalid_request for another scheme, invalid_token for a
+// token not known here; the scheme name is case-insensitive (RFC 7235).
+// Before, every 401 said Bearer realm="chronicle" alone and "bearer tok-a"
+// was refused (a conformance check).
+func TestBearerChallenges(t *testing.T) {
+	_, _, base := writeOnlyServer(t)
+	for _, c := range []struct{ auth, want string }{
+		{"", `Bearer realm="chronicle"`},
+		{"Basic dTpw", `Bearer realm="chronicle", error="invalid_request", error_description="not a Bearer token"`},
+		{"Bearer nope", `Bearer realm="chronicle", error="invalid_token", error_description="unknown bearer token"`},
+	} {
+		req, _ := http.NewRequest("GET", base+"/v1/sessions", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || got != c.want {
+			t.Errorf("Authorization %q: %d %q, want 401 %q", c.auth, resp.StatusCode, got, c.want)
+		}
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/sessions", nil)
+	req.Header.Set("Authorization", "bearer tok-a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("a lower-case scheme: %d, want 200", resp.StatusCode)
+	}
+}
