@@ -18,19 +18,23 @@ const LoopName = "pairloop"
 // their order (the two come from different topics): SUCCESS when the
 // composite is ≥ PassComposite, else MAX_ITERATIONS_REACHED when the
 // context stopped the loop (iteration MaxIterations), REVISION_READY with
-// a context, AWAITING_CONTEXT without.
+// a context, AWAITING_CONTEXT without; NOT_EVALUATED before all of these
+// when the evaluation's recommendation is not_evaluated.
 type LoopState struct {
-	SessionID     string    `json:"session_id"`
-	Scope         string    `json:"scope"`
-	Iteration     int       `json:"iteration,omitempty"` // from the context; 0 until one arrives
-	ParentSession string    `json:"parent_session,omitempty"`
-	Evaluated     bool      `json:"evaluated"`
-	Composite     float64   `json:"composite"`
-	Status        string    `json:"status"`
-	EvaluatedAt   string    `json:"evaluated_at,omitempty"`
-	ContextAt     string    `json:"context_at,omitempty"`
-	Context       *Context  `json:"context,omitempty"`
-	Revision      *Revision `json:"revision,omitempty"`
+	SessionID     string `json:"session_id"`
+	Scope         string `json:"scope"`
+	Iteration     int    `json:"iteration,omitempty"` // from the context; 0 until one arrives
+	ParentSession string `json:"parent_session,omitempty"`
+	Evaluated     bool   `json:"evaluated"`
+	// NotEvaluated: the latest evaluation's recommendation is
+	// not_evaluated (status NOT_EVALUATED).
+	NotEvaluated bool      `json:"not_evaluated,omitempty"`
+	Composite    float64   `json:"composite"`
+	Status       string    `json:"status"`
+	EvaluatedAt  string    `json:"evaluated_at,omitempty"`
+	ContextAt    string    `json:"context_at,omitempty"`
+	Context      *Context  `json:"context,omitempty"`
+	Revision     *Revision `json:"revision,omitempty"`
 	// LLMRevision is the LLM-written revision next to the deterministic
 	// one (pair.revision.written.v1, only with an LLM configured): follow
 	// it when its source is "llm"; with source "deterministic" the model's
@@ -99,7 +103,8 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return err
 		}
 		st.Evaluated, st.Composite, st.EvaluatedAt = true, ev.Composite, env.Time
-		if ev.Revision == 0 && ev.Composite < PassComposite && st.Context == nil {
+		st.NotEvaluated = ev.Recommendation == events.NotEvaluated
+		if ev.Revision == 0 && ev.Composite < PassComposite && st.Context == nil && !st.NotEvaluated {
 			raw, err := json.Marshal(env)
 			if err != nil {
 				return err
@@ -136,6 +141,8 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 
 func loopStatus(st LoopState) string {
 	switch {
+	case st.Evaluated && st.NotEvaluated:
+		return LoopNotEvaluated
 	case st.Evaluated && st.Composite >= PassComposite:
 		return LoopSuccess
 	case st.Context != nil && st.Context.Recommendation == StopIterationLimit:

@@ -30,6 +30,14 @@ const (
 	// row holds it. Before, such a session showed AWAITING_CONTEXT, which
 	// means evaluated below 95 (found by an agent-runtime walkthrough).
 	LoopAwaitingEvaluation = "AWAITING_EVALUATION"
+	// LoopNotEvaluated: the session's evaluation is not_evaluated (no
+	// criterion with a weight could be scored, e.g. its only weighted
+	// criterion is a judge one and no LLM is configured): its composite is
+	// no evidence either way, so PAIR retrieves no context and writes no
+	// revision for it. Before, such a session was revised as if it had
+	// failed ("Iteration 1 scored 0.00, below 95, with 0 weighted gaps":
+	// a walkthrough).
+	LoopNotEvaluated = "NOT_EVALUATED"
 )
 
 // Revision is the deterministic informed revision of a session below

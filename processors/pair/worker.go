@@ -105,14 +105,16 @@ type Plan struct {
 }
 
 // Plan decides what to write for evaluation ev: nothing for a judge
-// revision (revision > 0) or a session at PassComposite without a parent
-// below it; the Context below PassComposite (retrieval unless the session
+// revision (revision > 0), a not_evaluated evaluation, or a session at
+// PassComposite without a parent below it; the Context below PassComposite (retrieval unless the session
 // is at MaxIterations); the improvement memory of a revision at
 // PassComposite whose parent scored below it. scope is the scope of the
 // evaluation event (the memory's content address depends on it). The
 // session must be in the sessions projection.
 func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationData) (Plan, error) {
-	if ev.Revision > 0 {
+	if ev.Revision > 0 || ev.Recommendation == events.NotEvaluated {
+		// not_evaluated: the composite is no evidence either way, nothing
+		// to revise from (LoopNotEvaluated)
 		return Plan{}, nil
 	}
 	v, ok, err := sessions.Get(w.Store, events.EntityKey(scope, ev.SessionID))

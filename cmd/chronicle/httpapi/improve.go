@@ -82,6 +82,9 @@ func (s *Server) improvement(r *http.Request, key string) (improvementView, bool
 		st = pair.LoopState{SessionID: id, Scope: scope, Status: pair.LoopAwaitingEvaluation}
 		if v.Evaluation != nil {
 			st.Status, st.Evaluated, st.Composite = pair.LoopAwaitingContext, true, v.Evaluation.Composite
+			if v.Evaluation.Recommendation == events.NotEvaluated {
+				st.Status, st.NotEvaluated = pair.LoopNotEvaluated, true
+			}
 		}
 	}
 	if st.Iteration == 0 {
@@ -102,6 +105,9 @@ func (s *Server) improvement(r *http.Request, key string) (improvementView, bool
 				step.Composite, step.Evaluated, step.Status = ls.Composite, ls.Evaluated, ls.Status
 			} else if curView.Evaluation != nil {
 				step.Composite, step.Evaluated, step.Status = curView.Evaluation.Composite, true, pair.LoopAwaitingContext
+				if curView.Evaluation.Recommendation == events.NotEvaluated {
+					step.Status = pair.LoopNotEvaluated
+				}
 			}
 			seen[cur] = true
 			view.Chain = append([]loopStep{step}, view.Chain...)
@@ -287,6 +293,10 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	case !ok:
 		writeErr(w, http.StatusNotFound, "session %q not found", id)
+	case view.Status == pair.LoopNotEvaluated:
+		// nothing to improve from: a 409 saying why (it was revised as a
+		// failure at composite 0: a walkthrough)
+		writeJSON(w, http.StatusConflict, errorBody{Reason: "session not evaluated", Error: fmt.Sprintf("session %q was not evaluated (recommendation %s: no criterion with a weight could be scored, e.g. its only weighted criterion is a judge one and no LLM is configured): its composite is no evidence either way, so PAIR has nothing to revise from; give it criteria Chronicle can score, or configure an LLM for the judge", id, events.NotEvaluated)})
 	case view.Status == pair.LoopAwaitingContext || view.Status == pair.LoopAwaitingEvaluation:
 		if view.Evaluated && view.Composite < pair.PassComposite {
 			// the wait ran out: a context that will never come (its

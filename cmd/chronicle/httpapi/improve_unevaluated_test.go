@@ -49,3 +49,33 @@ func TestImproveOfAnUncompletedSessionIs409(t *testing.T) {
 		}
 	}
 }
+
+// TestNotEvaluatedIsNotRevised: a session whose only weighted criterion is
+// a judge one, with no LLM configured, is evaluated not_evaluated; PAIR
+// writes it no context and no revision, GET …/improvement says
+// NOT_EVALUATED, and POST …/improve is a 409 saying why. Before, it was
+// revised as a failure ("Iteration 1 scored 0.00, below 95, with 0
+// weighted gaps", REVISION_READY with a next_attempt: a walkthrough).
+func TestNotEvaluatedIsNotRevised(t *testing.T) {
+	p, _, base := scopedServer(t)
+	started := map[string]any{"specversion": "1.0", "id": "ne-start", "source": "test/ne", "type": "coordination.session.started.v1", "scope": "project:a", "sessionid": "ne-1",
+		"data": map[string]any{"original_task": "Summarise the policy.", "success_criteria": []any{
+			map[string]any{"id": "j", "description": "a fair summary", "weight": 1, "check": map[string]any{"kind": "judge", "rubric": []string{"Is the summary fair?"}}},
+			map[string]any{"id": "w0", "description": "mentions refunds", "weight": 0, "check": map[string]any{"kind": "output_contains", "text": "refund"}},
+		}}}
+	completed := map[string]any{"specversion": "1.0", "id": "ne-done", "source": "test/ne", "type": "coordination.session.completed.v1", "scope": "project:a", "sessionid": "ne-1",
+		"data": map[string]any{"output": "Refunds within 24 hours.", "outcome": "success"}}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []any{started, completed}); code != 202 {
+		t.Fatalf("session: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, m := call(t, base, "tok-a", "POST", "/v1/sessions/ne-1/improve", nil)
+	if code != 409 || m["reason"] != "session not evaluated" || !strings.Contains(fmt.Sprint(m["error"]), "not_evaluated") {
+		t.Fatalf("improve: %d %v; want a 409 saying it was not evaluated", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, m = call(t, base, "tok-a", "GET", "/v1/sessions/ne-1/improvement", nil)
+	if code != 200 || m["status"] != pair.LoopNotEvaluated || m["context"] != nil || m["revision"] != nil || m["next_attempt"] != nil {
+		t.Fatalf("improvement: %d %v; want NOT_EVALUATED without a context, revision or next attempt", code, m)
+	}
+}
