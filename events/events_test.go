@@ -661,3 +661,27 @@ func TestToolNamesAreIDs(t *testing.T) {
 		}
 	}
 }
+
+// A session naming one criterion id twice is refused on producer paths,
+// naming the second (the evaluation reported two results and a gap that
+// could be either: a walkthrough); the consumer's parse still takes it.
+func TestCriterionIDsAreUnique(t *testing.T) {
+	event := func(ids ...string) []byte {
+		var cs []string
+		for _, id := range ids {
+			cs = append(cs, `{"id":`+strconv.Quote(id)+`,"description":"d","weight":1,"check":{"kind":"output_contains","text":"x"}}`)
+		}
+		return []byte(`{"specversion":"1.0","id":"e1","source":"test","type":"coordination.session.started.v1","sessionid":"s1","data":{"original_task":"t","success_criteria":[` + strings.Join(cs, ",") + `]}}`)
+	}
+	_, err := events.ParseProducerEvent(event("c1", "c2", "c1"))
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Pointer != "/data/success_criteria/2/id" || !strings.Contains(ve.Reason, "criterion 0") {
+		t.Fatalf("c1 twice: %v, want a refusal at /data/success_criteria/2/id", err)
+	}
+	if _, err := events.ParseEvent(event("c1", "c1")); err != nil {
+		t.Fatalf("the consumer's parse refused it: %v", err)
+	}
+	if _, err := events.ParseProducerEvent(event("c1", "c2")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -238,7 +238,37 @@ func checkProduced(e *Envelope) error {
 	if err := checkPayload(e); err != nil {
 		return err
 	}
+	if err := checkCriterionIDs(e); err != nil {
+		return err
+	}
 	return checkToolNames(e)
+}
+
+// checkCriterionIDs refuses a coordination.session.started.v1 that names
+// one success criterion id twice, naming the second: the evaluation
+// reports per criterion id, and its gaps, PAIR's queries and the judge's
+// answers are matched by it (two criteria "c1" gave two results and a gap
+// that could be either: a walkthrough). Producer paths only.
+func checkCriterionIDs(e *Envelope) error {
+	if e.Type != SessionStarted {
+		return nil
+	}
+	var d struct {
+		SuccessCriteria []struct {
+			ID string `json:"id"`
+		} `json:"success_criteria"`
+	}
+	if gojson.Unmarshal(e.Data, &d) != nil {
+		return nil // checkPayload judged the shape
+	}
+	first := map[string]int{}
+	for i, c := range d.SuccessCriteria {
+		if j, dup := first[c.ID]; dup {
+			return &ValidationError{Index: -1, Pointer: fmt.Sprintf("/data/success_criteria/%d/id", i), Reason: fmt.Sprintf("%q is the id of criterion %d too: criterion ids are unique within a session (the evaluation, its gaps and PAIR match criteria by id)", c.ID, j)}
+		}
+		first[c.ID] = i
+	}
+	return nil
 }
 
 // checkToolNames refuses a workflow.task.completed.v1 whose tool_id is no
