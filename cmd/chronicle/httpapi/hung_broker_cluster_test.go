@@ -37,6 +37,19 @@ func TestHungBrokerHelperProcess(t *testing.T) {
 	select {} // until killed
 }
 
+// loopbackAddr returns a loopback address (host:port) no listener holds
+// now, for the broker process (a fixed port was taken by another run of
+// the package's tests on the same machine, and the helper failed to bind).
+func loopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // startBrokerProcess runs a `chronicle broker` on addr in a child process
 // (TestHungBrokerHelperProcess) and waits until it accepts connections.
 // It is killed at cleanup (continued first, when stopped).
@@ -106,7 +119,7 @@ func stopProcess(t *testing.T, cmd *exec.Cmd) {
 func TestReadsBoundedWhileTheBrokerHangs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	const addr = "127.0.0.1:25517"
+	addr := loopbackAddr(t)
 	bp := startBrokerProcess(t, addr)
 	m1 := startMember(ctx, t, "m1", []string{addr}, time.Second)
 	m2 := startMember(ctx, t, "m2", []string{addr}, time.Second)
@@ -251,7 +264,7 @@ func ownsSession(m *member, id string) bool {
 func TestOutageViewOfAMemberServingForwardedReads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const addr = "127.0.0.1:25518"
+	addr := loopbackAddr(t)
 	const sessionTimeout = 8 * time.Second
 	bp := startBrokerProcess(t, addr)
 	m1 := startMemberTimeout(ctx, t, "m1", []string{addr}, 5*time.Second, sessionTimeout)
