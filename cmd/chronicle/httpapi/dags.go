@@ -46,11 +46,11 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body.Tools) == 0 {
-		writeErr(w, http.StatusBadRequest, "tools: at least one tool name or {name, parameters, output} is required")
+		writeFieldErr(w, "tools", "/tools", "at least one tool name or {name, parameters, output} is required")
 		return
 	}
 	if len(body.Tools) > MaxDAGTools {
-		writeErr(w, http.StatusBadRequest, "tools: %d tools, at most %d per request", len(body.Tools), MaxDAGTools)
+		writeFieldErr(w, "tools", "/tools", fmt.Sprintf("%d tools, at most %d per request", len(body.Tools), MaxDAGTools))
 		return
 	}
 	rule := dag.DefaultRule
@@ -61,7 +61,7 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	case dag.ExactOrPluralID.String():
 		rule.Names = dag.ExactOrPluralID
 	default:
-		writeErr(w, http.StatusBadRequest, "rule: %q is not exact or exact_or_plural_id", body.Rule)
+		writeFieldErr(w, "rule", "/rule", fmt.Sprintf("%q is not exact or exact_or_plural_id", body.Rule))
 		return
 	}
 	if body.SkipEcho != nil {
@@ -74,23 +74,29 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	}
 	catalog := append([]dag.Tool(nil), base...)
 	names := make([]string, 0, len(body.Tools))
+	declared := map[string]bool{}
 	for i, raw := range body.Tools {
+		at := "/tools/" + strconv.Itoa(i)
 		var name string
 		if jsonKindOf(raw) == "string" && json.Unmarshal(raw, &name) == nil {
 			if name == "" {
-				writeErr(w, http.StatusBadRequest, "tools[%d]: an empty tool name", i)
+				writeFieldErr(w, fmt.Sprintf("tools[%d]", i), at, "an empty tool name")
 				return
 			}
 			names = append(names, name)
 			continue
 		}
-		t, reason, variant, why := dagTool(raw)
-		if variant != "" {
-			writeErr(w, http.StatusBadRequest, "body: /tools/%d%s: %s", i, variant, why)
+		t, bad := dagTool(raw)
+		switch {
+		case bad.variant != "":
+			writeFieldErr(w, "body: "+at+bad.variant, at+bad.variant, bad.why)
 			return
-		}
-		if reason != "" {
-			writeErr(w, http.StatusBadRequest, "tools[%d]%s", i, reason)
+		case bad.why != "":
+			field, ptr := fmt.Sprintf("tools[%d]", i), at
+			if bad.member != "" {
+				field, ptr = field+"."+bad.member, ptr+"/"+bad.member
+			}
+			writeFieldErr(w, field, ptr, bad.why)
 			return
 		}
 		// a declared tool replaces the catalogue's of that name
@@ -101,7 +107,17 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		catalog = append(catalog, t)
+		declared[t.Name] = true
 		names = append(names, t.Name)
+	}
+	// a name neither the catalogue nor the request declares: the 400
+	// names its position (dag.Build's error names the tool only)
+	for i, n := range names {
+		if !declared[n] && !slices.ContainsFunc(base, func(t dag.Tool) bool { return t.Name == n }) {
+			writeFieldErr(w, fmt.Sprintf("tools[%d]", i), "/tools/"+strconv.Itoa(i),
+				fmt.Sprintf("unknown tool %q: not in the bundled airline catalogue and not declared as {name, parameters, output}", n))
+			return
+		}
 	}
 	d, err := dag.Build(catalog, names, rule)
 	var ce *dag.CycleError
@@ -117,24 +133,33 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// dagToolError is what is wrong with a declared tool of POST /v1/dags;
+// the zero value means nothing. why is the reason the 400 gives; member,
+// when not empty, is the tool's member it is about ("name", "parameters":
+// the 400 names tools[i].name and /tools/i/name); variant, when not
+// empty, is the JSON pointer (within the tool) of a member named like one
+// of the four only ignoring case ("/Name") or like a JSON Schema keyword
+// in parameters or output ("/parameters/Type", schemaCaseVariant): the
+// caller refuses it as every route body refuses such a member
+// (decodeRead), naming its pointer and that member names are
+// case-sensitive.
+type dagToolError struct {
+	member, variant, why string
+}
+
 // dagTool reads a declared tool of POST /v1/dags, {name, parameters,
-// output}; reason, when not empty, names the member and what is wrong with
-// it (".parameters: not a JSON Schema object"), as the 400 says it. Before,
-// the answer ended in "(<nil>)" for a tool without a name and in a Go type
-// dump for a schema of the wrong type (found by a new user's walkthrough).
-// variant, when not empty, is the JSON pointer (within the tool) of a
-// member named like one of the four only ignoring case ("/Name") or like a
-// JSON Schema keyword in parameters or output ("/parameters/Type",
-// schemaCaseVariant), and why says so: the caller refuses it as every
-// route body refuses such a member (decodeRead), naming its pointer and
-// that member names are case-sensitive. Before, the first was an "unknown
-// member" without the pointer, unlike the other routes (the last closing
-// note's gap), and the second was taken for the keyword: the schema
-// decoder matches keywords ignoring case ("Type" set the type).
-func dagTool(raw json.RawMessage) (t dag.Tool, reason, variant, why string) {
+// output}, or says what is wrong with it. Before, the answer ended in
+// "(<nil>)" for a tool without a name and in a Go type dump for a schema
+// of the wrong type (found by a new user's walkthrough); a case variant
+// was an "unknown member" without the pointer, and a keyword's variant
+// was taken for the keyword (the schema decoder matches keywords
+// ignoring case: "Type" set the type); and no 400 of the route had the
+// pointer and reason members the other routes' 400s have (a walkthrough,
+// 2026-11-30).
+func dagTool(raw json.RawMessage) (t dag.Tool, bad dagToolError) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
-		return t, ": a tool name or an object {name, parameters, output}, got " + jsonKindOf(raw), "", ""
+		return t, dagToolError{why: "a tool name or an object {name, parameters, output}, got " + jsonKindOf(raw)}
 	}
 	keys := make([]string, 0, len(members))
 	for k := range members {
@@ -148,17 +173,17 @@ func dagTool(raw json.RawMessage) (t dag.Tool, reason, variant, why string) {
 		}
 		for _, n := range known {
 			if strings.EqualFold(k, n) {
-				return t, "", "/" + pointerToken(k), fmt.Sprintf("unknown field %q (member names are case-sensitive)", k)
+				return t, dagToolError{variant: "/" + pointerToken(k), why: fmt.Sprintf("unknown field %q (member names are case-sensitive)", k)}
 			}
 		}
-		return t, fmt.Sprintf(": unknown member %q (name, description, parameters, output)", k), "", ""
+		return t, dagToolError{why: fmt.Sprintf("unknown member %q (name, description, parameters, output)", k)}
 	}
 	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
-		return t, ".name: required, a non-empty string", "", ""
+		return t, dagToolError{member: "name", why: "required, a non-empty string"}
 	}
 	if d, ok := members["description"]; ok {
 		if err := json.Unmarshal(d, &t.Description); err != nil {
-			return t, ".description: a string, got " + jsonKindOf(d), "", ""
+			return t, dagToolError{member: "description", why: "a string, got " + jsonKindOf(d)}
 		}
 	}
 	for _, m := range []struct {
@@ -170,16 +195,16 @@ func dagTool(raw json.RawMessage) (t dag.Tool, reason, variant, why string) {
 			continue
 		}
 		if jsonKindOf(v) != "object" {
-			return t, "." + m.name + ": a JSON Schema object, got " + jsonKindOf(v), "", ""
+			return t, dagToolError{member: m.name, why: "a JSON Schema object, got " + jsonKindOf(v)}
 		}
 		if p, kw, ok := schemaCaseVariant(v, "/"+m.name); ok {
-			return t, "", p, fmt.Sprintf("the JSON Schema keyword is %q (member names are case-sensitive)", kw)
+			return t, dagToolError{variant: p, why: fmt.Sprintf("the JSON Schema keyword is %q (member names are case-sensitive)", kw)}
 		}
 		if err := json.Unmarshal(v, m.into); err != nil {
-			return t, "." + m.name + ": not a JSON Schema: " + strings.TrimPrefix(err.Error(), "json: "), "", ""
+			return t, dagToolError{member: m.name, why: "not a JSON Schema: " + strings.TrimPrefix(err.Error(), "json: ")}
 		}
 	}
-	return t, "", "", ""
+	return t, dagToolError{}
 }
 
 // schemaKeywords are the keywords jsonschema.Schema decodes, by kind of

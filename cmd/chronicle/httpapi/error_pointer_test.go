@@ -14,7 +14,8 @@ import (
 // description: required …" had none), POST /v1/workflows/suggest's k (11
 // was "invalid suggestion request: k: 11 …", 0 "k: 0 …", neither with a
 // pointer) and a replan_dag command's args (they said "invalid suggestion
-// request" although the request was a command).
+// request" although the request was a command); then POST /v1/dags and
+// POST /v1/searches/{id}/resume.
 func TestRouteErrorsNamePointerAndReason(t *testing.T) {
 	_, c, _ := startAt(t, t.TempDir())
 	for _, tc := range []struct {
@@ -35,6 +36,16 @@ func TestRouteErrorsNamePointerAndReason(t *testing.T) {
 		{"/v1/workflows/w-err/commands", map[string]any{"command": "replan_dag", "args": map[string]any{"tools": []string{"launch_rocket"}}}, "/args/tools/0", `args.tools[0]: "launch_rocket" is not a tool of the catalogue or the tool graph`},
 		{"/v1/workflows/w-err/commands", map[string]any{"command": "replan_dag", "args": map[string]any{}}, "/args/requirement", "args.requirement: required for replan_dag (or args.tools)"},
 		{"/v1/workflows/w-err/commands", map[string]any{"command": "replan_dag", "args": map[string]any{"requirement": "book", "k": 11}}, "/args/k", "args.k: 11 is not from 1 to 10 (leave it out for the default 3)"},
+		// POST /v1/dags and a search's resume answered these without the
+		// pointer and the reason (a walkthrough, 2026-11-30)
+		{"/v1/dags", map[string]any{"tools": []string{}}, "/tools", "tools: at least one tool name or {name, parameters, output} is required"},
+		{"/v1/dags", map[string]any{"tools": []string{"think"}, "rule": "fuzzy"}, "/rule", `rule: "fuzzy" is not exact or exact_or_plural_id`},
+		{"/v1/dags", map[string]any{"tools": []string{"think", ""}}, "/tools/1", "tools[1]: an empty tool name"},
+		{"/v1/dags", map[string]any{"tools": []string{"think", "launch_rocket"}}, "/tools/1", `tools[1]: unknown tool "launch_rocket": not in the bundled airline catalogue and not declared as {name, parameters, output}`},
+		{"/v1/dags", map[string]any{"tools": []any{"think", map[string]any{"name": "a", "parameters": "str"}}}, "/tools/1/parameters", "tools[1].parameters: a JSON Schema object, got string"},
+		{"/v1/dags", map[string]any{"tools": []any{map[string]any{"description": "d"}}}, "/tools/0/name", "tools[0].name: required, a non-empty string"},
+		{"/v1/dags", map[string]any{"tools": []any{map[string]any{"name": "a", "outputs": map[string]any{}}}}, "/tools/0", `tools[0]: unknown member "outputs" (name, description, parameters, output)`},
+		{"/v1/searches/s-err/resume", map[string]any{"decision": "maybe"}, "/decision", `decision: "maybe" is not approve or reject`},
 	} {
 		code, m := call(t, c.Base, "", "POST", tc.path, tc.body)
 		msg := fmt.Sprint(m["error"])

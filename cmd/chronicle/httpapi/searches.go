@@ -153,7 +153,7 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Decision != "approve" && body.Decision != "reject" {
-		writeErr(w, http.StatusBadRequest, "decision: %q is not approve or reject", body.Decision)
+		writeFieldErr(w, "decision", "/decision", fmt.Sprintf("%q is not approve or reject", body.Decision))
 		return
 	}
 	// a resume answers the search's status (409 "completed, not
@@ -191,6 +191,13 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusRequestEntityTooLarge, "%v", err)
 			return
 		case errors.As(err, &ve):
+			// the event's data member of the body's (note, by): the body's
+			// pointer, as every route's 400 names it; before, the event's
+			// message without a pointer (a walkthrough, 2026-11-30)
+			if m, ok := strings.CutPrefix(ve.Pointer, "/data/"); ok && (m == "note" || m == "by" || m == "decision") {
+				writeFieldErr(w, m, "/"+m, ve.Reason)
+				return
+			}
 			writeErr(w, http.StatusBadRequest, "%v", err)
 			return
 		}
