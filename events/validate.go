@@ -241,7 +241,26 @@ func checkProduced(e *Envelope) error {
 	if err := checkCriterionIDs(e); err != nil {
 		return err
 	}
+	if err := checkNodeID(e); err != nil {
+		return err
+	}
 	return checkToolNames(e)
+}
+
+// checkNodeID refuses a search.node.expanded.v1 whose node_id is no id
+// (CheckID), which the treesearch processor dead-letters: producers get
+// the 400 instead of a 202 for an event that is then refused. Producer
+// paths only.
+func checkNodeID(e *Envelope) error {
+	if e.Type != SearchNodeExpanded {
+		return nil
+	}
+	if id, obj, present, str := dataString(e.Data, "node_id"); obj && present && str {
+		if err := CheckID(id); err != nil {
+			return &ValidationError{Index: -1, Pointer: "/data/node_id", Reason: fmt.Sprintf("%q is not a node id: %v", id, err)}
+		}
+	}
+	return nil
 }
 
 // checkCriterionIDs refuses a coordination.session.started.v1 that names

@@ -308,3 +308,55 @@ func TestCorrectionSentAsAStringIsNamed(t *testing.T) {
 	c.Corrected = json.RawMessage(`{"answer":"6*4"}`)
 	st.must(events.SearchCandidateCorrected, c)
 }
+
+// A node sent with "state": "" is the empty state: its digest must be the
+// empty state's SHA-256 (any digest was taken before; a walkthrough,
+// 2026-11-30). A node without state keeps its state to itself: only its
+// digest is known, and taken as sent.
+func TestEmptyStateHasItsDigest(t *testing.T) {
+	st := newStore(t)
+	started(st, 2, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	asMap := func(d events.SearchNodeData) map[string]any {
+		b, _ := json.Marshal(d)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	empty := asMap(child("r.0", 1, "", 0.25, 0.5))
+	empty["state"], empty["state_digest"] = "", "not-the-digest"
+	rejected(t, st.apply(events.SearchNodeExpanded, empty), "/data/state_digest")
+	empty["state_digest"] = treesearch.Digest("")
+	st.must(events.SearchNodeExpanded, empty)
+	private := asMap(child("r.1", 1, "", 0.25, 0.5))
+	delete(private, "state")
+	private["state_digest"] = "a-digest-of-a-private-state"
+	st.must(events.SearchNodeExpanded, private)
+}
+
+// A node id is an id (events.CheckID): a control character or a space in
+// it is refused naming /data/node_id, by the processor for a record
+// written straight to Kafka and by the producer check before it is
+// acknowledged (both were taken: a walkthrough, 2026-11-30).
+func TestNodeIDsAreIDs(t *testing.T) {
+	st := newStore(t)
+	started(st, 2, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	for _, id := range []string{"r.0\n", "r 0", "r.\x00"} {
+		rejected(t, st.apply(events.SearchNodeExpanded, child(id, 1, "a", 0.25, 0.5)), "/data/node_id")
+		env, err := events.New(events.SearchNodeExpanded, "test", "n1", time.Unix(1700000000, 0), child(id, 1, "a", 0.25, 0.5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = "project:a"
+		raw, err := events.Marshal(&env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ve *events.ValidationError
+		if _, err := events.ParseProducerEvent(raw); !errors.As(err, &ve) || ve.Pointer != "/data/node_id" {
+			t.Errorf("node id %q produced: %v, want a refusal naming /data/node_id", id, err)
+		}
+	}
+	st.must(events.SearchNodeExpanded, child("r.0", 1, "a", 0.25, 0.5))
+}
