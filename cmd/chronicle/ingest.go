@@ -44,7 +44,7 @@ func ingestCmd() *cobra.Command {
 			if err := publishBatches(ctx, p, recs, 500, newBar(len(recs), "ingest")); err != nil {
 				return err
 			}
-			fmt.Printf("ingested %d events\n", len(recs))
+			fmt.Printf("ingested %d events (produced and acknowledged; an event the log holds already is a duplicate, which the processors drop)\n", len(recs))
 			return nil
 		},
 	}
@@ -194,7 +194,7 @@ func importTaubenchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("imported %d sessions, %d events\n", len(recs), n)
+			fmt.Printf("imported %d sessions, %d events (produced and acknowledged; an event the log holds already, from an earlier import, is a duplicate, which the processors drop)\n", len(recs), n)
 			return nil
 		},
 	}
@@ -289,7 +289,7 @@ func importReflexion(ctx context.Context, file string, brokers []string) error {
 		passes++
 	}
 	_ = bar.Finish()
-	fmt.Printf("imported run %s: %d questions, %d passes, %d events (scope %s)\n", name, len(reflexion.Questions(run, name)), passes, len(envs), reflexion.Scope)
+	fmt.Printf("imported run %s: %d questions, %d passes, %d events (scope %s; produced and acknowledged; an event the log holds already, from an earlier import, is a duplicate, which the processors drop)\n", name, len(reflexion.Questions(run, name)), passes, len(envs), reflexion.Scope)
 	return nil
 }
 
