@@ -48,6 +48,11 @@ func replayCmd() *cobra.Command {
 			if into == "" {
 				return fmt.Errorf("--into: required")
 			}
+			if len(c.brokerList()) > 0 && cmd.Flags().Changed("data") {
+				// it was ignored silently: the replay read the cluster's
+				// log, and an analyst took it for DATA's (a walkthrough)
+				return fmt.Errorf("--data: not read with --brokers (the replay reads the cluster's log and writes --into); leave --data out, or --brokers to replay DATA/log")
+			}
 			u, err := processors.ParseUntil(until)
 			if err != nil {
 				return err

@@ -192,3 +192,17 @@ func TestAuditRefusesAnotherLog(t *testing.T) {
 		t.Fatalf("audit of b's projections with a's log: %v\n%s\nwant a refusal naming the topic ids", err, out)
 	}
 }
+
+// replay --brokers reads the cluster's log: a --data given with it was
+// ignored silently (an analyst took the state for DATA's); it is refused,
+// naming the flag, before anything is read or written.
+func TestReplayRefusesDataWithBrokers(t *testing.T) {
+	into := filepath.Join(t.TempDir(), "r")
+	out, err := exec.Command(binary, "replay", "--brokers", "127.0.0.1:1", "--data", t.TempDir(), "--into", into).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--data: not read with --brokers") {
+		t.Fatalf("replay --brokers --data: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(into); !os.IsNotExist(err) {
+		t.Fatalf("--into %s was created: %v", into, err)
+	}
+}
