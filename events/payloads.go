@@ -303,6 +303,15 @@ type EvaluationData struct {
 	// Revision is 0 for the evaluation at completion and grows by one each
 	// time a judge answer re-scores the session.
 	Revision int `json:"revision,omitempty"`
+	// FirstScored is true on the judge revision that scores a session
+	// for the first time: every evaluation before it was not_evaluated
+	// (all its weighted criteria were judge criteria without an answer),
+	// and this one is not. PAIR and the distillers, which skip judge
+	// revisions (the session was handled at revision 0) and not_evaluated
+	// evaluations (nothing to tell success from failure), act on it as on
+	// the evaluation at completion; before, such a session never got a
+	// context, a revision or a memory.
+	FirstScored bool `json:"first_scored,omitempty"`
 }
 
 // Recommendations of an evaluation.

@@ -40,8 +40,15 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	if err := env.Decode(&ev); err != nil {
 		return err
 	}
-	if ev.Revision > 0 {
-		return nil // a judge re-scored the session; it was distilled at revision 0
+	if ev.Revision > 0 && !ev.FirstScored {
+		return nil // a judge re-scored the session; it was distilled at revision 0 (or at its first score)
+	}
+	if ev.Recommendation == events.NotEvaluated {
+		// nothing to tell success from failure, as for the deterministic
+		// extractor (distill.Deterministic); it is distilled at the judge
+		// revision that scores it (FirstScored). Before, the model was
+		// asked to distil it as a failure at composite 0.
+		return nil
 	}
 	in, ok, err := sessions.Input(w.Store, events.EntityKey(env.EffectiveScope(), ev.SessionID))
 	if err != nil {

@@ -104,7 +104,7 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		st.Evaluated, st.Composite, st.EvaluatedAt = true, ev.Composite, env.Time
 		st.NotEvaluated = ev.Recommendation == events.NotEvaluated
-		if ev.Revision == 0 && ev.Composite < PassComposite && st.Context == nil && !st.NotEvaluated {
+		if (ev.Revision == 0 || ev.FirstScored) && ev.Composite < PassComposite && st.Context == nil && !st.NotEvaluated {
 			raw, err := json.Marshal(env)
 			if err != nil {
 				return err

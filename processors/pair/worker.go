@@ -112,7 +112,7 @@ type Plan struct {
 // evaluation event (the memory's content address depends on it). The
 // session must be in the sessions projection.
 func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationData) (Plan, error) {
-	if ev.Revision > 0 || ev.Recommendation == events.NotEvaluated {
+	if ev.Revision > 0 && !ev.FirstScored || ev.Recommendation == events.NotEvaluated {
 		// not_evaluated: the composite is no evidence either way, nothing
 		// to revise from (LoopNotEvaluated)
 		return Plan{}, nil
@@ -163,7 +163,7 @@ func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Env
 	if err := env.Decode(&ev); err != nil {
 		return nil, err
 	}
-	if ev.Revision == 0 && ev.Composite < PassComposite {
+	if (ev.Revision == 0 || ev.FirstScored) && ev.Composite < PassComposite {
 		// one context per session: when the pairloop projection holds one
 		// already (written by POST …/improve, or by an earlier run), a
 		// second retrieval could answer differently under the same

@@ -82,3 +82,70 @@ func TestJudgedCriterionOfAnIDThatExtendsAnother(t *testing.T) {
 		t.Errorf(`session p/x: criterion "tone" = %v after p's answer, want 100 still`, s)
 	}
 }
+
+// A session whose only weighted criterion is a judge one is not_evaluated
+// at completion, and nothing is distilled from it; the judge revision that
+// scores it first says so (FirstScored) and distils it as completion
+// would have; a later revision distils nothing more. Before, such a
+// session never gave a memory.
+func TestFirstScoredRevisionDistils(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	store := openStore(t)
+	off := 0
+	apply := func(typ events.Type, data any) []projections.OutboxRecord {
+		t.Helper()
+		env, err := events.New(typ, "test/judged", fmt.Sprintf("e-%d", off), at.Add(time.Duration(off)*time.Second), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.SessionID, env.Scope = "s", "project:a"
+		pos := projections.Position{Topic: string(events.TopicSessions), Offset: int64(off)}
+		off++
+		var emitted []projections.OutboxRecord
+		if _, err := store.Apply(Name, pos, &env, func(tx *projections.Tx, env *events.Envelope) error {
+			err := Processor{}.Apply(tx, env)
+			emitted = tx.Emitted()
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		return emitted
+	}
+	// what was emitted: the evaluation and the number of memories
+	emitted := func(recs []projections.OutboxRecord) (ev events.EvaluationData, memories int) {
+		t.Helper()
+		for _, rec := range recs {
+			switch rec.Type {
+			case events.EvaluationCompleted:
+				env, err := events.ParseEvent(rec.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := env.Decode(&ev); err != nil {
+					t.Fatal(err)
+				}
+			case events.MemoryRecorded:
+				memories++
+			}
+		}
+		return ev, memories
+	}
+	apply(events.SessionStarted, events.SessionStartedData{OriginalTask: "Refund order 7.", SuccessCriteria: []events.Criterion{
+		{ID: "tone", Description: "polite", Weight: 1, Check: events.Check{Kind: events.CheckJudge, Rubric: []string{"polite", "apologised"}}}}})
+	apply(events.WorkflowTaskCompleted, map[string]any{"tool_id": "refund", "session_id": "s", "success": true})
+	ev, n := emitted(apply(events.SessionCompleted, events.SessionCompletedData{Output: "Refunded.", Outcome: "success"}))
+	if ev.Recommendation != events.NotEvaluated || ev.FirstScored || n != 0 {
+		t.Fatalf("at completion: %s, first_scored %v, %d memories; want not_evaluated and none", ev.Recommendation, ev.FirstScored, n)
+	}
+	answer := func(raw string) []projections.OutboxRecord {
+		return apply(events.JudgeCompleted, map[string]any{"session_id": "s", "criterion_id": "tone", "model": "m", "critic_raw": "-", "judge_raw": raw})
+	}
+	ev, n = emitted(answer("- [x] polite\n- [x] apologised"))
+	if ev.Revision != 1 || !ev.FirstScored || ev.Recommendation == events.NotEvaluated || n == 0 {
+		t.Fatalf("first answer: revision %d, %s, first_scored %v, %d memories; want revision 1 first scored, distilled", ev.Revision, ev.Recommendation, ev.FirstScored, n)
+	}
+	ev, n = emitted(answer("- [x] polite\n- [ ] apologised"))
+	if ev.Revision != 2 || ev.FirstScored || n != 0 {
+		t.Fatalf("second answer: revision %d, first_scored %v, %d memories; want revision 2, distilled already", ev.Revision, ev.FirstScored, n)
+	}
+}

@@ -196,7 +196,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return err
 	}
 	if env.Type == events.JudgeCompleted {
-		return applyJudge(tx, env, id)
+		return applyJudge(tx, env, id, p.LLMDistillation)
 	}
 	scope, bare, _ := events.SplitEntityKey(id)
 	var s Session
@@ -363,8 +363,10 @@ func judgedKey(key, criterionID string) string {
 }
 
 // applyJudge scores a judge criterion from the judge's answer in the log and
-// re-evaluates the session (a new revision of its evaluation).
-func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
+// re-evaluates the session (a new revision of its evaluation); at the
+// revision that scores a not_evaluated session first (FirstScored) it
+// distils the session as completion does (unless llmDistillation).
+func applyJudge(tx *projections.Tx, env *events.Envelope, id string, llmDistillation bool) error {
 	var d struct {
 		CriterionID string `json:"criterion_id"`
 		JudgeRaw    string `json:"judge_raw"`
@@ -409,13 +411,24 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string) error {
 	}
 	ev := flux.Evaluate(in)
 	ev.Revision = prev.Revision + 1
+	// the first revision with a score: the session is evaluated now, and
+	// what completion skipped for a not_evaluated session (PAIR's context,
+	// the memories) follows from this evaluation
+	ev.FirstScored = prev.Recommendation == events.NotEvaluated && ev.Recommendation != events.NotEvaluated
 	if err := tx.SetJSON(evaluationKey(id), ev); err != nil {
 		return err
 	}
-	if err := countPattern(tx, &s, in, ev, distill.TaskSummary(in.Task)); err != nil {
+	ds := distill.NewSession(in, ev)
+	if err := countPattern(tx, &s, in, ev, ds.Summary); err != nil {
 		return err
 	}
-	return tx.Emit(events.EvaluationCompleted, ev)
+	if err := tx.Emit(events.EvaluationCompleted, ev); err != nil {
+		return err
+	}
+	if !ev.FirstScored || llmDistillation {
+		return nil
+	}
+	return emitDistilled(tx, &s, ds)
 }
 
 // inputFrom is the evaluator's input of s with its trace items.

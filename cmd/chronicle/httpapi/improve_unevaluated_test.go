@@ -78,4 +78,31 @@ func TestNotEvaluatedIsNotRevised(t *testing.T) {
 	if code != 200 || m["status"] != pair.LoopNotEvaluated || m["context"] != nil || m["revision"] != nil || m["next_attempt"] != nil {
 		t.Fatalf("improvement: %d %v; want NOT_EVALUATED without a context, revision or next attempt", code, m)
 	}
+	// then the judge answers (a judge worker with a model, here its event
+	// as it writes it): the revision that scores the session first says
+	// so (first_scored), and PAIR treats it as the evaluation at
+	// completion: the session is below PassComposite, so it can be
+	// improved. Before, a judge revision was never planned, and the
+	// session stayed without a context (the last closing note's gap).
+	judged := events.Envelope{SpecVersion: events.SpecVersion, ID: "ne-judged", Source: "chronicle/judge", Type: events.JudgeCompleted,
+		Time: time.Now().UTC().Format(time.RFC3339Nano), SessionID: "ne-1", Scope: "project:a",
+		Data: []byte(`{"session_id":"ne-1","criterion_id":"j","model":"m","critic_raw":"-","judge_raw":"- [ ] Is the summary fair?"}`)}
+	if err := p.Producer.PublishDerived(t.Context(), judged); err != nil {
+		t.Fatal(err)
+	}
+	waitCaughtUp(t, p)
+	code, m = call(t, base, "tok-a", "GET", "/v1/sessions/ne-1", nil)
+	ev, _ := m["evaluation"].(map[string]any)
+	if code != 200 || ev["revision"] != 1.0 || ev["first_scored"] != true || ev["recommendation"] == events.NotEvaluated {
+		t.Fatalf("session after the judge's answer: %d %v; want revision 1, first_scored", code, ev)
+	}
+	code, m = call(t, base, "tok-a", "POST", "/v1/sessions/ne-1/improve", nil)
+	if code != 200 && code != 202 {
+		t.Fatalf("improve after the judge's answer: %d %v; want the context", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, m = call(t, base, "tok-a", "GET", "/v1/sessions/ne-1/improvement", nil)
+	if code != 200 || m["status"] == pair.LoopNotEvaluated || m["context"] == nil {
+		t.Fatalf("improvement after the judge's answer: %d %v; want a context", code, m)
+	}
 }
