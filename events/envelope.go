@@ -10,10 +10,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -35,8 +37,12 @@ const DefaultScope = "org:default"
 // attributes. Its JSON form is the CloudEvents JSON format (structured
 // content mode); attribute names are the CloudEvents ones.
 //
-// (source, id) identifies an event: it is the idempotency key consumers use
-// to drop duplicates, so a producer that retries must resend the same id.
+// (scope, source, id) identifies an event — the effective scope
+// (EffectiveScope), then CloudEvents' (source, id) — and is the
+// idempotency key consumers use to drop duplicates: two tenants' events
+// may share a (source, id), so a consumer that drops by (source, id) alone
+// drops one tenant's events as another's repeats. A producer that retries
+// must resend the same id.
 type Envelope struct {
 	SpecVersion string `json:"specversion"`
 	ID          string `json:"id"`
@@ -180,6 +186,12 @@ func newEvent(t Type, source, id string, at time.Time, payload any, escapeHTML b
 	if _, ok := registry[t]; !ok {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: "/type", Reason: fmt.Sprintf("unknown event type %q", t)}
 	}
+	if bad, ok := invalidString(reflect.ValueOf(payload), 0); ok {
+		// encoding/json would write each invalid byte as U+FFFD: the log
+		// would hold other content than the caller's, without an error,
+		// where HTTP refuses such bytes (a producer's walkthrough)
+		return Envelope{}, &ValidationError{Index: -1, Pointer: "/data", Reason: fmt.Sprintf("a string of the payload is not valid UTF-8: %q (encoding it would replace the invalid bytes with U+FFFD)", bad)}
+	}
 	marshal := json.Marshal
 	if !escapeHTML {
 		marshal = marshalVerbatim
@@ -301,4 +313,53 @@ func isLowerHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// invalidString returns the first string reachable from v (struct fields,
+// map keys and values, slice and array elements, through pointers and
+// interfaces) that is not valid UTF-8. Byte slices (json.RawMessage,
+// base64 []byte) are not strings: Producer.Publish checks the encoded
+// data's bytes. depth bounds a cyclic value, which encoding/json refuses
+// anyway.
+func invalidString(v reflect.Value, depth int) (string, bool) {
+	if depth > 64 || !v.IsValid() {
+		return "", false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); !utf8.ValidString(s) {
+			return s, true
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return invalidString(v.Elem(), depth+1)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				if s, ok := invalidString(v.Field(i), depth+1); ok {
+					return s, true
+				}
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if s, ok := invalidString(it.Key(), depth+1); ok {
+				return s, true
+			}
+			if s, ok := invalidString(it.Value(), depth+1); ok {
+				return s, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "", false
+		}
+		for i := 0; i < v.Len(); i++ {
+			if s, ok := invalidString(v.Index(i), depth+1); ok {
+				return s, true
+			}
+		}
+	}
+	return "", false
 }

@@ -237,7 +237,7 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 // written. Produce failures are retried per record with exponential
 // backoff; the final error of the last attempt is returned. A failed
 // Publish may have written some records: retrying it with the same event
-// ids is safe, because consumers drop duplicates by (source, id).
+// ids is safe, because consumers drop duplicates by (scope, source, id).
 //
 // Two events of one call with the same scope, source and id but other
 // content (the time aside) are refused at the second one's index, pointer
@@ -366,6 +366,11 @@ var ErrEventTooLarge = errors.New("event too large")
 // as ParseProducerEvent does; else as ParseEvent) and makes it the record
 // value.
 func validRecord(e *Envelope, producer bool) (*kgo.Record, error) {
+	if producer {
+		if err := checkUTF8(e); err != nil {
+			return nil, err
+		}
+	}
 	raw, err := e.MarshalJSON() // compact already: json.Marshal(e) would compact it again
 	if err != nil {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}

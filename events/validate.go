@@ -180,6 +180,9 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 		return Envelope{}, err
 	}
 	if env, _, ok := parseFast(set, raw, false, false); ok {
+		if err := checkSurrogates(raw); err != nil {
+			return Envelope{}, err
+		}
 		return env, checkProduced(&env) // the fast path refuses repeated members
 	}
 	if ptr, reason, ok := RepeatedMember(raw); ok {
@@ -189,7 +192,88 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 	if err != nil {
 		return env, err
 	}
+	if err := checkSurrogates(raw); err != nil {
+		return Envelope{}, err
+	}
 	return env, checkProduced(&env)
+}
+
+// checkSurrogates refuses, naming its member, a \u escape of a lone UTF-16
+// surrogate (a high one, U+D800–U+DBFF, not followed by an escaped low
+// one, or a low one, U+DC00–U+DFFF, alone) in raw, a valid JSON text: it
+// is no character, and JSON decoders replace it with U+FFFD (RFC 8259,
+// section 8.2: the behaviour is unpredictable), so ids "a\ud800" and
+// "a\udbff" were one id, the second event answered 202 and then
+// dead-lettered as a conflicting duplicate (a producer's walkthrough,
+// 2026-11-30), and a text's content changed silently. Producer paths only:
+// a log written before replays as it did.
+func checkSurrogates(raw []byte) error {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return nil
+	}
+	for i := 0; i+1 < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if raw[i+1] != 'u' || i+6 > len(raw) {
+			i++ // \\, \" and the others: the escaped byte is no backslash
+			continue
+		}
+		c, _ := hex4(raw, i+2) // valid JSON: four hex digits
+		switch {
+		case c >= 0xD800 && c <= 0xDBFF:
+			if i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+				if lo, _ := hex4(raw, i+8); lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 11
+					continue
+				}
+			}
+		case c >= 0xDC00 && c <= 0xDFFF:
+		default:
+			i += 5
+			continue
+		}
+		ptr := PointerAt(raw, int64(i+1))
+		if ptr == "" {
+			ptr = "/"
+		}
+		return &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("%s at byte %d is a lone UTF-16 surrogate, no character: JSON decoders replace it with U+FFFD, so two different ids or texts would read as one (RFC 8259, section 8.2); send the character itself, or a surrogate pair for one beyond U+FFFF", raw[i:i+6], i)}
+	}
+	return nil
+}
+
+// checkUTF8 refuses, naming the attribute or data's member, an event built
+// in Go (Producer.Publish) whose strings or data are not valid UTF-8: its
+// encoding replaced each invalid byte with U+FFFD, so the log held other
+// content than the producer's, acknowledged without an error, and two ids
+// differing only there were one (a producer's walkthrough, 2026-11-30);
+// HTTP refuses such bytes ("not valid UTF-8").
+func checkUTF8(e *Envelope) error {
+	attrs := []struct{ name, v string }{{"specversion", e.SpecVersion}, {"id", e.ID}, {"source", e.Source}, {"type", string(e.Type)},
+		{"subject", e.Subject}, {"time", e.Time}, {"datacontenttype", e.DataContentType}, {"dataschema", e.DataSchema},
+		{"sessionid", e.SessionID}, {"scope", e.Scope}, {"causationid", e.CausationID}, {"correlationid", e.CorrelationID}}
+	for _, a := range attrs {
+		if !utf8.ValidString(a.v) {
+			return &ValidationError{Index: -1, Pointer: "/" + a.name, Reason: fmt.Sprintf("%q is not valid UTF-8", a.v)}
+		}
+	}
+	for _, name := range sortedNames(e.Extensions) {
+		if s, ok := e.Extensions[name].(string); ok && !utf8.ValidString(s) {
+			return &ValidationError{Index: -1, Pointer: "/" + name, Reason: fmt.Sprintf("%q is not valid UTF-8", s)}
+		}
+	}
+	if !utf8.Valid(e.Data) {
+		off := 0
+		for off < len(e.Data) {
+			r, n := utf8.DecodeRune(e.Data[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return &ValidationError{Index: -1, Pointer: "/data" + PointerAt(e.Data, int64(off+1)), Reason: fmt.Sprintf("not valid UTF-8 (byte 0x%02x at byte %d of data)", e.Data[off], off)}
+	}
+	return nil
 }
 
 // checkProduced is what a producer path checks beyond what a processor

@@ -61,7 +61,7 @@ func decodeRead(body []byte, v any) error {
 		case isType && fe.pointer != "/":
 			// where the value that did not fit is in the body: the Go
 			// field path has no array index
-			fe.pointer = pointerAt(body, te.Offset)
+			fe.pointer = events.PointerAt(body, te.Offset)
 		case strings.HasPrefix(fe.reason, "unknown field"):
 			// encoding/json names the field, not where it is: the first
 			// member that is no field, when it is that one

@@ -1,4 +1,4 @@
-package httpapi
+package events
 
 import (
 	"bytes"
@@ -6,13 +6,13 @@ import (
 	"strconv"
 )
 
-// pointerAt is the JSON pointer of the value of body that ends at byte
-// offset (a json.UnmarshalTypeError's Offset: the end of the value that
-// did not fit), "" when none does. encoding/json's error names the Go
+// PointerAt is the JSON pointer of the value of body that ends at byte
+// offset, or that holds it (a json.UnmarshalTypeError's Offset: the end of
+// the value that did not fit; a byte inside a string), "" when none does. encoding/json's error names the Go
 // field path, which has no array index ("items.n" for the second of
 // [{"n":1},{"n":"x"}]) and splits map keys holding '.': a pointer built
 // from it could name nothing (a review, 2026-11-30).
-func pointerAt(body []byte, offset int64) string {
+func PointerAt(body []byte, offset int64) string {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	type frame struct {
@@ -29,7 +29,7 @@ func pointerAt(body []byte, offset int64) string {
 			if f.array {
 				b.WriteString(strconv.Itoa(f.index))
 			} else {
-				b.WriteString(pointerToken(f.key))
+				b.WriteString(pointerEscaper.Replace(f.key))
 			}
 		}
 		return b.String()

@@ -1,0 +1,93 @@
+package events_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// A lone UTF-16 surrogate escape is refused naming its member: decoders
+// turn it into U+FFFD, so "sur\ud800x" and "sur\udbffx" were one id (the
+// second event answered 202 and was then dead-lettered as a conflicting
+// duplicate: a producer's walkthrough). A surrogate pair, U+FFFD itself
+// and an escaped backslash before "ud800" are text like any other.
+func TestLoneSurrogatesAreRefused(t *testing.T) {
+	event := func(id, note string) []byte {
+		return []byte(`{"specversion":"1.0","id":"` + id + `","source":"a/sur","type":"coordination.minute.recorded.v1","sessionid":"s1","scope":"project:a","data":{"event_type":"m","actor":"a","data":{},"memory_note":"` + note + `"}}`)
+	}
+	for _, c := range []struct {
+		id, note, pointer string
+	}{
+		{`sur\ud800x`, "n", "/id"},
+		{`sur\udbff`, "n", "/id"},
+		{`sur\udc00x`, "n", "/id"},
+		{`sur\ud800\u0041`, "n", "/id"},
+		{"ok", `a\uDBFF`, "/data/memory_note"},
+		{"ok", `a\ud83d\ude00 \udc00`, "/data/memory_note"},
+	} {
+		_, err := events.ParseProducerEvent(event(c.id, c.note))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.pointer || !strings.Contains(ve.Reason, "lone UTF-16 surrogate") {
+			t.Errorf("id %s, note %s: %v; want a refusal naming %s", c.id, c.note, err, c.pointer)
+		}
+	}
+	for _, c := range []struct{ id, note string }{
+		{`smile\ud83d\ude00`, `\uD83D\uDE00`},
+		{`x\ufffd`, "\uFFFD"},
+		{`back\\ud800slash`, `\\udc00`},
+	} {
+		if _, err := events.ParseProducerEvent(event(c.id, c.note)); err != nil {
+			t.Errorf("id %s, note %s: %v; want it accepted", c.id, c.note, err)
+		}
+	}
+}
+
+// Producer.Publish refuses what HTTP refuses: invalid UTF-8 in an
+// attribute or in data, naming it. Its encoding replaced each bad byte
+// with U+FFFD, so the log held other content than the producer's, and two
+// ids differing there were one (a producer's walkthrough).
+func TestPublishRefusesInvalidUTF8(t *testing.T) {
+	minute := func(id, note string) events.Envelope {
+		env, err := events.New(events.MinuteRecorded, "a/utf8", id, time.Unix(1700000000, 0), events.MinuteData{EventType: "m", Actor: "a", Data: []byte(`{}`), MemoryNote: note})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.SessionID, env.Scope = "s1", "project:a"
+		return env
+	}
+	// a payload's string: New says so (encoding it replaced the bytes)
+	if _, err := events.New(events.MinuteRecorded, "a/utf8", "x", time.Unix(1700000000, 0), events.MinuteData{EventType: "m", Actor: "a", Data: []byte(`{}`), MemoryNote: "bad\xff"}); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("New with an invalid string: %v, want a refusal", err)
+	}
+	raw := func(id string, data string) events.Envelope {
+		env, err := events.New(events.MinuteRecorded, "a/utf8", id, time.Unix(1700000000, 0), map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Data = []byte(data)
+		env.SessionID, env.Scope = "s1", "project:a"
+		return env
+	}
+	for _, c := range []struct {
+		env     events.Envelope
+		pointer string
+	}{
+		{minute("inv\xff", "n"), "/id"},
+		{raw("ok", `{"event_type":"m","actor":"a","data":{},"memory_note":"bad`+"\xff"+`"}`), "/data/memory_note"},
+	} {
+		var ch events.Checker
+		_, err := ch.Check(&c.env)
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.pointer || !strings.Contains(ve.Reason, "not valid UTF-8") {
+			t.Errorf("%q / %s: %v; want a refusal naming %s", c.env.ID, c.env.Data, err, c.pointer)
+		}
+	}
+	var ch events.Checker
+	ok := minute("ok", "fine ✓")
+	if _, err := ch.Check(&ok); err != nil {
+		t.Errorf("valid UTF-8: %v", err)
+	}
+}
