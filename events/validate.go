@@ -154,6 +154,14 @@ func schemaError(err error, prefix string) *ValidationError {
 	if ptr == "" {
 		ptr = "/"
 	}
+	if rk, ok := ve.ErrorKind.(*kind.Required); ok && len(rk.Missing) == 1 {
+		// the missing member's own pointer, as binary mode names a
+		// missing ce-source /source: before, structured mode said "/"
+		// for a missing type and "/data" for a missing data member, so
+		// one mistake had two pointers by content mode (a producer's
+		// walkthrough, 2026-11-30). Several missing: the object's.
+		ptr = strings.TrimSuffix(ptr, "/") + "/" + ptrEscaper.Replace(rk.Missing[0])
+	}
 	if pk, ok := ve.ErrorKind.(*kind.Pattern); ok && ptr == "/datacontenttype" {
 		// the schema's pattern spells application/json in any case: the
 		// regular expression says nothing to a producer

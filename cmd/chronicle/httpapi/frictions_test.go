@@ -215,7 +215,7 @@ func TestFrictions(t *testing.T) {
 			body any
 			want string
 		}{
-			{ev(with("memory_id", nil)), `event 0: /data: missing property 'memory_id'`},
+			{ev(with("memory_id", nil)), `event 0: /data/memory_id: missing property 'memory_id'`},
 			{ev(with("title", 5)), `event 0: /data/title: got number, want string`},
 			{ev(with("outcome", "meh")), `event 0: /data/outcome: value must be one of 'success', 'failure'`},
 			{ev(with("zzz", 1)), `event 0: /data: additional properties 'zzz' not allowed`},
