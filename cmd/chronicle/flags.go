@@ -106,9 +106,11 @@ func hostPort(s string) error {
 	return nil
 }
 
-// llm is the LLM configuration, nil without --llm-url.
+// llm is the LLM configuration, nil without --llm-url and --llm-model
+// (--llm-model alone was ignored silently: its LLMConfig.Validate now says
+// --llm-url is required; a walkthrough, 2026-11-30).
 func (c *commonFlags) llm() *distill.LLMConfig {
-	if c.llmURL == "" {
+	if c.llmURL == "" && c.llmModel == "" {
 		return nil
 	}
 	return &distill.LLMConfig{URL: c.llmURL, Model: c.llmModel, APIKeyEnv: c.llmKeyEnv}

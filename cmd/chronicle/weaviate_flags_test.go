@@ -45,3 +45,19 @@ func TestWeaviateGRPCFlag(t *testing.T) {
 		st.Close()
 	}
 }
+
+// --llm-model without --llm-url was ignored silently (no LLM, no word):
+// its configuration is now refused, naming --llm-url; neither flag is no
+// LLM at all.
+func TestLLMModelNeedsURL(t *testing.T) {
+	if cfg := (&commonFlags{}).llm(); cfg != nil {
+		t.Fatalf("no LLM flags: %+v, want nil", cfg)
+	}
+	cfg := (&commonFlags{llmModel: "m"}).llm()
+	if cfg == nil {
+		t.Fatal("--llm-model alone: nil, the flag ignored")
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--llm-url") {
+		t.Fatalf("--llm-model alone: %v, want an error naming --llm-url", err)
+	}
+}

@@ -403,3 +403,63 @@ func TestLLMAnswerTooLarge(t *testing.T) {
 		t.Fatalf("%d calls: %v; want one call and an error saying the answer is too large", calls.Load(), err)
 	}
 }
+
+// An empty, null or filtered content is no answer: it is retried and then
+// an error naming the finish reason, never returned as the model's answer
+// (it was logged as judge_raw "" and raw_response "", which the
+// processors then dead-lettered: a walkthrough, 2026-11-30).
+func TestLLMEmptyContentIsNoAnswer(t *testing.T) {
+	for _, answer := range []string{
+		`{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}]}`,
+		`{"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"length"}]}`,
+		`{"choices":[{"message":{"role":"assistant","content":" \n"},"finish_reason":"stop"}]}`,
+	} {
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			w.Write([]byte(answer))
+		}))
+		llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL + "/v1", Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := llm.Complete(context.Background(), "hi")
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), "content is empty (finish_reason") || calls.Load() != 3 {
+			t.Errorf("%s: %q, %v after %d calls; want an error after 3", answer, out, err, calls.Load())
+		}
+	}
+}
+
+// A body cut off (the connection closed before its Content-Length) is a
+// read error, said so, not "not a chat completion" of the bytes that came.
+func TestLLMCutAnswerSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.Write([]byte(`{"id": "x", "object": "chat.completion", "choices": [`))
+	}))
+	defer srv.Close()
+	llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL + "/v1", Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = llm.Complete(context.Background(), "hi")
+	if err == nil || !strings.Contains(err.Error(), "reading the answer after") || !strings.Contains(err.Error(), "unexpected EOF") {
+		t.Fatalf("%v; want a read error naming the unexpected EOF", err)
+	}
+}
+
+// --llm-url must be an http(s) URL with a host and a valid port: "notaurl"
+// and port 99999 started, and every call failed (a walkthrough).
+func TestLLMConfigURL(t *testing.T) {
+	for _, u := range []string{"notaurl", "ftp://x/v1", "http://127.0.0.1:99999/v1", "http:///v1", "127.0.0.1:8080"} {
+		if err := (distill.LLMConfig{URL: u, Model: "m"}).Validate(); err == nil || !strings.Contains(err.Error(), "--llm-url") {
+			t.Errorf("URL %q: %v, want an error naming --llm-url", u, err)
+		}
+	}
+	for _, u := range []string{"http://127.0.0.1:11434/v1", "https://api.example.com/v1", "http://localhost/v1"} {
+		if err := (distill.LLMConfig{URL: u, Model: "m"}).Validate(); err != nil {
+			t.Errorf("URL %q: %v", u, err)
+		}
+	}
+}

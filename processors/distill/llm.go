@@ -167,11 +167,19 @@ type LLMConfig struct {
 	HTTPClient *http.Client
 }
 
-// Validate reports the first invalid field.
+// Validate reports the first invalid field. URL must be an http or https
+// URL with a host (and a port from 1 to 65535 when it names one): before,
+// "notaurl" or port 99999 started, and every model call of every worker
+// failed three times and was dead-lettered (a walkthrough, 2026-11-30).
 func (c LLMConfig) Validate() error {
+	u, uerr := url.Parse(c.URL)
 	switch {
 	case c.URL == "":
 		return errors.New("distill: LLMConfig.URL: required (--llm-url)")
+	case uerr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
+		return fmt.Errorf("distill: LLMConfig.URL: %q is not an http or https URL with a host, e.g. http://127.0.0.1:11434/v1 (--llm-url)", c.URL)
+	case u.Port() != "" && !validPort(u.Port()):
+		return fmt.Errorf("distill: LLMConfig.URL: %q: port %s is not from 1 to 65535 (--llm-url)", c.URL, u.Port())
 	case c.Model == "":
 		return errors.New("distill: LLMConfig.Model: required (--llm-model)")
 	case c.Attempts < 0:
@@ -182,6 +190,12 @@ func (c LLMConfig) Validate() error {
 		return errors.New("distill: LLMConfig.MaxRetryAfter: must be ≥ 0")
 	}
 	return nil
+}
+
+// validPort reports whether p is a port number from 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // LLM is a chat-completions client at temperature 0.
@@ -266,7 +280,13 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 			return fmt.Errorf("attempt %d: %w", attempt, err)
 		}
 		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+		if rerr != nil {
+			// the connection dropped or the client's Timeout ran out in
+			// the body: said so, not "not a chat completion" of the bytes
+			// that came (a walkthrough, 2026-11-30)
+			return fmt.Errorf("attempt %d: POST %s: reading the answer after %d bytes: %w", attempt, endpoint, len(b), rerr)
+		}
 		if resp.StatusCode == http.StatusOK && len(b) > MaxAnswerBytes {
 			// asking again brings the same: it was read cut, and said to be
 			// "not a chat completion", three times (12 MiB read)
@@ -288,10 +308,18 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 				Message struct {
 					Content string `json:"content"`
 				} `json:"message"`
+				FinishReason string `json:"finish_reason"`
 			} `json:"choices"`
 		}
 		if err := json.Unmarshal(b, &out); err != nil || len(out.Choices) == 0 {
 			return fmt.Errorf("attempt %d: POST %s: answer is not a chat completion: %s", attempt, endpoint, Clip(string(b), 300))
+		}
+		if strings.TrimSpace(out.Choices[0].Message.Content) == "" {
+			// an empty, null or filtered content is no answer: logged, it
+			// was a judge.completed.v1 or distillation.completed.v1 with
+			// "" that its processor then dead-lettered, and a redrive
+			// re-applied the same empty answer (a walkthrough, 2026-11-30)
+			return fmt.Errorf("attempt %d: POST %s: the answer's content is empty (finish_reason %q)", attempt, endpoint, out.Choices[0].FinishReason)
 		}
 		answer = out.Choices[0].Message.Content
 		return nil
