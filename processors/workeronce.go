@@ -492,6 +492,17 @@ func (o *workerOnce) lost(ctx context.Context) error {
 // dead-lettered.
 var errRetryLater = errors.New("processors: worker outputs not written; the event is handed again")
 
+// ErrRetryLater, wrapped by a Worker's Handle error, says the failure is
+// one that waiting can cure (the vector store's server down or restarting):
+// the event is not dead-lettered but handed again, after the subscription's
+// resend wait (100 ms), until it succeeds or fails otherwise; the worker's
+// partition waits meanwhile (its lag, chronicle_worker_lag_records, shows
+// it), the other partitions and the processors go on. Handle must bound
+// each attempt itself. Before, the pair worker's retrieval during a
+// Weaviate outage dead-lettered every evaluation of the window for good
+// (a walkthrough, 2026-11-30).
+var ErrRetryLater = errRetryLater
+
 func (o *workerOnce) id(ctx context.Context, cl *kgo.Client, topic string) ([16]byte, error) {
 	o.mu.Lock()
 	if o.hasID {

@@ -2,6 +2,7 @@ package pair
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -80,9 +81,16 @@ func (*Worker) Topic() events.Topic { return events.TopicEvaluations }
 
 // Handle implements processors.Worker: it publishes what Derive returns. A
 // failure (an unknown session, a search or produce error) is returned, and
-// the evaluation goes to the dead-letter topic with the reason.
+// the evaluation goes to the dead-letter topic with the reason — except
+// the vector store's being away (search.ErrStoreUnavailable, ErrTimeout,
+// ErrStoreReset), which waiting cures: wrapped in processors.ErrRetryLater,
+// the evaluation is handed again until the store answers (each attempt
+// bounded by search.SearchTimeout).
 func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	out, err := w.Derive(ctx, env)
+	if err != nil && (errors.Is(err, search.ErrStoreUnavailable) || errors.Is(err, search.ErrTimeout) || errors.Is(err, search.ErrStoreReset)) {
+		return fmt.Errorf("%w: %w", processors.ErrRetryLater, err)
+	}
 	if err != nil || len(out) == 0 {
 		return err
 	}

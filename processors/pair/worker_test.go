@@ -3,12 +3,15 @@ package pair_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
@@ -334,6 +337,44 @@ func TestWorkerSearchesNameTheirReadScopes(t *testing.T) {
 	for _, q := range rec.queries {
 		if q.ReadScopes != nil {
 			t.Fatalf("with the worker's Readable: query %q has ReadScopes %v, want none", q.Text, q.ReadScopes)
+		}
+	}
+}
+
+// downSearcher answers every search as a vector store that is away does.
+type downSearcher struct{ err error }
+
+func (d downSearcher) Search(context.Context, search.Query) (search.Result, error) {
+	return search.Result{}, d.err
+}
+
+// The vector store's being away is a failure waiting cures: Handle wraps
+// it in processors.ErrRetryLater, so the runner hands the evaluation again
+// instead of dead-lettering it; any other failure stays poisonous. Before,
+// every evaluation of a Weaviate outage was dead-lettered for good, and
+// POST …/improve answered 409 even after Weaviate was back (a
+// walkthrough, 2026-11-30).
+func TestWorkerRetriesWhileTheStoreIsAway(t *testing.T) {
+	sc := getScenario(t)
+	h := newHarness(t)
+	for _, envs := range append(sc.others, sc.good) {
+		h.send(envs...)
+	}
+	h.send(sc.failed...)
+	env, _ := h.eval(sc.failedID)
+	for _, c := range []struct {
+		err   error
+		later bool
+	}{
+		{fmt.Errorf("weaviate: nearVector: server unavailable: %w", search.ErrStoreUnavailable), true},
+		{fmt.Errorf("%w (20s): waiting", search.ErrTimeout), true},
+		{fmt.Errorf("weaviate: collection Memory was gone: %w", search.ErrStoreReset), true},
+		{errors.New("search: query: invalid"), false},
+	} {
+		w := &pair.Worker{Store: h.store, Index: downSearcher{c.err}}
+		err := w.Handle(context.Background(), env)
+		if err == nil || errors.Is(err, processors.ErrRetryLater) != c.later {
+			t.Errorf("%v: Handle %v; want an error, handed again: %v", c.err, err, c.later)
 		}
 	}
 }

@@ -511,6 +511,13 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, SearchTimeout, ErrTimeout)
 	defer cancel()
 	res, err := ix.search(ctx, q, part, cached)
+	if errors.Is(err, ErrStoreReset) {
+		ix.mu.Lock()
+		for _, c := range ix.cols {
+			c.loaded, c.repair = false, 2 // pushed whole by the next sync
+		}
+		ix.mu.Unlock()
+	}
 	if err != nil && errors.Is(context.Cause(ctx), ErrTimeout) {
 		err = fmt.Errorf("%w (%s): %w", ErrTimeout, SearchTimeout, err)
 	}
@@ -540,6 +547,16 @@ var ErrTimeout = errors.New("search: no answer within the search budget")
 // answer (three collections made /healthz name a killed server after
 // about 75 s instead of 25: an operator's walkthrough, 2026-11-30).
 var ErrStoreUnavailable = errors.New("search: the vector store's server is unavailable")
+
+// ErrStoreReset is wrapped by a vector store's error when the store found
+// its collections gone from its server (a Weaviate restarted with its data
+// wiped) and created them again, empty: the index then pushes every
+// document of every collection again, as after an outage (see Sync), on
+// the next sync — a search's own, at the latest. Before, such a server
+// answered every search with "could not find class" for good, and its
+// auto-schema then created the classes without multi-tenancy (a
+// walkthrough, 2026-11-30).
+var ErrStoreReset = errors.New("search: the vector store lost its collections and recreated them empty")
 
 // search is Search of a normalised query whose searcher's query-cache
 // partition is part (cached false: none, see queryPartition).

@@ -138,6 +138,7 @@ type Server struct {
 	// serve sets it (--request-log); nil logs nothing.
 	RequestLog *slog.Logger
 	// streamsStop is closed by StopStreams (learned_stream.go)
+	openStreams atomic.Int64 // GET /v1/learned/stream open (LearnedMaxStreams)
 	streamsMu   sync.Mutex
 	streamsStop chan struct{}
 	stopStreams sync.Once

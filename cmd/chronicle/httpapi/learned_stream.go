@@ -33,6 +33,22 @@ var LearnedKeepAlive = 15 * time.Second
 // independently of LearnedKeepAlive.
 var LearnedBrokerWait = 30 * time.Second
 
+// LearnedWriteTimeout bounds each write of GET /v1/learned/stream to its
+// client (events, a keep-alive, the last event at shutdown): a client
+// that stops reading is cut after it, and its stream's broker client
+// freed. Before, a client that never read held its stream, its broker
+// connections and its goroutines for as long as it stayed connected, and
+// held serve's shutdown up for the whole 10 s grace (a walkthrough,
+// 2026-11-30).
+var LearnedWriteTimeout = 30 * time.Second
+
+// LearnedMaxStreams is how many GET /v1/learned/stream may be open at once
+// on one server (each has its own broker client: about 19 goroutines and
+// 7 broker connections, and some 18 MB while it catches up, measured by a
+// walkthrough, 2026-11-30); one more is answered 503 with Retry-After.
+// Default 64.
+var LearnedMaxStreams int64 = 64
+
 // LearnedCursor is the position of a learned-stream client in
 // chronicle.learned: per partition, the next offset to deliver. Its text
 // form, the SSE id of every event and the value of Last-Event-ID or
@@ -204,6 +220,13 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		cur = c
 	}
 
+	if n := s.openStreams.Add(1); n > LearnedMaxStreams {
+		s.openStreams.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		writeErr(w, http.StatusServiceUnavailable, "%d learned streams are open on this server, the most it serves at once (httpapi.LearnedMaxStreams): retry later, or read chronicle.learned with a Kafka client", LearnedMaxStreams)
+		return
+	}
+	defer s.openStreams.Add(-1)
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
 	go func() {
@@ -268,7 +291,10 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: start})
 
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	// a stream outlives the server's write timeout; each write has its own
+	// (LearnedWriteTimeout), so a client that stops reading is cut
+	due := func() { _ = rc.SetWriteDeadline(time.Now().Add(LearnedWriteTimeout)) }
+	due()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -343,6 +369,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			lastID = cur.String()
 			fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", lastID, typ, line.Bytes())
 		})
+		due()
 		switch {
 		case buf.Len() > 0:
 			if _, err := w.Write(buf.Bytes()); err != nil {
@@ -380,6 +407,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			if ferr == nil {
 				ferr = context.DeadlineExceeded
 			}
+			due()
 			b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("the broker did not answer for %s: %v", wait, ferr), "resume": cur.String()})
 			fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
 			_ = rc.Flush()
@@ -437,6 +465,8 @@ func (s *Server) endStream(w http.ResponseWriter, rc *http.ResponseController, c
 	default:
 		return
 	}
+	// a client that does not read gets a second, not the shutdown's grace
+	_ = rc.SetWriteDeadline(time.Now().Add(time.Second))
 	b, _ := json.Marshal(map[string]string{"error": "the server is shutting down", "resume": cur.String()})
 	fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
 	_ = rc.Flush()

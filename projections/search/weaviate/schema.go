@@ -188,6 +188,12 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 				return err
 			}
 		}
+		if mt := want.MultiTenancyConfig; mt != nil && mt.Enabled && (have.MultiTenancyConfig == nil || !have.MultiTenancyConfig.Enabled) {
+			// Weaviate's auto-schema makes it so when a write reaches a
+			// server that lost the schema: every tenant's write and
+			// search then fails (lost.go)
+			return fmt.Errorf("weaviate: collection %s exists without multi-tenancy, which Chronicle's scoped classes need (a server's auto-schema creates it so when a write reaches it before Chronicle's schema): delete it (curl -X DELETE %s://%s/v1/schema/%s) and start again; serve pushes every document again", want.Class, s.cfg.Scheme, s.cfg.Host, want.Class)
+		}
 		got := map[string]bool{}
 		for _, p := range have.Properties {
 			got[p.Name] = true

@@ -100,6 +100,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unicode"
 
 	"github.com/cenkalti/backoff/v4"
@@ -163,6 +164,9 @@ type Store struct {
 	// grpc runs the candidate queries when Config.GRPCHost is set (nil:
 	// GraphQL).
 	grpc *grpcSearcher
+	// guard re-creates the schema of a server that lost it (lost.go);
+	// shared like scopes.
+	guard *schemaGuard
 }
 
 var _ search.VectorStore = (*Store)(nil)
@@ -189,7 +193,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, client: client, http: hc, memory: cfg.ClassPrefix + MemoryClass,
 		patterns: cfg.ClassPrefix + PatternClass, tools: cfg.ClassPrefix + ToolClass, scopes: map[string]*scopeSet{}, refs: map[string]*refCache{},
-		unsure: map[string]*unsureSet{}, tenants: map[string]*tenantSet{}}
+		unsure: map[string]*unsureSet{}, tenants: map[string]*tenantSet{}, guard: &schemaGuard{seen: map[string]time.Time{}}}
 	for _, c := range []string{s.memory, s.patterns, s.tools} {
 		s.scopes[c] = &scopeSet{known: map[string]bool{}}
 		s.refs[c] = &refCache{byUUID: map[string]ref{}}
@@ -440,7 +444,17 @@ func object(class, idProp string, d search.Doc) *models.Object {
 // may hold them without their inverted-index entries, which writing the
 // same object again would not restore (unsureSet). Until that write
 // succeeds, such a document may be absent, even in an older version.
+//
+// A collection found gone from the server is created again (lost.go), and
+// the error wraps search.ErrStoreReset.
 func (s *Store) Upsert(ctx context.Context, docs []search.Doc) error {
+	if err := s.present(ctx); err != nil {
+		return err
+	}
+	return s.lost(ctx, s.upsert(ctx, docs))
+}
+
+func (s *Store) upsert(ctx context.Context, docs []search.Doc) error {
 	last := make(map[string]int, len(docs))
 	for i, d := range docs {
 		if d.ID == "" {
@@ -587,6 +601,10 @@ func (e *transientError) Error() string { return e.msg }
 // collection's class), then from the collection's class, so the scoped
 // class never holds an object the collection's class lacks.
 func (s *Store) Delete(ctx context.Context, ids []string) error {
+	return s.lost(ctx, s.deleteIDs(ctx, ids))
+}
+
+func (s *Store) deleteIDs(ctx context.Context, ids []string) error {
 	for start := 0; start < len(ids); start += s.cfg.BatchSize {
 		chunk := ids[start:min(start+s.cfg.BatchSize, len(ids))]
 		uuids := make([]string, len(chunk))
@@ -1092,7 +1110,8 @@ func bm25Query(text string) string {
 // text has no word), among those f admits, merged by id. k ≤ 0 returns
 // none.
 func (s *Store) Candidates(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
-	return s.candidates(ctx, v, text, f, k, false)
+	out, err := s.candidates(ctx, v, text, f, k, false)
+	return out, s.lost(ctx, err)
 }
 
 var _ search.DocStore = (*Store)(nil)
@@ -1104,7 +1123,8 @@ var _ search.DocStore = (*Store)(nil)
 // whose filter the query cannot hold whole (see where) reads whole
 // documents as Candidates does.
 func (s *Store) CandidateRefs(ctx context.Context, v []float32, text string, f search.Filter, k int) ([]search.Candidate, error) {
-	return s.candidates(ctx, v, text, f, k, true)
+	out, err := s.candidates(ctx, v, text, f, k, true)
+	return out, s.lost(ctx, err)
 }
 
 // Docs implements search.DocStore: the documents with ids that f admits,
@@ -1112,6 +1132,11 @@ func (s *Store) CandidateRefs(ctx context.Context, v []float32, text string, f s
 // over gRPC when Config.GRPCHost is set), each decoded from docProp (or
 // read property by property for an object written before docProp).
 func (s *Store) Docs(ctx context.Context, ids []string, f search.Filter) (map[string]search.Doc, error) {
+	out, err := s.docs(ctx, ids, f)
+	return out, s.lost(ctx, err)
+}
+
+func (s *Store) docs(ctx context.Context, ids []string, f search.Filter) (map[string]search.Doc, error) {
 	out := make(map[string]search.Doc, len(ids))
 	for start := 0; start < len(ids); start += s.cfg.MaxFetch {
 		chunk := ids[start:min(start+s.cfg.MaxFetch, len(ids))]
