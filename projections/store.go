@@ -308,6 +308,11 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	if !opts.ReadOnly && opts.FS == vfs.Default {
+		if err := roomToOpen(dir); err != nil {
+			return nil, err
+		}
+	}
 	po := opts.pebbleOptions()
 	if opts.ReadOnly {
 		po.FS = readOnlyFS{po.FS}

@@ -82,9 +82,24 @@ func serveCmd() *cobra.Command {
 			// the group places each task where its state is (a restart
 			// of every instance, a broker restart: no member owns anything)
 			held := &processors.Holdings{}
+			// a signal while the pipeline starts ends the process within
+			// StopWait even when the start cannot notice it (Pebble's open
+			// takes no context: on a full disk it spun without end, and
+			// SIGTERM did nothing; an operator's walkthrough, 2026-11-30)
+			started := make(chan struct{})
+			stopWatch := context.AfterFunc(ctx, func() {
+				select {
+				case <-started:
+				case <-time.After(StopWait):
+					fmt.Fprintf(os.Stderr, "chronicle: still starting %s after the signal (opening the projections or joining the group did not end): exiting\n", StopWait)
+					os.Exit(1)
+				}
+			})
 			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnDeadLetter: logDeadLetter(os.Stderr), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions),
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
+			close(started)
+			stopWatch()
 			if errors.Is(err, kerr.InvalidSessionTimeout) {
 				return fmt.Errorf("--session-timeout: %w", err)
 			}

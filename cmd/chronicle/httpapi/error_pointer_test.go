@@ -55,3 +55,14 @@ func TestRouteErrorsNamePointerAndReason(t *testing.T) {
 		}
 	}
 }
+
+// POST /v1/memories with a scope the token may not write: the 403 names
+// the body's member, as POST /v1/events' names /scope (it had neither
+// pointer nor reason: a producer's walkthrough, 2026-11-30).
+func TestMemoryScopeNotWritableNamesIt(t *testing.T) {
+	_, _, base := scopedServer(t)
+	code, m := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "x", "description": "d", "content": "c", "outcome": "success", "scope": "project:b"})
+	if code != http.StatusForbidden || m["pointer"] != "/scope" || m["reason"] != "scope not writable" || !strings.Contains(fmt.Sprint(m["error"]), "may not write project:b") {
+		t.Fatalf("POST /v1/memories into project:b with tok-a: %d %v; want 403 naming /scope", code, m)
+	}
+}

@@ -1312,7 +1312,9 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusForbidden, "scope: this token writes no scope (token %q is read-only)", c.Name)
 			return
 		}
-		writeErr(w, http.StatusForbidden, "scope: this token may not write %s", body.Record.Scope)
+		// the body's member named, as POST /v1/events names /scope (a
+		// producer's walkthrough, 2026-11-30: no pointer here)
+		writeJSON(w, http.StatusForbidden, errorBody{Error: fmt.Sprintf("scope: this token may not write %s", body.Record.Scope), Pointer: "/scope", Reason: "scope not writable"})
 		return
 	}
 	body.Record.Source = "token:" + c.Name // the author in the memory's history (issue 11)
