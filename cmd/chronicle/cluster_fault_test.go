@@ -776,7 +776,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 
 	// the remaining instance against a one-instance replay of the log
 	replayed := filepath.Join(c.dir, "replay")
-	out, err := exec.Command(binary, "replay", "--data", filepath.Join(c.dir, "replay-log"), "--into", replayed, "--brokers", c.brokers).CombinedOutput()
+	out, err := exec.Command(binary, "replay", "--into", replayed, "--brokers", c.brokers).CombinedOutput()
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, out)
 	}
