@@ -10,8 +10,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // Once the brokers have been away longer than a session timeout, a member
@@ -69,5 +73,28 @@ func TestBrokersAway(t *testing.T) {
 		if got := brokersAway(err); got != away {
 			t.Errorf("brokersAway(%v) = %v, want %v", err, got, away)
 		}
+	}
+}
+
+// A member asked in a fan-out while it has no view of the group (the
+// brokers away) names the scopes it reads the id in, as a member with a
+// view does: the asker then sees one scope in several members' 200s, not
+// one "scope held by member …" per member, which made a 409 "exists in
+// several scopes" for an id in one scope (an operator's walkthrough,
+// 2026-11-30).
+func TestOwnedOnlyWithoutAViewNamesItsScopes(t *testing.T) {
+	s := &Server{P: &pipeline.Pipeline{}}
+	s.dir.view, s.dir.err, s.dir.at = nil, fmt.Errorf("describe group g: %w within 2s", errNoAnswer), time.Now()
+	rt := ownerRoute{kind: "session", topic: fixedTopic(events.TopicSessions), split: func(r *http.Request) (string, string, error) {
+		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events")
+	}, scopes: func(*projections.Store, string) ([]string, error) { return []string{"org:default", "project:other"}, nil }}
+	h := s.ownedOnly(rt, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"id": "c-69"}) })
+	req := httptest.NewRequest("GET", "/v1/sessions/c-69", nil)
+	req.Header.Set(FanOutHeader, "1")
+	req = req.WithContext(context.WithValue(req.Context(), callerKey{}, access.Caller{Name: "t", Read: []string{"org:default"}}))
+	w := httptest.NewRecorder()
+	h(w, req)
+	if w.Code != 200 || w.Header().Get(heldScopeHeader) != "org:default" {
+		t.Fatalf("%d, held scope %q; want 200 naming org:default (the scope the caller reads)", w.Code, w.Header().Get(heldScopeHeader))
 	}
 }
