@@ -21,7 +21,7 @@ type PartitionLag struct {
 	// group for the partition, by whichever instance owns it (-1: none).
 	Committed int64 `json:"committed"`
 	End       int64 `json:"end"` // high watermark of the partition
-	Lag       int64 `json:"lag"` // End − max(Next, Committed), ≥ 0
+	Lag       int64 `json:"lag"` // End − max(Next, Committed), ≥ 0; a standby replica's Next does not count (LagInGroupStandby)
 }
 
 // Lag computes every processor's lag per partition from the stored offsets,
@@ -46,6 +46,17 @@ func Lag(ctx context.Context, adm *kadm.Client, store *projections.Store, procs 
 // LagInGroup is Lag for processors that run in consumer group g
 // (RunnerConfig.Group).
 func LagInGroup(ctx context.Context, adm *kadm.Client, store *projections.Store, procs []Processor, g Group) ([]PartitionLag, error) {
+	return LagInGroupStandby(ctx, adm, store, procs, g, nil)
+}
+
+// LagInGroupStandby is LagInGroup for an instance that keeps standby
+// replicas: a partition standby reports true for is processed up to the
+// group's committed offset only. Its store's position is the standby's,
+// which follows the log whether or not the owner processes it: counted,
+// it hid the lag of a killed owner's partitions on the member that held
+// their standbys until the session timeout handed them over, while the
+// other members showed it (an operator's walkthrough, 2026-11-30).
+func LagInGroupStandby(ctx context.Context, adm *kadm.Client, store *projections.Store, procs []Processor, g Group, standby func(topic string, partition int32) bool) ([]PartitionLag, error) {
 	topicSet := map[string]bool{}
 	for _, p := range procs {
 		for _, t := range p.Topics() {
@@ -73,11 +84,15 @@ func LagInGroup(ctx context.Context, adm *kadm.Client, store *projections.Store,
 					return
 				}
 				next, _ := store.NextOffset(p.Name(), o.Topic, o.Partition)
+				counted := next
+				if standby != nil && standby(o.Topic, o.Partition) {
+					counted = 0 // the standby's position: no processing of the partition's
+				}
 				c := int64(-1)
 				if r, ok := group.Fetched.Lookup(o.Topic, o.Partition); ok && r.Err == nil {
 					c = r.At
 				}
-				lag := o.Offset - max(next, c)
+				lag := o.Offset - max(counted, c)
 				if lag < 0 {
 					lag = 0
 				}

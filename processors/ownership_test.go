@@ -203,3 +203,53 @@ func TestHealthJudgement(t *testing.T) {
 		}
 	}
 }
+
+// A standby replica's position does not count as processing: a partition
+// this store applied to its end, which no member of the group committed,
+// shows its whole lag when it is a standby of this instance's (its owner
+// may be dead), and none otherwise. Before, the member holding a killed
+// owner's standbys said lag 0 until the session timeout handed them over
+// (an operator's walkthrough, 2026-11-30).
+func TestStandbyPositionIsNoProgress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 2})
+	publishRecords(ctx, t, prod, recs[:20])
+	st, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	procs := []processors.Processor{sessions.Processor{}}
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: st, Processors: procs}); err != nil {
+		t.Fatal(err)
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	lagOf := func(standby func(string, int32) bool) map[int32]processors.PartitionLag {
+		l, err := processors.LagInGroupStandby(ctx, adm, st, procs, processors.ProcessorsGroup, standby)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int32]processors.PartitionLag{}
+		for _, pl := range l {
+			if pl.Topic == string(events.TopicSessions) {
+				out[pl.Partition] = pl
+			}
+		}
+		return out
+	}
+	for p, pl := range lagOf(nil) {
+		if pl.Lag != 0 || pl.End == 0 {
+			t.Fatalf("partition %d applied to its end here: %+v, want lag 0", p, pl)
+		}
+	}
+	got := lagOf(func(topic string, p int32) bool { return p == 0 })
+	if got[0].Lag != got[0].End || got[0].Next != got[0].End || got[1].Lag != 0 {
+		t.Fatalf("partition 0 a standby here: %+v and %+v; want partition 0's whole lag (its Next still reported), partition 1's none", got[0], got[1])
+	}
+}

@@ -630,7 +630,20 @@ func (p *Pipeline) Lag(ctx context.Context) ([]processors.PartitionLag, error) {
 		g = processors.ProcessorsGroup
 	}
 	at := time.Now()
-	l, err := processors.LagInGroup(ctx, p.admin, p.Store, p.Processors, g)
+	var standby func(string, int32) bool
+	if p.Runner != nil {
+		if sb := p.Runner.Standbys(); len(sb) > 0 {
+			kept := map[string]map[int32]bool{}
+			for _, s := range sb {
+				if kept[s.Topic] == nil {
+					kept[s.Topic] = map[int32]bool{}
+				}
+				kept[s.Topic][s.Partition] = true
+			}
+			standby = func(t string, part int32) bool { return kept[t][part] }
+		}
+	}
+	l, err := processors.LagInGroupStandby(ctx, p.admin, p.Store, p.Processors, g, standby)
 	if err == nil && p.Runner != nil {
 		p.Runner.NoteLag(l, at) // the stall clock of /healthz (processors.Health)
 	}
