@@ -78,6 +78,16 @@ func TestHealthzNamesAFailingVectorStore(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// a search meanwhile is a 503 saying when to come back (it had no
+	// Retry-After: a walkthrough, 2026-11-30)
+	resp, err := http.Get(srv.URL + "/v1/memories/search?query=refund")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a memory search with the vector store down: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 	vs.down.Store(false)
 	deadline = time.Now().Add(20 * time.Second)
 	for {

@@ -1158,6 +1158,9 @@ func toolError(w http.ResponseWriter, err error) {
 	case errors.Is(err, search.ErrNotFound):
 		writeErr(w, http.StatusNotFound, "%v", err)
 	default:
+		// the vector store away, its budget spent: when to come back (a
+		// walkthrough, 2026-11-30: a 503 after 20 s without Retry-After)
+		w.Header().Set("Retry-After", "5")
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
 	}
 }
