@@ -13,7 +13,8 @@ import (
 
 func tokenCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Manage API tokens (stored hashed in a JSON file)"}
-	var file, name, read, write string
+	var file, name string
+	var read, write []string
 	create := &cobra.Command{
 		Use:   "create --file tokens.json --name NAME --read project:a[,team:b|*] --write project:a",
 		Short: "Create a token, store its SHA-256 in the file and print the token once",
@@ -25,7 +26,7 @@ func tokenCmd() *cobra.Command {
 			if name == "" {
 				return fmt.Errorf("--name: required (who the token is for)")
 			}
-			if read == "" && write == "" {
+			if len(splitList(strings.Join(read, ","))) == 0 && len(splitList(strings.Join(write, ","))) == 0 {
 				return fmt.Errorf("--read, --write: give at least one (a token with neither may read and write nothing)")
 			}
 			var f access.File
@@ -38,7 +39,7 @@ func tokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f.Tokens = append(f.Tokens, access.Token{Name: name, SHA256: access.Hash(tok), Read: splitList(read), Write: splitList(write)})
+			f.Tokens = append(f.Tokens, access.Token{Name: name, SHA256: access.Hash(tok), Read: splitList(strings.Join(read, ",")), Write: splitList(strings.Join(write, ","))})
 			if err := access.Save(file, f); err != nil {
 				return err
 			}
@@ -49,8 +50,10 @@ func tokenCmd() *cobra.Command {
 	}
 	create.Flags().StringVar(&file, "file", "tokens.json", "token file")
 	create.Flags().StringVar(&name, "name", "", "who the token is for")
-	create.Flags().StringVar(&read, "read", "", "comma-separated scopes it may read (project:<id>, team:<id>, org:<id>, *)")
-	create.Flags().StringVar(&write, "write", "", "comma-separated scopes it may write")
+	// repeatable: every value counts (a repeated --read kept only the
+	// last, a narrower or other grant than typed: a security review)
+	create.Flags().StringSliceVar(&read, "read", nil, "scopes it may read (project:<id>, team:<id>, org:<id>, *), comma-separated or repeated")
+	create.Flags().StringSliceVar(&write, "write", nil, "scopes it may write, comma-separated or repeated")
 	cmd.AddCommand(create)
 	return cmd
 }

@@ -307,7 +307,10 @@ func CheckpointAt(ctx context.Context, brokers []string, store *projections.Stor
 		return Checkpoint{}, err
 	}
 	if pos.Partition != part || pos.Offset >= end {
-		return Checkpoint{}, fmt.Errorf("%w: %s is not a position of this workflow", ErrNoCheckpoint, pos)
+		// worded as a record that is no checkpoint: "not a position" said
+		// where the partition ended, which another tenant's writes move (a
+		// security review, 2026-11-30)
+		return Checkpoint{}, fmt.Errorf("%w: %s is not a checkpoint of this workflow", ErrNoCheckpoint, pos)
 	}
 	for {
 		fs := cl.PollFetches(ctx)

@@ -66,3 +66,21 @@ func TestMemoryScopeNotWritableNamesIt(t *testing.T) {
 		t.Fatalf("POST /v1/memories into project:b with tok-a: %d %v; want 403 naming /scope", code, m)
 	}
 }
+
+// ?scope= on POST /v1/memories and POST /v1/events is refused, saying
+// where a scope goes: it was ignored, and the write went into the token's
+// default write scope, which others may read (a security review,
+// 2026-11-30); nothing is written.
+func TestWriteRoutesRefuseScopeQuery(t *testing.T) {
+	_, _, base := scopedServer(t)
+	code, m := call(t, base, "tok-a", "POST", "/v1/memories?scope=project:c", map[string]any{"title": "x", "description": "d", "content": "c", "outcome": "success"})
+	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), "scope: not a query parameter of POST /v1/memories") {
+		t.Errorf("POST /v1/memories?scope=: %d %v; want 400 saying the scope goes in the body", code, m)
+	}
+	ev := map[string]any{"specversion": "1.0", "id": "sq-1", "source": "test/sq", "type": "coordination.minute.recorded.v1", "sessionid": "sq-s",
+		"data": map[string]any{"event_type": "m", "actor": "a", "data": map[string]any{}}}
+	code, m = call(t, base, "tok-a", "POST", "/v1/events?scope=project:c", []any{ev})
+	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), "scope: not a query parameter of POST /v1/events") {
+		t.Errorf("POST /v1/events?scope=: %d %v; want 400 saying where an event's scope goes", code, m)
+	}
+}

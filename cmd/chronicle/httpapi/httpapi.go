@@ -420,6 +420,15 @@ func writeBadInput(w http.ResponseWriter, ie *inputError) {
 // or a JSON object or array as application/json; see modeOf), so a request is all or nothing; it answers 202 with
 // the ids once the broker acknowledged all of them.
 func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("scope") {
+		// it was ignored, and the events written into the token's
+		// default write scope, which others may read (a security
+		// review, 2026-11-30): refused, saying where a scope goes
+		reason := "not a query parameter of POST /v1/events: an event's scope is its scope attribute (structured and batched modes) or its ce-scope header (binary mode); without one, the token's default write scope (GET /v1/whoami)"
+		idx := -1 // the request's, as an empty body's
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: "scope: " + reason, Index: &idx, Pointer: "/", Reason: reason})
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -1277,6 +1286,12 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 // written. Without a key every request is a new recording, so a retry of
 // one whose answer was lost adds evidence twice.
 func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("scope") {
+		// ignored before: the memory went into the token's default write
+		// scope, which others may read (a security review, 2026-11-30)
+		writeErr(w, http.StatusBadRequest, `scope: not a query parameter of POST /v1/memories: the memory's scope is the body's "scope"; without one, the token's default write scope (GET /v1/whoami)`)
+		return
+	}
 	var body struct {
 		search.Record
 		Scope string `json:"scope"`
