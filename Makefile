@@ -53,7 +53,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPayloadDecoders$$' -fuzztime $(FUZZTIME) ./events/
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitBody$$' -fuzztime $(FUZZTIME) ./cmd/chronicle/httpapi/
 
-## weaviate: install the Weaviate server the projections/search/weaviate tests start (from the Go module proxy, about 7 min on 2 cores, a 170 MB binary; skipped when present)
+## weaviate: install the Weaviate server the projections/search/weaviate tests start (from the Go module proxy, about 7 min on 2 cores, a 169 MB binary; skipped when present)
 WEAVIATE_VERSION ?= v1.35.2
 WEAVIATE_SERVER  ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/weaviate-server
 weaviate:
