@@ -205,18 +205,28 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &sent)
 	// every required field left out is named at once (one at a time, a
 	// client fixed confidence only to learn that mode was missing too)
+	// every missing member is said; the first is the pointer, as every
+	// error of this route names the body's member (it had none here: a
+	// README-claims walkthrough, 2026-11-30)
 	var missing []string
+	first, firstReason := "", ""
+	need := func(name, reason string) {
+		missing = append(missing, name+": "+reason)
+		if first == "" {
+			first, firstReason = name, reason
+		}
+	}
 	if sent.Accepted == nil {
-		missing = append(missing, "accepted: required (true: the suggested DAG was used; false: it was not)")
+		need("accepted", "required (true: the suggested DAG was used; false: it was not)")
 	}
 	if sent.Confidence == nil {
-		missing = append(missing, "confidence: required (the suggestion's confidence, from its answer)")
+		need("confidence", "required (the suggestion's confidence, from its answer)")
 	}
 	if sent.Mode == nil {
-		missing = append(missing, "mode: required (the suggestion's mode, from its answer: explicit_required, suggestion or speculative_execution)")
+		need("mode", "required (the suggestion's mode, from its answer: explicit_required, suggestion or speculative_execution)")
 	}
 	if len(missing) > 0 {
-		writeErr(w, http.StatusBadRequest, "%s", strings.Join(missing, "; "))
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: strings.Join(missing, "; "), Pointer: "/" + first, Reason: firstReason})
 		return
 	}
 	if d.Policy == "" {

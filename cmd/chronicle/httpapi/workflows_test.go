@@ -367,6 +367,14 @@ func TestPostSuggest(t *testing.T) {
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"accepted": true, "mode": "guess", "confidence": 0.93}); code != 400 || m["pointer"] != "/mode" {
 		t.Fatalf("bad mode: %d %v", code, m)
 	}
+	// missing members: every one said, the first one's pointer (it had no
+	// pointer: a README-claims walkthrough)
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"policy": "default", "accepted": true, "mode": "suggestion"}); code != 400 || m["pointer"] != "/confidence" || !strings.HasPrefix(fmt.Sprint(m["reason"]), "required") {
+		t.Fatalf("no confidence: %d %v", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback", map[string]any{"policy": "default"}); code != 400 || m["pointer"] != "/accepted" || !strings.Contains(fmt.Sprint(m["error"]), "mode: required") {
+		t.Fatalf("three members missing: %d %v", code, m)
+	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"k": 2}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "intent") {
 		t.Fatalf("no intent: %d %v", code, m)
 	}
