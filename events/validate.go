@@ -2,6 +2,8 @@ package events
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -340,9 +342,14 @@ func checkProduced(e *Envelope) error {
 }
 
 // checkNodeID refuses a search.node.expanded.v1 whose node_id is no id
-// (CheckID), which the treesearch processor dead-letters: producers get
-// the 400 instead of a 202 for an event that is then refused. Producer
-// paths only.
+// (CheckID: node ids are path segments of GET /v1/searches/{id}/nodes and
+// are printed in reports; "a\nb" or "a b" was taken), or whose state is
+// sent empty with another digest than the empty state's (state is
+// optional: a producer may keep it and send its digest; sent as "", it is
+// the empty state; any digest was taken). Both found by a walkthrough,
+// 2026-11-30. Producer paths only, as every check here: the treesearch
+// processor applies a log written before as it did (a node id with a
+// space, taken then, is applied on replay as then).
 func checkNodeID(e *Envelope) error {
 	if e.Type != SearchNodeExpanded {
 		return nil
@@ -350,6 +357,12 @@ func checkNodeID(e *Envelope) error {
 	if id, obj, present, str := dataString(e.Data, "node_id"); obj && present && str {
 		if err := CheckID(id); err != nil {
 			return &ValidationError{Index: -1, Pointer: "/data/node_id", Reason: fmt.Sprintf("%q is not a node id: %v", id, err)}
+		}
+	}
+	if state, obj, present, str := dataString(e.Data, "state"); obj && present && str && state == "" {
+		digest, _, _, _ := dataString(e.Data, "state_digest")
+		if empty := sha256.Sum256(nil); digest != hex.EncodeToString(empty[:]) {
+			return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: fmt.Sprintf("is not the SHA-256 of state (the empty state's is %s)", hex.EncodeToString(empty[:]))}
 		}
 	}
 	return nil

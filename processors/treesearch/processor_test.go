@@ -309,42 +309,22 @@ func TestCorrectionSentAsAStringIsNamed(t *testing.T) {
 	st.must(events.SearchCandidateCorrected, c)
 }
 
-// A node sent with "state": "" is the empty state: its digest must be the
-// empty state's SHA-256 (any digest was taken before; a walkthrough,
-// 2026-11-30). A node without state keeps its state to itself: only its
-// digest is known, and taken as sent.
-func TestEmptyStateHasItsDigest(t *testing.T) {
-	st := newStore(t)
-	started(st, 2, 0)
-	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+// A node sent with "state": "" is the empty state, and a node id is an id
+// (events.CheckID): producers are refused, naming /data/state_digest and
+// /data/node_id (any digest and "r 0" were taken: a walkthrough,
+// 2026-11-30). The processor applies such records as it did, so a log
+// written before replays as it did (an upgrade walkthrough found searches
+// lost on a rebuild when the processor refused them too); a node without
+// state keeps it to itself, its digest taken as sent.
+func TestNodeChecksAreTheProducers(t *testing.T) {
 	asMap := func(d events.SearchNodeData) map[string]any {
 		b, _ := json.Marshal(d)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
 		return m
 	}
-	empty := asMap(child("r.0", 1, "", 0.25, 0.5))
-	empty["state"], empty["state_digest"] = "", "not-the-digest"
-	rejected(t, st.apply(events.SearchNodeExpanded, empty), "/data/state_digest")
-	empty["state_digest"] = treesearch.Digest("")
-	st.must(events.SearchNodeExpanded, empty)
-	private := asMap(child("r.1", 1, "", 0.25, 0.5))
-	delete(private, "state")
-	private["state_digest"] = "a-digest-of-a-private-state"
-	st.must(events.SearchNodeExpanded, private)
-}
-
-// A node id is an id (events.CheckID): a control character or a space in
-// it is refused naming /data/node_id, by the processor for a record
-// written straight to Kafka and by the producer check before it is
-// acknowledged (both were taken: a walkthrough, 2026-11-30).
-func TestNodeIDsAreIDs(t *testing.T) {
-	st := newStore(t)
-	started(st, 2, 0)
-	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
-	for _, id := range []string{"r.0\n", "r 0", "r.\x00"} {
-		rejected(t, st.apply(events.SearchNodeExpanded, child(id, 1, "a", 0.25, 0.5)), "/data/node_id")
-		env, err := events.New(events.SearchNodeExpanded, "test", "n1", time.Unix(1700000000, 0), child(id, 1, "a", 0.25, 0.5))
+	produced := func(payload any) error {
+		env, err := events.New(events.SearchNodeExpanded, "test", "n1", time.Unix(1700000000, 0), payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,10 +333,31 @@ func TestNodeIDsAreIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ve *events.ValidationError
-		if _, err := events.ParseProducerEvent(raw); !errors.As(err, &ve) || ve.Pointer != "/data/node_id" {
-			t.Errorf("node id %q produced: %v, want a refusal naming /data/node_id", id, err)
-		}
+		_, err = events.ParseProducerEvent(raw)
+		return err
 	}
-	st.must(events.SearchNodeExpanded, child("r.0", 1, "a", 0.25, 0.5))
+	empty := asMap(child("r.0", 1, "", 0.25, 0.5))
+	empty["state"], empty["state_digest"] = "", "not-the-digest"
+	rejected(t, produced(empty), "/data/state_digest")
+	for _, id := range []string{"r.0\n", "r 0", "r.\x00"} {
+		rejected(t, produced(child(id, 1, "a", 0.25, 0.5)), "/data/node_id")
+	}
+	ok := asMap(child("r.0", 1, "", 0.25, 0.5))
+	ok["state"], ok["state_digest"] = "", treesearch.Digest("")
+	if err := produced(ok); err != nil {
+		t.Fatalf("the empty state with its digest: %v", err)
+	}
+	private := asMap(child("r.1", 1, "", 0.25, 0.5))
+	delete(private, "state")
+	private["state_digest"] = "a-digest-of-a-private-state"
+	if err := produced(private); err != nil {
+		t.Fatalf("a node without state: %v", err)
+	}
+	// the processor: a log written before replays as it did
+	st := newStore(t)
+	started(st, 3, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	st.must(events.SearchNodeExpanded, empty)
+	st.must(events.SearchNodeExpanded, child("r 1", 1, "b", 0.25, 0.5))
+	st.must(events.SearchNodeExpanded, private)
 }

@@ -363,11 +363,6 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	key := s.Key()
 	c := s.Current
 	switch {
-	case events.CheckID(d.NodeID) != nil:
-		// node ids are path segments (GET /v1/searches/{id}/nodes) and
-		// printed in reports: "a\nb" or "a b" was taken before (a
-		// walkthrough, 2026-11-30)
-		return rejectf("/data/node_id", "%q is not a node id: %v", d.NodeID, events.CheckID(d.NodeID))
 	case c == nil:
 		return rejectf("/data/node_id", "no expansion in flight: reserve quota first (search.quota.reserved.v1)")
 	case d.Expansion != c.N:
@@ -378,21 +373,6 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		return rejectf("/data/node_id", "expansion %d already has k = %d candidates", c.N, s.Config.K)
 	case d.State != "" && Digest(d.State) != d.StateDigest:
 		return rejectf("/data/state_digest", "is not the SHA-256 of state")
-	}
-	if d.State == "" && d.StateDigest != Digest("") {
-		// state is optional (a producer may keep it to itself and send its
-		// digest); sent empty, it is the empty state, whose digest is
-		// known: before, "state": "" with any digest was taken (a
-		// walkthrough, 2026-11-30)
-		var sent struct {
-			State *string `json:"state"`
-		}
-		if err := env.Decode(&sent); err != nil {
-			return err
-		}
-		if sent.State != nil {
-			return rejectf("/data/state_digest", "is not the SHA-256 of state (the empty state's is %s)", Digest(""))
-		}
 	}
 	parent, _, err := getNode(tx, key, c.NodeID)
 	if err != nil {
