@@ -144,6 +144,12 @@ func TestFirstScoredRevisionDistils(t *testing.T) {
 	if ev.Revision != 1 || !ev.FirstScored || ev.Recommendation == events.NotEvaluated || n == 0 {
 		t.Fatalf("first answer: revision %d, %s, first_scored %v, %d memories; want revision 1 first scored, distilled", ev.Revision, ev.Recommendation, ev.FirstScored, n)
 	}
+	// the stored row keeps the fields it had: a directory a Chronicle
+	// without first_scored applied equals its replay (an upgrade
+	// walkthrough: audit failed on such a session)
+	if v, _, err := Get(store, events.EntityKey("project:a", "s")); err != nil || v.Evaluation == nil || v.Evaluation.FirstScored || v.Evaluation.Revision != 1 {
+		t.Fatalf("stored evaluation %+v, %v; want revision 1 without first_scored", v.Evaluation, err)
+	}
 	ev, n = emitted(answer("- [x] polite\n- [ ] apologised"))
 	if ev.Revision != 2 || ev.FirstScored || n != 0 {
 		t.Fatalf("second answer: revision %d, first_scored %v, %d memories; want revision 2, distilled already", ev.Revision, ev.FirstScored, n)

@@ -414,10 +414,14 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string, llmDistilla
 	// the first revision with a score: the session is evaluated now, and
 	// what completion skipped for a not_evaluated session (PAIR's context,
 	// the memories) follows from this evaluation
-	ev.FirstScored = prev.Recommendation == events.NotEvaluated && ev.Recommendation != events.NotEvaluated
+	// Stored without it: the row of a revision applied by a Chronicle
+	// without the field would differ from its replay, and audit would
+	// fail on every upgraded directory with such a session (an upgrade
+	// walkthrough, 2026-11-30); the event carries it.
 	if err := tx.SetJSON(evaluationKey(id), ev); err != nil {
 		return err
 	}
+	ev.FirstScored = prev.Recommendation == events.NotEvaluated && ev.Recommendation != events.NotEvaluated
 	ds := distill.NewSession(in, ev)
 	if err := countPattern(tx, &s, in, ev, ds.Summary); err != nil {
 		return err

@@ -93,8 +93,8 @@ func TestNotEvaluatedIsNotRevised(t *testing.T) {
 	waitCaughtUp(t, p)
 	code, m = call(t, base, "tok-a", "GET", "/v1/sessions/ne-1", nil)
 	ev, _ := m["evaluation"].(map[string]any)
-	if code != 200 || ev["revision"] != 1.0 || ev["first_scored"] != true || ev["recommendation"] == events.NotEvaluated {
-		t.Fatalf("session after the judge's answer: %d %v; want revision 1, first_scored", code, ev)
+	if code != 200 || ev["revision"] != 1.0 || ev["recommendation"] == events.NotEvaluated {
+		t.Fatalf("session after the judge's answer: %d %v; want revision 1, scored", code, ev)
 	}
 	code, m = call(t, base, "tok-a", "POST", "/v1/sessions/ne-1/improve", nil)
 	if code != 200 && code != 202 {
