@@ -91,16 +91,35 @@ type Difference struct {
 }
 
 func (d *Difference) String() string {
+	// the values around their first differing byte: both cut at byte 200
+	// showed two equal excerpts of values that differed near their end
+	// (an upgrade walkthrough, 2026-11-30)
+	at := 0
+	for at < len(d.Left) && at < len(d.Right) && d.Left[at] == d.Right[at] {
+		at++
+	}
+	from := 0
+	if d.Left != nil && d.Right != nil && at > 80 {
+		from = at - 80
+	}
 	show := func(b []byte) string {
 		if b == nil {
 			return "<absent>"
 		}
-		if len(b) > 200 {
-			return string(b[:200]) + "…"
+		s, pre := b[min(from, len(b)):], ""
+		if from > 0 {
+			pre = fmt.Sprintf("…(%d bytes)", from)
 		}
-		return string(b)
+		if len(s) > 200 {
+			return pre + string(s[:200]) + "…"
+		}
+		return pre + string(s)
 	}
-	return fmt.Sprintf("first difference at key %q:\n  live:   %s\n  replay: %s", d.Key, show(d.Left), show(d.Right))
+	where := ""
+	if d.Left != nil && d.Right != nil {
+		where = fmt.Sprintf(" (the values differ from byte %d)", at)
+	}
+	return fmt.Sprintf("first difference at key %q%s:\n  live:   %s\n  replay: %s", d.Key, where, show(d.Left), show(d.Right))
 }
 
 // Diff compares the projection rows of two stores in key order and returns
