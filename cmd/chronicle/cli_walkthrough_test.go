@@ -257,4 +257,11 @@ func TestSearchRangePastTheEndIsSaid(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--to 1363: 24.csv ends at rank 1362") || !strings.Contains(string(out), `"puzzles": 1`) {
 		t.Fatalf("search game24 --to 1363: %v\n%s\nwant one puzzle and a warning naming the end", err, out)
 	}
+	// and the summary names the ranks searched, not the ones asked (it
+	// said 1360–1365 after warning 1360–1362: a README-claims walkthrough)
+	out, err = exec.Command(binary, "search", "game24", "--from", "1362", "--to", "1363", "--baseline=false",
+		"--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ranks 1362–1362") {
+		t.Fatalf("search game24 --to 1363: %v\n%s\nwant the summary to name ranks 1362–1362", err, out)
+	}
 }

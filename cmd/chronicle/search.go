@@ -257,7 +257,8 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				enc.SetIndent("", "  ")
 				return enc.Encode(sum)
 			}
-			fmt.Printf("Beam-A* on Game of 24, ranks %d–%d, proposer %s, beam %d\n", from, to, proposer, beam)
+			// the ranks searched (a --to past 24.csv's end is cut, and said)
+			fmt.Printf("Beam-A* on Game of 24, ranks %d–%d, proposer %s, beam %d\n", puzzles[0].Rank, puzzles[len(puzzles)-1].Rank, proposer, beam)
 			fmt.Printf("  solved            %d of %d\n", sum.Solved, sum.Puzzles)
 			fmt.Printf("  nodes expanded    %d (generated %d; %d duplicates, %d hard-check and %d pre-filter failures, %d unexpandable)\n", sum.NodesExpanded, sum.NodesGenerated, sum.DedupHits, sum.HardFailed, sum.Prefiltered, sum.Unexpandable)
 			fmt.Printf("  evaluator calls   %d\n", sum.EvaluatorCalls)
