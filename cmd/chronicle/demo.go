@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
@@ -103,7 +105,16 @@ func demoCmd() *cobra.Command {
 				if p = nil; err != nil {
 					return err
 				}
-				if p, err = pipeline.Start(ctx, config(true)); err != nil {
+				cfg := config(true)
+				if _, port, err := net.SplitHostPort(httpAddr); err == nil && port != "0" {
+					// the member's URL in the group, as serve advertises it
+					// (GET /v1/cluster showed an empty url, and a cluster
+					// joined with --brokers could not forward to it: a
+					// README-claims walkthrough, 2026-11-30)
+					held := &processors.Holdings{}
+					cfg.Holdings, cfg.SubscriberOpts = held, httpapi.MemberOpts("http://"+httpAddr, held)
+				}
+				if p, err = pipeline.Start(ctx, cfg); err != nil {
 					return err
 				}
 				tf, err := loadTokens("", httpAddr)

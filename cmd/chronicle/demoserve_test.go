@@ -68,11 +68,25 @@ func TestDemoServePrintsTheDemosDigest(t *testing.T) {
 			resp.Body.Close()
 		}
 		if len(imp.Context) > 0 && string(imp.Context) != "null" {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no PAIR context for taubench-airline/0/1 within a minute of the summary (status %q); stderr:\n%s", imp.Status, errb.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// the member advertises its URL, as serve does (it was empty)
+	resp, err := http.Get("http://" + addr + "/v1/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var cl struct {
+		Members []struct {
+			URL string `json:"url"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&cl); err != nil || len(cl.Members) != 1 || cl.Members[0].URL != "http://"+addr {
+		t.Fatalf("GET /v1/cluster under demo --serve: %+v (%v); want one member advertising http://%s", cl, err, addr)
 	}
 }

@@ -87,7 +87,9 @@ func TestOwnedOnlyWithoutAViewNamesItsScopes(t *testing.T) {
 	s.dir.view, s.dir.err, s.dir.at = nil, fmt.Errorf("describe group g: %w within 2s", errNoAnswer), time.Now()
 	rt := ownerRoute{kind: "session", topic: fixedTopic(events.TopicSessions), split: func(r *http.Request) (string, string, error) {
 		return pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events")
-	}, scopes: func(*projections.Store, string) ([]string, error) { return []string{"org:default", "project:other"}, nil }}
+	}, scopes: func(*projections.Store, string) ([]string, error) {
+		return []string{"org:default", "project:other"}, nil
+	}}
 	h := s.ownedOnly(rt, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"id": "c-69"}) })
 	req := httptest.NewRequest("GET", "/v1/sessions/c-69", nil)
 	req.Header.Set(FanOutHeader, "1")
