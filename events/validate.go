@@ -354,10 +354,8 @@ func checkNodeID(e *Envelope) error {
 	if e.Type != SearchNodeExpanded {
 		return nil
 	}
-	if id, obj, present, str := dataString(e.Data, "node_id"); obj && present && str {
-		if err := CheckID(id); err != nil {
-			return &ValidationError{Index: -1, Pointer: "/data/node_id", Reason: fmt.Sprintf("%q is not a node id: %v", id, err)}
-		}
+	if err := checkIDMember(e, "node_id", "a node id"); err != nil {
+		return err
 	}
 	if state, obj, present, str := dataString(e.Data, "state"); obj && present && str && state == "" {
 		digest, _, _, _ := dataString(e.Data, "state_digest")
@@ -405,9 +403,15 @@ func checkToolNames(e *Envelope) error {
 	if e.Type != WorkflowTaskCompleted {
 		return nil
 	}
-	if tool, obj, present, str := dataString(e.Data, "tool_id"); obj && present && str {
-		if err := CheckID(tool); err != nil {
-			return &ValidationError{Index: -1, Pointer: "/data/tool_id", Reason: fmt.Sprintf("%q is not a tool name the tool graph can hold: %v", tool, err)}
+	return checkIDMember(e, "tool_id", "a tool name the tool graph can hold")
+}
+
+// checkIDMember refuses e when its data's string member is no id
+// (CheckID), naming /data/<member>: "%q is not <what>: <why>".
+func checkIDMember(e *Envelope, member, what string) error {
+	if id, obj, present, str := dataString(e.Data, member); obj && present && str {
+		if err := CheckID(id); err != nil {
+			return &ValidationError{Index: -1, Pointer: "/data/" + member, Reason: fmt.Sprintf("%q is not %s: %v", id, what, err)}
 		}
 	}
 	return nil
