@@ -127,7 +127,10 @@ type Options struct {
 	// (Pebble's: 4 MiB; Pebble starts a store's first memtable small and
 	// doubles it up to this): fewer, larger flushes while events arrive in
 	// bursts; with a 256 MiB cache, ×1.19–1.44 with 32 MiB memtables against
-	// ×1.06–1.36 with 64 MiB (BenchmarkPerEventCost, as above).
+	// ×1.06–1.36 with 64 MiB (BenchmarkPerEventCost, as above). Each
+	// write-ahead log file is preallocated on disk to 1.1 × this (Pebble's
+	// rule): about 70 MB at the default, several such files before the
+	// first flush.
 	MemTableSize uint64
 	// BloomBitsPerKey is the bloom filter of every level's tables, in bits
 	// per key. Default 10 (about 1% false positives); negative disables the
