@@ -284,9 +284,6 @@ func isBearer(h string) bool {
 // view fresh (keepGroupViewFresh) for every request it lets through.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.checkMember(w, r) { // a client's copy of a member's headers (memberauth.go)
-			return
-		}
 		if s.Tokens == nil && !publicPaths[r.URL.Path] && rebound(r) {
 			writeErr(w, http.StatusForbidden, "Host %q: this server has no API tokens, so it serves every scope to loopback names only (localhost, 127.0.0.1, [::1]); a page of another site that had its name resolved to this machine (DNS rebinding) would read and write it. Send a loopback Host, or serve with --tokens FILE", r.Host)
 			return
@@ -310,6 +307,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				writeErr(w, http.StatusUnauthorized, "%v", err)
 				return
 			}
+		}
+		// a client's copy of a member's headers (memberauth.go), judged
+		// after the bearer token: a caller without a known token gets the
+		// bearer challenge (RFC 6750), not an account of how members sign
+		// (before, a forged member header came first and was answered 401
+		// without a WWW-Authenticate challenge, naming member_secret)
+		if !s.checkMember(w, r) {
+			return
 		}
 		if s.Tokens == nil || !publicPaths[r.URL.Path] {
 			noteCaller(r, c.Name)

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,6 +61,25 @@ func TestMemberSecretDropsClientsInternalHeaders(t *testing.T) {
 					if code, body, _ := fetch(t, m.srv.URL, tok, path, hdr...); code != http.StatusUnauthorized || strings.Contains(string(body), "project:a") {
 						t.Errorf("%s: GET %s as %s with a client's %v: %d %s; want 401", m.name, path, tok, hdr, code, body)
 					}
+				}
+			}
+			// without a known bearer token: the bearer challenge first,
+			// whatever the internal headers claim (RFC 6750)
+			for _, auth := range []string{"", "Bearer tok-unknown"} {
+				req, _ := http.NewRequest(http.MethodGet, m.srv.URL+path, nil)
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				req.Header.Set(httpapi.ForwardedHeader, "x")
+				req.Header.Set(httpapi.MemberAuthHeader, "1700000000.00")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") || strings.Contains(string(body), "member_secret") {
+					t.Errorf("%s: GET %s with Authorization %q and a client's member headers: %d %q %s; want 401 with the bearer challenge, member_secret unnamed", m.name, path, auth, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 				}
 			}
 			// the other internal headers: dropped, the read answered as without them
