@@ -103,6 +103,17 @@ func TestReadOnlyTokenRecordingIsToldWhy(t *testing.T) {
 	if code != 403 || !strings.Contains(m["error"].(string), "writes no scope") || strings.Contains(m["error"].(string), "org:default") {
 		t.Fatalf("read-only token recording: %d %v", code, m)
 	}
+	// so is one starting a workflow (it was told "may not write
+	// org:default": a walkthrough, 2026-11-30); naming a scope, it is told
+	// that scope
+	code, m = call(t, srv.URL, "tok-r", "POST", "/v1/workflows/rowf/updates", map[string]any{"channel": "messages", "update": "x"})
+	if code != 403 || !strings.Contains(m["error"].(string), "writes no scope") || strings.Contains(m["error"].(string), "org:default") {
+		t.Fatalf("read-only token starting a workflow: %d %v", code, m)
+	}
+	code, m = call(t, srv.URL, "tok-r", "POST", "/v1/workflows/rowf/updates?scope=project:a", map[string]any{"channel": "messages", "update": "x"})
+	if code != 403 || !strings.Contains(m["error"].(string), "may not write project:a") {
+		t.Fatalf("read-only token starting a workflow in project:a: %d %v", code, m)
+	}
 }
 
 // A token that reads a memory's scope but does not write it gets a 403

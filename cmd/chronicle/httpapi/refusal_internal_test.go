@@ -26,3 +26,21 @@ func TestRacedRefusalSaysItWasWritten(t *testing.T) {
 		t.Errorf("refused before writing: %q at %s", msg, ptr)
 	}
 }
+
+// Two answers racing to one decision: the loser's refusal names the
+// decision by the path's name, /decision_id, as the README's example says
+// (it named /data/decision_id, a member of no request body: a
+// walkthrough, 2026-11-30).
+func TestRacedAnswerNamesTheDecision(t *testing.T) {
+	reason := `"d1": not pending`
+	raced := &workflows.Refusal{Pointer: "/data/decision_id", Reason: reason, Written: "chronicle.workflows:0:44",
+		Err: errors.New(workflows.WrittenPrefix("chronicle.workflows:0:44") + "workflow project:a/wf1: /data/decision_id: " + reason)}
+	msg, ptr := refusalMessage("answer", raced)
+	if ptr != "/decision_id" || !strings.HasPrefix(msg, "written at chronicle.workflows:0:44 and rejected there") || !strings.HasSuffix(msg, "decision_id: "+reason) {
+		t.Errorf("raced answer: %q at %s", msg, ptr)
+	}
+	// the answer's own members keep theirs
+	if _, ptr := requestPointer("answer", "x", "/data/answer", "minLength"); ptr != "/answer" {
+		t.Errorf("answer's /data/answer at %s, want /answer", ptr)
+	}
+}

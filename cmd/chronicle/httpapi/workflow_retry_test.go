@@ -213,6 +213,11 @@ func TestWorkflowRouteTakesItsOwnFields(t *testing.T) {
 		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error"]), tc.field) {
 			t.Errorf("POST %s %s: %d %v; want 400 naming %s", tc.path, tc.body, code, m, tc.field)
 		}
+		// another route's field: its pointer and the reason too, as every
+		// 400 of the route (it had neither: a walkthrough, 2026-11-30)
+		if name := strings.Trim(tc.field, `"`); name != tc.field && (m["pointer"] != "/"+name || !strings.Contains(fmt.Sprint(m["reason"]), "not a field of")) {
+			t.Errorf("POST %s %s: %v; want pointer /%s and the reason", tc.path, tc.body, m, name)
+		}
 	}
 	// completing a workflow that does not exist: 404, nothing written
 	if code, m := post("/v1/workflows/never-started/complete", `{"outcome":"success"}`); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(m["error"]), "never-started") {

@@ -301,7 +301,10 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(body, &members) == nil {
 		for name := range members {
 			if !slices.Contains(workflowFields[route], name) {
-				writeErr(w, http.StatusBadRequest, "body: %q is not a field of POST %s (its fields: %s)", name, r.URL.Path, strings.Join(workflowFields[route], ", "))
+				// with its pointer and reason, as every other 400 of the
+				// route (a walkthrough, 2026-11-30: this one had neither)
+				reason := fmt.Sprintf("not a field of POST %s (its fields: %s)", r.URL.Path, strings.Join(workflowFields[route], ", "))
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("body: %q is %s", name, reason), Pointer: "/" + pointerToken(name), Reason: reason})
 				return
 			}
 		}
@@ -370,6 +373,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !c.CanWrite(sc) {
+			if r.URL.Query().Get("scope") == "" && len(c.Write) == 0 {
+				// it named no scope: say why none applies, as POST
+				// /v1/memories does, not the default's name (a read-only
+				// token was told "may not write org:default": a walkthrough)
+				writeErr(w, http.StatusForbidden, "scope: this token writes no scope (token %q is read-only)", c.Name)
+				return
+			}
 			writeErr(w, http.StatusForbidden, "scope: this token may not write %s", sc)
 			return
 		}
@@ -720,6 +730,13 @@ func requestPointer(route, msg, ptr, reason string) (string, string) {
 	}
 	if route == "fork" {
 		members["update"] = "updates"
+	}
+	if route == "answer" {
+		// the decision answered is the path's /decisions/{decision_id}:
+		// named by its name, as the ask's body names it (two answers
+		// racing were told /data/decision_id, a member of no body: a
+		// walkthrough, 2026-11-30)
+		members["decision_id"] = "decision_id"
 	}
 	if p, ok := events.BodyPointer(ptr, members); ok {
 		return strings.TrimPrefix(p, "/") + ": " + reason, p
