@@ -90,7 +90,7 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := events.CheckID(req.Policy); err != nil {
-		writeErr(w, http.StatusBadRequest, "policy: %v", err)
+		writeFieldErr(w, "policy", "/policy", err.Error()) // with its pointer, as the route's other 400s (a walkthrough)
 		return
 	}
 	if s.policyToOwner(w, r, body, events.EntityKey(scope, req.Policy)) {
@@ -241,7 +241,7 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := events.CheckID(d.Policy); err != nil {
-		writeErr(w, http.StatusBadRequest, "policy: %v", err)
+		writeFieldErr(w, "policy", "/policy", err.Error())
 		return
 	}
 	if s.policyToOwner(w, r, body, events.EntityKey(scope, d.Policy)) {

@@ -125,7 +125,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h, "next_cursor": next})
 	case 2:
-		cp, ok := s.checkpointAt(ctx, w, r, key, sub[1])
+		cp, ok := s.checkpointAt(ctx, w, r, key, sub[1], false)
 		if ok {
 			writeJSON(w, http.StatusOK, workflows.HistoryEntry{CheckpointID: sub[1], Checkpoint: cp})
 		}
@@ -184,9 +184,18 @@ func (s *Server) writeLogErr(w http.ResponseWriter, r *http.Request, err error) 
 
 // checkpointAt resolves a checkpoint id of the workflow; it answers 400
 // for a malformed id, 404 for one that is no checkpoint of the workflow.
-func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, r *http.Request, key, cid string) (workflows.Checkpoint, bool) {
+// The 400 of an id from the body (resume's and fork's checkpoint_id)
+// names /checkpoint_id and the reason, as the routes' other 400s (it had
+// neither: a walkthrough, 2026-11-30; fromBody); an id from the path has
+// no pointer.
+func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, r *http.Request, key, cid string, fromBody bool) (workflows.Checkpoint, bool) {
 	pos, err := workflows.ParseCheckpointID(cid)
 	if err != nil {
+		if fromBody {
+			reason := strings.TrimPrefix(err.Error(), "no such checkpoint: ")
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Pointer: "/checkpoint_id", Reason: reason})
+			return workflows.Checkpoint{}, false
+		}
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return workflows.Checkpoint{}, false
 	}
@@ -532,7 +541,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			cid, cp = last.CheckpointID, last.Checkpoint
 		} else {
 			var ok bool
-			if cp, ok = s.checkpointAt(ctx, w, r, key, cid); !ok {
+			if cp, ok = s.checkpointAt(ctx, w, r, key, cid, true); !ok {
 				return
 			}
 		}
@@ -546,12 +555,18 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		next, cpID = &n, cid
 		typ, data = events.WorkflowResumed, events.ResumedData{WorkflowID: id, CheckpointID: cid, CheckpointEventID: cp.EventID}
 	case "fork":
-		if b.WorkflowID == "" || b.CheckpointID == "" {
-			writeErr(w, http.StatusBadRequest, "body: workflow_id (the new workflow) and checkpoint_id are required")
+		// each refusal names its member, pointer and reason, as the
+		// route's other 400s (these had neither: a walkthrough, 2026-11-30)
+		if b.WorkflowID == "" {
+			writeFieldErr(w, "workflow_id", "/workflow_id", "required: the new workflow's id")
+			return
+		}
+		if b.CheckpointID == "" {
+			writeFieldErr(w, "checkpoint_id", "/checkpoint_id", "required: the parent's checkpoint the fork starts from")
 			return
 		}
 		if err := events.CheckID(b.WorkflowID); err != nil {
-			writeErr(w, http.StatusBadRequest, "workflow_id: %v", err)
+			writeFieldErr(w, "workflow_id", "/workflow_id", err.Error())
 			return
 		}
 		if b.WorkflowID == reservedWorkflowID && !retry {
@@ -930,7 +945,7 @@ func (s *Server) forwardWrite(w http.ResponseWriter, r *http.Request, body []byt
 func (s *Server) forkCheckpoint(ctx context.Context, w http.ResponseWriter, r *http.Request, key, id, cid string) (workflows.Checkpoint, bool) {
 	owner := s.remoteOwner(ctx, events.TopicWorkflows, key)
 	if owner == "" {
-		return s.checkpointAt(ctx, w, r, key, cid)
+		return s.checkpointAt(ctx, w, r, key, cid, true)
 	}
 	scope, _, _ := events.SplitEntityKey(key)
 	code, body, err := s.getFrom(ctx, r, owner, "/v1/workflows/"+url.PathEscape(id)+"/checkpoints/"+url.PathEscape(cid)+"?scope="+url.QueryEscape(scope))

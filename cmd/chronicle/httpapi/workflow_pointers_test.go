@@ -1,0 +1,34 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Every 400 of the workflow write routes and of the suggestion routes
+// names the body's member by its pointer, with the reason: a fork without
+// workflow_id or checkpoint_id, a resume or fork whose checkpoint_id is
+// not a checkpoint id, a policy that is not an id (these four answered an
+// error text alone: a walkthrough, 2026-11-30).
+func TestWorkflowBadRequestsNameTheirMember(t *testing.T) {
+	_, post, _ := workflowAPI(t)
+	if code, m := post("/v1/workflows/wp1/updates", `{"channel":"messages","update":"first"}`); code != http.StatusOK {
+		t.Fatalf("update: %d %v", code, m)
+	}
+	for _, tc := range []struct{ path, body, pointer, reason string }{
+		{"/v1/workflows/wp1/fork", `{"checkpoint_id":"chronicle.workflows:0:0"}`, "/workflow_id", "required"},
+		{"/v1/workflows/wp1/fork", `{"workflow_id":"wp2"}`, "/checkpoint_id", "required"},
+		{"/v1/workflows/wp1/fork", `{"workflow_id":"a b","checkpoint_id":"chronicle.workflows:0:0"}`, "/workflow_id", "not allowed"},
+		{"/v1/workflows/wp1/fork", `{"workflow_id":"wp2","checkpoint_id":"junk"}`, "/checkpoint_id", `"junk" is not chronicle.workflows`},
+		{"/v1/workflows/wp1/resume", `{"checkpoint_id":"junk"}`, "/checkpoint_id", `"junk" is not chronicle.workflows`},
+		{"/v1/workflows/suggest", `{"intent":"book a flight","policy":"bad policy"}`, "/policy", "not allowed"},
+		{"/v1/workflows/suggest/feedback", `{"policy":"bad policy","suggestion_id":"sg-1","accepted":true,"mode":"suggestion","confidence":0.5}`, "/policy", "not allowed"},
+	} {
+		code, m := post(tc.path, tc.body)
+		if code != http.StatusBadRequest || m["pointer"] != tc.pointer || !strings.Contains(fmt.Sprint(m["reason"]), tc.reason) {
+			t.Errorf("POST %s %s: %d %v; want 400 at %s, the reason saying %q", tc.path, tc.body, code, m, tc.pointer, tc.reason)
+		}
+	}
+}
