@@ -32,3 +32,29 @@ func TestWorkflowBadRequestsNameTheirMember(t *testing.T) {
 		}
 	}
 }
+
+// A decision's options must be answerable: an empty option, which no
+// answer could match, and one named twice are 400s naming the item (both
+// were accepted; a human decision offering [""] left its workflow waiting
+// for good: a walkthrough, 2026-11-30). Nothing reaches the log.
+func TestDecisionOptionsAreAnswerable(t *testing.T) {
+	_, post, logged := workflowAPI(t)
+	if code, m := post("/v1/workflows/wo1/updates", `{"channel":"messages","update":"first"}`); code != http.StatusOK {
+		t.Fatalf("update: %d %v", code, m)
+	}
+	before := logged()
+	for _, tc := range []struct{ body, pointer string }{
+		{`{"decision_id":"h1","kind":"human","question":"q","options":[""]}`, "/options/0"},
+		{`{"decision_id":"h2","kind":"human","question":"q","options":["a","b","a"]}`, "/options/2"},
+	} {
+		if code, m := post("/v1/workflows/wo1/decisions", tc.body); code != http.StatusBadRequest || m["pointer"] != tc.pointer {
+			t.Errorf("POST decisions %s: %d %v; want 400 at %s", tc.body, code, m, tc.pointer)
+		}
+	}
+	if got := logged(); got != before {
+		t.Fatalf("refused decisions reached the log: %d records, %d before", got, before)
+	}
+	if code, m := post("/v1/workflows/wo1/decisions", `{"decision_id":"h3","kind":"human","question":"q","options":["a","b"]}`); code != http.StatusOK {
+		t.Fatalf("distinct options: %d %v", code, m)
+	}
+}
