@@ -363,3 +363,26 @@ func TestSourceIsAURIReference(t *testing.T) {
 		}
 	}
 }
+
+// A decision's options must all be answerable: producer paths refuse an
+// empty option and one named twice, naming the item; the consumer's parse
+// still applies such a record of a log written before (a walkthrough,
+// 2026-11-30: a human decision offering [""] left its workflow waiting).
+func TestDecisionOptionsAreAnswerable(t *testing.T) {
+	event := func(options string) []byte {
+		return []byte(`{"specversion":"1.0","id":"d1","source":"test","type":"workflow.decision.requested.v1","data":{"workflow_id":"wf1","decision_id":"h1","kind":"human","question":"q","options":` + options + `}}`)
+	}
+	for options, pointer := range map[string]string{`[""]`: "/data/options/0", `["a","b","a"]`: "/data/options/2", `["a",""]`: "/data/options/1"} {
+		_, err := events.ParseProducerEvent(event(options))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != pointer {
+			t.Errorf("options %s: %v, want a refusal at %s", options, err, pointer)
+		}
+		if _, err := events.ParseEvent(event(options)); err != nil {
+			t.Errorf("options %s: the consumer's parse refused it: %v", options, err)
+		}
+	}
+	if _, err := events.ParseProducerEvent(event(`["a","b"]`)); err != nil {
+		t.Errorf("distinct options: %v", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -338,7 +339,37 @@ func checkProduced(e *Envelope) error {
 	if err := checkNodeID(e); err != nil {
 		return err
 	}
+	if err := checkDecisionOptions(e); err != nil {
+		return err
+	}
 	return checkToolNames(e)
+}
+
+// checkDecisionOptions refuses a workflow.decision.requested.v1 whose
+// options cannot all be answered, naming the item: an empty option (an
+// answer is at least one character, so a human decision offering only ""
+// left its workflow waiting for good) or one named twice (one option).
+// Both were accepted (a walkthrough, 2026-11-30). Producer paths only: the
+// workflows processor applies a log written before as it did.
+func checkDecisionOptions(e *Envelope) error {
+	if e.Type != WorkflowDecisionRequested {
+		return nil
+	}
+	var d struct {
+		Options []string `json:"options"`
+	}
+	if gojson.Unmarshal(e.Data, &d) != nil {
+		return nil // checkPayload judged the shape
+	}
+	for i, o := range d.Options {
+		if o == "" {
+			return &ValidationError{Index: -1, Pointer: fmt.Sprintf("/data/options/%d", i), Reason: "minLength: an option is an answer the decision takes, at least one character"}
+		}
+		if j := slices.Index(d.Options, o); j < i {
+			return &ValidationError{Index: -1, Pointer: fmt.Sprintf("/data/options/%d", i), Reason: fmt.Sprintf("%q is option %d already: options are distinct", o, j)}
+		}
+	}
+	return nil
 }
 
 // checkNodeID refuses a search.node.expanded.v1 whose node_id is no id

@@ -513,25 +513,6 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			typ, data = events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: id, DecisionID: did, Answer: b.Answer, By: b.By, Comment: b.Comment}
 			break
 		}
-		// an option must be answerable: an empty one could never be
-		// answered (an answer is at least one character), and one named
-		// twice is one option; the request is refused, naming the item
-		// (both were accepted, an empty one leaving the workflow waiting
-		// for good: a walkthrough, 2026-11-30). A check of the route, not
-		// of the event's schema, so a log written before replays as it did.
-		for i, o := range b.Options {
-			reason := ""
-			switch {
-			case o == "":
-				reason = "minLength: an option is an answer the decision takes, at least one character"
-			case slices.Index(b.Options, o) < i:
-				reason = fmt.Sprintf("%q is option %d already: options are distinct", o, slices.Index(b.Options, o))
-			}
-			if reason != "" {
-				writeFieldErr(w, fmt.Sprintf("options[%d]", i), fmt.Sprintf("/options/%d", i), reason)
-				return
-			}
-		}
 		if b.DecisionID == "" {
 			b.DecisionID = b.EventID
 		}
