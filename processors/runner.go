@@ -396,6 +396,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 					return err
 				}
 			}
+			if pos, ok := messagePosition(msg, string(w.Topic())); ok {
+				msg.SetContext(WithRecordPosition(msg.Context(), pos)) // RecordPosition, for Handle
+			}
 			return handle(msg, &env)
 		})
 		// no Retry: a worker retries its own calls (the LLM client: 3

@@ -2,6 +2,7 @@ package processors_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -20,15 +21,18 @@ import (
 type feedbackWorker struct {
 	mu  sync.Mutex
 	got []string
+	pos []string // processors.RecordPosition of each handled event
 	ch  chan struct{}
 }
 
 func (*feedbackWorker) Name() string         { return "feedback-only" }
 func (*feedbackWorker) Topic() events.Topic  { return events.TopicMemories }
 func (*feedbackWorker) Types() []events.Type { return []events.Type{events.MemoryFeedback} }
-func (w *feedbackWorker) Handle(_ context.Context, env *events.Envelope) error {
+func (w *feedbackWorker) Handle(ctx context.Context, env *events.Envelope) error {
 	w.mu.Lock()
 	w.got = append(w.got, string(env.Type)+" "+env.ID)
+	pos, ok := processors.RecordPosition(ctx)
+	w.pos = append(w.pos, fmt.Sprint(pos, ok))
 	w.mu.Unlock()
 	w.ch <- struct{}{}
 	return nil
@@ -96,6 +100,13 @@ func TestTypedWorkerSkipsOtherTypes(t *testing.T) {
 	w.mu.Unlock()
 	if len(got) != 1 || got[0] != string(events.MemoryFeedback)+" b1" {
 		t.Fatalf("handled %v, want only the feedback b1", got)
+	}
+	// Handle's context carries the record's position (RecordPosition)
+	w.mu.Lock()
+	pos := append([]string(nil), w.pos...)
+	w.mu.Unlock()
+	if want := fmt.Sprint(projections.Position{Topic: string(events.TopicMemories), Partition: 0, Offset: 1}, true); len(pos) != 1 || pos[0] != want {
+		t.Fatalf("RecordPosition in Handle: %v, want %s", pos, want)
 	}
 	// records of a partition are handled in order: a1 was settled before b1
 	if n := testutil.ToFloat64(m.DeadLettered.WithLabelValues(w.Name())); n != 0 {

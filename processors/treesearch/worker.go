@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -116,6 +117,10 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 		w.logf("treesearch-resume: search %s: resume %s repeats one already applied (a retried or raced request): left alone", key, env.ID)
 		return nil
 	}
+	if errors.Is(err, errRejectedResume) {
+		w.logf("treesearch-resume: search %s: resume %s was rejected by the projection (its dead letter on chronicle.deadletter says why): left alone", key, env.ID)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -159,6 +164,16 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 // search and its pause) the projection applied from an earlier record.
 var errRepeatedResume = errors.New("repeats an applied resume")
 
+// errRejectedResume is waitDecision's answer for a resume the projection
+// went past without applying it: the treesearch processor rejected it
+// (its dead letter holds the reason; a second one from this worker would
+// say only that it waited). Before, the worker waited its ApplyTimeout
+// (30 s) for such a resume while every other search's resumes on the
+// partition, any tenant's, stood still behind it: one tenant's resume of
+// a search it never started held another's approved search 30 s per
+// event (a walkthrough, 2026-11-30).
+var errRejectedResume = errors.New("rejected by the projection")
+
 // waitDecision waits until the projection of search key recorded the
 // decision of resume env, and returns the search and that decision; the
 // decision must be the last one recorded for the search to be driven. A
@@ -171,6 +186,7 @@ var errRepeatedResume = errors.New("repeats an applied resume")
 // with it, stood still (found by a new user's walkthrough: four
 // concurrent resumes of one search held the others' for 90 s).
 func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events.Envelope, d events.SearchResumedData) (Search, Decision, error) {
+	pos, hasPos := processors.RecordPosition(ctx)
 	timeout := w.ApplyTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
@@ -201,6 +217,18 @@ func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events
 				return s2, Decision{}, errRepeatedResume
 			}
 			continue // applied in between: the search read again finds it
+		}
+		// the processor past this record without applying it: rejected.
+		// Its offset and its rows are committed in one batch, so once the
+		// offset is past, AppliedAt (asked again: it may have been applied
+		// since the ask above) is the processor's last word
+		if next, ok := w.Store.NextOffset(Name, pos.Topic, pos.Partition); hasPos && ok && next > pos.Offset {
+			if _, applied, _, err := w.Store.AppliedAt(Name, env); err != nil {
+				return s, Decision{}, err
+			} else if !applied {
+				return s, Decision{}, errRejectedResume
+			}
+			// applied since: the next round's read of the search finds it
 		}
 		if time.Now().After(deadline) {
 			return s, Decision{}, fmt.Errorf("treesearch-resume: search %s: the projection did not apply resume %s within %v (rejected? see chronicle.deadletter)", key, env.ID, timeout)

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // gate is the arithmetic evaluator under its own component name, asking a
@@ -205,5 +207,55 @@ func TestResumeWorkerSkipsARepeatedResume(t *testing.T) {
 	}
 	if after, _, _ := treesearch.Get(p.Store, key); after.Seq != before.Seq {
 		t.Fatalf("a repeated resume wrote %d events", after.Seq-before.Seq)
+	}
+}
+
+// A resume the projection rejects (a search that was never started, here
+// another tenant's made-up id) is left alone once the processor has gone
+// past its record without applying it: before, the worker waited its
+// ApplyTimeout (30 s) for a decision that never comes while every other
+// search's resumes on the partition, any tenant's, waited behind it (a
+// walkthrough, 2026-11-30: one such event held another tenant's approved
+// search 30 s, two held it 59 s). Without the record's position (a caller
+// other than the Runner) the wait is as before.
+func TestResumeWorkerLeavesARejectedResumeAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	p, key := pausedGated(ctx, t)
+	topic := string(events.TopicSearches)
+	part := events.Partition(topic, key, 1)
+	next, ok := p.Store.NextOffset(treesearch.Name, topic, part)
+	if !ok {
+		t.Fatal("the processor has no offset on chronicle.searches")
+	}
+	bogus, err := events.New(events.SearchResumed, "test/b", "bogus-1", time.Now(), events.SearchResumedData{SearchID: "nope", Decision: "approve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bogus.Scope = "project:a" // the gated search's partition (one partition)
+	if err := p.Producer.Publish(ctx, bogus); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if n, _ := p.Store.NextOffset(treesearch.Name, topic, part); n > next {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the processor did not go past the bogus resume")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: game24.Builtin, ApplyTimeout: 20 * time.Second}
+	t0 := time.Now()
+	if err := w.Handle(processors.WithRecordPosition(ctx, projections.Position{Topic: topic, Partition: part, Offset: next}), &bogus); err != nil {
+		t.Fatalf("a rejected resume: %v; want it left alone", err)
+	}
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Fatalf("a rejected resume took %v: waited for a decision that never comes", took)
+	}
+	// without the position: the wait as before, bounded by ApplyTimeout
+	w.ApplyTimeout = 300 * time.Millisecond
+	if err := w.Handle(ctx, &bogus); err == nil {
+		t.Fatal("without the record's position, a rejected resume is not told apart: want the timeout's error")
 	}
 }
