@@ -118,6 +118,16 @@ func (r *Runner) Lock(ctx context.Context, key string) (events.SolverLockedData,
 	if err != nil {
 		return l, err
 	}
+	// locked before with this lock (its id is the lock's hash): the log
+	// holds it, and the caller gets it again. Before, the event was written
+	// again, dropped by the projection as a duplicate, and the wait for the
+	// projection to apply it failed after 30 s, so a lost lock file could
+	// not be written again (a walkthrough, 2026-11-30)
+	if applied, same, err := r.Store.AppliedContent(Name, &env); err != nil {
+		return l, err
+	} else if applied && same {
+		return l, nil
+	}
 	return l, r.publish(ctx, key, s.Seq, env)
 }
 

@@ -372,6 +372,17 @@ func TestSolverLock(t *testing.T) {
 	if len(after.Locks) != 1 || after.Locks[0] != l.LockSHA256 {
 		t.Fatalf("locks %v, want %s", after.Locks, l.LockSHA256)
 	}
+	// locked again (a lost lock file): the same lock at once, nothing
+	// written (it failed after the 30 s wait for a duplicate the projection
+	// dropped: a walkthrough, 2026-11-30)
+	r.ApplyTimeout = 2 * time.Second
+	again, err := r.Lock(ctx, s.Key())
+	if err != nil || again.LockSHA256 != l.LockSHA256 {
+		t.Fatalf("locked again: %v, %s; want the same lock %s", err, again.LockSHA256, l.LockSHA256)
+	}
+	if after2, _, _ := treesearch.Get(p.Store, s.Key()); after2.Seq != after.Seq || len(after2.Locks) != 1 {
+		t.Fatalf("locking again wrote: seq %d → %d, locks %v", after.Seq, after2.Seq, after2.Locks)
+	}
 	if err := treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(5), "", game24.Arithmetic{}, game24.Arithmetic{})); err != nil {
 		t.Fatalf("the same solver refused: %v", err)
 	}
