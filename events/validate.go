@@ -388,10 +388,16 @@ func checkNodeID(e *Envelope) error {
 	if err := checkIDMember(e, "node_id", "a node id"); err != nil {
 		return err
 	}
-	if state, obj, present, str := dataString(e.Data, "state"); obj && present && str && state == "" {
+	if state, obj, present, str := dataString(e.Data, "state"); obj && present && str {
+		// any state sent is checked against its digest here, as the
+		// processor checks it (a non-empty one was accepted with another
+		// digest, 202, and dead-lettered after: a walkthrough, 2026-11-30)
 		digest, _, _, _ := dataString(e.Data, "state_digest")
-		if empty := sha256.Sum256(nil); digest != hex.EncodeToString(empty[:]) {
-			return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: fmt.Sprintf("is not the SHA-256 of state (the empty state's is %s)", hex.EncodeToString(empty[:]))}
+		if sum := sha256.Sum256([]byte(state)); digest != hex.EncodeToString(sum[:]) {
+			if state == "" {
+				return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: fmt.Sprintf("is not the SHA-256 of state (the empty state's is %s)", hex.EncodeToString(sum[:]))}
+			}
+			return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: "is not the SHA-256 of state (hex, lower case)"}
 		}
 	}
 	return nil

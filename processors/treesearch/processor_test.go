@@ -310,7 +310,8 @@ func TestCorrectionSentAsAStringIsNamed(t *testing.T) {
 }
 
 // A node sent with "state": "" is the empty state, and a node id is an id
-// (events.CheckID): producers are refused, naming /data/state_digest and
+// (events.CheckID), and any state sent comes with its own digest:
+// producers are refused, naming /data/state_digest and
 // /data/node_id (any digest and "r 0" were taken: a walkthrough,
 // 2026-11-30). The processor applies such records as it did, so a log
 // written before replays as it did (an upgrade walkthrough found searches
@@ -339,6 +340,15 @@ func TestNodeChecksAreTheProducers(t *testing.T) {
 	empty := asMap(child("r.0", 1, "", 0.25, 0.5))
 	empty["state"], empty["state_digest"] = "", "not-the-digest"
 	rejected(t, produced(empty), "/data/state_digest")
+	// a state sent with another digest: refused at the producer too, as
+	// the processor refuses it (it was a 202, then a dead letter: a
+	// walkthrough, 2026-11-30)
+	wrong := asMap(child("r.0", 1, "4 4 5", 0.25, 0.5))
+	wrong["state_digest"] = "abc"
+	rejected(t, produced(wrong), "/data/state_digest")
+	if err := produced(child("r.0", 1, "4 4 5", 0.25, 0.5)); err != nil {
+		t.Fatalf("a state with its digest: %v", err)
+	}
 	for _, id := range []string{"r.0\n", "r 0", "r.\x00"} {
 		rejected(t, produced(child(id, 1, "a", 0.25, 0.5)), "/data/node_id")
 	}
