@@ -40,20 +40,75 @@ var patternReasons = map[string]string{
 }
 
 var (
-	schemaErrRe = regexp.MustCompile(`^validating "arguments": validating root: validating /properties/(\S+?): (\w+): (.*)$`)
+	// a keyword's refusal at the end of the validator's chain of
+	// "validating <schema path>: " (an array's items add a link:
+	// /properties/tags: validating /properties/tags/items: minLength: …)
+	schemaErrRe = regexp.MustCompile(`^validating "arguments": validating root: (?:validating (/properties/\S+?): )*(\w+): (.*)$`)
+	// the arguments' own members: what the schema does not name, and what
+	// it requires
+	additionalRe = regexp.MustCompile(`^validating "arguments": validating root: unexpected additional properties \["((?:[^"\\]|\\.)*)"`)
+	requiredRe   = regexp.MustCompile(`^validating "arguments": validating root: required: missing properties: \[(.*)\]$`)
+	// arguments that are no JSON object
+	notObjectRe = regexp.MustCompile(`^validating "arguments": unmarshaling arguments: json: cannot unmarshal (".*") into Go value of type map\[string\]interface \{\}$`)
 	ratRe       = regexp.MustCompile(`\b(-?\d+)/(\d+)\b`)
 	fixedRe     = regexp.MustCompile(`\b(-?\d+)\.000000\b`)
 )
 
 // readableSchemaError is readableSchemaErrors' rewrite of one message;
-// any other message is returned as it is.
+// any other message is returned as it is. Besides a member's keyword
+// (limit's minimum), it rewrites an item's (tags' minLength: the validator
+// names no index, so the pointer is the array's and the rule says "an
+// item"), a member the schema does not name (additionalProperties), the
+// required members left out, and arguments that are no JSON object — each
+// came back in the SDK's own words (a walkthrough, 2026-11-30).
 func readableSchemaError(msg string) string {
+	if m := additionalRe.FindStringSubmatch(msg); m != nil {
+		name, err := strconv.Unquote(`"` + m[1] + `"`)
+		if err != nil {
+			name = m[1]
+		}
+		return fmt.Sprintf("invalid argument: /%s: additionalProperties: %q is not an argument of this tool", pointerToken(name), name)
+	}
+	if m := requiredRe.FindStringSubmatch(msg); m != nil {
+		var names []string
+		for _, q := range strings.Split(m[1], ",") {
+			if n, err := strconv.Unquote(strings.TrimSpace(q)); err == nil {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 1 {
+			return fmt.Sprintf("invalid argument: /%s: required: missing", pointerToken(names[0]))
+		}
+		return fmt.Sprintf("invalid argument: /: required: missing %s", strings.Join(names, ", "))
+	}
+	if m := notObjectRe.FindStringSubmatch(msg); m != nil {
+		got := "a JSON value"
+		if v, err := strconv.Unquote(m[1]); err == nil && v != "" {
+			switch c := v[0]; {
+			case c == '"':
+				got = "string"
+			case c == '[':
+				got = "array"
+			case c == 't' || c == 'f':
+				got = "boolean"
+			case c == 'n':
+				got = "null"
+			default:
+				got = "number"
+			}
+		}
+		return fmt.Sprintf("invalid argument: /: type: got %s, want object (the tool's arguments are a JSON object)", got)
+	}
 	m := schemaErrRe.FindStringSubmatch(msg)
-	if m == nil {
+	if m == nil || m[1] == "" {
 		return msg
 	}
 	path, keyword, detail := m[1], m[2], m[3]
-	ptr := "/" + strings.ReplaceAll(strings.ReplaceAll(path, "/properties/", "/"), "/items/", "/")
+	ptr := "/" + strings.ReplaceAll(strings.TrimPrefix(path, "/properties/"), "/properties/", "/")
+	if items, ok := strings.CutSuffix(ptr, "/items"); ok {
+		ptr, keyword = items, "an item: "+keyword
+	}
+	ptr = strings.ReplaceAll(ptr, "/items/", "/")
 	numeric := keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" || keyword == "exclusiveMaximum" || keyword == "multipleOf"
 	detail = ratRe.ReplaceAllStringFunc(detail, func(s string) string {
 		if !numeric {
@@ -77,4 +132,9 @@ func readableSchemaError(msg string) string {
 		}
 	}
 	return fmt.Sprintf("invalid argument: %s: %s: %s", ptr, keyword, detail)
+}
+
+// pointerToken escapes name as one JSON pointer token (RFC 6901).
+func pointerToken(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }

@@ -12,6 +12,15 @@ func TestReadableSchemaErrors(t *testing.T) {
 		`validating "arguments": validating root: validating /properties/limit: type: <invalid reflect.Value> has type "null", want "integer"`:        `invalid argument: /limit: type: got "null", want "integer"`,
 		`validating "arguments": validating root: validating /properties/idempotency_key: pattern: "ké" does not match regular expression "^[ -~]+$"`: `invalid argument: /idempotency_key: pattern: not printable ASCII (0x20 to 0x7e only), at most 255 characters`,
 		`memory_search failed: not found`: `memory_search failed: not found`,
+		// an item, a member the schema does not name, one left out,
+		// several left out, arguments that are no object (they came back
+		// as the SDK wrote them: a walkthrough, 2026-11-30)
+		`validating "arguments": validating root: validating /properties/tags: validating /properties/tags/items: minLength: "" contains 0 Unicode code points, fewer than 1`: `invalid argument: /tags: an item: minLength: "" contains 0 Unicode code points, fewer than 1`,
+		`validating "arguments": validating root: unexpected additional properties ["extra"]`:                                                                                 `invalid argument: /extra: additionalProperties: "extra" is not an argument of this tool`,
+		`validating "arguments": validating root: required: missing properties: ["outcome"]`:                                                                                  `invalid argument: /outcome: required: missing`,
+		`validating "arguments": validating root: required: missing properties: ["content", "outcome"]`:                                                                       `invalid argument: /: required: missing content, outcome`,
+		`validating "arguments": unmarshaling arguments: json: cannot unmarshal "\"refund\"" into Go value of type map[string]interface {}`:                                   `invalid argument: /: type: got string, want object (the tool's arguments are a JSON object)`,
+		`validating "arguments": unmarshaling arguments: json: cannot unmarshal "[1]" into Go value of type map[string]interface {}`:                                          `invalid argument: /: type: got array, want object (the tool's arguments are a JSON object)`,
 	} {
 		if got := readableSchemaError(in); got != want {
 			t.Errorf("%s\n got %s\nwant %s", in, got, want)
