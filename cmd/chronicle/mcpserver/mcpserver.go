@@ -148,8 +148,8 @@ func HTTPHandler(backend search.Backend, opts Options) http.Handler {
 		reg = &callerRegistry{callers: make(map[string]Caller)}
 	}
 	server := newServer(backend, opts, reg)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true})
+	h := methodNotFound(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
 	if reg == nil {
 		return originChecked(h)
 	}
