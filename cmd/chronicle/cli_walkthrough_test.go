@@ -75,6 +75,17 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--decay-interval", "-1s", "--data", t.TempDir()}, "--decay-interval: -1s, must not be negative"},
 		{[]string{"serve", "--stall-after", "-1s", "--data", t.TempDir()}, "--stall-after: -1s, must not be negative"},
 		{[]string{"broker", "--kafka-listen", "bogus", "--data", t.TempDir()}, `--kafka-listen: "bogus" is not host:port`},
+		// an SRE's walkthrough, 2026-11-30: 100,000 partitions left
+		// 900,001 directories (7 GB); a 1 ns decay interval wrote 93,138
+		// ticks in 15 s; demo --timeout -1s imported everything, then
+		// failed naming no flag; the others named broker.Config's fields
+		{[]string{"broker", "--partitions", "100000", "--data", t.TempDir()}, "--partitions: 100000, must be ≤ 1024"},
+		{[]string{"serve", "--decay-interval", "1ns", "--data", t.TempDir()}, "--decay-interval: 1ns, must be 0 (no decay) or at least 1s"},
+		{[]string{"demo", "--timeout", "-1s", "--data", t.TempDir()}, "--timeout: -1s, must be positive"},
+		{[]string{"demo", "--timeout", "0s", "--data", t.TempDir()}, "--timeout: 0s, must be positive"},
+		{[]string{"serve", "--kafka-listen", "0.0.0.0:35199", "--data", t.TempDir()}, `--kafka-listen: "0.0.0.0:35199": the embedded broker listens on a loopback address only`},
+		{[]string{"serve", "--kafka-listen", "127.0.0.1:99999", "--data", t.TempDir()}, `--kafka-listen: "127.0.0.1:99999": the port must be 0`},
+		{[]string{"broker", "--group-min-session-timeout", "-1s", "--data", t.TempDir()}, "--group-min-session-timeout: -1s, must not be negative"},
 	} {
 		out, err := exec.Command(binary, c.args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {

@@ -90,6 +90,19 @@ func refuseStrayArgs(cmd *cobra.Command) {
 // walkthrough).
 var countFlags = map[string]int64{"partitions": 1, "events": 1, "runs": 1, "probes": 0}
 
+// MaxPartitions is the most partitions --partitions takes (1024): each
+// partition of each of Chronicle's ten topics is a directory of the
+// embedded broker's log, and a Kafka broker is sized for a few thousand
+// partitions in all. Before, --partitions 100000 started without a word
+// and left 900,001 directories, 7 GB (an SRE's walkthrough, 2026-11-30).
+const MaxPartitions = 1024
+
+// MinDecayInterval is the shortest --decay-interval other than 0 (no
+// decay), 1 s: each interval writes a clock.tick.v1 to chronicle.memories
+// and decays every memory, so 1ns wrote 93,138 ticks in 15 s (an SRE's
+// walkthrough, 2026-11-30). The design's decay is daily.
+const MinDecayInterval = time.Second
+
 // checkFlags checks, before the command starts anything, the count
 // flags it has (countFlags), its durations (none negative), that
 // --kafka-listen is host:port and that --brokers, when given, names at
@@ -104,20 +117,45 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 		if err == nil && n < least {
 			return fmt.Errorf("--%s: %d, must be ≥ %d", name, n, least)
 		}
+		if err == nil && name == "partitions" && n > MaxPartitions {
+			return fmt.Errorf("--partitions: %d, must be ≤ %d (each partition of each of the ten topics is a directory of the log, and a Kafka broker holds a few thousand partitions in all)", n, MaxPartitions)
+		}
 	}
 	// durations: a negative one silently meant the default or turned the
 	// feature off (--decay-interval -1s stopped memory decay, --stall-after
 	// -1s meant 30 s); 0 keeps its documented meaning
-	for _, name := range []string{"decay-interval", "stall-after", "session-timeout"} {
+	for _, name := range []string{"decay-interval", "stall-after", "session-timeout", "group-min-session-timeout"} {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Value.Type() == "duration" {
 			if d, err := time.ParseDuration(f.Value.String()); err == nil && d < 0 {
 				return fmt.Errorf("--%s: %v, must not be negative (%s)", name, d, f.Usage)
 			}
 		}
 	}
+	if f := cmd.Flags().Lookup("decay-interval"); f != nil && f.Value.Type() == "duration" {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 && d < MinDecayInterval {
+			return fmt.Errorf("--decay-interval: %v, must be 0 (no decay) or at least %v: each interval writes a clock tick and decays every memory", d, MinDecayInterval)
+		}
+	}
+	// a wait bound: 0 or less gave up at once, after the work was done
+	// (demo --timeout -1s imported every event, then failed naming no
+	// flag: an SRE's walkthrough, 2026-11-30)
+	if f := cmd.Flags().Lookup("timeout"); f != nil && f.Value.Type() == "duration" {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d <= 0 {
+			return fmt.Errorf("--timeout: %v, must be positive (%s)", d, f.Usage)
+		}
+	}
 	if f := cmd.Flags().Lookup("kafka-listen"); f != nil && f.Changed {
-		if _, _, err := net.SplitHostPort(f.Value.String()); err != nil {
+		host, port, err := net.SplitHostPort(f.Value.String())
+		if err != nil {
 			return fmt.Errorf("--kafka-listen: %q is not host:port (%v)", f.Value.String(), err)
+		}
+		// port 0: a free port; the embedded broker listens on loopback
+		// only (both were refused later, naming broker.Config's fields)
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("--kafka-listen: %q: the port must be 0 (a free one) to 65535", f.Value.String())
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("--kafka-listen: %q: the embedded broker listens on a loopback address only (127.0.0.1, [::1], localhost); a Kafka cluster other machines reach is named by --brokers", f.Value.String())
 		}
 	}
 	if f, k := cmd.Flags().Lookup("brokers"), cmd.Flags().Lookup("kafka-listen"); f != nil && f.Changed && k != nil && k.Changed {
