@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -163,6 +164,11 @@ func lockLog(dir string) (io.Closer, error) {
 		// no other process: the broker cannot write here at all (before,
 		// this said the log was in use by another chronicle process)
 		return nil, fmt.Errorf("broker: log %s is on a read-only filesystem and the embedded broker writes its log: copy the data directory somewhere writable, or reach a running broker with --brokers: %w", abs, err)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		// no other process either: this user may not write the log
+		// (before, this said the log was in use: an SRE's walkthrough)
+		return nil, fmt.Errorf("broker: log %s: this user may not write it (its owner or mode: ls -ld %s): %w", abs, abs, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: log %s: %w (%v)", abs, ErrLogInUse, err)

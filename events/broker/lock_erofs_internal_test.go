@@ -30,3 +30,24 @@ func TestLockOnAReadOnlyFilesystem(t *testing.T) {
 		t.Fatalf("lock on a read-only filesystem: %v", err)
 	}
 }
+
+type eaccesLock struct{ vfs.FS }
+
+func (eaccesLock) Lock(name string) (io.Closer, error) {
+	return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+}
+
+// TestLockPermissionDenied: a log this user may not write is refused
+// saying so, not as a log in use by another chronicle process (an SRE's
+// walkthrough, 2026-11-30: serve, broker and deadletter list as another
+// user said the log was in use while nothing ran). (The injected lock
+// stands in for a LOCK owned by another user: tests run as root, whom
+// the mode would not stop.)
+func TestLockPermissionDenied(t *testing.T) {
+	defer func(fs vfs.FS) { lockFS = fs }(lockFS)
+	lockFS = eaccesLock{vfs.Default}
+	_, err := lockLog(t.TempDir())
+	if err == nil || errors.Is(err, ErrLogInUse) || !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), "may not write") {
+		t.Fatalf("lock without permission: %v", err)
+	}
+}
