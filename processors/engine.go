@@ -49,6 +49,10 @@ type KeyedState interface {
 // concurrently (at most GOMAXPROCS at once); a processor without
 // KeyedState holds a lock across its partitions.
 type engine struct {
+	// fetches logs a failing poll (a broker outage) once, and once when
+	// polls work again, not once per poll (19 lines in 75 s of an outage:
+	// an SRE's walkthrough, 2026-11-30). Only the poll loop touches it.
+	fetches outage
 	cfg     RunnerConfig
 	byTopic map[string][]Processor
 	pool    *pool
@@ -287,11 +291,18 @@ func (e *engine) run(ctx context.Context) error {
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
+		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				e.cfg.Logger.Error("fetch failed", err, map[string]any{"topic": t, "partition": p})
+			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				if t != "" { // else the group's (joining, dialling), not a partition's
+					err = fmt.Errorf("%s/%d: %w", t, p, err)
+				}
+				ferr = err
 			}
 		})
+		if ferr != nil || len(fs.Errors()) == 0 { // a poll cut by its 100 ms wait tells nothing
+			e.fetches.note(e.cfg.Logger, "fetch failed", ferr)
+		}
 		var wg sync.WaitGroup
 		fs.EachPartition(func(part kgo.FetchTopicPartition) {
 			if len(part.Records) == 0 {
