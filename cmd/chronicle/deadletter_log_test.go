@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -24,6 +26,29 @@ func TestServeLogsADeadLetterOnce(t *testing.T) {
 		"event_id=g24-901-4", "scope=project:a", `reason="event: /data/tokens: reserving 900 tokens would breach the quota"`} {
 		if !strings.Contains(lines[0], want) {
 			t.Fatalf("%q lacks %q", lines[0], want)
+		}
+	}
+}
+
+// With --request-log json the service's own slog warnings (a metrics
+// collector failing, the broker not acknowledging) are JSON lines too,
+// and so are the dead-letter lines: they came out in Go's default format
+// (an SRE's walkthrough, 2026-11-30).
+func TestWarningsFollowTheLogFormat(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	var b bytes.Buffer
+	rl := slog.New(slog.NewJSONHandler(&b, nil))
+	useLogFormat(rl)
+	slog.Warn("GET /metrics: a collector failed", "error", "broker away")
+	logDeadLetterTo(rl)(processors.LetterData{Topic: "chronicle.searches", Partition: 2, Offset: 41, Handler: "treesearch@chronicle.searches", EventID: "e1", Reason: "no"})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), b.String())
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["level"] != "WARN" {
+			t.Errorf("not a JSON warning: %s (%v)", l, err)
 		}
 	}
 }

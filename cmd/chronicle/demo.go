@@ -125,6 +125,7 @@ func demoCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				useLogFormat(rl)
 				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, RequestLog: rl, Version: versionString()}, httpAddr)
 			}
 			return nil

@@ -45,6 +45,7 @@ model (vectors the live service cached in DIR are reused).`,
 			if err != nil {
 				return err
 			}
+			useLogFormat(rl)
 			tf, err := loadTokens(tokens, httpAddr)
 			if err != nil {
 				return err

@@ -54,6 +54,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			useLogFormat(rl)
 			tf, err := loadTokens(tokens, httpAddr)
 			if err != nil {
 				return err
@@ -95,7 +96,7 @@ func serveCmd() *cobra.Command {
 					os.Exit(1)
 				}
 			})
-			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnDeadLetter: logDeadLetter(os.Stderr), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
+			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnDeadLetter: logDeadLetterTo(rl), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions),
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			close(started)
@@ -173,6 +174,18 @@ func registerRequestLog(cmd *cobra.Command, v *string) {
 	cmd.Flags().StringVar(v, "request-log", "text", "one line per HTTP request on stderr (method, path, status, bytes, duration_ms, token name, scope; never the token): text, json or off")
 }
 
+// useLogFormat makes rl (the --request-log logger) the process's default
+// slog logger, so the service's own warnings (a metrics collector
+// failing, the broker not acknowledging events) come out in the format
+// asked for: they used Go's default format, also with --request-log json
+// (an SRE's walkthrough, 2026-11-30). With the request log off, the
+// default stays.
+func useLogFormat(rl *slog.Logger) {
+	if rl != nil {
+		slog.SetDefault(rl)
+	}
+}
+
 // requestLogger is the logger of --request-log: slog's text or JSON
 // handler on stderr, nil for off.
 func requestLogger(format string) (*slog.Logger, error) {
@@ -210,7 +223,15 @@ func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay
 // Before, serve logged nothing of a refusal: an event accepted with 202
 // and refused by a processor showed only in chronicle.deadletter.
 func logDeadLetter(w io.Writer) func(processors.LetterData) {
-	l := slog.New(slog.NewTextHandler(w, nil))
+	return logDeadLetterTo(slog.New(slog.NewTextHandler(w, nil)))
+}
+
+// logDeadLetterTo is logDeadLetter through l, the request log's logger
+// (JSON with --request-log json), or text on stderr when l is nil.
+func logDeadLetterTo(l *slog.Logger) func(processors.LetterData) {
+	if l == nil {
+		l = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	return func(d processors.LetterData) {
 		l.Warn("chronicle: dead letter", "handler", d.Handler, "at", fmt.Sprintf("%s:%d:%d", d.Topic, d.Partition, d.Offset),
 			"event_id", d.EventID, "type", d.EventType, "scope", d.Scope, "reason", d.Reason)
