@@ -77,7 +77,7 @@ func demoCmd() *cobra.Command {
 				return err
 			}
 			if _, err := importTaubench(ctx, p.Producer, recs, newBar(len(recs), "importing sessions")); err != nil {
-				return err
+				return interrupted(ctx, err)
 			}
 			wctx, wcancel := context.WithTimeout(ctx, timeout)
 			defer wcancel()

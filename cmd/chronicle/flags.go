@@ -147,6 +147,19 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// interrupted is err of a producing command (ingest, import, demo) whose
+// signal context ctx ended, said as what it is: the command was stopped,
+// not the broker failing, and running it again is safe. Before, SIGTERM
+// during an import read "not acknowledged by the broker: … context
+// canceled" (an SRE's walkthrough, 2026-11-30). Any other err is returned
+// as it is.
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("interrupted by a signal: the events acknowledged before it are in the log, the others were not written; running the command again is safe (an event the log holds already is a duplicate, which the processors drop) (%w)", err)
+}
+
 // exitCoder is an error with its own exit status.
 type exitCoder interface {
 	error

@@ -42,7 +42,7 @@ func ingestCmd() *cobra.Command {
 			}
 			defer p.Close()
 			if err := publishBatches(ctx, p, recs, 500, newBar(len(recs), "ingest")); err != nil {
-				return err
+				return interrupted(ctx, err)
 			}
 			fmt.Printf("ingested %d events (produced and acknowledged; an event the log holds already is a duplicate, which the processors drop)\n", len(recs))
 			return nil
@@ -192,7 +192,7 @@ func importTaubenchCmd() *cobra.Command {
 			defer p.Close()
 			n, err := importTaubench(ctx, p, recs, newBar(len(recs), "import"))
 			if err != nil {
-				return err
+				return interrupted(ctx, err)
 			}
 			fmt.Printf("imported %d sessions, %d events (produced and acknowledged; an event the log holds already, from an earlier import, is a duplicate, which the processors drop)\n", len(recs), n)
 			return nil
@@ -228,7 +228,7 @@ func importReflexionCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			return importReflexion(ctx, args[0], splitBrokers(brokers))
+			return interrupted(ctx, importReflexion(ctx, args[0], splitBrokers(brokers)))
 		},
 	}
 	cmd.Flags().StringVar(&brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers (a running chronicle serve's embedded broker by default)")
