@@ -19,7 +19,8 @@ func brokerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: c.kafkaListen, Partitions: c.partitions, GroupMinSessionTimeout: minSession})
+			b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: c.kafkaListen, Partitions: c.partitions, GroupMinSessionTimeout: minSession,
+				OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions)}) // as serve warns (it was silent: an SRE's walkthrough)
 			if err != nil {
 				return err
 			}

@@ -119,7 +119,7 @@ func (c *commonFlags) llm() *distill.LLMConfig {
 func (c *commonFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.data, "data", "./data", "data directory: the embedded broker's log (DATA/log) and the projections (DATA/projections)")
 	cmd.Flags().StringVar(&c.brokers, "brokers", "", "comma-separated host:port of a Kafka cluster; empty starts the embedded broker")
-	cmd.Flags().Int32Var(&c.partitions, "partitions", 1, "partitions of each topic created at start; existing topics keep theirs (serve warns when they differ) (1 keeps derived events in one order: see README)")
+	cmd.Flags().Int32Var(&c.partitions, "partitions", 1, "partitions of each topic created at start; existing topics keep theirs (serve, broker, replay and audit warn when they differ) (1 keeps derived events in one order: see README)")
 }
 
 // registerKafkaListen adds --kafka-listen, only to the commands that start

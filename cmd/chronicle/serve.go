@@ -136,7 +136,7 @@ func serveCmd() *cobra.Command {
 	c.registerSearch(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
-	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long")
+	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long (0: the default, 30s)")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at: published to the processors' group (reads are forwarded to it) and shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	registerRequestLog(cmd, &requestLog)
 	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s); the embedded broker allows 6s to 5m, refused at once outside; with --brokers it must lie within the cluster's group.min/max.session.timeout.ms, else startup fails at the first join naming the flag")
