@@ -578,11 +578,21 @@ func parseItem(r *kgo.Record, partitions int) projections.Item {
 	return it
 }
 
+// PointerError is a processor's rejection that names a member of the
+// event by its JSON pointer (e.g. /data/processed_commands) other than an
+// *events.ValidationError: its dead letter keeps the pointer in
+// HeaderPointer, which GET /v1/deadletters answers as pointer.
+type PointerError interface {
+	error
+	MemberPointer() string
+}
+
 // deadLetterRecord is the record events.TopicDeadLetter receives for rec,
 // rejected by p: the original key, value and headers, plus the reason and
 // where it came from (the header names Watermill's poison queue uses), and
 // HeaderPointer when the reason is a schema or processor error naming a
-// member of the event (events.ValidationError: /data/tokens).
+// member of the event (events.ValidationError: /data/tokens; a
+// PointerError).
 func deadLetterRecord(p Processor, rec *kgo.Record, reason error) projections.OutboxRecord {
 	hs := make([]projections.Header, 0, len(rec.Headers)+6)
 	for _, h := range rec.Headers {
@@ -597,8 +607,12 @@ func deadLetterRecord(p Processor, rec *kgo.Record, reason error) projections.Ou
 		projections.Header{Key: HeaderOriginalOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
 	)
 	var ve *events.ValidationError
-	if errors.As(reason, &ve) && ve.Pointer != "" {
+	var pe PointerError
+	switch {
+	case errors.As(reason, &ve) && ve.Pointer != "":
 		hs = append(hs, projections.Header{Key: HeaderPointer, Value: []byte(ve.Pointer)})
+	case errors.As(reason, &pe) && pe.MemberPointer() != "":
+		hs = append(hs, projections.Header{Key: HeaderPointer, Value: []byte(pe.MemberPointer())})
 	}
 	return projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: string(rec.Key), Value: rec.Value, Headers: hs}
 }

@@ -54,18 +54,10 @@ type RejectError struct {
 
 func (e *RejectError) Error() string { return e.Pointer + ": " + e.Reason }
 
-// As lets errors.As read a RejectError as the *events.ValidationError of
-// its pointer and reason, what the engine looks for to keep the pointer
-// in a dead letter's header (GET /v1/deadletters' pointer): the passes
-// processor's letters had none, the other processors' did (a
-// walkthrough, 2026-11-30).
-func (e *RejectError) As(target any) bool {
-	if ve, ok := target.(**events.ValidationError); ok {
-		*ve = &events.ValidationError{Index: -1, Pointer: e.Pointer, Reason: e.Reason}
-		return true
-	}
-	return false
-}
+// MemberPointer implements processors.PointerError: the dead letter of a
+// refused pass keeps the pointer (GET /v1/deadletters' pointer), as the
+// other processors' letters do (they had none: a walkthrough, 2026-11-30).
+func (e *RejectError) MemberPointer() string { return e.Pointer }
 
 func reject(ptr, format string, a ...any) error {
 	return &RejectError{Pointer: ptr, Reason: fmt.Sprintf(format, a...)}

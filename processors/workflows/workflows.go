@@ -508,6 +508,11 @@ func (e *FieldError) Error() string { return e.Pointer + ": " + e.Err.Error() }
 // Unwrap returns the reason.
 func (e *FieldError) Unwrap() error { return e.Err }
 
+// MemberPointer implements processors.PointerError: the dead letter of a
+// refused workflow event keeps the pointer (GET /v1/deadletters' pointer;
+// a raced write's letter had none: a walkthrough, 2026-11-30).
+func (e *FieldError) MemberPointer() string { return e.Pointer }
+
 func fieldError(pointer, format string, a ...any) error {
 	return &FieldError{Pointer: pointer, Err: fmt.Errorf(format, a...)}
 }

@@ -1,0 +1,4 @@
+package processors
+
+// DeadLetterRecord exposes deadLetterRecord to the external tests.
+var DeadLetterRecord = deadLetterRecord
