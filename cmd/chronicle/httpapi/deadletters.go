@@ -44,7 +44,7 @@ func deadLetterListParams(w http.ResponseWriter, r *http.Request) (limit int, cu
 		return fail(http.StatusBadRequest, "type: empty; give an event type (e.g. search.quota.reserved.v1) or leave type out")
 	}
 	cursor = q.Get("cursor")
-	if q.Has("cursor") {
+	if cursor != "" { // empty: the first page, as on every list
 		if err := deadletter.CheckCursor(cursor); err != nil {
 			return fail(http.StatusBadRequest, "cursor: %q is not a next_cursor of this list: %v", cursor, err)
 		}

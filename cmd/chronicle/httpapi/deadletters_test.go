@@ -145,6 +145,11 @@ func TestDeadLettersOfTheCallersScopes(t *testing.T) {
 	if code, m := call(t, base, "tok-a", "GET", "/v1/deadletters?type=nope.v1", nil); code != 200 || len(m["dead_letters"].([]any)) != 0 {
 		t.Fatalf("?type=nope.v1: %d %v", code, m)
 	}
+	// an empty cursor (the last page's next_cursor) is the first page, as
+	// on every list (it was a 400: a walkthrough, 2026-11-30)
+	if code, m := call(t, base, "tok-a", "GET", "/v1/deadletters?cursor=", nil); code != 200 || len(m["dead_letters"].([]any)) == 0 {
+		t.Fatalf("?cursor= : %d %v; want the first page", code, m)
+	}
 	for _, q := range []string{"?type=", "?cursor=project:a/1", "?limit=0", "?scope=planet:x"} {
 		if code, m := call(t, base, "tok-a", "GET", "/v1/deadletters"+q, nil); code != 400 {
 			t.Fatalf("GET /v1/deadletters%s: %d %v; want 400", q, code, m)

@@ -44,7 +44,10 @@ func workflowListParams(w http.ResponseWriter, r *http.Request) (limit int, curs
 		return fail(code, "%v", err)
 	}
 	cursor = q.Get("cursor")
-	if q.Has("cursor") {
+	// empty: the first page, as on GET /v1/sessions and a workflow's
+	// checkpoints, and what the last page's next_cursor says (it was a
+	// 400 here: a walkthrough, 2026-11-30)
+	if cursor != "" {
 		sc, id, split := events.SplitEntityKey(cursor)
 		why := ""
 		switch {

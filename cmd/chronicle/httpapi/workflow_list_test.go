@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -131,6 +132,12 @@ func TestWorkflowList(t *testing.T) {
 	// a page that ends exactly at the last workflow has no next_cursor
 	if _, pages := listAll(t, srv.URL, "tok-b", "limit=2"); len(pages) != 1 || pages[0].NextCursor != "" {
 		t.Fatalf("tok-b's one full page: %+v", pages)
+	}
+	// an empty cursor (what the last page's next_cursor says) is the first
+	// page, as on the sessions list (it was a 400: a walkthrough)
+	_, first := listAll(t, srv.URL, "tok-b", "limit=2")
+	if code, body, _ := fetch(t, srv.URL, "tok-b", "/v1/workflows?limit=2&cursor="); code != http.StatusOK || !bytes.Contains(body, []byte(first[0].Workflows[0].Key()[len("project:b/"):])) {
+		t.Fatalf("GET /v1/workflows?cursor= : %d %s, want the first page", code, body)
 	}
 	for q, field := range map[string]string{
 		"limit=0": "limit:", "limit=-1": "limit:", "limit=abc": "limit:", "limit=": "limit:", "limit=501": "limit:",
