@@ -274,7 +274,10 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, workflows.ErrIDReused):
 		idx := 0
-		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("suggestion_id %q: its feedback is recorded with another verdict", d.SuggestionID), Index: &idx, Pointer: "/suggestion_id", Reason: "feedback already recorded with another verdict"})
+		// "verdict" read as accepted alone, when another mode or confidence
+		// under the same accepted was refused too (a walkthrough)
+		reason := "feedback already recorded for this suggestion with other values (accepted, mode or confidence): a suggestion takes one feedback; a retry sends the same values"
+		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("suggestion_id %q: %s", d.SuggestionID, reason), Index: &idx, Pointer: "/suggestion_id", Reason: reason})
 		return
 	case errors.As(err, &refusal):
 		code := http.StatusBadRequest

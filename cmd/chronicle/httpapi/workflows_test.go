@@ -361,6 +361,12 @@ func TestPostSuggest(t *testing.T) {
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 409 || m["pointer"] != "/suggestion_id" {
 		t.Fatalf("another verdict for s-1: %d %v", code, m)
 	}
+	// the same verdict with another mode: refused too, and the reason says
+	// which values count (it said "another verdict": a walkthrough)
+	one["accepted"], one["mode"] = true, "speculative_execution"
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 409 || !strings.Contains(fmt.Sprint(m["reason"]), "accepted, mode or confidence") {
+		t.Fatalf("another mode for s-1: %d %v", code, m)
+	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", map[string]any{"accepted": true, "mode": "suggestion", "confidence": 0.93}); code != 200 || m["feedbacks"].(float64) != 3 {
 		t.Fatalf("a feedback after the refused verdict: %d %v", code, m)
 	}
