@@ -81,6 +81,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 			return wrapAs(search.ErrInvalid, e.Error)
 		case http.StatusNotFound:
 			return wrapAs(search.ErrNotFound, e.Error)
+		case http.StatusUnprocessableEntity:
+			// an idempotency key reused for another recording: the
+			// caller's argument, said as the tools' own refusals (it read
+			// "memory_record failed: … chronicle POST /v1/memories: 422
+			// Unprocessable Entity: …" over MCP: a walkthrough)
+			return wrapAs(search.ErrInvalid, strings.Replace(e.Error, IdempotencyKeyHeader+": ", "idempotency_key (the "+IdempotencyKeyHeader+" header): ", 1))
 		}
 		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)}
 	}
