@@ -81,14 +81,8 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 			return wrapAs(search.ErrInvalid, e.Error)
 		case http.StatusNotFound:
 			return wrapAs(search.ErrNotFound, e.Error)
-		case http.StatusUnprocessableEntity:
-			// an idempotency key reused for another recording: the
-			// caller's argument, said as the tools' own refusals (it read
-			// "memory_record failed: … chronicle POST /v1/memories: 422
-			// Unprocessable Entity: …" over MCP: a walkthrough)
-			return wrapAs(search.ErrInvalid, strings.Replace(e.Error, IdempotencyKeyHeader+": ", "idempotency_key (the "+IdempotencyKeyHeader+" header): ", 1))
 		}
-		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)}
+		return &statusError{code: resp.StatusCode, detail: e.Error, msg: fmt.Sprintf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)}
 	}
 	return json.Unmarshal(b, out)
 }
@@ -97,8 +91,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 // 400 and 404 (those map to search.ErrInvalid and search.ErrNotFound):
 // its text names the request, the status and the service's error.
 type statusError struct {
-	code int
-	msg  string
+	code   int
+	detail string // the service's error alone
+	msg    string
 }
 
 func (e *statusError) Error() string { return e.msg }
@@ -163,14 +158,27 @@ func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, 
 	}
 	var out search.Recorded
 	err := c.doHeader(ctx, http.MethodPost, "/v1/memories", hdr, body, &out)
-	if hasStatus(err, http.StatusUnprocessableEntity) {
-		err = fmt.Errorf("%w: %v", search.ErrKeyReused, err)
+	var se *statusError
+	if errors.As(err, &se) && se.code == http.StatusUnprocessableEntity {
+		// the key reused for another recording: search.ErrKeyReused, and
+		// the caller's invalid argument, said as the tools' own refusals
+		// (over MCP it read "memory_record failed: … chronicle POST
+		// /v1/memories: 422 Unprocessable Entity: …": a walkthrough)
+		err = fmt.Errorf("%w: idempotency_key (the %s header): %w", search.ErrInvalid, IdempotencyKeyHeader,
+			keyReused(strings.TrimPrefix(se.detail, IdempotencyKeyHeader+": ")))
 	}
 	// the route leaves the evidence out for a caller that may not read
 	// the scope (search.WithheldRecorded)
 	out.Withheld = err == nil && out.Evidence == nil
 	return out, err
 }
+
+// keyReused is the service's text of a reused idempotency key; errors.Is
+// finds search.ErrKeyReused in it.
+type keyReused string
+
+func (e keyReused) Error() string { return string(e) }
+func (e keyReused) Unwrap() error { return search.ErrKeyReused }
 
 // Feedback implements search.Backend (POST /v1/memories/{id}/feedback).
 func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {

@@ -29,7 +29,7 @@ func TestClientErrors(t *testing.T) {
 		{400, `{"error":"limit: \"x\" is not an integer"}`, search.ErrInvalid, `invalid argument: limit: "x" is not an integer`},
 		// a reused idempotency key: the caller's argument (it named the
 		// internal request over MCP: a walkthrough, 2026-11-30)
-		{422, `{"error":"Idempotency-Key: idempotency key already used for another recording: k1"}`, search.ErrInvalid, "invalid argument: idempotency_key (the Idempotency-Key header): idempotency key already used for another recording: k1"},
+		{422, `{"error":"Idempotency-Key: idempotency key already used for another recording: k1"}`, search.ErrKeyReused, "invalid argument: idempotency_key (the Idempotency-Key header): idempotency key already used for another recording: k1"},
 		{403, `{"error":"scope: this token may not write project:a"}`, nil, "chronicle POST /v1/memories: 403 Forbidden: scope: this token may not write project:a"},
 		{401, `{"error":"access: missing or unknown bearer token"}`, nil, "chronicle POST /v1/memories: 401 Unauthorized: access: missing or unknown bearer token"},
 	}
