@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -93,8 +94,13 @@ func readLock(path string) (events.SolverLockedData, error) {
 	if err != nil {
 		return l, err
 	}
-	if err := json.Unmarshal(b, &l); err != nil {
-		return l, fmt.Errorf("--lock %s: %w", path, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return l, fmt.Errorf("--lock %s: not a lock file of chronicle solver lock: %w", path, err)
+	}
+	if err := treesearch.CheckLock(l); err != nil {
+		return l, fmt.Errorf("--lock %s: not a lock file of chronicle solver lock: %w", path, err)
 	}
 	return l, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -59,6 +60,31 @@ func SolverLock(searchID string, cfg events.SearchConfig, model string, p Propos
 	b, _ := json.Marshal(l)
 	l.LockSHA256 = sha(b)
 	return l
+}
+
+// CheckLock refuses l when it is no lock SolverLock wrote, saying why: a
+// member left out (search_id, proposer, evaluator, config_sha256,
+// lock_sha256) or a lock_sha256 that is not the SHA-256 of the rest (the
+// file was edited). VerifyLock compares only the members, so an edited
+// prompt hash read as a prompt that differs, and {"x":1} as a solver that
+// differs from an empty lock (a walkthrough, 2026-11-30).
+func CheckLock(l events.SolverLockedData) error {
+	switch {
+	case l.SearchID == "":
+		return errors.New("search_id missing")
+	case l.Proposer.Name == "" || l.Evaluator.Name == "":
+		return errors.New("proposer or evaluator missing")
+	case l.ConfigSHA256 == "":
+		return errors.New("config_sha256 missing")
+	case l.LockSHA256 == "":
+		return errors.New("lock_sha256 missing")
+	}
+	check := l
+	check.LockSHA256 = ""
+	if b, _ := json.Marshal(check); sha(b) != l.LockSHA256 {
+		return errors.New("lock_sha256 is not the SHA-256 of the rest: the lock was edited")
+	}
+	return nil
 }
 
 // VerifyLock refuses a solver whose lock differs from the frozen one,
