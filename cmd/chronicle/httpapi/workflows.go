@@ -665,6 +665,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		}
 		idx := 0
 		msg, ptr := refusalMessage(route, refusal)
+		if errors.Is(err, workflows.ErrCompleted) && refusal.Written == "" {
+			// completed between the route's own check and the dry run: the
+			// route's words, not the processor's naming its event type
+			// (two answers to one race read differently: a walkthrough)
+			msg = fmt.Sprintf("workflow %q completed: it takes no more events; fork it to go on", id)
+			refusal.Reason = workflows.ErrCompleted.Error()
+		}
 		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
