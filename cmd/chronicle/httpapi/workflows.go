@@ -681,6 +681,11 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		}
 		idx := 0
 		msg, ptr := requestPointer(route, ve.Error(), ve.Pointer, ve.Reason)
+		if route == "fork" && errors.Is(err, events.ErrEventTooLarge) {
+			// a 70-byte request: what is too large is the parent's state,
+			// which the fork's event carries (a walkthrough, 2026-11-30)
+			msg = "the fork's event carries the parent's state at the checkpoint, and " + msg + ": fork from an earlier checkpoint, or keep large values out of the workflow's state"
+		}
 		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: ve.Reason})
 		return
 	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
