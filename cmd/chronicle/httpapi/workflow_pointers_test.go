@@ -58,3 +58,26 @@ func TestDecisionOptionsAreAnswerable(t *testing.T) {
 		t.Fatalf("distinct options: %d %v", code, m)
 	}
 }
+
+// A fork whose parent's state is too large for one event (the fork's
+// event carries it) is a 413 that says so: the 70-byte request was told
+// "event: /: 1200838 bytes encoded, above the … limit" (a walkthrough,
+// 2026-11-30).
+func TestForkTooLargeSaysWhy(t *testing.T) {
+	_, post, _ := workflowAPI(t)
+	big := strings.Repeat("x", 400_000)
+	for i := range 3 {
+		if code, m := post("/v1/workflows/wbig/updates", fmt.Sprintf(`{"channel":"messages","update":"%d%s"}`, i, big)); code != http.StatusOK {
+			t.Fatalf("update %d: %d %v", i, code, m)
+		}
+	}
+	code, m := post("/v1/workflows/wbig/checkpoints", `{"layer":0}`)
+	if code != http.StatusOK {
+		t.Fatalf("checkpoint: %d %v", code, m)
+	}
+	cid := fmt.Sprint(m["checkpoint_id"])
+	code, m = post("/v1/workflows/wbig/fork", fmt.Sprintf(`{"workflow_id":"wbig2","checkpoint_id":%q}`, cid))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(fmt.Sprint(m["error"]), "the parent's state") {
+		t.Fatalf("fork of a parent too large: %d %v; want 413 saying the parent's state is too large", code, m)
+	}
+}
