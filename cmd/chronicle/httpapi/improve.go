@@ -100,13 +100,22 @@ func (s *Server) improvement(r *http.Request, key string) (improvementView, bool
 	for len(view.Chain) <= pair.MaxIterations+2 && cur != "" && !seen[cur] {
 		var next string
 		if local {
-			step := loopStep{SessionID: cur, Iteration: max(1, curView.Iteration), ParentSession: curView.ParentSession}
+			// each step's status as the session's own view says it
+			// (AWAITING_EVALUATION without an evaluation, IMPROVED once a
+			// revision met the criteria): a step said "" and the other
+			// REVISION_READY where the view said these (a walkthrough)
+			step := loopStep{SessionID: cur, Iteration: max(1, curView.Iteration), ParentSession: curView.ParentSession, Status: pair.LoopAwaitingEvaluation}
 			if ls, ok, err := pair.GetLoop(s.P.Store, events.EntityKey(scope, cur)); err == nil && ok {
 				step.Composite, step.Evaluated, step.Status = ls.Composite, ls.Evaluated, ls.Status
 			} else if curView.Evaluation != nil {
 				step.Composite, step.Evaluated, step.Status = curView.Evaluation.Composite, true, pair.LoopAwaitingContext
 				if curView.Evaluation.Recommendation == events.NotEvaluated {
 					step.Status = pair.LoopNotEvaluated
+				}
+			}
+			if step.Status != pair.LoopSuccess {
+				if by, err := improvedByOf(s.P.Store, events.EntityKey(scope, cur)); err == nil && by != nil {
+					step.Status = pair.LoopImproved
 				}
 			}
 			seen[cur] = true

@@ -133,6 +133,16 @@ func TestImproveStartsTheLoop(t *testing.T) {
 	if code != 200 || by["session_id"] != revID || by["iteration"] != float64(2) || by["memory_id"] == "" || after["next_attempt"] != nil || after["status"] != pair.LoopImproved {
 		t.Fatalf("parent after its revision met its criteria: %d %v", code, after)
 	}
+	// the chain says of each session what its own view says (the parent's
+	// step said REVISION_READY: a walkthrough, 2026-11-30)
+	code, revView := call(t, base, "tok-a", "GET", "/v1/sessions/"+url.PathEscape(revID)+"/improvement", nil)
+	chain, _ := revView["chain"].([]any)
+	if code != 200 || len(chain) != 2 {
+		t.Fatalf("the revision's chain: %d %v", code, revView)
+	}
+	if first, last := chain[0].(map[string]any), chain[1].(map[string]any); first["status"] != after["status"] || last["status"] != revView["status"] {
+		t.Fatalf("chain statuses %v, %v; want the views' %v, %v", first["status"], last["status"], after["status"], revView["status"])
+	}
 }
 
 // records reads every event of type typ on topic, to its end offsets.
