@@ -315,7 +315,10 @@ func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelo
 			o.written()
 		}
 		if herr != nil {
-			o.logger.Error("worker: event dead-lettered", herr, watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset})
+			// at Debug, as the engine's: serve logs each letter once, when
+			// the dead-letter projection applies it (it was logged twice, an
+			// ERROR here and a WARN there: an SRE's walkthrough, 2026-11-30)
+			o.logger.Debug("worker: event dead-lettered", watermill.LogFields{"worker": o.w.Name(), "partition": p, "offset": offset, "reason": herr.Error()})
 			if o.poisoned != nil {
 				o.poisoned()
 			}
