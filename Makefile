@@ -2,6 +2,11 @@
 GO      ?= go
 BIN     := bin/chronicle
 DATA    ?= ./data
+# HTTP and KAFKA: where make run serves the API and the embedded broker
+# listens (make run HTTP=127.0.0.1:8081 KAFKA=127.0.0.1:9093 when the
+# defaults are taken)
+HTTP    ?= 127.0.0.1:8080
+KAFKA   ?= 127.0.0.1:9092
 # VERSION: what chronicle --version prints (empty: the module version and VCS revision of the build)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 
@@ -12,11 +17,11 @@ build:
 
 ## run: the demo on the bundled tau-bench sessions, then keep serving the HTTP API on 127.0.0.1:8080
 run: build
-	$(BIN) demo --data $(DATA) --serve
+	$(BIN) demo --data $(DATA) --serve --http $(HTTP) --kafka-listen $(KAFKA)
 
 ## demo: the demo alone, summary as JSON
 demo: build
-	$(BIN) demo --data $(DATA) --json
+	$(BIN) demo --data $(DATA) --json --kafka-listen $(KAFKA)
 
 ## test: vet, then every test with the race detector (includes the crash test and, with the
 ## Weaviate server installed by `make weaviate`, the Weaviate integration tests)
