@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,10 +98,13 @@ type GapContext struct {
 // Group is the hits of one category for a gap.
 type Group struct {
 	Category string `json:"category"`
-	// SuccessRate pools the examples' source sessions: the share whose
-	// evaluation meets the criteria; nil when none is known.
+	// SuccessRate pools the examples' distinct source sessions: the share
+	// whose evaluation meets the criteria; nil when none is known.
 	SuccessRate *float64 `json:"success_rate,omitempty"`
-	// Sessions is how many source sessions SuccessRate is computed from.
+	// Sessions is how many distinct source sessions SuccessRate is
+	// computed from: a session two examples were learned from counts once
+	// (it counted once per example: two examples of one session read
+	// "sessions": 2; a new user's walkthrough, 2026-11-30).
 	Sessions int `json:"sessions"`
 	// Confidence is the mean confidence of the examples.
 	Confidence float64 `json:"confidence"`
@@ -240,9 +244,12 @@ func WeightedGaps(ev events.EvaluationData) []events.Gap {
 // rate from its source sessions and the group's pooled one.
 func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 	type acc struct {
-		g         Group
-		best      float64
-		met, know int
+		g    Group
+		best float64
+		// sources are the examples' source sessions by scope, each once,
+		// in first-seen order (the group's pooled rate)
+		sources map[string][]string
+		scopes  []string
 	}
 	byCat := map[string]*acc{}
 	for _, h := range hits {
@@ -270,8 +277,17 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 			if known > 0 {
 				r := float64(met) / float64(known)
 				ex.SuccessRate, ex.Sessions = &r, known
-				a.met += met
-				a.know += known
+			}
+			if a.sources == nil {
+				a.sources = map[string][]string{}
+			}
+			if _, ok := a.sources[h.Scope]; !ok {
+				a.scopes = append(a.scopes, h.Scope)
+			}
+			for _, id := range h.SourceSessions {
+				if !slices.Contains(a.sources[h.Scope], id) {
+					a.sources[h.Scope] = append(a.sources[h.Scope], id)
+				}
 			}
 		}
 		a.best = max(a.best, h.Relevance)
@@ -284,9 +300,17 @@ func GroupHits(hits []search.Hit, rate RateFunc) ([]Group, error) {
 			sum += e.Confidence
 		}
 		a.g.Confidence = round4(sum / float64(len(a.g.Examples)))
-		if a.know > 0 {
-			r := float64(a.met) / float64(a.know)
-			a.g.SuccessRate, a.g.Sessions = &r, a.know
+		var met, know int
+		for _, sc := range a.scopes {
+			m, k, err := rate(sc, a.sources[sc])
+			if err != nil {
+				return nil, err
+			}
+			met, know = met+m, know+k
+		}
+		if know > 0 {
+			r := float64(met) / float64(know)
+			a.g.SuccessRate, a.g.Sessions = &r, know
 		}
 		out = append(out, a)
 	}

@@ -171,8 +171,8 @@ func TestGroupHits(t *testing.T) {
 	if u := groups[2]; u.SuccessRate != nil || u.Sessions != 0 || len(u.Examples) != 1 || u.Examples[0].MemoryID != "m6" {
 		t.Fatalf("uncategorised group %+v", u)
 	}
-	if calls != 5 {
-		t.Fatalf("rate looked up %d times, want 5 (kept examples with source sessions only)", calls)
+	if calls != 7 {
+		t.Fatalf("rate looked up %d times, want 7 (kept examples with source sessions, 5, and each group with some, 2, once per scope)", calls)
 	}
 	// without a rate function there are no rates
 	groups, err = pair.GroupHits(hits, nil)
@@ -182,6 +182,17 @@ func TestGroupHits(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err := pair.GroupHits(hits, func(string, []string) (int, int, error) { return 0, 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("rate error not returned: %v", err)
+	}
+	// two examples learned from one session: the group's rate counts the
+	// session once (it read "sessions": 2 for one session that called the
+	// tool: a new user's walkthrough, 2026-11-30)
+	twice := []search.Hit{
+		hit("a1", 0.9, 0.8, "success", strat("book_flight"), "s1"),
+		hit("a2", 0.8, 0.8, "success", strat("book_flight"), "s1"),
+	}
+	groups, err = pair.GroupHits(twice, rate)
+	if err != nil || len(groups) != 1 || groups[0].Sessions != 1 || groups[0].SuccessRate == nil || *groups[0].SuccessRate != 1 {
+		t.Fatalf("one session behind two examples: %+v %v; want the group's rate over 1 session", groups, err)
 	}
 }
 
