@@ -67,8 +67,8 @@ func TestFrictions(t *testing.T) {
 			t.Errorf("POST /v1/dags with tool: %d %q", code, errOf(m))
 		}
 		code, m = call(t, base, "tok-a", "POST", "/v1/memories/m1/feedback", map[string]any{"comment": "no verdict"})
-		if code != 400 || errOf(m) != `body: missing property "helpful" (true or false)` {
-			t.Errorf("feedback without helpful: %d %q", code, errOf(m))
+		if code != 400 || errOf(m) != `body: missing property "helpful" (true or false)` || m["pointer"] != "/helpful" {
+			t.Errorf("feedback without helpful: %d %q at %v", code, errOf(m), m["pointer"])
 		}
 		code, m = call(t, base, "tok-a", "POST", "/v1/memories/m1/feedback", map[string]any{"helpful": true, "reason": "x"})
 		if code != 400 || errOf(m) != `body: unknown field "reason"` {

@@ -1393,7 +1393,8 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Helpful == nil {
-		writeErr(w, http.StatusBadRequest, "body: missing property \"helpful\" (true or false)")
+		// with its pointer, as the route's other 400s (a walkthrough)
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: "body: missing property \"helpful\" (true or false)", Pointer: "/helpful", Reason: "required: true or false"})
 		return
 	}
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/memories/"), "feedback")
