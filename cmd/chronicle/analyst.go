@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -34,6 +35,20 @@ func logBrokers(ctx context.Context, cmd *cobra.Command, c *commonFlags) ([]stri
 		return nil, nil, err
 	}
 	return b.Addrs(), b.Close, nil
+}
+
+// namedBrokers is err of a command given --brokers, naming the flag and
+// its value when err is the network's (a timeout, a refused connection):
+// replay against a port that never answered said only "replay: end
+// offsets: read tcp …: i/o timeout" after its 40 s, where ingest names
+// --brokers (a new user's walkthrough, 2026-11-30).
+func namedBrokers(cmd *cobra.Command, err error) error {
+	f := cmd.Flags().Lookup("brokers")
+	var ne net.Error
+	if err == nil || f == nil || !f.Changed || !errors.As(err, &ne) {
+		return err
+	}
+	return fmt.Errorf("--brokers %s: %w", f.Value.String(), err)
 }
 
 func replayCmd() *cobra.Command {
@@ -93,7 +108,7 @@ func replayCmd() *cobra.Command {
 						return fmt.Errorf("%w (and removing the store in %s: %v)", err, dir, rerr)
 					}
 				}
-				return err
+				return namedBrokers(cmd, err)
 			}
 			if err := store.MarkReplayFinished(); err != nil { // Replay leaves an empty log unmarked
 				return err
@@ -234,7 +249,7 @@ func auditCmd() *cobra.Command {
 				},
 			})
 			if err != nil {
-				return err
+				return namedBrokers(cmd, err)
 			}
 			diff, err := projections.Diff(live, rep)
 			if err != nil {
