@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -23,6 +25,15 @@ func workflowCmd() *cobra.Command {
 	}
 	print := func(c *cobra.Command) func(v any, err error) error {
 		return func(v any, err error) error {
+			var ce *client.Error
+			if errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
+				// say where the token comes from (a new user's walkthrough:
+				// "HTTP 401: access: missing or unknown bearer token" alone)
+				if os.Getenv(tokenEnv) == "" {
+					return fmt.Errorf("%w: $%s is empty; set it to a token of the service's tokens file (chronicle token create), or name another variable with --token-env", err, tokenEnv)
+				}
+				return fmt.Errorf("%w: the token in $%s is not one of the service's", err, tokenEnv)
+			}
 			if err != nil {
 				return cliScopeHint(err)
 			}
