@@ -574,7 +574,7 @@ func parseItem(r *kgo.Record, partitions int) projections.Item {
 		return it
 	}
 	it.Env = &env
-	it.Sum, it.IDSum = projections.ContentHash(&env), projections.IDHash(&env)
+	it.Sum, it.IDSum = projections.ContentHash(&env), projections.IDHashKeyed(&env, key)
 	return it
 }
 

@@ -101,8 +101,8 @@ func TestApplyBatchDuplicatesAndUnparsed(t *testing.T) {
 	defer s.Close()
 	items := batchItems(t, "a", "a", "b", "c", "d")
 	other := feedback(t, "b")
-	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":false}`)
-	items[3].Env = other // b again, other content
+	other.Data = []byte(`{"memory_id":"m1","signal":"task_completion","positive":false}`)
+	items[3].Env = other // b again, other content (the same memory: the same record key)
 	items[4].Env, items[4].Err, items[4].DeadLetter = nil, errors.New("does not parse"), nil
 	called := 0
 	outs, err := s.ApplyBatch("count", items, func(tx *projections.Tx, env *events.Envelope) error {

@@ -26,7 +26,8 @@ import (
 const (
 	prefixProjection = "p/"
 	prefixOffset     = "m/offset/"
-	prefixIdem       = "m/idem/"
+	prefixIdk        = "m/idk/"   // idempotency keys (IDHash: scope, record key, source, id)
+	prefixIdem       = "m/idem/"  // idempotency keys without the record key (scopedIDHash), read only
 	prefixDedup      = "m/dedup/" // idempotency keys without the scope (legacyIDHash), read only
 	prefixOutbox     = "m/outbox/"
 	prefixCache      = "x/"
@@ -225,8 +226,12 @@ type Store struct {
 	filled chan struct{}
 	// hasLegacyDedup: the store holds idempotency keys under m/dedup/
 	// (written before the scope was part of them), which lookups consult
-	// after m/idem/; a store created since has none.
+	// after m/idk/ and m/idem/; a store created since has none.
 	hasLegacyDedup bool
+	// hasLegacyIdem: the store holds idempotency keys under m/idem/
+	// (written before the record key was part of them), which lookups
+	// consult after m/idk/; a store created since has none.
+	hasLegacyIdem bool
 	closing        atomic.Bool
 
 	closeOnce sync.Once
@@ -349,8 +354,8 @@ func Open(dir string, opts Options) (*Store, error) {
 func (s *Store) fillKeys() {
 	defer close(s.filled)
 	n := 0
-	for _, prefix := range []string{prefixDedup, prefixIdem} {
-		if prefix == prefixDedup && !s.hasLegacyDedup {
+	for _, prefix := range []string{prefixDedup, prefixIdem, prefixIdk} {
+		if prefix == prefixDedup && !s.hasLegacyDedup || prefix == prefixIdem && !s.hasLegacyIdem {
 			continue
 		}
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: upper(prefix)})
@@ -378,6 +383,14 @@ func (s *Store) load() error {
 	}
 	s.hasLegacyDedup = legacy.First()
 	if err := legacy.Close(); err != nil {
+		return err
+	}
+	idem, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixIdem), UpperBound: upper(prefixIdem)})
+	if err != nil {
+		return err
+	}
+	s.hasLegacyIdem = idem.First()
+	if err := idem.Close(); err != nil {
 		return err
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixOffset), UpperBound: upper(prefixOffset)})
@@ -571,20 +584,29 @@ func OwnRow(prefix, key string) bool {
 // dedupKey is the idempotency key of an event for processor: the prefix,
 // the processor's name and the event's IDHash.
 func dedupKey(processor string, idSum []byte) []byte {
-	return dedupKeyIn(prefixIdem, processor, idSum)
+	return dedupKeyIn(prefixIdk, processor, idSum)
 }
 
-// dedupKeyIn is the idempotency key of idSum under prefix: prefixIdem
-// (IDHash) or prefixDedup (legacyIDHash).
+// dedupKeyIn is the idempotency key of idSum under prefix: prefixIdk
+// (IDHash), prefixIdem (scopedIDHash) or prefixDedup (legacyIDHash).
 func dedupKeyIn(prefix, processor string, idSum []byte) []byte {
 	k := make([]byte, 0, len(prefix)+len(processor)+1+len(idSum))
 	return append(append(append(append(k, prefix...), processor...), '/'), idSum...)
 }
 
-// legacyDedup looks up env's idempotency key of processor under m/dedup/,
-// where a store written before the scope was part of the key holds it;
-// not found in a store that has none there.
+// legacyDedup looks up env's idempotency key of processor in the layouts
+// a store written before holds: under m/idem/ (before the record key was
+// part of the key), then under m/dedup/ (before the scope was); not found
+// in a store that has none there.
 func (s *Store) legacyDedup(processor string, env *events.Envelope) (prev []byte, found bool, err error) {
+	if s.hasLegacyIdem {
+		k := dedupKeyIn(prefixIdem, processor, scopedIDHash(env))
+		if !s.keys.absent(k) {
+			if prev, found, err = s.getRaw(k); err != nil || found {
+				return prev, found, err
+			}
+		}
+	}
 	if !s.hasLegacyDedup {
 		return nil, false, nil
 	}
