@@ -232,7 +232,7 @@ type Store struct {
 	// (written before the record key was part of them), which lookups
 	// consult after m/idk/; a store created since has none.
 	hasLegacyIdem bool
-	closing        atomic.Bool
+	closing       atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
