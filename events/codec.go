@@ -159,8 +159,17 @@ func StructuredJSON(r *kgo.Record) ([]byte, error) {
 }
 
 // structuredJSON is the CloudEvents JSON form of r as recorded (binary
-// mode converted).
+// mode converted). A content-type of the CloudEvents media type
+// (application/cloudevents…, in any case) is structured mode whatever
+// other headers the record has, as the Kafka protocol binding says (§3.1:
+// "If the header value is prefixed with the CloudEvents media type …, the
+// receiver uses structured mode, otherwise it defaults to binary mode"):
+// a ce_traceparent header beside a structured event made it parse as
+// binary mode and dead-lettered it (a raw-Kafka walkthrough, 2026-11-30).
 func structuredJSON(r *kgo.Record) ([]byte, error) {
+	if structuredMode(r) {
+		return r.Value, nil
+	}
 	var binary bool
 	attrs := map[string]any{}
 	for _, h := range r.Headers {
@@ -195,4 +204,16 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: "binary-mode value is not valid JSON"}
 	}
 	return json.Marshal(attrs)
+}
+
+// structuredMode reports whether r's content-type header (the last one,
+// as a repeated header counts) names the CloudEvents media type.
+func structuredMode(r *kgo.Record) bool {
+	ct := ""
+	for _, h := range r.Headers {
+		if strings.EqualFold(h.Key, headerContentType) {
+			ct = string(h.Value)
+		}
+	}
+	return len(ct) >= len("application/cloudevents") && strings.EqualFold(ct[:len("application/cloudevents")], "application/cloudevents")
 }

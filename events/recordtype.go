@@ -13,6 +13,10 @@ import (
 // says what is wrong with such a record. Consumers that act on a few
 // types skip the others with it (processors.TypedWorker).
 func RecordType(r *kgo.Record) (t Type, ok bool) {
+	if structuredMode(r) { // as structuredJSON reads it
+		v, isStr, _, _ := dataMember(r.Value, "type")
+		return Type(v), isStr && v != ""
+	}
 	binary, typ, found := false, []byte(nil), false
 	for _, h := range r.Headers {
 		k := strings.ToLower(h.Key)
