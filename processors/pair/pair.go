@@ -189,12 +189,25 @@ const GoalSeparator = " — task: "
 // gap whose criterion says nothing about the task ("no airline-database
 // write at all") find what sessions of the same task did: strategy
 // memories describe their task by the same goal sentence.
+//
+// The goal and the gap's part are clipped to MaxQueryGoal characters
+// each: the query is part of
+// the PAIR context event, and a goal without a sentence break is the
+// whole task, so a 960,000-character task made a context of 1.9 MB, above
+// the event limit, and the pair worker dead-lettered the (small)
+// evaluation (a raw-Kafka walkthrough, 2026-11-30).
 func QueryFor(g events.Gap, goal string) string {
+	q := distill.ClipWords(Query(g), MaxQueryGoal)
 	if goal = strings.TrimSpace(goal); goal == "" {
-		return Query(g)
+		return q
 	}
-	return Query(g) + GoalSeparator + goal
+	return q + GoalSeparator + distill.ClipWords(goal, MaxQueryGoal)
 }
+
+// MaxQueryGoal is the most characters (runes) of a session's goal, and of
+// the gap's part, a PAIR query carries (1,000 each: tau-bench's goal
+// sentences and criteria are far shorter).
+const MaxQueryGoal = 1000
 
 // SearchQuery is the memory search PAIR runs for gap g of session
 // sessionID, whose task has goal: text QueryFor(g, goal), outcome success,

@@ -443,3 +443,20 @@ func TestRetrieveMergesPatterns(t *testing.T) {
 		t.Fatalf("pattern example %+v", p)
 	}
 }
+
+// A query stays bounded whatever the task and criterion: each part at
+// most MaxQueryGoal characters (a 960,000-character task without a
+// sentence break was the goal whole, twice in a context event of 1.9 MB,
+// and the pair worker dead-lettered the evaluation: a walkthrough,
+// 2026-11-30); short ones are as they were.
+func TestQueryIsBounded(t *testing.T) {
+	g := events.Gap{CriterionID: "c1", Description: strings.Repeat("d", 500_000)}
+	q := pair.QueryFor(g, strings.Repeat("q", 960_000))
+	if n := utf8.RuneCountInString(q); n > 2*pair.MaxQueryGoal+len(pair.GoalSeparator) {
+		t.Fatalf("query of %d characters", n)
+	}
+	short := events.Gap{CriterionID: "c1", Description: "book the flight"}
+	if got, want := pair.QueryFor(short, "Book a flight."), pair.Query(short)+pair.GoalSeparator+"Book a flight."; got != want {
+		t.Fatalf("a short query changed: %q, want %q", got, want)
+	}
+}
