@@ -36,6 +36,10 @@ func repeatedMember(raw []byte) (pointer string, ok bool) {
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
+// PointerToken escapes a member name as one JSON pointer reference token
+// (RFC 6901: "~" as "~0", "/" as "~1"): "a/b" is the token "a~1b".
+func PointerToken(name string) string { return pointerEscaper.Replace(name) }
+
 // firstRepeated reads one value from dec; ptr is its JSON pointer.
 func firstRepeated(dec *json.Decoder, ptr string) (string, bool, error) {
 	tok, err := dec.Token()

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/chronicle-dev/chronicle/events"
 )
 
 // inexactMember returns the JSON pointer and name of the first object
@@ -28,9 +30,7 @@ func inexactMember(body []byte, t reflect.Type) (pointer, name string, ok bool) 
 
 // pointerToken escapes a member name as one JSON pointer reference token
 // (RFC 6901: "~" as "~0", "/" as "~1").
-func pointerToken(name string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
-}
+func pointerToken(name string) string { return events.PointerToken(name) }
 
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()

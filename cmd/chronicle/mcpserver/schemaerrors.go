@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chronicle-dev/chronicle/events"
 )
 
 // readableSchemaErrors rewrites the tool error the SDK answers for
@@ -67,7 +69,7 @@ func readableSchemaError(msg string) string {
 		if err != nil {
 			name = m[1]
 		}
-		return fmt.Sprintf("invalid argument: /%s: additionalProperties: %q is not an argument of this tool", pointerToken(name), name)
+		return fmt.Sprintf("invalid argument: /%s: additionalProperties: %q is not an argument of this tool", events.PointerToken(name), name)
 	}
 	if m := requiredRe.FindStringSubmatch(msg); m != nil {
 		var names []string
@@ -77,7 +79,7 @@ func readableSchemaError(msg string) string {
 			}
 		}
 		if len(names) == 1 {
-			return fmt.Sprintf("invalid argument: /%s: required: missing", pointerToken(names[0]))
+			return fmt.Sprintf("invalid argument: /%s: required: missing", events.PointerToken(names[0]))
 		}
 		return fmt.Sprintf("invalid argument: /: required: missing %s", strings.Join(names, ", "))
 	}
@@ -132,9 +134,4 @@ func readableSchemaError(msg string) string {
 		}
 	}
 	return fmt.Sprintf("invalid argument: %s: %s: %s", ptr, keyword, detail)
-}
-
-// pointerToken escapes name as one JSON pointer token (RFC 6901).
-func pointerToken(name string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }
