@@ -7,7 +7,8 @@
 //
 //	p/<projection>/<key>                    projection rows (the digest covers these only)
 //	m/offset/<processor>/<topic>/<partition> next offset to consume (8-byte big-endian)
-//	m/idem/<processor>/<sha256(scope,source,id)> idempotency key of an applied event
+//	m/idk/<processor>/<sha256(scope,key,source,id)> idempotency key of an applied event (IDHashKeyed; key: the record key, empty on a single-partition topic)
+//	m/idem/<processor>/<sha256(scope,source,id)> the same, written before the record key was in it (read only)
 //	m/dedup/<processor>/<sha256(source,id)>  the same, written before the scope was in it (read only)
 //	m/outbox/<seq, 8-byte big-endian>       derived record waiting for the relay
 //
