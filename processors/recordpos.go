@@ -2,6 +2,7 @@ package processors
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -30,12 +31,14 @@ func RecordPosition(ctx context.Context) (projections.Position, bool) {
 }
 
 // messagePosition is msg's position on topic from the subscriber's
-// metadata (kafkapubsub's partition and offset keys).
-func messagePosition(msg *message.Message, topic string) (projections.Position, bool) {
+// metadata (kafkapubsub's partition and offset keys); the error names what
+// did not parse. The Runner's gate, RecordPosition and the exactly-once
+// worker path all read it here.
+func messagePosition(msg *message.Message, topic string) (projections.Position, error) {
 	p, err1 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
 	o, err2 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.OffsetMetadataKey), 10, 64)
-	if err1 != nil || err2 != nil {
-		return projections.Position{}, false
+	if err := errors.Join(err1, err2); err != nil {
+		return projections.Position{}, err
 	}
-	return projections.Position{Topic: topic, Partition: int32(p), Offset: o}, true
+	return projections.Position{Topic: topic, Partition: int32(p), Offset: o}, nil
 }

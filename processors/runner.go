@@ -387,16 +387,16 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 				}
 				return err // the poison queue's (WorkersAtLeastOnce)
 			}
+			pos, perr := messagePosition(msg, string(w.Topic())) // read once, for the gate and for Handle
 			if gate != nil {
-				p, err := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
-				if err != nil {
-					return fmt.Errorf("processors: worker %s: the message's partition: %w", w.Name(), err)
+				if perr != nil {
+					return fmt.Errorf("processors: worker %s: the message's partition: %w", w.Name(), perr)
 				}
-				if err := gate.admit(int32(p)); err != nil {
+				if err := gate.admit(pos.Partition); err != nil {
 					return err
 				}
 			}
-			if pos, ok := messagePosition(msg, string(w.Topic())); ok {
+			if perr == nil {
 				msg.SetContext(WithRecordPosition(msg.Context(), pos)) // RecordPosition, for Handle
 			}
 			return handle(msg, &env)

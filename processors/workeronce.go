@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -237,12 +236,12 @@ func (o *workerOnce) deadLetter(msg *message.Message, perr error) error {
 // handleOrDeadLetter is handle, or with perr set deadLetter.
 func (o *workerOnce) handleOrDeadLetter(msg *message.Message, env *events.Envelope, perr error) error {
 	ctx := msg.Context()
-	partition, err1 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.PartitionMetadataKey), 10, 32)
-	offset, err2 := strconv.ParseInt(msg.Metadata.Get(kafkapubsub.OffsetMetadataKey), 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
+	topic := string(o.w.Topic())
+	pos, err := messagePosition(msg, topic)
+	if err != nil {
 		return fmt.Errorf("processors: worker %s: the message's position: %w", o.w.Name(), err)
 	}
-	p, topic := int32(partition), string(o.w.Topic())
+	p, offset := pos.Partition, pos.Offset
 	op, err := o.producer(ctx, p)
 	if err != nil {
 		return err
