@@ -77,7 +77,7 @@ func serveCmd() *cobra.Command {
 			// group can take a session timeout (a restart after kill -9
 			// on a separate broker: 43 s), and a client held on an
 			// accepted connection that never answers
-			late := &startingHandler{}
+			late := &startingHandler{starting: httpapi.LogRequests(rl, http.HandlerFunc(answerStarting))}
 			srv, errc := startHTTP(ln, late)
 			defer srv.Close() // a failed start: nothing is served
 			// the group places each task where its state is (a restart
@@ -291,11 +291,14 @@ func serveListener(ctx context.Context, s *httpapi.Server, ln net.Listener) erro
 	return waitHTTP(ctx, srv, errc)
 }
 
-// startingHandler answers 503 with Retry-After: 1 and {"status":
-// "starting", "error": …} until set gives it the API's handler: serve
-// listens before its pipeline starts (the advertised URL joins the group
-// with it), and the start can take a group session timeout.
-type startingHandler struct{ h atomic.Pointer[http.Handler] }
+// startingHandler answers with starting (answerStarting, through the
+// request log) until set gives it the API's handler: serve listens before
+// its pipeline starts (the advertised URL joins the group with it), and
+// the start can take a group session timeout.
+type startingHandler struct {
+	h        atomic.Pointer[http.Handler]
+	starting http.Handler
+}
 
 func (s *startingHandler) set(h http.Handler) { s.h.Store(&h) }
 
@@ -304,6 +307,12 @@ func (s *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		(*h).ServeHTTP(w, r)
 		return
 	}
+	s.starting.ServeHTTP(w, r)
+}
+
+// answerStarting answers 503 with Retry-After: 1 and {"status":
+// "starting", "error": …}.
+func answerStarting(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os/exec"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +24,11 @@ func TestServeAnswersWhileStarting(t *testing.T) {
 	brk := startBrokerProcess(t, t.TempDir(), brokerAddr)
 	t.Cleanup(func() { _ = brk.Process.Kill(); _ = brk.Wait() })
 	data := t.TempDir()
-	serve := func() *exec.Cmd {
+	serve := func(stderr *lockedBuffer) *exec.Cmd {
 		cmd := exec.Command(binary, "serve", "--data", data, "--brokers", brokerAddr, "--http", httpAddr, "--session-timeout", "6s")
+		if stderr != nil {
+			cmd.Stderr = stderr
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -61,14 +67,39 @@ func TestServeAnswersWhileStarting(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	first := serve()
+	first := serve(nil)
 	waitOK(60 * time.Second)
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	serve()
+	var stderr lockedBuffer
+	serve(&stderr)
 	if n := waitOK(60 * time.Second); n == 0 {
 		t.Fatal("the restarted instance never answered 'starting' while its dead self's session ran out")
 	}
+	// each 503 has its request-log line, as every answer of the API
+	// (they had none)
+	if out := stderr.String(); !strings.Contains(out, "path=/healthz status=503") {
+		t.Fatalf("no request-log line for a 503 starting answer; stderr:\n%s", out)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a child process's stderr copier writes
+// while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -233,6 +234,12 @@ func TestFrictions(t *testing.T) {
 		call(t, base, "tok-a", "GET", "/v1/sessions?scope=project:a&limit=2", nil)
 		call(t, base, "chr_wrong", "GET", "/v1/sessions", nil)
 		fetch(t, base, "tok-a", "/v1/sessions/no-such-session", httpapi.ForwardedHeader, "member-x", httpapi.FanOutHeader, "1")
+		// a POST /v1/events names its events' scopes, the token's
+		// default write scope filled in: one event without a scope, one
+		// of a scope the token may not write (a 403, logged with it)
+		a, _ := sessionIn(t, 0, "", "log")
+		b, _ := sessionIn(t, 1, "project:b", "log")
+		call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{a[0], b[0]})
 		var lines []map[string]any
 		for _, l := range strings.Split(strings.TrimSpace(logBuf.String()), "\n") {
 			var m map[string]any
@@ -245,10 +252,13 @@ func TestFrictions(t *testing.T) {
 			t.Errorf("the request log carries a token: %s", logBuf.String())
 		}
 		n := len(lines)
-		if n < 3 {
+		if n < 4 {
 			t.Fatalf("request log: %d lines", n)
 		}
-		ok, bad, probe := lines[n-3], lines[n-2], lines[n-1]
+		ok, bad, probe, post := lines[n-4], lines[n-3], lines[n-2], lines[n-1]
+		if post["path"] != "/v1/events" || post["status"] != 403.0 || post["scope"] != "project:a,project:b" {
+			t.Errorf("log line of a POST /v1/events: %v, want scope project:a,project:b", post)
+		}
 		if probe["status"] != 404.0 || probe["forwarded_by"] != "member-x" || probe["fan_out"] != true {
 			t.Errorf("log line of a member's fan-out probe: %v", probe)
 		}

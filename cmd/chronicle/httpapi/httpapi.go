@@ -487,6 +487,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	noteEventScopes(r, envs)
 	for i := range envs {
 		if sc := envs[i].EffectiveScope(); !c.CanWrite(sc) {
 			idx := i
