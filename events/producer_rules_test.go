@@ -386,3 +386,39 @@ func TestDecisionOptionsAreAnswerable(t *testing.T) {
 		t.Errorf("distinct options: %v", err)
 	}
 }
+
+// A pass cannot have more steps left, or have used more, than its profile
+// allocates: producer paths refuse ttl_remaining or ttl_used above
+// TaskProfile.TTL when the pass carries its profile, naming the member;
+// the consumer's parse still applies such a record of a log written
+// before (a walkthrough, 2026-11-30: ttl_remaining 50 of 6 was taken).
+func TestPassTTLWithinItsProfile(t *testing.T) {
+	event := func(ttl string) []byte {
+		return []byte(`{"specversion":"1.0","id":"p1","source":"test","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","pass_number":1,"phase":"D",` + ttl +
+			`,"profile":{"reasoning_depth":3,"information_sufficiency":0.5,"expected_tool_usage":"moderate","output_breadth":"moderate","confidence_requirement":"medium"},"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
+	}
+	if got := events.DefaultTaskProfile().TTL(); got != 6 {
+		t.Fatalf("the default profile's TTL: %d, want the design's 6", got)
+	}
+	for ttl, pointer := range map[string]string{`"ttl_remaining":7`: "/data/ttl_remaining", `"ttl_remaining":50`: "/data/ttl_remaining", `"ttl_remaining":0,"ttl_used":7`: "/data/ttl_used"} {
+		_, err := events.ParseProducerEvent(event(ttl))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != pointer {
+			t.Errorf("%s: %v, want a refusal at %s", ttl, err, pointer)
+		}
+		if _, err := events.ParseEvent(event(ttl)); err != nil {
+			t.Errorf("%s: the consumer's parse refused it: %v", ttl, err)
+		}
+	}
+	for _, ttl := range []string{`"ttl_remaining":6`, `"ttl_remaining":0`, `"ttl_remaining":2,"ttl_used":4`} {
+		if _, err := events.ParseProducerEvent(event(ttl)); err != nil {
+			t.Errorf("%s: %v", ttl, err)
+		}
+	}
+	// without a profile the pass takes the previous pass's, which only the
+	// processor knows: not checked here
+	noProfile := []byte(`{"specversion":"1.0","id":"p2","source":"test","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","pass_number":2,"phase":"D","ttl_remaining":50,"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
+	if _, err := events.ParseProducerEvent(noProfile); err != nil {
+		t.Errorf("a pass without a profile: %v", err)
+	}
+}

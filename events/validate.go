@@ -342,7 +342,36 @@ func checkProduced(e *Envelope) error {
 	if err := checkDecisionOptions(e); err != nil {
 		return err
 	}
+	if err := checkPassTTL(e); err != nil {
+		return err
+	}
 	return checkToolNames(e)
+}
+
+// checkPassTTL refuses a reasoning.pass.completed.v1 that carries its
+// profile and whose ttl_remaining is above the TTL that profile allocates
+// (TaskProfile.TTL), or whose ttl_used is: a pass cannot have more steps
+// left, or have used more, than it was given (ttl_remaining 50 of 6 was
+// taken and shown as such: a walkthrough, 2026-11-30). A pass without a
+// profile takes the previous pass's, which only the processor knows, so
+// it is not checked here. Producer paths only: the passes processor
+// applies a log written before as it did.
+func checkPassTTL(e *Envelope) error {
+	if e.Type != ReasoningPassCompleted {
+		return nil
+	}
+	var d ReasoningPassData
+	if gojson.Unmarshal(e.Data, &d) != nil || d.Profile == nil {
+		return nil // checkPayload judged the shape
+	}
+	allocated := d.Profile.TTL()
+	if d.TTLRemaining > allocated {
+		return &ValidationError{Index: -1, Pointer: "/data/ttl_remaining", Reason: fmt.Sprintf("%d is above the %d steps this pass's profile allocates (TTL = max(1, ceil(2 · reasoning_depth · tools · breadth · confidence · sufficiency)); README \"Multi-pass reasoning\")", d.TTLRemaining, allocated)}
+	}
+	if d.TTLUsed != nil && *d.TTLUsed > allocated {
+		return &ValidationError{Index: -1, Pointer: "/data/ttl_used", Reason: fmt.Sprintf("%d is above the %d steps this pass's profile allocates", *d.TTLUsed, allocated)}
+	}
+	return nil
 }
 
 // checkDecisionOptions refuses a workflow.decision.requested.v1 whose
