@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver/mcptest"
 )
 
 // TestServeAnswersWhileStarting: an instance restarted after kill -9 on a
@@ -24,7 +24,7 @@ func TestServeAnswersWhileStarting(t *testing.T) {
 	brk := startBrokerProcess(t, t.TempDir(), brokerAddr)
 	t.Cleanup(func() { _ = brk.Process.Kill(); _ = brk.Wait() })
 	data := t.TempDir()
-	serve := func(stderr *lockedBuffer) *exec.Cmd {
+	serve := func(stderr *mcptest.Buffer) *exec.Cmd {
 		cmd := exec.Command(binary, "serve", "--data", data, "--brokers", brokerAddr, "--http", httpAddr, "--session-timeout", "6s")
 		if stderr != nil {
 			cmd.Stderr = stderr
@@ -73,7 +73,7 @@ func TestServeAnswersWhileStarting(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	var stderr lockedBuffer
+	var stderr mcptest.Buffer
 	serve(&stderr)
 	if n := waitOK(60 * time.Second); n == 0 {
 		t.Fatal("the restarted instance never answered 'starting' while its dead self's session ran out")
@@ -83,23 +83,4 @@ func TestServeAnswersWhileStarting(t *testing.T) {
 	if out := stderr.String(); !strings.Contains(out, "path=/healthz status=503") {
 		t.Fatalf("no request-log line for a 503 starting answer; stderr:\n%s", out)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a child process's stderr copier writes
-// while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
