@@ -200,6 +200,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if err != nil {
 			return nil, err
 		}
+		clean, err := stoppedCleanly(cfg.DataDir)
+		if err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("broker: log %s: %s: %w", cfg.DataDir, StoppedFile, err)
+		}
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle")}
 		if cfg.SyncWrites {
 			opts = append(opts, kfake.SyncWrites())
@@ -214,6 +219,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.cluster, b.lock = c, lock
 		b.addrs = c.ListenAddrs()
+		if !clean {
+			// before anything else writes (see abortDangling)
+			if _, err := abortDangling(ctx, b.addrs); err != nil {
+				b.close(false) // still to be done by the next Start
+				return nil, fmt.Errorf("broker: log %s: closing the transactions a killed process left open: %w", cfg.DataDir, err)
+			}
+		}
 	}
 	if err := ensureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor, cfg.OnPartitionsDiffer); err != nil {
 		b.Close()
@@ -228,12 +240,21 @@ func (b *Broker) Addrs() []string { return b.addrs }
 // Embedded reports whether this process runs the broker.
 func (b *Broker) Embedded() bool { return b.cluster != nil }
 
-// Close stops the embedded broker, persisting its state; it does nothing
-// for an external cluster.
-func (b *Broker) Close() {
+// Close stops the embedded broker, persisting its state, then writes
+// StoppedFile; it does nothing for an external cluster.
+func (b *Broker) Close() { b.close(true) }
+
+// close is Close; stopped false leaves StoppedFile unwritten.
+func (b *Broker) close(stopped bool) {
 	if b.cluster != nil {
 		b.cluster.Close()
 		b.cluster = nil
+		if stopped {
+			// the next Start need not close what a killed process left
+			// open (abortDangling); a failure to say so only costs it
+			// that work
+			_ = markStopped(b.cfg.DataDir)
+		}
 		b.lock.Close() // after Close has persisted the log
 		b.lock = nil
 	}
