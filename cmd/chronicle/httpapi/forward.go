@@ -174,11 +174,15 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			return
 		}
 		v, err := s.groupView(r.Context())
-		if err != nil && brokersAway(err) && s.dir.wasCluster() && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		if err != nil && brokersAway(err) && s.dir.wasCluster() {
 			// the brokers have been away longer than a session timeout:
 			// the local store is all there is, and its "not found" may be
 			// another member's data (a false 404: an SRE's walkthrough).
-			// Reads only: a write is refused or forwarded as before
+			// Writes too: a feedback or a workflow's complete for an
+			// entity another member holds was answered 404 "not found",
+			// and a client drops a write so answered (a cluster
+			// walkthrough, 2026-11-30); what this store holds is written
+			// as before (the producer's bounded wait, then 503)
 			s.localOrUnknown(rt, id, next)(w, r)
 			return
 		}
@@ -309,6 +313,18 @@ func (s *Server) toTopicOwner(topic events.Topic, wait time.Duration, next http.
 			return
 		}
 		v, err := s.groupView(r.Context())
+		if err != nil && brokersAway(err) && s.dir.wasCluster() && !s.ownsLocally(string(topic), 0) {
+			// the brokers have been away longer than a session timeout and
+			// this member does not hold the topic: its store's answer (a
+			// memory search) would be another member's data as of whenever
+			// this one last copied it, or nothing, answered 200 (a
+			// cluster walkthrough, 2026-11-30: a search missed the memory
+			// just recorded, and on another member found none at all)
+			w.Header().Set("Retry-After", "1")
+			writeErr(w, http.StatusServiceUnavailable, "this member does not hold %s, which answers this request, and the brokers have not answered for longer than the processors' group's session timeout (%v), so which member holds it is unknown: retry once they answer",
+				topic, s.sessionTimeout())
+			return
+		}
 		if err != nil || !(v.blind || v.forwarding()) || v.parts[string(topic)] != 1 {
 			next(w, r)
 			return
@@ -345,20 +361,19 @@ type RestoringPartition struct {
 	Remaining int64 `json:"remaining_records"`
 }
 
-// restoreAware wraps a read answered from this instance's store: while
+// restoreAware wraps a request answered from this instance's store: while
 // the engine restores a partition of the entity's topic, a 404 becomes a
 // 503 RestoringError with Retry-After: 1 (any other answer passes; an
 // entity already restored is found as ever). Before, an instance that
 // had just started answered 404 for sessions it had applied before a
 // crash, for the half second its restore took (a walkthrough with kill
-// -9 on an external broker). Writes pass unchanged; GET and HEAD are
-// wrapped.
+// -9 on an external broker). Writes are wrapped too: a retried decision
+// answer or a workflow's complete right after a restart was a 404
+// "workflow not found" (or "decision not pending, nor answered") for an
+// entity the restore had not reached yet, and a client drops a write so
+// answered (a crash walkthrough, 2026-11-30); a write's 404 wrote nothing.
 func (s *Server) restoreAware(rt ownerRoute, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			h(w, r)
-			return
-		}
 		_, suffix, err := rt.split(r)
 		if err != nil {
 			h(w, r)

@@ -232,7 +232,24 @@ func TestReadWhileRestoringIsNotA404(t *testing.T) {
 	if code := get(t, srv, "/v1/sessions", nil); code != http.StatusServiceUnavailable {
 		t.Fatalf("the list while restoring: %d, want 503", code)
 	}
+	// nor a write's 404 (a retried decision answer right after a
+	// restart was "workflow not found", and a client drops a write so
+	// answered: a crash walkthrough, 2026-11-30)
+	improve := func() int {
+		resp, err := http.Post(srv.URL+"/v1/sessions/no-such-session/improve", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := improve(); code != http.StatusServiceUnavailable {
+		t.Fatalf("a write for an unknown session while restoring: %d, want 503", code)
+	}
 	release()
+	if code := improve(); code != http.StatusNotFound {
+		t.Fatalf("a write for an unknown session once restored: %d, want 404", code)
+	}
 	if code := get(t, srv, "/v1/sessions/no-such-session", nil); code != http.StatusNotFound {
 		t.Fatalf("an unknown session once restored: %d, want 404", code)
 	}

@@ -236,3 +236,62 @@ func kfakeService(ctx context.Context, t *testing.T) (*kfake.Cluster, *httptest.
 	}
 	return cluster, srv, health
 }
+
+// TestWritesNotAcknowledgedSayTheOutcomeIsUnknown: a memory's feedback
+// and a workflow's write that the broker did not acknowledge are 503s
+// that say the event may still be written and how to tell or retry
+// safely: the feedback has no idempotency key (a retry records it again:
+// look at the memory's history first), a workflow write takes its
+// event_id again. Before, both answered the broker's error alone, and in
+// a cluster walkthrough (2026-11-30) both such feedbacks and a complete
+// were applied once the broker came back.
+func TestWritesNotAcknowledgedSayTheOutcomeIsUnknown(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
+	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		if resp.StatusCode/100 != 2 {
+			msg, _ := m["error"].(string)
+			return resp.StatusCode, msg
+		}
+		id, _ := m["id"].(string)
+		return http.StatusOK, id
+	}
+	code, mid := post("/v1/memories", `{"title":"t","description":"d","content":"c","outcome":"success"}`)
+	if code != http.StatusOK || mid == "" {
+		t.Fatalf("POST /v1/memories: %d %q", code, mid)
+	}
+	if code, msg := post("/v1/workflows/w-1/updates", `{"channel":"messages","update":"hi"}`); code != http.StatusOK {
+		t.Fatalf("POST /v1/workflows/w-1/updates: %d %s", code, msg)
+	}
+	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+	})
+	if code, msg := post("/v1/memories/"+mid+"/feedback", `{"helpful":true}`); code != http.StatusServiceUnavailable ||
+		!strings.Contains(msg, "may still be recorded") || !strings.Contains(msg, "/v1/memories/"+mid+"/history") || !strings.Contains(msg, "UNKNOWN_SERVER_ERROR") {
+		t.Errorf("feedback while the broker refuses writes: %d %q", code, msg)
+	}
+	if code, msg := post("/v1/workflows/w-1/complete", `{"outcome":"success","event_id":"done-1"}`); code != http.StatusServiceUnavailable ||
+		!strings.Contains(msg, "may still be written") || !strings.Contains(msg, `"event_id": "done-1"`) || !strings.Contains(msg, "UNKNOWN_SERVER_ERROR") {
+		t.Errorf("complete while the broker refuses writes: %d %q", code, msg)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -1430,6 +1431,14 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
+	}
+	if errors.Is(err, events.ErrNotAcknowledged) {
+		// the broker may have written it all the same: a client that
+		// retries records a second feedback (seen twice in a cluster
+		// walkthrough, 2026-11-30, after a plain 503)
+		w.Header().Set("Retry-After", "5")
+		writeErr(w, http.StatusServiceUnavailable, "the feedback may still be recorded (its outcome is unknown): GET /v1/memories/%s/history shows whether it was, before a retry records it again: %v", url.PathEscape(id), err)
+		return
 	}
 	if err != nil {
 		toolError(w, err)

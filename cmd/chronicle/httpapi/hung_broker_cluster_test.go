@@ -219,6 +219,27 @@ func TestReadsBoundedWhileTheBrokerHangs(t *testing.T) {
 			over, reads, bound, slowest, healthOver, healths, httpapi.HealthTimeout, slowestHealth, scrapeOver, scrapes, slowestScrape)
 	}
 
+	// writes and the memory bank's routes at a member that does not hold
+	// them: a 503, neither a false 404 (a client drops a write so
+	// answered) nor a 200 from a store that lacks the data (a cluster
+	// walkthrough, 2026-11-30: feedback and a workflow's complete were
+	// 404 "not found", a memory search an empty 200)
+	for _, m := range ms {
+		// the member's engine has lost its partitions by now: a session
+		// in its store is answered (200, or 503 once its request is not
+		// acknowledged), one that is not is unknown here
+		for _, id := range ids {
+			if code, body := call(t, m.srv.URL, "tok-a", "POST", "/v1/sessions/"+url.PathEscape(id)+"/improve", map[string]any{}); code != 200 && code != 503 {
+				t.Errorf("%s POST improve of %s while the broker hangs: %d %v, want 200 or 503", m.name, id, code, body)
+			}
+		}
+		if !ownsPartition(m, events.TopicMemories, 0) {
+			if code, body, _ := fetch(t, m.srv.URL, "tok-a", "/v1/memories/search?query=q"); code != 503 {
+				t.Errorf("%s memory search without chronicle.memories/0 while the broker hangs: %d %s, want 503", m.name, code, body)
+			}
+		}
+	}
+
 	// at the session's owner (a forward is cut at the forward timeout)
 	owner := m1
 	part := int32(kgo.StickyKeyPartitioner(nil).ForTopic(string(events.TopicSessions)).Partition(&kgo.Record{Key: []byte(events.EntityKey("project:a", ids[0]))}, 4))
@@ -239,6 +260,16 @@ func TestReadsBoundedWhileTheBrokerHangs(t *testing.T) {
 	if err := bp.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ownsPartition reports whether m's engine holds partition p of topic.
+func ownsPartition(m *member, topic events.Topic, p int32) bool {
+	for _, op := range m.p.Runner.Ownership().Partitions {
+		if op.Topic == string(topic) && op.Partition == p {
+			return true
+		}
+	}
+	return false
 }
 
 // ownsSession reports whether m owns the sessions partition of id in

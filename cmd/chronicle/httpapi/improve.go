@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -298,6 +299,12 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	view, ok, err := s.startLoop(r.Context(), r, key)
 	switch {
+	case errors.Is(err, events.ErrNotAcknowledged):
+		// the broker away: the loop's request may still be written, and
+		// asking again is safe (one loop per session); it was a 500 (a
+		// review of a cluster walkthrough's outage, 2026-11-30)
+		w.Header().Set("Retry-After", "5")
+		writeErr(w, http.StatusServiceUnavailable, "the improvement request may still be written (its outcome is unknown): asking again is safe: %v", err)
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	case !ok:

@@ -701,6 +701,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, workflows.ErrNotProcessed):
 		writeJSON(w, http.StatusAccepted, map[string]any{"event_id": env.ID, "position": pos.String(), "status": err.Error()})
 		return
+	case errors.Is(err, events.ErrNotAcknowledged):
+		// the broker may have written it all the same (a cluster
+		// walkthrough, 2026-11-30: a complete answered 503 and the
+		// workflow ended completed): the same event_id makes a retry safe
+		w.Header().Set("Retry-After", "5")
+		writeErr(w, http.StatusServiceUnavailable, "the event may still be written (its outcome is unknown): retry with \"event_id\": %q, which applies it once: %v", env.ID, err)
+		return
 	case err != nil:
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
 		return
