@@ -166,23 +166,8 @@ func TestHealthzOKOnceWorkersWriteAgain(t *testing.T) {
 // error alone ("events: not acknowledged by the broker: …"), which
 // memory_record passed to the agent as it was (an SRE drill).
 func TestRecordNotAcknowledgedSaysHowToRetry(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
-	t.Cleanup(func() { srv.Close(); _ = p.Close() })
-	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
-		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
-	})
+	srv, refuse := refusableService(t)
+	refuse()
 	for _, key := range []string{"", "k-1"} {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/memories", strings.NewReader(`{"title":"t","description":"d","content":"c","outcome":"success"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -246,19 +231,7 @@ func kfakeService(ctx context.Context, t *testing.T) (*kfake.Cluster, *httptest.
 // a cluster walkthrough (2026-11-30) both such feedbacks and a complete
 // were applied once the broker came back.
 func TestWritesNotAcknowledgedSayTheOutcomeIsUnknown(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
-	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+	srv, refuse := refusableService(t)
 	post := func(path, body string) (int, string) {
 		t.Helper()
 		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
@@ -282,10 +255,7 @@ func TestWritesNotAcknowledgedSayTheOutcomeIsUnknown(t *testing.T) {
 	if code, msg := post("/v1/workflows/w-1/updates", `{"channel":"messages","update":"hi"}`); code != http.StatusOK {
 		t.Fatalf("POST /v1/workflows/w-1/updates: %d %s", code, msg)
 	}
-	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
-		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
-	})
+	refuse()
 	if code, msg := post("/v1/memories/"+mid+"/feedback", `{"helpful":true}`); code != http.StatusServiceUnavailable ||
 		!strings.Contains(msg, "may still be recorded") || !strings.Contains(msg, "/v1/memories/"+mid+"/history") || !strings.Contains(msg, "UNKNOWN_SERVER_ERROR") {
 		t.Errorf("feedback while the broker refuses writes: %d %q", code, msg)
@@ -293,5 +263,31 @@ func TestWritesNotAcknowledgedSayTheOutcomeIsUnknown(t *testing.T) {
 	if code, msg := post("/v1/workflows/w-1/complete", `{"outcome":"success","event_id":"done-1"}`); code != http.StatusServiceUnavailable ||
 		!strings.Contains(msg, "may still be written") || !strings.Contains(msg, `"event_id": "done-1"`) || !strings.Contains(msg, "UNKNOWN_SERVER_ERROR") {
 		t.Errorf("complete while the broker refuses writes: %d %q", code, msg)
+	}
+}
+
+// refusableService is a pipeline on a kfake cluster (one broker) and an
+// HTTP server on it; refuse makes the broker refuse every produce from
+// then on (UNKNOWN_SERVER_ERROR).
+func refusableService(t *testing.T) (*httptest.Server, func()) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
+	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+	return srv, func() {
+		cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			cluster.KeepControl()
+			return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+		})
 	}
 }
