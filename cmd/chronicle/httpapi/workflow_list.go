@@ -201,6 +201,9 @@ func serveMergedList[T any](s *Server, w http.ResponseWriter, r *http.Request, l
 		s.noOwner(w, v, l.topic, -1, "the list")
 		return
 	}
+	if s.listInOutage(w, err, l.topic) {
+		return
+	}
 	if err != nil || !v.forwarding() {
 		l.local(w, r)
 		return
