@@ -221,7 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.addrs = c.ListenAddrs()
 		if !clean {
 			// before anything else writes (see abortDangling)
-			if _, err := abortDangling(ctx, b.addrs); err != nil {
+			if err := abortDangling(ctx, b.addrs); err != nil {
 				b.close(false) // still to be done by the next Start
 				return nil, fmt.Errorf("broker: log %s: closing the transactions a killed process left open: %w", cfg.DataDir, err)
 			}

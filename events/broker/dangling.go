@@ -20,7 +20,7 @@ const StoppedFile = "STOPPED"
 
 // abortDangling writes an abort marker for every transactional id of the
 // embedded broker that has no transaction in progress, on every partition
-// of every topic, and returns how many ids it wrote markers for.
+// of every topic.
 //
 // Why: the embedded broker (kfake) loads a log whose last process was
 // killed inside a transaction — a worker's output or a fenced relay's, see
@@ -42,36 +42,30 @@ const StoppedFile = "STOPPED"
 // marker, which every later load reads as the live broker decided. An id
 // in the middle of a transaction (Ongoing: one restored from a clean stop,
 // or a client that reconnected first) is left alone.
-func abortDangling(ctx context.Context, addrs []string) (int, error) {
+func abortDangling(ctx context.Context, addrs []string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	adm := kadm.NewClient(cl)
 	defer adm.Close()
 	listed, err := adm.ListTransactions(ctx, nil, nil)
 	if err != nil {
-		return 0, fmt.Errorf("list transactions: %w", err)
+		return fmt.Errorf("list transactions: %w", err)
 	}
-	var ids []string
-	for _, t := range listed.Sorted() {
-		if t.State != "Ongoing" {
-			ids = append(ids, t.TxnID)
-		}
+	if len(listed) == 0 {
+		return nil
 	}
-	if len(ids) == 0 {
-		return 0, nil
-	}
-	described, err := adm.DescribeTransactions(ctx, ids...)
+	described, err := adm.DescribeTransactions(ctx, listed.TransactionalIDs()...)
 	if err != nil {
-		return 0, fmt.Errorf("describe transactions: %w", err)
+		return fmt.Errorf("describe transactions: %w", err)
 	}
 	topics, err := adm.ListTopics(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("list topics: %w", err)
+		return fmt.Errorf("list topics: %w", err)
 	}
 	if err := topics.Error(); err != nil {
-		return 0, fmt.Errorf("list topics: %w", err)
+		return fmt.Errorf("list topics: %w", err)
 	}
 	all := kadm.TopicsSet{}
 	for _, td := range topics.Sorted() {
@@ -82,7 +76,7 @@ func abortDangling(ctx context.Context, addrs []string) (int, error) {
 	var markers []kadm.TxnMarkers
 	for _, d := range described.Sorted() {
 		if d.Err != nil {
-			return 0, fmt.Errorf("describe transaction %s: %w", d.TxnID, d.Err)
+			return fmt.Errorf("describe transaction %s: %w", d.TxnID, d.Err)
 		}
 		if d.State == "Ongoing" {
 			continue
@@ -90,11 +84,11 @@ func abortDangling(ctx context.Context, addrs []string) (int, error) {
 		markers = append(markers, kadm.TxnMarkers{ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, Topics: all})
 	}
 	if len(markers) == 0 {
-		return 0, nil
+		return nil
 	}
 	resp, err := adm.WriteTxnMarkers(ctx, markers...)
 	if err != nil {
-		return 0, fmt.Errorf("write abort markers: %w", err)
+		return fmt.Errorf("write abort markers: %w", err)
 	}
 	var errs []error
 	resp.EachPartition(func(p kadm.TxnMarkersPartitionResponse) {
@@ -102,7 +96,7 @@ func abortDangling(ctx context.Context, addrs []string) (int, error) {
 			errs = append(errs, fmt.Errorf("abort marker of producer id %d on %s/%d: %w", p.ProducerID, p.Topic, p.Partition, p.Err))
 		}
 	})
-	return len(markers), errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // stoppedCleanly reports whether dir holds StoppedFile, and removes it:
