@@ -236,12 +236,8 @@ func TestReadWhileRestoringIsNotA404(t *testing.T) {
 	// restart was "workflow not found", and a client drops a write so
 	// answered: a crash walkthrough, 2026-11-30)
 	improve := func() int {
-		resp, err := http.Post(srv.URL+"/v1/sessions/no-such-session/improve", "application/json", strings.NewReader(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		code, _ := call(t, srv.URL, "", "POST", "/v1/sessions/no-such-session/improve", map[string]any{})
+		return code
 	}
 	if code := improve(); code != http.StatusServiceUnavailable {
 		t.Fatalf("a write for an unknown session while restoring: %d, want 503", code)

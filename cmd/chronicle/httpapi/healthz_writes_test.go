@@ -232,35 +232,30 @@ func kfakeService(ctx context.Context, t *testing.T) (*kfake.Cluster, *httptest.
 // were applied once the broker came back.
 func TestWritesNotAcknowledgedSayTheOutcomeIsUnknown(t *testing.T) {
 	srv, refuse := refusableService(t)
-	post := func(path, body string) (int, string) {
+	// the id of a 2xx answer, else the error
+	post := func(path string, body map[string]any) (int, string) {
 		t.Helper()
-		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		if resp.StatusCode/100 != 2 {
+		code, m := call(t, srv.URL, "", "POST", path, body)
+		if code/100 != 2 {
 			msg, _ := m["error"].(string)
-			return resp.StatusCode, msg
+			return code, msg
 		}
 		id, _ := m["id"].(string)
 		return http.StatusOK, id
 	}
-	code, mid := post("/v1/memories", `{"title":"t","description":"d","content":"c","outcome":"success"}`)
+	code, mid := post("/v1/memories", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success"})
 	if code != http.StatusOK || mid == "" {
 		t.Fatalf("POST /v1/memories: %d %q", code, mid)
 	}
-	if code, msg := post("/v1/workflows/w-1/updates", `{"channel":"messages","update":"hi"}`); code != http.StatusOK {
+	if code, msg := post("/v1/workflows/w-1/updates", map[string]any{"channel": "messages", "update": "hi"}); code != http.StatusOK {
 		t.Fatalf("POST /v1/workflows/w-1/updates: %d %s", code, msg)
 	}
 	refuse()
-	if code, msg := post("/v1/memories/"+mid+"/feedback", `{"helpful":true}`); code != http.StatusServiceUnavailable ||
+	if code, msg := post("/v1/memories/"+mid+"/feedback", map[string]any{"helpful": true}); code != http.StatusServiceUnavailable ||
 		!strings.Contains(msg, "may still be recorded") || !strings.Contains(msg, "/v1/memories/"+mid+"/history") || !strings.Contains(msg, "UNKNOWN_SERVER_ERROR") {
 		t.Errorf("feedback while the broker refuses writes: %d %q", code, msg)
 	}
-	if code, msg := post("/v1/workflows/w-1/complete", `{"outcome":"success","event_id":"done-1"}`); code != http.StatusServiceUnavailable ||
+	if code, msg := post("/v1/workflows/w-1/complete", map[string]any{"outcome": "success", "event_id": "done-1"}); code != http.StatusServiceUnavailable ||
 		!strings.Contains(msg, "may still be written") || !strings.Contains(msg, `"event_id": "done-1"`) || !strings.Contains(msg, "UNKNOWN_SERVER_ERROR") {
 		t.Errorf("complete while the broker refuses writes: %d %q", code, msg)
 	}
