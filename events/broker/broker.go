@@ -206,6 +206,12 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("broker: log %s: %s: %w", cfg.DataDir, StoppedFile, err)
 		}
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle")}
+		var gate *connGate
+		if !clean {
+			// no client but the recovery's is served until it is done
+			gate = newConnGate()
+			opts = append(opts, kfake.ListenFn(gate.listen))
+		}
 		if cfg.SyncWrites {
 			opts = append(opts, kfake.SyncWrites())
 		}
@@ -221,7 +227,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.addrs = c.ListenAddrs()
 		if !clean {
 			// before anything else writes (see abortDangling)
-			if err := abortDangling(ctx, b.addrs); err != nil {
+			err := abortDangling(ctx, b.addrs, gate.dial)
+			gate.open()
+			if err != nil {
 				b.close(false) // still to be done by the next Start
 				return nil, fmt.Errorf("broker: log %s: closing the transactions a killed process left open: %w", cfg.DataDir, err)
 			}

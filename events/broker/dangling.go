@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -40,10 +41,12 @@ const StoppedFile = "STOPPED"
 // marker and this one); right after the crash load nothing is open but
 // the dangling batches, so each of them is closed by its own producer id's
 // marker, which every later load reads as the live broker decided. An id
-// in the middle of a transaction (Ongoing: one restored from a clean stop,
-// or a client that reconnected first) is left alone.
-func abortDangling(ctx context.Context, addrs []string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+// in the middle of a transaction (Ongoing, as the log restored it) is
+// left alone. No client can begin one meanwhile: dial is the client's
+// dialer, the connGate's, which serves no other client until Start has
+// opened it after this call.
+func abortDangling(ctx context.Context, addrs []string, dial func(ctx context.Context, network, host string) (net.Conn, error)) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.Dialer(dial))
 	if err != nil {
 		return err
 	}
@@ -86,6 +89,9 @@ func abortDangling(ctx context.Context, addrs []string) error {
 	if len(markers) == 0 {
 		return nil
 	}
+	if testBeforeMarkers != nil {
+		testBeforeMarkers(addrs)
+	}
 	resp, err := adm.WriteTxnMarkers(ctx, markers...)
 	if err != nil {
 		return fmt.Errorf("write abort markers: %w", err)
@@ -98,6 +104,10 @@ func abortDangling(ctx context.Context, addrs []string) error {
 	})
 	return errors.Join(errs...)
 }
+
+// testBeforeMarkers, set by a test only, runs between the description of
+// the transactions and the markers.
+var testBeforeMarkers func(addrs []string)
 
 // stoppedCleanly reports whether dir holds StoppedFile, and removes it:
 // from here on the log is written, and only Close says again that it
