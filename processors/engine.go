@@ -347,14 +347,20 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 		base[i] = parseItem(r, n)
 	}
 	dl := deadLetters(topic)
+	var owners []int
+	if dl {
+		owners = conflictLetterers(procs, base)
+	}
 	err = e.pool.each(procs, func(i int, p Processor) error {
 		items := make([]projections.Item, len(base))
 		for j, it := range base {
 			rec := recs[j]
 			// a record that is no event of the topic is dead-lettered
-			// once, by the topic's first processor
+			// once, by the topic's first processor; a conflicting
+			// duplicate once too, by the first that acts on its type
 			if dl && (it.Err == nil || i == 0) {
 				it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
+				it.QuietConflict = owners[j] != i
 			}
 			items[j] = it
 		}
@@ -368,6 +374,33 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 	e.own.advanced(topic, partition, last.Offset+1)
 	e.mark(topic, partition, last)
 	return true
+}
+
+// conflictLetterers gives, for each item of base, the index in procs (a
+// topic's processors, in byTopic's order) of the processor that
+// dead-letters it if it is a conflicting duplicate: the first that acts on
+// its type. Every processor that had applied the event the id first named
+// refuses the conflicting one; before, each of them dead-lettered it (a
+// session event twice, by sessionlog and sessions, a task completion three
+// times). The first of the topic's processors that acts on the type is
+// one of them whenever it indexes every event of the topic (sessionlog,
+// first by name, on chronicle.sessions, chronicle.evaluations and
+// chronicle.learned); where it had not applied the first event (it had
+// refused it, so that event has its own letter), a processor that had
+// refuses the new one without a letter, counted in
+// chronicle_conflicting_duplicates_total.
+func conflictLetterers(procs []Processor, base []projections.Item) []int {
+	out := make([]int, len(base))
+	for j, it := range base {
+		out[j] = -1
+		for i, p := range procs {
+			if actsOn(p, it.Env) {
+				out[j] = i
+				break
+			}
+		}
+	}
+	return out
 }
 
 // dataRecords drops the control records (transaction markers) of a poll's
@@ -437,7 +470,7 @@ func (e *engine) observe(p Processor, items []projections.Item, outs []projectio
 		}
 		m.observe(p.Name(), o.Result)
 		if o.Result == projections.DeadLettered {
-			if items[i].DeadLetter != nil {
+			if items[i].Lettered(o) {
 				m.DeadLettered.WithLabelValues(p.Name()).Inc()
 			}
 			if errors.Is(o.Err, projections.ErrConflictingDuplicate) {

@@ -571,8 +571,11 @@ type Metrics struct {
 	// or worker (countPoisoned).
 	DeadLettered *prometheus.CounterVec
 	// ConflictingDuplicates counts events whose idempotency key (source,
-	// id) had been applied with other content, by processor; each is also
-	// dead-lettered (projections.ErrConflictingDuplicate).
+	// id) had been applied with other content, by processor; none is
+	// applied, and each record is dead-lettered once, by the first of its
+	// topic's processors that acts on its type (the others count it here,
+	// not in DeadLettered; projections.ErrConflictingDuplicate,
+	// projections.Item.QuietConflict).
 	ConflictingDuplicates *prometheus.CounterVec
 	// BatchEvents is the number of records a processor applied per Pebble
 	// batch (one partition's share of one poll), by processor.
@@ -594,7 +597,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	}
 	m.ConflictingDuplicates = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "chronicle", Name: "conflicting_duplicates_total",
-		Help: "Events whose idempotency key (source, id) was applied before with other content; never applied, dead-lettered.",
+		Help: "Events whose idempotency key (source, id) was applied before with other content, by processor; never applied, and dead-lettered once per record (by the first processor of its topic that acts on its type).",
 	}, []string{"processor"})
 	m.BatchEvents = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "chronicle", Name: "engine_batch_events",

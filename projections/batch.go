@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -40,6 +41,22 @@ type Item struct {
 	// offset (another processor of the topic dead-letters a record that does
 	// not parse, so it is dead-lettered once, not once per processor).
 	DeadLetter func(reason error) OutboxRecord
+	// QuietConflict marks an item whose conflicting duplicate another
+	// processor of the topic dead-letters: rejected as a conflicting
+	// duplicate, it only advances the offset (Result DeadLettered, Err
+	// ErrConflictingDuplicate, no record from DeadLetter), so the record is
+	// dead-lettered once, not once per processor that had applied the
+	// event its id first named. Other rejections are dead-lettered as
+	// DeadLetter says.
+	QuietConflict bool
+}
+
+// Lettered reports whether ApplyBatch wrote a dead-letter record for it
+// with outcome o: a DeadLettered item with DeadLetter set whose rejection
+// is not a conflicting duplicate another processor dead-letters
+// (QuietConflict).
+func (it Item) Lettered(o Outcome) bool {
+	return o.Result == DeadLettered && it.DeadLetter != nil && !(it.QuietConflict && errors.Is(o.Err, ErrConflictingDuplicate))
 }
 
 // Outcome is what ApplyBatch did with one item.
@@ -121,7 +138,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 	}
 	reject := func(j int, it Item, why error) {
 		out[j] = Outcome{Result: DeadLettered, Err: why}
-		if it.DeadLetter != nil {
+		if it.Lettered(out[j]) {
 			outbox = append(outbox, withSource(it, it.DeadLetter(why))...)
 		}
 		advance(it.Pos)

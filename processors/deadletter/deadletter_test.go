@@ -2,7 +2,9 @@ package deadletter_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -254,5 +256,81 @@ func TestRestoreContentMode(t *testing.T) {
 	}
 	if _, err := deadletter.Parse(&kgo.Record{Headers: pos[1:]}); err == nil || !strings.Contains(err.Error(), processors.HeaderOriginalTopic) {
 		t.Fatalf("letter without its topic: %v", err)
+	}
+}
+
+// A conflicting duplicate (a used id with other content) is dead-lettered
+// once, though every processor that had applied the first event refuses
+// it. Before, a task completion sent again with other content was
+// dead-lettered by sessionlog, sessions and toolgraph.transitions: three
+// letters for one record.
+func TestConflictingDuplicateIsDeadLetteredOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := taubench.Events(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Producer.Publish(ctx, envs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(envs, func(e events.Envelope) bool { return e.Type == events.WorkflowTaskCompleted })
+	if i < 0 {
+		t.Fatal("no task completion in the session")
+	}
+	other := envs[i]
+	var data map[string]any
+	if err := json.Unmarshal(other.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	data["duration_ms"] = 987654.5 // other content under the same id
+	if other.Data, err = json.Marshal(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Producer.Publish(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var conflicts float64
+	for _, name := range []string{"sessionlog", sessions.Name, "toolgraph.transitions"} {
+		conflicts += testutil.ToFloat64(p.Metrics.ConflictingDuplicates.WithLabelValues(name))
+	}
+	if conflicts != 3 {
+		t.Fatalf("%v conflicting duplicates counted, want 3 (each processor of the topic refused it)", conflicts)
+	}
+	ls := waitLetters(ctx, t, p.Broker.Addrs(), 1)
+	time.Sleep(500 * time.Millisecond) // a second letter would be relayed by now
+	if ls, err = deadletter.List(ctx, p.Broker.Addrs()); err != nil {
+		t.Fatal(err)
+	}
+	var mine []deadletter.Letter
+	for _, l := range ls {
+		if l.EventID == other.ID {
+			mine = append(mine, l)
+		}
+	}
+	if len(mine) != 1 || !strings.Contains(mine[0].Reason, projections.ErrConflictingDuplicate.Error()) {
+		t.Fatalf("letters of the conflicting duplicate: %+v, want one", mine)
+	}
+	var lettered float64
+	for _, name := range []string{"sessionlog", sessions.Name, "toolgraph.transitions"} {
+		lettered += testutil.ToFloat64(p.Metrics.DeadLettered.WithLabelValues(name))
+	}
+	if lettered != 1 {
+		t.Fatalf("chronicle_dead_letter_events_total %v, want 1", lettered)
 	}
 }
