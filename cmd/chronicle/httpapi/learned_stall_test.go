@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 )
@@ -77,5 +79,72 @@ func TestLearnedStreamStalledClientIsCut(t *testing.T) {
 			t.Fatalf("the stalled stream still holds its slot 20 s on (LearnedWriteTimeout %v): %d", httpapi.LearnedWriteTimeout, resp.StatusCode)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// One token holds at most LearnedMaxStreamsPerToken learned streams:
+// with the share 2 and the server's cap 3, token b's third stream is a
+// 503 naming the token's share while a's stream is still served; and a
+// token that reads no scope gets no stream (403). Before, the cap was the
+// server's only: one tenant holding every slot left all the others' streams
+// 503 for as long as it stayed connected (a tenant-isolation walkthrough,
+// 2026-11-30: 64 streams of one token, the 65th of another refused), and a
+// token that reads nothing held a slot and received nothing.
+func TestLearnedStreamsPerToken(t *testing.T) {
+	oldMax, oldPer := httpapi.LearnedMaxStreams, httpapi.LearnedMaxStreamsPerToken
+	httpapi.LearnedMaxStreams, httpapi.LearnedMaxStreamsPerToken = 3, 2
+	t.Cleanup(func() { httpapi.LearnedMaxStreams, httpapi.LearnedMaxStreamsPerToken = oldMax, oldPer })
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}},
+		{Name: "b", SHA256: access.Hash("tok-b"), Read: []string{"project:b"}, Write: []string{"project:b"}},
+		{Name: "wo", SHA256: access.Hash("tok-wo"), Write: []string{"project:a"}},
+	}}
+	// a plain server: the conformance wrapper keeps what it answers until
+	// the handler returns, and these streams stay open
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	open := func(token string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/learned/stream?from=end", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultClient.Do(req)
+	}
+	for i := range 2 {
+		resp, err := open("tok-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close() // held open until the test ends
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("b's stream %d: %d, want 200", i+1, resp.StatusCode)
+		}
+	}
+	resp, err := open("tok-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "LearnedMaxStreamsPerToken") {
+		t.Fatalf("b's third stream: %d (Retry-After %q) %s; want 503 naming the token's share", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	resp, err = open("tok-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a's stream while b holds its share: %d, want 200", resp.StatusCode)
+	}
+	resp, err = open("tok-wo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "may read no scope") {
+		t.Fatalf("a token that reads nothing: %d %s; want 403", resp.StatusCode, body)
 	}
 }

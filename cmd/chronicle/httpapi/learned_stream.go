@@ -49,6 +49,15 @@ var LearnedWriteTimeout = 30 * time.Second
 // Default 64.
 var LearnedMaxStreams int64 = 64
 
+// LearnedMaxStreamsPerToken is how many of those one API token may hold
+// at once; one more is answered 503 with Retry-After, naming the token's
+// share. A server without tokens (one tenant, loopback) has no share: its
+// streams count against LearnedMaxStreams only. Default 16. Before, one
+// tenant that opened 64 streams and kept reading them left every other
+// tenant's stream a 503 for as long as it stayed connected (a tenant-
+// isolation walkthrough, 2026-11-30).
+var LearnedMaxStreamsPerToken = 16
+
 // LearnedCursor is the position of a learned-stream client in
 // chronicle.learned: per partition, the next offset to deliver. Its text
 // form, the SSE id of every event and the value of Last-Event-ID or
@@ -220,6 +229,19 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		cur = c
 	}
 
+	if len(f.caller.Read) == 0 {
+		// nothing it could be sent: it would only hold a stream
+		writeErr(w, http.StatusForbidden, "this token may read no scope, so the learned stream has nothing for it")
+		return
+	}
+	if s.Tokens != nil {
+		if !s.takeTokenStream(f.caller.Name) {
+			w.Header().Set("Retry-After", "5")
+			writeErr(w, http.StatusServiceUnavailable, "this token has %d learned streams open on this server, the most one token may hold at once (httpapi.LearnedMaxStreamsPerToken): close one, or retry later", LearnedMaxStreamsPerToken)
+			return
+		}
+		defer s.releaseTokenStream(f.caller.Name)
+	}
 	if n := s.openStreams.Add(1); n > LearnedMaxStreams {
 		s.openStreams.Add(-1)
 		w.Header().Set("Retry-After", "5")
@@ -446,6 +468,30 @@ func endCatchUp(w http.ResponseWriter, rc *http.ResponseController, cur LearnedC
 func (s *Server) StopStreams() {
 	s.streamsStopped() // make the channel
 	s.stopStreams.Do(func() { close(s.streamsStop) })
+}
+
+// takeTokenStream counts one more stream of the token named name, unless
+// it holds LearnedMaxStreamsPerToken already (false).
+func (s *Server) takeTokenStream(name string) bool {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.tokenStreams[name] >= LearnedMaxStreamsPerToken {
+		return false
+	}
+	if s.tokenStreams == nil {
+		s.tokenStreams = map[string]int{}
+	}
+	s.tokenStreams[name]++
+	return true
+}
+
+// releaseTokenStream counts one stream of the token named name less.
+func (s *Server) releaseTokenStream(name string) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.tokenStreams[name]--; s.tokenStreams[name] <= 0 {
+		delete(s.tokenStreams, name)
+	}
 }
 
 func (s *Server) streamsStopped() <-chan struct{} {
