@@ -36,19 +36,19 @@ type ComponentsFunc func(proposer, evaluator events.SearchComponent) (p Proposer
 // build without a model; for any other search it does nothing, and
 // whoever started the search drives it on.
 //
-// One driver per search: the worker drives a search only while the
-// projection still stands exactly where its resume left it — status
-// running, no expansion in flight, the resume's decision the last event
-// applied to the search (Decision.Seq equals the search's Seq) and, for
-// an approval, the approved node at the head of the open set. Any driver
-// that went on first writes quota.reserved or search.completed, which
-// changes that, so a resume redelivered, replayed from the start of the
-// topic, or raced by another runner finds the search moved on and is
-// skipped. In the remaining window (two drivers reading the same state at
-// once) both derive the same event ids (search key, expansion, node), and
-// the log applies an id once (a repeat is a duplicate, a copy with another
-// time a conflicting duplicate that is dead-lettered), so no step is
-// applied twice.
+// Who drives: the worker drives a search whose resume's decision is still
+// its last decision and which is running. A resume the search has moved on
+// from — paused again, completed, or decided again later — is skipped, so
+// a resume redelivered or replayed from the start of the topic writes
+// nothing. A search still running past its last resume is driven on from
+// the projection (Runner.Run resumes an expansion in flight): its steps
+// since are that resume's drive, cut by a crash before the resume's offset
+// was committed, so the record is handed again (before, the worker left
+// such a search alone, running with nobody driving it, for good), or an
+// external runner's. Two drivers of one search derive the same event ids
+// (search key, expansion, node), and the log applies an id once (a repeat
+// is a duplicate, a copy with another time a conflicting duplicate that is
+// dead-lettered), so no step is applied twice.
 type ResumeWorker struct {
 	Store      *projections.Store
 	Producer   *events.Producer
@@ -128,9 +128,20 @@ func (w *ResumeWorker) Handle(ctx context.Context, env *events.Envelope) error {
 	if d.Decision == "approve" {
 		untouched = untouched && len(s.Open) > 0 && s.Open[0].ID == dec.NodeID && !s.Open[0].NeedsHuman
 	}
-	if !untouched {
-		w.logf("treesearch-resume: search %s moved on since the resume of node %s (another driver): left alone", key, dec.NodeID)
+	if !untouched && !(s.Status == StatusRunning && dec.NodeID != "") {
+		w.logf("treesearch-resume: search %s moved on since the resume of node %s (paused again, completed, or resumed later): left alone", key, dec.NodeID)
 		return nil
+	}
+	if !untouched {
+		// running, and this resume is its last decision: the steps since
+		// are this resume's drive, cut before the resume's offset was
+		// committed (the process was killed: the record is handed again to
+		// whoever holds the partition now, and the old driver's
+		// transactional id is fenced), or an external runner's (search
+		// resume), whose steps have the same ids as ours. Before, such a
+		// search was left alone, running, with nobody driving it, for good
+		// (a walkthrough, 2026-11-30: kill -9 of serve 75 ms after a resume)
+		w.logf("treesearch-resume: search %s moved on since the resume of node %s and is still running: driving it on from the projection", key, dec.NodeID)
 	}
 	if w.Components == nil {
 		return nil

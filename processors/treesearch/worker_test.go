@@ -259,3 +259,71 @@ func TestResumeWorkerLeavesARejectedResumeAtOnce(t *testing.T) {
 		t.Fatal("without the record's position, a rejected resume is not told apart: want the timeout's error")
 	}
 }
+
+// cutter is the arithmetic evaluator that cancels its drive's context at
+// its n-th evaluation: the drive stops between steps, as a kill would.
+type cutter struct {
+	game24.Arithmetic
+	n      int
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	calls  int
+}
+
+func (c *cutter) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
+	c.mu.Lock()
+	if c.calls++; c.calls == c.n {
+		c.cancel()
+	}
+	c.mu.Unlock()
+	return c.Arithmetic.Evaluate(ctx, req)
+}
+
+// A resume handed again after its drive was cut (the process killed before
+// the resume's offset was committed) drives the search on from the
+// projection to its end, and a third delivery, of a completed search,
+// writes nothing. Before, the second delivery found the search moved on
+// and left it alone: running, with nobody to drive it, for good (a
+// walkthrough, 2026-11-30: kill -9 of serve 75 ms after POST
+// /v1/searches/{id}/resume, and every later resume was a 409 "running, not
+// paused").
+func TestResumeWorkerDrivesOnAfterACutDrive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	p, key := pausedGated(ctx, t)
+	env, err := events.New(events.SearchResumed, "test/human", key+"/resumed", time.Now(), events.SearchResumedData{SearchID: "gated", Decision: "approve", By: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Scope = "project:a"
+	if err := p.Producer.Publish(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	cutCtx, cut := context.WithCancel(ctx)
+	cutting := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
+		return game24.Arithmetic{}, &cutter{n: 3, cancel: cut}, ev.Name == "test-gate"
+	}}
+	if err := cutting.Handle(cutCtx, &env); err == nil {
+		t.Fatal("the cut drive ended without an error")
+	}
+	s, _, _ := treesearch.Get(p.Store, key)
+	if s.Status != treesearch.StatusRunning || s.Seq <= s.Decisions[len(s.Decisions)-1].Seq {
+		t.Fatalf("after the cut drive: %+v; want running, moved on since the resume", s)
+	}
+	own := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
+		return game24.Arithmetic{}, game24.Arithmetic{}, ev.Name == "test-gate"
+	}}
+	if err := own.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ = treesearch.Get(p.Store, key)
+	if s.Status != treesearch.StatusCompleted || s.Outcome != events.SearchSolved {
+		t.Fatalf("after the resume was handed again: %+v; want completed, solved", s)
+	}
+	if err := own.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := treesearch.Get(p.Store, key); again.Seq != s.Seq {
+		t.Fatalf("a resume of a completed search wrote %d events", again.Seq-s.Seq)
+	}
+}
