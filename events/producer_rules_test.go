@@ -400,7 +400,8 @@ func TestPassTTLWithinItsProfile(t *testing.T) {
 	if got := events.DefaultTaskProfile().TTL(); got != 6 {
 		t.Fatalf("the default profile's TTL: %d, want the design's 6", got)
 	}
-	for ttl, pointer := range map[string]string{`"ttl_remaining":7`: "/data/ttl_remaining", `"ttl_remaining":50`: "/data/ttl_remaining", `"ttl_remaining":0,"ttl_used":7`: "/data/ttl_used"} {
+	for ttl, pointer := range map[string]string{`"ttl_remaining":7`: "/data/ttl_remaining", `"ttl_remaining":50`: "/data/ttl_remaining", `"ttl_remaining":0,"ttl_used":7`: "/data/ttl_used",
+		`"ttl_remaining":3,"ttl_used":4`: "/data/ttl_remaining"} { // 7 of 6 in all
 		_, err := events.ParseProducerEvent(event(ttl))
 		var ve *events.ValidationError
 		if !errors.As(err, &ve) || ve.Pointer != pointer {

@@ -366,10 +366,15 @@ func checkPassTTL(e *Envelope) error {
 	}
 	allocated := d.Profile.TTL()
 	if d.TTLRemaining > allocated {
-		return &ValidationError{Index: -1, Pointer: "/data/ttl_remaining", Reason: fmt.Sprintf("%d is above the %d steps this pass's profile allocates (TTL = max(1, ceil(2 · reasoning_depth · tools · breadth · confidence · sufficiency)); README \"Multi-pass reasoning\")", d.TTLRemaining, allocated)}
+		return &ValidationError{Index: -1, Pointer: "/data/ttl_remaining", Reason: fmt.Sprintf("%d is above the %d steps this pass's profile allocates (TTL = max(1, ceil(2 · reasoning_depth · tools · breadth · confidence · (1.5 − information_sufficiency))); README \"Multi-pass reasoning\")", d.TTLRemaining, allocated)}
 	}
 	if d.TTLUsed != nil && *d.TTLUsed > allocated {
 		return &ValidationError{Index: -1, Pointer: "/data/ttl_used", Reason: fmt.Sprintf("%d is above the %d steps this pass's profile allocates", *d.TTLUsed, allocated)}
+	}
+	// used and remaining are parts of one allocation (a walkthrough,
+	// 2026-11-30: used 1 and remaining 1 of a TTL of 1 was taken)
+	if d.TTLUsed != nil && *d.TTLUsed+d.TTLRemaining > allocated {
+		return &ValidationError{Index: -1, Pointer: "/data/ttl_remaining", Reason: fmt.Sprintf("ttl_used %d + ttl_remaining %d is above the %d steps this pass's profile allocates", *d.TTLUsed, d.TTLRemaining, allocated)}
 	}
 	return nil
 }
