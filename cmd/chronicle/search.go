@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,21 +32,26 @@ func searchCmd() *cobra.Command {
 
 // Game24Summary is the result of `chronicle search game24 --json`.
 type Game24Summary struct {
-	Proposer       string  `json:"proposer"`
-	Beam           int     `json:"beam"`
-	Puzzles        int     `json:"puzzles"`
-	Solved         int     `json:"solved"`
-	NodesExpanded  int     `json:"nodes_expanded"`
-	NodesGenerated int     `json:"nodes_generated"`
-	EvaluatorCalls int     `json:"evaluator_calls"`
-	DedupHits      int     `json:"dedup_hits"`
-	HardFailed     int     `json:"hard_failed"`
-	Prefiltered    int     `json:"prefiltered"`
-	Unexpandable   int     `json:"unexpandable"`
-	TokensReserved int64   `json:"tokens_reserved"`
-	TokensUsed     int64   `json:"tokens_used"`
-	TokensRefunded int64   `json:"tokens_refunded"`
-	Seconds        float64 `json:"seconds"`
+	Proposer string `json:"proposer"`
+	Beam     int    `json:"beam"`
+	Puzzles  int    `json:"puzzles"`
+	Solved   int    `json:"solved"`
+	// Outcomes counts the searches by how they ended (search.completed.v1's
+	// outcome: solved, exhausted, quota_exhausted, …): a run whose quota
+	// stopped every search said only "solved 0" before (a walkthrough,
+	// 2026-11-30).
+	Outcomes       map[string]int `json:"outcomes"`
+	NodesExpanded  int            `json:"nodes_expanded"`
+	NodesGenerated int            `json:"nodes_generated"`
+	EvaluatorCalls int            `json:"evaluator_calls"`
+	DedupHits      int            `json:"dedup_hits"`
+	HardFailed     int            `json:"hard_failed"`
+	Prefiltered    int            `json:"prefiltered"`
+	Unexpandable   int            `json:"unexpandable"`
+	TokensReserved int64          `json:"tokens_reserved"`
+	TokensUsed     int64          `json:"tokens_used"`
+	TokensRefunded int64          `json:"tokens_refunded"`
+	Seconds        float64        `json:"seconds"`
 	// Fingerprint is a SHA-256 over every search's Fingerprint (frontier,
 	// closed set, nodes, result; no wall-clock times), in rank order.
 	Fingerprint string `json:"fingerprint"`
@@ -192,6 +200,10 @@ Searches already in --data are not run again: an interrupted run resumes where i
 					solved[i] = true
 					sum.Solved++
 				}
+				if sum.Outcomes == nil {
+					sum.Outcomes = map[string]int{}
+				}
+				sum.Outcomes[cmp.Or(string(s.Outcome), s.Status)]++
 				expanded[i] = s.Expansions
 				sum.NodesExpanded += s.Expansions
 				sum.NodesGenerated += s.Counts.Nodes
@@ -260,6 +272,11 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			// the ranks searched (a --to past 24.csv's end is cut, and said)
 			fmt.Printf("Beam-A* on Game of 24, ranks %d–%d, proposer %s, beam %d\n", puzzles[0].Rank, puzzles[len(puzzles)-1].Rank, proposer, beam)
 			fmt.Printf("  solved            %d of %d\n", sum.Solved, sum.Puzzles)
+			outcomes := slices.Sorted(maps.Keys(sum.Outcomes))
+			for i, o := range outcomes {
+				outcomes[i] = fmt.Sprintf("%s %d", o, sum.Outcomes[o])
+			}
+			fmt.Printf("  outcomes          %s\n", strings.Join(outcomes, ", "))
 			fmt.Printf("  nodes expanded    %d (generated %d; %d duplicates, %d hard-check and %d pre-filter failures, %d unexpandable)\n", sum.NodesExpanded, sum.NodesGenerated, sum.DedupHits, sum.HardFailed, sum.Prefiltered, sum.Unexpandable)
 			fmt.Printf("  evaluator calls   %d\n", sum.EvaluatorCalls)
 			fmt.Printf("  tokens            reserved %d, used %d, refunded %d\n", sum.TokensReserved, sum.TokensUsed, sum.TokensRefunded)

@@ -123,3 +123,17 @@ func TestSearchCrashRecovery(t *testing.T) {
 		t.Fatalf("audit after crashes: %v\n%s", err, out)
 	}
 }
+
+// --json says how the searches ended: a quota too small for one
+// expansion stops every search (quota_exhausted), which the summary said
+// only as "solved 0" before (a walkthrough, 2026-11-30).
+func TestSearchSummaryOutcomes(t *testing.T) {
+	s := runSearch(t, t.TempDir(), "--from", "901", "--to", "903", "--quota", "1000")
+	if s.Solved != 0 || s.Outcomes["quota_exhausted"] != 3 || len(s.Outcomes) != 1 {
+		t.Fatalf("outcomes %v, solved %d; want 3 quota_exhausted", s.Outcomes, s.Solved)
+	}
+	s = runSearch(t, t.TempDir(), "--from", "901", "--to", "903")
+	if s.Outcomes["solved"] != s.Solved || s.Solved == 0 {
+		t.Fatalf("outcomes %v, solved %d", s.Outcomes, s.Solved)
+	}
+}
