@@ -423,3 +423,27 @@ func TestPassTTLWithinItsProfile(t *testing.T) {
 		t.Errorf("a pass without a profile: %v", err)
 	}
 }
+
+// A refinement ADD without a description is refused on the producer paths
+// (the step it adds would have none, while a snapshot's step needs one: a
+// walkthrough, 2026-11-30, saw a step described ""); the consumer's parse
+// still takes it, so a log written before replays as it did.
+func TestPassAddNeedsADescription(t *testing.T) {
+	event := func(changes string) []byte {
+		return []byte(`{"specversion":"1.0","id":"p1","source":"test","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","pass_number":2,"phase":"B","ttl_remaining":1,` +
+			`"refinement_actions":[{"type":"MODIFY","target":"a","changes":{"description":"x"}},{"type":"ADD","target":"nod"` + changes + `}],"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
+	}
+	for _, ch := range []string{``, `,"changes":{}`, `,"changes":{"description":""}`} {
+		_, err := events.ParseProducerEvent(event(ch))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != "/data/refinement_actions/1/changes/description" {
+			t.Errorf("ADD%s: %v, want a refusal at /data/refinement_actions/1/changes/description", ch, err)
+		}
+		if _, err := events.ParseEvent(event(ch)); err != nil {
+			t.Errorf("ADD%s: the consumer's parse refused it: %v", ch, err)
+		}
+	}
+	if _, err := events.ParseProducerEvent(event(`,"changes":{"description":"a step"}`)); err != nil {
+		t.Errorf("an ADD with a description: %v", err)
+	}
+}

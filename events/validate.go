@@ -345,7 +345,34 @@ func checkProduced(e *Envelope) error {
 	if err := checkPassTTL(e); err != nil {
 		return err
 	}
+	if err := checkPassAdds(e); err != nil {
+		return err
+	}
 	return checkToolNames(e)
+}
+
+// checkPassAdds refuses a reasoning.pass.completed.v1 whose refinement ADD
+// has no description: the step it adds would have none, while a step of a
+// plan snapshot requires one (an ADD without changes.description was taken
+// and shown as a step described "": a walkthrough, 2026-11-30). Producer
+// paths only: the passes processor applies a log written before as it
+// did.
+func checkPassAdds(e *Envelope) error {
+	if e.Type != ReasoningPassCompleted {
+		return nil
+	}
+	var d struct {
+		RefinementActions []RefinementAction `json:"refinement_actions"`
+	}
+	if gojson.Unmarshal(e.Data, &d) != nil {
+		return nil // checkPayload judged the shape
+	}
+	for i, a := range d.RefinementActions {
+		if a.Type == RefineAdd && (a.Changes == nil || a.Changes.Description == nil || *a.Changes.Description == "") {
+			return &ValidationError{Index: -1, Pointer: fmt.Sprintf("/data/refinement_actions/%d/changes/description", i), Reason: "required for an ADD, at least one character: the step it adds needs a description, as a plan snapshot's step does"}
+		}
+	}
+	return nil
 }
 
 // checkPassTTL refuses a reasoning.pass.completed.v1 that carries its

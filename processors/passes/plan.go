@@ -79,6 +79,14 @@ func FromSnapshot(p *events.Plan) (Plan, error) {
 			return Plan{}, reject(ptr+"/step_id", "duplicate step id %q", id)
 		}
 		st := Step{ID: id, ParentID: s.ParentID, Description: s.Description, IncomingContext: s.IncomingContext, HandoffToNext: s.HandoffToNext, DependsOn: s.DependsOn}
+		// what "unknown parent step id" meant in these two cases (both
+		// said only that: a walkthrough, 2026-11-30)
+		if s.ParentID == id {
+			return Plan{}, reject(ptr+"/parent_id", "step %q names itself as its parent", id)
+		}
+		if s.ParentID != "" && out.index(s.ParentID) < 0 && slices.ContainsFunc(p.Steps[i+1:], func(l events.PlanStep) bool { return l.StepID == s.ParentID }) {
+			return Plan{}, reject(ptr+"/parent_id", "parent step id %q comes after this step: a plan lists a parent before its sub-steps", s.ParentID)
+		}
 		if err := out.insert(st, ptr+"/parent_id"); err != nil {
 			return Plan{}, err
 		}

@@ -233,3 +233,16 @@ func TestDependencyCyclesRejected(t *testing.T) {
 		t.Fatalf("a diamond: %v", err)
 	}
 }
+
+// A plan snapshot lists a parent before its sub-steps; a sub-step listed
+// before its parent, or a step that names itself as its parent, is
+// refused saying so (both said "unknown parent step id": a walkthrough,
+// 2026-11-30), and a parent never named stays unknown.
+func TestSnapshotParentOrderIsExplained(t *testing.T) {
+	_, err := FromSnapshot(&events.Plan{Steps: []events.PlanStep{{StepID: "c", ParentID: "p", Description: "C"}, {StepID: "p", Description: "P"}}})
+	rejected(t, err, "/data/plan/steps/0/parent_id", `parent step id "p" comes after this step`)
+	_, err = FromSnapshot(&events.Plan{Steps: []events.PlanStep{{StepID: "a", ParentID: "a", Description: "A"}}})
+	rejected(t, err, "/data/plan/steps/0/parent_id", `step "a" names itself as its parent`)
+	_, err = FromSnapshot(&events.Plan{Steps: []events.PlanStep{{StepID: "c", ParentID: "ghost", Description: "C"}}})
+	rejected(t, err, "/data/plan/steps/0/parent_id", `unknown parent step id "ghost"`)
+}
