@@ -26,6 +26,7 @@ type commonFlags struct {
 	llmURL       string
 	llmModel     string
 	llmKeyEnv    string
+	llmRate      float64
 	weaviate     string
 	weaviateGRPC string
 	weaviateKey  string // name of the environment variable holding the API key
@@ -36,6 +37,7 @@ func (c *commonFlags) registerLLM(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1); enables the LLM distiller, the judge and, under serve, the PAIR LLM revision")
 	cmd.Flags().StringVar(&c.llmModel, "llm-model", "", "chat model for the LLM distiller, the judge and the PAIR LLM revision")
 	cmd.Flags().StringVar(&c.llmKeyEnv, "llm-key-env", "CHRONICLE_LLM_API_KEY", "environment variable holding the API key")
+	cmd.Flags().Float64Var(&c.llmRate, "llm-rate", 1, "requests per second to the model, at most (a tree search's value samples are many calls)")
 }
 
 // registerSearch adds the vector store flags. The Weaviate API key is
@@ -113,7 +115,11 @@ func (c *commonFlags) llm() *distill.LLMConfig {
 	if c.llmURL == "" && c.llmModel == "" {
 		return nil
 	}
-	return &distill.LLMConfig{URL: c.llmURL, Model: c.llmModel, APIKeyEnv: c.llmKeyEnv}
+	rate := c.llmRate
+	if rate == 0 {
+		rate = -1 // LLMConfig's 0 is its default; --llm-rate 0 is refused
+	}
+	return &distill.LLMConfig{URL: c.llmURL, Model: c.llmModel, APIKeyEnv: c.llmKeyEnv, RatePerSecond: rate}
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
@@ -90,6 +91,10 @@ func searchGame24Cmd() *cobra.Command {
 --proposer arithmetic: the exhaustive arithmetic proposer and the objective evaluator (24 reachable).
 --proposer recorded:   GPT-4's proposals and values from the Tree of Thoughts run (propose1_value3_greedy5),
                        with the objective pre-filter; a node outside the recorded tree cannot be expanded.
+--proposer llm:        a chat model over --llm-url (any OpenAI-compatible endpoint) with Tree of Thoughts'
+                       Game of 24 prompts, goal-pinned, temperature 0: proposals and 3 value samples per
+                       candidate; every answer is in the log (search.node.expanded.v1), so a replay never
+                       calls the model. No breadth-first baseline (it would call the model for every node).
 Searches already in --data are not run again: an interrupted run resumes where its projection stands.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if beam < 1 {
@@ -110,14 +115,33 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			}
 			var prop treesearch.Proposer
 			var eval treesearch.Evaluator
+			var model string // the chat model, recorded in search.started.v1
 			switch proposer {
 			case "arithmetic":
 				prop, eval = game24.Arithmetic{}, game24.Arithmetic{}
 			case "recorded":
 				r := &game24.Recorded{}
 				prop, eval = r, r
+			case "llm":
+				lc := c.llm()
+				if lc == nil {
+					return fmt.Errorf("--proposer llm: give the model's endpoint with --llm-url and --llm-model")
+				}
+				client, err := distill.NewLLM(*lc)
+				if err != nil {
+					return fmt.Errorf("--proposer llm: %w", err)
+				}
+				l := &game24.LLM{Client: client}
+				prop, eval, model = l, l, lc.Model
+				if cmd.Flags().Changed("baseline") && baseline {
+					return fmt.Errorf("--baseline: the breadth-first baseline would call the model for every node it generates; not with --proposer llm")
+				}
+				baseline = false
 			default:
-				return fmt.Errorf("--proposer: %q, want arithmetic or recorded", proposer)
+				return fmt.Errorf("--proposer: %q, want arithmetic, recorded or llm", proposer)
+			}
+			if proposer != "llm" && c.llm() != nil {
+				return fmt.Errorf("--llm-url, --llm-model: only --proposer llm calls a model (--proposer %s does not)", proposer)
 			}
 			if lockFile != "" { // refuse before starting anything
 				frozen, err := readLock(lockFile)
@@ -126,7 +150,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				}
 				cfg := game24.Config(beam)
 				cfg.QuotaTokens = quota
-				if err := treesearch.VerifyLock(frozen, treesearch.SolverLock(frozen.SearchID, cfg, "", prop, eval)); err != nil {
+				if err := treesearch.VerifyLock(frozen, treesearch.SolverLock(frozen.SearchID, cfg, model, prop, eval)); err != nil {
 					return err
 				}
 			}
@@ -175,7 +199,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			keys := make([]string, len(puzzles))
 			for i, pz := range puzzles {
 				id := fmt.Sprintf("game24-%s-w%d-%d", proposer, beam, pz.Rank)
-				key, err := r.Start(ctx, treesearch.StartRequest{Scope: scope, SearchID: id, Goal: game24.Goal(pz.Numbers), RootState: pz.Numbers, Config: cfg})
+				key, err := r.Start(ctx, treesearch.StartRequest{Scope: scope, SearchID: id, Goal: game24.Goal(pz.Numbers), RootState: pz.Numbers, Config: cfg, Model: model})
 				if err != nil {
 					return err
 				}
@@ -290,7 +314,8 @@ Searches already in --data are not run again: an interrupted run resumes where i
 	}
 	c.register(cmd)
 	c.registerKafkaListen(cmd)
-	cmd.Flags().StringVar(&proposer, "proposer", "arithmetic", "arithmetic | recorded (GPT-4's Tree of Thoughts proposals and values)")
+	c.registerLLM(cmd)
+	cmd.Flags().StringVar(&proposer, "proposer", "arithmetic", "arithmetic | recorded (GPT-4's Tree of Thoughts proposals and values) | llm (a chat model over --llm-url)")
 	cmd.Flags().IntVar(&beam, "beam", 5, "beam width W: the open set keeps its W best nodes by f")
 	cmd.Flags().IntVar(&from, "from", 901, "first puzzle rank of 24.csv")
 	cmd.Flags().IntVar(&to, "to", 1000, "last puzzle rank of 24.csv")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver/mcptest"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24/game24test"
 )
 
 func runSearch(t *testing.T, data string, extra ...string) Game24Summary {
@@ -135,5 +137,55 @@ func TestSearchSummaryOutcomes(t *testing.T) {
 	s = runSearch(t, t.TempDir(), "--from", "901", "--to", "903")
 	if s.Outcomes["solved"] != s.Solved || s.Solved == 0 {
 		t.Fatalf("outcomes %v, solved %d", s.Outcomes, s.Solved)
+	}
+}
+
+// search game24 --proposer llm talks to an OpenAI-compatible endpoint
+// with Tree of Thoughts' prompts; against a server that answers with
+// GPT-4's recorded output it searches exactly as --proposer recorded does
+// (puzzles 901–902 stay inside the recorded tree at beam 5), every prompt
+// goal-pinned. The model's answers are in the log: audit replays the
+// directory without a model. Before, no command could run the LLM
+// proposer (a walkthrough, 2026-11-30).
+func TestSearchWithTheLLMProposer(t *testing.T) {
+	srv, prompts := game24test.RecordedServer(t, &game24.Recorded{})
+	rec := runSearch(t, t.TempDir(), "--proposer", "recorded", "--from", "901", "--to", "902")
+	data := t.TempDir()
+	llm := runSearch(t, data, "--proposer", "llm", "--llm-url", srv.URL, "--llm-model", "gpt-4-recorded", "--llm-rate", "10000", "--from", "901", "--to", "902")
+	if llm.Solved != rec.Solved || llm.Solved != 2 || llm.NodesExpanded != rec.NodesExpanded || llm.NodesGenerated != rec.NodesGenerated || llm.EvaluatorCalls != rec.EvaluatorCalls {
+		t.Fatalf("--proposer llm: %+v\n--proposer recorded: %+v", llm, rec)
+	}
+	if len(prompts()) == 0 {
+		t.Fatal("no model call")
+	}
+	for _, p := range prompts() {
+		if !strings.HasPrefix(p, "Primary Objective: ") {
+			t.Fatalf("prompt not goal-pinned: %.200s", p)
+		}
+	}
+	n := len(prompts())
+	t.Logf("%d model calls", n)
+	out, err := exec.Command(binary, "audit", "--data", data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit: %v\n%s", err, out)
+	}
+	if len(prompts()) != n {
+		t.Fatalf("audit called the model %d times", len(prompts())-n)
+	}
+	// a model flag without --proposer llm, and llm without an endpoint, are refused
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--llm-url", srv.URL, "--llm-model", "m"}, "only --proposer llm calls a model"},
+		{[]string{"--proposer", "llm"}, "--llm-url and --llm-model"},
+		{[]string{"--proposer", "llm", "--llm-url", srv.URL, "--llm-model", "m", "--baseline"}, "--baseline"},
+		{[]string{"--proposer", "llm", "--llm-url", srv.URL, "--llm-model", "m", "--llm-rate", "0"}, "--llm-rate"},
+	} {
+		args := append([]string{"search", "game24", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0"}, c.args...)
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: %v %s; want a refusal naming %s", c.args, err, out, c.want)
+		}
 	}
 }

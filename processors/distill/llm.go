@@ -185,7 +185,7 @@ func (c LLMConfig) Validate() error {
 	case c.Attempts < 0:
 		return errors.New("distill: LLMConfig.Attempts: must be ≥ 1")
 	case c.RatePerSecond < 0:
-		return errors.New("distill: LLMConfig.RatePerSecond: must be > 0")
+		return errors.New("distill: LLMConfig.RatePerSecond: must be > 0 (--llm-rate)")
 	case c.MaxRetryAfter < 0:
 		return errors.New("distill: LLMConfig.MaxRetryAfter: must be ≥ 0")
 	}

@@ -2,92 +2,15 @@ package game24_test
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24/game24test"
 )
-
-// recordedServer is an OpenAI-compatible chat endpoint that answers with
-// GPT-4's recorded Tree of Thoughts output: for a proposal prompt the
-// proposal lines GPT-4 wrote for that state, for a value prompt one of
-// the verdicts (sure / likely / impossible) whose sum is the logged value
-// (the n-th call for a candidate gets the n-th verdict; a sample whose
-// verdict the log does not hold gets an empty answer).
-func recordedServer(t *testing.T, rec *game24.Recorded) (*httptest.Server, *[]string) {
-	goalRe := regexp.MustCompile(`^Primary Objective: Use the numbers (.*) and basic arithmetic`)
-	var mu sync.Mutex
-	calls := map[string]int{}
-	var prompts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Temperature float64 `json:"temperature"`
-			Messages    []struct {
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 1 || req.Temperature != 0 {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		prompt := req.Messages[0].Content
-		mu.Lock()
-		prompts = append(prompts, prompt)
-		mu.Unlock()
-		m := goalRe.FindStringSubmatch(prompt)
-		if m == nil {
-			http.Error(w, "no objective", 400)
-			return
-		}
-		_, rest, _ := strings.Cut(prompt, "Steps so far:\n")
-		steps, rest, _ := strings.Cut(rest, "\nCandidate next step:\n")
-		if !strings.Contains(prompt, "Candidate next step:") {
-			steps, _, _ = strings.Cut(steps, "\nInput: ")
-			steps, _, _ = strings.Cut(steps, "\nOnly 24 is left")
-		}
-		path := []treesearch.Step{{NodeID: "r", State: m[1]}}
-		for _, l := range strings.Split(steps, "\n") {
-			if l == "" {
-				continue
-			}
-			state, _, _ := game24.Next(path, l+"\n")
-			path = append(path, treesearch.Step{Candidate: l + "\n", State: state, Depth: len(path)})
-		}
-		answer := ""
-		if cand, _, ok := strings.Cut(rest, "\nEvaluate if"); ok && strings.Contains(prompt, "Candidate next step:") {
-			v, ok, _ := rec.Value(path, cand+"\n")
-			if !ok {
-				http.Error(w, "no recorded value", 404)
-				return
-			}
-			mu.Lock()
-			k := calls[steps+"|"+cand]
-			calls[steps+"|"+cand]++
-			mu.Unlock()
-			if vs := verdicts(v); k < len(vs) {
-				answer = vs[k]
-			}
-		} else {
-			lines, ok, _ := rec.Proposals(path)
-			if !ok {
-				http.Error(w, "no recorded proposals", 404)
-				return
-			}
-			answer = strings.Join(lines, "")
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []map[string]any{{"message": map[string]string{"role": "assistant", "content": answer}}}})
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &prompts
-}
 
 // inTree asks the model only about states of the recorded tree: the test
 // server has no recorded output for others (the recorded proposer calls
@@ -104,32 +27,13 @@ func (l *inTree) Propose(ctx context.Context, req treesearch.ProposeRequest) (tr
 	return l.LLM.Propose(ctx, req)
 }
 
-// verdicts decodes a logged value (sure 20, likely 1, impossible 0.001
-// per sample) into its verdict words.
-func verdicts(v float64) []string {
-	i := int(math.Round((v - math.Floor(v)) * 1000))
-	rest := int(math.Round(v - float64(i)*0.001))
-	s, l := rest/20, rest%20
-	var out []string
-	for range s {
-		out = append(out, "sure")
-	}
-	for range l {
-		out = append(out, "likely")
-	}
-	for range i {
-		out = append(out, "impossible")
-	}
-	return out
-}
-
 // The LLM proposer and evaluator, talking to an OpenAI-compatible server
 // that answers with GPT-4's recorded output, search exactly as the recorded
 // components do: same outcome, answer, expansions and nodes; every prompt
 // is goal-pinned and sent at temperature 0.
 func TestLLMComponentsOnRecordedOutput(t *testing.T) {
 	rec := &game24.Recorded{}
-	srv, prompts := recordedServer(t, rec)
+	srv, prompts := game24test.RecordedServer(t, rec)
 	client, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "gpt-4-recorded", RatePerSecond: 1e6})
 	if err != nil {
 		t.Fatal(err)
@@ -169,12 +73,12 @@ func TestLLMComponentsOnRecordedOutput(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range *prompts {
+	for _, p := range prompts() {
 		if !strings.HasPrefix(p, "Primary Objective: ") {
 			t.Fatalf("prompt not goal-pinned: %.200s", p)
 		}
 	}
-	if len(*prompts) == 0 {
+	if len(prompts()) == 0 {
 		t.Fatal("no model call")
 	}
 }
