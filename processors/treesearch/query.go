@@ -47,6 +47,14 @@ func ClosedSet(store *projections.Store, key string) (map[string]string, error) 
 // node id cursor (exclusive), and the cursor of the next page ("" at the
 // end). limit ≤ 0 returns every node.
 func Nodes(store *projections.Store, key string, limit int, cursor string) ([]Node, string, error) {
+	return NodesWithin(store, key, limit, 0, cursor)
+}
+
+// NodesWithin is Nodes, and ends a page before the node that would take
+// its stored rows past maxBytes (≤ 0: no bound), so a page of nodes with
+// large states stays bounded in memory and on the wire; a page holds at
+// least one node, whatever its size.
+func NodesWithin(store *projections.Store, key string, limit, maxBytes int, cursor string) ([]Node, string, error) {
 	p := nodePrefix(key)
 	after := ""
 	if cursor != "" {
@@ -54,11 +62,13 @@ func Nodes(store *projections.Store, key string, limit int, cursor string) ([]No
 	}
 	var out []Node
 	next := ""
+	size := 0
 	err := store.Scan(Name, p, after, func(k string, v []byte) (bool, error) {
-		if limit > 0 && len(out) == limit {
+		if limit > 0 && len(out) == limit || maxBytes > 0 && len(out) > 0 && size+len(v) > maxBytes {
 			next = out[len(out)-1].ID
 			return false, nil
 		}
+		size += len(v)
 		var n Node
 		if err := json.Unmarshal(v, &n); err != nil {
 			return false, err

@@ -24,6 +24,15 @@ type SearchView struct {
 	BestPath []treesearch.Node `json:"best_path"`
 }
 
+// SearchNodesPageBytes bounds a page of GET /v1/searches/{id}/nodes: the
+// page ends before the node that would take its nodes past this many bytes
+// as stored (a page holds at least one node), and next_cursor goes on
+// from there. Default 4 MiB. Before, only the count was bounded (limit ≤
+// 1000), and a node's state may be close to the 960 KiB event limit: two
+// nodes made a 1.5 MB answer, and a page of 1000 such nodes would have
+// been held in memory whole, near 1 GB (a walkthrough, 2026-11-30).
+var SearchNodesPageBytes = 4 << 20
+
 // searchRoutes serves GET /v1/searches/{id} and GET /v1/searches/{id}/nodes
 // (?limit=1..1000, default 500; ?cursor= the last node id of the previous
 // page).
@@ -61,7 +70,7 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		nodes, next, err := treesearch.Nodes(s.P.Store, key, limit, cursor)
+		nodes, next, err := treesearch.NodesWithin(s.P.Store, key, limit, SearchNodesPageBytes, cursor)
 		if err != nil {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return

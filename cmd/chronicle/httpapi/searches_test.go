@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
@@ -61,6 +62,15 @@ func TestSearchRoutes(t *testing.T) {
 	}
 	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes?limit=0", nil); code != 400 {
 		t.Fatalf("limit 0: %d %v", code, m)
+	}
+	// a page is bounded in bytes too: with a bound below one node, each
+	// page holds one node and goes on from it (only the count was bounded)
+	old := httpapi.SearchNodesPageBytes
+	httpapi.SearchNodesPageBytes = 1
+	code, m = call(t, base, "tok-a", "GET", "/v1/searches/s%2F1/nodes", nil)
+	httpapi.SearchNodesPageBytes = old
+	if nodes, _ := m["nodes"].([]any); code != 200 || len(nodes) != 1 || m["next_cursor"] != "r" {
+		t.Fatalf("nodes with a 1-byte page bound: %d %v; want one node and next_cursor r", code, m)
 	}
 	if code, m = call(t, base, "tok-a", "POST", "/v1/searches/s%2F1/resume", map[string]any{"decision": "maybe"}); code != 400 {
 		t.Fatalf("bad decision: %d %v", code, m)
