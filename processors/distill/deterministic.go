@@ -112,7 +112,7 @@ func lowerFirst(sentence, task string) string {
 	if i := strings.IndexFunc(sentence, func(r rune) bool { return !unicode.IsLetter(r) }); i >= 0 {
 		word = sentence[:i]
 	}
-	if word == "I" || strings.IndexFunc(word[size:], unicode.IsUpper) >= 0 || midSentence(task, word) {
+	if word == "I" || titles[word] || strings.IndexFunc(word[size:], unicode.IsUpper) >= 0 || midSentence(task, word) {
 		return sentence
 	}
 	return string(unicode.ToLower(first)) + sentence[size:]
@@ -228,6 +228,9 @@ func splitSentences(text string) []string {
 	r := []rune(text)
 	start := 0
 	for i, c := range r {
+		if c == '.' && abbreviation(r[start:i]) {
+			continue // "Andrew J. Elliot", "Dr. Smith": no end of sentence
+		}
 		if (c == '.' || c == '!' || c == '?') && (i+1 == len(r) || unicode.IsSpace(r[i+1])) {
 			out = append(out, string(r[start:i+1]))
 			start = i + 1
@@ -237,6 +240,31 @@ func splitSentences(text string) []string {
 		out = append(out, string(r[start:]))
 	}
 	return out
+}
+
+// titles are the abbreviations before a name that end in a period.
+var titles = map[string]bool{"Mr": true, "Mrs": true, "Ms": true, "Dr": true, "Prof": true, "St": true, "Jr": true, "Sr": true}
+
+// abbreviation reports whether the word that ends before a period (the
+// last word of before) is an initial (one capital letter: "J." in "Andrew
+// J. Elliot") or a title (titles), after which the period ends no
+// sentence. Before, "How many schools does the university, in which
+// Andrew J. Elliot is a professor of psychology, have?" was cut after
+// "J.", and its memories were described "When elliot is a professor of
+// psychology, have?" (a walkthrough, 2026-11-30).
+func abbreviation(before []rune) bool {
+	i := len(before)
+	for i > 0 && unicode.IsLetter(before[i-1]) {
+		i--
+	}
+	word := before[i:]
+	if i > 0 && !unicode.IsSpace(before[i-1]) && before[i-1] != '(' {
+		return false // part of a longer token ("U.S.", "e.g.")
+	}
+	if len(word) == 1 {
+		return unicode.IsUpper(word[0])
+	}
+	return titles[string(word)]
 }
 
 // isDate reports whether sent says only what day or time it is: it

@@ -174,6 +174,12 @@ func TestTaskSummaryGoalSentence(t *testing.T) {
 			"which magazine was started first, Arthur's Magazine or First for Women?"},
 		{"Monday, May 6. Summarise the open incidents of the payments service.", "summarise the open incidents of the payments service"},
 		{"You are a support agent. Reset the password of account 42.", "reset the password of account 42"},
+		// an initial or a title ends no sentence (it was cut after "J.": a
+		// walkthrough, 2026-11-30)
+		{"How many different schools does the university, in which Andrew J. Elliot is a professor of psychology, have?",
+			"how many different schools does the university, in which Andrew J. Elliot is a professor of psychology, have?"},
+		{"Dr. Ada Lovelace wants the notes of her last lecture. Send them today.", "Dr. Ada Lovelace wants the notes of her last lecture"},
+		{"The report is due. Plan B. Send it by mail.", "the report is due"},
 	} {
 		if got := distill.TaskSummary(c.task); got != c.want {
 			t.Errorf("TaskSummary(%q) = %q, want %q", c.task, got, c.want)
