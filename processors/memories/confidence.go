@@ -100,9 +100,15 @@ func (p Pending) SourceKey() string {
 // applied): then it is a repeat (one vote per source and polarity per window, so one
 // client cannot drive a used memory to pruning by repeating itself; a
 // walkthrough pruned one with three clicks in 104 ms); below it, the not yet
-// applied signals of sig's polarity within ConsensusWindow before sig (sig
-// included) apply together once they come from at least ConsensusSignals
-// distinct sources (Pending.SourceKey), otherwise none. Of the signals of
+// applied signals of sig's polarity within ConsensusWindow of sig, before
+// or after it (sig included), apply together once they come from at least
+// ConsensusSignals distinct sources (Pending.SourceKey), otherwise none.
+// Either side: the log's order is not its signals' times' (a producer
+// dates its event, up to 5 minutes back; two requests stamp their times
+// before either is written), and a stored signal dated a moment after sig
+// was not counted: two agreeing sources stayed pending, and a third then
+// applied with them as if alone (a walkthrough, 2026-11-30: 3 of 30 pairs
+// of concurrent feedback, and every backdated one). Of the signals of
 // one source only the first applies its delta; the others are repeats,
 // consumed with it without a delta. It returns the indexes into stored
 // (sig must be the last element) that apply and those that are repeats.
@@ -113,7 +119,7 @@ func (p Pending) SourceKey() string {
 //
 // A signal that applies at usage ≥ ConsensusUsage takes with it the
 // signals stored while usage was below (not yet applied, of its polarity,
-// within ConsensusWindow before it): with it they are agreeing signals of
+// within ConsensusWindow of it, either side): with it they are agreeing signals of
 // at least 2 distinct sources, so they apply together:
 // the first of each other source applies its delta, unless that source
 // already applied one of the same polarity within ConsensusWindow of it
@@ -136,7 +142,7 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 		}
 		seen := map[string]bool{sig.SourceKey(): true}
 		for i, p := range stored[:last] {
-			if p.Applied || p.Positive != sig.Positive || !within(p.Time, at) {
+			if p.Applied || p.Positive != sig.Positive || !withinEitherSide(p.Time, at) {
 				continue
 			}
 			pt, err := time.Parse(time.RFC3339Nano, p.Time)
@@ -155,7 +161,7 @@ func Consensus(usage int, stored []Pending, at time.Time) (apply, repeats []int)
 		if p.Applied || p.Positive != sig.Positive {
 			continue
 		}
-		if !within(p.Time, at) {
+		if !withinEitherSide(p.Time, at) {
 			continue
 		}
 		pt, err := time.Parse(time.RFC3339Nano, p.Time)
@@ -203,11 +209,4 @@ func withinEitherSide(ts string, at time.Time) bool {
 	}
 	d := at.Sub(t)
 	return d <= ConsensusWindow && d >= -ConsensusWindow
-}
-
-// within reports whether a signal at time ts (RFC 3339) lies in the
-// ConsensusWindow before at (at included).
-func within(ts string, at time.Time) bool {
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	return err == nil && at.Sub(t) <= ConsensusWindow && !t.After(at)
 }

@@ -210,3 +210,26 @@ func TestOneVoteHoldsForAnEarlierDatedSignal(t *testing.T) {
 		t.Fatalf("bob's negative dated 8 days before his vote: confidence %v, want 0.7 (outside the 7 days)", c)
 	}
 }
+
+// Agreement is judged by the signals' times, either side: a signal that
+// arrives after another but is dated before it (a producer's time, or two
+// requests stamped concurrently) agrees with it. Before, only stored
+// signals dated at or before the new one counted: alice's and bob's
+// agreeing signals both stayed pending, and carol's then applied with
+// them as if alone (a walkthrough, 2026-11-30).
+func TestConsensusCountsASignalDatedBefore(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	b.signalFrom("m", "token:alice", false, t0.Add(2*time.Hour))
+	b.signalFrom("m", "token:bob", false, t0.Add(time.Hour)) // arrives second, dated first
+	if m := b.get("m"); !near(m.Confidence, 0.7) {
+		t.Fatalf("after alice and bob agree: confidence %v, want 0.8 − 2 × 0.05 = 0.7", m.Confidence)
+	}
+	_, signals, err := memories.History(b.store, events.EntityKey("project:a", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(signals) != 2 || !signals[0].Applied || signals[0].Repeat || !signals[1].Applied || signals[1].Repeat {
+		t.Fatalf("signals %+v, want both applied", signals)
+	}
+}
