@@ -63,3 +63,20 @@ func TestFeedbackOnAScopeItCannotReadIsNotFound(t *testing.T) {
 		t.Errorf("MCP feedback as tok-ra: %q; want may not write project:a", msg)
 	}
 }
+
+// A feedback whose comment makes its event too large is a 413 naming
+// /comment, permanent; it was a 503 "retry later" with Retry-After, which
+// an agent retries for ever (a walkthrough, 2026-11-30: a 2 MB comment).
+func TestFeedbackCommentTooLargeIsA413(t *testing.T) {
+	p, _, base := scopedServer(t)
+	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
+		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("recording: %d %v", code, rec)
+	}
+	waitCaughtUp(t, p)
+	code, m := call(t, base, "tok-a", "POST", "/v1/memories/"+rec["id"].(string)+"/feedback", map[string]any{"helpful": true, "comment": strings.Repeat("x", 1_000_000)})
+	if code != http.StatusRequestEntityTooLarge || m["pointer"] != "/comment" {
+		t.Fatalf("a 1 MB comment: %d %v; want 413 naming /comment", code, m)
+	}
+}

@@ -1433,6 +1433,14 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if errors.Is(err, events.ErrEventTooLarge) {
+		// permanent: only a shorter comment makes it fit (it was a 503
+		// "retry later", which an agent retries for ever: a walkthrough,
+		// 2026-11-30)
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: err.Error(), Pointer: "/comment",
+			Reason: fmt.Sprintf("the feedback's event would be above the %d-byte limit of one event: shorten the comment", events.MaxEventBytes)})
+		return
+	}
 	if errors.Is(err, events.ErrNotAcknowledged) {
 		// the broker may have written it all the same: a client that
 		// retries records a second feedback (seen twice in a cluster
