@@ -424,6 +424,13 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 	if err != nil {
 		return err
 	}
+	if d.Outcome != m.Outcome {
+		// not evidence for it (ReasonIgnoredOutcome): in its history only
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonIgnoredOutcome, Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
+			return err
+		}
+		return save(tx, m)
+	}
 	m.Evidence++
 	if err := use(tx, m, mergeSource(d), d.RecordedBy); err != nil {
 		return err
@@ -701,7 +708,15 @@ const (
 )
 
 // Reasons lists every history reason the processor writes.
-var Reasons = []string{ReasonCreated, ReasonEvidence, ReasonSignal, ReasonConsensus, ReasonPending, ReasonRepeat, ReasonIgnoredPruned, ReasonDecay, ReasonPruned}
+var Reasons = []string{ReasonCreated, ReasonEvidence, ReasonSignal, ReasonConsensus, ReasonPending, ReasonRepeat, ReasonIgnoredPruned, ReasonIgnoredOutcome, ReasonDecay, ReasonPruned}
+
+// ReasonIgnoredOutcome is the history reason of a recording whose title and
+// content are the memory's but whose outcome is the other one: recorded,
+// not evidence (a failure report does not support a success strategy, nor
+// the other way round). Before, it was merged as evidence, and its outcome,
+// tags and description were dropped without a word (a walkthrough,
+// 2026-11-30).
+const ReasonIgnoredOutcome = "ignored: outcome differs"
 
 // ReasonIgnoredPruned is the history reason of a signal that reached a
 // pruned memory: recorded, not applied.

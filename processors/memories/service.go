@@ -266,7 +266,7 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 				return search.Recorded{}, err
 			}
 			if ok {
-				return s.recorded(m, env.ID, "")
+				return s.recorded(m, r.Outcome, env.ID, "")
 			}
 			// the memory bank refused it (dead-lettered): Try below
 			// says why, as it did to the first call
@@ -324,7 +324,7 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 					return search.Recorded{}, err
 				}
 				if ok {
-					return s.recorded(m, env.ID, "")
+					return s.recorded(m, r.Outcome, env.ID, "")
 				}
 				break // refused by the memory bank (dead-lettered): answer as before the write
 			}
@@ -340,8 +340,10 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 	}
 	const late = "; the memory bank has not applied the recording yet: this answer is the memory as it was before the recording"
 	if existed {
-		before.Evidence++
-		return s.recorded(before, "", late)
+		if before.Outcome == r.Outcome {
+			before.Evidence++
+		}
+		return s.recorded(before, r.Outcome, "", late)
 	}
 	c := InitialConfidence("explicit", r.Outcome)
 	return search.Recorded{ID: id, Message: "memory recorded in the log for " + r.Scope + late, Confidence: new(c), InitialConfidence: new(c), Evidence: new(1)}, nil
@@ -375,8 +377,10 @@ func keyReused(r search.Record, eventID string) error {
 
 // recorded is Record's answer for memory m the recording is in: created
 // by it when m's first change is the event with id created (never when
-// created is ""), else merged into it. note ends the message.
-func (s *Service) recorded(m Memory, created, note string) (search.Recorded, error) {
+// created is ""), else merged into it, unless the recording's outcome is
+// not m's (ReasonIgnoredOutcome: not evidence for it). note ends the
+// message.
+func (s *Service) recorded(m Memory, outcome, created, note string) (search.Recorded, error) {
 	first, ok, err := FirstChange(s.Store, m.Key())
 	if err != nil {
 		return search.Recorded{}, err
@@ -389,6 +393,8 @@ func (s *Service) recorded(m Memory, created, note string) (search.Recorded, err
 	switch {
 	case created != "" && ok && first.EventID == created:
 		out.Message = "memory recorded in " + m.Scope
+	case outcome != m.Outcome:
+		out.Message = fmt.Sprintf("not merged: the existing memory %s of %s has the same title and content with outcome %s, and a recording with outcome %s is no evidence for it (its history lists it as %q): give this one a title or content of its own", m.ID, m.Scope, m.Outcome, outcome, ReasonIgnoredOutcome)
 	default:
 		out.MergedInto = m.ID
 		out.Message = fmt.Sprintf("merged into the existing memory %s of %s, whose title and content are the same: evidence %d, confidence %.2f, unchanged by a merge", m.ID, m.Scope, m.Evidence, m.Confidence)

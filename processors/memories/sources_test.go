@@ -233,3 +233,29 @@ func TestConsensusCountsASignalDatedBefore(t *testing.T) {
 		t.Fatalf("signals %+v, want both applied", signals)
 	}
 }
+
+// A recording with a memory's title and content but the other outcome is
+// no evidence for it: the memory keeps its evidence and outcome, and its
+// history lists the recording as "ignored: outcome differs". Before, it was
+// merged as evidence (evidence 2, outcome success kept) and its outcome
+// dropped without a word (a walkthrough, 2026-11-30).
+func TestRecordingWithTheOtherOutcomeIsNoEvidence(t *testing.T) {
+	b := newBank(t)
+	b.record("m", "explicit", "success", t0)
+	b.record("m", "explicit", "failure", t0.Add(time.Hour))
+	m := b.get("m")
+	if m.Evidence != 1 || m.Outcome != "success" || m.Confidence != 0.8 {
+		t.Fatalf("after a failure recording of the same title and content: evidence %d outcome %s confidence %v; want 1, success, 0.8", m.Evidence, m.Outcome, m.Confidence)
+	}
+	changes, _, err := memories.History(b.store, events.EntityKey("project:a", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 2 || changes[1].Reason != memories.ReasonIgnoredOutcome {
+		t.Fatalf("history %+v; want created, then %q", changes, memories.ReasonIgnoredOutcome)
+	}
+	b.record("m", "explicit", "success", t0.Add(2*time.Hour))
+	if m := b.get("m"); m.Evidence != 2 {
+		t.Fatalf("a recording with the same outcome: evidence %d, want 2", m.Evidence)
+	}
+}
