@@ -534,6 +534,11 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 			switch c.Reason {
 			case ReasonPending:
 				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 distinct callers used the memory)"
+				if f.SharedSource {
+					// the answer said a second source would come, and none
+					// could (a walkthrough, 2026-11-30)
+					msg += fmt.Sprintf("; this server has no API tokens, so every HTTP and MCP caller is one source (%s) and cannot be the second: serve with --tokens, one token per agent, or let another session's task_completion signal agree", f.Source)
+				}
 			case ReasonRepeat:
 				msg = fmt.Sprintf("signal recorded, not applied: this source already moved the confidence the same way within %d days; one vote per source and polarity", int(ConsensusWindow.Hours()/24))
 			case ReasonIgnoredPruned:

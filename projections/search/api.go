@@ -213,6 +213,11 @@ type Feedback struct {
 	// recorded on memory.feedback: two signals of one source never make
 	// consensus.
 	Source string `json:"-"`
+	// SharedSource says that every caller of this server gives its
+	// signals as Source (a server without API tokens: all are
+	// "token:local"), so a signal waiting for consensus cannot get a second
+	// source from them: the answer says so, and how to get one.
+	SharedSource bool `json:"-"`
 	// Readable, when set, says which scopes the caller may read: when it
 	// may not read the memory's scope (a write-only token), the answer is
 	// Withheld. A caller that sets it is answered without any look at the

@@ -80,3 +80,45 @@ func TestFeedbackCommentTooLargeIsA413(t *testing.T) {
 		t.Fatalf("a 1 MB comment: %d %v; want 413 naming /comment", code, m)
 	}
 }
+
+// On a server without API tokens every caller is one source (token:local),
+// so a signal waiting for consensus cannot get its second source from
+// them: the answer says so, over HTTP and MCP, and how to get one. It said
+// a second source would come (a walkthrough, 2026-11-30: make run's server,
+// every feedback pending for ever). A server with tokens says nothing of it.
+func TestFeedbackOnATokenlessServerSaysOneSource(t *testing.T) {
+	p, srv := setup(t)
+	code, rec := call(t, srv.URL, "", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
+		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("recording: %d %v", code, rec)
+	}
+	id := rec["id"].(string)
+	waitCaughtUp(t, p)
+	code, m := call(t, srv.URL, "", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": false})
+	if msg, _ := m["message"].(string); code != 200 || !strings.Contains(msg, "no API tokens") || !strings.Contains(msg, "token:local") {
+		t.Fatalf("HTTP feedback on a server without tokens: %d %v; want the message to say every caller is one source", code, m)
+	}
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "feedback-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_feedback", Arguments: map[string]any{"memory_id": id, "helpful": true}})
+	if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "no API tokens") {
+		t.Fatalf("MCP feedback on a server without tokens: %v %s", err, mcptest.Text(res))
+	}
+
+	p2, _, base := scopedServer(t)
+	code, rec = call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
+		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
+	if code != 202 {
+		t.Fatalf("recording: %d %v", code, rec)
+	}
+	waitCaughtUp(t, p2)
+	code, m = call(t, base, "tok-a", "POST", "/v1/memories/"+rec["id"].(string)+"/feedback", map[string]any{"helpful": false})
+	if msg, _ := m["message"].(string); code != 200 || !strings.Contains(msg, "signal stored") || strings.Contains(msg, "no API tokens") {
+		t.Fatalf("HTTP feedback with a token: %d %v", code, m)
+	}
+}

@@ -1418,7 +1418,7 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite,
-		Readable: CallerOf(r).CanRead, DefaultScope: CallerOf(r).DefaultWriteScope(), Source: "token:" + CallerOf(r).Name})
+		Readable: CallerOf(r).CanRead, DefaultScope: CallerOf(r).DefaultWriteScope(), Source: "token:" + CallerOf(r).Name, SharedSource: s.Tokens == nil})
 	if errors.Is(err, search.ErrNotFound) {
 		// not found among the scopes it may write: when the caller reads
 		// the memory, the answer is that it may not write it (a 404 for a
@@ -1475,5 +1475,5 @@ func (s *Server) mcpCaller(_ context.Context, r *http.Request) (mcpserver.Caller
 	if def == "" {
 		def = events.DefaultScope
 	}
-	return mcpserver.Caller{ReadScopes: c.Read, WriteScopes: c.Write, DefaultScope: def, Source: "token:" + c.Name, Credentials: r.Header.Get("Authorization")}, nil
+	return mcpserver.Caller{ReadScopes: c.Read, WriteScopes: c.Write, DefaultScope: def, Source: "token:" + c.Name, SharedSource: s.Tokens == nil, Credentials: r.Header.Get("Authorization")}, nil
 }

@@ -57,6 +57,9 @@ type Caller struct {
 	// events ("token:<name>" over HTTP); empty: "mcp:" and the client's
 	// name from its initialize request (stdio).
 	Source string
+	// SharedSource says that every caller of the server gives Source (serve
+	// without API tokens): see search.Feedback.SharedSource.
+	SharedSource bool
 	// Credentials is the Authorization header of the HTTP request the call
 	// came in on (serve's /mcp), so that a backend can make the call
 	// through the service's HTTP API as the same caller; empty over stdio.

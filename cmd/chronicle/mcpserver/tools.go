@@ -486,6 +486,7 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 		// where a write-only caller's signal without a scope goes
 		DefaultScope: caller.DefaultScope,
 		Source:       sourceOf(caller, req),
+		SharedSource: caller.SharedSource,
 	})
 	if err != nil {
 		return nil, search.FeedbackResult{}, toolError("memory_feedback", err)
