@@ -223,6 +223,8 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 		return search.Recorded{}, &search.FieldError{Pointer: "/description", Reason: fmt.Sprintf("required, at most %d characters", distill.MaxDescription)}
 	case strings.TrimSpace(r.Content) == "":
 		return search.Recorded{}, &search.FieldError{Pointer: "/content", Reason: "required"}
+	case r.Outcome == "":
+		return search.Recorded{}, &search.FieldError{Pointer: "/outcome", Reason: "required: success or failure"}
 	case r.Outcome != events.OutcomeSuccess && r.Outcome != events.OutcomeFailure:
 		return search.Recorded{}, &search.FieldError{Pointer: "/outcome", Reason: fmt.Sprintf("%q is not success or failure", r.Outcome)}
 	case r.Scope == "":

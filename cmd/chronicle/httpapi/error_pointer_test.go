@@ -27,6 +27,8 @@ func TestRouteErrorsNamePointerAndReason(t *testing.T) {
 		{"/v1/memories", map[string]any{"title": "x"}, "/description", "/description: required, at most 200 characters"},
 		{"/v1/memories", map[string]any{"title": "x", "description": "d", "outcome": "success"}, "/content", "/content: required"},
 		{"/v1/memories", map[string]any{"title": "x", "description": "d", "content": "c", "outcome": "maybe"}, "/outcome", `/outcome: "maybe" is not success or failure`},
+		// a missing outcome said `"" is not success or failure` (a walkthrough, 2026-11-30)
+		{"/v1/memories", map[string]any{"title": "x", "description": "d", "content": "c"}, "/outcome", `/outcome: required: success or failure`},
 		{"/v1/memories", map[string]any{"title": "x", "description": "d", "content": "c", "outcome": "success", "scope": "bogus"}, "/scope", `scope: "bogus" is not project:<id>, team:<id> or org:<id>`},
 		{"/v1/workflows/suggest", map[string]any{"intent": "x", "k": 11}, "/k", "k: 11 is not from 1 to 10 (leave it out for the default 3)"},
 		{"/v1/workflows/suggest", map[string]any{"intent": "x", "k": 0}, "/k", "k: 0 is not from 1 to 10 (leave it out for the default 3)"},
