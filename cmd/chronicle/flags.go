@@ -91,6 +91,13 @@ func (c *commonFlags) vectorStore(ctx context.Context) (search.VectorStore, erro
 			cfg.GRPCHost = addr
 		}
 	default:
+		// checked as auto checks its guess, but refused: an address that
+		// does not answer gRPC started the service, and every search was
+		// then a 503 after 14 s (connection refused, or "http2: frame too
+		// large" for the HTTP port: a Weaviate walkthrough, 2026-11-30)
+		if err := weaviate.ProbeGRPC(ctx, cfg, c.weaviateGRPC, grpcProbeTimeout); err != nil {
+			return nil, fmt.Errorf("--weaviate-grpc %s: no gRPC API answers there (%v): give the server's GRPC_PORT address, auto (tried, else GraphQL) or off", c.weaviateGRPC, err)
+		}
 		cfg.GRPCHost = c.weaviateGRPC
 	}
 	return weaviate.New(ctx, cfg)

@@ -44,6 +44,15 @@ func TestWeaviateGRPCFlag(t *testing.T) {
 		}
 		st.Close()
 	}
+	// an address where no gRPC API answers is refused at start, naming the
+	// flag: the HTTP port, and a closed one (both started the service,
+	// and every search was then a 503 after 14 s: a Weaviate
+	// walkthrough, 2026-11-30)
+	for _, bad := range []string{srv.Host, weaviate.DefaultGRPCHost(srv.Host)} {
+		if _, err := (&commonFlags{weaviate: srv.Host, weaviateGRPC: bad}).vectorStore(ctx); err == nil || !strings.Contains(err.Error(), "--weaviate-grpc "+bad) {
+			t.Errorf("--weaviate-grpc %s (no gRPC there): %v; want a refusal naming the flag", bad, err)
+		}
+	}
 }
 
 // --llm-model without --llm-url was ignored silently (no LLM, no word):

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
@@ -110,6 +112,21 @@ type collection struct {
 	// trusted again after a failure (see Sync): 2 after a failure, the
 	// rewrite happens at 1.
 	repair int
+	// pushed maps a document's id to the hash of what the vector store
+	// was last given for it (docHash), so a document whose rows changed
+	// but whose indexed fields did not is not written again (see sync).
+	pushed map[string]uint64
+}
+
+// pushSeed seeds docHash for the process: the hashes are compared within
+// it only.
+var pushSeed = maphash.MakeSeed()
+
+// docHash is the hash of what d gives a vector store, its vector aside
+// (a function of its text, which is in d, and of the model).
+func docHash(d Doc) uint64 {
+	b, _ := json.Marshal(d) // Vector is left out (json:"-")
+	return maphash.Bytes(pushSeed, b)
 }
 
 // RepairChunk is how many documents a rewrite after an outage deletes and
@@ -422,6 +439,35 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 	if err != nil {
 		return err
 	}
+	// A document whose indexed fields are what the store was last given
+	// is not written again: every search changes the rows of the memories
+	// it returns (their retrievals), and each of them was written to the
+	// store again, unchanged. Weaviate keeps an overwritten object's
+	// postings until it compacts them, so its document frequencies grew
+	// past its object counts, its BM25 scores went negative, and a filtered
+	// keyword query dropped memories a few identical searches after they
+	// were found (a Weaviate walkthrough, 2026-11-30). A full push (not
+	// loaded, or the rewrite after a failure) writes every document.
+	hashes := make([]uint64, len(docs))
+	for i := range docs {
+		docs[i].Model, docs[i].Dim = ix.emb.Model(), ix.emb.Dim()
+		hashes[i] = docHash(docs[i])
+	}
+	var unchanged []string // cleared without a write
+	if loaded && c.repair == 0 {
+		ix.mu.Lock()
+		kept := 0
+		for i := range docs {
+			if h, ok := c.pushed[docs[i].ID]; ok && h == hashes[i] {
+				unchanged = append(unchanged, docs[i].ID)
+				continue
+			}
+			docs[kept], hashes[kept] = docs[i], hashes[i]
+			kept++
+		}
+		ix.mu.Unlock()
+		docs, hashes = docs[:kept], hashes[:kept]
+	}
 	texts := make([]string, len(docs))
 	for i := range docs {
 		texts[i] = EmbedText(c.Collection, docs[i])
@@ -432,11 +478,11 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 			if _, ok, err := ix.store.GetCache(ix.vectorKey(docs[i].Scope, texts[i])); err != nil {
 				return err
 			} else if ok {
-				docs[kept], texts[kept] = docs[i], texts[i]
+				docs[kept], texts[kept], hashes[kept] = docs[i], texts[i], hashes[i]
 				kept++
 			}
 		}
-		docs, texts = docs[:kept], texts[:kept]
+		docs, texts, hashes = docs[:kept], texts[:kept], hashes[:kept]
 	}
 	vecs, err := ix.vectors(ctx, docs, texts)
 	if err != nil {
@@ -467,6 +513,15 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if c.pushed == nil {
+		c.pushed = map[string]uint64{}
+	}
+	for i, d := range docs {
+		c.pushed[d.ID] = hashes[i]
+	}
+	for _, id := range gone {
+		delete(c.pushed, id)
+	}
 	if c.repair > 0 {
 		c.repair--
 	}
@@ -482,6 +537,9 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 	}
 	for _, d := range docs {
 		clear(d.ID)
+	}
+	for _, id := range unchanged {
+		clear(id)
 	}
 	for _, id := range gone {
 		clear(id)

@@ -97,10 +97,22 @@ func newAuthError(cfg Config, op string, cause error) *authError {
 
 func (e *authError) Error() string {
 	hint := ""
-	if e.noKey {
+	switch {
+	case e.noKey:
 		hint = " (no key was sent)"
+	case strings.Contains(e.detail, noAuthMarker):
+		// the key is not wrong: the server takes none (a Weaviate
+		// walkthrough, 2026-11-30: a stray WEAVIATE_API_KEY in the
+		// environment, read by default, and the hint said to check it)
+		hint = " (the server has no API-key authentication, so it refuses any key: send none — unset the key's environment variable, WEAVIATE_API_KEY or the one --weaviate-api-key-env names)"
 	}
 	return fmt.Sprintf("weaviate: %s: %v%s: %s: %s", e.host, ErrUnauthorized, hint, e.op, e.detail)
 }
+
+// noAuthMarker is in the server's refusal of a key it has no
+// authentication for (Weaviate answers 401 "oidc auth is not configured,
+// please try another auth scheme or set up weaviate with OIDC
+// configured").
+const noAuthMarker = "auth is not configured"
 
 func (e *authError) Unwrap() []error { return []error{ErrUnauthorized, e.cause} }

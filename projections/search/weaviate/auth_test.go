@@ -232,3 +232,23 @@ func TestAPIKeyConfig(t *testing.T) {
 		t.Errorf("printing changed the key")
 	}
 }
+
+// A key sent to a server without API-key authentication is refused (401),
+// and the error says the server takes no key, not to check it (a Weaviate
+// walkthrough, 2026-11-30: a stray WEAVIATE_API_KEY, read by default,
+// stopped serve with "unauthorized: check the API key").
+func TestKeyToAServerWithoutAuthSaysSo(t *testing.T) {
+	srv := sharedServer(t)
+	cfg := testConfig(srv)
+	cfg.APIKey = "stray-" + uuid.NewString()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := New(ctx, cfg)
+	if err == nil {
+		s.Close()
+		t.Fatal("New with a key on a server without authentication: no error")
+	}
+	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "has no API-key authentication") || strings.Contains(err.Error(), cfg.APIKey) {
+		t.Fatalf("New with a key on a server without authentication: %v", err)
+	}
+}

@@ -93,6 +93,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -1210,16 +1211,45 @@ func (s *Store) candidates(ctx context.Context, v []float32, text string, f sear
 		at[c.doc.ID] = len(out)
 		out = append(out, search.Candidate{Doc: c.doc, Cosine: c.score, HasCosine: true})
 	}
-	for _, c := range byText {
-		if c.score <= 0 {
-			continue
-		}
+	bm := keywordScores(byText)
+	for j, c := range byText {
 		if i, ok := at[c.doc.ID]; ok {
-			out[i].BM25, out[i].HasBM25 = c.score, true
+			out[i].BM25, out[i].HasBM25 = bm[j], true
 			continue
 		}
 		at[c.doc.ID] = len(out)
-		out = append(out, search.Candidate{Doc: c.doc, BM25: c.score, HasBM25: true})
+		out = append(out, search.Candidate{Doc: c.doc, BM25: bm[j], HasBM25: true})
 	}
 	return out, nil
+}
+
+// keywordScores are the BM25 scores of a keyword list as the ranking
+// takes them: positive, in the list's order. Weaviate scores a keyword
+// match negative when a term's document frequency exceeds the count of
+// objects it searches — it keeps an overwritten object's postings until it
+// compacts them, so a scope of one memory written twice scores its own
+// word below 0 — and such matches were dropped: keyword evidence vanished
+// for new tenants and common words (a Weaviate walkthrough, 2026-11-30:
+// "zebra" in a one-memory scope, relevance 0.5 against 1 on the embedded
+// store). A score s ≤ 0 is kept as floor·eˢ, floor being half the least
+// positive score of the list (1 when none is positive): a match still,
+// below every positive one, in its order among the others.
+func keywordScores(list []scored) []float64 {
+	floor := 0.0
+	for _, c := range list {
+		if c.score > 0 && (floor == 0 || c.score/2 < floor) {
+			floor = c.score / 2
+		}
+	}
+	if floor == 0 {
+		floor = 1
+	}
+	out := make([]float64, len(list))
+	for i, c := range list {
+		out[i] = c.score
+		if c.score <= 0 {
+			out[i] = floor * math.Exp(c.score)
+		}
+	}
+	return out
 }
