@@ -83,16 +83,16 @@ func TestLearnedStreamStalledClientIsCut(t *testing.T) {
 }
 
 // One token holds at most LearnedMaxStreamsPerToken learned streams:
-// with the share 2 and the server's cap 3, token b's third stream is a
-// 503 naming the token's share while a's stream is still served; and a
-// token that reads no scope gets no stream (403). Before, the cap was the
-// server's only: one tenant holding every slot left all the others' streams
-// 503 for as long as it stayed connected (a tenant-isolation walkthrough,
-// 2026-11-30: 64 streams of one token, the 65th of another refused), and a
-// token that reads nothing held a slot and received nothing.
+// with the share 2 and the server's cap 4, token b's third stream is a
+// 503 naming the token's share while a's stream is still served, and the
+// server's cap still holds. Before,
+// the cap was the server's only: one tenant holding every slot left all
+// the others' streams 503 for as long as it stayed connected (a
+// tenant-isolation walkthrough, 2026-11-30: 64 streams of one token, the
+// 65th of another refused).
 func TestLearnedStreamsPerToken(t *testing.T) {
 	oldMax, oldPer := httpapi.LearnedMaxStreams, httpapi.LearnedMaxStreamsPerToken
-	httpapi.LearnedMaxStreams, httpapi.LearnedMaxStreamsPerToken = 3, 2
+	httpapi.LearnedMaxStreams, httpapi.LearnedMaxStreamsPerToken = 4, 2
 	t.Cleanup(func() { httpapi.LearnedMaxStreams, httpapi.LearnedMaxStreamsPerToken = oldMax, oldPer })
 	p, _ := setup(t)
 	tokens := access.File{Tokens: []access.Token{
@@ -138,13 +138,25 @@ func TestLearnedStreamsPerToken(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a's stream while b holds its share: %d, want 200", resp.StatusCode)
 	}
+	// a token that reads nothing gets its empty stream, as every list
+	// route answers it (the access conformance suite), within its share
 	resp, err = open("tok-wo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the write-only token's stream: %d, want 200", resp.StatusCode)
+	}
+	// the server's 4 are taken (b 2, a 1, wo 1): a's second is refused
+	// by the server's cap
+	resp, err = open("tok-a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "may read no scope") {
-		t.Fatalf("a token that reads nothing: %d %s; want 403", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "LearnedMaxStreams)") {
+		t.Fatalf("a's second stream with the server's 4 taken: %d %s, want 503 naming the server's cap", resp.StatusCode, body)
 	}
 }
