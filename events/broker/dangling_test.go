@@ -42,7 +42,7 @@ func TestKilledTransactionStaysAborted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := committedValues(t, b.Addrs())
+	got := broker.CommittedValues(t, b.Addrs())
 	b.Close()
 	if !slices.Equal(got, []string{"B"}) {
 		t.Fatalf("read_committed after the reload: %q, want only the committed [B] (A's transaction was killed)", got)
@@ -56,7 +56,7 @@ func TestKilledTransactionStaysAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if got := committedValues(t, b.Addrs()); !slices.Equal(got, []string{"B"}) {
+	if got := broker.CommittedValues(t, b.Addrs()); !slices.Equal(got, []string{"B"}) {
 		t.Fatalf("read_committed after a clean restart: %q, want [B]", got)
 	}
 }
@@ -142,23 +142,4 @@ func TestDanglingHelperProcess(t *testing.T) {
 	}
 	fmt.Println("ready")
 	select {} // killed
-}
-
-// committedValues reads chronicle.learned/0 read_committed to its end.
-func committedValues(t *testing.T, addrs []string) []string {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{string(events.TopicLearned): {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	var vals []string
-	for ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) { vals = append(vals, string(r.Value)) })
-	}
-	return vals
 }

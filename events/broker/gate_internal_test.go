@@ -88,7 +88,7 @@ func TestRecoveryDoesNotAbortAReconnectedTransaction(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the member's commit: %v", err)
 	}
-	if got := committed(t, b.Addrs()); !slices.Equal(got, []string{"A", "B"}) {
+	if got := CommittedValues(t, b.Addrs()); !slices.Equal(got, []string{"A", "B"}) {
 		t.Fatalf("read_committed: %q, want [A B]: the member committed B", got)
 	}
 }
@@ -105,8 +105,9 @@ func produceInTxn(ctx context.Context, cl *kgo.Client, v string) error {
 	return cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: 0}).FirstErr()
 }
 
-// committed reads chronicle.learned/0 read_committed to its end.
-func committed(t *testing.T, addrs []string) []string {
+// CommittedValues reads chronicle.learned/0 read_committed to its end
+// (for this package's tests, the external ones too).
+func CommittedValues(t *testing.T, addrs []string) []string {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{string(events.TopicLearned): {0: kgo.NewOffset().AtStart()}}))

@@ -55,13 +55,18 @@ func pausedGated(ctx context.Context, t *testing.T) (*pipeline.Pipeline, string)
 	return p, key
 }
 
-// The resume worker leaves alone a search whose components it cannot
-// build and a resume the search has moved on from (a redelivery), and
-// drives an approved search it can build to completion.
-func TestResumeWorkerOneDriver(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
-	defer cancel()
-	p, key := pausedGated(ctx, t)
+// gateWorker drives the searches of the test-gate evaluator with the
+// arithmetic proposer and eval.
+func gateWorker(p *pipeline.Pipeline, eval treesearch.Evaluator) *treesearch.ResumeWorker {
+	return &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
+		return game24.Arithmetic{}, eval, ev.Name == "test-gate"
+	}}
+}
+
+// approveGated publishes ana's approval of search key (project:a/gated)'s
+// pause and returns it.
+func approveGated(ctx context.Context, t *testing.T, p *pipeline.Pipeline, key string) events.Envelope {
+	t.Helper()
 	env, err := events.New(events.SearchResumed, "test/human", key+"/resumed", time.Now(), events.SearchResumedData{SearchID: "gated", Decision: "approve", By: "ana"})
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +75,36 @@ func TestResumeWorkerOneDriver(t *testing.T) {
 	if err := p.Producer.Publish(ctx, env); err != nil {
 		t.Fatal(err)
 	}
+	return env
+}
+
+// handleToTheEnd hands env to w, wants the search solved, then hands it
+// again and wants nothing written (the search moved on: completed).
+func handleToTheEnd(ctx context.Context, t *testing.T, w *treesearch.ResumeWorker, p *pipeline.Pipeline, key string, env events.Envelope) {
+	t.Helper()
+	if err := w.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ := treesearch.Get(p.Store, key)
+	if s.Status != treesearch.StatusCompleted || s.Outcome != events.SearchSolved {
+		t.Fatalf("after the worker: %+v; want completed, solved", s)
+	}
+	if err := w.Handle(ctx, &env); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := treesearch.Get(p.Store, key); again.Seq != s.Seq {
+		t.Fatalf("a resume handed again once the search completed wrote %d events", again.Seq-s.Seq)
+	}
+}
+
+// The resume worker leaves alone a search whose components it cannot
+// build and a resume the search has moved on from (a redelivery), and
+// drives an approved search it can build to completion.
+func TestResumeWorkerOneDriver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	p, key := pausedGated(ctx, t)
+	env := approveGated(ctx, t, p, key)
 	builtin := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: game24.Builtin}
 	if err := builtin.Handle(ctx, &env); err != nil {
 		t.Fatal(err)
@@ -78,23 +113,8 @@ func TestResumeWorkerOneDriver(t *testing.T) {
 	if s.Status != treesearch.StatusRunning || s.Current != nil || len(s.Decisions) != 1 {
 		t.Fatalf("a search of component test-gate was driven by the built-in worker: %+v", s)
 	}
-	own := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
-		return game24.Arithmetic{}, game24.Arithmetic{}, ev.Name == "test-gate"
-	}}
-	if err := own.Handle(ctx, &env); err != nil {
-		t.Fatal(err)
-	}
-	s, _, _ = treesearch.Get(p.Store, key)
-	if s.Status != treesearch.StatusCompleted || s.Outcome != events.SearchSolved {
-		t.Fatalf("after the worker: %+v", s)
-	}
-	// redelivered: the search moved on since, nothing is written
-	if err := own.Handle(ctx, &env); err != nil {
-		t.Fatal(err)
-	}
-	if again, _, _ := treesearch.Get(p.Store, key); again.Seq != s.Seq {
-		t.Fatalf("a redelivered resume wrote %d events", again.Seq-s.Seq)
-	}
+	// driven to its end; redelivered, the search moved on since
+	handleToTheEnd(ctx, t, gateWorker(p, game24.Arithmetic{}), p, key, env)
 }
 
 // Builtin builds only the components this build has, by name and version,
@@ -143,9 +163,7 @@ func TestResumeWorkerDrivesReject(t *testing.T) {
 	if err := p.Producer.Publish(ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	own := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
-		return game24.Arithmetic{}, game24.Arithmetic{}, ev.Name == "test-gate"
-	}}
+	own := gateWorker(p, game24.Arithmetic{})
 	if err := own.Handle(ctx, &env); err != nil {
 		t.Fatal(err)
 	}
@@ -291,39 +309,14 @@ func TestResumeWorkerDrivesOnAfterACutDrive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	p, key := pausedGated(ctx, t)
-	env, err := events.New(events.SearchResumed, "test/human", key+"/resumed", time.Now(), events.SearchResumedData{SearchID: "gated", Decision: "approve", By: "ana"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Scope = "project:a"
-	if err := p.Producer.Publish(ctx, env); err != nil {
-		t.Fatal(err)
-	}
+	env := approveGated(ctx, t, p, key)
 	cutCtx, cut := context.WithCancel(ctx)
-	cutting := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
-		return game24.Arithmetic{}, &cutter{n: 3, cancel: cut}, ev.Name == "test-gate"
-	}}
-	if err := cutting.Handle(cutCtx, &env); err == nil {
+	if err := gateWorker(p, &cutter{n: 3, cancel: cut}).Handle(cutCtx, &env); err == nil {
 		t.Fatal("the cut drive ended without an error")
 	}
 	s, _, _ := treesearch.Get(p.Store, key)
 	if s.Status != treesearch.StatusRunning || s.Seq <= s.Decisions[len(s.Decisions)-1].Seq {
 		t.Fatalf("after the cut drive: %+v; want running, moved on since the resume", s)
 	}
-	own := &treesearch.ResumeWorker{Store: p.Store, Producer: p.Producer, Components: func(pr, ev events.SearchComponent) (treesearch.Proposer, treesearch.Evaluator, bool) {
-		return game24.Arithmetic{}, game24.Arithmetic{}, ev.Name == "test-gate"
-	}}
-	if err := own.Handle(ctx, &env); err != nil {
-		t.Fatal(err)
-	}
-	s, _, _ = treesearch.Get(p.Store, key)
-	if s.Status != treesearch.StatusCompleted || s.Outcome != events.SearchSolved {
-		t.Fatalf("after the resume was handed again: %+v; want completed, solved", s)
-	}
-	if err := own.Handle(ctx, &env); err != nil {
-		t.Fatal(err)
-	}
-	if again, _, _ := treesearch.Get(p.Store, key); again.Seq != s.Seq {
-		t.Fatalf("a resume of a completed search wrote %d events", again.Seq-s.Seq)
-	}
+	handleToTheEnd(ctx, t, gateWorker(p, game24.Arithmetic{}), p, key, env)
 }
