@@ -21,6 +21,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// sampleSession is the first bundled tau-bench session's events.
+func sampleSession(t *testing.T) []events.Envelope {
+	t.Helper()
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := taubench.Events(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return envs
+}
+
 // waitLetters polls the dead-letter topic until it holds at least n
 // letters (the outbox relay produces them after the batch commits).
 func waitLetters(ctx context.Context, t *testing.T, brokers []string, n int) []deadletter.Letter {
@@ -54,14 +68,7 @@ func TestListAndRedrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := taubench.Events(recs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	envs := sampleSession(t)
 	done := envs[len(envs)-1]
 	if done.Type != events.SessionCompleted {
 		t.Fatalf("last event is %s", done.Type)
@@ -272,14 +279,7 @@ func TestConflictingDuplicateIsDeadLetteredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := taubench.Events(recs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	envs := sampleSession(t)
 	if err := p.Producer.Publish(ctx, envs...); err != nil {
 		t.Fatal(err)
 	}

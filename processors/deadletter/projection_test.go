@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -40,14 +39,7 @@ func TestLettersByScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := taubench.Events(recs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	envs := sampleSession(t)
 	done := envs[len(envs)-1] // a completion of a session that never started
 	a1, a2, b := done, done, done
 	a1.Scope, a1.ID = "project:a", "done-a1"

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
@@ -30,14 +29,7 @@ func TestRecordOnAnotherPartitionIsDeadLettered(t *testing.T) {
 	}
 	defer p.Close()
 	brokers := p.Broker.Addrs()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := taubench.Events(recs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	envs := sampleSession(t)
 	done := envs[len(envs)-1]
 	if done.Type != events.SessionCompleted {
 		t.Fatalf("last event is %s", done.Type)
@@ -126,14 +118,7 @@ func TestWrongKeyOnOnePartitionIsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	recs, err := taubench.SampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := taubench.Events(recs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	envs := sampleSession(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...))
 	if err != nil {
 		t.Fatal(err)
