@@ -20,12 +20,7 @@ import (
 // review; the MCP half fails on the code before.
 func TestFeedbackOnAScopeItCannotReadIsNotFound(t *testing.T) {
 	p, _, base := writeOnlyServer(t)
-	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
-		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
-	if code != 202 {
-		t.Fatalf("recording: %d %v", code, rec)
-	}
-	id := rec["id"].(string)
+	id := recordSeatMap(t, base, "tok-a")
 	waitCaughtUp(t, p)
 	ctx := context.Background()
 	mcpAs := func(token string) *mcp.ClientSession {
@@ -69,13 +64,9 @@ func TestFeedbackOnAScopeItCannotReadIsNotFound(t *testing.T) {
 // an agent retries for ever (a walkthrough, 2026-11-30: a 2 MB comment).
 func TestFeedbackCommentTooLargeIsA413(t *testing.T) {
 	p, _, base := scopedServer(t)
-	code, rec := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
-		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
-	if code != 202 {
-		t.Fatalf("recording: %d %v", code, rec)
-	}
+	id := recordSeatMap(t, base, "tok-a")
 	waitCaughtUp(t, p)
-	code, m := call(t, base, "tok-a", "POST", "/v1/memories/"+rec["id"].(string)+"/feedback", map[string]any{"helpful": true, "comment": strings.Repeat("x", 1_000_000)})
+	code, m := call(t, base, "tok-a", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": true, "comment": strings.Repeat("x", 1_000_000)})
 	if code != http.StatusRequestEntityTooLarge || m["pointer"] != "/comment" {
 		t.Fatalf("a 1 MB comment: %d %v; want 413 naming /comment", code, m)
 	}
@@ -88,12 +79,7 @@ func TestFeedbackCommentTooLargeIsA413(t *testing.T) {
 // every feedback pending for ever). A server with tokens says nothing of it.
 func TestFeedbackOnATokenlessServerSaysOneSource(t *testing.T) {
 	p, srv := setup(t)
-	code, rec := call(t, srv.URL, "", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
-		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
-	if code != 202 {
-		t.Fatalf("recording: %d %v", code, rec)
-	}
-	id := rec["id"].(string)
+	id := recordSeatMap(t, srv.URL, "")
 	waitCaughtUp(t, p)
 	code, m := call(t, srv.URL, "", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": false})
 	if msg, _ := m["message"].(string); code != 200 || !strings.Contains(msg, "no API tokens") || !strings.Contains(msg, "token:local") {
@@ -111,14 +97,22 @@ func TestFeedbackOnATokenlessServerSaysOneSource(t *testing.T) {
 	}
 
 	p2, _, base := scopedServer(t)
-	code, rec = call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
+	id = recordSeatMap(t, base, "tok-a")
+	waitCaughtUp(t, p2)
+	code, m = call(t, base, "tok-a", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": false})
+	if msg, _ := m["message"].(string); code != 200 || !strings.Contains(msg, "signal stored") || strings.Contains(msg, "no API tokens") {
+		t.Fatalf("HTTP feedback with a token: %d %v", code, m)
+	}
+}
+
+// recordSeatMap records the seat-map memory in the token's default write
+// scope through base and returns its id.
+func recordSeatMap(t *testing.T, base, token string) string {
+	t.Helper()
+	code, rec := call(t, base, token, "POST", "/v1/memories", map[string]any{"title": "Quote the seat map first",
 		"description": "Show the seat map before changing seats.", "content": "Read the seat map, then confirm the seat with the user.", "outcome": "success"})
 	if code != 202 {
 		t.Fatalf("recording: %d %v", code, rec)
 	}
-	waitCaughtUp(t, p2)
-	code, m = call(t, base, "tok-a", "POST", "/v1/memories/"+rec["id"].(string)+"/feedback", map[string]any{"helpful": false})
-	if msg, _ := m["message"].(string); code != 200 || !strings.Contains(msg, "signal stored") || strings.Contains(msg, "no API tokens") {
-		t.Fatalf("HTTP feedback with a token: %d %v", code, m)
-	}
+	return rec["id"].(string)
 }
