@@ -433,7 +433,7 @@ func TestPassAddNeedsADescription(t *testing.T) {
 		return []byte(`{"specversion":"1.0","id":"p1","source":"test","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","pass_number":2,"phase":"B","ttl_remaining":1,` +
 			`"refinement_actions":[{"type":"MODIFY","target":"a","changes":{"description":"x"}},{"type":"ADD","target":"nod"` + changes + `}],"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
 	}
-	for _, ch := range []string{``, `,"changes":{}`, `,"changes":{"description":""}`} {
+	for _, ch := range []string{``, `,"changes":{}`, `,"changes":{"description":""}`, `,"changes":{"description":"   "}`} {
 		_, err := events.ParseProducerEvent(event(ch))
 		var ve *events.ValidationError
 		if !errors.As(err, &ve) || ve.Pointer != "/data/refinement_actions/1/changes/description" {
@@ -445,5 +445,24 @@ func TestPassAddNeedsADescription(t *testing.T) {
 	}
 	if _, err := events.ParseProducerEvent(event(`,"changes":{"description":"a step"}`)); err != nil {
 		t.Errorf("an ADD with a description: %v", err)
+	}
+	// a MODIFY that blanks a description, and a snapshot's blank step, are
+	// refused too (a re-test, 2026-11-30: a MODIFY to "" was taken)
+	for body, pointer := range map[string]string{
+		`"refinement_actions":[{"type":"MODIFY","target":"a","changes":{"description":""}}]`: "/data/refinement_actions/0/changes/description",
+		`"plan":{"steps":[{"step_id":"a","description":"  "}]}`:                              "/data/plan/steps/0/description",
+	} {
+		raw := []byte(`{"specversion":"1.0","id":"p2","source":"test","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","pass_number":2,"phase":"B","ttl_remaining":1,` + body +
+			`,"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
+		_, err := events.ParseProducerEvent(raw)
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != pointer {
+			t.Errorf("%s: %v, want a refusal at %s", body, err, pointer)
+		}
+	}
+	modify := []byte(`{"specversion":"1.0","id":"p3","source":"test","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","pass_number":2,"phase":"B","ttl_remaining":1,` +
+		`"refinement_actions":[{"type":"MODIFY","target":"a","changes":{"incoming_context":"x"}}],"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
+	if _, err := events.ParseProducerEvent(modify); err != nil {
+		t.Errorf("a MODIFY that leaves the description: %v", err)
 	}
 }

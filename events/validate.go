@@ -352,24 +352,38 @@ func checkProduced(e *Envelope) error {
 }
 
 // checkPassAdds refuses a reasoning.pass.completed.v1 whose refinement ADD
-// has no description: the step it adds would have none, while a step of a
-// plan snapshot requires one (an ADD without changes.description was taken
-// and shown as a step described "": a walkthrough, 2026-11-30). Producer
-// paths only: the passes processor applies a log written before as it
-// did.
+// has no description, whose MODIFY sets an empty one, or whose plan
+// snapshot has a step without one (blank counts as none): a step needs a
+// description (an ADD without changes.description was taken and shown as
+// a step described "": a walkthrough, 2026-11-30). Producer paths only:
+// the passes processor applies a log written before as it did.
 func checkPassAdds(e *Envelope) error {
 	if e.Type != ReasoningPassCompleted {
 		return nil
 	}
 	var d struct {
+		Plan              *Plan              `json:"plan"`
 		RefinementActions []RefinementAction `json:"refinement_actions"`
 	}
 	if gojson.Unmarshal(e.Data, &d) != nil {
 		return nil // checkPayload judged the shape
 	}
+	blank := func(s string) bool { return strings.TrimSpace(s) == "" }
+	if d.Plan != nil {
+		for i, st := range d.Plan.Steps {
+			if blank(st.Description) {
+				return &ValidationError{Index: -1, Pointer: fmt.Sprintf("/data/plan/steps/%d/description", i), Reason: "required, at least one character that is not a space"}
+			}
+		}
+	}
 	for i, a := range d.RefinementActions {
-		if a.Type == RefineAdd && (a.Changes == nil || a.Changes.Description == nil || *a.Changes.Description == "") {
-			return &ValidationError{Index: -1, Pointer: fmt.Sprintf("/data/refinement_actions/%d/changes/description", i), Reason: "required for an ADD, at least one character: the step it adds needs a description, as a plan snapshot's step does"}
+		ptr := fmt.Sprintf("/data/refinement_actions/%d/changes/description", i)
+		switch {
+		case a.Type == RefineAdd && (a.Changes == nil || a.Changes.Description == nil || blank(*a.Changes.Description)):
+			return &ValidationError{Index: -1, Pointer: ptr, Reason: "required for an ADD, at least one character that is not a space: the step it adds needs a description, as a plan snapshot's step does"}
+		case a.Type == RefineModify && a.Changes != nil && a.Changes.Description != nil && blank(*a.Changes.Description):
+			// a MODIFY left a step described "" (a re-test, 2026-11-30)
+			return &ValidationError{Index: -1, Pointer: ptr, Reason: "a MODIFY that sets the description sets at least one character that is not a space (leave it out to keep the step's)"}
 		}
 	}
 	return nil

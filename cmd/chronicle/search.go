@@ -140,8 +140,13 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			default:
 				return fmt.Errorf("--proposer: %q, want arithmetic, recorded or llm", proposer)
 			}
-			if proposer != "llm" && c.llm() != nil {
-				return fmt.Errorf("--llm-url, --llm-model: only --proposer llm calls a model (--proposer %s does not)", proposer)
+			if proposer != "llm" {
+				for _, f := range []string{"llm-url", "llm-model", "llm-rate", "llm-key-env"} {
+					if cmd.Flags().Changed(f) {
+						// --llm-rate and --llm-key-env were taken silently (a re-test, 2026-11-30)
+						return fmt.Errorf("--%s: only --proposer llm calls a model (--proposer %s does not)", f, proposer)
+					}
+				}
 			}
 			if lockFile != "" { // refuse before starting anything
 				frozen, err := readLock(lockFile)

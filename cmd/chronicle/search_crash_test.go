@@ -178,6 +178,8 @@ func TestSearchWithTheLLMProposer(t *testing.T) {
 		want string
 	}{
 		{[]string{"--llm-url", srv.URL, "--llm-model", "m"}, "only --proposer llm calls a model"},
+		{[]string{"--llm-rate", "3"}, "--llm-rate: only --proposer llm calls a model"},
+		{[]string{"--llm-key-env", "FOO"}, "--llm-key-env: only --proposer llm calls a model"},
 		{[]string{"--proposer", "llm"}, "--llm-url and --llm-model"},
 		{[]string{"--proposer", "llm", "--llm-url", srv.URL, "--llm-model", "m", "--baseline"}, "--baseline"},
 		{[]string{"--proposer", "llm", "--llm-url", srv.URL, "--llm-model", "m", "--llm-rate", "0"}, "--llm-rate"},

@@ -180,6 +180,9 @@ func TestTaskSummaryGoalSentence(t *testing.T) {
 			"how many different schools does the university, in which Andrew J. Elliot is a professor of psychology, have?"},
 		{"Dr. Ada Lovelace wants the notes of her last lecture. Send them today.", "Dr. Ada Lovelace wants the notes of her last lecture"},
 		{"The report is due. Plan B. Send it by mail.", "the report is due"},
+		{"Which book did J.R.R. Tolkien write first? Answer briefly.", "which book did J.R.R. Tolkien write first?"},
+		{"Which team did A.J. Elliot coach? Answer briefly.", "which team did A.J. Elliot coach?"},
+		{"Gen. George Patton wants the sum of 2 and 3. Be brief.", "Gen. George Patton wants the sum of 2 and 3"},
 	} {
 		if got := distill.TaskSummary(c.task); got != c.want {
 			t.Errorf("TaskSummary(%q) = %q, want %q", c.task, got, c.want)
