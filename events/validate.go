@@ -345,19 +345,19 @@ func checkProduced(e *Envelope) error {
 	if err := checkPassTTL(e); err != nil {
 		return err
 	}
-	if err := checkPassAdds(e); err != nil {
+	if err := checkPassDescriptions(e); err != nil {
 		return err
 	}
 	return checkToolNames(e)
 }
 
-// checkPassAdds refuses a reasoning.pass.completed.v1 whose refinement ADD
+// checkPassDescriptions refuses a reasoning.pass.completed.v1 whose refinement ADD
 // has no description, whose MODIFY sets an empty one, or whose plan
 // snapshot has a step without one (blank counts as none): a step needs a
 // description (an ADD without changes.description was taken and shown as
 // a step described "": a walkthrough, 2026-11-30). Producer paths only:
 // the passes processor applies a log written before as it did.
-func checkPassAdds(e *Envelope) error {
+func checkPassDescriptions(e *Envelope) error {
 	if e.Type != ReasoningPassCompleted {
 		return nil
 	}

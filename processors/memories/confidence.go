@@ -199,9 +199,11 @@ func voted(signals []Pending, source string, positive bool, at time.Time) bool {
 // withinEitherSide reports whether a signal at time ts lies within
 // ConsensusWindow of at, before or after it: a source's vote holds for 7
 // days on both sides, so a signal dated a moment before the source's last
-// applied one (a producer's time) is a repeat too. With within, which only
-// looks back, each such signal applied: one token pruned a memory three
-// sources used with backdated negative feedback.
+// applied one (a producer's time) is a repeat too; and stored signals
+// agree with a new one dated before them (Consensus). A window that only
+// looked back let each backdated signal apply (one token pruned a memory
+// three sources used with backdated negative feedback) and left agreeing
+// signals dated after the new one pending.
 func withinEitherSide(ts string, at time.Time) bool {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {

@@ -489,7 +489,7 @@ func (ix *Index) sync(ctx context.Context, c *collection, cachedOnly bool) error
 		return err
 	}
 	for i := range docs {
-		docs[i].Vector, docs[i].Model, docs[i].Dim = vecs[i], ix.emb.Model(), ix.emb.Dim()
+		docs[i].Vector = vecs[i] // Model and Dim were set for docHash
 	}
 	for start := 0; start < len(docs); start += RepairChunk {
 		chunk := docs[start:min(start+RepairChunk, len(docs))]
