@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,7 +78,7 @@ func serveCmd() *cobra.Command {
 			// group can take a session timeout (a restart after kill -9
 			// on a separate broker: 43 s), and a client held on an
 			// accepted connection that never answers
-			late := &startingHandler{starting: httpapi.LogRequests(rl, http.HandlerFunc(answerStarting))}
+			late := newStartingHandler(httpapi.LogRequests(rl, http.HandlerFunc(answerStarting)))
 			srv, errc := startHTTP(ln, late)
 			defer srv.Close() // a failed start: nothing is served
 			// the group places each task where its state is (a restart
@@ -295,16 +296,57 @@ func serveListener(ctx context.Context, s *httpapi.Server, ln net.Listener) erro
 // request log) until set gives it the API's handler: serve listens before
 // its pipeline starts (the advertised URL joins the group with it), and
 // the start can take a group session timeout.
+//
+// A learned stream's request (GET /v1/learned/stream) is held instead, up
+// to StreamStartWait, and then served by the API: a Server-Sent Events
+// client treats any answer but a 200 as final and stops reconnecting (the
+// WHATWG EventSource, and the npm eventsource client: a subscriber
+// walkthrough's stream, cut by a restart, reconnected 2 s later into the
+// 503 and never again, in 2 of 3 restarts). If the start takes longer, the
+// answer is a 200 stream that ends at once with retry: 1000, which such a
+// client follows by reconnecting a second later with its Last-Event-ID.
+// A start that fails closes the held connection, which the client retries
+// as a network error.
 type startingHandler struct {
 	h        atomic.Pointer[http.Handler]
+	ready    chan struct{} // closed by set
+	once     sync.Once
 	starting http.Handler
+	wait     time.Duration // a stream request's bound, StreamStartWait
 }
 
-func (s *startingHandler) set(h http.Handler) { s.h.Store(&h) }
+// StreamStartWait bounds how long a learned stream's request waits for
+// serve's start (see startingHandler).
+const StreamStartWait = 30 * time.Second
+
+// newStartingHandler answers with starting until set is called.
+func newStartingHandler(starting http.Handler) *startingHandler {
+	return &startingHandler{starting: starting, ready: make(chan struct{}), wait: StreamStartWait}
+}
+
+func (s *startingHandler) set(h http.Handler) {
+	s.h.Store(&h)
+	s.once.Do(func() { close(s.ready) })
+}
 
 func (s *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h := s.h.Load(); h != nil {
 		(*h).ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/learned/stream" {
+		t := time.NewTimer(s.wait)
+		defer t.Stop()
+		select {
+		case <-s.ready:
+			(*s.h.Load()).ServeHTTP(w, r)
+		case <-t.C:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(": chronicle is starting; reconnect\nretry: 1000\n\n"))
+		case <-r.Context().Done():
+		}
 		return
 	}
 	s.starting.ServeHTTP(w, r)
