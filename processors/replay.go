@@ -18,10 +18,20 @@ import (
 )
 
 // Until bounds a replay: the state "as of" a moment.
-//   - Time: every record whose Kafka timestamp (when the log received it)
-//     is at or before Time.
-//   - Pos: the record at Pos and everything before it on its partition;
-//     on other partitions, every record with a timestamp at or before Pos's.
+//   - Time: on each partition, the records before the first one whose
+//     Kafka timestamp is after Time (Kafka's own rule for a time, as in
+//     its offsets-for-times lookup: a partition's state is a prefix of
+//     it). A record's timestamp is its producer's clock when it sent it
+//     (CreateTime, Kafka's default, which the embedded broker keeps; a
+//     topic set to LogAppendTime stamps the broker's), so a producer
+//     whose clock runs ahead ends its partition's prefix early.
+//   - Pos: the record at Pos and everything before it on its partition,
+//     whatever their timestamps; on other partitions, as Time with Pos's
+//     record's timestamp. Before, Pos's own partition was cut by the time
+//     too, so a record stamped later than Pos's (a producer's clock, a
+//     retry) left out Pos and everything after it (an analyst's
+//     walkthrough: --until chronicle.memories:0:236 held fewer records
+//     than :235).
 //
 // The zero Until replays everything present when the replay starts.
 type Until struct {
@@ -35,10 +45,14 @@ var timeLike = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
 
 // ParseUntil parses an RFC 3339 time or topic:partition:offset. A value
 // that starts like a date but is not RFC 3339 (no time zone) is an error
-// saying so.
+// saying so. RFC 3339 lets the "T" and "Z" be lowercase (section 5.6);
+// they are read as uppercase. The empty string is the zero Until.
 func ParseUntil(s string) (Until, error) {
 	if s == "" {
 		return Until{}, nil
+	}
+	if timeLike.MatchString(s) {
+		s = strings.ToUpper(s) // 2026-11-30t23:20:21z: RFC 3339 allows it, Go's parser does not
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return Until{Time: t}, nil
@@ -149,6 +163,11 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		}
 	})
 	until := cfg.Until.Time
+	// atPos: r is on Pos's partition, which the offset alone bounds
+	atPos := func(r *kgo.Record) bool {
+		pos := cfg.Until.Pos
+		return pos != nil && r.Topic == pos.Topic && r.Partition == pos.Partition
+	}
 	if pos := cfg.Until.Pos; pos != nil {
 		end, ok := stopAt[pos.Topic][pos.Partition]
 		if !ok {
@@ -340,7 +359,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			var recs []*kgo.Record
 			next := int64(-1) // the offset after the last record read
 			for _, r := range part.Records {
-				if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until)) {
+				if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until) && !atPos(r)) {
 					finish(r.Topic, r.Partition)
 					break
 				}
@@ -406,10 +425,18 @@ const replayQueue = 4
 // per record unchanged; it overlaps, it does not cut.
 const replayFetchPartitionBytes = 128 << 10
 
+// recordTime is the Kafka timestamp of the event at pos, read committed
+// as the replay reads. An offset that holds no event is an error saying
+// which: a transaction marker, or a record of an aborted transaction
+// (the replay never applies either). Before, such an offset waited 10 s
+// for a record the client never returned and then said only "context
+// deadline exceeded" (an analyst's walkthrough, on the markers a restart
+// after kill -9 writes). It waits at most 10 s (a record in a
+// transaction still open, which read committed holds back).
 func recordTime(ctx context.Context, brokers []string, pos projections.Position) (time.Time, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)},
-	}))
+	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -419,13 +446,19 @@ func recordTime(ctx context.Context, brokers []string, pos projections.Position)
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return time.Time{}, fmt.Errorf("--until: read %s: %w", pos, ctx.Err())
+			return time.Time{}, fmt.Errorf("--until: read %s: no committed record there within 10 s (a transaction still open?): %w", pos, ctx.Err())
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			r := it.Next()
-			if r.Offset == pos.Offset {
-				return r.Timestamp, nil
+			switch {
+			case r.Offset < pos.Offset:
+				continue
+			case r.Offset > pos.Offset:
+				return time.Time{}, fmt.Errorf("--until: %s holds no event: its record belongs to an aborted transaction, which a replay skips; the next event of the partition is at offset %d", pos, r.Offset)
+			case r.Attrs.IsControl():
+				return time.Time{}, fmt.Errorf("--until: %s holds no event: it is a transaction marker (the end of a relay's or worker's transaction); give an event's offset, such as one before it", pos)
 			}
+			return r.Timestamp, nil
 		}
 		if errs := fs.Errors(); len(errs) > 0 {
 			return time.Time{}, fmt.Errorf("--until: read %s: %w", pos, errors.Join(errs[0].Err))

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,6 +69,11 @@ func replayCmd() *cobra.Command {
 				// log, and an analyst took it for DATA's (a walkthrough)
 				return fmt.Errorf("--data: not read with --brokers (the replay reads the cluster's log and writes --into); leave --data out, or --brokers to replay DATA/log")
 			}
+			if cmd.Flags().Changed("until") && strings.TrimSpace(until) == "" {
+				// a script's empty variable replayed the whole log, and
+				// labelled today's state an as-of one (an analyst's walkthrough)
+				return fmt.Errorf("--until: empty: give an RFC 3339 time or topic:partition:offset, or leave --until out to replay the whole log")
+			}
 			u, err := processors.ParseUntil(until)
 			if err != nil {
 				return err
@@ -98,6 +104,7 @@ func replayCmd() *cobra.Command {
 			if err := store.MarkReplayStarted(); err != nil {
 				return err
 			}
+			began := time.Now()
 			st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: pipeline.DefaultProcessors(), Until: u, Progress: replayBar()})
 			if err != nil {
 				if st.Records == 0 && emptyBefore {
@@ -115,7 +122,10 @@ func replayCmd() *cobra.Command {
 			}
 			if !u.Time.IsZero() && st.Records == 0 {
 				// an as-of time before the log: say why the state is empty
-				fmt.Fprintf(os.Stderr, "chronicle: warning: no record of the log was received at or before --until %s, so the state is empty. --until compares the time Kafka received each record (an import's records carry the time of the import), not the events' own time attribute; a position (--until topic:partition:offset) avoids the question\n", u.Time.Format(time.RFC3339))
+				fmt.Fprintf(os.Stderr, "chronicle: warning: no record of the log is stamped at or before --until %s, so the state is empty. --until compares each record's Kafka timestamp (the producer's clock when it sent it: an import's records carry the time of the import), not the events' own time attribute; a position (--until topic:partition:offset) avoids the question\n", u.Time.Format(time.RFC3339))
+			}
+			if !u.Time.IsZero() && u.Time.After(began) {
+				fmt.Fprintf(os.Stderr, "chronicle: warning: --until %s is after the replay started (%s): the state is the log's as it was then, not a future one\n", u.Time.Format(time.RFC3339), began.UTC().Format(time.RFC3339))
 			}
 			d, err := store.Digest()
 			if err != nil {
@@ -128,7 +138,7 @@ func replayCmd() *cobra.Command {
 	}
 	c.register(cmd)
 	cmd.Flags().StringVar(&into, "into", "", "directory to rebuild the projections in (must not hold any)")
-	cmd.Flags().StringVar(&until, "until", "", "state as of an RFC 3339 time (log receive time) or a topic:partition:offset")
+	cmd.Flags().StringVar(&until, "until", "", "state as of an RFC 3339 time (each record's Kafka timestamp: on each partition, the records before the first stamped later) or a topic:partition:offset (that record and all before it on its partition; other partitions up to its timestamp)")
 	return cmd
 }
 

@@ -161,8 +161,19 @@ func TestReplayBeforeTheLogWarns(t *testing.T) {
 	stop()
 	into := filepath.Join(t.TempDir(), "asof")
 	out, err := exec.Command(binary, "replay", "--data", data, "--into", into, "--until", "2001-01-01T00:00:00Z").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), `"records":0`) || !strings.Contains(string(out), "warning: no record of the log was received at or before --until") {
+	if err != nil || !strings.Contains(string(out), `"records":0`) || !strings.Contains(string(out), "warning: no record of the log is stamped at or before --until") {
 		t.Fatalf("replay --until before the log: %v\n%s\nwant the empty state and the warning", err, out)
+	}
+	// a time after the replay started: the log as it was then, said so
+	out, err = exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "later"), "--until", "2099-01-01T00:00:00Z").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "is after the replay started") {
+		t.Fatalf("replay --until 2099: %v\n%s\nwant the warning", err, out)
+	}
+	// an explicit empty --until (a script's empty variable) is refused:
+	// it replayed the whole log as if it were an as-of state
+	out, err = exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "empty"), "--until", "").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--until: empty") {
+		t.Fatalf("replay --until \"\": %v\n%s\nwant a refusal", err, out)
 	}
 }
 
