@@ -274,7 +274,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := env.Decode(&d); err != nil {
 			return err
 		}
-		m, err := load(tx, events.EntityKey(env.EffectiveScope(), d.MemoryID))
+		m, err := loadNamed(tx, events.EntityKey(env.EffectiveScope(), d.MemoryID))
 		if err != nil {
 			return err
 		}
@@ -330,6 +330,29 @@ func distilled(tx *projections.Tx, env *events.Envelope) error {
 		}
 	}
 	return nil
+}
+
+// memberError is a rejection naming the member of the event at fault by
+// its JSON pointer (MemberPointer, which the engine keeps in the dead
+// letter's pointer).
+type memberError struct {
+	pointer string
+	err     error
+}
+
+func (e *memberError) Error() string         { return e.err.Error() }
+func (e *memberError) Unwrap() error         { return e.err }
+func (e *memberError) MemberPointer() string { return e.pointer }
+
+// loadNamed is load for the memory a feedback or retrieval names in its
+// memory_id: ErrUnknownMemory points at /data/memory_id (its dead letter
+// had no pointer: an analyst's walkthrough).
+func loadNamed(tx *projections.Tx, key string) (*Memory, error) {
+	m, err := load(tx, key)
+	if errors.Is(err, ErrUnknownMemory) {
+		return nil, &memberError{pointer: "/data/memory_id", err: err}
+	}
+	return m, err
 }
 
 // load reads the memory with key (events.EntityKey); a memory the scope
@@ -498,7 +521,7 @@ func emitCreated(tx *projections.Tx, env *events.Envelope, d events.MemoryRecord
 }
 
 func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.MemoryFeedbackData) error {
-	m, err := load(tx, events.EntityKey(env.EffectiveScope(), d.MemoryID))
+	m, err := loadNamed(tx, events.EntityKey(env.EffectiveScope(), d.MemoryID))
 	if err != nil {
 		return err
 	}

@@ -316,11 +316,23 @@ func TestFeedbackNeverCrossesScopes(t *testing.T) {
 	}
 }
 
+// Feedback or a retrieval naming a memory the scope does not hold is
+// ErrUnknownMemory, pointing at /data/memory_id (the engine keeps the
+// pointer in the dead letter; it had none: an analyst's walkthrough).
 func TestFeedbackForUnknownMemoryIsAProcessingError(t *testing.T) {
 	b := newBank(t)
-	err := b.send(events.MemoryFeedback, t0, "project:a", events.MemoryFeedbackData{MemoryID: "ghost", Signal: "task_completion", Positive: true})
-	if !errors.Is(err, memories.ErrUnknownMemory) {
-		t.Fatalf("got %v", err)
+	for typ, data := range map[events.Type]any{
+		events.MemoryFeedback:  events.MemoryFeedbackData{MemoryID: "ghost", Signal: "task_completion", Positive: true},
+		events.MemoryRetrieved: map[string]any{"memory_id": "ghost"},
+	} {
+		err := b.send(typ, t0, "project:a", data)
+		if !errors.Is(err, memories.ErrUnknownMemory) {
+			t.Fatalf("%s: got %v", typ, err)
+		}
+		var pe interface{ MemberPointer() string }
+		if !errors.As(err, &pe) || pe.MemberPointer() != "/data/memory_id" {
+			t.Fatalf("%s: %v names no member /data/memory_id", typ, err)
+		}
 	}
 }
 
