@@ -179,7 +179,7 @@ func successArgs(title, description, content string, tags ...string) map[string]
 
 // The consensus message of memory_feedback (memories.Service):
 // under usage 3 a single signal is stored and confidence does not move.
-const consensusMessage = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 distinct callers used the memory)" +
+const consensusMessage = "signal stored; confidence moves once 2 agreeing signals from distinct sources, not yet applied, exist within 7 days (consensus while fewer than 3 distinct callers used the memory; signals that already moved it do not count again)" +
 	// this serve has no tokens: every caller is token:local
 	"; this server has no API tokens, so every HTTP and MCP caller is one source (token:local) and cannot be the second: serve with --tokens, one token per agent, or let another session's task_completion signal agree"
 

@@ -535,7 +535,7 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 			}
 			switch c.Reason {
 			case ReasonPending:
-				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources exist within 7 days (consensus while fewer than 3 distinct callers used the memory)"
+				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources, not yet applied, exist within 7 days (consensus while fewer than 3 distinct callers used the memory; signals that already moved it do not count again)"
 				if f.SharedSource {
 					// the answer said a second source would come, and none
 					// could (a walkthrough, 2026-11-30)
