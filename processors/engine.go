@@ -468,7 +468,7 @@ func (e *engine) observe(p Processor, items []projections.Item, outs []projectio
 		if m == nil {
 			continue
 		}
-		m.observe(p.Name(), o.Result)
+		m.observeItem(p.Name(), items[i], o)
 		if o.Result == projections.DeadLettered {
 			if items[i].Lettered(o) {
 				m.DeadLettered.WithLabelValues(p.Name()).Inc()

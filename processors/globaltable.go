@@ -408,7 +408,7 @@ func (g *GlobalTableRunner) observe(p Processor, items []projections.Item, outs 
 			g.cfg.Logger.Info("global table rejected an event (not dead-lettered: its cause is reported upstream)", map[string]any{"processor": p.Name(), "at": items[i].Pos.String(), "reason": o.Err.Error()})
 		}
 		if m != nil {
-			m.observe(p.Name(), o.Result)
+			m.observeItem(p.Name(), projections.Item{}, o) // a rejection here is lettered by no one: rejected
 		}
 	}
 }

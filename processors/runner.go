@@ -309,6 +309,14 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	if cfg.Metrics != nil {
 		wmmetrics.NewPrometheusMetricsBuilder(cfg.Metrics.Registry, "chronicle", "router").AddPrometheusRouterMetrics(r.router)
+		var procs, workers []string
+		for _, p := range cfg.Processors {
+			procs = append(procs, p.Name())
+		}
+		for _, w := range cfg.Workers {
+			workers = append(workers, w.Name())
+		}
+		cfg.Metrics.Zero(procs, workers)
 	}
 	for _, w := range cfg.Workers {
 		w := w
@@ -588,7 +596,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Registry: reg,
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "chronicle", Name: "processor_events_total",
-			Help: "Events handled by a processor, by result (applied, already_applied, duplicate, dead_lettered, marker: a transaction marker, ignored: a type the processor does not handle).",
+			Help: "Events handled by a processor, by result (applied, already_applied, duplicate, dead_lettered: refused and sent to the dead-letter topic by this processor, rejected: refused and dead-lettered once by another processor of the topic (a record that does not parse, a conflicting duplicate), marker: a transaction marker, ignored: a type the processor does not handle).",
 		}, []string{"processor", "result"}),
 		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "chronicle", Name: "dead_letter_events_total",
@@ -613,8 +621,43 @@ var resultLabel = map[projections.Result]string{
 	projections.DeadLettered: "dead_lettered", projections.Marker: "marker", projections.Ignored: "ignored",
 }
 
+// resultRejected is the result of a DeadLettered item that another
+// processor of the topic dead-letters (projections.Item.Lettered false):
+// summed over processors, dead_lettered then counts each letter once.
+// Before, every processor that refused a conflicting duplicate counted
+// it dead_lettered (a subscriber walkthrough summed 2 for one letter).
+const resultRejected = "rejected"
+
 func (m *Metrics) observe(proc string, res projections.Result) {
 	m.Events.WithLabelValues(proc, resultLabel[res]).Inc()
+}
+
+// observeItem counts item's outcome o for proc: as observe, with
+// resultRejected for a refusal another processor letters.
+func (m *Metrics) observeItem(proc string, item projections.Item, o projections.Outcome) {
+	if o.Result == projections.DeadLettered && !item.Lettered(o) {
+		m.Events.WithLabelValues(proc, resultRejected).Inc()
+		return
+	}
+	m.observe(proc, o.Result)
+}
+
+// Zero makes the series of processors and workers exist at 0 before
+// their first event: a counter that appears only at its first increment
+// has no earlier sample, so increase() and rate() miss that increment (a
+// subscriber walkthrough's first dead letter did not show in increase()).
+func (m *Metrics) Zero(processors, workers []string) {
+	for _, p := range processors {
+		for _, r := range resultLabel {
+			m.Events.WithLabelValues(p, r)
+		}
+		m.Events.WithLabelValues(p, resultRejected)
+		m.DeadLettered.WithLabelValues(p)
+		m.ConflictingDuplicates.WithLabelValues(p)
+	}
+	for _, w := range workers {
+		m.DeadLettered.WithLabelValues(w)
+	}
 }
 
 // TypedWorkerFetchWait is how long the broker holds a TypedWorker's fetch

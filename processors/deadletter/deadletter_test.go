@@ -333,4 +333,54 @@ func TestConflictingDuplicateIsDeadLetteredOnce(t *testing.T) {
 	if lettered != 1 {
 		t.Fatalf("chronicle_dead_letter_events_total %v, want 1", lettered)
 	}
+	// chronicle_processor_events_total: dead_lettered once (the letterer),
+	// rejected by the other two. Before, all three counted dead_lettered
+	// (a subscriber walkthrough summed 2 for one letter).
+	var dead, rejected float64
+	for _, name := range []string{"sessionlog", sessions.Name, "toolgraph.transitions"} {
+		dead += testutil.ToFloat64(p.Metrics.Events.WithLabelValues(name, "dead_lettered"))
+		rejected += testutil.ToFloat64(p.Metrics.Events.WithLabelValues(name, "rejected"))
+	}
+	if dead != 1 || rejected != 2 {
+		t.Fatalf("processor_events_total: dead_lettered %v, rejected %v; want 1 and 2", dead, rejected)
+	}
+}
+
+// Every processor's and worker's counters exist at 0 before their first
+// event, so increase() sees the first one (they appeared only at it: a
+// subscriber walkthrough's first dead letter did not show in increase()).
+func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want := map[string]bool{
+		`chronicle_dead_letter_events_total{processor="` + sessions.Name + `"}`:                        true,
+		`chronicle_conflicting_duplicates_total{processor="` + sessions.Name + `"}`:                    true,
+		`chronicle_processor_events_total{processor="` + sessions.Name + `",result="dead_lettered"}`:   true,
+		`chronicle_processor_events_total{processor="` + sessions.Name + `",result="rejected"}`:        true,
+		`chronicle_processor_events_total{processor="` + sessions.Name + `",result="already_applied"}`: true,
+	}
+	mfs, err := p.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName() + "{"
+			for i, l := range m.GetLabel() {
+				if i > 0 {
+					name += ","
+				}
+				name += l.GetName() + `="` + l.GetValue() + `"`
+			}
+			delete(want, name+"}")
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("series missing before any event: %v", want)
+	}
 }
