@@ -318,3 +318,29 @@ func TestEmptyBatchIsAccepted(t *testing.T) {
 		t.Errorf("structured []: %d %s, want 400", code, raw)
 	}
 }
+
+// /mcp is stateless: GET (the server's own stream) and DELETE (ending a
+// session) are 405 with Allow: POST, which the MCP Streamable HTTP
+// transport allows, and openapi.json says so. It documented a 200 for
+// both, which no request ever got (a subscriber walkthrough).
+func TestMCPGetAndDeleteAre405(t *testing.T) {
+	srv := httptest.NewServer(conforming(t, routesOnly().Handler()))
+	defer srv.Close()
+	doc := loadOpenAPI(t)
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(method, srv.URL+"/mcp", nil)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+			t.Errorf("%s /mcp: %d Allow %q, want 405 Allow POST", method, resp.StatusCode, resp.Header.Get("Allow"))
+		}
+		op := doc.Paths.Find("/mcp").GetOperation(method)
+		if op == nil || op.Responses.Value("200") != nil || op.Responses.Value("405") == nil {
+			t.Errorf("openapi.json %s /mcp: documents a 200 or no 405", method)
+		}
+	}
+}
