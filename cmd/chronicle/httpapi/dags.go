@@ -28,6 +28,15 @@ var dagCatalog = sync.OnceValues(dag.AirlineCatalog)
 // indexed: a walkthrough).
 const MaxDAGTools = 256
 
+// MaxDAGSchemaDepth is the deepest nesting of objects and arrays a
+// declared tool's parameters or output schema may have (JSON levels: a
+// schema nested in properties takes two). The DAG indexes every property
+// path of a schema, whose cost grows with the square of its depth: one
+// 200 KB output schema nested 4,900 levels held a core for 29 s (a
+// workflows walkthrough, 2026-11-30; 500 levels 0.3 s). Tool schemas
+// are shallow (the 14 tau-bench tools' are at most 6 levels deep).
+const MaxDAGSchemaDepth = 64
+
 // postDAG serves POST /v1/dags: {"tools": [name | {name, parameters,
 // output}], "rule": "exact" | "exact_or_plural_id", "skip_echo": bool}.
 // A tool named by a string comes from the bundled airline catalogue; an
@@ -197,6 +206,9 @@ func dagTool(raw json.RawMessage) (t dag.Tool, bad dagToolError) {
 		if jsonKindOf(v) != "object" {
 			return t, dagToolError{member: m.name, why: "a JSON Schema object, got " + jsonKindOf(v)}
 		}
+		if d := jsonDepth(v); d > MaxDAGSchemaDepth {
+			return t, dagToolError{member: m.name, why: fmt.Sprintf("nested %d levels deep, above the %d levels a tool's schema may have (MaxDAGSchemaDepth)", d, MaxDAGSchemaDepth)}
+		}
 		if p, kw, ok := schemaCaseVariant(v, "/"+m.name); ok {
 			return t, dagToolError{variant: p, why: fmt.Sprintf("the JSON Schema keyword is %q (member names are case-sensitive)", kw)}
 		}
@@ -321,4 +333,31 @@ func jsonKindOf(raw json.RawMessage) string {
 		return "null"
 	}
 	return "number"
+}
+
+// jsonDepth is the deepest nesting of objects and arrays in raw, valid
+// JSON (1 for {} or [], 0 for a scalar).
+func jsonDepth(raw []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }

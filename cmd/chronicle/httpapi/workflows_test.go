@@ -492,3 +492,36 @@ func TestToolSearchGraphTerm(t *testing.T) {
 		t.Fatalf("unknown context tool: %d %v, want 400 naming context_tools[1]", code, m)
 	}
 }
+
+// A declared tool's schema nested deeper than MaxDAGSchemaDepth is a 400
+// naming it: the DAG's property paths cost the square of the depth, and
+// one 200 KB output schema 4,900 levels deep held a core for 29 s (a
+// workflows walkthrough). A schema at the limit is ordered as before.
+func TestPostDAGRefusesADeepSchema(t *testing.T) {
+	_, srv := setup(t)
+	nested := func(levels int) map[string]any {
+		s := map[string]any{"type": "string"}
+		for i := 0; i < levels; i++ {
+			s = map[string]any{"type": "object", "properties": map[string]any{fmt.Sprintf("p%d", i): s}}
+		}
+		return s
+	}
+	tools := func(levels int) map[string]any {
+		return map[string]any{"tools": []any{
+			map[string]any{"name": "a", "parameters": map[string]any{"type": "object"}, "output": nested(levels)},
+			map[string]any{"name": "b", "parameters": map[string]any{"type": "object", "properties": map[string]any{"p0": map[string]any{"type": "string"}}}},
+		}}
+	}
+	began := time.Now()
+	code, m := call(t, srv.URL, "", "POST", "/v1/dags", tools(2000))
+	if code != 400 || m["pointer"] != "/tools/0/output" || !strings.Contains(fmt.Sprint(m["reason"]), "levels") {
+		t.Fatalf("a schema 4,001 levels deep: %d %v, want a 400 naming /tools/0/output", code, m)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("the refusal took %v", d)
+	}
+	// 31 schema levels: 63 JSON levels with the tool's own object's
+	if code, m := call(t, srv.URL, "", "POST", "/v1/dags", tools(31)); code != 200 {
+		t.Fatalf("a schema within the limit: %d %v", code, m)
+	}
+}
