@@ -113,3 +113,42 @@ func TestBearerChallenges(t *testing.T) {
 		t.Errorf("a lower-case scheme: %d, want 200", resp.StatusCode)
 	}
 }
+
+// A suggestion with ?scope= and a requirement replan of a workflow search
+// only that scope's tool graph (and the bundled catalogue): what they pick
+// lands in that scope's answers and state. Before, every scope's graph,
+// so an admin's suggestion for project:a offered project:b's private
+// tools, and a replan wrote them into project:a's workflow (a workflows
+// walkthrough, 2026-11-30).
+func TestSuggestAndReplanSearchTheirScopesGraph(t *testing.T) {
+	p, _, base := writeOnlyServer(t)
+	var calls []map[string]any
+	for i, tool := range []string{"secret_lookup", "secret_refund", "secret_notify", "secret_lookup", "secret_refund", "secret_notify"} {
+		calls = append(calls, map[string]any{"specversion": "1.0", "id": fmt.Sprintf("b-s-%d", i), "source": "test/b", "type": "workflow.task.completed.v1",
+			"scope": "project:b", "data": map[string]any{"workflow_id": fmt.Sprintf("wb%d", i/3), "layer": i % 3, "task_id": fmt.Sprintf("t%d", i), "tool_id": tool, "success": true}})
+	}
+	if code, m := call(t, base, "tok-b", "POST", "/v1/events", calls); code != 202 {
+		t.Fatalf("project:b's tool calls: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	suggest := func(scope string) string {
+		code, m := call(t, base, "tok-admin", "POST", "/v1/workflows/suggest?scope="+scope, map[string]any{"intent": "secret refund lookup notify", "k": 5})
+		if code != 200 {
+			t.Fatalf("suggest in %s: %d %v", scope, code, m)
+		}
+		return fmt.Sprint(m)
+	}
+	if got := suggest("project:b"); !strings.Contains(got, "secret_") {
+		t.Fatalf("project:b's own suggestion lacks its tools, so the test shows nothing: %s", got)
+	}
+	if got := suggest("project:a"); strings.Contains(got, "secret_") {
+		t.Fatalf("project:a's suggestion offers project:b's tools: %s", got)
+	}
+	code, m := call(t, base, "tok-admin", "POST", "/v1/workflows/wa9/commands?scope=project:a", map[string]any{"command_id": "r1", "command": "replan_dag", "args": map[string]any{"requirement": "secret refund lookup notify", "k": 1}})
+	if code != 200 {
+		t.Fatalf("replan in project:a: %d %v", code, m)
+	}
+	if strings.Contains(fmt.Sprint(m), "secret_") {
+		t.Fatalf("project:a's replan picked project:b's tools: %v", m)
+	}
+}

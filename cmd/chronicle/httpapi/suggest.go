@@ -36,8 +36,8 @@ var suggestEmbedder = sync.OnceValues(func() (embedder.Embedder, error) {
 // postSuggest serves POST /v1/workflows/suggest {intent, context_tools, k,
 // estimates?} (estimates: per-tool {cost_usd, seconds}, checked against the
 // speculation limits, see suggest.Request):
-// a DAG from the learned tool graph (which aggregates every scope, so the
-// route needs a token that reads *), the airline catalogue's schemas and
+// a DAG from the learned tool graph (of ?scope= alone, else of every
+// scope; the route needs a token that reads *), the airline catalogue's schemas and
 // the intent's meaning, with its confidence, mode, safety reasons and
 // explanation (package suggest).
 func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
@@ -67,7 +67,16 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 		writeFieldErr(w, "k", "/k", suggest.KReason(*sent.K))
 		return
 	}
-	g, err := s.toolGraph()
+	// ?scope= names the policy and the tool graph: that scope's alone
+	// (before, every scope's, so an admin's suggestion for project:b
+	// offered project:a's private tools: a workflows walkthrough,
+	// 2026-11-30); without it, every scope's (the org view of a token
+	// that reads *) with org:default's policy
+	var graphOf []string
+	if sc := r.URL.Query().Get("scope"); sc != "" && events.ValidScope(sc) {
+		graphOf = []string{sc}
+	}
+	g, err := s.toolGraphIn(graphOf)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return

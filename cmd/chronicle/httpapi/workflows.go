@@ -808,9 +808,9 @@ func answeredDecision(st workflows.State, did string) (workflows.Decision, bool)
 // written (suggest.Replan over the workflow's running DAG), so the event
 // carries the tool choice and the processor only applies it when a
 // checkpoint names the command processed. args.requirement runs the
-// hybrid tool search over the tool graph, which aggregates every scope:
-// it needs a token that reads * (403); args.tools names the tools and
-// needs no search. It answers 400 naming the field, 409 while another
+// hybrid tool search over the tool graph of the workflow's scope (and the
+// bundled catalogue): it needs a token that reads * (403); args.tools
+// names the tools and needs no search. It answers 400 naming the field, 409 while another
 // replan is pending (its plan was computed on the DAG this one would
 // change), 422 {error, cycle} when the merged DAG has a cycle.
 func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows.State, raw json.RawMessage) (json.RawMessage, bool) {
@@ -855,6 +855,14 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	var scopes []string
 	if c := CallerOf(r); !c.ReadsAll() {
 		scopes = slices.Compact(slices.Sorted(slices.Values(c.Read)))
+	}
+	if len(a.Tools) == 0 && a.Requirement != "" {
+		// the search picks tools into this workflow's state, which its
+		// scope's readers see: only its scope's tool graph (and the
+		// catalogue). Before, every scope's: an admin's replan of a
+		// project:b workflow wrote project:a's private tools into it (a
+		// workflows walkthrough, 2026-11-30)
+		scopes = []string{st.Scope}
 	}
 	g, err := s.toolGraphIn(scopes)
 	if err != nil {
