@@ -763,9 +763,13 @@ func noSessionEvents(r *http.Request, id, scope string) string {
 // are shown — the scope comes from the records themselves, so a record
 // written straight to Kafka under another scope's key is never shown.
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key string) {
+	after, limit, ok := sessionEventsPage(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), SessionEventsTimeout) // the whole route's
 	defer cancel()
-	if s.indexedSessionEvents(ctx, w, key) { // issue 11: read at indexed positions (session_index.go)
+	if s.indexedSessionEvents(ctx, w, key, after, limit) { // issue 11: read at indexed positions (session_index.go)
 		return
 	}
 	scope, id, _ := events.SplitEntityKey(key)
@@ -781,9 +785,15 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		return
 	}
 	// the shape of the indexed answer (SessionEvents in openapi.json):
-	// the scan finds the session's own events only
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "source": "scan", "events": list,
-		"evaluations": []PositionedEvent{}, "memories": []PositionedEvent{}, "pair_contexts": []PositionedEvent{}})
+	// the scan finds the session's own events only; paged alike
+	list = slices.DeleteFunc(list, func(e PositionedEvent) bool { return e.Offset < after })
+	next := int64(-1)
+	if len(list) > limit {
+		next, list = list[limit].Offset, list[:limit]
+	}
+	page, cursor := pageEvents(list, next)
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "source": "scan", "events": page,
+		"evaluations": []PositionedEvent{}, "memories": []PositionedEvent{}, "pair_contexts": []PositionedEvent{}, "next_cursor": cursor})
 }
 
 // ReadSessionLog reads the records keyed key (events.EntityKey) from the

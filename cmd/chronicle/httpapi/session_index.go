@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -63,11 +67,30 @@ func readerFor(brokers []string) (*sessionlog.Reader, error) {
 // is false when the index holds nothing for the key (not yet indexed, or
 // a data directory older than the index): the caller falls back to a scan.
 func ReadIndexedSession(ctx context.Context, brokers []string, store *projections.Store, key, scope string) (SessionRecords, bool, error) {
-	rec := SessionRecords{Events: []PositionedEvent{}, Evaluations: []PositionedEvent{}, Memories: []PositionedEvent{}, PairContexts: []PositionedEvent{}}
+	rec, _, ok, err := readIndexedSessionPage(ctx, brokers, store, key, scope, -1, 0)
+	return rec, ok, err
+}
+
+// readIndexedSessionPage is ReadIndexedSession reading only the session's
+// events at offsets from after on (-1: from the first), at most limit of
+// them (0: all): next is the offset of the first event left for a later
+// page, -1 when none is. Evaluations, memories and PAIR contexts are read
+// whole.
+func readIndexedSessionPage(ctx context.Context, brokers []string, store *projections.Store, key, scope string, after int64, limit int) (rec SessionRecords, next int64, ok bool, err error) {
+	rec = SessionRecords{Events: []PositionedEvent{}, Evaluations: []PositionedEvent{}, Memories: []PositionedEvent{}, PairContexts: []PositionedEvent{}}
+	next = -1
 	byKind, err := sessionlog.Entries(store, key)
 	if err != nil || len(byKind) == 0 {
-		return rec, false, err
+		return rec, next, false, err
 	}
+	evs := byKind[sessionlog.KindEvent]
+	slices.SortFunc(evs, func(a, b sessionlog.Entry) int { return cmp.Compare(a.Position.Offset, b.Position.Offset) })
+	evs = slices.DeleteFunc(evs, func(e sessionlog.Entry) bool { return e.Position.Offset < after })
+	if limit > 0 && len(evs) > limit {
+		next = evs[limit].Position.Offset
+		evs = evs[:limit]
+	}
+	byKind[sessionlog.KindEvent] = evs
 	var pos []projections.Position
 	for _, es := range byKind {
 		for _, e := range es {
@@ -76,11 +99,11 @@ func ReadIndexedSession(ctx context.Context, brokers []string, store *projection
 	}
 	rd, err := readerFor(brokers)
 	if err != nil {
-		return rec, true, err
+		return rec, next, true, err
 	}
 	got, err := rd.Fetch(ctx, pos)
 	if err != nil {
-		return rec, true, err
+		return rec, next, true, err
 	}
 	lists := map[string]*[]PositionedEvent{sessionlog.KindEvent: &rec.Events, sessionlog.KindEvaluation: &rec.Evaluations,
 		sessionlog.KindMemory: &rec.Memories, sessionlog.KindPairContext: &rec.PairContexts}
@@ -101,21 +124,82 @@ func ReadIndexedSession(ctx context.Context, brokers []string, store *projection
 			*l = append(*l, PositionedEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Position: e.Position.String(), Event: raw})
 		}
 	}
-	return rec, true, nil
+	return rec, next, true, nil
+}
+
+// SessionEventsMaxLimit is the most events one page of GET
+// /v1/sessions/{id}/events holds (limit 1 to it; absent: it), and
+// SessionEventsPageBytes about the most bytes of them: a page ends before
+// the event that would take it past (a page holds at least one event).
+// Before, the route answered every event in one body: one session of 250
+// events of 100 KB was 25 MB, built in memory (an analyst's walkthrough,
+// 2026-11-30; serve's RSS reached 383 MB). The evaluations, memories and
+// PAIR contexts come whole on every page.
+const SessionEventsMaxLimit = 500
+
+// SessionEventsPageBytes: see SessionEventsMaxLimit (a variable for tests).
+var SessionEventsPageBytes = 4 << 20
+
+// sessionEventsPage reads GET /v1/sessions/{id}/events' limit and cursor
+// (a next_cursor: "chronicle.sessions:<partition>:<offset>", the first
+// event of the page), writing the 400 naming the parameter.
+func sessionEventsPage(w http.ResponseWriter, r *http.Request) (after int64, limit int, ok bool) {
+	q := r.URL.Query()
+	limit = SessionEventsMaxLimit
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > SessionEventsMaxLimit {
+			writeFieldErr(w, "limit", "", fmt.Sprintf("%q is not an integer from 1 to %d (absent: %d)", q.Get("limit"), SessionEventsMaxLimit, SessionEventsMaxLimit))
+			return 0, 0, false
+		}
+		limit = n
+	}
+	after = -1
+	if c := q.Get("cursor"); c != "" {
+		topic, rest, _ := strings.Cut(c, ":")
+		part, off, _ := strings.Cut(rest, ":")
+		p, perr := strconv.ParseInt(part, 10, 32)
+		o, oerr := strconv.ParseInt(off, 10, 64)
+		if topic != string(events.TopicSessions) || perr != nil || oerr != nil || p < 0 || o < 0 {
+			writeFieldErr(w, "cursor", "", fmt.Sprintf("%q is not a next_cursor of this route (%s:<partition>:<offset>)", c, events.TopicSessions))
+			return 0, 0, false
+		}
+		after = o
+	}
+	return after, limit, true
+}
+
+// pageEvents cuts evs (a page's events, in log order) before the event
+// that takes it past SessionEventsPageBytes (keeping at least one), and
+// answers the next cursor: the first event cut, else next (the first
+// event past the page's limit, -1 none).
+func pageEvents(evs []PositionedEvent, next int64) ([]PositionedEvent, string) {
+	size := 0
+	for i, e := range evs {
+		size += len(e.Event)
+		if i > 0 && size > SessionEventsPageBytes {
+			return evs[:i], e.Position
+		}
+	}
+	if next < 0 || len(evs) == 0 {
+		return evs, ""
+	}
+	return evs, fmt.Sprintf("%s:%d:%d", events.TopicSessions, evs[0].Partition, next)
 }
 
 // indexedSessionEvents answers GET /v1/sessions/{id}/events from the
 // sessionlog index; it returns false, having written nothing, when the
 // index holds nothing for the session. ctx bounds it (SessionEventsTimeout).
-func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter, key string) bool {
+func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter, key string, after int64, limit int) bool {
 	scope, id, _ := events.SplitEntityKey(key)
 	type read struct {
-		rec SessionRecords
-		ok  bool
+		rec  SessionRecords
+		next int64
+		ok   bool
 	}
 	got, err := processors.Within(ctx, SessionEventsTimeout, "read the session's records", func(ctx context.Context) (read, error) {
-		rec, ok, err := ReadIndexedSession(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope)
-		return read{rec, ok}, err
+		rec, next, ok, err := readIndexedSessionPage(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope, after, limit)
+		return read{rec, next, ok}, err
 	})
 	rec, ok := got.rec, got.ok
 	switch {
@@ -125,7 +209,8 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 	case !ok:
 		return false
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "source": "index", "events": rec.Events,
-		"evaluations": rec.Evaluations, "memories": rec.Memories, "pair_contexts": rec.PairContexts})
+	page, next := pageEvents(rec.Events, got.next)
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "source": "index", "events": page,
+		"evaluations": rec.Evaluations, "memories": rec.Memories, "pair_contexts": rec.PairContexts, "next_cursor": next})
 	return true
 }

@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +129,78 @@ func TestMemoryHistoryRoute(t *testing.T) {
 	r := rs[0].(map[string]any)
 	if r["source"] != "token:a" || r["query"] != "fare class economy" || !strings.HasPrefix(r["position"].(string), "chronicle.memories:0:") {
 		t.Fatalf("retrieval %v", r)
+	}
+}
+
+// GET /v1/sessions/{id}/events pages the session's events: limit (1 to
+// SessionEventsMaxLimit) and about SessionEventsPageBytes per page, with
+// next_cursor; the pages together are the whole answer, in order, with
+// the evaluations and memories on every page. Before, every event came
+// in one body (25 MB for one analyst's session) and ?limit= was ignored.
+func TestSessionEventsArePaged(t *testing.T) {
+	p, srv := setup(t)
+	envs, sid := sessionIn(t, 2, "project:a", "PG")
+	b, _ := json.Marshal(envs)
+	if code, m := post(t, srv, b); code != 202 {
+		t.Fatalf("%d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	type page struct {
+		Source      string
+		NextCursor  string `json:"next_cursor"`
+		Events      []struct{ Position string }
+		Evaluations []json.RawMessage
+	}
+	base := "/v1/sessions/" + url.PathEscape(sid) + "/events?scope=project:a"
+	var whole page
+	if code := get(t, srv, base, &whole); code != 200 || whole.NextCursor != "" || len(whole.Events) != len(envs) {
+		t.Fatalf("one page: %d, %d events, cursor %q; want all %d and none", code, len(whole.Events), whole.NextCursor, len(envs))
+	}
+	walk := func(limit string) []string {
+		var got []string
+		cursor := ""
+		for range len(envs) + 1 {
+			var pg page
+			if code := get(t, srv, base+"&limit="+limit+"&cursor="+url.QueryEscape(cursor), &pg); code != 200 {
+				t.Fatalf("limit %s cursor %q: %d", limit, cursor, code)
+			}
+			if n, _ := strconv.Atoi(limit); len(pg.Events) > n {
+				t.Fatalf("limit %s: a page of %d events", limit, len(pg.Events))
+			}
+			if len(pg.Evaluations) != len(whole.Evaluations) {
+				t.Fatalf("a page has %d evaluations, the whole answer %d", len(pg.Evaluations), len(whole.Evaluations))
+			}
+			for _, e := range pg.Events {
+				got = append(got, e.Position)
+			}
+			if cursor = pg.NextCursor; cursor == "" {
+				return got
+			}
+		}
+		t.Fatalf("limit %s: no last page after %d pages", limit, len(envs)+1)
+		return nil
+	}
+	var want []string
+	for _, e := range whole.Events {
+		want = append(want, e.Position)
+	}
+	if got := walk("2"); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("pages of 2: %v, want %v", got, want)
+	}
+	// the byte bound: each page ends before the event that takes it past
+	defer func(n int) { httpapi.SessionEventsPageBytes = n }(httpapi.SessionEventsPageBytes)
+	httpapi.SessionEventsPageBytes = 1
+	var one page
+	if code := get(t, srv, base, &one); code != 200 || len(one.Events) != 1 || one.NextCursor == "" {
+		t.Fatalf("a 1-byte page: %d, %d events, cursor %q; want one event and a cursor", code, len(one.Events), one.NextCursor)
+	}
+	if got := walk("500"); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("pages of one event by bytes: %v, want %v", got, want)
+	}
+	for _, q := range []string{"&limit=0", "&limit=501", "&cursor=nope", "&cursor=chronicle.memories:0:1"} {
+		var e map[string]any
+		if code := get(t, srv, base+q, &e); code != 400 || !strings.Contains(fmt.Sprint(e["error"]), strings.Split(strings.TrimPrefix(q, "&"), "=")[0]) {
+			t.Errorf("%s: %d %v, want a 400 naming the parameter", q, code, e)
+		}
 	}
 }
