@@ -23,7 +23,13 @@ func dataMember(data []byte, name string) (str string, isStr, present, obj bool)
 	defer dataParsers.Put(p)
 	v, err := p.ParseBytes(data)
 	if err != nil {
-		return "", false, false, false
+		// fastjson refuses a document nested deeper than its MaxDepth
+		// (300) that encoding/json reads: it answers, as it does for every
+		// other document it parses (a workflow update nested 299 levels
+		// was refused as "/data: not a JSON object": a workflows
+		// walkthrough, 2026-11-30)
+		k, obj, present, str := dataStringSlow(data, name)
+		return k, str, present, obj
 	}
 	switch v.Type() {
 	case fastjson.TypeNull:

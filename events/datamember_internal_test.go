@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -61,4 +62,20 @@ func FuzzDataStringAgrees(f *testing.F) {
 			t.Fatalf("dataString(%q, %q) = %q %v %v %v, encoding/json says %q %v %v %v", data, name, k, obj, present, str, wk, wobj, wpresent, wstr)
 		}
 	})
+}
+
+// A data object nested deeper than fastjson's 300 levels has its members
+// read as encoding/json reads them. Before, its key member was not found
+// and the event was refused as "/data: not a JSON object" (a workflow
+// update nested 299 levels, a workflows walkthrough).
+func TestDataMemberOfADeepDocument(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 400) + "1" + strings.Repeat("}", 400)
+	data := []byte(`{"workflow_id":"w1","update":` + deep + `}`)
+	k, isStr, present, obj := dataMember(data, "workflow_id")
+	if k != "w1" || !isStr || !present || !obj {
+		t.Fatalf("dataMember: %q %v %v %v, want w1 found", k, isStr, present, obj)
+	}
+	if k, obj, present, str := dataString(data, "workflow_id"); k != "w1" || !obj || !present || !str {
+		t.Fatalf("dataString: %q %v %v %v", k, obj, present, str)
+	}
 }

@@ -51,3 +51,32 @@ func TestWorkflowUpdateKeepsMarkupAsSent(t *testing.T) {
 		}
 	}
 }
+
+// A workflow update nested deeper than fastjson's 300 levels is applied,
+// and a checkpoint of its state forks. Before, a 299-level update was a
+// 400 "/data: not a JSON object" (the record key's member was looked up
+// with fastjson alone), and a 298-level state could not be forked (a
+// workflows walkthrough, 2026-11-30).
+func TestDeepWorkflowUpdateAppliesAndForks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, c, _ := startAt(t, t.TempDir())
+	var deep any = "leaf"
+	for range 400 {
+		deep = map[string]any{"a": deep}
+	}
+	if _, err := c.Update(ctx, "wf-deep", 0, "messages", deep); err != nil {
+		t.Fatalf("a 400-level update: %v", err)
+	}
+	cp, err := c.Checkpoint(ctx, "wf-deep", 0)
+	if err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	if _, err := c.Fork(ctx, "wf-deep", cp.CheckpointID, "wf-deep-2", nil); err != nil {
+		t.Fatalf("fork of the deep state: %v", err)
+	}
+	st, err := c.State(ctx, "wf-deep-2")
+	if err != nil || len(st.Messages) != 1 {
+		t.Fatalf("the fork's state: %+v %v", st, err)
+	}
+}
