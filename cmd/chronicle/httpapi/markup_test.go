@@ -2,12 +2,16 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 )
 
 // A workflow update carrying markup is stored as sent: its record holds
@@ -78,5 +82,51 @@ func TestDeepWorkflowUpdateAppliesAndForks(t *testing.T) {
 	st, err := c.State(ctx, "wf-deep-2")
 	if err != nil || len(st.Messages) != 1 {
 		t.Fatalf("the fork's state: %+v %v", st, err)
+	}
+}
+
+// GET /v1/workflows/{id}/checkpoints ends a page before the checkpoint
+// that takes it past CheckpointsPageBytes, with or without limit, and the
+// Go client's History reads every page. Before, the list without limit
+// came in one body (180 MB for a walkthrough's workflow), and the client
+// cut answers at 64 MiB and failed with "unexpected end of JSON input".
+func TestCheckpointPagesAreBoundedAndTheClientReadsThemAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, c, _ := startAt(t, t.TempDir())
+	var ids []string
+	for layer := range 3 {
+		if _, err := c.Update(ctx, "wf-pages", layer, "messages", strings.Repeat("x", 1000)); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := c.Checkpoint(ctx, "wf-pages", layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cp.CheckpointID)
+	}
+	defer func(n int) { httpapi.CheckpointsPageBytes = n }(httpapi.CheckpointsPageBytes)
+	httpapi.CheckpointsPageBytes = 1500 // one checkpoint (its state holds ≥ 1,000 bytes) a page
+	var page struct {
+		Checkpoints []json.RawMessage
+		NextCursor  string `json:"next_cursor"`
+	}
+	resp, err := http.Get(c.Base + "/v1/workflows/wf-pages/checkpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || len(page.Checkpoints) != 1 || page.NextCursor != ids[0] {
+		t.Fatalf("the first page without limit: %d checkpoints, next %q (%v); want 1 and %q", len(page.Checkpoints), page.NextCursor, err, ids[0])
+	}
+	h, err := c.History(ctx, "wf-pages")
+	if err != nil || len(h) != 3 {
+		t.Fatalf("History over pages: %d checkpoints, %v; want 3", len(h), err)
+	}
+	for i, e := range h {
+		if e.CheckpointID != ids[i] {
+			t.Fatalf("History[%d] = %s, want %s", i, e.CheckpointID, ids[i])
+		}
 	}
 }

@@ -120,6 +120,22 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 			h = h[:limit]
 			next = h[limit-1].CheckpointID
 		}
+		// about CheckpointsPageBytes a page, with or without limit: each
+		// checkpoint holds its whole state, and the list without limit
+		// was 180 MB in one body for a walkthrough's workflow (four such
+		// reads took serve from 0.2 to 2.4 GB)
+		size := 0
+		for i, e := range h {
+			b, err := json.Marshal(e)
+			if err != nil {
+				writeErr(w, http.StatusInternalServerError, "%v", err)
+				return
+			}
+			if size += len(b); i > 0 && size > CheckpointsPageBytes {
+				h, next = h[:i], h[i-1].CheckpointID
+				break
+			}
+		}
 		if h == nil {
 			h = []workflows.HistoryEntry{}
 		}
@@ -132,8 +148,14 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// CheckpointsPageBytes bounds a page of GET /v1/workflows/{id}/checkpoints:
+// it ends before the checkpoint that would take it past this many bytes
+// (about: the checkpoints' JSON), holding at least one, with its
+// next_cursor — with or without limit (a variable for tests).
+var CheckpointsPageBytes = 4 << 20
+
 // checkpointPage reads GET /v1/workflows/{id}/checkpoints' limit (1 to
-// 500; absent: every checkpoint, as before the parameter) and cursor (a
+// 500; absent: every checkpoint within CheckpointsPageBytes) and cursor (a
 // next_cursor: the checkpoint_id the previous page ended with), answering
 // 400 naming the parameter for a bad limit. Each checkpoint carries its
 // whole state, so a long-running workflow's list is read in pages (a

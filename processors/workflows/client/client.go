@@ -96,6 +96,10 @@ func (c *Client) url(id string, sub ...string) string {
 	return p
 }
 
+// MaxAnswerBytes is the largest answer the client reads (64 MiB): a
+// larger one is an error saying so.
+const MaxAnswerBytes = 64 << 20
+
 func (c *Client) do(ctx context.Context, method, u string, body, out any) error {
 	var raw []byte
 	if body != nil {
@@ -128,8 +132,13 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 		resp, err := hc.Do(req)
 		var b []byte
 		if err == nil {
-			b, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			b, _ = io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 			resp.Body.Close()
+			if len(b) > MaxAnswerBytes {
+				// it was cut at the limit and parsed: "unexpected end of
+				// JSON input" (a workflows walkthrough, a 68 MB state)
+				return fmt.Errorf("workflows client: %s %s: the answer is larger than %d bytes (MaxAnswerBytes), which the client does not read", method, u, MaxAnswerBytes)
+			}
 		}
 		// a write whose outcome is unknown is sent again, with the same
 		// body and so the same event id (applied once): the service was
@@ -270,11 +279,33 @@ func (c *Client) State(ctx context.Context, id string) (workflows.View, error) {
 
 // History returns the workflow's checkpoints, oldest first.
 func (c *Client) History(ctx context.Context, id string) ([]workflows.HistoryEntry, error) {
-	var out struct {
-		Checkpoints []workflows.HistoryEntry `json:"checkpoints"`
+	var all []workflows.HistoryEntry
+	cursor := ""
+	for {
+		// page by page: the route bounds a page's bytes (each checkpoint
+		// holds its whole state), and one answer of every checkpoint was
+		// 180 MB for a walkthrough's workflow
+		u := c.url(id, "checkpoints")
+		if cursor != "" {
+			sep := "?"
+			if strings.Contains(u, "?") {
+				sep = "&"
+			}
+			u += sep + "cursor=" + url.QueryEscape(cursor)
+		}
+		var out struct {
+			Checkpoints []workflows.HistoryEntry `json:"checkpoints"`
+			NextCursor  string                   `json:"next_cursor"`
+		}
+		if err := c.do(ctx, http.MethodGet, u, nil, &out); err != nil {
+			return all, err
+		}
+		all = append(all, out.Checkpoints...)
+		if out.NextCursor == "" || out.NextCursor == cursor {
+			return all, nil
+		}
+		cursor = out.NextCursor
 	}
-	err := c.do(ctx, http.MethodGet, c.url(id, "checkpoints"), nil, &out)
-	return out.Checkpoints, err
 }
 
 // List returns one page of the workflows the token reads (GET

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,5 +104,28 @@ func TestWriteDoesNotResendATimeout(t *testing.T) {
 	defer mu.Unlock()
 	if err == nil || n != 1 || took > 5*time.Second {
 		t.Fatalf("%d sends in %v, error %v: want one send and its timeout", n, took, err)
+	}
+}
+
+// An answer larger than MaxAnswerBytes is an error saying so. Before, the
+// client cut it at 64 MiB and parsed the rest: "unexpected end of JSON
+// input" (a workflows walkthrough, a 68 MB state).
+func TestAnAnswerAboveTheLimitSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"workflow_id":"w","messages":["`)
+		chunk := make([]byte, 1<<20)
+		for i := range chunk {
+			chunk[i] = 'x'
+		}
+		for range client.MaxAnswerBytes>>20 + 1 {
+			_, _ = w.Write(chunk)
+		}
+		_, _ = io.WriteString(w, `"]}`)
+	}))
+	defer srv.Close()
+	_, err := (&client.Client{Base: srv.URL}).State(context.Background(), "w")
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("%v, want an error naming the size", err)
 	}
 }
