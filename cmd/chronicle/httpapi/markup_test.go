@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 )
 
 // A workflow update carrying markup is stored as sent: its record holds
@@ -128,5 +130,42 @@ func TestCheckpointPagesAreBoundedAndTheClientReadsThemAll(t *testing.T) {
 		if e.CheckpointID != ids[i] {
 			t.Fatalf("History[%d] = %s, want %s", i, e.CheckpointID, ids[i])
 		}
+	}
+}
+
+// Completing a workflow as a success while a decision is pending is a 409
+// naming /outcome and the decision: it would leave the question
+// unanswerable for good. Before, 200, and the workflow ended completed
+// with the decision pending (a workflows walkthrough). failure (or
+// aborted) still ends it; once answered, success does.
+func TestCompleteSuccessWithAPendingDecisionIsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, c, _ := startAt(t, t.TempDir())
+	if _, err := c.Update(ctx, "wf-hil", 0, "messages", "start"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Interrupt(ctx, "wf-hil", "human", "Cancel the reservation?", "approve", "reject")
+	if err != nil || len(res.State.PendingDecisions) != 1 {
+		t.Fatalf("interrupt: %+v %v", res, err)
+	}
+	did := res.State.PendingDecisions[0].DecisionID
+	_, err = c.Complete(ctx, "wf-hil", "success", "done")
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != 409 || ce.Pointer != "/outcome" || !strings.Contains(ce.Message, did) {
+		t.Fatalf("complete success with %s pending: %v, want a 409 at /outcome naming it", did, err)
+	}
+	if _, err := c.Answer(ctx, "wf-hil", did, "approve", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Complete(ctx, "wf-hil", "success", "done"); err != nil || res.State.Outcome != "success" {
+		t.Fatalf("complete success once answered: %+v %v", res, err)
+	}
+	// failure ends a workflow with its question open
+	if _, err := c.Interrupt(ctx, "wf-hil2", "human", "Go on?", "yes", "no"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(ctx, "wf-hil2", "failure", "given up"); err != nil {
+		t.Fatalf("complete failure with a decision pending: %v", err)
 	}
 }

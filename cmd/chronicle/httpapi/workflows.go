@@ -464,6 +464,24 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "workflow id %q: %s", id, reservedWorkflowWhy)
 		return
 	}
+	// a success while a decision is still pending would leave it
+	// unanswerable for good (a completed workflow takes no answer): the
+	// route refuses it; failure and aborted end the workflow with the
+	// question open, as they say. The processor does not refuse it, so a
+	// log written before replays as it did (a workflows walkthrough,
+	// 2026-11-30: a human approval pending, complete success answered 200)
+	if exists && !retry && action == "complete" && b.Outcome == "success" && st.Status != workflows.StatusCompleted && len(st.PendingDecisions) > 0 {
+		ids := make([]string, 0, len(st.PendingDecisions))
+		for _, d := range st.PendingDecisions {
+			ids = append(ids, d.DecisionID)
+		}
+		pending := " (" + strings.Join(ids, ", ") + ")"
+		if !c.CanRead(scope) {
+			pending = "" // the state, which a write-only caller may not read
+		}
+		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("outcome: success while decisions are pending%s: answer them first (POST …/decisions/{decision_id}), or complete with failure or aborted", pending), Pointer: "/outcome", Reason: "decisions pending"})
+		return
+	}
 	if exists && st.Status == workflows.StatusCompleted && action != "fork" && !retry {
 		if !c.CanRead(scope) {
 			// the outcome is the workflow's state, which a write-only
