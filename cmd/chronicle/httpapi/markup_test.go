@@ -2,8 +2,8 @@ package httpapi_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
