@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -40,7 +42,7 @@ SIGTERM ends the wait at once.`,
 			writes := []string{mcpserver.AllScopes}
 			if scope == "" {
 				var err error
-				if scope, err = defaultScope(ctx, backend); err != nil {
+				if scope, err = defaultScope(ctx, backend, tokenEnv); err != nil {
 					return err
 				}
 				if scope == "" {
@@ -51,7 +53,7 @@ SIGTERM ends the wait at once.`,
 				}
 			} else if !events.ValidScope(scope) {
 				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
-			} else if err := checkScope(ctx, backend, scope, cmd.ErrOrStderr()); err != nil {
+			} else if err := checkScope(ctx, backend, scope, tokenEnv, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			// The service checks the token's scopes on every call; the
@@ -73,10 +75,13 @@ SIGTERM ends the wait at once.`,
 // review). A service that does not answer within whoamiWait is no
 // refusal: --scope lets mcp start before the service, so that is a
 // warning on stderr and the calls then say what the service says.
-func checkScope(ctx context.Context, c *httpapi.Client, scope string, stderr io.Writer) error {
+func checkScope(ctx context.Context, c *httpapi.Client, scope, tokenEnv string, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, whoamiWait)
 	defer cancel()
 	who, err := c.WhoAmI(ctx)
+	if terr := tokenError(err, c.Base, tokenEnv, c.Token); terr != nil {
+		return terr // every call would be refused alike: say it at start
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "chronicle mcp: could not check that the token may write --scope %s (%v): memory_record and memory_feedback will say\n", scope, err)
 		return nil
@@ -101,12 +106,34 @@ const whoamiWait = 3 * time.Second
 // for a token that writes nothing (a read-only token still serves the
 // read tools). The service must answer at start: without it the scope
 // would be a guess (org:default, which a scoped token may not write).
-func defaultScope(ctx context.Context, c *httpapi.Client) (string, error) {
+func defaultScope(ctx context.Context, c *httpapi.Client, tokenEnv string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	who, err := c.WhoAmI(ctx)
+	if terr := tokenError(err, c.Base, tokenEnv, c.Token); terr != nil {
+		return "", terr
+	}
 	if err != nil {
 		return "", fmt.Errorf("--scope not given, and asking %s/v1/whoami for the token's default write scope failed (start chronicle serve first, or pass --scope): %w", c.Base, err)
 	}
 	return who.DefaultWriteScope, nil
+}
+
+// tokenError is a 401 of the service at api explained: no token in
+// $tokenEnv, or the token there refused. Before, mcp said "start chronicle
+// serve first, or pass --scope" for a missing token, and with --scope it
+// started anyway and every tool call answered 401 (a subscriber
+// walkthrough).
+func tokenError(err error, api, tokenEnv, token string) error {
+	var r interface{ Refusal() (int, string) }
+	if !errors.As(err, &r) {
+		return nil
+	}
+	if code, detail := r.Refusal(); code == http.StatusUnauthorized {
+		if token == "" {
+			return fmt.Errorf("the service at %s needs an API token and $%s is empty or unset: set it to one of the service's tokens (--token-env names another variable)", api, tokenEnv)
+		}
+		return fmt.Errorf("the service at %s refused the token in $%s (401: %s)", api, tokenEnv, detail)
+	}
+	return nil
 }

@@ -98,6 +98,11 @@ type statusError struct {
 
 func (e *statusError) Error() string { return e.msg }
 
+// Refusal is the service's HTTP status and its own error text, without
+// the request (the MCP tools answer a 4xx in the service's words, as the
+// /mcp endpoint does; `chronicle mcp` tells a missing token by the 401).
+func (e *statusError) Refusal() (status int, detail string) { return e.code, e.detail }
+
 // hasStatus tells whether err is the service's answer with HTTP status code.
 func hasStatus(err error, code int) bool {
 	var se *statusError

@@ -272,13 +272,30 @@ func invalid(field, format string, args ...any) error {
 // toolError is the error a handler returns for a backend failure; the SDK
 // turns it into a tool error result carrying its text.
 func toolError(tool string, err error) error {
+	var r refusal
 	switch {
 	case errors.Is(err, search.ErrNotFound), errors.Is(err, search.ErrInvalid):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s: interrupted: %w", tool, err)
+	case errors.As(err, &r):
+		// the service refused (4xx): its own words, as the /mcp endpoint
+		// answers the same cause; the request's URL (with the query)
+		// stayed out of it (a subscriber walkthrough: over stdio it read
+		// "memory_search failed: chronicle GET /v1/memories/search?…:
+		// 403 Forbidden: …")
+		if code, detail := r.Refusal(); code >= 400 && code < 500 && detail != "" {
+			return fmt.Errorf("%s: %s", tool, detail)
+		}
 	}
 	return fmt.Errorf("%s failed: %w", tool, err)
+}
+
+// refusal is a backend's answer with an HTTP status and the service's
+// own error text (httpapi.Client's).
+type refusal interface {
+	error
+	Refusal() (status int, detail string)
 }
 
 func oneOf(field, v string, allowed ...string) error {
