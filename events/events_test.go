@@ -306,6 +306,12 @@ func TestExtensionsRoundTrip(t *testing.T) {
 	if e2, err := events.ParseProducerEvent(b64); err != nil || string(e2.Data) != `{"memory_id":"m1","signal":"explicit_feedback","positive":true}` || e2.Extensions != nil {
 		t.Fatalf("data_base64: %v %s %v", err, e2.Data, e2.Extensions)
 	}
+	// data_base64 whose JSON breaks the type's schema: the reason says
+	// where the data came from (it named a /data the event never sent)
+	bad := []byte(`{"specversion":"1.0","id":"e3","source":"test","type":"memory.feedback.v1","data_base64":"eyJtZW1vcnlfaWQiOiJtMSJ9"}`)
+	if _, err := events.ParseProducerEvent(bad); err == nil || !strings.Contains(err.Error(), "decoded from data_base64") {
+		t.Fatalf("bad data_base64: %v, want the reason to name data_base64", err)
+	}
 	var viaStd events.Envelope
 	if err := json.Unmarshal(withExt, &viaStd); err != nil || len(viaStd.Extensions) != 4 || viaStd.Extensions["n"] != json.Number("7") {
 		t.Fatalf("UnmarshalJSON: %v %#v", err, viaStd.Extensions)

@@ -755,6 +755,12 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 	}
 	data := obj["data"]
 	if err := validateData(set, &env, data); err != nil {
+		var ve *ValidationError
+		if data64 != nil && errors.As(err, &ve) && strings.HasPrefix(ve.Pointer, "/data") {
+			// the data came from data_base64: say so, or the answer
+			// named a /data the event never sent (a subscriber walkthrough)
+			ve.Reason += " (in the JSON decoded from data_base64)"
+		}
 		return Envelope{}, err
 	}
 	if !allowDerived && env.Type == MemoryRecorded && data.(map[string]any)["source"] == "distilled" {
