@@ -1276,9 +1276,15 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 				return
 			}
 		}
-		if ctx := contextTools(r); c == search.Tools && len(ctx) > 0 {
-			s.hybridTools(w, r, q, scopes, ctx) // the graph term (issue 14)
-			return
+		if c == search.Tools {
+			ctx, ok := contextTools(w, r)
+			if !ok {
+				return
+			}
+			if len(ctx) > 0 {
+				s.hybridTools(w, r, q, scopes, ctx) // the graph term (issue 14)
+				return
+			}
 		}
 		res, err := s.P.Search.Search(r.Context(), q)
 		if err != nil {

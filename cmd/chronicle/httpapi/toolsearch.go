@@ -131,13 +131,22 @@ func (s *Server) toolScopes(w http.ResponseWriter, q *search.Query) (scopes []st
 	return scopes, true
 }
 
-// contextTools parses context_tools=a,b.
-func contextTools(r *http.Request) []string {
-	var out []string
-	for _, t := range strings.Split(r.URL.Query().Get("context_tools"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
+// contextTools parses context_tools=a,b; an empty name (a,,b) is a 400
+// naming its 0-based position, as GET /v1/graph/next's after= answers
+// it. Before, empty names were skipped, so the 400 of an unknown tool
+// named the position among the others (context_tools[1] for the x of
+// get_user_details,,x: a workflows walkthrough).
+func contextTools(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+	raw := r.URL.Query().Get("context_tools")
+	if strings.TrimSpace(raw) == "" {
+		return nil, true
+	}
+	out := strings.Split(raw, ",")
+	for i, t := range out {
+		if out[i] = strings.TrimSpace(t); out[i] == "" {
+			writeErr(w, http.StatusBadRequest, "context_tools: the tool name at position %d (0-based) of %q is empty", i, raw)
+			return nil, false
 		}
 	}
-	return out
+	return out, true
 }

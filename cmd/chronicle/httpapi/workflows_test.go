@@ -436,6 +436,11 @@ func TestToolSearchGraphTerm(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// an empty name is a 400 naming its position, as graph/next's after=
+	// (it was skipped, so the next unknown name's position was off by one)
+	if code, m := call(t, srv.URL, "", "GET", "/v1/tools/search?query=reservation&limit=3&context_tools=get_user_details,,x", nil); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "position 1") {
+		t.Fatalf("context_tools with an empty name: %d %v, want a 400 naming position 1", code, m)
+	}
 	code, m := call(t, srv.URL, "", "GET", "/v1/tools/search?query=reservation&limit=3&context_tools=get_user_details", nil)
 	alpha, _ := m["alpha"].(float64)
 	hits, _ := m["tools"].([]any)
