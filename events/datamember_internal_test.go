@@ -79,3 +79,20 @@ func TestDataMemberOfADeepDocument(t *testing.T) {
 		t.Fatalf("dataString: %q %v %v %v", k, obj, present, str)
 	}
 }
+
+// UnescapeHTML turns encoding/json's HTML escapes back into the
+// characters and keeps every other escape, an escaped backslash before
+// "u003c" included.
+func TestUnescapeHTML(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":"\u003cb\u003e fares \u0026 fees \u003c/b\u003e"}`: `{"a":"<b> fares & fees </b>"}`,
+		`{"a":"\\u003c is text"}`:                                `{"a":"\\u003c is text"}`,
+		`{"a":"\u00e9 \n \"q\" \u2028"}`:                         `{"a":"\u00e9 \n \"q\" \u2028"}`,
+		`{"a":"\\\u003c"}`:                                       `{"a":"\\<"}`,
+		`{"n":1}`:                                                `{"n":1}`,
+	} {
+		if got := string(UnescapeHTML([]byte(in))); got != want {
+			t.Errorf("UnescapeHTML(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -170,6 +170,43 @@ func NewVerbatim(t Type, source, id string, at time.Time, payload any) (Envelope
 	return newEvent(t, source, id, at, payload, false)
 }
 
+// UnescapeHTML returns the JSON document b with the HTML escapes
+// encoding/json writes for '<', '>' and '&' (\u003c, \u003e, \u0026)
+// turned back into the characters: the same document, up to six times
+// shorter where a string holds markup. Every other escape is kept. A
+// state read back from a projection row holds its strings so escaped
+// (rows are encoded with the escapes), and a fork's event carried them:
+// a state of 300,000 bytes of markup made a fork of 1,800,817 bytes,
+// refused above MaxEventBytes (a workflows walkthrough, 2026-11-30).
+func UnescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		// an escape: a backslash and the next byte always pair up
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c", "003C":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e", "003E":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out, i = append(out, b[i], b[i+1]), i+1
+	}
+	return out
+}
+
 // marshalVerbatim is json.Marshal without its HTML escapes of '<', '>'
 // and '&'.
 func marshalVerbatim(v any) ([]byte, error) {

@@ -169,3 +169,32 @@ func TestCompleteSuccessWithAPendingDecisionIsRefused(t *testing.T) {
 		t.Fatalf("complete failure with a decision pending: %v", err)
 	}
 }
+
+// A fork carries the checkpoint's state with its markup as sent. Before,
+// the state read back from the projection kept encoding/json's HTML
+// escapes, so 200,000 bytes of '<' became 1.2 MB and the fork was refused
+// above the event limit (a workflows walkthrough: 300 KB of markup, 413).
+func TestForkOfAStateWithMarkup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, c, _ := startAt(t, t.TempDir())
+	markup := strings.Repeat("<", 200_000)
+	if _, err := c.Update(ctx, "wf-mk", 0, "messages", markup); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := c.Checkpoint(ctx, "wf-mk", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fork(ctx, "wf-mk", cp.CheckpointID, "wf-mk-2", nil); err != nil {
+		t.Fatalf("fork of a state with 200,000 bytes of markup: %v", err)
+	}
+	st, err := c.State(ctx, "wf-mk-2")
+	if err != nil || len(st.Messages) != 1 {
+		t.Fatalf("the fork's state: %v, %d messages", err, len(st.Messages))
+	}
+	var got string
+	if err := json.Unmarshal(st.Messages[0], &got); err != nil || got != markup {
+		t.Fatalf("the fork's message is not the markup sent (%v, %d bytes)", err, len(got))
+	}
+}

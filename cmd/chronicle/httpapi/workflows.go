@@ -659,6 +659,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return
 		}
+		raw = events.UnescapeHTML(raw) // markup as sent, not six times its size
 		key = childKey
 		typ, data = events.WorkflowForked, events.ForkedData{WorkflowID: b.WorkflowID, ParentWorkflowID: id, ParentCheckpointID: b.CheckpointID, State: raw, Update: b.Updates}
 	case "complete":
