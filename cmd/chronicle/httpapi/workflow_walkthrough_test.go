@@ -45,7 +45,7 @@ func TestWorkflowWriteGoesWhereTheURLReads(t *testing.T) {
 			"updates":     update,
 			"decisions":   `{"decision_id":"dz","kind":"agent","question":"go?","layer":0}`,
 			"checkpoints": `{"layer":0}`,
-			"complete":    `{"outcome":"success","output":{}}`,
+			"complete":    `{"outcome":"failure","output":{}}`, // success would wait for dz
 		}[route]
 		code, m := do("tok-ca", "POST", "/v1/workflows/wf1/"+route, body)
 		if code != http.StatusOK {
