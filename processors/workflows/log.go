@@ -2,9 +2,12 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -222,6 +225,74 @@ func History(ctx context.Context, brokers []string, store *projections.Store, ke
 		}
 	}
 	return out, nil
+}
+
+// HistoryPage is one page of History read from the projection's rows: the
+// checkpoints after the one whose id is after ("" for the first page), at
+// most limit of them (0: no limit) and about maxBytes of their rows (a
+// page holds at least one), oldest first; next is the id of the page's
+// last checkpoint when more follow, "" on the last page. It reads the
+// id rows and the page's checkpoint rows only: History decodes every
+// checkpoint with its whole state, which a page of the route paid for
+// each time (a re-test: limit=1 of a 12-checkpoint workflow took 0.5 s
+// and 466 MB). found is false when after names no checkpoint of the
+// workflow; ok is false when some checkpoint has no id row (applied by a
+// Chronicle older than them): the caller pages History's answer then.
+func HistoryPage(store *projections.Store, key, after string, limit, maxBytes int) (page []HistoryEntry, next string, found, ok bool, err error) {
+	st, exists, err := Get(store, key)
+	if err != nil || !exists {
+		return nil, "", after == "", exists, err
+	}
+	type idRow struct {
+		seq int
+		id  string
+	}
+	var ids []idRow
+	p := checkpointIDPrefix(key)
+	if err := store.Scan(Name, p, "", func(k string, v []byte) (bool, error) {
+		if !projections.OwnRow(p, k) {
+			return true, nil // a workflow whose id extends this one's
+		}
+		seq, err := strconv.Atoi(strings.TrimPrefix(k, p))
+		if err != nil {
+			return false, fmt.Errorf("workflows: checkpoint id row %q: %w", k, err)
+		}
+		ids = append(ids, idRow{seq, string(v)})
+		return true, nil
+	}); err != nil {
+		return nil, "", false, false, err
+	}
+	if len(ids) != st.Checkpoints {
+		return nil, "", false, false, nil
+	}
+	start := 0
+	if after != "" {
+		i := slices.IndexFunc(ids, func(r idRow) bool { return r.id == after })
+		if i < 0 {
+			return nil, "", false, true, nil
+		}
+		start = i + 1
+	}
+	size := 0
+	for _, r := range ids[start:] {
+		if limit > 0 && len(page) == limit {
+			return page, page[len(page)-1].CheckpointID, true, true, nil
+		}
+		raw, present, err := store.Get(Name, checkpointKey(key, r.seq))
+		if err != nil || !present {
+			return nil, "", true, present, err
+		}
+		if len(page) > 0 && size+len(raw) > maxBytes {
+			return page, page[len(page)-1].CheckpointID, true, true, nil
+		}
+		size += len(raw)
+		var cp Checkpoint
+		if err := json.Unmarshal(raw, &cp); err != nil {
+			return nil, "", true, true, err
+		}
+		page = append(page, HistoryEntry{CheckpointID: r.id, Checkpoint: cp})
+	}
+	return page, "", true, true, nil
 }
 
 // historyOfRows is History from the projection alone: ok is false when a

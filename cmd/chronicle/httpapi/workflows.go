@@ -102,6 +102,23 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		// the page from the rows: only its checkpoints are read
+		if h, next, found, rows, err := workflows.HistoryPage(s.P.Store, key, cursor, limit, CheckpointsPageBytes); err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return
+		} else if rows {
+			if !found {
+				writeErr(w, http.StatusBadRequest, "cursor: %q is not a checkpoint_id of workflow %q (a next_cursor of this list)", cursor, id)
+				return
+			}
+			if h == nil {
+				h = []workflows.HistoryEntry{}
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h, "next_cursor": next})
+			return
+		}
+		// checkpoints applied by an older Chronicle have no id row: the
+		// whole history, read from the log, then paged
 		h, err := workflows.History(ctx, s.brokers(), s.P.Store, key)
 		if err != nil {
 			s.writeLogErr(w, r, err)
