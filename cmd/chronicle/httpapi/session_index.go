@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -67,16 +68,24 @@ func readerFor(brokers []string) (*sessionlog.Reader, error) {
 // is false when the index holds nothing for the key (not yet indexed, or
 // a data directory older than the index): the caller falls back to a scan.
 func ReadIndexedSession(ctx context.Context, brokers []string, store *projections.Store, key, scope string) (SessionRecords, bool, error) {
-	rec, _, ok, err := readIndexedSessionPage(ctx, brokers, store, key, scope, -1, 0)
+	rec, _, ok, err := readIndexedSessionPage(ctx, brokers, store, key, scope, -1, 0, 0)
 	return rec, ok, err
 }
 
+// sessionEventsChunk is how many of a page's events are fetched at a time,
+// so that a page bounded by bytes reads little more than it answers.
+const sessionEventsChunk = 16
+
 // readIndexedSessionPage is ReadIndexedSession reading only the session's
 // events at offsets from after on (-1: from the first), at most limit of
-// them (0: all): next is the offset of the first event left for a later
-// page, -1 when none is. Evaluations, memories and PAIR contexts are read
-// whole.
-func readIndexedSessionPage(ctx context.Context, brokers []string, store *projections.Store, key, scope string, after int64, limit int) (rec SessionRecords, next int64, ok bool, err error) {
+// them (0: all) and, with maxBytes > 0, those before the event that would
+// take their bytes past maxBytes (at least one): next is the offset of the
+// first event left for a later page, -1 when none is. The events are
+// fetched sessionEventsChunk at a time, so a page reads about what it
+// answers (a re-test: the route fetched 500 events of about 1 MB for a 4
+// MiB page, 547 MB of RSS for one request, 2.6 GB for six). Evaluations,
+// memories and PAIR contexts are read whole.
+func readIndexedSessionPage(ctx context.Context, brokers []string, store *projections.Store, key, scope string, after int64, limit, maxBytes int) (rec SessionRecords, next int64, ok bool, err error) {
 	rec = SessionRecords{Events: []PositionedEvent{}, Evaluations: []PositionedEvent{}, Memories: []PositionedEvent{}, PairContexts: []PositionedEvent{}}
 	next = -1
 	byKind, err := sessionlog.Entries(store, key)
@@ -90,38 +99,63 @@ func readIndexedSessionPage(ctx context.Context, brokers []string, store *projec
 		next = evs[limit].Position.Offset
 		evs = evs[:limit]
 	}
-	byKind[sessionlog.KindEvent] = evs
-	var pos []projections.Position
-	for _, es := range byKind {
-		for _, e := range es {
-			pos = append(pos, e.Position)
-		}
-	}
+	delete(byKind, sessionlog.KindEvent)
 	rd, err := readerFor(brokers)
 	if err != nil {
 		return rec, next, true, err
 	}
-	got, err := rd.Fetch(ctx, pos)
-	if err != nil {
-		return rec, next, true, err
-	}
-	lists := map[string]*[]PositionedEvent{sessionlog.KindEvent: &rec.Events, sessionlog.KindEvaluation: &rec.Evaluations,
-		sessionlog.KindMemory: &rec.Memories, sessionlog.KindPairContext: &rec.PairContexts}
-	for kind, es := range byKind {
-		l := lists[kind]
-		if l == nil {
-			continue
+	// read appends the records of es that hold scope to the list into
+	// names for each, in order; bounded, it stops before the one that
+	// takes size past maxBytes and answers its index in es (-1: all fit)
+	size := 0
+	read := func(es []sessionlog.Entry, into func(sessionlog.Entry) *[]PositionedEvent, bounded bool) (int, error) {
+		pos := make([]projections.Position, len(es))
+		for i, e := range es {
+			pos[i] = e.Position
 		}
-		for _, e := range es {
+		got, err := rd.Fetch(ctx, pos)
+		if err != nil {
+			return -1, err
+		}
+		for i, e := range es {
 			r, ok := got[e.Position]
-			if !ok {
+			l := into(e)
+			if !ok || l == nil {
 				continue
 			}
 			raw, err := events.StructuredJSON(r)
 			if err != nil || recordScope(raw) != scope {
 				continue
 			}
+			if bounded && maxBytes > 0 && len(*l) > 0 && size+len(raw) > maxBytes {
+				return i, nil
+			}
+			size += len(raw)
 			*l = append(*l, PositionedEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Position: e.Position.String(), Event: raw})
+		}
+		return -1, nil
+	}
+	lists := map[string]*[]PositionedEvent{sessionlog.KindEvaluation: &rec.Evaluations,
+		sessionlog.KindMemory: &rec.Memories, sessionlog.KindPairContext: &rec.PairContexts}
+	var others []sessionlog.Entry
+	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
+		others = append(others, byKind[kind]...)
+	}
+	if len(others) > 0 {
+		if _, err := read(others, func(e sessionlog.Entry) *[]PositionedEvent { return lists[e.Kind] }, false); err != nil {
+			return rec, next, true, err
+		}
+	}
+	intoEvents := func(sessionlog.Entry) *[]PositionedEvent { return &rec.Events }
+	size = 0
+	for start := 0; start < len(evs); start += sessionEventsChunk {
+		chunk := evs[start:min(start+sessionEventsChunk, len(evs))]
+		cut, err := read(chunk, intoEvents, true)
+		if err != nil {
+			return rec, next, true, err
+		}
+		if cut >= 0 {
+			return rec, chunk[cut].Position.Offset, true, nil
 		}
 	}
 	return rec, next, true, nil
@@ -198,7 +232,7 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 		ok   bool
 	}
 	got, err := processors.Within(ctx, SessionEventsTimeout, "read the session's records", func(ctx context.Context) (read, error) {
-		rec, next, ok, err := readIndexedSessionPage(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope, after, limit)
+		rec, next, ok, err := readIndexedSessionPage(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope, after, limit, SessionEventsPageBytes)
 		return read{rec, next, ok}, err
 	})
 	rec, ok := got.rec, got.ok
