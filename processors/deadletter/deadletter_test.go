@@ -344,6 +344,17 @@ func TestConflictingDuplicateIsDeadLetteredOnce(t *testing.T) {
 	if dead != 1 || rejected != 2 {
 		t.Fatalf("processor_events_total: dead_lettered %v, rejected %v; want 1 and 2", dead, rejected)
 	}
+	// a replay counts the record once too (it counted each processor's
+	// refusal: 12 for 6 letters in a re-test)
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: store, Processors: pipeline.DefaultProcessors()})
+	if err != nil || st.DeadLettered != 1 {
+		t.Fatalf("replay: %+v %v, want dead_lettered 1", st, err)
+	}
 }
 
 // Every processor's and worker's counters exist at 0 before their first
