@@ -312,6 +312,12 @@ func TestExtensionsRoundTrip(t *testing.T) {
 	if _, err := events.ParseProducerEvent(bad); err == nil || !strings.Contains(err.Error(), "decoded from data_base64") {
 		t.Fatalf("bad data_base64: %v, want the reason to name data_base64", err)
 	}
+	// an array (WzEsMl0= is [1,2]) breaks the envelope's "data is an
+	// object": named alike (a re-test)
+	arr := []byte(`{"specversion":"1.0","id":"e4","source":"test","type":"memory.feedback.v1","data_base64":"WzEsMl0="}`)
+	if _, err := events.ParseProducerEvent(arr); err == nil || !strings.Contains(err.Error(), "decoded from data_base64") {
+		t.Fatalf("data_base64 of an array: %v, want the reason to name data_base64", err)
+	}
 	var viaStd events.Envelope
 	if err := json.Unmarshal(withExt, &viaStd); err != nil || len(viaStd.Extensions) != 4 || viaStd.Extensions["n"] != json.Number("7") {
 		t.Fatalf("UnmarshalJSON: %v %#v", err, viaStd.Extensions)

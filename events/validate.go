@@ -734,7 +734,12 @@ func parseSlow(set *compiled, raw []byte, allowDerived bool) (Envelope, error) {
 		return Envelope{}, err
 	}
 	if err := set.envelope.Validate(doc); err != nil {
-		return Envelope{}, schemaError(err, "")
+		err = schemaError(err, "")
+		var ve *ValidationError
+		if data64 != nil && errors.As(err, &ve) && strings.HasPrefix(ve.Pointer, "/data") {
+			ve.Reason += " (in the JSON decoded from data_base64)" // e.g. an array, not an object
+		}
+		return Envelope{}, err
 	}
 	if s, ok := obj["subject"].(string); ok && s == "" && !allowDerived {
 		// CloudEvents 1.0: subject, if present, MUST be a non-empty string;

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
@@ -38,7 +39,10 @@ SIGTERM ends the wait at once.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			backend := &httpapi.Client{Base: api, Token: os.Getenv(tokenEnv)}
+			// a token read from a file often ends in a newline, which an
+			// Authorization header cannot hold (every call failed with
+			// "invalid header field value": a re-test)
+			backend := &httpapi.Client{Base: api, Token: strings.TrimSpace(os.Getenv(tokenEnv))}
 			writes := []string{mcpserver.AllScopes}
 			if scope == "" {
 				var err error

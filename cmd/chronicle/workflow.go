@@ -19,7 +19,7 @@ import (
 func workflowCmd() *cobra.Command {
 	var api, tokenEnv, scope string
 	newClient := func() *client.Client {
-		c := client.New(api, os.Getenv(tokenEnv))
+		c := client.New(api, strings.TrimSpace(os.Getenv(tokenEnv))) // a token file's newline cannot go in a header
 		c.Scope = scope
 		return c
 	}
@@ -29,7 +29,7 @@ func workflowCmd() *cobra.Command {
 			if errors.As(err, &ce) && ce.Status == http.StatusUnauthorized {
 				// say where the token comes from (a new user's walkthrough:
 				// "HTTP 401: access: missing or unknown bearer token" alone)
-				if os.Getenv(tokenEnv) == "" {
+				if strings.TrimSpace(os.Getenv(tokenEnv)) == "" {
 					return fmt.Errorf("%w: $%s is empty; set it to a token of the service's tokens file (chronicle token create), or name another variable with --token-env", err, tokenEnv)
 				}
 				return fmt.Errorf("%w: the token in $%s is not one of the service's", err, tokenEnv)
