@@ -398,6 +398,27 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeState is writeJSON for an answer holding a workflow's state read
+// from the projection: rows keep encoding/json's HTML escapes inside the
+// channels' values (json.RawMessage, written as stored), so markup came
+// back six times its size — 12 MB of markup updates made a 74 MB state
+// that the Go client and the CLI then refused above 64 MiB (a re-test,
+// 2026-11-30). The answer is the same JSON with '<', '>' and '&' as sent
+// (events.UnescapeHTML).
+func writeState(w http.ResponseWriter, code int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(events.UnescapeHTML(b.Bytes()))
+}
+
 func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
 }

@@ -96,7 +96,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		writeJSON(w, http.StatusOK, v)
+		writeState(w, http.StatusOK, v)
 	case 1:
 		limit, cursor, ok := checkpointPage(w, r)
 		if !ok {
@@ -114,7 +114,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 			if h == nil {
 				h = []workflows.HistoryEntry{}
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h, "next_cursor": next})
+			writeState(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h, "next_cursor": next})
 			return
 		}
 		// checkpoints applied by an older Chronicle have no id row: the
@@ -156,11 +156,11 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		if h == nil {
 			h = []workflows.HistoryEntry{}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h, "next_cursor": next})
+		writeState(w, http.StatusOK, map[string]any{"workflow_id": id, "scope": st.Scope, "checkpoints": h, "next_cursor": next})
 	case 2:
 		cp, ok := s.checkpointAt(ctx, w, r, key, sub[1], false)
 		if ok {
-			writeJSON(w, http.StatusOK, workflows.HistoryEntry{CheckpointID: sub[1], Checkpoint: cp})
+			writeState(w, http.StatusOK, workflows.HistoryEntry{CheckpointID: sub[1], Checkpoint: cp})
 		}
 	}
 }
@@ -790,7 +790,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res.State = after
-	writeJSON(w, http.StatusOK, res)
+	writeState(w, http.StatusOK, res)
 }
 
 // workflowWriteAck is a workflow write's answer to a caller that may not
