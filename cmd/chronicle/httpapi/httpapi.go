@@ -784,13 +784,13 @@ func noSessionEvents(r *http.Request, id, scope string) string {
 // are shown — the scope comes from the records themselves, so a record
 // written straight to Kafka under another scope's key is never shown.
 func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key string) {
-	after, limit, ok := sessionEventsPage(w, r)
+	after, part, limit, ok := sessionEventsPage(w, r)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), SessionEventsTimeout) // the whole route's
 	defer cancel()
-	if s.indexedSessionEvents(ctx, w, key, after, limit) { // issue 11: read at indexed positions (session_index.go)
+	if s.indexedSessionEvents(ctx, w, key, after, part, limit) { // issue 11: read at indexed positions (session_index.go)
 		return
 	}
 	scope, id, _ := events.SplitEntityKey(key)
@@ -807,6 +807,10 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 	}
 	// the shape of the indexed answer (SessionEvents in openapi.json):
 	// the scan finds the session's own events only; paged alike
+	if part >= 0 && list[0].Partition != part {
+		writeFieldErr(w, "cursor", "", fmt.Sprintf("names partition %d; the session's events are on partition %d", part, list[0].Partition))
+		return
+	}
 	list = slices.DeleteFunc(list, func(e PositionedEvent) bool { return e.Offset < after })
 	next := int64(-1)
 	if len(list) > limit {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -68,9 +69,13 @@ func readerFor(brokers []string) (*sessionlog.Reader, error) {
 // is false when the index holds nothing for the key (not yet indexed, or
 // a data directory older than the index): the caller falls back to a scan.
 func ReadIndexedSession(ctx context.Context, brokers []string, store *projections.Store, key, scope string) (SessionRecords, bool, error) {
-	rec, _, ok, err := readIndexedSessionPage(ctx, brokers, store, key, scope, -1, 0, 0)
+	rec, _, ok, err := readIndexedSessionPage(ctx, brokers, store, key, scope, -1, -1, 0, 0)
 	return rec, ok, err
 }
+
+// errCursorPartition is the error of a cursor naming another partition
+// than the session's (a 400 naming cursor).
+var errCursorPartition = errors.New("cursor")
 
 // sessionEventsChunk is how many of a page's events are fetched at a time,
 // so that a page bounded by bytes reads little more than it answers.
@@ -85,7 +90,7 @@ const sessionEventsChunk = 16
 // answers (a re-test: the route fetched 500 events of about 1 MB for a 4
 // MiB page, 547 MB of RSS for one request, 2.6 GB for six). Evaluations,
 // memories and PAIR contexts are read whole.
-func readIndexedSessionPage(ctx context.Context, brokers []string, store *projections.Store, key, scope string, after int64, limit, maxBytes int) (rec SessionRecords, next int64, ok bool, err error) {
+func readIndexedSessionPage(ctx context.Context, brokers []string, store *projections.Store, key, scope string, after int64, part int32, limit, maxBytes int) (rec SessionRecords, next int64, ok bool, err error) {
 	rec = SessionRecords{Events: []PositionedEvent{}, Evaluations: []PositionedEvent{}, Memories: []PositionedEvent{}, PairContexts: []PositionedEvent{}}
 	next = -1
 	byKind, err := sessionlog.Entries(store, key)
@@ -93,6 +98,11 @@ func readIndexedSessionPage(ctx context.Context, brokers []string, store *projec
 		return rec, next, false, err
 	}
 	evs := byKind[sessionlog.KindEvent]
+	if part >= 0 && len(evs) > 0 && evs[0].Position.Partition != part {
+		// a cursor of another session's partition: its offsets are not
+		// this session's (they were taken as such: a re-test)
+		return rec, next, true, fmt.Errorf("%w: names partition %d; the session's events are on partition %d", errCursorPartition, part, evs[0].Position.Partition)
+	}
 	slices.SortFunc(evs, func(a, b sessionlog.Entry) int { return cmp.Compare(a.Position.Offset, b.Position.Offset) })
 	evs = slices.DeleteFunc(evs, func(e sessionlog.Entry) bool { return e.Position.Offset < after })
 	if limit > 0 && len(evs) > limit {
@@ -177,30 +187,30 @@ var SessionEventsPageBytes = 4 << 20
 // sessionEventsPage reads GET /v1/sessions/{id}/events' limit and cursor
 // (a next_cursor: "chronicle.sessions:<partition>:<offset>", the first
 // event of the page), writing the 400 naming the parameter.
-func sessionEventsPage(w http.ResponseWriter, r *http.Request) (after int64, limit int, ok bool) {
+func sessionEventsPage(w http.ResponseWriter, r *http.Request) (after int64, part int32, limit int, ok bool) {
 	q := r.URL.Query()
 	limit = SessionEventsMaxLimit
 	if q.Has("limit") {
 		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > SessionEventsMaxLimit {
 			writeFieldErr(w, "limit", "", fmt.Sprintf("%q is not an integer from 1 to %d (absent: %d)", q.Get("limit"), SessionEventsMaxLimit, SessionEventsMaxLimit))
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		limit = n
 	}
-	after = -1
+	after, part = -1, -1
 	if c := q.Get("cursor"); c != "" {
 		topic, rest, _ := strings.Cut(c, ":")
-		part, off, _ := strings.Cut(rest, ":")
-		p, perr := strconv.ParseInt(part, 10, 32)
+		ps, off, _ := strings.Cut(rest, ":")
+		p, perr := strconv.ParseInt(ps, 10, 32)
 		o, oerr := strconv.ParseInt(off, 10, 64)
 		if topic != string(events.TopicSessions) || perr != nil || oerr != nil || p < 0 || o < 0 {
 			writeFieldErr(w, "cursor", "", fmt.Sprintf("%q is not a next_cursor of this route (%s:<partition>:<offset>)", c, events.TopicSessions))
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
-		after = o
+		after, part = o, int32(p)
 	}
-	return after, limit, true
+	return after, part, limit, true
 }
 
 // pageEvents cuts evs (a page's events, in log order) before the event
@@ -224,7 +234,7 @@ func pageEvents(evs []PositionedEvent, next int64) ([]PositionedEvent, string) {
 // indexedSessionEvents answers GET /v1/sessions/{id}/events from the
 // sessionlog index; it returns false, having written nothing, when the
 // index holds nothing for the session. ctx bounds it (SessionEventsTimeout).
-func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter, key string, after int64, limit int) bool {
+func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter, key string, after int64, part int32, limit int) bool {
 	scope, id, _ := events.SplitEntityKey(key)
 	type read struct {
 		rec  SessionRecords
@@ -232,11 +242,14 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 		ok   bool
 	}
 	got, err := processors.Within(ctx, SessionEventsTimeout, "read the session's records", func(ctx context.Context) (read, error) {
-		rec, next, ok, err := readIndexedSessionPage(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope, after, limit, SessionEventsPageBytes)
+		rec, next, ok, err := readIndexedSessionPage(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope, after, part, limit, SessionEventsPageBytes)
 		return read{rec, next, ok}, err
 	})
 	rec, ok := got.rec, got.ok
 	switch {
+	case errors.Is(err, errCursorPartition):
+		writeFieldErr(w, "cursor", "", strings.TrimPrefix(err.Error(), "cursor: "))
+		return true
 	case err != nil:
 		writeErr(w, http.StatusServiceUnavailable, "%v", events.ExplainBrokerError(err))
 		return true

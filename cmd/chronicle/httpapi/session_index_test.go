@@ -197,10 +197,24 @@ func TestSessionEventsArePaged(t *testing.T) {
 	if got := walk("500"); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("pages of one event by bytes: %v, want %v", got, want)
 	}
-	for _, q := range []string{"&limit=0", "&limit=501", "&cursor=nope", "&cursor=chronicle.memories:0:1"} {
+	// a cursor of another partition than the session's (its offsets were
+	// taken as the session's: a re-test)
+	other := 1 - int(wholePartition(t, whole.Events[0].Position))
+	for _, q := range []string{"&limit=0", "&limit=501", "&cursor=nope", "&cursor=chronicle.memories:0:1", fmt.Sprintf("&cursor=chronicle.sessions:%d:0", other)} {
 		var e map[string]any
 		if code := get(t, srv, base+q, &e); code != 400 || !strings.Contains(fmt.Sprint(e["error"]), strings.Split(strings.TrimPrefix(q, "&"), "=")[0]) {
 			t.Errorf("%s: %d %v, want a 400 naming the parameter", q, code, e)
 		}
 	}
+}
+
+// wholePartition is the partition of a position "topic:partition:offset".
+func wholePartition(t *testing.T, pos string) int32 {
+	t.Helper()
+	parts := strings.Split(pos, ":")
+	p, err := strconv.ParseInt(parts[len(parts)-2], 10, 32)
+	if err != nil {
+		t.Fatalf("position %q: %v", pos, err)
+	}
+	return int32(p)
 }
