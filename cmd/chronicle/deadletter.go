@@ -60,7 +60,11 @@ func deadletterListCmd() *cobra.Command {
 				if to == "" {
 					to = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Handler, l.Key, l.EventID, l.EventType, to, strings.ReplaceAll(l.Reason, "\n", " "))
+				reason := strings.ReplaceAll(l.Reason, "\n", " ")
+				if l.Pointer != "" && !strings.Contains(reason, l.Pointer) {
+					reason += " (at " + l.Pointer + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Handler, l.Key, l.EventID, l.EventType, to, reason)
 			}
 			return tw.Flush()
 		},

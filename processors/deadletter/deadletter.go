@@ -37,6 +37,11 @@ type Letter struct {
 	// Handler is processor@topic or worker@topic; Reason is its error.
 	Handler string `json:"handler"`
 	Reason  string `json:"reason"`
+	// Pointer is the JSON pointer of the event's member the rejection
+	// names (e.g. /data/memory_id), empty when it names none: what GET
+	// /v1/deadletters answers as pointer (`deadletter list` left it out: a
+	// re-test).
+	Pointer string `json:"pointer,omitempty"`
 	// Key is the original record key.
 	Key string `json:"key"`
 	// EventID and EventType are the event's id and type when the record
@@ -86,7 +91,7 @@ func Parse(rec *kgo.Record) (Letter, error) {
 	for _, h := range rec.Headers {
 		hs[h.Key] = string(h.Value)
 	}
-	l := Letter{Topic: hs[processors.HeaderOriginalTopic], Handler: hs[processors.HeaderHandler], Reason: hs[processors.HeaderError],
+	l := Letter{Topic: hs[processors.HeaderOriginalTopic], Handler: hs[processors.HeaderHandler], Reason: hs[processors.HeaderError], Pointer: hs[processors.HeaderPointer],
 		Key: string(rec.Key), DeadLetterPartition: rec.Partition, DeadLetterOffset: rec.Offset, DeadLetteredAt: events.RecordTime(rec.Timestamp)}
 	if d, err := processors.LetterOf(rec); err == nil {
 		l.scope = d.Scope

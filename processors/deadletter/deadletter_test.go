@@ -395,3 +395,17 @@ func TestMetricsExistBeforeTheFirstEvent(t *testing.T) {
 		t.Fatalf("series missing before any event: %v", want)
 	}
 }
+
+// A letter keeps the pointer its rejection named (HeaderPointer), as GET
+// /v1/deadletters answers it; `deadletter list` showed none (a re-test).
+func TestLetterKeepsItsPointer(t *testing.T) {
+	rec := &kgo.Record{Topic: string(events.TopicDeadLetter), Key: []byte("org:default/m1"), Value: []byte(`{}`), Headers: []kgo.RecordHeader{
+		{Key: processors.HeaderOriginalTopic, Value: []byte(events.TopicMemories)}, {Key: processors.HeaderOriginalPartition, Value: []byte("0")},
+		{Key: processors.HeaderOriginalOffset, Value: []byte("3")}, {Key: processors.HeaderHandler, Value: []byte("memories@chronicle.memories")},
+		{Key: processors.HeaderError, Value: []byte("memory org:default/m1: unknown memory")}, {Key: processors.HeaderPointer, Value: []byte("/data/memory_id")},
+	}}
+	l, err := deadletter.Parse(rec)
+	if err != nil || l.Pointer != "/data/memory_id" {
+		t.Fatalf("%+v %v, want pointer /data/memory_id", l, err)
+	}
+}
