@@ -103,7 +103,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// the page from the rows: only its checkpoints are read
-		if h, next, found, rows, err := workflows.HistoryPage(s.P.Store, key, cursor, limit, CheckpointsPageBytes); err != nil {
+		if h, next, found, rows, err := workflows.HistoryPage(s.P.Store, key, st.Checkpoints, cursor, limit, CheckpointsPageBytes); err != nil {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
 			return
 		} else if rows {
