@@ -390,12 +390,17 @@ type errorBody struct {
 // a walkthrough, 2026-11-30); nosniff keeps a browser from reading the
 // body as anything but JSON, the escapes' purpose.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
+	jsonHeaders(w, code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// jsonHeaders writes the headers and status of a JSON answer.
+func jsonHeaders(w http.ResponseWriter, code int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
 }
 
 // writeState is writeJSON for an answer holding a workflow's state read
@@ -413,9 +418,7 @@ func writeState(w http.ResponseWriter, code int, v any) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
+	jsonHeaders(w, code)
 	_, _ = w.Write(events.UnescapeHTML(b.Bytes()))
 }
 

@@ -115,8 +115,9 @@ func readIndexedSessionPage(ctx context.Context, brokers []string, store *projec
 		return rec, next, true, err
 	}
 	// read appends the records of es that hold scope to the list into
-	// names for each, in order; bounded, it stops before the one that
-	// takes size past maxBytes and answers its index in es (-1: all fit)
+	// names for each, in order; bounded, it counts their bytes in size
+	// and stops before the one that takes size past maxBytes, answering
+	// its index in es (-1: all fit)
 	size := 0
 	read := func(es []sessionlog.Entry, into func(sessionlog.Entry) *[]PositionedEvent, bounded bool) (int, error) {
 		pos := make([]projections.Position, len(es))
@@ -137,10 +138,12 @@ func readIndexedSessionPage(ctx context.Context, brokers []string, store *projec
 			if err != nil || recordScope(raw) != scope {
 				continue
 			}
-			if bounded && maxBytes > 0 && len(*l) > 0 && size+len(raw) > maxBytes {
-				return i, nil
+			if bounded {
+				if maxBytes > 0 && len(*l) > 0 && size+len(raw) > maxBytes {
+					return i, nil
+				}
+				size += len(raw)
 			}
-			size += len(raw)
 			*l = append(*l, PositionedEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Position: e.Position.String(), Event: raw})
 		}
 		return -1, nil
@@ -157,7 +160,6 @@ func readIndexedSessionPage(ctx context.Context, brokers []string, store *projec
 		}
 	}
 	intoEvents := func(sessionlog.Entry) *[]PositionedEvent { return &rec.Events }
-	size = 0
 	for start := 0; start < len(evs); start += sessionEventsChunk {
 		chunk := evs[start:min(start+sessionEventsChunk, len(evs))]
 		cut, err := read(chunk, intoEvents, true)
