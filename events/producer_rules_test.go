@@ -466,3 +466,31 @@ func TestPassAddNeedsADescription(t *testing.T) {
 		t.Errorf("a MODIFY that leaves the description: %v", err)
 	}
 }
+
+// A number beyond a 64-bit float's range is refused on a producer path,
+// naming its member; one too small for a float reads as 0 and is taken.
+// Before, 1e400 was acknowledged into a workflow's context and answered
+// back as such, which JavaScript's JSON.parse reads as Infinity (a
+// workflows walkthrough, 2026-11-30).
+func TestNumbersBeyondAFloatAreRefused(t *testing.T) {
+	update := func(u string) []byte {
+		return []byte(`{"specversion":"1.0","id":"u","source":"go/test","type":"workflow.reducer.applied.v1","data":{"workflow_id":"wf","layer":0,"channel":"context","update":` + u + `}}`)
+	}
+	refused := map[string]string{
+		`{"x":1e400}`:                            "/data/update/x",
+		`{"x":{"y":[1,"1e400",-1.5E+309]}}`:      "/data/update/x/y/2",
+		`{"x":` + strings.Repeat("9", 310) + `}`: "/data/update/x",
+	}
+	for u, want := range refused {
+		_, err := events.ParseProducerEvent(update(u))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != want || !strings.Contains(ve.Reason, "64-bit float") {
+			t.Errorf("update %.60s: %v, want a refusal at %s", u, err, want)
+		}
+	}
+	for _, u := range []string{`{"x":1e-400}`, `{"x":1.7976931348623157e308}`, `{"x":"1e400"}`, `{"x\"1e400":2}`} {
+		if _, err := events.ParseProducerEvent(update(u)); err != nil {
+			t.Errorf("update %s: %v, want it taken", u, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"mime"
 	"net/url"
 	"slices"
@@ -194,6 +195,9 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 		if err := checkSurrogates(raw); err != nil {
 			return Envelope{}, err
 		}
+		if err := checkNumbers(raw); err != nil {
+			return Envelope{}, err
+		}
 		return env, checkProduced(&env) // the fast path refuses repeated members
 	}
 	if ptr, reason, ok := RepeatedMember(raw); ok {
@@ -206,7 +210,69 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 	if err := checkSurrogates(raw); err != nil {
 		return Envelope{}, err
 	}
+	if err := checkNumbers(raw); err != nil {
+		return Envelope{}, err
+	}
 	return env, checkProduced(&env)
+}
+
+// checkNumbers refuses, naming its member, a number in raw (a valid JSON
+// text) beyond the range of a 64-bit float (about ±1.8e308), such as 1e400
+// or an integer of 310 digits. JSON's grammar sets no limit, but RFC 8259
+// (section 6) warns that such a number is not interoperable and I-JSON
+// (RFC 7493, section 2.2) forbids it: JavaScript's JSON.parse reads 1e400
+// as Infinity and writes it back as null, Python's json reads inf and
+// writes the invalid Infinity, Go's encoding/json refuses it into a
+// float64. Before, a workflow's context took {"x": 1e400} and answered it
+// back as such (a workflows walkthrough, 2026-11-30). A number too small
+// for a float (1e-400) reads as 0 everywhere and is taken. Producer paths
+// only: a log written before replays as it did. Cost: one pass over raw,
+// skipping strings with IndexByte; a number is parsed only when it has an
+// exponent or more than 300 digits.
+func checkNumbers(raw []byte) error {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '"':
+			i = skipString(raw, i)
+			continue
+		case c == '-' || c >= '0' && c <= '9':
+		default:
+			i++
+			continue
+		}
+		j := i
+		exp := false
+		for j < len(raw) {
+			d := raw[j]
+			if d == 'e' || d == 'E' {
+				exp = true
+			} else if !(d >= '0' && d <= '9' || d == '-' || d == '+' || d == '.') {
+				break
+			}
+			j++
+		}
+		if exp || j-i > 300 {
+			if f, err := strconv.ParseFloat(string(raw[i:j]), 64); errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0) {
+				ptr := PointerAt(raw, int64(j))
+				if ptr == "" {
+					ptr = "/"
+				}
+				return &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("number %s is beyond the range of a 64-bit float (about ±1.8e308): JSON readers make it Infinity, null or an error (RFC 8259 section 6, I-JSON RFC 7493 section 2.2)", shorten(raw[i:j]))}
+			}
+		}
+		i = j
+	}
+	return nil
+}
+
+// shorten quotes a number for an error, its first and last digits when it
+// is long.
+func shorten(num []byte) string {
+	if len(num) <= 40 {
+		return string(num)
+	}
+	return fmt.Sprintf("%s…%s (%d characters)", num[:16], num[len(num)-8:], len(num))
 }
 
 // checkSurrogates refuses, naming its member, a \u escape of a lone UTF-16

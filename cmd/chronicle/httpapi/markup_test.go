@@ -213,3 +213,21 @@ func TestForkOfAStateWithMarkup(t *testing.T) {
 		}
 	}
 }
+
+// A workflow update holding a number beyond a 64-bit float's range is a
+// 400 naming the body's member, and the workflow is not started. Before,
+// {"x": 1e400} was applied into the context and answered back as such
+// (a workflows walkthrough, 2026-11-30).
+func TestWorkflowUpdateRefusesANumberBeyondAFloat(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, c, _ := startAt(t, t.TempDir())
+	_, err := c.Update(ctx, "wf-big", 0, "context", json.RawMessage(`{"x":1e400}`))
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Pointer != "/update/x" || !strings.Contains(ce.Message, "64-bit float") {
+		t.Fatalf("update with 1e400: %v, want a 400 at /update/x", err)
+	}
+	if _, err := c.State(ctx, "wf-big"); !errors.As(err, &ce) || ce.Status != http.StatusNotFound {
+		t.Fatalf("state after the refusal: %v, want a 404", err)
+	}
+}
