@@ -494,3 +494,34 @@ func TestNumbersBeyondAFloatAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A command or decision id holding a control character is refused on a
+// producer path, naming the member; a printable one (spaces, non-ASCII)
+// is taken. Before, "c\u0007\n" was enqueued and listed as pending (a
+// workflows walkthrough, 2026-11-30).
+func TestWorkflowIDsRefuseControlCharacters(t *testing.T) {
+	ev := func(typ, data string) []byte {
+		return []byte(`{"specversion":"1.0","id":"w","source":"go/test","type":"` + typ + `","data":` + data + `}`)
+	}
+	cases := []struct {
+		typ, data, member string
+	}{
+		{"workflow.command.enqueued.v1", `{"workflow_id":"wf","command_id":%s,"command":"abort"}`, "command_id"},
+		{"workflow.decision.requested.v1", `{"workflow_id":"wf","decision_id":%s,"kind":"human","question":"ok?"}`, "decision_id"},
+		{"workflow.decision.answered.v1", `{"workflow_id":"wf","decision_id":%s,"answer":"yes"}`, "decision_id"},
+	}
+	for _, c := range cases {
+		for _, bad := range []string{`"c\u0007"`, `"a\nb"`, `"x\u0085"`, `"\u007f"`} {
+			_, err := events.ParseProducerEvent(ev(c.typ, fmt.Sprintf(c.data, bad)))
+			var ve *events.ValidationError
+			if !errors.As(err, &ve) || ve.Pointer != "/data/"+c.member || !strings.Contains(ve.Reason, "control character") {
+				t.Errorf("%s with %s %s: %v, want a refusal at /data/%s", c.typ, c.member, bad, err, c.member)
+			}
+		}
+		for _, good := range []string{`"c-1"`, `"approve step 2"`, `"décision"`} {
+			if _, err := events.ParseProducerEvent(ev(c.typ, fmt.Sprintf(c.data, good))); err != nil {
+				t.Errorf("%s with %s %s: %v, want it taken", c.typ, c.member, good, err)
+			}
+		}
+	}
+}

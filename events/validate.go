@@ -408,6 +408,9 @@ func checkProduced(e *Envelope) error {
 	if err := checkDecisionOptions(e); err != nil {
 		return err
 	}
+	if err := checkWorkflowIDs(e); err != nil {
+		return err
+	}
 	if err := checkPassTTL(e); err != nil {
 		return err
 	}
@@ -539,6 +542,35 @@ func checkNodeID(e *Envelope) error {
 				return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: fmt.Sprintf("is not the SHA-256 of state (the empty state's is %s)", hex.EncodeToString(sum[:]))}
 			}
 			return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: "is not the SHA-256 of state (hex, lower case)"}
+		}
+	}
+	return nil
+}
+
+// checkWorkflowIDs refuses a command id or decision id (of
+// workflow.command.enqueued.v1, workflow.decision.requested.v1 and
+// workflow.decision.answered.v1) holding a control character (U+0000–U+001F,
+// U+007F–U+009F), naming the member: such an id is shown by the CLI, written
+// to logs and named in URLs (/v1/workflows/{id}/decisions/{decision_id}),
+// where a newline or an escape sequence breaks the line or the terminal, as
+// CloudEvents forbids them in an event's own id. Before, "c\u0007\n" was
+// enqueued and listed as pending (a workflows walkthrough, 2026-11-30).
+// Producer paths only: a log written before replays as it did.
+func checkWorkflowIDs(e *Envelope) error {
+	var member string
+	switch e.Type {
+	case WorkflowCommandEnqueued:
+		member = "command_id"
+	case WorkflowDecisionRequested, WorkflowDecisionAnswered:
+		member = "decision_id"
+	default:
+		return nil
+	}
+	if id, obj, present, str := dataString(e.Data, member); obj && present && str {
+		for i, r := range id {
+			if r < 0x20 || r >= 0x7f && r <= 0x9f {
+				return &ValidationError{Index: -1, Pointer: "/data/" + member, Reason: fmt.Sprintf("the control character %U at byte %d is not allowed in an id (it is shown in logs and terminals and named in URLs)", r, i)}
+			}
 		}
 	}
 	return nil
