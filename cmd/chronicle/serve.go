@@ -78,7 +78,7 @@ func serveCmd() *cobra.Command {
 			// group can take a session timeout (a restart after kill -9
 			// on a separate broker: 43 s), and a client held on an
 			// accepted connection that never answers
-			late := newStartingHandler(httpapi.LogRequests(rl, http.HandlerFunc(answerStarting)))
+			late := newStartingHandler(rl)
 			srv, errc := startHTTP(ln, late)
 			defer srv.Close() // a failed start: nothing is served
 			// the group places each task where its state is (a restart
@@ -312,6 +312,11 @@ type startingHandler struct {
 	ready    chan struct{} // closed by set
 	once     sync.Once
 	starting http.Handler
+	// fallback answers a stream request still held after wait (the 200
+	// with retry: 1000), logged as starting's answers are (before, it
+	// left no request-log line); a held request served by the API once
+	// it is up is logged by the API.
+	fallback http.Handler
 	wait     time.Duration // a stream request's bound, StreamStartWait
 }
 
@@ -319,9 +324,11 @@ type startingHandler struct {
 // serve's start (see startingHandler).
 const StreamStartWait = 30 * time.Second
 
-// newStartingHandler answers with starting until set is called.
-func newStartingHandler(starting http.Handler) *startingHandler {
-	return &startingHandler{starting: starting, ready: make(chan struct{}), wait: StreamStartWait}
+// newStartingHandler answers 503 "starting" (answerStarting) until set is
+// called, each answer logged to rl (the request log; nil logs nothing).
+func newStartingHandler(rl *slog.Logger) *startingHandler {
+	return &startingHandler{starting: httpapi.LogRequests(rl, http.HandlerFunc(answerStarting)),
+		fallback: httpapi.LogRequests(rl, http.HandlerFunc(answerStreamStarting)), ready: make(chan struct{}), wait: StreamStartWait}
 }
 
 func (s *startingHandler) set(h http.Handler) {
@@ -341,15 +348,22 @@ func (s *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-s.ready:
 			(*s.h.Load()).ServeHTTP(w, r)
 		case <-t.C:
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte(": chronicle is starting; reconnect\nretry: 1000\n\n"))
+			s.fallback.ServeHTTP(w, r)
 		case <-r.Context().Done():
 		}
 		return
 	}
 	s.starting.ServeHTTP(w, r)
+}
+
+// answerStreamStarting answers a learned stream's request held through
+// StreamStartWait: a 200 stream that ends at once, asking the client to
+// reconnect a second later (retry: 1000).
+func answerStreamStarting(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(": chronicle is starting; reconnect\nretry: 1000\n\n"))
 }
 
 // answerStarting answers 503 with Retry-After: 1 and {"status":

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,7 +18,7 @@ import (
 // walkthrough's EventSource, cut by a restart, never reconnected); any
 // other request is still answered 503 starting at once.
 func TestStreamRequestWaitsForTheStart(t *testing.T) {
-	h := newStartingHandler(http.HandlerFunc(answerStarting))
+	h := newStartingHandler(nil)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	type answer struct {
@@ -64,7 +67,7 @@ func TestStreamRequestWaitsForTheStart(t *testing.T) {
 // 200 stream that ends at once with a retry field, which an EventSource
 // follows by reconnecting (a 503 would end its reconnecting for good).
 func TestStreamRequestPastTheStartBoundIsToldToReconnect(t *testing.T) {
-	h := newStartingHandler(http.HandlerFunc(answerStarting))
+	h := newStartingHandler(nil)
 	h.wait = 100 * time.Millisecond
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -77,4 +80,42 @@ func TestStreamRequestPastTheStartBoundIsToldToReconnect(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || !strings.Contains(string(b), "retry: 1000\n") {
 		t.Fatalf("%d %q %q, want a 200 text/event-stream with retry: 1000", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
+}
+
+// The fallback answer of a held stream request is in the request log, as
+// the 503 "starting" answers are. Before, it left no line (a subscriber
+// walkthrough, 2026-11-30).
+func TestStreamFallbackIsRequestLogged(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	h := newStartingHandler(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)))
+	h.wait = 100 * time.Millisecond
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, path := range []string{"/v1/learned/stream", "/v1/sessions"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"path=/v1/learned/stream status=200", "path=/v1/sessions status=503"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("request log %q: no %q", buf.String(), want)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
