@@ -797,24 +797,32 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		return
 	}
 	scope, id, _ := events.SplitEntityKey(key)
-	list, err := processors.Within(ctx, SessionEventsTimeout, "read the session log", func(ctx context.Context) ([]PositionedEvent, error) {
-		return ReadSessionLog(ctx, s.P.Broker.Addrs(), key, scope)
+	// the scan starts at the cursor and stops after the page's limit plus
+	// one event (the next cursor); before, every page scanned the
+	// partition from offset 0 to its end
+	type scanned struct {
+		list []PositionedEvent
+		part int32
+	}
+	got, err := processors.Within(ctx, SessionEventsTimeout, "read the session log", func(ctx context.Context) (scanned, error) {
+		list, p, err := readSessionLog(ctx, s.P.Broker.Addrs(), key, scope, max(after, 0), limit+1)
+		return scanned{list, p}, err
 	})
+	list := got.list
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, "%v", events.ExplainBrokerError(err))
 		return
 	}
-	if len(list) == 0 {
+	// the shape of the indexed answer (SessionEvents in openapi.json):
+	// the scan finds the session's own events only; paged alike
+	if part >= 0 && got.part != part {
+		writeFieldErr(w, "cursor", "", fmt.Sprintf("names partition %d; the session's events are on partition %d", part, got.part))
+		return
+	}
+	if len(list) == 0 && after < 0 {
 		writeErr(w, http.StatusNotFound, "%s", noSessionEvents(r, id, scope))
 		return
 	}
-	// the shape of the indexed answer (SessionEvents in openapi.json):
-	// the scan finds the session's own events only; paged alike
-	if part >= 0 && list[0].Partition != part {
-		writeFieldErr(w, "cursor", "", fmt.Sprintf("names partition %d; the session's events are on partition %d", part, list[0].Partition))
-		return
-	}
-	list = slices.DeleteFunc(list, func(e PositionedEvent) bool { return e.Offset < after })
 	next := int64(-1)
 	if len(list) > limit {
 		next, list = list[limit].Offset, list[:limit]
@@ -828,53 +836,68 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 // sessions topic, in log order, keeping only those whose scope attribute
 // is scope. Cost: one scan of the session's partition.
 func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([]PositionedEvent, error) {
+	list, _, err := readSessionLog(ctx, brokers, key, scope, 0, 0)
+	return list, err
+}
+
+// readSessionLog is ReadSessionLog from offset from of the key's
+// partition, ending once it holds most events (0: no bound); it answers
+// the partition too. Cost: a scan of the partition from from up to the
+// most-th event or the end.
+func readSessionLog(ctx context.Context, brokers []string, key, scope string, from int64, most int) ([]PositionedEvent, int32, error) {
 	id := key
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
 	defer adm.Close()
 	topic := string(events.TopicSessions)
 	md, err := adm.Request(ctx, metadataReq(topic))
 	if err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
+		return nil, -1, fmt.Errorf("metadata: %w", err)
 	}
 	nparts := partitionsOf(md, topic)
 	if nparts == 0 {
-		return nil, fmt.Errorf("topic %s not found", topic)
+		return nil, -1, fmt.Errorf("topic %s not found", topic)
 	}
-	part := kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(id)}, nparts)
-	end, err := endOffset(ctx, adm, topic, int32(part))
+	part := int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(id)}, nparts))
+	end, err := endOffset(ctx, adm, topic, part)
 	if err != nil {
-		return nil, err
+		return nil, part, err
 	}
-	if end == 0 {
-		return nil, nil
+	if end <= from {
+		return nil, part, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(part): kgo.NewOffset().At(0)}}),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
-		return nil, err
+		return nil, part, err
 	}
 	defer cl.Close()
 	var out []PositionedEvent
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("read log: %w", ctx.Err())
+			return nil, part, fmt.Errorf("read log: %w", ctx.Err())
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			rec := it.Next()
+			if rec.Offset < from {
+				continue // a fetch starts at its batch's first record
+			}
 			if string(rec.Key) == id {
 				// undecodable records have no scope of their own: never shown
 				if raw, err := events.StructuredJSON(rec); err == nil && recordScope(raw) == scope {
 					pos := projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
 					out = append(out, PositionedEvent{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Position: pos.String(), Event: raw})
+					if most > 0 && len(out) >= most {
+						return out, part, nil
+					}
 				}
 			}
 			if rec.Offset+1 >= end {
-				return out, nil
+				return out, part, nil
 			}
 		}
 	}

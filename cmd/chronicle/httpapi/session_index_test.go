@@ -187,6 +187,42 @@ func TestSessionEventsArePaged(t *testing.T) {
 	if got := walk("2"); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("pages of 2: %v, want %v", got, want)
 	}
+	// the scan, for a session the index does not hold, pages alike; it
+	// starts at the cursor and stops after the page (before, each page
+	// scanned the partition from offset 0 to its end)
+	restore := httpapi.ScanSessionEvents()
+	var scanned page
+	if code := get(t, srv, base, &scanned); code != 200 || scanned.Source != "scan" || len(scanned.Events) != len(envs) {
+		t.Fatalf("scan: %d, source %q, %d events; want %d from the scan", code, scanned.Source, len(scanned.Events), len(envs))
+	}
+	scanWalk := func(limit string) []string {
+		var got []string
+		cursor := ""
+		for range len(envs) + 1 {
+			var pg page
+			if code := get(t, srv, base+"&limit="+limit+"&cursor="+url.QueryEscape(cursor), &pg); code != 200 || pg.Source != "scan" {
+				t.Fatalf("scan, limit %s cursor %q: %d %q", limit, cursor, code, pg.Source)
+			}
+			for _, e := range pg.Events {
+				got = append(got, e.Position)
+			}
+			if cursor = pg.NextCursor; cursor == "" {
+				return got
+			}
+		}
+		t.Fatalf("scan, limit %s: no last page", limit)
+		return nil
+	}
+	for _, limit := range []string{"1", "2", "3"} {
+		if got := scanWalk(limit); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("scan, pages of %s: %v, want %v", limit, got, want)
+		}
+	}
+	var none map[string]any
+	if code := get(t, srv, "/v1/sessions/nope-PG/events?scope=project:a", &none); code != 404 {
+		t.Fatalf("scan of a session without events: %d %v, want 404", code, none)
+	}
+	restore()
 	// the byte bound: each page ends before the event that takes it past
 	defer func(n int) { httpapi.SessionEventsPageBytes = n }(httpapi.SessionEventsPageBytes)
 	httpapi.SessionEventsPageBytes = 1
