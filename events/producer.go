@@ -405,9 +405,28 @@ func WithRecordSink(ctx context.Context, sink RecordSink) context.Context {
 	return context.WithValue(ctx, recordSinkKey{}, sink)
 }
 
+// ProduceError is ProduceRecords' error when the broker did not
+// acknowledge every record: Failed lists the records (of those passed in,
+// the same pointers) not acknowledged when it gave up; the others were
+// acknowledged, and a caller that retries should send only Failed (the
+// outbox relay re-sent every record of a call with one record too large
+// for the broker, so each of the others reached the log again every
+// round, hundreds of times: a Node.js integrator's walkthrough). Err is
+// the failure as ProduceRecords describes it (wrapping ErrNotAcknowledged).
+type ProduceError struct {
+	Failed []*kgo.Record
+	Err    error
+}
+
+func (e *ProduceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *ProduceError) Unwrap() error { return e.Err }
+
 // ProduceRecords produces already encoded records (the outbox relay uses
 // it for derived events) with the same acknowledgement and retry rules as
-// Publish; with a RecordSink in ctx they go to the sink instead.
+// Publish; with a RecordSink in ctx they go to the sink instead. When some
+// records were not acknowledged its error is a *ProduceError naming them.
 func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error {
 	if sink, ok := ctx.Value(recordSinkKey{}).(RecordSink); ok && sink != nil {
 		return sink(recs)
@@ -443,7 +462,10 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 		// showed the bare "context deadline exceeded" (an SRE's walkthrough)
 		p.writes.record(err)
 	}
-	return err
+	if err != nil {
+		return &ProduceError{Failed: pending, Err: err}
+	}
+	return nil
 }
 
 // explain wraps a produce's failure in ErrNotAcknowledged with its cause:

@@ -647,5 +647,38 @@ func deadLetterRecord(p Processor, rec *kgo.Record, reason error) projections.Ou
 	case errors.As(reason, &pe) && pe.MemberPointer() != "":
 		hs = append(hs, projections.Header{Key: HeaderPointer, Value: []byte(pe.MemberPointer())})
 	}
-	return projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: string(rec.Key), Value: rec.Value, Headers: hs}
+	value := rec.Value
+	size := len(rec.Key) + len(value)
+	for _, h := range hs {
+		size += len(h.Key) + len(h.Value)
+	}
+	if size > MaxLetterBytes {
+		value = letterStub(rec)
+		hs = append(hs, projections.Header{Key: HeaderValueOmitted, Value: []byte(strconv.Itoa(len(rec.Value)))})
+	}
+	return projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: string(rec.Key), Value: value, Headers: hs}
+}
+
+// letterStub is the value of a letter too large to hold its record's
+// (MaxLetterBytes): the record's event without data and data_base64, as
+// structured JSON, so the letter still names the event's id, type, source
+// and scope; nil when the record is no JSON event (such a letter names no
+// scope, as a letter of a non-JSON record never did). A binary-mode
+// record's letter keeps its ce_ headers, which name the same.
+func letterStub(rec *kgo.Record) []byte {
+	raw, err := events.StructuredJSON(rec)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	delete(m, "data")
+	delete(m, "data_base64")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
 }

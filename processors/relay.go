@@ -2,10 +2,12 @@ package processors
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Relay moves derived events from the store's outbox to Kafka. A record is
@@ -74,8 +76,33 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 	if err != nil || len(pending) == 0 {
 		return 0, err
 	}
-	if err := r.Producer.ProduceRecords(ctx, outboxRecords(pending)); err != nil {
-		return 0, err
+	recs := outboxRecords(pending)
+	if err := r.Producer.ProduceRecords(ctx, recs); err != nil {
+		// the records the broker acknowledged leave the outbox; only the
+		// others are sent again (before, every record of the call was, so
+		// one record the broker refuses for good put the others in the
+		// log again every round: a walkthrough counted a memory.created.v1
+		// 245 times on the learned stream)
+		var pe *events.ProduceError
+		if !errors.As(err, &pe) {
+			return 0, err
+		}
+		failed := make(map[*kgo.Record]bool, len(pe.Failed))
+		for _, f := range pe.Failed {
+			failed[f] = true
+		}
+		acked := make([]projections.OutboxEntry, 0, len(pending))
+		for i, rec := range recs {
+			if !failed[rec] {
+				acked = append(acked, pending[i])
+			}
+		}
+		if len(acked) > 0 {
+			if aerr := r.Store.AckOutbox(acked); aerr != nil {
+				return 0, errors.Join(err, aerr)
+			}
+		}
+		return len(acked), err
 	}
 	return len(pending), r.Store.AckOutbox(pending)
 }

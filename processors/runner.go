@@ -37,7 +37,24 @@ const (
 	// HeaderPointer is the JSON pointer of the member a processor's
 	// rejection names (events.ValidationError), when it names one.
 	HeaderPointer = "pointer_poisoned"
+	// HeaderValueOmitted, on a letter whose copy of the record would pass
+	// MaxLetterBytes, is the size in bytes of the record's value, which the
+	// letter leaves out (see deadLetterRecord); a redrive reads the record
+	// from its original position instead.
+	HeaderValueOmitted = "value_omitted_poisoned"
 )
+
+// MaxLetterBytes bounds a dead letter the engine writes: the rejected
+// record's key, value and headers plus the letter's own headers, in bytes
+// (events.MaxEventBytes, 960 KiB). A letter above it keeps the headers and,
+// for the value, the event's attributes without its data
+// (HeaderValueOmitted says so). Kafka takes records up to its
+// max.message.bytes (1,048,588 by default) from any client, while the
+// relay's producer takes at most 1,000,012 bytes a batch (franz-go's
+// default): a rejected record near the broker's limit, its letter a few
+// hundred bytes larger, could never be relayed, and it held the relay for
+// good (a Node.js integrator's walkthrough, 2026-12-01).
+const MaxLetterBytes = events.MaxEventBytes
 
 // RunnerConfig configures a Runner. Zero fields take the documented
 // defaults; Validate reports the first bad field.

@@ -55,6 +55,10 @@ type Letter struct {
 	DeadLetterOffset    int64 `json:"dead_letter_offset"`
 	// DeadLetteredAt is when the log received the letter (RFC 3339, UTC).
 	DeadLetteredAt string `json:"dead_lettered_at"`
+	// ValueOmitted is the size in bytes of the record's value when the
+	// letter left it out (processors.MaxLetterBytes), else 0: a redrive
+	// reads the record from its original position.
+	ValueOmitted int `json:"value_omitted,omitempty"`
 	// RedrivenTo is where a redrive re-produced the record
 	// ("topic:partition:offset"), RedrivenAt when (its redrive note's
 	// time); both empty while the letter waits for a redrive.
@@ -114,6 +118,9 @@ func Parse(rec *kgo.Record) (Letter, error) {
 	}
 	if ts, err := time.Parse(time.RFC3339Nano, hs[kafkapubsub.TimestampMetadataKey]); err == nil {
 		l.recordTime = ts
+	}
+	if n, err := strconv.Atoi(hs[processors.HeaderValueOmitted]); err == nil && n > 0 {
+		l.ValueOmitted = n
 	}
 	l.ID = fmt.Sprintf("%s:%d:%d", l.Topic, l.Partition, l.Offset)
 	l.original = Restore(rec, l.Topic, l.Key)
@@ -321,10 +328,23 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 		seen[l.ID] = true
 		rec := *l.original
 		rec.Headers = append([]kgo.RecordHeader(nil), l.original.Headers...)
+		ts := l.recordTime
+		if l.ValueOmitted > 0 {
+			// the letter holds the event's attributes only: the record
+			// is read back from its position
+			orig, err := originalRecord(ctx, brokers, l)
+			if err != nil {
+				return out, fmt.Errorf("deadletter: redrive %s: %w", l.ID, err)
+			}
+			if orig == nil {
+				return out, fmt.Errorf("deadletter: redrive %s: the letter holds no copy of the record (its %d-byte value was above the letter limit, %d bytes) and the log no longer has it at its position", l.ID, l.ValueOmitted, processors.MaxLetterBytes)
+			}
+			rec = kgo.Record{Topic: l.Topic, Key: []byte(l.Key), Value: orig.Value, Headers: orig.Headers}
+			ts = orig.Timestamp
+		}
 		if _, key, err := events.FromRecordKey(&rec); err == nil {
 			rec.Key = []byte(key) // the event's own key: the partition its entity's events are on
 		}
-		ts := l.recordTime
 		if ts.IsZero() {
 			if ts, err = originalTime(ctx, brokers, l); err != nil {
 				return out, fmt.Errorf("deadletter: redrive %s: %w", l.ID, err)
@@ -405,11 +425,22 @@ func stampTime(rec *kgo.Record, ts time.Time) {
 // originalTime reads the timestamp of l's original record from its topic;
 // zero when the log no longer holds that offset.
 func originalTime(ctx context.Context, brokers []string, l Letter) (time.Time, error) {
+	rec, err := originalRecord(ctx, brokers, l)
+	if err != nil || rec == nil {
+		return time.Time{}, err
+	}
+	return rec.Timestamp, nil
+}
+
+// originalRecord reads the record l names from its original position,
+// nil when the log no longer has it (retention, compaction). It waits at
+// most 10 s.
+func originalRecord(ctx context.Context, brokers []string, l Letter) (*kgo.Record, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.Topic: {l.Partition: kgo.NewOffset().At(l.Offset)}}),
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -417,23 +448,23 @@ func originalTime(ctx context.Context, brokers []string, l Letter) (time.Time, e
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return time.Time{}, fmt.Errorf("read the original record at %s: %w", l.ID, ctx.Err())
+			return nil, fmt.Errorf("read the original record at %s: %w", l.ID, ctx.Err())
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = errors.Join(ferr, err) })
 		if errors.Is(ferr, kerr.OffsetOutOfRange) {
-			return time.Time{}, nil // retention removed it
+			return nil, nil // retention removed it
 		}
 		if ferr != nil {
-			return time.Time{}, fmt.Errorf("read the original record at %s: %w", l.ID, ferr)
+			return nil, fmt.Errorf("read the original record at %s: %w", l.ID, ferr)
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			rec := it.Next()
 			if rec.Offset >= l.Offset {
 				if rec.Offset > l.Offset { // compacted away
-					return time.Time{}, nil
+					return nil, nil
 				}
-				return rec.Timestamp, nil
+				return rec, nil
 			}
 		}
 	}

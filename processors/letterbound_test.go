@@ -1,0 +1,135 @@
+package processors_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/sessions"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// A letter of a record too large to copy stays within MaxLetterBytes: it
+// keeps the headers, says the value's size (HeaderValueOmitted) and holds
+// the event's attributes without its data, so LetterOf still names the
+// event and its scope. Before, the letter was the record plus its headers:
+// a record written by another client near the broker's limit gave a
+// letter the relay could never produce, which held the relay for good (a
+// Node.js integrator's walkthrough, 2026-12-01). A small record's letter
+// keeps its value.
+func TestLetterOfALargeRecordIsBounded(t *testing.T) {
+	big := `{"specversion":"1.0","id":"kbig-1","source":"kafkajs","type":"coordination.session.started.v1","scope":"project:a","sessionid":"kbig-1","data":{"pad":"` + strings.Repeat("x", 1_040_000) + `"}}`
+	rec := &kgo.Record{Topic: string(events.TopicSessions), Key: []byte("project:a/kbig-1"), Value: []byte(big), Partition: 2, Offset: 7}
+	letter := processors.DeadLetterRecord(sessions.Processor{}, rec, &events.ValidationError{Index: -1, Pointer: "/data/original_task", Reason: "required"})
+	size := len(letter.Key) + len(letter.Value)
+	omitted := ""
+	for _, h := range letter.Headers {
+		size += len(h.Key) + len(h.Value)
+		if h.Key == processors.HeaderValueOmitted {
+			omitted = string(h.Value)
+		}
+	}
+	if size > processors.MaxLetterBytes || omitted != strconv.Itoa(len(big)) {
+		t.Fatalf("letter of %d bytes, omitted %q; want at most %d and the value's size %d", size, omitted, processors.MaxLetterBytes, len(big))
+	}
+	var stub map[string]any
+	if err := json.Unmarshal(letter.Value, &stub); err != nil || stub["id"] != "kbig-1" || stub["data"] != nil {
+		t.Fatalf("letter value %.200s (%v): want the event's attributes without data", letter.Value, err)
+	}
+	lrec := &kgo.Record{Topic: letter.Topic, Key: []byte(letter.Key), Value: letter.Value}
+	for _, h := range letter.Headers {
+		lrec.Headers = append(lrec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	d, err := processors.LetterOf(lrec)
+	if err != nil || d.EventID != "kbig-1" || d.Scope != "project:a" || d.Offset != 7 || d.Partition != 2 {
+		t.Fatalf("LetterOf: %+v %v; want the event and its scope", d, err)
+	}
+	small := &kgo.Record{Topic: string(events.TopicSessions), Key: []byte("project:a/s"), Value: []byte(`{"id":"s"}`)}
+	if l := processors.DeadLetterRecord(sessions.Processor{}, small, errTest); string(l.Value) != `{"id":"s"}` {
+		t.Fatalf("a small record's letter holds %s; want its value", l.Value)
+	}
+}
+
+var errTest = &events.ValidationError{Index: -1, Pointer: "/", Reason: "test"}
+
+// The relay takes out of the outbox the rows the broker acknowledged even
+// when another row of the same call fails for good, and sends only the
+// failed ones again. Before, Once acked nothing on any failure, so every
+// row of the call was produced again every round: a walkthrough counted
+// one memory.created.v1 245 times on the learned stream behind a row the
+// broker refused as too large.
+func TestRelayAcksWhatTheBrokerAcknowledged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer brk.Close()
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// four rejected items whose letters go to the outbox: the third is
+	// larger than any batch the producer sends (franz-go's 1,000,012 bytes)
+	topic := string(events.TopicDeadLetter)
+	items := make([]projections.Item, 4)
+	for i := range items {
+		val := []byte("letter " + strconv.Itoa(i))
+		if i == 2 {
+			val = []byte(strings.Repeat("x", 1_200_000))
+		}
+		items[i] = projections.Item{Pos: projections.Position{Topic: "t", Offset: int64(i)}, Err: errTest,
+			DeadLetter: func(error) projections.OutboxRecord {
+				return projections.OutboxRecord{Topic: topic, Key: "k", Value: val, Headers: []projections.Header{{Key: "h", Value: []byte("v")}}}
+			}}
+	}
+	if _, err := store.ApplyBatch("p", items, func(*projections.Tx, *events.Envelope) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brk.Addrs(), PublishTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	relay := &processors.Relay{Store: store, Producer: prod}
+	for round := 0; round < 3; round++ {
+		n, err := relay.Once(ctx)
+		if err == nil {
+			t.Fatalf("round %d: no error; want the large row's", round)
+		}
+		if want := map[bool]int{true: 3, false: 0}[round == 0]; n != want {
+			t.Fatalf("round %d: relayed %d, want %d (%v)", round, n, want, err)
+		}
+		if store.OutboxLen() != 1 {
+			t.Fatalf("round %d: %d rows left in the outbox, want the large one", round, store.OutboxLen())
+		}
+	}
+	// each small letter reached the topic once
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brk.Addrs()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[string]int{}
+	total := 0
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; total++ })
+	}
+	if total != 3 || seen["letter 0"] != 1 || seen["letter 1"] != 1 || seen["letter 3"] != 1 {
+		t.Fatalf("the topic holds %d records %v; want each small letter once", total, seen)
+	}
+}
