@@ -304,7 +304,11 @@ type Redriven struct {
 // (events.PartitionError: another key, or another client's partitioner)
 // lands where it belongs; a record keyed right keeps its key.
 func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redriven, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second))
+	// a record the broker took from another client can be larger than
+	// franz-go's default batch (1,000,012 bytes): the broker's own limit
+	// decides, as it did when the record was first written
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second),
+		kgo.ProducerBatchMaxBytes(64<<20))
 	if err != nil {
 		return nil, err
 	}
