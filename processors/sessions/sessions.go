@@ -256,6 +256,17 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return err
 	}
 	if env.Type != events.SessionCompleted {
+		if s.Status == StatusCompleted && (env.Type == events.WorkflowTaskCompleted || env.Type == events.MinuteRecorded) {
+			// a call or minute that reached the log after the completion
+			// (another producer, another thread, a redrive of a letter)
+			// is in the trace: the evaluation is revised with it. Before,
+			// it was counted and the evaluation kept saying the call was
+			// never made (a Python integrator's walkthrough, 2026-12-01)
+			if _, err := tx.GetJSON(criteriaKey(id), &s.Criteria); err != nil {
+				return err
+			}
+			return revise(tx, &s, id, p.LLMDistillation)
+		}
 		return nil
 	}
 	if _, err := tx.GetJSON(criteriaKey(id), &s.Criteria); err != nil {
@@ -401,11 +412,23 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string, llmDistilla
 	if err := tx.SetJSON(judgedKey(id, d.CriterionID), j); err != nil {
 		return err
 	}
+	return revise(tx, &s, id, llmDistillation)
+}
+
+// revise evaluates the completed session s (its criteria read) again, on
+// its trace and judged criteria as the transaction sees them, and stores
+// and emits the evaluation as the next revision (Revision + 1): after a
+// judge's answer, and after a tool call or minute that reached the log
+// after the completion. The first revision with a score of a session
+// that was not_evaluated distils its memories (unless the LLM distils);
+// a later revision distils nothing again: the memories of the earlier
+// evaluation stay in the bank, and its feedback and decay judge them.
+func revise(tx *projections.Tx, s *Session, id string, llmDistillation bool) error {
 	var prev events.EvaluationData
 	if _, err := tx.GetJSON(evaluationKey(id), &prev); err != nil {
 		return err
 	}
-	in, err := evaluatorInput(tx, &s)
+	in, err := evaluatorInput(tx, s)
 	if err != nil {
 		return err
 	}
@@ -423,7 +446,7 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string, llmDistilla
 	}
 	ev.FirstScored = prev.Recommendation == events.NotEvaluated && ev.Recommendation != events.NotEvaluated
 	ds := distill.NewSession(in, ev)
-	if err := countPattern(tx, &s, in, ev, ds.Summary); err != nil {
+	if err := countPattern(tx, s, in, ev, ds.Summary); err != nil {
 		return err
 	}
 	if err := tx.Emit(events.EvaluationCompleted, ev); err != nil {
@@ -432,7 +455,7 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string, llmDistilla
 	if !ev.FirstScored || llmDistillation {
 		return nil
 	}
-	return emitDistilled(tx, &s, ds)
+	return emitDistilled(tx, s, ds)
 }
 
 // inputFrom is the evaluator's input of s with its trace items.
