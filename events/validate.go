@@ -275,6 +275,21 @@ func shorten(num []byte) string {
 	return fmt.Sprintf("%s…%s (%d characters)", num[:16], num[len(num)-8:], len(num))
 }
 
+// LoneSurrogate reports the first \u escape of a lone UTF-16 surrogate in
+// raw, a valid JSON text, as the producer paths refuse it
+// (ParseProducerEvent): its JSON pointer ("/" for the top level) and the
+// reason. The HTTP API's JSON bodies are checked with it too: decoders
+// read such an escape as U+FFFD, so two titles differing only there were
+// one memory, and its evidence counted twice (a Python integrator's
+// walkthrough, 2026-12-01).
+func LoneSurrogate(raw []byte) (pointer, reason string, ok bool) {
+	var ve *ValidationError
+	if err := checkSurrogates(raw); errors.As(err, &ve) {
+		return ve.Pointer, ve.Reason, true
+	}
+	return "", "", false
+}
+
 // checkSurrogates refuses, naming its member, a \u escape of a lone UTF-16
 // surrogate (a high one, U+D800–U+DBFF, not followed by an escaped low
 // one, or a low one, U+DC00–U+DFFF, alone) in raw, a valid JSON text: it

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/events"
 )
@@ -47,6 +48,28 @@ func decodeRead(body []byte, v any) error {
 		// is refused (found by a new user's walkthrough)
 		return &fieldError{msg: "body: got null, want object", pointer: "/", reason: "got null, want object"}
 	}
+	// bytes that are no UTF-8, and \u escapes of lone surrogates, which
+	// encoding/json reads as U+FFFD, are refused naming the member, as
+	// POST /v1/events refuses them: two titles differing only there were
+	// one memory, merged with its evidence counted twice, and a comment
+	// was stored changed (a Python integrator's walkthrough, 2026-12-01)
+	if !utf8.Valid(body) {
+		at := len(body)
+		for i := 0; i < len(body); {
+			r, n := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && n == 1 {
+				at = i
+				break
+			}
+			i += n
+		}
+		ptr := events.PointerAt(body, int64(at))
+		if ptr == "" {
+			ptr = "/"
+		}
+		reason := fmt.Sprintf("not valid UTF-8 at byte %d (JSON text is UTF-8, RFC 8259 section 8.1)", at)
+		return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -76,6 +99,9 @@ func decodeRead(body []byte, v any) error {
 		return err
 	}
 	if ptr, reason, ok := events.RepeatedMember(body); ok {
+		return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
+	}
+	if ptr, reason, ok := events.LoneSurrogate(body); ok {
 		return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
 	}
 	if ptr, name, ok := inexactMember(body, reflect.TypeOf(v)); ok {

@@ -39,5 +39,16 @@ func TestRecordMemoryErrorsNameTheRequest(t *testing.T) {
 			t.Fatalf("body %q: %d %v; want 400 like [] (%v)", body, code, m, arr["error"])
 		}
 	}
-
+	// bytes that are no UTF-8 and lone surrogates are refused naming the
+	// member, as POST /v1/events refuses them; before, each was read as
+	// U+FFFD, so four different titles were one memory with its evidence
+	// counted four times (a Python integrator's walkthrough, 2026-12-01)
+	for _, title := range []string{`A\ud800`, `A\udfff`, "A\xff", "A\xfe"} {
+		body := `{"title":"` + title + `","description":"d","content":"surrogate test","outcome":"success"}`
+		code, m := post(body)
+		reason, _ := m["reason"].(string)
+		if code != 400 || m["pointer"] != "/title" || !(strings.Contains(reason, "UTF-8") || strings.Contains(reason, "surrogate")) {
+			t.Errorf("title %q: %d %v; want a 400 naming /title", title, code, m)
+		}
+	}
 }
