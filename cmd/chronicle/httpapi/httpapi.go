@@ -820,7 +820,10 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		return
 	}
 	if len(list) == 0 && after < 0 {
-		writeErr(w, http.StatusNotFound, "%s", noSessionEvents(r, id, scope))
+		// where the scan looked: a record sent to another partition (a
+		// client's other partitioner) is dead-lettered, not missing (a
+		// Python integrator's walkthrough read "no events in the log")
+		writeErr(w, http.StatusNotFound, "%s (read on the partition of %s the session's key belongs to; its records written to another partition are dead letters: GET /v1/deadletters)", noSessionEvents(r, id, scope), events.TopicSessions)
 		return
 	}
 	next := int64(-1)

@@ -26,7 +26,7 @@ func TestSessionEventsNamesTheScopeLookedIn(t *testing.T) {
 	path := "/v1/sessions/" + url.PathEscape(sid) + "/events"
 	code, m := call(t, base, "tok-admin", "GET", path, nil)
 	msg := fmt.Sprint(m["error"])
-	if code != 404 || !strings.Contains(msg, "org:default") || !strings.Contains(msg, "?scope=") {
+	if code != 404 || !strings.Contains(msg, "org:default") || !strings.Contains(msg, "?scope=") || !strings.Contains(msg, "GET /v1/deadletters") {
 		t.Errorf("GET %s with a token that reads *: %d %v, want 404 naming org:default and ?scope=", path, code, m)
 	}
 	code, m = call(t, base, "tok-admin", "GET", path+"?scope=project:a", nil)
