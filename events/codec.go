@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"strings"
 	"unicode/utf8"
 
@@ -172,13 +173,12 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 	}
 	var binary bool
 	attrs := map[string]any{}
+	contentType, hasContentType := "", false
 	for _, h := range r.Headers {
 		k := strings.ToLower(h.Key)
 		switch {
 		case k == headerContentType:
-			if !strings.HasPrefix(string(h.Value), "application/cloudevents") {
-				attrs["datacontenttype"] = string(h.Value)
-			}
+			contentType, hasContentType = string(h.Value), true
 		case strings.HasPrefix(k, binaryPrefix):
 			binary = true
 			name := strings.TrimPrefix(k, binaryPrefix)
@@ -193,12 +193,25 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 	if !binary {
 		return r.Value, nil
 	}
-	// a media type's case does not count (RFC 9110), as in structured mode
-	// and HTTP binary mode; before, Application/JSON was dead-lettered here
-	if ct, ok := attrs["datacontenttype"].(string); ok && !strings.HasPrefix(strings.ToLower(ct), ContentTypeJSON) {
-		return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: only application/json data is accepted", ct)}
+	// the Kafka binding maps the content-type header to datacontenttype,
+	// kept as sent (parameters included), and without the header the
+	// event has none, as HTTP binary mode does; before, every binary
+	// record read as plain application/json, invented when no header was
+	// sent and stripped of "; charset=utf-8" (a Node.js and a Python
+	// integrator's walkthroughs). A media type's case does not count (RFC
+	// 9110): Application/JSON is JSON; application/json-seq is not
+	if hasContentType {
+		if mt, _, err := mime.ParseMediaType(contentType); err != nil || mt != ContentTypeJSON {
+			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("header content-type %q: only application/json data is accepted", contentType)}
+		}
+		attrs["datacontenttype"] = strings.TrimSpace(contentType)
+	} else if ct, ok := attrs["datacontenttype"].(string); ok {
+		// a ce_datacontenttype header, which the binding does not use, is
+		// kept as sent: the envelope's schema judges it
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != ContentTypeJSON {
+			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: only application/json data is accepted", ct)}
+		}
 	}
-	attrs["datacontenttype"] = ContentTypeJSON
 	attrs["data"] = json.RawMessage(r.Value)
 	if !json.Valid(r.Value) {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: "binary-mode value is not valid JSON"}

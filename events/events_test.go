@@ -235,8 +235,24 @@ func TestBinaryModeAccepted(t *testing.T) {
 	// a media type in any case, as structured mode and HTTP take it (it
 	// was dead-lettered: a producer walkthrough)
 	rec.Headers[5].Value = []byte("Application/JSON; charset=UTF-8")
-	if _, err := events.FromRecord(rec); err != nil {
-		t.Fatalf("content-type Application/JSON: %v", err)
+	if env, err := events.FromRecord(rec); err != nil || env.DataContentType != "Application/JSON; charset=UTF-8" {
+		t.Fatalf("content-type Application/JSON; charset=UTF-8: %q %v; want it kept as sent", env.DataContentType, err)
+	}
+	// the Kafka binding maps content-type to datacontenttype: none sent,
+	// none stored; another media type is refused (before, application/json
+	// was invented, parameters were dropped, and application/json-seq
+	// passed a prefix test: two integrators' walkthroughs, 2026-12-01)
+	withoutCT := *rec
+	withoutCT.Headers = rec.Headers[:5:5]
+	if env, err := events.FromRecord(&withoutCT); err != nil || env.DataContentType != "" {
+		t.Fatalf("no content-type: datacontenttype %q %v; want none", env.DataContentType, err)
+	}
+	for _, bad := range []string{"application/json-seq", "text/plain", "not a media type;;"} {
+		rec.Headers[5].Value = []byte(bad)
+		var ve *events.ValidationError
+		if _, err := events.FromRecord(rec); !errors.As(err, &ve) || ve.Pointer != "/datacontenttype" {
+			t.Fatalf("content-type %q: %v; want a refusal at /datacontenttype", bad, err)
+		}
 	}
 	rec.Headers[5].Value = []byte("application/json")
 	// time is optional: the record's timestamp stands in; extension

@@ -133,3 +133,27 @@ func TestRelayAcksWhatTheBrokerAcknowledged(t *testing.T) {
 		t.Fatalf("the topic holds %d records %v; want each small letter once", total, seen)
 	}
 }
+
+// The letter of a binary-mode record refused before its envelope was built
+// (a content-type other than JSON) names the event from its ce_ headers,
+// and its scope. Before, it named none, so the letter belonged to no
+// tenant's GET /v1/deadletters and `deadletter list` showed no id (a
+// Python integrator's walkthrough, 2026-12-01).
+func TestLetterOfABinaryRecordNamesItsEvent(t *testing.T) {
+	rec := &kgo.Record{Topic: string(events.TopicMemories), Key: []byte("project:a/m1"), Value: []byte("plain text"), Headers: []kgo.RecordHeader{
+		{Key: "ce_specversion", Value: []byte("1.0")}, {Key: "ce_id", Value: []byte("b7")}, {Key: "ce_source", Value: []byte("py")},
+		{Key: "ce_type", Value: []byte("memory.feedback.v1")}, {Key: "ce_scope", Value: []byte("project:a")}, {Key: "content-type", Value: []byte("text/plain")}}}
+	_, perr := events.FromRecord(rec)
+	if perr == nil {
+		t.Fatal("a text/plain binary record parsed")
+	}
+	letter := processors.DeadLetterRecord(sessions.Processor{}, rec, perr)
+	lrec := &kgo.Record{Topic: letter.Topic, Key: []byte(letter.Key), Value: letter.Value}
+	for _, h := range letter.Headers {
+		lrec.Headers = append(lrec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	d, err := processors.LetterOf(lrec)
+	if err != nil || d.EventID != "b7" || d.EventType != "memory.feedback.v1" || d.Scope != "project:a" {
+		t.Fatalf("LetterOf: %+v %v; want event b7 of project:a", d, err)
+	}
+}

@@ -102,7 +102,18 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 		Scope  json.RawMessage `json:"scope"`
 	}
 	if err != nil || json.Unmarshal(raw, &ev) != nil {
-		return LetterData{}, fmt.Errorf("%s: the rejected record is no JSON event, so it names no scope", at)
+		// a binary-mode record refused before its envelope was built (a
+		// content-type other than JSON, data that is no JSON) still names
+		// its event in its ce_ headers (before, its letter named none: a
+		// Python integrator's walkthrough, 2026-12-01)
+		b := binaryAttributes(rec)
+		if b["id"] == "" || b["type"] == "" {
+			return LetterData{}, fmt.Errorf("%s: the rejected record is no JSON event, so it names no scope", at)
+		}
+		ev.ID, ev.Type, ev.Source = b["id"], b["type"], b["source"]
+		if sc, ok := b["scope"]; ok {
+			ev.Scope, _ = json.Marshal(sc)
+		}
 	}
 	d.EventID, d.EventType, d.EventSource, d.Scope = ev.ID, ev.Type, ev.Source, events.DefaultScope
 	if len(ev.Scope) > 0 && string(ev.Scope) != "null" {
@@ -113,6 +124,19 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 		d.Scope = sc
 	}
 	return d, nil
+}
+
+// binaryAttributes are the CloudEvents attributes of a binary-mode
+// record's ce_ headers (the Kafka binding), by name, lower case; empty for
+// a record without them.
+func binaryAttributes(rec *kgo.Record) map[string]string {
+	attrs := map[string]string{}
+	for _, h := range rec.Headers {
+		if k := strings.ToLower(h.Key); strings.HasPrefix(k, "ce_") {
+			attrs[strings.TrimPrefix(k, "ce_")] = string(h.Value)
+		}
+	}
+	return attrs
 }
 
 // RedriveType is the type of the envelope the engine hands a processor of

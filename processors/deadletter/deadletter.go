@@ -133,6 +133,13 @@ func Parse(rec *kgo.Record) (Letter, error) {
 			l.EventID, l.EventType = ev.ID, ev.Type
 		}
 	}
+	if l.EventID == "" {
+		if d, err := processors.LetterOf(rec); err == nil {
+			// a binary-mode record that is no event (its content-type, its
+			// data) named in its ce_ headers
+			l.EventID, l.EventType = d.EventID, d.EventType
+		}
+	}
 	return l, nil
 }
 
