@@ -426,7 +426,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			}
 			due()
 			b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("the broker did not answer for %s: %v", wait, ferr), "resume": cur.String()})
-			fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+			writeStreamError(w, cur, b)
 			_ = rc.Flush()
 			return
 		}
@@ -509,8 +509,21 @@ func (s *Server) endStream(w http.ResponseWriter, rc *http.ResponseController, c
 	// a client that does not read gets a second, not the shutdown's grace
 	_ = rc.SetWriteDeadline(time.Now().Add(time.Second))
 	b, _ := json.Marshal(map[string]string{"error": "the server is shutting down", "resume": cur.String()})
-	fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+	writeStreamError(w, cur, b)
 	_ = rc.Flush()
+}
+
+// writeStreamError writes a stream's last event, "event: error" with data
+// {"error", "resume"}, and with an id: line holding the resume cursor, so
+// an EventSource's own reconnect resumes there (its Last-Event-ID). Before,
+// the cursor rode in data only: a client that had received no event yet
+// (from=end, or a filter that matched nothing) reconnected from the new
+// end or from its start (a Node.js integrator's walkthrough, 2026-12-01).
+func writeStreamError(w http.ResponseWriter, cur LearnedCursor, data []byte) {
+	if id := cur.String(); id != "" {
+		fmt.Fprintf(w, "id: %s\n", id)
+	}
+	fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
 }
 
 // earliest is the earliest of ts.

@@ -365,6 +365,11 @@ func TestLearnedStreamBrokerGone(t *testing.T) {
 	if _, err := httpapi.ParseLearnedCursor(body.Resume); err != nil {
 		t.Fatalf("resume %q: %v", body.Resume, err)
 	}
+	// the id: line holds the cursor too, so an EventSource's reconnect
+	// resumes there (it was in data only: a walkthrough)
+	if ev.ID != body.Resume {
+		t.Fatalf("error event id %q, want the resume cursor %q", ev.ID, body.Resume)
+	}
 	if took := time.Since(start); took < time.Second {
 		t.Fatalf("gave up after %v, before LearnedBrokerWait", took)
 	}
