@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -183,9 +184,21 @@ func TestRecordNotAcknowledgedSaysHowToRetry(t *testing.T) {
 		resp.Body.Close()
 		msg, _ := m["error"].(string)
 		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, httpapi.NotRecordedMessage) || !strings.Contains(msg, httpapi.IdempotencyKeyHeader) ||
-			!strings.Contains(msg, "UNKNOWN_SERVER_ERROR") || (key == "") != strings.Contains(msg, "twice") {
-			t.Fatalf("POST /v1/memories (key %q) while the broker refuses writes: %d %v", key, resp.StatusCode, m)
+			!strings.Contains(msg, "UNKNOWN_SERVER_ERROR") || (key == "") != strings.Contains(msg, "twice") || resp.Header.Get("Retry-After") != "5" {
+			t.Fatalf("POST /v1/memories (key %q) while the broker refuses writes: %d %v, Retry-After %q", key, resp.StatusCode, m, resp.Header.Get("Retry-After"))
 		}
+	}
+	// POST /v1/events says when to retry too, as openapi.json now
+	// declares (it answered 503 without Retry-After: a Python
+	// integrator's walkthrough, 2026-12-01)
+	body, _ := sessionJSON(t, 0)
+	resp, err := http.Post(srv.URL+"/v1/events", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("POST /v1/events while the broker refuses writes: %d, Retry-After %q; want 503 with 5", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
 

@@ -577,6 +577,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			if !s.brokerDown.Swap(true) { // once per outage
 				slog.Warn("broker not acknowledging events: POST /v1/events answers 503", "error", err)
 			}
+			w.Header().Set("Retry-After", "5") // openapi.json says so (it said nothing: a Python integrator's walkthrough)
 			writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry with the same ids: %v", err)
 		}
 		return
@@ -1425,6 +1426,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		// outcome unknown, as POST /v1/events' 503: say how to retry
 		// safely (before, the broker's error alone, which an SRE drill's
 		// agent could not act on)
+		w.Header().Set("Retry-After", "5")
 		writeErr(w, http.StatusServiceUnavailable, "%s: the recording may still be written: %s: %v", NotRecordedMessage, recordRetryHint(key), err)
 		return
 	}
