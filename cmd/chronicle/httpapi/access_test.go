@@ -358,6 +358,19 @@ func TestEventSizeAndContentType(t *testing.T) {
 	if resp.StatusCode != 202 {
 		t.Fatalf("application/cloudevents+json: %d, want 202", resp.StatusCode)
 	}
+	// JSON is UTF-8: another charset is a 415, where it was accepted and
+	// the body read as UTF-8 (a Python integrator's walkthrough)
+	for _, ct := range []string{"application/cloudevents+json; charset=latin-1", "application/json; charset=ISO-8859-1"} {
+		resp, err = http.Post(srv.URL+"/v1/events", ct, bytes.NewReader(ok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 415 || !strings.Contains(string(b), "UTF-8") {
+			t.Fatalf("%s: %d %s, want 415 saying JSON is UTF-8", ct, resp.StatusCode, b)
+		}
+	}
 	bad := envs[0]
 	bad.SessionID, bad.ID = "has space", "bad-id"
 	b, _ = json.Marshal(bad)

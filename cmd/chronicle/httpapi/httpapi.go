@@ -86,11 +86,18 @@ var jsonContentTypes = map[string]bool{
 }
 
 // requireJSON answers 415 for a request body of another media type than
-// jsonContentTypes; a request without Content-Type is read as JSON.
+// jsonContentTypes, or with a charset other than UTF-8 (JSON is UTF-8,
+// RFC 8259 section 8.1: "charset=latin-1" was accepted and its body read
+// as UTF-8, a Python integrator's walkthrough); a request without
+// Content-Type is read as JSON.
 func requireJSON(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ct := r.Header.Get("Content-Type"); ct != "" {
-			mt, _, err := mime.ParseMediaType(ct)
+			mt, params, err := mime.ParseMediaType(ct)
+			if cs, ok := params["charset"]; err == nil && jsonContentTypes[mt] && ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+				writeErr(w, http.StatusUnsupportedMediaType, "Content-Type: %q: charset %q: JSON is UTF-8 (RFC 8259, section 8.1); send the body as UTF-8 with charset=utf-8 or no charset", ct, cs)
+				return
+			}
 			if err == nil && !jsonContentTypes[mt] && hasBinaryHeaders(r) {
 				writeErr(w, http.StatusUnsupportedMediaType, "binary mode: header Content-Type: %q: the body (data) must be application/json", ct)
 				return
