@@ -24,7 +24,10 @@ import (
 //     it). A record's timestamp is its producer's clock when it sent it
 //     (CreateTime, Kafka's default, which the embedded broker keeps; a
 //     topic set to LogAppendTime stamps the broker's), so a producer
-//     whose clock runs ahead ends its partition's prefix early.
+//     whose clock runs ahead ends its partition's prefix early. A
+//     transaction committed after Time (its marker's timestamp) ends the
+//     prefix at its first record too, as a read-committed consumer saw
+//     neither it nor what follows it then (txnPrefix).
 //   - Pos: the record at Pos and everything before it on its partition,
 //     whatever their timestamps; on other partitions, as Time with Pos's
 //     record's timestamp. Before, Pos's own partition was cut by the time
@@ -216,6 +219,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	}
 	defer cons.Close()
 	done := map[string]map[int32]bool{}
+	prefixes := map[string]map[int32]*txnPrefix{} // the time bound's cut of each partition
 	// covered counts the offsets read up to, what Progress reports: the
 	// records applied leave out transaction markers and aborted records,
 	// so a replay that read a whole log ended its bar short of its total
@@ -368,9 +372,29 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			var recs []*kgo.Record
 			next := int64(-1) // the offset after the last record read
 			for _, r := range part.Records {
-				if r.Offset >= stopAt[r.Topic][r.Partition] || (!until.IsZero() && r.Timestamp.After(until) && !atPos(r)) {
+				if r.Offset >= stopAt[r.Topic][r.Partition] {
 					finish(r.Topic, r.Partition)
 					break
+				}
+				if !until.IsZero() && !atPos(r) {
+					// the time bound, transactions decided after it
+					// included (txnPrefix)
+					tp := prefixes[part.Topic][part.Partition]
+					if tp == nil {
+						if prefixes[part.Topic] == nil {
+							prefixes[part.Topic] = map[int32]*txnPrefix{}
+						}
+						tp = newTxnPrefix(until)
+						prefixes[part.Topic][part.Partition] = tp
+					}
+					next = r.Offset + 1
+					out, complete := tp.add(r)
+					recs = append(recs, out...)
+					if complete || r.Offset+1 >= stopAt[r.Topic][r.Partition] {
+						finish(r.Topic, r.Partition)
+						break
+					}
+					continue
 				}
 				next = r.Offset + 1
 				if r.Attrs.IsControl() { // a transaction marker: not an event

@@ -177,3 +177,73 @@ func TestParseUntilLowercaseTAndZ(t *testing.T) {
 		t.Fatalf("%+v %v", u, err)
 	}
 }
+
+// --until TIME leaves out a transaction committed after TIME, and what
+// follows its first record on the partition, as the live engine (reading
+// committed) had not seen them at TIME; a transaction committed before
+// TIME is in. Before, the records' own timestamps (when they were
+// produced) decided, so a session whose transaction was still open at
+// TIME was in the as-of state while the live service had answered it 404
+// (a Python integrator's walkthrough with confluent-kafka, 2026-12-01).
+func TestReplayUntilLeavesOutATransactionCommittedLater(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, recs, _ := sampleLog(ctx, t, broker.Config{Partitions: 1})
+	envs, err := taubench.Events(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(i int, at time.Time) *kgo.Record {
+		rec, err := events.Record(&envs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Timestamp = at
+		return rec
+	}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("until-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond) // the records are stamped a minute back
+	if err := plain.ProduceSync(ctx, record(0, t0)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, record(1, t0.Add(time.Second))).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, record(2, t0.Add(2*time.Second))).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil { // its marker: now, a minute after the records
+		t.Fatal(err)
+	}
+	replay := func(until time.Time) int64 {
+		t.Helper()
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, Until: processors.Until{Time: until}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Records
+	}
+	if n := replay(t0.Add(30 * time.Second)); n != 1 {
+		t.Fatalf("--until before the commit: %d records, want the 1 before the open transaction", n)
+	}
+	if n := replay(time.Now().Add(time.Minute)); n != 3 {
+		t.Fatalf("--until after the commit: %d records, want all 3", n)
+	}
+}
