@@ -44,11 +44,7 @@ func TestLetterOfALargeRecordIsBounded(t *testing.T) {
 	if err := json.Unmarshal(letter.Value, &stub); err != nil || stub["id"] != "kbig-1" || stub["data"] != nil {
 		t.Fatalf("letter value %.200s (%v): want the event's attributes without data", letter.Value, err)
 	}
-	lrec := &kgo.Record{Topic: letter.Topic, Key: []byte(letter.Key), Value: letter.Value}
-	for _, h := range letter.Headers {
-		lrec.Headers = append(lrec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-	}
-	d, err := processors.LetterOf(lrec)
+	d, err := processors.LetterOf(asRecord(letter))
 	if err != nil || d.EventID != "kbig-1" || d.Scope != "project:a" || d.Offset != 7 || d.Partition != 2 {
 		t.Fatalf("LetterOf: %+v %v; want the event and its scope", d, err)
 	}
@@ -148,12 +144,17 @@ func TestLetterOfABinaryRecordNamesItsEvent(t *testing.T) {
 		t.Fatal("a text/plain binary record parsed")
 	}
 	letter := processors.DeadLetterRecord(sessions.Processor{}, rec, perr)
-	lrec := &kgo.Record{Topic: letter.Topic, Key: []byte(letter.Key), Value: letter.Value}
-	for _, h := range letter.Headers {
-		lrec.Headers = append(lrec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-	}
-	d, err := processors.LetterOf(lrec)
+	d, err := processors.LetterOf(asRecord(letter))
 	if err != nil || d.EventID != "b7" || d.EventType != "memory.feedback.v1" || d.Scope != "project:a" {
 		t.Fatalf("LetterOf: %+v %v; want event b7 of project:a", d, err)
 	}
+}
+
+// asRecord is the record the relay produces for an outbox row.
+func asRecord(o projections.OutboxRecord) *kgo.Record {
+	r := &kgo.Record{Topic: o.Topic, Key: []byte(o.Key), Value: o.Value}
+	for _, h := range o.Headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return r
 }

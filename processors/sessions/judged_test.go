@@ -89,42 +89,17 @@ func TestJudgedCriterionOfAnIDThatExtendsAnother(t *testing.T) {
 // would have; a later revision distils nothing more. Before, such a
 // session never gave a memory.
 func TestFirstScoredRevisionDistils(t *testing.T) {
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	store := openStore(t)
-	off := 0
-	apply := func(typ events.Type, data any) []projections.OutboxRecord {
-		t.Helper()
-		env, err := events.New(typ, "test/judged", fmt.Sprintf("e-%d", off), at.Add(time.Duration(off)*time.Second), data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.SessionID, env.Scope = "s", "project:a"
-		pos := projections.Position{Topic: string(events.TopicSessions), Offset: int64(off)}
-		off++
-		var emitted []projections.OutboxRecord
-		if _, err := store.Apply(Name, pos, &env, func(tx *projections.Tx, env *events.Envelope) error {
-			err := Processor{}.Apply(tx, env)
-			emitted = tx.Emitted()
-			return err
-		}); err != nil {
-			t.Fatalf("%s: %v", typ, err)
-		}
-		return emitted
-	}
+	apply := sessionApplier(t, store, "s")
 	// what was emitted: the evaluation and the number of memories
 	emitted := func(recs []projections.OutboxRecord) (ev events.EvaluationData, memories int) {
 		t.Helper()
+		evs := evaluationsIn(t, recs)
+		if len(evs) > 0 {
+			ev = evs[len(evs)-1]
+		}
 		for _, rec := range recs {
-			switch rec.Type {
-			case events.EvaluationCompleted:
-				env, err := events.ParseEvent(rec.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := env.Decode(&ev); err != nil {
-					t.Fatal(err)
-				}
-			case events.MemoryRecorded:
+			if rec.Type == events.MemoryRecorded {
 				memories++
 			}
 		}
@@ -154,4 +129,52 @@ func TestFirstScoredRevisionDistils(t *testing.T) {
 	if ev.Revision != 2 || ev.FirstScored || n != 0 {
 		t.Fatalf("second answer: revision %d, first_scored %v, %d memories; want revision 2, distilled already", ev.Revision, ev.FirstScored, n)
 	}
+}
+
+// sessionApplier applies events of session sid (scope project:a) one by
+// one at consecutive offsets of chronicle.sessions, a second apart, with
+// the sessions processor, and returns what each emitted.
+func sessionApplier(t *testing.T, store *projections.Store, sid string) func(typ events.Type, data any) []projections.OutboxRecord {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	off := 0
+	return func(typ events.Type, data any) []projections.OutboxRecord {
+		t.Helper()
+		env, err := events.New(typ, "test/"+sid, fmt.Sprintf("e-%d", off), at.Add(time.Duration(off)*time.Second), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.SessionID, env.Scope = sid, "project:a"
+		pos := projections.Position{Topic: string(events.TopicSessions), Offset: int64(off)}
+		off++
+		var emitted []projections.OutboxRecord
+		if _, err := store.Apply(Name, pos, &env, func(tx *projections.Tx, env *events.Envelope) error {
+			err := Processor{}.Apply(tx, env)
+			emitted = tx.Emitted()
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		return emitted
+	}
+}
+
+// evaluationsIn decodes the evaluation.completed.v1 events among recs.
+func evaluationsIn(t *testing.T, recs []projections.OutboxRecord) []events.EvaluationData {
+	t.Helper()
+	var evs []events.EvaluationData
+	for _, rec := range recs {
+		if rec.Type != events.EvaluationCompleted {
+			continue
+		}
+		env, err := events.ParseEvent(rec.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev events.EvaluationData
+		if err := env.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }

@@ -1,12 +1,9 @@
 package sessions
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // A tool call that reaches the log after its session's completion (sent
@@ -17,40 +14,11 @@ import (
 // walkthrough, 2026-12-01). An event of a session still running does not
 // evaluate anything.
 func TestLateToolCallRevisesTheEvaluation(t *testing.T) {
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	store := openStore(t)
-	off := 0
-	apply := func(typ events.Type, data any) (evs []events.EvaluationData) {
+	applyEmitting := sessionApplier(t, store, "s")
+	apply := func(typ events.Type, data any) []events.EvaluationData {
 		t.Helper()
-		env, err := events.New(typ, "test/late", fmt.Sprintf("e-%d", off), at.Add(time.Duration(off)*time.Second), data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.SessionID, env.Scope = "s", "project:a"
-		pos := projections.Position{Topic: string(events.TopicSessions), Offset: int64(off)}
-		off++
-		var emitted []projections.OutboxRecord
-		if _, err := store.Apply(Name, pos, &env, func(tx *projections.Tx, env *events.Envelope) error {
-			err := Processor{}.Apply(tx, env)
-			emitted = tx.Emitted()
-			return err
-		}); err != nil {
-			t.Fatalf("%s: %v", typ, err)
-		}
-		for _, rec := range emitted {
-			if rec.Type == events.EvaluationCompleted {
-				e, err := events.ParseEvent(rec.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ev events.EvaluationData
-				if err := e.Decode(&ev); err != nil {
-					t.Fatal(err)
-				}
-				evs = append(evs, ev)
-			}
-		}
-		return evs
+		return evaluationsIn(t, applyEmitting(typ, data))
 	}
 	call := map[string]any{"tool_id": "send_certificate", "session_id": "s", "success": true}
 	apply(events.SessionStarted, events.SessionStartedData{OriginalTask: "Send the certificate.", SuccessCriteria: []events.Criterion{
