@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chronicle-dev/chronicle/events"
@@ -647,24 +648,69 @@ func deadLetterRecord(p Processor, rec *kgo.Record, reason error) projections.Ou
 	case errors.As(reason, &pe) && pe.MemberPointer() != "":
 		hs = append(hs, projections.Header{Key: HeaderPointer, Value: []byte(pe.MemberPointer())})
 	}
-	value := rec.Value
-	size := len(rec.Key) + len(value)
-	for _, h := range hs {
-		size += len(h.Key) + len(h.Value)
+	letter := projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: string(rec.Key), Value: rec.Value, Headers: hs}
+	if letterSize(letter) > MaxLetterBytes {
+		boundLetter(&letter, rec)
 	}
-	if size > MaxLetterBytes {
-		value = letterStub(rec)
-		hs = append(hs, projections.Header{Key: HeaderValueOmitted, Value: []byte(strconv.Itoa(len(rec.Value)))})
+	return letter
+}
+
+// letterFieldMax is the most of a dead letter's key, of each header's
+// name and value, and of each attribute of its stub value, a letter above
+// MaxLetterBytes keeps (4 KiB).
+const letterFieldMax = 4 << 10
+
+func letterSize(l projections.OutboxRecord) int {
+	n := len(l.Key) + len(l.Value)
+	for _, h := range l.Headers {
+		n += len(h.Key) + len(h.Value)
 	}
-	return projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: string(rec.Key), Value: value, Headers: hs}
+	return n
+}
+
+// boundLetter brings l, rec's letter, within MaxLetterBytes: its value
+// becomes the event's attributes without data (letterStub) and
+// HeaderValueOmitted says the value's size; the key and each header's
+// name and value are cut to letterFieldMax (a 1 MB key, header, attribute
+// or member name, which a schema error's reason and pointer repeat, made a
+// letter of a small record about 1 MB, as large as one whose value was:
+// a re-test, 2026-12-01); and should the headers still be too many, the
+// record's own are dropped, HeaderHeadersOmitted counting them. A redrive
+// of such a letter reads the record from its position.
+func boundLetter(l *projections.OutboxRecord, rec *kgo.Record) {
+	l.Value = letterStub(rec)
+	l.Headers = append(l.Headers, projections.Header{Key: HeaderValueOmitted, Value: []byte(strconv.Itoa(len(rec.Value)))})
+	l.Key = string(cutBytes([]byte(l.Key)))
+	for i := range l.Headers {
+		l.Headers[i].Key = string(cutBytes([]byte(l.Headers[i].Key)))
+		l.Headers[i].Value = cutBytes(l.Headers[i].Value)
+	}
+	if letterSize(*l) > MaxLetterBytes {
+		own := l.Headers[len(rec.Headers):]
+		l.Headers = append(append([]projections.Header(nil), own...), projections.Header{Key: HeaderHeadersOmitted, Value: []byte(strconv.Itoa(len(rec.Headers)))})
+	}
+}
+
+// cutBytes is b when it holds at most letterFieldMax bytes, else its
+// start up to a UTF-8 character's end, then "…(N bytes)".
+func cutBytes(b []byte) []byte {
+	if len(b) <= letterFieldMax {
+		return b
+	}
+	n := letterFieldMax - 32
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return append(append([]byte(nil), b[:n]...), fmt.Sprintf("…(%d bytes)", len(b))...)
 }
 
 // letterStub is the value of a letter too large to hold its record's
-// (MaxLetterBytes): the record's event without data and data_base64, as
-// structured JSON, so the letter still names the event's id, type, source
-// and scope; nil when the record is no JSON event (such a letter names no
-// scope, as a letter of a non-JSON record never did). A binary-mode
-// record's letter keeps its ce_ headers, which name the same.
+// (MaxLetterBytes): the record's event without data and data_base64, and
+// without an attribute above letterFieldMax, as structured JSON, so the
+// letter still names the event's id, type, source and scope; nil when the
+// record is no JSON event (such a letter names no scope, as a letter of a
+// non-JSON record never did). A binary-mode record's letter keeps its ce_
+// headers, which name the same.
 func letterStub(rec *kgo.Record) []byte {
 	raw, err := events.StructuredJSON(rec)
 	if err != nil {
@@ -676,6 +722,11 @@ func letterStub(rec *kgo.Record) []byte {
 	}
 	delete(m, "data")
 	delete(m, "data_base64")
+	for k, v := range m {
+		if len(k)+len(v) > letterFieldMax {
+			delete(m, k)
+		}
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil

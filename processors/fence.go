@@ -404,12 +404,10 @@ func (f *Fence) once(ctx context.Context, r *Relay) (int, error) {
 		n += len(drop)
 	}
 	if len(plain) > 0 {
-		if err := r.Producer.ProduceRecords(ctx, outboxRecords(plain)); err != nil {
+		acked, err := r.produceAndAck(ctx, plain)
+		n += acked
+		if err != nil {
 			errs = append(errs, err)
-		} else if err := r.Store.AckOutbox(plain); err != nil {
-			errs = append(errs, err)
-		} else {
-			n += len(plain)
 		}
 	}
 	committed := map[tp]int64{}
@@ -544,13 +542,13 @@ func (f *Fence) onceDeferred(ctx context.Context, r *Relay) (int, error) {
 		n += len(drop)
 	}
 	if len(send) > 0 {
-		if err := r.Producer.ProduceRecords(ctx, outboxRecords(send)); err != nil {
+		// the rows sent leave the outbox, a failure's too; the frontiers
+		// stay where they were until every row below Next was sent
+		acked, err := r.produceAndAck(ctx, send)
+		n += acked
+		if err != nil {
 			return n, errors.Join(append(errs, err)...)
 		}
-		if err := r.Store.AckOutbox(send); err != nil {
-			return n, errors.Join(append(errs, err)...)
-		}
-		n += len(send)
 	}
 	// every pending row of an owned partition below its Next was sent:
 	// Next is its relayed frontier now

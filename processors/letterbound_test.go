@@ -48,6 +48,40 @@ func TestLetterOfALargeRecordIsBounded(t *testing.T) {
 	if err != nil || d.EventID != "kbig-1" || d.Scope != "project:a" || d.Offset != 7 || d.Partition != 2 {
 		t.Fatalf("LetterOf: %+v %v; want the event and its scope", d, err)
 	}
+	// a small record with a 1 MB key, header, attribute or member name
+	// (which the reason and pointer repeat): within the bound too (a
+	// re-test: each made a letter of about 1 MB, which wedged the relay)
+	mb := strings.Repeat("k", 1<<20)
+	smallEvent := func(attr, member string) []byte {
+		return []byte(`{"specversion":"1.0","id":"s1","source":"py","type":"coordination.session.started.v1","sessionid":"` + attr + `","data":{"` + member + `":1}}`)
+	}
+	for name, r := range map[string]*kgo.Record{
+		"key":         {Topic: string(events.TopicSessions), Key: []byte(mb), Value: smallEvent("s1", "x")},
+		"header":      {Topic: string(events.TopicSessions), Key: []byte("k"), Value: smallEvent("s1", "x"), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(mb)}}},
+		"attribute":   {Topic: string(events.TopicSessions), Key: []byte("k"), Value: smallEvent(mb, "x")},
+		"member name": {Topic: string(events.TopicSessions), Key: []byte("k"), Value: smallEvent("s1", mb)},
+		"many headers": {Topic: string(events.TopicSessions), Key: []byte("k"), Value: smallEvent("s1", "x"), Headers: func() []kgo.RecordHeader {
+			hs := make([]kgo.RecordHeader, 400)
+			for i := range hs {
+				hs[i] = kgo.RecordHeader{Key: "h" + strconv.Itoa(i), Value: []byte(strings.Repeat("v", 4000))}
+			}
+			return hs
+		}()},
+	} {
+		reason := &events.ValidationError{Index: -1, Pointer: "/data/" + mb, Reason: "unknown property " + mb}
+		l := processors.DeadLetterRecord(sessions.Processor{}, r, reason)
+		if n := len(l.Key) + len(l.Value) + func() (n int) {
+			for _, h := range l.Headers {
+				n += len(h.Key) + len(h.Value)
+			}
+			return n
+		}(); n > processors.MaxLetterBytes {
+			t.Errorf("a record with a large %s: a letter of %d bytes, above %d", name, n, processors.MaxLetterBytes)
+		}
+		if d, err := processors.LetterOf(asRecord(l)); err != nil || d.Topic != string(events.TopicSessions) {
+			t.Errorf("a record with a large %s: LetterOf %+v %v", name, d, err)
+		}
+	}
 	small := &kgo.Record{Topic: string(events.TopicSessions), Key: []byte("project:a/s"), Value: []byte(`{"id":"s"}`)}
 	if l := processors.DeadLetterRecord(sessions.Processor{}, small, errTest); string(l.Value) != `{"id":"s"}` {
 		t.Fatalf("a small record's letter holds %s; want its value", l.Value)
@@ -63,6 +97,26 @@ var errTest = &events.ValidationError{Index: -1, Pointer: "/", Reason: "test"}
 // one memory.created.v1 245 times on the learned stream behind a row the
 // broker refused as too large.
 func TestRelayAcksWhatTheBrokerAcknowledged(t *testing.T) {
+	for _, deferred := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "deferred fence"}[deferred], func(t *testing.T) {
+			relayAcksWhatTheBrokerAcknowledged(t, deferred)
+		})
+	}
+}
+
+// ownsT owns partition 0 of topic "t" with every record applied up to
+// next: the deferred fence relays the rows it sourced below that.
+type ownsT struct{ next int64 }
+
+func (o ownsT) Ownership() processors.Ownership {
+	return processors.Ownership{Partitions: []processors.OwnedPartition{{Topic: "t", Partition: 0, Next: o.next}}}
+}
+
+// relayAcksWhatTheBrokerAcknowledged runs the test on a plain relay, or on
+// one with a deferred fence: the path serve takes on its embedded broker
+// (the first fix covered only the plain one, and a re-test still saw
+// derived events re-sent every round).
+func relayAcksWhatTheBrokerAcknowledged(t *testing.T, deferred bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
@@ -98,6 +152,9 @@ func TestRelayAcksWhatTheBrokerAcknowledged(t *testing.T) {
 	}
 	defer prod.Close()
 	relay := &processors.Relay{Store: store, Producer: prod}
+	if deferred {
+		relay.Fence = &processors.Fence{Brokers: brk.Addrs(), Owner: ownsT{next: 4}, Deferred: true}
+	}
 	for round := 0; round < 3; round++ {
 		n, err := relay.Once(ctx)
 		if err == nil {

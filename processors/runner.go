@@ -42,13 +42,17 @@ const (
 	// letter leaves out (see deadLetterRecord); a redrive reads the record
 	// from its original position instead.
 	HeaderValueOmitted = "value_omitted_poisoned"
+	// HeaderHeadersOmitted, on a letter whose record's headers would
+	// still pass MaxLetterBytes once cut, counts the record's headers the
+	// letter leaves out.
+	HeaderHeadersOmitted = "headers_omitted_poisoned"
 )
 
 // MaxLetterBytes bounds a dead letter the engine writes: the rejected
 // record's key, value and headers plus the letter's own headers, in bytes
-// (events.MaxEventBytes, 960 KiB). A letter above it keeps the headers and,
-// for the value, the event's attributes without its data
-// (HeaderValueOmitted says so). Kafka takes records up to its
+// (events.MaxEventBytes, 960 KiB). A letter above it holds, for the
+// value, the event's attributes without its data (HeaderValueOmitted says
+// so), and its key and headers cut to 4 KiB each (see boundLetter). Kafka takes records up to its
 // max.message.bytes (1,048,588 by default) from any client, while the
 // relay's producer takes at most 1,000,012 bytes a batch (franz-go's
 // default): a rejected record near the broker's limit, its letter a few

@@ -350,7 +350,7 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 			if orig == nil {
 				return out, fmt.Errorf("deadletter: redrive %s: the letter holds no copy of the record (its %d-byte value was above the letter limit, %d bytes) and the log no longer has it at its position", l.ID, l.ValueOmitted, processors.MaxLetterBytes)
 			}
-			rec = kgo.Record{Topic: l.Topic, Key: []byte(l.Key), Value: orig.Value, Headers: orig.Headers}
+			rec = kgo.Record{Topic: l.Topic, Key: orig.Key, Value: orig.Value, Headers: orig.Headers} // the letter may hold the key and headers cut
 			ts = orig.Timestamp
 		}
 		if _, key, err := events.FromRecordKey(&rec); err == nil {
