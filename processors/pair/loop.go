@@ -104,7 +104,10 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		st.Evaluated, st.Composite, st.EvaluatedAt = true, ev.Composite, env.Time
 		st.NotEvaluated = ev.Recommendation == events.NotEvaluated
-		if (ev.Revision == 0 || ev.FirstScored) && ev.Composite < PassComposite && st.Context == nil && !st.NotEvaluated {
+		// any revision below PassComposite of a session without a
+		// context waits for one (a call that arrived after the completion
+		// can take a session below 95: a re-test, 2026-12-01)
+		if ev.Composite < PassComposite && st.Context == nil && !st.NotEvaluated {
 			raw, err := json.Marshal(env)
 			if err != nil {
 				return err

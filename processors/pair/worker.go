@@ -112,17 +112,23 @@ type Plan struct {
 	MinuteSession string
 }
 
-// Plan decides what to write for evaluation ev: nothing for a judge
-// revision (revision > 0), a not_evaluated evaluation, or a session at
-// PassComposite without a parent below it; the Context below PassComposite (retrieval unless the session
-// is at MaxIterations); the improvement memory of a revision at
-// PassComposite whose parent scored below it. scope is the scope of the
-// evaluation event (the memory's content address depends on it). The
-// session must be in the sessions projection.
+// Plan decides what to write for evaluation ev: nothing for a
+// not_evaluated evaluation, a session at PassComposite without a parent
+// below it, or a later revision (revision > 0, not first_scored) at
+// PassComposite; the Context below PassComposite, of any revision
+// (retrieval unless the session is at MaxIterations; Derive writes one
+// per session); the improvement memory of an evaluation at PassComposite,
+// at completion or first scored, whose parent scored below it. scope is
+// the scope of the evaluation event (the memory's content address depends
+// on it). The session must be in the sessions projection. Before, every
+// later revision was skipped, so a session that a tool call arriving
+// after its completion took below 95 never got a context (a re-test,
+// 2026-12-01: AWAITING_CONTEXT for good).
 func (w *Worker) Plan(ctx context.Context, scope string, ev events.EvaluationData) (Plan, error) {
-	if ev.Revision > 0 && !ev.FirstScored || ev.Recommendation == events.NotEvaluated {
+	if ev.Recommendation == events.NotEvaluated || ev.Revision > 0 && !ev.FirstScored && ev.Composite >= PassComposite {
 		// not_evaluated: the composite is no evidence either way, nothing
-		// to revise from (LoopNotEvaluated)
+		// to revise from (LoopNotEvaluated); a later revision at 95 or
+		// above records no improvement memory again
 		return Plan{}, nil
 	}
 	v, ok, err := sessions.Get(w.Store, events.EntityKey(scope, ev.SessionID))
@@ -171,7 +177,7 @@ func (w *Worker) Derive(ctx context.Context, env *events.Envelope) ([]events.Env
 	if err := env.Decode(&ev); err != nil {
 		return nil, err
 	}
-	if (ev.Revision == 0 || ev.FirstScored) && ev.Composite < PassComposite {
+	if ev.Composite < PassComposite {
 		// one context per session: when the pairloop projection holds one
 		// already (written by POST …/improve, or by an earlier run), a
 		// second retrieval could answer differently under the same

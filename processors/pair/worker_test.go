@@ -37,12 +37,20 @@ func TestWorkerPlan(t *testing.T) {
 	if p, err := h.w.Plan(ctx, scope, goodEv); err != nil || p.Context != nil || p.Improvement != nil {
 		t.Fatalf("success without parent: %+v %v", p, err)
 	}
-	// a judge revision: nothing, whatever the composite
+	// a later revision at 95 or above: nothing; below it, a context as
+	// at completion (Derive writes one per session). Before, every later
+	// revision was skipped, so a session a late tool call took below 95
+	// never got one (a re-test, 2026-12-01)
 	_, failedEv := h.eval(sc.failedID)
 	rev := failedEv
 	rev.Revision = 1
-	if p, err := h.w.Plan(ctx, scope, rev); err != nil || p.Context != nil || p.Improvement != nil {
-		t.Fatalf("revision 1: %+v %v", p, err)
+	if p, err := h.w.Plan(ctx, scope, rev); err != nil || p.Context == nil || p.Improvement != nil {
+		t.Fatalf("revision 1 below 95: %+v %v; want a context", p, err)
+	}
+	passed := rev
+	passed.Composite, passed.Recommendation = 100, events.MeetsCriteria
+	if p, err := h.w.Plan(ctx, scope, passed); err != nil || p.Context != nil || p.Improvement != nil {
+		t.Fatalf("revision 1 at 100: %+v %v; want nothing", p, err)
 	}
 	// an unknown session is an error (the evaluation is dead-lettered)
 	unknown := failedEv
