@@ -20,15 +20,20 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -151,8 +156,8 @@ func HTTPHandler(backend search.Backend, opts Options) http.Handler {
 		reg = &callerRegistry{callers: make(map[string]Caller)}
 	}
 	server := newServer(backend, opts, reg)
-	h := methodNotFound(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true}))
+	h := textChecked(methodNotFound(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true})))
 	if reg == nil {
 		return originChecked(h)
 	}
@@ -191,6 +196,60 @@ func originChecked(h http.Handler) http.Handler {
 		w.Write(b)
 	}))
 	return p.Handler(h)
+}
+
+// textCheckedMax is the most of a POST body textChecked reads to check it
+// (16 MiB); a larger body is handed on, and the SDK's own limit applies.
+const textCheckedMax = 16 << 20
+
+// textChecked refuses a POST whose body is not UTF-8 text, or holds a \u
+// escape of a lone UTF-16 surrogate, with 400 and a JSON-RPC parse error
+// (-32700) without an id, and one whose Content-Type names a charset other
+// than UTF-8 with 415: JSON is UTF-8 (RFC 8259, section 8.1), and the
+// SDK's decoder turns such bytes and escapes into U+FFFD, so memory_record
+// titles that differed only there were one memory, merged with its
+// evidence counted three times (a re-test, 2026-12-01), as the HTTP API's
+// own routes refuse them. Only the HTTP transport is checked: `chronicle
+// mcp` over stdio hands the SDK its stdin as it comes.
+func textChecked(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		refuse := func(code int, msg string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32700, "message": msg}})
+			w.Write(b)
+		}
+		if _, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil {
+			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+				refuse(http.StatusUnsupportedMediaType, fmt.Sprintf("Parse error: charset %q: JSON is UTF-8 (RFC 8259, section 8.1)", cs))
+				return
+			}
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, textCheckedMax+1))
+		if err != nil {
+			refuse(http.StatusBadRequest, "Parse error: reading the body: "+err.Error())
+			return
+		}
+		if len(body) <= textCheckedMax {
+			if !utf8.Valid(body) {
+				refuse(http.StatusBadRequest, "Parse error: the body is not valid UTF-8 (JSON is UTF-8, RFC 8259, section 8.1)")
+				return
+			}
+			if ptr, reason, ok := events.LoneSurrogate(body); ok {
+				refuse(http.StatusBadRequest, fmt.Sprintf("Parse error: %s: %s", ptr, reason))
+				return
+			}
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // callerHeader carries, from [HTTPHandler]'s authentication step to the tool

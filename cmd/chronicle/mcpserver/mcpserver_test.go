@@ -834,3 +834,48 @@ func TestHTTPRefusesAnotherOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPRefusesTextThatIsNotUTF8: a POST to /mcp whose body holds bytes
+// that are not UTF-8 or a lone surrogate's \u escape is a 400 with a
+// JSON-RPC parse error, and one with a charset other than UTF-8 a 415;
+// nothing reaches the backend. Before, the SDK read each as U+FFFD, so
+// memory_record titles "A\xff", "A\ud800" and "A\udfff" were one memory
+// with its evidence counted three times (a re-test, 2026-12-01).
+func TestHTTPRefusesTextThatIsNotUTF8(t *testing.T) {
+	fake, url := newHTTP(t)
+	post := func(title, contentType string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"`+title+`","description":"d","content":"c","outcome":"success"}}}`))
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer writer")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		title, contentType string
+		code               int
+	}{{"A\xff", "application/json", 400}, {`A\ud800`, "application/json", 400}, {`A\udfff`, "application/json", 400}, {"A", "application/json; charset=latin-1", 415}} {
+		code, body := post(c.title, c.contentType)
+		var rpc struct {
+			ID    any `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if code != c.code || json.Unmarshal([]byte(body), &rpc) != nil || rpc.Error == nil || rpc.Error.Code != -32700 || rpc.ID != nil {
+			t.Errorf("title %q, %s: %d %s; want %d with a JSON-RPC parse error", c.title, c.contentType, code, body, c.code)
+		}
+	}
+	if n := fake.ncalls(); n != 0 {
+		t.Fatalf("a refused request reached the backend (%d calls)", n)
+	}
+	if code, body := post("A é", "application/json; charset=utf-8"); code != http.StatusOK {
+		t.Errorf("a UTF-8 title: %d %s, want 200", code, body)
+	}
+}
