@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
@@ -898,8 +899,10 @@ func readSessionLog(ctx context.Context, brokers []string, key, scope string, fr
 				continue // a fetch starts at its batch's first record
 			}
 			if string(rec.Key) == id {
-				// undecodable records have no scope of their own: never shown
-				if raw, err := events.StructuredJSON(rec); err == nil && recordScope(raw) == scope {
+				// undecodable records have no scope of their own: never shown;
+				// nor are records that are not UTF-8, which no event is (a
+				// re-test saw one listed, making the answer invalid JSON text)
+				if raw, err := events.StructuredJSON(rec); err == nil && utf8.Valid(raw) && recordScope(raw) == scope {
 					pos := projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
 					out = append(out, PositionedEvent{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Position: pos.String(), Event: raw})
 					if most > 0 && len(out) >= most {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
@@ -136,8 +137,8 @@ func readIndexedSessionPage(ctx context.Context, brokers []string, store *projec
 				continue
 			}
 			raw, err := events.StructuredJSON(r)
-			if err != nil || recordScope(raw) != scope {
-				continue
+			if err != nil || !utf8.Valid(raw) || recordScope(raw) != scope {
+				continue // no event (see readSessionLog)
 			}
 			if bounded {
 				if maxBytes > 0 && len(*l) > 0 && size+len(raw) > maxBytes {
