@@ -201,15 +201,15 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 	// integrator's walkthroughs). A media type's case does not count (RFC
 	// 9110): Application/JSON is JSON; application/json-seq is not
 	if hasContentType {
-		if mt, _, err := mime.ParseMediaType(contentType); err != nil || mt != ContentTypeJSON {
-			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("header content-type %q: only application/json data is accepted", contentType)}
+		if mt, params, err := mime.ParseMediaType(contentType); err != nil || mt != ContentTypeJSON || !utf8Charset(params) {
+			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("header content-type %q: only application/json data is accepted, in UTF-8 (RFC 8259, section 8.1)", contentType)}
 		}
 		attrs["datacontenttype"] = strings.TrimSpace(contentType)
 	} else if ct, ok := attrs["datacontenttype"].(string); ok {
 		// a ce_datacontenttype header, which the binding does not use, is
 		// kept as sent: the envelope's schema judges it
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != ContentTypeJSON {
-			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: only application/json data is accepted", ct)}
+		if mt, params, err := mime.ParseMediaType(ct); err != nil || mt != ContentTypeJSON || !utf8Charset(params) {
+			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: only application/json data is accepted, in UTF-8 (RFC 8259, section 8.1)", ct)}
 		}
 	}
 	attrs["data"] = json.RawMessage(r.Value)
@@ -217,6 +217,15 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: "binary-mode value is not valid JSON"}
 	}
 	return json.Marshal(attrs)
+}
+
+// utf8Charset reports whether a media type's parameters name no charset,
+// or UTF-8: JSON is UTF-8 (RFC 8259, section 8.1), and a record saying
+// charset=latin-1 was taken and read as UTF-8, where HTTP answers 415 (a
+// re-test, 2026-12-01).
+func utf8Charset(params map[string]string) bool {
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
 }
 
 // structuredMode reports whether r's content-type header (the last one,

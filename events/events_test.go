@@ -247,7 +247,7 @@ func TestBinaryModeAccepted(t *testing.T) {
 	if env, err := events.FromRecord(&withoutCT); err != nil || env.DataContentType != "" {
 		t.Fatalf("no content-type: datacontenttype %q %v; want none", env.DataContentType, err)
 	}
-	for _, bad := range []string{"application/json-seq", "text/plain", "not a media type;;"} {
+	for _, bad := range []string{"application/json-seq", "text/plain", "not a media type;;", "application/json; charset=latin-1"} {
 		rec.Headers[5].Value = []byte(bad)
 		var ve *events.ValidationError
 		if _, err := events.FromRecord(rec); !errors.As(err, &ve) || ve.Pointer != "/datacontenttype" {

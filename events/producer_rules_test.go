@@ -518,10 +518,39 @@ func TestWorkflowIDsRefuseControlCharacters(t *testing.T) {
 				t.Errorf("%s with %s %s: %v, want a refusal at /data/%s", c.typ, c.member, bad, err, c.member)
 			}
 		}
+		if c.typ != "workflow.decision.requested.v1" {
+			// who sent the command or the answer is listed as the ids are
+			data := strings.Replace(fmt.Sprintf(c.data, `"ok-1"`), `{"workflow_id"`, `{"by":"x\u0007","workflow_id"`, 1)
+			var ve *events.ValidationError
+			if _, err := events.ParseProducerEvent(ev(c.typ, data)); !errors.As(err, &ve) || ve.Pointer != "/data/by" {
+				t.Errorf("%s with by \"x\\u0007\": %v, want a refusal at /data/by", c.typ, err)
+			}
+		}
 		for _, good := range []string{`"c-1"`, `"approve step 2"`, `"décision"`} {
 			if _, err := events.ParseProducerEvent(ev(c.typ, fmt.Sprintf(c.data, good))); err != nil {
 				t.Errorf("%s with %s %s: %v, want it taken", c.typ, c.member, good, err)
 			}
+		}
+	}
+}
+
+// A datacontenttype naming a charset other than UTF-8 is refused on the
+// producer paths (JSON is UTF-8, RFC 8259 section 8.1), as HTTP's
+// Content-Type and a Kafka binary record's content-type are; UTF-8 in any
+// spelling is taken (a re-test, 2026-12-01: charset=latin-1 was taken).
+func TestDataContentTypeCharsetIsUTF8(t *testing.T) {
+	ev := func(dct string) []byte {
+		return []byte(`{"specversion":"1.0","id":"c","source":"go/test","type":"memory.feedback.v1","datacontenttype":"` + dct + `","data":{"memory_id":"m1","signal":"task_completion","positive":true}}`)
+	}
+	for _, bad := range []string{"application/json; charset=latin-1", "application/json; charset=utf-16"} {
+		var ve *events.ValidationError
+		if _, err := events.ParseProducerEvent(ev(bad)); !errors.As(err, &ve) || ve.Pointer != "/datacontenttype" {
+			t.Errorf("%q: %v, want a refusal at /datacontenttype", bad, err)
+		}
+	}
+	for _, good := range []string{"application/json", "application/json; charset=utf-8", "application/json; charset=UTF8"} {
+		if _, err := events.ParseProducerEvent(ev(good)); err != nil {
+			t.Errorf("%q: %v, want it taken", good, err)
 		}
 	}
 }

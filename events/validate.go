@@ -389,8 +389,12 @@ func checkProduced(e *Envelope) error {
 		}
 	}
 	if e.DataContentType != "" && e.DataContentType != ContentTypeJSON {
-		if _, _, err := mime.ParseMediaType(e.DataContentType); err != nil {
+		_, params, err := mime.ParseMediaType(e.DataContentType)
+		if err != nil {
 			return &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q is not a media type (RFC 2046: type/subtype, then parameters as ; name=value): %v", e.DataContentType, err)}
+		}
+		if !utf8Charset(params) {
+			return &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: JSON data is UTF-8 (RFC 8259, section 8.1); say charset=utf-8 or no charset", e.DataContentType)}
 		}
 	}
 	if e.SessionID != "" {
@@ -564,8 +568,9 @@ func checkNodeID(e *Envelope) error {
 
 // checkWorkflowIDs refuses a command id or decision id (of
 // workflow.command.enqueued.v1, workflow.decision.requested.v1 and
-// workflow.decision.answered.v1) holding a control character (U+0000–U+001F,
-// U+007F–U+009F), naming the member: such an id is shown by the CLI, written
+// workflow.decision.answered.v1), or the by of a command or an answer,
+// holding a control character (U+0000–U+001F, U+007F–U+009F), naming the
+// member: such an id is shown by the CLI, written
 // to logs and named in URLs (/v1/workflows/{id}/decisions/{decision_id}),
 // where a newline or an escape sequence breaks the line or the terminal, as
 // CloudEvents forbids them in an event's own id. Before, "c\u0007\n" was
@@ -581,10 +586,16 @@ func checkWorkflowIDs(e *Envelope) error {
 	default:
 		return nil
 	}
-	if id, obj, present, str := dataString(e.Data, member); obj && present && str {
-		for i, r := range id {
-			if r < 0x20 || r >= 0x7f && r <= 0x9f {
-				return &ValidationError{Index: -1, Pointer: "/data/" + member, Reason: fmt.Sprintf("the control character %U at byte %d is not allowed in an id (it is shown in logs and terminals and named in URLs)", r, i)}
+	members := []string{member}
+	if e.Type != WorkflowDecisionRequested {
+		members = append(members, "by") // who sent the command or the answer, listed as the ids are
+	}
+	for _, m := range members {
+		if id, obj, present, str := dataString(e.Data, m); obj && present && str {
+			for i, r := range id {
+				if r < 0x20 || r >= 0x7f && r <= 0x9f {
+					return &ValidationError{Index: -1, Pointer: "/data/" + m, Reason: fmt.Sprintf("the control character %U at byte %d is not allowed in an id (it is shown in logs and terminals and named in URLs)", r, i)}
+				}
 			}
 		}
 	}
