@@ -24,7 +24,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -189,11 +188,7 @@ func HTTPHandler(backend search.Backend, opts Options) http.Handler {
 func originChecked(h http.Handler) http.Handler {
 	p := http.NewCrossOriginProtection()
 	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		msg := fmt.Sprintf("Forbidden: cross-origin request (Origin %q, Host %q): the MCP endpoint serves its own origin only", r.Header.Get("Origin"), r.Host)
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32600, "message": msg}})
-		w.Write(b)
+		writeRPCError(w, http.StatusForbidden, nil, -32600, fmt.Sprintf("Forbidden: cross-origin request (Origin %q, Host %q): the MCP endpoint serves its own origin only", r.Header.Get("Origin"), r.Host))
 	}))
 	return p.Handler(h)
 }
@@ -217,12 +212,7 @@ func textChecked(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		refuse := func(code int, msg string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(code)
-			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32700, "message": msg}})
-			w.Write(b)
-		}
+		refuse := func(status int, msg string) { writeRPCError(w, status, nil, -32700, msg) }
 		if _, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil {
 			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
 				refuse(http.StatusUnsupportedMediaType, fmt.Sprintf("Parse error: charset %q: JSON is UTF-8 (RFC 8259, section 8.1)", cs))
@@ -244,10 +234,7 @@ func textChecked(h http.Handler) http.Handler {
 				return
 			}
 		}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -794,34 +794,18 @@ func TestMemorySearchWritesUsageOnlyWhereTheCallerWrites(t *testing.T) {
 func TestHTTPRefusesAnotherOrigin(t *testing.T) {
 	fake, url := newHTTP(t)
 	post := func(origin, fetchSite string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"t","description":"d","content":"c","outcome":"success"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer writer")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
-		if fetchSite != "" {
-			req.Header.Set("Sec-Fetch-Site", fetchSite)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return postRecord(t, url, "t", "application/json", func(req *http.Request) {
+			if origin != "" {
+				req.Header.Set("Origin", origin)
+			}
+			if fetchSite != "" {
+				req.Header.Set("Sec-Fetch-Site", fetchSite)
+			}
+		})
 	}
 	for _, c := range []struct{ origin, site string }{{"http://evil.example", ""}, {"", "cross-site"}, {"http://evil.example", "cross-site"}} {
 		code, body := post(c.origin, c.site)
-		var rpc struct {
-			ID    any `json:"id"`
-			Error *struct {
-				Code int `json:"code"`
-			} `json:"error"`
-		}
-		if code != http.StatusForbidden || json.Unmarshal([]byte(body), &rpc) != nil || rpc.Error == nil || rpc.ID != nil {
+		if _, ok := rpcErrorWithoutID(body); code != http.StatusForbidden || !ok {
 			t.Errorf("Origin %q Sec-Fetch-Site %q: %d %s, want 403 with a JSON-RPC error without id", c.origin, c.site, code, body)
 		}
 	}
@@ -843,32 +827,13 @@ func TestHTTPRefusesAnotherOrigin(t *testing.T) {
 // with its evidence counted three times (a re-test, 2026-12-01).
 func TestHTTPRefusesTextThatIsNotUTF8(t *testing.T) {
 	fake, url := newHTTP(t)
-	post := func(title, contentType string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"`+title+`","description":"d","content":"c","outcome":"success"}}}`))
-		req.Header.Set("Content-Type", contentType)
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer writer")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	post := func(title, contentType string) (int, string) { return postRecord(t, url, title, contentType, nil) }
 	for _, c := range []struct {
 		title, contentType string
 		code               int
 	}{{"A\xff", "application/json", 400}, {`A\ud800`, "application/json", 400}, {`A\udfff`, "application/json", 400}, {"A", "application/json; charset=latin-1", 415}} {
 		code, body := post(c.title, c.contentType)
-		var rpc struct {
-			ID    any `json:"id"`
-			Error *struct {
-				Code int `json:"code"`
-			} `json:"error"`
-		}
-		if code != c.code || json.Unmarshal([]byte(body), &rpc) != nil || rpc.Error == nil || rpc.Error.Code != -32700 || rpc.ID != nil {
+		if rpcCode, ok := rpcErrorWithoutID(body); code != c.code || !ok || rpcCode != -32700 {
 			t.Errorf("title %q, %s: %d %s; want %d with a JSON-RPC parse error", c.title, c.contentType, code, body, c.code)
 		}
 	}
@@ -878,4 +843,41 @@ func TestHTTPRefusesTextThatIsNotUTF8(t *testing.T) {
 	if code, body := post("A é", "application/json; charset=utf-8"); code != http.StatusOK {
 		t.Errorf("a UTF-8 title: %d %s, want 200", code, body)
 	}
+}
+
+// postRecord POSTs a memory_record call with title to the /mcp at url as
+// the writer, with contentType and whatever set adds, and returns the
+// status and body.
+func postRecord(t *testing.T, url, title, contentType string, set func(*http.Request)) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"`+title+`","description":"d","content":"c","outcome":"success"}}}`))
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer writer")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if set != nil {
+		set(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// rpcErrorWithoutID reads body as a JSON-RPC error object without an id,
+// returning its code.
+func rpcErrorWithoutID(body string) (code int, ok bool) {
+	var rpc struct {
+		ID    any `json:"id"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &rpc) != nil || rpc.Error == nil || rpc.ID != nil {
+		return 0, false
+	}
+	return rpc.Error.Code, true
 }

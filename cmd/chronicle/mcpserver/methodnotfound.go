@@ -43,15 +43,25 @@ func methodNotFound(h http.Handler) http.Handler {
 		hw := &heldWriter{ResponseWriter: w, header: http.Header{}}
 		h.ServeHTTP(hw, r)
 		if hw.held() && strings.HasPrefix(hw.buf.String(), "JSON RPC not handled") {
-			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
-				"error": map[string]any{"code": -32601, "message": "method not found: " + strings.TrimSpace(strings.TrimPrefix(hw.buf.String(), "JSON RPC not handled: "))}})
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			w.Write(b)
+			writeRPCError(w, http.StatusOK, req.ID, -32601, "method not found: "+strings.TrimSpace(strings.TrimPrefix(hw.buf.String(), "JSON RPC not handled: ")))
 			return
 		}
 		hw.release()
 	})
+}
+
+// writeRPCError answers status with a JSON-RPC 2.0 error object of code
+// and message, with id (none when nil: an error about no request the
+// server could read).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, message string) {
+	resp := map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": code, "message": message}}
+	if id != nil {
+		resp["id"] = id
+	}
+	b, _ := json.Marshal(resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 type readCloser struct {
