@@ -201,14 +201,14 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 	// integrator's walkthroughs). A media type's case does not count (RFC
 	// 9110): Application/JSON is JSON; application/json-seq is not
 	if hasContentType {
-		if mt, params, err := mime.ParseMediaType(contentType); err != nil || mt != ContentTypeJSON || !utf8Charset(params) {
+		if mt, params, err := mime.ParseMediaType(contentType); err != nil || mt != ContentTypeJSON || !UTF8Charset(params) {
 			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("header content-type %q: only application/json data is accepted, in UTF-8 (RFC 8259, section 8.1)", contentType)}
 		}
 		attrs["datacontenttype"] = strings.TrimSpace(contentType)
 	} else if ct, ok := attrs["datacontenttype"].(string); ok {
 		// a ce_datacontenttype header, which the binding does not use, is
 		// kept as sent: the envelope's schema judges it
-		if mt, params, err := mime.ParseMediaType(ct); err != nil || mt != ContentTypeJSON || !utf8Charset(params) {
+		if mt, params, err := mime.ParseMediaType(ct); err != nil || mt != ContentTypeJSON || !UTF8Charset(params) {
 			return nil, &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: only application/json data is accepted, in UTF-8 (RFC 8259, section 8.1)", ct)}
 		}
 	}
@@ -219,11 +219,13 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 	return json.Marshal(attrs)
 }
 
-// utf8Charset reports whether a media type's parameters name no charset,
-// or UTF-8: JSON is UTF-8 (RFC 8259, section 8.1), and a record saying
-// charset=latin-1 was taken and read as UTF-8, where HTTP answers 415 (a
-// re-test, 2026-12-01).
-func utf8Charset(params map[string]string) bool {
+// UTF8Charset reports whether a media type's parameters (as
+// mime.ParseMediaType returns them) name no charset, or UTF-8 in any case
+// ("utf-8", "UTF8"): JSON is UTF-8 (RFC 8259, section 8.1). A Kafka
+// binary record, a produced datacontenttype, an HTTP JSON body and a /mcp
+// POST are checked with it; before, charset=latin-1 was taken and read as
+// UTF-8 (a re-test, 2026-12-01).
+func UTF8Charset(params map[string]string) bool {
 	cs, ok := params["charset"]
 	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
 }

@@ -393,7 +393,7 @@ func checkProduced(e *Envelope) error {
 		if err != nil {
 			return &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q is not a media type (RFC 2046: type/subtype, then parameters as ; name=value): %v", e.DataContentType, err)}
 		}
-		if !utf8Charset(params) {
+		if !UTF8Charset(params) {
 			return &ValidationError{Index: -1, Pointer: "/datacontenttype", Reason: fmt.Sprintf("%q: JSON data is UTF-8 (RFC 8259, section 8.1); say charset=utf-8 or no charset", e.DataContentType)}
 		}
 	}

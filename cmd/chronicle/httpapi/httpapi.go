@@ -95,8 +95,8 @@ func requireJSON(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ct := r.Header.Get("Content-Type"); ct != "" {
 			mt, params, err := mime.ParseMediaType(ct)
-			if cs, ok := params["charset"]; err == nil && jsonContentTypes[mt] && ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-				writeErr(w, http.StatusUnsupportedMediaType, "Content-Type: %q: charset %q: JSON is UTF-8 (RFC 8259, section 8.1); send the body as UTF-8 with charset=utf-8 or no charset", ct, cs)
+			if err == nil && jsonContentTypes[mt] && !events.UTF8Charset(params) {
+				writeErr(w, http.StatusUnsupportedMediaType, "Content-Type: %q: charset %q: JSON is UTF-8 (RFC 8259, section 8.1); send the body as UTF-8 with charset=utf-8 or no charset", ct, params["charset"])
 				return
 			}
 			if err == nil && !jsonContentTypes[mt] && hasBinaryHeaders(r) {

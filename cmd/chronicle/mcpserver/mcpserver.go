@@ -20,16 +20,13 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -213,13 +210,11 @@ func textChecked(h http.Handler) http.Handler {
 			return
 		}
 		refuse := func(status int, msg string) { writeRPCError(w, status, nil, -32700, msg) }
-		if _, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil {
-			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-				refuse(http.StatusUnsupportedMediaType, fmt.Sprintf("Parse error: charset %q: JSON is UTF-8 (RFC 8259, section 8.1)", cs))
-				return
-			}
+		if _, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && !events.UTF8Charset(params) {
+			refuse(http.StatusUnsupportedMediaType, fmt.Sprintf("Parse error: charset %q: JSON is UTF-8 (RFC 8259, section 8.1)", params["charset"]))
+			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, textCheckedMax+1))
+		body, err := peekBody(r, textCheckedMax+1)
 		if err != nil {
 			refuse(http.StatusBadRequest, "Parse error: reading the body: "+err.Error())
 			return
@@ -234,7 +229,6 @@ func textChecked(h http.Handler) http.Handler {
 				return
 			}
 		}
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		h.ServeHTTP(w, r)
 	})
 }

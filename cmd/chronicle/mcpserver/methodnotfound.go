@@ -30,8 +30,7 @@ func methodNotFound(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		head, err := io.ReadAll(io.LimitReader(r.Body, sniffBytes))
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		head, err := peekBody(r, sniffBytes)
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -62,6 +61,14 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// peekBody reads up to max bytes of r's body and puts them back in front
+// of the rest, so the next handler reads the whole body as sent.
+func peekBody(r *http.Request, max int64) ([]byte, error) {
+	head, err := io.ReadAll(io.LimitReader(r.Body, max))
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	return head, err
 }
 
 type readCloser struct {
