@@ -45,8 +45,8 @@ func TestLetterOfALargeRecordIsBounded(t *testing.T) {
 		t.Fatalf("letter value %.200s (%v): want the event's attributes without data", letter.Value, err)
 	}
 	d, err := processors.LetterOf(asRecord(letter))
-	if err != nil || d.EventID != "kbig-1" || d.Scope != "project:a" || d.Offset != 7 || d.Partition != 2 {
-		t.Fatalf("LetterOf: %+v %v; want the event and its scope", d, err)
+	if err != nil || d.EventID != "kbig-1" || d.Scope != "project:a" || d.Offset != 7 || d.Partition != 2 || d.ValueOmitted != len(big) {
+		t.Fatalf("LetterOf: %+v %v; want the event, its scope and the omitted value's size %d (GET /v1/deadletters' value_omitted)", d, err, len(big))
 	}
 	// a small record with a 1 MB key, header, attribute or member name
 	// (which the reason and pointer repeat): within the bound too (a

@@ -61,6 +61,10 @@ type LetterData struct {
 	DeadLetterPartition int32  `json:"dead_letter_partition"`
 	DeadLetterOffset    int64  `json:"dead_letter_offset"`
 	DeadLetteredAt      string `json:"dead_lettered_at"`
+	// ValueOmitted is the size in bytes of the rejected record's value
+	// when the letter left it out (MaxLetterBytes, HeaderValueOmitted),
+	// else 0: a redrive then reads the record at its position.
+	ValueOmitted int `json:"value_omitted,omitempty"`
 }
 
 // LetterOf reads a record of the dead-letter topic. It fails, naming the
@@ -90,6 +94,9 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 	d.Partition, d.Offset = int32(p), o
 	if k, ok := hs[kafkapubsub.RecordKeyMetadataKey]; ok { // a worker's letter
 		d.Key = k
+	}
+	if n, err := strconv.Atoi(hs[HeaderValueOmitted]); err == nil && n > 0 {
+		d.ValueOmitted = n
 	}
 	// a worker's letter holds the structured event next to its ce_
 	// headers, an engine letter the record as it was: either way the

@@ -78,7 +78,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	}
 	e := Entry{ID: fmt.Sprintf("%s:%d:%d", d.Topic, d.Partition, d.Offset), EventID: d.EventID, EventType: d.EventType, EventSource: d.EventSource,
 		Scope: d.Scope, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Handler: d.Handler, Reason: d.Reason, Pointer: d.Pointer, Key: d.Key,
-		DeadLetterPartition: d.DeadLetterPartition, DeadLetterOffset: d.DeadLetterOffset, DeadLetteredAt: d.DeadLetteredAt}
+		DeadLetterPartition: d.DeadLetterPartition, DeadLetterOffset: d.DeadLetterOffset, DeadLetteredAt: d.DeadLetteredAt, ValueOmitted: d.ValueOmitted}
 	k, err := e.rowKey()
 	if err != nil {
 		return err
@@ -116,6 +116,12 @@ type Entry struct {
 	DeadLetterPartition int32  `json:"dead_letter_partition"`
 	DeadLetterOffset    int64  `json:"dead_letter_offset"`
 	DeadLetteredAt      string `json:"dead_lettered_at"`
+	// ValueOmitted is the size in bytes of the rejected record's value
+	// when the letter was too large to hold it (processors.MaxLetterBytes),
+	// absent otherwise: the letter then names the event but holds none of
+	// its data, and a redrive reads the record at its position (before,
+	// only `chronicle deadletter list` said so: a re-test).
+	ValueOmitted int `json:"value_omitted,omitempty"`
 	// RedrivenTo is where `chronicle deadletter redrive` re-produced the
 	// record ("topic:partition:offset"), RedrivenAt when the log received
 	// its redrive note (RFC 3339, UTC); both absent while the letter waits
