@@ -43,7 +43,7 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 				writeErr(w, http.StatusForbidden, "scope: this token may read but not write %s", sc)
 				return "", false
 			}
-			writeErr(w, http.StatusNotFound, "%s %q not found", kind, id)
+			entityNotFound(w, kind, id)
 			return "", false
 		}
 		return events.EntityKey(sc, id), true
@@ -82,8 +82,24 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 		writeErr(w, http.StatusForbidden, "%s %q is in %s, which this token may read but not write", kind, id, strings.Join(readOnly, ", "))
 		return "", false
 	}
-	writeErr(w, http.StatusNotFound, "%s %q not found", kind, id)
+	entityNotFound(w, kind, id)
 	return "", false
+}
+
+// entityNotFound writes the 404 of an entity route: "<kind> "<id>" not
+// found" and where to look next for an entity whose events were accepted
+// with 202 but never made it (refused by a processor after the 202, or not
+// applied yet). The text is the same whether no scope holds the id or one
+// the caller may not access holds it, so it reveals nothing. Before, it
+// said "not found" only (a Python integrator's walkthrough: its session's
+// records, sent to another partition, were dead letters, and nothing
+// pointed there).
+func entityNotFound(w http.ResponseWriter, kind, id string) {
+	hint := "; an event refused after its 202 is listed in GET /v1/deadletters"
+	if kind == "session" {
+		hint = " in the sessions projection of a scope you read; GET /v1/sessions/{id}/events reads its events from the log (those not applied yet included), and GET /v1/deadletters lists those refused after their 202"
+	}
+	writeErr(w, http.StatusNotFound, "%s %q not found%s", kind, id, hint)
 }
 
 // pathID returns the entity id of an escaped path remainder (after the

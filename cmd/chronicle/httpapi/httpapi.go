@@ -764,7 +764,7 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	case !ok:
-		writeErr(w, http.StatusNotFound, "session %q not found", id)
+		entityNotFound(w, "session", id)
 	default:
 		writeJSON(w, http.StatusOK, v)
 	}
@@ -1027,7 +1027,7 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
-		writeErr(w, http.StatusNotFound, "memory %q not found", id)
+		entityNotFound(w, "memory", id)
 		return
 	case suffix == "":
 		writeJSON(w, http.StatusOK, m)

@@ -28,7 +28,7 @@ func (s *Server) reasoningRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
-		writeErr(w, http.StatusNotFound, "reasoning task %q not found", id)
+		entityNotFound(w, "reasoning task", id)
 		return
 	case suffix == "":
 		writeJSON(w, http.StatusOK, t)

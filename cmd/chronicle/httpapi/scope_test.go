@@ -116,11 +116,17 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 		}
 		// the answer about b's own missing objects is the same
 	}
-	if code, m := do("tok-b", "GET", "/v1/sessions/no-such-session", nil); code != 404 || m["error"] != `session "no-such-session" not found` {
-		t.Fatalf("missing session: %d %v", code, m)
+	// the 404 says where to look next (the session's events in the log,
+	// the dead letters), the same words whether the session is missing or
+	// another scope's
+	code, missing := do("tok-b", "GET", "/v1/sessions/no-such-session", nil)
+	if msg, _ := missing["error"].(string); code != 404 || !strings.HasPrefix(msg, `session "no-such-session" not found`) ||
+		!strings.Contains(msg, "GET /v1/deadletters") || !strings.Contains(msg, "/events") {
+		t.Fatalf("missing session: %d %v; want a 404 pointing to the session's events and the dead letters", code, missing)
 	}
-	if code, m := do("tok-b", "GET", "/v1/sessions/"+id, nil); m["error"] != `session "`+id+`" not found` {
-		t.Fatalf("b's answer about a's session leaks existence: %d %v", code, m)
+	want := strings.Replace(missing["error"].(string), "no-such-session", id, 1)
+	if code, m := do("tok-b", "GET", "/v1/sessions/"+id, nil); code != 404 || m["error"] != want {
+		t.Fatalf("b's answer about a's session leaks existence: %d %v; want %q", code, m, want)
 	}
 	if code, m := do("tok-b", "GET", "/v1/sessions", nil); code != 200 || len(m["sessions"].([]any)) != 0 {
 		t.Fatalf("b listing: %d %v", code, m)

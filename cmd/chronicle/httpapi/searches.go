@@ -108,7 +108,7 @@ func (s *Server) panelRoute(w http.ResponseWriter, r *http.Request, id string) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
-		writeErr(w, http.StatusNotFound, "panel %q not found", id)
+		entityNotFound(w, "panel", id)
 		return
 	}
 	writeJSON(w, http.StatusOK, PanelView{Panel: p, Branches: bs})
@@ -348,7 +348,7 @@ func (s *Server) loadSearch(w http.ResponseWriter, r *http.Request, id string, a
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return "", sr, false
 	case !ok:
-		writeErr(w, http.StatusNotFound, "search %q not found", id)
+		entityNotFound(w, "search", id)
 		return "", sr, false
 	}
 	return key, sr, true
