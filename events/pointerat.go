@@ -13,6 +13,19 @@ import (
 // [{"n":1},{"n":"x"}]) and splits map keys holding '.': a pointer built
 // from it could name nothing (a review, 2026-11-30).
 func PointerAt(body []byte, offset int64) string {
+	return pointerAt(body, offset, false)
+}
+
+// ObjectOfNameAt is the JSON pointer of the object whose member name holds
+// byte offset of body ("/" for the top-level object), "" when no member
+// name does: where to point for a fault in a name, whose own pointer
+// would repeat it.
+func ObjectOfNameAt(body []byte, offset int64) string {
+	return pointerAt(body, offset, true)
+}
+
+// pointerAt is PointerAt, or with names ObjectOfNameAt.
+func pointerAt(body []byte, offset int64, names bool) string {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	type frame struct {
@@ -25,6 +38,9 @@ func PointerAt(body []byte, offset int64) string {
 	path := func() string {
 		var b bytes.Buffer
 		for _, f := range stack {
+			if names && f.inKey { // the object, not a member, whose name is being read
+				break
+			}
 			b.WriteByte('/')
 			if f.array {
 				b.WriteString(strconv.Itoa(f.index))
@@ -51,6 +67,12 @@ func PointerAt(body []byte, offset int64) string {
 		}
 		if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].inKey {
 			if k, ok := tok.(string); ok {
+				if names && dec.InputOffset() >= offset {
+					if p := path(); p != "" {
+						return p
+					}
+					return "/"
+				}
 				stack[n-1].key, stack[n-1].inKey = k, false
 				continue
 			}
@@ -66,13 +88,13 @@ func PointerAt(body []byte, offset int64) string {
 			continue
 		case json.Delim('}'), json.Delim(']'):
 			stack = stack[:len(stack)-1]
-			if dec.InputOffset() >= offset {
+			if !names && dec.InputOffset() >= offset {
 				return path()
 			}
 			valueDone()
 			continue
 		}
-		if dec.InputOffset() >= offset {
+		if !names && dec.InputOffset() >= offset {
 			return path()
 		}
 		valueDone()

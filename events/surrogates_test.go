@@ -34,6 +34,22 @@ func TestLoneSurrogatesAreRefused(t *testing.T) {
 			t.Errorf("id %s, note %s: %v; want a refusal naming %s", c.id, c.note, err, c.pointer)
 		}
 	}
+	// in a member name: the object holding the member is named (its own
+	// pointer would hold U+FFFD), with the member's name left out
+	for _, c := range []struct{ body, pointer string }{
+		{`{"a":1,"x\ud800y" :2}`, "/"},
+		{`{"data":{"ok":1,"n\udc00":{"deep":1}}}`, "/data"},
+		{`{"data":[{"k\\\"\udbff":1}]}`, "/data/0"},
+		{`{"data":{"v":"not a name \ud800"}}`, "/data/v"},
+	} {
+		ptr, reason, ok := events.LoneSurrogate([]byte(c.body))
+		if !ok || ptr != c.pointer || strings.ContainsRune(ptr, '\uFFFD') {
+			t.Errorf("%s: %q %q %v; want the pointer %s", c.body, ptr, reason, ok, c.pointer)
+		}
+		if name := strings.Contains(reason, "of a member name"); name != (c.pointer != "/data/v") {
+			t.Errorf("%s: reason %q; says a member name: %v", c.body, reason, name)
+		}
+	}
 	for _, c := range []struct{ id, note string }{
 		{`smile\ud83d\ude00`, `\uD83D\uDE00`},
 		{`x\ufffd`, "\uFFFD"},

@@ -326,12 +326,39 @@ func checkSurrogates(raw []byte) error {
 			continue
 		}
 		ptr := PointerAt(raw, int64(i+1))
+		where := ""
+		if inMemberName(raw, i) {
+			// the member's own pointer would hold U+FFFD for the
+			// surrogate: name the object that holds the member (a
+			// re-test, 2026-12-01)
+			ptr, where = ObjectOfNameAt(raw, int64(i+1)), " of a member name"
+		}
 		if ptr == "" {
 			ptr = "/"
 		}
-		return &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("%s at byte %d is a lone UTF-16 surrogate, no character: JSON decoders replace it with U+FFFD, so two different ids or texts would read as one (RFC 8259, section 8.2); send the character itself, or a surrogate pair for one beyond U+FFFF", raw[i:i+6], i)}
+		return &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("%s at byte %d%s is a lone UTF-16 surrogate, no character: JSON decoders replace it with U+FFFD, so two different ids or texts would read as one (RFC 8259, section 8.2); send the character itself, or a surrogate pair for one beyond U+FFFF", raw[i:i+6], i, where)}
 	}
 	return nil
+}
+
+// inMemberName reports whether byte i of raw, a valid JSON text, is inside
+// a string that is an object's member name: the string's closing quote is
+// followed, after white space, by a colon.
+func inMemberName(raw []byte, i int) bool {
+	for i < len(raw) && raw[i] != '"' {
+		if raw[i] == '\\' {
+			i++
+		}
+		i++
+	}
+	for i++; i < len(raw); i++ {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return raw[i] == ':'
+	}
+	return false
 }
 
 // checkUTF8 refuses, naming the attribute or data's member, an event built

@@ -73,6 +73,16 @@ func decodeRead(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		if !errors.As(err, &se) {
+			// a lone surrogate is named before the error it caused: an
+			// unknown member's name with one read as U+FFFD in the
+			// message (a re-test, 2026-12-01); the value decoded is
+			// valid JSON, so the check reads it
+			if ptr, reason, ok := events.LoneSurrogate(body); ok {
+				return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
+			}
+		}
 		var te *json.UnmarshalTypeError
 		isType := errors.As(err, &te)
 		berr := bodyError(err)

@@ -51,4 +51,11 @@ func TestRecordMemoryErrorsNameTheRequest(t *testing.T) {
 			t.Errorf("title %q: %d %v; want a 400 naming /title", title, code, m)
 		}
 	}
+	// a lone surrogate in an unknown member's name: the surrogate is named,
+	// not an "unknown field" with U+FFFD in its name (a re-test,
+	// 2026-12-01: the improve route's answer)
+	code, m = post(`{"title":"t","description":"d","content":"c","outcome":"success","x\ud800":1}`)
+	if msg, _ := m["error"].(string); code != 400 || !strings.Contains(msg, "lone UTF-16 surrogate") || strings.ContainsRune(msg, '\uFFFD') || m["pointer"] != "/" {
+		t.Errorf("a surrogate in an unknown member's name: %d %v; want a 400 naming the surrogate, pointing to the object holding the member", code, m)
+	}
 }
