@@ -12,10 +12,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -290,7 +292,8 @@ const batchVersion = "2025-06-18"
 // a batch to refuse, and the SDK's own check of each object). What the
 // SDK's reader would end the connection on is answered here and not
 // handed on (malformed): a line that starts no object or array, a value
-// that is not JSON or a string broken by a newline (-32700), an object
+// that is not JSON, not UTF-8, holds a lone surrogate's \u escape or a
+// string broken by a newline (-32700), an object
 // jsonrpc.DecodeMessage refuses (-32600). A value longer than the SDK's
 // frame limit turns the filter into a plain pass-through, leaving the
 // error to the SDK's reader; of a line that starts no message, at most
@@ -446,6 +449,21 @@ func (f *batchFilter) complete() {
 	f.value = nil
 	if !json.Valid(v) {
 		f.malformed(v)
+		return
+	}
+	// bytes that are no UTF-8, and \u escapes of lone surrogates, which
+	// the SDK's decoder reads as U+FFFD, are a Parse error, as /mcp
+	// answers them (textChecked): a memory_record's title or content was
+	// stored changed, and two titles differing only there were one (the
+	// last closing note's gap)
+	if !utf8.Valid(v) {
+		f.answer(wireAnswer{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: wireError{Code: jsonrpc.CodeParseError,
+			Message: "Parse error: the message is not valid UTF-8 (JSON is UTF-8, RFC 8259, section 8.1)"}})
+		return
+	}
+	if ptr, reason, ok := events.LoneSurrogate(v); ok {
+		f.answer(wireAnswer{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: wireError{Code: jsonrpc.CodeParseError,
+			Message: fmt.Sprintf("Parse error: %s: %s", ptr, reason)}})
 		return
 	}
 	if v[0] == '{' {

@@ -27,6 +27,11 @@ func TestStdioMalformedLineIsAnsweredAndServingGoesOn(t *testing.T) {
 		{`{}`, -32600},
 		// JSON-RPC but not 2.0: the id is read, and answered
 		{`{"jsonrpc":"1.0","id":9,"method":"ping"}`, -32600},
+		// not UTF-8, a lone surrogate: the SDK read either as U+FFFD, and
+		// a memory was recorded with other text than sent (as /mcp
+		// refuses them, a Parse error)
+		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"A` + "\xff" + `","description":"d","content":"c","outcome":"success"}}}`, -32700},
+		{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"A\ud800","description":"d","content":"c","outcome":"success"}}}`, -32700},
 	}
 	lines := []string{initializeLine("2025-06-18"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`}
 	for _, b := range bad {
