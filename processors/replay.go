@@ -36,7 +36,9 @@ import (
 //     walkthrough: --until chronicle.memories:0:236 held fewer records
 //     than :235).
 //
-// The zero Until replays everything present when the replay starts.
+// The zero Until replays everything committed when the replay starts: up
+// to each partition's last stable offset, so a transaction still open
+// then is left out with what follows it on its partition.
 type Until struct {
 	Time time.Time
 	Pos  *projections.Position
@@ -113,7 +115,8 @@ type ReplayConfig struct {
 }
 
 // Replay rebuilds the processors' projections into cfg.Store by reading
-// their topics from offset 0 up to the end offsets found at start (or
+// their topics from offset 0 up to the last stable offsets found at start
+// (committed: a transaction undecided then is not waited for; or
 // cfg.Until), applying every record with the same Apply path as the live
 // Runner. An event that fails is skipped, as the live pipeline would have
 // dead-lettered it. Derived events are derived and validated as live, but
@@ -134,7 +137,12 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, topics...)
+	// each partition's last stable offset: a replay never waits for a
+	// transaction undecided when it starts (it waited for its commit or
+	// abort, up to the transaction's timeout, saying nothing: an
+	// integrator's walkthrough); the live service, reading committed, saw
+	// neither its records nor those after them on their partition either
+	ends, err := adm.ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		return st, fmt.Errorf("replay: end offsets: %w", err)
 	}
@@ -182,7 +190,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			return st, fmt.Errorf("--until: %s: no such topic partition among %v", pos, topics)
 		}
 		if pos.Offset >= end {
-			return st, fmt.Errorf("--until: %s: offset beyond the end of the partition (%d)", pos, end)
+			return st, fmt.Errorf("--until: %s: offset beyond the partition's committed end (%d: a record there or after it is not written yet, or belongs to a transaction still undecided)", pos, end)
 		}
 		ts, err := recordTime(ctx, cfg.Brokers, *pos, end)
 		if err != nil {

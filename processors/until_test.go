@@ -247,3 +247,72 @@ func TestReplayUntilLeavesOutATransactionCommittedLater(t *testing.T) {
 		t.Fatalf("--until after the commit: %d records, want all 3", n)
 	}
 }
+
+// A replay started while a transaction is undecided does not wait for it:
+// it reads each partition up to its last stable offset at the start, as
+// the live service, reading committed, saw the log then (the open
+// transaction's records and those after them on their partition are left
+// out). Before, it waited silently for the commit or the abort, up to the
+// transaction's timeout (an integrator's walkthrough).
+func TestReplayDoesNotWaitForAnOpenTransaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, recs, _ := sampleLog(ctx, t, broker.Config{Partitions: 1})
+	envs, err := taubench.Events(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(i int) *kgo.Record {
+		rec, err := events.Record(&envs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("open-txn"), kgo.TransactionTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := plain.ProduceSync(ctx, record(0)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, record(1)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, record(2)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	replay := func() int64 {
+		t.Helper()
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the transaction's timeout is a minute
+		defer cancel()
+		st, err := processors.Replay(rctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}})
+		if err != nil {
+			t.Fatalf("replay with a transaction open: %v; want it to end without waiting for the transaction", err)
+		}
+		return st.Records
+	}
+	if n := replay(); n != 1 {
+		t.Fatalf("with the transaction open: %d records, want the 1 before it", n)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if n := replay(); n != 3 {
+		t.Fatalf("after the commit: %d records, want all 3", n)
+	}
+}
