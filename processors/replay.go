@@ -197,7 +197,30 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 			return st, err
 		}
 		until = ts
-		stopAt[pos.Topic][pos.Partition] = pos.Offset + 1
+	}
+	// a bounded replay reads uncommitted up to the high watermarks, and
+	// each partition's txnPrefix decides the transactions itself: reading
+	// committed, it never saw an aborted transaction's records, so one
+	// open at the bound and aborted after it did not cut its partition (a
+	// re-test), and the markers of transactions decided before the start
+	// may lie past the last stable offset
+	bounded := !until.IsZero()
+	if bounded {
+		hw, err := adm.ListEndOffsets(ctx, topics...)
+		if err == nil {
+			err = hw.Error()
+		}
+		if err != nil {
+			return st, fmt.Errorf("replay: end offsets: %w", err)
+		}
+		hw.Each(func(o kadm.ListedOffset) {
+			if _, ok := stopAt[o.Topic][o.Partition]; ok {
+				stopAt[o.Topic][o.Partition] = o.Offset
+				if o.Offset > 0 {
+					start[o.Topic][o.Partition] = kgo.NewOffset().At(0)
+				}
+			}
+		})
 	}
 	remaining := 0
 	for t, ps := range stopAt {
@@ -217,10 +240,14 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	if err := cfg.Store.MarkReplayStarted(); err != nil {
 		return st, err
 	}
-	cfg.Store.Rebuilding() // the log holds the derived events: no outbox
+	cfg.Store.Rebuilding()           // the log holds the derived events: no outbox
+	isolation := kgo.ReadCommitted() // a fenced relay writes in transactions: never an aborted record
+	if bounded {
+		isolation = kgo.ReadUncommitted() // txnPrefix decides them
+	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.FetchMaxPartitionBytes(replayFetchPartitionBytes),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
+		kgo.FetchIsolationLevel(isolation), kgo.KeepControlRecords(), // the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
 		return st, err
@@ -384,15 +411,18 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 					finish(r.Topic, r.Partition)
 					break
 				}
-				if !until.IsZero() && !atPos(r) {
+				if bounded {
 					// the time bound, transactions decided after it
-					// included (txnPrefix)
+					// included, or the position's offset (txnPrefix)
 					tp := prefixes[part.Topic][part.Partition]
 					if tp == nil {
 						if prefixes[part.Topic] == nil {
 							prefixes[part.Topic] = map[int32]*txnPrefix{}
 						}
-						tp = newTxnPrefix(until)
+						tp = newTxnPrefix(until, -1)
+						if atPos(r) {
+							tp = newTxnPrefix(time.Time{}, cfg.Until.Pos.Offset+1)
+						}
 						prefixes[part.Topic][part.Partition] = tp
 					}
 					next = r.Offset + 1

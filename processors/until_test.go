@@ -316,3 +316,80 @@ func TestReplayDoesNotWaitForAnOpenTransaction(t *testing.T) {
 		t.Fatalf("after the commit: %d records, want all 3", n)
 	}
 }
+
+// A transaction open at an --until time and aborted after it cuts its
+// partition there too: the live service, reading committed, saw nothing
+// after its first record until the abort. One aborted in time is left
+// out, the records after it in. Before, the replay read committed and
+// never saw the aborted records, only their marker, so it did not know
+// where to cut (a re-test, 2026-12-01). An --until position on the
+// partition is bounded by its offset alone, the aborted records left out.
+func TestReplayUntilCutsAtATransactionAbortedLater(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, recs, _ := sampleLog(ctx, t, broker.Config{Partitions: 1})
+	envs, err := taubench.Events(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(i int, at time.Time) *kgo.Record {
+		rec, err := events.Record(&envs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Timestamp = at
+		return rec
+	}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("until-abort"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	var offsets []int64
+	produce := func(cl *kgo.Client, r *kgo.Record) {
+		t.Helper()
+		res := cl.ProduceSync(ctx, r)
+		if err := res.FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, res[0].Record.Offset)
+	}
+	produce(plain, record(0, t0))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(txn, record(1, t0.Add(time.Second)))
+	produce(plain, record(2, t0.Add(2*time.Second)))
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil { // its marker: now, a minute after the records
+		t.Fatal(err)
+	}
+	replay := func(u processors.Until) int64 {
+		t.Helper()
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, Until: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Records
+	}
+	if n := replay(processors.Until{Time: t0.Add(30 * time.Second)}); n != 1 {
+		t.Fatalf("--until before the abort: %d records, want the 1 before the open transaction", n)
+	}
+	if n := replay(processors.Until{Time: time.Now().Add(time.Minute)}); n != 2 {
+		t.Fatalf("--until after the abort: %d records, want the 2 outside the aborted transaction", n)
+	}
+	pos := projections.Position{Topic: string(events.TopicSessions), Partition: 0, Offset: offsets[2]}
+	if n := replay(processors.Until{Pos: &pos}); n != 2 {
+		t.Fatalf("--until %s: %d records, want the 2 outside the aborted transaction", pos, n)
+	}
+}
