@@ -2,7 +2,11 @@ package passes
 
 import (
 	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -28,6 +32,36 @@ func History(store *projections.Store, key string) ([]Pass, error) {
 	return out, err
 }
 
+// HistoryPage returns a page of the task's passes in order: those after
+// pass number after (0: from the first), at most limit of them (0: no
+// count bound), ending before the pass that would take the page's stored
+// JSON past maxBytes bytes (0: no bound; a page holds at least one pass).
+// more is true when passes follow the page. A pass holds its output (up to
+// an event's size, 960 KiB) and nothing bounds how many a task has, so a
+// task's history is read in pages (GET /v1/reasoning/{id}/history answered
+// 19 MB in one body for 20 passes: a walkthrough, 2026-12-01).
+func HistoryPage(store *projections.Store, key string, after, limit, maxBytes int) (page []Pass, more bool, err error) {
+	from := ""
+	if after > 0 {
+		from = passKey(key, after)
+	}
+	size := 0
+	err = store.Scan(Name, passPrefix(key), from, func(_ string, val []byte) (bool, error) {
+		if len(page) > 0 && (limit > 0 && len(page) >= limit || maxBytes > 0 && size+len(val) > maxBytes) {
+			more = true
+			return false, nil
+		}
+		var p Pass
+		if err := json.Unmarshal(val, &p); err != nil {
+			return false, err
+		}
+		size += len(val)
+		page = append(page, p)
+		return true, nil
+	})
+	return page, more, err
+}
+
 // Scopes lists the scopes that hold a reasoning task with the bare id.
 func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }
 
@@ -40,4 +74,85 @@ func Each(store *projections.Store, fn func(t Task) error) error {
 		}
 		return true, fn(t)
 	})
+}
+
+// Summary is a reasoning task as GET /v1/reasoning lists it: Task without
+// its plan, output and verdict, which can be large (GET
+// /v1/reasoning/{id} answers them).
+type Summary struct {
+	ID             string `json:"id"`
+	Scope          string `json:"scope"`
+	Task           string `json:"task,omitempty"`
+	Passes         int    `json:"passes"`
+	Recorded       int    `json:"passes_recorded"`
+	Status         string `json:"status"`
+	Converged      bool   `json:"converged"`
+	ConvergedPass  int    `json:"converged_pass,omitempty"`
+	ProfileChanges int    `json:"profile_changes"`
+	Refinements    int    `json:"refinement_actions"`
+	StartedAt      string `json:"started_at"`
+	UpdatedAt      string `json:"updated_at"`
+}
+
+// Key is the task's events.EntityKey, the order of List and its cursor.
+func (s Summary) Key() string { return events.EntityKey(s.Scope, s.ID) }
+
+// ListPage is a page of List as GET /v1/reasoning answers it: the tasks
+// in key order and the cursor of the next page (the key, <scope>/<task
+// id>, of the page's last task; "" on the last page).
+type ListPage struct {
+	Tasks      []Summary `json:"tasks"`
+	NextCursor string    `json:"next_cursor"`
+}
+
+// List returns the reasoning tasks of scopes in events.EntityKey order
+// (scope, '/', id), at most limit (≥ 1) of them, starting after the key
+// cursor ("" from the first); next is the key of the last one returned
+// when more follow, else "". Only the given scopes' rows are read; with
+// scopes nil every scope is listed, those allow refuses skipped (allow
+// nil: all). Before, a task was found only by its id: one recorded
+// without a session could not be listed (a walkthrough, 2026-12-01).
+func List(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string) (list []Summary, next string, err error) {
+	if limit < 1 {
+		return nil, "", fmt.Errorf("passes: list limit %d is below 1", limit)
+	}
+	ranges := []string{""}
+	if scopes != nil {
+		ranges = make([]string, 0, len(scopes))
+		for _, sc := range scopes {
+			ranges = append(ranges, sc+"/")
+		}
+		sort.Strings(ranges) // key order across the ranges
+	}
+	for _, r := range ranges {
+		after := ""
+		switch {
+		case cursor == "" || cursor < r:
+		case strings.HasPrefix(cursor, r):
+			after = taskKey(cursor)
+		default:
+			continue // the whole range is before the cursor
+		}
+		err := store.Scan(Name, taskKey(r), after, func(k string, val []byte) (bool, error) {
+			key := strings.TrimPrefix(k, "t/")
+			scope, _, ok := events.SplitEntityKey(key)
+			if !ok || allow != nil && !allow(scope) {
+				return true, nil
+			}
+			if len(list) == limit {
+				next = list[limit-1].Key()
+				return false, nil
+			}
+			var s Summary
+			if err := json.Unmarshal(val, &s); err != nil {
+				return false, fmt.Errorf("passes: task %s: %w", key, err)
+			}
+			list = append(list, s)
+			return true, nil
+		})
+		if err != nil || next != "" {
+			return list, next, err
+		}
+	}
+	return list, next, nil
 }

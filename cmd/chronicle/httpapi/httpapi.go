@@ -201,6 +201,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/sessions", s.listSessions),
 		f("GET /v1/sessions/{id...}", s.toOwner(sessionsRoute(false), s.sessionRoutes)),
 		f("POST /v1/sessions/{id...}", requireJSON(s.toOwner(sessionsRoute(true), s.improveSession))),
+		f("GET /v1/reasoning", s.listReasoning), // the tasks of the caller's scopes (reasoning.go)
 		f("GET /v1/reasoning/{id...}", s.toOwner(reasoningRoute, s.reasoningRoutes)),
 		f("GET /v1/memories/search", s.toTopicOwner(events.TopicMemories, 0, s.searchMemories)),
 		f("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns")),

@@ -49,6 +49,8 @@ var schemaFieldsCovered = []struct {
 	{"WorkflowWrite", workflows.WriteResult{}},
 	{"WorkflowSummary", workflows.Summary{}},
 	{"ReasoningTask", passes.Task{}},
+	{"ReasoningHistory", httpapi.ReasoningHistory{}},
+	{"ReasoningTaskSummary", passes.Summary{}},
 	{"DAG", dag.DAG{}},
 	{"WorkflowSuggestion", suggest.Suggestion{}},
 }

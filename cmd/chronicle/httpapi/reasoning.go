@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/passes"
 )
 
@@ -34,10 +37,139 @@ func (s *Server) reasoningRoutes(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, t)
 		return
 	}
-	h, err := passes.History(s.P.Store, key)
+	after, limit, ok := historyPage(w, r)
+	if !ok {
+		return
+	}
+	h, more, err := passes.HistoryPage(s.P.Store, key, after, limit, HistoryPageBytes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"task_id": t.ID, "scope": t.Scope, "status": t.Status, "passes": h})
+	v := ReasoningHistory{TaskID: t.ID, Scope: t.Scope, Status: t.Status, Passes: h}
+	if v.Passes == nil {
+		v.Passes = []passes.Pass{}
+	}
+	if more {
+		v.NextCursor = strconv.Itoa(h[len(h)-1].PassNumber)
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// ReasoningHistory is the answer of GET /v1/reasoning/{id}/history: a page
+// of the task's passes in pass order and the cursor of the next page (""
+// on the last).
+type ReasoningHistory struct {
+	TaskID     string        `json:"task_id"`
+	Scope      string        `json:"scope"`
+	Status     string        `json:"status"`
+	Passes     []passes.Pass `json:"passes"`
+	NextCursor string        `json:"next_cursor"`
+}
+
+// HistoryPageBytes bounds a page of GET /v1/reasoning/{id}/history: it
+// ends before the pass that would take it past this many bytes (about:
+// the passes' JSON), holding at least one, with its next_cursor — with or
+// without limit, as the other per-entity lists are bounded (a variable for
+// tests).
+var HistoryPageBytes = 4 << 20
+
+// historyPage reads GET /v1/reasoning/{id}/history's cursor (a
+// next_cursor: the pass number the previous page ended with; the page
+// starts after it) and limit (1 to 500; absent: every pass within
+// HistoryPageBytes), answering 400 naming the parameter. Before, limit
+// was ignored and the whole history came in one body.
+func historyPage(w http.ResponseWriter, r *http.Request) (after, limit int, ok bool) {
+	q := r.URL.Query()
+	if l := q.Get("limit"); l != "" || q.Has("limit") {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 500 {
+			writeFieldErr(w, "limit", "", fmt.Sprintf("%q is not an integer from 1 to 500", l))
+			return 0, 0, false
+		}
+		limit = n
+	}
+	if c := q.Get("cursor"); c != "" {
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 1 || strconv.Itoa(n) != c {
+			writeFieldErr(w, "cursor", "", fmt.Sprintf("%q is not a next_cursor of this list (a pass number)", c))
+			return 0, 0, false
+		}
+		after = n
+	}
+	return after, limit, true
+}
+
+// Reasoning task list defaults: GET /v1/reasoning answers
+// DefaultReasoningList tasks when limit is absent, and at most
+// MaxReasoningList.
+const (
+	DefaultReasoningList = 50
+	MaxReasoningList     = 500
+)
+
+// ReasoningList is the answer of GET /v1/reasoning: a page of task
+// summaries in key order (scope, '/', id) and the cursor of the next page
+// ("" on the last page).
+type ReasoningList = passes.ListPage
+
+// reasoningListParams reads GET /v1/reasoning's limit, cursor (a
+// next_cursor: <scope>/<task id>) and scope, as GET /v1/workflows does;
+// with w nil it only reads them.
+func reasoningListParams(w http.ResponseWriter, r *http.Request) (limit int, cursor string, inScope func(string) bool, ok bool) {
+	limit, inScope, code, err := pageParams(r, DefaultReasoningList, MaxReasoningList)
+	if err == nil {
+		cursor = r.URL.Query().Get("cursor")
+		code, err = http.StatusBadRequest, checkKeyCursor(cursor, "reasoning task", "q-7")
+	}
+	if err != nil {
+		if w != nil {
+			writeErr(w, code, "%v", err)
+		}
+		return 0, "", nil, false
+	}
+	return limit, cursor, inScope, true
+}
+
+// listReasoningLocal lists the reasoning tasks of this instance's store
+// that the caller may read (and ?scope= selects): a 503 RestoringError
+// while it restores a partition of chronicle.reasoning.
+func (s *Server) listReasoningLocal(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, inScope, ok := reasoningListParams(w, r)
+	if !ok {
+		return
+	}
+	topic := string(events.TopicReasoning)
+	if parts := s.restoring(topic); len(parts) > 0 {
+		writeRestoring(w, "the list would miss reasoning tasks", topic, parts)
+		return
+	}
+	scopes, allow := listScopes(r, inScope)
+	list, next, err := passes.List(s.P.Store, scopes, allow, limit, cursor)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if list == nil {
+		list = []passes.Summary{}
+	}
+	writeJSON(w, http.StatusOK, ReasoningList{Tasks: list, NextCursor: next})
+}
+
+// listReasoning serves GET /v1/reasoning: the reasoning tasks of the
+// scopes the caller reads (?scope= narrows them to a kind or one scope),
+// in key order, limit at a time; in a cluster every member's store,
+// merged by key (serveMergedList), as GET /v1/workflows.
+func (s *Server) listReasoning(w http.ResponseWriter, r *http.Request) {
+	serveMergedList(s, w, r, mergedList[passes.Summary]{
+		topic: string(events.TopicReasoning), member: "tasks", noun: "reasoning task", local: s.listReasoningLocal,
+		limit: func(w http.ResponseWriter, r *http.Request) (int, bool) {
+			limit, _, _, ok := reasoningListParams(w, r)
+			return limit, ok
+		},
+		key: passes.Summary.Key,
+		answer: func(rows []passes.Summary, next string) any {
+			return ReasoningList{Tasks: rows, NextCursor: next}
+		},
+	})
 }

@@ -47,24 +47,36 @@ func workflowListParams(w http.ResponseWriter, r *http.Request) (limit int, curs
 	// empty: the first page, as on GET /v1/sessions and a workflow's
 	// checkpoints, and what the last page's next_cursor says (it was a
 	// 400 here: a walkthrough, 2026-11-30)
-	if cursor != "" {
-		sc, id, split := events.SplitEntityKey(cursor)
-		why := ""
-		switch {
-		case !split:
-			why = "no '/' between a scope and a workflow id"
-		case !events.ValidScope(sc):
-			why = fmt.Sprintf("%q is not a scope (project:<id>, team:<id>, org:<id>)", sc)
-		default:
-			if err := events.CheckID(id); err != nil {
-				why = fmt.Sprintf("workflow id %q: %v", id, err)
-			}
-		}
-		if why != "" {
-			return fail(http.StatusBadRequest, "cursor: %q is not a next_cursor of this list (<scope>/<workflow id>, e.g. project:a/w-1): %s", cursor, why)
-		}
+	if err := checkKeyCursor(cursor, "workflow", "w-1"); err != nil {
+		return fail(http.StatusBadRequest, "%v", err)
 	}
 	return limit, cursor, inScope, true
+}
+
+// checkKeyCursor checks the cursor of a list keyed by entity key
+// (<scope>/<id>): nil for "" (the first page) and for a key, else an
+// error naming cursor and what is wrong; noun and example name the
+// entity ("workflow", "w-1").
+func checkKeyCursor(cursor, noun, example string) error {
+	if cursor == "" {
+		return nil
+	}
+	sc, id, split := events.SplitEntityKey(cursor)
+	why := ""
+	switch {
+	case !split:
+		why = "no '/' between a scope and a " + noun + " id"
+	case !events.ValidScope(sc):
+		why = fmt.Sprintf("%q is not a scope (project:<id>, team:<id>, org:<id>)", sc)
+	default:
+		if err := events.CheckID(id); err != nil {
+			why = fmt.Sprintf("%s id %q: %v", noun, id, err)
+		}
+	}
+	if why != "" {
+		return fmt.Errorf("cursor: %q is not a next_cursor of this list (<scope>/<%s id>, e.g. project:a/%s): %s", cursor, noun, example, why)
+	}
+	return nil
 }
 
 // listWorkflowsLocal lists the workflows of this instance's store that the
