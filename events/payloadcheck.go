@@ -47,8 +47,9 @@ var payloadTypes = map[Type]func() any{
 // the 64-bit range ("beam_width": 99999999999999999999 passed the schema's
 // "integer", was acknowledged with 202 and then dead-lettered by the
 // processor: "cannot unmarshal number"; found by a new user's
-// walkthrough). The producer paths check it, so such an event is refused
-// with the rest of its request instead.
+// walkthrough), and an integer written with a fraction or an exponent
+// (1.0, 1e2), which the schema admits too. The producer paths check it, so
+// such an event is refused with the rest of its request instead.
 func checkPayload(e *Envelope) error {
 	mk, ok := payloadTypes[e.Type]
 	if !ok {
@@ -64,6 +65,14 @@ func checkPayload(e *Envelope) error {
 		switch te.Type.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			reason = fmt.Sprintf("got %s, beyond the range of a %d-bit integer", te.Value, te.Type.Bits())
+			if strings.ContainsAny(strings.TrimPrefix(te.Value, "number "), ".eE") {
+				// 1.0 or 1e2: JSON Schema's integer admits a number
+				// whose fraction is zero, the typed decoding every
+				// processor uses does not (it was called "beyond the
+				// range": a passes walkthrough, from Python, whose
+				// json.dumps writes a float as 1.0)
+				reason = fmt.Sprintf("got %s: write an integer without a fraction or an exponent (1, not 1.0 or 1e0)", te.Value)
+			}
 		}
 		return &ValidationError{Index: -1, Pointer: "/data/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: reason}
 	}

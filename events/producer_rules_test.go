@@ -554,3 +554,50 @@ func TestDataContentTypeCharsetIsUTF8(t *testing.T) {
 		}
 	}
 }
+
+// An integer member written with a fraction or an exponent (1.0, 2e0),
+// which JSON Schema's integer admits, is refused on a producer path naming
+// the member and saying how to write it; one beyond 64 bits says so.
+// Before, 1.0 was refused as "beyond the range of a 64-bit integer" (a
+// passes walkthrough from Python, whose json.dumps writes a float so).
+func TestIntegerWrittenAsAFloatIsRefusedSayingWhy(t *testing.T) {
+	pass := func(n, ttl string) []byte {
+		return []byte(`{"specversion":"1.0","id":"p1","source":"py","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","pass_number":` + n +
+			`,"phase":"C","ttl_remaining":` + ttl + `,"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
+	}
+	for _, c := range []struct{ n, ttl, pointer, reason string }{
+		{"1.0", "2", "/data/pass_number", "without a fraction or an exponent"},
+		{"1", "2.0", "/data/ttl_remaining", "without a fraction or an exponent"},
+		{"1", "2e0", "/data/ttl_remaining", "without a fraction or an exponent"},
+		{"99999999999999999999", "2", "/data/pass_number", "beyond the range of a 64-bit integer"},
+	} {
+		_, err := events.ParseProducerEvent(pass(c.n, c.ttl))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.pointer || !strings.Contains(ve.Reason, c.reason) {
+			t.Errorf("pass_number %s, ttl_remaining %s: %v; want a refusal at %s saying %q", c.n, c.ttl, err, c.pointer, c.reason)
+		}
+	}
+	if _, err := events.ParseProducerEvent(pass("1", "2")); err != nil {
+		t.Errorf("integers: %v", err)
+	}
+}
+
+// A pass's data.session_id is an id, as the sessionid attribute is: one
+// with a space or an empty segment is refused naming /data/session_id.
+// Before, both were taken (a passes walkthrough, 2026-12-01).
+func TestPassSessionIDIsAnID(t *testing.T) {
+	pass := func(sid string) []byte {
+		return []byte(`{"specversion":"1.0","id":"p1","source":"py","type":"reasoning.pass.completed.v1","data":{"task_id":"t1","session_id":"` + sid +
+			`","pass_number":1,"phase":"C","ttl_remaining":0,"convergence":{"converged":false,"completeness":0.5,"coherence":0.5,"consistency":0.5}}}`)
+	}
+	for _, sid := range []string{"has space", "a//b", "-lead"} {
+		_, err := events.ParseProducerEvent(pass(sid))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != "/data/session_id" {
+			t.Errorf("session_id %q: %v; want a refusal at /data/session_id", sid, err)
+		}
+	}
+	if _, err := events.ParseProducerEvent(pass("hotpot/q-7")); err != nil {
+		t.Errorf("session_id hotpot/q-7: %v", err)
+	}
+}

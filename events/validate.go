@@ -457,7 +457,7 @@ func checkProduced(e *Envelope) error {
 	if err := checkWorkflowIDs(e); err != nil {
 		return err
 	}
-	if err := checkPassTTL(e); err != nil {
+	if err := checkPass(e); err != nil {
 		return err
 	}
 	if err := checkPassDescriptions(e); err != nil {
@@ -504,21 +504,32 @@ func checkPassDescriptions(e *Envelope) error {
 	return nil
 }
 
-// checkPassTTL refuses a reasoning.pass.completed.v1 that carries its
-// profile and whose ttl_remaining is above the TTL that profile allocates
+// checkPass refuses a reasoning.pass.completed.v1 whose data.session_id
+// is not an id (CheckID), as a sessionid attribute is refused ("has
+// space" and "a//b" were taken: a passes walkthrough, 2026-12-01), or that
+// carries its profile and whose ttl_remaining is above the TTL that
+// profile allocates
 // (TaskProfile.TTL), or whose ttl_used is: a pass cannot have more steps
 // left, or have used more, than it was given (ttl_remaining 50 of 6 was
 // taken and shown as such: a walkthrough, 2026-11-30). A pass without a
 // profile takes the previous pass's, which only the processor knows, so
 // it is not checked here. Producer paths only: the passes processor
 // applies a log written before as it did.
-func checkPassTTL(e *Envelope) error {
+func checkPass(e *Envelope) error {
 	if e.Type != ReasoningPassCompleted {
 		return nil
 	}
 	var d ReasoningPassData
-	if gojson.Unmarshal(e.Data, &d) != nil || d.Profile == nil {
+	if gojson.Unmarshal(e.Data, &d) != nil {
 		return nil // checkPayload judged the shape
+	}
+	if d.SessionID != "" {
+		if err := CheckID(d.SessionID); err != nil {
+			return &ValidationError{Index: -1, Pointer: "/data/session_id", Reason: err.Error()}
+		}
+	}
+	if d.Profile == nil {
+		return nil
 	}
 	allocated := d.Profile.TTL()
 	if d.TTLRemaining > allocated {
