@@ -205,6 +205,12 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			for i, pz := range puzzles {
 				id := fmt.Sprintf("game24-%s-w%d-%d", proposer, beam, pz.Rank)
 				key, err := r.Start(ctx, treesearch.StartRequest{Scope: scope, SearchID: id, Goal: game24.Goal(pz.Numbers), RootState: pz.Numbers, Config: cfg, Model: model})
+				if errors.Is(err, treesearch.ErrSetupDiffers) {
+					// the command names its searches itself: say which of
+					// its flags picks another (a walkthrough read "another
+					// search id", which no flag sets)
+					return fmt.Errorf("%w; with search game24, run it with another --scope or --data", err)
+				}
 				if err != nil {
 					return err
 				}

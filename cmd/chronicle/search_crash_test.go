@@ -130,9 +130,18 @@ func TestSearchCrashRecovery(t *testing.T) {
 // expansion stops every search (quota_exhausted), which the summary said
 // only as "solved 0" before (a walkthrough, 2026-11-30).
 func TestSearchSummaryOutcomes(t *testing.T) {
-	s := runSearch(t, t.TempDir(), "--from", "901", "--to", "903", "--quota", "1000")
+	small := t.TempDir()
+	s := runSearch(t, small, "--from", "901", "--to", "903", "--quota", "1000")
 	if s.Solved != 0 || s.Outcomes["quota_exhausted"] != 3 || len(s.Outcomes) != 1 {
 		t.Fatalf("outcomes %v, solved %d; want 3 quota_exhausted", s.Outcomes, s.Solved)
+	}
+	// another quota in the same directory is refused naming the config,
+	// and the hint names the flags that pick other searches (it said
+	// "another search id", which no flag of the command sets: a passes
+	// and tree-search walkthrough, 2026-12-01)
+	out, err := exec.Command(binary, "search", "game24", "--data", small, "--kafka-listen", "127.0.0.1:0", "--baseline=false", "--from", "901", "--to", "903", "--quota", "2000").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "config") || !strings.Contains(string(out), "--scope or --data") {
+		t.Fatalf("another quota in the same --data: %v\n%s; want a refusal naming config and the flags", err, out)
 	}
 	s = runSearch(t, t.TempDir(), "--from", "901", "--to", "903")
 	if s.Outcomes["solved"] != s.Solved || s.Solved == 0 {
