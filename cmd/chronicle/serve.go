@@ -372,7 +372,7 @@ func answerStarting(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write([]byte(`{"status":"starting","error":"chronicle is starting: opening the projections and joining the processors' consumer group (which waits for a killed instance's session to time out); retry"}` + "\n"))
+	_, _ = w.Write([]byte(`{"status":"starting","error":"chronicle is starting: opening the projections and joining the processors' consumer group (after an instance was killed, joining waits for its group session to time out); retry"}` + "\n"))
 }
 
 // announce prints where the API answers.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -352,5 +353,81 @@ func TestOutageViewOfAMemberServingForwardedReads(t *testing.T) {
 	}
 	if err := bp.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A learned stream notices a broker that stopped answering (SIGSTOP: its
+// connections stay open) within about LearnedBrokerWait, then an
+// EventSource's reconnect while the broker still hangs is a 200 event
+// stream saying retry: and ending with an error event holding its cursor,
+// so the client tries again by itself, and a client that did not ask for
+// an event stream gets a 503 with Retry-After. Before, the stream ended up
+// to 50 s after the stop (franz-go's ping outlived its deadline), and the
+// reconnect got a 503 without Retry-After, on which an EventSource closes
+// for good (a subscriber's walkthrough, 2026-12-01).
+func TestLearnedStreamWhileTheBrokerHangs(t *testing.T) {
+	const wait = 3 * time.Second
+	oldKA, oldWait := httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait
+	httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = time.Second, wait
+	t.Cleanup(func() { httpapi.LearnedKeepAlive, httpapi.LearnedBrokerWait = oldKA, oldWait })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	addr := loopbackAddr(t)
+	bp := startBrokerProcess(t, addr)
+	m := startMember(ctx, t, "m1", []string{addr}, time.Second)
+	waitCluster(t, []*member{m})
+	req, _ := http.NewRequestWithContext(ctx, "GET", m.srv.URL+"/v1/learned/stream?from=end", nil)
+	req.Header.Set("Authorization", "Bearer tok-a")
+	resp, rd := openStreamRequest(t, req)
+	defer resp.Body.Close()
+	got := make(chan time.Time, 1)
+	var last sseEvent
+	go func() {
+		for {
+			ev, ok := rd.next()
+			if !ok || ev.Event == "error" {
+				last = ev
+				got <- time.Now()
+				return
+			}
+		}
+	}()
+	stopProcess(t, bp)
+	stopped := time.Now()
+	defer func() { _ = bp.Process.Signal(syscall.SIGCONT) }() // the members close promptly
+	var at time.Time
+	select {
+	case at = <-got:
+	case <-time.After(6 * wait):
+		t.Fatalf("no error event %v after the broker stopped (LearnedBrokerWait %v)", 6*wait, wait)
+	}
+	took := at.Sub(stopped)
+	t.Logf("error event %v after the broker stopped (LearnedBrokerWait %v)", took, wait)
+	if last.Event != "error" || took > wait+2*time.Second {
+		t.Fatalf("after %v: %+v; want an error event within about %v", took, last, wait)
+	}
+	// the EventSource's reconnect, with its cursor
+	req, _ = http.NewRequestWithContext(ctx, "GET", m.srv.URL+"/v1/learned/stream", nil)
+	req.Header.Set("Authorization", "Bearer tok-a")
+	req.Header.Set("Last-Event-ID", last.ID)
+	resp2, rd2 := openStreamRequest(t, req)
+	defer resp2.Body.Close()
+	ev, ok := rd2.next()
+	if !ok || ev.Event != "error" || ev.ID != last.ID || rd2.retry != httpapi.LearnedRetry {
+		t.Fatalf("reconnect while the broker hangs: %+v (ok %v, retry %d); want an error event with id %q and retry: %d", ev, ok, rd2.retry, last.ID, httpapi.LearnedRetry)
+	}
+	if _, ok := rd2.next(); ok {
+		t.Fatal("the reconnect's stream goes on after its error event")
+	}
+	// a client that asked for no event stream: a 503 saying when to retry
+	req, _ = http.NewRequestWithContext(ctx, "GET", m.srv.URL+"/v1/learned/stream", nil)
+	req.Header.Set("Authorization", "Bearer tok-a")
+	resp3, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp3.Body.Close()
+	if resp3.StatusCode != 503 || resp3.Header.Get("Retry-After") == "" {
+		t.Fatalf("a plain GET while the broker hangs: %d, Retry-After %q; want 503 with Retry-After", resp3.StatusCode, resp3.Header.Get("Retry-After"))
 	}
 }

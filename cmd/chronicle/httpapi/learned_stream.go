@@ -260,7 +260,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		// passes them (the topic's end offset is after the last marker)
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		streamUnavailable(w, r, cur, err)
 		return
 	}
 	defer cl.Close()
@@ -271,7 +271,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		err = ends.Error()
 	}
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "end offsets of %s: %v", topic, err)
+		streamUnavailable(w, r, cur, fmt.Errorf("end offsets of %s: %w", topic, err))
 		return
 	}
 	end := LearnedCursor{}
@@ -409,9 +409,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			lastOK = time.Now()
 		case ferr == nil:
 			// an empty poll says nothing of the broker: ask it
-			pctx, pcancel := context.WithDeadline(ctx, lastOK.Add(wait))
-			ferr = cl.Ping(pctx)
-			pcancel()
+			ferr = pingBy(ctx, cl, lastOK.Add(wait))
 			if ctx.Err() != nil {
 				s.endStream(w, rc, cur)
 				return
@@ -524,6 +522,72 @@ func writeStreamError(w http.ResponseWriter, cur LearnedCursor, data []byte) {
 		fmt.Fprintf(w, "id: %s\n", id)
 	}
 	fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
+}
+
+// LearnedRetry is the reconnection time, in milliseconds, a stream tells
+// an SSE client (the event stream's "retry:" field) when it could not
+// start because the broker did not answer (streamUnavailable).
+const LearnedRetry = 5000
+
+// streamUnavailable answers a stream that could not start because the
+// broker did not answer (err). A client that asked for text/event-stream
+// (an EventSource does) gets a 200 event stream that says "retry:
+// LearnedRetry" and ends at once with "event: error" ({"error", "resume"},
+// with an id: line holding its cursor when it gave one), so it reconnects
+// by itself a few seconds later and resumes where it was: an SSE client
+// fails for good on any answer but a 200 (WHATWG HTML, "event stream
+// interpretation"), and the 503 it got left every EventSource closed after
+// a broker outage longer than its reconnect delay, also once the broker was
+// back (a subscriber's walkthrough, 2026-12-01). Any other client gets a
+// 503 with Retry-After: 5, as before but with the header.
+func streamUnavailable(w http.ResponseWriter, r *http.Request, cur LearnedCursor, err error) {
+	if !acceptsEventStream(r) {
+		w.Header().Set("Retry-After", "5")
+		writeErr(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, ": chronicle.learned unavailable: the broker did not answer; reconnect in %d ms\nretry: %d\n\n", LearnedRetry, LearnedRetry)
+	b, _ := json.Marshal(map[string]string{"error": err.Error(), "resume": cur.String()})
+	writeStreamError(w, cur, b)
+}
+
+// acceptsEventStream reports whether r's Accept header names
+// text/event-stream (an EventSource sends it).
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pingBy asks the broker whether it answers, waiting until deadline at the
+// latest: franz-go's Ping waits for a request it has written to be
+// answered past its context's end, so on a broker that stopped (SIGSTOP)
+// a stream noticed it up to 50 s after it stopped where 30 to 40 were
+// documented (a subscriber's walkthrough, 2026-12-01). The ping goes on in
+// the background until franz-go gives up on it (or the client closes).
+func pingBy(ctx context.Context, cl *kgo.Client, deadline time.Time) error {
+	pctx, cancel := context.WithDeadline(ctx, deadline)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- cl.Ping(pctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-pctx.Done():
+		return pctx.Err()
+	}
 }
 
 // earliest is the earliest of ts.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ type sseReader struct {
 	sc       *bufio.Scanner
 	comments []string
 	lastID   string
+	retry    int // the last retry: field's milliseconds
 }
 
 func newSSEReader(r io.Reader) *sseReader {
@@ -70,6 +72,10 @@ func (s *sseReader) next() (sseEvent, bool) {
 			ev.Event, has = value, true
 		case "data":
 			data, has = append(data, value), true
+		case "retry":
+			if n, err := strconv.Atoi(value); err == nil {
+				s.retry = n
+			}
 		}
 	}
 	return ev, false
@@ -81,10 +87,18 @@ func openStream(t *testing.T, ctx context.Context, url, lastID string) (*http.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
+	return openStreamRequest(t, req)
+}
+
+// openStreamRequest sends req as an EventSource does (Accept:
+// text/event-stream) and wants a 200 event stream.
+func openStreamRequest(t *testing.T, req *http.Request) (*http.Response, *sseReader) {
+	t.Helper()
+	url := req.URL.String()
+	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
