@@ -1,6 +1,7 @@
 package processors
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,6 +80,12 @@ func ParseUntil(s string) (Until, error) {
 	return Until{Pos: &projections.Position{Topic: s[:j], Partition: int32(p), Offset: o}}, nil
 }
 
+// ErrLogTruncated is wrapped by Replay's error when a partition of the log
+// no longer starts at offset 0 (its oldest records were removed): the
+// log is the source of truth, and a replay of what is left would not
+// rebuild the state.
+var ErrLogTruncated = errors.New("the log no longer holds its first records")
+
 // ReplayStats summarises a replay.
 type ReplayStats struct {
 	Records    int64 `json:"records"`    // records read
@@ -148,6 +155,30 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	}
 	if err := ends.Error(); err != nil {
 		return st, fmt.Errorf("replay: end offsets: %w", err)
+	}
+	// a log whose beginning is gone cannot be replayed: the state built
+	// would lack what the removed records did, and nothing would say so
+	// (a topic's retention removes records on a Kafka cluster: its default
+	// is 7 days; broker.TopicConfigs)
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return st, fmt.Errorf("replay: start offsets: %w", err)
+	}
+	var cut []kadm.ListedOffset
+	starts.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			cut = append(cut, o)
+		}
+	})
+	if len(cut) > 0 {
+		slices.SortFunc(cut, func(a, b kadm.ListedOffset) int {
+			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+		o := cut[0]
+		return st, fmt.Errorf("replay: %s partition %d starts at offset %d, not 0 (%d partition(s) so): the records before it were removed (the topic's retention.ms or retention.bytes, or a deletion of records), so a replay would build a state without them: %w", o.Topic, o.Partition, o.Offset, len(cut), ErrLogTruncated)
 	}
 	// the store is bound to this log: served with another log whose
 	// topics have other ids, it is refused (before, a replayed directory

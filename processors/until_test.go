@@ -2,11 +2,13 @@ package processors_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -391,5 +393,44 @@ func TestReplayUntilCutsAtATransactionAbortedLater(t *testing.T) {
 	pos := projections.Position{Topic: string(events.TopicSessions), Partition: 0, Offset: offsets[2]}
 	if n := replay(processors.Until{Pos: &pos}); n != 2 {
 		t.Fatalf("--until %s: %d records, want the 2 outside the aborted transaction", pos, n)
+	}
+}
+
+// A log whose oldest records were removed (a topic's retention, a
+// deletion of records) is refused by a replay, naming the partition and
+// where it now starts: the state built from what is left would lack what
+// the removed records did. Before, the replay built it and said nothing
+// (a review of the Kafka settings, 2026-12-01).
+func TestReplayRefusesALogWithoutItsFirstRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 1})
+	publishRecords(ctx, t, prod, recs[:2])
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	replay := func() error {
+		store, err := projections.Open(t.TempDir(), projections.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		_, err = processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}})
+		return err
+	}
+	if err := replay(); err != nil {
+		t.Fatalf("the whole log: %v", err)
+	}
+	o := kadm.Offsets{}
+	o.Add(kadm.Offset{Topic: string(events.TopicSessions), Partition: 0, At: 3})
+	if _, err := adm.DeleteRecords(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	err = replay()
+	if !errors.Is(err, processors.ErrLogTruncated) || !strings.Contains(err.Error(), "chronicle.sessions partition 0 starts at offset 3") {
+		t.Fatalf("a log without its first 3 records: %v; want ErrLogTruncated naming chronicle.sessions partition 0 and offset 3", err)
 	}
 }

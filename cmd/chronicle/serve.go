@@ -98,7 +98,7 @@ func serveCmd() *cobra.Command {
 				}
 			})
 			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnDeadLetter: logDeadLetterTo(rl), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
-				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions),
+				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention,
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			close(started)
 			stopWatch()
@@ -168,6 +168,20 @@ func warnPartitionsDiffer(cmd *cobra.Command, partitions int32) func([]broker.To
 		}
 		fmt.Fprintf(os.Stderr, "chronicle: warning: --partitions %d does not apply to topics that exist, which keep their partition count (Chronicle never adds or removes partitions; see README \"Adding and removing an instance\"): %s\n", partitions, b.String())
 	}
+}
+
+// warnFiniteRetention is the pipeline's OnFiniteRetention: one warning on
+// stderr naming every existing topic that removes records, and what that
+// costs (broker.TopicConfigs: the topics Chronicle creates keep them).
+func warnFiniteRetention(rs []broker.TopicRetention) {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (retention.ms %s, retention.bytes %s)", r.Topic, r.RetentionMs, r.RetentionBytes)
+	}
+	fmt.Fprintf(os.Stderr, "chronicle: warning: these topics remove records, and the log is Chronicle's source of truth: once their oldest records are gone, replay and audit refuse the log and a partition's restore misses them; set retention.ms and retention.bytes to -1 on them (kafka-configs --alter --add-config retention.ms=-1,retention.bytes=-1), as Chronicle creates its topics: %s\n", b.String())
 }
 
 // registerRequestLog adds --request-log to a command serving the HTTP API.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config configures Start. Zero fields take the documented defaults.
@@ -57,6 +59,30 @@ type Config struct {
 	// Chronicle never adds partitions (that would move keys) and cannot
 	// remove any. serve warns with it when --partitions was given.
 	OnPartitionsDiffer func([]TopicPartitions)
+	// OnFiniteRetention, when set, is called once by Start with every
+	// topic of events.AllTopics that existed already and removes records
+	// (retention.ms or retention.bytes other than -1; TopicConfigs), if
+	// any: the log is Chronicle's source of truth, so once such a topic
+	// removed its oldest records, replay, audit and a partition's restore
+	// cannot rebuild the state. serve warns with it. Such a topic keeps
+	// its configuration: it is the operator's.
+	OnFiniteRetention func([]TopicRetention)
+}
+
+// TopicConfigs are the configurations Chronicle creates its topics with:
+// records are never removed (retention.ms and retention.bytes -1). A
+// cluster's default, Kafka's log.retention.hours of 168, removed a log's
+// records after 7 days, after which a replay rebuilt a state without them
+// and said nothing (found by a review of the Kafka settings, 2026-12-01);
+// the embedded broker removes none either way. Dead letters are kept as
+// long, since the dead-letter projection is rebuilt from them.
+var TopicConfigs = map[string]string{"retention.ms": "-1", "retention.bytes": "-1"}
+
+// TopicRetention is an existing topic's retention (the values of
+// retention.ms and retention.bytes, "-1" for none).
+type TopicRetention struct {
+	Topic                       string
+	RetentionMs, RetentionBytes string
 }
 
 // TopicPartitions is an existing topic's partition count (Have) and the
@@ -235,7 +261,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			}
 		}
 	}
-	if err := ensureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor, cfg.OnPartitionsDiffer); err != nil {
+	if err := ensureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor, cfg.OnPartitionsDiffer, cfg.OnFiniteRetention, len(cfg.Brokers) == 0); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -272,12 +298,15 @@ func (b *Broker) close(stopped bool) {
 // with partitions partitions (one for events.SinglePartition topics).
 // Existing topics are left as they are.
 func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replication int16) error {
-	return ensureTopics(ctx, addrs, partitions, replication, nil)
+	return ensureTopics(ctx, addrs, partitions, replication, nil, nil, false)
 }
 
 // ensureTopics is EnsureTopics; differ, when set, gets the topics that
-// existed with another partition count (Config.OnPartitionsDiffer).
-func ensureTopics(ctx context.Context, addrs []string, partitions int32, replication int16, differ func([]TopicPartitions)) error {
+// existed with another partition count (Config.OnPartitionsDiffer), and
+// finite those that existed removing records (Config.OnFiniteRetention).
+// On the embedded broker (embedded) only a topic's own retention removes
+// records (kfake applies no default), so only that is reported.
+func ensureTopics(ctx context.Context, addrs []string, partitions int32, replication int16, differ func([]TopicPartitions), finite func([]TopicRetention), embedded bool) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		return fmt.Errorf("broker: admin client: %w", err)
@@ -293,7 +322,11 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 		if events.SinglePartition[t] {
 			n = 1
 		}
-		resp, err := adm.CreateTopics(ctx, n, replication, nil, string(t))
+		configs := map[string]*string{}
+		for k, v := range TopicConfigs {
+			configs[k] = kadm.StringPtr(v)
+		}
+		resp, err := adm.CreateTopics(ctx, n, replication, configs, string(t))
 		if err != nil {
 			return fmt.Errorf("broker: create topics on %v: %w", addrs, err)
 		}
@@ -304,6 +337,37 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 			} else if r.Err != nil {
 				return fmt.Errorf("broker: create topic %s: %w", r.Topic, r.Err)
 			}
+		}
+	}
+	if finite != nil && len(existed) > 0 {
+		rcs, err := adm.DescribeTopicConfigs(ctx, existed...)
+		if err != nil {
+			return fmt.Errorf("broker: describe topic configurations on %v: %w", addrs, err)
+		}
+		var removing []TopicRetention
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				return fmt.Errorf("broker: describe topic %s's configuration: %w", rc.Name, rc.Err)
+			}
+			tr := TopicRetention{Topic: rc.Name, RetentionMs: "-1", RetentionBytes: "-1"}
+			for _, c := range rc.Configs {
+				if embedded && c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+					continue
+				}
+				switch c.Key {
+				case "retention.ms":
+					tr.RetentionMs = c.MaybeValue()
+				case "retention.bytes":
+					tr.RetentionBytes = c.MaybeValue()
+				}
+			}
+			if tr.RetentionMs != "-1" || tr.RetentionBytes != "-1" {
+				removing = append(removing, tr)
+			}
+		}
+		if len(removing) > 0 {
+			sort.Slice(removing, func(i, j int) bool { return removing[i].Topic < removing[j].Topic })
+			finite(removing)
 		}
 	}
 	if differ == nil || len(existed) == 0 {

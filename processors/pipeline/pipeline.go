@@ -68,6 +68,9 @@ type Config struct {
 	// the topics that existed with another partition count than
 	// Partitions, which keep theirs (default none).
 	OnPartitionsDiffer func([]broker.TopicPartitions)
+	// OnFiniteRetention is broker.Config.OnFiniteRetention: called with
+	// the existing topics that remove records (serve warns).
+	OnFiniteRetention func([]broker.TopicRetention)
 	// Processors to run (default DefaultProcessors()).
 	Processors []processors.Processor
 	// Logger (default watermill.NopLogger).
@@ -270,7 +273,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			return fail(err)
 		}
 	}
-	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, OnPartitionsDiffer: cfg.OnPartitionsDiffer}); err != nil {
+	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention}); err != nil {
 		return fail(err)
 	}
 	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs()}); err != nil {
