@@ -190,64 +190,85 @@ func TestParseUntilLowercaseTAndZ(t *testing.T) {
 func TestReplayUntilLeavesOutATransactionCommittedLater(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	l := newTxnLog(ctx, t, "until-txn")
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond) // the records are stamped a minute back
+	l.produce(ctx, t, l.plain, 0, t0)
+	if err := l.txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	l.produce(ctx, t, l.txn, 1, t0.Add(time.Second))
+	l.produce(ctx, t, l.plain, 2, t0.Add(2*time.Second))
+	if err := l.txn.EndTransaction(ctx, kgo.TryCommit); err != nil { // its marker: now, a minute after the records
+		t.Fatal(err)
+	}
+	if n := l.replay(ctx, t, processors.Until{Time: t0.Add(30 * time.Second)}); n != 1 {
+		t.Fatalf("--until before the commit: %d records, want the 1 before the open transaction", n)
+	}
+	if n := l.replay(ctx, t, processors.Until{Time: time.Now().Add(time.Minute)}); n != 3 {
+		t.Fatalf("--until after the commit: %d records, want all 3", n)
+	}
+}
+
+// txnLog is a one-partition log for the transaction tests: its brokers,
+// record (the sample's i-th event as a record stamped at, zero: now), a
+// plain producer and a transactional one (id txnID) with their produce
+// (which returns the record's offset).
+type txnLog struct {
+	brokers    []string
+	envs       []events.Envelope
+	plain, txn *kgo.Client
+}
+
+func newTxnLog(ctx context.Context, t *testing.T, txnID string, opts ...kgo.Opt) *txnLog {
+	t.Helper()
 	brokers, recs, _ := sampleLog(ctx, t, broker.Config{Partitions: 1})
 	envs, err := taubench.Events(recs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	record := func(i int, at time.Time) *kgo.Record {
-		rec, err := events.Record(&envs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.Timestamp = at
-		return rec
-	}
 	plain, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer plain.Close()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("until-txn"))
+	t.Cleanup(plain.Close)
+	txn, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.TransactionalID(txnID)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer txn.Close()
-	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond) // the records are stamped a minute back
-	if err := plain.ProduceSync(ctx, record(0, t0)).FirstErr(); err != nil {
+	t.Cleanup(txn.Close)
+	return &txnLog{brokers: brokers, envs: envs, plain: plain, txn: txn}
+}
+
+// produce writes the i-th event through cl, stamped at (zero: now), and
+// returns its offset.
+func (l *txnLog) produce(ctx context.Context, t *testing.T, cl *kgo.Client, i int, at time.Time) int64 {
+	t.Helper()
+	rec, err := events.Record(&l.envs[i])
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := txn.BeginTransaction(); err != nil {
+	rec.Timestamp = at
+	res := cl.ProduceSync(ctx, rec)
+	if err := res.FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	if err := txn.ProduceSync(ctx, record(1, t0.Add(time.Second))).FirstErr(); err != nil {
+	return res[0].Record.Offset
+}
+
+// replay replays the log into a new store with the sessions processor up
+// to u and returns the records read, failing the test on an error.
+func (l *txnLog) replay(ctx context.Context, t *testing.T, u processors.Until) int64 {
+	t.Helper()
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := plain.ProduceSync(ctx, record(2, t0.Add(2*time.Second))).FirstErr(); err != nil {
+	defer store.Close()
+	st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: l.brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, Until: u})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil { // its marker: now, a minute after the records
-		t.Fatal(err)
-	}
-	replay := func(until time.Time) int64 {
-		t.Helper()
-		store, err := projections.Open(t.TempDir(), projections.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, Until: processors.Until{Time: until}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Records
-	}
-	if n := replay(t0.Add(30 * time.Second)); n != 1 {
-		t.Fatalf("--until before the commit: %d records, want the 1 before the open transaction", n)
-	}
-	if n := replay(time.Now().Add(time.Minute)); n != 3 {
-		t.Fatalf("--until after the commit: %d records, want all 3", n)
-	}
+	return st.Records
 }
 
 // A replay started while a transaction is undecided does not wait for it:
@@ -259,62 +280,22 @@ func TestReplayUntilLeavesOutATransactionCommittedLater(t *testing.T) {
 func TestReplayDoesNotWaitForAnOpenTransaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	brokers, recs, _ := sampleLog(ctx, t, broker.Config{Partitions: 1})
-	envs, err := taubench.Events(recs[0])
-	if err != nil {
+	l := newTxnLog(ctx, t, "open-txn", kgo.TransactionTimeout(time.Minute))
+	l.produce(ctx, t, l.plain, 0, time.Time{})
+	if err := l.txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	record := func(i int) *kgo.Record {
-		rec, err := events.Record(&envs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rec
-	}
-	plain, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("open-txn"), kgo.TransactionTimeout(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := plain.ProduceSync(ctx, record(0)).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.ProduceSync(ctx, record(1)).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := plain.ProduceSync(ctx, record(2)).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	replay := func() int64 {
-		t.Helper()
-		store, err := projections.Open(t.TempDir(), projections.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the transaction's timeout is a minute
-		defer cancel()
-		st, err := processors.Replay(rctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}})
-		if err != nil {
-			t.Fatalf("replay with a transaction open: %v; want it to end without waiting for the transaction", err)
-		}
-		return st.Records
-	}
-	if n := replay(); n != 1 {
+	l.produce(ctx, t, l.txn, 1, time.Time{})
+	l.produce(ctx, t, l.plain, 2, time.Time{})
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second) // the transaction's timeout is a minute
+	defer rcancel()
+	if n := l.replay(rctx, t, processors.Until{}); n != 1 {
 		t.Fatalf("with the transaction open: %d records, want the 1 before it", n)
 	}
-	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	if err := l.txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	if n := replay(); n != 3 {
+	if n := l.replay(ctx, t, processors.Until{}); n != 3 {
 		t.Fatalf("after the commit: %d records, want all 3", n)
 	}
 }
@@ -329,69 +310,25 @@ func TestReplayDoesNotWaitForAnOpenTransaction(t *testing.T) {
 func TestReplayUntilCutsAtATransactionAbortedLater(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	brokers, recs, _ := sampleLog(ctx, t, broker.Config{Partitions: 1})
-	envs, err := taubench.Events(recs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	record := func(i int, at time.Time) *kgo.Record {
-		rec, err := events.Record(&envs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.Timestamp = at
-		return rec
-	}
-	plain, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("until-abort"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	l := newTxnLog(ctx, t, "until-abort")
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-	var offsets []int64
-	produce := func(cl *kgo.Client, r *kgo.Record) {
-		t.Helper()
-		res := cl.ProduceSync(ctx, r)
-		if err := res.FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		offsets = append(offsets, res[0].Record.Offset)
-	}
-	produce(plain, record(0, t0))
-	if err := txn.BeginTransaction(); err != nil {
+	l.produce(ctx, t, l.plain, 0, t0)
+	if err := l.txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	produce(txn, record(1, t0.Add(time.Second)))
-	produce(plain, record(2, t0.Add(2*time.Second)))
-	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil { // its marker: now, a minute after the records
+	l.produce(ctx, t, l.txn, 1, t0.Add(time.Second))
+	last := l.produce(ctx, t, l.plain, 2, t0.Add(2*time.Second))
+	if err := l.txn.EndTransaction(ctx, kgo.TryAbort); err != nil { // its marker: now, a minute after the records
 		t.Fatal(err)
 	}
-	replay := func(u processors.Until) int64 {
-		t.Helper()
-		store, err := projections.Open(t.TempDir(), projections.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}, Until: u})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Records
-	}
-	if n := replay(processors.Until{Time: t0.Add(30 * time.Second)}); n != 1 {
+	if n := l.replay(ctx, t, processors.Until{Time: t0.Add(30 * time.Second)}); n != 1 {
 		t.Fatalf("--until before the abort: %d records, want the 1 before the open transaction", n)
 	}
-	if n := replay(processors.Until{Time: time.Now().Add(time.Minute)}); n != 2 {
+	if n := l.replay(ctx, t, processors.Until{Time: time.Now().Add(time.Minute)}); n != 2 {
 		t.Fatalf("--until after the abort: %d records, want the 2 outside the aborted transaction", n)
 	}
-	pos := projections.Position{Topic: string(events.TopicSessions), Partition: 0, Offset: offsets[2]}
-	if n := replay(processors.Until{Pos: &pos}); n != 2 {
+	pos := projections.Position{Topic: string(events.TopicSessions), Partition: 0, Offset: last}
+	if n := l.replay(ctx, t, processors.Until{Pos: &pos}); n != 2 {
 		t.Fatalf("--until %s: %d records, want the 2 outside the aborted transaction", pos, n)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -186,48 +185,11 @@ type ListPage struct {
 // ofType, when set, keeps only letters of that event type. next is the last
 // entry's Cursor when more follow.
 func ListScoped(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string, ofType string) (list []Entry, next string, err error) {
-	if limit < 1 {
-		return nil, "", fmt.Errorf("deadletters: list limit %d is below 1", limit)
-	}
-	ranges := []string{""}
-	if scopes != nil {
-		ranges = make([]string, 0, len(scopes))
-		for _, sc := range scopes {
-			ranges = append(ranges, sc+"/")
+	return projections.ListScoped(store, Name, "", scopes, allow, limit, cursor, func(key string, val []byte) (Entry, bool, error) {
+		var e Entry
+		if err := json.Unmarshal(val, &e); err != nil {
+			return e, false, fmt.Errorf("deadletters: row %s: %w", key, err)
 		}
-		sort.Strings(ranges)
-	}
-	for _, r := range ranges {
-		after := ""
-		switch {
-		case cursor == "" || cursor < r:
-		case strings.HasPrefix(cursor, r):
-			after = cursor
-		default:
-			continue // the whole range is before the cursor
-		}
-		err := store.Scan(Name, r, after, func(k string, val []byte) (bool, error) {
-			scope, _, _ := strings.Cut(k, "/")
-			if allow != nil && !allow(scope) {
-				return true, nil
-			}
-			var e Entry
-			if err := json.Unmarshal(val, &e); err != nil {
-				return false, fmt.Errorf("deadletters: row %s: %w", k, err)
-			}
-			if ofType != "" && e.EventType != ofType {
-				return true, nil
-			}
-			if len(list) == limit {
-				next = list[limit-1].Cursor()
-				return false, nil
-			}
-			list = append(list, e)
-			return true, nil
-		})
-		if err != nil || next != "" {
-			return list, next, err
-		}
-	}
-	return list, next, nil
+		return e, ofType == "" || e.EventType == ofType, nil
+	})
 }

@@ -3,8 +3,6 @@ package passes
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -113,46 +111,11 @@ type ListPage struct {
 // nil: all). Before, a task was found only by its id: one recorded
 // without a session could not be listed (a walkthrough, 2026-12-01).
 func List(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string) (list []Summary, next string, err error) {
-	if limit < 1 {
-		return nil, "", fmt.Errorf("passes: list limit %d is below 1", limit)
-	}
-	ranges := []string{""}
-	if scopes != nil {
-		ranges = make([]string, 0, len(scopes))
-		for _, sc := range scopes {
-			ranges = append(ranges, sc+"/")
+	return projections.ListScoped(store, Name, "t/", scopes, allow, limit, cursor, func(key string, val []byte) (Summary, bool, error) {
+		var s Summary
+		if err := json.Unmarshal(val, &s); err != nil {
+			return s, false, fmt.Errorf("passes: task %s: %w", key, err)
 		}
-		sort.Strings(ranges) // key order across the ranges
-	}
-	for _, r := range ranges {
-		after := ""
-		switch {
-		case cursor == "" || cursor < r:
-		case strings.HasPrefix(cursor, r):
-			after = taskKey(cursor)
-		default:
-			continue // the whole range is before the cursor
-		}
-		err := store.Scan(Name, taskKey(r), after, func(k string, val []byte) (bool, error) {
-			key := strings.TrimPrefix(k, "t/")
-			scope, _, ok := events.SplitEntityKey(key)
-			if !ok || allow != nil && !allow(scope) {
-				return true, nil
-			}
-			if len(list) == limit {
-				next = list[limit-1].Key()
-				return false, nil
-			}
-			var s Summary
-			if err := json.Unmarshal(val, &s); err != nil {
-				return false, fmt.Errorf("passes: task %s: %w", key, err)
-			}
-			list = append(list, s)
-			return true, nil
-		})
-		if err != nil || next != "" {
-			return list, next, err
-		}
-	}
-	return list, next, nil
+		return s, true, nil
+	})
 }

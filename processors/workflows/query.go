@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -206,57 +204,22 @@ type summaryRow struct {
 // key (allow nil: all). A store holds the workflows of the partitions its
 // engine applies: on a cluster, the member's.
 func List(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string) (list []Summary, next string, err error) {
-	if limit < 1 {
-		return nil, "", fmt.Errorf("workflows: list limit %d is below 1", limit)
-	}
-	ranges := []string{""}
-	if scopes != nil {
-		ranges = make([]string, 0, len(scopes))
-		for _, sc := range scopes {
-			ranges = append(ranges, sc+"/")
+	return projections.ListScoped(store, Name, "s/", scopes, allow, limit, cursor, func(key string, val []byte) (Summary, bool, error) {
+		var row summaryRow
+		if err := json.Unmarshal(val, &row); err != nil {
+			return Summary{}, false, fmt.Errorf("workflows: state of %s: %w", key, err)
 		}
-		sort.Strings(ranges) // key order across the ranges
-	}
-	for _, r := range ranges {
-		after := ""
-		switch {
-		case cursor == "" || cursor < r:
-		case strings.HasPrefix(cursor, r):
-			after = "s/" + cursor
-		default:
-			continue // the whole range is before the cursor
+		s := Summary{WorkflowID: row.WorkflowID, Scope: row.Scope, Status: row.Status, CurrentLayer: row.CurrentLayer,
+			Events: row.Events, StartedAt: row.StartedAt, UpdatedAt: row.UpdatedAt, Checkpoints: row.Checkpoints,
+			Checkpoint: row.Checkpoint, PendingCommands: len(row.PendingCommands), PendingDecisions: len(row.PendingDecisions),
+			Resumes: row.Resumes, Parent: row.Parent, Outcome: row.Outcome, Position: row.Position}
+		if s.Checkpoint != nil {
+			id, _, err := CheckpointIDAt(store, key, s.Checkpoint.Seq)
+			if err != nil {
+				return s, false, err
+			}
+			s.CheckpointID = id
 		}
-		err := store.Scan(Name, "s/"+r, after, func(k string, val []byte) (bool, error) {
-			key := strings.TrimPrefix(k, "s/")
-			scope, _, ok := events.SplitEntityKey(key)
-			if !ok || allow != nil && !allow(scope) {
-				return true, nil
-			}
-			if len(list) == limit {
-				next = list[limit-1].Key()
-				return false, nil
-			}
-			var row summaryRow
-			if err := json.Unmarshal(val, &row); err != nil {
-				return false, fmt.Errorf("workflows: state of %s: %w", key, err)
-			}
-			s := Summary{WorkflowID: row.WorkflowID, Scope: row.Scope, Status: row.Status, CurrentLayer: row.CurrentLayer,
-				Events: row.Events, StartedAt: row.StartedAt, UpdatedAt: row.UpdatedAt, Checkpoints: row.Checkpoints,
-				Checkpoint: row.Checkpoint, PendingCommands: len(row.PendingCommands), PendingDecisions: len(row.PendingDecisions),
-				Resumes: row.Resumes, Parent: row.Parent, Outcome: row.Outcome, Position: row.Position}
-			if s.Checkpoint != nil {
-				id, _, err := CheckpointIDAt(store, key, s.Checkpoint.Seq)
-				if err != nil {
-					return false, err
-				}
-				s.CheckpointID = id
-			}
-			list = append(list, s)
-			return true, nil
-		})
-		if err != nil || next != "" {
-			return list, next, err
-		}
-	}
-	return list, next, nil
+		return s, true, nil
+	})
 }

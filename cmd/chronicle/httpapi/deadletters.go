@@ -60,21 +60,13 @@ func (s *Server) listDeadLettersLocal(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	topic := string(events.TopicDeadLetter)
-	if parts := s.restoring(topic); len(parts) > 0 {
-		writeRestoring(w, "the list would miss dead letters", topic, parts)
-		return
-	}
-	scopes, allow := listScopes(r, inScope)
-	list, next, err := deadletter.ListScoped(s.P.Store, scopes, allow, limit, cursor, ofType)
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	if list == nil {
-		list = []deadletter.Entry{}
-	}
-	writeJSON(w, http.StatusOK, DeadLetterList{DeadLetters: list, NextCursor: next})
+	serveLocalList(s, w, r, string(events.TopicDeadLetter), "dead letters", inScope,
+		func(scopes []string, allow func(string) bool) ([]deadletter.Entry, string, error) {
+			return deadletter.ListScoped(s.P.Store, scopes, allow, limit, cursor, ofType)
+		},
+		func(rows []deadletter.Entry, next string) any {
+			return DeadLetterList{DeadLetters: rows, NextCursor: next}
+		})
 }
 
 // listDeadLetters serves GET /v1/deadletters: the dead letters of the

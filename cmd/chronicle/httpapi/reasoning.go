@@ -139,21 +139,11 @@ func (s *Server) listReasoningLocal(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	topic := string(events.TopicReasoning)
-	if parts := s.restoring(topic); len(parts) > 0 {
-		writeRestoring(w, "the list would miss reasoning tasks", topic, parts)
-		return
-	}
-	scopes, allow := listScopes(r, inScope)
-	list, next, err := passes.List(s.P.Store, scopes, allow, limit, cursor)
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	if list == nil {
-		list = []passes.Summary{}
-	}
-	writeJSON(w, http.StatusOK, ReasoningList{Tasks: list, NextCursor: next})
+	serveLocalList(s, w, r, string(events.TopicReasoning), "reasoning tasks", inScope,
+		func(scopes []string, allow func(string) bool) ([]passes.Summary, string, error) {
+			return passes.List(s.P.Store, scopes, allow, limit, cursor)
+		},
+		func(rows []passes.Summary, next string) any { return ReasoningList{Tasks: rows, NextCursor: next} })
 }
 
 // listReasoning serves GET /v1/reasoning: the reasoning tasks of the

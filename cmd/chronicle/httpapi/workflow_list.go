@@ -89,20 +89,38 @@ func (s *Server) listWorkflowsLocal(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if parts := s.restoring(string(events.TopicWorkflows)); len(parts) > 0 {
-		writeRestoring(w, "the list would miss workflows", string(events.TopicWorkflows), parts)
+	serveLocalList(s, w, r, string(events.TopicWorkflows), "workflows", inScope,
+		func(scopes []string, allow func(string) bool) ([]workflows.Summary, string, error) {
+			return workflows.List(s.P.Store, scopes, allow, limit, cursor)
+		},
+		func(rows []workflows.Summary, next string) any {
+			return WorkflowList{Workflows: rows, NextCursor: next}
+		})
+}
+
+// serveLocalList answers a list route from this instance's store: a 503
+// RestoringError while it restores a partition of topic (a page would miss
+// the rows of records not applied yet, and a cursor past them would skip
+// them for good; what names the rows), else list's page of the scopes
+// the caller reads and inScope admits (listScopes; nil rows answered as
+// an empty list), as answer builds the body. GET /v1/workflows,
+// /v1/deadletters and /v1/reasoning use it.
+func serveLocalList[T any](s *Server, w http.ResponseWriter, r *http.Request, topic, what string, inScope func(string) bool,
+	list func(scopes []string, allow func(string) bool) ([]T, string, error), answer func(rows []T, next string) any) {
+	if parts := s.restoring(topic); len(parts) > 0 {
+		writeRestoring(w, "the list would miss "+what, topic, parts)
 		return
 	}
 	scopes, allow := listScopes(r, inScope)
-	list, next, err := workflows.List(s.P.Store, scopes, allow, limit, cursor)
+	rows, next, err := list(scopes, allow)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	if list == nil {
-		list = []workflows.Summary{}
+	if rows == nil {
+		rows = []T{}
 	}
-	writeJSON(w, http.StatusOK, WorkflowList{Workflows: list, NextCursor: next})
+	writeJSON(w, http.StatusOK, answer(rows, next))
 }
 
 // pageParams reads a list route's limit (absent: def; not an integer from
