@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"net"
 	"sync"
 	"time"
@@ -196,7 +197,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerLinger(0),
 	}, cfg.ExtraOpts...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(kafkaconn.With(opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("events: producer client: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"runtime"
 	"sort"
 	"strconv"
@@ -147,7 +148,7 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 	}
 	opts = append(opts, cfg.SubscriberOpts...)
 	cctx, cancel := context.WithCancel(context.Background())
-	cl, err := kgo.NewClient(append(opts, kgo.WithContext(cctx))...) // last: SubscriberOpts do not replace it
+	cl, err := kgo.NewClient(kafkaconn.With(append(opts, kgo.WithContext(cctx))...)...) // last: SubscriberOpts do not replace it
 	if err != nil {
 		cancel()
 		if e.sb != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -250,7 +251,7 @@ func (f *Fence) takeOver(ctx context.Context, k tp, assignment uint64) (*fencedP
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Brokers...), kgo.TransactionalID(f.TransactionalID(k.topic, k.partition)),
+	cl, err := kafkaconn.NewClient(f.Brokers, kgo.TransactionalID(f.TransactionalID(k.topic, k.partition)),
 		kgo.TransactionTimeout(timeout), kgo.RequestTimeoutOverhead(5*time.Second), kgo.ProducerLinger(0),
 		// a record the broker keeps refusing fails the transaction (it is
 		// aborted and retried next round) instead of holding the relay, and
@@ -591,7 +592,7 @@ func (f *Fence) readFrontier(ctx context.Context, k tp) (int64, error) {
 // frontiers of partitions owned elsewhere, and the deferred relay's).
 func (f *Fence) plainClient() (*kgo.Client, error) {
 	if f.pruneCl == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(f.Brokers...))
+		cl, err := kafkaconn.NewClient(f.Brokers)
 		if err != nil {
 			return nil, err
 		}

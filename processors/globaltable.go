@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"slices"
 	"sort"
 	"sync"
@@ -198,7 +199,7 @@ func (g *GlobalTableRunner) Topics() []string {
 // startOffsets lists every partition of the topics and the offset to start
 // it at: the lowest next offset any processor of the topic stored.
 func (g *GlobalTableRunner) startOffsets(ctx context.Context) (map[string]map[int32]kgo.Offset, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.cfg.Brokers...))
+	cl, err := kafkaconn.NewClient(g.cfg.Brokers)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +284,7 @@ func (g *GlobalTableRunner) Run(ctx context.Context) error {
 		kgo.FetchMaxWait(g.cfg.FetchMaxWait),
 		kgo.DisableFetchSessions(), // as the engine: avoids a data race inside franz-go's Close
 	}, g.cfg.ClientOpts...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(kafkaconn.With(opts...)...)
 	if err != nil {
 		return err
 	}

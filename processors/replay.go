@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"regexp"
 	"slices"
 	"sort"
@@ -138,7 +139,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		topics = append(topics, t)
 	}
 	sort.Strings(topics) // errors list them in one order, run after run
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	cl, err := kafkaconn.NewClient(cfg.Brokers)
 	if err != nil {
 		return st, err
 	}
@@ -276,7 +277,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	if bounded {
 		isolation = kgo.ReadUncommitted() // txnPrefix decides them
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond),
+	cons, err := kafkaconn.NewClient(cfg.Brokers, kgo.ConsumePartitions(start), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.FetchMaxPartitionBytes(replayFetchPartitionBytes),
 		kgo.FetchIsolationLevel(isolation), kgo.KeepControlRecords(), // the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
@@ -536,7 +537,7 @@ const replayFetchPartitionBytes = 128 << 10
 // after kill -9 writes). It waits at most 10 s (a record in a
 // transaction still open, which read committed holds back).
 func recordTime(ctx context.Context, brokers []string, pos projections.Position, end int64) (time.Time, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)},
 	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {

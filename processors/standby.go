@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"slices"
 	"sort"
 	"sync"
@@ -131,7 +132,7 @@ func newStandby(e *engine) (*standby, error) {
 		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
 		kgo.DisableFetchSessions(), // as the engine: avoids a data race inside franz-go's Close
 	}, e.cfg.StandbyOpts...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(kafkaconn.With(opts...)...)
 	if err != nil {
 		return nil, err
 	}

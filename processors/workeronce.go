@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sync"
 	"time"
 
@@ -206,7 +207,7 @@ func (o *workerOnce) takeOver(ctx context.Context, p int32) (*kgo.Client, *abort
 		kgo.TransactionTimeout(o.timeout), kgo.RequestTimeoutOverhead(5 * time.Second), kgo.ProducerLinger(0),
 		kgo.RecordDeliveryTimeout(30 * time.Second)}, o.opts...)
 	opts = append(opts, kgo.WithLogger(watch)) // last: it must see franz-go's silent abort
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(kafkaconn.With(opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 )
 
 func main() {
@@ -29,6 +31,7 @@ func main() {
 		deadletterCmd(), // issue 11 item 8
 		inspectCmd(),    // issue 11 item 7: the read API over a stopped or replayed directory
 	)
+	addKafkaSecurityFlags(root)
 	root.PersistentPreRunE = checkFlags
 	refuseUnknownSubcommands(root)
 	refuseStrayArgs(root)
@@ -40,6 +43,49 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// addKafkaSecurityFlags gives every command that takes --brokers the flags
+// of a cluster that wants TLS or SASL (kafkaconn.Config); checkFlags reads
+// them. Before, no command could reach such a cluster (a Kafka platform
+// review, 2026-12-01).
+func addKafkaSecurityFlags(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if f := c.Flags(); f.Lookup("brokers") != nil {
+			f.Bool("kafka-tls", false, "connect to --brokers over TLS (Kafka's SSL or SASL_SSL); implied by the other --kafka-tls flags")
+			f.String("kafka-tls-ca", "", "PEM file of the certificate authorities to check the brokers' certificates against (default: the system's)")
+			f.String("kafka-tls-cert", "", "PEM client certificate, for a cluster that authenticates clients by TLS (with --kafka-tls-key)")
+			f.String("kafka-tls-key", "", "PEM key of --kafka-tls-cert")
+			f.String("kafka-sasl-mechanism", "", "SASL mechanism for --brokers: PLAIN (with TLS only: it sends the password as it is), SCRAM-SHA-256 or SCRAM-SHA-512")
+			f.String("kafka-sasl-user", "", "SASL user name (with --kafka-sasl-mechanism)")
+			f.String("kafka-sasl-password-env", kafkaconn.DefaultPasswordEnv, "environment variable holding the SASL password (never a flag, which ps would show)")
+		}
+		addKafkaSecurityFlags(c)
+	}
+}
+
+// useKafkaSecurity reads cmd's --kafka-tls… and --kafka-sasl… flags, when
+// it has them, and makes every client use them (kafkaconn.Use). They need
+// a cluster named by --brokers: the embedded broker speaks plaintext.
+func useKafkaSecurity(cmd *cobra.Command) error {
+	f := cmd.Flags()
+	if f.Lookup("kafka-tls") == nil {
+		return nil
+	}
+	str := func(name string) string { v, _ := f.GetString(name); return v }
+	tlsOn, _ := f.GetBool("kafka-tls")
+	c := kafkaconn.Config{TLS: tlsOn, CAFile: str("kafka-tls-ca"), CertFile: str("kafka-tls-cert"), KeyFile: str("kafka-tls-key"),
+		Mechanism: str("kafka-sasl-mechanism"), User: str("kafka-sasl-user")}
+	if f.Changed("kafka-sasl-password-env") {
+		c.PasswordEnv = str("kafka-sasl-password-env")
+	}
+	if c.Zero() {
+		return nil
+	}
+	if b := f.Lookup("brokers"); b.DefValue == "" && !b.Changed {
+		return errors.New("--kafka-tls… and --kafka-sasl… are for a Kafka cluster named by --brokers: the embedded broker speaks plaintext on loopback")
+	}
+	return kafkaconn.Use(c)
 }
 
 // refuseUnknownSubcommands makes every command that only groups others
@@ -108,6 +154,9 @@ const MinDecayInterval = time.Second
 // --kafka-listen is host:port and that --brokers, when given, names at
 // least one host:port; each error names the flag.
 func checkFlags(cmd *cobra.Command, _ []string) error {
+	if err := useKafkaSecurity(cmd); err != nil {
+		return err
+	}
 	for name, least := range countFlags {
 		f := cmd.Flags().Lookup(name)
 		if f == nil || (f.Value.Type() != "int" && f.Value.Type() != "int32") {

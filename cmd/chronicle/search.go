@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"maps"
 	"os"
 	"slices"
@@ -22,7 +23,6 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func searchCmd() *cobra.Command {
@@ -360,7 +360,7 @@ func groupIsFree(ctx context.Context, brokers []string) error {
 	if len(brokers) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := kafkaconn.NewClient(brokers)
 	if err != nil {
 		return err
 	}

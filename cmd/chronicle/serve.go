@@ -172,16 +172,26 @@ func warnPartitionsDiffer(cmd *cobra.Command, partitions int32) func([]broker.To
 
 // warnFiniteRetention is the pipeline's OnFiniteRetention: one warning on
 // stderr naming every existing topic that removes records, and what that
-// costs (broker.TopicConfigs: the topics Chronicle creates keep them).
+// costs (broker.TopicConfigs: the topics Chronicle creates keep them), and
+// one naming the topics whose configuration could not be read.
 func warnFiniteRetention(rs []broker.TopicRetention) {
-	var b strings.Builder
-	for i, r := range rs {
-		if i > 0 {
-			b.WriteString(", ")
+	var lossy, unread strings.Builder
+	for _, r := range rs {
+		if r.Err != nil {
+			fmt.Fprintf(&unread, "; %s: %v", r.Topic, r.Err)
+			continue
 		}
-		fmt.Fprintf(&b, "%s (retention.ms %s, retention.bytes %s)", r.Topic, r.RetentionMs, r.RetentionBytes)
+		if lossy.Len() > 0 {
+			lossy.WriteString(", ")
+		}
+		fmt.Fprintf(&lossy, "%s (retention.ms %s, retention.bytes %s, cleanup.policy %s)", r.Topic, r.RetentionMs, r.RetentionBytes, r.CleanupPolicy)
 	}
-	fmt.Fprintf(os.Stderr, "chronicle: warning: these topics remove records, and the log is Chronicle's source of truth: once their oldest records are gone, replay and audit refuse the log and a partition's restore misses them; set retention.ms and retention.bytes to -1 on them (kafka-configs --alter --add-config retention.ms=-1,retention.bytes=-1), as Chronicle creates its topics: %s\n", b.String())
+	if lossy.Len() > 0 {
+		fmt.Fprintf(os.Stderr, "chronicle: warning: these topics remove records, and the log is Chronicle's source of truth: once their oldest records are gone (retention) or a key's older ones (compaction), replay and audit cannot rebuild the state and a partition's restore misses them; set retention.ms and retention.bytes to -1 and cleanup.policy to delete on them (kafka-configs --alter --add-config retention.ms=-1,retention.bytes=-1,cleanup.policy=delete), as Chronicle creates its topics: %s\n", lossy.String())
+	}
+	if unread.Len() > 0 {
+		fmt.Fprintf(os.Stderr, "chronicle: warning: could not read the configuration of the topics, so whether they keep their records is not checked (the service account needs DescribeConfigs on chronicle.*)%s\n", unread.String())
+	}
 }
 
 // registerRequestLog adds --request-log to a command serving the HTTP API.

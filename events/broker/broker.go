@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"io"
 	"io/fs"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,11 +63,13 @@ type Config struct {
 	OnPartitionsDiffer func([]TopicPartitions)
 	// OnFiniteRetention, when set, is called once by Start with every
 	// topic of events.AllTopics that existed already and removes records
-	// (retention.ms or retention.bytes other than -1; TopicConfigs), if
-	// any: the log is Chronicle's source of truth, so once such a topic
-	// removed its oldest records, replay, audit and a partition's restore
-	// cannot rebuild the state. serve warns with it. Such a topic keeps
-	// its configuration: it is the operator's.
+	// (retention.ms or retention.bytes other than -1, or a cleanup.policy
+	// with compact, which keeps one record per key; TopicConfigs), or
+	// whose configuration could not be read (TopicRetention.Err), if any:
+	// the log is Chronicle's source of truth, so once such a topic removed
+	// records, replay, audit and a partition's restore cannot rebuild the
+	// state. serve warns with it. Such a topic keeps its configuration: it
+	// is the operator's.
 	OnFiniteRetention func([]TopicRetention)
 }
 
@@ -74,15 +78,20 @@ type Config struct {
 // cluster's default, Kafka's log.retention.hours of 168, removed a log's
 // records after 7 days, after which a replay rebuilt a state without them
 // and said nothing (found by a review of the Kafka settings, 2026-12-01);
-// the embedded broker removes none either way. Dead letters are kept as
-// long, since the dead-letter projection is rebuilt from them.
-var TopicConfigs = map[string]string{"retention.ms": "-1", "retention.bytes": "-1"}
+// the embedded broker removes none either way. cleanup.policy is delete
+// (which, with no retention, removes nothing), not a cluster's default
+// compact, which keeps one record per key: a session's or workflow's
+// history. Dead letters are kept as long, since the dead-letter
+// projection is rebuilt from them.
+var TopicConfigs = map[string]string{"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
 
-// TopicRetention is an existing topic's retention (the values of
-// retention.ms and retention.bytes, "-1" for none).
+// TopicRetention is what an existing topic keeps: the values of
+// retention.ms and retention.bytes ("-1" for no limit) and cleanup.policy;
+// or Err, when its configuration could not be read.
 type TopicRetention struct {
-	Topic                       string
-	RetentionMs, RetentionBytes string
+	Topic                                      string
+	RetentionMs, RetentionBytes, CleanupPolicy string
+	Err                                        error
 }
 
 // TopicPartitions is an existing topic's partition count (Have) and the
@@ -307,7 +316,7 @@ func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replica
 // On the embedded broker (embedded) only a topic's own retention removes
 // records (kfake applies no default), so only that is reported.
 func ensureTopics(ctx context.Context, addrs []string, partitions int32, replication int16, differ func([]TopicPartitions), finite func([]TopicRetention), embedded bool) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequestTimeoutOverhead(5*time.Second))
+	cl, err := kafkaconn.NewClient(addrs, kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		return fmt.Errorf("broker: admin client: %w", err)
 	}
@@ -315,67 +324,56 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	names := make([]string, len(events.AllTopics))
 	want := map[string]int32{}
-	var existed []string
-	for _, t := range events.AllTopics {
-		n := partitions
+	for i, t := range events.AllTopics {
+		names[i], want[string(t)] = string(t), partitions
 		if events.SinglePartition[t] {
-			n = 1
+			want[string(t)] = 1
+		}
+	}
+	// the topics that exist are not asked for: a service account without
+	// Create on them (topics provisioned by a platform team) was refused
+	// TOPIC_AUTHORIZATION_FAILED for topics that were there, and Chronicle
+	// did not start (a Kafka platform review, 2026-12-01)
+	td, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("broker: describe topics on %v: %w", addrs, err)
+	}
+	var existed []string
+	for _, name := range names {
+		d, ok := td[name]
+		switch {
+		case ok && d.Err == nil:
+			existed = append(existed, name)
+			continue
+		case ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("broker: describe topic %s on %v: %w (the service account needs Describe, Read and Write on the topics chronicle.*: README \"Running against a real Kafka cluster\")", name, addrs, d.Err)
 		}
 		configs := map[string]*string{}
 		for k, v := range TopicConfigs {
 			configs[k] = kadm.StringPtr(v)
 		}
-		resp, err := adm.CreateTopics(ctx, n, replication, configs, string(t))
+		resp, err := adm.CreateTopics(ctx, want[name], replication, configs, name)
 		if err != nil {
 			return fmt.Errorf("broker: create topics on %v: %w", addrs, err)
 		}
 		for _, r := range resp.Sorted() {
-			if errors.Is(r.Err, kerr.TopicAlreadyExists) {
-				want[r.Topic] = n
+			switch {
+			case errors.Is(r.Err, kerr.TopicAlreadyExists): // created meanwhile
 				existed = append(existed, r.Topic)
-			} else if r.Err != nil {
-				return fmt.Errorf("broker: create topic %s: %w", r.Topic, r.Err)
+			case r.Err != nil:
+				return fmt.Errorf("broker: create topic %s: %w (the service account needs Create on the topics chronicle.*, or create them with the partitions and configurations of README \"Running against a real Kafka cluster\")", r.Topic, r.Err)
 			}
 		}
 	}
 	if finite != nil && len(existed) > 0 {
-		rcs, err := adm.DescribeTopicConfigs(ctx, existed...)
-		if err != nil {
-			return fmt.Errorf("broker: describe topic configurations on %v: %w", addrs, err)
-		}
-		var removing []TopicRetention
-		for _, rc := range rcs {
-			if rc.Err != nil {
-				return fmt.Errorf("broker: describe topic %s's configuration: %w", rc.Name, rc.Err)
-			}
-			tr := TopicRetention{Topic: rc.Name, RetentionMs: "-1", RetentionBytes: "-1"}
-			for _, c := range rc.Configs {
-				if embedded && c.Source != kmsg.ConfigSourceDynamicTopicConfig {
-					continue
-				}
-				switch c.Key {
-				case "retention.ms":
-					tr.RetentionMs = c.MaybeValue()
-				case "retention.bytes":
-					tr.RetentionBytes = c.MaybeValue()
-				}
-			}
-			if tr.RetentionMs != "-1" || tr.RetentionBytes != "-1" {
-				removing = append(removing, tr)
-			}
-		}
-		if len(removing) > 0 {
-			sort.Slice(removing, func(i, j int) bool { return removing[i].Topic < removing[j].Topic })
-			finite(removing)
+		if lossy := lossyTopics(ctx, adm, existed, embedded); len(lossy) > 0 {
+			finite(lossy)
 		}
 	}
 	if differ == nil || len(existed) == 0 {
 		return nil
-	}
-	td, err := adm.ListTopics(ctx, existed...)
-	if err != nil {
-		return fmt.Errorf("broker: describe topics on %v: %w", addrs, err)
 	}
 	var diff []TopicPartitions
 	for _, t := range existed {
@@ -387,4 +385,43 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 		differ(diff)
 	}
 	return nil
+}
+
+// lossyTopics are the topics of existed that remove records (retention.ms
+// or retention.bytes other than -1, a cleanup.policy with compact), or
+// whose configuration could not be read (TopicRetention.Err: a service
+// account without DescribeConfigs; not fatal). On the embedded broker
+// (embedded) only a topic's own settings remove records (kfake applies no
+// default), so only those are read.
+func lossyTopics(ctx context.Context, adm *kadm.Client, existed []string, embedded bool) []TopicRetention {
+	rcs, err := adm.DescribeTopicConfigs(ctx, existed...)
+	if err != nil {
+		return []TopicRetention{{Topic: strings.Join(existed, ", "), Err: err}}
+	}
+	var lossy []TopicRetention
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			lossy = append(lossy, TopicRetention{Topic: rc.Name, Err: rc.Err})
+			continue
+		}
+		tr := TopicRetention{Topic: rc.Name, RetentionMs: "-1", RetentionBytes: "-1", CleanupPolicy: "delete"}
+		for _, c := range rc.Configs {
+			if embedded && c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+				continue
+			}
+			switch c.Key {
+			case "retention.ms":
+				tr.RetentionMs = c.MaybeValue()
+			case "retention.bytes":
+				tr.RetentionBytes = c.MaybeValue()
+			case "cleanup.policy":
+				tr.CleanupPolicy = c.MaybeValue()
+			}
+		}
+		if tr.RetentionMs != "-1" || tr.RetentionBytes != "-1" || strings.Contains(tr.CleanupPolicy, "compact") {
+			lossy = append(lossy, tr)
+		}
+	}
+	sort.Slice(lossy, func(i, j int) bool { return lossy[i].Topic < lossy[j].Topic })
+	return lossy
 }

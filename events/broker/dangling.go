@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"net"
 	"os"
 	"path/filepath"
@@ -46,7 +47,7 @@ const StoppedFile = "STOPPED"
 // dialer, the connGate's, which serves no other client until Start has
 // opened it after this call.
 func abortDangling(ctx context.Context, addrs []string, dial func(ctx context.Context, network, host string) (net.Conn, error)) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.Dialer(dial))
+	cl, err := kafkaconn.NewClient(addrs, kgo.Dialer(dial))
 	if err != nil {
 		return err
 	}

@@ -40,14 +40,19 @@ func TestTopicsKeepTheirRecords(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": kadm.StringPtr("86400000")}, string(events.TopicSessions)); err != nil {
 		t.Fatal(err)
 	}
+	// and chronicle.workflows compacted, which keeps one record per key
+	if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": kadm.StringPtr("-1"), "retention.bytes": kadm.StringPtr("-1"), "cleanup.policy": kadm.StringPtr("compact")}, string(events.TopicWorkflows)); err != nil {
+		t.Fatal(err)
+	}
 	var reported []broker.TopicRetention
 	b, err := broker.Start(ctx, broker.Config{Brokers: c.ListenAddrs(), Partitions: 1, OnFiniteRetention: func(rs []broker.TopicRetention) { reported = rs }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if len(reported) != 1 || reported[0].Topic != string(events.TopicSessions) || reported[0].RetentionMs != "86400000" {
-		t.Fatalf("reported %+v; want chronicle.sessions with retention.ms 86400000", reported)
+	if len(reported) != 2 || reported[0].Topic != string(events.TopicSessions) || reported[0].RetentionMs != "86400000" ||
+		reported[1].Topic != string(events.TopicWorkflows) || reported[1].CleanupPolicy != "compact" {
+		t.Fatalf("reported %+v; want chronicle.sessions with retention.ms 86400000 and chronicle.workflows with cleanup.policy compact", reported)
 	}
 	rcs, err := adm.DescribeTopicConfigs(ctx, string(events.TopicMemories), string(events.TopicDeadLetter))
 	if err != nil {
@@ -58,8 +63,8 @@ func TestTopicsKeepTheirRecords(t *testing.T) {
 		for _, cfg := range rc.Configs {
 			got[cfg.Key] = cfg.MaybeValue()
 		}
-		if got["retention.ms"] != "-1" || got["retention.bytes"] != "-1" {
-			t.Errorf("created topic %s: retention.ms %q, retention.bytes %q; want -1 and -1", rc.Name, got["retention.ms"], got["retention.bytes"])
+		if got["retention.ms"] != "-1" || got["retention.bytes"] != "-1" || got["cleanup.policy"] != "delete" {
+			t.Errorf("created topic %s: retention.ms %q, retention.bytes %q, cleanup.policy %q; want -1, -1 and delete", rc.Name, got["retention.ms"], got["retention.bytes"], got["cleanup.policy"])
 		}
 	}
 	// the embedded broker, a log created by the code before (topics

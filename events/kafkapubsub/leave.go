@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,7 +75,7 @@ func CloseMember(cl *kgo.Client, cancel context.CancelFunc, group string, wait t
 
 // leaveGroup sends group's LeaveGroup for memberID through a new client.
 func leaveGroup(group, memberID string, wait time.Duration, brokers []string, opts []kgo.Opt) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, connectionOpts(opts)...)...)
+	cl, err := kafkaconn.NewClient(brokers, connectionOpts(opts)...)
 	if err != nil {
 		return err
 	}

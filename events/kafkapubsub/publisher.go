@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"slices"
 	"sync"
 	"time"
@@ -59,7 +60,7 @@ func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publish
 		kgo.WithLogger(kgoLogger{logger: logger, gate: &repeatGate{}}),
 	}
 	opts = append(opts, cfg.ExtraOpts...)
-	client, err := kgo.NewClient(opts...)
+	client, err := kgo.NewClient(kafkaconn.With(opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkapubsub: create producer client: %w", err)
 	}

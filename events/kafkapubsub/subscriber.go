@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sync"
 	"time"
 
@@ -175,7 +176,7 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 		kgo.WithLogger(kgoLogger{logger: s.logger, gate: &repeatGate{}}),
 	}
 	opts = append(opts, connectionOpts(s.cfg.ExtraOpts)...)
-	client, err := kgo.NewClient(opts...)
+	client, err := kgo.NewClient(kafkaconn.With(opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafkapubsub: create admin client: %w", err)
 	}

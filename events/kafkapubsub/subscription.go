@@ -3,6 +3,7 @@ package kafkapubsub
 import (
 	"context"
 	"errors"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sync/atomic"
 	"time"
 
@@ -95,7 +96,7 @@ func (s *subscription) clientOpts() []kgo.Opt {
 // its own (last: ExtraOpts do not replace it) that closeClient can cancel.
 func (s *subscription) newClient() error {
 	ctx, cancel := context.WithCancel(context.Background())
-	client, err := kgo.NewClient(append(s.clientOpts(), kgo.WithContext(ctx))...)
+	client, err := kgo.NewClient(kafkaconn.With(append(s.clientOpts(), kgo.WithContext(ctx))...)...)
 	if err != nil {
 		cancel()
 		return err

@@ -18,6 +18,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"maps"
 	"os"
 	"path/filepath"
@@ -456,7 +457,7 @@ func rawCount(ctx context.Context, brokers []string, dir string, n int, progress
 		return 0, 0, err
 	}
 	defer db.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(string(events.TopicSessions)),
+	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumeTopics(string(events.TopicSessions)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableFetchSessions())
 	if err != nil {
 		return 0, 0, err

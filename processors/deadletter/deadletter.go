@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sort"
 	"strconv"
 	"strings"
@@ -189,7 +190,7 @@ func Restore(rec *kgo.Record, topic, key string) *kgo.Record {
 // end offsets it has when List is called, in (partition, offset) order.
 func List(ctx context.Context, brokers []string) ([]Letter, error) {
 	topic := string(events.TopicDeadLetter)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := kafkaconn.NewClient(brokers)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func List(ctx context.Context, brokers []string) ([]Letter, error) {
 	if len(want) == 0 {
 		return nil, nil
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
+	cons, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
@@ -314,13 +315,13 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 	// a record the broker took from another client can be larger than
 	// franz-go's default batch (1,000,012 bytes): the broker's own limit
 	// decides, as it did when the record was first written
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second),
+	cl, err := kafkaconn.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second),
 		kgo.ProducerBatchMaxBytes(64<<20))
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	notes, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second),
+	notes, err := kafkaconn.NewClient(brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(15*time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner())) // a note goes to its letter's partition
 	if err != nil {
 		return nil, err
@@ -447,7 +448,7 @@ func originalTime(ctx context.Context, brokers []string, l Letter) (time.Time, e
 // nil when the log no longer has it (retention, compaction). It waits at
 // most 10 s.
 func originalRecord(ctx context.Context, brokers []string, l Letter) (*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+	cl, err := kafkaconn.NewClient(brokers,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.Topic: {l.Partition: kgo.NewOffset().At(l.Offset)}}),
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ErrForeignLog is wrapped by the start-up error of a data directory whose
@@ -37,7 +37,7 @@ func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) e
 // recorded (a directory from before ids were kept) is not adopted.
 // Waits at most as long as ctx and the client's request timeouts allow.
 func CheckLog(ctx context.Context, brokers []string, store *projections.Store) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := kafkaconn.NewClient(brokers)
 	if err != nil {
 		return err
 	}

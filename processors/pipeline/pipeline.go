@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"path/filepath"
 	"slices"
@@ -279,7 +280,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs()}); err != nil {
 		return fail(err)
 	}
-	if p.adminCl, err = kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...)); err != nil {
+	if p.adminCl, err = kafkaconn.NewClient(p.Broker.Addrs()); err != nil {
 		return fail(err)
 	}
 	p.admin = kadm.NewClient(p.adminCl)
@@ -343,7 +344,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		StandbyReplicas: cfg.StandbyReplicas, Holdings: cfg.Holdings,
 		// a worker's output transaction must outlive a pause shorter than
 		// the session timeout, as the fenced relay's
-		WorkerTransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout),
+		WorkerTransactionTimeout: transactionTimeout(cfg.SessionTimeout),
 		// a worker's committed output is an acknowledged write: it ends a
 		// write failure /healthz reports (events.Producer.WriteFailure)
 		OnWorkerWrite: p.Producer.Acknowledged,
@@ -388,7 +389,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			// their partition's task only, the others prune their copies
 			owner = p.Global.WithTasks(p.Runner)
 		}
-		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: owner, TransactionTimeout: max(60*time.Second, 2*cfg.SessionTimeout),
+		relay.Fence = &processors.Fence{Brokers: p.Broker.Addrs(), Owner: owner, TransactionTimeout: transactionTimeout(cfg.SessionTimeout),
 			Deferred: len(cfg.Brokers) == 0}
 		p.relayOwner, p.fence = owner, relay.Fence
 		if cfg.Group != "" {
@@ -1034,4 +1035,21 @@ func sessionOpts(d time.Duration) []kgo.Opt {
 		return nil
 	}
 	return []kgo.Opt{kgo.SessionTimeout(d), kgo.HeartbeatInterval(min(d/10, 3*time.Second))}
+}
+
+// MaxTransactionTimeout is the longest transaction timeout the relay and
+// the workers ask for: Kafka's default transaction.max.timeout.ms, 15
+// minutes, above which a broker refuses InitProducerID
+// (INVALID_TRANSACTION_TIMEOUT).
+const MaxTransactionTimeout = 15 * time.Minute
+
+// transactionTimeout is the fenced relay's and the workers' transaction
+// timeout for a group session timeout: twice it, so a transaction
+// outlives a pause shorter than the session timeout, at least 60 s and
+// at most MaxTransactionTimeout. Before, a --session-timeout above 7.5
+// minutes (Kafka takes up to 30) asked a real broker for more than its
+// maximum: serve started, and the relay and the workers then failed in
+// the background (a Kafka platform review, 2026-12-01).
+func transactionTimeout(session time.Duration) time.Duration {
+	return min(max(60*time.Second, 2*session), MaxTransactionTimeout)
 }

@@ -3,6 +3,7 @@ package sessionlog
 import (
 	"context"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -27,7 +28,7 @@ type Reader struct {
 // Kafka 3.0's version (v12), the last that names topics (v13 and later
 // name them by topic id).
 func NewReader(brokers []string) (*Reader, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MaxVersions(kversion.V3_0_0()))
+	cl, err := kafkaconn.NewClient(brokers, kgo.MaxVersions(kversion.V3_0_0()))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error
 	if len(brokers) == 0 {
 		return nil, fmt.Errorf("%w: the events of workflow %s are read back from its partition", ErrNoLog, key)
 	}
-	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	adm, err := kafkaconn.NewClient(brokers)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error
 	}
 	logScans.Add(1)
 	topic := string(events.TopicWorkflows)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(0)}}),
+	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(0)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
@@ -150,7 +151,7 @@ func CheckpointIDOf(ctx context.Context, brokers []string, store *projections.St
 			return "", err
 		}
 		if applied {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			cl, err := kafkaconn.NewClient(brokers)
 			if err != nil {
 				return "", err
 			}
@@ -355,7 +356,7 @@ func CheckpointAt(ctx context.Context, brokers []string, store *projections.Stor
 	case len(brokers) == 0:
 		return Checkpoint{}, fmt.Errorf("%w: %s is no checkpoint id the projection recorded for workflow %s, and some of its checkpoints were applied by a Chronicle older than those records (cpid/ rows; replay --into rebuilds the directory with them): only the log says what is at %s", ErrNoLog, pos, key, pos)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)}}),
+	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{pos.Topic: {pos.Partition: kgo.NewOffset().At(pos.Offset)}}),
 		// one record is read: the broker still answers the first batch
 		// whole, however small the limit (with the defaults, a fetch
 		// brought up to 50 MB of the records after it: 36 ms for 5 MB)
@@ -365,7 +366,7 @@ func CheckpointAt(ctx context.Context, brokers []string, store *projections.Stor
 		return Checkpoint{}, err
 	}
 	defer cl.Close()
-	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	adm, err := kafkaconn.NewClient(brokers)
 	if err != nil {
 		return Checkpoint{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"io"
 	"log/slog"
 	"mime"
@@ -859,7 +860,7 @@ func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([
 // most-th event or the end.
 func readSessionLog(ctx context.Context, brokers []string, key, scope string, from int64, most int) ([]PositionedEvent, int32, error) {
 	id := key
-	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	adm, err := kafkaconn.NewClient(brokers)
 	if err != nil {
 		return nil, -1, err
 	}
@@ -881,7 +882,7 @@ func readSessionLog(ctx context.Context, brokers []string, key, scope string, fr
 	if end <= from {
 		return nil, part, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
+	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {

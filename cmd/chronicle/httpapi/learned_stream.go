@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"net/http"
 	"sort"
 	"strconv"
@@ -254,7 +255,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	topic := string(events.TopicLearned)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.P.Broker.Addrs()...), kgo.DisableFetchSessions(), // see kafkapubsub: avoids a race in franz-go's Close
+	cl, err := kafkaconn.NewClient(s.P.Broker.Addrs(), kgo.DisableFetchSessions(), // see kafkapubsub: avoids a race in franz-go's Close
 		// a fenced relay writes the learned events in transactions: never
 		// an aborted record, and the markers kept so that the position
 		// passes them (the topic's end offset is after the last marker)

@@ -7,6 +7,7 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,7 +22,7 @@ import (
 // event when parse is set. A partition not read to its end when ctx ends
 // is an error naming how many were left.
 func Read(ctx context.Context, brokers []string, level kgo.IsolationLevel, parse bool, topics ...string) (ids map[string]int, records int, err error) {
-	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	adm, err := kafkaconn.NewClient(brokers)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -52,7 +53,7 @@ func Read(ctx context.Context, brokers []string, level kgo.IsolationLevel, parse
 	if left == 0 {
 		return ids, 0, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(level),
+	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(level),
 		kgo.KeepControlRecords(), kgo.DisableFetchSessions())
 	if err != nil {
 		return nil, 0, err
