@@ -50,6 +50,19 @@ func TestLoneSurrogatesAreRefused(t *testing.T) {
 			t.Errorf("%s: reason %q; says a member name: %v", c.body, reason, name)
 		}
 	}
+	// an unknown member whose name holds one: the surrogate is named, not
+	// "additional properties 'x�' not allowed" (a re-test: the schema's
+	// error came first on the producer path)
+	for _, raw := range []string{
+		`{"specversion":"1.0","id":"s1","source":"qa","type":"coordination.session.started.v1","scope":"project:a","sessionid":"s1","data":{"original_task":"t","success_criteria":[],"x\ud800":1}}`,
+		`{"specversion":"1.0","id":"s1","source":"qa","type":"coordination.session.started.v1","scope":"project:a","sessionid":"s1","x\ud800":"attr","data":{"original_task":"t","success_criteria":[]}}`,
+	} {
+		_, err := events.ParseProducerEvent([]byte(raw))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(ve.Reason, "of a member name is a lone UTF-16 surrogate") || strings.ContainsRune(err.Error(), '\uFFFD') {
+			t.Errorf("%s: %v; want the surrogate in a member name named", raw, err)
+		}
+	}
 	for _, c := range []struct{ id, note string }{
 		{`smile\ud83d\ude00`, `\uD83D\uDE00`},
 		{`x\ufffd`, "\uFFFD"},

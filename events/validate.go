@@ -205,6 +205,14 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 	}
 	env, err := parseSlow(set, raw, false)
 	if err != nil {
+		// a lone surrogate is named before the schema error it caused: an
+		// unknown member whose name holds one was "additional properties
+		// 'x�' not allowed" (a re-test, 2026-12-01)
+		if json.Valid(raw) {
+			if serr := checkSurrogates(raw); serr != nil {
+				return Envelope{}, serr
+			}
+		}
 		return env, err
 	}
 	if err := checkSurrogates(raw); err != nil {
