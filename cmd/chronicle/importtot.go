@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -110,6 +111,9 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 		l := logs[i]
 		r.Proposer, r.Evaluator = l, l
 		key, err := r.Start(ctx, treesearch.StartRequest{Scope: f.scope, SearchID: fmt.Sprintf("tot-%d", run.Idx+1), Goal: game24.Goal(l.Puzzle), RootState: "", Config: game24.ToTConfig(run), Model: "gpt-4 (recorded, temperature 0.7)"})
+		if errors.Is(err, treesearch.ErrSetupDiffers) {
+			return fmt.Errorf("%w; import it with another --scope or --data", err)
+		}
 		if err != nil {
 			return err
 		}

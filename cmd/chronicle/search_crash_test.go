@@ -140,7 +140,7 @@ func TestSearchSummaryOutcomes(t *testing.T) {
 	// "another search id", which no flag of the command sets: a passes
 	// and tree-search walkthrough, 2026-12-01)
 	out, err := exec.Command(binary, "search", "game24", "--data", small, "--kafka-listen", "127.0.0.1:0", "--baseline=false", "--from", "901", "--to", "903", "--quota", "2000").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "config") || !strings.Contains(string(out), "--scope or --data") {
+	if err == nil || !strings.Contains(string(out), "config") || !strings.Contains(string(out), "--scope or --data") || strings.Contains(string(out), "search id") {
 		t.Fatalf("another quota in the same --data: %v\n%s; want a refusal naming config and the flags", err, out)
 	}
 	s = runSearch(t, t.TempDir(), "--from", "901", "--to", "903")

@@ -138,7 +138,10 @@ func (r *Runner) sameSetup(s Search, req StartRequest) error {
 		held, _ := json.Marshal(f.held)
 		asks, _ := json.Marshal(f.asks)
 		if string(held) != string(asks) {
-			return fmt.Errorf("%w: search %q has %s %s, this run asks for %s (start it under another search id, scope or data directory)", ErrSetupDiffers, s.ID, f.name, held, asks)
+			// no advice here: the callers name their own ways to another
+			// search (search game24's said "another search id", which no
+			// flag of it sets: a re-test, 2026-12-01)
+			return fmt.Errorf("%w: search %q has %s %s, this run asks for %s", ErrSetupDiffers, s.ID, f.name, held, asks)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -193,7 +194,12 @@ func bodyError(err error) error {
 			// is told so ("got number, want number" for 1e400 before)
 			switch lit = strings.TrimSpace(lit); {
 			case want == "integer" && strings.ContainsAny(lit, ".eE"):
-				// a fraction for an integer: the type is the reason
+				// a fraction or an exponent for an integer: say how to
+				// write it, as the producer path does (1.0 read "got
+				// number 1.0, want integer": a re-test, 2026-12-01)
+				if f, err := strconv.ParseFloat(lit, 64); err == nil && f == math.Trunc(f) {
+					reason = fmt.Sprintf("got number %s, want integer: write it without a fraction or an exponent (1, not 1.0 or 1e0)", lit)
+				}
 			case lit == "":
 				reason = fmt.Sprintf("got a number out of the range of a %d-bit %s", te.Type.Bits(), want)
 			default:

@@ -15,6 +15,10 @@ func TestBodyErrorNamesTheReason(t *testing.T) {
 		{`{"k":99999999999999999999}`, `body: "k": got number 99999999999999999999, out of the range of a 64-bit integer`},
 		{`{"f":1e400}`, `body: "f": got number 1e400, out of the range of a 64-bit number`},
 		{`{"k":1.5}`, `body: "k": got number 1.5, want integer`},
+		// integral, but written with a fraction or an exponent: how to
+		// write it (a re-test, 2026-12-01)
+		{`{"k":1.0}`, `body: "k": got number 1.0, want integer: write it without a fraction or an exponent (1, not 1.0 or 1e0)`},
+		{`{"k":3e0}`, `body: "k": got number 3e0, want integer: write it without a fraction or an exponent (1, not 1.0 or 1e0)`},
 		{`{"k":"x"}`, `body: "k": got string, want integer`},
 		{`{"s":1}`, `body: "s": got number, want string`},
 	} {
