@@ -196,6 +196,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 		if err := cfg.Store.SetTopicID(name, details[name].ID.String()); err != nil {
 			return st, err
 		}
+		if err := cfg.Store.SetTopicPartitions(name, len(details[name].Partitions)); err != nil {
+			return st, err
+		}
 	}
 	stopAt := map[string]map[int32]int64{}
 	var total int64

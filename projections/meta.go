@@ -3,6 +3,7 @@ package projections
 import (
 	"bytes"
 	"errors"
+	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -47,4 +48,28 @@ func (s *Store) TopicID(topic string) (id string, ok bool, err error) {
 // TopicID), durably.
 func (s *Store) SetTopicID(topic, id string) error {
 	return s.SetMeta(topicIDMeta(topic), []byte(id))
+}
+
+// topicPartitionsMeta is the Meta key under which a store records the
+// partition count of topic in the log it follows.
+func topicPartitionsMeta(topic string) string { return "topic-partitions/" + topic }
+
+// TopicPartitions is topic's partition count in the log the store was
+// built from, as SetTopicPartitions recorded it; ok is false when none was
+// (a store from before counts were kept). A key's partition is its hash
+// modulo the count, so a store built under one count does not follow a
+// log whose count changed (pipeline's ErrPartitionsChanged).
+func (s *Store) TopicPartitions(topic string) (n int, ok bool, err error) {
+	v, ok, err := s.Meta(topicPartitionsMeta(topic))
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	n, err = strconv.Atoi(string(v))
+	return n, err == nil, err
+}
+
+// SetTopicPartitions records n as topic's partition count in the log the
+// store follows (see TopicPartitions), durably.
+func (s *Store) SetTopicPartitions(topic string, n int) error {
+	return s.SetMeta(topicPartitionsMeta(topic), []byte(strconv.Itoa(n)))
 }

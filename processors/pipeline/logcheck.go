@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -20,6 +20,17 @@ import (
 // Serving it would apply new events at offsets the store believes applied,
 // and relay its outbox into a log that is not its own.
 var ErrForeignLog = errors.New("the data directory does not match its log")
+
+// ErrPartitionsChanged is wrapped by the start-up error of a data
+// directory whose log's topic has another partition count than when the
+// store began to follow it: a key's partition is its hash modulo the
+// count, so once partitions were added the records written before sit on
+// partitions their keys no longer hash to, new events of a key land on
+// another partition than its state's, and a replay dead-letters the old
+// records. Before, serve went on after an operator added partitions: new
+// sessions answered 404 for minutes, and audit failed after a restart (a
+// Kafka platform review, 2026-12-01).
+var ErrPartitionsChanged = errors.New("a topic's partition count changed")
 
 // checkLog refuses a store that does not follow the log behind adm: every
 // stored next offset must be at most the end offset of its partition, and
@@ -91,6 +102,20 @@ func verifyLog(ctx context.Context, adm *kadm.Client, store *projections.Store, 
 			}
 		case prev != id:
 			return fmt.Errorf("pipeline: %w: topic %s of this log has id %s, but the store was built from a topic %s with id %s: another log of the same name (recreated, or another service's). Serve the directory with the log it was built from, or rebuild its projections from this log (chronicle replay --into a new directory, then swap its projections in)", ErrForeignLog, name, id, name, prev)
+		}
+		if td.Err != nil || !strings.HasPrefix(name, "chronicle.") {
+			continue
+		}
+		count, ok, err := store.TopicPartitions(name)
+		switch {
+		case err != nil:
+			return err
+		case !ok && adopt:
+			if err := store.SetTopicPartitions(name, len(td.Partitions)); err != nil {
+				return err
+			}
+		case ok && count != len(td.Partitions):
+			return fmt.Errorf("pipeline: %w: topic %s has %d partitions, but it had %d when this store began to follow it: keys hash to other partitions now, so the records written before sit where their keys no longer lead, and a replay dead-letters them. Chronicle does not follow a changed partition count: give the topic its %d partitions back (recreate it and copy its records, keeping each record's partition), or start over with a new log (README \"A secured cluster, and what the service account needs\")", ErrPartitionsChanged, name, len(td.Partitions), count, count)
 		}
 	}
 	if len(topics) == 0 {

@@ -454,3 +454,43 @@ func resultCount(t *testing.T, p *pipeline.Pipeline, result string) float64 {
 	}
 	return sum
 }
+
+// A data directory whose log's topic gained partitions since the store
+// began to follow it is refused at start, naming the topic and both
+// counts (ErrPartitionsChanged): keys hash to other partitions now. Before,
+// serve went on, new sessions on the new partitions answered 404, and
+// audit failed after a restart (a Kafka platform review, 2026-12-01).
+func TestAddedPartitionsAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 2}
+	p, err := pipeline.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, envs := range sampleEvents(t, 2) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	// an operator adds partitions to chronicle.sessions
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(cl).CreatePartitions(ctx, 2, string(events.TopicSessions)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pipeline.Start(ctx, cfg)
+	if !errors.Is(err, pipeline.ErrPartitionsChanged) || !strings.Contains(err.Error(), "chronicle.sessions has 4 partitions, but it had 2") {
+		t.Fatalf("a log whose topic gained partitions: %v; want ErrPartitionsChanged naming chronicle.sessions, 4 and 2", err)
+	}
+}
