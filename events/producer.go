@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"net"
 	"sync"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 )
 
 // ProducerConfig configures a Producer. Zero fields take the documented

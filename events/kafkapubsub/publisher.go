@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 )
 
 // ErrPublisherClosed is returned (possibly wrapped) by Publish once Close

@@ -3,7 +3,6 @@ package kafkapubsub
 import (
 	"context"
 	"errors"
-	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 )
 
 // subscription is the consume loop of one Subscribe call.

@@ -3,7 +3,6 @@ package sessionlog
 import (
 	"context"
 	"fmt"
-	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 

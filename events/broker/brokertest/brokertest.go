@@ -7,12 +7,12 @@ package brokertest
 import (
 	"context"
 	"fmt"
-	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 )
 
 // Read reads every partition of topics from offset 0 to its end offset at
