@@ -321,14 +321,10 @@ func TestRejectionsAreNotRetried(t *testing.T) {
 	}
 }
 
-// Issue 10 item 9: a data directory whose projections are not built from
-// the log it is served with is refused at start, naming the processor,
-// partition and both offsets; a restart on its own log is not.
-func TestForeignLogIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cfg := pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1}
+// startWithSessions starts a pipeline with cfg, publishes two sample
+// sessions and waits until the processors applied them.
+func startWithSessions(ctx context.Context, t *testing.T, cfg pipeline.Config) *pipeline.Pipeline {
+	t.Helper()
 	p, err := pipeline.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -341,11 +337,23 @@ func TestForeignLogIsRefused(t *testing.T) {
 	if err := p.WaitCaughtUp(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// Issue 10 item 9: a data directory whose projections are not built from
+// the log it is served with is refused at start, naming the processor,
+// partition and both offsets; a restart on its own log is not.
+func TestForeignLogIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1}
+	p := startWithSessions(ctx, t, cfg)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// the same directory with its own log starts again
-	p, err = pipeline.Start(ctx, cfg)
+	p, err := pipeline.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("restart on its own log: %v", err)
 	}
@@ -465,18 +473,7 @@ func TestAddedPartitionsAreRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 2}
-	p, err := pipeline.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, envs := range sampleEvents(t, 2) {
-		if err := p.Producer.Publish(ctx, envs...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.WaitCaughtUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	p := startWithSessions(ctx, t, cfg)
 	// an operator adds partitions to chronicle.sessions
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...))
 	if err != nil {
