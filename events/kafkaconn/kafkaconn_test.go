@@ -81,7 +81,12 @@ func TestSecuredClusterWithProvisionedTopics(t *testing.T) {
 			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationDescribe),
 			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationRead),
 			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationWrite),
-			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationDescribeConfigs)))
+			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationDescribeConfigs)),
+		// an account that may not read the topics' configurations
+		kfake.User("SCRAM-SHA-512", "no-configs", "nc-secret",
+			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationDescribe),
+			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationRead),
+			allow(kmsg.ACLResourceTypeTopic, "chronicle.", kmsg.ACLOperationWrite)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +122,21 @@ func TestSecuredClusterWithProvisionedTopics(t *testing.T) {
 		t.Fatalf("produce over TLS and SCRAM: %v", err)
 	}
 	cl.Close()
+	// without DescribeConfigs the check of what the topics keep is a
+	// warning naming the error, not a failed start
+	t.Setenv("NC_PASSWORD", "nc-secret")
+	if err := kafkaconn.Use(kafkaconn.Config{CAFile: caFile, Mechanism: "SCRAM-SHA-512", User: "no-configs", PasswordEnv: "NC_PASSWORD"}); err != nil {
+		t.Fatal(err)
+	}
+	lossy = nil
+	b, err = broker.Start(ctx, broker.Config{Brokers: c.ListenAddrs(), Partitions: 1, OnFiniteRetention: func(rs []broker.TopicRetention) { lossy = rs }})
+	if err != nil {
+		t.Fatalf("start without DescribeConfigs: %v", err)
+	}
+	b.Close()
+	if len(lossy) == 0 || lossy[0].Err == nil {
+		t.Fatalf("without DescribeConfigs: reported %+v; want the topics whose configuration could not be read, with the error", lossy)
+	}
 	// a wrong password: refused, and said
 	t.Setenv(kafkaconn.DefaultPasswordEnv, "wrong")
 	if err := kafkaconn.Use(kafkaconn.Config{CAFile: caFile, Mechanism: "SCRAM-SHA-512", User: "chronicle-svc"}); err != nil {
