@@ -112,7 +112,7 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 		r.Proposer, r.Evaluator = l, l
 		key, err := r.Start(ctx, treesearch.StartRequest{Scope: f.scope, SearchID: fmt.Sprintf("tot-%d", run.Idx+1), Goal: game24.Goal(l.Puzzle), RootState: "", Config: game24.ToTConfig(run), Model: "gpt-4 (recorded, temperature 0.7)"})
 		if errors.Is(err, treesearch.ErrSetupDiffers) {
-			return fmt.Errorf("%w; import it with another --scope or --data", err)
+			return fmt.Errorf("%w; import it with another %s", err, otherSearchFlags(brokers))
 		}
 		if err != nil {
 			return err

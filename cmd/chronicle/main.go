@@ -56,7 +56,7 @@ func addKafkaSecurityFlags(cmd *cobra.Command) {
 			f.String("kafka-tls-ca", "", "PEM file of the certificate authorities to check the brokers' certificates against (default: the system's)")
 			f.String("kafka-tls-cert", "", "PEM client certificate, for a cluster that authenticates clients by TLS (with --kafka-tls-key)")
 			f.String("kafka-tls-key", "", "PEM key of --kafka-tls-cert")
-			f.String("kafka-sasl-mechanism", "", "SASL mechanism for --brokers: PLAIN (with TLS only: it sends the password as it is), SCRAM-SHA-256 or SCRAM-SHA-512")
+			f.String("kafka-sasl-mechanism", "", "SASL mechanism for --brokers: PLAIN (it sends the password as it is: use it with --kafka-tls), SCRAM-SHA-256 or SCRAM-SHA-512")
 			f.String("kafka-sasl-user", "", "SASL user name (with --kafka-sasl-mechanism)")
 			f.String("kafka-sasl-password-env", kafkaconn.DefaultPasswordEnv, "environment variable holding the SASL password (never a flag, which ps would show)")
 		}

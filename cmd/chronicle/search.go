@@ -209,7 +209,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 					// the command names its searches itself: say which of
 					// its flags picks another (a walkthrough read "another
 					// search id", which no flag sets)
-					return fmt.Errorf("%w; with search game24, run it with another --scope or --data", err)
+					return fmt.Errorf("%w; with search game24, run it with another %s", err, otherSearchFlags(c.brokerList()))
 				}
 				if err != nil {
 					return err
@@ -375,4 +375,15 @@ func groupIsFree(ctx context.Context, brokers []string) error {
 		return fmt.Errorf("--brokers: the processors' group %s has %d member(s) (a running chronicle serve): this command would be assigned none of chronicle.searches' partitions and never see its own steps; stop the service, or run the search with --data and its own embedded broker", processors.ProcessorsGroup, len(g.Members))
 	}
 	return nil
+}
+
+// otherSearchFlags names the flags that give a search command other
+// searches: --scope, and --data when the log is the embedded broker's
+// (with --brokers the log is the cluster's, and another --data holds the
+// same searches: a re-test, 2026-12-01).
+func otherSearchFlags(brokers []string) string {
+	if len(brokers) > 0 {
+		return "--scope (the log is the cluster's, so another --data holds the same searches)"
+	}
+	return "--scope or --data"
 }

@@ -51,6 +51,13 @@ func serveCmd() *cobra.Command {
 					return fmt.Errorf("--session-timeout: %w", err)
 				}
 			}
+			if sessionTimeout > pipeline.MaxTransactionTimeout/2 {
+				// the transactions' timeout is capped at Kafka's default
+				// maximum, so it no longer outlives a pause twice as long
+				// as the session timeout (a re-test, 2026-12-01)
+				fmt.Fprintf(os.Stderr, "chronicle: warning: --session-timeout %v: the relay's and the workers' transactions time out after %v, less than the twice-the-session-timeout Chronicle otherwise gives them (capped at %v, Kafka's default transaction.max.timeout.ms), so an instance paused for longer than that keeps its partitions until the session times out while the broker aborts its open transaction; keep --session-timeout at most %v\n",
+					sessionTimeout, min(2*sessionTimeout, pipeline.MaxTransactionTimeout), pipeline.MaxTransactionTimeout, pipeline.MaxTransactionTimeout/2)
+			}
 			rl, err := requestLogger(requestLog)
 			if err != nil {
 				return err

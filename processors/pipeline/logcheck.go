@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/events/kafkaconn"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -118,6 +119,9 @@ func verifyLog(ctx context.Context, adm *kadm.Client, store *projections.Store, 
 			return fmt.Errorf("pipeline: %w: topic %s has %d partitions, but it had %d when this store began to follow it: keys hash to other partitions now, so the records written before sit where their keys no longer lead, and a replay dead-letters them. Chronicle does not follow a changed partition count: give the topic its %d partitions back (recreate it and copy its records, keeping each record's partition), or start over with a new log (README \"A secured cluster, and what the service account needs\")", ErrPartitionsChanged, name, len(td.Partitions), count, count)
 		}
 	}
+	if err := checkStarts(ctx, adm, details, offsets); err != nil {
+		return err
+	}
 	if len(topics) == 0 {
 		return nil
 	}
@@ -148,4 +152,53 @@ func verifyLog(ctx context.Context, adm *kadm.Client, store *projections.Store, 
 		}
 	}
 	return nil
+}
+
+// checkStarts refuses a store that would have to read records its log no
+// longer holds: a partition of a Chronicle topic that starts past offset 0
+// (retention, a deletion of records) where no processor of the store has
+// read up to that start, or one has stopped before it. Before, an empty
+// store (a new instance, projections rebuilt) read from the log's start,
+// and one left behind skipped the removed range, each building a state
+// without those records and saying nothing (a re-test, 2026-12-01);
+// replay and audit refuse such a log too (processors.ErrLogTruncated).
+func checkStarts(ctx context.Context, adm *kadm.Client, details kadm.TopicDetails, offsets map[string]int64) error {
+	var names []string
+	for name := range details {
+		if strings.HasPrefix(name, "chronicle.") && details[name].Err == nil {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	starts, err := adm.ListStartOffsets(ctx, names...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: start offsets: %w", err)
+	}
+	var refusal error
+	starts.Each(func(o kadm.ListedOffset) {
+		if o.Offset <= 0 || refusal != nil {
+			return
+		}
+		read := false
+		for k, next := range offsets {
+			parts := strings.Split(k, "/")
+			if len(parts) != 3 || parts[1] != o.Topic || parts[2] != strconv.Itoa(int(o.Partition)) {
+				continue
+			}
+			if next < o.Offset {
+				refusal = fmt.Errorf("pipeline: %w: processor %s, %s partition %d: stored next offset %d, but the log starts at offset %d now: the records between were removed (the topic's retention or a deletion of records), so this store cannot follow it", processors.ErrLogTruncated, parts[0], o.Topic, o.Partition, next, o.Offset)
+				return
+			}
+			read = true
+		}
+		if !read {
+			refusal = fmt.Errorf("pipeline: %w: %s partition %d starts at offset %d, and no processor of this store has read it: the state cannot be built from what is left (a new instance or rebuilt projections read it from the start)", processors.ErrLogTruncated, o.Topic, o.Partition, o.Offset)
+		}
+	})
+	return refusal
 }

@@ -491,3 +491,43 @@ func TestAddedPartitionsAreRefused(t *testing.T) {
 		t.Fatalf("a log whose topic gained partitions: %v; want ErrPartitionsChanged naming chronicle.sessions, 4 and 2", err)
 	}
 }
+
+// A log that no longer starts at offset 0 is served only by a store that
+// has read past its start: rebuilt projections (an empty store) are
+// refused at start (processors.ErrLogTruncated), since they would read
+// from the log's start and build a state without the removed records.
+// Before, they did, and said nothing (a re-test, 2026-12-01).
+func TestTruncatedLogIsRefusedToAnEmptyStore(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", Partitions: 1}
+	p := startWithSessions(ctx, t, cfg)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Broker.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := kadm.Offsets{}
+	o.Add(kadm.Offset{Topic: string(events.TopicSessions), Partition: 0, At: 2})
+	if _, err := kadm.NewClient(cl).DeleteRecords(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// its own store read past the removed records: it starts
+	p, err = pipeline.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("the store that read past the log's start: %v", err)
+	}
+	_ = p.Close()
+	// rebuilt projections would read from offset 2
+	if err := os.RemoveAll(pipeline.ProjectionsDir(dir)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pipeline.Start(ctx, cfg)
+	if !errors.Is(err, processors.ErrLogTruncated) || !strings.Contains(err.Error(), "chronicle.sessions partition 0 starts at offset 2") {
+		t.Fatalf("an empty store on a log starting at offset 2: %v; want ErrLogTruncated naming chronicle.sessions partition 0", err)
+	}
+}
