@@ -135,6 +135,11 @@ func Cases() []Case {
 		{Pattern: "POST /v1/sessions/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/sessions/" + esc(f.Session) + "/improve", Body: map[string]any{}}
 		}, Want: map[Caller]int{Other: 404, WriteOnly: 404}}, // its answer is the PAIR view: read and write
+		// the list: 200 for both, the other scope's without the own
+		// scope's task (its text is a secret, which the summary carries);
+		// naming the own scope: 403 for the other
+		{Pattern: "GET /v1/reasoning", Request: get(func(Fixture) string { return "/v1/reasoning" })},
+		{Pattern: "GET /v1/reasoning", Request: get(func(f Fixture) string { return "/v1/reasoning?scope=" + url.QueryEscape(f.OwnScope) }), Want: map[Caller]int{Other: 403}},
 		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) + "/history" }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/search", Request: get(func(f Fixture) string {
