@@ -340,6 +340,10 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 	if err != nil {
 		return fmt.Errorf("broker: describe topics on %v: %w", addrs, err)
 	}
+	configs := map[string]*string{}
+	for k, v := range TopicConfigs {
+		configs[k] = kadm.StringPtr(v)
+	}
 	var existed []string
 	for _, name := range names {
 		d, ok := td[name]
@@ -349,10 +353,6 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 			continue
 		case ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 			return fmt.Errorf("broker: describe topic %s on %v: %w (the service account needs Describe, Read and Write on the topics chronicle.*: README \"Running against a real Kafka cluster\")", name, addrs, d.Err)
-		}
-		configs := map[string]*string{}
-		for k, v := range TopicConfigs {
-			configs[k] = kadm.StringPtr(v)
 		}
 		resp, err := adm.CreateTopics(ctx, want[name], replication, configs, name)
 		if err != nil {

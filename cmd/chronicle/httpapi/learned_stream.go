@@ -313,11 +313,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	// (LearnedWriteTimeout), so a client that stops reading is cut
 	due := func() { _ = rc.SetWriteDeadline(time.Now().Add(LearnedWriteTimeout)) }
 	due()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	startEventStream(w)
 	fmt.Fprintf(w, ": chronicle.learned from %s\nretry: 2000\n\n", cur)
 	if err := rc.Flush(); err != nil {
 		return
@@ -547,13 +543,21 @@ func streamUnavailable(w http.ResponseWriter, r *http.Request, cur LearnedCursor
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	startEventStream(w)
 	fmt.Fprintf(w, ": chronicle.learned unavailable: the broker did not answer; reconnect in %d ms\nretry: %d\n\n", LearnedRetry, LearnedRetry)
 	b, _ := json.Marshal(map[string]string{"error": err.Error(), "resume": cur.String()})
 	writeStreamError(w, cur, b)
+}
+
+// startEventStream writes a stream's 200 and its headers: the SSE media
+// type, no caching, and no buffering by a proxy (nginx's
+// X-Accel-Buffering).
+func startEventStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 }
 
 // acceptsEventStream reports whether r's Accept header names

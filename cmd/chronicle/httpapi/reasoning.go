@@ -143,7 +143,12 @@ func (s *Server) listReasoningLocal(w http.ResponseWriter, r *http.Request) {
 		func(scopes []string, allow func(string) bool) ([]passes.Summary, string, error) {
 			return passes.List(s.P.Store, scopes, allow, limit, cursor)
 		},
-		func(rows []passes.Summary, next string) any { return ReasoningList{Tasks: rows, NextCursor: next} })
+		reasoningListAnswer)
+}
+
+// reasoningListAnswer is GET /v1/reasoning's body for a page.
+func reasoningListAnswer(rows []passes.Summary, next string) any {
+	return ReasoningList{Tasks: rows, NextCursor: next}
 }
 
 // listReasoning serves GET /v1/reasoning: the reasoning tasks of the
@@ -157,9 +162,7 @@ func (s *Server) listReasoning(w http.ResponseWriter, r *http.Request) {
 			limit, _, _, ok := reasoningListParams(w, r)
 			return limit, ok
 		},
-		key: passes.Summary.Key,
-		answer: func(rows []passes.Summary, next string) any {
-			return ReasoningList{Tasks: rows, NextCursor: next}
-		},
+		key:    passes.Summary.Key,
+		answer: reasoningListAnswer,
 	})
 }
