@@ -295,9 +295,10 @@ const batchVersion = "2025-06-18"
 // that is not JSON, not UTF-8, holds a lone surrogate's \u escape or a
 // string broken by a newline (-32700), an object
 // jsonrpc.DecodeMessage refuses (-32600). A value longer than the SDK's
-// frame limit turns the filter into a plain pass-through, leaving the
-// error to the SDK's reader; of a line that starts no message, at most
-// that limit is kept, and it is answered as a Parse error at its newline.
+// frame limit (16 MiB) is read to its end without being kept and answered
+// as an Invalid Request (-32600), with its id when the first 16 MiB name
+// it (startDropping); of a line that starts no message, at most that limit
+// is kept, and it is answered as a Parse error at its newline.
 type batchFilter struct {
 	in  io.ReadCloser
 	out *lockedWriter
@@ -307,9 +308,12 @@ type batchFilter struct {
 	depth    int
 	inStr    bool
 	escaped  bool
-	through  bool  // pass-through: no more filtering
-	skipping bool  // in a line that is no message, up to its newline
-	long     bool  // that line passed the frame limit: the rest is not kept
+	skipping bool // in a line that is no message, up to its newline
+	long     bool // that line passed the frame limit: the rest is not kept
+	// dropping: in a value that passed the frame limit, up to its end or
+	// its line's; dropID is its id when the part held named one
+	dropping bool
+	dropID   json.RawMessage
 	err      error // the read error of in, once it failed
 
 	seenInit     bool
@@ -338,14 +342,14 @@ func (f *batchFilter) Read(p []byte) (int, error) {
 
 func (f *batchFilter) Close() error { return f.in.Close() }
 
-// scan takes bytes read: whitespace between values and pass-through bytes
-// go to ready at once, a value when it is complete (or never, a refused
-// batch or a malformed line, answered here).
+// scan takes bytes read: whitespace between values goes to ready at once,
+// a value when it is complete (or never, a refused batch, a malformed
+// line or a value too large, answered here).
 func (f *batchFilter) scan(b []byte) {
-	for i, c := range b {
-		if f.through {
-			f.ready = append(f.ready, b[i:]...)
-			return
+	for _, c := range b {
+		if f.dropping {
+			f.drop(c)
+			continue
 		}
 		if f.skipping {
 			// a line that is no JSON-RPC message: dropped up to its
@@ -410,9 +414,84 @@ func (f *batchFilter) scan(b []byte) {
 			}
 		}
 		if len(f.value) > mcp.DefaultMaxLineLength {
-			f.passThrough()
+			f.startDropping()
 		}
 	}
+}
+
+// startDropping turns to dropping the value being read, which passed the
+// SDK's frame limit (mcp.DefaultMaxLineLength, 16 MiB): the SDK's reader
+// ended the connection on it, so a client that sent one message too large
+// lost every later answer, chronicle mcp exiting (the last closing
+// note's gap). Now the value is read to its end without being kept and
+// answered as an Invalid Request, with its id when the part held names one
+// before the large member, and serving goes on.
+func (f *batchFilter) startDropping() {
+	f.dropping, f.dropID = true, leadingID(f.value)
+	f.value = nil
+}
+
+// drop takes byte c of a value being dropped: its end (depth 0 again, or
+// the end of its line, which a stdio message never holds) answers it.
+func (f *batchFilter) drop(c byte) {
+	end := c == '\n'
+	switch {
+	case end:
+	case f.inStr && f.escaped:
+		f.escaped = false
+	case f.inStr && c == '\\':
+		f.escaped = true
+	case f.inStr && c == '"':
+		f.inStr = false
+	case f.inStr:
+	case c == '"':
+		f.inStr = true
+	case c == '{' || c == '[':
+		f.depth++
+	case c == '}' || c == ']':
+		f.depth--
+		end = f.depth == 0
+	}
+	if !end {
+		return
+	}
+	id := f.dropID
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	f.answer(wireAnswer{JSONRPC: "2.0", ID: id, Error: wireError{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("Invalid Request: the message is longer than %d bytes, the stdio transport's limit for one message; it was not read", mcp.DefaultMaxLineLength)}})
+	f.dropping, f.dropID, f.depth, f.inStr, f.escaped = false, nil, 0, false, false
+	if c == '\n' {
+		f.ready = append(f.ready, c)
+	}
+}
+
+// leadingID is the id of the JSON-RPC message prefix starts, when one of
+// its top-level members before the first that does not end in prefix is
+// "id" with a valid id; nil otherwise.
+func leadingID(prefix []byte) json.RawMessage {
+	d := json.NewDecoder(bytes.NewReader(prefix))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil
+		}
+		if k == "id" {
+			if _, err := jsonrpc.MakeID(idValue(v)); err != nil || bytes.Equal(v, []byte("null")) {
+				return nil
+			}
+			return v
+		}
+	}
+	return nil
 }
 
 // malformed answers a line or value that is not a JSON-RPC message, which
@@ -432,13 +511,6 @@ func (f *batchFilter) malformed(v []byte) {
 		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: a JSON-RPC message is an object (or, before 2025-06-18, an array of them)"
 	}
 	f.answer(wireAnswer{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: wireError{Code: code, Message: msg}})
-}
-
-// passThrough hands on what is held and stops filtering.
-func (f *batchFilter) passThrough() {
-	f.through = true
-	f.ready = append(f.ready, f.value...)
-	f.value = nil
 }
 
 // complete takes a whole top-level value: an initialize request sets
@@ -526,14 +598,14 @@ func (f *batchFilter) refuse(batch []byte) bool {
 	return true
 }
 
-// idValue is raw, a JSON-RPC id as read, as jsonrpc.MakeID takes it.
+// idValue is raw, a JSON-RPC id as read, as jsonrpc.MakeID takes it: a
+// string or a float64 (MakeID refuses an int64, so an integer id made
+// int64 here was never valid, and a message refused with one was answered
+// with id null: the client could not tell which request failed).
 func idValue(raw json.RawMessage) any {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return raw
-	}
-	if f, ok := v.(float64); ok && f == float64(int64(f)) {
-		return int64(f)
 	}
 	return v
 }

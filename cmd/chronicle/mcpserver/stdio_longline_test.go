@@ -36,8 +36,8 @@ func TestStdioLongMalformedLineIsBounded(t *testing.T) {
 	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); err != nil || r.Error.Code != -32700 || string(r.ID) != "null" {
 		t.Fatalf("the long line was answered %q (%v), want a Parse error with id null", out.String(), err)
 	}
-	if f.skipping || f.through || len(f.value) != 0 {
-		t.Fatalf("after the line: skipping %v, through %v, %d bytes held; want a filter ready for the next message", f.skipping, f.through, len(f.value))
+	if f.skipping || f.dropping || len(f.value) != 0 {
+		t.Fatalf("after the line: skipping %v, dropping %v, %d bytes held; want a filter ready for the next message", f.skipping, f.dropping, len(f.value))
 	}
 	// the next message is handed on
 	f.scan([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))

@@ -63,6 +63,9 @@ func TestStdioMalformedLineIsAnsweredAndServingGoesOn(t *testing.T) {
 			}
 			served = true
 		case "null", "9":
+			if (len(codes) == 6) != (string(r.ID) == "9") {
+				t.Fatalf("answered %s: the JSON-RPC 1.0 line (id 9) is answered with its id, the others with null", out.Text())
+			}
 			if r.Error == nil {
 				t.Fatalf("answered %s, want an error", out.Text())
 			}
