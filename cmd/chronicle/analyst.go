@@ -93,6 +93,8 @@ func replayCmd() *cobra.Command {
 			// walkthrough)
 			entries, statErr := os.ReadDir(dir)
 			created := os.IsNotExist(statErr)
+			_, intoErr := os.Stat(into)
+			madeInto := os.IsNotExist(intoErr) // removed too after a refusal
 			emptyBefore := created || statErr == nil && len(entries) == 0
 			store, err := projections.Open(dir, projections.Options{})
 			if err != nil {
@@ -113,6 +115,11 @@ func replayCmd() *cobra.Command {
 					store.Close()
 					if rerr := removeStore(dir, created); rerr != nil {
 						return fmt.Errorf("%w (and removing the store in %s: %v)", err, dir, rerr)
+					}
+					if madeInto {
+						// the directory it made, empty now (it was left
+						// behind, empty: the last closing note's gap)
+						_ = os.Remove(into)
 					}
 				}
 				return namedBrokers(cmd, err)

@@ -103,8 +103,8 @@ func TestReplayRefusedLeavesNoStore(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), "--until") {
 			t.Fatalf("replay --until %s: %v\n%s\nwant a refusal naming --until", until, err, out)
 		}
-		if _, err := os.Stat(pipeline.ProjectionsDir(into)); !os.IsNotExist(err) {
-			t.Fatalf("replay --until %s refused, but %s exists (%v)", until, pipeline.ProjectionsDir(into), err)
+		if _, err := os.Stat(into); !os.IsNotExist(err) {
+			t.Fatalf("replay --until %s refused, but the directory it made, %s, exists (%v)", until, into, err)
 		}
 		if out, err := exec.Command(binary, "digest", "--data", into).CombinedOutput(); err == nil {
 			t.Fatalf("digest of the refused replay's directory succeeded:\n%s", out)
