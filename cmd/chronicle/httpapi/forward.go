@@ -570,6 +570,7 @@ func (s *Server) ownsLocally(topic string, p int32) bool {
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, owner, topic string, p int32, timeout time.Duration) {
 	target, err := url.Parse(v.urls[owner])
 	if err != nil {
+		s.metrics().memberRequest(memberForward, err, 0, false)
 		writeJSON(w, http.StatusServiceUnavailable, ForwardError{Error: fmt.Sprintf("owner %s of %s/%d advertises an invalid URL %q: %v", owner, topic, p, v.urls[owner], err),
 			Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
 		return
@@ -596,6 +597,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			if resp.Header.Get(ServedByHeader) == "" {
 				resp.Header.Set(ServedByHeader, owner)
 			}
+			s.metrics().memberRequest(memberForward, nil, resp.StatusCode, false)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -604,6 +606,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			if errors.As(err, &refused) {
 				what = "could not serve the request"
 			}
+			s.metrics().memberRequest(memberForward, err, 0, errors.As(err, &refused))
 			if errors.Is(err, context.DeadlineExceeded) {
 				code, what = http.StatusGatewayTimeout, fmt.Sprintf("did not answer within %v (the forward timeout)", timeout)
 			}
@@ -694,6 +697,12 @@ func (s *Server) fanOut(r *http.Request, v *groupView, local http.HandlerFunc, f
 		}(&out[i])
 	}
 	wg.Wait()
+	for _, a := range out {
+		if a.member != v.self {
+			refused := a.err == nil && a.failed() && a.code < http.StatusInternalServerError
+			s.metrics().memberRequest(memberFanOut, a.err, a.code, refused)
+		}
+	}
 	return out
 }
 

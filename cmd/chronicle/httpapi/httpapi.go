@@ -149,6 +149,9 @@ type Server struct {
 	RequestLog *slog.Logger
 	// streamsStop is closed by StopStreams (learned_stream.go)
 	openStreams  atomic.Int64 // GET /v1/learned/stream open (LearnedMaxStreams)
+	// serverMetrics are the API's own series (metrics.go), made once
+	metricsOnce   sync.Once
+	serverMetrics *serverMetrics
 	streamsMu    sync.Mutex
 	tokenStreams map[string]int // streams open by token name (LearnedMaxStreamsPerToken), under streamsMu
 	streamsStop  chan struct{}
@@ -241,6 +244,7 @@ func (s *Server) Routes() []Route {
 // walkthrough); chronicle_lag_collector_up says which lag is missing. The
 // failure is logged once, when it starts, and its end once.
 func (s *Server) metricsHandler() http.Handler {
+	s.metrics() // the API's own series exist from the start
 	reg := s.P.Registry
 	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := reg.Gather()

@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Kinds of the requests one member sends another (the kind label of
+// chronicle_member_requests_total and chronicle_member_request_failures_total).
+const (
+	// memberForward is a request forwarded to the owner of the entity's
+	// partition (Server.forward).
+	memberForward = "forward"
+	// memberFanOut is one member's part of a request asked of every member
+	// (a list, an entity whose owner is not known: Server.fanOut).
+	memberFanOut = "fan_out"
+)
+
+// Reasons of chronicle_member_request_failures_total.
+const (
+	failTimeout     = "timeout"      // no answer within the forward timeout
+	failUnreachable = "unreachable"  // no answer: refused connection, reset, no URL published or an invalid one
+	failRefused     = "refused"      // a 401 to the member's request, or a 404 of no route (another member_secret, a wrong --advertise)
+	failStatus      = "server_error" // a 5xx: the member could not say
+)
+
+// serverMetrics are the API's own series, registered on the pipeline's
+// registry the first time the API serves (Server.metrics):
+//
+//   - chronicle_learned_streams_open (gauge): GET /v1/learned/stream
+//     connections open on this member, bounded by LearnedMaxStreams;
+//   - chronicle_member_requests_total{kind} (counter): requests this
+//     member sent to another, kind forward or fan_out;
+//   - chronicle_member_request_failures_total{kind,reason} (counter): those
+//     that got no answer about the data, reason timeout, unreachable,
+//     refused or server_error; the client got a 503 or 504 naming the
+//     member (a fan-out's failure fails the whole request).
+//
+// Before, none existed: an operator could not see the open subscriptions
+// nor alert on a member that other members could not reach (the last
+// closing note's gap). All exist at 0 from the first request served.
+type serverMetrics struct {
+	requests *prometheus.CounterVec
+	failures *prometheus.CounterVec
+}
+
+// metrics returns s's series, registering them once on s.P.Registry (a
+// registry that has them already, another Server of the same pipeline,
+// keeps its own: this Server's counts then go to those).
+func (s *Server) metrics() *serverMetrics {
+	s.metricsOnce.Do(func() {
+		m := &serverMetrics{
+			requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronicle_member_requests_total",
+				Help: "Requests this member sent to another member: kind forward (to the owner of the entity's partition) or fan_out (one member's part of a request asked of every member)."}, []string{"kind"}),
+			failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronicle_member_request_failures_total",
+				Help: "Requests to another member that got no answer about the data, by kind and reason (timeout, unreachable, refused: a 401 or a 404 of no route, server_error: a 5xx); the client got a 503 or 504 naming the member."}, []string{"kind", "reason"}),
+		}
+		streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_learned_streams_open",
+			Help: "GET /v1/learned/stream connections open on this member."}, func() float64 { return float64(s.openStreams.Load()) })
+		for _, k := range []string{memberForward, memberFanOut} {
+			m.requests.WithLabelValues(k)
+			for _, r := range []string{failTimeout, failUnreachable, failRefused, failStatus} {
+				m.failures.WithLabelValues(k, r)
+			}
+		}
+		if s.P != nil && s.P.Registry != nil {
+			m.requests = register(s.P.Registry, m.requests)
+			m.failures = register(s.P.Registry, m.failures)
+			register(s.P.Registry, prometheus.Collector(streams))
+		}
+		s.serverMetrics = m
+	})
+	return s.serverMetrics
+}
+
+// register registers c on reg, or returns the collector reg has already
+// under its descriptors.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if ex, ok := are.ExistingCollector.(C); ok {
+				return ex
+			}
+		}
+	}
+	return c
+}
+
+// memberRequest counts one request to another member of kind, and its
+// failure: err is the request's error (nil when an answer came), code the
+// answer's status, refused whether the answer was a refusal of the
+// member's request (memberAnswer.failed, errOwnerRefused).
+func (m *serverMetrics) memberRequest(kind string, err error, code int, refused bool) {
+	m.requests.WithLabelValues(kind).Inc()
+	reason := ""
+	switch {
+	case errors.Is(err, context.Canceled):
+		// the client went away before the member answered: no failure of
+		// the member's
+	case refused:
+		reason = failRefused
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = failTimeout
+	case err != nil:
+		reason = failUnreachable
+	case code >= http.StatusInternalServerError:
+		reason = failStatus
+	}
+	if reason != "" {
+		m.failures.WithLabelValues(kind, reason).Inc()
+	}
+}
