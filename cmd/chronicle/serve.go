@@ -17,6 +17,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -105,7 +106,7 @@ func serveCmd() *cobra.Command {
 				}
 			})
 			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnDeadLetter: logDeadLetterTo(rl), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
-				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention,
+				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit,
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			close(started)
 			stopWatch()
@@ -199,6 +200,21 @@ func warnFiniteRetention(rs []broker.TopicRetention) {
 	if unread.Len() > 0 {
 		fmt.Fprintf(os.Stderr, "chronicle: warning: could not read the configuration of the topics, so whether they keep their records is not checked (the service account needs DescribeConfigs on chronicle.*)%s\n", unread.String())
 	}
+}
+
+// warnSmallMessageLimit is the pipeline's OnSmallMessageLimit: one warning
+// naming the topics whose max.message.bytes is below what Chronicle's
+// producers send in one batch (broker.MinMaxMessageBytes). Before, such a
+// topic showed only as 503s for the writes it refused (MESSAGE_TOO_LARGE).
+func warnSmallMessageLimit(ls []broker.TopicMessageLimit) {
+	var b strings.Builder
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%d)", l.Topic, l.MaxMessageBytes)
+	}
+	fmt.Fprintf(os.Stderr, "chronicle: warning: these topics' max.message.bytes is below %d bytes, the record batch Chronicle's producers send (an event may be up to %d bytes): the broker refuses a larger batch or event with MESSAGE_TOO_LARGE, and the write is answered 503; raise it (kafka-configs --alter --add-config max.message.bytes=1048588, Kafka's default): %s\n", broker.MinMaxMessageBytes, events.MaxEventBytes, b.String())
 }
 
 // registerRequestLog adds --request-log to a command serving the HTTP API.

@@ -71,6 +71,13 @@ type Config struct {
 	// state. serve warns with it. Such a topic keeps its configuration: it
 	// is the operator's.
 	OnFiniteRetention func([]TopicRetention)
+	// OnSmallMessageLimit, when set, is called once by Start with every
+	// topic that existed with a max.message.bytes below MinMaxMessageBytes
+	// (on the embedded broker, only a topic's own setting counts), sorted
+	// by topic; not called when there is none. serve and broker warn with
+	// it: such a topic refuses the producer's larger batches and events with
+	// MESSAGE_TOO_LARGE, which showed only as 503s.
+	OnSmallMessageLimit func([]TopicMessageLimit)
 }
 
 // TopicConfigs are the configurations Chronicle creates its topics with:
@@ -93,6 +100,23 @@ type TopicRetention struct {
 	RetentionMs, RetentionBytes, CleanupPolicy string
 	Err                                        error
 }
+
+// TopicMessageLimit is an existing topic whose max.message.bytes
+// (MaxMessageBytes, bytes) is below MinMaxMessageBytes.
+type TopicMessageLimit struct {
+	Topic           string
+	MaxMessageBytes int64
+}
+
+// MinMaxMessageBytes is the smallest max.message.bytes a topic of
+// Chronicle's should have, in bytes: the largest record batch its
+// producers send (franz-go's ProducerBatchMaxBytes default, 1,000,012,
+// which is Kafka's own default batch limit less its log overhead), which
+// holds an event of events.MaxEventBytes with its key and headers. Below
+// it, the broker refuses a batch or an event the producer took as within
+// the limit (MESSAGE_TOO_LARGE). Kafka's default max.message.bytes is
+// 1,048,588.
+const MinMaxMessageBytes = 1_000_012
 
 // TopicPartitions is an existing topic's partition count (Have) and the
 // count Start would have created it with (Want).
@@ -270,7 +294,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			}
 		}
 	}
-	if err := ensureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor, cfg.OnPartitionsDiffer, cfg.OnFiniteRetention, len(cfg.Brokers) == 0); err != nil {
+	if err := ensureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor, cfg.OnPartitionsDiffer, cfg.OnFiniteRetention, cfg.OnSmallMessageLimit, len(cfg.Brokers) == 0); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -307,15 +331,17 @@ func (b *Broker) close(stopped bool) {
 // with partitions partitions (one for events.SinglePartition topics).
 // Existing topics are left as they are.
 func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replication int16) error {
-	return ensureTopics(ctx, addrs, partitions, replication, nil, nil, false)
+	return ensureTopics(ctx, addrs, partitions, replication, nil, nil, nil, false)
 }
 
 // ensureTopics is EnsureTopics; differ, when set, gets the topics that
 // existed with another partition count (Config.OnPartitionsDiffer), and
-// finite those that existed removing records (Config.OnFiniteRetention).
-// On the embedded broker (embedded) only a topic's own retention removes
-// records (kfake applies no default), so only that is reported.
-func ensureTopics(ctx context.Context, addrs []string, partitions int32, replication int16, differ func([]TopicPartitions), finite func([]TopicRetention), embedded bool) error {
+// finite those that existed removing records (Config.OnFiniteRetention),
+// small those that existed with a max.message.bytes below
+// MinMaxMessageBytes (Config.OnSmallMessageLimit). On the embedded broker
+// (embedded) only a topic's own settings act (kfake applies no default
+// retention), so only those are reported.
+func ensureTopics(ctx context.Context, addrs []string, partitions int32, replication int16, differ func([]TopicPartitions), finite func([]TopicRetention), small func([]TopicMessageLimit), embedded bool) error {
 	cl, err := kafkaconn.NewClient(addrs, kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		return fmt.Errorf("broker: admin client: %w", err)
@@ -367,9 +393,13 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 			}
 		}
 	}
-	if finite != nil && len(existed) > 0 {
-		if lossy := lossyTopics(ctx, adm, existed, embedded); len(lossy) > 0 {
+	if (finite != nil || small != nil) && len(existed) > 0 {
+		lossy, limits := topicConfigs(ctx, adm, existed, embedded)
+		if finite != nil && len(lossy) > 0 {
 			finite(lossy)
+		}
+		if small != nil && len(limits) > 0 {
+			small(limits)
 		}
 	}
 	if differ == nil || len(existed) == 0 {
@@ -387,18 +417,18 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 	return nil
 }
 
-// lossyTopics are the topics of existed that remove records (retention.ms
-// or retention.bytes other than -1, a cleanup.policy with compact), or
-// whose configuration could not be read (TopicRetention.Err: a service
-// account without DescribeConfigs; not fatal). On the embedded broker
-// (embedded) only a topic's own settings remove records (kfake applies no
-// default), so only those are read.
-func lossyTopics(ctx context.Context, adm *kadm.Client, existed []string, embedded bool) []TopicRetention {
+// topicConfigs reads the configurations of the topics of existed: lossy
+// are those that remove records (retention.ms or retention.bytes other
+// than -1, a cleanup.policy with compact), or whose configuration could
+// not be read (TopicRetention.Err: a service account without
+// DescribeConfigs; not fatal), small those whose max.message.bytes is
+// below MinMaxMessageBytes. On the embedded broker (embedded) only a
+// topic's own settings are read (kfake applies no default retention).
+func topicConfigs(ctx context.Context, adm *kadm.Client, existed []string, embedded bool) (lossy []TopicRetention, small []TopicMessageLimit) {
 	rcs, err := adm.DescribeTopicConfigs(ctx, existed...)
 	if err != nil {
-		return []TopicRetention{{Topic: strings.Join(existed, ", "), Err: err}}
+		return []TopicRetention{{Topic: strings.Join(existed, ", "), Err: err}}, nil
 	}
-	var lossy []TopicRetention
 	for _, rc := range rcs {
 		if rc.Err != nil {
 			lossy = append(lossy, TopicRetention{Topic: rc.Name, Err: rc.Err})
@@ -416,6 +446,10 @@ func lossyTopics(ctx context.Context, adm *kadm.Client, existed []string, embedd
 				tr.RetentionBytes = c.MaybeValue()
 			case "cleanup.policy":
 				tr.CleanupPolicy = c.MaybeValue()
+			case "max.message.bytes":
+				if n, err := strconv.ParseInt(c.MaybeValue(), 10, 64); err == nil && n < MinMaxMessageBytes {
+					small = append(small, TopicMessageLimit{Topic: rc.Name, MaxMessageBytes: n})
+				}
 			}
 		}
 		if tr.RetentionMs != "-1" || tr.RetentionBytes != "-1" || strings.Contains(tr.CleanupPolicy, "compact") {
@@ -423,5 +457,6 @@ func lossyTopics(ctx context.Context, adm *kadm.Client, existed []string, embedd
 		}
 	}
 	sort.Slice(lossy, func(i, j int) bool { return lossy[i].Topic < lossy[j].Topic })
-	return lossy
+	sort.Slice(small, func(i, j int) bool { return small[i].Topic < small[j].Topic })
+	return lossy, small
 }

@@ -72,6 +72,10 @@ type Config struct {
 	// OnFiniteRetention is broker.Config.OnFiniteRetention: called with
 	// the existing topics that remove records (serve warns).
 	OnFiniteRetention func([]broker.TopicRetention)
+	// OnSmallMessageLimit is broker.Config.OnSmallMessageLimit: called with
+	// the topics that existed with a max.message.bytes below
+	// broker.MinMaxMessageBytes (serve warns).
+	OnSmallMessageLimit func([]broker.TopicMessageLimit)
 	// Processors to run (default DefaultProcessors()).
 	Processors []processors.Processor
 	// Logger (default watermill.NopLogger).
@@ -274,7 +278,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			return fail(err)
 		}
 	}
-	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention}); err != nil {
+	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention, OnSmallMessageLimit: cfg.OnSmallMessageLimit}); err != nil {
 		return fail(err)
 	}
 	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs()}); err != nil {
