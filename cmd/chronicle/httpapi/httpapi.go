@@ -148,14 +148,14 @@ type Server struct {
 	// serve sets it (--request-log); nil logs nothing.
 	RequestLog *slog.Logger
 	// streamsStop is closed by StopStreams (learned_stream.go)
-	openStreams atomic.Int64 // GET /v1/learned/stream open (LearnedMaxStreams)
+	openStreams  atomic.Int64 // GET /v1/learned/stream open (LearnedMaxStreams)
+	streamsMu    sync.Mutex
+	tokenStreams map[string]int // streams open by token name (LearnedMaxStreamsPerToken), under streamsMu
+	streamsStop  chan struct{}
+	stopStreams  sync.Once
 	// serverMetrics are the API's own series (metrics.go), made once
 	metricsOnce   sync.Once
 	serverMetrics *serverMetrics
-	streamsMu     sync.Mutex
-	tokenStreams  map[string]int // streams open by token name (LearnedMaxStreamsPerToken), under streamsMu
-	streamsStop   chan struct{}
-	stopStreams   sync.Once
 
 	// ReadOnly serves the read API only (chronicle inspect): P has a
 	// Store and Search but no broker, producer or runner; every write
