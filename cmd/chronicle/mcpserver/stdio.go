@@ -395,28 +395,35 @@ func (f *batchFilter) scan(b []byte) {
 			continue
 		}
 		f.value = append(f.value, c)
-		switch {
-		case f.inStr && f.escaped:
-			f.escaped = false
-		case f.inStr && c == '\\':
-			f.escaped = true
-		case f.inStr && c == '"':
-			f.inStr = false
-		case f.inStr:
-		case c == '"':
-			f.inStr = true
-		case c == '{' || c == '[':
-			f.depth++
-		case c == '}' || c == ']':
-			f.depth--
-			if f.depth == 0 {
-				f.complete()
-			}
+		if f.track(c) {
+			f.complete()
 		}
 		if len(f.value) > mcp.DefaultMaxLineLength {
 			f.startDropping()
 		}
 	}
+}
+
+// track follows byte c of a top-level value through its strings, escapes
+// and nesting; true when c closes the value.
+func (f *batchFilter) track(c byte) bool {
+	switch {
+	case f.inStr && f.escaped:
+		f.escaped = false
+	case f.inStr && c == '\\':
+		f.escaped = true
+	case f.inStr && c == '"':
+		f.inStr = false
+	case f.inStr:
+	case c == '"':
+		f.inStr = true
+	case c == '{' || c == '[':
+		f.depth++
+	case c == '}' || c == ']':
+		f.depth--
+		return f.depth == 0
+	}
+	return false
 }
 
 // startDropping turns to dropping the value being read, which passed the
@@ -434,25 +441,7 @@ func (f *batchFilter) startDropping() {
 // drop takes byte c of a value being dropped: its end (depth 0 again, or
 // the end of its line, which a stdio message never holds) answers it.
 func (f *batchFilter) drop(c byte) {
-	end := c == '\n'
-	switch {
-	case end:
-	case f.inStr && f.escaped:
-		f.escaped = false
-	case f.inStr && c == '\\':
-		f.escaped = true
-	case f.inStr && c == '"':
-		f.inStr = false
-	case f.inStr:
-	case c == '"':
-		f.inStr = true
-	case c == '{' || c == '[':
-		f.depth++
-	case c == '}' || c == ']':
-		f.depth--
-		end = f.depth == 0
-	}
-	if !end {
+	if c != '\n' && !f.track(c) {
 		return
 	}
 	id := f.dropID
