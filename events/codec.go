@@ -90,7 +90,7 @@ func FromRecordKey(r *kgo.Record) (Envelope, string, error) {
 	}
 	env, key, err := parseEventKey(raw, true, true)
 	if err != nil {
-		return env, "", err
+		return env, "", structuredHint(r, err)
 	}
 	if env.Time == "" {
 		env.Time, env.TimeFromLog = RecordTime(r.Timestamp), true
@@ -167,8 +167,18 @@ func StructuredJSON(r *kgo.Record) ([]byte, error) {
 // receiver uses structured mode, otherwise it defaults to binary mode"):
 // a ce_traceparent header beside a structured event made it parse as
 // binary mode and dead-lettered it (a raw-Kafka walkthrough, 2026-11-30).
+//
+// A content-type of the JSON Batch Format (application/cloudevents-batch+json)
+// is refused with a ValidationError at "/" saying so: the Kafka binding
+// has binary and structured modes only (§1.3), and a record holds one
+// event, keyed by its entity (Key). Before, the reason was "an event must
+// be a JSON object" or, with ce_ headers, "missing properties
+// 'specversion', 'id', …", which named neither the header nor the fix.
 func structuredJSON(r *kgo.Record) ([]byte, error) {
-	if structuredMode(r) {
+	if ct, ok := recordContentType(r); ok && cloudEventsMediaType(ct) {
+		if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == ContentTypeBatch {
+			return nil, &ValidationError{Index: -1, Pointer: "/", Reason: fmt.Sprintf("header content-type %q: the Kafka protocol binding of CloudEvents has binary and structured content modes only, no batched mode: produce each event as a record of its own, keyed with its entity (events.Key)", ct)}
+		}
 		return r.Value, nil
 	}
 	var binary bool
@@ -233,11 +243,49 @@ func UTF8Charset(params map[string]string) bool {
 // structuredMode reports whether r's content-type header (the last one,
 // as a repeated header counts) names the CloudEvents media type.
 func structuredMode(r *kgo.Record) bool {
-	ct := ""
+	ct, _ := recordContentType(r)
+	return cloudEventsMediaType(ct)
+}
+
+// recordContentType is r's content-type header, the last one when it is
+// repeated; ok is false when r has none.
+func recordContentType(r *kgo.Record) (ct string, ok bool) {
 	for _, h := range r.Headers {
 		if strings.EqualFold(h.Key, headerContentType) {
-			ct = string(h.Value)
+			ct, ok = string(h.Value), true
 		}
 	}
+	return ct, ok
+}
+
+// cloudEventsMediaType reports whether ct starts with the CloudEvents
+// media type, application/cloudevents, in any case.
+func cloudEventsMediaType(ct string) bool {
 	return len(ct) >= len("application/cloudevents") && strings.EqualFold(ct[:len("application/cloudevents")], "application/cloudevents")
+}
+
+// structuredHint adds to err, a parse's refusal of r's value as a whole
+// (pointer "/"), what a record in structured mode with a required
+// attribute as a ce_ header was read as: its content-type says
+// structured mode, so the value is the whole event and the ce_ headers
+// are not read (Kafka binding, §3.1), while its producer meant binary
+// mode. Before, the reason said only "missing properties 'specversion',
+// 'id', …", which the producer had sent, as headers. Any other err is
+// returned as it is.
+func structuredHint(r *kgo.Record, err error) error {
+	ve, ok := err.(*ValidationError)
+	if !ok || ve.Pointer != "/" || !structuredMode(r) {
+		return err // a member's refusal: the value was an event
+	}
+	for _, h := range r.Headers {
+		// a required attribute as a header (ce_traceparent beside a
+		// structured event is an extension, and no sign of binary mode)
+		if k := strings.ToLower(h.Key); k == binaryPrefix+"id" || k == binaryPrefix+"type" || k == binaryPrefix+"specversion" || k == binaryPrefix+"source" {
+			ct, _ := recordContentType(r)
+			hinted := *ve
+			hinted.Reason += fmt.Sprintf(" (the record's content-type %q is structured mode, where the value is the whole event and ce_ headers are not read: for binary mode, with the attributes as ce_ headers and the data as the value, send content-type application/json)", ct)
+			return &hinted
+		}
+	}
+	return err
 }

@@ -30,6 +30,13 @@ const ContentTypeJSON = "application/json"
 // CloudEvents structured content mode.
 const ContentTypeCloudEvents = "application/cloudevents+json"
 
+// ContentTypeBatch is the media type of the JSON Batch Format (CloudEvents
+// JSON Event Format, section 4): a JSON array of events, which POST
+// /v1/events accepts (batched content mode of the HTTP binding) and a
+// Kafka record may not carry (the Kafka binding has no batched mode: the
+// record is dead-lettered saying so).
+const ContentTypeBatch = "application/cloudevents-batch+json"
+
 // DefaultScope is the scope of an event that carries none.
 const DefaultScope = "org:default"
 

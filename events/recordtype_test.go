@@ -1,6 +1,7 @@
 package events
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -54,5 +55,51 @@ func TestStructuredModeWithCEHeaders(t *testing.T) {
 		if err != nil || env.ID != "s4-st" || env.Type != SessionStarted || env.SessionID != "s4" {
 			t.Errorf("headers %v: %+v %v; want the structured event", hs, env, err)
 		}
+	}
+}
+
+// A Kafka record may not carry the JSON Batch Format: the Kafka binding
+// has binary and structured modes only (§1.3), and a record holds one
+// event keyed by its entity. Its refusal names the content-type header
+// and says what to do; before, it said "an event must be a JSON object"
+// (an array) or, with ce_ headers, "missing properties 'specversion',
+// 'id', …", which named neither (a letter the old list kept open).
+func TestBatchContentTypeOnARecordIsRefusedSayingSo(t *testing.T) {
+	batch := []byte(`[{"specversion":"1.0","id":"b1","source":"js","type":"memory.feedback.v1","data":{"memory_id":"m1","signal":"task_completion","positive":false}}]`)
+	for _, ct := range []string{ContentTypeBatch, "Application/CloudEvents-Batch+JSON; charset=utf-8"} {
+		_, err := FromRecord(&kgo.Record{Topic: string(TopicMemories), Value: batch, Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte(ct)}}})
+		ve, ok := err.(*ValidationError)
+		if !ok || ve.Pointer != "/" || !strings.Contains(ve.Reason, "no batched mode") || !strings.Contains(ve.Reason, ct) {
+			t.Errorf("content-type %q: %v; want a refusal at / naming the header and the binding's modes", ct, err)
+		}
+	}
+}
+
+// A record whose content-type says structured mode (the CloudEvents media
+// type) while its attributes are ce_ headers and its value is the data —
+// a producer that meant binary mode — is refused with the reason saying
+// how it was read and which content-type binary mode takes. A structured
+// event refused for a member, beside a ce_traceparent extension header,
+// gets no such hint: its value was read as the event it is.
+func TestStructuredRecordWithBinaryAttributesSaysHowItWasRead(t *testing.T) {
+	attrs := []kgo.RecordHeader{{Key: "ce_specversion", Value: []byte("1.0")}, {Key: "ce_id", Value: []byte("b7")},
+		{Key: "ce_source", Value: []byte("py")}, {Key: "ce_type", Value: []byte("memory.feedback.v1")}}
+	for _, ct := range []string{ContentTypeCloudEvents, ContentTypeBatch} {
+		hs := append([]kgo.RecordHeader{{Key: "content-type", Value: []byte(ct)}}, attrs...)
+		_, err := FromRecord(&kgo.Record{Topic: string(TopicMemories), Value: []byte(`{"memory_id":"m1","signal":"task_completion","positive":false}`), Headers: hs})
+		if err == nil || !strings.Contains(err.Error(), "no batched mode") && !strings.Contains(err.Error(), "send content-type application/json") {
+			t.Errorf("content-type %q with ce_ attributes: %v; want the reason to say how the record was read", ct, err)
+		}
+	}
+	// binary mode proper: the same headers with content-type application/json parse
+	hs := append([]kgo.RecordHeader{{Key: "content-type", Value: []byte(ContentTypeJSON)}}, attrs...)
+	if _, err := FromRecord(&kgo.Record{Topic: string(TopicMemories), Key: []byte("org:default/m1"), Value: []byte(`{"memory_id":"m1","signal":"task_completion","positive":false}`), Headers: hs}); err != nil {
+		t.Fatalf("binary mode: %v", err)
+	}
+	structured := []byte(`{"specversion":"1.0","id":"s4-st","source":"probe/raw","type":"coordination.session.started.v1","sessionid":"s4","data":{"original_task":"t","success_criteria":"none"}}`)
+	_, err := FromRecord(&kgo.Record{Topic: string(TopicSessions), Value: structured, Headers: []kgo.RecordHeader{
+		{Key: "content-type", Value: []byte(ContentTypeCloudEvents)}, {Key: "ce_traceparent", Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")}}})
+	if err == nil || strings.Contains(err.Error(), "structured mode") {
+		t.Errorf("a structured event with a bad member: %v; want its member's refusal without the hint", err)
 	}
 }

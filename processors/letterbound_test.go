@@ -215,3 +215,53 @@ func asRecord(o projections.OutboxRecord) *kgo.Record {
 	}
 	return r
 }
+
+// The letter of a record refused for its content-type names its event
+// too when that type is a CloudEvents one: a record whose content-type
+// says structured mode while its attributes are ce_ headers (the value,
+// the data, has no id) names the headers' event; a JSON Batch Format
+// record (no batched mode in the Kafka binding) names its first event and
+// the scope all of its events share, and none when they differ (showing
+// it to one tenant would show the others' events). Before, these letters
+// named no event, so no tenant's GET /v1/deadletters listed them.
+func TestLetterOfACloudEventsContentTypeRecordNamesItsEvent(t *testing.T) {
+	attrs := []kgo.RecordHeader{{Key: "ce_specversion", Value: []byte("1.0")}, {Key: "ce_id", Value: []byte("b7")}, {Key: "ce_source", Value: []byte("py")},
+		{Key: "ce_type", Value: []byte("memory.feedback.v1")}, {Key: "ce_scope", Value: []byte("project:a")}}
+	ev := func(id, scope string) string {
+		sc := ""
+		if scope != "" {
+			sc = `,"scope":"` + scope + `"`
+		}
+		return `{"specversion":"1.0","id":"` + id + `","source":"js","type":"memory.feedback.v1"` + sc + `,"data":{"memory_id":"m1","signal":"task_completion","positive":false}}`
+	}
+	for _, c := range []struct {
+		name, ct, value string
+		withAttrs       bool
+		id, scope       string // "" scope: no letter scope (LetterOf fails)
+	}{
+		{"structured content-type, binary attributes", events.ContentTypeCloudEvents, `{"memory_id":"m1","signal":"task_completion","positive":false}`, true, "b7", "project:a"},
+		{"batch content-type, binary attributes", events.ContentTypeBatch, `{"memory_id":"m1","signal":"task_completion","positive":false}`, true, "b7", "project:a"},
+		{"batch of one scope", events.ContentTypeBatch, "[" + ev("e1", "project:a") + "," + ev("e2", "project:a") + "]", false, "e1", "project:a"},
+		{"batch without scopes", events.ContentTypeBatch, "[" + ev("e1", "") + "," + ev("e2", "") + "]", false, "e1", events.DefaultScope},
+		{"batch of two scopes", events.ContentTypeBatch, "[" + ev("e1", "project:a") + "," + ev("e2", "project:b") + "]", false, "", ""},
+	} {
+		rec := &kgo.Record{Topic: string(events.TopicMemories), Key: []byte("project:a/m1"), Value: []byte(c.value), Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte(c.ct)}}}
+		if c.withAttrs {
+			rec.Headers = append(rec.Headers, attrs...)
+		}
+		_, perr := events.FromRecord(rec)
+		if perr == nil {
+			t.Fatalf("%s: the record parsed", c.name)
+		}
+		d, err := processors.LetterOf(asRecord(processors.DeadLetterRecord(sessions.Processor{}, rec, perr)))
+		if c.scope == "" {
+			if err == nil {
+				t.Errorf("%s: LetterOf: %+v; want no scope for events of two tenants", c.name, d)
+			}
+			continue
+		}
+		if err != nil || d.EventID != c.id || d.EventType != "memory.feedback.v1" || d.Scope != c.scope {
+			t.Errorf("%s: LetterOf: %+v %v; want event %s of %s", c.name, d, err, c.id, c.scope)
+		}
+	}
+}

@@ -102,24 +102,25 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 	// headers, an engine letter the record as it was: either way the
 	// attributes read the same
 	raw, err := events.StructuredJSON(rec)
-	var ev struct {
-		ID     string          `json:"id"`
-		Type   string          `json:"type"`
-		Source string          `json:"source"`
-		Scope  json.RawMessage `json:"scope"`
-	}
-	if err != nil || json.Unmarshal(raw, &ev) != nil {
+	var ev letterEvent
+	parsed := err == nil && json.Unmarshal(raw, &ev) == nil
+	if !parsed || ev.ID == "" || ev.Type == "" {
 		// a binary-mode record refused before its envelope was built (a
 		// content-type other than JSON, data that is no JSON) still names
 		// its event in its ce_ headers (before, its letter named none: a
-		// Python integrator's walkthrough, 2026-12-01)
-		b := binaryAttributes(rec)
-		if b["id"] == "" || b["type"] == "" {
+		// Python integrator's walkthrough, 2026-12-01), and so does one
+		// whose content-type said structured mode while its attributes
+		// were ce_ headers, and its value the data (before, its letter
+		// named no event: the structured parse of the data found no id)
+		if b := binaryAttributes(rec); b["id"] != "" && b["type"] != "" {
+			ev = letterEvent{ID: b["id"], Type: b["type"], Source: b["source"]}
+			if sc, ok := b["scope"]; ok {
+				ev.Scope, _ = json.Marshal(sc)
+			}
+		} else if first, ok := batchEvent(rec.Value); ok {
+			ev = first
+		} else if !parsed {
 			return LetterData{}, fmt.Errorf("%s: the rejected record is no JSON event, so it names no scope", at)
-		}
-		ev.ID, ev.Type, ev.Source = b["id"], b["type"], b["source"]
-		if sc, ok := b["scope"]; ok {
-			ev.Scope, _ = json.Marshal(sc)
 		}
 	}
 	d.EventID, d.EventType, d.EventSource, d.Scope = ev.ID, ev.Type, ev.Source, events.DefaultScope
@@ -131,6 +132,41 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 		d.Scope = sc
 	}
 	return d, nil
+}
+
+// letterEvent is what a letter names of its rejected record's event.
+type letterEvent struct {
+	ID     string          `json:"id"`
+	Type   string          `json:"type"`
+	Source string          `json:"source"`
+	Scope  json.RawMessage `json:"scope"`
+}
+
+// batchEvent is the first event of value read as a JSON Batch Format
+// array (application/cloudevents-batch+json, which a Kafka record may not
+// carry: events.ContentTypeBatch), with the scope every event of the
+// array has (absent is events.DefaultScope's); ok is false when value is
+// no such array, the first event names no id or type, or the events'
+// scopes differ (the letter then belongs to no tenant: showing it to one
+// would show it the others' events). Before, such a letter named no event
+// and no tenant saw it.
+func batchEvent(value []byte) (first letterEvent, ok bool) {
+	var evs []letterEvent
+	if json.Unmarshal(value, &evs) != nil || len(evs) == 0 || evs[0].ID == "" || evs[0].Type == "" {
+		return letterEvent{}, false
+	}
+	scope := func(e letterEvent) string {
+		if len(e.Scope) == 0 || string(e.Scope) == "null" {
+			return `"` + events.DefaultScope + `"`
+		}
+		return string(e.Scope)
+	}
+	for _, e := range evs[1:] {
+		if scope(e) != scope(evs[0]) {
+			return letterEvent{}, false
+		}
+	}
+	return evs[0], true
 }
 
 // binaryAttributes are the CloudEvents attributes of a binary-mode

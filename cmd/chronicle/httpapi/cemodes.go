@@ -20,8 +20,8 @@ import (
 // POST /v1/events accepts the three content modes.
 
 // ContentTypeBatch is the media type of the CloudEvents batched content
-// mode: a JSON array of events in the JSON format.
-const ContentTypeBatch = "application/cloudevents-batch+json"
+// mode: a JSON array of events in the JSON format (events.ContentTypeBatch).
+const ContentTypeBatch = events.ContentTypeBatch
 
 // contentMode is how a request carries its events.
 type contentMode int
