@@ -174,7 +174,7 @@ func (r Retrieval) QueryVisible(source string, readsAll bool, canRead func(scope
 	return true
 }
 
-func retrievalKey(key string, n int) string { return fmt.Sprintf("r/%s/%06d", key, n) }
+func retrievalKey(key string, n int) string { return "r/" + key + "/" + projections.SeqKey(n) }
 
 // AppliedSignal is a signal whose delta moved confidence.
 type AppliedSignal struct {
@@ -239,8 +239,8 @@ var idIndexKey = projections.IDIndexKey
 // Key is the memory's events.EntityKey (scope "/" id), the key of its rows.
 func (m Memory) Key() string              { return events.EntityKey(m.Scope, m.ID) }
 func digestKey(scope, addr string) string { return "d/" + scope + "/" + addr }
-func changeKey(id string, n int) string   { return fmt.Sprintf("h/%s/%06d", id, n) }
-func signalKey(id string, n int) string   { return fmt.Sprintf("s/%s/%06d", id, n) }
+func changeKey(id string, n int) string   { return "h/" + id + "/" + projections.SeqKey(n) }
+func signalKey(id string, n int) string   { return "s/" + id + "/" + projections.SeqKey(n) }
 
 // Apply implements processors.Processor.
 func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {

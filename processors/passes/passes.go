@@ -137,7 +137,7 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicRea
 func (Processor) StatePerKey() bool { return true }
 
 func taskKey(key string) string        { return "t/" + key }
-func passKey(key string, n int) string { return fmt.Sprintf("p/%s\x00%06d", key, n) }
+func passKey(key string, n int) string { return "p/" + key + "\x00" + projections.SeqKey(n) }
 func passPrefix(key string) string     { return "p/" + key + "\x00" }
 
 var idIndexKey = projections.IDIndexKey

@@ -207,3 +207,50 @@ func TestPassGapIsBounded(t *testing.T) {
 		t.Fatalf("history: %d passes, the last missing %d", len(h), len(h[len(h)-1].MissingBefore))
 	}
 }
+
+// A task's passes past pass 999,999 are read in order: their rows' keys
+// sort numerically (projections.SeqKey). With %06d, pass 1,000,000 sorted
+// between passes 100,000 and 100,001, so History listed it there and a
+// page after 999,900 skipped it (10,000 passes at the MaxPassGap bound
+// reach it).
+func TestPassesPastAMillionStayInOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 passes")
+	}
+	s := openStore(t)
+	key := events.EntityKey("project:a", "long")
+	var nums []int
+	for n, off := 1, int64(0); n <= 1_000_000+2*MaxPassGap; n, off = n+MaxPassGap, off+1 {
+		d := events.ReasoningPassData{TaskID: "long", PassNumber: n, Phase: "C", TTLRemaining: 3,
+			Convergence: events.ConvergenceScores{Completeness: 0.5, Coherence: 0.5, Consistency: 0.5}}
+		if n == 1 {
+			d.Task = "a long task"
+		}
+		env := passEvent(t, "project:a", fmt.Sprintf("long-%d", n), d)
+		if err := apply(s, off, &env); err != nil {
+			t.Fatalf("pass %d: %v", n, err)
+		}
+		nums = append(nums, n)
+	}
+	h, err := History(s, key)
+	if err != nil || len(h) != len(nums) {
+		t.Fatalf("History: %d passes, %v; want %d", len(h), err, len(nums))
+	}
+	for i, p := range h {
+		if p.PassNumber != nums[i] {
+			t.Fatalf("History[%d] is pass %d, want %d", i, p.PassNumber, nums[i])
+		}
+	}
+	page, more, err := HistoryPage(s, key, 999_901, 0, 0)
+	if err != nil || more || len(page) != 2 || page[0].PassNumber != 1_000_001 || page[1].PassNumber != 1_000_101 {
+		t.Fatalf("the page after pass 999,901: %d passes (%v), more %v, %v; want 1,000,001 and 1,000,101", len(page), passNumbers(page), more, err)
+	}
+}
+
+func passNumbers(ps []Pass) []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = p.PassNumber
+	}
+	return out
+}

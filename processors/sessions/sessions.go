@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	gojson "github.com/goccy/go-json"
@@ -148,21 +147,17 @@ func traceAt(pos projections.Position) string {
 	return fmt.Sprintf("%s/%06d/%020d", pos.Topic, pos.Partition, max(pos.Offset, 0))
 }
 
-// traceKey is t/<at>/<key>/<seq, at least six digits, zero-padded> (seq ≥
-// 0), or t/<key>/<seq> when at is empty (sessions recorded before
-// Session.TraceAt existed).
+// traceKey is t/<at>/<key>/<projections.SeqKey(seq)> (seq ≥ 0: six
+// digits, zero-padded, below 1,000,000), or t/<key>/<seq> when at is empty
+// (sessions recorded before Session.TraceAt existed).
 func traceKey(at, id string, seq int) string {
-	d := strconv.Itoa(seq)
-	b := make([]byte, 0, len(at)+len(id)+5+max(6, len(d)))
+	b := make([]byte, 0, len(at)+len(id)+4+6)
 	b = append(b, "t/"...)
 	if at != "" {
 		b = append(append(b, at...), '/')
 	}
 	b = append(append(b, id...), '/')
-	for i := len(d); i < 6; i++ {
-		b = append(b, '0')
-	}
-	return string(append(b, d...))
+	return string(projections.AppendSeqKey(b, seq))
 }
 
 func evaluationKey(id string) string       { return "e/" + id }

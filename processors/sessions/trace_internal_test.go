@@ -38,19 +38,28 @@ func TestTraceRowRoundTrip(t *testing.T) {
 }
 
 // traceKey writes what fmt's "t/%s/%s/%06d" writes (t/%s/%06d without a
-// trace position), past six digits too.
+// trace position) below 1,000,000, the layout stored rows have, and
+// projections.SeqKey's from there on, which sorts after them (%06d's
+// 1000000 sorted between 100000 and 100001).
 func TestTraceKeyAsSprintf(t *testing.T) {
 	at := traceAt(projections.Position{Topic: "chronicle.sessions", Partition: 3, Offset: 1234})
 	if want := "chronicle.sessions/000003/00000000000000001234"; at != want {
 		t.Fatalf("traceAt = %q, want %q", at, want)
 	}
 	for _, seq := range []int{0, 7, 42, 99999, 999999, 1000000, 123456789} {
-		if got, want := traceKey("", "project:x/s-1", seq), fmt.Sprintf("t/%s/%06d", "project:x/s-1", seq); got != want {
+		n := fmt.Sprintf("%06d", seq)
+		if seq >= 1_000_000 {
+			n = fmt.Sprintf("~%02d%d", len(fmt.Sprint(seq)), seq)
+		}
+		if got, want := traceKey("", "project:x/s-1", seq), fmt.Sprintf("t/%s/%s", "project:x/s-1", n); got != want {
 			t.Errorf("traceKey(%d) = %q, want %q", seq, got, want)
 		}
-		if got, want := traceKey(at, "project:x/s-1", seq), fmt.Sprintf("t/%s/%s/%06d", at, "project:x/s-1", seq); got != want {
+		if got, want := traceKey(at, "project:x/s-1", seq), fmt.Sprintf("t/%s/%s/%s", at, "project:x/s-1", n); got != want {
 			t.Errorf("traceKey(%q, %d) = %q, want %q", at, seq, got, want)
 		}
+	}
+	if a, b := traceKey(at, "project:x/s-1", 999999), traceKey(at, "project:x/s-1", 1000000); a >= b {
+		t.Errorf("trace row 999999 %q sorts at or after row 1000000 %q", a, b)
 	}
 }
 

@@ -251,7 +251,7 @@ func HistoryPage(store *projections.Store, key string, checkpoints int, after st
 		if !projections.OwnRow(p, k) {
 			return true, nil // a workflow whose id extends this one's
 		}
-		seq, err := strconv.Atoi(strings.TrimPrefix(k, p))
+		seq, err := projections.ParseSeqKey(strings.TrimPrefix(k, p))
 		if err != nil {
 			return false, fmt.Errorf("workflows: checkpoint id row %q: %w", k, err)
 		}
@@ -425,7 +425,7 @@ func checkpointOfID(store *projections.Store, key string, pos projections.Positi
 		if string(val) != want {
 			return true, nil
 		}
-		n, err := strconv.Atoi(k[len(p):])
+		n, err := projections.ParseSeqKey(k[len(p):])
 		if err != nil {
 			return false, fmt.Errorf("workflows: checkpoint id row %q: %v", k, err)
 		}

@@ -199,13 +199,15 @@ func (Processor) Topics() []events.Topic { return []events.Topic{events.TopicWor
 // workflow's (or the suggestion policy's) own, named by its record key.
 func (Processor) StatePerKey() bool { return true }
 
-func stateKey(key string) string                 { return "s/" + key }
-func checkpointKey(key string, seq int) string   { return fmt.Sprintf("cp/%s/%06d", key, seq) }
-func checkpointPrefix(key string) string         { return "cp/" + key + "/" }
-func checkpointEventKey(key, id string) string   { return "ce/" + keyID(key, id) }
-func checkpointIDKey(key string, seq int) string { return fmt.Sprintf("cpid/%s/%06d", key, seq) }
-func checkpointIDPrefix(key string) string       { return "cpid/" + key + "/" }
-func eventKey(key, id string) string             { return "ev/" + keyID(key, id) }
+func stateKey(key string) string               { return "s/" + key }
+func checkpointKey(key string, seq int) string { return "cp/" + key + "/" + projections.SeqKey(seq) }
+func checkpointPrefix(key string) string       { return "cp/" + key + "/" }
+func checkpointEventKey(key, id string) string { return "ce/" + keyID(key, id) }
+func checkpointIDKey(key string, seq int) string {
+	return "cpid/" + key + "/" + projections.SeqKey(seq)
+}
+func checkpointIDPrefix(key string) string { return "cpid/" + key + "/" }
+func eventKey(key, id string) string       { return "ev/" + keyID(key, id) }
 
 // keyID joins an entity key and an event or suggestion id into the rest
 // of a row name: key "/" id when the id holds no '/' (the id is the last
