@@ -56,9 +56,11 @@ func addKafkaSecurityFlags(cmd *cobra.Command) {
 			f.String("kafka-tls-ca", "", "PEM file of the certificate authorities to check the brokers' certificates against (default: the system's)")
 			f.String("kafka-tls-cert", "", "PEM client certificate, for a cluster that authenticates clients by TLS (with --kafka-tls-key)")
 			f.String("kafka-tls-key", "", "PEM key of --kafka-tls-cert")
-			f.String("kafka-sasl-mechanism", "", "SASL mechanism for --brokers: PLAIN (it sends the password as it is: use it with --kafka-tls), SCRAM-SHA-256 or SCRAM-SHA-512")
-			f.String("kafka-sasl-user", "", "SASL user name (with --kafka-sasl-mechanism)")
-			f.String("kafka-sasl-password-env", kafkaconn.DefaultPasswordEnv, "environment variable holding the SASL password (never a flag, which ps would show)")
+			f.String("kafka-sasl-mechanism", "", "SASL mechanism for --brokers: PLAIN (it sends the password as it is: use it with --kafka-tls), SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (with --kafka-oauth-token-url)")
+			f.String("kafka-sasl-user", "", "SASL user name (with --kafka-sasl-mechanism); with OAUTHBEARER, the OAuth client id")
+			f.String("kafka-sasl-password-env", kafkaconn.DefaultPasswordEnv, "environment variable holding the SASL password, with OAUTHBEARER the OAuth client secret (never a flag, which ps would show)")
+			f.String("kafka-oauth-token-url", "", "OAUTHBEARER: the OAuth 2.0 token endpoint tokens are asked from (client credentials grant)")
+			f.String("kafka-oauth-scope", "", "OAUTHBEARER: the scope to ask for, names separated by spaces or commas (default: none, the identity provider's default)")
 		}
 		addKafkaSecurityFlags(c)
 	}
@@ -75,7 +77,7 @@ func useKafkaSecurity(cmd *cobra.Command) error {
 	str := func(name string) string { v, _ := f.GetString(name); return v }
 	tlsOn, _ := f.GetBool("kafka-tls")
 	c := kafkaconn.Config{TLS: tlsOn, CAFile: str("kafka-tls-ca"), CertFile: str("kafka-tls-cert"), KeyFile: str("kafka-tls-key"),
-		Mechanism: str("kafka-sasl-mechanism"), User: str("kafka-sasl-user")}
+		Mechanism: str("kafka-sasl-mechanism"), User: str("kafka-sasl-user"), TokenURL: str("kafka-oauth-token-url"), Scope: str("kafka-oauth-scope")}
 	if f.Changed("kafka-sasl-password-env") {
 		c.PasswordEnv = str("kafka-sasl-password-env")
 	}
@@ -83,7 +85,7 @@ func useKafkaSecurity(cmd *cobra.Command) error {
 		return nil
 	}
 	if b := f.Lookup("brokers"); b.DefValue == "" && !b.Changed {
-		return errors.New("--kafka-tls… and --kafka-sasl… are for a Kafka cluster named by --brokers: the embedded broker speaks plaintext on loopback")
+		return errors.New("--kafka-tls…, --kafka-sasl… and --kafka-oauth-… are for a Kafka cluster named by --brokers: the embedded broker speaks plaintext on loopback")
 	}
 	return kafkaconn.Use(c)
 }

@@ -8,18 +8,26 @@
 package kafkaconn
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+	"golang.org/x/sync/singleflight"
 )
 
 // ClientID is the client.id of every Chronicle client: brokers' request
@@ -45,17 +53,43 @@ type Config struct {
 	// CertFile and KeyFile are a PEM client certificate and its key, for
 	// clusters that authenticate clients by TLS (mTLS); both or neither.
 	CertFile, KeyFile string
-	// Mechanism is the SASL mechanism: "" (none), PLAIN, SCRAM-SHA-256 or
-	// SCRAM-SHA-512 (case-insensitive). PLAIN sends the password as it is:
-	// use it with TLS only.
+	// Mechanism is the SASL mechanism: "" (none), PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512 or OAUTHBEARER (case-insensitive). PLAIN sends the
+	// password as it is: use it with TLS only.
 	Mechanism string
-	// User is the SASL user name, required with Mechanism.
+	// User is the SASL user name, required with Mechanism; with
+	// OAUTHBEARER, the OAuth client id.
 	User string
 	// PasswordEnv names the environment variable holding the SASL
 	// password (default DefaultPasswordEnv): never a flag, which ps would
-	// show. Unset or empty with Mechanism set is an error.
+	// show. Unset or empty with Mechanism set is an error. With
+	// OAUTHBEARER it holds the OAuth client secret.
 	PasswordEnv string
+	// TokenURL is OAUTHBEARER's OAuth 2.0 token endpoint (an http or
+	// https URL): tokens are asked for with the client credentials grant
+	// (RFC 6749, section 4.4; Kafka's sasl.oauthbearer.token.endpoint.url
+	// with its client credentials login), User as the client id and the
+	// PasswordEnv variable as the secret, and kept until 10 s before they
+	// expire (a token without expires_in is kept for good). Required with
+	// OAUTHBEARER, refused with the other mechanisms. A token request
+	// waits at most TokenTimeout. An https endpoint's certificate is
+	// checked against the system's roots (SSL_CERT_FILE and SSL_CERT_DIR
+	// name others), not CAFile, which is the brokers'.
+	TokenURL string
+	// Scope is the OAuth scope OAUTHBEARER asks for: scope names separated
+	// by spaces or commas (Kafka's sasl.oauthbearer.scope). Empty (the
+	// default): none asked for, the identity provider's default.
+	Scope string
 }
+
+// TokenTimeout bounds an OAUTHBEARER token request (Config.TokenURL):
+// past it, the connection's authentication fails with an error naming
+// the token URL and the wait, and franz-go retries the request it was
+// for as for any failed connection. It is below franz-go's dial timeout
+// (10 s), within which a connection authenticates: at 10 s, an endpoint
+// that did not answer showed as "unable to dial: i/o timeout", which
+// names the broker's address.
+const TokenTimeout = 5 * time.Second
 
 // Zero reports whether c asks for nothing (plaintext, no SASL).
 func (c Config) Zero() bool { return c == Config{} }
@@ -90,16 +124,32 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	if c.Mechanism == "" {
-		if c.User != "" || c.PasswordEnv != "" {
-			return nil, errors.New("--kafka-sasl-user and --kafka-sasl-password-env need --kafka-sasl-mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+		if c.User != "" || c.PasswordEnv != "" || c.TokenURL != "" || c.Scope != "" {
+			return nil, errors.New("--kafka-sasl-user, --kafka-sasl-password-env and --kafka-oauth-… need --kafka-sasl-mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)")
 		}
 		return opts, nil
 	}
 	mech := strings.ToUpper(c.Mechanism)
-	if mech != "PLAIN" && mech != "SCRAM-SHA-256" && mech != "SCRAM-SHA-512" {
-		return nil, fmt.Errorf("--kafka-sasl-mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.Mechanism)
+	if mech != "PLAIN" && mech != "SCRAM-SHA-256" && mech != "SCRAM-SHA-512" && mech != "OAUTHBEARER" {
+		return nil, fmt.Errorf("--kafka-sasl-mechanism: %q is not PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", c.Mechanism)
+	}
+	if mech != "OAUTHBEARER" && (c.TokenURL != "" || c.Scope != "") {
+		return nil, fmt.Errorf("--kafka-oauth-token-url and --kafka-oauth-scope: for --kafka-sasl-mechanism OAUTHBEARER, not %s", c.Mechanism)
+	}
+	what := "SASL password"
+	if mech == "OAUTHBEARER" {
+		what = "OAuth client secret"
+		if c.TokenURL == "" {
+			return nil, errors.New("--kafka-oauth-token-url: required with --kafka-sasl-mechanism OAUTHBEARER (the identity provider's OAuth 2.0 token endpoint)")
+		}
+		if u, err := url.Parse(c.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("--kafka-oauth-token-url: %q is not an http or https URL", c.TokenURL)
+		}
 	}
 	if c.User == "" {
+		if mech == "OAUTHBEARER" {
+			return nil, errors.New("--kafka-sasl-user: required with --kafka-sasl-mechanism OAUTHBEARER (the OAuth client id)")
+		}
 		return nil, fmt.Errorf("--kafka-sasl-user: required with --kafka-sasl-mechanism %s", c.Mechanism)
 	}
 	env := c.PasswordEnv
@@ -108,7 +158,7 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 	}
 	pass := os.Getenv(env)
 	if pass == "" {
-		return nil, fmt.Errorf("--kafka-sasl-password-env: the environment variable %s is unset or empty; it holds the SASL password of %s", env, c.User)
+		return nil, fmt.Errorf("--kafka-sasl-password-env: the environment variable %s is unset or empty; it holds the %s of %s", env, what, c.User)
 	}
 	var m sasl.Mechanism
 	switch mech {
@@ -116,10 +166,65 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		m = plain.Auth{User: c.User, Pass: pass}.AsMechanism()
 	case "SCRAM-SHA-256":
 		m = scram.Auth{User: c.User, Pass: pass}.AsSha256Mechanism()
-	default:
+	case "SCRAM-SHA-512":
 		m = scram.Auth{User: c.User, Pass: pass}.AsSha512Mechanism()
+	default:
+		ts := &tokenSource{cfg: clientcredentials.Config{ClientID: c.User, ClientSecret: pass, TokenURL: c.TokenURL,
+			Scopes: strings.FieldsFunc(c.Scope, func(r rune) bool { return r == ' ' || r == ',' })}}
+		m = oauth.Oauth(ts.auth)
 	}
 	return append(opts, kgo.SASL(m)), nil
+}
+
+// tokenSource gives OAUTHBEARER its token (Config.TokenURL): the last one
+// while it is valid (oauth2.Token.Valid: until 10 s before its expiry),
+// else a new one from the token endpoint, asked for at most TokenTimeout.
+// Each connection's authentication calls auth, and so does franz-go's
+// re-authentication when a broker bounds the session
+// (connections.max.reauth.ms, KIP-368), which then gets a fresh token.
+// Connections that need a token at once share one request (singleflight),
+// so an endpoint that does not answer costs each of them one
+// TokenTimeout, not one per connection before it.
+type tokenSource struct {
+	cfg clientcredentials.Config
+	sf  singleflight.Group
+	mu  sync.Mutex
+	tok *oauth2.Token
+}
+
+func (s *tokenSource) auth(ctx context.Context) (oauth.Auth, error) {
+	s.mu.Lock()
+	tok := s.tok
+	s.mu.Unlock()
+	if tok != nil && tok.Valid() {
+		return oauth.Auth{Token: tok.AccessToken}, nil
+	}
+	ch := s.sf.DoChan("token", func() (any, error) {
+		// not the caller's context: the request is shared, and one
+		// caller giving up does not fail the others
+		fctx, cancel := context.WithTimeout(context.Background(), TokenTimeout)
+		defer cancel()
+		tok, err := s.cfg.Token(fctx)
+		if err != nil {
+			if fctx.Err() != nil {
+				return nil, fmt.Errorf("--kafka-oauth-token-url: no token from %s within %s: %w", s.cfg.TokenURL, TokenTimeout, err)
+			}
+			return nil, fmt.Errorf("--kafka-oauth-token-url: token from %s for client %s: %w", s.cfg.TokenURL, s.cfg.ClientID, err)
+		}
+		s.mu.Lock()
+		s.tok = tok
+		s.mu.Unlock()
+		return tok, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return oauth.Auth{}, r.Err
+		}
+		return oauth.Auth{Token: r.Val.(*oauth2.Token).AccessToken}, nil
+	case <-ctx.Done():
+		return oauth.Auth{}, fmt.Errorf("--kafka-oauth-token-url: waiting for a token from %s: %w", s.cfg.TokenURL, ctx.Err())
+	}
 }
 
 var current atomic.Pointer[[]kgo.Opt]
