@@ -94,6 +94,10 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "SCRAM-SHA-512", "--kafka-sasl-user", "u", "--kafka-oauth-token-url", "https://idp.example/token"}, "--kafka-oauth-token-url and --kafka-oauth-scope: for --kafka-sasl-mechanism OAUTHBEARER, not SCRAM-SHA-512"},
 		{[]string{"replay", "--data", t.TempDir(), "--into", filepath.Join(t.TempDir(), "r"), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password-env", "CHRONICLE_TEST_UNSET_PASSWORD"}, "--kafka-sasl-password-env: the environment variable CHRONICLE_TEST_UNSET_PASSWORD is unset or empty"},
 		{[]string{"ingest", "x.jsonl", "--kafka-tls-ca", "/nonexistent/ca.pem"}, "--kafka-tls-ca:"},
+		// the topics' replicas are a cluster's (a Kafka platform review)
+		{[]string{"serve", "--data", t.TempDir(), "--replication-factor", "3"}, "--replication-factor: for the topics created on a Kafka cluster named by --brokers"},
+		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--replication-factor", "2", "--min-insync-replicas", "3"}, "--min-insync-replicas: 3 is above --replication-factor 2"},
+		{[]string{"demo", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--replication-factor", "0"}, "--replication-factor: 0, must be -1 (the cluster's default) or ≥ 1"},
 	} {
 		out, err := exec.Command(binary, c.args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {

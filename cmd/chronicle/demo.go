@@ -54,7 +54,7 @@ func demoCmd() *cobra.Command {
 				return err
 			}
 			config := func(pair bool) pipeline.Config {
-				return pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, PAIR: pair}
+				return pipeline.Config{VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, ReplicationFactor: c.replication, MinInsyncReplicas: c.minInsync, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, PAIR: pair}
 			}
 			var p *pipeline.Pipeline // the one running when the command returns
 			defer func() {
@@ -133,6 +133,7 @@ func demoCmd() *cobra.Command {
 	}
 	c.register(cmd)
 	c.registerKafkaListen(cmd)
+	c.registerTopicReplicas(cmd)
 	c.registerLLM(cmd)
 	c.registerSearch(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")

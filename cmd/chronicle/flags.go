@@ -23,6 +23,8 @@ type commonFlags struct {
 	brokers      string
 	kafkaListen  string
 	partitions   int32
+	replication  int16 // --replication-factor
+	minInsync    int16 // --min-insync-replicas
 	llmURL       string
 	llmModel     string
 	llmKeyEnv    string
@@ -133,6 +135,17 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.data, "data", "./data", "data directory: the embedded broker's log (DATA/log) and the projections (DATA/projections)")
 	cmd.Flags().StringVar(&c.brokers, "brokers", "", "comma-separated host:port of a Kafka cluster; empty starts the embedded broker")
 	cmd.Flags().Int32Var(&c.partitions, "partitions", 1, "partitions of each topic created at start; existing topics keep theirs (serve, broker, replay and audit warn when they differ) (1 keeps derived events in one order: see README)")
+}
+
+// registerTopicReplicas adds --replication-factor and
+// --min-insync-replicas, the replicas of the topics a command that starts
+// the pipeline (serve, demo) creates on a cluster named by --brokers
+// (broker.Config). Before, both were the cluster's defaults, with no flag
+// (a Kafka platform review, 2026-12-01); checkFlags refuses them without
+// --brokers and a min.insync.replicas above the replication factor.
+func (c *commonFlags) registerTopicReplicas(cmd *cobra.Command) {
+	cmd.Flags().Int16Var(&c.replication, "replication-factor", -1, "replication factor of the topics created on the cluster of --brokers (-1: the cluster's default.replication.factor); existing topics keep theirs")
+	cmd.Flags().Int16Var(&c.minInsync, "min-insync-replicas", 0, "min.insync.replicas of the topics created on the cluster of --brokers: replicas that must have a write before it is acknowledged (0: the cluster's, Kafka's stock 1); existing topics keep theirs")
 }
 
 // registerKafkaListen adds --kafka-listen, only to the commands that start

@@ -214,6 +214,9 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 		// and the flag was ignored silently (an SRE's walkthrough)
 		return fmt.Errorf("--kafka-listen %s: the embedded broker's address, and --brokers names a Kafka cluster instead: give one of them", k.Value.String())
 	}
+	if err := checkTopicReplicas(cmd); err != nil {
+		return err
+	}
 	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed {
 		if strings.Trim(f.Value.String(), ", ") == "" {
 			return fmt.Errorf("--brokers: %q names no host:port (leave the flag out to start the embedded broker)", f.Value.String())
@@ -221,6 +224,35 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 		if err := checkBrokers(f.Value.String()); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkTopicReplicas checks --replication-factor and
+// --min-insync-replicas, when the command has them: -1 or ≥ 1, and 0 or
+// ≥ 1, no more in sync than replicas, and only with --brokers (the
+// embedded broker is one broker, whose topics have one replica).
+func checkTopicReplicas(cmd *cobra.Command) error {
+	rf, mi := cmd.Flags().Lookup("replication-factor"), cmd.Flags().Lookup("min-insync-replicas")
+	if rf == nil || mi == nil || !rf.Changed && !mi.Changed {
+		return nil
+	}
+	r, _ := cmd.Flags().GetInt16("replication-factor")
+	m, _ := cmd.Flags().GetInt16("min-insync-replicas")
+	switch {
+	case r == 0 || r < -1:
+		return fmt.Errorf("--replication-factor: %d, must be -1 (the cluster's default) or ≥ 1", r)
+	case m < 0:
+		return fmt.Errorf("--min-insync-replicas: %d, must be 0 (the cluster's) or ≥ 1", m)
+	case r > 0 && m > r:
+		return fmt.Errorf("--min-insync-replicas: %d is above --replication-factor %d: every write would be refused (acks=all needs that many replicas in sync)", m, r)
+	}
+	if b := cmd.Flags().Lookup("brokers"); b == nil || !b.Changed {
+		changed := "--replication-factor"
+		if !rf.Changed {
+			changed = "--min-insync-replicas"
+		}
+		return fmt.Errorf("%s: for the topics created on a Kafka cluster named by --brokers; the embedded broker is one broker, whose topics have one replica", changed)
 	}
 	return nil
 }

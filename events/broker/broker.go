@@ -42,8 +42,17 @@ type Config struct {
 	// Partitions is the partition count of every topic created (default 1).
 	Partitions int32
 	// ReplicationFactor of created topics on an external cluster
-	// (default -1: the cluster's default).
+	// (default -1: the cluster's default.replication.factor). Topics that
+	// exist keep theirs. More than the cluster's brokers is an error
+	// naming it (INVALID_REPLICATION_FACTOR).
 	ReplicationFactor int16
+	// MinInsyncReplicas is the min.insync.replicas of created topics on
+	// an external cluster: with acks=all (every Chronicle producer), a
+	// write is acknowledged once this many replicas have it, and refused
+	// (NOT_ENOUGH_REPLICAS) while fewer are in sync. Default 0: not set,
+	// the cluster's (Kafka's stock 1, with which acks=all is one copy).
+	// Topics that exist keep theirs.
+	MinInsyncReplicas int16
 	// SyncWrites fsyncs every produced batch of the embedded broker
 	// (default false: like Kafka's default flush policy, acknowledged
 	// batches are in the OS page cache and survive a killed process).
@@ -160,6 +169,18 @@ func (c Config) Validate() error {
 	}
 	if c.Partitions < 0 {
 		return errors.New("broker: Config.Partitions: must be ≥ 1")
+	}
+	if c.ReplicationFactor < -1 {
+		return fmt.Errorf("broker: Config.ReplicationFactor: must be -1 (the cluster's default) or ≥ 1, got %d", c.ReplicationFactor)
+	}
+	if c.MinInsyncReplicas < 0 {
+		return fmt.Errorf("broker: Config.MinInsyncReplicas: must be 0 (the cluster's) or ≥ 1, got %d", c.MinInsyncReplicas)
+	}
+	if c.ReplicationFactor > 0 && c.MinInsyncReplicas > c.ReplicationFactor {
+		return fmt.Errorf("broker: Config.MinInsyncReplicas: %d is above the replication factor %d: every acks=all write would be refused (NOT_ENOUGH_REPLICAS)", c.MinInsyncReplicas, c.ReplicationFactor)
+	}
+	if len(c.Brokers) == 0 && (c.ReplicationFactor > 1 || c.MinInsyncReplicas > 1) {
+		return errors.New("broker: Config.ReplicationFactor, Config.MinInsyncReplicas: for an external cluster (Config.Brokers): the embedded broker is one broker")
 	}
 	if c.GroupMinSessionTimeout < 0 || c.GroupMinSessionTimeout > 0 && c.GroupMinSessionTimeout < time.Millisecond {
 		return fmt.Errorf("broker: Config.GroupMinSessionTimeout: must be 0 (6 s) or ≥ 1ms, got %s", c.GroupMinSessionTimeout)
@@ -294,7 +315,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			}
 		}
 	}
-	if err := ensureTopics(ctx, b.addrs, cfg.Partitions, cfg.ReplicationFactor, cfg.OnPartitionsDiffer, cfg.OnFiniteRetention, cfg.OnSmallMessageLimit, len(cfg.Brokers) == 0); err != nil {
+	if err := ensureTopics(ctx, b.addrs, topicSpec{cfg.Partitions, cfg.ReplicationFactor, cfg.MinInsyncReplicas}, cfg.OnPartitionsDiffer, cfg.OnFiniteRetention, cfg.OnSmallMessageLimit, len(cfg.Brokers) == 0); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -331,7 +352,15 @@ func (b *Broker) close(stopped bool) {
 // with partitions partitions (one for events.SinglePartition topics).
 // Existing topics are left as they are.
 func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replication int16) error {
-	return ensureTopics(ctx, addrs, partitions, replication, nil, nil, nil, false)
+	return ensureTopics(ctx, addrs, topicSpec{partitions, replication, 0}, nil, nil, nil, false)
+}
+
+// topicSpec is how ensureTopics creates a missing topic: its partitions
+// (one for events.SinglePartition topics), replication factor (-1: the
+// cluster's) and min.insync.replicas (0: the cluster's).
+type topicSpec struct {
+	partitions             int32
+	replication, minInsync int16
 }
 
 // ensureTopics is EnsureTopics; differ, when set, gets the topics that
@@ -341,7 +370,8 @@ func EnsureTopics(ctx context.Context, addrs []string, partitions int32, replica
 // MinMaxMessageBytes (Config.OnSmallMessageLimit). On the embedded broker
 // (embedded) only a topic's own settings act (kfake applies no default
 // retention), so only those are reported.
-func ensureTopics(ctx context.Context, addrs []string, partitions int32, replication int16, differ func([]TopicPartitions), finite func([]TopicRetention), small func([]TopicMessageLimit), embedded bool) error {
+func ensureTopics(ctx context.Context, addrs []string, spec topicSpec, differ func([]TopicPartitions), finite func([]TopicRetention), small func([]TopicMessageLimit), embedded bool) error {
+	partitions, replication := spec.partitions, spec.replication
 	cl, err := kafkaconn.NewClient(addrs, kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		return fmt.Errorf("broker: admin client: %w", err)
@@ -370,6 +400,9 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 	for k, v := range TopicConfigs {
 		configs[k] = kadm.StringPtr(v)
 	}
+	if spec.minInsync > 0 {
+		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(spec.minInsync)))
+	}
 	var existed []string
 	for _, name := range names {
 		d, ok := td[name]
@@ -388,6 +421,10 @@ func ensureTopics(ctx context.Context, addrs []string, partitions int32, replica
 			switch {
 			case errors.Is(r.Err, kerr.TopicAlreadyExists): // created meanwhile
 				existed = append(existed, r.Topic)
+			case errors.Is(r.Err, kerr.InvalidReplicationFactor):
+				return fmt.Errorf("broker: create topic %s with replication factor %d: %w (--replication-factor: at most the cluster's broker count)", r.Topic, replication, r.Err)
+			case errors.Is(r.Err, kerr.InvalidConfig) && spec.minInsync > 0:
+				return fmt.Errorf("broker: create topic %s with min.insync.replicas %d: %w (--min-insync-replicas)", r.Topic, spec.minInsync, r.Err)
 			case r.Err != nil:
 				return fmt.Errorf("broker: create topic %s: %w (the service account needs Create on the topics chronicle.*, or create them with the partitions and configurations of README \"Running against a real Kafka cluster\")", r.Topic, r.Err)
 			}

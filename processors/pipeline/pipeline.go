@@ -65,6 +65,9 @@ type Config struct {
 	KafkaListen string
 	// Partitions of every topic created (default 1).
 	Partitions int32
+	// ReplicationFactor and MinInsyncReplicas are broker.Config's: of the
+	// topics created on an external cluster (defaults: the cluster's).
+	ReplicationFactor, MinInsyncReplicas int16
 	// OnPartitionsDiffer is broker.Config.OnPartitionsDiffer: called with
 	// the topics that existed with another partition count than
 	// Partitions, which keep theirs (default none).
@@ -278,7 +281,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			return fail(err)
 		}
 	}
-	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention, OnSmallMessageLimit: cfg.OnSmallMessageLimit}); err != nil {
+	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, MinInsyncReplicas: cfg.MinInsyncReplicas, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention, OnSmallMessageLimit: cfg.OnSmallMessageLimit}); err != nil {
 		return fail(err)
 	}
 	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs()}); err != nil {
