@@ -61,6 +61,7 @@ func addKafkaSecurityFlags(cmd *cobra.Command) {
 			f.String("kafka-sasl-password-env", kafkaconn.DefaultPasswordEnv, "environment variable holding the SASL password, with OAUTHBEARER the OAuth client secret (never a flag, which ps would show)")
 			f.String("kafka-oauth-token-url", "", "OAUTHBEARER: the OAuth 2.0 token endpoint tokens are asked from (client credentials grant)")
 			f.String("kafka-oauth-scope", "", "OAUTHBEARER: the scope to ask for, names separated by spaces or commas (default: none, the identity provider's default)")
+			f.String("kafka-oauth-extensions", "", "OAUTHBEARER: SASL extensions sent with the token, key=value pairs separated by commas (e.g. Confluent Cloud's logicalCluster=lkc-…,identityPoolId=pool-…)")
 		}
 		addKafkaSecurityFlags(c)
 	}
@@ -77,7 +78,7 @@ func useKafkaSecurity(cmd *cobra.Command) error {
 	str := func(name string) string { v, _ := f.GetString(name); return v }
 	tlsOn, _ := f.GetBool("kafka-tls")
 	c := kafkaconn.Config{TLS: tlsOn, CAFile: str("kafka-tls-ca"), CertFile: str("kafka-tls-cert"), KeyFile: str("kafka-tls-key"),
-		Mechanism: str("kafka-sasl-mechanism"), User: str("kafka-sasl-user"), TokenURL: str("kafka-oauth-token-url"), Scope: str("kafka-oauth-scope")}
+		Mechanism: str("kafka-sasl-mechanism"), User: str("kafka-sasl-user"), TokenURL: str("kafka-oauth-token-url"), Scope: str("kafka-oauth-scope"), Extensions: str("kafka-oauth-extensions")}
 	if f.Changed("kafka-sasl-password-env") {
 		c.PasswordEnv = str("kafka-sasl-password-env")
 	}

@@ -80,6 +80,15 @@ type Config struct {
 	// by spaces or commas (Kafka's sasl.oauthbearer.scope). Empty (the
 	// default): none asked for, the identity provider's default.
 	Scope string
+	// Extensions are OAUTHBEARER's SASL extensions (RFC 7628, section 3.1;
+	// Kafka's sasl.oauthbearer.extensions / the JAAS extension_ options):
+	// key=value pairs separated by commas, e.g. Confluent Cloud's
+	// "logicalCluster=lkc-abc12,identityPoolId=pool-Xyz9". A key is
+	// letters only and not "auth", a value printable ASCII without a
+	// comma (RFC 7628's key and value rules, without its tabs and line
+	// breaks; the comma separates pairs).
+	// Default: none. Refused with the other mechanisms.
+	Extensions string
 }
 
 // TokenTimeout bounds an OAUTHBEARER token request (Config.TokenURL):
@@ -124,7 +133,7 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	if c.Mechanism == "" {
-		if c.User != "" || c.PasswordEnv != "" || c.TokenURL != "" || c.Scope != "" {
+		if c.User != "" || c.PasswordEnv != "" || c.TokenURL != "" || c.Scope != "" || c.Extensions != "" {
 			return nil, errors.New("--kafka-sasl-user, --kafka-sasl-password-env and --kafka-oauth-… need --kafka-sasl-mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)")
 		}
 		return opts, nil
@@ -133,8 +142,12 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 	if mech != "PLAIN" && mech != "SCRAM-SHA-256" && mech != "SCRAM-SHA-512" && mech != "OAUTHBEARER" {
 		return nil, fmt.Errorf("--kafka-sasl-mechanism: %q is not PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", c.Mechanism)
 	}
-	if mech != "OAUTHBEARER" && (c.TokenURL != "" || c.Scope != "") {
-		return nil, fmt.Errorf("--kafka-oauth-token-url and --kafka-oauth-scope: for --kafka-sasl-mechanism OAUTHBEARER, not %s", c.Mechanism)
+	if mech != "OAUTHBEARER" && (c.TokenURL != "" || c.Scope != "" || c.Extensions != "") {
+		return nil, fmt.Errorf("--kafka-oauth-token-url, --kafka-oauth-scope and --kafka-oauth-extensions: for --kafka-sasl-mechanism OAUTHBEARER, not %s", c.Mechanism)
+	}
+	exts, err := parseExtensions(c.Extensions)
+	if err != nil {
+		return nil, err
 	}
 	what := "SASL password"
 	if mech == "OAUTHBEARER" {
@@ -170,7 +183,7 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		m = scram.Auth{User: c.User, Pass: pass}.AsSha512Mechanism()
 	default:
 		ts := &tokenSource{cfg: clientcredentials.Config{ClientID: c.User, ClientSecret: pass, TokenURL: c.TokenURL,
-			Scopes: strings.FieldsFunc(c.Scope, func(r rune) bool { return r == ' ' || r == ',' })}}
+			Scopes: strings.FieldsFunc(c.Scope, func(r rune) bool { return r == ' ' || r == ',' })}, extensions: exts}
 		m = oauth.Oauth(ts.auth)
 	}
 	return append(opts, kgo.SASL(m)), nil
@@ -186,8 +199,9 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 // so an endpoint that does not answer costs each of them one
 // TokenTimeout, not one per connection before it.
 type tokenSource struct {
-	cfg clientcredentials.Config
-	sf  singleflight.Group
+	cfg        clientcredentials.Config
+	extensions map[string]string // sent with every token (Config.Extensions)
+	sf         singleflight.Group
 	mu  sync.Mutex
 	tok *oauth2.Token
 }
@@ -197,7 +211,7 @@ func (s *tokenSource) auth(ctx context.Context) (oauth.Auth, error) {
 	tok := s.tok
 	s.mu.Unlock()
 	if tok != nil && tok.Valid() {
-		return oauth.Auth{Token: tok.AccessToken}, nil
+		return oauth.Auth{Token: tok.AccessToken, Extensions: s.extensions}, nil
 	}
 	ch := s.sf.DoChan("token", func() (any, error) {
 		// not the caller's context: the request is shared, and one
@@ -221,10 +235,46 @@ func (s *tokenSource) auth(ctx context.Context) (oauth.Auth, error) {
 		if r.Err != nil {
 			return oauth.Auth{}, r.Err
 		}
-		return oauth.Auth{Token: r.Val.(*oauth2.Token).AccessToken}, nil
+		return oauth.Auth{Token: r.Val.(*oauth2.Token).AccessToken, Extensions: s.extensions}, nil
 	case <-ctx.Done():
 		return oauth.Auth{}, fmt.Errorf("--kafka-oauth-token-url: waiting for a token from %s: %w", s.cfg.TokenURL, ctx.Err())
 	}
+}
+
+// parseExtensions reads Config.Extensions: nil for "", else each
+// key=value pair, checked as RFC 7628 (section 3.1) has them: a key of
+// letters (not "auth", the token's own), a value of printable ASCII (a
+// comma separates pairs, so none is in a value; RFC 7628 also allows tabs
+// and line breaks, which a flag does not carry).
+func parseExtensions(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--kafka-oauth-extensions: %q is not key=value", kv)
+		}
+		for _, r := range k {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return nil, fmt.Errorf("--kafka-oauth-extensions: key %q: letters only (RFC 7628, section 3.1)", k)
+			}
+		}
+		if k == "auth" {
+			return nil, errors.New(`--kafka-oauth-extensions: key "auth" is the token's own (RFC 7628, section 3.1)`)
+		}
+		for _, r := range v {
+			if r < 0x20 || r > 0x7e {
+				return nil, fmt.Errorf("--kafka-oauth-extensions: the value of %s: printable ASCII only (RFC 7628, section 3.1)", k)
+			}
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--kafka-oauth-extensions: key %s given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 var current atomic.Pointer[[]kgo.Opt]

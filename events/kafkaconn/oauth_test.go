@@ -21,6 +21,13 @@ import (
 // OAUTHBEARER of its own: its SASL handshake and authenticate requests are
 // answered here), recording the bearer tokens it was given.
 func oauthBroker(t *testing.T) (addrs []string, tokens func() []string) {
+	addrs, tokens, _ = oauthBrokerBytes(t)
+	return addrs, tokens
+}
+
+// oauthBrokerBytes is oauthBroker that also returns the last
+// authenticate request's bytes (RFC 7628's client initial response).
+func oauthBrokerBytes(t *testing.T) (addrs []string, tokens func() []string, last func() string) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -29,6 +36,7 @@ func oauthBroker(t *testing.T) (addrs []string, tokens func() []string) {
 	t.Cleanup(c.Close)
 	var mu sync.Mutex
 	var seen []string
+	var lastBytes string
 	c.ControlKey(int16(kmsg.SASLHandshake), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := r.(*kmsg.SASLHandshakeRequest)
@@ -47,6 +55,7 @@ func oauthBroker(t *testing.T) (addrs []string, tokens func() []string) {
 		tok, _, _ = strings.Cut(tok, "\x01")
 		mu.Lock()
 		seen = append(seen, tok)
+		lastBytes = string(req.SASLAuthBytes)
 		mu.Unlock()
 		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 		if !ok || !strings.HasPrefix(tok, "tok-") {
@@ -55,10 +64,14 @@ func oauthBroker(t *testing.T) (addrs []string, tokens func() []string) {
 		return resp, nil, true
 	})
 	return c.ListenAddrs(), func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), seen...)
+		}, func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return lastBytes
+		}
 }
 
 // OAUTHBEARER asks the token endpoint for a token with the client
@@ -90,10 +103,10 @@ func TestOAuthBearerClientCredentials(t *testing.T) {
 		_, _ = w.Write([]byte(`{"access_token":"tok-` + string(rune('0'+n)) + `","token_type":"Bearer","expires_in":3600}`))
 	}))
 	defer idp.Close()
-	addrs, tokens := oauthBroker(t)
+	addrs, tokens, lastAuth := oauthBrokerBytes(t)
 	t.Setenv("CHRONICLE_TEST_OAUTH_SECRET", "s3cret")
 	opts, err := kafkaconn.Config{Mechanism: "oauthbearer", User: "chronicle", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET",
-		TokenURL: idp.URL + "/token", Scope: "kafka,produce"}.Opts()
+		TokenURL: idp.URL + "/token", Scope: "kafka,produce", Extensions: "logicalCluster=lkc-abc12, identityPoolId=pool-Xyz9"}.Opts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +128,10 @@ func TestOAuthBearerClientCredentials(t *testing.T) {
 	seen := tokens()
 	if len(seen) < 2 || requests.Load() != 1 {
 		t.Fatalf("%d authentications (%v) on %d token requests; want one token for every connection", len(seen), seen, requests.Load())
+	}
+	// RFC 7628, section 3.1: the extensions follow the token's auth, sorted
+	if got, want := lastAuth(), "n,,\x01auth=Bearer tok-1\x01identityPoolId=pool-Xyz9\x01logicalCluster=lkc-abc12\x01\x01"; got != want {
+		t.Errorf("authenticate bytes %q, want %q", got, want)
 	}
 	for _, tok := range seen {
 		if tok != "tok-1" {
@@ -175,8 +192,13 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 		{kafkaconn.Config{Mechanism: "OAUTHBEARER", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", TokenURL: "idp.example/token"}, `--kafka-oauth-token-url: "idp.example/token" is not an http or https URL`},
 		{kafkaconn.Config{Mechanism: "OAUTHBEARER", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", TokenURL: "https://idp.example/token"}, "--kafka-sasl-user: required with --kafka-sasl-mechanism OAUTHBEARER (the OAuth client id)"},
 		{kafkaconn.Config{Mechanism: "OAUTHBEARER", User: "c", PasswordEnv: "CHRONICLE_TEST_UNSET_SECRET", TokenURL: "https://idp.example/token"}, "CHRONICLE_TEST_UNSET_SECRET is unset or empty; it holds the OAuth client secret of c"},
-		{kafkaconn.Config{Mechanism: "PLAIN", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", Scope: "kafka"}, "--kafka-oauth-token-url and --kafka-oauth-scope: for --kafka-sasl-mechanism OAUTHBEARER, not PLAIN"},
+		{kafkaconn.Config{Mechanism: "PLAIN", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", Scope: "kafka"}, "for --kafka-sasl-mechanism OAUTHBEARER, not PLAIN"},
 		{kafkaconn.Config{TokenURL: "https://idp.example/token"}, "need --kafka-sasl-mechanism"},
+		{kafkaconn.Config{Mechanism: "OAUTHBEARER", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", TokenURL: "https://idp.example/token", Extensions: "logicalCluster"}, `--kafka-oauth-extensions: "logicalCluster" is not key=value`},
+		{kafkaconn.Config{Mechanism: "OAUTHBEARER", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", TokenURL: "https://idp.example/token", Extensions: "logical_cluster=x"}, `key "logical_cluster": letters only`},
+		{kafkaconn.Config{Mechanism: "OAUTHBEARER", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", TokenURL: "https://idp.example/token", Extensions: "auth=x"}, `key "auth" is the token's own`},
+		{kafkaconn.Config{Mechanism: "OAUTHBEARER", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", TokenURL: "https://idp.example/token", Extensions: "a=1,a=2"}, "key a given twice"},
+		{kafkaconn.Config{Mechanism: "SCRAM-SHA-256", User: "c", PasswordEnv: "CHRONICLE_TEST_OAUTH_SECRET", Extensions: "a=1"}, "for --kafka-sasl-mechanism OAUTHBEARER, not SCRAM-SHA-256"},
 	} {
 		if _, err := c.cfg.Opts(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v; want %q", c.cfg, err, c.want)
