@@ -202,8 +202,8 @@ type tokenSource struct {
 	cfg        clientcredentials.Config
 	extensions map[string]string // sent with every token (Config.Extensions)
 	sf         singleflight.Group
-	mu  sync.Mutex
-	tok *oauth2.Token
+	mu         sync.Mutex
+	tok        *oauth2.Token
 }
 
 func (s *tokenSource) auth(ctx context.Context) (oauth.Auth, error) {
