@@ -89,7 +89,7 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		// TLS and SASL are for a cluster named by --brokers, and their
 		// errors name the flag (a Kafka platform review, 2026-12-01)
 		{[]string{"serve", "--data", t.TempDir(), "--kafka-tls"}, "--kafka-tls…, --kafka-sasl… and --kafka-oauth-… are for a Kafka cluster named by --brokers"},
-		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "GSSAPI", "--kafka-sasl-user", "u"}, `--kafka-sasl-mechanism: "GSSAPI" is not PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER`},
+		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "GSSAPI", "--kafka-sasl-user", "u"}, `--kafka-sasl-mechanism: "GSSAPI" is not PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM`},
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "OAUTHBEARER", "--kafka-sasl-user", "chronicle"}, "--kafka-oauth-token-url: required with --kafka-sasl-mechanism OAUTHBEARER"},
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "SCRAM-SHA-512", "--kafka-sasl-user", "u", "--kafka-oauth-token-url", "https://idp.example/token"}, "--kafka-oauth-token-url, --kafka-oauth-scope and --kafka-oauth-extensions: for --kafka-sasl-mechanism OAUTHBEARER, not SCRAM-SHA-512"},
 		{[]string{"replay", "--data", t.TempDir(), "--into", filepath.Join(t.TempDir(), "r"), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password-env", "CHRONICLE_TEST_UNSET_PASSWORD"}, "--kafka-sasl-password-env: the environment variable CHRONICLE_TEST_UNSET_PASSWORD is unset or empty"},

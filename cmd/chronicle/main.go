@@ -56,7 +56,7 @@ func addKafkaSecurityFlags(cmd *cobra.Command) {
 			f.String("kafka-tls-ca", "", "PEM file of the certificate authorities to check the brokers' certificates against (default: the system's)")
 			f.String("kafka-tls-cert", "", "PEM client certificate, for a cluster that authenticates clients by TLS (with --kafka-tls-key)")
 			f.String("kafka-tls-key", "", "PEM key of --kafka-tls-cert")
-			f.String("kafka-sasl-mechanism", "", "SASL mechanism for --brokers: PLAIN (it sends the password as it is: use it with --kafka-tls), SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (with --kafka-oauth-token-url)")
+			f.String("kafka-sasl-mechanism", "", "SASL mechanism for --brokers: PLAIN (it sends the password as it is: use it with --kafka-tls), SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (with --kafka-oauth-token-url) or AWS_MSK_IAM (Amazon MSK; credentials from the AWS SDK's chain, region from the broker host or AWS_REGION; implies --kafka-tls)")
 			f.String("kafka-sasl-user", "", "SASL user name (with --kafka-sasl-mechanism); with OAUTHBEARER, the OAuth client id")
 			f.String("kafka-sasl-password-env", kafkaconn.DefaultPasswordEnv, "environment variable holding the SASL password, with OAUTHBEARER the OAuth client secret (never a flag, which ps would show)")
 			f.String("kafka-oauth-token-url", "", "OAUTHBEARER: the OAuth 2.0 token endpoint tokens are asked from (client credentials grant)")

@@ -20,8 +20,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	awssasl "github.com/twmb/franz-go/pkg/sasl/aws"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -54,8 +56,17 @@ type Config struct {
 	// clusters that authenticate clients by TLS (mTLS); both or neither.
 	CertFile, KeyFile string
 	// Mechanism is the SASL mechanism: "" (none), PLAIN, SCRAM-SHA-256,
-	// SCRAM-SHA-512 or OAUTHBEARER (case-insensitive). PLAIN sends the
-	// password as it is: use it with TLS only.
+	// SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (case-insensitive). PLAIN
+	// sends the password as it is: use it with TLS only. AWS_MSK_IAM
+	// (Amazon MSK's IAM access control) takes no User or password: its
+	// credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID
+	// and AWS_SECRET_ACCESS_KEY, AWS_PROFILE's shared files, web identity
+	// as EKS's IRSA sets it, ECS and EKS Pod Identity container
+	// credentials, EC2 instance roles), refreshed by the SDK before they
+	// expire, each retrieval bounded by TokenTimeout; the region is the
+	// broker host name's (MSK's b-1.….kafka.<region>.amazonaws.com) or
+	// AWS_REGION's. It implies TLS: MSK's IAM listeners (port 9098) are
+	// TLS only.
 	Mechanism string
 	// User is the SASL user name, required with Mechanism; with
 	// OAUTHBEARER, the OAuth client id.
@@ -91,13 +102,14 @@ type Config struct {
 	Extensions string
 }
 
-// TokenTimeout bounds an OAUTHBEARER token request (Config.TokenURL):
-// past it, the connection's authentication fails with an error naming
-// the token URL and the wait, and franz-go retries the request it was
-// for as for any failed connection. It is below franz-go's dial timeout
-// (10 s), within which a connection authenticates: at 10 s, an endpoint
-// that did not answer showed as "unable to dial: i/o timeout", which
-// names the broker's address.
+// TokenTimeout bounds an OAUTHBEARER token request (Config.TokenURL) and
+// an AWS_MSK_IAM retrieval of credentials: past it, the connection's
+// authentication fails with an error naming what it waited for and the
+// wait, and franz-go retries the request it was for as for any failed
+// connection. It is below franz-go's dial timeout (10 s), within which a
+// connection authenticates: at 10 s, an endpoint that did not answer
+// showed as "unable to dial: i/o timeout", which names the broker's
+// address.
 const TokenTimeout = 5 * time.Second
 
 // Zero reports whether c asks for nothing (plaintext, no SASL).
@@ -107,7 +119,8 @@ func (c Config) Zero() bool { return c == Config{} }
 // password now. Errors name the flag (--kafka-…) and the reason.
 func (c Config) Opts() ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	if c.TLS || c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" {
+	msk := strings.EqualFold(c.Mechanism, "AWS_MSK_IAM")
+	if c.TLS || c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" || msk {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if c.CAFile != "" {
 			pem, err := os.ReadFile(c.CAFile)
@@ -139,8 +152,34 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		return opts, nil
 	}
 	mech := strings.ToUpper(c.Mechanism)
-	if mech != "PLAIN" && mech != "SCRAM-SHA-256" && mech != "SCRAM-SHA-512" && mech != "OAUTHBEARER" {
-		return nil, fmt.Errorf("--kafka-sasl-mechanism: %q is not PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", c.Mechanism)
+	if mech != "PLAIN" && mech != "SCRAM-SHA-256" && mech != "SCRAM-SHA-512" && mech != "OAUTHBEARER" && mech != "AWS_MSK_IAM" {
+		return nil, fmt.Errorf("--kafka-sasl-mechanism: %q is not PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM", c.Mechanism)
+	}
+	if msk {
+		if c.User != "" || c.PasswordEnv != "" || c.TokenURL != "" || c.Scope != "" || c.Extensions != "" {
+			return nil, errors.New("--kafka-sasl-mechanism AWS_MSK_IAM: its credentials come from the AWS SDK's chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, web identity, container or instance roles): --kafka-sasl-user, --kafka-sasl-password-env and --kafka-oauth-… are not for it")
+		}
+		// the chain is read now (environment, shared files); the
+		// credentials themselves are fetched at the first connection
+		lctx, cancel := context.WithTimeout(context.Background(), TokenTimeout)
+		defer cancel()
+		ac, err := awsconfig.LoadDefaultConfig(lctx)
+		if err != nil {
+			return nil, fmt.Errorf("--kafka-sasl-mechanism AWS_MSK_IAM: AWS configuration: %w", err)
+		}
+		creds := ac.Credentials
+		return append(opts, kgo.SASL(awssasl.ManagedStreamingIAM(func(ctx context.Context) (awssasl.Auth, error) {
+			if creds == nil {
+				return awssasl.Auth{}, errors.New("--kafka-sasl-mechanism AWS_MSK_IAM: the AWS SDK found no credentials provider")
+			}
+			rctx, cancel := context.WithTimeout(ctx, TokenTimeout)
+			defer cancel()
+			v, err := creds.Retrieve(rctx)
+			if err != nil {
+				return awssasl.Auth{}, fmt.Errorf("--kafka-sasl-mechanism AWS_MSK_IAM: AWS credentials (the SDK's chain: AWS_ACCESS_KEY_ID, AWS_PROFILE, web identity, container or instance role), within %s: %w", TokenTimeout, err)
+			}
+			return awssasl.Auth{AccessKey: v.AccessKeyID, SecretKey: v.SecretAccessKey, SessionToken: v.SessionToken, UserAgent: ClientID}, nil
+		}))), nil
 	}
 	if mech != "OAUTHBEARER" && (c.TokenURL != "" || c.Scope != "" || c.Extensions != "") {
 		return nil, fmt.Errorf("--kafka-oauth-token-url, --kafka-oauth-scope and --kafka-oauth-extensions: for --kafka-sasl-mechanism OAUTHBEARER, not %s", c.Mechanism)
