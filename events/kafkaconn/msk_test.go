@@ -24,38 +24,18 @@ import (
 // the mechanism and the chain. Before, AWS_MSK_IAM was not offered.
 func TestMSKIAMFromTheSDKChain(t *testing.T) {
 	caFile, serverTLS := tlsFiles(t)
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(serverTLS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	var mu sync.Mutex
 	var payloads []map[string]string
-	c.ControlKey(int16(kmsg.SASLHandshake), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := r.(*kmsg.SASLHandshakeRequest)
-		resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-		if req.Mechanism != "AWS_MSK_IAM" {
-			resp.ErrorCode = 33 // UNSUPPORTED_SASL_MECHANISM
-		}
-		resp.SupportedMechanisms = []string{"AWS_MSK_IAM"}
-		return resp, nil, true
-	})
-	c.ControlKey(int16(kmsg.SASLAuthenticate), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := r.(*kmsg.SASLAuthenticateRequest)
-		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	c := saslBroker(t, "AWS_MSK_IAM", func(b []byte) ([]byte, bool) {
 		var p map[string]string
-		if err := json.Unmarshal(req.SASLAuthBytes, &p); err != nil {
-			resp.ErrorCode = 58 // SASL_AUTHENTICATION_FAILED
-			return resp, nil, true
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, false
 		}
 		mu.Lock()
 		payloads = append(payloads, p)
 		mu.Unlock()
-		resp.SASLAuthBytes = []byte(`{"version":"2020_10_22","request-id":"r1"}`) // MSK answers a non-empty response
-		return resp, nil, true
-	})
+		return []byte(`{"version":"2020_10_22","request-id":"r1"}`), true // MSK answers a non-empty response
+	}, kfake.TLS(serverTLS))
 	// the SDK's chain: environment credentials first; no shared files
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent/config")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")

@@ -17,9 +17,44 @@ import (
 	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 )
 
-// oauthBroker is a kfake cluster that takes OAUTHBEARER (kfake has no
-// OAUTHBEARER of its own: its SASL handshake and authenticate requests are
-// answered here), recording the bearer tokens it was given.
+// saslBroker is a kfake cluster (with opts) that takes the SASL mechanism
+// mechanism alone, its handshake and authenticate requests answered here
+// (kfake has neither OAUTHBEARER nor AWS_MSK_IAM): auth gets each
+// authenticate request's bytes and returns the response's bytes and
+// whether to accept them.
+func saslBroker(t *testing.T, mechanism string, auth func([]byte) ([]byte, bool), opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	c.ControlKey(int16(kmsg.SASLHandshake), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.SASLHandshakeRequest)
+		resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+		if req.Mechanism != mechanism {
+			resp.ErrorCode = 33 // UNSUPPORTED_SASL_MECHANISM
+		}
+		resp.SupportedMechanisms = []string{mechanism}
+		return resp, nil, true
+	})
+	c.ControlKey(int16(kmsg.SASLAuthenticate), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.SASLAuthenticateRequest)
+		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+		out, ok := auth(req.SASLAuthBytes)
+		if !ok {
+			resp.ErrorCode = 58 // SASL_AUTHENTICATION_FAILED
+		}
+		resp.SASLAuthBytes = out
+		return resp, nil, true
+	})
+	return c
+}
+
+// oauthBroker is a saslBroker of OAUTHBEARER that accepts the tokens
+// "tok-…", recording the bearer tokens it was given.
 func oauthBroker(t *testing.T) (addrs []string, tokens func() []string) {
 	addrs, tokens, _ = oauthBrokerBytes(t)
 	return addrs, tokens
@@ -29,39 +64,18 @@ func oauthBroker(t *testing.T) (addrs []string, tokens func() []string) {
 // authenticate request's bytes (RFC 7628's client initial response).
 func oauthBrokerBytes(t *testing.T) (addrs []string, tokens func() []string, last func() string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
 	var mu sync.Mutex
 	var seen []string
 	var lastBytes string
-	c.ControlKey(int16(kmsg.SASLHandshake), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := r.(*kmsg.SASLHandshakeRequest)
-		resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-		if req.Mechanism != "OAUTHBEARER" {
-			resp.ErrorCode = 33 // UNSUPPORTED_SASL_MECHANISM
-		}
-		resp.SupportedMechanisms = []string{"OAUTHBEARER"}
-		return resp, nil, true
-	})
-	c.ControlKey(int16(kmsg.SASLAuthenticate), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := r.(*kmsg.SASLAuthenticateRequest)
+	c := saslBroker(t, "OAUTHBEARER", func(b []byte) ([]byte, bool) {
 		// RFC 7628, section 3.1: n,,\x01auth=Bearer <token>\x01\x01
-		_, tok, ok := strings.Cut(string(req.SASLAuthBytes), "auth=Bearer ")
+		_, tok, ok := strings.Cut(string(b), "auth=Bearer ")
 		tok, _, _ = strings.Cut(tok, "\x01")
 		mu.Lock()
+		defer mu.Unlock()
 		seen = append(seen, tok)
-		lastBytes = string(req.SASLAuthBytes)
-		mu.Unlock()
-		resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-		if !ok || !strings.HasPrefix(tok, "tok-") {
-			resp.ErrorCode = 58 // SASL_AUTHENTICATION_FAILED
-		}
-		return resp, nil, true
+		lastBytes = string(b)
+		return nil, ok && strings.HasPrefix(tok, "tok-")
 	})
 	return c.ListenAddrs(), func() []string {
 			mu.Lock()
