@@ -176,7 +176,12 @@ func StructuredJSON(r *kgo.Record) ([]byte, error) {
 // 'specversion', 'id', …", which named neither the header nor the fix.
 func structuredJSON(r *kgo.Record) ([]byte, error) {
 	if ct, ok := recordContentType(r); ok && cloudEventsMediaType(ct) {
-		if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == ContentTypeBatch {
+		// the prefix first: every record Chronicle writes is in structured
+		// mode, and ParseMediaType allocates
+		if len(ct) >= len(batchPrefix) && strings.EqualFold(ct[:len(batchPrefix)], batchPrefix) {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != ContentTypeBatch {
+				return r.Value, nil // another format: the parse says what is wrong
+			}
 			return nil, &ValidationError{Index: -1, Pointer: "/", Reason: fmt.Sprintf("header content-type %q: the Kafka protocol binding of CloudEvents has binary and structured content modes only, no batched mode: produce each event as a record of its own, keyed with its entity (events.Key)", ct)}
 		}
 		return r.Value, nil
@@ -257,6 +262,9 @@ func recordContentType(r *kgo.Record) (ct string, ok bool) {
 	}
 	return ct, ok
 }
+
+// batchPrefix starts ContentTypeBatch, in any case.
+const batchPrefix = "application/cloudevents-batch"
 
 // cloudEventsMediaType reports whether ct starts with the CloudEvents
 // media type, application/cloudevents, in any case.
