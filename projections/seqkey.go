@@ -49,27 +49,16 @@ func AppendSeqKey(b []byte, n int) []byte {
 var ErrSeqKey = errors.New("not a sequence key")
 
 // ParseSeqKey is the sequence number of a SeqKey, and an error wrapping
-// ErrSeqKey, naming s, for anything SeqKey does not make.
+// ErrSeqKey, naming s, for anything SeqKey does not make (a key is taken
+// only if SeqKey gives it back, which rules out other widths, signs and
+// leading zeros).
 func ParseSeqKey(s string) (int, error) {
 	digits := s
-	if len(s) > 0 && s[0] == '~' {
-		if len(s) < 3 {
-			return 0, fmt.Errorf("%q: %w", s, ErrSeqKey)
-		}
+	if len(s) > 3 && s[0] == '~' {
 		digits = s[3:]
-		if w, err := strconv.Atoi(s[1:3]); err != nil || w != len(digits) || w < 7 {
-			return 0, fmt.Errorf("%q: %w", s, ErrSeqKey)
-		}
-	} else if len(s) != 6 {
-		return 0, fmt.Errorf("%q: %w", s, ErrSeqKey)
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return 0, fmt.Errorf("%q: %w", s, ErrSeqKey)
-		}
 	}
 	n, err := strconv.Atoi(digits)
-	if err != nil || SeqKey(n) != s {
+	if err != nil || n < 0 || SeqKey(n) != s {
 		return 0, fmt.Errorf("%q: %w", s, ErrSeqKey)
 	}
 	return n, nil
