@@ -91,32 +91,54 @@ type TypedProcessor interface {
 	Types() []events.Type
 }
 
+// FilteredProcessor is a TypedProcessor whose Apply acts on only some
+// events of its types, as toolgraph.Transitions acts on the user's
+// minutes alone among coordination.minute.recorded.v1. The engine, replay,
+// standby replicas and global tables skip an event of its types for which
+// ActsOn is false exactly as an event of another type: offset advanced,
+// no Apply call, no idempotency key. ActsOn must be a pure function of the
+// envelope (a replay skips what the live run skipped), and Apply must
+// write nothing for the events it refuses.
+type FilteredProcessor interface {
+	TypedProcessor
+	// ActsOn reports whether Apply acts on env, an event of one of Types.
+	ActsOn(env *events.Envelope) bool
+}
+
 // actsOn reports whether p's Apply acts on env: a TypedProcessor's types
-// hold its type (or it lists none); any other processor acts on every
-// event, and on an unparsed record (env nil), which it rejects.
+// hold its type (or it lists none) and, for a FilteredProcessor, ActsOn
+// takes it; any other processor acts on every event, and on an unparsed
+// record (env nil), which it rejects.
 func actsOn(p Processor, env *events.Envelope) bool {
 	tp, ok := p.(TypedProcessor)
 	if !ok || env == nil {
 		return true
 	}
 	handled := tp.Types()
-	return len(handled) == 0 || slices.Contains(handled, env.Type)
+	if len(handled) != 0 && !slices.Contains(handled, env.Type) {
+		return false
+	}
+	fp, ok := p.(FilteredProcessor)
+	return !ok || fp.ActsOn(env)
 }
 
 // applyBatch applies items (one topic partition's records) for p through
-// store: for a TypedProcessor, the events of other types are skipped
+// store: for a TypedProcessor, the events of other types (and, for a
+// FilteredProcessor, those ActsOn refuses) are skipped
 // (projections.Item.Skip: the offset moves past them, no Apply call and no
-// idempotency key — an Apply that ignores a type wrote nothing for it
+// idempotency key — an Apply that ignores them wrote nothing for them
 // anyway). items is not modified.
 func applyBatch(store *projections.Store, p Processor, items []projections.Item) ([]projections.Outcome, error) {
 	if tp, ok := p.(TypedProcessor); ok {
 		handled := tp.Types()
-		if len(handled) == 0 {
+		fp, filtered := p.(FilteredProcessor)
+		if len(handled) == 0 && !filtered {
 			return store.ApplyBatch(p.Name(), items, p.Apply)
 		}
 		marked := make([]projections.Item, len(items))
 		for i, it := range items {
-			if it.Env != nil && !slices.Contains(handled, it.Env.Type) { // actsOn, with Types read once per batch
+			// actsOn, with Types read once per batch
+			if it.Env != nil && ((len(handled) != 0 && !slices.Contains(handled, it.Env.Type)) || (filtered && !fp.ActsOn(it.Env))) {
 				it.Skip = true
 			}
 			marked[i] = it

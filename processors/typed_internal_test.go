@@ -83,3 +83,58 @@ func TestApplyBatchTypedProcessor(t *testing.T) {
 type plainName struct{ *typedCounter }
 
 func (plainName) Name() string { return "plain-counter" }
+
+// typedCounterFiltered also refuses the feedback events of memory m2.
+type typedCounterFiltered struct{ typedCounterTyped }
+
+func (typedCounterFiltered) ActsOn(env *events.Envelope) bool {
+	var d events.MemoryFeedbackData
+	return env.Decode(&d) == nil && d.MemoryID != "m2"
+}
+
+// applyBatch and actsOn skip the events a FilteredProcessor's ActsOn
+// refuses as they skip other types: no Apply call, offset moved past them,
+// and actsOn (which picks the letterer of a conflicting duplicate and a
+// replay's last event) agrees.
+func TestApplyBatchFilteredProcessor(t *testing.T) {
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var items []projections.Item
+	for i := 0; i < 6; i++ {
+		mem := "m1"
+		if i%3 == 2 {
+			mem = "m2"
+		}
+		env, err := events.New(events.MemoryFeedback, "t", fmt.Sprint("f", i), time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: mem, Signal: "task_completion", Positive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, projections.Item{Pos: projections.Position{Topic: string(events.TopicMemories), Offset: int64(i)}, Env: &env})
+	}
+	f := typedCounterFiltered{typedCounterTyped{&typedCounter{seen: map[events.Type]int{}}}}
+	outs, err := applyBatch(store, f, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.seen[events.MemoryFeedback] != 4 {
+		t.Fatalf("filtered processor applied %d events, want the 4 of m1", f.seen[events.MemoryFeedback])
+	}
+	for i, o := range outs {
+		want := projections.Applied
+		if i%3 == 2 {
+			want = projections.Ignored
+		}
+		if o.Result != want {
+			t.Fatalf("item %d: %v, want %v", i, o.Result, want)
+		}
+		if got := actsOn(f, items[i].Env); got != (want == projections.Applied) {
+			t.Fatalf("item %d: actsOn %v, applyBatch %v", i, got, o.Result)
+		}
+	}
+	if n, _ := store.NextOffset(f.Name(), string(events.TopicMemories), 0); n != 6 {
+		t.Fatalf("offset %d, want 6", n)
+	}
+}
