@@ -110,14 +110,15 @@ func evalCmd() *cobra.Command {
 			}
 			fmt.Printf("next-tool prediction, leave-one-task-out, %d predictions\n", rep.Predictions)
 			fmt.Printf("  learned graph   top-1 %.3f  top-3 %.3f\n", rep.NextToolTop1, rep.NextToolTop3)
+			fmt.Printf("  + user message  top-1 %.3f  top-3 %.3f   (the user's last message before the call, text=)\n", rep.MessageTop1, rep.MessageTop3)
 			fmt.Printf("  bigram          top-1 %.3f  top-3 %.3f\n", rep.BaselineBigramTop1, rep.BaselineBigramTop3)
 			fmt.Printf("  frequency       top-1 %.3f  top-3 %.3f\n", rep.BaselineFrequencyTop1, rep.BaselineFrequencyTop3)
 			for _, h := range []struct {
 				name string
 				a    toolgraph.Accuracy
 			}{{"tuning half (even task ids)", rep.Tuning}, {"report half (odd task ids)", rep.Held}, {"calls with a previous call", rep.WithContext}} {
-				fmt.Printf("  %-28s %d predictions: model top-1 %.3f top-3 %.3f, bigram %.3f / %.3f\n", h.name, h.a.Predictions,
-					h.a.NextToolTop1, h.a.NextToolTop3, h.a.BaselineBigramTop1, h.a.BaselineBigramTop3)
+				fmt.Printf("  %-28s %d predictions: model top-1 %.3f top-3 %.3f, with the message %.3f / %.3f, bigram %.3f / %.3f\n", h.name, h.a.Predictions,
+					h.a.NextToolTop1, h.a.NextToolTop3, h.a.MessageTop1, h.a.MessageTop3, h.a.BaselineBigramTop1, h.a.BaselineBigramTop3)
 			}
 			for _, d := range rep.NextToolDomains {
 				fmt.Printf("next-tool prediction, %s, leave-one-question-out, %d predictions\n", d.Domain, d.Predictions)

@@ -43,6 +43,10 @@ type params struct {
 	minObs       int             // ContextMinObservations
 	without      map[string]bool // context levels left out (the level choice's variants)
 	gateZ        float64         // TopGateZ; negative: no gate (the level choice's variants)
+	wordsLambda  float64         // WordsLambda
+	wordMinObs   int             // WordMinObservations
+	wordsBigram  bool            // true: the words mix with the levels from bigram down only (the words choice's variants)
+	wordsGate    bool            // true: the first-place gate applies with words too (the words choice's variants)
 }
 
 type recencyMode int
@@ -60,7 +64,8 @@ const (
 	priorPageRank                   // ablation: normalised PageRank
 )
 
-var defaultParams = params{k: Smoothing, recency: recencySpan, prior: priorFrequency, useCommunity: true, minObs: ContextMinObservations, gateZ: TopGateZ}
+var defaultParams = params{k: Smoothing, recency: recencySpan, prior: priorFrequency, useCommunity: true, minObs: ContextMinObservations, gateZ: TopGateZ,
+	wordsLambda: WordsLambda, wordMinObs: WordMinObservations}
 
 // analysisCache holds the derived structure of a Graph, computed on first
 // use after a change.
@@ -111,7 +116,8 @@ type analysis struct {
 	byCalls  []int32   // by decreasing calls, then name
 	byStarts []int32   // by decreasing starts, then calls, then name
 
-	ng ngram // the context levels' counts (contextRow sums)
+	ng ngram      // the context levels' counts (contextRow sums)
+	wc wordCounts // the words' counts (wordRow sums)
 }
 
 // analysis returns the derived structure, computing it if needed.
@@ -228,6 +234,7 @@ func structure(g *Graph, p params) *analysis {
 	}
 	// pred lists are built in increasing u, hence sorted.
 	a.ng = buildNgram(g, a)
+	a.wc = buildWordCounts(g, a.idx)
 	return a
 }
 

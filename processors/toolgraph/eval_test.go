@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -318,4 +320,85 @@ func TestEvaluateRejectsBadRecords(t *testing.T) {
 	if err == nil {
 		t.Error("a record taubench.Events rejects: want an error")
 	}
+}
+
+// TestWordsChoice recomputes the choice of WordsLambda,
+// WordMinObservations, the stop words and how the words mix with the
+// context model, on the tuning half of tau-bench only (even task ids), by
+// the sum of top-1 and top-3 of NextAfterMessage; the report half is
+// logged, never compared. Variants: λ 0.5 … 0, a word used from 1, 3, 5
+// or 10 observations, mixed with the whole context model without the
+// first-place gate (shipped), with it, or with the levels from bigram
+// down only, and with 43 English function words left out of the words. It also checks the shipped
+// model stays at or above the bigram baseline on both halves, top-1 and
+// top-3, all calls and those with a previous call.
+func TestWordsChoice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ninety-six leave-one-task-out runs")
+	}
+	t.Parallel()
+	stopped := withoutStopWords(sampleSessions(t))
+	type mix struct {
+		name        string
+		bigram      bool
+		gate, stops bool
+	}
+	mixes := []mix{{"the context model", false, false, false}, {"the context model, gated", false, true, false},
+		{"bigram and unigram", true, false, false}, {"the context model, 43 stop words out", false, false, true}}
+	best, bestTune := "", -1.0
+	for _, m := range mixes {
+		for _, lam := range []float64{0.5, 0.4, 0.3, 0.2, 0.1, 0} {
+			for _, mo := range []int{1, 3, 5, 10} {
+				p := defaultParams
+				p.wordsLambda, p.wordMinObs, p.wordsBigram, p.wordsGate = lam, mo, m.bigram, m.gate
+				ss := sampleSessions(t)
+				if m.stops {
+					ss = stopped
+				}
+				r, err := evaluate(ss, &p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%s, λ %.1f, from %d", m.name, lam, mo)
+				tune := r.Tuning.MessageTop1 + r.Tuning.MessageTop3
+				t.Logf("%-52s tuning %.4f / %.4f = %.4f  (report %.4f / %.4f)", name, r.Tuning.MessageTop1, r.Tuning.MessageTop3, tune, r.Held.MessageTop1, r.Held.MessageTop3)
+				if tune > bestTune+1e-12 {
+					best, bestTune = name, tune
+				}
+			}
+		}
+	}
+	if want := fmt.Sprintf("the context model, λ %.1f, from %d", WordsLambda, WordMinObservations); best != want {
+		t.Errorf("best on the tuning half: %s, shipped: %s", best, want)
+	}
+	r, err := evaluate(sampleSessions(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, a := range map[string]Accuracy{"tuning": r.Tuning, "report": r.Held, "tuning with context": r.TuningWithContext, "report with context": r.HeldWithContext} {
+		if a.MessageTop1 < a.BaselineBigramTop1 || a.MessageTop3 < a.BaselineBigramTop3 {
+			t.Errorf("%s: with the message %.4f / %.4f, below bigram %.4f / %.4f", name, a.MessageTop1, a.MessageTop3, a.BaselineBigramTop1, a.BaselineBigramTop3)
+		}
+	}
+}
+
+// stopWords are the 43 English function words of TestWordsChoice's
+// variant (as many as the first experiment's list, README "Next-tool
+// prediction").
+var stopWords = strings.Fields(`the and for you that this with are have can was but not
+	your from has had its his her they them their what which who will would could should
+	there here then than also just all any some our out get got`)
+
+// withoutStopWords returns ss with stopWords left out of every call's
+// words.
+func withoutStopWords(ss []session) []session {
+	out := make([]session, len(ss))
+	for i, s := range ss {
+		out[i] = session{task: s.task, calls: make([]call, len(s.calls))}
+		for j, c := range s.calls {
+			c.Words = slices.DeleteFunc(slices.Clone(c.Words), func(w string) bool { return slices.Contains(stopWords, w) })
+			out[i].calls[j] = c
+		}
+	}
+	return out
 }

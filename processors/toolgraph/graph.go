@@ -212,6 +212,9 @@ type observation struct {
 	// when the transition does not carry it (events written before it
 	// existed), in which case no contextRow is counted.
 	Ctx *TransitionContext
+	// Words are the words of the user's last message before the call
+	// (TransitionData.Words); each counts a wordRow.
+	Words []string
 }
 
 // advance records the call of tool at atMS in the workflow's state and
@@ -238,6 +241,9 @@ type counts interface {
 	putTotals(r totalsRow) error
 	getContext(k ctxKey) (contextRow, bool, error)
 	putContext(r contextRow) error
+	// addWords adds 1 to the wordRow of every word of words after from
+	// (words are distinct).
+	addWords(from, to string, words []string) error
 }
 
 // learn applies one observation to c. It is the only learning code: the
@@ -264,7 +270,10 @@ func learn(c counts, o observation) error {
 		if err := c.putNode(to); err != nil {
 			return err
 		}
-		return c.putTotals(tot)
+		if err := c.putTotals(tot); err != nil {
+			return err
+		}
+		return learnWords(c, o)
 	}
 	to.In++
 	if err := c.putNode(to); err != nil { // before reading From: From may be To
@@ -301,6 +310,9 @@ func learn(c counts, o observation) error {
 	if err := c.putTotals(tot); err != nil {
 		return err
 	}
+	if err := learnWords(c, o); err != nil {
+		return err
+	}
 	if o.Ctx == nil {
 		return nil
 	}
@@ -316,6 +328,14 @@ func learn(c counts, o observation) error {
 	return c.putContext(x)
 }
 
+// learnWords counts o's words after o.From (wordRow).
+func learnWords(c counts, o observation) error {
+	if len(o.Words) == 0 {
+		return nil
+	}
+	return c.addWords(o.From, o.To, o.Words)
+}
+
 // Graph is the in-memory tool graph: call and transition counts, from which confidence, edge weights, PageRank,
 // communities, next-step predictions and paths are computed. The processor
 // and the queries build it from projection rows (Load), the evaluation from
@@ -328,6 +348,7 @@ type Graph struct {
 	nodes  map[string]*nodeRow
 	edges  map[[2]string]*edgeRow
 	ctxs   map[ctxKey]*contextRow
+	words  map[wordKey]*wordRow
 	totals totalsRow
 
 	an analysisCache
@@ -335,7 +356,7 @@ type Graph struct {
 
 // NewGraph returns an empty Graph.
 func NewGraph() *Graph {
-	return &Graph{nodes: map[string]*nodeRow{}, edges: map[[2]string]*edgeRow{}, ctxs: map[ctxKey]*contextRow{}}
+	return &Graph{nodes: map[string]*nodeRow{}, edges: map[[2]string]*edgeRow{}, ctxs: map[ctxKey]*contextRow{}, words: map[wordKey]*wordRow{}}
 }
 
 func (g *Graph) getNode(tool string) (nodeRow, bool, error) {
@@ -415,6 +436,29 @@ func (g *Graph) mergeContext(r contextRow) {
 		return
 	}
 	g.ctxs[r.key()] = &r
+}
+
+func (g *Graph) addWords(from, to string, words []string) error {
+	g.an.invalidate()
+	for _, w := range words {
+		k := wordKey{from, w, to}
+		if r, ok := g.words[k]; ok {
+			r.Count++
+		} else {
+			g.words[k] = &wordRow{From: from, Word: w, To: to, Count: 1}
+		}
+	}
+	return nil
+}
+
+// mergeWord adds r to the word row of its key, as mergeNode.
+func (g *Graph) mergeWord(r wordRow) {
+	g.an.invalidate()
+	if x, ok := g.words[r.key()]; ok {
+		x.Count += r.Count
+		return
+	}
+	g.words[r.key()] = &r
 }
 
 func (g *Graph) getTotals() (totalsRow, error) { return g.totals, nil }

@@ -11,8 +11,9 @@ type call struct {
 	Key      string // events.Key: the session id, else the workflow id
 	Workflow string
 	Tool     string
-	AtMS     int64 // event time, Unix milliseconds
-	Failed   bool  // success was false
+	AtMS     int64    // event time, Unix milliseconds
+	Failed   bool     // success was false
+	Words    []string // the words of the key's last user message (userRow)
 }
 
 // parseCall decodes a workflow.task.completed.v1 event.
@@ -51,17 +52,32 @@ func parseCall(env *events.Envelope) (call, error) {
 type Learner struct {
 	g         *Graph
 	workflows map[[2]string]*workflowRow
+	users     map[string][]string // record key → words of its last user message
 }
 
 // NewLearner returns a Learner with an empty Graph.
 func NewLearner() *Learner {
-	return &Learner{g: NewGraph(), workflows: map[[2]string]*workflowRow{}}
+	return &Learner{g: NewGraph(), workflows: map[[2]string]*workflowRow{}, users: map[string][]string{}}
 }
 
 // Observe learns from one event: workflow.task.completed.v1 events extend
-// their workflow's sequence; every other type is ignored. Errors come from
-// decoding the event (missing tool or workflow id, bad time, no key).
+// their workflow's sequence, with the words of the last user minute of
+// their record key (as Transitions); every other event is ignored. Errors
+// come from decoding the event (missing tool or workflow id, bad time, no
+// key).
 func (l *Learner) Observe(env *events.Envelope) error {
+	if env.Type == events.MinuteRecorded && isUserMinute(env) {
+		ws, _, err := userWords(env)
+		if err != nil {
+			return err
+		}
+		key, err := events.Key(env)
+		if err != nil {
+			return err
+		}
+		l.users[key] = ws
+		return nil
+	}
 	if env.Type != events.WorkflowTaskCompleted {
 		return nil
 	}
@@ -69,6 +85,7 @@ func (l *Learner) Observe(env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
+	c.Words = l.users[c.Key]
 	return l.observeCall(c)
 }
 
@@ -80,7 +97,9 @@ func (l *Learner) observeCall(c call) error {
 		w = &workflowRow{Key: c.Key, Workflow: c.Workflow}
 		l.workflows[k] = w
 	}
-	return learn(l.g, w.advance(c.Tool, c.AtMS, c.Failed))
+	o := w.advance(c.Tool, c.AtMS, c.Failed)
+	o.Words = c.Words
+	return learn(l.g, o)
 }
 
 // Graph returns the graph learned so far. It is the Learner's own graph:

@@ -70,8 +70,10 @@ type Suggestion struct {
 	// Prior is the prior share under BasisStartPrior or BasisFrequencyPrior.
 	Prior float64 `json:"prior"`
 	// Probability is the context model's estimate of P(next = Tool | the
-	// calls so far), in (0, 1]; suggestions are ranked by it, except the
-	// first when Prediction.BigramFirst (see NextCalls).
+	// calls so far), in (0, 1]; under LevelWords (NextAfterMessage) the
+	// words' estimate, in [0, 1] (0: none of the words preceded the tool).
+	// Suggestions are ranked by it, except the first when
+	// Prediction.BigramFirst (see NextCalls).
 	Probability float64 `json:"probability"`
 }
 
@@ -93,6 +95,12 @@ type Prediction struct {
 	// evidence for the model's first was too thin; the others are ranked
 	// by Probability.
 	BigramFirst bool `json:"bigram_first,omitempty"`
+	// Words are the words of the user's message (NextAfterMessage) that
+	// were mixed into the probabilities: those that had followed
+	// ContextTool (or a workflow's start) at least WordMinObservations
+	// times, in the message's order. Absent without a message or such a
+	// word.
+	Words []string `json:"words,omitempty"`
 	// UnknownTools are the tools of After the graph has never seen, in
 	// order, each once (tool names are case-sensitive): a context of them
 	// is predicted from the priors. Before, a misspelled or wrongly cased
@@ -112,7 +120,7 @@ func (g *Graph) Next(after []string, k int) Prediction {
 	for i, t := range after {
 		calls[i] = Call{Tool: t}
 	}
-	return g.predict(calls, false, k)
+	return g.predict(calls, false, nil, k)
 }
 
 // NextCalls predicts the tool called after the calls in after (oldest
@@ -152,11 +160,32 @@ func (g *Graph) Next(after []string, k int) Prediction {
 // started with the tool or the tool's share of all calls. Hybrid search
 // and workflow suggestions use those scores as their graph term.
 func (g *Graph) NextCalls(after []Call, k int) Prediction {
-	return g.predict(after, true, k)
+	return g.predict(after, true, nil, k)
 }
 
-// predict is Next (outcomes false) and NextCalls (outcomes true).
-func (g *Graph) predict(after []Call, outcomes bool, k int) Prediction {
+// NextAfterMessage is NextCalls (outcomes true) or Next (false) told
+// what the user said last before the call: message's Words that followed
+// the last tool of after (or a workflow's start, for an empty after) at
+// least WordMinObservations times are mixed into each candidate's
+// Probability,
+//
+//	P(t) = WordsLambda·P_model(t) + (1 − WordsLambda)·mean_w c(prev, w, t) / c(prev, w, ·)
+//
+// (see LevelWords; WordsLambda is 0, so the words rank alone and the
+// design ranking breaks their ties; the first-place gate does not apply
+// then: its evidence test is about the call history's levels).
+// Prediction.Words lists the words used and Levels starts with
+// LevelWords; without such a word it is NextCalls' or Next's answer. On
+// the tau-bench leave-one-task-out evaluation (Accuracy.MessageTop1),
+// top-1 on the report half rose from 0.559 (NextCalls) to 0.615, against
+// the bigram baseline's 0.525. A pure function of the Graph.
+func (g *Graph) NextAfterMessage(after []Call, outcomes bool, message string, k int) Prediction {
+	return g.predict(after, outcomes, Words(message), k)
+}
+
+// predict is Next (outcomes false), NextCalls (outcomes true) and, with
+// words, NextAfterMessage.
+func (g *Graph) predict(after []Call, outcomes bool, words []string, k int) Prediction {
 	a := g.analysis()
 	pred := Prediction{After: make([]string, len(after)), Suggestions: []Suggestion{}, Basis: BasisStartPrior, Levels: []string{}}
 	for i, c := range after {
@@ -187,8 +216,21 @@ func (g *Graph) predict(after []Call, outcomes bool, k int) Prediction {
 		return pred
 	}
 	names, levels := a.levelCounts(after, outcomes)
+	used, wls := a.wordLevel(after, words)
+	if len(used) > 0 {
+		pred.Words = used
+		pred.Levels = append(pred.Levels, LevelWords)
+		if a.p.wordsBigram {
+			for i, n := range names {
+				if n == LevelBigram || n == LevelUnigram {
+					names, levels = names[i:], levels[i:]
+					break
+				}
+			}
+		}
+	}
 	pred.Levels = append(pred.Levels, names...)
-	cand := a.candidates(levels, k)
+	cand := a.candidates(append(wls[:len(wls):len(wls)], levels...), k)
 	out := make([]Suggestion, len(cand))
 	share := a.priorShare(pred.Basis)
 	for i, v := range cand {
@@ -198,10 +240,12 @@ func (g *Graph) predict(after []Call, outcomes bool, k int) Prediction {
 			sh := share(v)
 			out[i] = Suggestion{Tool: a.tools[v], Score: sh, Prior: sh}
 		}
-		out[i].Probability = probability(v, len(a.tools), levels)
+		out[i].Probability = mixWords(probability(v, len(a.tools), levels), v, a.p.wordsLambda, wls)
 	}
 	ranked := rankByProbability(out, len(out), !a.p.noTiers)
-	pred.BigramFirst = a.gateTop(ranked, cand, names, levels)
+	if len(used) == 0 || a.p.wordsGate {
+		pred.BigramFirst = a.gateTop(ranked, cand, names, levels)
+	}
 	pred.Suggestions = ranked[:min(k, len(ranked))]
 	return pred
 }

@@ -3,6 +3,8 @@ package toolgraph
 import (
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 
 	gojson "github.com/goccy/go-json"
 
@@ -51,6 +53,12 @@ type TransitionData struct {
 	// second-order counts of Next; absent for a first call, and in events
 	// written before the field existed (those count first-order only).
 	Context *TransitionContext `json:"context,omitempty"`
+	// Words are the Words of the last coordination.minute.recorded.v1 of
+	// UserActor on the call's record key (its session) before the call,
+	// at most MaxWords; absent when there was none, or it had no words,
+	// and in events written before the field existed. The graph counts
+	// each after From (wordRow) for NextAfterMessage.
+	Words []string `json:"words,omitempty"`
 }
 
 // TransitionContext is the second-order context of a transition From→To:
@@ -68,7 +76,8 @@ type TransitionContext struct {
 // Transitions is the keyed half of the tool graph: it reads
 // workflow.task.completed.v1 on chronicle.sessions, keeps each workflow's
 // last two tools and their outcomes (w/<key>/<workflow>, a row of the
-// event's own record key) and
+// event's own record key), keeps the words of each key's last user
+// message (u/<key>, from coordination.minute.recorded.v1 of UserActor) and
 // emits tool.transition.observed.v1 (TransitionData) for every call,
 // keyed by the scope's tool graph. Its state is per key, so the partitions
 // of chronicle.sessions are applied concurrently and owned by any
@@ -87,24 +96,52 @@ func (Transitions) Name() string { return TransitionsName }
 func (Transitions) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
 
 // Types implements processors.TypedProcessor: Apply acts on tool calls
-// only, so the engine skips the other events of chronicle.sessions (most
-// of them) without an Apply call or an idempotency key.
-func (Transitions) Types() []events.Type { return []events.Type{events.WorkflowTaskCompleted} }
+// and minutes only, so the engine skips the other events of
+// chronicle.sessions without an Apply call or an idempotency key.
+func (Transitions) Types() []events.Type {
+	return []events.Type{events.WorkflowTaskCompleted, events.MinuteRecorded}
+}
+
+// ActsOn implements processors.FilteredProcessor: of the minutes, Apply
+// acts on the user's only (actor UserActor); the engine skips the others
+// (the agents' and the tools' minutes, most of a session) as it skips
+// other types. One decode of the minute's actor.
+func (Transitions) ActsOn(env *events.Envelope) bool {
+	return env.Type != events.MinuteRecorded || isUserMinute(env)
+}
 
 // StatePerKey implements processors.KeyedState: every row is one record
 // key's (the workflow's session, or the workflow).
 func (Transitions) StatePerKey() bool { return true }
 
 // Apply implements processors.Processor: for a workflow.task.completed.v1
-// it advances the workflow's w/ row and emits tool.transition.observed.v1.
-// Other types are ignored. Errors: an undecodable event (missing tool or
-// workflow id, bad time), a store error, a failed Emit.
+// it advances the workflow's w/ row and emits tool.transition.observed.v1
+// with the words of the key's u/ row; for a minute of UserActor it
+// replaces the key's u/ row with the Words of the minute's text (an empty
+// message clears them). Other events are ignored. Errors: an undecodable
+// event (missing tool or workflow id, bad time), a store error, a failed
+// Emit.
 func (Transitions) Apply(tx *projections.Tx, env *events.Envelope) error {
+	if env.Type == events.MinuteRecorded {
+		ws, user, err := userWords(env)
+		if err != nil || !user {
+			return err
+		}
+		key, err := events.Key(env)
+		if err != nil {
+			return err
+		}
+		return tx.SetJSON(userKey(key), userRow{Words: ws})
+	}
 	if env.Type != events.WorkflowTaskCompleted {
 		return nil
 	}
 	c, err := parseCall(env)
 	if err != nil {
+		return err
+	}
+	var u userRow
+	if _, err := tx.GetJSON(userKey(c.Key), &u); err != nil {
 		return err
 	}
 	wk := workflowKey(c.Key, c.Workflow)
@@ -117,7 +154,7 @@ func (Transitions) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return err
 	}
 	return tx.Emit(events.ToolTransitionObserved, TransitionData{
-		Graph: GraphID, WorkflowID: c.Workflow, Entity: c.Key, From: o.From, To: o.To, Failed: o.Failed, Call: w.Calls, Context: o.Ctx,
+		Graph: GraphID, WorkflowID: c.Workflow, Entity: c.Key, From: o.From, To: o.To, Failed: o.Failed, Call: w.Calls, Context: o.Ctx, Words: u.Words,
 	})
 }
 
@@ -176,6 +213,8 @@ func flag(b bool) string {
 	return "0"
 }
 func workflowKey(key, wf string) string { return "w/" + esc(key) + "/" + esc(wf) }
+func userKey(key string) string         { return "u/" + esc(key) }
+func wordPrefix(scope string) string    { return "v/" + esc(scope) + "/" }
 
 // txCounts is one scope's graph in the projection, through an Apply
 // call's Tx, as learning's counts.
@@ -211,6 +250,51 @@ func (c txCounts) putContext(r contextRow) error {
 	return c.tx.SetJSON(contextKey(c.scope, r.key()), r)
 }
 
+// addWords reads and writes one v/ row per word. A word row's value is
+// its count in decimal, not JSON: its key holds the rest, and a
+// transition reads and writes one per word of the user's message (about
+// a dozen), most of this processor's work in a replay.
+func (c txCounts) addWords(from, to string, words []string) error {
+	pre := wordPrefix(c.scope) + esc(from) + "/"
+	suf := "/" + esc(to)
+	for _, w := range words {
+		key := pre + esc(w) + suf
+		n := 0
+		val, ok, err := c.tx.Get(key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if n, err = strconv.Atoi(string(val)); err != nil {
+				return fmt.Errorf("toolgraph: word row %q: count: %w", key, err)
+			}
+		}
+		if err := c.tx.Put(key, strconv.AppendInt(nil, int64(n+1), 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseWordRow reads a v/<scope>/<from>/<word>/<to> row back.
+func parseWordRow(key string, val []byte) (wordRow, error) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 5 || parts[0] != "v" {
+		return wordRow{}, fmt.Errorf("toolgraph: word row key %q: want v/<scope>/<from>/<word>/<to>", key)
+	}
+	var r wordRow
+	var err error
+	for i, dst := range []*string{&r.From, &r.Word, &r.To} {
+		if *dst, err = url.PathUnescape(parts[2+i]); err != nil {
+			return wordRow{}, fmt.Errorf("toolgraph: word row key %q: %w", key, err)
+		}
+	}
+	if r.Count, err = strconv.Atoi(string(val)); err != nil {
+		return wordRow{}, fmt.Errorf("toolgraph: word row %q: count: %w", key, err)
+	}
+	return r, nil
+}
+
 // Apply implements processors.Processor. For a tool.transition.observed.v1
 // of scope S it counts the call and the transition from the previous tool
 // in S's graph (n/S/, e/S/, t/S rows; x/S/ when it carries its context), emits graph.edge.learned.v1 for the
@@ -241,6 +325,10 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if d.From != "" {
 		o.Ctx = d.Context
 	}
+	if len(d.Words) > MaxWords { // a producer's own transition; the schema bounds it too
+		return fmt.Errorf("toolgraph: %s %s: /data/words: %d words, at most %d", env.Type, env.ID, len(d.Words), MaxWords)
+	}
+	o.Words = distinct(d.Words)
 	scope := env.EffectiveScope()
 	cs := txCounts{tx, scope}
 	if err := learn(cs, o); err != nil {
@@ -405,18 +493,31 @@ type scanFunc func(prefix string, fn func(key string, val []byte) (bool, error))
 // next tool) seen, 229 against 81 edges on the tau-bench sessions.
 func loadGraph(scan scanFunc, scopes []string, contexts bool) (*Graph, error) {
 	g := NewGraph()
-	prefixes := [4][]string{{"n/"}, {"e/"}, {"t/"}, {"x/"}}
+	prefixes := [5][]string{{"n/"}, {"e/"}, {"t/"}, {"x/"}, {"v/"}}
 	if scopes != nil {
-		prefixes = [4][]string{}
+		prefixes = [5][]string{}
 		for _, sc := range scopes {
 			prefixes[0] = append(prefixes[0], nodePrefix(sc))
 			prefixes[1] = append(prefixes[1], scopeEdgePrefix(sc))
 			prefixes[2] = append(prefixes[2], totalsKey(sc))
 			prefixes[3] = append(prefixes[3], contextPrefix(sc))
+			prefixes[4] = append(prefixes[4], wordPrefix(sc))
 		}
 	}
 	if !contexts {
-		prefixes[3] = nil
+		prefixes[3], prefixes[4] = nil, nil
+	}
+	for _, pre := range prefixes[4] {
+		if err := scan(pre, func(key string, val []byte) (bool, error) {
+			r, err := parseWordRow(key, val)
+			if err != nil {
+				return false, err
+			}
+			g.mergeWord(r)
+			return true, nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	for _, pre := range prefixes[3] {
 		if err := scan(pre, func(_ string, val []byte) (bool, error) {

@@ -345,7 +345,7 @@ func TestProcessorDefaultEmit(t *testing.T) {
 	err = tr.Decode(&d)
 	ctx := d.Context
 	d.Context = nil
-	if err != nil || d != (TransitionData{Graph: GraphID, WorkflowID: "w1", Entity: "org:default/s1", From: "a", To: "b", Call: 2}) ||
+	if err != nil || !reflect.DeepEqual(d, TransitionData{Graph: GraphID, WorkflowID: "w1", Entity: "org:default/s1", From: "a", To: "b", Call: 2}) ||
 		ctx == nil || *ctx != (TransitionContext{}) {
 		t.Errorf("transition data %+v (context %+v), %v", d, ctx, err)
 	}

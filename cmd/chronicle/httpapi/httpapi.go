@@ -1149,7 +1149,10 @@ func graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
 // failed=i,j (the 0-based positions in after of the calls that failed;
 // when present, even empty, the outcome of every call is known and the
 // prediction uses the outcome levels: toolgraph.Graph.NextCalls, the
-// predictor `chronicle eval` measures; absent: toolgraph.Graph.Next).
+// predictor `chronicle eval` measures; absent: toolgraph.Graph.Next),
+// text= (optional, at most MaxNextText characters: the user's last message
+// before the call; its words that followed the last tool are mixed in,
+// toolgraph.Graph.NextAfterMessage).
 func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	scopes, ok := graphScopes(w, r)
 	if !ok {
@@ -1191,9 +1194,25 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	text := r.URL.Query().Get("text")
+	if n := utf8.RuneCountInString(text); n > MaxNextText {
+		writeErr(w, http.StatusBadRequest, "text: %d characters, at most %d (the user's last message)", n, MaxNextText)
+		return
+	}
 	g, err := s.toolGraphIn(scopes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if text != "" {
+		outcomes := calls != nil || r.URL.Query().Has("failed")
+		if !outcomes {
+			calls = make([]toolgraph.Call, len(after))
+			for i, t := range after {
+				calls[i].Tool = t
+			}
+		}
+		writeJSON(w, http.StatusOK, g.NextAfterMessage(calls, outcomes, text, k))
 		return
 	}
 	if r.URL.Query().Has("failed") {
@@ -1202,6 +1221,11 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, g.Next(after, k))
 }
+
+// MaxNextText bounds text= of GET /v1/graph/next (characters, as the
+// OpenAPI maxLength counts them): a user message,
+// not a document; a longer one is a 400 naming text.
+const MaxNextText = 8 << 10
 
 func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
 	scopes, ok := graphScopes(w, r)

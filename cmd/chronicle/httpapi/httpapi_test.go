@@ -171,6 +171,34 @@ func TestIngestAndQuery(t *testing.T) {
 			t.Fatalf("failed=%s: %d, want 400", bad, code)
 		}
 	}
+	// text=: the user's last message before the session's first call,
+	// whose words the pipeline learned with that call (minute →
+	// transitions → tool graph), ranks the first call by them
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ""
+	for _, m := range recs[0].Traj {
+		if len(m.ToolCalls) > 0 {
+			break
+		}
+		if m.Role == "user" {
+			first = m.Text()
+		}
+	}
+	var withText struct {
+		Suggestions []map[string]any `json:"suggestions"`
+		Levels      []string         `json:"levels"`
+		Words       []string         `json:"words"`
+	}
+	if code := get(t, srv, "/v1/graph/next?k=3&text="+url.QueryEscape(first), &withText); code != 200 || len(withText.Words) == 0 ||
+		len(withText.Levels) == 0 || withText.Levels[0] != "words" || len(withText.Suggestions) == 0 {
+		t.Fatalf("graph next with text= %q: %d %+v", first, code, withText)
+	}
+	if code := get(t, srv, "/v1/graph/next?text="+strings.Repeat("é", httpapi.MaxNextText+1), nil); code != 400 {
+		t.Fatalf("text= of %d characters: %d, want 400", httpapi.MaxNextText+1, code)
+	}
 	if code := get(t, srv, "/v1/graph/path?from=nope&to="+tools.Tools[0].Tool, nil); code != 404 {
 		t.Fatalf("path from an unknown tool: %d", code)
 	}
