@@ -211,6 +211,26 @@ func reflexionSessions(run *reflexion.Run, name string) ([]session, error) {
 // evaluate is EvaluateNextTool on decoded sessions, with non-default
 // scoring parameters when p is not nil.
 func evaluate(sessions []session, p *params) (Report, error) {
+	fs, err := learnFolds(sessions)
+	if err != nil {
+		return Report{}, err
+	}
+	return evaluateFolds(sessions, fs, p), nil
+}
+
+// fold is one held-out task of the leave-one-task-out evaluation, with
+// the graph and the baselines learned from every other task.
+type fold struct {
+	held int
+	g    *Graph
+	base *baselines
+}
+
+// learnFolds learns the folds of sessions, one per task in task order.
+// The learned graphs depend on the sessions alone, so the words choice's
+// variants (TestWordsChoice) share them: evaluateFolds only sets their
+// scoring parameters.
+func learnFolds(sessions []session) ([]fold, error) {
 	taskSet := map[int]bool{}
 	for _, s := range sessions {
 		taskSet[s.task] = true
@@ -220,9 +240,7 @@ func evaluate(sessions []session, p *params) (Report, error) {
 		tasks = append(tasks, t)
 	}
 	sort.Ints(tasks)
-
-	var all, ctx, even, odd, evenCtx, oddCtx hits
-	rep := Report{Tasks: len(tasks), Sessions: len(sessions)}
+	out := make([]fold, 0, len(tasks))
 	for _, held := range tasks {
 		l := NewLearner()
 		base := newBaselines()
@@ -232,16 +250,29 @@ func evaluate(sessions []session, p *params) (Report, error) {
 			}
 			for _, c := range s.calls {
 				if err := l.observeCall(c); err != nil {
-					return Report{}, fmt.Errorf("toolgraph: evaluate: %w", err)
+					return nil, fmt.Errorf("toolgraph: evaluate: %w", err)
 				}
 			}
 			base.learn(s.tools())
 		}
-		g := l.Graph()
+		base.freeze()
+		out = append(out, fold{held: held, g: l.Graph(), base: base})
+	}
+	return out, nil
+}
+
+// evaluateFolds predicts every held-out call of fs with the scoring
+// parameters p (nil: the defaults), which it sets on the folds' graphs.
+func evaluateFolds(sessions []session, fs []fold, p *params) Report {
+	var all, ctx, even, odd, evenCtx, oddCtx hits
+	rep := Report{Tasks: len(fs), Sessions: len(sessions)}
+	for _, f := range fs {
+		held, g, base := f.held, f.g, f.base
 		if p != nil {
 			g.setParams(*p)
+		} else {
+			g.setParams(defaultParams)
 		}
-		base.freeze()
 		for _, s := range sessions {
 			if s.task != held {
 				continue
@@ -295,7 +326,7 @@ func evaluate(sessions []session, p *params) (Report, error) {
 	rep.Accuracy, rep.WithContext = all.accuracy(), ctx.accuracy()
 	rep.Tuning, rep.Held = even.accuracy(), odd.accuracy()
 	rep.TuningWithContext, rep.HeldWithContext = evenCtx.accuracy(), oddCtx.accuracy()
-	return rep, nil
+	return rep
 }
 
 // hits counts top-1 and top-3 hits of the graph and the two baselines.

@@ -173,6 +173,14 @@ func TestContextLevelChoice(t *testing.T) {
 	}
 	t.Parallel()
 	domains := [][]session{sampleSessions(t), hotpotSessions(t)[reflexion.RunReflexion]}
+	folds := make([][]fold, len(domains))
+	for i, d := range domains {
+		fs, err := learnFolds(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folds[i] = fs
+	}
 	type variant struct {
 		name    string
 		minObs  int
@@ -202,11 +210,8 @@ func TestContextLevelChoice(t *testing.T) {
 	// tuning half
 	score := func(p params) (tune, report float64, ok bool) {
 		ok = true
-		for _, d := range domains {
-			r, err := evaluate(d, &p)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for i, d := range domains {
+			r := evaluateFolds(d, folds[i], &p)
 			tune += r.Tuning.NextToolTop1 + r.Tuning.NextToolTop3
 			report += r.Held.NextToolTop1 + r.Held.NextToolTop3
 			tc := r.TuningWithContext
@@ -338,6 +343,18 @@ func TestWordsChoice(t *testing.T) {
 	}
 	t.Parallel()
 	stopped := withoutStopWords(sampleSessions(t))
+	folds := map[bool][]fold{}
+	for _, stops := range []bool{false, true} {
+		ss := sampleSessions(t)
+		if stops {
+			ss = stopped
+		}
+		fs, err := learnFolds(ss)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folds[stops] = fs
+	}
 	type mix struct {
 		name        string
 		bigram      bool
@@ -355,10 +372,7 @@ func TestWordsChoice(t *testing.T) {
 				if m.stops {
 					ss = stopped
 				}
-				r, err := evaluate(ss, &p)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := evaluateFolds(ss, folds[m.stops], &p)
 				name := fmt.Sprintf("%s, λ %.1f, from %d", m.name, lam, mo)
 				tune := r.Tuning.MessageTop1 + r.Tuning.MessageTop3
 				t.Logf("%-52s tuning %.4f / %.4f = %.4f  (report %.4f / %.4f)", name, r.Tuning.MessageTop1, r.Tuning.MessageTop3, tune, r.Held.MessageTop1, r.Held.MessageTop3)
