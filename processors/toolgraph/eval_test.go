@@ -173,14 +173,7 @@ func TestContextLevelChoice(t *testing.T) {
 	}
 	t.Parallel()
 	domains := [][]session{sampleSessions(t), hotpotSessions(t)[reflexion.RunReflexion]}
-	folds := make([][]fold, len(domains))
-	for i, d := range domains {
-		fs, err := learnFolds(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		folds[i] = fs
-	}
+	folds := foldsOf(t, domains...)
 	type variant struct {
 		name    string
 		minObs  int
@@ -343,18 +336,8 @@ func TestWordsChoice(t *testing.T) {
 	}
 	t.Parallel()
 	stopped := withoutStopWords(sampleSessions(t))
-	folds := map[bool][]fold{}
-	for _, stops := range []bool{false, true} {
-		ss := sampleSessions(t)
-		if stops {
-			ss = stopped
-		}
-		fs, err := learnFolds(ss)
-		if err != nil {
-			t.Fatal(err)
-		}
-		folds[stops] = fs
-	}
+	learned := foldsOf(t, sampleSessions(t), stopped)
+	folds := map[bool][]fold{false: learned[0], true: learned[1]}
 	type mix struct {
 		name        string
 		bigram      bool
@@ -413,6 +396,21 @@ func withoutStopWords(ss []session) []session {
 			c.Words = slices.DeleteFunc(slices.Clone(c.Words), func(w string) bool { return slices.Contains(stopWords, w) })
 			out[i].calls[j] = c
 		}
+	}
+	return out
+}
+
+// foldsOf learns the leave-one-task-out folds of each domain, once for
+// every variant a choice compares.
+func foldsOf(t *testing.T, domains ...[]session) [][]fold {
+	t.Helper()
+	out := make([][]fold, len(domains))
+	for i, d := range domains {
+		fs, err := learnFolds(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = fs
 	}
 	return out
 }
