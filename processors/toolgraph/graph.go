@@ -439,14 +439,8 @@ func (g *Graph) mergeContext(r contextRow) {
 }
 
 func (g *Graph) addWords(from, to string, words []string) error {
-	g.an.invalidate()
 	for _, w := range words {
-		k := wordKey{from, w, to}
-		if r, ok := g.words[k]; ok {
-			r.Count++
-		} else {
-			g.words[k] = &wordRow{From: from, Word: w, To: to, Count: 1}
-		}
+		g.mergeWord(wordRow{From: from, Word: w, To: to, Count: 1})
 	}
 	return nil
 }

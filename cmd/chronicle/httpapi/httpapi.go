@@ -1205,7 +1205,7 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if text != "" {
-		outcomes := calls != nil || r.URL.Query().Has("failed")
+		outcomes := r.URL.Query().Has("failed") // calls is set then
 		if !outcomes {
 			calls = make([]toolgraph.Call, len(after))
 			for i, t := range after {
