@@ -22,9 +22,9 @@ func mcpCmd() *cobra.Command {
 	var drainWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "mcp [--api http://127.0.0.1:8080] [--scope project:a] [--drain-wait 65s]",
-		Short: "Serve the memory tools (memory_search, memory_record, memory_feedback), pair_improvement, search_get and search_resume over MCP on stdio, backed by a running chronicle serve",
+		Short: "Serve the memory tools (memory_search, memory_record, memory_feedback), pair_improvement, search_get, search_resume and next_tool over MCP on stdio, backed by a running chronicle serve",
 		Long: `mcp serves the memory tools (memory_search, memory_record, memory_feedback),
-pair_improvement, search_get and search_resume over MCP on stdin/stdout (newline-delimited
+pair_improvement, search_get, search_resume and next_tool over MCP on stdin/stdout (newline-delimited
 JSON-RPC), backed by a running chronicle serve, until stdin ends or it is interrupted.
 
 When stdin ends, every request read before the end is still answered: a client may pipe a
@@ -63,7 +63,7 @@ SIGTERM ends the wait at once.`,
 			// The service checks the token's scopes on every call; the
 			// stdio side only picks where new memories go.
 			caller := mcpserver.Caller{ReadScopes: []string{mcpserver.AllScopes}, WriteScopes: writes, DefaultScope: scope}
-			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: versionString(), Caller: caller, Improvement: backend.Improvement, Searches: backend, DrainWait: drainWait})
+			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: versionString(), Caller: caller, Improvement: backend.Improvement, Searches: backend, Graph: backend, DrainWait: drainWait})
 		},
 	}
 	cmd.Flags().StringVar(&api, "api", "http://127.0.0.1:8080", "URL of a running chronicle serve")

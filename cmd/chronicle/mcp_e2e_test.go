@@ -200,12 +200,19 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"memory_feedback", "memory_record", "memory_search", "pair_improvement", "search_get", "search_resume"}; !slices.Equal(names, want) {
+	if want := []string{"memory_feedback", "memory_record", "memory_search", "next_tool", "pair_improvement", "search_get", "search_resume"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 	// the search tools go through GET and POST /v1/searches/{id}: a missing search is not found
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_get", map[string]any{"search_id": "no-such-search"}), "not found")
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_resume", map[string]any{"search_id": "no-such-search", "decision": "approve"}), "not found")
+	// next_tool goes through GET /v1/graph/next: an empty graph suggests
+	// nothing, and the route's refusal of a scope comes back as the tool's
+	// error
+	if next := mcptest.Structured[map[string]any](t, mcptest.Call(t, cs, "next_tool", map[string]any{"after": []string{"get_user_details"}, "failed": []int{}, "text": "change my flight"})); next["suggestions"] == nil {
+		t.Fatalf("next_tool: %v, want the route's object with its suggestions", next)
+	}
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "next_tool", map[string]any{"scope": "project"}), "scope")
 
 	rec := successArgs("Verify the booking class before refunds",
 		"Check the fare class of a reservation before promising a refund.",

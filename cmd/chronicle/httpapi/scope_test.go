@@ -208,6 +208,27 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 		if err != nil || (c.token == "tok-b") != res.IsError {
 			t.Fatalf("%s memory_feedback on a's memory: %v %+v", c.token, err, res)
 		}
+		// next_tool answers what GET /v1/graph/next answers the same token:
+		// a's graph for a, b's own (empty) for b, and a's scope named by b
+		// is not found
+		text := "I want to change my flight"
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "next_tool", Arguments: map[string]any{"after": []string{"get_user_details"}, "text": text, "k": 3}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s next_tool: %v %+v", c.token, err, res)
+		}
+		code, viaRoute := do(c.token, "GET", "/v1/graph/next?k=3&after=get_user_details&text="+url.QueryEscape(text), nil)
+		viaMCP, _ := json.Marshal(res.StructuredContent)
+		route, _ := json.Marshal(viaRoute)
+		if code != 200 || string(viaMCP) != string(route) {
+			t.Fatalf("%s next_tool %s, GET /v1/graph/next %d %s", c.token, viaMCP, code, route)
+		}
+		if n := len(viaRoute["suggestions"].([]any)); (n == 0) != (c.token == "tok-b") {
+			t.Fatalf("%s next_tool: %d suggestions %s", c.token, n, viaMCP)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "next_tool", Arguments: map[string]any{"after": []string{"get_user_details"}, "scope": "project:a"}})
+		if err != nil || (c.token == "tok-b") != res.IsError || (res.IsError && !strings.Contains(mcptest.Text(res), "not found")) {
+			t.Fatalf("%s next_tool in project:a: %v %+v", c.token, err, res)
+		}
 		cs.Close()
 	}
 }

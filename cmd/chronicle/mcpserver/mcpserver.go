@@ -127,6 +127,9 @@ type Options struct {
 	// Searches, when set, adds the tree-search tools search_get and
 	// search_resume (issue 12).
 	Searches SearchTools
+	// Graph, when set, adds next_tool (issue 11, item 10): the next tool
+	// of a workflow from the learned tool graph.
+	Graph GraphTools
 	// DrainWait bounds how long [ServeStdio], once stdin ends, waits for
 	// the answers of the requests read before the end (0:
 	// [DefaultDrainWait]). Not used over HTTP.

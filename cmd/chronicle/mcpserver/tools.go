@@ -82,7 +82,8 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: "Chronicle's ReasoningBank: call memory_search before a task for strategies " +
 			"and anti-patterns learned from earlier sessions, memory_record to keep a new one, and " +
-			"memory_feedback to say whether a memory helped.",
+			"memory_feedback to say whether a memory helped; next_tool suggests the next tool call of a " +
+			"workflow from the tool graph learned from earlier sessions.",
 	})
 	s.AddReceivingMiddleware(refuseRepeatedArguments, readableSchemaErrors)
 	t := &tools{backend: backend, opts: opts, reg: reg}
@@ -113,6 +114,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 	}, t.feedback)
 	t.addImprovement(s)
 	t.addSearches(s)
+	t.addNextTool(s)
 	return s
 }
 
