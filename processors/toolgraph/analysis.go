@@ -47,7 +47,20 @@ type params struct {
 	wordMinObs   int             // WordMinObservations
 	wordsBigram  bool            // true: the words mix with the levels from bigram down only (the words choice's variants)
 	wordsGate    bool            // true: the first-place gate applies with words too (the words choice's variants)
+	wordsPrior   float64         // β: a word's shares shrunk towards the context model, (c(prev,w,t) + β·P_model) / (c(prev,w,·) + β); 0 shipped (the weighting choice's variants)
+	wordsWeight  wordWeight      // how the words' shares are averaged; wordsEqual shipped (the weighting choice's variants)
+	wordsGamma   float64         // γ of wordsByCount and wordsByPeak
 }
+
+// wordWeight is how mixWords averages the words' shares (the weighting
+// choice's variants, TestWordsWeightingChoice).
+type wordWeight int
+
+const (
+	wordsEqual   wordWeight = iota // each word weighs 1 (shipped)
+	wordsByCount                   // c(prev, w, ·)^γ: γ < 0 favours rare words
+	wordsByPeak                    // (the word's largest share)^γ: peaked words weigh more
+)
 
 type recencyMode int
 

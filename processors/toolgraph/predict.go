@@ -240,7 +240,7 @@ func (g *Graph) predict(after []Call, outcomes bool, words []string, k int) Pred
 			sh := share(v)
 			out[i] = Suggestion{Tool: a.tools[v], Score: sh, Prior: sh}
 		}
-		out[i].Probability = mixWords(probability(v, len(a.tools), levels), v, a.p.wordsLambda, wls)
+		out[i].Probability = a.p.mixWords(probability(v, len(a.tools), levels), v, wls)
 	}
 	ranked := rankByProbability(out, len(out), !a.p.noTiers)
 	if len(used) == 0 || a.p.wordsGate {

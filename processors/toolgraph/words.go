@@ -2,6 +2,7 @@ package toolgraph
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -225,16 +226,31 @@ func (a *analysis) wordLevel(after []Call, ws []string) ([]string, []*succCounts
 
 // mixWords is the mixture of the package's words documentation: p, the
 // context model's probability of v, mixed with the mean of v's share
-// after each word.
-func mixWords(p float64, v int32, lambda float64, ws []*succCounts) float64 {
+// after each word. The weighting choice's variants (params.wordsPrior,
+// params.wordsWeight) shrink each share towards p and weigh the words;
+// the shipped parameters do neither.
+func (pp *params) mixWords(p float64, v int32, ws []*succCounts) float64 {
 	if len(ws) == 0 {
 		return p
 	}
-	m := 0.0
+	beta := pp.wordsPrior
+	m, wsum := 0.0, 0.0
 	for _, s := range ws {
-		m += float64(s.n[v]) / float64(s.tot)
+		w := 1.0
+		switch pp.wordsWeight {
+		case wordsByCount:
+			w = math.Pow(float64(s.tot), pp.wordsGamma)
+		case wordsByPeak:
+			peak := 0
+			for _, c := range s.n {
+				peak = max(peak, c)
+			}
+			w = math.Pow(float64(peak)/float64(s.tot), pp.wordsGamma)
+		}
+		m += w * (float64(s.n[v]) + beta*p) / (float64(s.tot) + beta)
+		wsum += w
 	}
-	return lambda*p + (1-lambda)*m/float64(len(ws))
+	return pp.wordsLambda*p + (1-pp.wordsLambda)*m/wsum
 }
 
 // distinct returns ws without repeats (first occurrences, in order): a
