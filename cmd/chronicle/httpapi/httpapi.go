@@ -1118,27 +1118,45 @@ func (s *Server) toolGraphIn(scopes []string) (*toolgraph.Graph, error) {
 }
 
 // graphScopes is the list of scopes whose tool graphs a graph route
-// answers from (their union): ?scope= (one scope the caller reads; 404
-// otherwise, as for another scope's entity), else every scope the caller
-// reads (nil: every scope, for a token that reads *). It writes the error
-// and returns ok false: 400 for a malformed scope.
-func graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+// answers from (their union): ?scope= one scope the caller reads (404
+// otherwise, as for another scope's entity), or a kind (project, team,
+// org: the scopes of that kind the caller reads; all: every one, as
+// without ?scope=), as the list routes and the searches read ?scope=;
+// else every scope the caller reads (nil: every scope, for a token that
+// reads *). It writes the error and returns ok false: 400 for a scope
+// that is neither.
+func (s *Server) graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
 	c := CallerOf(r)
-	if sc := r.URL.Query().Get("scope"); sc != "" {
-		if !events.ValidScope(sc) {
-			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
-			return nil, false
-		}
+	sc := r.URL.Query().Get("scope")
+	if events.ValidScope(sc) {
 		if !c.CanRead(sc) {
 			writeErr(w, http.StatusNotFound, "tool graph of scope %q not found", sc)
 			return nil, false
 		}
 		return []string{sc}, true
 	}
-	if c.ReadsAll() {
+	inScope, err := scopeFilter(sc)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return nil, false
+	}
+	all := sc == "" || sc == search.ScopeAll
+	if all && c.ReadsAll() {
 		return nil, true
 	}
-	scopes := slices.Clone(c.Read)
+	readable := c.Read
+	if c.ReadsAll() { // a kind: the scopes of that kind the projection holds
+		if readable, err = toolgraph.Scopes(s.P.Store); err != nil {
+			writeErr(w, http.StatusInternalServerError, "%v", err)
+			return nil, false
+		}
+	}
+	scopes := []string{} // none of the kind: the empty graph, not every scope's
+	for _, x := range readable {
+		if events.ValidScope(x) && inScope(x) {
+			scopes = append(scopes, x)
+		}
+	}
 	slices.Sort(scopes)
 	return slices.Compact(scopes), true
 }
@@ -1154,7 +1172,7 @@ func graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
 // before the call; its words that followed the last tool are mixed in,
 // toolgraph.Graph.NextAfterMessage).
 func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
-	scopes, ok := graphScopes(w, r)
+	scopes, ok := s.graphScopes(w, r)
 	if !ok {
 		return
 	}
@@ -1228,7 +1246,7 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 const MaxNextText = 8 << 10
 
 func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
-	scopes, ok := graphScopes(w, r)
+	scopes, ok := s.graphScopes(w, r)
 	if !ok {
 		return
 	}
@@ -1241,7 +1259,7 @@ func (s *Server) graphTools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
-	scopes, ok := graphScopes(w, r)
+	scopes, ok := s.graphScopes(w, r)
 	if !ok {
 		return
 	}

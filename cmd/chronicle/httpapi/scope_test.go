@@ -299,3 +299,98 @@ func TestMCPFeedbackNamesTheScope(t *testing.T) {
 		t.Fatalf("feedback naming a scope it may not read nor write: %v %s, want memory not found", err, mcptest.Text(res))
 	}
 }
+
+// The graph routes read ?scope= as the list routes and the searches do: one
+// scope, a kind (the scopes of that kind the token reads; for a token that
+// reads *, those the tool graph holds) or all. A token that reads no scope
+// sees an empty graph, not every scope's.
+func TestGraphRoutesTakeAScopeKind(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{
+		{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a", "team:t"}, Write: []string{"project:a", "team:t"}},
+		{Name: "admin", SHA256: access.Hash("tok-admin"), Read: []string{"*"}, Write: []string{"*"}},
+		{Name: "producer", SHA256: access.Hash("tok-producer"), Write: []string{"project:b"}},
+	}}
+	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, Tokens: &tokens}).Handler()))
+	defer srv.Close()
+	do := func(token, method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		if body == nil {
+			b = nil
+		}
+		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	recs, _ := taubench.SampleRecords()
+	for i, sc := range map[int]string{3: "project:a", 5: "project:b", 0: "team:t"} {
+		envs, _ := taubench.Events(recs[i])
+		for j := range envs {
+			envs[j].Scope = sc
+		}
+		if code, m := do("tok-admin", "POST", "/v1/events", envs); code != 202 {
+			t.Fatalf("writing %s: %d %v", sc, code, m)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	tools := func(token, scope string) string {
+		t.Helper()
+		path := "/v1/graph/tools"
+		if scope != "" {
+			path += "?scope=" + url.QueryEscape(scope)
+		}
+		code, m := do(token, "GET", path, nil)
+		if code != 200 {
+			t.Fatalf("%s graph/tools?scope=%s: %d %v", token, scope, code, m)
+		}
+		var names []string
+		for _, x := range m["tools"].([]any) {
+			tl := x.(map[string]any)
+			names = append(names, fmt.Sprintf("%s:%v", tl["tool"], tl["calls"]))
+		}
+		return strings.Join(names, " ")
+	}
+	a, b, team := tools("tok-admin", "project:a"), tools("tok-admin", "project:b"), tools("tok-admin", "team:t")
+	if a == "" || b == "" || team == "" || a == b {
+		t.Fatalf("the three scopes' graphs: %q, %q, %q", a, b, team)
+	}
+	for _, c := range []struct{ token, scope, want string }{
+		{"tok-a", "project", a}, // a's projects: project:a
+		{"tok-a", "team", team}, // a's teams: team:t
+		{"tok-a", "org", ""},    // a reads no org scope: the empty graph
+		{"tok-a", "all", tools("tok-a", "")},
+		{"tok-admin", "team", team}, // the teams the graph holds
+		{"tok-admin", "all", tools("tok-admin", "")},
+		{"tok-producer", "", ""}, // reads nothing: the empty graph
+		{"tok-producer", "project", ""},
+	} {
+		if got := tools(c.token, c.scope); got != c.want {
+			t.Errorf("%s graph/tools?scope=%s: %q, want %q", c.token, c.scope, got, c.want)
+		}
+	}
+	// the admin's projects: project:a's and project:b's graphs summed
+	if got := tools("tok-admin", "project"); got == a || got == b || got == "" || got == tools("tok-admin", "") {
+		t.Errorf("admin graph/tools?scope=project: %q, want project:a's and project:b's union (a %q, b %q)", got, a, b)
+	}
+	if code, m := do("tok-a", "GET", "/v1/graph/next?after=get_user_details&scope=projects", nil); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "scope") {
+		t.Errorf("graph/next?scope=projects: %d %v, want a 400 naming scope", code, m)
+	}
+	// next and path read the same scopes: a's projects answer as project:a
+	codeKind, kind := do("tok-a", "GET", "/v1/graph/next?after=get_user_details&scope=project", nil)
+	codeOne, one := do("tok-a", "GET", "/v1/graph/next?after=get_user_details&scope=project:a", nil)
+	if codeKind != 200 || codeOne != 200 || fmt.Sprint(kind) != fmt.Sprint(one) {
+		t.Errorf("graph/next?scope=project %d %v, ?scope=project:a %d %v", codeKind, kind, codeOne, one)
+	}
+}

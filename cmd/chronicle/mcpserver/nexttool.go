@@ -48,8 +48,9 @@ type NextQuery struct {
 	Text string
 	// K is how many suggestions at most, 1 to 100.
 	K int
-	// Scope is one scope whose graph answers ("": the union of the
-	// scopes the caller reads).
+	// Scope is one scope whose graph answers, or a kind (project, team,
+	// org: the caller's readable scopes of that kind; all) ("": the union
+	// of the scopes the caller reads).
 	Scope string
 }
 
@@ -59,7 +60,7 @@ type nextInput struct {
 	Failed []int    `json:"failed,omitempty" jsonschema:"0-based positions in after of the calls that failed; give it (an empty list when none failed) when the outcome of every call is known, which ranks with the outcome-aware model chronicle eval measures"`
 	Text   string   `json:"text,omitempty" jsonschema:"the user's last message before the call (at most 8192 characters): its words that followed the last tool in earlier sessions rank the next tool"`
 	K      int      `json:"k,omitempty" jsonschema:"how many suggestions at most, 1 to 100 (default 5)"`
-	Scope  string   `json:"scope,omitempty" jsonschema:"one scope whose tool graph answers (project:<id>, team:<id> or org:<id>); left out: the union of the graphs of every scope you read"`
+	Scope  string   `json:"scope,omitempty" jsonschema:"whose tool graph answers: one scope you read (project:<id>, team:<id> or org:<id>) or a kind (project, team, org: the scopes of that kind you read; all); left out: the union of the graphs of every scope you read"`
 }
 
 // nextDescription is next_tool's description.
