@@ -912,7 +912,9 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	// tool search needs a token that reads * and gets the whole graph
 	var scopes []string
 	if c := CallerOf(r); !c.ReadsAll() {
-		scopes = slices.Compact(slices.Sorted(slices.Values(c.Read)))
+		// never nil, which would be every scope's graph (a caller that
+		// reads nothing does not get here: the workflow is a 404 to it)
+		scopes = append([]string{}, slices.Compact(slices.Sorted(slices.Values(c.Read)))...)
 	}
 	if len(a.Tools) == 0 && a.Requirement != "" {
 		// the search picks tools into this workflow's state, which its
