@@ -96,32 +96,32 @@ func (t *tools) nextTool(ctx context.Context, req *mcp.CallToolRequest, in nextI
 		q.K = defaultNextK
 	}
 	if q.K < 1 || q.K > maxNextK {
-		return nil, nil, invalid("k", "%d is not an integer from 1 to %d", in.K, maxNextK)
+		return nil, nil, invalid("/k", "%d is not an integer from 1 to %d", in.K, maxNextK)
 	}
 	if len(q.After) > maxNextAfter {
-		return nil, nil, invalid("after", "%d tools, at most %d", len(q.After), maxNextAfter)
+		return nil, nil, invalid("/after", "%d tools, at most %d", len(q.After), maxNextAfter)
 	}
 	for i, tool := range q.After {
 		if strings.TrimSpace(tool) == "" {
-			return nil, nil, invalid("after/"+strconv.Itoa(i), "a tool name must not be empty")
+			return nil, nil, invalid("/after/"+strconv.Itoa(i), "a tool name must not be empty")
 		}
 		if strings.Contains(tool, ",") {
 			// the route's after= is comma-separated: such a name cannot
 			// be asked about (OpenAI's tool names are [a-zA-Z0-9_-])
-			return nil, nil, invalid("after/"+strconv.Itoa(i), "%q holds a comma, which no tool name the graph learns from can", tool)
+			return nil, nil, invalid("/after/"+strconv.Itoa(i), "%q holds a comma, which no tool name the graph learns from can", tool)
 		}
 	}
 	if failedGiven(req) {
 		q.Failed = make([]int, 0, len(in.Failed))
 		for i, p := range in.Failed {
 			if p < 0 || p >= len(q.After) {
-				return nil, nil, invalid("failed/"+strconv.Itoa(i), "%d is not a position in after (0 to %d)", p, len(q.After)-1)
+				return nil, nil, invalid("/failed/"+strconv.Itoa(i), "%d is not a position in after (0 to %d)", p, len(q.After)-1)
 			}
 			q.Failed = append(q.Failed, p)
 		}
 	}
 	if n := utf8.RuneCountInString(q.Text); n > maxNextText {
-		return nil, nil, invalid("text", "%d characters, at most %d (the user's last message)", n, maxNextText)
+		return nil, nil, invalid("/text", "%d characters, at most %d (the user's last message)", n, maxNextText)
 	}
 	caller, err := t.callerOf(req)
 	if err != nil {

@@ -103,10 +103,10 @@ func TestNextTool(t *testing.T) {
 		{map[string]any{"k": 101}, "k"},
 		{map[string]any{"k": -1}, "k"},
 		{map[string]any{"after": []string{"a", ""}}, "/after"}, // the schema's minLength
-		{map[string]any{"after": []string{"a,b"}}, "after/0"},
-		{map[string]any{"after": []string{"a"}, "failed": []int{1}}, "failed/0"},
+		{map[string]any{"after": []string{"a,b"}}, "/after/0"},
+		{map[string]any{"after": []string{"a"}, "failed": []int{1}}, "/failed/0"},
 		{map[string]any{"after": []string{"a"}, "failed": []int{-1}}, "failed"},
-		{map[string]any{"failed": []int{0}}, "failed/0"},
+		{map[string]any{"failed": []int{0}}, "/failed/0"},
 		{map[string]any{"text": strings.Repeat("é", maxNextText+1)}, "text"},
 		{map[string]any{"after": make([]string, maxNextAfter+1)}, "after"},
 	} {
