@@ -315,20 +315,7 @@ func TestGraphRoutesTakeAScopeKind(t *testing.T) {
 	defer srv.Close()
 	do := func(token, method, path string, body any) (int, map[string]any) {
 		t.Helper()
-		b, _ := json.Marshal(body)
-		if body == nil {
-			b = nil
-		}
-		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+		return call(t, srv.URL, token, method, path, body)
 	}
 	recs, _ := taubench.SampleRecords()
 	for i, sc := range map[int]string{3: "project:a", 5: "project:b", 0: "team:t"} {
