@@ -207,12 +207,15 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_get", map[string]any{"search_id": "no-such-search"}), "not found")
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_resume", map[string]any{"search_id": "no-such-search", "decision": "approve"}), "not found")
 	// next_tool goes through GET /v1/graph/next: an empty graph suggests
-	// nothing, and the route's refusal of a scope comes back as the tool's
-	// error
+	// nothing, the route's refusal of a scope comes back as the tool's
+	// error, and a scope kind is the route's too
 	if next := mcptest.Structured[map[string]any](t, mcptest.Call(t, cs, "next_tool", map[string]any{"after": []string{"get_user_details"}, "failed": []int{}, "text": "change my flight"})); next["suggestions"] == nil {
 		t.Fatalf("next_tool: %v, want the route's object with its suggestions", next)
 	}
-	mcptest.WantToolError(t, mcptest.Call(t, cs, "next_tool", map[string]any{"scope": "project"}), "scope")
+	mcptest.WantToolError(t, mcptest.Call(t, cs, "next_tool", map[string]any{"scope": "projects"}), "scope")
+	if next := mcptest.Structured[map[string]any](t, mcptest.Call(t, cs, "next_tool", map[string]any{"scope": "project"})); next["suggestions"] == nil {
+		t.Fatalf("next_tool in the kind project: %v", next)
+	}
 
 	rec := successArgs("Verify the booking class before refunds",
 		"Check the fare class of a reservation before promising a refund.",
