@@ -210,13 +210,15 @@ func Cases() []Case {
 		}, Want: map[Caller]int{Own: 202, Other: 404, WriteOnly: 404}}, // resolved among the scopes it reads and writes
 		// the tool graph is per scope: a caller gets the union of the
 		// graphs of the scopes it reads (another scope's token: its own
-		// graph, where the own scope's tools are unknown), and ?scope= of
-		// a scope it does not read is a 404
+		// graph, where the own scope's tools are unknown; a write-only
+		// token: the empty graph, where every tool is unknown: before, it
+		// got every scope's graph), and ?scope= of a scope it does not
+		// read is a 404
 		{Pattern: "GET /v1/graph/next", Request: get(func(Fixture) string { return "/v1/graph/next?after=get_user_details" })},
 		{Pattern: "GET /v1/graph/next", Request: get(func(f Fixture) string { return "/v1/graph/next?after=get_user_details&scope=" + f.OwnScope }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/graph/tools", Request: get(func(Fixture) string { return "/v1/graph/tools" })},
 		{Pattern: "GET /v1/graph/tools", Request: get(func(f Fixture) string { return "/v1/graph/tools?scope=" + f.OwnScope }), Want: map[Caller]int{Other: 404}},
-		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=get_user_details" })},
+		{Pattern: "GET /v1/graph/path", Request: get(func(Fixture) string { return "/v1/graph/path?from=get_user_details&to=get_user_details" }), Want: map[Caller]int{WriteOnly: 404}},
 		{Pattern: "GET /v1/graph/path", Request: get(func(f Fixture) string {
 			return "/v1/graph/path?from=get_user_details&to=get_user_details&scope=" + f.OwnScope
 		}), Want: map[Caller]int{Other: 404}},
@@ -394,7 +396,7 @@ func clip(s string) string {
 // none of the own scope's memories, memory_record and memory_feedback work
 // but their answers leave out confidence, evidence, the merge and
 // new_confidence (before, the typed answers read 0 for them), and
-// pair_improvement, search_get and search_resume are errors; no answer
+// pair_improvement, search_get, search_resume and next_tool are errors; no answer
 // carries a secret.
 func runMCPWriteOnly(t *testing.T, f Fixture, connect func(string) (*mcp.ClientSession, error), call func(*mcp.ClientSession, string, map[string]any) (*mcp.CallToolResult, string)) {
 	t.Helper()
@@ -446,6 +448,10 @@ func runMCPWriteOnly(t *testing.T, f Fixture, connect func(string) (*mcp.ClientS
 		}
 		noSecret("pair_improvement", body)
 	}
+	// next_tool: a caller that reads no scope reads no tool graph
+	if res, body := call(wo, "next_tool", map[string]any{"after": []string{"get_user_details"}}); !res.IsError || !strings.Contains(body, "may read no scope") {
+		t.Errorf("next_tool as %s answered: %s", WriteOnly, clip(body))
+	}
 	if f.Search != "" {
 		res, body := call(wo, "search_get", map[string]any{"search_id": f.Search})
 		if !res.IsError || strings.Contains(body, `"open"`) {
@@ -467,8 +473,10 @@ func runMCPWriteOnly(t *testing.T, f Fixture, connect func(string) (*mcp.ClientS
 // memory), records only into its own scope (memory_record) and cannot read
 // the own scope's session's PAIR loop (pair_improvement is an error, with
 // or without its scope) nor read or resume the own scope's search
-// (search_get and search_resume are errors, "not found" for the resume);
-// the own scope's token gives feedback, reads the PAIR loop and the search.
+// (search_get and search_resume are errors, "not found" for the resume)
+// nor ask the own scope's tool graph (next_tool with its scope is "not
+// found"); the own scope's token gives feedback, reads the PAIR loop, the
+// search and its tool graph's suggestions.
 // With a WriteOnlyToken, that caller records and gives feedback without
 // seeing confidence or evidence, and reads nothing (runMCPWriteOnly).
 func RunMCP(t *testing.T, f Fixture) {
@@ -531,6 +539,10 @@ func RunMCP(t *testing.T, f Fixture) {
 			}
 		}
 	}
+	// next_tool from the own scope's graph: not found, as the route's 404
+	if res, body := call(other, "next_tool", map[string]any{"after": []string{"get_user_details"}, "scope": f.OwnScope}); !res.IsError || !strings.Contains(body, "not found") {
+		t.Errorf("next_tool as %s in the own scope answered: %s", Other, clip(body))
+	}
 	if after := f.State(t); after != before {
 		t.Errorf("the other scope's MCP calls changed the own scope's state:\nbefore %s\nafter  %s", clip(before), clip(after))
 	}
@@ -547,6 +559,9 @@ func RunMCP(t *testing.T, f Fixture) {
 	}
 	if res, body := call(own, "pair_improvement", map[string]any{"session_id": f.Session}); res.IsError || !strings.Contains(body, `"status"`) {
 		t.Errorf("pair_improvement as %s: %s", Own, clip(body))
+	}
+	if res, body := call(own, "next_tool", map[string]any{"after": []string{"get_user_details"}, "scope": f.OwnScope}); res.IsError || !strings.Contains(body, `"suggestions":[{`) {
+		t.Errorf("next_tool as %s: %s, want suggestions from the own scope's graph", Own, clip(body))
 	}
 	if f.Search != "" {
 		if res, body := call(own, "search_get", map[string]any{"search_id": f.Search}); res.IsError || !strings.Contains(body, `"open"`) || !strings.Contains(body, f.Secrets[0]) {
