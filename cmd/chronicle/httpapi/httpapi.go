@@ -1086,20 +1086,42 @@ type cachedGraph struct {
 // scopes asked for); past it the cache starts over.
 const maxCachedGraphs = 256
 
-// toolGraph returns the learned tool graph of every scope (their union),
-// reloading it from the projection only when its version moved.
-func (s *Server) toolGraph() (*toolgraph.Graph, error) { return s.toolGraphIn(nil) }
+// graphSel names the tool graphs a route answers from (their union):
+// every scope's (everyGraph; for a caller that reads *) or those of its
+// scopes. The zero value, like an empty list, selects no graph: the empty
+// one. So a list of scopes that came out nil by accident (slices.Clone of
+// an empty read list) fails closed; before, toolGraphIn read nil as every
+// scope, and a write-only token got every tenant's tool graph that way
+// (fixed in c491f8a; this removes the meaning that allowed it).
+type graphSel struct {
+	all    bool
+	scopes []string // sorted, without duplicates; ignored when all
+}
 
-// toolGraphIn returns the union of the tool graphs of scopes (nil: every
-// scope), cached per list of scopes while its version is unchanged.
-func (s *Server) toolGraphIn(scopes []string) (*toolgraph.Graph, error) {
+// everyGraph selects every scope's tool graph.
+func everyGraph() graphSel { return graphSel{all: true} }
+
+// graphsOf selects the tool graphs of scopes (none: the empty graph).
+func graphsOf(scopes ...string) graphSel {
+	return graphSel{scopes: slices.Compact(slices.Sorted(slices.Values(scopes)))}
+}
+
+// toolGraphIn returns the union of the tool graphs sel selects, cached per
+// selection while its version is unchanged (toolgraph.Version). A
+// selection of no scope is the empty graph, read from nothing.
+func (s *Server) toolGraphIn(sel graphSel) (*toolgraph.Graph, error) {
+	if !sel.all && len(sel.scopes) == 0 {
+		return toolgraph.NewGraph(), nil
+	}
+	var scopes []string // toolgraph's nil: every scope
+	key := "*"
+	if !sel.all {
+		scopes = sel.scopes
+		key = "=" + strings.Join(scopes, ",")
+	}
 	v, err := toolgraph.Version(s.P.Store, scopes)
 	if err != nil {
 		return nil, err
-	}
-	key := "*"
-	if scopes != nil {
-		key = "=" + strings.Join(scopes, ",")
 	}
 	s.graphMu.Lock()
 	defer s.graphMu.Unlock()
@@ -1117,48 +1139,47 @@ func (s *Server) toolGraphIn(scopes []string) (*toolgraph.Graph, error) {
 	return g, nil
 }
 
-// graphScopes is the list of scopes whose tool graphs a graph route
-// answers from (their union): ?scope= one scope the caller reads (404
+// graphScopes selects the tool graphs a graph route answers from (their
+// union): ?scope= one scope the caller reads (404
 // otherwise, as for another scope's entity), or a kind (project, team,
 // org: the scopes of that kind the caller reads; all: every one, as
 // without ?scope=), as the list routes and the searches read ?scope=;
-// else every scope the caller reads (nil: every scope, for a token that
-// reads *). It writes the error and returns ok false: 400 for a scope
+// else every scope the caller reads (everyGraph for a token that reads
+// *). It writes the error and returns ok false: 400 for a scope
 // that is neither.
-func (s *Server) graphScopes(w http.ResponseWriter, r *http.Request) ([]string, bool) {
+func (s *Server) graphScopes(w http.ResponseWriter, r *http.Request) (graphSel, bool) {
 	c := CallerOf(r)
 	sc := r.URL.Query().Get("scope")
 	if events.ValidScope(sc) {
 		if !c.CanRead(sc) {
 			writeErr(w, http.StatusNotFound, "tool graph of scope %q not found", sc)
-			return nil, false
+			return graphSel{}, false
 		}
-		return []string{sc}, true
+		return graphsOf(sc), true
 	}
 	inScope, err := scopeFilter(sc)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
-		return nil, false
+		return graphSel{}, false
 	}
 	all := sc == "" || sc == search.ScopeAll
 	if all && c.ReadsAll() {
-		return nil, true
+		return everyGraph(), true
 	}
 	readable := c.Read
 	if c.ReadsAll() { // a kind: the scopes of that kind the projection holds
 		if readable, err = toolgraph.Scopes(s.P.Store); err != nil {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
-			return nil, false
+			return graphSel{}, false
 		}
 	}
-	scopes := []string{} // none of the kind: the empty graph, not every scope's
+	var scopes []string // none of the kind: the empty graph (graphSel)
 	for _, x := range readable {
 		if events.ValidScope(x) && inScope(x) {
 			scopes = append(scopes, x)
 		}
 	}
-	slices.Sort(scopes)
-	return slices.Compact(scopes), true
+	return graphsOf(scopes...), true
 }
 
 // graphNext predicts the next tool: after=a,b (the tools called so far,
@@ -1383,9 +1404,9 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 			return
 		}
 		q.Collection = c
-		var scopes []string // tools: the graphs filtered to (nil: every scope's)
+		var graphs graphSel // tools: the graphs filtered to
 		if c == search.Tools {
-			if scopes, ok = s.toolScopes(w, &q); !ok {
+			if graphs, ok = s.toolScopes(w, &q); !ok {
 				return
 			}
 		}
@@ -1395,7 +1416,7 @@ func (s *Server) searchCollection(c search.Collection, key string) http.HandlerF
 				return
 			}
 			if len(ctx) > 0 {
-				s.hybridTools(w, r, q, scopes, ctx) // the graph term (issue 14)
+				s.hybridTools(w, r, q, graphs, ctx) // the graph term (issue 14)
 				return
 			}
 		}

@@ -72,11 +72,11 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	// offered project:a's private tools: a workflows walkthrough,
 	// 2026-11-30); without it, every scope's (the org view of a token
 	// that reads *) with org:default's policy
-	var graphOf []string
+	graphs := everyGraph()
 	if sc := r.URL.Query().Get("scope"); sc != "" && events.ValidScope(sc) {
-		graphOf = []string{sc}
+		graphs = graphsOf(sc)
 	}
-	g, err := s.toolGraphIn(graphOf)
+	g, err := s.toolGraphIn(graphs)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return

@@ -24,10 +24,10 @@ import (
 // α = suggest.Alpha of the last context tool (toolsearch.GraphTermOf).
 // Candidates are expanded before re-ranking (toolsearch.CandidateCount).
 // The answer adds alpha and each hit's semantic and graph parts. The graph
-// is the union of the tool graphs of scopes (nil: every scope's), the
-// scope filter's (toolScopes).
-func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Query, scopes []string, ctxTools []string) {
-	g, err := s.toolGraphIn(scopes)
+// is the union of the tool graphs sel selects, the scope filter's
+// (toolScopes).
+func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Query, sel graphSel, ctxTools []string) {
+	g, err := s.toolGraphIn(sel)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -92,21 +92,21 @@ func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Qu
 // scope=<one scope> when that scope's tool graph has it, scope=<kind>
 // (project, team, org) when the graph of a scope of that kind has it, and
 // every tool matches without a filter or with scope=all. It returns the
-// scopes filtered to (nil: no filter), with q's document filter set to
+// tool graphs filtered to (everyGraph: no filter), with q's document filter set to
 // their tools (search.Query.IDs) and its scope kind cleared; ok is false
 // when it wrote an error (500 for a store error).
-func (s *Server) toolScopes(w http.ResponseWriter, q *search.Query) (scopes []string, ok bool) {
+func (s *Server) toolScopes(w http.ResponseWriter, q *search.Query) (sel graphSel, ok bool) {
+	var scopes []string
 	switch q.Scope {
 	case "", search.ScopeAll:
 		q.Scope = ""
-		return nil, true
+		return everyGraph(), true
 	case search.ScopeProject, search.ScopeTeam, search.ScopeOrg:
 		all, err := toolgraph.Scopes(s.P.Store)
 		if err != nil {
 			writeErr(w, http.StatusInternalServerError, "%v", err)
-			return nil, false
+			return graphSel{}, false
 		}
-		scopes = []string{} // no scope of the kind: no tool
 		for _, sc := range all {
 			if strings.HasPrefix(sc, q.Scope+":") {
 				scopes = append(scopes, sc)
@@ -114,21 +114,25 @@ func (s *Server) toolScopes(w http.ResponseWriter, q *search.Query) (scopes []st
 		}
 	default:
 		if !events.ValidScope(q.Scope) {
-			return nil, true // the search answers the 400 naming scope
+			// the search answers the 400 naming scope; the graph is
+			// every scope's meanwhile (the route needs a token that
+			// reads *), so a context tool is checked as without a filter
+			return everyGraph(), true
 		}
 		scopes = []string{q.Scope}
 	}
-	g, err := s.toolGraphIn(scopes)
+	sel = graphsOf(scopes...) // no scope of the kind: no tool
+	g, err := s.toolGraphIn(sel)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
-		return nil, false
+		return graphSel{}, false
 	}
 	tools := map[string]bool{}
 	for _, t := range g.Tools() {
 		tools[t.Tool] = true
 	}
 	q.Scope, q.IDs = "", func(id string) bool { return tools[id] }
-	return scopes, true
+	return sel, true
 }
 
 // contextTools parses context_tools=a,b; an empty name (a,,b) is a 400

@@ -910,11 +910,9 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	// a 200 for another tenant's tool and a 400 for a made-up one told a
 	// tenant which tools the others have; a walkthrough); a requirement's
 	// tool search needs a token that reads * and gets the whole graph
-	var scopes []string
+	graphs := everyGraph()
 	if c := CallerOf(r); !c.ReadsAll() {
-		// never nil, which would be every scope's graph (a caller that
-		// reads nothing does not get here: the workflow is a 404 to it)
-		scopes = append([]string{}, slices.Compact(slices.Sorted(slices.Values(c.Read)))...)
+		graphs = graphsOf(c.Read...) // none: the empty graph
 	}
 	if len(a.Tools) == 0 && a.Requirement != "" {
 		// the search picks tools into this workflow's state, which its
@@ -922,9 +920,9 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 		// catalogue). Before, every scope's: an admin's replan of a
 		// project:b workflow wrote project:a's private tools into it (a
 		// workflows walkthrough, 2026-11-30)
-		scopes = []string{st.Scope}
+		graphs = graphsOf(st.Scope)
 	}
-	g, err := s.toolGraphIn(scopes)
+	g, err := s.toolGraphIn(graphs)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return nil, false
