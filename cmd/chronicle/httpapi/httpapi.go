@@ -166,10 +166,12 @@ type Server struct {
 	internalOnce sync.Once
 	internal     http.Handler
 
-	// pairMu serialises the improve route's retrievals; pairSent holds the
-	// sessions (entity keys) whose context this process published.
+	// pairMu guards pairSent, the sessions (entity keys) whose context
+	// this process published, and pairBusy, the improve route's
+	// retrievals in flight, one per session (retrievalOf).
 	pairMu   sync.Mutex
 	pairSent map[string]bool
+	pairBusy map[string]*retrieval
 
 	// dir caches the processors' group (members, advertised URLs,
 	// assignment) for the routes that forward to a partition's owner.

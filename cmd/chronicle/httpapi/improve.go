@@ -249,7 +249,9 @@ func (s *Server) runsPAIR() bool {
 // 202 with the state AWAITING_EVALUATION when the session completed but
 // its evaluation is not projected yet, AWAITING_CONTEXT when the wait ran
 // out (a later POST or GET …/improvement finds the context; a retrieval
-// cut short wrote nothing and runs again); 409 at once for a session that
+// cut short wrote nothing and runs again); 503 with Retry-After when the
+// broker did not acknowledge the context the route published (its
+// outcome unknown: asking again is safe); 409 at once for a session that
 // has not completed (no evaluation will come before it does); 404 for an
 // unknown session or one of a scope the caller may not write. The body is
 // empty or {}: the route takes no field, so anything else is a 400 naming
@@ -359,16 +361,81 @@ func (s *Server) pairDeadLetter(ctx context.Context, key string) (deadletter.Let
 	return found, ok
 }
 
+// retrieval is the improve route's PAIR retrieval of one session in
+// flight: done is closed when it ends, err (read after done) is its
+// error, nil when it published or had nothing to publish.
+type retrieval struct {
+	done chan struct{}
+	err  error
+}
+
+// retrieve runs pair.Worker.RetrieveNow for the session with key, at most
+// one per session at a time in this process: a request that finds one in
+// flight waits for it (at most until ctx ends) and takes its outcome — a
+// context it published, or the broker's ErrNotAcknowledged — rather than
+// publishing a second; one cut short by its caller's deadline before it
+// published is run again by the next request. Sessions do not wait for
+// each other. Before, one lock served every session, so during a broker
+// outage each request queued behind the others' publish timeouts, and the
+// later ones ran out of ImproveWait in the queue and were answered 202
+// AWAITING_CONTEXT for a context nobody was writing.
+func (s *Server) retrieve(ctx context.Context, key string) error {
+	for {
+		s.pairMu.Lock()
+		if s.pairSent[key] {
+			s.pairMu.Unlock()
+			return nil
+		}
+		if cur := s.pairBusy[key]; cur != nil {
+			s.pairMu.Unlock()
+			select {
+			case <-cur.done:
+				if cur.err == nil || errors.Is(cur.err, events.ErrNotAcknowledged) {
+					return cur.err
+				}
+				continue // cut short, or failed otherwise: try again
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		rt := &retrieval{done: make(chan struct{})}
+		if s.pairBusy == nil {
+			s.pairBusy = map[string]*retrieval{}
+		}
+		s.pairBusy[key] = rt
+		s.pairMu.Unlock()
+
+		wk := &pair.Worker{Store: s.P.Store, Index: s.P.Search.Index, Producer: s.P.Producer, Fresh: s.P.OutcomesFresh()}
+		sent, err := wk.RetrieveNow(ctx, key)
+		s.pairMu.Lock()
+		if err == nil && sent {
+			if s.pairSent == nil {
+				s.pairSent = map[string]bool{}
+			}
+			s.pairSent[key] = true
+		}
+		delete(s.pairBusy, key)
+		rt.err = err
+		close(rt.done)
+		s.pairMu.Unlock()
+		return err
+	}
+}
+
 // startLoop is the improve action on the session with key: its view, after
 // starting PAIR retrieval when the session is evaluated below
 // PassComposite without a context. Without a pair worker in the pipeline
-// it calls pair.Worker.RetrieveNow (the same retrieval, the same derived
-// event id as the worker: a later worker run writes nothing), once per
-// session per process and one session at a time (pairMu), so two
-// concurrent requests never publish two contexts; then it polls the
-// pairloop projection until the context is applied or ImproveWait has
-// passed since the call. A retrieval that runs out of time publishes
-// nothing (the search is cancelled) and is not counted as done.
+// it runs the retrieval itself (retrieve: pair.Worker.RetrieveNow, the
+// same retrieval and derived event id as the worker, so a later worker
+// run writes nothing), once per session per process, so two concurrent
+// requests never publish two contexts; then it polls the pairloop
+// projection until the context is applied or ImproveWait has passed since
+// the call. A publish the broker did not acknowledge is the error
+// (events.ErrNotAcknowledged: the route's 503), also when the deadline
+// cut it: the record may still be written, and asking again is safe. A
+// retrieval that ran out of time before publishing wrote nothing, and the
+// route answers the view (202 AWAITING_CONTEXT); the next request runs it
+// again.
 func (s *Server) startLoop(ctx context.Context, r *http.Request, key string) (improvementView, bool, error) {
 	view, ok, err := s.improvement(r, key)
 	if err != nil || !ok || view.Status != pair.LoopAwaitingContext || !view.Evaluated || view.Composite >= pair.PassComposite {
@@ -377,24 +444,16 @@ func (s *Server) startLoop(ctx context.Context, r *http.Request, key string) (im
 	ctx, cancel := context.WithTimeout(ctx, s.improveWait())
 	defer cancel()
 	if !s.runsPAIR() && s.P.Search != nil && s.P.Search.Index != nil {
-		s.pairMu.Lock()
-		if !s.pairSent[key] {
-			wk := &pair.Worker{Store: s.P.Store, Index: s.P.Search.Index, Producer: s.P.Producer, Fresh: s.P.OutcomesFresh()}
-			sent, err := wk.RetrieveNow(ctx, key)
-			switch {
-			case err != nil && ctx.Err() != nil:
-				// out of time: nothing published, answer 202 below
-			case err != nil:
-				s.pairMu.Unlock()
-				return view, true, err
-			case sent:
-				if s.pairSent == nil {
-					s.pairSent = map[string]bool{}
-				}
-				s.pairSent[key] = true
-			}
+		err := s.retrieve(ctx, key)
+		switch {
+		case errors.Is(err, events.ErrNotAcknowledged):
+			return view, true, err
+		case err != nil && ctx.Err() != nil:
+			// out of time before publishing: nothing written, the view
+			// below (202)
+		case err != nil:
+			return view, true, err
 		}
-		s.pairMu.Unlock()
 	}
 	for {
 		// polled locally (the loop rows are this member's); the answer,

@@ -1,0 +1,124 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Concurrent POST …/improve while the broker takes produce requests and
+// never answers them: each session's retrieval runs at once (sessions do
+// not queue behind each other's publish) and is answered 503 with
+// Retry-After within ImproveWait, as is a second request for a session
+// whose retrieval is in flight (it takes that retrieval's outcome instead
+// of publishing again). Before, one lock served every session and a
+// publish cut by the route's deadline counted as "nothing published":
+// every request was a 202 AWAITING_CONTEXT, a context nobody was writing
+// (a review of a cluster walkthrough's outage). Once the broker answers
+// again, asking again gets the revision.
+func TestImproveWhileTheBrokerHangs(t *testing.T) {
+	t.Parallel() // mostly waiting: the deadlines and the client's request timeouts
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wait = 3 * time.Second // below the producer's 15 s publish timeout: the route's deadline cuts the publish
+	api := &httpapi.Server{P: p, ImproveWait: wait}
+	srv := httptest.NewServer(conforming(t, api.Handler())) // every answer checked against openapi.json
+	t.Cleanup(func() { srv.Close(); _ = p.Close() })
+
+	scopes := []string{"project:a", "project:b", "project:c"}
+	var sid string
+	for _, sc := range scopes {
+		envs, id := sessionIn(t, 3, sc, "HUNG")
+		sid = id
+		if code, m := call(t, srv.URL, "", "POST", "/v1/events", envs); code != 202 {
+			t.Fatalf("session in %s: %d %v", sc, code, m)
+		}
+	}
+	waitCaughtUp(t, p)
+	path := func(sc string) string {
+		return "/v1/sessions/" + url.PathEscape(sid) + "/improve?scope=" + url.QueryEscape(sc)
+	}
+	for _, sc := range scopes {
+		if code, v := call(t, srv.URL, "", "GET", "/v1/sessions/"+url.PathEscape(sid)+"/improvement?scope="+url.QueryEscape(sc), nil); code != 200 || v["status"] != pair.LoopAwaitingContext || v["evaluated"] != true {
+			t.Fatalf("%s before: %d %v", sc, code, v)
+		}
+	}
+
+	var hung atomic.Bool
+	hung.Store(true)
+	cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		return nil, nil, hung.Load() // handled without an answer: the request hangs
+	})
+	type answer struct {
+		who  string
+		code int
+		took time.Duration
+		body map[string]any
+	}
+	var (
+		mu  sync.Mutex
+		got []answer
+		wg  sync.WaitGroup
+	)
+	ask := func(who, sc string, delay time.Duration) {
+		defer wg.Done()
+		time.Sleep(delay)
+		st := time.Now()
+		code, body := call(t, srv.URL, "", "POST", path(sc), map[string]any{})
+		mu.Lock()
+		got = append(got, answer{who, code, time.Since(st), body})
+		mu.Unlock()
+	}
+	for _, sc := range scopes {
+		wg.Add(1)
+		go ask(sc, sc, 0)
+	}
+	// a second request for a session whose retrieval is in flight (its
+	// deadline a little after the first's, so the first's outcome is in
+	// before it)
+	wg.Add(1)
+	go ask("project:a again", "project:a", 500*time.Millisecond)
+	wg.Wait()
+	for _, a := range got {
+		t.Logf("%s: %d in %v", a.who, a.code, a.took.Round(time.Millisecond))
+		if a.code != 503 || a.took > wait+2*time.Second {
+			t.Errorf("%s: %d in %v %v; want 503 within %v", a.who, a.code, a.took.Round(time.Millisecond), a.body, wait+2*time.Second)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	hung.Store(false)
+	back := time.Now()
+	for deadline := back.Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, v := call(t, srv.URL, "", "POST", path("project:a"), map[string]any{})
+		if code == 200 && v["status"] == pair.LoopRevisionReady {
+			t.Logf("the revision %v after the broker answers again", time.Since(back).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("improve 60 s after the broker answers again: %d %v", code, v)
+		}
+	}
+}
