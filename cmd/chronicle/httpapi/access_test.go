@@ -80,7 +80,7 @@ func waitCaughtUp(t *testing.T, p *pipeline.Pipeline) {
 // its task text marked with secret.
 func sessionIn(t *testing.T, i int, scope, secret string) ([]events.Envelope, string) {
 	t.Helper()
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

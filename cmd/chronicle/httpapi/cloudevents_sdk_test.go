@@ -46,7 +46,7 @@ func sdkEvent(t *testing.T, env events.Envelope) cloudevents.Event {
 // extension and the Kafka record's time.
 func TestCloudEventsSDKClient(t *testing.T) {
 	p, srv := setup(t)
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -541,7 +541,7 @@ func BenchmarkForwardedRead(b *testing.B) {
 	defer cancel()
 	m1 := startMember(ctx, b, "m1", nil, 0)
 	m2 := startMember(ctx, b, "m2", m1.p.Broker.Addrs(), 0)
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		b.Fatal(err)
 	}

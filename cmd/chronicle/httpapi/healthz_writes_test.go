@@ -125,7 +125,7 @@ func TestHealthzOKOnceWorkersWriteAgain(t *testing.T) {
 
 	// a producer of its own writes a session straight to Kafka: the
 	// pipeline evaluates it and its relay and workers write derived events
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

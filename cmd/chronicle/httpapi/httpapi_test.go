@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,13 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
+
+// sampleRecords is the embedded tau-bench sample, decoded once for the
+// package's tests (taubench.SampleRecords decodes ~1 MB of JSON per call,
+// which sessionIn and others made several times per test: about a tenth
+// of a test's CPU under -race). The records are shared: read them, never
+// change them.
+var sampleRecords = sync.OnceValues(taubench.SampleRecords)
 
 func setup(t *testing.T) (*pipeline.Pipeline, *httptest.Server) {
 	t.Helper()
@@ -65,7 +73,7 @@ func get(t *testing.T, srv *httptest.Server, path string, v any) int {
 
 func sessionJSON(t *testing.T, i int) ([]byte, string) {
 	t.Helper()
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +182,7 @@ func TestIngestAndQuery(t *testing.T) {
 	// text=: the user's last message before the session's first call,
 	// whose words the pipeline learned with that call (minute →
 	// transitions → tool graph), ranks the first call by them
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

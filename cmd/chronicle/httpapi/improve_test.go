@@ -15,7 +15,6 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pair"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -87,7 +86,7 @@ func TestImproveStartsTheLoop(t *testing.T) {
 	// a revision that meets its criteria: once the worker has written its
 	// pair_improvement_completed minute on the parent, the parent's view
 	// names it (improved_by) and offers no next attempt any more
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestScopesThroughEveryEndpoint(t *testing.T) {
 	}
 
 	// project:a's session and memory, written with a's token
-	recs, _ := taubench.SampleRecords()
+	recs, _ := sampleRecords()
 	envs, _ := taubench.Events(recs[3])
 	for i := range envs {
 		envs[i].Scope = "project:a"
@@ -317,7 +317,7 @@ func TestGraphRoutesTakeAScopeKind(t *testing.T) {
 		t.Helper()
 		return call(t, srv.URL, token, method, path, body)
 	}
-	recs, _ := taubench.SampleRecords()
+	recs, _ := sampleRecords()
 	for i, sc := range map[int]string{3: "project:a", 5: "project:b", 0: "team:t"} {
 		envs, _ := taubench.Events(recs[i])
 		for j := range envs {

@@ -409,7 +409,7 @@ func TestPostSuggest(t *testing.T) {
 // α·semantic + (1 − α)·graph, α below 1 for a well-observed context tool.
 func TestToolSearchGraphTerm(t *testing.T) {
 	p, srv := setup(t)
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}
