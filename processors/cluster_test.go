@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,13 @@ type instance struct {
 	runner *processors.Runner
 	done   chan error
 }
+
+// sampleRecords is the embedded tau-bench sample, decoded once for the
+// package's tests (taubench.SampleRecords decodes it anew, about 1.3 s
+// under -race, and helpers here ran it per test). Shared: read the
+// records, never change them (a copy of a Record is safe to change, its
+// slices are not).
+var sampleRecords = sync.OnceValues(taubench.SampleRecords)
 
 func startInstance(t testing.TB, name string, brokers []string, procs []processors.Processor, opts ...kgo.Opt) *instance {
 	t.Helper()
@@ -351,7 +359,7 @@ func TestTwoInstancesSplitAndHandOver(t *testing.T) {
 // The variants differ in the consumers' kgo.HeartbeatInterval (passed as
 // RunnerConfig.SubscriberOpts), how soon A learns of the rebalance.
 func BenchmarkRunnerHandOverAfterLeave(b *testing.B) {
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -499,7 +507,7 @@ func handOver(b *testing.B, recs []taubench.Record, heartbeat time.Duration) (fi
 func sampleLog(ctx context.Context, t *testing.T, cfg broker.Config) ([]string, []taubench.Record, *events.Producer) {
 	t.Helper()
 	brokers, prod := brokerAndProducer(ctx, t, cfg)
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

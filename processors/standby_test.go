@@ -151,7 +151,7 @@ func runFailover(t testing.TB, n, nSessions int, trickle bool) failover {
 	}
 	t.Cleanup(brk.Close)
 	brokers := brk.Addrs()
-	sample, err := taubench.SampleRecords()
+	sample, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,13 @@ import (
 // logOfOneSession runs the pipeline on a new data directory, imports one
 // tau-bench session and returns the directory with the pipeline still
 // running (stop closes it).
+// sampleRecords is the embedded tau-bench sample, decoded once for the
+// package's tests (taubench.SampleRecords decodes it anew, about 1.3 s
+// under -race, and helpers here ran it per test). Shared: read the
+// records, never change them (a copy of a Record is safe to change, its
+// slices are not).
+var sampleRecords = sync.OnceValues(taubench.SampleRecords)
+
 func logOfOneSession(t *testing.T) (data string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -25,7 +33,7 @@ func logOfOneSession(t *testing.T) (data string, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -552,7 +552,7 @@ func faultRun(t *testing.T, plan faultPlan) {
 	c.startBroker()
 
 	// the import: copies of the bundled sessions under other trial numbers
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

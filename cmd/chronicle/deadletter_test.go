@@ -26,7 +26,7 @@ func TestDeadletterCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

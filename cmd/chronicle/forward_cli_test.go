@@ -53,7 +53,7 @@ func TestServeForwardsAcrossInstances(t *testing.T) {
 	if b, err := exec.Command(binary, "import", "taubench", "sample", "--brokers", addr).CombinedOutput(); err != nil {
 		t.Fatalf("import: %v %s", err, b)
 	}
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

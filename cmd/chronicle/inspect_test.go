@@ -39,7 +39,7 @@ func TestInspectReplayedAsOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestSlowStop(t *testing.T) {
 		}
 	})
 	// the import, with the first instance up, then the others
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,9 +23,16 @@ import (
 )
 
 // sampleSession is the first bundled tau-bench session's events.
+// sampleRecords is the embedded tau-bench sample, decoded once for the
+// package's tests (taubench.SampleRecords decodes it anew, about 1.3 s
+// under -race, and helpers here ran it per test). Shared: read the
+// records, never change them (a copy of a Record is safe to change, its
+// slices are not).
+var sampleRecords = sync.OnceValues(taubench.SampleRecords)
+
 func sampleSession(t *testing.T) []events.Envelope {
 	t.Helper()
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// sampleRecords is the embedded tau-bench sample, decoded once for the
+// package's tests (taubench.SampleRecords decodes it anew, about 1.3 s
+// under -race, and helpers here ran it per test). Shared: read the
+// records, never change them (a copy of a Record is safe to change, its
+// slices are not).
+var sampleRecords = sync.OnceValues(taubench.SampleRecords)
 
 func start(t *testing.T) *pipeline.Pipeline {
 	t.Helper()
@@ -33,7 +41,7 @@ func start(t *testing.T) *pipeline.Pipeline {
 
 func sampleEvents(t *testing.T, n int) [][]events.Envelope {
 	t.Helper()
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +412,7 @@ func TestEncodingAgrees(t *testing.T) {
 	p := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	recs, err := taubench.SampleRecords()
+	recs, err := sampleRecords()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package toolgraph
+
+const raceEnabled = false
