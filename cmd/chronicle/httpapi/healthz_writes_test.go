@@ -202,10 +202,9 @@ func TestRecordNotAcknowledgedSaysHowToRetry(t *testing.T) {
 	}
 }
 
-// kfakeService is a pipeline on a kfake cluster (one broker) whose
-// requests a test can intercept (ControlKey), an HTTP server on it, and a
-// function reading its /healthz (status code and body).
-func kfakeService(ctx context.Context, t *testing.T) (*kfake.Cluster, *httptest.Server, func() (int, map[string]any)) {
+// kfakePipeline is a pipeline on a kfake cluster (one broker) whose
+// requests a test can intercept (ControlKey); both end with the test.
+func kfakePipeline(ctx context.Context, t *testing.T) (*kfake.Cluster, *pipeline.Pipeline) {
 	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -216,6 +215,15 @@ func kfakeService(ctx context.Context, t *testing.T) (*kfake.Cluster, *httptest.
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cluster, p
+}
+
+// kfakeService is a pipeline on a kfake cluster (one broker) whose
+// requests a test can intercept (ControlKey), an HTTP server on it, and a
+// function reading its /healthz (status code and body).
+func kfakeService(ctx context.Context, t *testing.T) (*kfake.Cluster, *httptest.Server, func() (int, map[string]any)) {
+	t.Helper()
+	cluster, p := kfakePipeline(ctx, t)
 	srv := httptest.NewServer((&httpapi.Server{P: p}).Handler())
 	t.Cleanup(func() { srv.Close(); _ = p.Close() })
 	health := func() (int, map[string]any) {

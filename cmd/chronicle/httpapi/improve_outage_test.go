@@ -11,8 +11,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/processors/pair"
-	"github.com/chronicle-dev/chronicle/processors/pipeline"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,15 +28,7 @@ func TestImproveWhileTheBrokerHangs(t *testing.T) {
 	t.Parallel() // mostly waiting: the deadlines and the client's request timeouts
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), Brokers: cluster.ListenAddrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cluster, p := kfakePipeline(ctx, t)
 	const wait = 3 * time.Second // below the producer's 15 s publish timeout: the route's deadline cuts the publish
 	api := &httpapi.Server{P: p, ImproveWait: wait}
 	srv := httptest.NewServer(conforming(t, api.Handler())) // every answer checked against openapi.json
