@@ -11,6 +11,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/processors/pair"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -53,42 +54,16 @@ func TestImproveWhileTheBrokerHangs(t *testing.T) {
 		}
 	}
 
-	var hung atomic.Bool
-	hung.Store(true)
-	cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
-		return nil, nil, hung.Load() // handled without an answer: the request hangs
-	})
-	type answer struct {
-		who  string
-		code int
-		took time.Duration
-		body map[string]any
-	}
-	var (
-		mu  sync.Mutex
-		got []answer
-		wg  sync.WaitGroup
-	)
-	ask := func(who, sc string, delay time.Duration) {
-		defer wg.Done()
-		time.Sleep(delay)
-		st := time.Now()
-		code, body := call(t, srv.URL, "", "POST", path(sc), map[string]any{})
-		mu.Lock()
-		got = append(got, answer{who, code, time.Since(st), body})
-		mu.Unlock()
-	}
+	resume := hangProduce(cluster)
+	asks := make([]improveAsk, 0, len(scopes)+1)
 	for _, sc := range scopes {
-		wg.Add(1)
-		go ask(sc, sc, 0)
+		asks = append(asks, improveAsk{who: sc, base: srv.URL, path: path(sc)})
 	}
 	// a second request for a session whose retrieval is in flight (its
 	// deadline a little after the first's, so the first's outcome is in
 	// before it)
-	wg.Add(1)
-	go ask("project:a again", "project:a", 500*time.Millisecond)
-	wg.Wait()
+	asks = append(asks, improveAsk{who: "project:a again", base: srv.URL, path: path("project:a"), delay: 500 * time.Millisecond})
+	got := askConcurrently(t, asks)
 	for _, a := range got {
 		t.Logf("%s: %d in %v", a.who, a.code, a.took.Round(time.Millisecond))
 		if a.code != 503 || a.took > wait+2*time.Second {
@@ -99,7 +74,7 @@ func TestImproveWhileTheBrokerHangs(t *testing.T) {
 		return
 	}
 
-	hung.Store(false)
+	resume()
 	back := time.Now()
 	for deadline := back.Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		code, v := call(t, srv.URL, "", "POST", path("project:a"), map[string]any{})
@@ -111,4 +86,57 @@ func TestImproveWhileTheBrokerHangs(t *testing.T) {
 			t.Fatalf("improve 60 s after the broker answers again: %d %v", code, v)
 		}
 	}
+}
+
+// hangProduce makes cluster take every produce request and never answer
+// it (the request hangs, as on a broker stopped mid-request) until resume
+// is called.
+func hangProduce(cluster *kfake.Cluster) (resume func()) {
+	var hung atomic.Bool
+	hung.Store(true)
+	cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		return nil, nil, hung.Load() // handled without an answer: the request hangs
+	})
+	return func() { hung.Store(false) }
+}
+
+// improveAsk is one POST …/improve of askConcurrently: sent to base with
+// token after delay.
+type improveAsk struct {
+	who, base, token, path string
+	delay                  time.Duration
+}
+
+// improveAnswer is how an improveAsk was answered, and how long it took.
+type improveAnswer struct {
+	who  string
+	code int
+	took time.Duration
+	body map[string]any
+}
+
+// askConcurrently sends every ask at once (each after its delay) and
+// returns the answers once all are in, in the order they came.
+func askConcurrently(t *testing.T, asks []improveAsk) []improveAnswer {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		got []improveAnswer
+		wg  sync.WaitGroup
+	)
+	for _, a := range asks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(a.delay)
+			st := time.Now()
+			code, body := call(t, a.base, a.token, "POST", a.path, map[string]any{})
+			mu.Lock()
+			got = append(got, improveAnswer{a.who, code, time.Since(st), body})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return got
 }
