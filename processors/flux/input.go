@@ -8,8 +8,8 @@ import (
 
 // InputFromEvents builds the Input of one session from its events, in
 // order, decoding the payloads as a consumer of the topics would:
-// coordination.session.started.v1 gives the task and criteria (the last
-// one wins if there are several), coordination.minute.recorded.v1 the
+// coordination.session.started.v1 gives the task and criteria (the first
+// one, as the sessions processor refuses a second start: ErrAlreadyStarted), coordination.minute.recorded.v1 the
 // minutes, workflow.task.completed.v1 the calls, and
 // coordination.session.completed.v1 only the output: its outcome and reward
 // are the producer's verdict, which the evaluator must not see. Other
@@ -18,6 +18,7 @@ import (
 // does not decode.
 func InputFromEvents(envs []events.Envelope) (Input, error) {
 	var in Input
+	started := false
 	for i := range envs {
 		e := &envs[i]
 		if e.SessionID != "" {
@@ -29,6 +30,10 @@ func InputFromEvents(envs []events.Envelope) (Input, error) {
 		}
 		switch e.Type {
 		case events.SessionStarted:
+			if started {
+				continue
+			}
+			started = true
 			var d events.SessionStartedData
 			if err := e.Decode(&d); err != nil {
 				return Input{}, err

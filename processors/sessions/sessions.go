@@ -97,6 +97,16 @@ var ErrNotStarted = errors.New("session completed before it was started: no succ
 // another event id) of the same session.
 var ErrAlreadyCompleted = errors.New("session already completed")
 
+// ErrAlreadyStarted is the processing error of a second start (with
+// another event id) of the same session: it would replace the task and
+// criteria the session was started, and maybe evaluated, with, so it goes
+// to the dead-letter topic as a second completion does. Before, it was
+// applied: a completed session read the second start's task and criteria,
+// a started_at after its completed_at, and an evaluation of the first
+// criteria (a new user's walkthrough, 2026-12-03). A retry of the same
+// start keeps its event id and is a plain duplicate.
+var ErrAlreadyStarted = errors.New("session already started: a second start (another event id) would replace its task and criteria; a session is started once")
+
 // Processor is the sessions processor. On completion it evaluates the
 // session and, unless LLMDistillation is set, distills 0–3 memories with
 // the deterministic extractor and emits them as memory.recorded.v1
@@ -207,6 +217,9 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	}
 	switch env.Type {
 	case events.SessionStarted:
+		if s.StartedAt != "" {
+			return fmt.Errorf("session %s: %w", id, ErrAlreadyStarted)
+		}
 		var d events.SessionStartedData
 		if err := env.Decode(&d); err != nil {
 			return err

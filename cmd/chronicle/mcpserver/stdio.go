@@ -293,7 +293,7 @@ const batchVersion = "2025-06-18"
 // SDK's reader would end the connection on is answered here and not
 // handed on (malformed): a line that starts no object or array, a value
 // that is not JSON, not UTF-8, holds a lone surrogate's \u escape or a
-// string broken by a newline (-32700), an object
+// value broken by a newline, in a string or not (-32700), an object
 // jsonrpc.DecodeMessage refuses (-32600). A value longer than the SDK's
 // frame limit (16 MiB) is read to its end without being kept and answered
 // as an Invalid Request (-32600), with its id when the first 16 MiB name
@@ -386,9 +386,13 @@ func (f *batchFilter) scan(b []byte) {
 				continue
 			}
 		}
-		if f.inStr && c == '\n' {
-			// a newline in a string: malformed (JSON escapes it, and the
-			// stdio transport's messages hold none), the line ends here
+		if c == '\n' {
+			// a newline inside a value, in a string or not: malformed (the
+			// stdio transport's messages hold none, and JSON escapes it in
+			// a string), the line ends here. Before, only a string ended
+			// so: a line holding an unclosed object ({"id":2,"method":"ping")
+			// took in every later line as part of its value, so no later
+			// request was answered (a new user's walkthrough)
 			f.malformed(f.value)
 			f.value, f.depth, f.inStr, f.escaped = nil, 0, false, false
 			f.ready = append(f.ready, c)

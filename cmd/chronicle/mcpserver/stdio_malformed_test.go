@@ -32,6 +32,12 @@ func TestStdioMalformedLineIsAnsweredAndServingGoesOn(t *testing.T) {
 		// refuses them, a Parse error)
 		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"A` + "\xff" + `","description":"d","content":"c","outcome":"success"}}}`, -32700},
 		{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"A\ud800","description":"d","content":"c","outcome":"success"}}}`, -32700},
+		// an object not closed on its line, outside any string: its line
+		// ends it (a stdio message holds no newline). Before, it took in
+		// every later line, and no later request was answered
+		{`{"jsonrpc":"2.0","id":12,"method":"ping"`, -32700},
+		{`{bad json`, -32700},
+		{`[{"jsonrpc":"2.0","id":13,"method":"ping"}`, -32700},
 	}
 	lines := []string{initializeLine("2025-06-18"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`}
 	for _, b := range bad {
