@@ -461,7 +461,11 @@ func (e *engine) observe(p Processor, items []projections.Item, outs []projectio
 			// letters too; at Info this line said it a second time
 			e.cfg.Logger.Debug("dead-lettered", map[string]any{"processor": p.Name(), "at": items[i].Pos.String(), "reason": o.Err.Error()})
 		}
-		if o.Result == projections.Applied && e.cfg.OnDeadLetter != nil && items[i].Env != nil && items[i].Env.Type == LetterType {
+		// a letter the projection refused is told too: one of a record
+		// that was no JSON names no scope, so it has no row (nor a place
+		// in GET /v1/deadletters), and before, it was the one letter serve
+		// never logged (a new user's walkthrough, 2026-12-03)
+		if (o.Result == projections.Applied || o.Result == projections.DeadLettered) && e.cfg.OnDeadLetter != nil && items[i].Env != nil && items[i].Env.Type == LetterType {
 			var d LetterData
 			if json.Unmarshal(items[i].Env.Data, &d) == nil {
 				e.cfg.OnDeadLetter(d)

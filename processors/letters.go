@@ -2,6 +2,7 @@ package processors
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -67,11 +68,18 @@ type LetterData struct {
 	ValueOmitted int `json:"value_omitted,omitempty"`
 }
 
+// ErrLetterNoScope is the error of LetterOf for a letter that belongs to
+// no tenant: its rejected record is no JSON event, or its scope attribute
+// is no scope. LetterOf then still returns what the headers say, with an
+// empty Scope.
+var ErrLetterNoScope = errors.New("the letter names no scope")
+
 // LetterOf reads a record of the dead-letter topic. It fails, naming the
 // header, when one of the original-position headers is missing or
-// malformed, and when the record's event has a scope attribute that is no
+// malformed; and, wrapping ErrLetterNoScope with the LetterData read but
+// its scope, when the record's event has a scope attribute that is no
 // scope or the record is no JSON event at all: such a letter belongs to no
-// tenant (`chronicle deadletter list` still shows it).
+// tenant (`chronicle deadletter list` still shows it, and serve logs it).
 func LetterOf(rec *kgo.Record) (LetterData, error) {
 	hs := map[string]string{}
 	for _, h := range rec.Headers {
@@ -120,14 +128,15 @@ func LetterOf(rec *kgo.Record) (LetterData, error) {
 		} else if first, ok := batchEvent(rec.Value); ok {
 			ev = first
 		} else if !parsed {
-			return LetterData{}, fmt.Errorf("%s: the rejected record is no JSON event, so it names no scope", at)
+			return d, fmt.Errorf("%s: the rejected record is no JSON event, so it names no scope: %w", at, ErrLetterNoScope)
 		}
 	}
 	d.EventID, d.EventType, d.EventSource, d.Scope = ev.ID, ev.Type, ev.Source, events.DefaultScope
 	if len(ev.Scope) > 0 && string(ev.Scope) != "null" {
 		var sc string
 		if json.Unmarshal(ev.Scope, &sc) != nil || !events.ValidScope(sc) {
-			return LetterData{}, fmt.Errorf("%s: the rejected event's scope %s is no scope", at, ev.Scope)
+			d.Scope = ""
+			return d, fmt.Errorf("%s: the rejected event's scope %s is no scope: %w", at, ev.Scope, ErrLetterNoScope)
 		}
 		d.Scope = sc
 	}
@@ -275,6 +284,13 @@ func letterItem(r *kgo.Record) projections.Item {
 		return topicItem(r, RedriveType, d.RedrivenAt, d.Scope, d, err)
 	}
 	d, err := LetterOf(r)
+	if errors.Is(err, ErrLetterNoScope) {
+		// an envelope all the same, of no scope: the projection refuses
+		// it (no row belongs to no tenant) and serve is told of it
+		// (RunnerConfig.OnDeadLetter), which it was not when the item
+		// held only the error
+		err = nil
+	}
 	return topicItem(r, LetterType, d.DeadLetteredAt, d.Scope, d, err)
 }
 

@@ -92,7 +92,8 @@ type RunnerConfig struct {
 	Logger watermill.LoggerAdapter
 	// OnDeadLetter, when set, is told about each record of the dead-letter
 	// topic (a processor's or a worker's refusal) that a processor of that
-	// topic applied in the live engine: once per letter, when its batch
+	// topic applied or refused (a letter naming no scope: its record was
+	// no JSON) in the live engine: once per letter, when its batch
 	// committed (a replay, a standby replica and a re-delivered record
 	// that was applied already do not call it). serve logs it.
 	OnDeadLetter func(LetterData)

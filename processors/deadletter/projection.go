@@ -75,6 +75,13 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err := json.Unmarshal(env.Data, &d); err != nil {
 		return fmt.Errorf("deadletters: letter %s: %w", env.ID, err)
 	}
+	if d.Scope == "" {
+		// its rejected record is no JSON event, or its scope is no scope
+		// (processors.ErrLetterNoScope): it belongs to no tenant, so no
+		// list holds it; serve logs it and `chronicle deadletter list`
+		// shows it
+		return fmt.Errorf("deadletters: letter %s of %s:%d:%d names no scope: no tenant's list holds it", env.ID, d.Topic, d.Partition, d.Offset)
+	}
 	e := Entry{ID: fmt.Sprintf("%s:%d:%d", d.Topic, d.Partition, d.Offset), EventID: d.EventID, EventType: d.EventType, EventSource: d.EventSource,
 		Scope: d.Scope, Topic: d.Topic, Partition: d.Partition, Offset: d.Offset, Handler: d.Handler, Reason: d.Reason, Pointer: d.Pointer, Key: d.Key,
 		DeadLetterPartition: d.DeadLetterPartition, DeadLetterOffset: d.DeadLetterOffset, DeadLetteredAt: d.DeadLetteredAt, ValueOmitted: d.ValueOmitted}

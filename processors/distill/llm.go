@@ -184,8 +184,8 @@ func (c LLMConfig) Validate() error {
 		return errors.New("distill: LLMConfig.Model: required (--llm-model)")
 	case c.Attempts < 0:
 		return errors.New("distill: LLMConfig.Attempts: must be ≥ 1")
-	case c.RatePerSecond < 0:
-		return errors.New("distill: LLMConfig.RatePerSecond: must be > 0 (--llm-rate)")
+	case !(c.RatePerSecond >= 0) || math.IsInf(c.RatePerSecond, 1): // NaN and +Inf too, which passed < 0
+		return fmt.Errorf("distill: LLMConfig.RatePerSecond: %v: must be a finite number > 0 (--llm-rate)", c.RatePerSecond)
 	case c.MaxRetryAfter < 0:
 		return errors.New("distill: LLMConfig.MaxRetryAfter: must be ≥ 0")
 	}

@@ -26,6 +26,15 @@ const (
 	MaxLimit     = 20
 )
 
+// MaxQueryLength bounds Query.Text, in characters (Unicode code points, as
+// JSON Schema's maxLength counts them); a longer query is ErrInvalid
+// naming query. It is the bound of next_tool's text (8,192). Before, a
+// query had no bound, and every hit's memory.retrieved.v1 carries the
+// query: one search of 910,000 characters with 20 hits wrote about 18 MB
+// to the log and to the memories' histories (a new user's walkthrough,
+// 2026-12-03).
+const MaxQueryLength = 8192
+
 // Query is a memory_search call. Zero fields take the defaults of the
 // ReasoningBank tool schema.
 type Query struct {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chronicle-dev/chronicle/events"
@@ -782,6 +783,9 @@ const CandidatesPerQuery = 200
 func normalise(q Query) (Query, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return q, fmt.Errorf("%w: query: required", ErrInvalid)
+	}
+	if n := utf8.RuneCountInString(q.Text); n > MaxQueryLength {
+		return q, fmt.Errorf("%w: query: %d characters, above the %d allowed", ErrInvalid, n, MaxQueryLength)
 	}
 	c, err := ParseCollection(string(q.Collection))
 	if err != nil {

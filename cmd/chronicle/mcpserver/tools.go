@@ -29,7 +29,7 @@ const (
 
 // searchInput is memory_search's arguments.
 type searchInput struct {
-	Query         string  `json:"query" jsonschema:"what to look for: the task at hand, an error, a question"`
+	Query         string  `json:"query" jsonschema:"what to look for: the task at hand, an error, a question (at most 8192 characters)"`
 	Scope         string  `json:"scope,omitempty" jsonschema:"which scopes to search: a kind (project, team, org or all) or one scope (project:<id>, team:<id>, org:<id>)"`
 	Outcome       string  `json:"outcome,omitempty" jsonschema:"success for strategies that worked, failure for anti-patterns, or all"`
 	Limit         int     `json:"limit,omitempty" jsonschema:"how many memories to return at most"`
@@ -176,6 +176,7 @@ func searchSchema() *jsonschema.Schema {
 	s := inferSchema[searchInput]()
 	p := s.Properties
 	p["query"].MinLength = jsonschema.Ptr(1)
+	p["query"].MaxLength = jsonschema.Ptr(search.MaxQueryLength)
 	p["scope"].Pattern = scopeFilterPattern
 	p["scope"].Default = defaultValue(search.ScopeAll)
 	p["outcome"].Enum = enum("success", "failure", "all")
