@@ -422,3 +422,22 @@ func keyField(e *Envelope, name string, lookup dataLookup) (string, bool, error)
 	}
 	return k, true, nil
 }
+
+// AuthorMember is the top-level data member naming who wrote an event of
+// type t, "" for a type without one: memory.feedback.v1 and
+// memory.retrieved.v1 "source", memory.recorded.v1 and
+// coordination.session.started.v1 "recorded_by", search.resumed.v1 "by".
+// The HTTP API sets it from the caller's token when the producer left it
+// out, so it is no part of what the producer sent: the content hash of the
+// idempotency check (projections.ContentHash) leaves it out.
+func AuthorMember(t Type) string {
+	switch t {
+	case MemoryFeedback, MemoryRetrieved:
+		return "source"
+	case MemoryRecorded, SessionStarted:
+		return "recorded_by"
+	case SearchResumed:
+		return "by"
+	}
+	return ""
+}

@@ -120,6 +120,18 @@ func contentHashV1(env *events.Envelope) []byte {
 // answered 202 and then dead-lettered as a conflicting duplicate (found by
 // a producer walkthrough).
 //
+// From dedup version 6 on, the data's author member (events.AuthorMember:
+// a feedback's or retrieval's source, a memory's or session start's
+// recorded_by, a resume's by) does not count: POST /v1/events sets it from
+// the caller's token when the producer left it out, so one event sent
+// twice — through two tokens (a token rotated between a send and its
+// retry), or through `chronicle ingest` or Kafka and then HTTP — was
+// answered 202 and then dead-lettered as a conflicting duplicate (found by
+// a producer walkthrough). Such a resend is now a duplicate and changes
+// nothing: the author the first copy recorded stands. Two events that
+// differ only in their author are the same event, as their (source, id)
+// says, whoever wrote them.
+//
 // It is what the idempotency key's value keeps to tell a duplicate from a
 // conflicting duplicate; the engine computes it once per record
 // (Item.Sum), not once per processor.
@@ -171,6 +183,10 @@ func contentHash(env *events.Envelope, v int) []byte {
 	// any is compact already (Chronicle's own producers write it so). The
 	// canonical form differs from the compact one only where a string has
 	// a \u or \/ escape (the other escapes are canonical already)
+	author := ""
+	if v >= 6 {
+		author = events.AuthorMember(env.Type)
+	}
 	switch {
 	case v >= 4 && uOrSlashEscape(env.Data):
 		buf := canonBufs.Get().(*[]byte)
@@ -178,21 +194,36 @@ func contentHash(env *events.Envelope, v int) []byte {
 		if err != nil {
 			out = append(out[:0], env.Data...) // unreachable for a parsed event
 		}
-		h.Write(out)
-		*buf = out
+		*buf = writeData(h, out, author)
 		canonBufs.Put(buf)
 	case compactAlready(env.Data):
-		h.Write(env.Data)
+		writeData(h, env.Data, author)
 	default:
 		var buf bytes.Buffer
 		if err := compact(&buf, env.Data); err != nil {
 			buf.Reset()
 			buf.Write(env.Data) // unreachable for a parsed event
 		}
-		h.Write(buf.Bytes())
+		writeData(h, buf.Bytes(), author)
 	}
 	var sum [sha256.Size]byte
 	return h.Sum(sum[:0])[:16]
+}
+
+// writeData writes the compact data b to h, without its top-level member
+// author when author is not "" (dedup version 6), and returns b (a pooled
+// buffer the caller keeps).
+func writeData(h hash.Hash, b []byte, author string) []byte {
+	if author == "" || !containsKey(b, author) {
+		h.Write(b)
+		return b
+	}
+	buf := canonBufs.Get().(*[]byte)
+	out, _ := appendWithoutMember((*buf)[:0], b, author)
+	h.Write(out)
+	*buf = out
+	canonBufs.Put(buf)
+	return b
 }
 
 // IDHash is IDHashKeyed of env and its record key (events.Key; when env
@@ -326,9 +357,15 @@ func dedupValue(offset int64, sum []byte) []byte {
 	return append(append(v, dedupVersion), sum...)
 }
 
-// dedupVersion 5: ContentHash (no time, the effective scope, no
-// datacontenttype); 4: contentHashV4; 3: contentHashV3; 2: contentHashV2.
-const dedupVersion = 5
+// dedupVersion 6: ContentHash (no time, the effective scope, no
+// datacontenttype, no author member); 5: contentHashV5; 4: contentHashV4; 3: contentHashV3; 2: contentHashV2.
+const dedupVersion = 6
+
+// contentHashV5 is ContentHash as idempotency keys of dedup version 5 hold
+// it: the author member as sent.
+func contentHashV5(env *events.Envelope) []byte {
+	return contentHash(env, 5)
+}
 
 // contentHashV4 is ContentHash as idempotency keys of dedup version 4 hold
 // it: the datacontenttype as sent.
@@ -340,13 +377,14 @@ func contentHashV4(env *events.Envelope) []byte {
 // written for an event with env's content. Values of every earlier layout
 // are understood: offset only (no hash: the same), offset + contentHashV1,
 // offset + version 2 + contentHashV2, offset + version 3 + contentHashV3,
-// offset + version 4 + contentHashV4; a value of version 2 to 4 answers
-// today's rules as far as its hash can (sameAsSpelled).
+// offset + version 4 + contentHashV4, offset + version 5 + contentHashV5;
+// a value of version 2 to 5 answers today's rules as far as its hash can
+// (sameAsSpelled).
 func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {
 	switch {
 	case len(prev) == 9+len(sum) && prev[8] == dedupVersion:
 		return bytes.Equal(prev[9:], sum)
-	case len(prev) == 9+16 && prev[8] >= 2 && prev[8] <= 4:
+	case len(prev) == 9+16 && prev[8] >= 2 && prev[8] <= 5:
 		return sameAsSpelled(prev[9:], env, int(prev[8]))
 	case len(prev) == 8+16:
 		return bytes.Equal(prev[8:], contentHashV1(env))
@@ -362,7 +400,7 @@ var jsonSpellings = [...]string{"", events.ContentTypeJSON, "application/json; c
 	"application/json;charset=utf-8", "application/json;charset=UTF-8", "Application/JSON", "APPLICATION/JSON"}
 
 // sameAsSpelled reports whether sum, a content hash of dedup version v (2
-// to 4), was written for env's content as today's rules see it, as far as
+// to 5), was written for env's content as today's rules see it, as far as
 // such a hash can answer: it tries env as it is and then spelled the ways
 // that version counted and today's does not — the datacontenttype
 // (jsonSpellings; version 5), the default scope left out or spelled out
@@ -372,7 +410,11 @@ var jsonSpellings = [...]string{"", events.ContentTypeJSON, "application/json; c
 // in the key, so a resend with another one stays a conflict there), and
 // before version 4 the data with '<', '>' and '&' as json.Marshal's
 // escapes (events.New, which the workflow routes and the memory tools used
-// before events.NewVerbatim). So a
+// before events.NewVerbatim), and the data without its author member
+// (version 6: the first copy was written without one, through Kafka or
+// `chronicle ingest`, and this resend through HTTP has the caller's; an
+// author the first copy named is not in the key, so a resend naming
+// another one stays a conflict there). So a
 // store upgraded across those versions decides as a replay does, up to
 // the spellings listed.
 func sameAsSpelled(sum []byte, env *events.Envelope, v int) bool {
@@ -404,8 +446,14 @@ func sameAsSpelled(sum []byte, env *events.Envelope, v int) bool {
 		json.HTMLEscape(&b, env.Data)
 		datas = append(datas, b.Bytes())
 	}
+	if alt, ok := withoutAuthor(env, v); ok {
+		datas = append(datas, alt.Data)
+	}
 	dcts := []string{env.DataContentType} // each spelling once
 	for _, d := range jsonSpellings {
+		if v >= 5 {
+			break // version 5 hashes no datacontenttype
+		}
 		if !slices.Contains(dcts, d) {
 			dcts = append(dcts, d)
 		}

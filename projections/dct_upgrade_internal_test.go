@@ -9,7 +9,7 @@ import (
 )
 
 // An upgraded data directory decides a repeated (source, id) as a fresh
-// replay of the same log does. A fresh replay writes version-5 keys, where
+// replay of the same log does. A fresh replay writes keys of today's version, where
 // no datacontenttype counts; a version-4 key forgave only the pair "" /
 // "application/json", and a version-3 key no spelling at all, so an event
 // first applied with "application/json; charset=utf-8" or
@@ -30,7 +30,7 @@ func TestVersion4KeyForgivesEveryDataContentTypeAsReplayDoes(t *testing.T) {
 		for _, v := range []byte{3, 4} {
 			key := append(append(binary.BigEndian.AppendUint64(nil, 1), v), contentHash(&prev, int(v))...)
 			if got := sameContent(key, &structured, ContentHash(&structured)); got != replay {
-				t.Errorf("first sent with %q, retried without: a version-%d key says same=%v, a fresh replay (version 5) says %v", first, v, got, replay)
+				t.Errorf("first sent with %q, retried without: a version-%d key says same=%v, a fresh replay (version %d) says %v", first, v, got, dedupVersion, replay)
 			}
 		}
 	}

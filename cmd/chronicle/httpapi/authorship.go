@@ -92,18 +92,8 @@ const reservedActor = "chronicle/"
 const reservedSource = "chronicle/"
 
 // authorField is the data member naming the author of an event type, ""
-// for types without one.
-func authorField(t events.Type) string {
-	switch t {
-	case events.MemoryFeedback, events.MemoryRetrieved:
-		return "source"
-	case events.MemoryRecorded, events.SessionStarted:
-		return "recorded_by"
-	case events.SearchResumed:
-		return "by"
-	}
-	return ""
-}
+// for types without one (events.AuthorMember).
+func authorField(t events.Type) string { return events.AuthorMember(t) }
 
 // stampAuthor applies the rule above to envs[i] for caller c; it returns
 // an error body for a refused event (403) or nil, with the event's data

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -142,5 +143,37 @@ func TestFeedbackWithoutWriteIsForbidden(t *testing.T) {
 	}
 	if code, m = call(t, srv.URL, "tok-o", "POST", "/v1/memories/"+id+"/feedback", map[string]any{"helpful": true}); code != 404 {
 		t.Fatalf("another scope's token: %d %v; want 404", code, m)
+	}
+}
+
+// One event sent through two tokens (a token rotated between a send and
+// its retry) is one event: the author POST /v1/events sets from the
+// caller is no part of its content (projections.ContentHash, dedup
+// version 6), so the resends are plain duplicates and the first author
+// stands. Before, each resend was answered 202 and then dead-lettered as
+// a conflicting duplicate (a producer walkthrough's finding). An event
+// with other content under the same id still is one, and is the only
+// letter.
+func TestResendThroughAnotherTokenIsADuplicate(t *testing.T) {
+	p, _, base := scopedServer(t)
+	rec := func(title string) map[string]any {
+		return map[string]any{"specversion": "1.0", "id": "rec-1", "source": "test/rotating", "type": string(events.MemoryRecorded), "scope": "project:a",
+			"data": map[string]any{"memory_id": "m-rotated", "title": title, "description": "d", "content": "c", "outcome": "success", "source": "explicit"}}
+	}
+	for _, tok := range []string{"tok-a", "tok-wo", "tok-admin"} {
+		if code, m := call(t, base, tok, "POST", "/v1/events", rec("Ask for the booking code first")); code != 202 {
+			t.Fatalf("the recording through %s: %d %v", tok, code, m)
+		}
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", rec("Another title")); code != 202 {
+		t.Fatalf("a recording with other content under the id: %d %v", code, m)
+	}
+	letters := waitDeadLetters(t, p, base, "tok-admin", "", 1)
+	if len(letters) != 1 || !strings.Contains(letters[0]["reason"].(string), "conflicting duplicate") {
+		t.Fatalf("dead letters: %v; want only the recording with other content (a conflicting duplicate), none of the resends", letters)
+	}
+	code, m := call(t, base, "tok-a", "GET", "/v1/memories/m-rotated/history", nil)
+	if code != 200 || !strings.Contains(fmt.Sprint(m), "token:a") || strings.Contains(fmt.Sprint(m), "token:wo") || strings.Contains(fmt.Sprint(m), "token:admin") {
+		t.Fatalf("history: %d %v; want the first author, token:a, only", code, m)
 	}
 }
