@@ -2,6 +2,7 @@ package memories
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -57,22 +58,50 @@ func History(store *projections.Store, key string) ([]Change, []Pending, error) 
 
 // Retrievals returns the memory.retrieved.v1 events applied to the memory
 // with key (events.EntityKey), in log order: who retrieved it, when, with
-// which query, at which log position.
+// which query, at which log position. RetrievalsPage reads them a page at
+// a time.
 func Retrievals(store *projections.Store, key string) ([]Retrieval, error) {
-	out := []Retrieval{}
+	out, _, err := RetrievalsPage(store, key, 0, 0, 0)
+	return out, err
+}
+
+// RetrievalsPage returns a page of the retrievals of the memory with key
+// in log order, starting with the one numbered from (0 is the first; a
+// memory's retrievals are numbered 0, 1, … as the memory bank applies
+// them): at most limit of them (0: no limit), ending before the one that
+// would take the page's stored JSON past maxBytes (0: no bound), and
+// holding at least one when any is left. next is the number of the first
+// retrieval after the page, or 0 when the page is the last. Errors: the
+// store's, or a row that does not decode.
+func RetrievalsPage(store *projections.Store, key string, from, limit, maxBytes int) (page []Retrieval, next int, err error) {
+	page = []Retrieval{}
 	prefix := "r/" + key + "/"
-	err := store.Scan(Name, prefix, "", func(k string, v []byte) (bool, error) {
+	start := ""
+	if from > 0 {
+		start = retrievalKey(key, from-1) // Scan starts after it
+	}
+	size := 0
+	err = store.Scan(Name, prefix, start, func(k string, v []byte) (bool, error) {
 		if !projections.OwnRow(prefix, k) {
 			return true, nil // a row of a memory whose id extends this one's
+		}
+		n, err := projections.ParseSeqKey(k[strings.LastIndexByte(k, '/')+1:])
+		if err != nil {
+			return false, fmt.Errorf("memories: retrieval row %q: %w", k, err)
+		}
+		if len(page) > 0 && (limit > 0 && len(page) >= limit || maxBytes > 0 && size+len(v) > maxBytes) {
+			next = n
+			return false, nil
 		}
 		var r Retrieval
 		if err := json.Unmarshal(v, &r); err != nil {
 			return false, err
 		}
-		out = append(out, r)
+		size += len(v)
+		page = append(page, r)
 		return true, nil
 	})
-	return out, err
+	return page, next, err
 }
 
 // Each calls fn for every memory in key order (scope, then id) until fn

@@ -1042,13 +1042,20 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// history: every change of the memory's confidence and state with the
-	// id and time of the event that caused it, and its stored signals
+	// id and time of the event that caused it, its stored signals, and a
+	// page of its retrievals (limit, cursor; bounded by HistoryPageBytes
+	// as a reasoning history is: before, every retrieval came in one body,
+	// and a memory found by every search grows one row per hit)
+	from, limit, ok := historyPage(w, r, "a retrieval number")
+	if !ok {
+		return
+	}
 	changes, signals, err := memories.History(s.P.Store, key)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	retrievals, err := memories.Retrievals(s.P.Store, key)
+	retrievals, next, err := memories.RetrievalsPage(s.P.Store, key, from, limit, HistoryPageBytes)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -1075,7 +1082,12 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 			retrievals[i].Query, retrievals[i].SessionID, retrievals[i].ReaderScopes, retrievals[i].QueryWithheld = "", "", nil, true
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals, "retrievals": retrievals})
+	cursor := ""
+	if next > 0 {
+		cursor = strconv.Itoa(next)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals,
+		"retrievals": retrievals, "retrieval_count": m.Retrievals, "next_cursor": cursor})
 }
 
 // cachedGraph is a loaded tool graph and the version it was loaded at.

@@ -37,7 +37,7 @@ func (s *Server) reasoningRoutes(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, t)
 		return
 	}
-	after, limit, ok := historyPage(w, r)
+	after, limit, ok := historyPage(w, r, "a pass number")
 	if !ok {
 		return
 	}
@@ -67,19 +67,22 @@ type ReasoningHistory struct {
 	NextCursor string        `json:"next_cursor"`
 }
 
-// HistoryPageBytes bounds a page of GET /v1/reasoning/{id}/history: it
-// ends before the pass that would take it past this many bytes (about:
-// the passes' JSON), holding at least one, with its next_cursor — with or
-// without limit, as the other per-entity lists are bounded (a variable for
-// tests).
+// HistoryPageBytes bounds a page of GET /v1/reasoning/{id}/history and of
+// GET /v1/memories/{id}/history's retrievals: it ends before the pass (or
+// retrieval) that would take it past this many bytes (about: their JSON),
+// holding at least one, with its next_cursor — with or without limit, as
+// the other per-entity lists are bounded (a variable for tests).
 var HistoryPageBytes = 4 << 20
 
 // historyPage reads GET /v1/reasoning/{id}/history's cursor (a
 // next_cursor: the pass number the previous page ended with; the page
 // starts after it) and limit (1 to 500; absent: every pass within
 // HistoryPageBytes), answering 400 naming the parameter. Before, limit
-// was ignored and the whole history came in one body.
-func historyPage(w http.ResponseWriter, r *http.Request) (after, limit int, ok bool) {
+// was ignored and the whole history came in one body. GET
+// /v1/memories/{id}/history reads its parameters the same way, its cursor
+// being the number of the page's first retrieval; unit names what a
+// cursor counts in the 400.
+func historyPage(w http.ResponseWriter, r *http.Request, unit string) (after, limit int, ok bool) {
 	q := r.URL.Query()
 	if l := q.Get("limit"); l != "" || q.Has("limit") {
 		n, err := strconv.Atoi(l)
@@ -92,7 +95,7 @@ func historyPage(w http.ResponseWriter, r *http.Request) (after, limit int, ok b
 	if c := q.Get("cursor"); c != "" {
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 1 || strconv.Itoa(n) != c {
-			writeFieldErr(w, "cursor", "", fmt.Sprintf("%q is not a next_cursor of this list (a pass number)", c))
+			writeFieldErr(w, "cursor", "", fmt.Sprintf("%q is not a next_cursor of this list (%s)", c, unit))
 			return 0, 0, false
 		}
 		after = n
