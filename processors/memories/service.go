@@ -289,6 +289,13 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 	}
 	if err := s.Producer.Publish(ctx, env); err != nil {
 		var ve *events.ValidationError
+		if errors.As(err, &ve) && errors.Is(err, events.ErrEventTooLarge) {
+			// the whole event is too large: name the member that makes
+			// it so, as feedback names its comment (before, pointer "/",
+			// which names no member of the body a caller can shorten)
+			ptr := largestMember(r)
+			return search.Recorded{}, &search.FieldError{Pointer: ptr, Reason: ve.Reason + ": shorten " + ptr[1:], Err: events.ErrEventTooLarge}
+		}
 		if errors.As(err, &ve) {
 			return search.Recorded{}, &search.FieldError{Pointer: bodyPointer(ve.Pointer), Reason: ve.Reason}
 		}
@@ -364,6 +371,21 @@ var recordFields = map[string]string{"title": "title", "description": "descripti
 func bodyPointer(ptr string) string {
 	p, _ := events.BodyPointer(ptr, recordFields)
 	return p
+}
+
+// largestMember is the pointer of r's longest member among those a
+// caller writes without a bound of their own — content and tags (their
+// bytes together); title and description are at most a few hundred
+// characters — "/content" when they tie.
+func largestMember(r search.Record) string {
+	tags := 0
+	for _, t := range r.Tags {
+		tags += len(t)
+	}
+	if tags > len(r.Content) {
+		return "/tags"
+	}
+	return "/content"
 }
 
 // keyReused is Record's error for r, whose idempotency key (event id

@@ -290,14 +290,24 @@ var ErrInvalid = errorString("invalid argument")
 type FieldError struct {
 	Pointer string
 	Reason  string
+	// Err, when set, is a further sentinel the error wraps besides
+	// ErrInvalid: events.ErrEventTooLarge for a recording whose event
+	// would be above the limit of one event (POST /v1/memories answers
+	// it 413, as it answers an oversized feedback).
+	Err error
 }
 
 func (e *FieldError) Error() string {
 	return string(ErrInvalid) + ": " + e.Pointer + ": " + e.Reason
 }
 
-// Unwrap returns ErrInvalid.
-func (e *FieldError) Unwrap() error { return ErrInvalid }
+// Unwrap returns ErrInvalid, and Err when set.
+func (e *FieldError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrInvalid}
+	}
+	return []error{ErrInvalid, e.Err}
+}
 
 // ErrKeyReused is returned (wrapped) by Record for an IdempotencyKey that
 // the caller already used, in the same scope, for a recording with other

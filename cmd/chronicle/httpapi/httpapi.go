@@ -1325,6 +1325,10 @@ func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
 func toolError(w http.ResponseWriter, err error) {
 	var fe *search.FieldError
 	switch {
+	case errors.As(err, &fe) && errors.Is(err, events.ErrEventTooLarge):
+		// permanent, as an oversized feedback is: only a shorter member
+		// makes it fit (it was a 400 with pointer "/": a walkthrough)
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: err.Error(), Pointer: fe.Pointer, Reason: fe.Reason})
 	case errors.As(err, &fe):
 		// a recording's schema error: the body member's pointer
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Pointer: fe.Pointer, Reason: fe.Reason})

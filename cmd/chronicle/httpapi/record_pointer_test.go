@@ -59,3 +59,30 @@ func TestRecordMemoryErrorsNameTheRequest(t *testing.T) {
 		t.Errorf("a surrogate in an unknown member's name: %d %v; want a 400 naming the surrogate, pointing to the object holding the member", code, m)
 	}
 }
+
+// A recording whose event would be above the limit of one event is a 413
+// naming the member to shorten, as an oversized feedback is a 413 naming
+// /comment (before: a 400 with pointer "/", which names nothing a caller
+// can shorten; a new user's walkthrough). Nothing is written: a recording
+// that fits afterwards is the memory's only evidence.
+func TestOversizedRecordingIsA413NamingTheMember(t *testing.T) {
+	p, _, base := scopedServer(t)
+	big := strings.Repeat("seat map ", 120_000) // ~1 MiB, inside the body limit, above the event's
+	for _, c := range []struct {
+		name, pointer string
+		rec           map[string]any
+	}{
+		{"content", "/content", map[string]any{"title": "Big", "description": "d", "content": big, "outcome": "success"}},
+		{"tags", "/tags", map[string]any{"title": "Big", "description": "d", "content": "c", "outcome": "success", "tags": []string{big[:500_000], big[:500_000]}}},
+	} {
+		code, m := call(t, base, "tok-a", "POST", "/v1/memories", c.rec)
+		if code != 413 || m["pointer"] != c.pointer || !strings.Contains(m["reason"].(string), "limit of one event") {
+			t.Errorf("an oversized %s: %d %v; want 413 naming %s", c.name, code, m, c.pointer)
+		}
+	}
+	waitCaughtUp(t, p)
+	code, m := call(t, base, "tok-a", "POST", "/v1/memories", map[string]any{"title": "Big", "description": "d", "content": "c", "outcome": "success"})
+	if code != 202 || m["evidence"] != 1.0 {
+		t.Fatalf("the recording that fits: %d %v; want 202, the memory's only evidence", code, m)
+	}
+}
