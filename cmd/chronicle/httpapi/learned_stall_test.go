@@ -159,4 +159,23 @@ func TestLearnedStreamsPerToken(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "LearnedMaxStreams)") {
 		t.Fatalf("a's second stream with the server's 4 taken: %d %s, want 503 naming the server's cap", resp.StatusCode, body)
 	}
+	// an EventSource fails for good on any answer but a 200: the caps
+	// answer it a 200 stream that says when to reconnect and ends with
+	// event: error naming the cap, as a broker outage does (before: the
+	// 503, which closed it; a walkthrough's finding)
+	for _, c := range []struct{ token, cap string }{{"tok-b", "LearnedMaxStreamsPerToken"}, {"tok-a", "LearnedMaxStreams)"}} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/learned/stream?from=end", nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body) // the stream ends at once
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || !strings.Contains(string(body), "\nretry: 5000\n") ||
+			!strings.Contains(string(body), "event: error\ndata: ") || !strings.Contains(string(body), c.cap) {
+			t.Errorf("an EventSource's stream past %s: %d %s; want a 200 event stream with retry: 5000 and event: error naming the cap", c.cap, resp.StatusCode, body)
+		}
+	}
 }

@@ -232,16 +232,14 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 
 	if s.Tokens != nil {
 		if !s.takeTokenStream(f.caller.Name) {
-			w.Header().Set("Retry-After", "5")
-			writeErr(w, http.StatusServiceUnavailable, "this token has %d learned streams open on this server, the most one token may hold at once (httpapi.LearnedMaxStreamsPerToken): close one, or retry later", LearnedMaxStreamsPerToken)
+			streamRetryLater(w, r, cur, "this token holds the most streams it may", fmt.Errorf("this token has %d learned streams open on this server, the most one token may hold at once (httpapi.LearnedMaxStreamsPerToken): close one, or retry later", LearnedMaxStreamsPerToken))
 			return
 		}
 		defer s.releaseTokenStream(f.caller.Name)
 	}
 	if n := s.openStreams.Add(1); n > LearnedMaxStreams {
 		s.openStreams.Add(-1)
-		w.Header().Set("Retry-After", "5")
-		writeErr(w, http.StatusServiceUnavailable, "%d learned streams are open on this server, the most it serves at once (httpapi.LearnedMaxStreams): retry later, or read chronicle.learned with a Kafka client", LearnedMaxStreams)
+		streamRetryLater(w, r, cur, "this server serves the most streams it may", fmt.Errorf("%d learned streams are open on this server, the most it serves at once (httpapi.LearnedMaxStreams): retry later, or read chronicle.learned with a Kafka client", LearnedMaxStreams))
 		return
 	}
 	defer s.openStreams.Add(-1)
@@ -538,13 +536,25 @@ const LearnedRetry = 5000
 // back (a subscriber's walkthrough, 2026-12-01). Any other client gets a
 // 503 with Retry-After: 5, as before but with the header.
 func streamUnavailable(w http.ResponseWriter, r *http.Request, cur LearnedCursor, err error) {
+	streamRetryLater(w, r, cur, "the broker did not answer", err)
+}
+
+// streamRetryLater answers a stream that cannot start now but may in a few
+// seconds (why, for the stream's comment line; err, its error) as
+// streamUnavailable describes: to an EventSource a 200 event stream with
+// "retry: LearnedRetry" that ends at once with "event: error", to any
+// other client a 503 with Retry-After: 5. The stream caps
+// (LearnedMaxStreamsPerToken, LearnedMaxStreams) answer so too: their 503
+// closed an EventSource for good, so a page that opened one stream too
+// many never got it, even once another closed (a walkthrough's finding).
+func streamRetryLater(w http.ResponseWriter, r *http.Request, cur LearnedCursor, why string, err error) {
 	if !acceptsEventStream(r) {
 		w.Header().Set("Retry-After", "5")
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)
 		return
 	}
 	startEventStream(w)
-	fmt.Fprintf(w, ": chronicle.learned unavailable: the broker did not answer; reconnect in %d ms\nretry: %d\n\n", LearnedRetry, LearnedRetry)
+	fmt.Fprintf(w, ": chronicle.learned unavailable: %s; reconnect in %d ms\nretry: %d\n\n", why, LearnedRetry, LearnedRetry)
 	b, _ := json.Marshal(map[string]string{"error": err.Error(), "resume": cur.String()})
 	writeStreamError(w, cur, b)
 }
