@@ -204,7 +204,7 @@ func binaryEvent(h http.Header, body []byte) ([]byte, error) {
 		return nil, binaryInputError("/data", "the body (data) is empty; it must be the event's data, a JSON object")
 	}
 	if !json.Valid(b) {
-		return nil, binaryInputError("/data", "the body (data) is not valid JSON")
+		return nil, binaryInputError("/data", "the body (data) is "+syntaxReason(body))
 	}
 	attrs["data"] = json.RawMessage(b)
 	return json.Marshal(attrs)

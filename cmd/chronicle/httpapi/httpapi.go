@@ -620,13 +620,13 @@ const publishWait = 15 * time.Second
 // also valid in a request". Its errors are *inputError about the body as
 // a whole (index -1, pointer "/").
 func splitBody(body []byte) ([][]byte, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil, bodyInputError("", "empty body: send one CloudEvent (JSON object) or a JSON array of them")
-	}
 	if !json.Valid(body) {
-		return nil, bodyInputError("", "body is not valid JSON")
+		if len(bytes.TrimSpace(body)) == 0 {
+			return nil, bodyInputError("", "empty body: send one CloudEvent (JSON object) or a JSON array of them")
+		}
+		return nil, bodyInputError("body", syntaxReason(body))
 	}
+	body = bytes.TrimSpace(body)
 	switch body[0] {
 	case '{':
 		return [][]byte{body}, nil

@@ -259,8 +259,12 @@ func TestRejectedBatchWritesNothing(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]byte("not json"), 400, "not valid JSON"},
+		{[]byte("not json"), 400, "not valid JSON at byte 2 (line 1, column 2): invalid character 'o' in literal null"},
+		// the position in a batch, counted from the body's first byte
+		// (before: "body is not valid JSON" alone, a walkthrough's finding)
+		{[]byte("\n[{\"specversion\":\"1.0\"},\n {\"id\": \"é\",}]"), 400, "body: not valid JSON at byte 39 (line 3, column 13): invalid character '}'"},
 		{[]byte(""), 400, "empty body"},
+		{[]byte(" \n\t"), 400, "empty body"},
 		{[]byte("42"), 400, "JSON object"},
 		{[]byte(`{"specversion":"1.0"}`), 400, "missing properties"},
 		{bytes.Repeat([]byte(" "), httpapi.MaxBodyBytes+1), 413, "larger than"},
