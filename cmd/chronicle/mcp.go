@@ -44,9 +44,10 @@ SIGTERM ends the wait at once.`,
 			// "invalid header field value": a re-test)
 			backend := &httpapi.Client{Base: api, Token: strings.TrimSpace(os.Getenv(tokenEnv))}
 			writes := []string{mcpserver.AllScopes}
+			var who *httpapi.WhoAmI // the token's scopes, when the service told them at start
 			if scope == "" {
 				var err error
-				if scope, err = defaultScope(ctx, backend, tokenEnv); err != nil {
+				if scope, who, err = defaultScope(ctx, backend, tokenEnv); err != nil {
 					return err
 				}
 				if scope == "" {
@@ -57,12 +58,24 @@ SIGTERM ends the wait at once.`,
 				}
 			} else if !events.ValidScope(scope) {
 				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
-			} else if err := checkScope(ctx, backend, scope, tokenEnv, cmd.ErrOrStderr()); err != nil {
-				return err
+			} else {
+				var err error
+				if who, err = checkScope(ctx, backend, scope, tokenEnv, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
 			// The service checks the token's scopes on every call; the
-			// stdio side only picks where new memories go.
-			caller := mcpserver.Caller{ReadScopes: []string{mcpserver.AllScopes}, WriteScopes: writes, DefaultScope: scope}
+			// stdio side picks where new memories go, and refuses the read
+			// tools to a token that reads no scope, as /mcp does (before,
+			// the service answered such a token's searches empty lists, so
+			// one token's tools answered otherwise over stdio than over
+			// /mcp: a walkthrough's finding)
+			reads := []string{mcpserver.AllScopes}
+			if who != nil && len(who.Read) == 0 {
+				reads = nil
+				fmt.Fprintln(cmd.ErrOrStderr(), "chronicle mcp: the token reads no scope: memory_search, next_tool and search_get will be refused; the writing tools work")
+			}
+			caller := mcpserver.Caller{ReadScopes: reads, WriteScopes: writes, DefaultScope: scope}
 			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: versionString(), Caller: caller, Improvement: backend.Improvement, Searches: backend, Graph: backend, DrainWait: drainWait})
 		},
 	}
@@ -79,27 +92,27 @@ SIGTERM ends the wait at once.`,
 // review). A service that does not answer within whoamiWait is no
 // refusal: --scope lets mcp start before the service, so that is a
 // warning on stderr and the calls then say what the service says.
-func checkScope(ctx context.Context, c *httpapi.Client, scope, tokenEnv string, stderr io.Writer) error {
+func checkScope(ctx context.Context, c *httpapi.Client, scope, tokenEnv string, stderr io.Writer) (*httpapi.WhoAmI, error) {
 	ctx, cancel := context.WithTimeout(ctx, whoamiWait)
 	defer cancel()
 	who, err := c.WhoAmI(ctx)
 	if terr := tokenError(err, c.Base, tokenEnv, c.Token); terr != nil {
-		return terr // every call would be refused alike: say it at start
+		return nil, terr // every call would be refused alike: say it at start
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "chronicle mcp: could not check that the token may write --scope %s (%v): memory_record and memory_feedback will say\n", scope, err)
-		return nil
+		return nil, nil
 	}
 	if len(who.Write) == 0 {
 		// a read-only token, or chronicle inspect: the read tools work,
 		// as without --scope
 		fmt.Fprintln(stderr, "chronicle mcp: the token writes no scope: memory_record and memory_feedback will be refused; the read tools work")
-		return nil
+		return &who, nil
 	}
 	if !(access.Caller{Write: who.Write}).CanWrite(scope) {
-		return fmt.Errorf("--scope %s: the token %q may not write %s (it writes %v): memory_record and memory_feedback would be refused; pass a scope it writes, or leave --scope out for its default write scope (%q)", scope, who.Name, scope, who.Write, who.DefaultWriteScope)
+		return nil, fmt.Errorf("--scope %s: the token %q may not write %s (it writes %v): memory_record and memory_feedback would be refused; pass a scope it writes, or leave --scope out for its default write scope (%q)", scope, who.Name, scope, who.Write, who.DefaultWriteScope)
 	}
-	return nil
+	return &who, nil
 }
 
 // whoamiWait bounds checkScope's question to the service (3 s).
@@ -110,17 +123,18 @@ const whoamiWait = 3 * time.Second
 // for a token that writes nothing (a read-only token still serves the
 // read tools). The service must answer at start: without it the scope
 // would be a guess (org:default, which a scoped token may not write).
-func defaultScope(ctx context.Context, c *httpapi.Client, tokenEnv string) (string, error) {
+// who is the service's whole answer.
+func defaultScope(ctx context.Context, c *httpapi.Client, tokenEnv string) (scope string, who *httpapi.WhoAmI, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	who, err := c.WhoAmI(ctx)
+	w, err := c.WhoAmI(ctx)
 	if terr := tokenError(err, c.Base, tokenEnv, c.Token); terr != nil {
-		return "", terr
+		return "", nil, terr
 	}
 	if err != nil {
-		return "", fmt.Errorf("--scope not given, and asking %s/v1/whoami for the token's default write scope failed (start chronicle serve first, or pass --scope): %w", c.Base, err)
+		return "", nil, fmt.Errorf("--scope not given, and asking %s/v1/whoami for the token's default write scope failed (start chronicle serve first, or pass --scope): %w", c.Base, err)
 	}
-	return who.DefaultWriteScope, nil
+	return w.DefaultWriteScope, &w, nil
 }
 
 // tokenError is a 401 of the service at api explained: no token in

@@ -377,6 +377,13 @@ func TestMCPScopedTokens(t *testing.T) {
 	if fb := callOK[map[string]any](t, producer, "memory_feedback", map[string]any{"memory_id": recorded.ID, "helpful": true}); fb["success"] != true || fb["new_confidence"] != nil {
 		t.Errorf("memory_feedback with a write-only token: %v, want success without new_confidence", fb)
 	}
+	// its read tools are refused, as /mcp refuses them (before, over
+	// stdio they answered empty lists: a walkthrough's finding)
+	for tool, args := range map[string]map[string]any{"memory_search": query, "next_tool": {"after": []any{"get_user_details"}}, "search_get": {"search_id": "s-1"}} {
+		if msg := callError(t, producer, tool, args); !strings.Contains(msg, "may read no scope") {
+			t.Errorf("%s with a write-only token over stdio: %q, want the refusal /mcp answers (the caller may read no scope)", tool, msg)
+		}
+	}
 	// a read-only token serves the read tools (a new user's walkthrough:
 	// chronicle mcp refused to start without --scope); the writing ones
 	// say why they are refused

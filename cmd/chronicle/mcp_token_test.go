@@ -29,10 +29,10 @@ func TestMCPSaysWhatIsWrongWithTheToken(t *testing.T) {
 		{"tok-x", "refused the token in $CHRONICLE_TOKEN (401: unknown bearer token)"},
 	} {
 		backend := &httpapi.Client{Base: srv.URL, Token: c.token}
-		if _, err := defaultScope(ctx, backend, "CHRONICLE_TOKEN"); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := defaultScope(ctx, backend, "CHRONICLE_TOKEN"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("without --scope, token %q: %v, want %q", c.token, err, c.want)
 		}
-		if err := checkScope(ctx, backend, "project:a", "CHRONICLE_TOKEN", io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := checkScope(ctx, backend, "project:a", "CHRONICLE_TOKEN", io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("with --scope, token %q: %v, want a refusal at start saying %q", c.token, err, c.want)
 		}
 	}
