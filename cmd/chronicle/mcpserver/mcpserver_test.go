@@ -538,6 +538,25 @@ func TestHTTPRecord(t *testing.T) {
 		t.Errorf("backend got %+v, want the second record with idempotency key 7c0e5a0e-retry", recs)
 	}
 
+	// scope picks where the memory goes, as POST /v1/memories' body
+	// member does (before, /mcp wrote to the default write scope only):
+	// one the caller writes reaches the backend, even past a default it
+	// may not write; another is refused naming it, a malformed one naming
+	// the argument; neither reaches the backend
+	args["scope"] = "project:a"
+	mcptest.Structured[search.Recorded](t, mcptest.Call(t, connectToken(t, url, "misconfigured"), "memory_record", args))
+	if _, recs, _ := fake.calls(); len(recs) != 3 || recs[2].Scope != "project:a" {
+		t.Errorf("backend got %+v, want the third record in project:a", recs)
+	}
+	args["scope"] = "project:b"
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), "memory_record: scope: this caller may not write project:b")
+	args["scope"] = "bogus"
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), `invalid argument: scope: "bogus" is not project:<id>, team:<id> or org:<id>`)
+	delete(args, "scope")
+	if _, recs, _ := fake.calls(); len(recs) != 3 {
+		t.Errorf("refused records reached the backend: %d records", len(recs))
+	}
+
 	// A caller without write scope gets a tool error saying so (not naming
 	// its default scope, which it cannot write either); the backend is not
 	// called.
@@ -551,7 +570,7 @@ func TestHTTPRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	mcptest.WantToolError(t, mcptest.Call(t, forged, "memory_record", args), "may write no scope")
-	if _, recs, _ := fake.calls(); len(recs) != 2 {
+	if _, recs, _ := fake.calls(); len(recs) != 3 {
 		t.Errorf("refused records reached the backend: %d records", len(recs))
 	}
 }

@@ -48,6 +48,10 @@ type recordInput struct {
 	Content     string   `json:"content" jsonschema:"the full memory: steps, reasoning, pitfalls"`
 	Outcome     string   `json:"outcome" jsonschema:"success for a strategy that worked, failure for an anti-pattern"`
 	Tags        []string `json:"tags,omitempty" jsonschema:"keywords to find the memory by"`
+	// Scope is where the memory goes: POST /v1/memories' body member
+	// scope, as a tool argument (before, memory_record over /mcp wrote to
+	// the token's default write scope only: a walkthrough's finding).
+	Scope string `json:"scope,omitempty" jsonschema:"the scope to record the memory in (project:<id>, team:<id> or org:<id>), one you may write; left out: your default write scope (GET /v1/whoami's default_write_scope; over stdio, chronicle mcp --scope)"`
 	// IdempotencyKey is search.Record.IdempotencyKey: the Idempotency-Key
 	// header of POST /v1/memories, as a tool argument.
 	IdempotencyKey *string `json:"idempotency_key,omitempty" jsonschema:"optional unique key (e.g. a UUID) of this recording, at most 255 printable ASCII characters: a retry of the call with the same key and fields (after a timeout or a lost answer) is answered as the first call was and adds no second evidence; the same key with other fields is an error"`
@@ -368,6 +372,9 @@ func (in *recordInput) validate() error {
 			return err
 		}
 	}
+	if in.Scope != "" && !events.ValidScope(in.Scope) {
+		return invalid("scope", "%q is not project:<id>, team:<id> or org:<id>", in.Scope)
+	}
 	if in.IdempotencyKey != nil { // given empty is refused, as the header is: not taken for none
 		if err := search.CheckIdempotencyKey(*in.IdempotencyKey); err != nil {
 			return invalid("idempotency_key", "%v", err)
@@ -440,9 +447,15 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 		return nil, search.Recorded{}, err
 	}
 	scope := caller.DefaultScope
+	if in.Scope != "" {
+		scope = in.Scope
+	}
 	switch {
 	case len(caller.WriteScopes) == 0:
 		return nil, search.Recorded{}, errors.New("memory_record: the caller may write no scope")
+	case in.Scope != "" && !grants(caller.WriteScopes, scope):
+		// as POST /v1/memories' 403 for a body's scope it may not write
+		return nil, search.Recorded{}, fmt.Errorf("memory_record: scope: this caller may not write %s", scope)
 	case scope == "":
 		return nil, search.Recorded{}, errors.New("memory_record: the caller has no default scope to write to")
 	case !events.ValidScope(scope):
