@@ -94,6 +94,13 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "SCRAM-SHA-512", "--kafka-sasl-user", "u", "--kafka-oauth-token-url", "https://idp.example/token"}, "--kafka-oauth-token-url, --kafka-oauth-scope and --kafka-oauth-extensions: for --kafka-sasl-mechanism OAUTHBEARER, not SCRAM-SHA-512"},
 		{[]string{"replay", "--data", t.TempDir(), "--into", filepath.Join(t.TempDir(), "r"), "--brokers", "127.0.0.1:9092", "--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password-env", "CHRONICLE_TEST_UNSET_PASSWORD"}, "--kafka-sasl-password-env: the environment variable CHRONICLE_TEST_UNSET_PASSWORD is unset or empty"},
 		{[]string{"ingest", "x.jsonl", "--kafka-tls-ca", "/nonexistent/ca.pem"}, "--kafka-tls-ca:"},
+		// a flag that means nothing without another was accepted and
+		// ignored (a walkthrough's finding): checkFlagNeeds
+		{[]string{"serve", "--data", t.TempDir(), "--llm-rate", "2"}, "--llm-rate 2: the rate of calls to the model, which means nothing without --llm-url"},
+		{[]string{"serve", "--data", t.TempDir(), "--weaviate-grpc", "off"}, "--weaviate-grpc off: the gRPC port of the Weaviate server, which means nothing without --weaviate"},
+		{[]string{"demo", "--data", t.TempDir(), "--http", "127.0.0.1:9999"}, "--http 127.0.0.1:9999: the address the HTTP API is served on afterwards, which means nothing without --serve"},
+		{[]string{"demo", "--data", t.TempDir(), "--serve=false", "--http", "127.0.0.1:9999"}, "which means nothing without --serve"},
+		{[]string{"mcp", "--api", "notaurl", "--scope", "project:a"}, `--api "notaurl": not the http:// or https:// URL of a running chronicle serve`},
 		// the topics' replicas are a cluster's (a Kafka platform review)
 		{[]string{"serve", "--data", t.TempDir(), "--replication-factor", "3"}, "--replication-factor: for the topics created on a Kafka cluster named by --brokers"},
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--replication-factor", "2", "--min-insync-replicas", "3"}, "--min-insync-replicas: 3 is above --replication-factor 2"},

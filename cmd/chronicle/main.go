@@ -218,6 +218,9 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 	if err := checkTopicReplicas(cmd); err != nil {
 		return err
 	}
+	if err := checkFlagNeeds(cmd); err != nil {
+		return err
+	}
 	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed {
 		if strings.Trim(f.Value.String(), ", ") == "" {
 			return fmt.Errorf("--brokers: %q names no host:port (leave the flag out to start the embedded broker)", f.Value.String())
@@ -225,6 +228,37 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 		if err := checkBrokers(f.Value.String()); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// flagNeeds lists the flags that mean nothing without another one of the
+// same command: given alone they were accepted and ignored (--llm-rate
+// without --llm-url, --weaviate-grpc without --weaviate, demo --http
+// without --serve: a walkthrough's finding). checkFlagNeeds refuses them.
+// A command with the flag unless checks these itself (search: only
+// --proposer llm calls a model, whatever --llm-url says).
+var flagNeeds = []struct{ flag, needs, unless, what string }{
+	{"llm-rate", "llm-url", "proposer", "the rate of calls to the model"},
+	{"llm-key-env", "llm-url", "proposer", "where the model's API key is read"},
+	{"weaviate-grpc", "weaviate", "", "the gRPC port of the Weaviate server"},
+	{"weaviate-api-key-env", "weaviate", "", "where the Weaviate server's API key is read"},
+	{"http", "serve", "", "the address the HTTP API is served on afterwards"},
+}
+
+// checkFlagNeeds refuses a flag of flagNeeds given on a command that has
+// its prerequisite too, when the prerequisite is not given (left out,
+// empty, or false).
+func checkFlagNeeds(cmd *cobra.Command) error {
+	for _, n := range flagNeeds {
+		f, need := cmd.Flags().Lookup(n.flag), cmd.Flags().Lookup(n.needs)
+		if f == nil || need == nil || !f.Changed || n.unless != "" && cmd.Flags().Lookup(n.unless) != nil {
+			continue
+		}
+		if v := need.Value.String(); need.Changed && v != "" && v != "false" {
+			continue
+		}
+		return fmt.Errorf("--%s %s: %s, which means nothing without --%s: give --%s too, or leave --%s out", n.flag, f.Value.String(), n.what, n.needs, n.needs, n.flag)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -36,6 +37,11 @@ SIGTERM ends the wait at once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if drainWait <= 0 {
 				return fmt.Errorf("--drain-wait %s: must be a positive duration (how long to wait, once stdin ends, for the answers of the requests read before the end; default %s)", drainWait, mcpserver.DefaultDrainWait)
+			}
+			// a URL that names no HTTP server: with --scope, mcp started
+			// and every call failed (a walkthrough's finding)
+			if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("--api %q: not the http:// or https:// URL of a running chronicle serve (e.g. http://127.0.0.1:8080)", api)
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
