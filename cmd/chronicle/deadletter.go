@@ -82,7 +82,11 @@ func deadletterRedriveCmd() *cobra.Command {
 		Use:   "redrive (--id TOPIC:PARTITION:OFFSET ... | --all) [--again] [--data DIR | --brokers HOST:PORT] [--json]",
 		Short: "Re-produce dead-lettered records to their original topics with their original keys, as their producers sent them",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if all == (len(ids) > 0) {
+			if all && len(ids) > 0 {
+				// it said "--id or --all: give one" to a caller who gave both
+				return fmt.Errorf("--id and --all: give one of them, not both (--all redrives every letter waiting for a redrive, --id the letters named)")
+			}
+			if !all && len(ids) == 0 {
 				return fmt.Errorf("--id or --all: give one (ids as `deadletter list` prints them)")
 			}
 			ctx, cancel := signalContext()

@@ -64,6 +64,11 @@ func TestDeadletterCLI(t *testing.T) {
 	for _, l := range ls {
 		if l.Handler == sessions.Name+"@"+string(events.TopicSessions) && l.EventID == done.ID && l.Topic == string(events.TopicSessions) {
 			id = l.ID
+			// the event's source and scope, as GET /v1/deadletters
+			// answers them (the JSON left them out: a walkthrough)
+			if l.EventSource != done.Source || l.Scope != done.EffectiveScope() {
+				t.Errorf("letter %s: event_source %q, scope %q; want %q, %q", l.ID, l.EventSource, l.Scope, done.Source, done.EffectiveScope())
+			}
 		}
 	}
 	if id == "" {
@@ -76,6 +81,9 @@ func TestDeadletterCLI(t *testing.T) {
 	}
 	if out, err := exec.Command(binary, "deadletter", "redrive", "--data", data).CombinedOutput(); err == nil || !strings.Contains(string(out), "--id or --all") {
 		t.Fatalf("redrive without --id or --all: %v %s", err, out)
+	}
+	if out, err := exec.Command(binary, "deadletter", "redrive", "--data", data, "--all", "--id", id).CombinedOutput(); err == nil || !strings.Contains(string(out), "--id and --all: give one of them, not both") {
+		t.Fatalf("redrive with --id and --all: %v %s", err, out)
 	}
 	if out, err := exec.Command(binary, "deadletter", "redrive", "--data", data, "--id", "chronicle.sessions:0:999").CombinedOutput(); err == nil || !strings.Contains(string(out), "chronicle.sessions:0:999") {
 		t.Fatalf("redrive of an unknown id: %v %s", err, out)

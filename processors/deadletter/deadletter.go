@@ -50,6 +50,13 @@ type Letter struct {
 	// event at all is dead-lettered too).
 	EventID   string `json:"event_id,omitempty"`
 	EventType string `json:"event_type,omitempty"`
+	// EventSource is the event's source attribute, and Scope its scope
+	// (processors.LetterData: org:default for an event without the
+	// attribute), as GET /v1/deadletters answers them; both empty when
+	// the record names none (`deadletter list --json` left them out: a
+	// walkthrough's finding).
+	EventSource string `json:"event_source,omitempty"`
+	Scope       string `json:"scope,omitempty"`
 	// DeadLetterPartition and DeadLetterOffset are the letter's own
 	// position in the dead-letter topic.
 	DeadLetterPartition int32 `json:"dead_letter_partition"`
@@ -66,9 +73,6 @@ type Letter struct {
 	RedrivenTo string `json:"redriven_to,omitempty"`
 	RedrivenAt string `json:"redriven_at,omitempty"`
 
-	// scope is the rejected event's scope (processors.LetterData.Scope),
-	// empty when the record names none: its redrive note names it.
-	scope    string
 	original *kgo.Record
 	// recordTime is the original record's timestamp when the letter
 	// carries it (a worker's letter: kafka_timestamp), else zero.
@@ -99,7 +103,7 @@ func Parse(rec *kgo.Record) (Letter, error) {
 	l := Letter{Topic: hs[processors.HeaderOriginalTopic], Handler: hs[processors.HeaderHandler], Reason: hs[processors.HeaderError], Pointer: hs[processors.HeaderPointer],
 		Key: string(rec.Key), DeadLetterPartition: rec.Partition, DeadLetterOffset: rec.Offset, DeadLetteredAt: events.RecordTime(rec.Timestamp)}
 	if d, err := processors.LetterOf(rec); err == nil {
-		l.scope = d.Scope
+		l.Scope, l.EventSource = d.Scope, d.EventSource
 	}
 	at := fmt.Sprintf("dead letter %d:%d", rec.Partition, rec.Offset)
 	if l.Topic == "" {
@@ -127,11 +131,15 @@ func Parse(rec *kgo.Record) (Letter, error) {
 	l.original = Restore(rec, l.Topic, l.Key)
 	if raw, err := events.StructuredJSON(l.original); err == nil {
 		var ev struct {
-			ID   string `json:"id"`
-			Type string `json:"type"`
+			ID     string `json:"id"`
+			Type   string `json:"type"`
+			Source string `json:"source"`
 		}
 		if json.Unmarshal(raw, &ev) == nil {
 			l.EventID, l.EventType = ev.ID, ev.Type
+			if l.EventSource == "" {
+				l.EventSource = ev.Source
+			}
 		}
 	}
 	if l.EventID == "" {
@@ -139,6 +147,9 @@ func Parse(rec *kgo.Record) (Letter, error) {
 			// a binary-mode record that is no event (its content-type, its
 			// data) named in its ce_ headers
 			l.EventID, l.EventType = d.EventID, d.EventType
+			if l.EventSource == "" {
+				l.EventSource = d.EventSource
+			}
 		}
 	}
 	return l, nil
@@ -390,7 +401,7 @@ func Redrive(ctx context.Context, brokers []string, letters []Letter) ([]Redrive
 // listed as waiting, and a second redrive re-produces the record again,
 // which the processors that applied it take for a duplicate (same id).
 func writeNote(ctx context.Context, cl *kgo.Client, l Letter, to string) error {
-	d := processors.RedriveData{LetterPartition: l.DeadLetterPartition, LetterOffset: l.DeadLetterOffset, LetterAt: l.DeadLetteredAt, Scope: l.scope, RedrivenTo: to}
+	d := processors.RedriveData{LetterPartition: l.DeadLetterPartition, LetterOffset: l.DeadLetterOffset, LetterAt: l.DeadLetteredAt, Scope: l.Scope, RedrivenTo: to}
 	v, err := json.Marshal(d)
 	if err != nil {
 		return err
@@ -398,7 +409,7 @@ func writeNote(ctx context.Context, cl *kgo.Client, l Letter, to string) error {
 	rec := &kgo.Record{Topic: string(events.TopicDeadLetter), Partition: l.DeadLetterPartition, Key: []byte(l.Key), Value: v, Headers: []kgo.RecordHeader{
 		{Key: processors.HeaderRedriveOf, Value: []byte(fmt.Sprintf("%d:%d", l.DeadLetterPartition, l.DeadLetterOffset))},
 		{Key: processors.HeaderRedriveOfTime, Value: []byte(l.DeadLetteredAt)},
-		{Key: processors.HeaderRedriveScope, Value: []byte(l.scope)},
+		{Key: processors.HeaderRedriveScope, Value: []byte(l.Scope)},
 		{Key: processors.HeaderRedrivenTo, Value: []byte(to)},
 	}}
 	return cl.ProduceSync(ctx, rec).FirstErr()
