@@ -107,6 +107,26 @@ func TestIngestChecksEveryLineBeforeProducing(t *testing.T) {
 	if n := written() - before; n != 3 {
 		t.Fatalf("%d records written, want 3", n)
 	}
+	// a byte order mark at the start of the file is not part of the
+	// first event (it was refused as not JSON: a walkthrough); anywhere
+	// else it is no JSON and is refused naming the line
+	bom := filepath.Join(dir, "bom.jsonl")
+	if err := os.WriteFile(bom, []byte("\uFEFF"+memoryLine("b1", "c")+"\n"+memoryLine("b2", "c")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before = written()
+	if out, err := exec.Command(binary, "ingest", bom, "--brokers", addr).CombinedOutput(); err != nil || !strings.Contains(string(out), "ingested 2 events") || written()-before != 2 {
+		t.Fatalf("a file starting with a byte order mark: %v\n%s\nwant both events ingested", err, out)
+	}
+	if err := os.WriteFile(bom, []byte(memoryLine("b3", "c")+"\n\uFEFF"+memoryLine("b4", "c")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(binary, "ingest", bom, "--brokers", addr).CombinedOutput(); err == nil || !strings.Contains(string(out), "bom.jsonl:2: ") {
+		t.Fatalf("a byte order mark on line 2: %v\n%s\nwant a refusal naming bom.jsonl:2", err, out)
+	}
+	if out, err := exec.Command(binary, "ingest").CombinedOutput(); err == nil || !strings.Contains(string(out), "ingest takes one FILE") {
+		t.Fatalf("ingest without FILE: %v\n%s\nwant the argument named", err, out)
+	}
 }
 
 // ingest - reads stdin, as import taubench - does; it failed with "open -:
