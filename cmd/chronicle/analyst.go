@@ -185,7 +185,13 @@ func digestCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "digest --data DIR",
-		Short: "Print a SHA-256 over each projection's sorted keys and values (offsets excluded) and one over all",
+		Short: "Print a SHA-256 over each projection's rows (keys and values, in key order) and one over all: what the store knows",
+		Long: `digest prints a SHA-256 over each projection's rows (its keys and values, in key
+order), with the number of rows, and one over every projection ("all"). Offsets,
+idempotency keys and the outbox are left out: they say how far the store got, not what it
+knows, so a replay of the same log into a fresh directory prints the same digests, bit for
+bit. The directory must be a stopped service's (a running one answers GET /v1/digest) and
+complete (not an interrupted replay).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := projections.Open(pipeline.ProjectionsDir(data), projections.Options{ReadOnly: true})
 			if err != nil {
