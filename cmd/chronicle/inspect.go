@@ -73,7 +73,7 @@ model (vectors the live service cached in DIR are reused).`,
 	}
 	cmd.Flags().StringVar(&data, "data", "./data", "data directory to read (its projections: DATA/projections), e.g. the --into of chronicle replay")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
-	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create); without it the API listens on loopback only")
+	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create), read at start only: restart to accept a token created or changed since; without it the API listens on loopback only")
 	registerRequestLog(cmd, &requestLog)
 	return cmd
 }

@@ -44,7 +44,10 @@ func tokenCmd() *cobra.Command {
 				return err
 			}
 			fmt.Println(tok)
-			fmt.Fprintf(os.Stderr, "token %q stored hashed in %s; this is the only time it is shown\n", name, file)
+			// serve, inspect and a cluster's members read the file once, at
+			// start: a new token was refused with a 401 until a restart,
+			// which nothing said (a walkthrough's finding)
+			fmt.Fprintf(os.Stderr, "token %q stored hashed in %s; this is the only time it is shown; a running chronicle serve or inspect reads %s at start only: restart it (every member of a cluster) to accept the token\n", name, file, file)
 			return nil
 		},
 	}
@@ -86,6 +89,6 @@ func loadTokens(file, httpAddr string) (*access.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "chronicle: %d API tokens from %s; every /v1 call needs one\n", len(f.Tokens), file)
+	fmt.Fprintf(os.Stderr, "chronicle: %d API tokens from %s, read now only (a token created later is accepted after a restart); every /v1 call needs one\n", len(f.Tokens), file)
 	return &f, nil
 }
