@@ -9,8 +9,9 @@ import (
 // InputFromEvents builds the Input of one session from its events, in
 // order, decoding the payloads as a consumer of the topics would:
 // coordination.session.started.v1 gives the task and criteria (the first
-// one, as the sessions processor refuses a second start: ErrAlreadyStarted), coordination.minute.recorded.v1 the
-// minutes, workflow.task.completed.v1 the calls, and
+// one, as the sessions processor refuses a second start:
+// ErrAlreadyStarted), coordination.minute.recorded.v1 the minutes,
+// workflow.task.completed.v1 the calls, and
 // coordination.session.completed.v1 only the output: its outcome and reward
 // are the producer's verdict, which the evaluator must not see. Other
 // types are ignored. SessionID is the sessionid of the first event that
