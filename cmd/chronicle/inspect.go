@@ -68,12 +68,13 @@ model (vectors the live service cached in DIR are reused).`,
 			}
 			fmt.Fprintf(os.Stderr, "chronicle: read-only projections in %s (search index built in %.1fs)\n", pipeline.ProjectionsDir(data), time.Since(start).Seconds())
 			s.Tokens, s.RequestLog = tf, rl
+			reloadTokensOnHUP(ctx, tokens, s)
 			return serveListener(ctx, s, ln)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "./data", "data directory to read (its projections: DATA/projections), e.g. the --into of chronicle replay")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
-	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create), read at start only: restart to accept a token created or changed since; without it the API listens on loopback only")
+	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create), read at start and re-read on SIGHUP (a token created or removed since is then accepted or refused; a changed member_secret takes a restart); without it the API listens on loopback only")
 	registerRequestLog(cmd, &requestLog)
 	return cmd
 }

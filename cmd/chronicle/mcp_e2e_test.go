@@ -39,6 +39,14 @@ func startServe(t *testing.T, args ...string) string {
 // comes.
 func startServeLogs(t *testing.T, args ...string) (string, *mcptest.Buffer) {
 	t.Helper()
+	base, logs, _ := startServeProcess(t, args...)
+	return base, logs
+}
+
+// startServeProcess is startServeLogs that also returns the process, for
+// a test that signals it.
+func startServeProcess(t *testing.T, args ...string) (string, *mcptest.Buffer, *os.Process) {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -98,7 +106,7 @@ func startServeLogs(t *testing.T, args ...string) (string, *mcptest.Buffer) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base, logs
+				return base, logs, cmd.Process
 			}
 			last = resp.Status
 		}

@@ -133,6 +133,7 @@ func serveCmd() *cobra.Command {
 			}()
 			describe(p)
 			api := &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString()}
+			reloadTokensOnHUP(ctx, tokens, api)
 			late.set(api.Handler())
 			announce(ln) // when it answers: scripts and tests wait for this line
 			srv.RegisterOnShutdown(api.StopStreams)
@@ -145,7 +146,7 @@ func serveCmd() *cobra.Command {
 	c.registerLLM(cmd)
 	c.registerSearch(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
-	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create), read at start only: restart to accept a token created or changed since; without it the API listens on loopback only")
+	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create), read at start and re-read on SIGHUP (a token created or removed since is then accepted or refused; a changed member_secret takes a restart); without it the API listens on loopback only")
 	cmd.Flags().DurationVar(&stallAfter, "stall-after", processors.DefaultStallAfter, "/healthz says \"stalled\" (503) when a partition this instance owns is behind with no processor committing for this long (0: the default, 30s)")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "URL other instances and operators reach this instance's API at: published to the processors' group (reads are forwarded to it) and shown by GET /v1/cluster (default: http:// and the --http listen address)")
 	registerRequestLog(cmd, &requestLog)

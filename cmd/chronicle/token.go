@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/spf13/cobra"
 )
 
@@ -44,10 +48,10 @@ func tokenCmd() *cobra.Command {
 				return err
 			}
 			fmt.Println(tok)
-			// serve, inspect and a cluster's members read the file once, at
-			// start: a new token was refused with a 401 until a restart,
+			// a running serve or inspect accepts the token once it re-read
+			// the file: a new token was refused with a 401 until a restart,
 			// which nothing said (a walkthrough's finding)
-			fmt.Fprintf(os.Stderr, "token %q stored hashed in %s; this is the only time it is shown; a running chronicle serve or inspect reads %s at start only: restart it (every member of a cluster) to accept the token\n", name, file, file)
+			fmt.Fprintf(os.Stderr, "token %q stored hashed in %s; this is the only time it is shown; a running chronicle serve or inspect accepts it once it re-reads %s: send it SIGHUP (kill -HUP <pid>; every member of a cluster)\n", name, file, file)
 			return nil
 		},
 	}
@@ -89,6 +93,39 @@ func loadTokens(file, httpAddr string) (*access.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "chronicle: %d API tokens from %s, read now only (a token created later is accepted after a restart); every /v1 call needs one\n", len(f.Tokens), file)
+	fmt.Fprintf(os.Stderr, "chronicle: %d API tokens from %s (re-read on SIGHUP); every /v1 call needs one\n", len(f.Tokens), file)
 	return &f, nil
+}
+
+// reloadTokensOnHUP re-reads the token file on every SIGHUP until ctx
+// ends, and hands it to api (httpapi.Server.ReloadTokens), saying on
+// stderr what it did: a file that does not load, or that changes the
+// member secret, leaves the tokens before in place. Without a file
+// (serving every scope on loopback) it installs nothing, and a SIGHUP
+// ends the process as it always did.
+func reloadTokensOnHUP(ctx context.Context, file string, api *httpapi.Server) {
+	if file == "" {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			f, err := access.Load(file)
+			if err == nil {
+				err = api.ReloadTokens(f)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "chronicle: SIGHUP: --tokens %s not reloaded, the tokens read before stay: %v\n", file, err)
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "chronicle: SIGHUP: %d API tokens reloaded from %s\n", len(f.Tokens), file)
+		}
+	}()
 }

@@ -124,7 +124,8 @@ type Server struct {
 	Version string
 	// Tokens, when set, require a bearer token on every /v1 route and
 	// limit each caller to its scopes; nil serves every scope (the service
-	// then listens on loopback only).
+	// then listens on loopback only). ReloadTokens replaces them while the
+	// server runs; Tokens itself is not written after start.
 	Tokens *access.File
 	// StallAfter is how long an owned partition may be behind without
 	// progress before /healthz says "stalled" and answers 503 (serve
@@ -147,6 +148,8 @@ type Server struct {
 	// RequestLog, when set, gets one line per request (see logRequests):
 	// serve sets it (--request-log); nil logs nothing.
 	RequestLog *slog.Logger
+	// reloaded is the token file of the last ReloadTokens (nil: Tokens)
+	reloaded atomic.Pointer[access.File]
 	// streamsStop is closed by StopStreams (learned_stream.go)
 	openStreams  atomic.Int64 // GET /v1/learned/stream open (LearnedMaxStreams)
 	streamsMu    sync.Mutex
@@ -309,7 +312,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		c := access.Unrestricted
 		if s.Tokens != nil && !publicPaths[r.URL.Path] {
 			var err error
-			if c, err = s.Tokens.Authenticate(r.Header.Get("Authorization")); err != nil {
+			if c, err = s.tokenFile().Authenticate(r.Header.Get("Authorization")); err != nil {
 				// RFC 6750 section 3.1: no error code when the request
 				// carried no credentials, invalid_request for another
 				// scheme, invalid_token for a token not known here
@@ -1636,7 +1639,7 @@ func (s *Server) mcpCaller(_ context.Context, r *http.Request) (mcpserver.Caller
 	c := access.Unrestricted
 	if s.Tokens != nil {
 		var err error
-		if c, err = s.Tokens.Authenticate(r.Header.Get("Authorization")); err != nil {
+		if c, err = s.tokenFile().Authenticate(r.Header.Get("Authorization")); err != nil {
 			return mcpserver.Caller{}, err
 		}
 	}
