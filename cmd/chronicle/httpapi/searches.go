@@ -13,6 +13,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
+	"github.com/chronicle-dev/chronicle/processors/treesearch/game24"
 )
 
 // SearchView is GET /v1/searches/{id}: the search's projected state (status,
@@ -189,6 +190,10 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusConflict, "search %q is %s, not paused", id, sr.Status)
 		return
 	}
+	if ptr, reason := s.undrivable(key, sr); ptr != "" {
+		writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: fmt.Sprintf("search %q: its %s: %s; nothing was written", id, ptr, reason), Reason: reason})
+		return
+	}
 	out, err := s.publishResume(r.Context(), key, sr, body.Decision, body.Note, body.By)
 	if err != nil {
 		var ve *events.ValidationError
@@ -214,6 +219,34 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, out)
+}
+
+// undrivable says why the resume worker could not drive search sr (key)
+// on after a resume, and what of the search is at fault ("" when it
+// could): a search whose proposer and evaluator are the built-in Game of
+// 24 components (game24.Builtin), whose root or an open node holds no
+// Game of 24 state (game24.CheckState). Before, such a resume was a 202,
+// and the worker then either failed on it (the search running for good,
+// every later resume a 409) or, for a state of eight numbers, spent
+// minutes of a core on it while every other search's resume waited (a
+// walkthrough's finding).
+func (s *Server) undrivable(key string, sr treesearch.Search) (what, reason string) {
+	if _, _, ok := game24.Builtin(sr.Proposer, sr.Evaluator); !ok {
+		return "", ""
+	}
+	if err := game24.CheckState(sr.RootState); err != nil {
+		return "root_state", fmt.Sprintf("no Game of 24 puzzle for the built-in %s components to drive: %v", sr.Proposer.Name, err)
+	}
+	for _, o := range sr.Open {
+		n, ok, err := treesearch.GetNode(s.P.Store, key, o.ID)
+		if err != nil || !ok {
+			continue // the worker reads it as the projection holds it
+		}
+		if err := game24.CheckState(n.State); err != nil {
+			return "node " + o.ID + "'s state", fmt.Sprintf("no Game of 24 state for the built-in %s components to expand: %v", sr.Proposer.Name, err)
+		}
+	}
+	return "", ""
 }
 
 // resumeBy is who a resume records (search.resumed.v1 data.by) for a

@@ -24,29 +24,54 @@ import (
 var Target = big.NewRat(24, 1)
 
 // ParseNumber reads an integer, a decimal ("1.5") or a fraction ("2/3"),
-// optionally in parentheses ("(-1)"), exactly.
+// optionally signed and in parentheses ("(-1)"), exactly, each part at most
+// MaxDigits digits. Anything else is no number: big.Rat.SetString also
+// reads exponents and base prefixes, and "1e99999999" in a forged search
+// state took the resume worker minutes of a core to build (a walkthrough's
+// finding).
 func ParseNumber(s string) (*big.Rat, bool) {
 	s = strings.TrimSpace(s)
 	for strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
 		s = strings.TrimSpace(s[1 : len(s)-1])
 	}
-	if s == "" {
+	if !numberRe.MatchString(s) {
 		return nil, false
 	}
 	r, ok := new(big.Rat).SetString(s)
 	return r, ok
 }
 
+// MaxDigits bounds each digit run of a number ParseNumber reads: far more
+// than a Game of 24 step needs (13 × 13 × 13 × 13 is 28,561), far fewer
+// than makes exact arithmetic slow.
+const MaxDigits = 20
+
+// numberRe is what ParseNumber reads.
+var numberRe = regexp.MustCompile(`^[+-]?[0-9]{1,20}(\.[0-9]{1,20}|/[0-9]{1,20})?$`)
+
+// MaxNumbers is the most numbers a state holds: a Game of 24 puzzle has
+// four, and each step leaves one fewer.
+const MaxNumbers = 4
+
 // Format writes r exactly: "9", "-1", "2/3".
 func Format(r *big.Rat) string { return r.RatString() }
 
-// ParseState reads a state's numbers.
+// ParseState reads a state's numbers: at most MaxNumbers, each one
+// ParseNumber reads. More is no Game of 24 state: the exhaustive
+// evaluator (Solvable) grows factorially with them, and a forged search
+// whose root held eight numbers kept the resume worker busy for minutes,
+// holding every other search's resume up behind it (a walkthrough's
+// finding).
 func ParseState(state string) ([]*big.Rat, error) {
 	var out []*big.Rat
-	for _, f := range strings.Fields(state) {
+	fields := strings.Fields(state)
+	if len(fields) > MaxNumbers {
+		return nil, fmt.Errorf("game24: %d numbers in %q, at most %d (a Game of 24 puzzle has four)", len(fields), clip(state), MaxNumbers)
+	}
+	for _, f := range fields {
 		r, ok := ParseNumber(f)
 		if !ok {
-			return nil, fmt.Errorf("game24: %q is not a number", f)
+			return nil, fmt.Errorf("game24: %q is not a number (an integer, a decimal or a fraction of at most %d digits a part)", clip(f), MaxDigits)
 		}
 		out = append(out, r)
 	}
@@ -342,4 +367,16 @@ func moves(a, b *big.Rat) []move {
 		}
 	}
 	return out
+}
+
+// clip is s cut to its first 40 characters for an error message.
+func clip(s string) string {
+	n := 0
+	for i := range s {
+		if n == 40 {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
 }

@@ -218,6 +218,24 @@ func Components(name string) (treesearch.Proposer, treesearch.Evaluator, bool) {
 	return nil, nil, false
 }
 
+// CheckState says why the built-in components cannot expand state: it is
+// no state of a Game of 24 search (ParseState's error: more than four
+// numbers, or a field that is no number), nil when it is one ("24 = …" and
+// "answer: …" included). POST /v1/searches/{id}/resume asks it of a
+// built-in search's root and open nodes before the resume worker drives
+// the search, so a forged search is refused there (422) instead of
+// failing in the worker after a 202.
+func CheckState(state string) error {
+	if strings.HasPrefix(state, "answer:") {
+		return nil
+	}
+	if _, ok := reached(state); ok {
+		return nil
+	}
+	_, err := ParseState(state)
+	return err
+}
+
 // Builtin is a treesearch.ComponentsFunc for the resume worker: the
 // built-in proposer and evaluator (arithmetic, or GPT-4's recorded Tree of
 // Thoughts answers) when a search recorded the same one as both, with the

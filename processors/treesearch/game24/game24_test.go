@@ -111,3 +111,27 @@ func TestRecordedTree(t *testing.T) {
 		t.Fatal("5 * 6 was not selected by the ToT run, so it has no recorded proposals")
 	}
 }
+
+// ParseState reads at most four numbers, each an integer, a decimal or a
+// fraction of at most MaxDigits digits a part: a forged state of eight
+// numbers kept the resume worker's exhaustive evaluator busy for minutes,
+// and big.Rat reads "1e99999999" as a number it takes as long to build
+// (a walkthrough's finding).
+func TestParseStateIsBounded(t *testing.T) {
+	for state, ok := range map[string]bool{
+		"4 5 6 10": true, "1/3 2.5 -1 (7)": true, "24": true, "12345678901234567890 1": true,
+		"1 2 3 4 5":               false,
+		"1e99999999":              false,
+		"0x10 1":                  false,
+		"123456789012345678901":   false,
+		"1/123456789012345678901": false,
+		"x y":                     false,
+	} {
+		if _, err := ParseState(state); (err == nil) != ok {
+			t.Errorf("ParseState(%q): %v, want ok %v", state, err, ok)
+		}
+	}
+	if err := CheckState("24 = (4 * 6)"); err != nil {
+		t.Errorf("CheckState of a reached state: %v", err)
+	}
+}
