@@ -426,7 +426,8 @@ func keyField(e *Envelope, name string, lookup dataLookup) (string, bool, error)
 // AuthorMember is the top-level data member naming who wrote an event of
 // type t, "" for a type without one: memory.feedback.v1 and
 // memory.retrieved.v1 "source", memory.recorded.v1 and
-// coordination.session.started.v1 "recorded_by", search.resumed.v1 "by".
+// coordination.session.started.v1 "recorded_by", search.resumed.v1 and
+// workflow.decision.answered.v1 "by" (who made a human decision).
 // The HTTP API sets it from the caller's token when the producer left it
 // out, so it is no part of what the producer sent: the content hash of the
 // idempotency check (projections.ContentHash) leaves it out.
@@ -436,7 +437,7 @@ func AuthorMember(t Type) string {
 		return "source"
 	case MemoryRecorded, SessionStarted:
 		return "recorded_by"
-	case SearchResumed:
+	case SearchResumed, WorkflowDecisionAnswered:
 		return "by"
 	}
 	return ""

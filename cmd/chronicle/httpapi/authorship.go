@@ -31,12 +31,14 @@ import (
 //     memories' usages: before, three such sessions whose memories merged
 //     counted as three users and let the token's single signal apply
 //     without consensus (a gap the last closing notes listed).
-//   - search.resumed.v1 data.by: the same rule, as POST
-//     /v1/searches/{id}/resume applies it (resumeBy); on a service
-//     without tokens a given by is kept as sent, an absent one set to
-//     "token:local". Before, any name was recorded as the decision's
-//     actor, "token:admin" from a project:a token included (an
-//     agent-runtime developer's walkthrough).
+//   - search.resumed.v1 and workflow.decision.answered.v1 data.by: the
+//     same rule, as POST /v1/searches/{id}/resume and POST
+//     /v1/workflows/{id}/decisions/{did} apply it (resumeBy); on a
+//     service without tokens a given by is kept as sent, an absent one
+//     set to "token:local". Before, any name was recorded as the
+//     decision's actor, "token:admin" from a project:a token included (an
+//     agent-runtime developer's walkthrough for searches, a workflows
+//     walkthrough for a workflow's human decision).
 //   - memory.retrieved.v1 data.session_id → 403: a usage counted by
 //     session is written by GET /v1/memories/search?session_id=, which
 //     checks that the session exists in a scope the caller reads.
@@ -181,7 +183,7 @@ func stampOne(envs []events.Envelope, i int, c access.Caller, tokens bool) *erro
 	if field == "" || env.Type == events.SessionStarted && !tokens {
 		return nil
 	}
-	if env.Type == events.SearchResumed && !tokens {
+	if (env.Type == events.SearchResumed || env.Type == events.WorkflowDecisionAnswered) && !tokens {
 		// no identity to check a name against (resumeBy): a given one is
 		// kept as sent; an absent one is set to token:local below
 		var d struct {

@@ -177,3 +177,41 @@ func TestResendThroughAnotherTokenIsADuplicate(t *testing.T) {
 		t.Fatalf("history: %d %v; want the first author, token:a, only", code, m)
 	}
 }
+
+// Who answered a workflow's decision is the caller, as who resumed a
+// search: POST /v1/workflows/{id}/decisions/{did} and POST /v1/events
+// refuse a by naming another token (403 naming /by and /data/by), and an
+// answer without by records the token's name. Before, a project:a token
+// recorded "token:admin" as the approver of a human decision, and an
+// answer without by recorded none (a workflows walkthrough's finding).
+func TestDecisionAnswerCarriesTheCaller(t *testing.T) {
+	p, _, base := scopedServer(t)
+	wf := "/v1/workflows/wire?scope=project:a"
+	post := func(path, body string) (int, map[string]any) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatal(err)
+		}
+		return call(t, base, "tok-a", "POST", path, m)
+	}
+	if code, m := post(strings.Replace(wf, "?", "/decisions?", 1), `{"decision_id":"d","kind":"human","question":"Wire $9000?","options":["approve","reject"],"layer":0}`); code != 200 {
+		t.Fatalf("the decision: %d %v", code, m)
+	}
+	answer := strings.Replace(wf, "?", "/decisions/d?", 1)
+	if code, m := post(answer, `{"answer":"approve","by":"token:admin"}`); code != 403 || m["pointer"] != "/by" {
+		t.Fatalf("an answer by another token: %d %v; want 403 naming /by", code, m)
+	}
+	ev := map[string]any{"specversion": "1.0", "id": "ans-forged", "source": "test/wf", "type": string(events.WorkflowDecisionAnswered), "scope": "project:a",
+		"data": map[string]any{"workflow_id": "wire", "decision_id": "d", "answer": "approve", "by": "token:admin"}}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", ev); code != 403 || m["pointer"] != "/data/by" {
+		t.Fatalf("the answer's event by another token: %d %v; want 403 naming /data/by", code, m)
+	}
+	if code, m := post(answer, `{"answer":"approve"}`); code != 200 {
+		t.Fatalf("the answer without by: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	code, m := call(t, base, "tok-a", "GET", "/v1/workflows/wire?scope=project:a", nil)
+	if code != 200 || !strings.Contains(fmt.Sprint(m["decisions"]), "token:a") || strings.Contains(fmt.Sprint(m), "token:admin") {
+		t.Fatalf("the workflow: %d %v; want its decision answered by token:a", code, m)
+	}
+}

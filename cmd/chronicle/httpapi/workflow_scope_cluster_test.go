@@ -74,7 +74,7 @@ func TestWorkflowWriteFindsItsScopeAcrossTheCluster(t *testing.T) {
 		t.Errorf("a second %s in project:a: GET answered %d %s; want 404", wf, code, body)
 	}
 	// a decision answer without ?scope= sent to m1
-	code, out := post(m1, "tok-ab", base+"/decisions/d1", `{"answer":"yes","by":"alice"}`)
+	code, out := post(m1, "tok-ab", base+"/decisions/d1", `{"answer":"yes"}`)
 	if st := state(out); code != http.StatusOK || st["scope"] != "project:b" || fmt.Sprint(st["pending_decisions"]) != "[]" {
 		t.Errorf("the answer sent to m1: %d %v; want 200, project:b's workflow with no decision pending", code, out)
 	}

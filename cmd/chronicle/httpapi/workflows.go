@@ -567,6 +567,14 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, http.StatusBadRequest, errorBody{Error: "answer: " + reason, Index: &idx, Pointer: "/answer", Reason: reason})
 				return
 			}
+			// who answered is the caller, as who resumed a search
+			// (resumeBy): before, any by was recorded, "token:admin" from
+			// a project:a token included, and an absent one as "" (a
+			// workflows walkthrough's finding)
+			if b.By, err = resumeBy(b.By, c, s.Tokens != nil); err != nil {
+				writeJSON(w, http.StatusForbidden, errorBody{Error: err.Error(), Pointer: "/by", Reason: "must be the authenticated caller"})
+				return
+			}
 			typ, data = events.WorkflowDecisionAnswered, events.DecisionAnsweredData{WorkflowID: id, DecisionID: did, Answer: b.Answer, By: b.By, Comment: b.Comment}
 			break
 		}
