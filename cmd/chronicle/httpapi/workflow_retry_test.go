@@ -230,3 +230,32 @@ func TestWorkflowRouteTakesItsOwnFields(t *testing.T) {
 		t.Fatalf("the route's own fields: %d %v", code, m)
 	}
 }
+
+// A resume that names the later copy of a retried checkpoint (the retry's
+// record, a duplicate the processor dropped) resumes from the first
+// copy's checkpoint and names that one, as GET /v1/workflows/{id} and the
+// checkpoint history do; it named the copy's position (a workflows
+// walkthrough's finding).
+func TestResumeFromACheckpointCopyNamesTheFirst(t *testing.T) {
+	_, post, end := workflowAPI(t)
+	if code, m := post("/v1/workflows/wcp/updates", `{"channel":"messages","update":"x"}`); code != http.StatusOK {
+		t.Fatalf("update: %d %v", code, m)
+	}
+	cp := `{"event_id":"ckz","layer":0}`
+	code, m := post("/v1/workflows/wcp/checkpoints", cp)
+	if code != http.StatusOK {
+		t.Fatalf("checkpoint: %d %v", code, m)
+	}
+	first := m["checkpoint_id"]
+	if code, m := post("/v1/workflows/wcp/checkpoints", cp); code != http.StatusOK || m["checkpoint_id"] != first {
+		t.Fatalf("the checkpoint's retry: %d %v; want 200 naming %v", code, m, first)
+	}
+	copyID := fmt.Sprintf("chronicle.workflows:0:%d", end()-1) // the retry's record, the log's last
+	if copyID == first {
+		t.Fatalf("the retry wrote no copy (the log ends at %s, the checkpoint's own record)", copyID)
+	}
+	code, m = post("/v1/workflows/wcp/resume", fmt.Sprintf(`{"checkpoint_id":%q}`, copyID))
+	if code != http.StatusOK || m["checkpoint_id"] != first || m["next_layer"] != 1.0 {
+		t.Fatalf("resume from the copy %s: %d %v; want 200 naming the first copy %v, next_layer 1", copyID, code, m, first)
+	}
+}

@@ -609,6 +609,13 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			if cp, ok = s.checkpointAt(ctx, w, r, key, cid, true); !ok {
 				return
 			}
+			// a retried checkpoint's later copy resolves to its first
+			// copy's checkpoint, and the resume names that one, as GET
+			// /v1/workflows/{id} and the checkpoint history do (it named
+			// the copy's position: a workflows walkthrough's finding)
+			if first, err := s.checkpointIDOf(ctx, key, cp.EventID); err == nil && first != "" {
+				cid = first
+			}
 		}
 		if cp.Layer == math.MaxInt {
 			// next_layer would wrap to the smallest integer (a walkthrough
