@@ -294,4 +294,10 @@ func TestSearchRangePastTheEndIsSaid(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "ranks 1362–1362") {
 		t.Fatalf("search game24 --to 1363: %v\n%s\nwant the summary to name ranks 1362–1362", err, out)
 	}
+	// the Tree of Thoughts log covers ranks 901–1000: outside them its
+	// figure is "not logged", not "solved 0", which read as a failure (a
+	// walkthrough's finding)
+	if !strings.Contains(string(out), "Tree of Thoughts  not logged for these ranks") || strings.Contains(string(out), "Tree of Thoughts  solved") {
+		t.Fatalf("search game24 --from 1362: %s\nwant the Tree of Thoughts figure said to be not logged", out)
+	}
 }
