@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -123,4 +125,41 @@ func Fingerprint(store *projections.Store, key string) (string, error) {
 	b, _ = json.Marshal(closed) // map keys sorted
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Summary is a search as GET /v1/searches lists it: Search without its
+// open set, path, decisions and locks, which can be large (GET
+// /v1/searches/{id} answers them).
+type Summary struct {
+	ID          string                 `json:"id"`
+	Scope       string                 `json:"scope"`
+	Goal        string                 `json:"goal"`
+	Proposer    events.SearchComponent `json:"proposer"`
+	Evaluator   events.SearchComponent `json:"evaluator"`
+	Status      string                 `json:"status"`
+	Outcome     string                 `json:"outcome,omitempty"`
+	Answer      string                 `json:"answer,omitempty"`
+	Expansions  int                    `json:"expansions"`
+	PausedAt    string                 `json:"paused_at,omitempty"`
+	Question    string                 `json:"question,omitempty"`
+	StartedAt   string                 `json:"started_at"`
+	CompletedAt string                 `json:"completed_at,omitempty"`
+}
+
+// Key is the search's events.EntityKey, a list's cursor.
+func (s Summary) Key() string { return events.EntityKey(s.Scope, s.ID) }
+
+// List lists a page of the searches of scopes (nil: every scope, those
+// allow refuses skipped) in key order (scope, '/', id), after cursor (a
+// Summary.Key, "" from the first), at most limit (≥ 1); next is the key
+// of the last one when more follow, else "" (projections.ListScoped).
+// Errors: the store's, or a row that does not decode.
+func List(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string) (list []Summary, next string, err error) {
+	return projections.ListScoped(store, Name, "s/", scopes, allow, limit, cursor, func(key string, val []byte) (Summary, bool, error) {
+		var s Summary
+		if err := json.Unmarshal(val, &s); err != nil {
+			return s, false, fmt.Errorf("treesearch: search %s: %w", key, err)
+		}
+		return s, true, nil
+	})
 }

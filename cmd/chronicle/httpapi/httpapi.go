@@ -224,6 +224,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/workflows/{id...}", s.toOwner(workflowsRoute(false), s.workflowGet)),
 		f("POST /v1/workflows/{id...}", requireJSON(s.toOwner(workflowsRoute(true), s.workflowPost))),
 		f("POST /v1/dags", requireJSON(s.postDAG)),
+		f("GET /v1/searches", s.listSearches),                                                       // the searches of the caller's scopes (searches_list.go)
 		f("GET /v1/searches/{id...}", s.toOwner(searchesRoute(false), s.searchRoutes)),              // issue 12: tree searches
 		f("POST /v1/searches/{id...}", requireJSON(s.toOwner(searchesRoute(true), s.resumeSearch))), // issue 12: POST /v1/searches/{id}/resume
 		f("GET /v1/graph/next", s.graphNext),

@@ -51,6 +51,8 @@ var schemaFieldsCovered = []struct {
 	{"ReasoningTask", passes.Task{}},
 	{"ReasoningHistory", httpapi.ReasoningHistory{}},
 	{"ReasoningTaskSummary", passes.Summary{}},
+	{"SearchSummary", treesearch.Summary{}},
+	{"SearchList", httpapi.SearchList{}},
 	{"DAG", dag.DAG{}},
 	{"WorkflowSuggestion", suggest.Suggestion{}},
 }

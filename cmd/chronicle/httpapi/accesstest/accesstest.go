@@ -138,6 +138,8 @@ func Cases() []Case {
 		// the list: 200 for both, the other scope's without the own
 		// scope's task (its text is a secret, which the summary carries);
 		// naming the own scope: 403 for the other
+		{Pattern: "GET /v1/searches", Request: get(func(Fixture) string { return "/v1/searches" })},
+		{Pattern: "GET /v1/searches", Request: get(func(f Fixture) string { return "/v1/searches?scope=" + url.QueryEscape(f.OwnScope) }), Want: map[Caller]int{Other: 403}},
 		{Pattern: "GET /v1/reasoning", Request: get(func(Fixture) string { return "/v1/reasoning" })},
 		{Pattern: "GET /v1/reasoning", Request: get(func(f Fixture) string { return "/v1/reasoning?scope=" + url.QueryEscape(f.OwnScope) }), Want: map[Caller]int{Other: 403}},
 		{Pattern: "GET /v1/reasoning/{id...}", Request: get(func(f Fixture) string { return "/v1/reasoning/" + esc(f.Reasoning) }), Want: map[Caller]int{Other: 404}},
@@ -178,7 +180,7 @@ func Cases() []Case {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/updates", Body: map[string]any{"layer": 1, "channel": "messages", "update": "probe"}}
 		}},
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
-			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/decisions/" + esc(f.WorkflowDecision), Body: map[string]any{"answer": "approve", "by": "accesstest"}}
+			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/decisions/" + esc(f.WorkflowDecision), Body: map[string]any{"answer": "approve"}}
 		}, Want: map[Caller]int{Other: 404, WriteOnly: 404}}, // acts on state the caller must read
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/fork", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint, "workflow_id": "accesstest-fork"}}
