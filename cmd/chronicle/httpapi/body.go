@@ -263,11 +263,11 @@ func jsonField(f string) string {
 // included) stops being valid JSON: "not valid JSON at byte 17 (line 2,
 // column 5): invalid character …", in encoding/json's own words, with the
 // position of the byte it refused counted from 1 (the byte is
-// json.SyntaxError's Offset; the column counts characters in its line). A body that is valid JSON gives
-// "not valid JSON" alone (never asked of one). Before, POST /v1/events
-// said "body is not valid JSON" without the position, and a producer
-// looking for the fault in a batch of a few hundred events had to find it
-// by hand (a walkthrough's finding).
+// json.SyntaxError's Offset; the column counts characters in its line).
+// A body that is valid JSON gives "not valid JSON" alone (never asked of
+// one). Before, POST /v1/events said "body is not valid JSON" without the
+// position, and a producer looking for the fault in a batch of a few
+// hundred events had to find it by hand (a walkthrough's finding).
 func syntaxReason(body []byte) string {
 	var se *json.SyntaxError
 	if err := json.Unmarshal(body, new(json.RawMessage)); !errors.As(err, &se) {
