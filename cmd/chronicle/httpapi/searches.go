@@ -190,8 +190,8 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusConflict, "search %q is %s, not paused", id, sr.Status)
 		return
 	}
-	if ptr, reason := s.undrivable(key, sr); ptr != "" {
-		writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: fmt.Sprintf("search %q: its %s: %s; nothing was written", id, ptr, reason), Reason: reason})
+	if what, reason := s.undrivable(key, sr); what != "" {
+		writeJSON(w, http.StatusUnprocessableEntity, errorBody{Error: fmt.Sprintf("search %q: its %s: %s; nothing was written", id, what, reason), Reason: reason})
 		return
 	}
 	out, err := s.publishResume(r.Context(), key, sr, body.Decision, body.Note, body.By)
