@@ -179,6 +179,18 @@ func NewGlobalTableRunner(cfg GlobalTableConfig) (*GlobalTableRunner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = watermill.NopLogger{}
 	}
+	if cfg.Metrics != nil {
+		// the global tables' series exist at 0 from the start, as the
+		// group's processors' do (Runner): before, outcomes, patterns,
+		// sessionlog.memories and toolgraph had none until their first
+		// event, and never a dead_lettered one, so an alert on their dead
+		// letters could not fire (a walkthrough's finding)
+		names := make([]string, 0, len(cfg.Processors))
+		for _, p := range cfg.Processors {
+			names = append(names, p.Name())
+		}
+		cfg.Metrics.Zero(names, nil)
+	}
 	return &GlobalTableRunner{cfg: cfg, byTopic: byTopic(cfg.Processors), pool: newPool(cfg.Processors), running: make(chan struct{})}, nil
 }
 
