@@ -119,6 +119,19 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 		declared[t.Name] = true
 		names = append(names, t.Name)
 	}
+	// a tool named twice: the later entry would silently replace the
+	// earlier one's schemas (a declaration replaces the catalogue's, and
+	// the last of two declarations won), and so the edges (a walkthrough's
+	// finding): the 400 names both positions
+	first := map[string]int{}
+	for i, n := range names {
+		if j, seen := first[n]; seen {
+			writeFieldErr(w, fmt.Sprintf("tools[%d]", i), "/tools/"+strconv.Itoa(i),
+				fmt.Sprintf("tool %q is named twice (at /tools/%d and here): name each tool once, as a catalogue name or one declaration", n, j))
+			return
+		}
+		first[n] = i
+	}
 	// a name neither the catalogue nor the request declares: the 400
 	// names its position (dag.Build's error names the tool only)
 	for i, n := range names {

@@ -317,6 +317,25 @@ func TestPostDAG(t *testing.T) {
 			t.Fatalf("tool %v: %d %q; want 400 saying %q", c.tool, code, e, c.want)
 		}
 	}
+	// a tool named twice — two declarations, or a catalogue name and a
+	// declaration — is a 400 naming both positions: the later one replaced
+	// the earlier's schemas silently, and so the edges (a walkthrough)
+	decl := func(prop string) map[string]any {
+		return map[string]any{"name": "b", "parameters": map[string]any{"type": "object", "properties": map[string]any{prop: map[string]any{}}}}
+	}
+	for _, c := range []struct {
+		tools []any
+		want  string
+	}{
+		{[]any{"think", decl("zz"), decl("qq")}, `tools[2]: tool "b" is named twice (at /tools/1 and here)`},
+		{[]any{"get_user_details", map[string]any{"name": "get_user_details", "parameters": map[string]any{"type": "object"}}}, `tools[1]: tool "get_user_details" is named twice (at /tools/0 and here)`},
+		{[]any{"think", "think"}, `tools[1]: tool "think" is named twice`},
+	} {
+		code, m := call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": c.tools})
+		if e := fmt.Sprint(m["error"]); code != 400 || !strings.Contains(e, c.want) || strings.Contains(e, "<nil>") {
+			t.Fatalf("tools %v: %d %q; want 400 saying %q", c.tools, code, e, c.want)
+		}
+	}
 }
 
 // POST /v1/workflows/suggest on a fresh service (no tool graph yet): the
