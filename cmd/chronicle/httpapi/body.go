@@ -186,6 +186,10 @@ func bodyError(err error) error {
 	switch {
 	case errors.Is(err, io.EOF):
 		return &fieldError{msg: "body: empty, a JSON object expected", pointer: "/", reason: "empty, a JSON object expected"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// a truncated body: it was "body: unexpected EOF", without a
+		// pointer or reason (a walkthrough's finding)
+		return &fieldError{msg: "body: not valid JSON: it ends before its value is complete (unexpected EOF)", pointer: "/", reason: "not valid JSON: it ends before its value is complete"}
 	case errors.As(err, &te):
 		want := jsonKind(te.Type.Kind().String())
 		reason := fmt.Sprintf("got %s, want %s", te.Value, want)

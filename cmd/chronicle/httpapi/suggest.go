@@ -176,7 +176,8 @@ func policyScope(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return events.DefaultScope, true
 	}
 	if !events.ValidScope(sc) {
-		writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+		// with its reason, as the route's other 400s (a walkthrough)
+		writeFieldErr(w, "scope", "", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
 		return "", false
 	}
 	return sc, true

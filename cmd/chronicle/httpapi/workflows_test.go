@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -359,6 +360,21 @@ func TestPostSuggest(t *testing.T) {
 	// k sent as 0 is out of range (left out, it is the default 3)
 	if code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel", "k": 0}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), "k: 0") {
 		t.Fatalf("k 0: %d %v; want 400 naming k", code, m)
+	}
+	// a malformed ?scope= and a truncated body have a reason too, as the
+	// route's other 400s (they were {error} alone: a walkthrough)
+	if code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest?scope=bogus", map[string]any{"intent": "cancel"}); code != 400 || !strings.HasPrefix(fmt.Sprint(m["error"]), "scope: ") || m["reason"] == nil {
+		t.Fatalf("?scope=bogus: %d %v; want 400 naming scope, with a reason", code, m)
+	}
+	resp, err := http.Post(srv.URL+"/v1/workflows/suggest", "application/json", strings.NewReader(`{"intent":"cancel"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trunc map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&trunc)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || trunc["pointer"] != "/" || !strings.Contains(fmt.Sprint(trunc["reason"]), "ends before its value is complete") {
+		t.Fatalf("a truncated body: %d %v; want 400 with pointer / and the reason", resp.StatusCode, trunc)
 	}
 	if code, m := call(t, srv.URL, "", "POST", "/v1/workflows/suggest", map[string]any{"intent": "cancel"}); code != 200 || len(m["suggestion"].(map[string]any)["tools"].([]any)) != 3 {
 		t.Fatalf("k left out: %d %v; want the default 3 tools", code, m)
