@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 )
 
 // TestGraphNextRefusesEmptyToolNames: GET /v1/graph/next?after=a,,b is a
@@ -42,6 +44,32 @@ func TestGraphNextRefusesEmptyToolNames(t *testing.T) {
 	for _, ok := range []string{"/v1/graph/next?after=", "/v1/graph/next?after=a,b", "/v1/graph/next"} {
 		if err := check("GET", ok, http.Header{}, nil); err != nil {
 			t.Errorf("GET %s: openapi.json refuses it: %v", ok, err)
+		}
+	}
+}
+
+// GET /v1/graph/next bounds after= as next_tool does (at most
+// mcpserver.MaxNextAfter tools) and refuses a failed position given twice;
+// it took 5,000 tools and echoed them all, and failed=0,0 silently (a
+// walkthrough's finding).
+func TestGraphNextBoundsAfterAndFailed(t *testing.T) {
+	srv := httptest.NewServer(conforming(t, routesOnly().Handler()))
+	defer srv.Close()
+	for _, c := range []struct{ query, want string }{
+		{"after=" + strings.TrimSuffix(strings.Repeat("get_user_details,", mcpserver.MaxNextAfter+1), ","), "after: 257 tools, at most 256"},
+		{"after=a,b&failed=0,0", "failed: position 0 is given twice"},
+	} {
+		resp, err := http.Get(srv.URL + "/v1/graph/next?" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Error string `json:"error"`
+		}
+		derr := json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || derr != nil || !strings.HasPrefix(e.Error, c.want) {
+			t.Errorf("GET /v1/graph/next?%.60s…: %d %q, want 400 %q", c.query, resp.StatusCode, e.Error, c.want)
 		}
 	}
 }

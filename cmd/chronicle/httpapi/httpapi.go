@@ -1218,6 +1218,10 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	var after []string
 	if a := r.URL.Query().Get("after"); a != "" {
 		after = strings.Split(a, ",")
+		if len(after) > mcpserver.MaxNextAfter {
+			writeErr(w, http.StatusBadRequest, "after: %d tools, at most %d (a workflow's calls so far), as next_tool takes", len(after), mcpserver.MaxNextAfter)
+			return
+		}
 		for i, t := range after {
 			if t == "" {
 				writeErr(w, http.StatusBadRequest, "after: the tool name at position %d (0-based) of %q is empty", i, a)
@@ -1245,6 +1249,10 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 				i, err := strconv.Atoi(x)
 				if err != nil || i < 0 || i >= len(after) {
 					writeErr(w, http.StatusBadRequest, "failed: %q is not a position in after (0 to %d)", x, len(after)-1)
+					return
+				}
+				if calls[i].Failed {
+					writeErr(w, http.StatusBadRequest, "failed: position %d is given twice", i)
 					return
 				}
 				calls[i].Failed = true

@@ -639,7 +639,7 @@ func TestHTTPInvalidArguments(t *testing.T) {
 		{"memory_search", map[string]any{"query": "x", "colour": "red"}, []string{`invalid argument: /colour: additionalProperties: "colour" is not an argument of this tool`}},
 		{"memory_record", record(map[string]any{"title": strings.Repeat("t", 51)}), []string{"title", "maxLength"}},
 		{"memory_record", record(map[string]any{"title": strings.Repeat("é", 51)}), []string{"title", "maxLength"}},
-		{"memory_record", record(map[string]any{"description": strings.Repeat("d", 201)}), []string{"description", "maxLength"}},
+		{"memory_record", record(map[string]any{"description": strings.Repeat("d", 201)}), []string{"description", "maxLength", `"` + strings.Repeat("d", 80) + `"… contains 201`}},
 		{"memory_record", record(map[string]any{"title": ""}), []string{"title", "minLength"}},
 		{"memory_record", record(map[string]any{"title": " \t"}), []string{"title", "must not be empty"}},
 		{"memory_record", record(map[string]any{"content": nil}), []string{"invalid argument: /content: required: missing"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -19,10 +20,13 @@ const (
 	defaultNextK = 5
 	maxNextK     = 100
 	maxNextText  = 8 << 10
-	// maxNextAfter bounds after: a workflow's calls so far, not a log
-	// (the route's URL would grow past what servers accept long before).
-	maxNextAfter = 256
 )
+
+// MaxNextAfter bounds next_tool's after and GET /v1/graph/next's after=:
+// a workflow's calls so far, not a log (the route's URL would grow past
+// what servers accept long before). The route had no bound, and echoed a
+// 5,000-tool after whole (a walkthrough's finding).
+const MaxNextAfter = 256
 
 // GraphTools is the backend of the next_tool tool (issue 11, item 10):
 // GET /v1/graph/next as the caller.
@@ -76,7 +80,7 @@ func (t *tools) addNextTool(s *mcp.Server) {
 	}
 	in := inferSchema[nextInput]()
 	in.Properties["after"].Items.MinLength = jsonschema.Ptr(1)
-	in.Properties["after"].MaxItems = jsonschema.Ptr(maxNextAfter)
+	in.Properties["after"].MaxItems = jsonschema.Ptr(MaxNextAfter)
 	in.Properties["failed"].Items.Minimum = jsonschema.Ptr(0.0)
 	in.Properties["k"].Minimum = jsonschema.Ptr(1.0)
 	in.Properties["k"].Maximum = jsonschema.Ptr(float64(maxNextK))
@@ -98,8 +102,8 @@ func (t *tools) nextTool(ctx context.Context, req *mcp.CallToolRequest, in nextI
 	if q.K < 1 || q.K > maxNextK {
 		return nil, nil, invalid("/k", "%d is not an integer from 1 to %d", in.K, maxNextK)
 	}
-	if len(q.After) > maxNextAfter {
-		return nil, nil, invalid("/after", "%d tools, at most %d", len(q.After), maxNextAfter)
+	if len(q.After) > MaxNextAfter {
+		return nil, nil, invalid("/after", "%d tools, at most %d", len(q.After), MaxNextAfter)
 	}
 	for i, tool := range q.After {
 		if strings.TrimSpace(tool) == "" {
@@ -116,6 +120,11 @@ func (t *tools) nextTool(ctx context.Context, req *mcp.CallToolRequest, in nextI
 		for i, p := range in.Failed {
 			if p < 0 || p >= len(q.After) {
 				return nil, nil, invalid("/failed/"+strconv.Itoa(i), "%d is not a position in after (0 to %d)", p, len(q.After)-1)
+			}
+			if slices.Contains(q.Failed, p) {
+				// as the route refuses failed=0,0 (both took it silently:
+				// a walkthrough's finding)
+				return nil, nil, invalid("/failed/"+strconv.Itoa(i), "position %d is given twice", p)
 			}
 			q.Failed = append(q.Failed, p)
 		}

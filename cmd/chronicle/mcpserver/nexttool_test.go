@@ -108,7 +108,10 @@ func TestNextTool(t *testing.T) {
 		{map[string]any{"after": []string{"a"}, "failed": []int{-1}}, "failed"},
 		{map[string]any{"failed": []int{0}}, "/failed/0"},
 		{map[string]any{"text": strings.Repeat("é", maxNextText+1)}, "text"},
-		{map[string]any{"after": make([]string, maxNextAfter+1)}, "after"},
+		{map[string]any{"after": make([]string, MaxNextAfter+1)}, "after"},
+		// a position twice, as the route refuses failed=0,0 (both took it
+		// silently: a walkthrough)
+		{map[string]any{"after": []string{"a", "b"}, "failed": []int{0, 0}}, "/failed/1: position 0 is given twice"},
 	} {
 		mcptest.WantToolError(t, mcptest.Call(t, reader, "next_tool", bad.args), bad.want)
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -133,5 +134,24 @@ func readableSchemaError(msg string) string {
 			detail = why
 		}
 	}
+	detail = quotedRe.ReplaceAllStringFunc(detail, clipQuoted)
 	return fmt.Sprintf("invalid argument: %s: %s: %s", ptr, keyword, detail)
+}
+
+// quotedRe is a quoted value of a validator's message (Go's %q).
+var quotedRe = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// maxQuoted is the most characters of a refused value a tool error
+// repeats: a maxLength refusal of next_tool's text quoted all 8,193
+// characters back (a walkthrough's finding).
+const maxQuoted = 80
+
+// clipQuoted cuts the quoted value q to maxQuoted characters and an
+// ellipsis (a length refusal says the length itself).
+func clipQuoted(q string) string {
+	v, err := strconv.Unquote(q)
+	if err != nil || utf8.RuneCountInString(v) <= maxQuoted {
+		return q
+	}
+	return strconv.Quote(string([]rune(v)[:maxQuoted])) + "…"
 }
