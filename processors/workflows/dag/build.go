@@ -218,9 +218,9 @@ func nameMatches(out string, os *jsonschema.Schema, in string, rule NameRule) bo
 // compatible says whether an output of schema out can feed an input of
 // schema in: the same type; integer into number; an array's element type
 // into that scalar type (a list of ids feeds one id); a scalar into an
-// array of it. A side without a type, or integer/number met the other
-// way, is ambiguous and counted as compatible (the design's conservative
-// rule).
+// array of it. A side without a type (an array's elements without one
+// included), or integer/number met the other way, is ambiguous and
+// counted as compatible (the design's conservative rule).
 func compatible(out, in *jsonschema.Schema) (ok, ambiguous bool) {
 	ot, it := nonNull(types(out)), nonNull(types(in))
 	if len(ot) == 0 || len(it) == 0 {
@@ -249,6 +249,13 @@ func compatible(out, in *jsonschema.Schema) (ok, ambiguous bool) {
 				if ok, _ := compatible(&jsonschema.Schema{Type: o}, in.Items); ok {
 					return true, true
 				}
+			case o == "array" || i == "array":
+				// an array whose elements have no type, against a scalar:
+				// a side without a type, so ambiguous and compatible, as
+				// an untyped property is (it was no edge at all: a
+				// walkthrough's finding, "reservations": {"type": "array"}
+				// feeding reservation_id)
+				return true, true
 			}
 		}
 	}

@@ -183,3 +183,31 @@ func TestEvaluate(t *testing.T) {
 		t.Fatalf("intervals or lists: %+v", rep)
 	}
 }
+
+// compatible's cases, the design's conservative rule: a side without a
+// type is ambiguous and compatible — an array whose elements have no type
+// too (it was no edge: a walkthrough's "reservations": {"type": "array"}
+// did not feed reservation_id under exact_or_plural_id).
+func TestCompatible(t *testing.T) {
+	s := func(typ string) *jsonschema.Schema { return &jsonschema.Schema{Type: typ} }
+	arr := func(items *jsonschema.Schema) *jsonschema.Schema { return &jsonschema.Schema{Type: "array", Items: items} }
+	for _, c := range []struct {
+		name          string
+		out, in       *jsonschema.Schema
+		ok, ambiguous bool
+	}{
+		{"same type", s("string"), s("string"), true, false},
+		{"integer into number", s("integer"), s("number"), true, false},
+		{"number into integer", s("number"), s("integer"), true, true},
+		{"untyped side", &jsonschema.Schema{}, s("string"), true, true},
+		{"list of ids into an id", arr(s("string")), s("string"), true, false},
+		{"list of objects into an id", arr(s("object")), s("string"), false, false},
+		{"untyped list into an id", s("array"), s("string"), true, true},
+		{"an id into an untyped list", s("string"), s("array"), true, true},
+		{"object into string", s("object"), s("string"), false, false},
+	} {
+		if ok, amb := compatible(c.out, c.in); ok != c.ok || amb != c.ambiguous {
+			t.Errorf("%s: compatible %v, ambiguous %v; want %v, %v", c.name, ok, amb, c.ok, c.ambiguous)
+		}
+	}
+}
