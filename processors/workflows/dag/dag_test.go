@@ -190,7 +190,9 @@ func TestEvaluate(t *testing.T) {
 // did not feed reservation_id under exact_or_plural_id).
 func TestCompatible(t *testing.T) {
 	s := func(typ string) *jsonschema.Schema { return &jsonschema.Schema{Type: typ} }
-	arr := func(items *jsonschema.Schema) *jsonschema.Schema { return &jsonschema.Schema{Type: "array", Items: items} }
+	arr := func(items *jsonschema.Schema) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "array", Items: items}
+	}
 	for _, c := range []struct {
 		name          string
 		out, in       *jsonschema.Schema
