@@ -25,17 +25,9 @@ func TestGraphNextRefusesEmptyToolNames(t *testing.T) {
 		pos   string
 	}{{"a,,b", "position 1"}, {",a", "position 0"}, {"a,", "position 1"}, {",", "position 0"}} {
 		uri := "/v1/graph/next?after=" + url.QueryEscape(c.after)
-		resp, err := http.Get(srv.URL + uri)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e struct {
-			Error string `json:"error"`
-		}
-		derr := json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || derr != nil || !strings.HasPrefix(e.Error, "after: ") || !strings.Contains(e.Error, c.pos) {
-			t.Errorf("GET %s: %d %q, want 400 naming after and %s", uri, resp.StatusCode, e.Error, c.pos)
+		code, msg, derr := getError(t, srv.URL+uri)
+		if code != http.StatusBadRequest || derr != nil || !strings.HasPrefix(msg, "after: ") || !strings.Contains(msg, c.pos) {
+			t.Errorf("GET %s: %d %q, want 400 naming after and %s", uri, code, msg, c.pos)
 		}
 		if check("GET", uri, http.Header{}, nil) == nil {
 			t.Errorf("GET %s: openapi.json accepts an after the route refuses", uri)
@@ -59,17 +51,25 @@ func TestGraphNextBoundsAfterAndFailed(t *testing.T) {
 		{"after=" + strings.TrimSuffix(strings.Repeat("get_user_details,", mcpserver.MaxNextAfter+1), ","), "after: 257 tools, at most 256"},
 		{"after=a,b&failed=0,0", "failed: position 0 is given twice"},
 	} {
-		resp, err := http.Get(srv.URL + "/v1/graph/next?" + c.query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e struct {
-			Error string `json:"error"`
-		}
-		derr := json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || derr != nil || !strings.HasPrefix(e.Error, c.want) {
-			t.Errorf("GET /v1/graph/next?%.60s…: %d %q, want 400 %q", c.query, resp.StatusCode, e.Error, c.want)
+		code, msg, derr := getError(t, srv.URL+"/v1/graph/next?"+c.query)
+		if code != http.StatusBadRequest || derr != nil || !strings.HasPrefix(msg, c.want) {
+			t.Errorf("GET /v1/graph/next?%.60s…: %d %q, want 400 %q", c.query, code, msg, c.want)
 		}
 	}
+}
+
+// getError GETs u and returns the status and the answer's error member,
+// with the error of decoding the answer.
+func getError(t *testing.T, u string) (int, string, error) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error string `json:"error"`
+	}
+	derr := json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e.Error, derr
 }

@@ -117,13 +117,21 @@ const (
 type ReasoningList = passes.ListPage
 
 // reasoningListParams reads GET /v1/reasoning's limit, cursor (a
-// next_cursor: <scope>/<task id>) and scope, as GET /v1/workflows does;
-// with w nil it only reads them.
+// next_cursor: <scope>/<task id>) and scope (keyListParams).
 func reasoningListParams(w http.ResponseWriter, r *http.Request) (limit int, cursor string, inScope func(string) bool, ok bool) {
-	limit, inScope, code, err := pageParams(r, DefaultReasoningList, MaxReasoningList)
+	return keyListParams(w, r, DefaultReasoningList, MaxReasoningList, "reasoning task", "q-7")
+}
+
+// keyListParams reads the limit (def when absent, at most max), cursor (a
+// next_cursor: <scope>/<id> of the entity noun, example an id for the
+// 400) and scope of a list keyed by entity key, as GET /v1/workflows does,
+// answering a 400 (or the scope's 403) naming the parameter; with w nil it
+// only reads them.
+func keyListParams(w http.ResponseWriter, r *http.Request, def, max int, noun, example string) (limit int, cursor string, inScope func(string) bool, ok bool) {
+	limit, inScope, code, err := pageParams(r, def, max)
 	if err == nil {
 		cursor = r.URL.Query().Get("cursor")
-		code, err = http.StatusBadRequest, checkKeyCursor(cursor, "reasoning task", "q-7")
+		code, err = http.StatusBadRequest, checkKeyCursor(cursor, noun, example)
 	}
 	if err != nil {
 		if w != nil {

@@ -23,21 +23,10 @@ type SearchList struct {
 }
 
 // searchListParams reads GET /v1/searches' limit, cursor (a next_cursor:
-// <scope>/<search id>) and scope, as GET /v1/reasoning does; with w nil it
-// only reads them.
+// <scope>/<search id>) and scope, as GET /v1/reasoning does
+// (keyListParams).
 func searchListParams(w http.ResponseWriter, r *http.Request) (limit int, cursor string, inScope func(string) bool, ok bool) {
-	limit, inScope, code, err := pageParams(r, DefaultSearchList, MaxSearchList)
-	if err == nil {
-		cursor = r.URL.Query().Get("cursor")
-		code, err = http.StatusBadRequest, checkKeyCursor(cursor, "search", "s-1")
-	}
-	if err != nil {
-		if w != nil {
-			writeErr(w, code, "%v", err)
-		}
-		return 0, "", nil, false
-	}
-	return limit, cursor, inScope, true
+	return keyListParams(w, r, DefaultSearchList, MaxSearchList, "search", "s-1")
 }
 
 // listSearchesLocal lists the searches of this instance's store that the
