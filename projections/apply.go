@@ -214,15 +214,17 @@ func contentHash(env *events.Envelope, v int) []byte {
 // author when author is not "" (dedup version 6), and returns b (a pooled
 // buffer the caller keeps).
 func writeData(h hash.Hash, b []byte, author string) []byte {
-	if author == "" || !containsKey(b, author) {
-		h.Write(b)
-		return b
+	if author != "" {
+		buf := canonBufs.Get().(*[]byte)
+		if out, ok := events.WithoutMember((*buf)[:0], b, author); ok {
+			h.Write(out)
+			*buf = out
+			canonBufs.Put(buf)
+			return b
+		}
+		canonBufs.Put(buf)
 	}
-	buf := canonBufs.Get().(*[]byte)
-	out, _ := appendWithoutMember((*buf)[:0], b, author)
-	h.Write(out)
-	*buf = out
-	canonBufs.Put(buf)
+	h.Write(b)
 	return b
 }
 

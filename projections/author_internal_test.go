@@ -8,33 +8,6 @@ import (
 	"github.com/chronicle-dev/chronicle/events"
 )
 
-func TestAppendWithoutMember(t *testing.T) {
-	for _, c := range []struct {
-		in, name, want string
-		dropped        bool
-	}{
-		{`{"memory_id":"m1","source":"token:a"}`, "source", `{"memory_id":"m1"}`, true},
-		{`{"source":"token:a","memory_id":"m1"}`, "source", `{"memory_id":"m1"}`, true},
-		{`{"a":1,"source":"x","b":[1,{"source":"y"}]}`, "source", `{"a":1,"b":[1,{"source":"y"}]}`, true},
-		{`{"source":"x"}`, "source", `{}`, true},
-		{`{"source":"x","source":"y","z":null}`, "source", `{"z":null}`, true},
-		{`{"a":{"source":"nested"}}`, "source", `{"a":{"source":"nested"}}`, false},
-		{`{"a":"\"source\":","b":true}`, "source", `{"a":"\"source\":","b":true}`, false},
-		{`{"a":"}\\","source":{"k":"]"},"b":-1.5e3}`, "source", `{"a":"}\\","b":-1.5e3}`, true},
-		{`{"sources":"x"}`, "source", `{"sources":"x"}`, false},
-		{`{}`, "source", `{}`, false},
-		{`null`, "source", `null`, false},
-		{`["source",1]`, "source", `["source",1]`, false},
-		{`{"source":"unterminated`, "source", `{"source":"unterminated`, false},
-		{`{"recorded_by":"token:a","content":"c"}`, "recorded_by", `{"content":"c"}`, true},
-	} {
-		got, dropped := appendWithoutMember([]byte("pre"), []byte(c.in), c.name)
-		if string(got) != "pre"+c.want || dropped != c.dropped {
-			t.Errorf("%s without %q: %s (dropped %v), want %s (%v)", c.in, c.name, got[3:], dropped, c.want, c.dropped)
-		}
-	}
-}
-
 // From dedup version 6 on the author member POST /v1/events sets from the
 // caller's token does not count: one event sent through two tokens, or
 // through `chronicle ingest` and then HTTP, was answered 202 the second
