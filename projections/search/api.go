@@ -309,6 +309,25 @@ func (e *FieldError) Unwrap() []error {
 	return []error{ErrInvalid, e.Err}
 }
 
+// ArgError is an ErrInvalid naming an argument of a search (scope,
+// outcome, limit, min_confidence): a query parameter of the HTTP search
+// routes, an argument of memory_search. Its text is "invalid argument:
+// <arg>: <reason>".
+type ArgError struct {
+	Arg    string
+	Reason string
+}
+
+func (e *ArgError) Error() string { return string(ErrInvalid) + ": " + e.Arg + ": " + e.Reason }
+
+// Unwrap returns ErrInvalid.
+func (e *ArgError) Unwrap() error { return ErrInvalid }
+
+// argErr is an ArgError for arg, its reason formatted.
+func argErr(arg, format string, a ...any) error {
+	return &ArgError{Arg: arg, Reason: fmt.Sprintf(format, a...)}
+}
+
 // ErrKeyReused is returned (wrapped) by Record for an IdempotencyKey that
 // the caller already used, in the same scope, for a recording with other
 // fields: a retry must send the same fields, a new recording a new key.

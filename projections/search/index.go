@@ -782,10 +782,10 @@ const CandidatesPerQuery = 200
 // normalise applies the tool schema's defaults and bounds.
 func normalise(q Query) (Query, error) {
 	if strings.TrimSpace(q.Text) == "" {
-		return q, fmt.Errorf("%w: query: required", ErrInvalid)
+		return q, argErr("query", "required")
 	}
 	if n := utf8.RuneCountInString(q.Text); n > MaxQueryLength {
-		return q, fmt.Errorf("%w: query: %d characters, above the %d allowed", ErrInvalid, n, MaxQueryLength)
+		return q, argErr("query", "%d characters, above the %d allowed", n, MaxQueryLength)
 	}
 	c, err := ParseCollection(string(q.Collection))
 	if err != nil {
@@ -798,7 +798,7 @@ func normalise(q Query) (Query, error) {
 	case ScopeProject, ScopeTeam, ScopeOrg, ScopeAll:
 	default:
 		if !events.ValidScope(q.Scope) {
-			return q, fmt.Errorf("%w: scope: %q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", ErrInvalid, q.Scope)
+			return q, argErr("scope", "%q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", q.Scope)
 		}
 		// one scope: filter by its kind (pushed down to the vector store)
 		// and keep only that scope among the readable ones
@@ -811,13 +811,13 @@ func normalise(q Query) (Query, error) {
 		q.Outcome = "all"
 	case "success", "failure", "all":
 	default:
-		return q, fmt.Errorf("%w: outcome: %q is not success, failure or all", ErrInvalid, q.Outcome)
+		return q, argErr("outcome", "%q is not success, failure or all", q.Outcome)
 	}
 	switch {
 	case q.Limit == 0: // absent
 		q.Limit = DefaultLimit
 	case q.Limit < 1 || q.Limit > MaxLimit:
-		return q, fmt.Errorf("%w: limit: %d is not between 1 and %d", ErrInvalid, q.Limit, MaxLimit)
+		return q, argErr("limit", "%d is not between 1 and %d", q.Limit, MaxLimit)
 	}
 	if q.MinConfidence == nil {
 		d := 0.5
@@ -833,7 +833,7 @@ func normalise(q Query) (Query, error) {
 		// written so NaN, which every comparison is false for, is out of
 		// range too: it passed as < 0 || > 1 and turned the filter off
 		// (found by a new user's walkthrough)
-		return q, fmt.Errorf("%w: min_confidence: %v is not between 0 and 1", ErrInvalid, *q.MinConfidence)
+		return q, argErr("min_confidence", "%v is not between 0 and 1", *q.MinConfidence)
 	}
 	return q, nil
 }

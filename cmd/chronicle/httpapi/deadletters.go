@@ -28,25 +28,25 @@ type DeadLetterList = deadletter.ListPage
 // With w nil it only reads them.
 func deadLetterListParams(w http.ResponseWriter, r *http.Request) (limit int, cursor, ofType string, inScope func(string) bool, ok bool) {
 	q := r.URL.Query()
-	fail := func(code int, format string, a ...any) (int, string, string, func(string) bool, bool) {
+	fail := func(code int, err error) (int, string, string, func(string) bool, bool) {
 		if w != nil {
-			writeErr(w, code, format, a...)
+			writeErrOf(w, code, err)
 		}
 		return 0, "", "", nil, false
 	}
 	limit, inScope, code, err := pageParams(r, DefaultDeadLetterList, MaxDeadLetterList)
 	if err != nil {
-		return fail(code, "%v", err)
+		return fail(code, err)
 	}
 	ofType = q.Get("type")
 	if q.Has("type") && ofType == "" {
 		// any other string: a record refused for its unknown type has one
-		return fail(http.StatusBadRequest, "type: empty; give an event type (e.g. search.quota.reserved.v1) or leave type out")
+		return fail(http.StatusBadRequest, paramErr("type", "empty; give an event type (e.g. search.quota.reserved.v1) or leave type out"))
 	}
 	cursor = q.Get("cursor")
 	if cursor != "" { // empty: the first page, as on every list
 		if err := deadletter.CheckCursor(cursor); err != nil {
-			return fail(http.StatusBadRequest, "cursor: %q is not a next_cursor of this list: %v", cursor, err)
+			return fail(http.StatusBadRequest, paramErr("cursor", "%q is not a next_cursor of this list: %v", cursor, err))
 		}
 	}
 	return limit, cursor, ofType, inScope, true

@@ -401,7 +401,9 @@ type errorBody struct {
 	Error   string `json:"error"`
 	Index   *int   `json:"index,omitempty"`
 	Pointer string `json:"pointer,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Parameter names the refused query parameter (paramError).
+	Parameter string `json:"parameter,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // writeJSON answers code with v as JSON. '<', '>' and '&' are written as
@@ -657,7 +659,7 @@ func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit i
 	case "", events.OutcomeSuccess, events.OutcomeFailure, events.OutcomeUnknown:
 	default:
 		if w != nil {
-			writeErr(w, http.StatusBadRequest, "outcome: %q is not one of success, failure, unknown", outcome)
+			writeParamErr(w, http.StatusBadRequest, "outcome", fmt.Sprintf("%q is not one of success, failure, unknown", outcome))
 		}
 		return "", 0, false
 	}
@@ -666,7 +668,7 @@ func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit i
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 500 {
 			if w != nil {
-				writeErr(w, http.StatusBadRequest, "limit: %q is not an integer from 1 to 500", l)
+				writeParamErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("%q is not an integer from 1 to 500", l))
 			}
 			return "", 0, false
 		}
@@ -674,7 +676,7 @@ func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit i
 	}
 	if _, err := scopeFilter(q.Get("scope")); err != nil {
 		if w != nil {
-			writeErr(w, http.StatusBadRequest, "%v", err)
+			writeErrOf(w, http.StatusBadRequest, err)
 		}
 		return "", 0, false
 	}
@@ -690,7 +692,7 @@ func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit i
 	if c := q.Get("cursor"); c != "" {
 		if err := checkSessionCursor(c); err != nil {
 			if w != nil {
-				writeErr(w, http.StatusBadRequest, "cursor: %q is not a next_cursor of this list (<scope>/<session id>, e.g. project:a/s-1): %v", c, err)
+				writeParamErr(w, http.StatusBadRequest, "cursor", fmt.Sprintf("%q is not a next_cursor of this list (<scope>/<session id>, e.g. project:a/s-1): %v", c, err))
 			}
 			return "", 0, false
 		}
@@ -749,7 +751,7 @@ func (s *Server) listSessionsLocal(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "events", "improvement")
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	c := CallerOf(r)
@@ -837,7 +839,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 	// the shape of the indexed answer (SessionEvents in openapi.json):
 	// the scan finds the session's own events only; paged alike
 	if part >= 0 && got.part != part {
-		writeFieldErr(w, "cursor", "", fmt.Sprintf("names partition %d; the session's events are on partition %d", part, got.part))
+		writeParamErr(w, http.StatusBadRequest, "cursor", fmt.Sprintf("names partition %d; the session's events are on partition %d", part, got.part))
 		return
 	}
 	if len(list) == 0 && after < 0 {
@@ -1026,7 +1028,7 @@ func recordScope(raw []byte) string {
 func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/memories/"), "history")
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	key, ok := entityKey(w, r, "memory", id, memories.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
@@ -1177,7 +1179,7 @@ func (s *Server) graphScopes(w http.ResponseWriter, r *http.Request) (graphSel, 
 	}
 	inScope, err := scopeFilter(sc)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return graphSel{}, false
 	}
 	all := sc == "" || sc == search.ScopeAll
@@ -1219,12 +1221,12 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	if a := r.URL.Query().Get("after"); a != "" {
 		after = strings.Split(a, ",")
 		if len(after) > mcpserver.MaxNextAfter {
-			writeErr(w, http.StatusBadRequest, "after: %d tools, at most %d (a workflow's calls so far), as next_tool takes", len(after), mcpserver.MaxNextAfter)
+			writeParamErr(w, http.StatusBadRequest, "after", fmt.Sprintf("%d tools, at most %d (a workflow's calls so far), as next_tool takes", len(after), mcpserver.MaxNextAfter))
 			return
 		}
 		for i, t := range after {
 			if t == "" {
-				writeErr(w, http.StatusBadRequest, "after: the tool name at position %d (0-based) of %q is empty", i, a)
+				writeParamErr(w, http.StatusBadRequest, "after", fmt.Sprintf("the tool name at position %d (0-based) of %q is empty", i, a))
 				return
 			}
 		}
@@ -1233,7 +1235,7 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	if ks := r.URL.Query().Get("k"); ks != "" {
 		n, err := strconv.Atoi(ks)
 		if err != nil || n < 1 || n > 100 {
-			writeErr(w, http.StatusBadRequest, "k: %q is not an integer from 1 to 100", ks)
+			writeParamErr(w, http.StatusBadRequest, "k", fmt.Sprintf("%q is not an integer from 1 to 100", ks))
 			return
 		}
 		k = n
@@ -1248,11 +1250,11 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 			for _, x := range strings.Split(f, ",") {
 				i, err := strconv.Atoi(x)
 				if err != nil || i < 0 || i >= len(after) {
-					writeErr(w, http.StatusBadRequest, "failed: %q is not a position in after (0 to %d)", x, len(after)-1)
+					writeParamErr(w, http.StatusBadRequest, "failed", fmt.Sprintf("%q is not a position in after (0 to %d)", x, len(after)-1))
 					return
 				}
 				if calls[i].Failed {
-					writeErr(w, http.StatusBadRequest, "failed: position %d is given twice", i)
+					writeParamErr(w, http.StatusBadRequest, "failed", fmt.Sprintf("position %d is given twice", i))
 					return
 				}
 				calls[i].Failed = true
@@ -1261,7 +1263,7 @@ func (s *Server) graphNext(w http.ResponseWriter, r *http.Request) {
 	}
 	text := r.URL.Query().Get("text")
 	if n := utf8.RuneCountInString(text); n > MaxNextText {
-		writeErr(w, http.StatusBadRequest, "text: %d characters, at most %d (the user's last message)", n, MaxNextText)
+		writeParamErr(w, http.StatusBadRequest, "text", fmt.Sprintf("%d characters, at most %d (the user's last message)", n, MaxNextText))
 		return
 	}
 	g, err := s.toolGraphIn(scopes)
@@ -1336,6 +1338,7 @@ func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
 // a memory the caller cannot see, 503 otherwise.
 func toolError(w http.ResponseWriter, err error) {
 	var fe *search.FieldError
+	var ae *search.ArgError
 	switch {
 	case errors.As(err, &fe) && errors.Is(err, events.ErrEventTooLarge):
 		// permanent, as an oversized feedback is: only a shorter member
@@ -1344,8 +1347,11 @@ func toolError(w http.ResponseWriter, err error) {
 	case errors.As(err, &fe):
 		// a recording's schema error: the body member's pointer
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Pointer: fe.Pointer, Reason: fe.Reason})
+	case errors.As(err, &ae):
+		// a search argument: the query parameter of the same name
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Parameter: ae.Arg, Reason: ae.Reason})
 	case errors.Is(err, search.ErrInvalid):
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 	case errors.Is(err, search.ErrNotFound):
 		writeErr(w, http.StatusNotFound, "%v", err)
 	default:
@@ -1392,7 +1398,7 @@ func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > search.MaxLimit {
-			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer from 1 to %d (absent: %d)", l, search.MaxLimit, search.DefaultLimit)
+			writeParamErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("%q is not an integer from 1 to %d (absent: %d)", l, search.MaxLimit, search.DefaultLimit))
 			return q, false
 		}
 		q.Limit = n
@@ -1400,7 +1406,7 @@ func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
 	if mc := v.Get("min_confidence"); mc != "" {
 		f, err := strconv.ParseFloat(mc, 64)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, "min_confidence: %q is not a number", mc)
+			writeParamErr(w, http.StatusBadRequest, "min_confidence", fmt.Sprintf("%q is not a number", mc))
 			return q, false
 		}
 		q.MinConfidence = &f
@@ -1500,7 +1506,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 	}
 	key, err := idempotencyKey(r)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	body.Record.IdempotencyKey = key
@@ -1595,7 +1601,7 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := r.URL.Query().Get("scope")
 	if sc != "" && !events.ValidScope(sc) {
-		writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+		writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
 		return
 	}
 	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite,

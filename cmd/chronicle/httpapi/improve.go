@@ -272,7 +272,7 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/sessions/"), "improve")
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	if suffix != "improve" {

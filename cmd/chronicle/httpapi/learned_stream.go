@@ -114,19 +114,11 @@ type learnedFilter struct {
 
 var scopeKinds = map[string]bool{"project": true, "team": true, "org": true}
 
-// show reports whether the event raw (structured CloudEvents JSON) passes
-// the filter: a learned type, of a scope the caller reads and the filter
-// names. The tool graph's events belong to the scope whose graph they
-// describe (the tool graph is kept per scope), like every other learned
-// event.
-func (f learnedFilter) show(raw []byte) (events.Type, bool) {
-	var env struct {
-		Type  events.Type `json:"type"`
-		Scope string      `json:"scope"`
-	}
-	if json.Unmarshal(raw, &env) != nil {
-		return "", false
-	}
+// show reports whether the event env passes the filter: a learned type,
+// of a scope the caller reads and the filter names. The tool graph's
+// events belong to the scope whose graph they describe (the tool graph is
+// kept per scope), like every other learned event.
+func (f learnedFilter) show(env *events.Envelope) (events.Type, bool) {
 	ti, ok := events.Lookup(env.Type)
 	if !ok || ti.Topic != events.TopicLearned || (f.types != nil && !f.types[env.Type]) {
 		return "", false
@@ -181,7 +173,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.scope != "" && !scopeKinds[f.scope] {
 		if !events.ValidScope(f.scope) {
-			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id>, org:<id> or one of the kinds project, team, org, all", f.scope)
+			writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id>, org:<id> or one of the kinds project, team, org, all", f.scope))
 			return
 		}
 		if !f.caller.CanRead(f.scope) {
@@ -196,7 +188,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		for _, t := range strings.Split(ts, ",") {
 			ti, ok := events.Lookup(events.Type(t))
 			if !ok || ti.Topic != events.TopicLearned {
-				writeErr(w, http.StatusBadRequest, "types: %q is not a type of %s (%s)", t, events.TopicLearned, events.TypeList(events.LearnedTypes))
+				writeParamErr(w, http.StatusBadRequest, "types", fmt.Sprintf("%q is not a type of %s (%s)", t, events.TopicLearned, events.TypeList(events.LearnedTypes)))
 				return
 			}
 			f.types[events.Type(t)] = true
@@ -206,14 +198,14 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	if fs := q.Get("follow"); fs != "" {
 		b, err := strconv.ParseBool(fs)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, "follow: %q is not true or false", fs)
+			writeParamErr(w, http.StatusBadRequest, "follow", fmt.Sprintf("%q is not true or false", fs))
 			return
 		}
 		follow = b
 	}
 	from := q.Get("from")
 	if from != "" && from != "start" && from != "end" {
-		writeErr(w, http.StatusBadRequest, "from: %q is not start or end", from)
+		writeParamErr(w, http.StatusBadRequest, "from", fmt.Sprintf("%q is not start or end", from))
 		return
 	}
 	var cur LearnedCursor
@@ -370,7 +362,19 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return
 			}
-			typ, ok := f.show(raw)
+			// only what the engine applies: a valid event (its data
+			// valid against its type's schema) on the partition its key
+			// belongs to. A record written straight to the topic that
+			// breaks its schema is dead-lettered by the processors that
+			// read the topic; the stream showed it as learned (a
+			// subscriber's walkthrough: a forged memory.created.v1
+			// without a title, listed in GET /v1/deadletters and sent
+			// here alike)
+			env, key, err := events.FromRecordKey(rec)
+			if err != nil || (len(end) > 1 && events.Partition(topic, key, len(end)) != rec.Partition) {
+				return
+			}
+			typ, ok := f.show(&env)
 			if !ok {
 				return
 			}

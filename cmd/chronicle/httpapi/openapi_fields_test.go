@@ -24,8 +24,10 @@ import (
 // schema, recursively (nested structs, slices, pointers, $ref), and a
 // nested struct must not be described by an untyped "object". A member
 // the Go type has but the route never answers (sessions.Session's
-// trace_at, cleared by sessions.Get) is the property schema false, which
-// conforming enforces. Before,
+// trace_at, cleared by sessions.Get) is the property schema {"not": {}},
+// which conforming enforces (the schema false says the same, but Go's
+// client generator oapi-codegen cannot read a boolean schema: an OpenAPI
+// walkthrough). Before,
 // Search lacked config.quota_tokens, config.max_expansions,
 // config.beam_per_depth, decisions, current, path, answer, goal_node,
 // completed_at, model and locks, and described quota and counts as bare
@@ -189,8 +191,8 @@ func missingFields(all map[string]map[string]any, s map[string]any, t reflect.Ty
 	var out []string
 	names, types := jsonFields(t)
 	for i, name := range names {
-		if never, ok := props[name].(bool); ok && !never {
-			continue // the false schema: the route never answers the member
+		if neverAnswered(props[name]) {
+			continue // the route never answers the member
 		}
 		p, ok := props[name].(map[string]any)
 		if !ok {
@@ -200,4 +202,18 @@ func missingFields(all map[string]map[string]any, s map[string]any, t reflect.Ty
 		out = append(out, missingFields(all, p, types[i], at+"."+name, depth+1)...)
 	}
 	return out
+}
+
+// neverAnswered reports whether a property's schema admits no value: false,
+// or {"not": {}}.
+func neverAnswered(s any) bool {
+	if b, ok := s.(bool); ok {
+		return !b
+	}
+	m, ok := s.(map[string]any)
+	if !ok {
+		return false
+	}
+	not, ok := m["not"].(map[string]any)
+	return ok && len(not) == 0
 }

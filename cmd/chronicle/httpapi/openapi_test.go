@@ -23,6 +23,7 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/memories"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/workflows"
+	"github.com/chronicle-dev/chronicle/processors/workflows/client"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -257,9 +258,17 @@ const exampleCheckpoint = "chronicle.workflows:0:7"
 // conforming, so each accepted request is also checked against its
 // schema: every request schema of these routes is exercised by at least
 // one request the route accepts, and the documented examples are true.
+//
+// The server has tokens, as a production one does, and the examples are
+// sent with one of them: an example naming a caller the token is not
+// (an answer's by) is refused there, which a server without tokens let
+// through (the decision example carried "by": "human:ops", a 403 for
+// every token-holding reader who copied it: an OpenAPI walkthrough).
 func TestOpenAPIRequestExamples(t *testing.T) {
 	doc := loadOpenAPI(t)
-	_, c, _ := startAt(t, t.TempDir())
+	_, _, base := scopedServer(t)
+	const token = "tok-admin"
+	c := client.New(base, token)
 	const wf = "book-1"
 	w := "/v1/workflows/" + wf
 	steps := []struct{ op, path string }{
@@ -279,7 +288,7 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 		if st.op == "/v1/workflows/{id}/complete" {
 			// a success ends a workflow with no decision pending: the
 			// agent example's decision is answered first
-			if code, m := call(t, c.Base, "", "POST", w+"/decisions/d-continue", map[string]any{"answer": "continue", "by": "agent"}); code != http.StatusOK {
+			if code, m := call(t, base, token, "POST", w+"/decisions/d-continue", map[string]any{"answer": "continue"}); code != http.StatusOK {
 				t.Fatalf("answering d-continue: %d %v", code, m)
 			}
 		}
@@ -300,7 +309,7 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 			if checkpoint != "" {
 				raw = bytes.ReplaceAll(raw, []byte(exampleCheckpoint), []byte(checkpoint))
 			}
-			code, m := call(t, c.Base, "", "POST", st.path, json.RawMessage(raw))
+			code, m := call(t, base, token, "POST", st.path, json.RawMessage(raw))
 			if code != http.StatusOK {
 				t.Fatalf("POST %s, example %q %s: %d %v", st.path, name, raw, code, m)
 			}

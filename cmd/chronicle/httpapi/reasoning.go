@@ -18,7 +18,7 @@ import (
 func (s *Server) reasoningRoutes(w http.ResponseWriter, r *http.Request) {
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/reasoning/"), "history")
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	key, ok := entityKey(w, r, "reasoning task", id, passes.Scopes, s.P.Store, CallerOf(r).CanRead, nil)
@@ -87,7 +87,7 @@ func historyPage(w http.ResponseWriter, r *http.Request, unit string) (after, li
 	if l := q.Get("limit"); l != "" || q.Has("limit") {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 500 {
-			writeFieldErr(w, "limit", "", fmt.Sprintf("%q is not an integer from 1 to 500", l))
+			writeParamErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("%q is not an integer from 1 to 500", l))
 			return 0, 0, false
 		}
 		limit = n
@@ -95,7 +95,7 @@ func historyPage(w http.ResponseWriter, r *http.Request, unit string) (after, li
 	if c := q.Get("cursor"); c != "" {
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 1 || strconv.Itoa(n) != c {
-			writeFieldErr(w, "cursor", "", fmt.Sprintf("%q is not a next_cursor of this list (%s)", c, unit))
+			writeParamErr(w, http.StatusBadRequest, "cursor", fmt.Sprintf("%q is not a next_cursor of this list (%s)", c, unit))
 			return 0, 0, false
 		}
 		after = n
@@ -135,7 +135,7 @@ func keyListParams(w http.ResponseWriter, r *http.Request, def, max int, noun, e
 	}
 	if err != nil {
 		if w != nil {
-			writeErr(w, code, "%v", err)
+			writeErrOf(w, code, err)
 		}
 		return 0, "", nil, false
 	}

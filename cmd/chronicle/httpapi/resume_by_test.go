@@ -40,8 +40,12 @@ func TestResumeRecordsTheCaller(t *testing.T) {
 		return s.Decisions[0].By
 	}
 	code, m := call(t, base, "tok-a", "POST", "/v1/searches/by-1/resume", map[string]any{"decision": "approve", "by": "token:admin"})
-	if code != 403 || !strings.Contains(fmt.Sprint(m["error"]), "by") {
-		t.Fatalf("a resume by another identity: %d %v, want 403 naming by", code, m)
+	if code != 403 || !strings.Contains(fmt.Sprint(m["error"]), "by") || m["pointer"] != "/by" || m["reason"] != "must be the authenticated caller" {
+		t.Fatalf("a resume by another identity: %d %v, want 403 naming by, with pointer /by and the reason (as a decision answer's)", code, m)
+	}
+	// a resume without a decision says it is required (it said `decision: "" is not approve or reject`)
+	if code, m = call(t, base, "tok-a", "POST", "/v1/searches/by-1/resume", map[string]any{}); code != 400 || m["pointer"] != "/decision" || !strings.Contains(fmt.Sprint(m["reason"]), "required") {
+		t.Fatalf("a resume without a decision: %d %v, want 400 /decision saying required", code, m)
 	}
 	if code, m = call(t, base, "tok-a", "POST", "/v1/searches/by-1/resume", map[string]any{"decision": "approve"}); code != 202 {
 		t.Fatalf("resume without by: %d %v", code, m)

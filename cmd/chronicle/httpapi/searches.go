@@ -40,7 +40,7 @@ var SearchNodesPageBytes = 4 << 20
 func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 	id, suffix, err := pathID(strings.TrimPrefix(r.URL.EscapedPath(), "/v1/searches/"), "nodes", "panel")
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	if suffix == "panel" {
@@ -55,7 +55,7 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 		limit := 500
 		if l := r.URL.Query().Get("limit"); l != "" {
 			if limit, err = strconv.Atoi(l); err != nil || limit < 1 || limit > 1000 {
-				writeErr(w, http.StatusBadRequest, "limit: %q is not an integer in 1..1000", l)
+				writeParamErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("%q is not an integer in 1..1000", l))
 				return
 			}
 		}
@@ -67,7 +67,7 @@ func (s *Server) searchRoutes(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if !ok {
-				writeErr(w, http.StatusBadRequest, "cursor: %q is not a node of this search (pass next_cursor of the previous page)", cursor)
+				writeParamErr(w, http.StatusBadRequest, "cursor", fmt.Sprintf("%q is not a node of this search (pass next_cursor of the previous page)", cursor))
 				return
 			}
 		}
@@ -150,7 +150,7 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	var body struct {
@@ -162,7 +162,14 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		writeBodyErr(w, err, ` (want {"decision": "approve"|"reject", "note", "by"})`)
 		return
 	}
-	if body.Decision != "approve" && body.Decision != "reject" {
+	switch body.Decision {
+	case "approve", "reject":
+	case "":
+		// left out (or ""): said as required, not as the value "" (an
+		// OpenAPI walkthrough)
+		writeFieldErr(w, "decision", "/decision", "required: approve or reject")
+		return
+	default:
 		writeFieldErr(w, "decision", "/decision", fmt.Sprintf("%q is not approve or reject", body.Decision))
 		return
 	}
@@ -174,7 +181,9 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.By, err = resumeBy(body.By, CallerOf(r), s.Tokens != nil); err != nil {
-		writeErr(w, http.StatusForbidden, "%v", err)
+		// pointer and reason as a workflow decision answer's (before, the
+		// text alone: an OpenAPI walkthrough)
+		writeJSON(w, http.StatusForbidden, errorBody{Error: err.Error(), Pointer: "/by", Reason: "must be the authenticated caller"})
 		return
 	}
 	if sr.Status != treesearch.StatusPaused {
@@ -212,7 +221,7 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 				writeFieldErr(w, m, "/"+m, ve.Reason)
 				return
 			}
-			writeErr(w, http.StatusBadRequest, "%v", err)
+			writeErrOf(w, http.StatusBadRequest, err)
 			return
 		}
 		writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry: %v", err)

@@ -197,7 +197,7 @@ func sessionEventsPage(w http.ResponseWriter, r *http.Request) (after int64, par
 	if q.Has("limit") {
 		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > SessionEventsMaxLimit {
-			writeFieldErr(w, "limit", "", fmt.Sprintf("%q is not an integer from 1 to %d (absent: %d)", q.Get("limit"), SessionEventsMaxLimit, SessionEventsMaxLimit))
+			writeParamErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("%q is not an integer from 1 to %d (absent: %d)", q.Get("limit"), SessionEventsMaxLimit, SessionEventsMaxLimit))
 			return 0, 0, 0, false
 		}
 		limit = n
@@ -209,7 +209,7 @@ func sessionEventsPage(w http.ResponseWriter, r *http.Request) (after int64, par
 		p, perr := strconv.ParseInt(ps, 10, 32)
 		o, oerr := strconv.ParseInt(off, 10, 64)
 		if topic != string(events.TopicSessions) || perr != nil || oerr != nil || p < 0 || o < 0 {
-			writeFieldErr(w, "cursor", "", fmt.Sprintf("%q is not a next_cursor of this route (%s:<partition>:<offset>)", c, events.TopicSessions))
+			writeParamErr(w, http.StatusBadRequest, "cursor", fmt.Sprintf("%q is not a next_cursor of this route (%s:<partition>:<offset>)", c, events.TopicSessions))
 			return 0, 0, 0, false
 		}
 		after, part = o, int32(p)
@@ -259,7 +259,7 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 	rec, ok := got.rec, got.ok
 	switch {
 	case errors.Is(err, errCursorPartition):
-		writeFieldErr(w, "cursor", "", strings.TrimPrefix(err.Error(), "cursor: "))
+		writeParamErr(w, http.StatusBadRequest, "cursor", strings.TrimPrefix(err.Error(), "cursor: "))
 		return true
 	case err != nil:
 		writeErr(w, http.StatusServiceUnavailable, "%v", events.ExplainBrokerError(err))

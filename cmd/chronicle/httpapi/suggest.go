@@ -137,7 +137,7 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &fe):
 		writeSuggestErr(w, fe)
 	case errors.Is(err, suggest.ErrInvalid):
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	default:
@@ -177,7 +177,7 @@ func policyScope(w http.ResponseWriter, r *http.Request) (string, bool) {
 	}
 	if !events.ValidScope(sc) {
 		// with its reason, as the route's other 400s (a walkthrough)
-		writeFieldErr(w, "scope", "", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
+		writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
 		return "", false
 	}
 	return sc, true
@@ -268,7 +268,7 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	// time is optional), so a retry has the same content
 	env, err := events.New(events.WorkflowSuggestionFeedback, "chronicle/api", id, time.Now(), d)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	env.Time, env.Scope = "", scope

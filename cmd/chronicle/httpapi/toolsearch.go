@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -41,7 +42,8 @@ func (s *Server) hybridTools(w http.ResponseWriter, r *http.Request, q search.Qu
 	// refuses it; before, it was ignored: 200 with alpha 1, the graph part
 	// of the ranking quietly off (found by an analyst's walkthrough)
 	if i := (&suggest.Suggester{Graph: g, Catalog: cat}).Unknown(ctxTools); i >= 0 {
-		writeErr(w, http.StatusBadRequest, "context_tools[%d]: %q is not a tool of the catalogue or the tool graph", i, ctxTools[i])
+		reason := fmt.Sprintf("%q is not a tool of the catalogue or the tool graph", ctxTools[i])
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("context_tools[%d]: %s", i, reason), Parameter: "context_tools", Reason: reason})
 		return
 	}
 	var res search.Result
@@ -148,7 +150,7 @@ func contextTools(w http.ResponseWriter, r *http.Request) ([]string, bool) {
 	out := strings.Split(raw, ",")
 	for i, t := range out {
 		if out[i] = strings.TrimSpace(t); out[i] == "" {
-			writeErr(w, http.StatusBadRequest, "context_tools: the tool name at position %d (0-based) of %q is empty", i, raw)
+			writeParamErr(w, http.StatusBadRequest, "context_tools", fmt.Sprintf("the tool name at position %d (0-based) of %q is empty", i, raw))
 			return nil, false
 		}
 	}

@@ -33,22 +33,22 @@ type WorkflowList = workflows.ListPage
 // only reads them.
 func workflowListParams(w http.ResponseWriter, r *http.Request) (limit int, cursor string, inScope func(string) bool, ok bool) {
 	q := r.URL.Query()
-	fail := func(code int, format string, a ...any) (int, string, func(string) bool, bool) {
+	fail := func(code int, err error) (int, string, func(string) bool, bool) {
 		if w != nil {
-			writeErr(w, code, format, a...)
+			writeErrOf(w, code, err)
 		}
 		return 0, "", nil, false
 	}
 	limit, inScope, code, err := pageParams(r, DefaultWorkflowList, MaxWorkflowList)
 	if err != nil {
-		return fail(code, "%v", err)
+		return fail(code, err)
 	}
 	cursor = q.Get("cursor")
 	// empty: the first page, as on GET /v1/sessions and a workflow's
 	// checkpoints, and what the last page's next_cursor says (it was a
 	// 400 here: a walkthrough, 2026-11-30)
 	if err := checkKeyCursor(cursor, "workflow", "w-1"); err != nil {
-		return fail(http.StatusBadRequest, "%v", err)
+		return fail(http.StatusBadRequest, err)
 	}
 	return limit, cursor, inScope, true
 }
@@ -74,7 +74,7 @@ func checkKeyCursor(cursor, noun, example string) error {
 		}
 	}
 	if why != "" {
-		return fmt.Errorf("cursor: %q is not a next_cursor of this list (<scope>/<%s id>, e.g. project:a/%s): %s", cursor, noun, example, why)
+		return paramErr("cursor", "%q is not a next_cursor of this list (<scope>/<%s id>, e.g. project:a/%s): %s", cursor, noun, example, why)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func pageParams(r *http.Request, def, max int) (limit int, inScope func(string) 
 		l := q.Get("limit")
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > max {
-			return 0, nil, http.StatusBadRequest, fmt.Errorf("limit: %q is not an integer from 1 to %d (absent: %d)", l, max, def)
+			return 0, nil, http.StatusBadRequest, paramErr("limit", "%q is not an integer from 1 to %d (absent: %d)", l, max, def)
 		}
 		limit = n
 	}
@@ -144,7 +144,7 @@ func pageParams(r *http.Request, def, max int) (limit int, inScope func(string) 
 		return 0, nil, http.StatusBadRequest, err
 	}
 	if sc := q.Get("scope"); events.ValidScope(sc) && !CallerOf(r).CanRead(sc) {
-		return 0, nil, http.StatusForbidden, fmt.Errorf("scope: this token may not read %s", sc)
+		return 0, nil, http.StatusForbidden, paramErr("scope", "this token may not read %s", sc)
 	}
 	return limit, inScope, 0, nil
 }

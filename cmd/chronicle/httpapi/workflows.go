@@ -65,7 +65,7 @@ func (s *Server) workflowService() *workflows.Service {
 func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 	id, sub, err := workflowPath(r)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	if len(sub) > 2 || len(sub) > 0 && sub[0] != "checkpoints" {
@@ -108,7 +108,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 			return
 		} else if rows {
 			if !found {
-				writeErr(w, http.StatusBadRequest, "cursor: %q is not a checkpoint_id of workflow %q (a next_cursor of this list)", cursor, id)
+				writeParamErr(w, http.StatusBadRequest, "cursor", fmt.Sprintf("%q is not a checkpoint_id of workflow %q (a next_cursor of this list)", cursor, id))
 				return
 			}
 			if h == nil {
@@ -127,7 +127,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		if cursor != "" {
 			i := slices.IndexFunc(h, func(e workflows.HistoryEntry) bool { return e.CheckpointID == cursor })
 			if i < 0 {
-				writeErr(w, http.StatusBadRequest, "cursor: %q is not a checkpoint_id of workflow %q (a next_cursor of this list)", cursor, id)
+				writeParamErr(w, http.StatusBadRequest, "cursor", fmt.Sprintf("%q is not a checkpoint_id of workflow %q (a next_cursor of this list)", cursor, id))
 				return
 			}
 			h = h[i+1:]
@@ -182,7 +182,7 @@ func checkpointPage(w http.ResponseWriter, r *http.Request) (limit int, cursor s
 	if l := q.Get("limit"); l != "" || q.Has("limit") {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 500 {
-			writeErr(w, http.StatusBadRequest, "limit: %q is not an integer from 1 to 500", l)
+			writeParamErr(w, http.StatusBadRequest, "limit", fmt.Sprintf("%q is not an integer from 1 to 500", l))
 			return 0, "", false
 		}
 		limit = n
@@ -235,7 +235,7 @@ func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, r *htt
 			writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Pointer: "/checkpoint_id", Reason: reason})
 			return workflows.Checkpoint{}, false
 		}
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return workflows.Checkpoint{}, false
 	}
 	cp, err := workflows.CheckpointAt(ctx, s.brokers(), s.P.Store, key, pos)
@@ -311,7 +311,7 @@ var workflowFields = map[string][]string{
 func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	id, sub, err := workflowPath(r)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	if err := events.CheckID(id); err != nil {
@@ -417,7 +417,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			sc = events.DefaultScope
 		}
 		if !events.ValidScope(sc) {
-			writeErr(w, http.StatusBadRequest, "scope: %q is not project:<id>, team:<id> or org:<id>", sc)
+			writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
 			return
 		}
 		if !c.CanWrite(sc) {
@@ -704,7 +704,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	// and the 409 told which ids it had used)
 	env, err := events.NewVerbatim(typ, WorkflowSource(key), b.EventID, time.Now(), data)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return
 	}
 	// no time attribute: the record's timestamp stands in (CloudEvents
@@ -971,7 +971,7 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 		writeSuggestErr(w, fe)
 		return nil, false
 	case errors.Is(err, suggest.ErrInvalid):
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		writeErrOf(w, http.StatusBadRequest, err)
 		return nil, false
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
