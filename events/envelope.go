@@ -333,14 +333,16 @@ func Derive(cause *Envelope, source string, typ Type, n int, payload any) (Envel
 // the same version, trace id and flags, and a span id of its own, the
 // first 8 bytes of the SHA-256 of the derived event's id (deterministic,
 // so a replay derives the same). "" when the cause has no valid
-// traceparent ("00-<32 hex>-<16 hex>-<2 hex>", trace id not all zeros).
+// traceparent ("00-<32 hex>-<16 hex>-<2 hex>", lower-case, neither the
+// trace id nor the parent id all zeros: W3C Trace Context 3.2.2.3 makes
+// both invalid).
 func childTraceparent(v any, derivedID string) string {
 	tp, _ := v.(string)
 	if len(tp) != 55 || tp[:3] != "00-" || tp[35] != '-' || tp[52] != '-' {
 		return ""
 	}
 	trace, flags := tp[3:35], tp[53:]
-	if !isLowerHex(trace) || !isLowerHex(tp[36:52]) || !isLowerHex(flags) || strings.Trim(trace, "0") == "" {
+	if !isLowerHex(trace) || !isLowerHex(tp[36:52]) || !isLowerHex(flags) || strings.Trim(trace, "0") == "" || strings.Trim(tp[36:52], "0") == "" {
 		return ""
 	}
 	h := sha256.Sum256([]byte(derivedID))

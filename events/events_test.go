@@ -519,7 +519,11 @@ func TestDeriveContinuesTheTrace(t *testing.T) {
 	if again := derive(&cause); again.Extensions["traceparent"] != tp {
 		t.Fatalf("a second derivation gave %v, the first %s", again.Extensions["traceparent"], tp)
 	}
-	for _, bad := range []any{nil, "", "00-" + trace + "-00f067aa0ba902b7", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "00-" + strings.ToUpper(trace) + "-00f067aa0ba902b7-01", 7} {
+	for _, bad := range []any{nil, "", "00-" + trace + "-00f067aa0ba902b7", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+		// an all-zero parent id is invalid too (W3C Trace Context 3.2.2.3);
+		// it was continued (a subscriber's walkthrough)
+		"00-" + trace + "-0000000000000000-01",
+		"00-" + strings.ToUpper(trace) + "-00f067aa0ba902b7-01", 7} {
 		c := cause
 		c.Extensions = map[string]any{"traceparent": bad}
 		if d := derive(&c); d.Extensions != nil {

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,25 @@ func TestPublishRefusesInvalidUTF8(t *testing.T) {
 	ok := minute("ok", "fine ✓")
 	if _, err := ch.Check(&ok); err != nil {
 		t.Errorf("valid UTF-8: %v", err)
+	}
+}
+
+// A producer's raw event (POST /v1/events, a batch, binary mode) with a
+// byte that is not UTF-8 is refused naming the member that holds it and
+// the byte's offset, as every other route's body; it was "/: not valid
+// UTF-8" (a subscriber's walkthrough, 2026-12-03). A byte between values
+// is named at "/".
+func TestProducerEventInvalidUTF8NamesTheMember(t *testing.T) {
+	head := `{"specversion":"1.0","id":"tg6","source":"urn:x","type":"coordination.minute.recorded.v1","sessionid":"x","data":{"event_type":"a`
+	raw := head + "\xff" + `","actor":"b","data":{}}}`
+	_, err := events.ParseProducerEvent([]byte(raw))
+	var ve *events.ValidationError
+	want := fmt.Sprintf("not valid UTF-8 at byte %d", len(head))
+	if !errors.As(err, &ve) || ve.Pointer != "/data/event_type" || !strings.HasPrefix(ve.Reason, want) {
+		t.Fatalf("%v; want a refusal at /data/event_type, %q", err, want)
+	}
+	_, err = events.ParseProducerEvent([]byte("\xff" + raw))
+	if !errors.As(err, &ve) || ve.Pointer != "/" || !strings.HasPrefix(ve.Reason, "not valid UTF-8 at byte 0") {
+		t.Fatalf("a leading bad byte: %v; want a refusal at /, byte 0", err)
 	}
 }

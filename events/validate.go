@@ -200,6 +200,12 @@ func ParseProducerEvent(raw []byte) (Envelope, error) {
 		}
 		return env, checkProduced(&env) // the fast path refuses repeated members
 	}
+	if ptr, reason, bad := InvalidUTF8(raw); bad {
+		// the member and the byte, as the other routes' bodies (it was
+		// "/: not valid UTF-8", parseSlow's words, which the processors
+		// keep for a log's dead letters: a subscriber's walkthrough)
+		return Envelope{}, &ValidationError{Index: -1, Pointer: ptr, Reason: reason}
+	}
 	if ptr, reason, ok := RepeatedMember(raw); ok {
 		return Envelope{}, &ValidationError{Index: -1, Pointer: ptr, Reason: reason}
 	}

@@ -54,21 +54,7 @@ func decodeRead(body []byte, v any) error {
 	// POST /v1/events refuses them: two titles differing only there were
 	// one memory, merged with its evidence counted twice, and a comment
 	// was stored changed (a Python integrator's walkthrough, 2026-12-01)
-	if !utf8.Valid(body) {
-		at := len(body)
-		for i := 0; i < len(body); {
-			r, n := utf8.DecodeRune(body[i:])
-			if r == utf8.RuneError && n == 1 {
-				at = i
-				break
-			}
-			i += n
-		}
-		ptr := events.PointerAt(body, int64(at))
-		if ptr == "" {
-			ptr = "/"
-		}
-		reason := fmt.Sprintf("not valid UTF-8 at byte %d (JSON text is UTF-8, RFC 8259 section 8.1)", at)
+	if ptr, reason, bad := events.InvalidUTF8(body); bad {
 		return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

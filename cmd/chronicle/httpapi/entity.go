@@ -105,8 +105,11 @@ func entityNotFound(w http.ResponseWriter, kind, id string) {
 // pathID returns the entity id of an escaped path remainder (after the
 // route's prefix) and the rest after it: the id is the first segment,
 // percent-decoded, so %2F stands for a '/' inside the id. For
-// compatibility, an unencoded id with '/' is accepted when no known
-// suffix follows: suffixes lists the sub-routes ("events", "history").
+// compatibility, an unencoded id with '/' is accepted too, with or
+// without a sub-route after it: a last segment that is one of suffixes
+// (the route's sub-routes, "events", "history") is the sub-route, so an
+// id whose last segment is such a name is reached encoded only
+// ("x%2Fevents").
 func pathID(escaped string, suffixes ...string) (id, suffix string, err error) {
 	for _, s := range suffixes {
 		if rest, ok := strings.CutSuffix(escaped, "/"+s); ok && rest != "" {

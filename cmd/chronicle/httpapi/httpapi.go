@@ -1392,8 +1392,17 @@ func searchQuery(w http.ResponseWriter, r *http.Request) (search.Query, bool) {
 	if events.ValidScope(q.Scope) && !CallerOf(r).CanRead(q.Scope) {
 		// one scope the token does not read: a 403, as the learned stream
 		// answers, not an empty list that reads as "nothing matched"
-		writeErr(w, http.StatusForbidden, "scope: this token may not read %s", q.Scope)
+		writeParamErr(w, http.StatusForbidden, "scope", "this token may not read "+q.Scope)
 		return q, false
+	}
+	if q.SessionID != "" {
+		// the session the search is for (its usage and the retrievals of
+		// its history): an id as GET /v1/sessions/{id} takes one (before,
+		// any string was taken and recorded: an OpenAPI walkthrough)
+		if err := events.CheckID(q.SessionID); err != nil {
+			writeParamErr(w, http.StatusBadRequest, "session_id", fmt.Sprintf("%q: %v", q.SessionID, err))
+			return q, false
+		}
 	}
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
@@ -1624,8 +1633,11 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		// permanent: only a shorter comment makes it fit (it was a 503
 		// "retry later", which an agent retries for ever: a walkthrough,
 		// 2026-11-30)
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: err.Error(), Pointer: "/comment",
-			Reason: fmt.Sprintf("the feedback's event would be above the %d-byte limit of one event: shorten the comment", events.MaxEventBytes)})
+		// the text names the comment as the pointer does (it was the
+		// event check's "event 0: /: … bytes encoded", the words of
+		// POST /v1/events: an OpenAPI walkthrough)
+		reason := fmt.Sprintf("the feedback's event would be above the %d-byte limit of one event: shorten the comment", events.MaxEventBytes)
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: "comment: " + reason, Pointer: "/comment", Reason: reason})
 		return
 	}
 	if errors.Is(err, events.ErrNotAcknowledged) {

@@ -36,6 +36,8 @@ func TestRefusedQueryParametersAreNamed(t *testing.T) {
 		{"/v1/memories/search?query=x&min_confidence=high", 400, "min_confidence"},
 		{"/v1/memories/search?query=x&outcome=maybe", 400, "outcome"},
 		{"/v1/memories/search?limit=3", 400, "query"},
+		{"/v1/memories/search?query=x&session_id=bad//id", 400, "session_id"},
+		{"/v1/memories/search?query=x&scope=project:b", 403, "scope"},
 		{"/v1/graph/next?after=a&k=0", 400, "k"},
 		{"/v1/graph/next?after=a&failed=3", 400, "failed"},
 		{"/v1/learned/stream?from=middle", 400, "from"},

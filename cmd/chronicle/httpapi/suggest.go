@@ -283,25 +283,22 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 	var refusal *workflows.Refusal
 	switch {
 	case errors.Is(err, workflows.ErrIDReused):
-		idx := 0
 		// "verdict" read as accepted alone, when another mode or confidence
 		// under the same accepted was refused too (a walkthrough)
 		reason := "feedback already recorded for this suggestion with other values (accepted, mode or confidence): a suggestion takes one feedback; a retry sends the same values"
-		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("suggestion_id %q: %s", d.SuggestionID, reason), Index: &idx, Pointer: "/suggestion_id", Reason: reason})
+		writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("suggestion_id %q: %s", d.SuggestionID, reason), Pointer: "/suggestion_id", Reason: reason})
 		return
 	case errors.As(err, &refusal):
 		code := http.StatusBadRequest
 		if errors.Is(err, workflows.ErrDuplicateID) {
 			code = http.StatusConflict
 		}
-		idx := 0
 		msg, ptr := feedbackPointer(refusal.Error(), refusal.Pointer, refusal.Reason)
-		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: refusal.Reason})
+		writeJSON(w, code, errorBody{Error: msg, Pointer: ptr, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
-		idx := 0
 		msg, ptr := feedbackPointer(ve.Error(), ve.Pointer, ve.Reason)
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: ve.Reason})
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Pointer: ptr, Reason: ve.Reason})
 		return
 	case err != nil:
 		writeErr(w, http.StatusServiceUnavailable, "%v", err)

@@ -559,12 +559,11 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			// a decision that offered options takes one of them
 			if i >= 0 && len(st.PendingDecisions[i].Options) > 0 && !slices.Contains(st.PendingDecisions[i].Options, b.Answer) {
 				opts := st.PendingDecisions[i].Options
-				idx := 0
 				reason := fmt.Sprintf("%q is not one of the decision's options %q", b.Answer, opts)
 				if b.Answer == "" {
 					reason = fmt.Sprintf("required: one of the decision's options %q", opts)
 				}
-				writeJSON(w, http.StatusBadRequest, errorBody{Error: "answer: " + reason, Index: &idx, Pointer: "/answer", Reason: reason})
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: "answer: " + reason, Pointer: "/answer", Reason: reason})
 				return
 			}
 			// who answered is the caller, as who resumed a search
@@ -736,7 +735,6 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, workflows.ErrCompleted) || errors.Is(err, workflows.ErrNotPending) || errors.Is(err, workflows.ErrDuplicateID) {
 			code = http.StatusConflict // the write is well formed; the workflow's state refuses it
 		}
-		idx := 0
 		msg, ptr := refusalMessage(route, refusal)
 		if errors.Is(err, workflows.ErrCompleted) && refusal.Written == "" {
 			// completed between the route's own check and the dry run: the
@@ -745,28 +743,26 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			msg = fmt.Sprintf("workflow %q completed: it takes no more events; fork it to go on", id)
 			refusal.Reason = workflows.ErrCompleted.Error()
 		}
-		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: refusal.Reason})
+		writeJSON(w, code, errorBody{Error: msg, Pointer: ptr, Reason: refusal.Reason})
 		return
 	case errors.As(err, &ve):
 		code := http.StatusBadRequest
 		if errors.Is(err, events.ErrEventTooLarge) {
 			code = http.StatusRequestEntityTooLarge // as POST /v1/events: no retry makes it fit
 		}
-		idx := 0
 		msg, ptr := requestPointer(route, ve.Error(), ve.Pointer, ve.Reason)
 		if route == "fork" && errors.Is(err, events.ErrEventTooLarge) {
 			// a 70-byte request: what is too large is the parent's state,
 			// which the fork's event carries (a walkthrough, 2026-11-30)
 			msg = "the fork's event carries the parent's state at the checkpoint, and " + msg + ": fork from an earlier checkpoint, or keep large values out of the workflow's state"
 		}
-		writeJSON(w, code, errorBody{Error: msg, Index: &idx, Pointer: ptr, Reason: ve.Reason})
+		writeJSON(w, code, errorBody{Error: msg, Pointer: ptr, Reason: ve.Reason})
 		return
 	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
 		writeErr(w, http.StatusRequestEntityTooLarge, "the broker refused the event as too large (its max.message.bytes is below Chronicle's %d-byte event limit): %v", events.MaxEventBytes, err)
 		return
 	case errors.Is(err, workflows.ErrIDReused):
-		idx := 0
-		writeJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Index: &idx, Pointer: "/event_id", Reason: workflows.ErrIDReused.Error()})
+		writeJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Pointer: "/event_id", Reason: workflows.ErrIDReused.Error()})
 		return
 	case errors.Is(err, workflows.ErrRejected):
 		writeErr(w, http.StatusConflict, "%v", err)

@@ -393,8 +393,8 @@ func TestPostSuggest(t *testing.T) {
 		}
 	}
 	one["accepted"] = false
-	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 409 || m["pointer"] != "/suggestion_id" {
-		t.Fatalf("another verdict for s-1: %d %v", code, m)
+	if code, m = call(t, srv.URL, "", "POST", "/v1/workflows/suggest/feedback?scope=project:a", one); code != 409 || m["pointer"] != "/suggestion_id" || m["index"] != nil {
+		t.Fatalf("another verdict for s-1: %d %v (want 409 naming /suggestion_id, without POST /v1/events' index)", code, m)
 	}
 	// the same verdict with another mode: refused too, and the reason says
 	// which values count (it said "another verdict": a walkthrough)
