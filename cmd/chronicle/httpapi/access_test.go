@@ -345,9 +345,12 @@ func TestEventSizeAndContentType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var e415 map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&e415)
 	resp.Body.Close()
-	if resp.StatusCode != 415 {
-		t.Fatalf("text/plain: %d, want 415", resp.StatusCode)
+	// the reason as a member too (it had the text alone: a subscriber's walkthrough)
+	if resp.StatusCode != 415 || e415["reason"] == nil {
+		t.Fatalf("text/plain: %d %v, want 415 with a reason", resp.StatusCode, e415)
 	}
 	ok, _ := json.Marshal(envs[0])
 	resp, err = http.Post(srv.URL+"/v1/events", "application/cloudevents+json; charset=utf-8", bytes.NewReader(ok))

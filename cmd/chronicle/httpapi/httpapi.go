@@ -97,15 +97,20 @@ func requireJSON(next http.HandlerFunc) http.HandlerFunc {
 		if ct := r.Header.Get("Content-Type"); ct != "" {
 			mt, params, err := mime.ParseMediaType(ct)
 			if err == nil && jsonContentTypes[mt] && !events.UTF8Charset(params) {
-				writeErr(w, http.StatusUnsupportedMediaType, "Content-Type: %q: charset %q: JSON is UTF-8 (RFC 8259, section 8.1); send the body as UTF-8 with charset=utf-8 or no charset", ct, params["charset"])
+				reason := fmt.Sprintf("charset %q: JSON is UTF-8 (RFC 8259, section 8.1); send the body as UTF-8 with charset=utf-8 or no charset", params["charset"])
+				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: fmt.Sprintf("Content-Type: %q: %s", ct, reason), Reason: reason})
 				return
 			}
 			if err == nil && !jsonContentTypes[mt] && hasBinaryHeaders(r) {
-				writeErr(w, http.StatusUnsupportedMediaType, "binary mode: header Content-Type: %q: the body (data) must be application/json", ct)
+				reason := "the body (data) must be application/json"
+				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: fmt.Sprintf("binary mode: header Content-Type: %q: %s", ct, reason), Reason: reason})
 				return
 			}
 			if err != nil || !jsonContentTypes[mt] {
-				writeErr(w, http.StatusUnsupportedMediaType, "Content-Type: %q is not application/json, application/cloudevents+json or application/cloudevents-batch+json", ct)
+				// the reason as a member, as every refusal's (a 415 had the
+				// text alone: a subscriber's walkthrough)
+				reason := "not application/json, application/cloudevents+json or application/cloudevents-batch+json"
+				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: fmt.Sprintf("Content-Type: %q is %s", ct, reason), Reason: reason})
 				return
 			}
 		}
@@ -486,7 +491,12 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeErr(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes (MaxBodyBytes; one event may be at most %d bytes)", MaxBodyBytes, events.MaxEventBytes)
+			// the request's as a whole (index -1, pointer /), as an empty
+			// body's; it had the text alone, unlike one oversized event's
+			// 413 (a subscriber's walkthrough)
+			idx := -1
+			reason := fmt.Sprintf("larger than %d bytes (MaxBodyBytes; one event may be at most %d bytes)", MaxBodyBytes, events.MaxEventBytes)
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: "body " + reason, Index: &idx, Pointer: "/", Reason: reason})
 			return
 		}
 		writeBadInput(w, bodyInputError("read body", err.Error()))

@@ -273,6 +273,11 @@ func TestRejectedBatchWritesNothing(t *testing.T) {
 		if code != c.code || !strings.Contains(fmt.Sprint(m["error"]), c.want) {
 			t.Errorf("body %.20q: %d %v, want %d containing %q", c.body, code, m, c.code, c.want)
 		}
+		// every refusal says where and why in members (the 413 of a body
+		// above MaxBodyBytes had the text alone: a subscriber's walkthrough)
+		if m["pointer"] == nil || m["reason"] == nil || m["index"] == nil {
+			t.Errorf("body %.20q: %v, want index, pointer and reason", c.body, m)
+		}
 	}
 	// an empty batch is valid (CloudEvents JSON Batch Format §4.3) and
 	// writes nothing
