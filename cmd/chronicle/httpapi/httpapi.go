@@ -275,6 +275,16 @@ func (s *Server) metricsHandler() http.Handler {
 // a path or method no route serves is a JSON 404 or 405 (jsonRouter).
 func (s *Server) Handler() http.Handler {
 	h := s.authenticate(s.router()) // unmatched routes and methods: JSON 404/405 (router.go)
+	// /mcp's Origin check comes before authentication (mcpserver.OriginChecked)
+	checked := mcpserver.OriginChecked(h)
+	inner := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			checked.ServeHTTP(w, r)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
 	if s.RequestLog != nil {
 		h = logRequests(s.RequestLog, h)
 	}

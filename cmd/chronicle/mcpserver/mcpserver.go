@@ -175,6 +175,15 @@ func HTTPHandler(backend search.Backend, opts Options) http.Handler {
 	}))
 }
 
+// OriginChecked is originChecked for a server that authenticates /mcp's
+// requests before they reach HTTPHandler (httpapi): it wraps the whole
+// chain, so that a cross-origin request is refused before its token is
+// looked at, as the MCP transport's own check is (a 401 for a missing
+// token and another for an unknown one told a page of another site which
+// it had: an MCP walkthrough, 2026-12-03). HTTPHandler checks again,
+// which a request that passed here passes.
+func OriginChecked(h http.Handler) http.Handler { return originChecked(h) }
+
 // originChecked refuses, with 403 Forbidden and a JSON-RPC error without
 // an id, a POST or DELETE whose Origin header names another origin than
 // the request's Host (or whose Sec-Fetch-Site says cross-site): the MCP

@@ -1,17 +1,21 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -89,7 +93,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 			"memory_feedback to say whether a memory helped; next_tool suggests the next tool call of a " +
 			"workflow from the tool graph learned from earlier sessions.",
 	})
-	s.AddReceivingMiddleware(refuseRepeatedArguments, readableSchemaErrors)
+	s.AddReceivingMiddleware(recoverHandlerPanic, refuseNullArguments, refuseRepeatedArguments, readableSchemaErrors)
 	t := &tools{backend: backend, opts: opts, reg: reg}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "memory_search",
@@ -140,6 +144,43 @@ func refuseRepeatedArguments(next mcp.MethodHandler) mcp.MethodHandler {
 				return &res, nil
 			}
 		}
+		return next(ctx, method, req)
+	}
+}
+
+// refuseNullArguments answers a tools/call whose arguments are JSON null
+// with the tool error a string or an array gets ("invalid argument: /:
+// type: got null, want object …"), and the tool does not run. The SDK
+// decoded null into a nil map and then panicked writing the input
+// schema's defaults into it (memory_search and next_tool, the tools whose
+// schemas have defaults): one request from any token, a reader's
+// included, ended `serve` and `chronicle mcp` (an MCP walkthrough,
+// 2026-12-03). Arguments left out are no arguments, as before.
+func refuseNullArguments(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil &&
+			string(bytes.TrimSpace(r.Params.Arguments)) == "null" {
+			var res mcp.CallToolResult
+			res.SetError(invalid("/", "type: got null, want object (the tool's arguments are a JSON object; leave them out for none)"))
+			return &res, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// recoverHandlerPanic turns a panic while a request is handled (the
+// SDK's or a tool's) into a JSON-RPC internal error (-32603) for that
+// request, logged with its stack, so that no request can end the process
+// that serves every other (the SDK's panic on null arguments did:
+// refuseNullArguments).
+func recoverHandlerPanic(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				log.Printf("mcp: %s panicked: %v\n%s", method, p, debug.Stack())
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error handling %s", method)}
+			}
+		}()
 		return next(ctx, method, req)
 	}
 }
