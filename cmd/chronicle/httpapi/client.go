@@ -66,7 +66,17 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 		return err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	// an answer is read whole up to ClientMaxAnswerBytes; a larger one is
+	// an error that says so (it was cut at 8 MiB and failed as
+	// "unexpected end of JSON input": twenty memories of about 800 KB
+	// make a legal 9.6 MB search answer — a Go embedder's walkthrough)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, ClientMaxAnswerBytes+1))
+	if err != nil {
+		return fmt.Errorf("chronicle %s %s: reading the answer: %w", method, path, err)
+	}
+	if len(b) > ClientMaxAnswerBytes {
+		return fmt.Errorf("chronicle %s %s: the answer is larger than %d bytes (httpapi.ClientMaxAnswerBytes): ask for fewer results", method, path, ClientMaxAnswerBytes)
+	}
 	if resp.StatusCode >= 300 {
 		var e errorBody
 		_ = json.Unmarshal(b, &e)
@@ -82,31 +92,78 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 		case http.StatusNotFound:
 			return wrapAs(search.ErrNotFound, e.Error)
 		}
-		return &statusError{code: resp.StatusCode, detail: e.Error, msg: fmt.Sprintf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)}
+		se := &StatusError{Status: resp.StatusCode, Message: e.Error, Pointer: e.Pointer, Parameter: e.Parameter, Reason: e.Reason,
+			msg: fmt.Sprintf("chronicle %s %s: %s: %s", method, path, resp.Status, e.Error)}
+		if resp.StatusCode == http.StatusRequestEntityTooLarge && e.Pointer != "" && e.Reason != "" {
+			// said as the memory tools' refusal of an argument, which
+			// it is (search.FieldError's form): over MCP a feedback's
+			// comment too large read "event 0: /: … bytes encoded" (an
+			// MCP walkthrough)
+			se.msg = fmt.Sprintf("%s: %s: %s", search.ErrInvalid, e.Pointer, e.Reason)
+		}
+		if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra >= 0 {
+			se.RetryAfter = time.Duration(ra) * time.Second
+		}
+		return se
 	}
 	return json.Unmarshal(b, out)
 }
 
-// statusError is an answer of the service with an HTTP status other than
-// 400 and 404 (those map to search.ErrInvalid and search.ErrNotFound):
-// its text names the request, the status and the service's error.
-type statusError struct {
-	code   int
-	detail string // the service's error alone
-	msg    string
+// ClientMaxAnswerBytes is the largest answer Client reads (64 MiB): a
+// memory search of MaxLimit (20) memories of up to one event each (960
+// KiB) is about 20 MB. A larger answer is an error saying so.
+const ClientMaxAnswerBytes = 64 << 20
+
+// StatusError is an answer of the service with an HTTP status other than
+// 400 and 404 (those are search.ErrInvalid and search.ErrNotFound, as the
+// memory tools' own refusals): its text names the request, the status and
+// the service's error; the fields let a caller act on it without reading
+// the text (before, an unexported type: a Go embedder's walkthrough).
+//
+//   - 413 (a member too large for one event; Pointer names it): permanent,
+//     errors.Is(err, search.ErrInvalid) holds;
+//   - 401, 403: the token;
+//   - 409, 422: the request conflicts with what was written;
+//   - 503, 504: the service or its broker did not answer in time; the
+//     outcome of a write is unknown, so retry it as it was sent (a
+//     recording with the same Idempotency-Key, which the service answers
+//     as the first); RetryAfter is the service's Retry-After, 0 when it
+//     sent none.
+type StatusError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Message is the service's error text ("error"), without the request.
+	Message string
+	// Pointer is the JSON pointer of the request body's member the error
+	// is about, Parameter the query parameter's name, Reason why: each
+	// "" when the service named none.
+	Pointer, Parameter, Reason string
+	// RetryAfter is the wait the service asked for (Retry-After).
+	RetryAfter time.Duration
+
+	msg string
 }
 
-func (e *statusError) Error() string { return e.msg }
+func (e *StatusError) Error() string { return e.msg }
+
+// Unwrap is search.ErrInvalid for a 413 (a member too large, which only
+// a shorter one fixes), nil otherwise.
+func (e *StatusError) Unwrap() error {
+	if e.Status == http.StatusRequestEntityTooLarge {
+		return search.ErrInvalid
+	}
+	return nil
+}
 
 // Refusal is the service's HTTP status and its own error text, without
 // the request (the MCP tools answer a 4xx in the service's words, as the
 // /mcp endpoint does; `chronicle mcp` tells a missing token by the 401).
-func (e *statusError) Refusal() (status int, detail string) { return e.code, e.detail }
+func (e *StatusError) Refusal() (status int, detail string) { return e.Status, e.Message }
 
 // hasStatus tells whether err is the service's answer with HTTP status code.
 func hasStatus(err error, code int) bool {
-	var se *statusError
-	return errors.As(err, &se) && se.code == code
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == code
 }
 
 // wrapAs wraps the service's error message in sentinel, whose text the
@@ -132,6 +189,11 @@ func (e notFoundError) Unwrap() error { return search.ErrNotFound }
 // Search implements search.Backend (GET /v1/memories/search).
 func (c *Client) Search(ctx context.Context, q search.Query) (search.Result, error) {
 	v := url.Values{"query": {q.Text}, "scope": {q.Scope}, "outcome": {q.Outcome}}
+	if q.SessionID != "" {
+		// the session the retrievals are recorded for (it was dropped: a
+		// Go embedder's walkthrough)
+		v.Set("session_id", q.SessionID)
+	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
@@ -163,14 +225,14 @@ func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, 
 	}
 	var out search.Recorded
 	err := c.doHeader(ctx, http.MethodPost, "/v1/memories", hdr, body, &out)
-	var se *statusError
-	if errors.As(err, &se) && se.code == http.StatusUnprocessableEntity {
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusUnprocessableEntity {
 		// the key reused for another recording: search.ErrKeyReused, and
 		// the caller's invalid argument, said as the tools' own refusals
 		// (over MCP it read "memory_record failed: … chronicle POST
 		// /v1/memories: 422 Unprocessable Entity: …": a walkthrough)
 		err = fmt.Errorf("%w: idempotency_key (the %s header): %w", search.ErrInvalid, IdempotencyKeyHeader,
-			keyReused(strings.TrimPrefix(se.detail, IdempotencyKeyHeader+": ")))
+			keyReused(strings.TrimPrefix(se.Message, IdempotencyKeyHeader+": ")))
 	}
 	// the route leaves the evidence out for a caller that may not read
 	// the scope (search.WithheldRecorded)
@@ -188,6 +250,11 @@ func (e keyReused) Unwrap() error { return search.ErrKeyReused }
 // Feedback implements search.Backend (POST /v1/memories/{id}/feedback).
 func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
 	var out search.FeedbackResult
+	if f.MemoryID == "" {
+		// named before any request (it was POST /v1/memories//feedback,
+		// a 405 listing routes: a Go embedder's walkthrough)
+		return out, fmt.Errorf("%w: memory_id: required, must not be empty", search.ErrInvalid)
+	}
 	path := "/v1/memories/" + url.PathEscape(f.MemoryID) + "/feedback"
 	if f.Scope != "" { // the memory's scope, when the id is in several the caller may write
 		path += "?scope=" + url.QueryEscape(f.Scope)

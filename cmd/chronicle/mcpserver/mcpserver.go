@@ -20,13 +20,16 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"mime"
 	"net/http"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -202,6 +205,9 @@ func originChecked(h http.Handler) http.Handler {
 	return p.Handler(h)
 }
 
+// protocolVersionRe is the form of an MCP protocol version: a date.
+var protocolVersionRe = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
 // textCheckedMax is the most of a POST body textChecked reads to check it
 // (16 MiB); a larger body is handed on, and the SDK's own limit applies.
 const textCheckedMax = 16 << 20
@@ -219,6 +225,15 @@ func textChecked(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			h.ServeHTTP(w, r)
+			return
+		}
+		if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !protocolVersionRe.MatchString(v) {
+			// a version is a date: anything else is the SDK's own
+			// text/plain refusal of an unsupported version, which it gave
+			// only below 2026-07-28 and, for "bogus" (after it in string
+			// order), answered a JSON-RPC error about a _meta field the
+			// client never heard of (an MCP walkthrough, 2026-12-03)
+			http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version %q: a protocol version is a date, YYYY-MM-DD (supported versions: %s)", v, strings.Join(mcp.SupportedProtocolVersions(), ",")), http.StatusBadRequest)
 			return
 		}
 		refuse := func(status int, msg string) { writeRPCError(w, status, nil, -32700, msg) }
@@ -239,6 +254,12 @@ func textChecked(h http.Handler) http.Handler {
 			if ptr, reason, ok := events.LoneSurrogate(body); ok {
 				refuse(http.StatusBadRequest, fmt.Sprintf("Parse error: %s: %s", ptr, reason))
 				return
+			}
+			if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '{' {
+				if id, why, bad := unanswerableID(b); bad {
+					writeRPCError(w, http.StatusBadRequest, id, -32600, "Invalid Request: "+why)
+					return
+				}
 			}
 		}
 		h.ServeHTTP(w, r)

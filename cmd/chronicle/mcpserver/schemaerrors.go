@@ -107,12 +107,14 @@ func readableSchemaError(msg string) string {
 		return msg
 	}
 	path, keyword, detail := m[1], m[2], m[3]
+	// an item's numbers are rewritten as a member's (next_tool's failed
+	// items said "minimum: -1/1 is less than 0.000000": an MCP walkthrough)
+	numeric := keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" || keyword == "exclusiveMaximum" || keyword == "multipleOf"
 	ptr := "/" + strings.ReplaceAll(strings.TrimPrefix(path, "/properties/"), "/properties/", "/")
 	if items, ok := strings.CutSuffix(ptr, "/items"); ok {
 		ptr, keyword = items, "an item: "+keyword
 	}
 	ptr = strings.ReplaceAll(ptr, "/items/", "/")
-	numeric := keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" || keyword == "exclusiveMaximum" || keyword == "multipleOf"
 	detail = ratRe.ReplaceAllStringFunc(detail, func(s string) string {
 		if !numeric {
 			return s // a quoted value such as "1/2" stays as sent

@@ -548,6 +548,12 @@ func (f *batchFilter) complete() {
 			return
 		}
 	}
+	if v[0] == '{' {
+		if id, why, bad := unanswerableID(v); bad {
+			f.answer(wireAnswer{JSONRPC: "2.0", ID: id, Error: wireError{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: " + why}})
+			return
+		}
+	}
 	if v[0] == '{' && !f.seenInit {
 		var m struct {
 			ID     json.RawMessage `json:"id"`

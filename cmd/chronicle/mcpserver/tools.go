@@ -93,7 +93,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 			"memory_feedback to say whether a memory helped; next_tool suggests the next tool call of a " +
 			"workflow from the tool graph learned from earlier sessions.",
 	})
-	s.AddReceivingMiddleware(recoverHandlerPanic, refuseNullArguments, refuseRepeatedArguments, readableSchemaErrors)
+	s.AddReceivingMiddleware(recoverHandlerPanic, refuseNullArguments, refuseRepeatedArguments, readableSchemaErrors, refuseUnknownLogLevel)
 	t := &tools{backend: backend, opts: opts, reg: reg}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "memory_search",
@@ -163,6 +163,23 @@ func refuseNullArguments(next mcp.MethodHandler) mcp.MethodHandler {
 			var res mcp.CallToolResult
 			res.SetError(invalid("/", "type: got null, want object (the tool's arguments are a JSON object; leave them out for none)"))
 			return &res, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// logLevels are the levels of logging/setLevel (MCP, server utilities:
+// logging; RFC 5424's severities).
+var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// refuseUnknownLogLevel answers a logging/setLevel whose level is none of
+// logLevels with -32602 Invalid params, as the MCP spec's logging page
+// asks ("Invalid log level: -32602"); the SDK took any string (an MCP
+// walkthrough, 2026-12-03).
+func refuseUnknownLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && method == "logging/setLevel" && p != nil && !slices.Contains(logLevels, p.Level) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Invalid params: level %q is not one of debug, info, notice, warning, error, critical, alert, emergency", p.Level)}
 		}
 		return next(ctx, method, req)
 	}

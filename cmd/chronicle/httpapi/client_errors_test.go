@@ -1,0 +1,68 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/projections/search"
+)
+
+// What a Go embedder of httpapi.Client found (a walkthrough, 2026-12-03),
+// against a stub service: an answer above 8 MiB was cut and failed as
+// "unexpected end of JSON input"; Search dropped Query.SessionID; a
+// status other than 400 and 404 was an unexported error whose status
+// only an undocumented method gave; a feedback without a memory id was
+// sent as POST /v1/memories//feedback.
+func TestClientAnswersAndErrors(t *testing.T) {
+	var gotQuery string
+	big := strings.Repeat("x", 9<<20) // a legal answer above the old 8 MiB cut
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/memories/search":
+			gotQuery = r.URL.RawQuery
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"memories":[{"id":"m1","scope":"project:a","title":"t","content":%q}]}`, big)
+		case r.URL.Path == "/v1/memories" && r.Method == "POST":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			fmt.Fprint(w, `{"error":"invalid argument: /content: too large","pointer":"/content","reason":"too large"}`)
+		default:
+			w.Header().Set("Retry-After", "5")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":"the broker did not answer"}`)
+		}
+	}))
+	defer srv.Close()
+	c := &httpapi.Client{Base: srv.URL}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	res, err := c.Search(ctx, search.Query{Text: "q", Scope: "project:a", SessionID: "s-1"})
+	if err != nil || len(res.Memories) != 1 || len(res.Memories[0].Content) != len(big) {
+		t.Fatalf("a 9 MiB answer: %v (%d memories)", err, len(res.Memories))
+	}
+	if !strings.Contains(gotQuery, "session_id=s-1") {
+		t.Errorf("the search's query %q has no session_id", gotQuery)
+	}
+
+	_, err = c.Record(ctx, search.Record{Title: "t", Description: "d", Content: "c", Outcome: "success"})
+	var se *httpapi.StatusError
+	if !errors.As(err, &se) || se.Status != 413 || se.Pointer != "/content" || !errors.Is(err, search.ErrInvalid) || err.Error() != "invalid argument: /content: too large" {
+		t.Errorf("a 413: %v (%+v), want a StatusError 413 naming /content that is search.ErrInvalid", err, se)
+	}
+	_, err = c.Feedback(ctx, search.Feedback{MemoryID: "m1", Helpful: true})
+	if !errors.As(err, &se) || se.Status != 503 || se.RetryAfter != 5*time.Second || errors.Is(err, search.ErrInvalid) {
+		t.Errorf("a 503: %v (%+v), want a StatusError 503 with RetryAfter 5s, not ErrInvalid", err, se)
+	}
+	if _, err = c.Feedback(ctx, search.Feedback{Helpful: true}); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "memory_id") {
+		t.Errorf("a feedback without a memory id: %v, want search.ErrInvalid naming memory_id", err)
+	}
+}
