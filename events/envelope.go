@@ -105,8 +105,12 @@ func (e *Envelope) EffectiveScope() string {
 	return e.Scope
 }
 
-// DedupKey is the idempotency key of the event: source and id, which
-// CloudEvents requires to be unique per distinct event.
+// DedupKey is source and id, the key of a store written before the scope
+// was part of an event's identity (projections' legacy idempotency keys).
+// It is not the idempotency key: an event is (scope, source, id) (see
+// Envelope), and a consumer that drops repeats by DedupKey drops one
+// tenant's events as another's. (It was documented as the idempotency
+// key: a Go embedder's walkthrough.)
 func (e *Envelope) DedupKey() string { return e.Source + "\x00" + e.ID }
 
 // Decode unmarshals Data into v, with goccy/go-json (encoding/json's

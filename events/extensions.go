@@ -95,9 +95,16 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		return b, err
 	}
 	names := make([]string, 0, len(e.Extensions))
-	for k := range e.Extensions {
+	for k, v := range e.Extensions {
 		if contextAttributes[k] {
-			return nil, fmt.Errorf("events: extension %q shadows a context attribute", k)
+			return nil, &ValidationError{Index: -1, Pointer: "/" + PointerToken(k), Reason: fmt.Sprintf("extension %q shadows a context attribute", k)}
+		}
+		if v == nil {
+			// a nil extension is the attribute left out, as a JSON null
+			// is (CloudEvents JSON format 2.2): it was written as null,
+			// which Publish took and the processors then dead-lettered
+			// (a Go embedder's walkthrough)
+			continue
 		}
 		names = append(names, k)
 	}
@@ -107,7 +114,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	for _, k := range names {
 		v, err := json.Marshal(e.Extensions[k])
 		if err != nil {
-			return nil, fmt.Errorf("events: extension %q: %w", k, err)
+			return nil, &ValidationError{Index: -1, Pointer: "/" + PointerToken(k), Reason: fmt.Sprintf("extension %q: %v", k, err)}
 		}
 		kb, _ := json.Marshal(k)
 		buf.WriteByte(',')

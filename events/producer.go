@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -29,7 +30,8 @@ type ProducerConfig struct {
 	// 100 ms); it doubles per attempt (backoff/v4 exponential, factor 2).
 	InitialBackoff time.Duration
 	// DeliveryTimeout bounds one attempt of one record, including the
-	// client's own internal retries (default 10 s).
+	// client's own internal retries (default 10 s; at least 1 s,
+	// franz-go's least record timeout: Validate refuses less).
 	DeliveryTimeout time.Duration
 	// PublishTimeout bounds a whole Publish or ProduceRecords call, all
 	// attempts included (default 15 s): with the broker down the caller
@@ -85,12 +87,23 @@ func (c ProducerConfig) Validate() error {
 
 // Producer writes events to Kafka with an idempotent producer and
 // acks=all. Publish returns only once the broker acknowledged every event.
+// A Producer is safe for concurrent use by several goroutines (its
+// franz-go client is); Close ends it.
 type Producer struct {
 	cfg    ProducerConfig
 	cl     *kgo.Client
 	dial   *dialErrors
 	writes writeHealth
+	closed atomic.Bool
 }
+
+// ErrProducerClosed is returned by Publish, PublishDerived and
+// ProduceRecords called after Close: nothing was sent, so nothing can be
+// written later (unlike ErrNotAcknowledged). Before, such a call retried
+// for about 1.6 s, answered ErrNotAcknowledged ("client closed") and set
+// WriteFailure, which /healthz reads as the broker refusing writes (a Go
+// embedder's walkthrough).
+var ErrProducerClosed = errors.New("events: producer closed")
 
 // writeHealth is the outcome of the producer's writes (WriteFailure).
 type writeHealth struct {
@@ -208,8 +221,14 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 // Client is the underlying franz-go client.
 func (p *Producer) Client() *kgo.Client { return p.cl }
 
-// Close flushes nothing further and closes the client.
-func (p *Producer) Close() { p.cl.Close() }
+// Close flushes nothing further and closes the client. A Publish still
+// running ends with the client's error (ErrNotAcknowledged: what it
+// handed the broker may be written); a Publish called after Close returns
+// ErrProducerClosed at once. Close may be called more than once.
+func (p *Producer) Close() {
+	p.closed.Store(true)
+	p.cl.Close()
+}
 
 // ParseBatch validates every raw event of one request before anything is
 // written. The first invalid event is reported as a *ValidationError whose
@@ -375,6 +394,10 @@ func validRecord(e *Envelope, producer bool) (*kgo.Record, error) {
 	}
 	raw, err := e.MarshalJSON() // compact already: json.Marshal(e) would compact it again
 	if err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) { // an extension's: its own pointer
+			return nil, ve
+		}
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 	}
 	if len(raw) > MaxEventBytes {
@@ -433,6 +456,9 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	if sink, ok := ctx.Value(recordSinkKey{}).(RecordSink); ok && sink != nil {
 		return sink(recs)
 	}
+	if p.closed.Load() {
+		return fmt.Errorf("%w: %d records not sent", ErrProducerClosed, len(recs))
+	}
 	start, parent := time.Now(), ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
 	defer cancel()
@@ -450,7 +476,7 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 		}
 		pending = failed
 		err := fmt.Errorf("events: produce %d of %d records failed (attempt %d): %w", len(failed), len(recs), attempts, lastErr)
-		if errors.Is(lastErr, kerr.UnknownTopicOrPartition) || errors.Is(lastErr, kerr.MessageTooLarge) || errors.Is(lastErr, kerr.RecordListTooLarge) || ctx.Err() != nil {
+		if errors.Is(lastErr, kerr.UnknownTopicOrPartition) || errors.Is(lastErr, kerr.MessageTooLarge) || errors.Is(lastErr, kerr.RecordListTooLarge) || errors.Is(lastErr, kgo.ErrClientClosed) || ctx.Err() != nil {
 			return backoff.Permanent(err)
 		}
 		return err
@@ -496,8 +522,8 @@ func (p *Producer) explain(err error, start time.Time, ownTimeout bool) error {
 // appended them with the acknowledgement lost, and the idempotent client
 // keeps a record it may have sent until the broker answers, so it can
 // still be written after the error. Retrying with the same event ids and
-// content is safe (a written one is then a duplicate, dropped by (source,
-// id)); sending other content under those ids is not. When the client
+// content is safe (a written one is then a duplicate, dropped by (scope,
+// source, id)); sending other content under those ids is not. When the client
 // failed to connect during the call, the error names the last attempt
 // (e.g. "connection refused").
 var ErrNotAcknowledged = errors.New("events: not acknowledged by the broker")
