@@ -551,7 +551,7 @@ func TestHTTPRecord(t *testing.T) {
 	args["scope"] = "project:b"
 	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), "memory_record: scope: this caller may not write project:b")
 	args["scope"] = "bogus"
-	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), `invalid argument: scope: "bogus" is not project:<id>, team:<id> or org:<id>`)
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), `invalid argument: /scope: "bogus" is not project:<id>, team:<id> or org:<id>`)
 	delete(args, "scope")
 	if _, recs, _ := fake.calls(); len(recs) != 3 {
 		t.Errorf("refused records reached the backend: %d records", len(recs))

@@ -41,7 +41,7 @@ type searchInput struct {
 }
 
 // recordDescription is memory_record's description: what a merge answers.
-const recordDescription = "Record a new memory (a strategy that worked or an anti-pattern) in the caller's default scope. " +
+const recordDescription = "Record a new memory (a strategy that worked or an anti-pattern) in scope, or without it in the caller's default write scope. " +
 	"A memory of that scope with the same title and content (ignoring case and spacing) gets the recording as evidence instead: " +
 	"the answer then names it in merged_into, and id, confidence and evidence are that memory's (a merge leaves its confidence as it was)."
 
@@ -91,7 +91,9 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 		Instructions: "Chronicle's ReasoningBank: call memory_search before a task for strategies " +
 			"and anti-patterns learned from earlier sessions, memory_record to keep a new one, and " +
 			"memory_feedback to say whether a memory helped; next_tool suggests the next tool call of a " +
-			"workflow from the tool graph learned from earlier sessions.",
+			"workflow from the tool graph learned from earlier sessions; where listed, pair_improvement gives a " +
+			"session's PAIR improvement loop (its next attempt's context), search_get a tree search's state and " +
+			"search_resume answers a search paused for a human decision.",
 	})
 	s.AddReceivingMiddleware(recoverHandlerPanic, refuseNullArguments, refuseRepeatedArguments, readableSchemaErrors, refuseUnknownLogLevel)
 	t := &tools{backend: backend, opts: opts, reg: reg}
@@ -331,6 +333,12 @@ func sourceOf(c Caller, req *mcp.CallToolRequest) string {
 
 // invalid is the error of an argument that breaks the tool schema.
 func invalid(field, format string, args ...any) error {
+	if !strings.HasPrefix(field, "/") {
+		// an argument is named by its pointer, as the schema's refusals
+		// name it ("/query: required: missing"); the tools' own checks
+		// said "query: required, must not be empty" (an MCP walkthrough)
+		field = "/" + events.PointerToken(field)
+	}
 	return fmt.Errorf("%w: %s: %s", search.ErrInvalid, field, fmt.Sprintf(format, args...))
 }
 

@@ -35,6 +35,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,7 +86,18 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 }
 
+// ErrEmptyID is returned, wrapped, by a call given an empty workflow (or
+// checkpoint, decision) id, before anything is sent: the request would
+// name another route (POST /v1/workflows//updates was a 405 listing
+// routes: a Go embedder's walkthrough).
+var ErrEmptyID = errors.New("workflows client: an id is required, must not be empty")
+
+// url is the route's URL, "" when id or a sub-route segment is empty
+// (do answers ErrEmptyID for it).
 func (c *Client) url(id string, sub ...string) string {
+	if id == "" || slices.Contains(sub, "") {
+		return ""
+	}
 	p := strings.TrimRight(c.Base, "/") + "/v1/workflows/" + url.PathEscape(id)
 	for _, s := range sub {
 		p += "/" + url.PathEscape(s)
@@ -101,6 +113,9 @@ func (c *Client) url(id string, sub ...string) string {
 const MaxAnswerBytes = 64 << 20
 
 func (c *Client) do(ctx context.Context, method, u string, body, out any) error {
+	if u == "" {
+		return fmt.Errorf("%w (nothing was sent)", ErrEmptyID)
+	}
 	var raw []byte
 	if body != nil {
 		// '<', '>' and '&' as given: json.Marshal's HTML escapes made

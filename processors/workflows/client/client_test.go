@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -127,5 +128,34 @@ func TestAnAnswerAboveTheLimitSaysSo(t *testing.T) {
 	_, err := (&client.Client{Base: srv.URL}).State(context.Background(), "w")
 	if err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("%v, want an error naming the size", err)
+	}
+}
+
+// A call given an empty id returns ErrEmptyID and sends nothing (it sent
+// POST /v1/workflows//updates, answered 405 with a list of routes: a Go
+// embedder's walkthrough).
+func TestEmptyIDIsRefusedBeforeSending(t *testing.T) {
+	var mu sync.Mutex
+	sent := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent++
+		mu.Unlock()
+		http.Error(w, "unexpected", http.StatusMethodNotAllowed)
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, "")
+	ctx := context.Background()
+	_, err1 := c.Update(ctx, "", 0, "messages", "hi")
+	_, err2 := c.State(ctx, "")
+	_, err3 := c.Answer(ctx, "w1", "", "approve", "")
+	_, err4 := c.History(ctx, "")
+	for i, err := range []error{err1, err2, err3, err4} {
+		if !errors.Is(err, client.ErrEmptyID) {
+			t.Errorf("call %d: %v, want ErrEmptyID", i, err)
+		}
+	}
+	if sent != 0 {
+		t.Errorf("%d requests sent", sent)
 	}
 }
