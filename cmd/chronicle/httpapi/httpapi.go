@@ -326,7 +326,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		c := access.Unrestricted
-		if s.Tokens != nil && !publicPaths[r.URL.Path] {
+		if s.Tokens != nil && !publicPaths[r.URL.Path] && !strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			// /.well-known/ serves nothing here: a 404 without a token, so
+			// that an MCP client's OAuth discovery
+			// (/.well-known/oauth-protected-resource) learns there is
+			// none, where a 401 without resource_metadata sent it looking
+			// (an MCP walkthrough)
 			var err error
 			if c, err = s.tokenFile().Authenticate(r.Header.Get("Authorization")); err != nil {
 				// RFC 6750 section 3.1: no error code when the request

@@ -2,8 +2,12 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 )
 
 // On a server with tokens, a cross-origin POST to /mcp is a 403 before
@@ -29,5 +33,27 @@ func TestMCPOriginIsCheckedBeforeTheToken(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("WWW-Authenticate") != "" {
 			t.Errorf("token %q, Origin evil.example: %d (WWW-Authenticate %q), want 403 before authentication", token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
+	}
+}
+
+// /.well-known/ serves nothing: a 404 without a token on a server with
+// tokens, so an MCP client's OAuth discovery learns there is no
+// authorization server (it was a 401 without resource_metadata, which
+// clients read as "authorization required, find out where": an MCP
+// walkthrough). Every /v1 route still needs a token.
+func TestWellKnownIsNotFoundWithoutAToken(t *testing.T) {
+	p, _ := setup(t)
+	tokens := access.File{Tokens: []access.Token{{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}}}}
+	srv := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler()) // not conforming: these paths are no routes
+	defer srv.Close()
+	base := srv.URL
+	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp"} {
+		code, _ := call(t, base, "", "GET", path, nil)
+		if code != http.StatusNotFound {
+			t.Errorf("GET %s without a token: %d, want 404", path, code)
+		}
+	}
+	if code, _ := call(t, base, "", "GET", "/v1/sessions", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /v1/sessions without a token: %d, want 401", code)
 	}
 }
