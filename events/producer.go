@@ -358,12 +358,18 @@ func sameEvent(a, b *Envelope) bool {
 
 // PublishDerived is Publish for Chronicle's own writers (the clock, the LLM
 // distiller, the judge): it validates and produces events of any known
-// type, derived ones included.
+// type, derived ones included. A refusal is a *ValidationError whose Index
+// is the event's position in envs, as Publish's (it was -1: a Go
+// embedder's walkthrough), and nothing was written.
 func (p *Producer) PublishDerived(ctx context.Context, envs ...Envelope) error {
 	recs := make([]*kgo.Record, 0, len(envs))
 	for i := range envs {
 		r, err := validRecord(&envs[i], false)
 		if err != nil {
+			var ve *ValidationError
+			if errors.As(err, &ve) {
+				ve.Index = i
+			}
 			return err
 		}
 		recs = append(recs, r)

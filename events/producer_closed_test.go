@@ -70,3 +70,23 @@ func TestPublishAfterClose(t *testing.T) {
 	}
 	p.Close() // twice is fine
 }
+
+// PublishDerived's refusal names the event's position, as Publish's does
+// (its Index was -1 for the second of two events: a Go embedder's
+// walkthrough); nothing is sent, so no broker is needed.
+func TestPublishDerivedRefusalHasItsIndex(t *testing.T) {
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ok, _ := events.New(events.MinuteRecorded, "urn:agent:d", "d1", time.Unix(1700000000, 0), events.MinuteData{EventType: "message", Actor: "u", Data: []byte(`{}`)})
+	ok.SessionID = "d"
+	bad := ok
+	bad.ID, bad.Data = "d2", []byte(`{"actor":"u"}`)
+	err = p.PublishDerived(context.Background(), ok, bad)
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Index != 1 {
+		t.Fatalf("%v, want a ValidationError with Index 1", err)
+	}
+}

@@ -221,6 +221,12 @@ func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, 
 	body := map[string]any{"title": r.Title, "description": r.Description, "content": r.Content, "outcome": r.Outcome, "tags": r.Tags, "scope": r.Scope}
 	var hdr http.Header
 	if r.IdempotencyKey != "" {
+		// checked before it is sent: quoted, a key holding a newline
+		// reached the service as `"a\nb"` and was refused for an escape
+		// the caller never wrote (a Go embedder's walkthrough)
+		if err := search.CheckIdempotencyKey(r.IdempotencyKey); err != nil {
+			return search.Recorded{}, fmt.Errorf("%w: idempotency_key: %v", search.ErrInvalid, err)
+		}
 		hdr = http.Header{IdempotencyKeyHeader: {strconv.Quote(r.IdempotencyKey)}}
 	}
 	var out search.Recorded

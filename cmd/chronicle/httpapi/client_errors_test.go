@@ -65,4 +65,9 @@ func TestClientAnswersAndErrors(t *testing.T) {
 	if _, err = c.Feedback(ctx, search.Feedback{Helpful: true}); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "memory_id") {
 		t.Errorf("a feedback without a memory id: %v, want search.ErrInvalid naming memory_id", err)
 	}
+	// an idempotency key the header cannot carry is refused before it is
+	// sent, naming the byte (it was quoted and refused for "\\")
+	if _, err = c.Record(ctx, search.Record{Title: "t", Description: "d", Content: "c", Outcome: "success", IdempotencyKey: "a\nb"}); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "byte 1 (0x0a)") {
+		t.Errorf("a key holding a newline: %v, want search.ErrInvalid naming byte 1", err)
+	}
 }
