@@ -79,10 +79,20 @@ func holdsStore(fs vfs.FS, dir string) error {
 	if err != nil {
 		return fmt.Errorf("projections: %s holds no store: %w", dir, err)
 	}
+	var marker string
 	for _, n := range names {
 		if strings.HasPrefix(n, "MANIFEST-") {
 			return nil
 		}
+		if strings.HasPrefix(n, "marker.manifest.") || strings.HasSuffix(n, ".sst") {
+			marker = n
+		}
+	}
+	if marker != "" {
+		// a store's files without its manifest: a damaged store, not
+		// none (an SRE's walkthrough removed it and was told "holds no
+		// store")
+		return &UnreadableError{Dir: dir, Err: fmt.Errorf("no MANIFEST file, though it holds %s of a store", marker)}
 	}
 	return fmt.Errorf("projections: %s holds no store: no MANIFEST file", dir)
 }

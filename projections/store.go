@@ -171,10 +171,17 @@ func (o Options) pebbleOptions() *pebble.Options {
 	if blob == 0 {
 		blob = 1024
 	}
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if !o.ReadOnly && o.OnFatal != nil {
+		fs = walGuardFS{FS: fs, onFatal: o.OnFatal}
+	}
 	po := &pebble.Options{
 		ReadOnly:     o.ReadOnly,
 		Logger:       fatalLogger{onFatal: o.OnFatal},
-		FS:           o.FS,
+		FS:           fs,
 		Cache:        pebble.NewCache(cacheSize),
 		MemTableSize: memtable,
 	}
@@ -331,7 +338,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		if lockHeld(err) {
 			return nil, fmt.Errorf("projections: open %s (is another chronicle process using it?): %w", dir, err)
 		}
-		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
+		if errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			return nil, fmt.Errorf("projections: open %s: %w", dir, err)
+		}
+		// a table or manifest missing, cut short or corrupt: the store
+		// cannot be read, and the log it was built from rebuilds it. It
+		// was Pebble's error alone, to which digest and audit added that
+		// a service might be running (an SRE's walkthrough)
+		return nil, &UnreadableError{Dir: dir, Err: err}
 	}
 	s := &Store{db: db, dir: dir, opts: opts, offsets: map[string]int64{}, procMu: map[string]*sync.Mutex{}, notify: make(chan struct{}, 1)}
 	if err := s.load(); err != nil {
@@ -347,6 +361,22 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// UnreadableError is Open's error for a store Pebble cannot open for
+// another reason than its lock, a read-only filesystem, permissions or a
+// full disk: a table or manifest missing, cut short or corrupt. The log is
+// the source of truth: `chronicle replay --data DIR --into NEW` rebuilds
+// every projection from it.
+type UnreadableError struct {
+	Dir string
+	Err error // Pebble's
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("projections: open %s: the store cannot be read (%v): if it is damaged, rebuild it from the log into a new directory (chronicle replay --data <data dir> --into <new dir>; the log is the source of truth) and use that one", e.Dir, e.Err)
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
 
 // fillKeys adds every stored idempotency key to s.keys and marks it ready
 // (at once for a store without any). Keys committed after its iterator was

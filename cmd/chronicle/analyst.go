@@ -194,6 +194,9 @@ bit. The directory must be a stopped service's (a running one answers GET /v1/di
 complete (not an interrupted replay).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := projections.Open(pipeline.ProjectionsDir(data), projections.Options{ReadOnly: true})
+			if ue := (*projections.UnreadableError)(nil); errors.As(err, &ue) {
+				return err // damaged, not in use: its own advice (an SRE's walkthrough)
+			}
 			if err != nil {
 				return fmt.Errorf("%w (a running service answers GET /v1/digest)", err)
 			}
@@ -235,6 +238,9 @@ func auditCmd() *cobra.Command {
 			live, err := projections.Open(pipeline.ProjectionsDir(c.data), projections.Options{})
 			if errors.Is(err, syscall.EROFS) {
 				return fmt.Errorf("%w (the data directory is on a read-only filesystem: audit replays the log with the embedded broker, which writes it; copy the directory somewhere writable; digest and inspect read it in place)", err)
+			}
+			if ue := (*projections.UnreadableError)(nil); errors.As(err, &ue) {
+				return err // damaged, not in use: its own advice (an SRE's walkthrough)
 			}
 			if err != nil {
 				return fmt.Errorf("%w (stop the service first: audit reads the live projections)", err)
