@@ -61,6 +61,7 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"bench", "--events", "10", "--runs", "1"}, "all 10 events were applied in one commit"},
 		{[]string{"serve", "--partitions", "0", "--data", t.TempDir()}, "--partitions: 0, must be ≥ 1"},
 		{[]string{"ingest", "x.jsonl", "--brokers", ",,"}, `--brokers: ",," names no host:port`},
+		{[]string{"serve", "--data", t.TempDir(), "--weaviate", ""}, `--weaviate: "" names no host:port`}, // a script's unset variable ran on the embedded store (a Weaviate walkthrough)
 		// a bare host was dialled on 9092, and "foo" or port 99999 failed
 		// later naming an internal field (a walkthrough, 2026-11-30)
 		{[]string{"replay", "--data", t.TempDir(), "--into", filepath.Join(t.TempDir(), "r"), "--brokers", "127.0.0.1"}, `--brokers: "127.0.0.1" is not host:port`},

@@ -218,6 +218,12 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 	if err := checkTopicReplicas(cmd); err != nil {
 		return err
 	}
+	if f := cmd.Flags().Lookup("weaviate"); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+		// given empty (a script's unset variable) it ran on the embedded
+		// store without a word, and --weaviate-grpc with it said to give
+		// --weaviate (a Weaviate walkthrough, 2026-12-03)
+		return fmt.Errorf("--weaviate: %q names no host:port (leave the flag out for the embedded vector store)", f.Value.String())
+	}
 	if err := checkFlagNeeds(cmd); err != nil {
 		return err
 	}
