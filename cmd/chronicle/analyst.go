@@ -79,6 +79,17 @@ func replayCmd() *cobra.Command {
 				return err
 			}
 			if projections.HoldsStore(pipeline.ProjectionsDir(into)) == nil {
+				// an unfinished replay's store (the replay was killed) is
+				// said so, with what to do: it said only "already holds
+				// projections", while digest and serve named it (an SRE's
+				// walkthrough)
+				if st, err := projections.Open(pipeline.ProjectionsDir(into), projections.Options{ReadOnly: true}); err == nil {
+					incomplete := errors.Is(st.CheckComplete(), projections.ErrReplayIncomplete)
+					st.Close()
+					if incomplete {
+						return fmt.Errorf("--into %s: holds the projections of a replay that did not finish (%s): remove that directory and run the replay again, or give another --into", into, pipeline.ProjectionsDir(into))
+					}
+				}
 				return fmt.Errorf("--into %s: already holds projections (%s); replay writes new ones there: give a directory without them", into, pipeline.ProjectionsDir(into))
 			}
 			brokers, stop, err := logBrokers(ctx, cmd, &c)

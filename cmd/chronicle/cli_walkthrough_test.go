@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // A group command (workflow, deadletter, search) given an argument that
@@ -300,5 +303,25 @@ func TestSearchRangePastTheEndIsSaid(t *testing.T) {
 	// walkthrough's finding)
 	if !strings.Contains(string(out), "Tree of Thoughts  not logged for these ranks") || strings.Contains(string(out), "Tree of Thoughts  solved") {
 		t.Fatalf("search game24 --from 1362: %s\nwant the Tree of Thoughts figure said to be not logged", out)
+	}
+}
+
+// replay --into a directory holding the store of a replay that did not
+// finish (killed) says so and what to do; it said only "already holds
+// projections", while digest and serve named the unfinished replay (an
+// SRE's walkthrough, 2026-12-03).
+func TestReplayIntoAnUnfinishedReplaySaysSo(t *testing.T) {
+	into := t.TempDir()
+	st, err := projections.Open(pipeline.ProjectionsDir(into), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkReplayStarted(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out, err := exec.Command(binary, "replay", "--data", t.TempDir(), "--into", into).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "a replay that did not finish") || !strings.Contains(string(out), "remove that directory") {
+		t.Fatalf("replay into an unfinished replay's directory: %v\n%s", err, out)
 	}
 }

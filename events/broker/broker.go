@@ -280,6 +280,14 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, err := os.Stat(filepath.Join(cfg.DataDir, StoppedFile)); err == nil {
+			// checked before stoppedCleanly removes the mark, so a
+			// second start refuses too
+			if err := checkSegments(cfg.DataDir); err != nil {
+				lock.Close()
+				return nil, err
+			}
+		}
 		clean, err := stoppedCleanly(cfg.DataDir)
 		if err != nil {
 			lock.Close()
