@@ -1,13 +1,9 @@
 package mcpserver
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -55,16 +51,10 @@ func TestNullArgumentsAreAToolError(t *testing.T) {
 		pingID := len(tools) + 2
 		lines = append(lines, `{"jsonrpc":"2.0","id":`+itoa(pingID)+`,"method":"ping"}`)
 		fake := newFake()
-		var out bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		in := io.NopCloser(strings.NewReader(strings.Join(lines, "\n") + "\n"))
-		if err := serveDraining(ctx, New(fake, Options{Caller: stdioCaller}), in, nopCloser{&out}, 10*time.Second); err != nil {
-			t.Fatalf("served with an error: %v", err)
-		}
+		out := pipeLines(t, fake, lines)
 		results := map[int]mcp.CallToolResult{}
 		pinged := false
-		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			var m struct {
 				ID     int             `json:"id"`
 				Result json.RawMessage `json:"result"`
@@ -84,13 +74,13 @@ func TestNullArgumentsAreAToolError(t *testing.T) {
 		for i, tool := range tools {
 			res, ok := results[i+2]
 			if !ok {
-				t.Errorf("%s null: no result\n%s", tool, out.String())
+				t.Errorf("%s null: no result\n%s", tool, out)
 				continue
 			}
 			mcptest.WantToolError(t, &res, "invalid argument: /: type: got null, want object")
 		}
 		if !pinged {
-			t.Errorf("the ping after the null calls was not answered\n%s", out.String())
+			t.Errorf("the ping after the null calls was not answered\n%s", out)
 		}
 		if n := fake.ncalls(); n != 0 {
 			t.Errorf("calls with null arguments reached the backend %d times", n)

@@ -1,13 +1,9 @@
 package mcpserver
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -58,15 +54,9 @@ func TestRepeatedArgumentIsRefused(t *testing.T) {
 			t.Fatalf("the request lost its repeat: %s", lines[2])
 		}
 		fake := newFake()
-		var out bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		in := io.NopCloser(strings.NewReader(strings.Join(lines, "\n") + "\n"))
-		if err := serveDraining(ctx, New(fake, Options{Caller: stdioCaller}), in, nopCloser{&out}, 10*time.Second); err != nil {
-			t.Fatalf("served with an error: %v", err)
-		}
+		out := pipeLines(t, fake, lines)
 		results := map[int]mcp.CallToolResult{}
-		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			var m struct {
 				ID     int                 `json:"id"`
 				Result *mcp.CallToolResult `json:"result"`
@@ -78,7 +68,7 @@ func TestRepeatedArgumentIsRefused(t *testing.T) {
 		for i, c := range cases {
 			res, ok := results[i+2]
 			if !ok {
-				t.Errorf("%s %s: no result\n%s", c.tool, c.args, out.String())
+				t.Errorf("%s %s: no result\n%s", c.tool, c.args, out)
 				continue
 			}
 			mcptest.WantToolError(t, &res, "invalid argument: "+c.pointer+": ", "appears twice")

@@ -1,14 +1,11 @@
 package mcpserver
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A request whose id this server cannot answer as sent — a fraction, an
@@ -30,16 +27,10 @@ func TestUnanswerableIDsAreRefused(t *testing.T) {
 			lines = append(lines, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`)
 		}
 		lines = append(lines, `{"jsonrpc":"2.0","id":"after","method":"ping"}`, `{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`)
-		var out bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		in := io.NopCloser(strings.NewReader(strings.Join(lines, "\n") + "\n"))
-		if err := serveDraining(ctx, New(newFake(), Options{Caller: stdioCaller}), in, nopCloser{&out}, 10*time.Second); err != nil {
-			t.Fatalf("served with an error: %v", err)
-		}
+		out := pipeLines(t, newFake(), lines)
 		refused := map[string]string{}
 		answered := map[string]bool{}
-		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			var m struct {
 				ID     json.RawMessage `json:"id"`
 				Result json.RawMessage `json:"result"`
@@ -59,27 +50,17 @@ func TestUnanswerableIDsAreRefused(t *testing.T) {
 		}
 		for _, id := range bad {
 			if _, ok := refused[id]; !ok {
-				t.Errorf("id %s: not refused with -32600 carrying the id as sent\n%s", id, out.String())
+				t.Errorf("id %s: not refused with -32600 carrying the id as sent\n%s", id, out)
 			}
 		}
 		if !answered[`"after"`] || !answered[`9007199254740991`] {
-			t.Errorf("the pings after the refusals (ids \"after\", 2^53-1) were not both answered\n%s", out.String())
+			t.Errorf("the pings after the refusals (ids \"after\", 2^53-1) were not both answered\n%s", out)
 		}
 	})
 	t.Run("http", func(t *testing.T) {
 		_, url := newHTTP(t)
 		for _, id := range bad {
-			req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Authorization", "Bearer writer")
-			req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, b := postRPC(t, url, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`, "2025-06-18")
 			var m struct {
 				ID    json.RawMessage `json:"id"`
 				Error *struct {
@@ -101,17 +82,7 @@ func TestUnanswerableIDsAreRefused(t *testing.T) {
 func TestMalformedProtocolVersionHeader(t *testing.T) {
 	_, url := newHTTP(t)
 	for _, v := range []string{"bogus", "2025-6-18", "latest"} {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer writer")
-		req.Header.Set("MCP-Protocol-Version", v)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := postRPC(t, url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v)
 		if resp.StatusCode != 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") || !strings.Contains(string(b), "Unsupported protocol version") || !strings.Contains(string(b), "2025-06-18") {
 			t.Errorf("MCP-Protocol-Version %q: %d %s %s, want the text/plain 400 naming the supported versions", v, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 		}
@@ -127,17 +98,7 @@ func TestSetLevelRefusesAnUnknownLevel(t *testing.T) {
 		level string
 		code  int
 	}{{"bogus", -32602}, {"warning", 0}} {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"`+c.level+`"}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer writer")
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := postRPC(t, url, `{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"`+c.level+`"}}`, "2025-06-18")
 		got := 0
 		if i := strings.Index(string(b), `"code":`); i >= 0 {
 			var n json.Number
@@ -149,4 +110,24 @@ func TestSetLevelRefusesAnUnknownLevel(t *testing.T) {
 			t.Errorf("level %s: %d %s, want error code %d", c.level, resp.StatusCode, b, c.code)
 		}
 	}
+}
+
+// postRPC sends body to the /mcp handler at url as a client of protocol
+// version (none when "") with the writer's token, and returns the answer.
+func postRPC(t *testing.T, url, body, version string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer writer")
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
 }

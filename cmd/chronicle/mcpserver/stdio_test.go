@@ -48,6 +48,21 @@ func pipedRequests() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
+// pipeLines serves lines (each a message, then EOF) over stdio with
+// backend, as `chronicle mcp` does, and returns what it wrote; serving
+// must end without an error.
+func pipeLines(t *testing.T, backend search.Backend, lines []string) string {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in := io.NopCloser(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	if err := serveDraining(ctx, New(backend, Options{Caller: stdioCaller}), in, nopCloser{&out}, 10*time.Second); err != nil {
+		t.Fatalf("served with an error: %v", err)
+	}
+	return out.String()
+}
+
 // serveString serves in (then EOF) with backend and drain wait wait, and
 // returns the ids answered and the server's error.
 func serveString(t *testing.T, backend search.Backend, in string, wait time.Duration) (map[float64]bool, error) {
