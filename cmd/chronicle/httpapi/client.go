@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -59,7 +60,11 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		// redirects are not followed: every route answers where it is
+		// asked, and the router's 307 to a cleaned path (an id "." or
+		// "..") re-sent the token and body to another route (a security
+		// review; ids are checked before now, idPath)
+		hc = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -107,6 +112,17 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 		return se
 	}
 	return json.Unmarshal(b, out)
+}
+
+// idPath is id as one URL path segment, or search.ErrInvalid naming field
+// when it is no entity id (events.CheckID): "." and "..", which
+// url.PathEscape keeps, made the router answer another route (a security
+// review, 2026-12-03: search_get "." listed the searches).
+func idPath(field, id string) (string, error) {
+	if err := events.CheckID(id); err != nil {
+		return "", fmt.Errorf("%w: %s: %q: %v", search.ErrInvalid, field, id, err)
+	}
+	return url.PathEscape(id), nil
 }
 
 // ClientMaxAnswerBytes is the largest answer Client reads (64 MiB): a
@@ -261,11 +277,15 @@ func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.Feedba
 		// a 405 listing routes: a Go embedder's walkthrough)
 		return out, fmt.Errorf("%w: memory_id: required, must not be empty", search.ErrInvalid)
 	}
-	path := "/v1/memories/" + url.PathEscape(f.MemoryID) + "/feedback"
+	seg, err := idPath("memory_id", f.MemoryID)
+	if err != nil {
+		return out, err
+	}
+	path := "/v1/memories/" + seg + "/feedback"
 	if f.Scope != "" { // the memory's scope, when the id is in several the caller may write
 		path += "?scope=" + url.QueryEscape(f.Scope)
 	}
-	err := c.do(ctx, http.MethodPost, path, map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
+	err = c.do(ctx, http.MethodPost, path, map[string]any{"helpful": f.Helpful, "comment": f.Comment}, &out)
 	// the route leaves new_confidence out for a caller that may not read
 	// the memory's scope (search.WithheldFeedback)
 	out.Withheld = err == nil && out.NewConfidence == nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -69,5 +70,44 @@ func TestClientAnswersAndErrors(t *testing.T) {
 	// sent, naming the byte (it was quoted and refused for "\\")
 	if _, err = c.Record(ctx, search.Record{Title: "t", Description: "d", Content: "c", Outcome: "success", IdempotencyKey: "a\nb"}); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "byte 1 (0x0a)") {
 		t.Errorf("a key holding a newline: %v, want search.ErrInvalid naming byte 1", err)
+	}
+}
+
+// An id that is no entity id ("." or "..", which url.PathEscape keeps) is
+// refused by the client before any request; sent, the router's 307 to
+// the cleaned path made search_get "." answer the list of searches and
+// memory_feedback ".." another route's refusal (a security review,
+// 2026-12-03). The client follows no redirect either.
+func TestClientRefusesDotIDs(t *testing.T) {
+	sent := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent++
+		http.Redirect(w, r, "/v1/searches/", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	c := &httpapi.Client{Base: srv.URL}
+	ctx := context.Background()
+	for _, id := range []string{".", ".."} {
+		if _, err := c.SearchGet(ctx, mcpserver.Caller{}, id, ""); !errors.Is(err, search.ErrInvalid) {
+			t.Errorf("search_get %q: %v, want search.ErrInvalid", id, err)
+		}
+		if _, err := c.SearchResume(ctx, mcpserver.Caller{}, id, "", "approve", ""); !errors.Is(err, search.ErrInvalid) {
+			t.Errorf("search_resume %q: %v, want search.ErrInvalid", id, err)
+		}
+		if _, err := c.Improvement(ctx, mcpserver.Caller{}, id, ""); !errors.Is(err, search.ErrInvalid) {
+			t.Errorf("pair_improvement %q: %v, want search.ErrInvalid", id, err)
+		}
+		if _, err := c.Feedback(ctx, search.Feedback{MemoryID: id, Helpful: true}); !errors.Is(err, search.ErrInvalid) {
+			t.Errorf("memory_feedback %q: %v, want search.ErrInvalid", id, err)
+		}
+	}
+	if sent != 0 {
+		t.Errorf("%d requests sent", sent)
+	}
+	// a valid id answered with a redirect is not followed
+	_, err := c.SearchGet(ctx, mcpserver.Caller{}, "s-1", "")
+	var se *httpapi.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || sent != 1 {
+		t.Errorf("a redirect: %v (%d requests), want the 307 itself, not followed", err, sent)
 	}
 }

@@ -20,13 +20,17 @@ import (
 // /v1/sessions/{id}/improvement, which only reads. The service checks the
 // token's scopes (404 for another scope's session, reported as not found).
 func (c *Client) Improvement(ctx context.Context, _ mcpserver.Caller, sessionID, scope string) (map[string]any, error) {
-	base := "/v1/sessions/" + url.PathEscape(sessionID)
+	seg, err := idPath("session_id", sessionID)
+	if err != nil {
+		return nil, err
+	}
+	base := "/v1/sessions/" + seg
 	q := ""
 	if scope != "" {
 		q = "?scope=" + url.QueryEscape(scope)
 	}
 	var out map[string]any
-	err := c.do(ctx, "POST", base+"/improve"+q, map[string]any{}, &out)
+	err = c.do(ctx, "POST", base+"/improve"+q, map[string]any{}, &out)
 	// 405: chronicle inspect, which serves reads only (before, the tool
 	// failed there while the GET answered)
 	if errors.Is(err, search.ErrNotFound) || hasStatus(err, http.StatusForbidden) || hasStatus(err, http.StatusMethodNotAllowed) {

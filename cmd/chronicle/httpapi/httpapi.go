@@ -325,13 +325,20 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeErr(w, http.StatusForbidden, "Host %q: this server has no API tokens, so it serves every scope to loopback names only (localhost, 127.0.0.1, [::1]); a page of another site that had its name resolved to this machine (DNS rebinding) would read and write it. Send a loopback Host, or serve with --tokens FILE", r.Host)
 			return
 		}
-		c := access.Unrestricted
-		if s.Tokens != nil && !publicPaths[r.URL.Path] && !strings.HasPrefix(r.URL.Path, "/.well-known/") {
+		if s.Tokens != nil && strings.HasPrefix(r.URL.Path, "/.well-known/") {
 			// /.well-known/ serves nothing here: a 404 without a token, so
 			// that an MCP client's OAuth discovery
 			// (/.well-known/oauth-protected-resource) learns there is
 			// none, where a 401 without resource_metadata sent it looking
-			// (an MCP walkthrough)
+			// (an MCP walkthrough). Answered here, with no caller and
+			// before the member check: let through as the unrestricted
+			// caller, a member header drew the account of how members
+			// sign (a security review)
+			writeErr(w, http.StatusNotFound, "no route %s %s: this server publishes nothing under /.well-known/ (no OAuth: send a bearer token)", r.Method, r.URL.Path)
+			return
+		}
+		c := access.Unrestricted
+		if s.Tokens != nil && !publicPaths[r.URL.Path] {
 			var err error
 			if c, err = s.tokenFile().Authenticate(r.Header.Get("Authorization")); err != nil {
 				// RFC 6750 section 3.1: no error code when the request
@@ -710,7 +717,7 @@ func listParams(w http.ResponseWriter, r *http.Request) (outcome string, limit i
 		// pattern searches and the learned stream answer, not an empty
 		// list that reads as "no sessions there"
 		if w != nil {
-			writeErr(w, http.StatusForbidden, "scope: this token may not read %s", sc)
+			writeParamErr(w, http.StatusForbidden, "scope", "this token may not read "+sc)
 		}
 		return "", 0, false
 	}

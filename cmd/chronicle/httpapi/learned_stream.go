@@ -177,7 +177,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !f.caller.CanRead(f.scope) {
-			writeErr(w, http.StatusForbidden, "scope: this token may not read %s", f.scope)
+			writeParamErr(w, http.StatusForbidden, "scope", "this token may not read "+f.scope)
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,6 +53,20 @@ func TestWellKnownIsNotFoundWithoutAToken(t *testing.T) {
 		if code != http.StatusNotFound {
 			t.Errorf("GET %s without a token: %d, want 404", path, code)
 		}
+	}
+	// a member header there gets the same 404, not the account of how
+	// members sign (a security review: the path skipped the token check
+	// and reached the member check)
+	req, _ := http.NewRequest("GET", base+"/.well-known/x", nil)
+	req.Header.Set("Chronicle-Forwarded-By", "m1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || strings.Contains(string(b), "member_secret") {
+		t.Errorf("a member header under /.well-known/: %d %s, want the 404", resp.StatusCode, b)
 	}
 	if code, _ := call(t, base, "", "GET", "/v1/sessions", nil); code != http.StatusUnauthorized {
 		t.Errorf("GET /v1/sessions without a token: %d, want 401", code)

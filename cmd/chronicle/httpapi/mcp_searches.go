@@ -12,8 +12,12 @@ import (
 // service checks the token's scopes (404 for another scope's search,
 // reported as not found).
 func (c *Client) SearchGet(ctx context.Context, _ mcpserver.Caller, id, scope string) (map[string]any, error) {
+	seg, err := idPath("search_id", id)
+	if err != nil {
+		return nil, err
+	}
 	var out map[string]any
-	err := c.do(ctx, "GET", "/v1/searches/"+url.PathEscape(id)+scopeQuery(scope), nil, &out)
+	err = c.do(ctx, "GET", "/v1/searches/"+seg+scopeQuery(scope), nil, &out)
 	return out, err
 }
 
@@ -27,8 +31,12 @@ func (c *Client) SearchResume(ctx context.Context, caller mcpserver.Caller, id, 
 	if caller.Source != "" {
 		body["by"] = caller.Source
 	}
+	seg, err := idPath("search_id", id)
+	if err != nil {
+		return nil, err
+	}
 	var out map[string]any
-	err := c.do(ctx, "POST", "/v1/searches/"+url.PathEscape(id)+"/resume"+scopeQuery(scope), body, &out)
+	err = c.do(ctx, "POST", "/v1/searches/"+seg+"/resume"+scopeQuery(scope), body, &out)
 	return out, err
 }
 

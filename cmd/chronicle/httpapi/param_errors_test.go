@@ -24,6 +24,8 @@ func TestRefusedQueryParametersAreNamed(t *testing.T) {
 		{"/v1/sessions?limit=0", 400, "limit"},
 		{"/v1/sessions?scope=proj", 400, "scope"},
 		{"/v1/sessions?cursor=x", 400, "cursor"},
+		{"/v1/sessions?scope=project:b", 403, "scope"},
+		{"/v1/learned/stream?scope=project:b", 403, "scope"},
 		{"/v1/workflows?limit=501", 400, "limit"},
 		{"/v1/workflows?cursor=nope", 400, "cursor"},
 		{"/v1/workflows?scope=project:b", 403, "scope"},

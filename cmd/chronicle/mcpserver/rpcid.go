@@ -39,6 +39,8 @@ func unanswerableID(msg []byte) (id json.RawMessage, why string, bad bool) {
 		}
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err != nil || n > maxExactID || n < -maxExactID {
 			return raw, "the id " + string(raw) + " is beyond ±9007199254740991, the integers this server answers exactly: send it as a string", true
+		} else if n == 0 && raw[0] == '-' {
+			return raw, "the id -0 would be answered as 0: send 0, or a string", true
 		}
 	}
 	return nil, "", false

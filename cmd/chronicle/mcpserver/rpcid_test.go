@@ -17,7 +17,7 @@ import (
 // null-id request unanswered (an MCP walkthrough, 2026-12-03). A string
 // id and an integer within range are answered as sent.
 func TestUnanswerableIDsAreRefused(t *testing.T) {
-	bad := []string{`1.5`, `9007199254740993`, `-9007199254740993`, `1e3`, `null`}
+	bad := []string{`1.5`, `9007199254740993`, `-9007199254740993`, `1e3`, `null`, `-0`}
 	t.Run("stdio", func(t *testing.T) {
 		lines := []string{
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
