@@ -44,6 +44,25 @@ func TestOpenAPIGeneratesAGoClient(t *testing.T) {
 			t.Errorf("the generated client has no method %s", name)
 		}
 	}
+	// What a client generated from it got wrong in use (an
+	// OpenAPI-client walkthrough, 2026-12-03): every number without a
+	// format became a float32, losing a score's digits; an enum without a
+	// type became an interface{} the request builder dereferenced when
+	// left out, a nil-pointer panic for GET /v1/sessions without outcome;
+	// an inline oneOf request body became a named type without the
+	// union's MarshalJSON, sent as {}.
+	if strings.Contains(src, "float32") {
+		t.Error("a number schema without format \"double\": the generated client holds it in a float32")
+	}
+	for _, want := range []string{
+		"Outcome *ListSessionsParamsOutcome",
+		"type PostEventsJSONRequestBody = CloudEventOrBatch",
+		"type McpPostJSONRequestBody = JSONRPCMessageOrBatch",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the generated client has no %q", want)
+		}
+	}
 	if f.Name.Name != "chronicleapi" {
 		t.Errorf("package %s", f.Name.Name)
 	}

@@ -57,6 +57,9 @@ var schemaFieldsCovered = []struct {
 	{"SearchList", httpapi.SearchList{}},
 	{"DAG", dag.DAG{}},
 	{"WorkflowSuggestion", suggest.Suggestion{}},
+	// its members' host was "host", the Go field client_host, so a
+	// generated client never read it (an OpenAPI-client walkthrough)
+	{"ClusterView", httpapi.ClusterView{}},
 }
 
 // knownSchemaGaps are the gaps the test tolerates: listed, so that any
