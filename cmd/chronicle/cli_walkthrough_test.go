@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -323,5 +325,21 @@ func TestReplayIntoAnUnfinishedReplaySaysSo(t *testing.T) {
 	out, err := exec.Command(binary, "replay", "--data", t.TempDir(), "--into", into).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "a replay that did not finish") || !strings.Contains(string(out), "remove that directory") {
 		t.Fatalf("replay into an unfinished replay's directory: %v\n%s", err, out)
+	}
+}
+
+// A demo that does not catch up because every model call fails says what
+// the processors dead-lettered, not only "context deadline exceeded" (an
+// LLM-endpoint walkthrough, 2026-12-03: a model answering 500 had each
+// session dead-lettered, and nothing on stderr said so).
+func TestDemoTimeoutNamesTheDeadLetters(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "the model is down", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	out, err := exec.Command(binary, "demo", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0",
+		"--llm-url", srv.URL, "--llm-model", "m", "--llm-rate", "1000", "--timeout", "12s", "--json").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "dead-lettered so far") || !strings.Contains(string(out), "500") {
+		t.Fatalf("demo against a failing model: %v\n%s", err, out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/memories"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -35,6 +36,24 @@ type Summary struct {
 	Projections         map[string]string `json:"projection_digests"`
 	Seconds             float64           `json:"seconds"`
 	DataDir             string            `json:"data_dir"`
+}
+
+// lettersHint is what a demo that did not catch up adds to its error: how
+// many records the processors dead-lettered so far and the last one's
+// reason (its scope's newest), which is usually why (a model endpoint answering 500 to every
+// distillation dead-lettered each session, and the demo said only
+// "context deadline exceeded": an LLM-endpoint walkthrough); "" when none.
+func lettersHint(p *pipeline.Pipeline, data string) string {
+	list, _, err := deadletter.ListScoped(p.Store, nil, nil, 1000, "", "")
+	if err != nil || len(list) == 0 {
+		return ""
+	}
+	n := fmt.Sprint(len(list))
+	if len(list) == 1000 {
+		n = "1000 or more"
+	}
+	newest := list[0] // a scope's newest first
+	return fmt.Sprintf("; %s records were dead-lettered so far (the newest by %s: %s); chronicle deadletter list --data %s lists them", n, newest.Handler, newest.Reason, data)
 }
 
 func demoCmd() *cobra.Command {
@@ -82,7 +101,7 @@ func demoCmd() *cobra.Command {
 			wctx, wcancel := context.WithTimeout(ctx, timeout)
 			defer wcancel()
 			if err := p.WaitCaughtUp(wctx, lagBar()); err != nil {
-				return fmt.Errorf("waiting for the processors to catch up: %w", err)
+				return fmt.Errorf("waiting for the processors to catch up (--timeout %v): %w%s", timeout, err, lettersHint(p, c.data))
 			}
 			sum, err := summarise(p.Store, c.data, time.Since(start))
 			if err != nil {

@@ -42,6 +42,25 @@ func ValueInstruction() string {
 	return "Evaluate if the numbers left after this step can reach 24. End your answer with one word: sure, likely or impossible.\n"
 }
 
+// MaxAnswerBytes is the longest model answer a Game of 24 step takes:
+// 16 KiB. Tree of Thoughts' GPT-4 answers are a few hundred bytes (a
+// proposal is a handful of lines, a value a sentence and a word). A longer
+// one is refused before anything counts its tokens or logs it: a 50 KB
+// answer without whitespace took the tokenizer over a second (its
+// byte-pair merge is quadratic in a word's length), a 400 KB one minutes,
+// and an answer too large for one event aborted the search saying only
+// "event 0: /: … bytes encoded" (an LLM-endpoint walkthrough,
+// 2026-12-03).
+const MaxAnswerBytes = 16 << 10
+
+// checkAnswer is the refusal of an answer above MaxAnswerBytes.
+func checkAnswer(what, raw string) error {
+	if len(raw) > MaxAnswerBytes {
+		return fmt.Errorf("game24: %s: the model's answer is %d bytes, above the %d a Game of 24 step takes (game24.MaxAnswerBytes): is --llm-model a chat model following the prompt?", what, len(raw), MaxAnswerBytes)
+	}
+	return nil
+}
+
 // Propose implements treesearch.Proposer: one completion, one candidate
 // per non-empty line.
 func (l *LLM) Propose(ctx context.Context, req treesearch.ProposeRequest) (treesearch.Proposal, error) {
@@ -49,6 +68,9 @@ func (l *LLM) Propose(ctx context.Context, req treesearch.ProposeRequest) (trees
 	raw, err := l.Client.Complete(ctx, req.Prompt+ProposeInstruction(last.State))
 	if err != nil {
 		return treesearch.Proposal{}, fmt.Errorf("game24: propose: %w", err)
+	}
+	if err := checkAnswer("propose", raw); err != nil {
+		return treesearch.Proposal{}, err
 	}
 	var lines []string
 	for _, line := range strings.Split(raw, "\n") {
@@ -79,6 +101,9 @@ func (l *LLM) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesea
 		raw, err := l.Client.Complete(ctx, req.Prompt+ValueInstruction())
 		if err != nil {
 			return treesearch.Verdict{}, fmt.Errorf("game24: value: %w", err)
+		}
+		if err := checkAnswer("value", raw); err != nil {
+			return treesearch.Verdict{}, err
 		}
 		words := strings.Fields(strings.ToLower(raw))
 		if len(words) > 0 {

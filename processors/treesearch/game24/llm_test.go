@@ -2,9 +2,13 @@ package game24_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
@@ -80,5 +84,37 @@ func TestLLMComponentsOnRecordedOutput(t *testing.T) {
 	}
 	if len(prompts()) == 0 {
 		t.Fatal("no model call")
+	}
+}
+
+// A model answer above MaxAnswerBytes is refused, naming its size and the
+// limit, before anything counts its tokens or logs it (a 400 KB answer
+// without whitespace kept the tokenizer busy for minutes, and one too
+// large for an event aborted the search naming neither: an LLM-endpoint
+// walkthrough, 2026-12-03). The recorded answers are far below it.
+func TestOversizedModelAnswerIsRefused(t *testing.T) {
+	big := strings.Repeat("y", game24.MaxAnswerBytes+1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"choices":[{"message":{"role":"assistant","content":%q}}]}`, big)
+	}))
+	defer srv.Close()
+	client, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "verbose", RatePerSecond: 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := &game24.LLM{Client: client, Samples: 1}
+	path := []treesearch.Step{{NodeID: "r", State: "4 5 6 10"}}
+	start := time.Now()
+	_, err = llm.Propose(context.Background(), treesearch.ProposeRequest{Goal: game24.Goal("4 5 6 10"), Path: path})
+	if err == nil || !strings.Contains(err.Error(), "game24.MaxAnswerBytes") {
+		t.Fatalf("propose: %v, want a refusal naming MaxAnswerBytes", err)
+	}
+	_, err = llm.Evaluate(context.Background(), treesearch.EvalRequest{Goal: game24.Goal("4 5 6 10"), Path: path, Candidate: treesearch.Candidate{Text: "4 + 5 = 9 (left: 6 9 10)\n", State: "6 9 10"}})
+	if err == nil || !strings.Contains(err.Error(), "game24.MaxAnswerBytes") {
+		t.Fatalf("value: %v, want a refusal naming MaxAnswerBytes", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing took %v", d)
 	}
 }
