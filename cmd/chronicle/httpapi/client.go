@@ -272,11 +272,9 @@ func (e keyReused) Unwrap() error { return search.ErrKeyReused }
 // Feedback implements search.Backend (POST /v1/memories/{id}/feedback).
 func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
 	var out search.FeedbackResult
-	if f.MemoryID == "" {
-		// named before any request (it was POST /v1/memories//feedback,
-		// a 405 listing routes: a Go embedder's walkthrough)
-		return out, fmt.Errorf("%w: memory_id: required, must not be empty", search.ErrInvalid)
-	}
+	// an empty or malformed id is named before any request (an empty one
+	// was POST /v1/memories//feedback, a 405 listing routes: a Go
+	// embedder's walkthrough)
 	seg, err := idPath("memory_id", f.MemoryID)
 	if err != nil {
 		return out, err
