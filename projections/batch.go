@@ -3,6 +3,7 @@ package projections
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/chronicle-dev/chronicle/events"
 )
@@ -56,7 +57,42 @@ type Item struct {
 // is not a conflicting duplicate another processor dead-letters
 // (QuietConflict).
 func (it Item) Lettered(o Outcome) bool {
-	return o.Result == DeadLettered && it.DeadLetter != nil && !(it.QuietConflict && errors.Is(o.Err, ErrConflictingDuplicate))
+	return o.Result == DeadLettered && !o.Quiet && it.DeadLetter != nil && !(it.QuietConflict && errors.Is(o.Err, ErrConflictingDuplicate))
+}
+
+// prefixLettered holds one empty row per record position some processor
+// dead-lettered (m/lettered/<topic>/<partition>/<offset>): the processors
+// of a topic refuse a record each for its own reason (sessionlog a
+// conflicting duplicate, sessions "already started"), and the first to
+// commit its refusal writes the record's one letter; the others see the
+// row and write none (Outcome.Quiet). Before, each wrote its own, so one
+// record had two letters (a concurrency walkthrough, 2026-12-03; issue 11
+// item 8 asks for one letter per record). Outside the digest (p/ only).
+const prefixLettered = "m/lettered/"
+
+// letteredKey is the prefixLettered row of the record at pos.
+func letteredKey(pos Position) string {
+	return prefixLettered + pos.Topic + "/" + strconv.FormatInt(int64(pos.Partition), 10) + "/" + strconv.FormatInt(pos.Offset, 10)
+}
+
+// claimLetter reports whether the record at pos is to be dead-lettered by
+// this run: no processor has claimed it (in the store or in ws), and the
+// claim is then written into ws. The first claim of a run takes the
+// letters lock of pos's topic partition (a processor's ApplyBatch locks
+// only its own partition) and hands its release to *release, which the
+// run calls once its batch is committed or dropped, so two processors
+// never both see the record unclaimed.
+func (s *Store) claimLetter(ws *writeSet, pos Position, release *func()) (bool, error) {
+	if *release == nil {
+		*release = s.lockProcessor("letters/" + pos.Topic + "/" + strconv.FormatInt(int64(pos.Partition), 10))
+	}
+	key := letteredKey(pos)
+	_, found, err := ws.get(key)
+	if err != nil || found {
+		return false, err
+	}
+	ws.setUnscanned(key, []byte{})
+	return true, nil
 }
 
 // Outcome is what ApplyBatch did with one item.
@@ -65,6 +101,10 @@ type Outcome struct {
 	// Err is the rejection of a DeadLettered item: a *RejectedError (the
 	// processor refused it), ErrConflictingDuplicate, or the item's own Err.
 	Err error
+	// Quiet marks a DeadLettered item whose record another processor of its
+	// topic had dead-lettered already (for its own reason): no second
+	// letter is written for it (claimLetter).
+	Quiet bool
 }
 
 // ApplyBatch applies items, consecutive records of one topic partition, for
@@ -131,17 +171,32 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 	var (
 		outbox  []OutboxRecord
 		touched []string
-		moved   bool // the offset moves in this batch
+		moved   bool   // the offset moves in this batch
+		letters func() // releases the letters lock (claimLetter) once the batch is committed or dropped
 	)
+	defer func() {
+		if letters != nil {
+			letters()
+		}
+	}()
 	advance := func(pos Position) {
 		next, hasNext, moved = pos.Offset+1, true, true
 	}
-	reject := func(j int, it Item, why error) {
+	reject := func(j int, it Item, why error) error {
 		out[j] = Outcome{Result: DeadLettered, Err: why}
 		if it.Lettered(out[j]) {
-			outbox = append(outbox, withSource(it, it.DeadLetter(why))...)
+			first, err := s.claimLetter(ws, it.Pos, &letters)
+			if err != nil {
+				return err
+			}
+			if first {
+				outbox = append(outbox, withSource(it, it.DeadLetter(why))...)
+			} else {
+				out[j].Quiet = true
+			}
 		}
 		advance(it.Pos)
+		return nil
 	}
 	for j, it := range items {
 		if hasNext && it.Pos.Offset < next {
@@ -162,7 +217,9 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			if !deadLetter {
 				return 0, -1, it.Err
 			}
-			reject(j, it, it.Err)
+			if err := reject(j, it, it.Err); err != nil {
+				return 0, -1, err
+			}
 			continue
 		}
 		idSum := it.IDSum
@@ -196,7 +253,9 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 				if !deadLetter {
 					return 0, -1, cerr
 				}
-				reject(j, it, cerr)
+				if err := reject(j, it, cerr); err != nil {
+					return 0, -1, err
+				}
 				continue
 			}
 			out[j] = Outcome{Result: Duplicate}
@@ -218,7 +277,9 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			// the call's partial writes are in ws: start a clean write set
 			ws = newWriteSet(s.db)
 			outbox, touched = nil, nil
-			reject(0, it, rerr)
+			if err := reject(0, it, rerr); err != nil {
+				return 0, -1, err
+			}
 			return s.commitRun(ws, okey, next, outbox, touched, processor, 1)
 		}
 		if tx.err != nil {

@@ -240,3 +240,60 @@ func TestRebuildingEmitFailsAsLive(t *testing.T) {
 		t.Errorf("outbox live %d, rebuilding %d: want 1 and 0", live.OutboxLen(), rebuilt.OutboxLen())
 	}
 }
+
+// Two processors of one topic that both refuse a record, each for its own
+// reason, write one letter for it between them: the first to commit its
+// refusal, whose outcome is a letter; the other's is Quiet, with no record
+// in the outbox, whichever runs first and whether the refusal is the
+// processor's, an item error or a conflicting duplicate. Records only one
+// of them refuses keep their letter.
+func TestOneLetterPerRecordAcrossProcessors(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	refuseBad := func(tx *projections.Tx, env *events.Envelope) error {
+		if strings.HasPrefix(env.ID, "bad") {
+			return fmt.Errorf("%s refused by the first", env.ID)
+		}
+		return counter(tx, env)
+	}
+	refuseBadAndOdd := func(tx *projections.Tx, env *events.Envelope) error {
+		if strings.HasPrefix(env.ID, "bad") || strings.HasPrefix(env.ID, "odd") {
+			return fmt.Errorf("%s refused by the second", env.ID)
+		}
+		return counter(tx, env)
+	}
+	items := batchItems(t, "a", "bad1", "odd1", "b", "bad2")
+	outs1, err := s.ApplyBatch("first", items, refuseBad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs2, err := s.ApplyBatch("second", items, refuseBadAndOdd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := results(outs1) + " " + results(outs2); got != "AXAAX AXXAX" {
+		t.Fatalf("results %s, want AXAAX AXXAX", got)
+	}
+	for i, it := range items {
+		first, second := it.Lettered(outs1[i]), it.Lettered(outs2[i])
+		want := [2]bool{i == 1 || i == 4, i == 2}
+		if [2]bool{first, second} != want {
+			t.Errorf("item %d (%s): lettered by first %v, by second %v; want %v", i, it.Env.ID, first, second, want)
+		}
+		if outs2[i].Quiet != (i == 1 || i == 4) {
+			t.Errorf("item %d: second's Quiet %v", i, outs2[i].Quiet)
+		}
+	}
+	pending, err := s.PendingOutbox(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var letters []string
+	for _, e := range pending {
+		letters = append(letters, e.Key+": "+string(e.Value))
+	}
+	want := []string{"bad1: bad1 refused by the first", "bad2: bad2 refused by the first", "odd1: odd1 refused by the second"}
+	if fmt.Sprint(letters) != fmt.Sprint(want) {
+		t.Fatalf("letters %q, want %q", letters, want)
+	}
+}
