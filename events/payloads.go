@@ -353,7 +353,9 @@ type MemoryCreatedData struct {
 
 // PatternChangedData is the data of coordination.pattern.changed.v1: a
 // coordination pattern after one coordination.pattern.counted.v1.
-// Change is "created" for a pattern's first session, else "updated";
+// Change is "created" for a pattern's first session, "removed" when its
+// last session left it (its tool sequence changed after a call that came
+// after its completion: the pattern is gone, counts 0), else "updated";
 // SessionID is the session whose count changed it. Confidence is
 // (succeeded_count + 1) / (session_count + 2) (processors/sessions
 // Pattern.Confidence).

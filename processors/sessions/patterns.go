@@ -128,6 +128,11 @@ type PatternCountedData struct {
 	Met    bool `json:"met"`
 	First  bool `json:"first"`
 	WasMet bool `json:"was_met"`
+	// Left: the session leaves PatternID, where it was counted (Steps are
+	// its new ones; Met and First are false): its tool sequence changed
+	// after its completion (a call that came after it), so it is counted
+	// in its new pattern instead (First there).
+	Left bool `json:"left,omitempty"`
 }
 
 // countPattern records that session s, just evaluated as ev from in,
@@ -150,16 +155,31 @@ func countPattern(tx *projections.Tx, s *Session, in flux.Input, ev events.Evalu
 		return err
 	}
 	met := ev.Recommendation == events.MeetsCriteria
-	if counted && m.Met == met {
+	moved := counted && m.Pattern != id
+	if counted && !moved && m.Met == met {
 		return nil
 	}
 	d := PatternCountedData{PatternID: id, SessionID: s.ID, Steps: steps, Category: CategoryReadOnly, Task: task,
-		Met: met, First: !counted, WasMet: counted && m.Met}
+		Met: met, First: !counted || moved, WasMet: counted && !moved && m.Met}
 	if tools := distill.WriteTools(in); len(tools) > 0 {
 		d.Category, d.Tools = tools[0], tools
 	}
 	if err := tx.SetJSON(patternMemberKey(s.Key()), patternMember{Pattern: id, Met: met}); err != nil {
 		return err
+	}
+	if moved {
+		// a call after the completion changed the tool sequence: the
+		// session leaves the pattern it was counted in, then is counted
+		// first in its new one. Before, it stayed counted in the old one
+		// and was counted in the new one as a success without a session
+		// (confidence (1+1)/(0+2) = 1, which pattern.changed refuses), so
+		// the new pattern never appeared (a concurrency walkthrough,
+		// 2026-12-03)
+		left := d
+		left.PatternID, left.Met, left.First, left.WasMet, left.Left = m.Pattern, false, false, m.Met, true
+		if err := tx.Emit(events.PatternCounted, left); err != nil {
+			return err
+		}
 	}
 	return tx.Emit(events.PatternCounted, d)
 }
@@ -204,6 +224,9 @@ func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
+	if d.Left {
+		return leavePattern(tx, p, ok, d)
+	}
 	if !ok {
 		p = Pattern{ID: d.PatternID, Scope: env.EffectiveScope(), Steps: d.Steps, Category: d.Category, Tools: d.Tools, Task: d.Task}
 	}
@@ -230,6 +253,39 @@ func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	change := "updated"
 	if !ok {
 		change = "created"
+	}
+	return tx.Emit(events.PatternChanged, events.PatternChangedData{
+		PatternID: p.ID, Change: change, SessionID: d.SessionID, Steps: p.Steps, Category: p.Category, Tools: p.Tools,
+		Task: p.Task, SessionCount: p.SessionCount, SucceededCount: p.SucceededCount, Confidence: p.Confidence(), Outcome: p.Outcome(),
+	})
+}
+
+// leavePattern takes session d.SessionID out of pattern p (found: ok):
+// one session fewer, one success fewer when it met its criteria there, and
+// the pattern row removed with its last session ("removed", counts 0). A
+// pattern that is not there has nothing to take out.
+func leavePattern(tx *projections.Tx, p Pattern, ok bool, d PatternCountedData) error {
+	if !ok || p.SessionCount == 0 {
+		return nil
+	}
+	p.SessionCount--
+	if i := slices.Index(p.Sessions, d.SessionID); i >= 0 {
+		p.Sessions = slices.Delete(p.Sessions, i, i+1)
+	}
+	if d.WasMet && p.SucceededCount > 0 {
+		p.SucceededCount--
+		if i := slices.Index(p.Succeeded, d.SessionID); i >= 0 {
+			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
+		}
+	}
+	change := "updated"
+	if p.SessionCount == 0 {
+		change, p.SucceededCount = "removed", 0
+		if err := tx.Delete(patternKey(d.PatternID)); err != nil {
+			return err
+		}
+	} else if err := tx.SetJSON(patternKey(d.PatternID), p); err != nil {
+		return err
 	}
 	return tx.Emit(events.PatternChanged, events.PatternChangedData{
 		PatternID: p.ID, Change: change, SessionID: d.SessionID, Steps: p.Steps, Category: p.Category, Tools: p.Tools,
