@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 )
@@ -127,5 +128,44 @@ func TestRecordKeyReasonNamesSessionID(t *testing.T) {
 	env.SessionID = "s-1"
 	if k, err := events.Key(&env); err != nil || k != events.EntityKey(events.DefaultScope, "s-1") {
 		t.Fatalf("with sessionid: %q %v", k, err)
+	}
+}
+
+// A memory.created.v1 of a recording merged into memory m is keyed by m
+// (merged_into), so it sits on m's partition of chronicle.learned with m's
+// other learned events; a recording that created its memory is keyed by
+// its own memory_id. Before, a merge was keyed by the recording's id: with
+// several partitions one memory's learned events were spread over them (a
+// subscriber walkthrough, 2026-12-03).
+func TestMergedMemoryCreatedIsKeyedByTheMemory(t *testing.T) {
+	for _, c := range []struct {
+		data events.MemoryCreatedData
+		key  string
+	}{
+		{events.MemoryCreatedData{MemoryID: "x-2", MergedInto: "x-1"}, "project:a/x-1"},
+		{events.MemoryCreatedData{MemoryID: "x-1"}, "project:a/x-1"},
+	} {
+		c.data.Title, c.data.Description, c.data.Outcome, c.data.Source, c.data.Confidence, c.data.Evidence, c.data.RecordedEventID = "t", "d", "success", "explicit", 0.8, 1, "r-1"
+		env, err := events.New(events.MemoryCreated, "chronicle/memories", "c-1", time.Unix(0, 0), c.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = "project:a"
+		for name, key := range map[string]func(*events.Envelope) (string, error){"Key": events.Key, "record": func(e *events.Envelope) (string, error) {
+			_, k, err := events.RecordTopic(e)
+			return k, err
+		}} {
+			if k, err := key(&env); err != nil || k != c.key {
+				t.Errorf("%s of %+v: %q %v, want %q", name, c.data, k, err, c.key)
+			}
+		}
+		rec, err := events.Record(&env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, key, err := events.FromRecordKey(rec)
+		if err != nil || key != c.key || parsed.ID != "c-1" {
+			t.Errorf("FromRecordKey of %+v: %q %v", c.data, key, err)
+		}
 	}
 }

@@ -226,6 +226,13 @@ type TypeInfo struct {
 	// has a sessionid (a reasoning task's passes may belong to sessions);
 	// without the field the sessionid is the key.
 	KeyFirst bool
+	// KeyOver names a data field that, when present and not empty, names
+	// the entity instead of KeyField: memory.created.v1's merged_into (a
+	// recording merged into memory m is an event of m, on m's partition
+	// with m's other learned events; keyed by its own memory_id, it sat
+	// on another partition, so a consumer applying partitions apart could
+	// end with m's evidence behind: a subscriber walkthrough, 2026-12-03).
+	KeyOver string
 }
 
 var registry = map[Type]TypeInfo{
@@ -267,7 +274,7 @@ var registry = map[Type]TypeInfo{
 	ToolTransitionObserved:     {Type: ToolTransitionObserved, Topic: TopicToolgraph, Derived: true, KeyField: "graph"},
 	PairContextRetrieved:       {Type: PairContextRetrieved, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
 	PairRevisionWritten:        {Type: PairRevisionWritten, Topic: TopicLearned, Derived: true, KeyField: "session_id"},
-	MemoryCreated:              {Type: MemoryCreated, Topic: TopicLearned, Derived: true, KeyField: "memory_id"},
+	MemoryCreated:              {Type: MemoryCreated, Topic: TopicLearned, Derived: true, KeyField: "memory_id", KeyOver: "merged_into"},
 	PatternChanged:             {Type: PatternChanged, Topic: TopicLearned, Derived: true, KeyField: "pattern_id"},
 	EvaluationCompleted:        {Type: EvaluationCompleted, Topic: TopicEvaluations, Derived: true, KeyField: "session_id"},
 	PatternCounted:             {Type: PatternCounted, Topic: TopicPatterns, Derived: true, KeyField: "pattern_id"},
@@ -367,6 +374,11 @@ func entityIDWith(e *Envelope, lookup dataLookup) (string, error) {
 	}
 	if ti.KeyFirst {
 		if k, ok, err := keyField(e, ti.KeyField, lookup); err != nil || ok {
+			return k, err
+		}
+	}
+	if ti.KeyOver != "" {
+		if k, ok, err := keyField(e, ti.KeyOver, lookup); err != nil || ok {
 			return k, err
 		}
 	}
