@@ -23,7 +23,11 @@ var ErrBadUpdate = errors.New("bad reducer update")
 //     {...existing, ...update} (a shallow merge: a key of the update
 //     replaces the existing value, null included).
 //
-// null is refused on every channel. Values are stored compacted, so the
+// null is refused on every channel, and so is a null element of an array
+// update on an appending channel (the state's lists never hold null; before,
+// [null] appended one, and every answer holding the state then broke the
+// HTTP API's description of it: a mutation test, 2026-12-03; a log written
+// before holds such an update only if a producer sent one). Values are stored compacted, so the
 // same update sent with other whitespace gives the same state. Cost: O(size
 // of the update) plus the append's amortised copy.
 func Reduce(s *State, channel string, update json.RawMessage) error {
@@ -65,6 +69,11 @@ func appendTo(list *[]json.RawMessage, channel string, update json.RawMessage) e
 	var items []json.RawMessage
 	if err := json.Unmarshal(update, &items); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadUpdate, fieldError("/data/update", "channel %s: %v", channel, err))
+	}
+	for i, it := range items {
+		if bytes.Equal(bytes.TrimSpace(it), []byte("null")) {
+			return fmt.Errorf("%w: %w", ErrBadUpdate, fieldError(fmt.Sprintf("/data/update/%d", i), "null element on channel %s: an element is any JSON value but null", channel))
+		}
 	}
 	for _, it := range items {
 		*list = append(*list, compact(it))

@@ -42,6 +42,7 @@ func TestReduceTable(t *testing.T) {
 			want: State{Messages: raws(`1`), Tasks: raws(`2`), Decisions: raws(`3`), Context: map[string]json.RawMessage{"k": json.RawMessage(`"v"`)}}},
 		{name: "context refuses an array", steps: []step{{"context", `[1]`}}, err: "context channel merges objects, got an array"},
 		{name: "null is refused", steps: []step{{"tasks", `null`}}, err: "null or absent on channel tasks"},
+		{name: "a null element is refused", steps: []step{{"messages", `["a",null]`}}, err: "/data/update/1: null element on channel messages"},
 		{name: "unknown channel", steps: []step{{"inbox", `1`}}, err: `/data/channel: "inbox"`},
 	}
 	for _, c := range cases {
@@ -67,6 +68,26 @@ func TestReduceTable(t *testing.T) {
 				t.Fatalf("got %s\nwant %s", js(got), js(c.want))
 			}
 		})
+	}
+}
+
+// An array update with a null element is refused whole: none of its
+// elements is appended (the state's lists never hold null, and an update
+// applies all or nothing).
+func TestReduceNullElementAppendsNothing(t *testing.T) {
+	var s State
+	if err := Reduce(&s, events.ChannelTasks, json.RawMessage(`{"id":"t1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []string{events.ChannelMessages, events.ChannelTasks, events.ChannelDecisions} {
+		err := Reduce(&s, ch, json.RawMessage(`[{"id":"t2"}, null, {"id":"t3"}]`))
+		var fe *FieldError
+		if !errors.Is(err, ErrBadUpdate) || !errors.As(err, &fe) || fe.Pointer != "/data/update/1" {
+			t.Fatalf("%s: %v, want a refusal at /data/update/1", ch, err)
+		}
+	}
+	if got := js(State{Messages: s.Messages, Tasks: s.Tasks, Decisions: s.Decisions}); got != js(State{Tasks: raws(`{"id":"t1"}`)}) {
+		t.Fatalf("after the refused updates: %s", got)
 	}
 }
 
