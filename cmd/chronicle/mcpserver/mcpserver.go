@@ -260,6 +260,10 @@ func textChecked(h http.Handler) http.Handler {
 					writeRPCError(w, http.StatusBadRequest, id, -32600, "Invalid Request: "+why)
 					return
 				}
+				if id, why, bad := invalidParams(b); bad {
+					writeRPCError(w, http.StatusOK, id, -32602, "Invalid params: "+why)
+					return
+				}
 			}
 		}
 		h.ServeHTTP(w, r)

@@ -553,6 +553,10 @@ func (f *batchFilter) complete() {
 			f.answer(wireAnswer{JSONRPC: "2.0", ID: id, Error: wireError{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: " + why}})
 			return
 		}
+		if id, why, bad := invalidParams(v); bad {
+			f.answer(wireAnswer{JSONRPC: "2.0", ID: id, Error: wireError{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + why}})
+			return
+		}
 	}
 	if v[0] == '{' && !f.seenInit {
 		var m struct {
