@@ -105,6 +105,11 @@ func decodeRead(body []byte, v any) error {
 		reason := fmt.Sprintf("unknown field %q (member names are case-sensitive)", name)
 		return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
 	}
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
+		if ptr, reason, ok := nullMember(body, t.Elem()); ok {
+			return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
+		}
+	}
 	return nil
 }
 

@@ -81,36 +81,55 @@ func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout, IdleTimeout: IdleTimeout}
 }
 
-// jsonContentTypes are the request media types the API reads: JSON and
+// jsonContentTypes are the request media types POST /v1/events reads: JSON and
 // the CloudEvents JSON formats (structured and batched).
 var jsonContentTypes = map[string]bool{
 	"application/json": true, events.ContentTypeCloudEvents: true, "application/cloudevents-batch+json": true,
 }
 
+// plainJSON is the media type of the request bodies of every JSON route
+// but POST /v1/events.
+var plainJSON = map[string]bool{"application/json": true}
+
 // requireJSON answers 415 for a request body of another media type than
-// jsonContentTypes, or with a charset other than UTF-8 (JSON is UTF-8,
+// application/json, or with a charset other than UTF-8 (JSON is UTF-8,
 // RFC 8259 section 8.1: "charset=latin-1" was accepted and its body read
 // as UTF-8, a Python integrator's walkthrough); a request without
-// Content-Type is read as JSON.
+// Content-Type is read as JSON. The CloudEvents media types are POST
+// /v1/events' only (requireEventJSON): before, every JSON route took them,
+// so a memory sent as application/cloudevents-batch+json was recorded
+// (a mutation test), against the routes' description.
 func requireJSON(next http.HandlerFunc) http.HandlerFunc {
+	return requireMediaType(next, plainJSON, "not application/json")
+}
+
+// requireEventJSON is requireJSON for POST /v1/events: application/json
+// and the CloudEvents JSON formats (structured and batched), and a binary
+// mode request's data as application/json.
+func requireEventJSON(next http.HandlerFunc) http.HandlerFunc {
+	return requireMediaType(next, jsonContentTypes, "not application/json, application/cloudevents+json or application/cloudevents-batch+json")
+}
+
+// requireMediaType is requireJSON with the media types types, refused
+// with the reason notOne.
+func requireMediaType(next http.HandlerFunc, types map[string]bool, notOne string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ct := r.Header.Get("Content-Type"); ct != "" {
 			mt, params, err := mime.ParseMediaType(ct)
-			if err == nil && jsonContentTypes[mt] && !events.UTF8Charset(params) {
+			if err == nil && types[mt] && !events.UTF8Charset(params) {
 				reason := fmt.Sprintf("charset %q: JSON is UTF-8 (RFC 8259, section 8.1); send the body as UTF-8 with charset=utf-8 or no charset", params["charset"])
 				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: fmt.Sprintf("Content-Type: %q: %s", ct, reason), Reason: reason})
 				return
 			}
-			if err == nil && !jsonContentTypes[mt] && hasBinaryHeaders(r) {
+			if err == nil && !types[mt] && types[events.ContentTypeCloudEvents] && hasBinaryHeaders(r) {
 				reason := "the body (data) must be application/json"
 				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: fmt.Sprintf("binary mode: header Content-Type: %q: %s", ct, reason), Reason: reason})
 				return
 			}
-			if err != nil || !jsonContentTypes[mt] {
+			if err != nil || !types[mt] {
 				// the reason as a member, as every refusal's (a 415 had the
 				// text alone: a subscriber's walkthrough)
-				reason := "not application/json, application/cloudevents+json or application/cloudevents-batch+json"
-				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: fmt.Sprintf("Content-Type: %q is %s", ct, reason), Reason: reason})
+				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: fmt.Sprintf("Content-Type: %q is %s", ct, notOne), Reason: notOne})
 				return
 			}
 		}
@@ -211,7 +230,7 @@ type Route struct {
 func (s *Server) Routes() []Route {
 	f := func(pattern string, h http.HandlerFunc) Route { return Route{pattern, h} }
 	return []Route{
-		f("POST /v1/events", requireJSON(s.postEvents)),
+		f("POST /v1/events", requireEventJSON(s.postEvents)),
 		f("GET /v1/sessions", s.listSessions),
 		f("GET /v1/sessions/{id...}", s.toOwner(sessionsRoute(false), s.sessionRoutes)),
 		f("POST /v1/sessions/{id...}", requireJSON(s.toOwner(sessionsRoute(true), s.improveSession))),

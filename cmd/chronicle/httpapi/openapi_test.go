@@ -534,6 +534,9 @@ func conforming(t *testing.T, h http.Handler) http.Handler {
 			return
 		}
 		switch {
+		case rec.status >= 200 && rec.status < 300 && r.URL.Path == "/mcp" && bytes.Contains(rec.body.Bytes(), []byte(`"error":{"code":-326`)):
+			// a JSON-RPC error (invalid params, method not found) is a 200
+			// on the Streamable HTTP transport: the request was refused
 		case rec.status >= 200 && rec.status < 300:
 			if err := checkRequest(method, uri, header, body); err != nil {
 				t.Errorf("%s %s %.300s: the server answered %d to a request openapi.json rejects (the schema is stricter than the route, or the route laxer than its description): %v", method, uri, body, rec.status, err)
@@ -543,7 +546,17 @@ func conforming(t *testing.T, h http.Handler) http.Handler {
 				Error string `json:"error"`
 			}
 			if json.Unmarshal(rec.body.Bytes(), &e) == nil && strings.HasPrefix(e.Error, "body: ") && !strings.Contains(e.Error, "appears twice in one object") && !strings.Contains(e.Error, "the JSON Schema keyword is") &&
-				!strings.Contains(e.Error, "not valid UTF-8") && !strings.Contains(e.Error, "lone UTF-16 surrogate") {
+				!strings.Contains(e.Error, "not valid UTF-8") && !strings.Contains(e.Error, "lone UTF-16 surrogate") &&
+				// kin-openapi reads a null member as absent where the
+				// schema has a default (layer, policy), so it accepts
+				// what the description refuses (null is no integer):
+				// TestNullMembersAreRefused checks these refusals
+				!strings.Contains(e.Error, "got null, want") &&
+				// an integer is written without a fraction or an exponent
+				// (1e3 is a 400, I-JSON's interoperable integers), a
+				// spelling JSON Schema does not see: it calls 1e3 and
+				// 1e400 integers
+				!strings.Contains(e.Error, "want integer") {
 				if err := checkRequest(method, uri, header, body); err == nil {
 					t.Errorf("%s %s %.300s: openapi.json accepts a body the route refuses whatever the state (%s): the schema is laxer than the route", method, uri, body, e.Error)
 				}

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -44,6 +46,12 @@ func TestRefusedQueryParametersAreNamed(t *testing.T) {
 		{"/v1/graph/next?after=a&failed=3", 400, "failed"},
 		{"/v1/learned/stream?from=middle", 400, "from"},
 		{"/v1/learned/stream?follow=maybe", 400, "follow"},
+		// the checks every route shares (queryShape): a repeated
+		// parameter and an empty number had no parameter nor reason
+		{"/v1/sessions?limit=1&limit=2", 400, "limit"},
+		{"/v1/memories/search?query=x&query=y", 400, "query"},
+		{"/v1/workflows?limit=", 400, "limit"},
+		{"/v1/whoami?_=1&_=2", 400, "_"},
 	}
 	for _, c := range cases {
 		code, m := call(t, base, "tok-a", "GET", c.path, nil)
@@ -55,5 +63,18 @@ func TestRefusedQueryParametersAreNamed(t *testing.T) {
 		if strings.Contains(text, "\n") {
 			t.Errorf("GET %s: error %q spans lines", c.path, text)
 		}
+	}
+}
+
+// POST /v1/events' 400 for a query every route refuses (a parameter given
+// twice) has every member of its description (EventError): index -1 and
+// pointer "/" (the request as a whole), the reason, and the parameter.
+// Before, it had the error text alone (a mutation test).
+func TestEventsRepeatedQueryParameter(t *testing.T) {
+	_, _, base := scopedServer(t)
+	body, _ := sessionJSON(t, 0)
+	code, m := call(t, base, "tok-admin", "POST", "/v1/events?x=1&x=2", json.RawMessage(body))
+	if code != http.StatusBadRequest || m["index"] != float64(-1) || m["pointer"] != "/" || m["parameter"] != "x" || m["reason"] == nil || m["reason"] == "" {
+		t.Fatalf("POST /v1/events?x=1&x=2: %d %v", code, m)
 	}
 }

@@ -154,8 +154,16 @@ func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "%s", msg)
 		return
 	}
-	if err := queryShape(r.URL.Query()); err != "" {
-		writeErr(w, http.StatusBadRequest, "%s", err)
+	if name, reason := queryShape(r.URL.Query()); name != "" {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/events" {
+			// its 400 has every field (EventError), as for a query that
+			// does not parse; before, it lacked index, pointer and reason
+			// (a mutation test)
+			idx := -1
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: name + ": " + reason, Index: &idx, Pointer: "/", Parameter: name, Reason: reason})
+			return
+		}
+		writeParamErr(w, http.StatusBadRequest, name, reason)
 		return
 	}
 	h, pattern := jr.mux.Handler(r)
@@ -357,13 +365,14 @@ var numericParams = [...]string{"limit", "k", "min_confidence"}
 // queryShape is the check of a request's query every route shares: a
 // parameter other than listQueryParams given more than once
 // (?limit=1&limit=2), or a numericParams one given empty, is refused with
-// its name (the error text; "" when the query is fine). Before, routes
+// its name and the reason (name "" when the query is fine; the 400 carries
+// both as parameter and reason). Before, routes
 // differed: url.Values.Get kept the first of repeated values silently,
 // and ?limit= meant the default on /v1/sessions and /v1/memories/search
 // but was a 400 on /v1/workflows (a walkthrough, 2026-11-30). A parameter
 // no route reads is left alone when given once, as HTTP APIs usually do
 // (a browser's cache-busting ?_=…); given twice, it is refused as any.
-func queryShape(q url.Values) string {
+func queryShape(q url.Values) (name, reason string) {
 	names := make([]string, 0, len(q))
 	for n := range q {
 		names = append(names, n)
@@ -371,15 +380,15 @@ func queryShape(q url.Values) string {
 	sort.Strings(names) // one answer for one query
 	for _, n := range names {
 		if vs := q[n]; len(vs) > 1 && !listQueryParams[n] {
-			return fmt.Sprintf("%s: given %d times (%s=%s): it takes one value", n, len(vs), n, strings.Join(vs, "&"+n+"="))
+			return n, fmt.Sprintf("given %d times (%s=%s): it takes one value", len(vs), n, strings.Join(vs, "&"+n+"="))
 		}
 	}
 	for _, n := range numericParams {
 		if q.Has(n) && q.Get(n) == "" {
-			return fmt.Sprintf("%s: given empty: give a number, or leave the parameter out for the route's default", n)
+			return n, "given empty: give a number, or leave the parameter out for the route's default"
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // NoRouteHeader marks a 404 that says no route serves the path, not that

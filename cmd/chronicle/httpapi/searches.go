@@ -317,6 +317,23 @@ func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Se
 			applied = true // another resume moved it on since the caller read it
 		}
 	}
+	if applied && same {
+		// the content hash leaves the author out (events.AuthorMember), so
+		// the same decision from another caller reads as a retry: it is one
+		// only when the decision applied is this caller's. Before, six
+		// callers approving one pause at once were all answered 202 while
+		// the search named one of them (a concurrency walkthrough,
+		// 2026-12-03)
+		if cur, ok, err := treesearch.Get(s.P.Store, key); err != nil {
+			return nil, err
+		} else if ok {
+			for _, d := range cur.Decisions {
+				if d.NodeID == sr.PausedAt && d.Seq-1 == sr.Seq && d.By != by {
+					return nil, fmt.Errorf("%w: node %s of search %q was resumed already, by %s (GET /v1/searches/%s shows the decision)", errResumedAlready, sr.PausedAt, sr.ID, d.By, url.PathEscape(sr.ID))
+				}
+			}
+		}
+	}
 	switch {
 	case applied && same:
 		// a retry of the resume applied: answered as the first, nothing written

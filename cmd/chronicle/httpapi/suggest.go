@@ -211,8 +211,15 @@ func (s *Server) postSuggestFeedback(w http.ResponseWriter, r *http.Request) {
 		Accepted   *bool    `json:"accepted"`
 		Confidence *float64 `json:"confidence"`
 		Mode       *string  `json:"mode"`
+		Policy     *string  `json:"policy"`
 	}
 	_ = json.Unmarshal(body, &sent)
+	if sent.Policy != nil && *sent.Policy == "" {
+		// "" is no policy id (the description's minLength 1): it was read
+		// as the default policy, as if left out (a mutation test)
+		writeFieldErr(w, "policy", "/policy", `empty: name the policy, or leave the member out for "default"`)
+		return
+	}
 	// every required field left out is named at once (one at a time, a
 	// client fixed confidence only to learn that mode was missing too)
 	// every missing member is said; the first is the pointer, as every
