@@ -96,8 +96,14 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 // pointed there).
 func entityNotFound(w http.ResponseWriter, kind, id string) {
 	hint := "; an event refused after its 202 is listed in GET /v1/deadletters"
-	if kind == "session" {
+	switch kind {
+	case "session":
 		hint = " in the sessions projection of a scope you read; GET /v1/sessions/{id}/events reads its events from the log (those not applied yet included), and GET /v1/deadletters lists those refused after their 202"
+	case "memory":
+		// a recording merged into an existing memory is no memory of its
+		// own: its id answered 404 pointing at the dead letters alone,
+		// where there was nothing (a subscriber walkthrough, 2026-12-03)
+		hint += "; a recording merged into an existing memory is that memory's evidence, under the id its memory.created.v1 names in merged_into (POST /v1/memories answers it as merged_into)"
 	}
 	writeErr(w, http.StatusNotFound, "%s %q not found%s", kind, id, hint)
 }
