@@ -37,8 +37,9 @@ func createdRun(t *testing.T) []projections.OutboxRecord {
 }
 
 // TestMemoryCreatedEmitted: a new memory and a recording merged into it
-// each emit memory.created.v1 on chronicle.learned, keyed by the
-// recording's memory id, valid against its schema, the merge naming the
+// each emit memory.created.v1 on chronicle.learned, keyed by the memory
+// (the recording's memory id, or the one a merge went into: its other
+// learned events' partition), valid against its schema, the merge naming the
 // memory it went into; a second run on a fresh store emits the same bytes
 // (ids derive from the cause), so subscribers drop a replayed repeat.
 func TestMemoryCreatedEmitted(t *testing.T) {
@@ -59,7 +60,11 @@ func TestMemoryCreatedEmitted(t *testing.T) {
 		if err := env.Decode(&d); err != nil {
 			t.Fatal(err)
 		}
-		if want := events.EntityKey("project:a", d.MemoryID); rec.Key != want {
+		want := events.EntityKey("project:a", d.MemoryID)
+		if d.MergedInto != "" {
+			want = events.EntityKey("project:a", d.MergedInto) // the memory's partition (events.TypeInfo.KeyOver)
+		}
+		if rec.Key != want {
 			t.Fatalf("key %q, want %q", rec.Key, want)
 		}
 		created = append(created, d)
