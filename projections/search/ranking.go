@@ -78,8 +78,12 @@ var DefaultRanking = Ranking{Fusion: FusionConvex, VectorWeight: 1, LexicalWeigh
 // retrieval only; on patterns, whose descriptions are the goal of
 // whichever session first followed them, a BM25 weight of 3 let a
 // natural-language query ("cancel a reservation") rank read-only patterns
-// first.
-var OtherRanking = Ranking{Fusion: FusionRRF, K: 60, VectorWeight: 1, LexicalWeight: 1, DuplicateJaccard: 0.9}
+// first. Nothing is collapsed (DuplicateJaccard 0): a pattern is one tool
+// sequence and a tool one tool, distinct by construction, and collapsing
+// by words gave a failed two-call pattern the sessions of two successful
+// longer ones (298 source sessions, their hits gone: a cluster
+// walkthrough, 2026-12-03).
+var OtherRanking = Ranking{Fusion: FusionRRF, K: 60, VectorWeight: 1, LexicalWeight: 1}
 
 // SetRanking replaces the index's ranking of memories (DefaultRanking
 // until then). For evaluations; not safe to call during searches.

@@ -189,3 +189,45 @@ func TestEmbedTextMemories(t *testing.T) {
 		t.Errorf("EmbedText(Tools) = %q, want the whole text", got)
 	}
 }
+
+// Coordination patterns and tools are never collapsed, however alike their
+// words: each pattern is one tool sequence, each tool one tool. Before, a
+// failed two-call pattern took the place and the sessions of the
+// successful three-call patterns that extend it (a cluster walkthrough,
+// 2026-12-03: one hit with 298 source sessions, total_found 4).
+func TestPatternsAreNotCollapsed(t *testing.T) {
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	task := "Used when the user wants to book a flight from New York to Seattle on May 20 in economy with two passengers."
+	docs := []Doc{
+		{ID: "p2", Title: "Pattern: search_flights → get_user_details", Description: task, Content: "1. search_flights\n2. get_user_details", Outcome: "failure", Confidence: 0.1, Scope: "org:default", SourceSessions: []string{"f1"}},
+		{ID: "p3", Title: "Pattern: search_flights → get_user_details → book_reservation", Description: task, Content: "1. search_flights\n2. get_user_details\n3. book_reservation", Outcome: "success", Confidence: 0.9, Scope: "org:default", SourceSessions: []string{"s1"}},
+	}
+	a, b := &rankedDoc{c: Candidate{Doc: docs[0]}}, &rankedDoc{c: Candidate{Doc: docs[1]}}
+	if j := jaccard(a.wordSet(), b.wordSet()); j < DefaultRanking.DuplicateJaccard {
+		t.Fatalf("jaccard %v: the fixture should be alike enough to collapse as memories", j)
+	}
+	src := Source{Collection: Patterns, Projection: "patterns", IDOfKey: func(string) string { return "" },
+		Docs: func(*projections.Store, []string) ([]Doc, []string, error) {
+			out := make([]Doc, len(docs))
+			copy(out, docs)
+			return out, nil, nil
+		}}
+	ix := NewIndex(store, &countingEmbedder{}, nil, src)
+	zero := 0.0
+	res, err := ix.Search(context.Background(), Query{Collection: Patterns, Text: "search_flights get_user_details", Limit: 5, MinConfidence: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Memories) != 2 {
+		t.Fatalf("hits %+v, want both patterns", res.Memories)
+	}
+	for _, h := range res.Memories {
+		if want := map[string]string{"p2": "f1", "p3": "s1"}[h.ID]; !slices.Equal(h.SourceSessions, []string{want}) {
+			t.Errorf("%s: source sessions %v, want its own [%s]", h.ID, h.SourceSessions, want)
+		}
+	}
+}
