@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,10 +18,6 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/chronicle-dev/chronicle/processors"
-	"github.com/chronicle-dev/chronicle/processors/pipeline"
-	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // TestMutatedRequestsAreAnsweredAsDescribed sends every operation of
@@ -259,28 +254,10 @@ func TestMutatedRequestsAreAnsweredAsDescribed(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	waitCaughtUp(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	full, err := projections.Open(filepath.Join(t.TempDir(), "replay"), projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
-	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: full, Processors: pipeline.DefaultProcessors()}); err != nil {
-		t.Fatal(err)
-	}
-	live, err := p.Store.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rebuilt, err := full.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, d := range live.Projections {
-		if rebuilt.Projections[name] != d {
-			t.Errorf("projection %s: live %s, replayed %s", name, d, rebuilt.Projections[name])
+	live, replayed := liveAndReplayed(t, p)
+	for name, d := range live {
+		if replayed[name] != d {
+			t.Errorf("projection %s: live %s, replayed %s", name, d, replayed[name])
 		}
 	}
 }

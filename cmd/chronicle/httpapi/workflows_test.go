@@ -178,25 +178,9 @@ func TestWorkflowCheckpointIsReplayUntil(t *testing.T) {
 		t.Fatalf("the fork changed its parent: %s", jsonOf(t, v))
 	}
 	// a whole replay rebuilds the live workflows projection bit for bit
-	waitCaughtUp(t, p)
-	full, err := projections.Open(filepath.Join(t.TempDir(), "full"), projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
-	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: full, Processors: pipeline.DefaultProcessors()}); err != nil {
-		t.Fatal(err)
-	}
-	live, err := p.Store.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rebuilt, err := full.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if live.Projections[workflows.Name] == "" || live.Projections[workflows.Name] != rebuilt.Projections[workflows.Name] {
-		t.Fatalf("workflows projection: live %q, replayed %q", live.Projections[workflows.Name], rebuilt.Projections[workflows.Name])
+	live, rebuilt := liveAndReplayed(t, p)
+	if live[workflows.Name] == "" || live[workflows.Name] != rebuilt[workflows.Name] {
+		t.Fatalf("workflows projection: live %q, replayed %q", live[workflows.Name], rebuilt[workflows.Name])
 	}
 	var ae *client.Error
 	if _, err := c.StateAt(ctx, wf, "chronicle.workflows:0:999999"); !errors.As(err, &ae) || ae.Status != 404 {
