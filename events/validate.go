@@ -280,6 +280,19 @@ func checkNumbers(raw []byte) error {
 	return nil
 }
 
+// HugeNumber reports the first number of raw, a valid JSON text, beyond
+// the range of a 64-bit float (as the producer paths refuse it): its JSON
+// pointer ("/" for the top level) and the reason. The MCP transports check
+// their messages with it: the SDK's refusal of {"query": 1e400} named a Go
+// struct field and type (an MCP mutation walkthrough, 2026-12-03).
+func HugeNumber(raw []byte) (pointer, reason string, ok bool) {
+	var ve *ValidationError
+	if err := checkNumbers(raw); errors.As(err, &ve) {
+		return ve.Pointer, ve.Reason, true
+	}
+	return "", "", false
+}
+
 // shorten quotes a number for an error, its first and last digits when it
 // is long.
 func shorten(num []byte) string {

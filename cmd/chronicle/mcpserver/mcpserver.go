@@ -255,7 +255,15 @@ func textChecked(h http.Handler) http.Handler {
 				refuse(http.StatusBadRequest, fmt.Sprintf("Parse error: %s: %s", ptr, reason))
 				return
 			}
+			if !oneValue(body) {
+				refuse(http.StatusBadRequest, "Parse error: the body holds more than one JSON value: send one JSON-RPC message (or, before 2025-06-18, one array of them) per request")
+				return
+			}
 			if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '{' {
+				if id, code, text, bad := badMessage(b); bad {
+					writeRPCError(w, http.StatusOK, id, code, text)
+					return
+				}
 				if id, why, bad := unanswerableID(b); bad {
 					writeRPCError(w, http.StatusBadRequest, id, -32600, "Invalid Request: "+why)
 					return

@@ -532,6 +532,12 @@ func (f *batchFilter) complete() {
 		return
 	}
 	if v[0] == '{' {
+		if id, code, text, bad := badMessage(v); bad {
+			f.answer(wireAnswer{JSONRPC: "2.0", ID: id, Error: wireError{Code: code, Message: text}})
+			return
+		}
+	}
+	if v[0] == '{' {
 		// what the SDK's reader would end the connection on: answered
 		// here instead, with the id when it can be read
 		if _, err := jsonrpc.DecodeMessage(v); err != nil {
@@ -575,7 +581,12 @@ func (f *batchFilter) complete() {
 	if v[0] == '[' && f.seenInit && !f.allowBatches && f.refuse(v) {
 		return
 	}
-	f.ready = append(f.ready, v...)
+	// each value on a line of its own: the SDK's reader ends the
+	// connection when a value is followed by anything but a line end, so
+	// two messages on one line made chronicle mcp exit, leaving them and
+	// every later request unanswered (an MCP mutation walkthrough,
+	// 2026-12-03)
+	f.ready = append(append(f.ready, v...), '\n')
 }
 
 // refuse answers each call of batch with an Invalid Request error, false

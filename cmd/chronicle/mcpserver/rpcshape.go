@@ -1,0 +1,117 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/chronicle-dev/chronicle/events"
+)
+
+// badMessage reports a JSON-RPC message (one object, valid JSON) the
+// server refuses before the SDK reads it, with the id to answer with, the
+// JSON-RPC error code and the message:
+//   - a number beyond the range of a 64-bit float anywhere in it
+//     (events.HugeNumber): -32602 naming its pointer (-32600 for the id);
+//     the SDK's refusal named a Go struct field and type;
+//   - a member repeated in the message or in its params (a second "name"
+//     of a tools/call ran the tool it named, where a gateway reading the
+//     first saw another: a parser differential): -32600 naming it.
+//     Repeated members inside params.arguments are the tools' own refusal
+//     (refuseRepeatedArguments), a tool error.
+//
+// Found by an MCP mutation walkthrough, 2026-12-03; over stdio and /mcp
+// alike.
+func badMessage(msg []byte) (id json.RawMessage, code int, text string, bad bool) {
+	id = readableID(msg)
+	if ptr, reason, ok := events.HugeNumber(msg); ok {
+		code := jsonrpc.CodeInvalidParams
+		if ptr == "/id" {
+			code, id = jsonrpc.CodeInvalidRequest, json.RawMessage("null")
+		}
+		return id, code, fmt.Sprintf("%s: %s: %s", map[bool]string{true: "Invalid Request", false: "Invalid params"}[code == jsonrpc.CodeInvalidRequest], ptr, reason), true
+	}
+	if ptr, ok := repeatedEnvelopeMember(msg); ok {
+		if ptr == "/id" {
+			id = json.RawMessage("null")
+		}
+		return id, jsonrpc.CodeInvalidRequest, "Invalid Request: " + ptr + ": a member given twice in one object (which one counts differs between readers)", true
+	}
+	return nil, 0, "", false
+}
+
+// readableID is msg's id when it is one the server answers (a string or
+// an integer it keeps exact), else null.
+func readableID(msg []byte) json.RawMessage {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.ID == nil {
+		return json.RawMessage("null")
+	}
+	if _, _, bad := unanswerableID(msg); bad {
+		return json.RawMessage("null")
+	}
+	if _, err := jsonrpc.MakeID(idValue(m.ID)); err != nil {
+		return json.RawMessage("null")
+	}
+	return m.ID
+}
+
+// repeatedEnvelopeMember is the pointer of the first member repeated at
+// the top level of msg or in its params object (not deeper).
+func repeatedEnvelopeMember(msg []byte) (string, bool) {
+	var top map[string]json.RawMessage
+	if ptr, ok := repeatedIn(msg, ""); ok {
+		return ptr, true
+	}
+	if json.Unmarshal(msg, &top) != nil {
+		return "", false
+	}
+	if p := bytes.TrimSpace(top["params"]); len(p) > 0 && p[0] == '{' {
+		return repeatedIn(p, "/params")
+	}
+	return "", false
+}
+
+// repeatedIn is the pointer (under at) of the first member of the object
+// obj given twice.
+func repeatedIn(obj []byte, at string) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return "", false
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return at + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k), true
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// oneValue reports whether body holds one JSON value and nothing after it
+// but whitespace (a body with two messages had the second dropped
+// unanswered on /mcp).
+func oneValue(body []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(body))
+	var v json.RawMessage
+	if d.Decode(&v) != nil {
+		return true // not JSON: the SDK's parse error
+	}
+	_, err := d.Token()
+	return err != nil
+}
