@@ -21,7 +21,9 @@ import (
 //     of a tools/call ran the tool it named, where a gateway reading the
 //     first saw another: a parser differential): -32600 naming it.
 //     Repeated members inside params.arguments are the tools' own refusal
-//     (refuseRepeatedArguments), a tool error.
+//     (refuseRepeatedArguments), a tool error;
+//   - an id without a method, result or error: -32600 (the SDK answered
+//     nothing, so a client waiting on the id hung).
 //
 // Found by an MCP mutation walkthrough, 2026-12-03; over stdio and /mcp
 // alike.
@@ -33,6 +35,17 @@ func badMessage(msg []byte) (id json.RawMessage, code int, text string, bad bool
 			code, id = jsonrpc.CodeInvalidRequest, json.RawMessage("null")
 		}
 		return id, code, fmt.Sprintf("%s: %s: %s", map[bool]string{true: "Invalid Request", false: "Invalid params"}[code == jsonrpc.CodeInvalidRequest], ptr, reason), true
+	}
+	var shape struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(msg, &shape) == nil && shape.ID != nil && shape.Method == nil && shape.Result == nil && shape.Error == nil {
+		// neither a request nor a response: the SDK answered nothing, so a
+		// client waiting on the id hung (JSON-RPC 2.0 asks for -32600)
+		return id, jsonrpc.CodeInvalidRequest, "Invalid Request: a request names its method (a response carries result or error)", true
 	}
 	if ptr, ok := repeatedEnvelopeMember(msg); ok {
 		if ptr == "/id" {

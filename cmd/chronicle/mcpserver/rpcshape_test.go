@@ -76,6 +76,7 @@ func TestHugeNumbersAndRepeatedMembersAreRefused(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":1e400}}}`, "21", -32602, "/params/arguments/query: number 1e400 is beyond"},
 		{`{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"memory_search","name":"memory_record","arguments":{"title":"t","description":"d","content":"c","outcome":"success"}}}`, "22", -32600, "/params/name: a member given twice"},
 		{`{"jsonrpc":"2.0","id":23,"id":24,"method":"ping"}`, "null", -32600, "/id: a member given twice"},
+		{`{"jsonrpc":"2.0","id":25,"params":{}}`, "25", -32600, "a request names its method"},
 	}
 	check := func(t *testing.T, transport string, a rpcAnswer, ok bool, c struct {
 		msg, id string
