@@ -30,11 +30,10 @@ import (
 func badMessage(msg []byte) (id json.RawMessage, code int, text string, bad bool) {
 	id = readableID(msg)
 	if ptr, reason, ok := events.HugeNumber(msg); ok {
-		code := jsonrpc.CodeInvalidParams
 		if ptr == "/id" {
-			code, id = jsonrpc.CodeInvalidRequest, json.RawMessage("null")
+			return json.RawMessage("null"), jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: %s: %s", ptr, reason), true
 		}
-		return id, code, fmt.Sprintf("%s: %s: %s", map[bool]string{true: "Invalid Request", false: "Invalid params"}[code == jsonrpc.CodeInvalidRequest], ptr, reason), true
+		return id, jsonrpc.CodeInvalidParams, fmt.Sprintf("Invalid params: %s: %s", ptr, reason), true
 	}
 	var shape struct {
 		ID     json.RawMessage `json:"id"`
