@@ -363,6 +363,40 @@ func dedupValue(offset int64, sum []byte) []byte {
 // datacontenttype, no author member); 5: contentHashV5; 4: contentHashV4; 3: contentHashV3; 2: contentHashV2.
 const dedupVersion = 6
 
+// refusedVersion is the version byte of an idempotency key written for an
+// event the processor refused (ApplyBatch dead-lettered it): dedupVersion
+// with the high bit set, then the event's ContentHash. The id is then taken
+// by that content for this processor as for the processors of the topic
+// that applied it: a later record with the id and other content is a
+// conflicting duplicate here too, and one with the same content (a retry,
+// a redrive) is given to the processor again, as before. Before, a refusal
+// wrote no key, so when sessionlog applied a completion that sessions
+// refused (the session had not started), a second completion with the id
+// and other content was lettered as a conflicting duplicate by sessionlog
+// and applied by sessions: the letter named a record the sessions
+// projection held (a cluster walkthrough, 2026-12-03).
+const refusedVersion = dedupVersion | 0x80
+
+// refusedValue is the idempotency-key value of an event refused at offset
+// with content hash sum.
+func refusedValue(offset int64, sum []byte) []byte {
+	v := dedupValue(offset, sum)
+	v[8] = refusedVersion
+	return v
+}
+
+// refused reports whether prev, an idempotency-key value, was written for
+// an event the processor refused (refusedValue), and then whether that
+// event had the content hash sum. No earlier layout has a version byte
+// with the high bit set at this length (a 24-byte contentHashV1 value is
+// one byte shorter).
+func refused(prev, sum []byte) (was, same bool) {
+	if len(prev) != 9+len(sum) || prev[8] != refusedVersion {
+		return false, false
+	}
+	return true, bytes.Equal(prev[9:], sum)
+}
+
 // contentHashV5 is ContentHash as idempotency keys of dedup version 5 hold
 // it: the author member as sent.
 func contentHashV5(env *events.Envelope) []byte {
@@ -721,7 +755,11 @@ func (s *Store) AppliedAt(processor string, env *events.Envelope) (offset int64,
 	if len(v) < 8 {
 		return -1, false, false, fmt.Errorf("projections: idempotency key of %s for %s: %d-byte value", processor, env.ID, len(v))
 	}
-	return int64(binary.BigEndian.Uint64(v)), true, sameContent(v, env, ContentHash(env)), nil
+	sum := ContentHash(env)
+	if was, _ := refused(v, sum); was {
+		return -1, false, false, nil // refused, not applied (refusedVersion)
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, sameContent(v, env, sum), nil
 }
 
 // Try runs fn on env against processor's rows as they are now and writes

@@ -243,13 +243,23 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 		if !found && gerr == nil {
 			prev, found, gerr = s.legacyDedup(processor, it.Env)
 		}
+		wasRefused, sameRefused := false, false
+		if found && gerr == nil {
+			if wasRefused, sameRefused = refused(prev, sum); sameRefused {
+				found = false // a retry or redrive of a refused record: the processor judges it again
+			}
+		}
 		switch {
 		case gerr != nil:
 			return 0, -1, gerr
 		case found:
 			// values written before content hashes were kept hold the offset only
-			if !sameContent(prev, it.Env, sum) {
-				cerr := fmt.Errorf("%w: (source %q, id %q) was applied before with other content", ErrConflictingDuplicate, it.Env.Source, it.Env.ID)
+			if wasRefused || !sameContent(prev, it.Env, sum) {
+				did := "applied"
+				if wasRefused {
+					did = "refused" // by this processor; the id is taken all the same
+				}
+				cerr := fmt.Errorf("%w: (source %q, id %q) was %s before with other content", ErrConflictingDuplicate, it.Env.Source, it.Env.ID, did)
 				if !deadLetter {
 					return 0, -1, cerr
 				}
@@ -280,6 +290,9 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			if err := reject(0, it, rerr); err != nil {
 				return 0, -1, err
 			}
+			// the id is taken by this content here too (refusedVersion)
+			s.keys.add(dk)
+			ws.setUnscanned(dks, refusedValue(it.Pos.Offset, sum))
 			return s.commitRun(ws, okey, next, outbox, touched, processor, 1)
 		}
 		if tx.err != nil {

@@ -297,3 +297,83 @@ func TestOneLetterPerRecordAcrossProcessors(t *testing.T) {
 		t.Fatalf("letters %q, want %q", letters, want)
 	}
 }
+
+// A record a processor refused takes its id for that processor as for the
+// processors that applied it: a later record with the id and other content
+// is a conflicting duplicate for both (one letter), while a repeat with the
+// same content (a retry, a redrive) is judged again and may apply. Before,
+// a refusal wrote no idempotency key, so the refuser applied the second
+// content while the other processor dead-lettered it as a conflicting
+// duplicate (a cluster walkthrough, 2026-12-03: sessionlog and sessions).
+func TestRefusedIDIsTakenByItsContent(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	ready := false
+	refuseUntilReady := func(tx *projections.Tx, env *events.Envelope) error {
+		if !ready {
+			return fmt.Errorf("%s: not ready", env.ID)
+		}
+		return tx.Set("got/"+env.ID, env.Data)
+	}
+	applyAll := func(tx *projections.Tx, env *events.Envelope) error {
+		return tx.Set("got/"+env.ID, env.Data)
+	}
+	first := feedback(t, "e1")
+	other := feedback(t, "e1")
+	other.Data = []byte(`{"memory_id":"m2","signal":"task_completion","positive":false}`)
+	item := func(off int64, env *events.Envelope) []projections.Item {
+		it := projections.Item{Pos: projections.Position{Topic: "t", Offset: off}, Env: env}
+		it.DeadLetter = func(reason error) projections.OutboxRecord {
+			return projections.OutboxRecord{Topic: "dlq", Key: env.ID, Value: []byte(reason.Error())}
+		}
+		return []projections.Item{it}
+	}
+	step := func(off int64, env *events.Envelope) string {
+		a, err := s.ApplyBatch("applier", item(off, env), applyAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.ApplyBatch("refuser", item(off, env), refuseUntilReady)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return results(a) + results(r)
+	}
+	if got := step(0, first); got != "AX" {
+		t.Fatalf("first record: %s, want AX (applied, refused)", got)
+	}
+	if _, applied, _, err := s.AppliedAt("refuser", first); err != nil || applied {
+		t.Fatalf("AppliedAt of a refused event: applied %v, %v", applied, err)
+	}
+	ready = true
+	if got := step(1, other); got != "XX" {
+		t.Fatalf("the id with other content: %s, want XX (a conflicting duplicate for both)", got)
+	}
+	for _, p := range []string{"applier", "refuser"} {
+		v, ok, err := s.Get(p, "got/e1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && strings.Contains(string(v), "m2") {
+			t.Fatalf("%s holds the second content: %s", p, v)
+		}
+	}
+	if got := step(2, first); got != "DA" {
+		t.Fatalf("the first content again: %s, want DA (a duplicate, judged again and applied)", got)
+	}
+	if _, applied, same, err := s.AppliedAt("refuser", first); err != nil || !applied || !same {
+		t.Fatalf("AppliedAt after the retry: applied %v same %v, %v", applied, same, err)
+	}
+	pending, err := s.PendingOutbox(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var letters []string
+	for _, e := range pending {
+		letters = append(letters, string(e.Value))
+	}
+	want := []string{"e1: not ready", `conflicting duplicate: (source "test", id "e1") was applied before with other content`}
+	if fmt.Sprint(letters) != fmt.Sprint(want) {
+		t.Fatalf("letters %q, want %q", letters, want)
+	}
+}

@@ -423,3 +423,58 @@ func TestLetterKeepsItsPointer(t *testing.T) {
 		t.Fatalf("%+v %v, want pointer /data/memory_id", l, err)
 	}
 }
+
+// A completion the sessions processor refused (its session had not
+// started) takes its id for sessions as for sessionlog, which applied it:
+// the same id with another output, sent once the session has started, is
+// one conflicting duplicate for both, and the session stays running.
+// Before, sessions applied the second output while sessionlog
+// dead-lettered it, so the letter named a record the sessions projection
+// held (a cluster walkthrough, 2026-12-03). Replay agrees with live.
+func TestRefusedCompletionTakesItsID(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	envs := sampleSession(t)
+	done := envs[len(envs)-1]
+	if err := p.Producer.Publish(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	brokers := p.Broker.Addrs()
+	waitLetters(ctx, t, brokers, 1)
+	if err := p.Producer.Publish(ctx, envs[:len(envs)-1]...); err != nil {
+		t.Fatal(err)
+	}
+	other := done
+	var d events.SessionCompletedData
+	if err := json.Unmarshal(done.Data, &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Output += " (another output under the same id)"
+	if other.Data, err = json.Marshal(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Producer.Publish(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCaughtUp(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	ls := waitLetters(ctx, t, brokers, 2)
+	key := events.EntityKey(done.EffectiveScope(), done.SessionID)
+	if v, ok, err := sessions.Get(p.Store, key); err != nil || !ok || v.Status != sessions.StatusRunning {
+		t.Fatalf("session %+v %v %v: want running (the second output is a conflicting duplicate)", v.Session, ok, err)
+	}
+	time.Sleep(200 * time.Millisecond) // a second letter for the record would have been relayed by now
+	if ls, err = deadletter.List(ctx, brokers); err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 2 || !strings.Contains(ls[0].Reason, sessions.ErrNotStarted.Error()) || !strings.Contains(ls[1].Reason, "conflicting duplicate") {
+		t.Fatalf("letters %+v: want the refusal and one conflicting duplicate", ls)
+	}
+	replayEqualsLive(ctx, t, p)
+}
