@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -236,7 +237,8 @@ func textChecked(h http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version %q: a protocol version is a date, YYYY-MM-DD (supported versions: %s)", v, strings.Join(mcp.SupportedProtocolVersions(), ",")), http.StatusBadRequest)
 			return
 		}
-		refuse := func(status int, msg string) { writeRPCError(w, status, nil, -32700, msg) }
+		// JSON-RPC 2.0 (section 5): the id member is null when it could not be read
+		refuse := func(status int, msg string) { writeRPCError(w, status, json.RawMessage("null"), -32700, msg) }
 		if _, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && !events.UTF8Charset(params) {
 			refuse(http.StatusUnsupportedMediaType, fmt.Sprintf("Parse error: charset %q: JSON is UTF-8 (RFC 8259, section 8.1)", params["charset"]))
 			return
@@ -253,6 +255,13 @@ func textChecked(h http.Handler) http.Handler {
 			}
 			if ptr, reason, ok := events.LoneSurrogate(body); ok {
 				refuse(http.StatusBadRequest, fmt.Sprintf("Parse error: %s: %s", ptr, reason))
+				return
+			}
+			if err := notJSON(body); err != nil {
+				// the SDK's answer was a text/plain 400 with Go's decoder
+				// text, where stdio answers a JSON-RPC Parse error (an MCP
+				// mutation walkthrough, 2026-12-03)
+				refuse(http.StatusBadRequest, "Parse error: "+err.Error())
 				return
 			}
 			if !oneValue(body) {

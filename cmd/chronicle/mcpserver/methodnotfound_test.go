@@ -14,8 +14,9 @@ import (
 // or application/json), as the stdio transport answers it; the SDK
 // answered a text/plain 400 "JSON RPC not handled" (a walkthrough with the
 // official TypeScript SDK, 2026-11-30). The SDK's other answers are as
-// before: a body that is no JSON is still its text/plain 400, and a known
-// method its result.
+// before: a known method gets its result. (A body that is no JSON, the
+// SDK's text/plain 400 then, is a JSON-RPC Parse error since 2026-12-03:
+// TestMalformedBodyIsAParseError.)
 func TestUnknownMethodIsAJSONRPCError(t *testing.T) {
 	_, url := newHTTP(t)
 	post := func(body string) (int, string, string) {
@@ -44,8 +45,8 @@ func TestUnknownMethodIsAJSONRPCError(t *testing.T) {
 		rpc.Error.Code != -32601 || string(rpc.ID) != "6" || !strings.Contains(rpc.Error.Message, "nope/method") {
 		t.Errorf("an unknown method: %d %s %s; want 200 application/json with error -32601 and id 6", code, ctype, body)
 	}
-	if code, ctype, body := post(`{"jsonrpc":"2.0","id":7,`); code != http.StatusBadRequest || !strings.HasPrefix(ctype, "text/plain") {
-		t.Errorf("a body that is no JSON: %d %s %s; want the SDK's text/plain 400", code, ctype, body)
+	if code, ctype, body := post(`{"jsonrpc":"2.0","id":7,`); code != http.StatusBadRequest || !strings.HasPrefix(ctype, "application/json") || !strings.Contains(body, "-32700") {
+		t.Errorf("a body that is no JSON: %d %s %s; want a 400 JSON-RPC Parse error", code, ctype, body)
 	}
 	if code, _, body := post(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`); code != http.StatusOK || !strings.Contains(body, "memory_search") {
 		t.Errorf("tools/list: %d %s", code, body)

@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -126,4 +128,25 @@ func oneValue(body []byte) bool {
 	}
 	_, err := d.Token()
 	return err != nil
+}
+
+// notJSON says why body is not one JSON value followed by whitespace, or
+// more values (oneValue's case): empty, or where its syntax breaks (the
+// byte offset, from 1, and encoding/json's reason). Nil when it is JSON.
+func notJSON(body []byte) error {
+	d := json.NewDecoder(bytes.NewReader(body))
+	var v json.RawMessage
+	err := d.Decode(&v)
+	var se *json.SyntaxError
+	switch {
+	case err == nil:
+		return nil
+	case err == io.EOF:
+		return errors.New("the body is empty: send one JSON-RPC message")
+	case err == io.ErrUnexpectedEOF:
+		return fmt.Errorf("the body is not JSON: it ends inside a value (%d bytes)", len(body))
+	case errors.As(err, &se):
+		return fmt.Errorf("the body is not JSON: at byte %d: %s", se.Offset, se.Error())
+	}
+	return fmt.Errorf("the body is not JSON: %s", err.Error())
 }

@@ -62,6 +62,28 @@ func TestTwoMessagesInOneBody(t *testing.T) {
 	}
 }
 
+// A /mcp body that is not JSON is a 400 with a JSON-RPC Parse error
+// (-32700, the id null) saying where it breaks, as stdio answers such a
+// line. Before, the SDK answered a text/plain 400 with Go's decoder text
+// (an MCP mutation walkthrough, 2026-12-03).
+func TestMalformedBodyIsAParseError(t *testing.T) {
+	_, url := newHTTP(t)
+	for _, c := range []struct{ body, says string }{
+		{`{"jsonrpc":"2.0","id":46,"method":nope}`, "at byte 36"},
+		{`{"jsonrpc":"2.0","id":46,"method":"ping"`, "ends inside a value"},
+		{``, "the body is empty"},
+		{`not json`, "at byte 2"},
+	} {
+		resp, body := postRPC(t, url, c.body, "2025-06-18")
+		var a rpcAnswer
+		err := json.Unmarshal(body, &a)
+		if resp.StatusCode != 400 || err != nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || a.Error == nil || a.Error.Code != -32700 ||
+			!strings.Contains(string(body), `"id":null`) || !strings.Contains(a.Error.Message, c.says) {
+			t.Errorf("%q: %d %s %s, want a 400 JSON-RPC -32700 with the id null saying %q", c.body, resp.StatusCode, resp.Header.Get("Content-Type"), body, c.says)
+		}
+	}
+}
+
 // A number beyond a float64 is -32602 naming its pointer, and a member
 // repeated in the message or its params (a second tools/call name, which
 // ran the last one) is -32600 naming it, over stdio and /mcp, with the id.
@@ -115,4 +137,24 @@ func TestHugeNumbersAndRepeatedMembersAreRefused(t *testing.T) {
 			t.Errorf("%d calls reached the backend", n)
 		}
 	})
+}
+
+// A second initialize over stdio is -32600 Invalid Request with its id,
+// and the connection goes on. Before, the SDK answered the error code 0,
+// which JSON-RPC does not define (an MCP mutation walkthrough,
+// 2026-12-03).
+func TestSecondInitializeIsAnInvalidRequest(t *testing.T) {
+	out := pipeLines(t, newFake(), []string{initLines,
+		`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":"6","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":99,"method":"ping"}`})
+	got := answersByID(t, out)
+	for _, id := range []string{"5", `"6"`} {
+		if a, ok := got[id]; !ok || a.Error == nil || a.Error.Code != -32600 || !strings.Contains(a.Error.Message, "initialized once") {
+			t.Errorf("second initialize %s: %+v, want -32600\n%s", id, a, out)
+		}
+	}
+	if a, ok := got["99"]; !ok || a.Result == nil {
+		t.Errorf("ping after it: %+v\n%s", a, out)
+	}
 }

@@ -564,7 +564,7 @@ func (f *batchFilter) complete() {
 			return
 		}
 	}
-	if v[0] == '{' && !f.seenInit {
+	if v[0] == '{' {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -573,10 +573,21 @@ func (f *batchFilter) complete() {
 			} `json:"params"`
 		}
 		if json.Unmarshal(v, &m) == nil && m.Method == "initialize" && m.ID != nil {
+			if f.seenInit {
+				// the SDK answered it with the error code 0, which
+				// JSON-RPC does not define (an MCP mutation walkthrough,
+				// 2026-12-03)
+				f.answer(wireAnswer{JSONRPC: "2.0", ID: m.ID, Error: wireError{Code: jsonrpc.CodeInvalidRequest,
+					Message: `Invalid Request: duplicate "initialize" received: a connection is initialized once (MCP lifecycle)`}})
+				return
+			}
 			f.seenInit = true
 			f.version = m.Params.ProtocolVersion
 			f.allowBatches = slices.Contains(mcp.SupportedProtocolVersions(), f.version) && f.version < batchVersion
 		}
+	}
+	if v[0] == '[' && f.invalidBatch(v) {
+		return
 	}
 	if v[0] == '[' && f.seenInit && !f.allowBatches && f.refuse(v) {
 		return
@@ -587,6 +598,36 @@ func (f *batchFilter) complete() {
 	// every later request unanswered (an MCP mutation walkthrough,
 	// 2026-12-03)
 	f.ready = append(append(f.ready, v...), '\n')
+}
+
+// invalidBatch answers a batch that holds no JSON-RPC message as JSON-RPC
+// 2.0 (section 6) says, whatever the protocol version: an empty array is
+// one Invalid Request error, an array of values none of which is an
+// object is an array of them, one per value, each with the id null. It
+// reports whether it answered. Before, the SDK answered neither (a
+// client waiting for the answer hung; an MCP mutation walkthrough,
+// 2026-12-03). A batch mixing messages with other values is left to the
+// version's rule (served by the SDK, or refused by refuse).
+func (f *batchFilter) invalidBatch(batch []byte) bool {
+	var msgs []json.RawMessage
+	if json.Unmarshal(batch, &msgs) != nil {
+		return false
+	}
+	if len(msgs) == 0 {
+		f.answer(wireAnswer{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: wireError{Code: jsonrpc.CodeInvalidRequest,
+			Message: "Invalid Request: an empty batch (JSON-RPC 2.0, section 6)"}})
+		return true
+	}
+	answers := make([]wireAnswer, 0, len(msgs))
+	for _, m := range msgs {
+		if m = bytes.TrimSpace(m); len(m) > 0 && m[0] == '{' {
+			return false
+		}
+		answers = append(answers, wireAnswer{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: wireError{Code: jsonrpc.CodeInvalidRequest,
+			Message: "Invalid Request: a JSON-RPC message is an object"}})
+	}
+	f.answer(answers)
+	return true
 }
 
 // refuse answers each call of batch with an Invalid Request error, false

@@ -164,3 +164,59 @@ func TestStdioBatchFollowsTheNegotiatedVersion(t *testing.T) {
 		}
 	}
 }
+
+// A batch holding no JSON-RPC message is answered as JSON-RPC 2.0 (section
+// 6) says, under every protocol version: `[]` with one Invalid Request
+// error, `[1,2]` with an array of two, each with the id null, and the
+// connection goes on. Before, neither got an answer (an MCP mutation
+// walkthrough, 2026-12-03).
+func TestStdioBatchOfNoMessageIsAnswered(t *testing.T) {
+	for _, version := range []string{"2025-03-26", "2025-06-18"} {
+		for _, c := range []struct {
+			line string
+			n    int // answers in the array; 0: one answer, not an array
+		}{{`[]`, 0}, {` [ ] `, 0}, {`[1,2]`, 2}, {`["a", null, []]`, 3}} {
+			t.Run(version+" "+c.line, func(t *testing.T) {
+				inW, lines, done := servePipes(t)
+				next := func() string {
+					t.Helper()
+					if !lines.Scan() {
+						t.Fatalf("no more output: %v", lines.Err())
+					}
+					return lines.Text()
+				}
+				if _, err := io.WriteString(inW, initializeLine(version)+"\n"); err != nil {
+					t.Fatal(err)
+				}
+				next()
+				if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+c.line+"\n"+`{"jsonrpc":"2.0","id":4,"method":"ping"}`+"\n"); err != nil {
+					t.Fatal(err)
+				}
+				var errs []wireResponse
+				got := next()
+				if c.n == 0 {
+					var one wireResponse
+					if json.Unmarshal([]byte(got), &one) != nil {
+						t.Fatalf("%s answered %s, want one Invalid Request", c.line, got)
+					}
+					errs = append(errs, one)
+				} else if json.Unmarshal([]byte(got), &errs) != nil || len(errs) != c.n {
+					t.Fatalf("%s answered %s, want an array of %d Invalid Requests", c.line, got, c.n)
+				}
+				for _, e := range errs {
+					if e.ID != nil || e.Error == nil || e.Error.Code != -32600 || !strings.Contains(got, `"id":null`) {
+						t.Fatalf("%s answered %s, want Invalid Request (-32600) with the id null", c.line, got)
+					}
+				}
+				var r wireResponse
+				if l := next(); json.Unmarshal([]byte(l), &r) != nil || r.ID == nil || *r.ID != 4 || r.Error != nil {
+					t.Fatalf("the ping after it answered %s", l)
+				}
+				inW.Close()
+				if err := <-done; err != nil {
+					t.Fatalf("served with an error: %v", err)
+				}
+			})
+		}
+	}
+}
