@@ -21,7 +21,20 @@ type PartitionLag struct {
 	// group for the partition, by whichever instance owns it (-1: none).
 	Committed int64 `json:"committed"`
 	End       int64 `json:"end"` // high watermark of the partition
-	Lag       int64 `json:"lag"` // End − max(Next, Committed), ≥ 0; a standby replica's Next does not count (LagInGroupStandby)
+	// Lag is Stable − max(Next, Committed), ≥ 0, where Stable is the
+	// partition's last stable offset (End − Pending); a standby replica's
+	// Next does not count (LagInGroupStandby). As Kafka's consumer
+	// measures a read_committed consumer's lag, records of an open
+	// transaction are not lag: the engine cannot read them yet.
+	Lag int64 `json:"lag"`
+	// Pending is the records of open transactions at the end of the
+	// partition, End − the last stable offset (kadm ListCommittedOffsets):
+	// another producer's transaction not committed or aborted yet. They
+	// count as lag once it commits; the broker aborts a transaction left
+	// open for its producer's transaction timeout (kafkajs' default 60 s).
+	// Before 2026-12-04 they were lag, so an open transaction made
+	// /healthz answer 503 "stalled" after --stall-after.
+	Pending int64 `json:"pending"`
 }
 
 // Lag computes every processor's lag per partition from the stored offsets,
@@ -71,6 +84,10 @@ func LagInGroupStandby(ctx context.Context, adm *kadm.Client, store *projections
 	if err != nil {
 		return nil, fmt.Errorf("processors: end offsets: %w", err)
 	}
+	stable, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("processors: last stable offsets: %w", err)
+	}
 	committed := adm.FetchManyOffsets(ctx, string(g))
 	var out []PartitionLag
 	for _, p := range procs {
@@ -92,11 +109,15 @@ func LagInGroupStandby(ctx context.Context, adm *kadm.Client, store *projections
 				if r, ok := group.Fetched.Lookup(o.Topic, o.Partition); ok && r.Err == nil {
 					c = r.At
 				}
-				lag := o.Offset - max(counted, c)
+				lso := o.Offset
+				if s, ok := stable.Lookup(o.Topic, o.Partition); ok && s.Err == nil && s.Offset <= o.Offset {
+					lso = s.Offset // listed after the end offset: a later one is a newer commit, left to the next call
+				}
+				lag := lso - max(counted, c)
 				if lag < 0 {
 					lag = 0
 				}
-				out = append(out, PartitionLag{Processor: p.Name(), Topic: o.Topic, Partition: o.Partition, Next: next, Committed: c, End: o.Offset, Lag: lag})
+				out = append(out, PartitionLag{Processor: p.Name(), Topic: o.Topic, Partition: o.Partition, Next: next, Committed: c, End: o.Offset, Lag: lag, Pending: o.Offset - lso})
 			})
 			if err := ends.Error(); err != nil {
 				return nil, fmt.Errorf("processors: end offsets: %w", err)
