@@ -184,6 +184,9 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 			}
 			return nil, &ValidationError{Index: -1, Pointer: "/", Reason: fmt.Sprintf("header content-type %q: the Kafka protocol binding of CloudEvents has binary and structured content modes only, no batched mode: produce each event as a record of its own, keyed with its entity (events.Key)", ct)}
 		}
+		if len(r.Value) == 0 {
+			return nil, tombstoneError("/")
+		}
 		return r.Value, nil
 	}
 	var binary bool
@@ -206,6 +209,9 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 		}
 	}
 	if !binary {
+		if len(r.Value) == 0 {
+			return nil, tombstoneError("/")
+		}
 		return r.Value, nil
 	}
 	// the Kafka binding maps the content-type header to datacontenttype,
@@ -228,10 +234,21 @@ func structuredJSON(r *kgo.Record) ([]byte, error) {
 		}
 	}
 	attrs["data"] = json.RawMessage(r.Value)
+	if len(r.Value) == 0 {
+		return nil, tombstoneError("/data")
+	}
 	if !json.Valid(r.Value) {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: "binary-mode value is not valid JSON"}
 	}
 	return json.Marshal(attrs)
+}
+
+// tombstoneError is the refusal of a record without a value (a
+// tombstone: kafkajs's value null, a compacted topic's delete): its letter
+// said "not valid JSON: EOF", which named neither (a kafkajs producer's
+// walkthrough, 2026-12-04).
+func tombstoneError(pointer string) error {
+	return &ValidationError{Index: -1, Pointer: pointer, Reason: "the record has no value (a tombstone): an event is the record's value, the whole event in structured mode, its data in binary mode; Chronicle's topics are not compacted, and a tombstone deletes nothing from its log or projections"}
 }
 
 // UTF8Charset reports whether a media type's parameters (as

@@ -103,3 +103,32 @@ func TestStructuredRecordWithBinaryAttributesSaysHowItWasRead(t *testing.T) {
 		t.Errorf("a structured event with a bad member: %v; want its member's refusal without the hint", err)
 	}
 }
+
+// A record without a value — a tombstone, which kafkajs writes for
+// value: null and which a producer may send meaning to delete an entity —
+// is refused saying so, in either mode. Before, its letter said
+// "/: not valid JSON: EOF" (structured) or "binary-mode value is not
+// valid JSON", which named neither the null value nor that Chronicle's
+// topics are not compacted (a kafkajs producer's walkthrough, 2026-12-04).
+func TestTombstoneIsRefusedSayingSo(t *testing.T) {
+	binary := []kgo.RecordHeader{{Key: "ce_specversion", Value: []byte("1.0")}, {Key: "ce_id", Value: []byte("t1")},
+		{Key: "ce_source", Value: []byte("js")}, {Key: "ce_type", Value: []byte(SessionStarted)}, {Key: "ce_sessionid", Value: []byte("s1")},
+		{Key: "content-type", Value: []byte(ContentTypeJSON)}}
+	for _, c := range []struct {
+		name    string
+		headers []kgo.RecordHeader
+		pointer string
+	}{
+		{"no headers", nil, "/"},
+		{"structured", []kgo.RecordHeader{{Key: "content-type", Value: []byte(ContentTypeCloudEvents)}}, "/"},
+		{"binary", binary, "/data"},
+	} {
+		for _, value := range [][]byte{nil, {}} {
+			_, err := FromRecord(&kgo.Record{Topic: string(TopicSessions), Key: []byte("org:default/s1"), Value: value, Headers: c.headers})
+			ve, ok := err.(*ValidationError)
+			if !ok || ve.Pointer != c.pointer || !strings.Contains(ve.Reason, "tombstone") || !strings.Contains(ve.Reason, "not compacted") {
+				t.Errorf("%s, value %q: %v; want a refusal at %s saying the record has no value (a tombstone) and the topics are not compacted", c.name, value, err, c.pointer)
+			}
+		}
+	}
+}
