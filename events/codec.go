@@ -296,11 +296,24 @@ func cloudEventsMediaType(ct string) bool {
 // are not read (Kafka binding, §3.1), while its producer meant binary
 // mode. Before, the reason said only "missing properties 'specversion',
 // 'id', …", which the producer had sent, as headers. Any other err is
-// returned as it is.
+// returned as it is. A required attribute as a ce- header (the HTTP
+// binding's name, where the Kafka binding's is ce_) is said so whatever
+// the content-type: before, such a record's reason said only the missing
+// properties (a kafkajs producer's walkthrough, 2026-12-04).
 func structuredHint(r *kgo.Record, err error) error {
 	ve, ok := err.(*ValidationError)
-	if !ok || ve.Pointer != "/" || !structuredMode(r) {
+	if !ok || ve.Pointer != "/" {
 		return err // a member's refusal: the value was an event
+	}
+	for _, h := range r.Headers {
+		if k := strings.ToLower(h.Key); k == "ce-id" || k == "ce-type" || k == "ce-specversion" || k == "ce-source" {
+			hinted := *ve
+			hinted.Reason += fmt.Sprintf(" (the record's header %s is the CloudEvents HTTP binding's name, which the Kafka protocol binding does not read: its attribute headers are ce_ with an underscore, ce_id, ce_type, ce_source, ce_specversion; with them and content-type application/json the value is the data, binary mode)", h.Key)
+			return &hinted
+		}
+	}
+	if !structuredMode(r) {
+		return err
 	}
 	for _, h := range r.Headers {
 		// a required attribute as a header (ce_traceparent beside a

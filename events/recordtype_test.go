@@ -132,3 +132,32 @@ func TestTombstoneIsRefusedSayingSo(t *testing.T) {
 		}
 	}
 }
+
+// A record whose attributes ride as ce-id, ce-type, … — the HTTP
+// binding's header names, where the Kafka binding's are ce_id, ce_type
+// (§3.2.3) — is read as structured, its value the data, and its refusal
+// says that the headers were the HTTP binding's and names the Kafka
+// binding's prefix. Before, it said only "missing properties
+// 'specversion', 'id', …", which the producer had sent, as headers (a
+// kafkajs producer's walkthrough, 2026-12-04).
+func TestHTTPBindingHeadersOnARecordSaySo(t *testing.T) {
+	value := []byte(`{"original_task":"t","success_criteria":[]}`)
+	for _, hs := range [][]kgo.RecordHeader{
+		{{Key: "ce-specversion", Value: []byte("1.0")}, {Key: "ce-id", Value: []byte("d1")}, {Key: "ce-source", Value: []byte("js")},
+			{Key: "ce-type", Value: []byte(SessionStarted)}, {Key: "ce-sessionid", Value: []byte("s1")}, {Key: "content-type", Value: []byte(ContentTypeJSON)}},
+		{{Key: "CE-ID", Value: []byte("d1")}, {Key: "ce-type", Value: []byte(SessionStarted)}},
+		{{Key: "ce-id", Value: []byte("d1")}, {Key: "content-type", Value: []byte(ContentTypeCloudEvents)}},
+	} {
+		_, err := FromRecord(&kgo.Record{Topic: string(TopicSessions), Key: []byte("org:default/s1"), Value: value, Headers: hs})
+		ve, ok := err.(*ValidationError)
+		if !ok || ve.Pointer != "/" || !strings.Contains(ve.Reason, "missing properties") || !strings.Contains(ve.Reason, "HTTP binding") || !strings.Contains(ve.Reason, "ce_id") {
+			t.Errorf("headers %v: %v; want the missing properties and that ce- headers are the HTTP binding's, the Kafka binding's being ce_id, …", hs, err)
+		}
+	}
+	// a structured event beside a ce-traceparent header is read as the event it is
+	env, err := FromRecord(&kgo.Record{Topic: string(TopicSessions), Key: []byte("org:default/s4"), Value: []byte(`{"specversion":"1.0","id":"s4-st","source":"js","type":"coordination.session.started.v1","sessionid":"s4","data":{"original_task":"t","success_criteria":[]}}`),
+		Headers: []kgo.RecordHeader{{Key: "ce-traceparent", Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")}}})
+	if err != nil || env.ID != "s4-st" {
+		t.Errorf("a structured event with a ce-traceparent header: %+v %v", env, err)
+	}
+}
