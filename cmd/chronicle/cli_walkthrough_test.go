@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -106,13 +107,22 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--data", t.TempDir(), "--weaviate-grpc", "off"}, "--weaviate-grpc off: the gRPC port of the Weaviate server, which means nothing without --weaviate"},
 		{[]string{"demo", "--data", t.TempDir(), "--http", "127.0.0.1:9999"}, "--http 127.0.0.1:9999: the address the HTTP API is served on afterwards, which means nothing without --serve"},
 		{[]string{"demo", "--data", t.TempDir(), "--serve=false", "--http", "127.0.0.1:9999"}, "which means nothing without --serve"},
+		// a key variable named and unset started, and every model call
+		// failed 401 three times and was dead-lettered
+		{[]string{"serve", "--data", t.TempDir(), "--llm-url", "http://127.0.0.1:1/v1", "--llm-model", "m", "--llm-key-env", "CHRONICLE_TEST_UNSET_KEY"}, "--llm-key-env CHRONICLE_TEST_UNSET_KEY: the environment variable CHRONICLE_TEST_UNSET_KEY is unset or empty, so the model would be called without an API key"},
+		{[]string{"serve", "--data", t.TempDir(), "--llm-url", "http://127.0.0.1:1/v1", "--llm-model", "m", "--llm-key-env", ""}, `--llm-key-env: "" names no environment variable`},
+		{[]string{"serve", "--data", t.TempDir(), "--weaviate", "127.0.0.1:1", "--weaviate-api-key-env", "CHRONICLE_TEST_UNSET_KEY"}, "--weaviate-api-key-env CHRONICLE_TEST_UNSET_KEY: the environment variable CHRONICLE_TEST_UNSET_KEY is unset or empty, so the Weaviate server would be called anonymously"},
 		{[]string{"mcp", "--api", "notaurl", "--scope", "project:a"}, `--api "notaurl": not the http:// or https:// URL of a running chronicle serve`},
 		// the topics' replicas are a cluster's (a Kafka platform review)
 		{[]string{"serve", "--data", t.TempDir(), "--replication-factor", "3"}, "--replication-factor: for the topics created on a Kafka cluster named by --brokers"},
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--replication-factor", "2", "--min-insync-replicas", "3"}, "--min-insync-replicas: 3 is above --replication-factor 2"},
 		{[]string{"demo", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092", "--replication-factor", "0"}, "--replication-factor: 0, must be -1 (the cluster's default) or ≥ 1"},
 	} {
-		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		// bounded: a flag no longer refused starts the command, and a
+		// serve would run until the test binary's own timeout
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, binary, c.args...).CombinedOutput()
+		cancel()
 		if err == nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("chronicle %v: %v\n%s\nwant a refusal saying %s", c.args, err, out, c.want)
 		}

@@ -227,6 +227,9 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 	if err := checkFlagNeeds(cmd); err != nil {
 		return err
 	}
+	if err := checkKeyEnvs(cmd); err != nil {
+		return err
+	}
 	if f := cmd.Flags().Lookup("brokers"); f != nil && f.Changed {
 		if strings.Trim(f.Value.String(), ", ") == "" {
 			return fmt.Errorf("--brokers: %q names no host:port (leave the flag out to start the embedded broker)", f.Value.String())
@@ -265,6 +268,39 @@ func checkFlagNeeds(cmd *cobra.Command) error {
 			continue
 		}
 		return fmt.Errorf("--%s %s: %s, which means nothing without --%s: give --%s too, or leave --%s out", n.flag, f.Value.String(), n.what, n.needs, n.needs, n.flag)
+	}
+	return nil
+}
+
+// keyEnvFlags name the environment variable an API key is read from.
+// Left out, an unset default variable means no key (a local model,
+// anonymous Weaviate access); given, the variable must be set.
+var keyEnvFlags = []struct{ flag, needs, what string }{
+	{"llm-key-env", "llm-url", "the model would be called without an API key"},
+	{"weaviate-api-key-env", "weaviate", "the Weaviate server would be called anonymously"},
+}
+
+// checkKeyEnvs refuses --llm-key-env or --weaviate-api-key-env given with
+// its prerequisite when it names no variable, or one that is unset or
+// empty: before, a mistyped name started, and every model call failed 401
+// three times and was dead-lettered. A command whose --proposer is not llm
+// calls no model, which search says itself.
+func checkKeyEnvs(cmd *cobra.Command) error {
+	for _, k := range keyEnvFlags {
+		f, need := cmd.Flags().Lookup(k.flag), cmd.Flags().Lookup(k.needs)
+		if f == nil || need == nil || !f.Changed || !need.Changed || need.Value.String() == "" {
+			continue
+		}
+		if p := cmd.Flags().Lookup("proposer"); p != nil && p.Value.String() != "llm" {
+			continue
+		}
+		name := f.Value.String()
+		if strings.TrimSpace(name) == "" {
+			return fmt.Errorf("--%s: %q names no environment variable (leave the flag out: %s)", k.flag, name, f.DefValue)
+		}
+		if os.Getenv(name) == "" {
+			return fmt.Errorf("--%s %s: the environment variable %s is unset or empty, so %s: set it, or leave --%s out", k.flag, name, name, k.what, k.flag)
+		}
 	}
 	return nil
 }

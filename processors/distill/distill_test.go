@@ -472,3 +472,51 @@ func TestLLMConfigURL(t *testing.T) {
 		}
 	}
 }
+
+// A negative Timeout or InitialBackoff is refused naming the field: a
+// negative Timeout reached http.Client as "no timeout".
+func TestLLMConfigNegativeDurations(t *testing.T) {
+	for _, c := range []struct {
+		cfg   distill.LLMConfig
+		field string
+	}{
+		{distill.LLMConfig{URL: "http://127.0.0.1:9/v1", Model: "m", Timeout: -time.Second}, "LLMConfig.Timeout"},
+		{distill.LLMConfig{URL: "http://127.0.0.1:9/v1", Model: "m", InitialBackoff: -time.Millisecond}, "LLMConfig.InitialBackoff"},
+	} {
+		if err := c.cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%+v: %v, want an error naming %s", c.cfg, err, c.field)
+		}
+		if _, err := distill.NewLLM(c.cfg); err == nil {
+			t.Errorf("NewLLM(%+v) accepted it", c.cfg)
+		}
+	}
+}
+
+// Timeout bounds an attempt even with a caller-given HTTPClient that has
+// none: a hung endpoint held the worker for ever.
+func TestLLMTimeoutBoundsAGivenClient(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL + "/v1", Model: "m", Attempts: 2, InitialBackoff: time.Millisecond,
+		RatePerSecond: 1000, Timeout: 150 * time.Millisecond, HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := llm.Complete(context.Background(), "hi"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "after 2 attempts") || !strings.Contains(err.Error(), "deadline exceeded") {
+			t.Fatalf("%v; want both attempts to end at their deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Complete still waiting after 10 s on a hung endpoint with Timeout 150 ms")
+	}
+}

@@ -155,7 +155,9 @@ type LLMConfig struct {
 	// InitialBackoff (default 1 s) and doubles (backoff/v4, factor 2).
 	Attempts       int
 	InitialBackoff time.Duration
-	// Timeout bounds one request (default 60 s).
+	// Timeout bounds one request, its answer's body included (default
+	// 60 s; negative: refused by Validate). It holds with a caller-given
+	// HTTPClient too: each attempt runs under a context deadline of Timeout.
 	Timeout time.Duration
 	// MaxRetryAfter caps the wait a 429 or 5xx answer asks for in its
 	// Retry-After header (default 30 s): the next attempt waits the longer
@@ -163,7 +165,8 @@ type LLMConfig struct {
 	MaxRetryAfter time.Duration
 	// RatePerSecond limits requests (default 1 per second, burst 1).
 	RatePerSecond float64
-	// HTTPClient (default http.DefaultClient with Timeout).
+	// HTTPClient sends the requests (default: a new http.Client with
+	// Timeout). A given client's own Timeout, if shorter, also applies.
 	HTTPClient *http.Client
 }
 
@@ -188,6 +191,12 @@ func (c LLMConfig) Validate() error {
 		return fmt.Errorf("distill: LLMConfig.RatePerSecond: %v: must be a finite number > 0 (--llm-rate)", c.RatePerSecond)
 	case c.MaxRetryAfter < 0:
 		return errors.New("distill: LLMConfig.MaxRetryAfter: must be ≥ 0")
+	case c.Timeout < 0:
+		// a negative Timeout reached http.Client as "no timeout": a hung
+		// endpoint held its worker for ever
+		return fmt.Errorf("distill: LLMConfig.Timeout: %v: must be ≥ 0 (0: the default 60 s)", c.Timeout)
+	case c.InitialBackoff < 0:
+		return fmt.Errorf("distill: LLMConfig.InitialBackoff: %v: must be ≥ 0 (0: the default 1 s)", c.InitialBackoff)
 	}
 	return nil
 }
@@ -267,7 +276,11 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 		if err := l.limiter.Wait(ctx); err != nil {
 			return backoff.Permanent(err)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(l.cfg.URL, "/")+"/chat/completions", bytes.NewReader(body))
+		// the attempt's deadline: a caller-given HTTPClient without a
+		// Timeout left a hung endpoint holding its worker for ever
+		actx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(actx, http.MethodPost, strings.TrimRight(l.cfg.URL, "/")+"/chat/completions", bytes.NewReader(body))
 		if err != nil {
 			return backoff.Permanent(err)
 		}
