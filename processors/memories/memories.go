@@ -317,7 +317,8 @@ func distilled(tx *projections.Tx, env *events.Envelope) error {
 	}
 	mems, err := distill.ParseResponse(d.RawResponse)
 	if err != nil {
-		return err
+		// named as the schema's refusals are (its dead letter had no pointer)
+		return &events.ValidationError{Index: -1, Pointer: "/data/raw_response", Reason: fmt.Sprintf("session %s: the model's answer does not parse: %v", d.SessionID, err)}
 	}
 	for _, m := range mems {
 		rec := events.MemoryRecordedData{

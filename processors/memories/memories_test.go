@@ -423,3 +423,16 @@ func TestInitialConfidenceProducerRejected(t *testing.T) {
 		t.Fatalf("initial_confidence 1.5: %v, want a schema error naming the field", err)
 	}
 }
+
+// A distillation answer that does not parse is refused naming
+// /data/raw_response (the engine keeps the pointer in the dead letter,
+// which had none) and the session whose answer it was.
+func TestUnparsableDistillationNamesTheMember(t *testing.T) {
+	b := newBank(t)
+	err := b.send(events.DistillationCompleted, t0, "project:a", map[string]any{
+		"session_id": "s7", "extractor": "llm", "model": "m", "outcome": "failure", "raw_response": "I cannot help with that."})
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Pointer != "/data/raw_response" || !strings.Contains(ve.Reason, "session s7") {
+		t.Fatalf("%v; want a refusal at /data/raw_response naming session s7", err)
+	}
+}

@@ -1,7 +1,9 @@
 package sessions
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,4 +179,32 @@ func evaluationsIn(t *testing.T, recs []projections.OutboxRecord) []events.Evalu
 		evs = append(evs, ev)
 	}
 	return evs
+}
+
+// A judge answer that does not score is refused naming the member at
+// fault, as the schema's refusals are: /data/judge_raw for an answer whose
+// checklist does not match the rubric, /data/criterion_id for a criterion
+// that is not the session's judge one (the dead letter had no pointer).
+func TestJudgeAnswerRefusalNamesTheMember(t *testing.T) {
+	store := openStore(t)
+	apply := sessionApplier(t, store, "s")
+	apply(events.SessionStarted, events.SessionStartedData{OriginalTask: "Refund order 7.", SuccessCriteria: []events.Criterion{
+		{ID: "tone", Description: "polite", Weight: 1, Check: events.Check{Kind: events.CheckJudge, Rubric: []string{"polite", "apologised"}}}}})
+	apply(events.SessionCompleted, events.SessionCompletedData{Output: "Refunded.", Outcome: "success"})
+	for i, c := range []struct{ criterion, raw, pointer, says string }{
+		{"tone", "- [x] polite", "/data/judge_raw", "criterion tone: judge answer has 1 checklist lines, the rubric 2"},
+		{"speed", "- [x] polite\n- [x] apologised", "/data/criterion_id", `"speed" is not a judge criterion`},
+	} {
+		env, err := events.New(events.JudgeCompleted, "test/s", fmt.Sprintf("bad-%d", i), time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC),
+			map[string]any{"session_id": "s", "criterion_id": c.criterion, "model": "m", "critic_raw": "-", "judge_raw": c.raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.SessionID, env.Scope = "s", "project:a"
+		_, err = store.Apply(Name, projections.Position{Topic: string(events.TopicSessions), Offset: int64(100 + i)}, &env, Processor{}.Apply)
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != c.pointer || !strings.Contains(ve.Reason, c.says) {
+			t.Errorf("%s %q: %v; want a refusal at %s saying %s", c.criterion, c.raw, err, c.pointer, c.says)
+		}
+	}
 }

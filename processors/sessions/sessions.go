@@ -410,12 +410,15 @@ func applyJudge(tx *projections.Tx, env *events.Envelope, id string, llmDistilla
 			rubric = c.Check.Rubric
 		}
 	}
+	// the member at fault is named, as the schema's refusals are: the
+	// dead letter's pointer was empty, and its reason did not say which
+	// member of the model's answer to read
 	if rubric == nil {
-		return fmt.Errorf("session %s: %q is not a judge criterion", id, d.CriterionID)
+		return &events.ValidationError{Index: -1, Pointer: "/data/criterion_id", Reason: fmt.Sprintf("session %s: %q is not a judge criterion", id, d.CriterionID)}
 	}
 	j, err := JudgeScore(rubric, d.JudgeRaw)
 	if err != nil {
-		return err
+		return &events.ValidationError{Index: -1, Pointer: "/data/judge_raw", Reason: fmt.Sprintf("session %s, criterion %s: %v", id, d.CriterionID, err)}
 	}
 	if err := tx.SetJSON(judgedKey(id, d.CriterionID), j); err != nil {
 		return err
