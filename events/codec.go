@@ -128,7 +128,13 @@ type PartitionError struct {
 }
 
 func (e *PartitionError) Error() string {
-	return fmt.Sprintf("record on partition %d of %s, but its event's key %q belongs on partition %d (record key %q): key each record with events.Key (the scope, then the entity id: the session id for session events, else the type's key field), as events.Record does, and partition with Kafka's default murmur2 partitioner (librdkafka clients: partitioner=murmur2_random)", e.Partition, e.Topic, e.Key, e.Want, e.RecordKey)
+	// a record without a key was said to have key "", which read as an
+	// empty key sent on purpose (a kafkajs walkthrough)
+	rk := fmt.Sprintf("record key %q", e.RecordKey)
+	if e.RecordKey == "" {
+		rk = "the record has no key, or an empty one, so the producer's partitioner chose its partition"
+	}
+	return fmt.Sprintf("record on partition %d of %s, but its event's key %q belongs on partition %d (%s): key each record with events.Key (the scope, then the entity id: the session id for session events, else the type's key field), as events.Record does, and partition with Kafka's default murmur2 partitioner (librdkafka clients: partitioner=murmur2_random)", e.Partition, e.Topic, e.Key, e.Want, rk)
 }
 
 // StructuredJSON returns the CloudEvents JSON form of r, converting a

@@ -161,3 +161,16 @@ func TestHTTPBindingHeadersOnARecordSaySo(t *testing.T) {
 		t.Errorf("a structured event with a ce-traceparent header: %+v %v", env, err)
 	}
 }
+
+// A record on the wrong partition without a key says it has none: it
+// said (record key ""), which read as an empty key sent on purpose.
+func TestPartitionErrorWithoutARecordKeySaysSo(t *testing.T) {
+	e := &PartitionError{Topic: "chronicle.sessions", Partition: 2, Want: 0, Key: "project:a/s1"}
+	if msg := e.Error(); !strings.Contains(msg, "the record has no key, or an empty one") || strings.Contains(msg, `record key ""`) {
+		t.Fatalf("%s; want it to say the record has no key", msg)
+	}
+	e.RecordKey = "s1"
+	if msg := e.Error(); !strings.Contains(msg, `(record key "s1")`) {
+		t.Fatalf("%s; want the record's key named", msg)
+	}
+}
