@@ -265,3 +265,30 @@ func TestLetterOfACloudEventsContentTypeRecordNamesItsEvent(t *testing.T) {
 		}
 	}
 }
+
+// The letter of a record whose attributes ride in the HTTP binding's ce-
+// headers (refused: a Kafka record's are ce_) names the event and scope
+// those headers give; before, it named no event, so no tenant's
+// GET /v1/deadletters listed it (a kafkajs walkthrough). ce_ headers, when
+// a record has both, win.
+func TestLetterOfARecordWithHTTPBindingHeadersNamesItsEvent(t *testing.T) {
+	hs := []kgo.RecordHeader{{Key: "ce-specversion", Value: []byte("1.0")}, {Key: "ce-id", Value: []byte("k9")}, {Key: "ce-source", Value: []byte("js")},
+		{Key: "ce-type", Value: []byte("memory.feedback.v1")}, {Key: "ce-scope", Value: []byte("project:a")}, {Key: "content-type", Value: []byte(events.ContentTypeJSON)}}
+	rec := &kgo.Record{Topic: string(events.TopicMemories), Key: []byte("project:a/m1"), Value: []byte(`{"memory_id":"m1","signal":"task_completion","positive":false}`), Headers: hs}
+	_, perr := events.FromRecord(rec)
+	if perr == nil {
+		t.Fatal("the record parsed")
+	}
+	d, err := processors.LetterOf(asRecord(processors.DeadLetterRecord(sessions.Processor{}, rec, perr)))
+	if err != nil || d.EventID != "k9" || d.EventType != "memory.feedback.v1" || d.EventSource != "js" || d.Scope != "project:a" {
+		t.Fatalf("LetterOf: %+v %v; want event k9 of project:a", d, err)
+	}
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "ce_id", Value: []byte("u1")}, kgo.RecordHeader{Key: "ce_type", Value: []byte("memory.retrieved.v1")})
+	_, perr = events.FromRecord(rec)
+	if perr == nil {
+		t.Fatal("the record with ce_ headers too parsed")
+	}
+	if d, err := processors.LetterOf(asRecord(processors.DeadLetterRecord(sessions.Processor{}, rec, perr))); err != nil || d.EventID != "u1" || d.EventType != "memory.retrieved.v1" {
+		t.Fatalf("LetterOf with ce_ headers too: %+v %v; want the ce_ headers' event u1", d, err)
+	}
+}

@@ -179,16 +179,25 @@ func batchEvent(value []byte) (first letterEvent, ok bool) {
 }
 
 // binaryAttributes are the CloudEvents attributes of a binary-mode
-// record's ce_ headers (the Kafka binding), by name, lower case; empty for
-// a record without them.
+// record's ce_ headers (the Kafka binding), by name, lower case; without
+// any, those of its ce- headers (the HTTP binding's names, which a record
+// may not use: events.FromRecord refuses it saying so, and its letter
+// still names the event the producer meant; before, it named none, a
+// kafkajs walkthrough); empty for a record with neither.
 func binaryAttributes(rec *kgo.Record) map[string]string {
-	attrs := map[string]string{}
+	kafka, http := map[string]string{}, map[string]string{}
 	for _, h := range rec.Headers {
-		if k := strings.ToLower(h.Key); strings.HasPrefix(k, "ce_") {
-			attrs[strings.TrimPrefix(k, "ce_")] = string(h.Value)
+		switch k := strings.ToLower(h.Key); {
+		case strings.HasPrefix(k, "ce_"):
+			kafka[strings.TrimPrefix(k, "ce_")] = string(h.Value)
+		case strings.HasPrefix(k, "ce-"):
+			http[strings.TrimPrefix(k, "ce-")] = string(h.Value)
 		}
 	}
-	return attrs
+	if len(kafka) == 0 {
+		return http
+	}
+	return kafka
 }
 
 // RedriveType is the type of the envelope the engine hands a processor of
