@@ -18,41 +18,69 @@ import (
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 )
 
-// A session with two judge criteria has each judged once: the model is
-// asked once per criterion (critic and judge), and the evaluation ends at
-// revision 2, one per answer.
-func TestEachJudgeCriterionIsJudgedOnce(t *testing.T) {
-	var mu sync.Mutex
-	calls := map[string]int{} // "critic tone", "judge clarity", …
+// chatServer is an OpenAI-compatible chat endpoint answering each request
+// with answer(its user message); an answer of "" is a 503.
+func chatServer(t *testing.T, answer func(prompt string) string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []struct{ Content string } `json:"messages"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		prompt := req.Messages[0].Content
-		answer := "NO_EXTRACTIONS"
+		a := answer(req.Messages[0].Content)
+		if a == "" {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": a}}}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// waitAllJudged waits until the evaluation of the session key lists no
+// unevaluated criterion and the pipeline is caught up.
+func waitAllJudged(ctx context.Context, t *testing.T, p *pipeline.Pipeline, key string) sessions.View {
+	t.Helper()
+	for {
+		if err := p.WaitCaughtUp(ctx, nil); err != nil {
+			t.Fatalf("the judge criteria were never all scored: %v", err)
+		}
+		if v, _, _ := sessions.Get(p.Store, key); v.Evaluation != nil && len(v.Evaluation.Unevaluated) == 0 {
+			return v
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A session with two judge criteria has each judged once: the model is
+// asked once per criterion (critic and judge), and the evaluation ends at
+// revision 2, one per answer. Before, each answer's revision still listed
+// the other criterion, which was judged again from it.
+func TestEachJudgeCriterionIsJudgedOnce(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{} // "critic tone", "judge clarity", …
+	srv := chatServer(t, func(prompt string) string {
 		criterion := "tone"
-		if strings.Contains(prompt, "- [ ] concise") || strings.Contains(prompt, "- concise") {
+		if strings.Contains(prompt, "concise") {
 			criterion = "clarity"
 		}
+		var role, answer string
 		switch {
 		case strings.HasPrefix(prompt, "You are a critic"):
-			answer = "NO_FLAWS"
-			mu.Lock()
-			calls["critic "+criterion]++
-			mu.Unlock()
+			role, answer = "critic", "NO_FLAWS"
 		case strings.HasPrefix(prompt, "You are a judge"):
-			answer = "- [x] polite\n- [x] apologised"
+			role, answer = "judge", "- [x] polite\n- [x] apologised"
 			if criterion == "clarity" {
 				answer = "- [x] concise"
 			}
-			mu.Lock()
-			calls["judge "+criterion]++
-			mu.Unlock()
+		default:
+			return "NO_EXTRACTIONS"
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": answer}}}})
-	}))
-	defer srv.Close()
+		mu.Lock()
+		calls[role+" "+criterion]++
+		mu.Unlock()
+		return answer
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
@@ -78,23 +106,9 @@ func TestEachJudgeCriterionIsJudgedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := events.EntityKey("project:a", "judged-1")
-	for {
-		if err := p.WaitCaughtUp(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		if v, _, _ := sessions.Get(p.Store, key); v.Evaluation != nil && len(v.Evaluation.Unevaluated) == 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the judge criteria were never both scored")
-		}
-	}
-	// a second judging would come after: give it the time to
-	time.Sleep(time.Second)
-	if err := p.WaitCaughtUp(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	v, _, _ := sessions.Get(p.Store, key)
+	waitAllJudged(ctx, t, p, key)
+	time.Sleep(time.Second) // a second judging would come after: give it the time to
+	v := waitAllJudged(ctx, t, p, key)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, c := range []string{"critic tone", "judge tone", "critic clarity", "judge clarity"} {
@@ -113,25 +127,17 @@ func TestEachJudgeCriterionIsJudgedOnce(t *testing.T) {
 func TestJudgeAsksAgainOnRedrive(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if failing.Load() {
-			http.Error(w, "overloaded", http.StatusServiceUnavailable)
-			return
-		}
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		answer := "NO_EXTRACTIONS"
-		switch prompt := req.Messages[0].Content; {
+	srv := chatServer(t, func(prompt string) string {
+		switch {
+		case failing.Load():
+			return ""
 		case strings.HasPrefix(prompt, "You are a critic"):
-			answer = "NO_FLAWS"
+			return "NO_FLAWS"
 		case strings.HasPrefix(prompt, "You are a judge"):
-			answer = "- [x] polite\n- [x] apologised"
+			return "- [x] polite\n- [x] apologised"
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": answer}}}})
-	}))
-	defer srv.Close()
+		return "NO_EXTRACTIONS"
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := startJudged(ctx, t, srv.URL)
@@ -156,17 +162,5 @@ func TestJudgeAsksAgainOnRedrive(t *testing.T) {
 	if _, err := deadletter.Redrive(ctx, brokers, letter); err != nil {
 		t.Fatal(err)
 	}
-	key := events.EntityKey("project:a", "judged-1")
-	for {
-		if err := p.WaitCaughtUp(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		if v, _, _ := sessions.Get(p.Store, key); v.Evaluation != nil && len(v.Evaluation.Unevaluated) == 0 {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the redriven evaluation's judge criterion was never scored")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitAllJudged(ctx, t, p, events.EntityKey("project:a", "judged-1"))
 }

@@ -60,28 +60,20 @@ func startJudged(ctx context.Context, t *testing.T, url string) *pipeline.Pipeli
 // (100·1 + 50·0.5) / (1 + 0.5) = 83.33 → needs_improvement.
 func TestJudgeScoresRubric(t *testing.T) {
 	var critic, judged atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		prompt := req.Messages[0].Content
-		answer := "NO_EXTRACTIONS"
+	srv := chatServer(t, func(prompt string) string {
 		switch {
 		case strings.HasPrefix(prompt, "You are a critic"):
 			critic.Add(1)
-			answer = "- the agent never apologised for the delay"
+			return "- the agent never apologised for the delay"
 		case strings.HasPrefix(prompt, "You are a judge"):
 			judged.Add(1)
 			if !strings.Contains(prompt, "never apologised") {
-				answer = "the critic's report is missing"
-			} else {
-				answer = "- [x] polite\n- [ ] apologised"
+				return "the critic's report is missing"
 			}
+			return "- [x] polite\n- [ ] apologised"
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": answer}}}})
-	}))
-	defer srv.Close()
+		return "NO_EXTRACTIONS"
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := startJudged(ctx, t, srv.URL)
