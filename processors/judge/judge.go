@@ -18,7 +18,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/distill"
-	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -124,7 +123,7 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 		if taken, _ := w.asked.ContainsOrAdd(q, struct{}{}); taken {
 			continue
 		}
-		if err := w.ask(ctx, env, &ev, in, trace, prompt, c, n); err != nil {
+		if err := w.ask(ctx, env, ev.SessionID, in.Task, trace, prompt, c, n); err != nil {
 			w.asked.Remove(q)
 			return err
 		}
@@ -133,19 +132,20 @@ func (w *Worker) Handle(ctx context.Context, env *events.Envelope) error {
 	return nil
 }
 
-// ask runs the critic and the judge on criterion c and publishes their
-// answers as the n-th judge.completed.v1 derived from env.
-func (w *Worker) ask(ctx context.Context, env *events.Envelope, ev *events.EvaluationData, in flux.Input, trace, criticPrompt string, c events.Criterion, n int) error {
+// ask runs the critic and the judge on criterion c of session sessionID
+// (its task and trace) and publishes their answers as the n-th
+// judge.completed.v1 derived from env.
+func (w *Worker) ask(ctx context.Context, env *events.Envelope, sessionID, task, trace, criticPrompt string, c events.Criterion, n int) error {
 	critic, err := w.LLM.Complete(ctx, criticPrompt)
 	if err != nil {
-		return fmt.Errorf("judge: session %s, criterion %s: critic: %w", ev.SessionID, c.ID, err)
+		return fmt.Errorf("judge: session %s, criterion %s: critic: %w", sessionID, c.ID, err)
 	}
-	verdict, err := w.LLM.Complete(ctx, JudgePrompt(in.Task, trace, c.Check.Rubric, critic))
+	verdict, err := w.LLM.Complete(ctx, JudgePrompt(task, trace, c.Check.Rubric, critic))
 	if err != nil {
-		return fmt.Errorf("judge: session %s, criterion %s: verdict: %w", ev.SessionID, c.ID, err)
+		return fmt.Errorf("judge: session %s, criterion %s: verdict: %w", sessionID, c.ID, err)
 	}
 	out, err := events.Derive(env, "chronicle/judge", events.JudgeCompleted, n, map[string]any{
-		"session_id": ev.SessionID, "criterion_id": c.ID, "model": w.LLM.Model(), "critic_raw": critic, "judge_raw": verdict,
+		"session_id": sessionID, "criterion_id": c.ID, "model": w.LLM.Model(), "critic_raw": critic, "judge_raw": verdict,
 	})
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func (w *Worker) ask(ctx context.Context, env *events.Envelope, ev *events.Evalu
 	if err := w.Producer.PublishDerived(ctx, out); err != nil {
 		// e.g. answers too large for one event: the dead letter names
 		// the worker, the session and the model like a failed call's
-		return fmt.Errorf("judge: session %s, criterion %s: model %s: answers of %d and %d bytes: %w", ev.SessionID, c.ID, w.LLM.Model(), len(critic), len(verdict), err)
+		return fmt.Errorf("judge: session %s, criterion %s: model %s: answers of %d and %d bytes: %w", sessionID, c.ID, w.LLM.Model(), len(critic), len(verdict), err)
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
-	"github.com/chronicle-dev/chronicle/processors/distill"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 )
@@ -81,14 +80,6 @@ func TestEachJudgeCriterionIsJudgedOnce(t *testing.T) {
 		mu.Unlock()
 		return answer
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
-		LLM: &distill.LLMConfig{URL: srv.URL, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	envs := judgedSession(t)
 	var start events.SessionStartedData
 	if err := envs[0].Decode(&start); err != nil {
@@ -102,9 +93,9 @@ func TestEachJudgeCriterionIsJudgedOnce(t *testing.T) {
 	}
 	first.SessionID, first.Scope = envs[0].SessionID, envs[0].Scope
 	envs[0] = first
-	if err := p.Producer.Publish(ctx, envs...); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := startJudged(ctx, t, srv.URL, envs...)
 	key := events.EntityKey("project:a", "judged-1")
 	waitAllJudged(ctx, t, p, key)
 	time.Sleep(time.Second) // a second judging would come after: give it the time to

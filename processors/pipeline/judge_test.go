@@ -40,8 +40,9 @@ func judgedSession(t *testing.T) []events.Envelope {
 }
 
 // startJudged starts a pipeline whose model endpoint is url (model "m")
-// and publishes judgedSession into it; the pipeline closes with the test.
-func startJudged(ctx context.Context, t *testing.T, url string) *pipeline.Pipeline {
+// and publishes envs into it, judgedSession when none are given; the
+// pipeline closes with the test.
+func startJudged(ctx context.Context, t *testing.T, url string, envs ...events.Envelope) *pipeline.Pipeline {
 	t.Helper()
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
 		LLM: &distill.LLMConfig{URL: url, Model: "m", InitialBackoff: time.Millisecond, RatePerSecond: 1000}})
@@ -49,7 +50,10 @@ func startJudged(ctx context.Context, t *testing.T, url string) *pipeline.Pipeli
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	if err := p.Producer.Publish(ctx, judgedSession(t)...); err != nil {
+	if len(envs) == 0 {
+		envs = judgedSession(t)
+	}
+	if err := p.Producer.Publish(ctx, envs...); err != nil {
 		t.Fatal(err)
 	}
 	return p
