@@ -16,15 +16,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ingestBroker is a kfake broker on port, every topic created, and a
+// ingestBroker is a kfake broker on a free port, every topic created, and a
 // function counting the records written to all of them.
-func ingestBroker(t *testing.T, port int) (addr string, written func() int64) {
+func ingestBroker(t *testing.T) (addr string, written func() int64) {
 	t.Helper()
 	topics := make([]string, len(events.AllTopics))
 	for i, tp := range events.AllTopics {
 		topics[i] = string(tp)
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, topics...))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func memoryLine(id, content string) string {
 // pointer and the reason, and nothing is written; the same event again is
 // a plain duplicate, accepted.
 func TestIngestChecksEveryLineBeforeProducing(t *testing.T) {
-	addr, written := ingestBroker(t, 25101)
+	addr, written := ingestBroker(t)
 	dir := t.TempDir()
 	valid := make([]string, 600)
 	for i := range valid {
@@ -133,7 +133,7 @@ func TestIngestChecksEveryLineBeforeProducing(t *testing.T) {
 // no such file or directory" (found by an operator's walkthrough). Its
 // errors name stdin and the line.
 func TestIngestReadsStdin(t *testing.T) {
-	addr, written := ingestBroker(t, 25102)
+	addr, written := ingestBroker(t)
 	cmd := exec.Command(binary, "ingest", "-", "--brokers", addr)
 	cmd.Stdin = strings.NewReader(memoryLine("s1", "c") + "\n" + memoryLine("s2", "c") + "\n")
 	out, err := cmd.CombinedOutput()

@@ -23,7 +23,7 @@ func TestServeWarnsWhenPartitionsDoNotApply(t *testing.T) {
 	for i, tp := range events.AllTopics {
 		topics[i] = string(tp)
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(25130), kfake.SeedTopics(3, topics...), kfake.SeedTopics(1, string(events.TopicMemories)))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...), kfake.SeedTopics(1, string(events.TopicMemories)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestServeWarnsWhenPartitionsDoNotApply(t *testing.T) {
 		flags []string
 		warn  bool
 	}{{nil, false}, {[]string{"--partitions", "5"}, true}} {
-		args := append([]string{"serve", "--data", t.TempDir(), "--brokers", c.ListenAddrs()[0], "--http", "127.0.0.1:25131"}, tc.flags...)
+		args := append([]string{"serve", "--data", t.TempDir(), "--brokers", c.ListenAddrs()[0], "--http", "127.0.0.1:0"}, tc.flags...)
 		cmd := exec.Command(binary, args...)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 // developer's walkthrough). A resume of a search whose components are not
 // built in makes the worker log that line.
 func TestServeLogsTheWorkers(t *testing.T) {
-	base, logs := startServeLogs(t, "--http", "127.0.0.1:21417", "--kafka-listen", "127.0.0.1:21418")
+	base, logs := startServeLogs(t)
 	parent := "r"
 	h, score, f := 0.0, 1.0, 0.5
 	evs := []struct {

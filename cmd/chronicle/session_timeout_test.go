@@ -16,7 +16,7 @@ import (
 // once, outside its 6 s to 5 min; with --brokers at the group join's
 // INVALID_SESSION_TIMEOUT.
 func TestServeRefusesASessionTimeoutTheBrokerRefuses(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(25106)) // Kafka's group.min.session.timeout.ms, 6 s
+	c, err := kfake.NewCluster(kfake.NumBrokers(1)) // Kafka's group.min.session.timeout.ms, 6 s
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +27,14 @@ func TestServeRefusesASessionTimeoutTheBrokerRefuses(t *testing.T) {
 		within time.Duration
 		want   []string
 	}{
-		{"embedded, below", []string{"--kafka-listen", "127.0.0.1:25107", "--session-timeout", "3s"}, 10 * time.Second,
+		{"embedded, below", []string{"--kafka-listen", "127.0.0.1:0", "--session-timeout", "3s"}, 10 * time.Second,
 			[]string{"--session-timeout: 3s is below the embedded broker's minimum session timeout, 6s"}},
-		{"embedded, above", []string{"--kafka-listen", "127.0.0.1:25107", "--session-timeout", "6m"}, 10 * time.Second,
+		{"embedded, above", []string{"--kafka-listen", "127.0.0.1:0", "--session-timeout", "6m"}, 10 * time.Second,
 			[]string{"--session-timeout: 6m0s is above the embedded broker's maximum session timeout, 5m0s"}},
 		{"--brokers, below", []string{"--brokers", c.ListenAddrs()[0], "--session-timeout", "3s"}, 30 * time.Second,
 			[]string{"--session-timeout: ", "Config.SessionTimeout 3s", "INVALID_SESSION_TIMEOUT", "group.min.session.timeout.ms"}},
 	} {
-		args := append([]string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:25108"}, tc.args...)
+		args := append([]string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:0"}, tc.args...)
 		cmd := exec.Command(binary, args...)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out

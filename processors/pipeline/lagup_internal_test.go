@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -22,7 +23,15 @@ func (oneWorker) Handle(context.Context, *events.Envelope) error { return nil }
 // could be collected, shows the outage as a value (found by an operator's
 // walkthrough: the scrape answered 500).
 func TestLagCollectorsReportUp(t *testing.T) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:25103")) // nothing listens there
+	// a port just freed: nothing listens there (a fixed one may be another
+	// process's, a second test run's on the same machine)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -682,7 +682,7 @@ func accessConformanceCluster(t *testing.T, external bool) {
 	defer cancel()
 	var m1, m2 *member
 	if external {
-		b, err := broker.Start(ctx, broker.Config{Partitions: 4, DataDir: t.TempDir()})
+		b, err := broker.Start(ctx, broker.Config{Partitions: 4, DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
 		if err != nil {
 			t.Fatal(err)
 		}

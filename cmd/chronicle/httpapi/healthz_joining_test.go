@@ -21,7 +21,7 @@ import (
 func TestHealthzNotOKBeforeTheFirstAssignment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:25519", Partitions: 4})
+	b, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
