@@ -295,11 +295,15 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle")}
 		var gate *connGate
+		listen := net.Listen
 		if !clean {
 			// no client but the recovery's is served until it is done
 			gate = newConnGate()
-			opts = append(opts, kfake.ListenFn(gate.listen))
+			listen = gate.listen
 		}
+		// requests larger than MaxRequestBytes refused, idle connections
+		// closed after IdleTimeout (guard.go)
+		opts = append(opts, kfake.ListenFn(guarded(listen)))
 		if cfg.SyncWrites {
 			opts = append(opts, kfake.SyncWrites())
 		}
