@@ -75,10 +75,11 @@ const SessionEventsTimeout = 30 * time.Second
 const HealthTimeout = 3 * time.Second
 
 // NewHTTPServer is the http.Server that serves h with the documented read
-// bounds (ReadHeaderTimeout, ReadTimeout, IdleTimeout). Handlers bound
-// their own waits: a publish 30 s, a feedback 5 s, a session log read 30 s.
+// bounds (ReadHeaderTimeout, ReadTimeout, IdleTimeout) and each write of
+// a response bounded by ResponseWriteTimeout. Handlers bound their own
+// waits: a publish 30 s, a feedback 5 s, a session log read 30 s.
 func NewHTTPServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout, IdleTimeout: IdleTimeout}
+	return &http.Server{Handler: writeDeadlines(h), ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout, IdleTimeout: IdleTimeout}
 }
 
 // jsonContentTypes are the request media types POST /v1/events reads: JSON and
