@@ -20,12 +20,24 @@ import (
 // Client is a search.Backend over a running service's HTTP API, for
 // `chronicle mcp` on stdio: the memory tools of an agent runtime reach the
 // service (and its single writer of the data directory) through it.
+//
+// Errors: a 400 whose answer names a body member is a *search.FieldError
+// (Pointer, Reason), one that names a query parameter a *search.ArgError
+// (Arg, Reason), as the in-process memory service returns them; every 400
+// is search.ErrInvalid and every 404 search.ErrNotFound; other statuses
+// are a *StatusError. A service that does not answer fails at HTTP's
+// timeout or ctx's deadline, whichever comes first; one that refuses the
+// connection fails at once. A Client is safe for concurrent use once its
+// fields are set.
 type Client struct {
-	// Base is the service URL, e.g. http://127.0.0.1:8080.
+	// Base is the service URL, e.g. http://127.0.0.1:8080 (http or https,
+	// with a host; a trailing slash is ignored). Required: every call
+	// fails naming Base without it.
 	Base string
-	// Token is sent as a bearer token when set.
+	// Token is sent as a bearer token when set, without the white space
+	// around it (a token read from a file often ends in a newline).
 	Token string
-	// HTTP is the client (default: 30 s timeout).
+	// HTTP is the client (default: 30 s timeout, redirects not followed).
 	HTTP *http.Client
 }
 
@@ -45,6 +57,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 		}
 		rd = bytes.NewReader(b)
 	}
+	// a Client without a usable Base failed with net/http's
+	// `unsupported protocol scheme ""`, which names no field (a Go-package
+	// walkthrough)
+	if u, err := url.Parse(c.Base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("httpapi.Client.Base %q: not the http:// or https:// URL of a running chronicle serve (e.g. http://127.0.0.1:8080)", c.Base)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Base, "/")+path, rd)
 	if err != nil {
 		return err
@@ -55,8 +73,10 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 		}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+	// trimmed: "tok\n" failed every call with net/http's "invalid header
+	// field value" (the CLI trimmed it, the Client did not)
+	if tok := strings.TrimSpace(c.Token); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	hc := c.HTTP
 	if hc == nil {
@@ -93,6 +113,17 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 		// which is not a missing memory.
 		switch resp.StatusCode {
 		case http.StatusBadRequest:
+			// the member or parameter the service named, as the
+			// in-process service's error (it was a plain ErrInvalid,
+			// which errors.As found no field in: a Go-package
+			// walkthrough)
+			msg := wrapAs(search.ErrInvalid, e.Error).Error()
+			switch {
+			case e.Pointer != "" && e.Reason != "":
+				return &refusal{msg: msg, err: &search.FieldError{Pointer: e.Pointer, Reason: e.Reason}}
+			case e.Parameter != "" && e.Reason != "":
+				return &refusal{msg: msg, err: &search.ArgError{Arg: e.Parameter, Reason: e.Reason}}
+			}
 			return wrapAs(search.ErrInvalid, e.Error)
 		case http.StatusNotFound:
 			return wrapAs(search.ErrNotFound, e.Error)
@@ -163,13 +194,29 @@ type StatusError struct {
 func (e *StatusError) Error() string { return e.msg }
 
 // Unwrap is search.ErrInvalid for a 413 (a member too large, which only
-// a shorter one fixes), nil otherwise.
+// a shorter one fixes): a *search.FieldError naming the member and
+// wrapping events.ErrEventTooLarge when the service named one, as the
+// in-process service's error; nil for other statuses.
 func (e *StatusError) Unwrap() error {
 	if e.Status == http.StatusRequestEntityTooLarge {
+		if e.Pointer != "" && e.Reason != "" {
+			return &search.FieldError{Pointer: e.Pointer, Reason: e.Reason, Err: events.ErrEventTooLarge}
+		}
 		return search.ErrInvalid
 	}
 	return nil
 }
+
+// refusal is a 400 in the service's words whose member or parameter
+// errors.As finds: err is a *search.FieldError or *search.ArgError (both
+// search.ErrInvalid).
+type refusal struct {
+	msg string
+	err error
+}
+
+func (e *refusal) Error() string { return e.msg }
+func (e *refusal) Unwrap() error { return e.err }
 
 // Refusal is the service's HTTP status and its own error text, without
 // the request (the MCP tools answer a 4xx in the service's words, as the

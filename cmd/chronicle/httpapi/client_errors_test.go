@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -109,5 +110,72 @@ func TestClientRefusesDotIDs(t *testing.T) {
 	var se *httpapi.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || sent != 1 {
 		t.Errorf("a redirect: %v (%d requests), want the 307 itself, not followed", err, sent)
+	}
+}
+
+// A 400 naming a body member or a query parameter is the
+// *search.FieldError or *search.ArgError the in-process memory service
+// returns, and a 413 naming a member a *search.FieldError wrapping
+// events.ErrEventTooLarge: before, each was a plain search.ErrInvalid
+// whose member only the text named (a Go-package walkthrough, 2026-12-04).
+// A Client without a usable Base fails naming Base (it was net/http's
+// `unsupported protocol scheme ""`), and a token ending in a newline is
+// sent without it (it failed every call with "invalid header field value").
+func TestClientErrorsNameTheMember(t *testing.T) {
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/memories/search" && r.URL.Query().Get("query") == "":
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid argument: query: required"}`)
+		case r.URL.Path == "/v1/memories/search":
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid argument: limit: \"1000\" is not an integer from 1 to 20 (absent: 5)","parameter":"limit","reason":"\"1000\" is not an integer from 1 to 20 (absent: 5)"}`)
+		case r.URL.Path == "/v1/memories" && r.Method == "POST":
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"invalid argument: /description: required, at most 200 characters","pointer":"/description","reason":"required, at most 200 characters"}`)
+		default:
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			fmt.Fprint(w, `{"error":"comment: 1000000 bytes encoded","pointer":"/comment","reason":"1000000 bytes encoded"}`)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c := &httpapi.Client{Base: srv.URL + "/", Token: "tok\n"}
+
+	_, err := c.Record(ctx, search.Record{Title: "t", Content: "c", Outcome: "success"})
+	var fe *search.FieldError
+	if !errors.As(err, &fe) || fe.Pointer != "/description" || fe.Reason != "required, at most 200 characters" ||
+		!errors.Is(err, search.ErrInvalid) || err.Error() != "invalid argument: /description: required, at most 200 characters" {
+		t.Errorf("a 400 naming /description: %v (%+v), want a search.FieldError naming it", err, fe)
+	}
+	if auth != "Bearer tok" {
+		t.Errorf("Authorization %q, want the token without its newline", auth)
+	}
+	_, err = c.Search(ctx, search.Query{Text: "q", Limit: 1000})
+	var ae *search.ArgError
+	if !errors.As(err, &ae) || ae.Arg != "limit" || !errors.Is(err, search.ErrInvalid) || errors.As(err, &fe) ||
+		err.Error() != `invalid argument: limit: "1000" is not an integer from 1 to 20 (absent: 5)` {
+		t.Errorf("a 400 naming limit: %v (%+v), want a search.ArgError naming it", err, ae)
+	}
+	ae = nil
+	if _, err = c.Search(ctx, search.Query{}); !errors.Is(err, search.ErrInvalid) || errors.As(err, &ae) || err.Error() != "invalid argument: query: required" {
+		t.Errorf("a 400 naming nothing: %v, want search.ErrInvalid alone", err)
+	}
+	fe = nil
+	_, err = c.Feedback(ctx, search.Feedback{MemoryID: "m1", Comment: "long"})
+	var se *httpapi.StatusError
+	if !errors.As(err, &se) || se.Status != 413 || !errors.As(err, &fe) || fe.Pointer != "/comment" ||
+		!errors.Is(err, search.ErrInvalid) || !errors.Is(err, events.ErrEventTooLarge) {
+		t.Errorf("a 413 naming /comment: %v (%+v), want a StatusError and a search.FieldError naming it, events.ErrEventTooLarge", err, fe)
+	}
+
+	for _, base := range []string{"", "127.0.0.1:8080", "ftp://h"} {
+		_, err := (&httpapi.Client{Base: base}).WhoAmI(ctx)
+		if err == nil || !strings.Contains(err.Error(), "httpapi.Client.Base") {
+			t.Errorf("Base %q: %v, want an error naming httpapi.Client.Base", base, err)
+		}
 	}
 }
