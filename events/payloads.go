@@ -90,7 +90,12 @@ type MinuteData struct {
 }
 
 // SessionCompletedData is the data of coordination.session.completed.v1.
-// Reward is the producer's own verdict in [0, 1]; evaluators never see it.
+// Output is the session's final answer (the output_contains, json_schema,
+// regex and exact_match checks read it); Outcome is the producer's
+// OutcomeSuccess, OutcomeFailure or OutcomeUnknown (the schema refuses
+// others); Reward is the producer's own verdict in [0, 1]; evaluators
+// never see it. Like every coordination.session.* event it belongs to the
+// session of its envelope's SessionID, which it requires.
 type SessionCompletedData struct {
 	Output    string            `json:"output"`
 	Decisions []json.RawMessage `json:"decisions,omitempty"`
@@ -105,7 +110,13 @@ const (
 	OutcomeUnknown = "unknown"
 )
 
-// TaskCompletedData is the data of workflow.task.completed.v1.
+// TaskCompletedData is the data of workflow.task.completed.v1: one tool
+// call. With the envelope's SessionID set it is a call of that session (in
+// its trace, and what its tool_call and no_other_calls criteria check),
+// else of workflow WorkflowID. Required: WorkflowID, TaskID and ToolID
+// (not empty), Layer (≥ 0) and Success; Inputs and Result are any JSON
+// (a tool_call criterion matches its arguments against Inputs);
+// DurationMS is the call's duration in milliseconds (≥ 0).
 type TaskCompletedData struct {
 	WorkflowID string          `json:"workflow_id"`
 	Layer      int             `json:"layer"`
@@ -224,15 +235,32 @@ type WorkflowCompletedData struct {
 }
 
 // MemoryRecordedData is the data of memory.recorded.v1 (ReasoningBank).
+// A producer's recording needs MemoryID, Title (1–50 characters),
+// Description (1–200), Content (not empty), Outcome (OutcomeSuccess or
+// OutcomeFailure) and Source "explicit" ("distilled" is Chronicle's own
+// distillers'; Publish refuses it from a producer).
 type MemoryRecordedData struct {
-	MemoryID      string   `json:"memory_id"`
-	Title         string   `json:"title"`
-	Description   string   `json:"description"`
-	Content       string   `json:"content"`
-	Outcome       string   `json:"outcome"`
-	Tags          []string `json:"tags,omitempty"`
-	Source        string   `json:"source"`
-	SourceSession string   `json:"source_session,omitempty"`
+	// MemoryID is the id of the memory the recording creates (the id
+	// feedback names), and its record key. A recording whose normalised
+	// title and content equal a memory's of its scope is merged into that
+	// memory instead, whatever its MemoryID; a MemoryID that already holds
+	// other content is refused by the memory bank (dead-lettered).
+	// POST /v1/memories uses the content address (processors/distill
+	// MemoryID: "mem-" and a hash of scope, title and content), which
+	// never collides so.
+	MemoryID    string   `json:"memory_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Content     string   `json:"content"`
+	Outcome     string   `json:"outcome"`
+	Tags        []string `json:"tags,omitempty"`
+	// Source is "explicit" (a recording) or "distilled" (Chronicle's
+	// distillers); it sets the new memory's initial confidence.
+	Source string `json:"source"`
+	// SourceSession is the session the memory was learned from
+	// (optional): searches can leave its memories out
+	// (search.Query.ExcludeSourceSession).
+	SourceSession string `json:"source_session,omitempty"`
 	// RecordedBy is who recorded the memory (optional): "token:<name>"
 	// for the HTTP API and MCP over HTTP, "mcp:<client>" for MCP over
 	// stdio; the author of the memory's history entry.

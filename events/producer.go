@@ -88,7 +88,8 @@ func (c ProducerConfig) Validate() error {
 // Producer writes events to Kafka with an idempotent producer and
 // acks=all. Publish returns only once the broker acknowledged every event.
 // A Producer is safe for concurrent use by several goroutines (its
-// franz-go client is); Close ends it.
+// franz-go client is); Close ends it. Make one with NewProducer: the zero
+// Producer has no client, and its Publish panics.
 type Producer struct {
 	cfg    ProducerConfig
 	cl     *kgo.Client
