@@ -56,9 +56,12 @@ const writeRetryFor = 15 * time.Second
 
 // Client is a workflow client of one service.
 type Client struct {
-	// Base is the service URL, e.g. http://127.0.0.1:8080.
+	// Base is the service URL, e.g. http://127.0.0.1:8080 (http or https,
+	// with a host; a trailing slash is ignored). Required: every call
+	// fails at once naming Base without it.
 	Base string
-	// Token is sent as a bearer token when set.
+	// Token is sent as a bearer token when set, without the white space
+	// around it (a token read from a file often ends in a newline).
 	Token string
 	// Scope, when set, is sent as ?scope= (needed when the token reads or
 	// writes several scopes).
@@ -116,6 +119,12 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 	if u == "" {
 		return fmt.Errorf("%w (nothing was sent)", ErrEmptyID)
 	}
+	// a Client without a usable Base failed with net/http's `unsupported
+	// protocol scheme ""`, which names no field, and a write was sent
+	// again for 7 s first, as a transport error (a Go-package walkthrough)
+	if b, err := url.Parse(c.Base); err != nil || (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" {
+		return fmt.Errorf("workflows client: Client.Base %q: not the http:// or https:// URL of a running chronicle serve (e.g. http://127.0.0.1:8080); nothing was sent", c.Base)
+	}
 	var raw []byte
 	if body != nil {
 		// '<', '>' and '&' as given: json.Marshal's HTML escapes made
@@ -141,8 +150,10 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		if c.Token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.Token)
+		// trimmed: "tok\n" failed every call with net/http's "invalid
+		// header field value", and a write only after 7 s of resends
+		if tok := strings.TrimSpace(c.Token); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		resp, err := hc.Do(req)
 		var b []byte

@@ -159,3 +159,32 @@ func TestEmptyIDIsRefusedBeforeSending(t *testing.T) {
 		t.Errorf("%d requests sent", sent)
 	}
 }
+
+// A Client without a usable Base fails at once naming Base: it failed
+// with net/http's `unsupported protocol scheme ""`, and a write only after
+// 7 s of resends (a transport error). A token ending in a newline is sent
+// without it: it failed every call with "invalid header field value" (a
+// Go-package walkthrough, 2026-12-04).
+func TestBaseIsNamedAndTokenTrimmed(t *testing.T) {
+	ctx := context.Background()
+	for _, base := range []string{"", "127.0.0.1:8080", "ftp://h"} {
+		start := time.Now()
+		_, err := (&client.Client{Base: base}).Update(ctx, "w1", 0, "tasks", []any{1})
+		if err == nil || !strings.Contains(err.Error(), "Client.Base") || time.Since(start) > time.Second {
+			t.Errorf("Base %q: %v after %v, want an error naming Client.Base at once", base, err, time.Since(start))
+		}
+	}
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"error":"workflow not found"}`)
+	}))
+	defer srv.Close()
+	_, err := client.New(srv.URL, "tok\n").State(ctx, "w1")
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusNotFound || auth != "Bearer tok" {
+		t.Errorf("a token ending in a newline: %v, Authorization %q; want the service's 404 and %q", err, auth, "Bearer tok")
+	}
+}
