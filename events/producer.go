@@ -260,6 +260,12 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 // backoff; the final error of the last attempt is returned. A failed
 // Publish may have written some records: retrying it with the same event
 // ids is safe, because consumers drop duplicates by (scope, source, id).
+// A produce failure wraps ErrNotAcknowledged (errors.As finds a
+// *ProduceError naming the records not acknowledged); the wait ends at
+// ProducerConfig.PublishTimeout (15 s by default) or when ctx ends,
+// whichever comes first, and in the second case the error also wraps
+// ctx.Err() and WriteFailure is left as it was. No events (an empty envs)
+// is nil at once.
 //
 // Two events of one call with the same scope, source and id but other
 // content (the time aside) are refused at the second one's index, pointer

@@ -170,7 +170,9 @@ const ClientMaxAnswerBytes = 64 << 20
 //   - 413 (a member too large for one event; Pointer names it): permanent,
 //     errors.Is(err, search.ErrInvalid) holds;
 //   - 401, 403: the token;
-//   - 409, 422: the request conflicts with what was written;
+//   - 409, 422: the request conflicts with what was written (Record's
+//     422, an Idempotency-Key reused with other fields, is no StatusError
+//     but search.ErrKeyReused and search.ErrInvalid);
 //   - 503, 504: the service or its broker did not answer in time; the
 //     outcome of a write is unknown, so retry it as it was sent (a
 //     recording with the same Idempotency-Key, which the service answers
