@@ -251,8 +251,33 @@ type notFoundError string
 func (e notFoundError) Error() string { return string(e) }
 func (e notFoundError) Unwrap() error { return search.ErrNotFound }
 
-// Search implements search.Backend (GET /v1/memories/search).
+// Search implements search.Backend: GET /v1/memories/search, or for
+// q.Collection search.Patterns GET /v1/patterns/search and search.Tools GET
+// /v1/tools/search, whose hits carry their Tags and SourceSessions (before,
+// every collection was searched as memories: a Go-package walkthrough).
+// Sent: Text, Scope, Outcome, Limit, MinConfidence and SessionID; the
+// service takes the source, read and write scopes from the token, and
+// Readable filters the answer. ExcludeSourceSession and IDs have no
+// parameter: a Query setting them is a *search.ArgError naming the field,
+// not a search without the filter.
 func (c *Client) Search(ctx context.Context, q search.Query) (search.Result, error) {
+	coll, err := search.ParseCollection(string(q.Collection)) // as the in-process service
+	if err != nil {
+		return search.Result{}, err
+	}
+	path, key := "/v1/memories/search", ""
+	switch coll {
+	case search.Patterns:
+		path, key = "/v1/patterns/search", "patterns"
+	case search.Tools:
+		path, key = "/v1/tools/search", "tools"
+	}
+	switch {
+	case q.ExcludeSourceSession != "":
+		return search.Result{}, &search.ArgError{Arg: "exclude_source_session", Reason: "the HTTP API has no such parameter: leave it empty"}
+	case q.IDs != nil:
+		return search.Result{}, &search.ArgError{Arg: "ids", Reason: "the HTTP API has no such parameter: leave it nil"}
+	}
 	v := url.Values{"query": {q.Text}, "scope": {q.Scope}, "outcome": {q.Outcome}}
 	if q.SessionID != "" {
 		// the session the retrievals are recorded for (it was dropped: a
@@ -266,7 +291,27 @@ func (c *Client) Search(ctx context.Context, q search.Query) (search.Result, err
 		v.Set("min_confidence", strconv.FormatFloat(*q.MinConfidence, 'f', -1, 64))
 	}
 	var res search.Result
-	err := c.do(ctx, http.MethodGet, "/v1/memories/search?"+v.Encode(), nil, &res)
+	if key == "" {
+		err = c.do(ctx, http.MethodGet, path+"?"+v.Encode(), nil, &res)
+	} else {
+		// {<key>: [CollectionHit], total_found, tokens_used}
+		var page map[string]json.RawMessage
+		if err = c.do(ctx, http.MethodGet, path+"?"+v.Encode(), nil, &page); err == nil {
+			var hits []CollectionHit
+			if err = json.Unmarshal(page[key], &hits); err == nil {
+				_ = json.Unmarshal(page["total_found"], &res.TotalFound)
+				_ = json.Unmarshal(page["tokens_used"], &res.TokensUsed)
+				res.Memories = make([]search.Hit, len(hits))
+				for i, h := range hits {
+					res.Memories[i] = h.Hit
+					res.Memories[i].Tags, res.Memories[i].SourceSessions = h.Tags, h.SourceSessions
+				}
+			}
+		}
+	}
+	for i := range res.Memories {
+		res.Memories[i].Collection = coll // as the in-process service
+	}
 	if err == nil && q.Readable != nil {
 		kept := res.Memories[:0]
 		for _, h := range res.Memories {

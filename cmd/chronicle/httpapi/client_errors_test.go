@@ -179,3 +179,58 @@ func TestClientErrorsNameTheMember(t *testing.T) {
 		}
 	}
 }
+
+// Client.Search searches the Query's Collection, as the in-process memory
+// service does: before, a Query for coordination patterns or tools was
+// sent to GET /v1/memories/search and answered memories, and a filter the
+// HTTP API has no parameter for (ExcludeSourceSession, IDs) was dropped
+// without a word (a Go-package walkthrough, 2026-12-04).
+func TestClientSearchesTheQuerysCollection(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/patterns/search":
+			fmt.Fprint(w, `{"patterns":[{"id":"pat-1","title":"get_order → refund","scope":"org:default","confidence":0.9,"tags":["refunds"],"source_sessions":["s1"]}],"total_found":1,"tokens_used":7}`)
+		case "/v1/tools/search":
+			fmt.Fprint(w, `{"tools":[{"id":"refund","title":"refund","scope":"org:*"}],"total_found":1,"tokens_used":2}`)
+		default:
+			fmt.Fprint(w, `{"memories":[{"id":"m1","title":"t","scope":"org:default"}],"total_found":1,"tokens_used":3}`)
+		}
+	}))
+	defer srv.Close()
+	c := &httpapi.Client{Base: srv.URL}
+	ctx := context.Background()
+
+	res, err := c.Search(ctx, search.Query{Text: "refund", Collection: search.Patterns})
+	if err != nil || len(res.Memories) != 1 || res.Memories[0].ID != "pat-1" || res.Memories[0].Collection != search.Patterns ||
+		len(res.Memories[0].Tags) != 1 || len(res.Memories[0].SourceSessions) != 1 || res.TotalFound != 1 || res.TokensUsed != 7 {
+		t.Errorf("patterns: %+v, %v; want pat-1 with its tag and source session", res, err)
+	}
+	res, err = c.Search(ctx, search.Query{Text: "refund", Collection: search.Tools})
+	if err != nil || len(res.Memories) != 1 || res.Memories[0].ID != "refund" || res.Memories[0].Collection != search.Tools {
+		t.Errorf("tools: %+v, %v; want the tool refund", res, err)
+	}
+	res, err = c.Search(ctx, search.Query{Text: "refund"})
+	if err != nil || len(res.Memories) != 1 || res.Memories[0].ID != "m1" || res.Memories[0].Collection != search.Memories {
+		t.Errorf("memories: %+v, %v; want m1", res, err)
+	}
+	if want := []string{"/v1/patterns/search", "/v1/tools/search", "/v1/memories/search"}; strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Errorf("requests %v, want %v", paths, want)
+	}
+
+	n := len(paths)
+	for _, q := range []search.Query{
+		{Text: "x", Collection: "Nope"},
+		{Text: "x", ExcludeSourceSession: "s1"},
+		{Text: "x", IDs: func(string) bool { return true }},
+	} {
+		if _, err := c.Search(ctx, q); !errors.Is(err, search.ErrInvalid) {
+			t.Errorf("%+v: %v, want search.ErrInvalid", q, err)
+		}
+	}
+	if len(paths) != n {
+		t.Errorf("%d requests sent for queries the API cannot answer", len(paths)-n)
+	}
+}
