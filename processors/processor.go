@@ -20,8 +20,15 @@ import (
 // projection and part of its consumer group ids, so it must be stable and
 // free of '/'. Apply must be a deterministic function of the projection and
 // the event: no wall clock, no random ids (time comes from the event).
-// An error from Apply is a processing failure: the event is retried, then
-// dead-lettered, and nothing it wrote is kept.
+// An error from Apply (or a panic in it) rejects the event: since applying
+// it again would refuse it again, it is dead-lettered at once (its letter's
+// reason is the error's text; RunnerConfig.OnDeadLetter is told), nothing it
+// wrote is kept, and the next event is applied. Only a failure of the store
+// itself (an error of a Tx call, whether or not Apply returns it) is
+// retried (RunnerConfig.MaxRetries) before it is dead-lettered. Before, this comment said every error was
+// retried first (a Go-package walkthrough counted one Apply call).
+// projections.Store.Apply on a store of one's own runs Apply as the engine
+// does, without a broker: a rejection is a *projections.RejectedError.
 type Processor interface {
 	Name() string
 	Topics() []events.Topic
