@@ -104,14 +104,7 @@ func (c GlobalTableConfig) Validate() error {
 	case c.RetryInterval < 0:
 		return errors.New("processors: GlobalTableConfig.RetryInterval: must be ≥ 0")
 	}
-	seen := map[string]bool{}
-	for i, p := range c.Processors {
-		if seen[p.Name()] {
-			return fmt.Errorf("processors: GlobalTableConfig.Processors[%d]: %s twice", i, p.Name())
-		}
-		seen[p.Name()] = true
-	}
-	return nil
+	return checkNames("GlobalTableConfig.Processors", c.Processors)
 }
 
 // GlobalTableRunner applies global tables (see GlobalTable) on this

@@ -10,7 +10,9 @@ package processors
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -33,6 +35,29 @@ type Processor interface {
 	Name() string
 	Topics() []events.Topic
 	Apply(tx *projections.Tx, env *events.Envelope) error
+}
+
+// checkNames fails for a processor of procs whose Name is empty, holds a
+// '/' or repeats another's, naming field's index: two processors of one
+// name share one projection, offsets and idempotency keys, so the second
+// saw every event as a duplicate of the first and was never applied (a
+// Go-package walkthrough's processor named "sessions", next to the
+// built-in one).
+func checkNames(field string, procs []Processor) error {
+	seen := make(map[string]int, len(procs))
+	for i, p := range procs {
+		name := p.Name()
+		switch j, dup := seen[name]; {
+		case name == "":
+			return fmt.Errorf("processors: %s[%d]: Name is empty", field, i)
+		case strings.Contains(name, "/"):
+			return fmt.Errorf("processors: %s[%d]: Name %q holds a '/'", field, i, name)
+		case dup:
+			return fmt.Errorf("processors: %s[%d]: Name %q is also %s[%d]'s: each processor needs its own (it names its projection, offsets and idempotency keys)", field, i, name, field, j)
+		}
+		seen[name] = i
+	}
+	return nil
 }
 
 // TotalOrder is implemented by processors whose state spans keys (and so

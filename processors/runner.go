@@ -194,7 +194,7 @@ func (c RunnerConfig) Validate() error {
 	case c.LeaveTimeout < 0:
 		return errors.New("processors: RunnerConfig.LeaveTimeout: must be ≥ 0")
 	}
-	return nil
+	return checkNames("RunnerConfig.Processors", c.Processors)
 }
 
 func (c *RunnerConfig) setDefaults() {

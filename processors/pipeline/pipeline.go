@@ -79,7 +79,10 @@ type Config struct {
 	// the topics that existed with a max.message.bytes below
 	// broker.MinMaxMessageBytes (serve warns).
 	OnSmallMessageLimit func([]broker.TopicMessageLimit)
-	// Processors to run (default DefaultProcessors()).
+	// Processors to run (default DefaultProcessors()). Each needs a Name
+	// of its own, free of '/': add a processor of one's own to
+	// DefaultProcessors() under another name than theirs (Start refuses a
+	// repeated name).
 	Processors []processors.Processor
 	// Logger (default watermill.NopLogger).
 	Logger watermill.LoggerAdapter
@@ -252,6 +255,17 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		if cfg.LLM != nil {
 			cfg.Processors[0] = sessions.Processor{LLMDistillation: true}
 		}
+	}
+	// one name, one projection: the engine and the global tables check
+	// their own sets, but a processor named as a built-in global table
+	// (sessions.PatternsName) runs in the other set (a Go-package
+	// walkthrough's processor named as a built-in was never applied)
+	seen := make(map[string]int, len(cfg.Processors))
+	for i, pr := range cfg.Processors {
+		if j, dup := seen[pr.Name()]; dup {
+			return nil, fmt.Errorf("pipeline: Config.Processors[%d]: Name %q is also Config.Processors[%d]'s (DefaultProcessors names the built-in ones): each processor needs its own", i, pr.Name(), j)
+		}
+		seen[pr.Name()] = i
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = watermill.NopLogger{}

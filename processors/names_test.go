@@ -1,0 +1,47 @@
+package processors_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+type namedProc string
+
+func (n namedProc) Name() string                                { return string(n) }
+func (namedProc) Topics() []events.Topic                        { return []events.Topic{events.TopicSessions} }
+func (namedProc) Apply(*projections.Tx, *events.Envelope) error { return nil }
+
+// A processor's Name names its projection, offsets and idempotency keys:
+// two processors of one name shared them, so the second saw every event
+// as a duplicate and was never applied (a Go-package walkthrough's
+// processor named "sessions", next to the built-in one, counted nothing),
+// and an empty name or one with a '/' was taken although Processor's doc
+// forbids the '/'. RunnerConfig and GlobalTableConfig refuse them, naming
+// the index.
+func TestProcessorNamesAreChecked(t *testing.T) {
+	store := new(projections.Store)
+	for _, c := range []struct {
+		procs []processors.Processor
+		want  string
+	}{
+		{[]processors.Processor{namedProc("a"), namedProc("b"), namedProc("a")}, `Processors[2]: Name "a" is also `},
+		{[]processors.Processor{namedProc("")}, "Processors[0]: Name is empty"},
+		{[]processors.Processor{namedProc("a"), namedProc("x/y")}, `Processors[1]: Name "x/y" holds a '/'`},
+	} {
+		err := processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: c.procs}.Validate()
+		if err == nil || !strings.Contains(err.Error(), "RunnerConfig."+c.want) {
+			t.Errorf("RunnerConfig: %v, want %q", err, c.want)
+		}
+		err = processors.GlobalTableConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: c.procs}.Validate()
+		if err == nil || !strings.Contains(err.Error(), "GlobalTableConfig."+c.want) {
+			t.Errorf("GlobalTableConfig: %v, want %q", err, c.want)
+		}
+	}
+	if err := (processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: []processors.Processor{namedProc("a"), namedProc("b")}}).Validate(); err != nil {
+		t.Errorf("two names: %v", err)
+	}
+}
