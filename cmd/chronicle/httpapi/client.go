@@ -327,6 +327,14 @@ func (c *Client) Search(ctx context.Context, q search.Query) (search.Result, err
 // Record implements search.Backend (POST /v1/memories); r's
 // IdempotencyKey is sent as the Idempotency-Key header, and the service's
 // 422 for a key reused with other fields matches search.ErrKeyReused.
+// Sent: Title, Description, Content, Outcome, Tags and Scope (empty: the
+// token's default write scope, WhoAmI's DefaultWriteScope); Source and
+// Readable are the service's, from the token. It answers once the memory
+// bank applied the recording, or after at most 5 s
+// (memories.DefaultRecordWait) with the memory as it was and a Message
+// saying so; a 503 (the broker did not acknowledge) or a 504 is a
+// *StatusError whose outcome is unknown: resend with the same
+// IdempotencyKey.
 func (c *Client) Record(ctx context.Context, r search.Record) (search.Recorded, error) {
 	body := map[string]any{"title": r.Title, "description": r.Description, "content": r.Content, "outcome": r.Outcome, "tags": r.Tags, "scope": r.Scope}
 	var hdr http.Header
@@ -364,6 +372,10 @@ func (e keyReused) Error() string { return string(e) }
 func (e keyReused) Unwrap() error { return search.ErrKeyReused }
 
 // Feedback implements search.Backend (POST /v1/memories/{id}/feedback).
+// Sent: MemoryID (an empty or malformed one is search.ErrInvalid before
+// any request), Helpful, Comment and Scope; Source, Writable, Readable,
+// SharedSource and DefaultScope are the service's, from the token. A
+// memory the token cannot see is search.ErrNotFound.
 func (c *Client) Feedback(ctx context.Context, f search.Feedback) (search.FeedbackResult, error) {
 	var out search.FeedbackResult
 	// an empty or malformed id is named before any request (an empty one
