@@ -1,6 +1,7 @@
 package processors_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -20,8 +21,8 @@ func (namedProc) Apply(*projections.Tx, *events.Envelope) error { return nil }
 // as a duplicate and was never applied (a Go-package walkthrough's
 // processor named "sessions", next to the built-in one, counted nothing),
 // and an empty name or one with a '/' was taken although Processor's doc
-// forbids the '/'. RunnerConfig and GlobalTableConfig refuse them, naming
-// the index.
+// forbids the '/'. RunnerConfig, GlobalTableConfig and Replay refuse them,
+// naming the index.
 func TestProcessorNamesAreChecked(t *testing.T) {
 	store := new(projections.Store)
 	for _, c := range []struct {
@@ -40,6 +41,12 @@ func TestProcessorNamesAreChecked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "GlobalTableConfig."+c.want) {
 			t.Errorf("GlobalTableConfig: %v, want %q", err, c.want)
 		}
+	}
+	// Replay, whose config has no Validate, checks them before it dials
+	_, err := processors.Replay(context.Background(), processors.ReplayConfig{Brokers: []string{"127.0.0.1:9"}, Store: store,
+		Processors: []processors.Processor{namedProc("a"), namedProc("a")}})
+	if err == nil || !strings.Contains(err.Error(), `ReplayConfig.Processors[1]: Name "a" is also `) {
+		t.Errorf("Replay: %v, want the repeated name refused", err)
 	}
 	if err := (processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: []processors.Processor{namedProc("a"), namedProc("b")}}).Validate(); err != nil {
 		t.Errorf("two names: %v", err)

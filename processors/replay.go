@@ -132,6 +132,9 @@ type ReplayConfig struct {
 // already has them.
 func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	var st ReplayStats
+	if err := checkNames("ReplayConfig.Processors", cfg.Processors); err != nil {
+		return st, err // as the Runner's: a repeated name's processor was never applied
+	}
 	procs := byTopic(cfg.Processors)
 	pl := newPool(cfg.Processors)
 	topics := make([]string, 0, len(procs))
