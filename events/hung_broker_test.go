@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -96,5 +97,36 @@ func TestLateAcknowledgementEndsWriteFailure(t *testing.T) {
 			t.Fatalf("10 s after the broker answered, WriteFailure still %v", p.WriteFailure().Err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A producer whose broker refuses connections says so on every Publish:
+// only a failure during the call was named, so a call during which the
+// client, backing off, tried no connection said "no connection failed:
+// the broker did not answer …, so it is hung" of a broker that was down
+// (a Go-package walkthrough: one Publish in four with a 3 s
+// PublishTimeout, more with 1 s).
+func TestPublishToARefusingBrokerNamesTheRefusalEveryTime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens: every connection is refused
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: []string{addr}, PublishTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 6 {
+		env, err := events.New(events.SessionCompleted, "test/refused", fmt.Sprint("e", i), time.Time{}, events.SessionCompletedData{Output: "o", Outcome: events.OutcomeSuccess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.SessionID = "s1"
+		err = p.Publish(context.Background(), env)
+		if !errors.Is(err, events.ErrNotAcknowledged) || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "hung") {
+			t.Errorf("publish %d: %v, want ErrNotAcknowledged naming the refused connection, not a hung broker", i, err)
+		}
 	}
 }

@@ -181,14 +181,12 @@ func (d *dialErrors) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 	d.last, d.at = fmt.Errorf("broker %s:%d: %w", meta.Host, meta.Port, err), time.Now()
 }
 
-// since returns the last connection error if it happened after t.
-func (d *dialErrors) since(t time.Time) error {
+// failure returns the last connection error and when it happened: nil
+// when the last connection attempt succeeded or none was made.
+func (d *dialErrors) failure() (error, time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.last == nil || d.at.Before(t) {
-		return nil
-	}
-	return d.last
+	return d.last, d.at
 }
 
 // NewProducer creates a Producer; it dials nothing: the client connects
@@ -510,13 +508,24 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 }
 
 // explain wraps a produce's failure in ErrNotAcknowledged with its cause:
-// the last failed connection since start, or, when none failed and the
-// publish timeout (not the caller) ended it, that the broker did not
-// answer.
+// the last failed connection when none succeeded since, or, when the
+// client's last connection attempt succeeded and the publish timeout (not
+// the caller) ended it, that the broker did not answer.
 func (p *Producer) explain(err error, start time.Time, ownTimeout bool) error {
 	if p.dial != nil {
-		if derr := p.dial.since(start); derr != nil {
+		derr, at := p.dial.failure()
+		switch {
+		case derr == nil:
+		case !at.Before(start):
 			return fmt.Errorf("%w: %w (last connection attempt: %w)", ErrNotAcknowledged, err, derr)
+		default:
+			// the client, backing off, tried no connection during this
+			// call: the refusal before it is still the cause. Only
+			// failures during the call were named, so such a call said
+			// "no connection failed: … hung" of a broker refusing
+			// connections (a Go-package walkthrough: one Publish in four
+			// with a 3 s PublishTimeout)
+			return fmt.Errorf("%w: %w (last connection attempt, %v before this call: %w; none succeeded since)", ErrNotAcknowledged, err, start.Sub(at).Round(time.Millisecond), derr)
 		}
 	}
 	if ownTimeout && errors.Is(err, context.DeadlineExceeded) {
