@@ -8,19 +8,24 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/processors/sessions"
 )
 
 // A running Chronicle in-process, on the embedded broker: publish a
-// session (its start with a success criterion, a tool call, its
-// completion) and read its evaluation back from the sessions projection
-// once the processors applied it.
+// session (its start with success criteria, a tool call, its completion)
+// and read its evaluation back from the sessions projection once the
+// processors applied it. Only the sessions processor runs here (the
+// default is DefaultProcessors()), and no embedding model is loaded: this
+// example searches no memories, and the default model (USE lite, 24 MB)
+// takes 0.3 s to load, 3 s under the race detector.
 func ExampleStart() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "chronicle-example")
 	defer os.RemoveAll(dir)
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0"})
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: dir, KafkaListen: "127.0.0.1:0",
+		Processors: []processors.Processor{sessions.Processor{}}, Embedder: noEmbedder{}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -75,3 +80,12 @@ func ExampleStart() {
 	//   refund: 100
 	//   says: 0
 }
+
+// noEmbedder is an embedder.Embedder for a pipeline that searches nothing.
+type noEmbedder struct{}
+
+func (noEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	return make([][]float32, len(texts)), nil
+}
+func (noEmbedder) Model() string { return "none" }
+func (noEmbedder) Dim() int      { return 1 }
