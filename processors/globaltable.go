@@ -104,7 +104,7 @@ func (c GlobalTableConfig) Validate() error {
 	case c.RetryInterval < 0:
 		return errors.New("processors: GlobalTableConfig.RetryInterval: must be ≥ 0")
 	}
-	return checkNames("GlobalTableConfig.Processors", c.Processors)
+	return CheckNames("GlobalTableConfig.Processors", c.Processors)
 }
 
 // GlobalTableRunner applies global tables (see GlobalTable) on this

@@ -37,13 +37,14 @@ type Processor interface {
 	Apply(tx *projections.Tx, env *events.Envelope) error
 }
 
-// checkNames fails for a processor of procs whose Name is empty, holds a
-// '/' or repeats another's, naming field's index: two processors of one
+// CheckNames fails for a processor of procs whose Name is empty, holds a
+// '/' or repeats another's, naming field (e.g. "RunnerConfig.Processors")
+// and the index: two processors of one
 // name share one projection, offsets and idempotency keys, so the second
 // saw every event as a duplicate of the first and was never applied (a
 // Go-package walkthrough's processor named "sessions", next to the
 // built-in one).
-func checkNames(field string, procs []Processor) error {
+func CheckNames(field string, procs []Processor) error {
 	seen := make(map[string]int, len(procs))
 	for i, p := range procs {
 		name := p.Name()

@@ -132,7 +132,7 @@ type ReplayConfig struct {
 // already has them.
 func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	var st ReplayStats
-	if err := checkNames("ReplayConfig.Processors", cfg.Processors); err != nil {
+	if err := CheckNames("ReplayConfig.Processors", cfg.Processors); err != nil {
 		return st, err // as the Runner's: a repeated name's processor was never applied
 	}
 	procs := byTopic(cfg.Processors)

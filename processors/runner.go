@@ -194,7 +194,7 @@ func (c RunnerConfig) Validate() error {
 	case c.LeaveTimeout < 0:
 		return errors.New("processors: RunnerConfig.LeaveTimeout: must be ≥ 0")
 	}
-	return checkNames("RunnerConfig.Processors", c.Processors)
+	return CheckNames("RunnerConfig.Processors", c.Processors)
 }
 
 func (c *RunnerConfig) setDefaults() {

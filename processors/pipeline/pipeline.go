@@ -260,12 +260,8 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	// their own sets, but a processor named as a built-in global table
 	// (sessions.PatternsName) runs in the other set (a Go-package
 	// walkthrough's processor named as a built-in was never applied)
-	seen := make(map[string]int, len(cfg.Processors))
-	for i, pr := range cfg.Processors {
-		if j, dup := seen[pr.Name()]; dup {
-			return nil, fmt.Errorf("pipeline: Config.Processors[%d]: Name %q is also Config.Processors[%d]'s (DefaultProcessors names the built-in ones): each processor needs its own", i, pr.Name(), j)
-		}
-		seen[pr.Name()] = i
+	if err := processors.CheckNames("pipeline.Config.Processors", cfg.Processors); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = watermill.NopLogger{}
