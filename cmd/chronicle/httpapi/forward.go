@@ -588,11 +588,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			// the owner refused this member's forward, or has no route at
 			// its URL: no answer about the data (memberAnswer.failed), so
 			// a 503 naming it, not a 401 or 404 relayed to the client
-			switch {
-			case resp.StatusCode == http.StatusUnauthorized:
-				return errOwnerRefused{"answered 401, refusing this member's forward (do the members share one tokens file and member_secret?)"}
-			case resp.StatusCode == http.StatusNotFound && resp.Header.Get(NoRouteHeader) != "":
-				return errOwnerRefused{"has no route at its URL (check its --advertise: scheme, host and port only)"}
+			if err := ownerRefusal(resp); err != nil {
+				return err
 			}
 			if resp.Header.Get(ServedByHeader) == "" {
 				resp.Header.Set(ServedByHeader, owner)
@@ -624,6 +621,28 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 		},
 	}
 	rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// ownerRefusal is forward's error for an owner's answer that is none: a
+// 401 to this member's forward, with the owner's reason (a signature
+// dated outside MemberAuthWindow of its clock, or another member_secret;
+// before, every 401 asked only about the member_secret, an SRE's time
+// walkthrough), or a 404 of no route. nil for any other answer.
+func ownerRefusal(resp *http.Response) error {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		var e struct {
+			Error string `json:"error"`
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if json.Unmarshal(b, &e) == nil && strings.Contains(e.Error, "clocks must agree") {
+			return errOwnerRefused{"answered 401, refusing this member's forward: " + e.Error}
+		}
+		return errOwnerRefused{"answered 401, refusing this member's forward (do the members share one tokens file and member_secret?)"}
+	case resp.StatusCode == http.StatusNotFound && resp.Header.Get(NoRouteHeader) != "":
+		return errOwnerRefused{"has no route at its URL (check its --advertise: scheme, host and port only)"}
+	}
+	return nil
 }
 
 // errOwnerRefused is forward's error for an owner's answer that is none
@@ -730,7 +749,7 @@ func (s *Server) memberDown(w http.ResponseWriter, v *groupView, answers []membe
 		}
 		code, why := http.StatusServiceUnavailable, fmt.Sprintf("answered %d: %s", a.code, bytes.TrimSpace(a.body))
 		switch {
-		case a.code == http.StatusUnauthorized:
+		case a.code == http.StatusUnauthorized && !bytes.Contains(a.body, []byte("clocks must agree")):
 			why += " (it refused this member's forward: do the members share one tokens file and member_secret?)"
 		case a.code == http.StatusNotFound:
 			why += " (no route at its URL: check its --advertise, which names scheme, host and port only)"

@@ -77,27 +77,41 @@ func (s *Server) signMember(req *http.Request) {
 }
 
 // fromMember reports whether r carries a valid member signature under key.
-func fromMember(key []byte, r *http.Request) bool {
+// A signature that matches but is dated outside MemberAuthWindow of this
+// member's clock is not valid; skew then says how far off it is.
+func fromMember(key []byte, r *http.Request) (ok bool, skew string) {
 	ts, mac, ok := strings.Cut(r.Header.Get(MemberAuthHeader), ".")
 	if !ok {
-		return false
+		return false, ""
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return false
-	}
-	if d := time.Since(time.Unix(sec, 0)); d > MemberAuthWindow || d < -MemberAuthWindow {
-		return false
+		return false, ""
 	}
 	got, err := hex.DecodeString(mac)
 	if err != nil {
-		return false
+		return false, ""
 	}
 	uri := r.RequestURI
 	if uri == "" { // an in-process request (the /mcp tools)
 		uri = r.URL.RequestURI()
 	}
-	return hmac.Equal(got, memberMAC(key, ts, r.Method, uri, r.Header))
+	if !hmac.Equal(got, memberMAC(key, ts, r.Method, uri, r.Header)) {
+		return false, ""
+	}
+	now := time.Now()
+	if off := now.Unix() - sec; off > int64(MemberAuthWindow/time.Second) || off < -int64(MemberAuthWindow/time.Second) { // whole seconds, as signed
+		dir, d := "behind", fmt.Sprintf("%ds", off)
+		if off < 0 {
+			dir, d = "ahead of", fmt.Sprintf("%ds", -off)
+		}
+		if off > -1<<32 && off < 1<<32 {
+			d = (time.Duration(max(off, -off)) * time.Second).String()
+		}
+		return false, fmt.Sprintf("%s signed with the member_secret but dated %s, %s %s this member's clock (%s); members' clocks must agree within %v: sync them (NTP)",
+			MemberAuthHeader, time.Unix(sec, 0).UTC().Format(time.RFC3339), d, dir, now.UTC().Format(time.RFC3339), MemberAuthWindow)
+	}
+	return true, ""
 }
 
 // checkMember enforces the token file's member_secret on r (none: it
@@ -110,8 +124,16 @@ func fromMember(key []byte, r *http.Request) bool {
 // header is removed: it is a client's, answered as any client's.
 func (s *Server) checkMember(w http.ResponseWriter, r *http.Request) bool {
 	key := s.memberSecret()
-	if key == nil || fromMember(key, r) {
+	if key == nil {
 		return true
+	}
+	ok, skew := fromMember(key, r)
+	if ok {
+		return true
+	}
+	if skew != "" {
+		writeErr(w, http.StatusUnauthorized, "%s", skew)
+		return false
 	}
 	if r.Header.Get(ForwardedHeader) != "" || r.Header.Get(MemberAuthHeader) != "" {
 		writeErr(w, http.StatusUnauthorized, "%s without a valid %s: a member's request is signed with the token file's member_secret (every member's must be the same, and clocks within %v); a client does not send these headers",
