@@ -50,6 +50,11 @@ type Until struct {
 // time, never topic:partition:offset.
 var timeLike = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
 
+// rfc3339 is RFC 3339's date-time (section 5.6), "T" and "Z" uppercase:
+// Go's time.Parse also takes a one-digit hour, a comma before the
+// fraction and offsets of 24 hours or 60 minutes, which are not RFC 3339.
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$`)
+
 // ParseUntil parses an RFC 3339 time or topic:partition:offset. A value
 // that starts like a date but is not RFC 3339 (no time zone) is an error
 // saying so. RFC 3339 lets the "T" and "Z" be lowercase (section 5.6);
@@ -61,7 +66,7 @@ func ParseUntil(s string) (Until, error) {
 	if timeLike.MatchString(s) {
 		s = strings.ToUpper(s) // 2026-11-30t23:20:21z: RFC 3339 allows it, Go's parser does not
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil && rfc3339.MatchString(s) {
 		return Until{Time: t}, nil
 	}
 	if timeLike.MatchString(s) {
@@ -77,6 +82,9 @@ func ParseUntil(s string) (Until, error) {
 	o, err2 := strconv.ParseInt(s[i+1:], 10, 64)
 	if err1 != nil || err2 != nil || p < 0 || o < 0 {
 		return Until{}, fmt.Errorf("--until: %q: partition and offset must be non-negative integers", s)
+	}
+	if j == 0 {
+		return Until{}, fmt.Errorf("--until: %q: no topic before partition:offset (e.g. chronicle.memories:0:294)", s)
 	}
 	return Until{Pos: &projections.Position{Topic: s[:j], Partition: int32(p), Offset: o}}, nil
 }

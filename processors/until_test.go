@@ -371,3 +371,32 @@ func TestReplayRefusesALogWithoutItsFirstRecords(t *testing.T) {
 		t.Fatalf("a log without its first 3 records: %v; want ErrLogTruncated naming chronicle.sessions partition 0 and offset 3", err)
 	}
 }
+
+// Go's time.Parse takes times RFC 3339 does not — a one-digit hour, a
+// comma before the fraction, an offset of 24 hours or more, offset minutes
+// of 60 — and ParseUntil took them: a typo's "+24:00" replayed the state
+// as of a day earlier than meant, without a word. They are refused as not
+// RFC 3339 (the events' time attribute refuses them too: its schema's
+// date-time format), and so is a position without a topic (":0:1" was
+// taken). Offsets, -00:00 and fractions of any length are read as before,
+// as the instant they name.
+func TestParseUntilIsStrictRFC3339(t *testing.T) {
+	for _, in := range []string{"2026-11-25T1:58:03Z", "2026-11-25T13:58:03,5Z", "2026-11-25T13:58:03+24:00", "2026-11-25T13:58:03+09:60", "2026-11-25T13:58:03.Z"} {
+		if u, err := processors.ParseUntil(in); err == nil || !strings.Contains(err.Error(), "not RFC 3339") {
+			t.Errorf("%q: %+v %v, want refused as not RFC 3339", in, u, err)
+		}
+	}
+	if u, err := processors.ParseUntil(":0:1"); err == nil || !strings.Contains(err.Error(), "topic") {
+		t.Errorf(`":0:1": %+v %v, want refused naming the missing topic`, u, err)
+	}
+	for in, want := range map[string]time.Time{
+		"2026-11-01T01:30:00-04:00":            time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), // EDT, before New York's clocks go back
+		"2026-11-01T01:30:00-05:00":            time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC), // EST, the same wall time an hour later
+		"2026-11-25T13:58:03-00:00":            time.Date(2026, 11, 25, 13, 58, 3, 0, time.UTC),
+		"2026-11-25T22:58:03.1234567891+09:00": time.Date(2026, 11, 25, 13, 58, 3, 123456789, time.UTC),
+	} {
+		if u, err := processors.ParseUntil(in); err != nil || !u.Time.Equal(want) {
+			t.Errorf("%q: %+v %v, want %s", in, u, err, want)
+		}
+	}
+}
