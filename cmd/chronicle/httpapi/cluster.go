@@ -59,7 +59,7 @@ type ClusterRestore struct {
 	End        int64     `json:"end"` // -1: unknown
 	Next       int64     `json:"next"`
 	Remaining  int64     `json:"remaining"`
-	AssignedAt time.Time `json:"assigned_at"`
+	AssignedAt time.Time `json:"assigned_at"` // in UTC, as the API's other times
 }
 
 // ClusterView is GET /v1/cluster.
@@ -146,7 +146,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 			idx[k] = i
 			cp := ClusterPartition{Topic: l.Topic, Partition: l.Partition, Owner: owner[k], End: l.End}
 			if op, ok := restore[k]; ok {
-				cp.Restore = &ClusterRestore{From: op.RestoreFrom, End: op.RestoreEnd, Next: op.Next, Remaining: op.RestoreRemaining(), AssignedAt: op.AssignedAt}
+				cp.Restore = &ClusterRestore{From: op.RestoreFrom, End: op.RestoreEnd, Next: op.Next, Remaining: op.RestoreRemaining(), AssignedAt: op.AssignedAt.UTC()}
 			}
 			if sp, ok := standby[k]; ok {
 				cp.Standby = &ClusterStandby{Next: sp.Next, End: sp.End, Lag: sp.Lag}
