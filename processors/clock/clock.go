@@ -40,7 +40,8 @@ type Ticker struct {
 	Now func() time.Time
 	// Elapsed is the time since Run started on a clock that steps of the
 	// wall clock do not move (default: Go's monotonic clock, time.Since
-	// of Run's start).
+	// of Run's start; it stands still while the host is suspended, so the
+	// wall clock's catch-up after a suspend reads as a step).
 	Elapsed func() time.Duration
 	// OnError is told about ticks that could not be written, and about
 	// steps of the wall clock.
