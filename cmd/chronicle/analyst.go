@@ -140,10 +140,10 @@ func replayCmd() *cobra.Command {
 			}
 			if !u.Time.IsZero() && st.Records == 0 {
 				// an as-of time before the log: say why the state is empty
-				fmt.Fprintf(os.Stderr, "chronicle: warning: no record of the log is stamped at or before --until %s, so the state is empty. --until compares each record's Kafka timestamp (the producer's clock when it sent it: an import's records carry the time of the import), not the events' own time attribute; a position (--until topic:partition:offset) avoids the question\n", u.Time.Format(time.RFC3339))
+				fmt.Fprintf(os.Stderr, "chronicle: warning: no record of the log is stamped at or before --until %s, so the state is empty. --until compares each record's Kafka timestamp (the producer's clock when it sent it: an import's records carry the time of the import), not the events' own time attribute; a position (--until topic:partition:offset) avoids the question\n", u.Time.UTC().Format(time.RFC3339Nano))
 			}
 			if !u.Time.IsZero() && u.Time.After(began) {
-				fmt.Fprintf(os.Stderr, "chronicle: warning: --until %s is after the replay started (%s): the state is the log's as it was then, not a future one\n", u.Time.Format(time.RFC3339), began.UTC().Format(time.RFC3339))
+				fmt.Fprintf(os.Stderr, "chronicle: warning: --until %s is after the replay started (%s): the state is the log's as it was then, not a future one\n", u.Time.UTC().Format(time.RFC3339Nano), began.UTC().Format(time.RFC3339))
 			}
 			d, err := store.Digest()
 			if err != nil {

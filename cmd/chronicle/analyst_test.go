@@ -225,3 +225,23 @@ func TestReplayRefusesDataWithBrokers(t *testing.T) {
 		t.Fatalf("--into %s was created: %v", into, err)
 	}
 }
+
+// replay's --until warnings quote the moment exactly and in UTC, as the
+// replay's start beside it: before, the fraction was dropped and the
+// zone kept as given, so "--until 2099-01-01T09:00:00.5+09:00" read
+// "2099-01-01T09:00:00+09:00 is after the replay started
+// (2026-12-04T20:03:10Z)", another moment in another zone (a time
+// walkthrough, 2026-12-04).
+func TestReplayWarningsQuoteUntilInUTC(t *testing.T) {
+	data, stop := logOfOneSession(t)
+	stop()
+	for until, want := range map[string]string{
+		"2001-01-01T09:00:00.75+09:00": "at or before --until 2001-01-01T00:00:00.75Z",
+		"2099-01-01T09:00:00.5+09:00":  "--until 2099-01-01T00:00:00.5Z is after the replay started",
+	} {
+		out, err := exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "asof"), "--until", until).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("replay --until %s: %v\n%s\nwant %q", until, err, out, want)
+		}
+	}
+}
