@@ -422,6 +422,23 @@ func checkUTF8(e *Envelope) error {
 	return nil
 }
 
+// MaxTimeAhead is how far ahead of the producing host's clock an event's
+// time may be on producer paths (checkProduced): a producer's clock a
+// little fast passes, a local time sent as UTC from a zone east of UTC+1
+// and a far-future time do not. The processors' parse of what they
+// consume takes any time, so a log written before replays as it did.
+const MaxTimeAhead = time.Hour
+
+// aheadBy is how far at is after now, for a message: a duration in whole
+// seconds, or in days beyond three (from Unix seconds: time.Time.Sub
+// saturates at about 292 years, and 9999-12-31 is further).
+func aheadBy(at, now time.Time) string {
+	if d := at.Sub(now); d < 72*time.Hour {
+		return d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d days", (at.Unix()-now.Unix())/86400)
+}
+
 // checkProduced is what a producer path checks beyond what a processor
 // does on what it consumes (so a log written before a check replays as it
 // did): dataschema, when set, is an absolute URI, as CloudEvents 1.0 says
@@ -438,8 +455,13 @@ func checkProduced(e *Envelope) error {
 		return err
 	}
 	if e.Time != "" {
-		if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil {
+		at, err := time.Parse(time.RFC3339Nano, e.Time)
+		if err != nil {
 			return &ValidationError{Index: -1, Pointer: "/time", Reason: fmt.Sprintf("%q: write the time as yyyy-mm-ddThh:mm:ss[.fraction] and Z or ±hh:mm, with a capital T and Z and seconds up to 59; a lower-case t or z and a leap second (:60) are RFC 3339 but neither Chronicle's processors nor the official CloudEvents SDKs read them, so such an event was acknowledged and then lost downstream; or leave time out (the record's timestamp stands in)", e.Time)}
+		}
+		if now := time.Now(); at.Sub(now) > MaxTimeAhead {
+			return &ValidationError{Index: -1, Pointer: "/time", Reason: fmt.Sprintf("%q is %s ahead of this host's clock (%s), more than the %s allowed: an event's time is when its occurrence happened (a local time sent with Z, or a producer's clock set ahead?); send the time in UTC with Z or with its offset, or leave time out (the record's timestamp stands in)",
+				e.Time, aheadBy(at, now), now.UTC().Format(time.RFC3339), MaxTimeAhead)}
 		}
 	}
 	if e.DataContentType != "" && e.DataContentType != ContentTypeJSON {

@@ -30,10 +30,14 @@ func TestEventsFeedbackTimeIsThePresent(t *testing.T) {
 		return m
 	}
 	now := time.Now()
-	for name, at := range map[string]time.Time{"a week back": now.Add(-8 * 24 * time.Hour), "an hour back": now.Add(-time.Hour), "a day ahead": now.Add(24 * time.Hour)} {
+	for name, at := range map[string]time.Time{"a week back": now.Add(-8 * 24 * time.Hour), "an hour back": now.Add(-time.Hour), "ten minutes ahead": now.Add(10 * time.Minute)} {
 		if code, m := call(t, base, "tok-a", "POST", "/v1/events", fb("f-"+strings.ReplaceAll(name, " ", "-"), at)); code != 403 || m["pointer"] != "/time" {
 			t.Errorf("a feedback dated %s: %d %v; want 403 naming /time", name, code, m)
 		}
+	}
+	// more than events.MaxTimeAhead ahead, an event of any type is a 400
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", fb("f-a-day-ahead", now.Add(24*time.Hour))); code != 400 || m["pointer"] != "/time" {
+		t.Errorf("a feedback dated a day ahead: %d %v; want 400 naming /time", code, m)
 	}
 	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []any{fb("f-now", now), fb("f-none", time.Time{})}); code != 202 {
 		t.Fatalf("a feedback dated now and one without a time: %d %v; want 202", code, m)
