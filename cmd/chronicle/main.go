@@ -152,6 +152,12 @@ const MaxPartitions = 1024
 // walkthrough, 2026-11-30). The design's decay is daily.
 const MinDecayInterval = time.Second
 
+// MinStallAfter is the shortest --stall-after other than 0 (the default,
+// 30 s), 1 s: the stall clock runs from a partition's last committed
+// batch, so under load 1ns or 10ms made /healthz answer 503 "stalled"
+// between two batches (a time walkthrough, 2026-12-04).
+const MinStallAfter = time.Second
+
 // checkFlags checks, before the command starts anything, the count
 // flags it has (countFlags), its durations (none negative), that
 // --kafka-listen is host:port and that --brokers, when given, names at
@@ -186,6 +192,11 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("decay-interval"); f != nil && f.Value.Type() == "duration" {
 		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 && d < MinDecayInterval {
 			return fmt.Errorf("--decay-interval: %v, must be 0 (no decay) or at least %v: each interval writes a clock tick and decays every memory", d, MinDecayInterval)
+		}
+	}
+	if f := cmd.Flags().Lookup("stall-after"); f != nil && f.Value.Type() == "duration" {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 && d < MinStallAfter {
+			return fmt.Errorf("--stall-after: %v, must be 0 (the default, 30s) or at least %v: /healthz says \"stalled\" when a partition is behind with no batch committed for this long, and batches are committed one after the other, not continuously", d, MinStallAfter)
 		}
 	}
 	// a wait bound: 0 or less gave up at once, after the work was done
