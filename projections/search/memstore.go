@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/chronicle-dev/chronicle/projections/embedder"
 )
@@ -154,8 +158,92 @@ func NewMemStoreSerial() *MemStore {
 
 var _ VectorStore = (*MemStore)(nil)
 
-func tokens(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+// Tokens returns the terms BM25 indexes a text by and queries it with
+// (and the word sets near-duplicates are compared by). The text is put
+// in NFKC (so NFD "café" is NFC "café", full-width "ＣＡＦＥ" is "CAFE"
+// and half-width katakana full-width) and case-folded (German "STRASSE"
+// and "Straße" are both "strasse"; Turkish "İ" is "i"). A word is a run
+// of letters, digits and combining marks: a mark (a Hindi vowel sign, an
+// Arabic haraka) belongs to its word instead of splitting it. A run of
+// Han, kana or Hangul, written without spaces, gives its overlapping
+// bigrams ("東京の天気" is "東京", "京の", "の天", "天気"; a lone
+// character is itself), as Lucene's CJK analyzer does. English text
+// gives the lower-cased runs of letters and digits it gave before.
+func Tokens(s string) []string {
+	if !ascii(s) {
+		// A Caser is not safe for concurrent use: one per call.
+		s = norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
+		// Case folding makes "İ" an "i" with U+0307 COMBINING DOT ABOVE,
+		// which a Turkish reader writes as a plain "i".
+		s = strings.ReplaceAll(s, "i\u0307", "i")
+	} else {
+		s = strings.ToLower(s)
+	}
+	var out []string
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) }) {
+		out = appendWordTokens(out, w)
+	}
+	return out
+}
+
+func tokens(s string) []string { return Tokens(s) }
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// cjk reports whether r is written without spaces between words: Han,
+// Hiragana, Katakana (with the prolonged sound mark) and Hangul.
+func cjk(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) || r == '\u30fc'
+}
+
+// appendWordTokens appends the terms of one word: the word itself, or,
+// for each run of CJK characters in it, the run's bigrams.
+func appendWordTokens(out []string, w string) []string {
+	if ascii(w) || strings.IndexFunc(w, cjk) < 0 {
+		return append(out, w)
+	}
+	for len(w) > 0 {
+		r, _ := utf8.DecodeRuneInString(w)
+		inCJK := cjk(r)
+		end := strings.IndexFunc(w, func(r rune) bool { return cjk(r) != inCJK && !unicode.IsMark(r) })
+		if end < 0 {
+			end = len(w)
+		}
+		run := w[:end]
+		w = w[end:]
+		if !inCJK {
+			out = append(out, run)
+			continue
+		}
+		// Characters with the marks that follow them (a combining
+		// dakuten that NFKC could not compose).
+		var chars []string
+		for len(run) > 0 {
+			_, n := utf8.DecodeRuneInString(run)
+			for n < len(run) {
+				m, size := utf8.DecodeRuneInString(run[n:])
+				if !unicode.IsMark(m) {
+					break
+				}
+				n += size
+			}
+			chars, run = append(chars, run[:n]), run[n:]
+		}
+		if len(chars) == 1 {
+			out = append(out, chars[0])
+		}
+		for i := 0; i+1 < len(chars); i++ {
+			out = append(out, chars[i]+chars[i+1])
+		}
+	}
+	return out
 }
 
 // DocText is the text a document is embedded and BM25-indexed by.

@@ -11,9 +11,7 @@ import (
 	"github.com/chronicle-dev/chronicle/projections/search"
 	"math"
 	"sort"
-	"strings"
 	"sync"
-	"unicode"
 )
 
 // BM25 parameters (Robertson & Zaragoza's usual k1 and b).
@@ -47,9 +45,9 @@ func NewLegacyMemStore() *LegacyMemStore {
 
 var _ search.VectorStore = (*LegacyMemStore)(nil)
 
-func legacyTokens(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-}
+// legacyTokens are the current store's terms (search.Tokens), so that the
+// two stores are compared on their statistics, not their tokenizers.
+func legacyTokens(s string) []string { return search.Tokens(s) }
 
 // Upsert implements VectorStore.
 func (s *LegacyMemStore) Upsert(_ context.Context, docs []search.Doc) error {
