@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/rivo/uniseg"
 )
 
 // Attributes shared by every imported event.
@@ -306,13 +307,29 @@ func describeCall(name string, args json.RawMessage) string {
 				break
 			}
 			if len(part) > budget {
-				part = part[:budget-3] + "..."
+				part = cutGraphemes(part, budget-3) + "..."
 			}
 			parts = append(parts, part)
 			length += len(part) + 2
 		}
 	}
 	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// cutGraphemes returns the longest prefix of s of at most n bytes that
+// ends between two graphemes (user-perceived characters: a letter with
+// its marks, an emoji sequence joined by U+200D).
+func cutGraphemes(s string, n int) string {
+	end := 0
+	g := uniseg.NewGraphemes(s)
+	for g.Next() {
+		_, to := g.Positions()
+		if to > n {
+			break
+		}
+		end = to
+	}
+	return s[:end]
 }
 
 // startedWire is SessionStartedData with criteria whose no_other_calls
