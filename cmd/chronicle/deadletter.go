@@ -3,9 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/spf13/cobra"
@@ -53,25 +57,43 @@ func deadletterListCmd() *cobra.Command {
 				}
 				return json.NewEncoder(os.Stdout).Encode(ls)
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tHANDLER\tKEY\tEVENT ID\tTYPE\tREDRIVEN TO\tREASON")
-			for _, l := range ls {
-				to := l.RedrivenTo
-				if to == "" {
-					to = "-"
-				}
-				reason := strings.ReplaceAll(l.Reason, "\n", " ")
-				if l.Pointer != "" && !strings.Contains(reason, l.Pointer) {
-					reason += " (at " + l.Pointer + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.Handler, l.Key, l.EventID, l.EventType, to, reason)
-			}
-			return tw.Flush()
+			return printLetters(os.Stdout, ls)
 		},
 	}
 	c.registerLog(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of letters")
 	return cmd
+}
+
+// printLetters writes deadletter list's table of ls to w.
+func printLetters(w io.Writer, ls []deadletter.Letter) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tHANDLER\tKEY\tEVENT ID\tTYPE\tREDRIVEN TO\tREASON")
+	for _, l := range ls {
+		to := l.RedrivenTo
+		if to == "" {
+			to = "-"
+		}
+		reason := strings.ReplaceAll(l.Reason, "\n", " ")
+		if l.Pointer != "" && !strings.Contains(reason, l.Pointer) {
+			reason += " (at " + l.Pointer + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", terminalText(l.ID), terminalText(l.Handler), terminalText(l.Key), terminalText(l.EventID), terminalText(l.EventType), terminalText(to), terminalText(reason))
+	}
+	return tw.Flush()
+}
+
+// terminalText is s as a terminal should be shown it: s itself, or, when
+// s holds a control character (C0, C1: terminal escapes, tabs, newlines),
+// a bidi control (U+202E RIGHT-TO-LEFT OVERRIDE, the isolates, the marks)
+// or bytes that are not UTF-8, s quoted with those escaped
+// (strconv.QuoteToGraphic). Text in any script, emoji sequences joined by
+// U+200D included, is left as it is.
+func terminalText(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }) {
+		return strconv.QuoteToGraphic(s)
+	}
+	return s
 }
 
 func deadletterRedriveCmd() *cobra.Command {
