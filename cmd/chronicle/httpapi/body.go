@@ -43,6 +43,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 // (v a struct or map) is refused as an array is ("body: got null, want
 // object"), not taken for {}.
 func decodeRead(body []byte, v any) error {
+	if bytes.HasPrefix(body, utf8BOM) {
+		return &fieldError{msg: "body: " + bomReason, pointer: "/", reason: bomReason}
+	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) && objectTarget(v) {
 		// encoding/json leaves the value as it was for null: POST
 		// /v1/memories took null for {} ("title: required") while []
@@ -61,14 +64,16 @@ func decodeRead(body []byte, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
-		if !errors.As(err, &se) {
-			// a lone surrogate is named before the error it caused: an
-			// unknown member's name with one read as U+FFFD in the
-			// message (a re-test, 2026-12-01); the value decoded is
-			// valid JSON, so the check reads it
-			if ptr, reason, ok := events.LoneSurrogate(body); ok {
-				return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
-			}
+		if errors.As(err, &se) {
+			reason := fmt.Sprintf("not valid JSON at byte %d: %s", se.Offset, syntaxMessage(body, se))
+			return &fieldError{msg: "body: " + reason, pointer: "/", reason: reason}
+		}
+		// a lone surrogate is named before the error it caused: an
+		// unknown member's name with one read as U+FFFD in the
+		// message (a re-test, 2026-12-01); the value decoded is
+		// valid JSON, so the check reads it
+		if ptr, reason, ok := events.LoneSurrogate(body); ok {
+			return &fieldError{msg: fmt.Sprintf("body: %s: %s", ptr, reason), pointer: ptr, reason: reason}
 		}
 		var te *json.UnmarshalTypeError
 		isType := errors.As(err, &te)
@@ -264,6 +269,9 @@ func jsonField(f string) string {
 // position, and a producer looking for the fault in a batch of a few
 // hundred events had to find it by hand (a walkthrough's finding).
 func syntaxReason(body []byte) string {
+	if bytes.HasPrefix(body, utf8BOM) {
+		return bomReason
+	}
 	var se *json.SyntaxError
 	if err := json.Unmarshal(body, new(json.RawMessage)); !errors.As(err, &se) {
 		return "not valid JSON"
@@ -271,5 +279,32 @@ func syntaxReason(body []byte) string {
 	before := body[:min(int(se.Offset), len(body))]
 	line := 1 + bytes.Count(before, []byte{'\n'})
 	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
-	return fmt.Sprintf("not valid JSON at byte %d (line %d, column %d): %s", se.Offset, line, col, se.Error())
+	return fmt.Sprintf("not valid JSON at byte %d (line %d, column %d): %s", se.Offset, line, col, syntaxMessage(body, se))
+}
+
+// utf8BOM is U+FEFF, the byte order mark, in UTF-8.
+var utf8BOM = []byte("\ufeff")
+
+// bomReason is the refusal of a body that starts with a byte order mark.
+const bomReason = "not valid JSON: the body starts with a UTF-8 byte order mark (U+FEFF), which a JSON text sent over a network must not have (RFC 8259, section 8.1): send it without one"
+
+// syntaxMessage is se's message with the character it stopped at named as
+// the body has it: encoding/json quotes the byte at se.Offset as if it
+// were Latin-1, so 東 (E6 9D B1) was "invalid character 'æ'". A byte that
+// starts no UTF-8 character is named by its value.
+func syntaxMessage(body []byte, se *json.SyntaxError) string {
+	msg := se.Error()
+	at := int(se.Offset) - 1
+	if at < 0 || at >= len(body) || body[at] < utf8.RuneSelf {
+		return msg
+	}
+	// as encoding/json quotes the byte
+	q := strconv.Quote(string(rune(body[at])))
+	wrong := "'" + q[1:len(q)-1] + "'"
+	r, size := utf8.DecodeRune(body[at:])
+	right := fmt.Sprintf("the byte 0x%02X, which starts no UTF-8 character", body[at])
+	if r != utf8.RuneError || size > 1 {
+		right = fmt.Sprintf("%s (%U)", strconv.QuoteRuneToGraphic(r), r)
+	}
+	return strings.Replace(msg, wrong, right, 1)
 }
