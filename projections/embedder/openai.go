@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 )
@@ -373,7 +374,13 @@ func parseAPIError(status int, raw []byte) *APIError {
 	}
 	msg := strings.TrimSpace(string(raw))
 	if len(msg) > 200 {
-		msg = msg[:200] + "…"
+		// cut at a character: a non-English gateway's page cut inside
+		// one ended in half of it
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
 	}
 	e.Message = msg
 	return e
