@@ -167,8 +167,10 @@ var _ VectorStore = (*MemStore)(nil)
 // Arabic haraka) belongs to its word instead of splitting it. A run of
 // Han, kana or Hangul, written without spaces, gives its overlapping
 // bigrams ("東京の天気" is "東京", "京の", "の天", "天気"; a lone
-// character is itself), as Lucene's CJK analyzer does. English text
-// gives the lower-cased runs of letters and digits it gave before.
+// character is itself), as Lucene's CJK analyzer does. ASCII text gives
+// the lower-cased runs of letters and digits it gave before; in other
+// text, compatibility characters now give terms ("™" is "tm", "²" is
+// "2"), where they separated words.
 func Tokens(s string) []string {
 	if !ascii(s) {
 		// A Caser is not safe for concurrent use: one per call.
