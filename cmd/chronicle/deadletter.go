@@ -7,11 +7,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
+	"github.com/rivo/uniseg"
 	"github.com/spf13/cobra"
 )
 
@@ -67,8 +67,7 @@ func deadletterListCmd() *cobra.Command {
 
 // printLetters writes deadletter list's table of ls to w.
 func printLetters(w io.Writer, ls []deadletter.Letter) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tHANDLER\tKEY\tEVENT ID\tTYPE\tREDRIVEN TO\tREASON")
+	rows := [][]string{{"ID", "HANDLER", "KEY", "EVENT ID", "TYPE", "REDRIVEN TO", "REASON"}}
 	for _, l := range ls {
 		to := l.RedrivenTo
 		if to == "" {
@@ -78,9 +77,42 @@ func printLetters(w io.Writer, ls []deadletter.Letter) error {
 		if l.Pointer != "" && !strings.Contains(reason, l.Pointer) {
 			reason += " (at " + l.Pointer + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", terminalText(l.ID), terminalText(l.Handler), terminalText(l.Key), terminalText(l.EventID), terminalText(l.EventType), terminalText(to), terminalText(reason))
+		row := []string{l.ID, l.Handler, l.Key, l.EventID, l.EventType, to, reason}
+		for i := range row {
+			row[i] = terminalText(row[i])
+		}
+		rows = append(rows, row)
 	}
-	return tw.Flush()
+	return writeColumns(w, rows)
+}
+
+// writeColumns writes rows as a table: every column but the last padded
+// to its widest cell plus two spaces, widths measured as a terminal shows
+// them (uniseg.StringWidth: a CJK character or an emoji takes two
+// columns). text/tabwriter counts characters, which misaligned every row
+// holding wide ones.
+func writeColumns(w io.Writer, rows [][]string) error {
+	var widths []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], uniseg.StringWidth(cell))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		for i, cell := range row {
+			b.WriteString(cell)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-uniseg.StringWidth(cell)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // terminalText is s as a terminal should be shown it: s itself, or, when

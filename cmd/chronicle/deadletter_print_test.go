@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
+	"github.com/rivo/uniseg"
 )
 
 // deadletter list prints a letter's key, event id and type, which come
@@ -41,6 +42,36 @@ func TestDeadletterListEscapesControls(t *testing.T) {
 	for _, want := range []string{"セッション-1", "تقرير-1", "🚀\u200d", "理由", `"report\u202etxt.exe"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// deadletter list's columns line up on a terminal when a letter holds
+// wide characters: a Japanese or Chinese character, or an emoji, takes two
+// columns of a terminal, and the table pads by display width (before, by
+// characters, text/tabwriter's count, so a row with セッション-1 pushed its
+// later columns 5 cells right of the header's).
+func TestDeadletterListAlignsWideCharacters(t *testing.T) {
+	ls := []deadletter.Letter{
+		{ID: "chronicle.sessions:0:7", Handler: "sessions@chronicle.sessions", Key: "session-1", EventID: "e-1", EventType: "coordination.session.completed.v1", Reason: "refused"},
+		{ID: "chronicle.sessions:0:8", Handler: "sessions@chronicle.sessions", Key: "セッション-1", EventID: "東京🚀", EventType: "coordination.session.completed.v1", Reason: "理由"},
+	}
+	var out bytes.Buffer
+	if err := printLetters(&out, ls); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	col := func(line, prefix string) int {
+		i := strings.Index(line, prefix)
+		if i < 0 {
+			t.Fatalf("%q not in %q", prefix, line)
+		}
+		return uniseg.StringWidth(line[:i])
+	}
+	header := col(lines[0], "TYPE")
+	for _, l := range lines[1:] {
+		if got := col(l, "coordination."); got != header {
+			t.Errorf("TYPE starts at display column %d in %q, at %d in the header:\n%s", got, l, header, out.String())
 		}
 	}
 }
