@@ -93,3 +93,32 @@ func ValidScope(s string) bool {
 	}
 	return true
 }
+
+// ScopeReason is the refusal of s, a string that is no scope
+// (ValidScope): `"<s>" is not project:<id>, team:<id> or org:<id>`, and,
+// for a known kind, why: the name is empty, or the first character of it
+// that is not allowed
+// ("character '東' at byte 8 is not allowed in a scope's name (ASCII
+// letters, digits, '.', '_' and '-' only)").
+func ScopeReason(s string) string {
+	why := ""
+	kind, name, ok := strings.Cut(s, ":")
+	switch {
+	case !ok || kind != "project" && kind != "team" && kind != "org":
+		// the refusal lists the kinds already
+	case name == "":
+		why = fmt.Sprintf("the name after %q is empty", kind+":")
+	default:
+		for i, r := range name {
+			if r >= utf8.RuneSelf || !isAlnum(byte(r)) && r != '.' && r != '_' && r != '-' {
+				why = fmt.Sprintf("character %q at byte %d is not allowed in a scope's name (ASCII letters, digits, '.', '_' and '-' only)", r, len(kind)+1+i)
+				break
+			}
+		}
+	}
+	reason := fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", s)
+	if why != "" {
+		reason += ": " + why
+	}
+	return reason
+}

@@ -63,7 +63,7 @@ SIGTERM ends the wait at once.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "chronicle mcp: the token writes no scope: memory_record and memory_feedback will be refused; the read tools work")
 				}
 			} else if !events.ValidScope(scope) {
-				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
+				return fmt.Errorf("--scope: %s", events.ScopeReason(scope))
 			} else {
 				var err error
 				if who, err = checkScope(ctx, backend, scope, tokenEnv, cmd.ErrOrStderr()); err != nil {

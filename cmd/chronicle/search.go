@@ -115,7 +115,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				return fmt.Errorf("--from %d --to %d: ranks start at 1 and --to may not be below --from", from, to)
 			}
 			if !events.ValidScope(scope) {
-				return fmt.Errorf("--scope: %q is not project:<id>, team:<id> or org:<id>", scope)
+				return fmt.Errorf("--scope: %s", events.ScopeReason(scope))
 			}
 			var prop treesearch.Proposer
 			var eval treesearch.Evaluator

@@ -35,7 +35,7 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 	}
 	if sc := r.URL.Query().Get("scope"); sc != "" {
 		if !events.ValidScope(sc) {
-			writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
+			writeParamErr(w, http.StatusBadRequest, "scope", events.ScopeReason(sc))
 			return "", false
 		}
 		if !allowed(sc) {

@@ -1561,7 +1561,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		// (before, "bogus" was a 403 "may not write bogus" with a token
 		// and, without one, a 400 about the derived memory.created.v1
 		// event's envelope; found by a new user's walkthrough)
-		reason := fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", body.Scope)
+		reason := events.ScopeReason(body.Scope)
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: "scope: " + reason, Pointer: "/scope", Reason: reason})
 		return
 	}
@@ -1662,7 +1662,7 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := r.URL.Query().Get("scope")
 	if sc != "" && !events.ValidScope(sc) {
-		writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
+		writeParamErr(w, http.StatusBadRequest, "scope", events.ScopeReason(sc))
 		return
 	}
 	res, err := s.P.Search.Feedback(r.Context(), search.Feedback{MemoryID: id, Scope: sc, Helpful: *body.Helpful, Comment: body.Comment, Writable: CallerOf(r).CanWrite,

@@ -177,7 +177,7 @@ func policyScope(w http.ResponseWriter, r *http.Request) (string, bool) {
 	}
 	if !events.ValidScope(sc) {
 		// with its reason, as the route's other 400s (a walkthrough)
-		writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
+		writeParamErr(w, http.StatusBadRequest, "scope", events.ScopeReason(sc))
 		return "", false
 	}
 	return sc, true

@@ -417,7 +417,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			sc = events.DefaultScope
 		}
 		if !events.ValidScope(sc) {
-			writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", sc))
+			writeParamErr(w, http.StatusBadRequest, "scope", events.ScopeReason(sc))
 			return
 		}
 		if !c.CanWrite(sc) {

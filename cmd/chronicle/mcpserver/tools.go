@@ -439,7 +439,7 @@ func (in *recordInput) validate() error {
 		}
 	}
 	if in.Scope != "" && !events.ValidScope(in.Scope) {
-		return invalid("scope", "%q is not project:<id>, team:<id> or org:<id>", in.Scope)
+		return invalid("scope", "%s", events.ScopeReason(in.Scope))
 	}
 	if in.IdempotencyKey != nil { // given empty is refused, as the header is: not taken for none
 		if err := search.CheckIdempotencyKey(*in.IdempotencyKey); err != nil {
@@ -459,7 +459,7 @@ func (in *recordInput) idempotencyKey() string {
 
 func (in *feedbackInput) validate() error {
 	if in.Scope != "" && !events.ValidScope(in.Scope) {
-		return fmt.Errorf("scope: %q is not project:<id>, team:<id> or org:<id>", in.Scope)
+		return fmt.Errorf("scope: %s", events.ScopeReason(in.Scope))
 	}
 	return required("memory_id", in.MemoryID)
 }
@@ -525,7 +525,7 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 	case scope == "":
 		return nil, search.Recorded{}, errors.New("memory_record: the caller has no default scope to write to")
 	case !events.ValidScope(scope):
-		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller's default scope %q is not project:<id>, team:<id> or org:<id>", scope)
+		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller's default scope %s", events.ScopeReason(scope))
 	case !grants(caller.WriteScopes, scope):
 		return nil, search.Recorded{}, fmt.Errorf("memory_record: the caller may not write scope %s", scope)
 	}
