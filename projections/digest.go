@@ -9,6 +9,7 @@ import (
 	"hash"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -101,6 +102,11 @@ func (d *Difference) String() string {
 	from := 0
 	if d.Left != nil && d.Right != nil && at > 80 {
 		from = at - 80
+		// from a character's first byte: the rows are equal before at,
+		// so Left's bytes stand for both
+		for from > 0 && !utf8.RuneStart(d.Left[from]) {
+			from--
+		}
 	}
 	show := func(b []byte) string {
 		if b == nil {
@@ -111,7 +117,12 @@ func (d *Difference) String() string {
 			pre = fmt.Sprintf("…(%d bytes)", from)
 		}
 		if len(s) > 200 {
-			return pre + string(s[:200]) + "…"
+			// cut before a character's first byte, not inside it
+			cut := 200
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			return pre + string(s[:cut]) + "…"
 		}
 		return pre + string(s)
 	}
