@@ -211,6 +211,7 @@ type Broker struct {
 	cluster *kfake.Cluster
 	lock    io.Closer // the log directory's lock (LockFile), held while cluster runs
 	addrs   []string
+	storage *storageLog // the embedded broker's log write failures (StorageFailure)
 }
 
 // LockFile is the file in the embedded broker's DataDir that the running
@@ -297,7 +298,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			lock.Close()
 			return nil, fmt.Errorf("broker: log %s: %s: %w", cfg.DataDir, StoppedFile, err)
 		}
-		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle")}
+		b.storage = new(storageLog)
+		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle"), kfake.WithLogger(b.storage)}
 		var gate *connGate
 		listen := net.Listen
 		if !clean {

@@ -294,7 +294,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, MinInsyncReplicas: cfg.MinInsyncReplicas, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention, OnSmallMessageLimit: cfg.OnSmallMessageLimit}); err != nil {
 		return fail(err)
 	}
-	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs()}); err != nil {
+	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs(), StorageFailure: p.Broker.StorageFailure}); err != nil {
 		return fail(err)
 	}
 	if p.adminCl, err = kafkaconn.NewClient(p.Broker.Addrs()); err != nil {

@@ -1,0 +1,54 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// storageLog is the embedded broker's kfake.Logger: it keeps the last
+// failure to write the log (kfake's warnings and errors whose message
+// starts with "persist": a segment, its index, the groups' or producers'
+// logs, the state files at a stop), which kfake otherwise only answers
+// to a producer as UNKNOWN_SERVER_ERROR. Every other message is dropped,
+// as kfake's default logger does.
+type storageLog struct {
+	mu  sync.Mutex
+	err error
+	at  time.Time
+}
+
+// Logf implements kfake.Logger.
+func (l *storageLog) Logf(level kfake.LogLevel, msg string, args ...any) {
+	if level > kfake.LogLevelWarn || level == kfake.LogLevelNone || !strings.HasPrefix(msg, "persist") {
+		return
+	}
+	err := fmt.Errorf("embedded broker: "+msg, args...)
+	l.mu.Lock()
+	l.err, l.at = err, time.Now()
+	l.mu.Unlock()
+}
+
+func (l *storageLog) last() (error, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err, l.at
+}
+
+// StorageFailure returns the embedded broker's last failure to write its
+// log (e.g. "embedded broker: persist batch chronicle.sessions-0: write
+// DATA/log/partitions/chronicle.sessions-0/0.dat: no space left on
+// device") and when it happened, or nil when no write failed since Start
+// or the broker is an external cluster. A failed write is not
+// acknowledged: the producer gets UNKNOWN_SERVER_ERROR and the record is
+// not in the log. It is the value of events.ProducerConfig.StorageFailure
+// for producers of this broker, so their errors name the cause.
+func (b *Broker) StorageFailure() (error, time.Time) {
+	if b.storage == nil {
+		return nil, time.Time{}
+	}
+	return b.storage.last()
+}
