@@ -37,8 +37,20 @@ var ErrPartitionsChanged = errors.New("a topic's partition count changed")
 // stored next offset must be at most the end offset of its partition, and
 // every topic must keep the topic id the store first saw (recorded at the
 // first start, or by the replay that built it: projections.Store.TopicID).
-func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store) error {
-	return verifyLog(ctx, adm, store, true, "(a replayed or copied directory is read with digest and audit, not served)")
+//
+// dataDir is the directory of the embedded broker's log and the store,
+// empty with an external cluster: a store ahead of its embedded log is
+// typically a backup copied while the service ran (DATA/log before
+// DATA/projections), and the error then says how to rebuild its
+// projections from that log.
+func checkLog(ctx context.Context, adm *kadm.Client, store *projections.Store, dataDir string) error {
+	hint := "(a replayed or copied directory is read with digest and audit, not served)"
+	if dataDir != "" {
+		// before, only the hint above: an operator restoring a backup
+		// taken while serving had no way to serve it (a disk walkthrough)
+		hint = fmt.Sprintf("(the store holds records its log does not: a directory copied while the service ran, its log before its projections, or a store replayed from another log. The log is the source of truth: rebuild the projections from it, chronicle replay --data %s --into NEW, then put NEW/projections in place of %s; a copy taken after a clean stop, or of the projections before the log, starts as it is)", dataDir, ProjectionsDir(dataDir))
+	}
+	return verifyLog(ctx, adm, store, true, hint)
 }
 
 // CheckLog is checkLog for the offline tools (audit): it refuses, with

@@ -304,7 +304,11 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if err := checkTotalOrder(ctx, p.admin, cfg.Processors); err != nil {
 		return fail(err)
 	}
-	if err := checkLog(ctx, p.admin, p.Store); err != nil {
+	logDataDir := cfg.DataDir
+	if len(cfg.Brokers) > 0 {
+		logDataDir = ""
+	}
+	if err := checkLog(ctx, p.admin, p.Store, logDataDir); err != nil {
 		return fail(err)
 	}
 	p.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
