@@ -150,16 +150,35 @@ func Diff(a, b *Store) (*Difference, error) {
 	ia.First()
 	ib.First()
 	for ia.Valid() || ib.Valid() {
+		// a value that cannot be read is an error, never a difference
+		// (audit called such a row absent: a disk walkthrough)
+		var va, vb []byte
+		if ia.Valid() {
+			if va, err = rowValue(ia); err != nil {
+				return nil, fmt.Errorf("%s: %w", a.dir, err)
+			}
+		}
+		if ib.Valid() {
+			if vb, err = rowValue(ib); err != nil {
+				return nil, fmt.Errorf("%s: %w", b.dir, err)
+			}
+		}
 		switch {
 		case !ib.Valid() || (ia.Valid() && bytes.Compare(ia.Key(), ib.Key()) < 0):
-			return &Difference{Key: string(ia.Key()), Left: bytes.Clone(ia.Value())}, nil
+			return &Difference{Key: string(ia.Key()), Left: bytes.Clone(va)}, nil
 		case !ia.Valid() || bytes.Compare(ia.Key(), ib.Key()) > 0:
-			return &Difference{Key: string(ib.Key()), Right: bytes.Clone(ib.Value())}, nil
-		case !bytes.Equal(ia.Value(), ib.Value()):
-			return &Difference{Key: string(ia.Key()), Left: bytes.Clone(ia.Value()), Right: bytes.Clone(ib.Value())}, nil
+			return &Difference{Key: string(ib.Key()), Right: bytes.Clone(vb)}, nil
+		case !bytes.Equal(va, vb):
+			return &Difference{Key: string(ia.Key()), Left: bytes.Clone(va), Right: bytes.Clone(vb)}, nil
 		}
 		ia.Next()
 		ib.Next()
+	}
+	if err := ia.Error(); err != nil {
+		return nil, fmt.Errorf("projections: %s: %w", a.dir, err)
+	}
+	if err := ib.Error(); err != nil {
+		return nil, fmt.Errorf("projections: %s: %w", b.dir, err)
 	}
 	return nil, nil
 }

@@ -1,8 +1,6 @@
 package projections
 
 import (
-	"bytes"
-	"errors"
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -14,15 +12,7 @@ const prefixMeta = "m/meta/"
 
 // Meta reads the store fact key; ok is false when it was never set.
 func (s *Store) Meta(key string) (val []byte, ok bool, err error) {
-	v, closer, err := s.db.Get([]byte(prefixMeta + key))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return bytes.Clone(v), true, nil
+	return getValue(s.db, []byte(prefixMeta+key))
 }
 
 // SetMeta writes the store fact key durably.

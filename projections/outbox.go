@@ -76,7 +76,11 @@ func (s *Store) PendingOutbox(max int) ([]OutboxEntry, error) {
 		r, cached := s.outbox[seq]
 		s.mu.Unlock()
 		if !cached {
-			if err := gojson.Unmarshal(it.Value(), &r); err != nil { // encoding/json's semantics, faster
+			val, err := rowValue(it)
+			if err != nil {
+				return nil, err
+			}
+			if err := gojson.Unmarshal(val, &r); err != nil { // encoding/json's semantics, faster
 				return nil, fmt.Errorf("projections: outbox entry %x: %w", it.Key(), err)
 			}
 		}

@@ -43,15 +43,28 @@ func (s *Store) GetCache(key string) ([]byte, bool, error) {
 // getRaw reads the value of a raw Pebble key (a copy); ok is false when
 // absent.
 func (s *Store) getRaw(key []byte) ([]byte, bool, error) {
-	v, closer, err := s.db.Get(key)
+	return getValue(s.db, key)
+}
+
+// getValue reads key from db (a copy); ok is false when absent. A value
+// that cannot be read (a blob file failing its checksum: a byte changed
+// on disk) is an error naming the key: Pebble's Get returns an empty
+// value then and the error from its closer's Close, which was dropped, so
+// GET /v1/sessions answered "unexpected end of JSON input" (a disk
+// walkthrough).
+func getValue(db *pebble.DB, key []byte) ([]byte, bool, error) {
+	v, closer, err := db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	defer closer.Close()
-	return bytes.Clone(v), true, nil
+	out := bytes.Clone(v)
+	if err := closer.Close(); err != nil {
+		return nil, false, fmt.Errorf("projections: row %q cannot be read (%w): the store is damaged; rebuild it from the log into a new directory (chronicle replay --data <data dir> --into <new dir>; the log is the source of truth) and use that one", key, err)
+	}
+	return out, true, nil
 }
 
 // SetCache writes a cache entry (see GetCache). On a store opened
@@ -428,7 +441,15 @@ func (s *Store) load() error {
 		return err
 	}
 	for it.First(); it.Valid(); it.Next() {
-		s.offsets[string(it.Key())] = int64(binary.BigEndian.Uint64(it.Value()))
+		val, err := rowValue(it)
+		if err == nil && len(val) != 8 {
+			err = fmt.Errorf("projections: offset row %q holds %d bytes, not 8", it.Key(), len(val))
+		}
+		if err != nil {
+			it.Close()
+			return err
+		}
+		s.offsets[string(it.Key())] = int64(binary.BigEndian.Uint64(val))
 	}
 	if err := it.Close(); err != nil {
 		return err
@@ -541,15 +562,7 @@ func (s *Store) lockProcessor(name string) func() {
 
 // Get reads projection row key of projection proj; ok is false when absent.
 func (s *Store) Get(proj, key string) (val []byte, ok bool, err error) {
-	v, closer, err := s.db.Get([]byte(prefixProjection + proj + "/" + key))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return bytes.Clone(v), true, nil
+	return getValue(s.db, []byte(prefixProjection+proj+"/"+key))
 }
 
 // GetJSON reads a projection row into v; ok is false when absent.
@@ -582,12 +595,30 @@ func (s *Store) Scan(proj, prefix, after string, fn func(key string, val []byte)
 func scanRows(it *pebble.Iterator, strip int, fn func(key string, val []byte) (bool, error)) error {
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		more, err := fn(string(it.Key()[strip:]), it.Value())
+		val, err := rowValue(it)
+		if err != nil {
+			return err
+		}
+		more, err := fn(string(it.Key()[strip:]), val)
 		if err != nil || !more {
 			return err
 		}
 	}
 	return it.Error()
+}
+
+// rowValue is the value of it's current row, or an error naming the row
+// when it cannot be read (a value kept in a blob file that fails its
+// checksum: a byte changed on disk). Pebble's Value gives nil then and
+// keeps the error for the iterator's end, so callers handed a nil value
+// on: GET /v1/sessions answered "unexpected end of JSON input" and audit
+// called a present row absent (a disk walkthrough).
+func rowValue(it *pebble.Iterator) ([]byte, error) {
+	val, err := it.ValueAndErr()
+	if err != nil {
+		return nil, fmt.Errorf("projections: row %q cannot be read (%w): the store is damaged; rebuild it from the log into a new directory (chronicle replay --data <data dir> --into <new dir>; the log is the source of truth) and use that one", it.Key(), err)
+	}
+	return val, nil
 }
 
 // upper is the smallest key greater than every key with prefix p.

@@ -109,7 +109,11 @@ func (w *writeSet) scan(lower, upper []byte, strip int, fn func(key string, val 
 			c = strings.Compare(string(it.Key()), own[0])
 		}
 		if c < 0 {
-			more, err = fn(string(it.Key()[strip:]), it.Value())
+			var val []byte
+			if val, err = rowValue(it); err != nil {
+				break
+			}
+			more, err = fn(string(it.Key()[strip:]), val)
 			valid = it.Next()
 			continue
 		}
