@@ -41,13 +41,13 @@ type ProducerConfig struct {
 	PublishTimeout time.Duration
 	// ExtraOpts are appended to the franz-go client options.
 	ExtraOpts []kgo.Opt
-	// StorageFailure, when set, returns the broker's last failure to
-	// write its log and when it happened (broker.Broker.StorageFailure
+	// StorageFailure, when set, returns when the broker last failed to
+	// write its log and that failure (broker.Broker.StorageFailure
 	// for the embedded broker): a Publish that fails after such a
 	// failure names it in its ErrNotAcknowledged ("the broker could not
 	// write its log: …"), as a broker on a full disk answers only
 	// UNKNOWN_SERVER_ERROR. Nil: no such cause is named.
-	StorageFailure func() (error, time.Time)
+	StorageFailure func() (time.Time, error)
 }
 
 func (c *ProducerConfig) setDefaults() {
@@ -520,7 +520,7 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 // the caller) ended it, that the broker did not answer.
 func (p *Producer) explain(err error, start time.Time, ownTimeout bool) error {
 	if p.cfg.StorageFailure != nil {
-		if serr, at := p.cfg.StorageFailure(); serr != nil && !at.Before(start) {
+		if at, serr := p.cfg.StorageFailure(); serr != nil && !at.Before(start) {
 			// the broker answered but could not append (a full disk, an
 			// I/O error): it said only UNKNOWN_SERVER_ERROR (a disk
 			// walkthrough)

@@ -32,23 +32,23 @@ func (l *storageLog) Logf(level kfake.LogLevel, msg string, args ...any) {
 	l.mu.Unlock()
 }
 
-func (l *storageLog) last() (error, time.Time) {
+func (l *storageLog) last() (time.Time, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err, l.at
+	return l.at, l.err
 }
 
-// StorageFailure returns the embedded broker's last failure to write its
-// log (e.g. "embedded broker: persist batch chronicle.sessions-0: write
+// StorageFailure returns when the embedded broker last failed to write
+// its log and that failure (e.g. "embedded broker: persist batch chronicle.sessions-0: write
 // DATA/log/partitions/chronicle.sessions-0/0.dat: no space left on
-// device") and when it happened, or nil when no write failed since Start
+// device"), or a nil error when no write failed since Start
 // or the broker is an external cluster. A failed write is not
 // acknowledged: the producer gets UNKNOWN_SERVER_ERROR and the record is
 // not in the log. It is the value of events.ProducerConfig.StorageFailure
 // for producers of this broker, so their errors name the cause.
-func (b *Broker) StorageFailure() (error, time.Time) {
+func (b *Broker) StorageFailure() (time.Time, error) {
 	if b.storage == nil {
-		return nil, time.Time{}
+		return time.Time{}, nil
 	}
 	return b.storage.last()
 }

@@ -34,7 +34,7 @@ func TestBrokerStorageFailureIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if err, _ := b.StorageFailure(); err != nil {
+	if _, err := b.StorageFailure(); err != nil {
 		t.Fatalf("StorageFailure before any write = %v, want nil", err)
 	}
 	blocked := filepath.Join(dir, "partitions", string(events.TopicSessions)+"-0")
@@ -58,7 +58,7 @@ func TestBrokerStorageFailureIsNamed(t *testing.T) {
 	if !strings.Contains(err.Error(), "the broker could not write its log") || !strings.Contains(err.Error(), blocked) {
 		t.Fatalf("Publish error does not name the log write's failure and %s:\n%v", blocked, err)
 	}
-	serr, at := b.StorageFailure()
+	at, serr := b.StorageFailure()
 	if serr == nil || !strings.Contains(serr.Error(), blocked) || at.Before(start) {
 		t.Fatalf("StorageFailure = %v at %v, want the failed write of %s after %v", serr, at, blocked, start)
 	}
