@@ -15,7 +15,7 @@ import (
 
 // A value kept out of its table (1 KiB or more: a blob file) that does
 // not match its checksum when read (a byte changed on disk) is an error
-// of Scan, Get and Diff naming the file, never a value: Pebble's iterator
+// of Scan, Get, Diff and Digest naming the file, never a value: Pebble's iterator
 // gives nil for such a value and keeps the error for its end (its Get,
 // for the closer's Close). Before, Scan and Get
 // handed nil to the caller, and GET /v1/sessions answered "unexpected end
@@ -78,6 +78,9 @@ func TestCorruptedValueIsAnError(t *testing.T) {
 		if err == nil && (!ok || len(v) != 8<<10) {
 			t.Fatalf("Get r%d of a damaged store: %d bytes, ok %v, no error", i, len(v), ok)
 		}
+	}
+	if _, err := s.Digest(); err == nil || !strings.Contains(err.Error(), "chronicle replay --data") {
+		t.Fatalf("Digest of a damaged store: %v, want an error saying to replay", err)
 	}
 	g, err := projections.Open(good, projections.Options{ReadOnly: true})
 	if err != nil {

@@ -74,10 +74,14 @@ func (s *Store) Digest() (Digest, error) {
 			flush()
 			cur, h = name, sha256.New()
 		}
+		val, err := rowValue(it) // a damaged value says to replay (a disk walkthrough)
+		if err != nil {
+			return d, err
+		}
 		writeLV(h, k)
-		writeLV(h, it.Value())
+		writeLV(h, val)
 		writeLV(all, k)
-		writeLV(all, it.Value())
+		writeLV(all, val)
 		d.Rows[name]++
 	}
 	flush()
