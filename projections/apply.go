@@ -52,6 +52,26 @@ const (
 	Ignored
 )
 
+// String names r as its constant does ("Applied", "DeadLettered"), or
+// "Result(n)" for a value outside them.
+func (r Result) String() string {
+	switch r {
+	case Applied:
+		return "Applied"
+	case AlreadyApplied:
+		return "AlreadyApplied"
+	case Duplicate:
+		return "Duplicate"
+	case DeadLettered:
+		return "DeadLettered"
+	case Marker:
+		return "Marker"
+	case Ignored:
+		return "Ignored"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
 // RejectedError is the error of an event its processor's ApplyFunc
 // refused. Processors are deterministic functions of the log, so applying
 // it again refuses it again: the live runner dead-letters it at once

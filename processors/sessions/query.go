@@ -2,12 +2,18 @@ package sessions
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/flux"
 	"github.com/chronicle-dev/chronicle/projections"
 )
+
+// ErrNotEntityKey is the error of Get for a key that is not
+// events.EntityKey(scope, id): a session is found by its scope and its id.
+var ErrNotEntityKey = errors.New(`not a session key: want events.EntityKey(scope, id), e.g. "org:default/s1"`)
 
 // View is a session with its evaluation, as the query API returns it.
 type View struct {
@@ -16,9 +22,16 @@ type View struct {
 }
 
 // Get returns the session whose events.EntityKey is key (scope "/" id) with
-// its evaluation; ok is false when the projection has no such session.
+// its evaluation; ok is false when the projection has no such session. A
+// key that is no entity key (a bare session id, without its scope) is an
+// error wrapping ErrNotEntityKey: every session row is keyed by scope, so
+// such a key was answered "not found" for a session that exists (a
+// Go-package walkthrough).
 func Get(store *projections.Store, key string) (View, bool, error) {
 	var v View
+	if _, _, ok := events.SplitEntityKey(key); !ok {
+		return v, false, fmt.Errorf("sessions: %q: %w", key, ErrNotEntityKey)
+	}
 	ok, err := store.GetJSON(Name, sessionKey(key), &v.Session)
 	if err != nil || !ok {
 		return v, ok, err
