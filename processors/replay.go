@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -113,6 +114,11 @@ type ReplayStats struct {
 	PastStopAt int64 `json:"past_stop_at,omitempty"`
 }
 
+// ErrStoreNotEmpty is the error of Replay into a store that holds processor
+// offsets already: a replay rebuilds projections from offset 0 into an
+// empty store.
+var ErrStoreNotEmpty = errors.New("the store is not empty")
+
 // ReplayConfig configures Replay.
 type ReplayConfig struct {
 	Brokers    []string
@@ -142,6 +148,17 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	var st ReplayStats
 	if err := CheckNames("ReplayConfig.Processors", cfg.Processors); err != nil {
 		return st, err // as the Runner's: a repeated name's processor was never applied
+	}
+	if cfg.Store == nil {
+		return st, errors.New("ReplayConfig.Store: nil: Replay rebuilds into an empty store (projections.Open of a new directory)")
+	}
+	if offs := cfg.Store.Offsets(); len(offs) > 0 {
+		// a store that applied records already would take the log's
+		// records again from offset 0 (each one a Duplicate or an
+		// AlreadyApplied that changes nothing) and come out as what it
+		// held, said to be the log's replay (left out by a Go-package
+		// walkthrough, which found it accepted)
+		return st, fmt.Errorf("ReplayConfig.Store: %w: it holds %d processor offset(s) already (%s among them); Replay rebuilds into an empty store (projections.Open of a new directory)", ErrStoreNotEmpty, len(offs), slices.Min(slices.Collect(maps.Keys(offs))))
 	}
 	procs := byTopic(cfg.Processors)
 	pl := newPool(cfg.Processors)

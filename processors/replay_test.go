@@ -2,6 +2,7 @@ package processors_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,34 @@ func TestReplayProgressReachesItsTotal(t *testing.T) {
 	}
 	if done != total {
 		t.Fatalf("replay's last progress %d of %d (%d records applied): want its total", done, total, st.Records)
+	}
+}
+
+// Replay into a store that applied records already is refused naming
+// ErrStoreNotEmpty and an offset it holds: it took the log's records again
+// from offset 0, each a Duplicate or AlreadyApplied that changed nothing,
+// and returned the store as it was, as though it were the log's replay
+// (left out by a Go-package walkthrough). A nil store is refused too.
+func TestReplayIntoAStoreWithOffsetsIsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers, recs, prod := sampleLog(ctx, t, broker.Config{Partitions: 1})
+	publishRecords(ctx, t, prod, recs[:3])
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cfg := processors.ReplayConfig{Brokers: brokers, Store: store, Processors: []processors.Processor{sessions.Processor{}}}
+	if _, err := processors.Replay(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, err = processors.Replay(ctx, cfg)
+	if !errors.Is(err, processors.ErrStoreNotEmpty) || !strings.Contains(err.Error(), "sessions/") {
+		t.Fatalf("second replay into the same store: %v, want ErrStoreNotEmpty naming an offset", err)
+	}
+	cfg.Store = nil
+	if _, err := processors.Replay(ctx, cfg); err == nil || !strings.Contains(err.Error(), "ReplayConfig.Store") {
+		t.Fatalf("nil store: %v, want an error naming ReplayConfig.Store", err)
 	}
 }
