@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/processors"
 )
@@ -49,6 +50,37 @@ func TestWarningsFollowTheLogFormat(t *testing.T) {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil || m["level"] != "WARN" {
 			t.Errorf("not a JSON warning: %s (%v)", l, err)
+		}
+	}
+}
+
+// serve's slog lines give their time in UTC whatever the host's zone, as
+// the API's times and the CLI's messages do: under TZ=America/New_York
+// they said 15:00:06-05:00 (a time walkthrough, 2026-12-04).
+func TestServeLogsTimesInUTC(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = ny
+	var b bytes.Buffer
+	logDeadLetter(&b)(processors.LetterData{Topic: "chronicle.sessions", Handler: "sessions", Reason: "r"})
+	j := slog.New(slog.NewJSONHandler(&b, logUTC))
+	j.Warn("x")
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %q", len(lines), b.String())
+	}
+	text, _, _ := strings.Cut(strings.TrimPrefix(lines[0], "time="), " ")
+	var rec struct{ Time string }
+	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []string{text, rec.Time} {
+		ts, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil || !strings.HasSuffix(at, "Z") || time.Since(ts).Abs() > time.Minute {
+			t.Errorf("log time %q (%v): want the present in UTC, ending in Z", at, err)
 		}
 	}
 }

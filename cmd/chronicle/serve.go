@@ -236,14 +236,26 @@ func useLogFormat(rl *slog.Logger) {
 	}
 }
 
+// logUTC makes serve's slog lines (the request log, the pipeline's,
+// dead letters) give their time in UTC, as the API's times and the CLI's
+// messages do: slog wrote the host's zone (under TZ=America/New_York,
+// 15:00:06-05:00 beside a dead letter's 20:00:06Z; a time walkthrough,
+// 2026-12-04).
+var logUTC = &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
+		a.Value = slog.TimeValue(a.Value.Time().UTC())
+	}
+	return a
+}}
+
 // requestLogger is the logger of --request-log: slog's text or JSON
 // handler on stderr, nil for off.
 func requestLogger(format string) (*slog.Logger, error) {
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, logUTC)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, logUTC)), nil
 	case "off":
 		return nil, nil
 	}
@@ -259,7 +271,7 @@ func requestLogger(format string) (*slog.Logger, error) {
 // developer's walkthrough).
 func pipelineLogger(rl *slog.Logger) watermill.LoggerAdapter {
 	if rl == nil {
-		rl = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		rl = slog.New(slog.NewTextHandler(os.Stderr, logUTC))
 	}
 	return watermill.NewSlogLogger(rl)
 }
@@ -273,14 +285,14 @@ func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay
 // Before, serve logged nothing of a refusal: an event accepted with 202
 // and refused by a processor showed only in chronicle.deadletter.
 func logDeadLetter(w io.Writer) func(processors.LetterData) {
-	return logDeadLetterTo(slog.New(slog.NewTextHandler(w, nil)))
+	return logDeadLetterTo(slog.New(slog.NewTextHandler(w, logUTC)))
 }
 
 // logDeadLetterTo is logDeadLetter through l, the request log's logger
 // (JSON with --request-log json), or text on stderr when l is nil.
 func logDeadLetterTo(l *slog.Logger) func(processors.LetterData) {
 	if l == nil {
-		l = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		l = slog.New(slog.NewTextHandler(os.Stderr, logUTC))
 	}
 	return func(d processors.LetterData) {
 		l.Warn("chronicle: dead letter", "handler", d.Handler, "at", fmt.Sprintf("%s:%d:%d", d.Topic, d.Partition, d.Offset),
