@@ -22,23 +22,10 @@ import (
 // a replay built a shorter state (an SRE's walkthrough, 2026-12-03). A
 // clean log starts.
 func TestTruncatedLogIsRefused(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
-	b, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(string(events.TopicLearned)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strings.Repeat("x", 500)), Partition: 0}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl.Close()
-	b.Close()
+	dir := cleanLog(ctx, t)
+	var b *Broker
+	var err error
 	// a clean log starts again
 	if b, err = Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0"}); err != nil {
 		t.Fatalf("a clean log: %v", err)
@@ -76,24 +63,11 @@ func TestTruncatedLogIsRefused(t *testing.T) {
 // state without a word (a disk walkthrough: one byte of 10 MB changed, the
 // partition read to offset 78 of 137).
 func TestCorruptedLogIsRefused(t *testing.T) {
-	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(string(events.TopicLearned)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strings.Repeat("x", 500)), Partition: 0}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl.Close()
-	b.Close()
+	dir := cleanLog(ctx, t)
+	var b *Broker
+	var err error
 	seg := filepath.Join(dir, "partitions", string(events.TopicLearned)+"-0", "0.dat")
 	f, err := os.OpenFile(seg, os.O_RDWR, 0)
 	if err != nil {
@@ -127,4 +101,27 @@ func TestCorruptedLogIsRefused(t *testing.T) {
 			t.Fatalf("start %d: the damaged segment changed: %v, want %d bytes left as they were", i+1, err, fi.Size())
 		}
 	}
+}
+
+// cleanLog is the directory of a log of 20 records of 500 bytes on
+// partition 0 of chronicle.learned, stopped cleanly.
+func cleanLog(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(string(events.TopicLearned)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strings.Repeat("x", 500)), Partition: 0}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	b.Close()
+	return dir
 }
