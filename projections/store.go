@@ -62,7 +62,7 @@ func getValue(db *pebble.DB, key []byte) ([]byte, bool, error) {
 	}
 	out := bytes.Clone(v)
 	if err := closer.Close(); err != nil {
-		return nil, false, fmt.Errorf("projections: row %q cannot be read (%w): the store is damaged; rebuild it from the log into a new directory (chronicle replay --data <data dir> --into <new dir>; the log is the source of truth) and use that one", key, err)
+		return nil, false, unreadableRow(key, err)
 	}
 	return out, true, nil
 }
@@ -616,9 +616,15 @@ func scanRows(it *pebble.Iterator, strip int, fn func(key string, val []byte) (b
 func rowValue(it *pebble.Iterator) ([]byte, error) {
 	val, err := it.ValueAndErr()
 	if err != nil {
-		return nil, fmt.Errorf("projections: row %q cannot be read (%w): the store is damaged; rebuild it from the log into a new directory (chronicle replay --data <data dir> --into <new dir>; the log is the source of truth) and use that one", it.Key(), err)
+		return nil, unreadableRow(it.Key(), err)
 	}
 	return val, nil
+}
+
+// unreadableRow is the error of a row whose value cannot be read: it names
+// the row and Pebble's error, and says to rebuild the store from the log.
+func unreadableRow(key []byte, err error) error {
+	return fmt.Errorf("projections: row %q cannot be read (%w): the store is damaged; rebuild it from the log into a new directory (chronicle replay --data <data dir> --into <new dir>; the log is the source of truth) and use that one", key, err)
 }
 
 // upper is the smallest key greater than every key with prefix p.
