@@ -105,7 +105,7 @@ func serveCmd() *cobra.Command {
 					os.Exit(1)
 				}
 			})
-			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, ReplicationFactor: c.replication, MinInsyncReplicas: c.minInsync, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnDeadLetter: logDeadLetterTo(rl), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
+			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, ReplicationFactor: c.replication, MinInsyncReplicas: c.minInsync, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnTickError: logTickError, OnDeadLetter: logDeadLetterTo(rl), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit,
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			close(started)
@@ -277,6 +277,10 @@ func pipelineLogger(rl *slog.Logger) watermill.LoggerAdapter {
 }
 
 func logRelayError(err error) { fmt.Fprintln(os.Stderr, "chronicle: outbox relay:", err) }
+
+// logTickError prints the clock ticker's failures and the wall-clock steps
+// it noticed (pipeline.Config.OnTickError) under their own label.
+func logTickError(err error) { fmt.Fprintln(os.Stderr, "chronicle: clock ticker:", err) }
 
 // logDeadLetter logs each dead letter once, when the live engine's
 // dead-letter projection applies it: one slog line (text, to w) naming the

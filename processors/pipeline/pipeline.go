@@ -98,6 +98,11 @@ type Config struct {
 	// sync retries with backoff). They went to OnRelayError, so serve
 	// logged a Weaviate outage as an "outbox relay" failure.
 	OnSearchError func(error)
+	// OnTickError is told about the clock ticker's failures: a tick that
+	// could not be written, and each step of the wall clock it noticed
+	// (clock.Ticker.OnError). Default: OnRelayError, which they all went
+	// to before, so serve labelled a clock step an "outbox relay" failure.
+	OnTickError func(error)
 	// LLM, when set, moves distillation to the LLM distiller worker (the
 	// sessions processor stops running the deterministic extractor) and
 	// scores judge criteria with the critic–judge worker. Default nil:
@@ -451,7 +456,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	if cfg.TickInterval > 0 {
 		p.goPart("ticker", func() {
-			(&clock.Ticker{Producer: p.Producer, Interval: cfg.TickInterval, OnError: cfg.OnRelayError}).Run(runCtx)
+			(&clock.Ticker{Producer: p.Producer, Interval: cfg.TickInterval, OnError: cfg.tickErrorSink()}).Run(runCtx)
 		})
 	}
 	deadline := time.After(60 * time.Second)
@@ -474,6 +479,15 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 	}
 	return p, nil
+}
+
+// tickErrorSink is where the clock ticker's failures go: OnTickError,
+// else OnRelayError (nil: ignored).
+func (c Config) tickErrorSink() func(error) {
+	if c.OnTickError != nil {
+		return c.OnTickError
+	}
+	return c.OnRelayError
 }
 
 // ErrSharedUnfenced is GET /healthz's warning while SharedUnfenced is
