@@ -24,11 +24,11 @@ func brokerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer b.Close()
 			fmt.Fprintf(os.Stderr, "chronicle: embedded Kafka broker on %v\n", b.Addrs())
 			fmt.Println(b.Addrs()[0])
 			<-ctx.Done()
-			return nil
+			b.Close()
+			return b.CloseError()
 		},
 	}
 	// not c.register: the broker is the log, --brokers would name another

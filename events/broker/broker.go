@@ -207,11 +207,12 @@ func (c *Config) setDefaults() {
 
 // Broker is a running embedded broker or a handle on an external cluster.
 type Broker struct {
-	cfg     Config
-	cluster *kfake.Cluster
-	lock    io.Closer // the log directory's lock (LockFile), held while cluster runs
-	addrs   []string
-	storage *storageLog // the embedded broker's log write failures (StorageFailure)
+	cfg      Config
+	cluster  *kfake.Cluster
+	lock     io.Closer // the log directory's lock (LockFile), held while cluster runs
+	addrs    []string
+	storage  *storageLog // the embedded broker's log write failures (StorageFailure)
+	closeErr error       // the last Close's failed save (CloseError)
 }
 
 // LockFile is the file in the embedded broker's DataDir that the running
@@ -347,14 +348,33 @@ func (b *Broker) Addrs() []string { return b.addrs }
 func (b *Broker) Embedded() bool { return b.cluster != nil }
 
 // Close stops the embedded broker, persisting its state, then writes
-// StoppedFile; it does nothing for an external cluster.
+// StoppedFile, unless that save failed (StorageFailure then returns its
+// error): the next Start treats such a log as one a killed process left;
+// it does nothing for an external cluster.
 func (b *Broker) Close() { b.close(true) }
+
+// CloseError is the failure of the last Close's save of the embedded
+// broker's state (e.g. "broker: the final save of DATA/log failed, so the
+// next start takes the log as a killed process's: embedded broker: persist
+// to disk: …: no space left on device"), or nil when it succeeded, Close
+// was not called or the broker is an external cluster. Records
+// acknowledged before Close are in their segments either way.
+func (b *Broker) CloseError() error { return b.closeErr }
 
 // close is Close; stopped false leaves StoppedFile unwritten.
 func (b *Broker) close(stopped bool) {
 	if b.cluster != nil {
+		closing := time.Now()
 		b.cluster.Close()
 		b.cluster = nil
+		if at, err := b.StorageFailure(); err != nil && !at.Before(closing) {
+			// the state files of this stop are not all written: a
+			// StoppedFile would vouch for them (checkSegments would
+			// compare the segments with a stale snapshot, abortDangling
+			// would be skipped)
+			stopped = false
+			b.closeErr = fmt.Errorf("broker: the final save of %s failed, so the next start takes the log as a killed process's: %w", b.cfg.DataDir, err)
+		}
 		if stopped {
 			// the next Start need not close what a killed process left
 			// open (abortDangling); a failure to say so only costs it

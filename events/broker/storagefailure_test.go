@@ -81,3 +81,57 @@ func mustSessionEvent(t *testing.T) events.Envelope {
 	}
 	return env
 }
+
+// A clean stop whose final save fails (here a directory stands where
+// the state file meta.json is first written, so the save cannot create
+// it) leaves no StoppedFile: the mark would vouch for state files this
+// stop did not write, and the next Start would compare the segments with
+// a stale snapshot and skip the abort of dangling transactions. Before,
+// Close wrote the mark whatever the save did (left out by the disk
+// walkthrough, 2026-12-04). The next Start then takes the log as a killed
+// process's, and serves it.
+func TestFailedFinalSaveLeavesNoStoppedMark(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	b, err := broker.Start(ctx, broker.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: b.Addrs(), MaxAttempts: 2, PublishTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, mustSessionEvent(t)); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	blocker := filepath.Join(dir, "meta.json.tmp")
+	if err := os.Mkdir(blocker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, err := os.Stat(filepath.Join(dir, broker.StoppedFile)); err == nil {
+		t.Fatalf("%s written after a final save that failed", broker.StoppedFile)
+	}
+	if _, serr := b.StorageFailure(); serr == nil || !strings.Contains(serr.Error(), "meta.json") {
+		t.Fatalf("StorageFailure after the failed save = %v, want the save's error naming meta.json", serr)
+	}
+	if cerr := b.CloseError(); cerr == nil || !strings.Contains(cerr.Error(), "final save") || !strings.Contains(cerr.Error(), "meta.json") {
+		t.Fatalf("CloseError = %v, want the final save's failure naming meta.json", cerr)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	b, err = broker.Start(ctx, broker.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("Start after a failed final save: %v", err)
+	}
+	b.Close()
+	if cerr := b.CloseError(); cerr != nil {
+		t.Fatalf("CloseError after a save that worked = %v", cerr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, broker.StoppedFile)); err != nil {
+		t.Fatalf("a clean stop with a working save must write %s: %v", broker.StoppedFile, err)
+	}
+}

@@ -899,7 +899,8 @@ func (p *Pipeline) close(wait time.Duration) error {
 }
 
 // closeClients closes the admin client, the producer, the broker and the
-// store, once nothing runs that uses them.
+// store, once nothing runs that uses them; its error joins the broker's
+// failed final save (broker.Broker.CloseError) and the store's Close.
 func (p *Pipeline) closeClients() error {
 	if p.adminCl != nil {
 		p.adminCl.Close()
@@ -907,13 +908,15 @@ func (p *Pipeline) closeClients() error {
 	if p.Producer != nil {
 		p.Producer.Close()
 	}
+	var errs []error
 	if p.Broker != nil {
 		p.Broker.Close()
+		errs = append(errs, p.Broker.CloseError())
 	}
 	if p.Store != nil {
-		return p.Store.Close()
+		errs = append(errs, p.Store.Close())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // lagDesc is chronicle_processor_lag_records{processor,topic,partition}:
