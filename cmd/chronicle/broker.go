@@ -20,7 +20,7 @@ func brokerCmd() *cobra.Command {
 			ctx, cancel := signalContext()
 			defer cancel()
 			b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: c.kafkaListen, Partitions: c.partitions, GroupMinSessionTimeout: minSession,
-				OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit}) // as serve warns (it was silent: an SRE's walkthrough)
+				OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit, OnLogRepaired: warnLogRepaired}) // as serve warns (it was silent: an SRE's walkthrough)
 			if err != nil {
 				return err
 			}

@@ -106,7 +106,7 @@ func serveCmd() *cobra.Command {
 				}
 			})
 			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, ReplicationFactor: c.replication, MinInsyncReplicas: c.minInsync, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnTickError: logTickError, OnDeadLetter: logDeadLetterTo(rl), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
-				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit,
+				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit, OnLogRepaired: warnLogRepaired,
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			close(started)
 			stopWatch()
@@ -217,6 +217,14 @@ func warnSmallMessageLimit(ls []broker.TopicMessageLimit) {
 		fmt.Fprintf(&b, "%s (%d)", l.Topic, l.MaxMessageBytes)
 	}
 	fmt.Fprintf(os.Stderr, "chronicle: warning: these topics' max.message.bytes is below %d bytes, the record batch Chronicle's producers send (an event may be up to %d bytes): the broker refuses a larger batch or event with MESSAGE_TOO_LARGE, and the write is answered 503; raise it (kafka-configs --alter --add-config max.message.bytes=1048588, Kafka's default): %s\n", broker.MinMaxMessageBytes, events.MaxEventBytes, b.String())
+}
+
+// warnLogRepaired is the pipeline's OnLogRepaired: one warning per repair
+// the embedded broker made while loading a log a killed process left.
+func warnLogRepaired(repairs []string) {
+	for _, r := range repairs {
+		fmt.Fprintf(os.Stderr, "chronicle: warning: the embedded broker repaired its log, which the last process did not stop cleanly: %s (the torn end of a write, cut off as Kafka's log recovery cuts it; records acknowledged before it are kept)\n", r)
+	}
 }
 
 // registerRequestLog adds --request-log to a command serving the HTTP API.

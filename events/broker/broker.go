@@ -87,6 +87,16 @@ type Config struct {
 	// it: such a topic refuses the producer's larger batches and events with
 	// MESSAGE_TOO_LARGE, which showed only as 503s.
 	OnSmallMessageLimit func([]TopicMessageLimit)
+	// OnLogRepaired, when set, is called once by Start of the embedded
+	// broker with each repair kfake made while loading a log that was
+	// not stopped cleanly (a killed process, a power cut), e.g.
+	// "partition chronicle.sessions-0 segment 0: truncating 4096 corrupt
+	// bytes": the torn end of a write cut off, as Kafka's log recovery
+	// cuts it, which it logs as a warning too; not called when there is
+	// none. A log stopped cleanly is checked instead and refused when
+	// damaged (ErrLogDamaged). serve and broker warn with it: before, the
+	// cut was silent. Default nil: not told.
+	OnLogRepaired func([]string)
 }
 
 // TopicConfigs are the configurations Chronicle creates its topics with:
@@ -299,7 +309,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			lock.Close()
 			return nil, fmt.Errorf("broker: log %s: %s: %w", cfg.DataDir, StoppedFile, err)
 		}
-		b.storage = new(storageLog)
+		b.storage = &storageLog{loading: true}
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(cfg.DataDir), kfake.ClusterID("chronicle"), kfake.WithLogger(b.storage)}
 		var gate *connGate
 		listen := net.Listen
@@ -324,6 +334,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 		b.cluster, b.lock = c, lock
 		b.addrs = c.ListenAddrs()
+		if repairs := b.storage.loaded(); len(repairs) > 0 && cfg.OnLogRepaired != nil {
+			cfg.OnLogRepaired(repairs)
+		}
 		if !clean {
 			// before anything else writes (see abortDangling)
 			err := abortDangling(ctx, b.addrs, gate.dial)

@@ -125,3 +125,54 @@ func cleanLog(ctx context.Context, t *testing.T) string {
 	b.Close()
 	return dir
 }
+
+// A log a killed process left (no StoppedFile) whose segment ends in a
+// torn write is cut back to its last whole batch by kfake, as Kafka's log
+// recovery cuts it; Config.OnLogRepaired is now told of each such repair,
+// so serve and broker warn, where the cut was silent before (left out by
+// the disk walkthrough, 2026-12-04). The records before the torn end are
+// kept; a clean log reports no repair.
+func TestRepairOfAKilledLogIsReported(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := cleanLog(ctx, t)
+	var repairs []string
+	b, err := Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", OnLogRepaired: func(r []string) { repairs = append(repairs, r...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.close(false) // as a killed process leaves it: no StoppedFile
+	if len(repairs) != 0 {
+		t.Fatalf("a clean log reported repairs: %q", repairs)
+	}
+	seg := filepath.Join(dir, "partitions", string(events.TopicLearned)+"-0", "0.dat")
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte(strings.Repeat("\x00\x01torn", 20))); err != nil { // 120 bytes: a batch header cut short
+		t.Fatal(err)
+	}
+	f.Close()
+	b, err = Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0", OnLogRepaired: func(r []string) { repairs = append(repairs, r...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if len(repairs) != 1 || !strings.Contains(repairs[0], string(events.TopicLearned)+"-0") || !strings.Contains(repairs[0], "truncating 120 corrupt bytes") {
+		t.Fatalf("repairs = %q, want the cut of the 120 torn bytes of %s-0", repairs, events.TopicLearned)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{string(events.TopicLearned): {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := 0
+	for got < 20 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of the 20 records before the torn end: %v", got, err)
+		}
+		got += fs.NumRecords()
+	}
+}

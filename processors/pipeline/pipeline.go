@@ -79,6 +79,10 @@ type Config struct {
 	// the topics that existed with a max.message.bytes below
 	// broker.MinMaxMessageBytes (serve warns).
 	OnSmallMessageLimit func([]broker.TopicMessageLimit)
+	// OnLogRepaired is broker.Config.OnLogRepaired: called with each
+	// repair the embedded broker made while loading a log a killed
+	// process left (a torn write cut off). serve warns with it.
+	OnLogRepaired func([]string)
 	// Processors to run (default DefaultProcessors()). Each needs a Name
 	// of its own, free of '/': add a processor of one's own to
 	// DefaultProcessors() under another name than theirs (Start refuses a
@@ -296,7 +300,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			return fail(err)
 		}
 	}
-	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, MinInsyncReplicas: cfg.MinInsyncReplicas, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention, OnSmallMessageLimit: cfg.OnSmallMessageLimit}); err != nil {
+	if p.Broker, err = broker.Start(ctx, broker.Config{Brokers: cfg.Brokers, DataDir: LogDir(cfg.DataDir), Listen: cfg.KafkaListen, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, MinInsyncReplicas: cfg.MinInsyncReplicas, OnPartitionsDiffer: cfg.OnPartitionsDiffer, OnFiniteRetention: cfg.OnFiniteRetention, OnSmallMessageLimit: cfg.OnSmallMessageLimit, OnLogRepaired: cfg.OnLogRepaired}); err != nil {
 		return fail(err)
 	}
 	if p.Producer, err = events.NewProducer(events.ProducerConfig{Brokers: p.Broker.Addrs(), StorageFailure: p.Broker.StorageFailure}); err != nil {
