@@ -344,29 +344,9 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 		e.backOff(topic, partition, err)
 		return false
 	}
-	base := make([]projections.Item, len(recs))
-	for i, r := range recs {
-		base[i] = parseItem(r, n)
-	}
-	dl := deadLetters(topic)
-	var owners []int
-	if dl {
-		owners = conflictLetterers(procs, base)
-	}
+	itemsOf := pollItems(procs, recs, n)
 	err = e.pool.each(procs, func(i int, p Processor) error {
-		items := make([]projections.Item, len(base))
-		for j, it := range base {
-			rec := recs[j]
-			// a record that is no event of the topic is dead-lettered
-			// once, by the topic's first processor; a conflicting
-			// duplicate once too, by the first that acts on its type
-			if dl && (it.Err == nil || i == 0) {
-				it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
-				it.QuietConflict = owners[j] != i
-			}
-			items[j] = it
-		}
-		return e.apply(p, items)
+		return e.apply(p, itemsOf(i, p))
 	})
 	if err != nil {
 		e.backOff(topic, partition, err)
@@ -376,6 +356,79 @@ func (e *engine) partition(ctx context.Context, topic string, partition int32, r
 	e.own.advanced(topic, partition, last.Offset+1)
 	e.mark(topic, partition, last)
 	return true
+}
+
+// pollItems parses and validates recs (data records of one topic
+// partition, in offset order; partitions: the topic's partition count)
+// once, and gives procs[i] (the topic's processors, in byTopic's order)
+// its items of them: a record that is no event of the topic is
+// dead-lettered once, by the topic's first processor; a conflicting
+// duplicate once too, by the first that acts on its type
+// (conflictLetterers).
+func pollItems(procs []Processor, recs []*kgo.Record, partitions int) func(i int, p Processor) []projections.Item {
+	base := make([]projections.Item, len(recs))
+	for i, r := range recs {
+		base[i] = parseItem(r, partitions)
+	}
+	dl := len(recs) > 0 && deadLetters(recs[0].Topic)
+	var owners []int
+	if dl {
+		owners = conflictLetterers(procs, base)
+	}
+	return func(i int, p Processor) []projections.Item {
+		items := make([]projections.Item, len(base))
+		for j, it := range base {
+			rec := recs[j]
+			if dl && (it.Err == nil || i == 0) {
+				it.DeadLetter = func(reason error) projections.OutboxRecord { return deadLetterRecord(p, rec, reason) }
+				it.QuietConflict = owners[j] != i
+			}
+			items[j] = it
+		}
+		return items
+	}
+}
+
+// ApplyPoll applies recs — records of one topic partition in offset order,
+// as one poll brings them, without transaction markers — to every
+// processor of procs that reads their topic, as the live engine applies a
+// poll, without a broker: each record parsed and validated once, the
+// processors in name order, each in one ApplyBatch of the store (a
+// TypedProcessor given only its types), a rejection dead-lettered into the
+// store's outbox (a record that is no event of the topic once, by the
+// topic's first processor). partitions is the topic's partition count (a
+// record on another partition than its key's is no event of the topic);
+// 0 or 1 checks nothing. It returns each processor's outcomes by Name, in
+// recs' order; a processor that does not read the topic has none. A store
+// failure is returned as it is (the engine retries the poll). Package
+// processors/processortest drives it; a test of one's own processor can
+// too.
+func ApplyPoll(store *projections.Store, procs []Processor, partitions int, recs []*kgo.Record) (map[string][]projections.Outcome, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	topic := recs[0].Topic
+	for i, r := range recs {
+		switch {
+		case r.Topic != topic || r.Partition != recs[0].Partition:
+			return nil, fmt.Errorf("processors: ApplyPoll: recs[%d] is on %s/%d, recs[0] on %s/%d: one topic partition per call", i, r.Topic, r.Partition, topic, recs[0].Partition)
+		case r.Attrs.IsControl():
+			return nil, fmt.Errorf("processors: ApplyPoll: recs[%d] is a transaction marker: data records only", i)
+		case i > 0 && r.Offset <= recs[i-1].Offset:
+			return nil, fmt.Errorf("processors: ApplyPoll: recs[%d] at offset %d follows offset %d: offset order", i, r.Offset, recs[i-1].Offset)
+		}
+	}
+	mine := byTopic(procs)[topic]
+	itemsOf := pollItems(mine, recs, partitions)
+	out := make(map[string][]projections.Outcome, len(mine))
+	for i, p := range mine {
+		outs, err := applyBatch(store, p, itemsOf(i, p))
+		if err != nil {
+			return out, err
+		}
+		out[p.Name()] = outs
+	}
+	return out, nil
 }
 
 // conflictLetterers gives, for each item of base, the index in procs (a

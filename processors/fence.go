@@ -656,7 +656,7 @@ func (f *Fence) transact(ctx context.Context, cl *kgo.Client, k tp, rows []proje
 	if err != nil {
 		return err
 	}
-	return transactOffset(ctx, cl, f.TransactionalID(k.topic, k.partition), f.group(), topicID, k, frontier, outboxRecords(rows))
+	return transactOffset(ctx, cl, f.TransactionalID(k.topic, k.partition), f.group(), topicID, k, frontier, OutboxRecords(rows))
 }
 
 // transactOffset produces recs and commits next as group's offset of
@@ -831,9 +831,11 @@ func lookupTopicID(ctx context.Context, cl *kgo.Client, topic string) ([16]byte,
 	return d.ID, nil
 }
 
-// outboxRecords are the Kafka records of outbox entries: the derived
-// event's content-type, or a dead-letter record's own headers.
-func outboxRecords(pending []projections.OutboxEntry) []*kgo.Record {
+// OutboxRecords are the Kafka records the relay writes for outbox
+// entries: each on its row's topic with its key and value, with the
+// derived event's content-type header, or a dead-letter record's own
+// headers; the partition is the producer's (its key's).
+func OutboxRecords(pending []projections.OutboxEntry) []*kgo.Record {
 	recs := make([]*kgo.Record, len(pending))
 	for i, p := range pending {
 		recs[i] = &kgo.Record{

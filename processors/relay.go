@@ -87,7 +87,7 @@ func (r *Relay) Once(ctx context.Context) (int, error) {
 // round: a walkthrough counted a memory.created.v1 245 times on the
 // learned stream in a minute.
 func (r *Relay) produceAndAck(ctx context.Context, entries []projections.OutboxEntry) (int, error) {
-	recs := outboxRecords(entries)
+	recs := OutboxRecords(entries)
 	err := r.Producer.ProduceRecords(ctx, recs)
 	if err == nil {
 		return len(entries), r.Store.AckOutbox(entries)

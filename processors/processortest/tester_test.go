@@ -1,0 +1,239 @@
+package processortest_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/events/taubench"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/processortest"
+	"github.com/chronicle-dev/chronicle/projections"
+)
+
+// toolCalls counts each tool's successful calls and rejects a call of
+// the tool "forbidden".
+type toolCalls struct{ name string }
+
+func (p toolCalls) Name() string         { return p.name }
+func (toolCalls) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
+func (toolCalls) Types() []events.Type   { return []events.Type{events.WorkflowTaskCompleted} }
+func (toolCalls) Apply(tx *projections.Tx, env *events.Envelope) error {
+	var d events.TaskCompletedData
+	if err := env.Decode(&d); err != nil {
+		return err
+	}
+	if d.ToolID == "forbidden" {
+		return errors.New("the tool forbidden may not be called")
+	}
+	v, _, err := tx.Get(d.ToolID)
+	if err != nil {
+		return err
+	}
+	n, _ := strconv.Atoi(string(v))
+	return tx.Set(d.ToolID, []byte(strconv.Itoa(n+1)))
+}
+
+func call(t *testing.T, id, tool string) events.Envelope {
+	t.Helper()
+	env, err := events.New(events.WorkflowTaskCompleted, "agent/test", id, time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC),
+		events.TaskCompletedData{WorkflowID: "s1", TaskID: id, ToolID: tool, Success: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SessionID = "s1"
+	return env
+}
+
+// The tester applies as the engine does: a repeated event is a Duplicate,
+// a type the processor does not handle is Ignored, a rejection is
+// dead-lettered once with its reason and the next event applies, and a
+// producer's refusal writes nothing.
+func TestTesterAppliesAsTheEngine(t *testing.T) {
+	tt := processortest.New(t, []processors.Processor{toolCalls{"calls"}})
+	outs, err := tt.Publish(call(t, "c1", "refund"), call(t, "c2", "refund"), call(t, "c2", "refund"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []projections.Result{outs[0]["calls"].Result, outs[1]["calls"].Result, outs[2]["calls"].Result}; got[0] != projections.Applied || got[1] != projections.Applied || got[2] != projections.Duplicate {
+		t.Fatalf("results %v, want Applied, Applied, Duplicate", got)
+	}
+	if v, _, _ := tt.Store.Get("calls", "refund"); string(v) != "2" {
+		t.Fatalf("refund calls = %q, want 2", v)
+	}
+	start, err := events.New(events.SessionStarted, "agent/test", "start-1", time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC),
+		events.SessionStartedData{OriginalTask: "change a flight", SuccessCriteria: []events.Criterion{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start.SessionID = "s1"
+	outs, err = tt.Publish(start, call(t, "c3", "forbidden"), call(t, "c4", "refund"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := outs[0]["calls"].Result; r != projections.Ignored {
+		t.Fatalf("a session start: %v, want Ignored (not one of the processor's types)", r)
+	}
+	var rej *projections.RejectedError
+	if o := outs[1]["calls"]; o.Result != projections.DeadLettered || !errors.As(o.Err, &rej) {
+		t.Fatalf("a call of the forbidden tool: %v %v, want DeadLettered with a *RejectedError", o.Result, o.Err)
+	}
+	if r := outs[2]["calls"].Result; r != projections.Applied {
+		t.Fatalf("the call after the rejected one: %v, want Applied", r)
+	}
+	letters := tt.DeadLetters()
+	if len(letters) != 1 || !strings.Contains(header(letters[0], processors.HeaderError), "the tool forbidden may not be called") || header(letters[0], processors.HeaderOriginalOffset) != "4" {
+		t.Fatalf("dead letters %d (%q at offset %q), want one naming the reason and offset 4", len(letters), header(first(letters), processors.HeaderError), header(first(letters), processors.HeaderOriginalOffset))
+	}
+	if len(tt.DeadLetters()) != 0 {
+		t.Fatal("DeadLetters returned the same letter twice")
+	}
+	// a producer's refusal: nothing written, not even the valid first event
+	bad := call(t, "c5", "refund")
+	bad.Type = events.EvaluationCompleted // a derived type
+	if _, err := tt.Publish(call(t, "c6", "refund"), bad); !errors.Is(err, events.ErrDerivedType) {
+		t.Fatalf("Publish of a derived type = %v, want events.ErrDerivedType", err)
+	}
+	if n := len(tt.Records(events.TopicSessions)); n != 6 {
+		t.Fatalf("chronicle.sessions holds %d records, want the 6 accepted before the refused call", n)
+	}
+	if v, _, _ := tt.Store.Get("calls", "refund"); string(v) != "3" {
+		t.Fatalf("refund calls = %q, want 3", v)
+	}
+}
+
+// A record written straight to Kafka that is no event is dead-lettered
+// once, not once per processor of its topic, as the engine does.
+func TestTesterDeadLettersABadRecordOnce(t *testing.T) {
+	tt := processortest.New(t, []processors.Processor{toolCalls{"a"}, toolCalls{"b"}})
+	outs, err := tt.PublishRecord(&kgo.Record{Topic: string(events.TopicSessions), Key: []byte("s1"), Value: []byte(`{"specversion":"1.0"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs["a"].Result != projections.DeadLettered || outs["b"].Result != projections.DeadLettered {
+		t.Fatalf("outcomes %v, want both DeadLettered", outs)
+	}
+	if n := len(tt.DeadLetters()); n != 1 {
+		t.Fatalf("%d dead letters for one bad record, want 1", n)
+	}
+	if n := len(tt.Records(events.TopicDeadLetter)); n != 1 {
+		t.Fatalf("the dead-letter topic holds %d records, want 1", n)
+	}
+}
+
+// The tester's projections are the engine's: the default processors over
+// tau-bench sessions build in the tester a state whose digest equals a
+// Replay's of the log the tester wrote (every record it holds, derived
+// events and letters included, produced in its order to an embedded
+// broker); and their derived evaluations reach Emitted.
+func TestTesterDigestEqualsReplayOfItsLog(t *testing.T) {
+	for _, parts := range []int32{1, 4} {
+		t.Run(strconv.Itoa(int(parts))+" partitions", func(t *testing.T) { testDigestEqualsReplay(t, parts) })
+	}
+}
+
+func testDigestEqualsReplay(t *testing.T, partitions int32) {
+	recs, err := taubench.SampleRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := pipeline.DefaultProcessors()
+	tt := processortest.New(t, procs, processortest.Partitions(int(partitions)))
+	for _, r := range recs[:12] {
+		envs, err := taubench.Events(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tt.Publish(envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evaluations := 0
+	for _, e := range tt.Emitted() {
+		if e.Type == events.EvaluationCompleted {
+			evaluations++
+		}
+	}
+	if evaluations != 12 {
+		t.Fatalf("%d evaluations emitted for 12 completed sessions, want 12", evaluations)
+	}
+	want, err := tt.Store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: partitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	written := 0
+	for _, topic := range events.AllTopics {
+		for _, r := range tt.Records(topic) {
+			c := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+			if err := cl.ProduceSync(ctx, c).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			if c.Offset != r.Offset {
+				t.Fatalf("%s/%d: written at offset %d, the tester's %d", r.Topic, r.Partition, c.Offset, r.Offset)
+			}
+			written++
+		}
+	}
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: b.Addrs(), Store: store, Processors: procs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.All != want.All {
+		for name, h := range want.Projections {
+			if got.Projections[name] != h {
+				t.Errorf("projection %s: replay %s, tester %s", name, got.Projections[name], h)
+			}
+		}
+		t.Fatalf("replay of the tester's log (%d records, %+v) differs from the tester's state", written, st)
+	}
+	t.Logf("%d records; digest %s; replay %+v", written, want.All, st)
+}
+
+func header(r *kgo.Record, key string) string {
+	if r == nil {
+		return ""
+	}
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func first(rs []*kgo.Record) *kgo.Record {
+	if len(rs) == 0 {
+		return nil
+	}
+	return rs[0]
+}
