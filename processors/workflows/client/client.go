@@ -9,8 +9,9 @@
 // Every write carries an event id the client makes up once per call and
 // keeps across its retries (a write whose outcome is unknown — a transport
 // error, 502, 503 or 504 — is sent again, up to 6 times in about 7 s, none
-// after 15 s, and not after a send that timed out), so a retried write is
-// applied once. Each write
+// after 15 s, and not after a send that timed out, nor after a name that
+// does not resolve or a TLS failure, which no resend changes), so a
+// retried write is applied once. Each write
 // returns after the workflows processor applied it, with the new state;
 // when the processor did not get to it within the service's 5 s, the
 // error is an *Error with Status 202 (the event is in the log and will be
@@ -28,6 +29,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,6 +128,13 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 	if b, err := url.Parse(c.Base); err != nil || (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" {
 		return fmt.Errorf("workflows client: Client.Base %q: not the http:// or https:// URL of a running chronicle serve (e.g. http://127.0.0.1:8080); nothing was sent", c.Base)
 	}
+	// a control character inside the token (a newline between two
+	// pasted lines) fails every send with net/http's "invalid header
+	// field value", which a write sent again for 7 s first
+	tok := strings.TrimSpace(c.Token)
+	if i := strings.IndexFunc(tok, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("workflows client: Client.Token: a control character (%q) at byte %d: a bearer token is one line of printable characters; nothing was sent", tok[i], i)
+	}
 	var raw []byte
 	if body != nil {
 		// '<', '>' and '&' as given: json.Marshal's HTML escapes made
@@ -152,7 +162,7 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 		}
 		// trimmed: "tok\n" failed every call with net/http's "invalid
 		// header field value", and a write only after 7 s of resends
-		if tok := strings.TrimSpace(c.Token); tok != "" {
+		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		resp, err := hc.Do(req)
@@ -180,7 +190,7 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 		// six timeouts would have been six minutes).
 		var ne net.Error
 		timedOut := err != nil && errors.As(err, &ne) && ne.Timeout()
-		if method == http.MethodPost && attempt < writeAttempts && ctx.Err() == nil && !timedOut && time.Since(start) < writeRetryFor &&
+		if method == http.MethodPost && attempt < writeAttempts && ctx.Err() == nil && !timedOut && !unreachable(err) && time.Since(start) < writeRetryFor &&
 			(err != nil || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout) {
 			select {
 			case <-ctx.Done():
@@ -207,6 +217,25 @@ func (c *Client) do(ctx context.Context, method, u string, body, out any) error 
 		}
 		return json.Unmarshal(b, out)
 	}
+}
+
+// unreachable reports whether err is a transport failure that no resend
+// can change and before which nothing reached the service: its name does
+// not resolve, its certificate is not trusted or names another host, or
+// it does not speak TLS to an https:// Base. Such a write is not sent
+// again (it was, for about 7 s, before the same error).
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var dns *net.DNSError
+	var verify *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var record tls.RecordHeaderError
+	return errors.As(err, &dns) && dns.IsNotFound || errors.As(err, &verify) || errors.As(err, &authority) ||
+		errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &record)
 }
 
 func (c *Client) write(ctx context.Context, id string, sub []string, body map[string]any) (workflows.WriteResult, error) {

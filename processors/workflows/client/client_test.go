@@ -2,9 +2,12 @@ package client_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -186,5 +189,45 @@ func TestBaseIsNamedAndTokenTrimmed(t *testing.T) {
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Status != http.StatusNotFound || auth != "Bearer tok" {
 		t.Errorf("a token ending in a newline: %v, Authorization %q; want the service's 404 and %q", err, auth, "Bearer tok")
+	}
+}
+
+// A write that no resend can change is not sent again: a token with a
+// control character inside it is refused before anything is sent (every
+// send failed with net/http's "invalid header field value"), and a TLS
+// failure — here a certificate the client does not trust — ends the call
+// after one connection. Before, both were sent again for about 7 s, as a
+// transport error whose outcome is unknown (left out by a Go-package
+// walkthrough, 2026-12-04).
+func TestWriteDoesNotResendWhatCannotSucceed(t *testing.T) {
+	ctx := context.Background()
+	_, err := client.New("http://127.0.0.1:1", "first\nsecond").Update(ctx, "w1", 0, "tasks", []any{1})
+	if err == nil || !strings.Contains(err.Error(), "Client.Token") || !strings.Contains(err.Error(), "nothing was sent") {
+		t.Fatalf("a token with a newline inside: %v, want an error naming Client.Token", err)
+	}
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("a request reached the handler through an untrusted certificate")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes' "bad certificate"
+	srv.StartTLS()
+	defer srv.Close()
+	_, err = (&client.Client{Base: srv.URL, HTTP: &http.Client{Timeout: 10 * time.Second}}).Update(ctx, "w1", 0, "tasks", []any{1})
+	var ua x509.UnknownAuthorityError
+	if !errors.As(err, &ua) {
+		t.Fatalf("a write to an untrusted certificate: %v, want x509.UnknownAuthorityError", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("%d connections for one write to an untrusted certificate, want 1 (no resend)", conns)
 	}
 }
