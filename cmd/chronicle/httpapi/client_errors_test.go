@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
@@ -89,13 +88,13 @@ func TestClientRefusesDotIDs(t *testing.T) {
 	c := &httpapi.Client{Base: srv.URL}
 	ctx := context.Background()
 	for _, id := range []string{".", ".."} {
-		if _, err := c.SearchGet(ctx, mcpserver.Caller{}, id, ""); !errors.Is(err, search.ErrInvalid) {
+		if _, err := c.SearchGet(ctx, id, ""); !errors.Is(err, search.ErrInvalid) {
 			t.Errorf("search_get %q: %v, want search.ErrInvalid", id, err)
 		}
-		if _, err := c.SearchResume(ctx, mcpserver.Caller{}, id, "", "approve", ""); !errors.Is(err, search.ErrInvalid) {
+		if _, err := c.SearchResume(ctx, id, "", "approve", "", ""); !errors.Is(err, search.ErrInvalid) {
 			t.Errorf("search_resume %q: %v, want search.ErrInvalid", id, err)
 		}
-		if _, err := c.Improvement(ctx, mcpserver.Caller{}, id, ""); !errors.Is(err, search.ErrInvalid) {
+		if _, err := c.Improvement(ctx, id, ""); !errors.Is(err, search.ErrInvalid) {
 			t.Errorf("pair_improvement %q: %v, want search.ErrInvalid", id, err)
 		}
 		if _, err := c.Feedback(ctx, search.Feedback{MemoryID: id, Helpful: true}); !errors.Is(err, search.ErrInvalid) {
@@ -106,7 +105,7 @@ func TestClientRefusesDotIDs(t *testing.T) {
 		t.Errorf("%d requests sent", sent)
 	}
 	// a valid id answered with a redirect is not followed
-	_, err := c.SearchGet(ctx, mcpserver.Caller{}, "s-1", "")
+	_, err := c.SearchGet(ctx, "s-1", "")
 	var se *httpapi.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusTemporaryRedirect || sent != 1 {
 		t.Errorf("a redirect: %v (%d requests), want the 307 itself, not followed", err, sent)

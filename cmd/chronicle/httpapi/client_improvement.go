@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
 
@@ -19,7 +18,7 @@ import (
 // not exist), GET
 // /v1/sessions/{id}/improvement, which only reads. The service checks the
 // token's scopes (404 for another scope's session, reported as not found).
-func (c *Client) Improvement(ctx context.Context, _ mcpserver.Caller, sessionID, scope string) (map[string]any, error) {
+func (c *Client) Improvement(ctx context.Context, sessionID, scope string) (map[string]any, error) {
 	seg, err := idPath("session_id", sessionID)
 	if err != nil {
 		return nil, err

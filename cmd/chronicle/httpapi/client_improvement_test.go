@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 )
 
 // Against chronicle inspect, which answers every write 405, pair_improvement
@@ -30,7 +28,7 @@ func TestImprovementFallsBackOnReadOnly(t *testing.T) {
 		w.Write([]byte(`{"session_id":"s1","status":"NO_CONTEXT"}`))
 	}))
 	defer srv.Close()
-	out, err := (&Client{Base: srv.URL}).Improvement(context.Background(), mcpserver.Caller{}, "s1", "")
+	out, err := (&Client{Base: srv.URL}).Improvement(context.Background(), "s1", "")
 	if err != nil || out["status"] != "NO_CONTEXT" {
 		t.Fatalf("improvement %v, %v; want the GET's answer", out, err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pair"
@@ -203,7 +202,7 @@ func TestImprovementToolStartsTheLoop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	// stdio backend, reader: falls back to GET, writes nothing
-	if m, err := (&httpapi.Client{Base: srv.URL, Token: "tok-rb"}).Improvement(ctx, mcpserver.Caller{}, sid, ""); err != nil || m["status"] != pair.LoopAwaitingContext {
+	if m, err := (&httpapi.Client{Base: srv.URL, Token: "tok-rb"}).Improvement(ctx, sid, ""); err != nil || m["status"] != pair.LoopAwaitingContext {
 		t.Fatalf("client as a reader: %v %v", m["status"], err)
 	}
 	tool := func(token string) map[string]any {
@@ -253,7 +252,7 @@ func TestImprovementToolStartsTheLoop(t *testing.T) {
 		}
 	}
 	// the stdio backend for the writer: the loop is started, the same state
-	if m, err := (&httpapi.Client{Base: srv.URL, Token: "tok-b"}).Improvement(ctx, mcpserver.Caller{}, sid, "project:b"); err != nil || m["status"] != pair.LoopRevisionReady {
+	if m, err := (&httpapi.Client{Base: srv.URL, Token: "tok-b"}).Improvement(ctx, sid, "project:b"); err != nil || m["status"] != pair.LoopRevisionReady {
 		t.Fatalf("client as the writer: %v %v", m["status"], err)
 	}
 	waitCaughtUp(t, p)

@@ -67,17 +67,55 @@ func (m mcpAPI) Feedback(ctx context.Context, f search.Feedback) (search.Feedbac
 
 // Improvement is the pair_improvement tool's backend (Client.Improvement).
 func (m mcpAPI) Improvement(ctx context.Context, c mcpserver.Caller, sessionID, scope string) (map[string]any, error) {
-	return m.client(c).Improvement(ctx, c, sessionID, scope)
+	return ClientTools{m.client(c)}.Improvement(ctx, c, sessionID, scope)
 }
 
 // SearchGet implements mcpserver.SearchTools (Client.SearchGet).
 func (m mcpAPI) SearchGet(ctx context.Context, c mcpserver.Caller, id, scope string) (map[string]any, error) {
-	return m.client(c).SearchGet(ctx, c, id, scope)
+	return ClientTools{m.client(c)}.SearchGet(ctx, c, id, scope)
 }
 
 // SearchResume implements mcpserver.SearchTools (Client.SearchResume).
 func (m mcpAPI) SearchResume(ctx context.Context, c mcpserver.Caller, id, scope, decision, note string) (map[string]any, error) {
-	return m.client(c).SearchResume(ctx, c, id, scope, decision, note)
+	return ClientTools{m.client(c)}.SearchResume(ctx, c, id, scope, decision, note)
+}
+
+// ClientTools adapts a Client to the MCP server's tool backends, whose
+// methods take the mcpserver.Caller: mcpserver.SearchTools,
+// mcpserver.GraphTools and, as its Improvement method,
+// mcpserver.ImprovementFunc; with the Client itself, a search.Backend, it
+// is what `chronicle mcp` serves on stdio. The Client's token decides what
+// each call may do; of the Caller only Source is used (search_resume's
+// by). Before 2026-12-05 the Client's own Improvement, SearchGet,
+// SearchResume and GraphNext took the Caller, so a Go caller of the HTTP
+// API had to make one of the MCP server's type to call them.
+type ClientTools struct{ *Client }
+
+var (
+	_ mcpserver.SearchTools     = ClientTools{}
+	_ mcpserver.GraphTools      = ClientTools{}
+	_ mcpserver.ImprovementFunc = ClientTools{}.Improvement
+)
+
+// Improvement is Client.Improvement as an mcpserver.ImprovementFunc.
+func (t ClientTools) Improvement(ctx context.Context, _ mcpserver.Caller, sessionID, scope string) (map[string]any, error) {
+	return t.Client.Improvement(ctx, sessionID, scope)
+}
+
+// SearchGet implements mcpserver.SearchTools (Client.SearchGet).
+func (t ClientTools) SearchGet(ctx context.Context, _ mcpserver.Caller, id, scope string) (map[string]any, error) {
+	return t.Client.SearchGet(ctx, id, scope)
+}
+
+// SearchResume implements mcpserver.SearchTools (Client.SearchResume, by
+// c.Source).
+func (t ClientTools) SearchResume(ctx context.Context, c mcpserver.Caller, id, scope, decision, note string) (map[string]any, error) {
+	return t.Client.SearchResume(ctx, id, scope, decision, note, c.Source)
+}
+
+// GraphNext implements mcpserver.GraphTools (Client.GraphNext).
+func (t ClientTools) GraphNext(ctx context.Context, _ mcpserver.Caller, q mcpserver.NextQuery) (map[string]any, error) {
+	return t.Client.GraphNext(ctx, q)
 }
 
 // handlerTransport is an http.RoundTripper that serves a request with a

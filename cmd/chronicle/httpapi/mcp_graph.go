@@ -14,7 +14,7 @@ var _ mcpserver.GraphTools = mcpAPI{}
 // GraphNext is the next_tool tool's backend over the HTTP API (GET
 // /v1/graph/next): after=, failed= (present, even empty, when q.Failed is
 // non-nil), text=, k= and scope= from q. The answer is the route's object.
-func (c *Client) GraphNext(ctx context.Context, _ mcpserver.Caller, q mcpserver.NextQuery) (map[string]any, error) {
+func (c *Client) GraphNext(ctx context.Context, q mcpserver.NextQuery) (map[string]any, error) {
 	v := url.Values{}
 	if len(q.After) > 0 {
 		v.Set("after", strings.Join(q.After, ","))
@@ -46,5 +46,5 @@ func (c *Client) GraphNext(ctx context.Context, _ mcpserver.Caller, q mcpserver.
 
 // GraphNext implements mcpserver.GraphTools (Client.GraphNext).
 func (m mcpAPI) GraphNext(ctx context.Context, c mcpserver.Caller, q mcpserver.NextQuery) (map[string]any, error) {
-	return m.client(c).GraphNext(ctx, c, q)
+	return m.client(c).GraphNext(ctx, q)
 }

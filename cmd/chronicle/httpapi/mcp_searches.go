@@ -3,15 +3,13 @@ package httpapi
 import (
 	"context"
 	"net/url"
-
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 )
 
 // SearchGet is the search_get tool's backend over the HTTP API (GET
 // /v1/searches/{id}, ?scope= when given), for `chronicle mcp` on stdio; the
 // service checks the token's scopes (404 for another scope's search,
 // reported as not found).
-func (c *Client) SearchGet(ctx context.Context, _ mcpserver.Caller, id, scope string) (map[string]any, error) {
+func (c *Client) SearchGet(ctx context.Context, id, scope string) (map[string]any, error) {
 	seg, err := idPath("search_id", id)
 	if err != nil {
 		return nil, err
@@ -22,14 +20,15 @@ func (c *Client) SearchGet(ctx context.Context, _ mcpserver.Caller, id, scope st
 }
 
 // SearchResume is the search_resume tool's backend over the HTTP API (POST
-// /v1/searches/{id}/resume), by the caller's Source ("token:<name>" over
-// serve's /mcp); without one (`chronicle mcp` on stdio) by is left out and
-// the service records the token's identity, "token:<name>". Before, stdio
-// sent "mcp", which the service recorded in place of the token's name.
-func (c *Client) SearchResume(ctx context.Context, caller mcpserver.Caller, id, scope, decision, note string) (map[string]any, error) {
+// /v1/searches/{id}/resume), decided by by (the MCP caller's Source,
+// "token:<name>" over serve's /mcp); with by "" (`chronicle mcp` on stdio)
+// it is left out and the service records the token's identity,
+// "token:<name>". Before, stdio sent "mcp", which the service recorded in
+// place of the token's name.
+func (c *Client) SearchResume(ctx context.Context, id, scope, decision, note, by string) (map[string]any, error) {
 	body := map[string]any{"decision": decision, "note": note}
-	if caller.Source != "" {
-		body["by"] = caller.Source
+	if by != "" {
+		body["by"] = by
 	}
 	seg, err := idPath("search_id", id)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections/search"
 )
@@ -103,11 +102,11 @@ func TestReasoningRoutes(t *testing.T) {
 	// the same through the stdio MCP tool's client, which (a writer of the
 	// scope) starts the loop like POST …/improve; another scope's token
 	// gets not found
-	m, err := (&httpapi.Client{Base: base, Token: "tok-a"}).Improvement(context.Background(), mcpserver.Caller{}, sid, "")
+	m, err := (&httpapi.Client{Base: base, Token: "tok-a"}).Improvement(context.Background(), sid, "")
 	if err != nil || m["session_id"] != sid || imp["status"] != "AWAITING_CONTEXT" || m["status"] != "REVISION_READY" {
 		t.Fatalf("client: %v %v (before: %v)", m, err, imp["status"])
 	}
-	if _, err := (&httpapi.Client{Base: base, Token: "tok-b"}).Improvement(context.Background(), mcpserver.Caller{}, sid, "project:a"); !errors.Is(err, search.ErrNotFound) {
+	if _, err := (&httpapi.Client{Base: base, Token: "tok-b"}).Improvement(context.Background(), sid, "project:a"); !errors.Is(err, search.ErrNotFound) {
 		t.Fatalf("client as project:b: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
-	"github.com/chronicle-dev/chronicle/cmd/chronicle/mcpserver"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/treesearch"
 )
@@ -63,7 +62,7 @@ func TestResumeRecordsTheCaller(t *testing.T) {
 	c := &httpapi.Client{Base: base, Token: "tok-a"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := c.SearchResume(ctx, mcpserver.Caller{}, "by-3", "", "approve", "over stdio"); err != nil {
+	if _, err := c.SearchResume(ctx, "by-3", "", "approve", "over stdio", ""); err != nil {
 		t.Fatal(err)
 	}
 	if by := decidedBy("by-3"); by != "token:a" {
