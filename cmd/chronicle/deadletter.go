@@ -128,6 +128,19 @@ func terminalText(s string) string {
 	return s
 }
 
+// someIDsMax is how many ids a redrive's "skipped" lines list (10); the
+// rest are counted ("and N more"): `deadletter list` lists them all, and
+// a line of thousands of ids told nothing more.
+const someIDsMax = 10
+
+// someIDs lists the first someIDsMax of ids and counts the rest.
+func someIDs(ids []string) string {
+	if len(ids) <= someIDsMax {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (chronicle deadletter list shows them)", strings.Join(ids[:someIDsMax], ", "), len(ids)-someIDsMax)
+}
+
 func deadletterRedriveCmd() *cobra.Command {
 	var c commonFlags
 	var ids []string
@@ -172,10 +185,20 @@ func deadletterRedriveCmd() *cobra.Command {
 				}
 			}
 			// an id whose letters have all been redriven is done: --all
-			// skips it and --id refuses it, unless --again
+			// skips it and --id refuses it, unless --again; --all skips a
+			// redriven record refused again for the same reasons too
+			// (deadletter.RefusedAgain), unless --again
+			var again2 map[string]bool
+			if all && !again {
+				again2 = deadletter.RefusedAgain(ls)
+			}
 			var pick []deadletter.Letter
-			var done []string
+			var done, refused []string
 			for _, id := range order {
+				if again2[id] {
+					refused = append(refused, id)
+					continue
+				}
 				var pending []deadletter.Letter
 				for _, l := range byID[id] {
 					if l.Pending() {
@@ -196,7 +219,10 @@ func deadletterRedriveCmd() *cobra.Command {
 				return fmt.Errorf("--id %s: already redriven (to %s at %s); --again re-produces it once more", done[0], l.RedrivenTo, l.RedrivenAt)
 			}
 			if len(done) > 0 {
-				fmt.Fprintf(os.Stderr, "skipped %d already redriven (--again re-produces them once more): %s\n", len(done), strings.Join(done, ", "))
+				fmt.Fprintf(os.Stderr, "skipped %d already redriven (--again re-produces them once more): %s\n", len(done), someIDs(done))
+			}
+			if len(refused) > 0 {
+				fmt.Fprintf(os.Stderr, "skipped %d whose record was a redrive refused again for the same reasons (--again, or --id, re-produces them once more): %s\n", len(refused), someIDs(refused))
 			}
 			out, err := deadletter.Redrive(ctx, brokers, pick)
 			if asJSON {
@@ -214,7 +240,7 @@ func deadletterRedriveCmd() *cobra.Command {
 	}
 	c.registerLog(cmd)
 	cmd.Flags().StringSliceVar(&ids, "id", nil, "id of a letter to redrive (topic:partition:offset of the original record; repeatable or comma-separated)")
-	cmd.Flags().BoolVar(&all, "all", false, "redrive every letter waiting for a redrive (each original record once)")
+	cmd.Flags().BoolVar(&all, "all", false, "redrive every letter waiting for a redrive (each original record once), but a record that was a redrive refused again for the same reasons")
 	cmd.Flags().BoolVar(&again, "again", false, "also re-produce records already redriven (by default --all skips them and --id refuses them)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of the new positions")
 	return cmd
