@@ -22,22 +22,7 @@ func TestDeadletterCLI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	data := t.TempDir()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: data, KafkaListen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := sampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := taubench.Events(recs[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := envs[len(envs)-1]
-	if err := p.Producer.Publish(ctx, done); err != nil {
-		t.Fatal(err)
-	}
+	p, done := startWithRefusedCompletion(ctx, t, data)
 	for {
 		ls, err := deadletter.List(ctx, p.Broker.Addrs())
 		if err != nil {
@@ -158,22 +143,8 @@ func TestDeadletterCLI(t *testing.T) {
 func TestRedriveAllStopsAtARecordRefusedAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := startWithRefusedCompletion(ctx, t, t.TempDir())
 	defer p.Close()
-	recs, err := sampleRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := taubench.Events(recs[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Producer.Publish(ctx, envs[len(envs)-1]); err != nil {
-		t.Fatal(err)
-	}
 	brokers := strings.Join(p.Broker.Addrs(), ",")
 	// waitPending waits until n letters wait for a redrive
 	waitPending := func(n int) {
@@ -224,4 +195,31 @@ func TestRedriveAllStopsAtARecordRefusedAgain(t *testing.T) {
 	if n, stderr := redriveAll("--again"); n != 2 {
 		t.Fatalf("redrive --all --again re-produced %d records (stderr %s), want 2", n, stderr)
 	}
+}
+
+// startWithRefusedCompletion starts a pipeline on data and publishes the
+// completion of a tau-bench session that never started, which the
+// sessions processor dead-letters; it returns the pipeline and that event.
+func startWithRefusedCompletion(ctx context.Context, t *testing.T, data string) (*pipeline.Pipeline, events.Envelope) {
+	t.Helper()
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: data, KafkaListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := sampleRecords()
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	envs, err := taubench.Events(recs[1])
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	done := envs[len(envs)-1]
+	if err := p.Producer.Publish(ctx, done); err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	return p, done
 }
