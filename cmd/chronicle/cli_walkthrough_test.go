@@ -353,3 +353,25 @@ func TestDemoTimeoutNamesTheDeadLetters(t *testing.T) {
 		t.Fatalf("demo against a failing model: %v\n%s", err, out)
 	}
 }
+
+// --llm-rate 0, negative, NaN or +Inf is refused before anything is
+// written, naming the value given: it was refused only once serve had
+// made the data directory and started the embedded broker, and named as
+// -1 whatever was given (a CLI walkthrough, 2026-12-05).
+func TestLLMRateIsRefusedBeforeAnythingIsWritten(t *testing.T) {
+	for _, rate := range []string{"0", "-2", "NaN", "+Inf"} {
+		for _, command := range []string{"serve", "demo"} {
+			data := filepath.Join(t.TempDir(), "data")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			out, err := exec.CommandContext(ctx, binary, command, "--data", data, "--kafka-listen", "127.0.0.1:0",
+				"--llm-url", "http://127.0.0.1:1/v1", "--llm-model", "m", "--llm-rate", rate).CombinedOutput()
+			cancel()
+			if want := "--llm-rate: " + rate + ", must be a finite number > 0"; err == nil || !strings.Contains(string(out), want) {
+				t.Errorf("%s --llm-rate %s: %v\n%s\nwant a refusal saying %q", command, rate, err, out, want)
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				t.Errorf("%s --llm-rate %s left %s behind (%v)", command, rate, data, err)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -205,6 +206,15 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 	if f := cmd.Flags().Lookup("timeout"); f != nil && f.Value.Type() == "duration" {
 		if d, err := time.ParseDuration(f.Value.String()); err == nil && d <= 0 {
 			return fmt.Errorf("--timeout: %v, must be positive (%s)", d, f.Usage)
+		}
+	}
+	// a rate of calls: 0, a negative number, NaN or +Inf was refused only
+	// once the data directory and the embedded broker were made, and
+	// named as -1 whatever was given (llm turned 0 into -1 for
+	// LLMConfig.Validate: a CLI walkthrough, 2026-12-05)
+	if f := cmd.Flags().Lookup("llm-rate"); f != nil && f.Changed && f.Value.Type() == "float64" {
+		if r, err := strconv.ParseFloat(f.Value.String(), 64); err == nil && (!(r > 0) || math.IsInf(r, 1)) {
+			return fmt.Errorf("--llm-rate: %v, must be a finite number > 0 (%s)", f.Value.String(), f.Usage)
 		}
 	}
 	if f := cmd.Flags().Lookup("kafka-listen"); f != nil && f.Changed {
