@@ -120,7 +120,13 @@ func replayCmd() *cobra.Command {
 			began := time.Now()
 			st, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Processors: pipeline.DefaultProcessors(), Until: u, Progress: replayBar()})
 			if err != nil {
-				if st.Records == 0 && emptyBefore {
+				// stopped by a signal, the store is a part of one that
+				// cannot be resumed: it was left behind (432 MB after a
+				// second of the demo's log), said only "context canceled",
+				// and refused the same command run again (a CLI
+				// walkthrough, 2026-12-05)
+				stopped := ctx.Err() != nil
+				if (st.Records == 0 || stopped) && emptyBefore {
 					// refused before reading a record (a bad --until): leave
 					// no store behind, so the corrected command can run
 					store.Close()
@@ -131,6 +137,9 @@ func replayCmd() *cobra.Command {
 						// the directory it made, empty now (it was left
 						// behind, empty: the last closing note's gap)
 						_ = os.Remove(into)
+					}
+					if stopped {
+						return fmt.Errorf("interrupted by a signal after %d records: the unfinished projections in %s were removed; run the replay again (%w)", st.Records, dir, err)
 					}
 				}
 				return namedBrokers(cmd, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -373,5 +375,54 @@ func TestLLMRateIsRefusedBeforeAnythingIsWritten(t *testing.T) {
 				t.Errorf("%s --llm-rate %s left %s behind (%v)", command, rate, data, err)
 			}
 		}
+	}
+}
+
+// A replay stopped by SIGINT or SIGTERM removes the unfinished store it
+// made and the --into it made, says so, and the same command then runs: it
+// left the part-built store behind (432 MB after a second of a demo's
+// log), said only "context canceled", and refused the command run again
+// (a CLI walkthrough, 2026-12-05).
+func TestInterruptedReplayLeavesNothing(t *testing.T) {
+	_, data := cleanDemo(t)
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		into := filepath.Join(t.TempDir(), "asof")
+		cmd := exec.Command(binary, "replay", "--data", data, "--into", into)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// the first progress line: the store is made and records are read
+		var seen strings.Builder
+		buf := make([]byte, 4096)
+		for !strings.Contains(seen.String(), "replaying") {
+			n, err := stderr.Read(buf)
+			seen.Write(buf[:n])
+			if err != nil {
+				t.Fatalf("replay's stderr ended before its progress: %v\n%s", err, seen.String())
+			}
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := io.ReadAll(stderr)
+		seen.Write(rest)
+		err = cmd.Wait()
+		if err == nil {
+			t.Fatalf("%v: the replay exited 0 (finished before the signal?)\n%s", sig, seen.String())
+		}
+		if !strings.Contains(seen.String(), "interrupted by a signal") || !strings.Contains(seen.String(), "were removed") {
+			t.Errorf("%v: %v\n%s\nwant it to say it was interrupted and what it removed", sig, err, seen.String())
+		}
+		if _, err := os.Stat(into); !os.IsNotExist(err) {
+			t.Errorf("%v: the replay left %s behind (%v)", sig, into, err)
+		}
+	}
+	into := filepath.Join(t.TempDir(), "asof")
+	if out, err := exec.Command(binary, "replay", "--data", data, "--into", into).CombinedOutput(); err != nil {
+		t.Fatalf("the replay run again: %v\n%s", err, out)
 	}
 }
