@@ -46,7 +46,7 @@ func ingestCmd() *cobra.Command {
 			}
 			p, err := cliProducer(ctx, splitBrokers(brokers))
 			if err != nil {
-				return err
+				return interrupted(ctx, err)
 			}
 			defer p.Close()
 			if err := publishBatches(ctx, p, recs, 500, newBar(len(recs), "ingest")); err != nil {
@@ -65,7 +65,8 @@ func ingestCmd() *cobra.Command {
 // refused connection or an unknown host fails at once naming the brokers
 // and the error (the first Publish used to wait its whole 15 s timeout
 // for them); a broker that accepts and never answers still fails after
-// ProducerConfig.PublishTimeout (15 s).
+// ProducerConfig.PublishTimeout (15 s). A ctx ended (a signal) while it
+// waits is not said as the brokers' silence: its callers say interrupted.
 func cliProducer(ctx context.Context, brokers []string) (*events.Producer, error) {
 	p, err := events.NewProducer(events.ProducerConfig{Brokers: brokers, PublishTimeout: publishTimeout})
 	if err != nil {
@@ -82,6 +83,12 @@ func cliProducer(ctx context.Context, brokers []string) (*events.Producer, error
 	}
 	if err != nil {
 		p.Close()
+		if ctx.Err() != nil {
+			// stopped by a signal while it waited, not the brokers' silence:
+			// Ctrl-C 0.3 s in said "no broker answered: within 15s: context
+			// canceled" of a broker that was up (a CLI walkthrough, 2026-12-05)
+			return nil, fmt.Errorf("asking --brokers %s for their API versions: %w", strings.Join(brokers, ","), ctx.Err())
+		}
 		return nil, fmt.Errorf("--brokers %s: no broker answered: %w", strings.Join(brokers, ","), err)
 	}
 	return p, nil
@@ -204,7 +211,7 @@ func importTaubenchCmd() *cobra.Command {
 			}
 			p, err := cliProducer(ctx, splitBrokers(brokers))
 			if err != nil {
-				return err
+				return interrupted(ctx, err)
 			}
 			defer p.Close()
 			n, err := importTaubench(ctx, p, recs, newBar(len(recs), "import"))
