@@ -48,6 +48,11 @@ cluster cost is 1 − cluster path / single-instance path.`,
 				}
 				_ = bar.Set64(done)
 			}
+			if cmd.Flags().Changed("only") && len(only) == 0 {
+				// a script's empty variable ran every job, the whole bench
+				// (a CLI walkthrough, 2026-12-05)
+				return fmt.Errorf("--only: empty: name one or more jobs (raw, count, single, default, replay), or leave --only out to run them all")
+			}
 			if len(only) > 0 {
 				cfg.Only = map[string]bool{}
 				for _, j := range only {

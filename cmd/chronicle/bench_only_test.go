@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chronicle-dev/chronicle/processors/bench"
 )
@@ -61,5 +64,20 @@ func TestWorkflowCLISaysScopeFlag(t *testing.T) {
 	}
 	if other := errors.New("HTTP 404: not found"); cliScopeHint(other) != other {
 		t.Fatal("another error was rewritten")
+	}
+}
+
+// bench --only "" is refused naming the flag: a script's empty variable
+// ran every job, the whole bench (a CLI walkthrough, 2026-12-05).
+func TestBenchOnlyEmptyIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bench")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "bench", "--only", "", "--events", "200", "--runs", "1", "--probes", "0", "--dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--only: empty") {
+		t.Errorf("bench --only \"\": %v\n%s\nwant a refusal naming --only", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("bench --only \"\" made %s (%v)", dir, err)
 	}
 }
