@@ -22,7 +22,10 @@ import (
 // names none of its commands exits non-zero naming it; cobra printed the
 // group's help and exited 0 (found by a new user's walkthrough).
 func TestUnknownSubcommandFails(t *testing.T) {
-	for _, group := range []string{"workflow", "deadletter", "search"} {
+	// completion too: cobra's own group, added in Execute (a CLI
+	// walkthrough, 2026-12-05: `completion zhs > _chronicle` wrote its
+	// help there and exited 0)
+	for _, group := range []string{"workflow", "deadletter", "search", "completion"} {
 		out, err := exec.Command(binary, group, "bogus").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), `unknown command "bogus"`) {
 			t.Errorf("chronicle %s bogus: %v\n%s\nwant a failure naming bogus", group, err, out)
@@ -30,6 +33,9 @@ func TestUnknownSubcommandFails(t *testing.T) {
 	}
 	if out, err := exec.Command(binary, "workflow").CombinedOutput(); err != nil || !strings.Contains(string(out), "Usage") {
 		t.Errorf("chronicle workflow alone: %v\n%s\nwant its help", err, out)
+	}
+	if out, err := exec.Command(binary, "completion", "bash").Output(); err != nil || !strings.Contains(string(out), "bash completion") {
+		t.Errorf("chronicle completion bash: %v\n%.200s\nwant the script", err, out)
 	}
 }
 

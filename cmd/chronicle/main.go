@@ -34,6 +34,11 @@ func main() {
 	)
 	addKafkaSecurityFlags(root)
 	root.PersistentPreRunE = checkFlags
+	// cobra adds its completion command only in Execute, after the
+	// refusals below were set: added now, `chronicle completion zhs`
+	// is refused as `workflow bogus` is (it printed the group's help into
+	// the completion file and exited 0: a CLI walkthrough, 2026-12-05)
+	root.InitDefaultCompletionCmd()
 	refuseUnknownSubcommands(root)
 	refuseStrayArgs(root)
 	if err := root.Execute(); err != nil {
