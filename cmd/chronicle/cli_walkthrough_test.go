@@ -39,6 +39,24 @@ func TestUnknownSubcommandFails(t *testing.T) {
 	}
 }
 
+// `chronicle help TOPIC` exits 1 naming a TOPIC that is no command; it
+// printed "Unknown help topic" and the usage with exit 0 (a CLI
+// walkthrough, 2026-12-05). A command's help is printed as before.
+func TestHelpOfAnUnknownTopicFails(t *testing.T) {
+	for _, topic := range [][]string{{"bogus"}, {"workflow", "bogus"}} {
+		out, err := exec.Command(binary, append([]string{"help"}, topic...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "is not a command") {
+			t.Errorf("chronicle help %v: %v\n%s\nwant a failure naming it", topic, err, out)
+		}
+	}
+	for _, topic := range [][]string{nil, {"serve"}, {"workflow", "list"}, {"completion", "bash"}} {
+		out, err := exec.Command(binary, append([]string{"help"}, topic...)...).Output()
+		if err != nil || !strings.Contains(string(out), "Usage:") {
+			t.Errorf("chronicle help %v: %v\n%s\nwant its help", topic, err, out)
+		}
+	}
+}
+
 // audit on a directory without projections fails and writes nothing: it
 // used to leave an empty store behind, which digest and inspect then took
 // for a real, empty state (found by a new user's walkthrough).

@@ -39,6 +39,7 @@ func main() {
 	// is refused as `workflow bogus` is (it printed the group's help into
 	// the completion file and exited 0: a CLI walkthrough, 2026-12-05)
 	root.InitDefaultCompletionCmd()
+	refuseUnknownHelpTopics(root)
 	refuseUnknownSubcommands(root)
 	refuseStrayArgs(root)
 	if err := root.Execute(); err != nil {
@@ -114,6 +115,29 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 			}
 		}
 		refuseUnknownSubcommands(c)
+	}
+}
+
+// refuseUnknownHelpTopics makes `chronicle help TOPIC` exit 1 naming a
+// TOPIC that is no command: cobra's help command printed "Unknown help
+// topic" and the usage, and exited 0 (a CLI walkthrough, 2026-12-05). It
+// adds cobra's help command now (Execute finds it and keeps it) and wraps
+// its Run; a known topic prints its help as before.
+func refuseUnknownHelpTopics(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		show := c.Run
+		c.Run, c.Args = nil, cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if cmd, rest, err := c.Root().Find(args); cmd == nil || err != nil || len(rest) > 0 {
+				return fmt.Errorf("help: %q is not a command (run %s --help for the commands)", strings.Join(args, " "), c.Root().Name())
+			}
+			show(c, args)
+			return nil
+		}
 	}
 }
 
