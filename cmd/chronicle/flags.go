@@ -186,6 +186,19 @@ func interrupted(ctx context.Context, err error) error {
 	return fmt.Errorf("interrupted by a signal: the events acknowledged before it are in the log, the others were not written; running the command again is safe (an event the log holds already is a duplicate, which the processors drop) (%w)", err)
 }
 
+// searchInterrupted is err of a command running tree searches (search
+// game24, import tot) whose signal context ctx ended, said as what it is:
+// the search was stopped, and the same command run again resumes it.
+// Before, Ctrl-C read "events: not acknowledged by the broker: … context
+// canceled", the message interrupted replaced for ingest and import (a
+// CLI walkthrough, 2026-12-05). Any other err is returned as it is.
+func searchInterrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("interrupted by a signal: the steps acknowledged before it are in the log; the same command run again on the same directory resumes the searches where they stand (%w)", err)
+}
+
 // exitCoder is an error with its own exit status.
 type exitCoder interface {
 	error

@@ -115,11 +115,11 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 			return fmt.Errorf("%w; import it with another %s", err, otherSearchFlags(brokers))
 		}
 		if err != nil {
-			return err
+			return searchInterrupted(ctx, err)
 		}
 		s, err := r.Run(ctx, key)
 		if err != nil {
-			return err
+			return searchInterrupted(ctx, err)
 		}
 		sum.Puzzles++
 		if s.Outcome == events.SearchSolved {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -72,6 +73,52 @@ func TestInterruptedWhileAskingTheBrokers(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out.String(), "interrupted by a signal") || strings.Contains(out.String(), "no broker answered") {
 			t.Errorf("%v interrupted: %v\n%s\nwant exit 1 saying interrupted, not that no broker answered", args, err, out.String())
+		}
+	}
+}
+
+// search game24 and import tot stopped by a signal mid-search say they
+// were interrupted and that running them again resumes; they said
+// "events: not acknowledged by the broker: … context canceled" (a CLI
+// walkthrough, 2026-12-05). The same command then completes.
+func TestInterruptedSearchSaysItResumes(t *testing.T) {
+	for _, args := range [][]string{
+		{"search", "game24", "--from", "901", "--to", "1000", "--baseline=false"},
+		{"import", "tot", "bundled"},
+	} {
+		args = append(args, "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0")
+		cmd := exec.Command(binary, args...)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// the progress bar's first count: searches are running
+		var seen strings.Builder
+		buf := make([]byte, 4096)
+		for !strings.Contains(seen.String(), "(1/100)") {
+			n, err := stderr.Read(buf)
+			seen.Write(buf[:n])
+			if err != nil {
+				t.Fatalf("%v: stderr ended before the first search: %v\n%s", args, err, seen.String())
+			}
+		}
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := io.ReadAll(stderr)
+		seen.Write(rest)
+		err = cmd.Wait()
+		if err == nil {
+			t.Fatalf("%v: exited 0 (finished before the signal?)", args)
+		}
+		if s := seen.String(); !strings.Contains(s, "interrupted by a signal") || !strings.Contains(s, "resumes the searches") {
+			t.Errorf("%v interrupted: %v\n%s\nwant it to say it was interrupted and that running it again resumes", args, err, s[max(0, len(s)-600):])
+		}
+		if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
+			t.Errorf("%v run again: %v\n%s", args, err, out)
 		}
 	}
 }

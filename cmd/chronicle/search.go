@@ -216,13 +216,13 @@ Searches already in --data are not run again: an interrupted run resumes where i
 					return fmt.Errorf("%w; with search game24, run it with another %s", err, otherSearchFlags(c.brokerList()))
 				}
 				if err != nil {
-					return err
+					return searchInterrupted(ctx, err)
 				}
 				if s, _, err := treesearch.Get(p.Store, key); err == nil && s.Current != nil {
 					fmt.Fprintf(os.Stderr, "\nresuming search %s: expansion %d of node %s was in flight\n", key, s.Current.N, s.Current.NodeID)
 				}
 				if _, err := r.Run(ctx, key); err != nil && !errors.Is(err, treesearch.ErrPaused) {
-					return err
+					return searchInterrupted(ctx, err)
 				}
 				keys[i] = key
 				_ = bar.Add(1)
