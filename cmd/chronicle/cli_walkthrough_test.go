@@ -450,3 +450,31 @@ func TestInterruptedReplayLeavesNothing(t *testing.T) {
 		t.Fatalf("the replay run again: %v\n%s", err, out)
 	}
 }
+
+// --data "" (a script's unset variable) is refused naming the flag: every
+// --data defaults to ./data, and given it empty serve and demo ran on
+// ./data without a word and broker wrote ./log (a CLI walkthrough,
+// 2026-12-05).
+func TestEmptyDataIsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"broker", "--kafka-listen", "127.0.0.1:0"},
+		{"serve", "--kafka-listen", "127.0.0.1:0", "--http", "127.0.0.1:0"},
+		{"demo", "--kafka-listen", "127.0.0.1:0"},
+		{"digest"},
+		{"inspect", "--http", "127.0.0.1:0"},
+		{"deadletter", "list"},
+	} {
+		cwd := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, binary, append(args, "--data", "")...)
+		cmd.Dir = cwd
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), `--data: "" names no directory`) {
+			t.Errorf("%v --data \"\": %v\n%s\nwant a refusal naming --data", args, err, out)
+		}
+		if entries, _ := os.ReadDir(cwd); len(entries) > 0 {
+			t.Errorf("%v --data \"\" wrote %s into the working directory", args, entries[0].Name())
+		}
+	}
+}

@@ -237,6 +237,13 @@ func checkFlags(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("--timeout: %v, must be positive (%s)", d, f.Usage)
 		}
 	}
+	// every --data defaults to ./data; given empty (a script's unset
+	// variable), serve and demo ran on ./data without a word, broker wrote
+	// its log into ./log, and digest looked for ./projections (a CLI
+	// walkthrough, 2026-12-05)
+	if f := cmd.Flags().Lookup("data"); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+		return fmt.Errorf("--data: %q names no directory (leave the flag out for %s)", f.Value.String(), f.DefValue)
+	}
 	// a rate of calls: 0, a negative number, NaN or +Inf was refused only
 	// once the data directory and the embedded broker were made, and
 	// named as -1 whatever was given (llm turned 0 into -1 for
