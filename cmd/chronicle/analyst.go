@@ -193,8 +193,7 @@ func replayBar() func(done, total int64) {
 		if bar == nil {
 			// the line ends when the bar completes: a warning printed after
 			// it started on the bar's line (an operator's walkthrough)
-			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("replaying"), progressbar.OptionShowCount(),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
+			bar = progressBar(total, "replaying")
 		}
 		_ = bar.Set64(done)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/chronicle-dev/chronicle/processors/bench"
 	"github.com/schollz/progressbar/v3"
@@ -40,8 +39,7 @@ cluster cost is 1 − cluster path / single-instance path.`,
 						_ = bar.Finish()
 					}
 					stage = s
-					bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription(s),
-						progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
+					bar = progressBar(total, s)
 				}
 				if total > 0 {
 					bar.ChangeMax64(total)

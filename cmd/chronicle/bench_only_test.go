@@ -81,3 +81,21 @@ func TestBenchOnlyEmptyIsRefused(t *testing.T) {
 		t.Errorf("bench --only \"\" made %s (%v)", dir, err)
 	}
 }
+
+// With stderr no terminal (a file, a pipe), a progress bar writes one line
+// as it starts and no redraws: they went into such files, separated by
+// carriage returns (83 of them in one `demo --json 2>err`: a CLI
+// walkthrough, 2026-12-05).
+func TestProgressWritesNoRedrawsIntoAFile(t *testing.T) {
+	data, stop := logOfOneSession(t)
+	stop()
+	cmd := exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "r"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr.String())
+	}
+	if s := stderr.String(); strings.Contains(s, "\r") || !strings.Contains(s, "chronicle: replaying (") {
+		t.Fatalf("replay's stderr into a pipe: %q; want the line \"chronicle: replaying (N)\" and no carriage return", s)
+	}
+}

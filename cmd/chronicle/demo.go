@@ -170,8 +170,7 @@ func lagBar() func(int64) {
 	return func(lag int64) {
 		if bar == nil {
 			max = lag
-			bar = progressbar.NewOptions64(max, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("processors catching up"),
-				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }))
+			bar = progressBar(max, "processors catching up")
 		}
 		if lag > max {
 			max = lag

@@ -336,14 +336,5 @@ func importTaubench(ctx context.Context, p *events.Producer, recs []taubench.Rec
 	return n, nil
 }
 
-// newBar is a progress bar on stderr; it draws nothing when stderr is not a
-// terminal except the final line.
-func newBar(n int, what string) *progressbar.ProgressBar {
-	return progressbar.NewOptions(n,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(os.Stderr) }),
-	)
-}
+// newBar is progressBar for n steps of what.
+func newBar(n int, what string) *progressbar.ProgressBar { return progressBar(int64(n), what) }
