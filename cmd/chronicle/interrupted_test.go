@@ -95,16 +95,18 @@ func TestInterruptedSearchSaysItResumes(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// the progress bar's first count: searches are running
+		// the progress bar's line (stderr is a pipe: one line as it
+		// starts): searches are running
 		var seen strings.Builder
 		buf := make([]byte, 4096)
-		for !strings.Contains(seen.String(), "(1/100)") {
+		for !strings.Contains(seen.String(), "chronicle: searching (100)") && !strings.Contains(seen.String(), "chronicle: import tot (100)") {
 			n, err := stderr.Read(buf)
 			seen.Write(buf[:n])
 			if err != nil {
 				t.Fatalf("%v: stderr ended before the first search: %v\n%s", args, err, seen.String())
 			}
 		}
+		time.Sleep(200 * time.Millisecond) // into the searches
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
