@@ -478,3 +478,19 @@ func TestEmptyDataIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// An embedded broker's address in use is said naming --kafka-listen: it
+// said "broker: start embedded broker on …: address already in use", no
+// flag (a CLI walkthrough, 2026-12-05).
+func TestKafkaListenInUseNamesTheFlag(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	out, err := exec.Command(binary, "broker", "--data", t.TempDir(), "--kafka-listen", addr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--kafka-listen "+addr+": the address is in use") {
+		t.Fatalf("broker on an address in use: %v\n%s", err, out)
+	}
+}

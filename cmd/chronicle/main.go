@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,8 @@ func main() {
 	refuseUnknownHelpTopics(root)
 	refuseUnknownSubcommands(root)
 	refuseStrayArgs(root)
-	if err := root.Execute(); err != nil {
+	if cmd, err := root.ExecuteC(); err != nil {
+		err = namedListen(cmd, err)
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
 		var ec exitCoder
 		if errors.As(err, &ec) {
@@ -50,6 +52,19 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// namedListen names --kafka-listen in err, a failure of cmd, when the
+// embedded broker could not listen there because the address is in use:
+// `broker: start embedded broker on 127.0.0.1:9092: … address already in
+// use` named no flag (a CLI walkthrough, 2026-12-05), and `make run`
+// holding 9092 is the usual cause.
+func namedListen(cmd *cobra.Command, err error) error {
+	f := cmd.Flags().Lookup("kafka-listen")
+	if f == nil || !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "embedded broker") {
+		return err
+	}
+	return fmt.Errorf("--kafka-listen %s: the address is in use (another chronicle serve, demo or broker, or `make run`, listens there?): give another, or 127.0.0.1:0 for a free port: %w", f.Value.String(), err)
 }
 
 // addKafkaSecurityFlags gives every command that takes --brokers the flags
