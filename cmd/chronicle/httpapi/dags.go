@@ -37,6 +37,18 @@ const MaxDAGTools = 256
 // are shallow (the 14 tau-bench tools' are at most 6 levels deep).
 const MaxDAGSchemaDepth = 64
 
+// MaxDAGMatches is the most (output property, parameter) pairs of
+// matching names one POST /v1/dags may compare (dag.Candidates, 2^18):
+// each can be a match listed in the answer. Tools that share names pair
+// up as the square of their number, so MaxDAGTools alone did not bound
+// the work: 128 declared tools returning the 100 names 128 others take,
+// a 782 KB request, were answered 1.6 million matches, 89 MB, and grew
+// the server by 300 MB; 256 tools taking and returning 120 shared names
+// (1.9 MB) held a core for 17 s before their 422 (a security
+// walkthrough, 2026-12-05). 256 tools that all take and return the same
+// 4 names compare 261,120 pairs.
+const MaxDAGMatches = 1 << 18
+
 // postDAG serves POST /v1/dags: {"tools": [name | {name, parameters,
 // output}], "rule": "exact" | "exact_or_plural_id", "skip_echo": bool}.
 // A tool named by a string comes from the bundled airline catalogue; an
@@ -140,6 +152,10 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("unknown tool %q: not in the bundled airline catalogue and not declared as {name, parameters, output}", n))
 			return
 		}
+	}
+	if n := dag.Candidates(catalog, names, rule); n > MaxDAGMatches {
+		writeFieldErr(w, "tools", "/tools", fmt.Sprintf("the tools' output properties and parameters pair up by name %d times, at most %d per request (MaxDAGMatches): each pair is compared and may be a match in the answer; send fewer tools or fewer shared names", n, MaxDAGMatches))
+		return
 	}
 	d, err := dag.Build(catalog, names, rule)
 	var ce *dag.CycleError

@@ -552,3 +552,39 @@ func TestPostDAGRefusesADeepSchema(t *testing.T) {
 		t.Fatalf("a schema within the limit: %d %v", code, m)
 	}
 }
+
+// Tools that share property names pair up as the square of their number:
+// a request above MaxDAGMatches comparisons is a 400 naming tools, before
+// any is compared (a 782 KB request of 256 tools was answered 89 MB, a
+// security walkthrough); fewer shared names are ordered as before.
+func TestPostDAGRefusesTooManyMatches(t *testing.T) {
+	_, srv := setup(t)
+	// 128 tools return the names 128 others take: 128 × 128 × names pairs
+	tools := func(names int) map[string]any {
+		props := map[string]any{}
+		for j := range names {
+			props[fmt.Sprintf("p%d_id", j)] = map[string]any{"type": "string"}
+		}
+		var tools []any
+		for i := range httpapi.MaxDAGTools {
+			member := "output"
+			if i%2 == 1 {
+				member = "parameters"
+			}
+			tools = append(tools, map[string]any{"name": fmt.Sprintf("t%d", i), member: map[string]any{"type": "object", "properties": props}})
+		}
+		return map[string]any{"tools": tools}
+	}
+	over := httpapi.MaxDAGMatches/(128*128) + 1
+	began := time.Now()
+	code, m := call(t, srv.URL, "", "POST", "/v1/dags", tools(over))
+	if code != 400 || m["pointer"] != "/tools" || !strings.Contains(fmt.Sprint(m["error"]), fmt.Sprintf("tools: the tools' output properties and parameters pair up by name %d times, at most %d", 128*128*over, httpapi.MaxDAGMatches)) {
+		t.Fatalf("%d shared names: %d %v, want a 400 naming tools", over, code, m["error"])
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the refusal took %v", d)
+	}
+	if code, m := call(t, srv.URL, "", "POST", "/v1/dags", tools(2)); code != 200 || len(m["edges"].([]any)) != 128*128 {
+		t.Fatalf("2 shared names: %d, want 200 with %d edges", code, 128*128)
+	}
+}

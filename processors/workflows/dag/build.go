@@ -168,6 +168,68 @@ func Dependencies(tools []Tool, rule Rule) []Edge {
 	return out
 }
 
+// Candidates is how many (output property, parameter) pairs of two
+// different named tools Build(catalog, names, rule) compares: the pairs
+// whose names match under rule.Names (an echo left out under
+// rule.SkipEcho). Every match of the DAG's edges is one of them, so it
+// bounds the edges' size before they are built, at the cost of a count:
+// tools that share property names pair up as the square of their number,
+// and 256 declared tools sharing 500 names made 8 million matches, an
+// answer of about 500 MB (a security walkthrough). Names the catalogue
+// does not have, and repeated names, are left out.
+func Candidates(catalog []Tool, names []string, rule Rule) int {
+	byName := map[string]Tool{}
+	for _, t := range catalog {
+		byName[t.Name] = t
+	}
+	var tools []Tool
+	seen := map[string]bool{}
+	for _, n := range names {
+		if t, ok := byName[n]; ok && !seen[n] {
+			seen[n] = true
+			tools = append(tools, t)
+		}
+	}
+	params := map[string]int{} // parameter name → how many tools take it
+	for _, b := range tools {
+		if b.Parameters != nil {
+			for pname := range b.Parameters.Properties {
+				params[pname]++
+			}
+		}
+	}
+	n := 0
+	for _, a := range tools {
+		for _, op := range outputProps(a.Output, "") {
+			if _, echo := paramOf(a, op.name); echo && rule.SkipEcho {
+				continue
+			}
+			names := []string{op.name}
+			if rule.Names == ExactOrPluralID && slices.Contains(types(op.schema), "array") {
+				if x, ok := strings.CutSuffix(op.name, "s"); ok && x != "" {
+					names = append(names, x+"_id")
+				}
+			}
+			for _, pn := range names {
+				n += params[pn]
+				if _, own := paramOf(a, pn); own {
+					n-- // a tool never feeds itself
+				}
+			}
+		}
+	}
+	return n
+}
+
+// paramOf is t's parameter name, if it takes one.
+func paramOf(t Tool, name string) (*jsonschema.Schema, bool) {
+	if t.Parameters == nil {
+		return nil, false
+	}
+	s, ok := t.Parameters.Properties[name]
+	return s, ok
+}
+
 type outProp struct {
 	name, path string
 	schema     *jsonschema.Schema

@@ -213,3 +213,52 @@ func TestCompatible(t *testing.T) {
 		}
 	}
 }
+
+// Candidates counts the pairs Dependencies compares: at least its matches
+// on the airline catalogue (some pairs' types differ), exactly them when
+// every property is a string.
+func TestCandidatesBoundsTheMatches(t *testing.T) {
+	matches := func(edges []Edge) (n int) {
+		for _, e := range edges {
+			n += len(e.Matches)
+		}
+		return n
+	}
+	cat, err := AirlineCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range cat {
+		names = append(names, tl.Name)
+	}
+	for _, rule := range Rules {
+		if c, m := Candidates(cat, names, rule), matches(Dependencies(cat, rule)); c < m || c == 0 {
+			t.Errorf("airline, %s: %d candidates, %d matches", rule, c, m)
+		}
+	}
+	str := &jsonschema.Schema{Type: "string"}
+	obj := func(names ...string) *jsonschema.Schema {
+		s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+		for _, n := range names {
+			s.Properties[n] = str
+		}
+		return s
+	}
+	tools := []Tool{
+		{Name: "a", Parameters: obj("x", "y"), Output: obj("x", "z")},
+		{Name: "b", Parameters: obj("z"), Output: obj("x", "y")},
+		{Name: "c", Parameters: obj("x", "z"), Output: obj("w")},
+	}
+	for _, rule := range Rules {
+		// a: x→c, z→b, z→c (x→a is itself); b: x→a, x→c, y→a; under
+		// SkipEcho a's x is an echo of its own parameter
+		want := 6
+		if rule.SkipEcho {
+			want = 5
+		}
+		if c, m := Candidates(tools, []string{"a", "b", "c", "a", "nosuch"}, rule), matches(Dependencies(tools, rule)); c != want || m != want {
+			t.Errorf("%s: %d candidates, %d matches, want %d", rule, c, m, want)
+		}
+	}
+}
