@@ -119,13 +119,7 @@ func Dependencies(tools []Tool, rule Rule) []Edge {
 		}
 		var fs []found
 		for i, op := range props {
-			names := []string{op.name}
-			if rule.Names == ExactOrPluralID && slices.Contains(types(op.schema), "array") {
-				if x, ok := strings.CutSuffix(op.name, "s"); ok && x != "" {
-					names = append(names, x+"_id")
-				}
-			}
-			for _, n := range names {
+			for _, n := range feedNames(op, rule) {
 				for _, p := range byName[n] {
 					b := tools[p.tool]
 					if a.Name == b.Name || !nameMatches(op.name, op.schema, p.name, rule.Names) {
@@ -204,13 +198,7 @@ func Candidates(catalog []Tool, names []string, rule Rule) int {
 			if _, echo := paramOf(a, op.name); echo && rule.SkipEcho {
 				continue
 			}
-			names := []string{op.name}
-			if rule.Names == ExactOrPluralID && slices.Contains(types(op.schema), "array") {
-				if x, ok := strings.CutSuffix(op.name, "s"); ok && x != "" {
-					names = append(names, x+"_id")
-				}
-			}
-			for _, pn := range names {
+			for _, pn := range feedNames(op, rule) {
 				n += params[pn]
 				if _, own := paramOf(a, pn); own {
 					n-- // a tool never feeds itself
@@ -219,6 +207,18 @@ func Candidates(catalog []Tool, names []string, rule Rule) int {
 		}
 	}
 	return n
+}
+
+// feedNames are the parameter names output property op may feed under
+// rule: its own, and under ExactOrPluralID an array's "x_id" for "xs".
+func feedNames(op outProp, rule Rule) []string {
+	names := []string{op.name}
+	if rule.Names == ExactOrPluralID && slices.Contains(types(op.schema), "array") {
+		if x, ok := strings.CutSuffix(op.name, "s"); ok && x != "" {
+			names = append(names, x+"_id")
+		}
+	}
+	return names
 }
 
 // paramOf is t's parameter name, if it takes one.
