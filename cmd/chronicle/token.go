@@ -93,8 +93,17 @@ func loadTokens(file, httpAddr string) (*access.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnExposed(file)
 	fmt.Fprintf(os.Stderr, "chronicle: %d API tokens from %s (re-read on SIGHUP); every /v1 call needs one\n", len(f.Tokens), file)
 	return &f, nil
+}
+
+// warnExposed warns on stderr when other users may read or write the token
+// file (access.Exposed), at start and at each reload.
+func warnExposed(file string) {
+	if mode, ok := access.Exposed(file); ok {
+		fmt.Fprintf(os.Stderr, "chronicle: warning: --tokens %s has mode %04o: other users of this machine may read it (its member_secret signs as a cluster member) or change it; chmod 600 %s\n", file, mode, file)
+	}
 }
 
 // reloadTokensOnHUP re-reads the token file on every SIGHUP until ctx
@@ -119,6 +128,7 @@ func reloadTokensOnHUP(ctx context.Context, file string, api *httpapi.Server) {
 			}
 			f, err := access.Load(file)
 			if err == nil {
+				warnExposed(file)
 				err = api.ReloadTokens(f)
 			}
 			if err != nil {

@@ -94,10 +94,34 @@ func Load(path string) (File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return f, fmt.Errorf("access: %s: %w", path, err)
 	}
+	// hex is case-insensitive: an upper-case hash (sha256sum's is lower
+	// case, other tools' upper) was accepted and matched no token, so its
+	// caller was refused without a word why (a security walkthrough,
+	// 2026-12-05)
+	for i := range f.Tokens {
+		f.Tokens[i].SHA256 = strings.ToLower(f.Tokens[i].SHA256)
+	}
 	return f, f.Validate()
 }
 
-// Save writes f to path (mode 0600).
+// Exposed reports the permission bits of the file at path when users
+// other than its owner may read or write it (mode & 0o077), for a warning:
+// a token file holds member_secret in clear, with which a process can
+// sign requests as a cluster member. Save writes 0600; a file made or
+// copied otherwise keeps its mode. ok is false when the mode is 0600 or
+// stricter, or path cannot be read.
+func Exposed(path string) (mode os.FileMode, ok bool) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return 0, false
+	}
+	return fi.Mode().Perm(), true
+}
+
+// Save writes f to path, mode 0600: an existing file is set to 0600 too
+// (os.WriteFile keeps an existing file's mode, so a file created 0644 by
+// hand stayed readable by every user, member_secret included: a security
+// walkthrough, 2026-12-05).
 func Save(path string, f File) error {
 	if err := f.Validate(); err != nil {
 		return err
@@ -106,7 +130,10 @@ func Save(path string, f File) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
 }
 
 // Hash is the hex SHA-256 of a token.

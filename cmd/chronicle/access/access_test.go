@@ -71,3 +71,39 @@ func TestValidateNamesTheEntry(t *testing.T) {
 		t.Errorf("a token file with an unknown field: %v; want an error naming it", err)
 	}
 }
+
+// A token file is the keys to every scope and, with member_secret, to
+// signing as a cluster member: Save leaves it 0600 even over a file made
+// 0644 by hand (os.WriteFile kept the mode), Exposed reports a file others
+// may read, and an upper-case hash, accepted before and matching no token,
+// now authenticates its token (a security walkthrough, 2026-12-05).
+func TestTokenFileModeAndHashCase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(path, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	if mode, ok := access.Exposed(path); !ok || mode != 0o644 {
+		t.Fatalf("Exposed of a 0644 file = %04o, %v; want 0644, true", mode, ok)
+	}
+	tok := "chr_case"
+	f := access.File{Tokens: []access.Token{{Name: "a", SHA256: strings.ToUpper(access.Hash(tok)), Read: []string{"*"}}}}
+	if err := access.Save(path, f); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("after Save over a 0644 file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	if mode, ok := access.Exposed(path); ok {
+		t.Fatalf("Exposed of a 0600 file = %04o, true", mode)
+	}
+	loaded, err := access.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := loaded.Authenticate("Bearer " + tok); err != nil || c.Name != "a" {
+		t.Fatalf("a token whose hash is written in upper case: %v, %+v; want it authenticated", err, c)
+	}
+}
