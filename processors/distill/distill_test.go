@@ -473,6 +473,18 @@ func TestLLMConfigURL(t *testing.T) {
 	}
 }
 
+// An --llm-url refused names its user, never its password, whether it
+// parses or not: the error printed it whole (a security walkthrough,
+// 2026-12-05).
+func TestLLMConfigURLErrorHidesThePassword(t *testing.T) {
+	for _, u := range []string{"ftp://user:s3cret@host/v1", "http://user:s3cret@%zz/v1", "http://user:s3cret@127.0.0.1:99999/v1"} {
+		err := (distill.LLMConfig{URL: u, Model: "m"}).Validate()
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "user:xxxxx@") {
+			t.Errorf("URL %q: %v, want an error with the password replaced by xxxxx", u, err)
+		}
+	}
+}
+
 // A negative Timeout or InitialBackoff is refused naming the field: a
 // negative Timeout reached http.Client as "no timeout".
 func TestLLMConfigNegativeDurations(t *testing.T) {

@@ -170,6 +170,34 @@ type LLMConfig struct {
 	HTTPClient *http.Client
 }
 
+// redactedURL is raw with the password of its user information, if any,
+// replaced by "xxxxx" (url.URL.Redacted), also when raw does not parse:
+// Validate's errors printed the URL whole, password included (a security
+// walkthrough, 2026-12-05).
+func redactedURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	out := scheme + "://" + user + ":xxxxx" + authority[at:]
+	if len(rest) > len(authority) {
+		out += "/" + path
+	}
+	return out
+}
+
 // Validate reports the first invalid field. URL must be an http or https
 // URL with a host (and a port from 1 to 65535 when it names one): before,
 // "notaurl" or port 99999 started, and every model call of every worker
@@ -180,9 +208,9 @@ func (c LLMConfig) Validate() error {
 	case c.URL == "":
 		return errors.New("distill: LLMConfig.URL: required (--llm-url)")
 	case uerr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
-		return fmt.Errorf("distill: LLMConfig.URL: %q is not an http or https URL with a host, e.g. http://127.0.0.1:11434/v1 (--llm-url)", c.URL)
+		return fmt.Errorf("distill: LLMConfig.URL: %q is not an http or https URL with a host, e.g. http://127.0.0.1:11434/v1 (--llm-url)", redactedURL(c.URL))
 	case u.Port() != "" && !validPort(u.Port()):
-		return fmt.Errorf("distill: LLMConfig.URL: %q: port %s is not from 1 to 65535 (--llm-url)", c.URL, u.Port())
+		return fmt.Errorf("distill: LLMConfig.URL: %q: port %s is not from 1 to 65535 (--llm-url)", redactedURL(c.URL), u.Port())
 	case c.Model == "":
 		return errors.New("distill: LLMConfig.Model: required (--llm-model)")
 	case c.Attempts < 0:
