@@ -16,8 +16,9 @@
 // Each event is its own poll (the live engine batches several, with the
 // same result: ApplyBatch re-applies one by one around a rejection).
 // Workers (processors.Worker: calls to a model, outputs in Kafka
-// transactions) are not run; their output events can be published as any
-// other. Since 2026-12-05; before, a processor of one's own was tested
+// transactions) are not run; their output events, of derived types that
+// Publish refuses as a producer does, can be written with PublishRecord
+// (events.Record of the event). Since 2026-12-05; before, a processor of one's own was tested
 // through projections.Store.Apply, which checks no schema and relays
 // nothing.
 package processortest
