@@ -494,3 +494,20 @@ func TestKafkaListenInUseNamesTheFlag(t *testing.T) {
 		t.Fatalf("broker on an address in use: %v\n%s", err, out)
 	}
 }
+
+// A command run with the wrong number of arguments names the ones it
+// takes, from its usage: cobra's "accepts 1 arg(s), received 0" named none
+// (`workflow state` without its ID: a CLI walkthrough, 2026-12-05).
+func TestMissingArgumentsAreNamed(t *testing.T) {
+	for args, want := range map[string]string{
+		"workflow state":    "chronicle workflow state takes ID, got 0 argument(s)",
+		"workflow at w1":    "chronicle workflow at takes ID CHECKPOINT_ID, got 1 argument(s)",
+		"import taubench":   "chronicle import taubench takes ",
+		"solver lock a b c": "chronicle solver lock takes ",
+	} {
+		out, err := exec.Command(binary, strings.Fields(args)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("chronicle %s: %v\n%s\nwant %q", args, err, out, want)
+		}
+	}
+}

@@ -171,6 +171,17 @@ func refuseStrayArgs(cmd *cobra.Command) {
 				}
 				return nil
 			}
+		} else if check := c.Args; check != nil && c.Name() != "help" && c.Name() != "completion" {
+			// cobra's "accepts 1 arg(s), received 0" named no argument
+			// (`workflow state` without its ID: a CLI walkthrough,
+			// 2026-12-05): say which, from the command's Use
+			c.Args = func(c *cobra.Command, args []string) error {
+				if err := check(c, args); err != nil {
+					_, want, _ := strings.Cut(c.Use, " ")
+					return fmt.Errorf("%s takes %s, got %d argument(s) %q (%w; see %s --help)", c.CommandPath(), want, len(args), args, err, c.CommandPath())
+				}
+				return nil
+			}
 		}
 		refuseStrayArgs(c)
 	}
