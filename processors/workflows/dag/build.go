@@ -172,18 +172,7 @@ func Dependencies(tools []Tool, rule Rule) []Edge {
 // answer of about 500 MB (a security walkthrough). Names the catalogue
 // does not have, and repeated names, are left out.
 func Candidates(catalog []Tool, names []string, rule Rule) int {
-	byName := map[string]Tool{}
-	for _, t := range catalog {
-		byName[t.Name] = t
-	}
-	var tools []Tool
-	seen := map[string]bool{}
-	for _, n := range names {
-		if t, ok := byName[n]; ok && !seen[n] {
-			seen[n] = true
-			tools = append(tools, t)
-		}
-	}
+	tools, _ := named(catalog, names)
 	params := map[string]int{} // parameter name → how many tools take it
 	for _, b := range tools {
 		if b.Parameters != nil {
@@ -207,6 +196,30 @@ func Candidates(catalog []Tool, names []string, rule Rule) int {
 		}
 	}
 	return n
+}
+
+// named picks the tools of catalog that names names, each once, in the
+// order of names; unknown is the first name catalog does not have ("" when
+// none), left out of tools.
+func named(catalog []Tool, names []string) (tools []Tool, unknown string) {
+	byName := map[string]Tool{}
+	for _, t := range catalog {
+		byName[t.Name] = t
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		t, ok := byName[n]
+		switch {
+		case !ok:
+			if unknown == "" {
+				unknown = n
+			}
+		case !seen[n]:
+			seen[n] = true
+			tools = append(tools, t)
+		}
+	}
+	return tools, unknown
 }
 
 // feedNames are the parameter names output property op may feed under
@@ -356,21 +369,9 @@ var ErrUnknownTool = errors.New("unknown tool")
 // layer of the tools it depends on, so tools without dependencies all run
 // in the first layer. A cycle is a *CycleError naming it.
 func Build(catalog []Tool, names []string, rule Rule) (DAG, error) {
-	byName := map[string]Tool{}
-	for _, t := range catalog {
-		byName[t.Name] = t
-	}
-	var tools []Tool
-	seen := map[string]bool{}
-	for _, n := range names {
-		t, ok := byName[n]
-		if !ok {
-			return DAG{}, fmt.Errorf("dag: %w %q", ErrUnknownTool, n)
-		}
-		if !seen[n] {
-			seen[n] = true
-			tools = append(tools, t)
-		}
+	tools, unknown := named(catalog, names)
+	if unknown != "" {
+		return DAG{}, fmt.Errorf("dag: %w %q", ErrUnknownTool, unknown)
 	}
 	names = names[:0:0]
 	for _, t := range tools {
