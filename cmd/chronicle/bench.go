@@ -62,6 +62,11 @@ cluster cost is 1 − cluster path / single-instance path.`,
 					}
 				}
 			}
+			if cfg.Dir != "" {
+				if err := bench.CheckDir(cfg.Dir); err != nil {
+					return fmt.Errorf("--dir: %w", err)
+				}
+			}
 			// interrupted (Ctrl-C, SIGTERM), the bench stops and removes its
 			// temporary directory (it was left behind, 2–5 GB: an operator's
 			// walkthrough)

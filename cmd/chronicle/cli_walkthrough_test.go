@@ -99,7 +99,10 @@ func TestCountFlagsAreChecked(t *testing.T) {
 		{[]string{"replay", "--data", t.TempDir(), "--into", filepath.Join(t.TempDir(), "r"), "--brokers", "127.0.0.1"}, `--brokers: "127.0.0.1" is not host:port`},
 		{[]string{"ingest", "x.jsonl", "--brokers", "foo"}, `--brokers: "foo" is not host:port`},
 		{[]string{"serve", "--data", t.TempDir(), "--brokers", "127.0.0.1:9092,127.0.0.1:99999"}, `--brokers: "127.0.0.1:99999" is not host:port`},
-		{[]string{"bench", "--dir", nonEmptyDir(t)}, "is not empty"},
+		{[]string{"bench", "--dir", nonEmptyDir(t)}, "--dir: "},
+		// a file: "broker: Config.DataDir …/log: … not a directory", no
+		// flag (a CLI walkthrough, 2026-12-05)
+		{[]string{"bench", "--dir", filepath.Join(nonEmptyDir(t), "left-over")}, "is not a directory: the bench writes"},
 		// weaviate.Config's fields were named, and port 99999 accepted
 		{[]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--weaviate", "127.0.0.1:1", "--weaviate-grpc", "bogus"}, "--weaviate-grpc bogus:"},
 		{[]string{"serve", "--data", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--weaviate", "127.0.0.1:1", "--weaviate-grpc", "127.0.0.1:99999"}, "--weaviate-grpc 127.0.0.1:99999: not host:port with a port from 1 to 65535"},

@@ -165,6 +165,33 @@ func (c Config) Validate() error {
 // their median.
 const RawRuns = 5
 
+// CheckDir refuses dir as Config.Dir unless it is an empty directory or
+// does not exist: a second run into one directory appended its events to
+// the log there and failed a second later with the engine's internals (an
+// operator's walkthrough), and a file there failed as "broker:
+// Config.DataDir …/log: … not a directory" (a CLI walkthrough,
+// 2026-12-05). The error names dir and why, for its caller to prefix
+// with the field or flag.
+func CheckDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory: the bench writes a new log and new stores in an empty or new directory", dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("%s is not empty (%s, …): the bench writes a new log and new stores there; give an empty or new directory", dir, ents[0].Name())
+	}
+	return nil
+}
+
 // Run runs every job in one process, against one embedded broker: the
 // raw job RawRuns times after a warm-up run, the count processor once, the
 // single-instance path, the cluster path and the replay Config.Runs times.
@@ -175,11 +202,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res := Result{Events: cfg.Events, Partitions: cfg.Partitions}
 	if cfg.Dir != "" {
-		// a second run into one directory appended its events to the log
-		// there and failed a second later with the engine's internals
-		// (an operator's walkthrough): refused before anything is written
-		if ents, err := os.ReadDir(cfg.Dir); err == nil && len(ents) > 0 {
-			return res, fmt.Errorf("bench: Config.Dir: %s is not empty (%s, …): the bench writes a new log and new stores there; give an empty or new directory", cfg.Dir, ents[0].Name())
+		if err := CheckDir(cfg.Dir); err != nil {
+			return res, fmt.Errorf("bench: Config.Dir: %w", err)
 		}
 	}
 	if cfg.Dir == "" {
