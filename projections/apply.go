@@ -627,6 +627,13 @@ func (t *Tx) Get(key string) (val []byte, ok bool, err error) {
 	return append([]byte(nil), v...), true, nil
 }
 
+// Has reports whether a row exists (in the call's own writes or the
+// store), without copying its value.
+func (t *Tx) Has(key string) (bool, error) {
+	_, ok, err := t.ws.get(t.key(key))
+	return ok, err
+}
+
 // GetJSON reads a row into v; ok is false when absent.
 func (t *Tx) GetJSON(key string, v any) (bool, error) {
 	b, ok, err := t.ws.get(t.key(key))

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -280,14 +279,14 @@ func HistoryPage(store *projections.Store, key string, checkpoints int, after st
 		if err != nil || !present {
 			return nil, "", true, present, err
 		}
-		if len(page) > 0 && size+len(raw) > maxBytes {
-			return page, page[len(page)-1].CheckpointID, true, true, nil
-		}
-		size += len(raw)
-		var cp Checkpoint
-		if err := json.Unmarshal(raw, &cp); err != nil {
+		cp, n, err := decodeCheckpoint(storeRows(store), key, raw)
+		if err != nil {
 			return nil, "", true, true, err
 		}
+		if len(page) > 0 && size+n > maxBytes {
+			return page, page[len(page)-1].CheckpointID, true, true, nil
+		}
+		size += n
 		page = append(page, HistoryEntry{CheckpointID: r.id, Checkpoint: cp})
 	}
 	return page, "", true, true, nil
@@ -436,7 +435,7 @@ func checkpointOfID(store *projections.Store, key string, pos projections.Positi
 		return cp, false, false, err
 	}
 	if seq >= 0 {
-		ok, err := store.GetJSON(Name, checkpointKey(key, seq), &cp)
+		cp, ok, err := getCheckpoint(storeRows(store), key, seq)
 		return cp, ok, true, err
 	}
 	st, ok, err := Get(store, key)

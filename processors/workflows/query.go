@@ -24,20 +24,27 @@ func Scopes(store *projections.Store, id string) ([]string, error) { return stor
 // Checkpoints returns the workflow's saved checkpoints in the order they
 // were saved (seq order), each with its complete state.
 func Checkpoints(store *projections.Store, key string) ([]Checkpoint, error) {
-	var out []Checkpoint
+	var rows [][]byte
 	p := checkpointPrefix(key)
 	err := store.Scan(Name, p, "", func(k string, val []byte) (bool, error) {
 		if !projections.OwnRow(p, k) {
 			return true, nil // a checkpoint of a workflow whose id extends this one's
 		}
-		var cp Checkpoint
-		if err := json.Unmarshal(val, &cp); err != nil {
-			return false, err
-		}
-		out = append(out, cp)
+		rows = append(rows, append([]byte(nil), val...))
 		return true, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Checkpoint, 0, len(rows))
+	for _, raw := range rows { // blobs are read after the scan, not inside it
+		cp, _, err := decodeCheckpoint(storeRows(store), key, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	return out, nil
 }
 
 // CheckpointByEvent returns the checkpoint saved by the
@@ -53,8 +60,7 @@ func CheckpointByEvent(store *projections.Store, key, eventID string) (Checkpoin
 	if err != nil {
 		return cp, false, err
 	}
-	ok, err = store.GetJSON(Name, checkpointKey(key, n), &cp)
-	return cp, ok, err
+	return getCheckpoint(storeRows(store), key, n)
 }
 
 // CheckpointIDAt returns the id (log position, topic:partition:offset) of
@@ -82,9 +88,9 @@ func LastCheckpoint(ctx context.Context, brokers []string, store *projections.St
 	if err != nil || !ok || st.Checkpoints == 0 {
 		return HistoryEntry{}, false, err
 	}
-	var cp Checkpoint
 	seq := st.Checkpoints - 1
-	if ok, err := store.GetJSON(Name, checkpointKey(key, seq), &cp); err != nil || !ok {
+	cp, ok, err := getCheckpoint(storeRows(store), key, seq)
+	if err != nil || !ok {
 		return HistoryEntry{}, false, err
 	}
 	id, ok, err := CheckpointIDAt(store, key, seq)

@@ -13,7 +13,8 @@
 // workflow id):
 //
 //	s/<key>                   State
-//	cp/<key>/<seq, 6 digits>  Checkpoint: seq, event id, layer, time, the complete State
+//	cp/<key>/<seq, 6 digits>  Checkpoint: seq, event id, layer, time, the State with its large fields named by hash
+//	cb/<key>/<SHA-256, hex>   one value of a large State field of a checkpoint (checkpointrow.go)
 //	ce/<key>/<event id>       the seq of the checkpoint saved by that event
 //	cpid/<key>/<seq, 6 digits> the checkpoint's id: the log position (topic:partition:offset) of its event
 //	ev/<key>/<event id>       the workflow's event count after that event (the event was applied)
@@ -360,7 +361,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		finish(&s, env)
 		// the saved state is the state after this event: what a replay
 		// --until this event's position rebuilds
-		if err := tx.SetJSON(checkpointKey(key, ref.Seq), Checkpoint{CheckpointRef: ref, State: s}); err != nil {
+		if err := putCheckpoint(tx, key, Checkpoint{CheckpointRef: ref, State: s}); err != nil {
 			return err
 		}
 		if err := tx.Set(checkpointEventKey(key, env.ID), []byte(strconv.Itoa(ref.Seq))); err != nil {
@@ -391,8 +392,8 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/checkpoint_event_id", "%q: %w", d.CheckpointEventID, ErrUnknownCheckpoint))
 		}
 		n, _ := strconv.Atoi(string(seq))
-		var cp Checkpoint
-		if ok, err := tx.GetJSON(checkpointKey(key, n), &cp); err != nil || !ok {
+		cp, ok, err := getCheckpoint(tx.Get, key, n)
+		if err != nil || !ok {
 			return fmt.Errorf("workflow %s: checkpoint %d: row missing (%v)", key, n, err)
 		}
 		prev := s
