@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -617,5 +618,42 @@ func TestParseLearnedCursor(t *testing.T) {
 		if _, err := httpapi.ParseLearnedCursor(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", in, err, want)
 		}
+	}
+}
+
+// A stream that reads one record batch a fetch (LearnedFetchBytes at its
+// least: the broker still answers one batch whole) delivers the same
+// events as one with the default bound (across partitions the order of a
+// stream is not defined): the bound limits what a catching-up stream
+// holds, never what it delivers.
+func TestLearnedStreamInSmallFetches(t *testing.T) {
+	_, srv := setup(t) // 2 partitions
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 4 {
+		recordIn(t, srv, "project:a", fmt.Sprintf("Fetch memory a%d", i))
+		recordIn(t, srv, "project:b", fmt.Sprintf("Fetch memory b%d", i))
+	}
+	read := func() []string {
+		resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?follow=false", "")
+		defer resp.Body.Close()
+		var ids []string
+		for {
+			ev, ok := rd.next()
+			if !ok {
+				return ids
+			}
+			ids = append(ids, ceOf(t, ev).ID)
+		}
+	}
+	whole := read()
+	old := httpapi.LearnedFetchBytes
+	httpapi.LearnedFetchBytes = 1
+	t.Cleanup(func() { httpapi.LearnedFetchBytes = old })
+	small := read()
+	sort.Strings(whole)
+	sort.Strings(small)
+	if len(whole) < 8 || strings.Join(small, ",") != strings.Join(whole, ",") {
+		t.Fatalf("one batch a fetch delivered %d events %v, the default bound %d %v", len(small), small, len(whole), whole)
 	}
 }
