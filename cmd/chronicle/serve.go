@@ -21,6 +21,7 @@ import (
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/processors/workflows"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -35,6 +36,7 @@ func serveCmd() *cobra.Command {
 	var requestLog string
 	var sessionTimeout time.Duration
 	var standbys int
+	var stateMaxMiB int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
@@ -45,6 +47,10 @@ func serveCmd() *cobra.Command {
 				return err
 			}
 			if err := checkStandbys(standbys, c.brokerList()); err != nil {
+				return err
+			}
+			stateMax, err := workflowStateMax(stateMaxMiB)
+			if err != nil {
 				return err
 			}
 			if len(c.brokerList()) == 0 {
@@ -132,7 +138,7 @@ func serveCmd() *cobra.Command {
 				}
 			}()
 			describe(p)
-			api := &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString()}
+			api := &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString(), WorkflowStateMax: stateMax}
 			reloadTokensOnHUP(ctx, tokens, api)
 			late.set(api.Handler())
 			announce(ln) // when it answers: scripts and tests wait for this line
@@ -152,8 +158,23 @@ func serveCmd() *cobra.Command {
 	registerRequestLog(cmd, &requestLog)
 	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s); the embedded broker allows 6s to 5m, refused at once outside; with --brokers it must lie within the cluster's group.min/max.session.timeout.ms, else startup fails at the first join naming the flag")
 	cmd.Flags().IntVar(&standbys, "standby-replicas", 0, "keep warm copies of the partitions of this many other instances (Kafka Streams' num.standby.replicas): each partition's standbys are the next N members after its owner in member-id order; a take-over then restores only what the standby had not applied (needs --brokers)")
+	cmd.Flags().IntVar(&stateMaxMiB, "workflow-state-max-mib", workflows.DefaultMaxStateBytes>>20, "a workflow write route that would grow the workflow's state above this many MiB of JSON is a 413 naming the member (every event rewrites the state row; 0: no bound)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start; 0: no ticks, so no decay")
 	return cmd
+}
+
+// workflowStateMax is serve --workflow-state-max-mib in bytes, as
+// httpapi.Server.WorkflowStateMax takes it (0: no bound, -1 there).
+func workflowStateMax(mib int) (int, error) {
+	switch {
+	case mib < 0:
+		return 0, fmt.Errorf("--workflow-state-max-mib %d: negative (0 for no bound)", mib)
+	case mib == 0:
+		return -1, nil
+	case mib > 1<<20:
+		return 0, fmt.Errorf("--workflow-state-max-mib %d: above 1048576 MiB (1 TiB; 0 for no bound)", mib)
+	}
+	return mib << 20, nil
 }
 
 // warnPartitionsDiffer is the pipeline's OnPartitionsDiffer when

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -152,5 +153,55 @@ func TestCheckpointMissingBlobIsAnError(t *testing.T) {
 	}
 	if _, err := Checkpoints(h.store, key); err == nil || !strings.Contains(err.Error(), "checkpoint 0") || !strings.Contains(err.Error(), "messages") {
 		t.Fatalf("a missing blob: %v", err)
+	}
+}
+
+// Service.MaxStateBytes: Check refuses a write that grows the state above
+// the bound, naming the member that carries the growth; a state already
+// above it (applied from the log, where no bound applies) can still be
+// checkpointed, resumed, answered and completed, and a smaller state's
+// writes pass.
+// A negative bound checks nothing.
+func TestStateBoundLetsAStateAboveItEnd(t *testing.T) {
+	h := newHarness(t)
+	for i := range 3 {
+		h.must(scopeA, fmt.Sprintf("m%d", i), events.WorkflowReducerApplied, upd("w1", 0, "messages", fmt.Sprintf("%q", strings.Repeat("x", 3000))))
+	}
+	h.must(scopeA, "cp0", events.WorkflowCheckpointSaved, events.CheckpointSavedData{WorkflowID: "w1", Layer: 1})
+	env := func(typ events.Type, id string, data any) events.Envelope {
+		t.Helper()
+		e, err := events.New(typ, "test", id, h.at, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Scope = scopeA
+		return e
+	}
+	svc := &Service{Store: h.store, MaxStateBytes: 8 << 10}
+	var ref *Refusal
+	err := svc.Check(env(events.WorkflowReducerApplied, "m9", upd("w1", 1, "tasks", `{"id":"t1"}`)))
+	if !errors.As(err, &ref) || !errors.Is(err, ErrStateTooLarge) || ref.Pointer != "/data/update" {
+		t.Fatalf("a growing update of a state above the bound: %v", err)
+	}
+	err = svc.Check(env(events.WorkflowDecisionRequested, "d1", events.DecisionRequestedData{WorkflowID: "w1", DecisionID: "d1", Kind: "agent", Question: "go on?"}))
+	if !errors.As(err, &ref) || ref.Pointer != "/data/question" {
+		t.Fatalf("a decision request of a state above the bound: %v", err)
+	}
+	h.must(scopeA, "d0", events.WorkflowDecisionRequested, events.DecisionRequestedData{WorkflowID: "w1", DecisionID: "d0", Kind: "human", Question: "ship it?"})
+	for _, e := range []events.Envelope{
+		env(events.WorkflowDecisionAnswered, "a0", events.DecisionAnsweredData{WorkflowID: "w1", DecisionID: "d0", Answer: "yes", Comment: strings.Repeat("c", 500)}),
+		env(events.WorkflowCheckpointSaved, "cp1", events.CheckpointSavedData{WorkflowID: "w1", Layer: 2}),
+		env(events.WorkflowResumed, "r1", events.ResumedData{WorkflowID: "w1", CheckpointID: "chronicle.workflows:0:3", CheckpointEventID: "cp0"}),
+		env(events.WorkflowCompleted, "done", events.WorkflowCompletedData{WorkflowID: "w1", Outcome: "failure"}),
+	} {
+		if err := svc.Check(e); err != nil {
+			t.Fatalf("%s of a state above the bound: %v", e.Type, err)
+		}
+	}
+	if err := (&Service{Store: h.store, MaxStateBytes: -1}).Check(env(events.WorkflowReducerApplied, "m9", upd("w1", 1, "tasks", `{"id":"t1"}`))); err != nil {
+		t.Fatalf("no bound: %v", err)
+	}
+	if err := svc.Check(env(events.WorkflowReducerApplied, "o1", upd("other", 0, "tasks", `{"id":"t1"}`))); err != nil {
+		t.Fatalf("a small workflow's write: %v", err)
 	}
 }

@@ -20,7 +20,30 @@ type Service struct {
 	// Wait bounds the wait for the processor after the broker acknowledged
 	// (default 5 s).
 	Wait time.Duration
+	// MaxStateBytes bounds a workflow's state row, in bytes of JSON: Check
+	// refuses a write that would grow the state above it (ErrStateTooLarge,
+	// naming the event's member that carries the growth). 0:
+	// DefaultMaxStateBytes; negative: no bound. Only writes through the
+	// Service are checked: the processor takes what the log holds, so a
+	// replay of a log written before, or written straight to Kafka, is
+	// unchanged. A write that does not grow the state, a checkpoint, a
+	// resume, a decision's answer and the completion pass whatever the
+	// state's size.
+	MaxStateBytes int
 }
+
+// DefaultMaxStateBytes is Service.MaxStateBytes' default: 16 MiB. Every
+// event of a workflow rewrites its state row (the state is one row), so a
+// 60-byte checkpoint of a 16 MiB state writes 16 MiB to the store's
+// write-ahead log; and the Go workflow client refuses answers above
+// 64 MiB, which a state's answer, with its markup as sent, can reach from
+// about a quarter of that (a security walkthrough, 2026-12-05: a 17 MB
+// state and 40 checkpoints of {"layer":1}).
+const DefaultMaxStateBytes = 16 << 20
+
+// ErrStateTooLarge is wrapped by Check's *Refusal for a write that would
+// grow the workflow's state above Service.MaxStateBytes.
+var ErrStateTooLarge = errors.New("the workflow's state would grow above this service's limit")
 
 // ErrRejected is wrapped by Submit's error for an event the workflows
 // processor refused (dead-lettered with the reason).
@@ -183,7 +206,7 @@ func (s *Service) try(env events.Envelope) error {
 	if env.Time == "" {
 		env.Time, env.TimeFromLog = time.Now().UTC().Format(time.RFC3339Nano), true
 	}
-	err = s.Store.Try(Name, &env, Processor{}.Apply)
+	err = s.Store.Try(Name, &env, s.applyBounded)
 	var rej *projections.RejectedError
 	if !errors.As(err, &rej) {
 		return err
@@ -193,6 +216,58 @@ func (s *Service) try(env events.Envelope) error {
 		ref.Pointer, ref.Reason = fe.Pointer, fe.Err.Error()
 	}
 	return ref
+}
+
+// applyBounded is the processor's Apply, refusing an event that grows the
+// state above MaxStateBytes (a *FieldError wrapping ErrStateTooLarge,
+// naming the member of the event that carries the growth).
+func (s *Service) applyBounded(tx *projections.Tx, env *events.Envelope) error {
+	limit := s.MaxStateBytes
+	if limit == 0 {
+		limit = DefaultMaxStateBytes
+	}
+	ptr := growthPointer(env.Type)
+	if limit < 0 || ptr == "" {
+		return Processor{}.Apply(tx, env)
+	}
+	key, err := keyOf(env)
+	if err != nil {
+		return err
+	}
+	before, _, err := tx.Get(stateKey(key))
+	if err != nil {
+		return err
+	}
+	if err := (Processor{}).Apply(tx, env); err != nil {
+		return err
+	}
+	after, _, err := tx.Get(stateKey(key))
+	if err != nil {
+		return err
+	}
+	if len(after) > limit && len(after) > len(before) {
+		return fieldError(ptr, "%w: %d bytes of JSON after this write (%d before), above %d (serve --workflow-state-max-mib): keep large values out of the state (store them elsewhere and put their reference in it), or start a new workflow",
+			ErrStateTooLarge, len(after), len(before), limit)
+	}
+	return nil
+}
+
+// growthPointer names the member of an event of type typ that adds
+// content to a workflow's state; "" for the types the bound lets through:
+// a checkpoint marks the state, a resume restores a saved one, an answer
+// and the completion end what was started (each at most one event's
+// size), so a workflow at or above the bound can still be resumed,
+// answered and ended.
+func growthPointer(typ events.Type) string {
+	switch typ {
+	case events.WorkflowReducerApplied, events.WorkflowForked:
+		return "/data/update"
+	case events.WorkflowCommandEnqueued:
+		return "/data/args"
+	case events.WorkflowDecisionRequested:
+		return "/data/question"
+	}
+	return ""
 }
 
 // checkID fails with ErrIDReused when the processor applied env's id

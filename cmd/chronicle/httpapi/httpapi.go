@@ -161,6 +161,12 @@ type Server struct {
 	// shown by GET /v1/cluster.
 	Advertise string
 
+	// WorkflowStateMax bounds a workflow's state, in bytes of JSON: a
+	// write route that would grow it above is a 413 naming the member
+	// (workflows.Service.MaxStateBytes; serve --workflow-state-max-mib).
+	// 0: workflows.DefaultMaxStateBytes (16 MiB); negative: no bound.
+	WorkflowStateMax int
+
 	// ForwardTimeout bounds a read forwarded to its partition's owner and
 	// each member's answer to a fan-out; ≤ 0: ForwardTimeout (5 s).
 	ForwardTimeout time.Duration

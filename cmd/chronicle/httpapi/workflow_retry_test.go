@@ -21,6 +21,13 @@ import (
 // records chronicle.workflows holds.
 func workflowAPI(t *testing.T) (p *pipeline.Pipeline, post func(path, body string) (int, map[string]any), logged func() int64) {
 	t.Helper()
+	return workflowAPIWith(t, nil)
+}
+
+// workflowAPIWith is workflowAPI with set, when not nil, called on the
+// server before it serves.
+func workflowAPIWith(t *testing.T, set func(*httpapi.Server)) (p *pipeline.Pipeline, post func(path, body string) (int, map[string]any), logged func() int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", Partitions: 1})
@@ -28,7 +35,11 @@ func workflowAPI(t *testing.T) (p *pipeline.Pipeline, post func(path, body strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	srv := httptest.NewServer(conforming(t, (&httpapi.Server{P: p}).Handler()))
+	api := &httpapi.Server{P: p}
+	if set != nil {
+		set(api)
+	}
+	srv := httptest.NewServer(conforming(t, api.Handler()))
 	t.Cleanup(srv.Close)
 	post = func(path, body string) (int, map[string]any) {
 		t.Helper()

@@ -145,6 +145,41 @@ func TestWorkflowWritesTooLarge(t *testing.T) {
 	}
 }
 
+// A write that would grow a workflow's state above the server's bound is
+// a 413 naming the body's member, and nothing reaches the log; writes
+// within it pass (the bound is lowered here to 8 KiB: before, every write
+// passed, and each event of a 17 MB state rewrote its 17 MB row). A state
+// already above the bound: TestStateBoundLetsAStateAboveItEnd.
+func TestWorkflowStateBound(t *testing.T) {
+	_, post, logged := workflowAPIWith(t, func(s *httpapi.Server) { s.WorkflowStateMax = 8 << 10 })
+	update := `{"channel":"messages","update":"` + strings.Repeat("x", 3000) + `"}`
+	for i := range 2 {
+		if code, m := post("/v1/workflows/b/updates", update); code != http.StatusOK {
+			t.Fatalf("update %d: %d %v", i, code, m)
+		}
+	}
+	before := logged()
+	code, m := post("/v1/workflows/b/updates", update)
+	if e, _ := m["error"].(string); code != http.StatusRequestEntityTooLarge || m["pointer"] != "/update" || !strings.Contains(e, "8192") {
+		t.Fatalf("the update past the bound: %d %v; want 413 naming /update and the bound", code, m)
+	}
+	if code, m := post("/v1/workflows/b/commands", `{"command_id":"c1","command":"inject_tasks","args":{"text":"`+strings.Repeat("y", 5000)+`"}}`); code != http.StatusRequestEntityTooLarge || m["pointer"] != "/args" {
+		t.Fatalf("a command past the bound: %d %v; want 413 naming /args", code, m)
+	}
+	if got := logged(); got != before {
+		t.Fatalf("the refused writes reached the log: %d records, %d before", got, before)
+	}
+	// a smaller update fits; then a checkpoint, a resume and the end
+	if code, m := post("/v1/workflows/b/updates", `{"channel":"messages","update":"`+strings.Repeat("z", 1500)+`"}`); code != http.StatusOK {
+		t.Fatalf("an update within the bound: %d %v", code, m)
+	}
+	for _, c := range []struct{ route, body string }{{"checkpoints", `{"layer":1}`}, {"resume", `{}`}, {"complete", `{"outcome":"success"}`}} {
+		if code, m := post("/v1/workflows/b/"+c.route, c.body); code != http.StatusOK {
+			t.Fatalf("%s of a workflow near its bound: %d %v", c.route, code, m)
+		}
+	}
+}
+
 // A checkpoint's processed_commands: a command named twice is a 400 at its
 // index, an empty id the schema's 400 (both answered 409 "not pending"
 // before: found by a new user's walkthrough).

@@ -56,7 +56,7 @@ func workflowPath(r *http.Request) (id string, sub []string, err error) {
 }
 
 func (s *Server) workflowService() *workflows.Service {
-	return &workflows.Service{Store: s.P.Store, Producer: s.P.Producer}
+	return &workflows.Service{Store: s.P.Store, Producer: s.P.Producer, MaxStateBytes: s.WorkflowStateMax}
 }
 
 // workflowGet serves GET /v1/workflows/{id}, /{id}/checkpoints (the
@@ -734,6 +734,9 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusBadRequest
 		if errors.Is(err, workflows.ErrCompleted) || errors.Is(err, workflows.ErrNotPending) || errors.Is(err, workflows.ErrDuplicateID) {
 			code = http.StatusConflict // the write is well formed; the workflow's state refuses it
+		}
+		if errors.Is(err, workflows.ErrStateTooLarge) {
+			code = http.StatusRequestEntityTooLarge // as an event above the limit: no retry makes it fit
 		}
 		msg, ptr := refusalMessage(route, refusal)
 		if errors.Is(err, workflows.ErrCompleted) && refusal.Written == "" {
