@@ -635,7 +635,7 @@ func TestLearnedStreamInSmallFetches(t *testing.T) {
 		recordIn(t, srv, "project:b", fmt.Sprintf("Fetch memory b%d", i))
 	}
 	read := func() []string {
-		resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?follow=false", "")
+		resp, rd := openStream(t, ctx, srv.URL+"/v1/learned/stream?follow=false&types=memory.created.v1", "")
 		defer resp.Body.Close()
 		var ids []string
 		for {
@@ -646,7 +646,12 @@ func TestLearnedStreamInSmallFetches(t *testing.T) {
 			ids = append(ids, ceOf(t, ev).ID)
 		}
 	}
+	// the memory.created events reach the topic through the outbox relay,
+	// after recordIn returned: wait for the eight
 	whole := read()
+	for deadline := time.Now().Add(10 * time.Second); len(whole) < 8 && time.Now().Before(deadline); whole = read() {
+		time.Sleep(50 * time.Millisecond)
+	}
 	old := httpapi.LearnedFetchBytes
 	httpapi.LearnedFetchBytes = 1
 	t.Cleanup(func() { httpapi.LearnedFetchBytes = old })
