@@ -59,7 +59,7 @@ func replayCmd() *cobra.Command {
 		Use:   "replay --data DIR --into NEWDIR [--until RFC3339|topic:partition:offset]",
 		Short: "Rebuild every projection from offset 0 into NEWDIR with the same processor code",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			if into == "" {
 				return fmt.Errorf("--into: required")
@@ -245,7 +245,7 @@ func auditCmd() *cobra.Command {
 		Use:   "audit --data DIR",
 		Short: "Replay the log into a temporary directory, as far as the live projections got, and compare; exit 2 naming the first differing key",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			// a directory without projections is refused before anything is
 			// opened: opening the store read-write (for its lock) created

@@ -70,7 +70,7 @@ cluster cost is 1 − cluster path / single-instance path.`,
 			// interrupted (Ctrl-C, SIGTERM), the bench stops and removes its
 			// temporary directory (it was left behind, 2–5 GB: an operator's
 			// walkthrough)
-			ctx, stop := signalContext()
+			ctx, stop := signalContext(cmd)
 			defer stop()
 			res, err := bench.Run(ctx, cfg)
 			if bar != nil {

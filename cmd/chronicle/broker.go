@@ -17,7 +17,7 @@ func brokerCmd() *cobra.Command {
 		Use:   "broker",
 		Short: "Run only the embedded Kafka-protocol broker on DATA/log (for kcat or other clients)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(c.data), Listen: c.kafkaListen, Partitions: c.partitions, GroupMinSessionTimeout: minSession,
 				OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit, OnLogRepaired: warnLogRepaired}) // as serve warns (it was silent: an SRE's walkthrough)

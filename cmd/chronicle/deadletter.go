@@ -40,7 +40,7 @@ func deadletterListCmd() *cobra.Command {
 		Use:   "list [--data DIR | --brokers HOST:PORT] [--json]",
 		Short: "List every dead letter: original topic, partition, offset, handler, reason, key and event id",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			brokers, stop, err := logBrokers(ctx, cmd, &c)
 			if err != nil {
@@ -156,7 +156,7 @@ func deadletterRedriveCmd() *cobra.Command {
 			if !all && len(ids) == 0 {
 				return fmt.Errorf("--id or --all: give one (ids as `deadletter list` prints them)")
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			brokers, stop, err := logBrokers(ctx, cmd, &c)
 			if err != nil {

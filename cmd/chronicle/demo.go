@@ -65,7 +65,7 @@ func demoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "Run the pipeline on the bundled 200 tau-bench airline sessions and print a summary",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			start := time.Now()
 			vs, err := c.vectorStore(ctx)

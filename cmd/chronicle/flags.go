@@ -168,9 +168,15 @@ func (c *commonFlags) brokerList() []string {
 	return out
 }
 
-// signalContext is cancelled on SIGINT or SIGTERM.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// signalContext is cancelled on SIGINT or SIGTERM, or when cmd's own
+// context ends (context.Background under main: a test that runs a command
+// in-process with ExecuteContext cancels it as a signal would).
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
 // interrupted is err of a producing command (ingest, import, demo) whose

@@ -33,7 +33,7 @@ func ingestCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			in, name, err := openInput(args[0])
 			if err != nil {
@@ -203,7 +203,7 @@ func importTaubenchCmd() *cobra.Command {
 		Short: "Import tau-bench sessions (the format of gpt-4o-airline.json) as session events; FILE '-' reads stdin, 'sample' the bundled copy",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			recs, err := loadTaubench(args[0])
 			if err != nil {
@@ -233,7 +233,7 @@ func importToTCmd() *cobra.Command {
 		Short: "Import a Tree of Thoughts Game of 24 log as searches replayed through the pipeline ('bundled': the GPT-4 run on puzzles 901-1000)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			return importToT(ctx, args[0], tot)
 		},
@@ -250,7 +250,7 @@ func importReflexionCmd() *cobra.Command {
 		Short: "Import a Reflexion HotPotQA run log as reasoning passes, sessions, tool events and reflection memories (FILE a path, .gz too, or a bundled run: " + reflexion.RunReflexion + ", " + reflexion.RunBase + ")",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			return interrupted(ctx, importReflexion(ctx, args[0], splitBrokers(brokers)))
 		},

@@ -39,7 +39,7 @@ no usage events.
 The memory, pattern and tool vectors are embedded once at start with the embedded
 model (vectors the live service cached in DIR are reused).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			rl, err := requestLogger(requestLog)
 			if err != nil {

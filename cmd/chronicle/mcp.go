@@ -43,7 +43,7 @@ SIGTERM ends the wait at once.`,
 			if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return fmt.Errorf("--api %q: not the http:// or https:// URL of a running chronicle serve (e.g. http://127.0.0.1:8080)", api)
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			// a token read from a file often ends in a newline, which an
 			// Authorization header cannot hold (every call failed with

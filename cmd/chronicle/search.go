@@ -179,7 +179,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				// as 0 solved, every one "unexpandable" (a walkthrough)
 				return fmt.Errorf("--proposer recorded: --from %d --to %d: the recorded Tree of Thoughts log covers puzzles 901–1000 only (game24.ToTFile); use --proposer arithmetic for others", from, to)
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			if err := groupIsFree(ctx, c.brokerList()); err != nil {
 				return err

@@ -41,7 +41,7 @@ func serveCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
 		RunE: func(cmd *cobra.Command, _ []string) (rerr error) {
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			if err := checkAdvertise(advertise); err != nil {
 				return err

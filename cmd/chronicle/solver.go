@@ -37,7 +37,7 @@ func solverCmd() *cobra.Command {
 					return fmt.Errorf("--data %s: no log at %s, so no search to lock (give the --data of the serve or search game24 that ran it, or --brokers): %w", c.data, pipeline.LogDir(c.data), err)
 				}
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			p, err := pipeline.Start(ctx, pipeline.Config{DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions,
 				Processors: []processors.Processor{treesearch.Processor{}}, Embedder: noEmbedder{}, OnRelayError: logRelayError})
