@@ -239,14 +239,32 @@ complete (not an interrupted replay).`,
 	return cmd
 }
 
+// auditInterrupted is err of an audit of data whose signal context ctx
+// ended, said as what it is: the audit was stopped before it compared
+// anything, it changed nothing, and it can be run again. Before, it read
+// "context canceled", or "replay: end offsets: unable to dial: … operation
+// was canceled" (a CLI walkthrough, 2026-12-05). An audit's own verdict
+// (exit 2, a difference found before the signal) and any error without a
+// signal are returned as they are.
+func auditInterrupted(ctx context.Context, data string, err error) error {
+	var ec exitCoder
+	if err == nil || ctx.Err() == nil || errors.As(err, &ec) {
+		return err
+	}
+	return fmt.Errorf("interrupted by a signal: the audit stopped before it finished, so nothing was compared; the live projections in %s were only read, and no temporary replay is left behind; run the audit again (%w)", pipeline.ProjectionsDir(data), err)
+}
+
 func auditCmd() *cobra.Command {
 	var c commonFlags
 	cmd := &cobra.Command{
 		Use:   "audit --data DIR",
 		Short: "Replay the log into a temporary directory, as far as the live projections got, and compare; exit 2 naming the first differing key",
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (rerr error) {
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
+			// runs after the deferred closes below: the temporary replay
+			// is removed by then
+			defer func() { rerr = auditInterrupted(ctx, c.data, rerr) }()
 			// a directory without projections is refused before anything is
 			// opened: opening the store read-write (for its lock) created
 			// an empty one, which digest and inspect then took for a real,

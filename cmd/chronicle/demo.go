@@ -86,7 +86,7 @@ func demoCmd() *cobra.Command {
 			// while the processors are still filling it, so with it running
 			// the digest printed moved from run to run
 			if p, err = pipeline.Start(ctx, config(false)); err != nil {
-				return err
+				return startInterrupted(ctx, err, "no event was imported")
 			}
 			if !asJSON {
 				describe(p)
@@ -101,6 +101,11 @@ func demoCmd() *cobra.Command {
 			wctx, wcancel := context.WithTimeout(ctx, timeout)
 			defer wcancel()
 			if err := p.WaitCaughtUp(wctx, lagBar()); err != nil {
+				if ctx.Err() != nil {
+					// "waiting for the processors to catch up (--timeout
+					// 5m0s): context canceled" read as the wait running out
+					return interrupted(ctx, fmt.Errorf("waiting for the processors to catch up: %w", err))
+				}
 				return fmt.Errorf("waiting for the processors to catch up (--timeout %v): %w%s", timeout, err, lettersHint(p, c.data))
 			}
 			sum, err := summarise(p.Store, c.data, time.Since(start))
@@ -134,7 +139,7 @@ func demoCmd() *cobra.Command {
 					cfg.Holdings, cfg.SubscriberOpts = held, httpapi.MemberOpts("http://"+httpAddr, held)
 				}
 				if p, err = pipeline.Start(ctx, cfg); err != nil {
-					return err
+					return startInterrupted(ctx, err, "the demo's events are in the log and its summary was printed, but nothing was served")
 				}
 				tf, err := loadTokens("", httpAddr)
 				if err != nil {

@@ -205,6 +205,21 @@ func searchInterrupted(ctx context.Context, err error) error {
 	return fmt.Errorf("interrupted by a signal: the steps acknowledged before it are in the log; the same command run again on the same directory resumes the searches where they stand (%w)", err)
 }
 
+// startInterrupted is err of serve or demo whose signal context ctx ended
+// while the pipeline started, said as what it is: the command was stopped
+// before it did anything, and running it again is safe; done says what it
+// had not done yet ("no event was imported"). Before, it read "context
+// canceled", or "broker: log …: closing the transactions a killed process
+// left open: … context canceled" when the signal came while the embedded
+// broker started (a CLI walkthrough, 2026-12-05). Any other err is
+// returned as it is.
+func startInterrupted(ctx context.Context, err error, done string) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("interrupted by a signal while the pipeline started: %s; running the command again is safe (%w)", done, err)
+}
+
 // exitCoder is an error with its own exit status.
 type exitCoder interface {
 	error

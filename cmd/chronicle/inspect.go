@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -64,6 +65,12 @@ model (vectors the live service cached in DIR are reused).`,
 			start := time.Now()
 			if err := s.P.Search.Index.Sync(ctx); err != nil {
 				ln.Close()
+				if ctx.Err() != nil {
+					// it said "inspect: index the memory bank: …: context
+					// canceled", one line per collection (a CLI walkthrough,
+					// 2026-12-05): the signal's cause is all there is to say
+					return fmt.Errorf("interrupted by a signal while building the search index, before serving: nothing in %s was written (inspect opens it read-only); run inspect again (%w)", data, context.Cause(ctx))
+				}
 				return fmt.Errorf("inspect: index the memory bank: %w", err)
 			}
 			fmt.Fprintf(os.Stderr, "chronicle: read-only projections in %s (search index built in %.1fs)\n", pipeline.ProjectionsDir(data), time.Since(start).Seconds())

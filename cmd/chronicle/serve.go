@@ -120,7 +120,7 @@ func serveCmd() *cobra.Command {
 				return fmt.Errorf("--session-timeout: %w", err)
 			}
 			if err != nil {
-				return err
+				return startInterrupted(ctx, err, "nothing was served")
 			}
 			var stopAt atomic.Pointer[time.Time]
 			context.AfterFunc(ctx, func() { now := time.Now(); stopAt.Store(&now) })
