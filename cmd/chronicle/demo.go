@@ -85,8 +85,9 @@ func demoCmd() *cobra.Command {
 			// only after the summary: its retrievals read the memory bank
 			// while the processors are still filling it, so with it running
 			// the digest printed moved from run to run
+			made := noteData(c.data) // removed when the start fails
 			if p, err = pipeline.Start(ctx, config(false)); err != nil {
-				return startInterrupted(ctx, err, "no event was imported")
+				return made.failedStart(startInterrupted(ctx, err, "no event was imported"))
 			}
 			if !asJSON {
 				describe(p)

@@ -98,7 +98,8 @@ func TestInterruptedAuditSaysSo(t *testing.T) {
 // demo and serve stopped by a signal while the pipeline starts say so, and
 // that nothing was imported or served: they said "context canceled", or
 // "broker: log …/log: closing the transactions a killed process left open:
-// … context canceled" (found by running them under `timeout -s INT`).
+// … context canceled" (found by running them under `timeout -s INT`). The
+// data directory they made is removed: it holds no record.
 func TestInterruptedStartSaysSo(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -112,6 +113,9 @@ func TestInterruptedStartSaysSo(t *testing.T) {
 		data := filepath.Join(t.TempDir(), "data")
 		err := runInProcess(cancelled(), c.cmd(), append(c.args, "--data", data, "--kafka-listen", "127.0.0.1:0")...)
 		wantInterrupted(t, c.name+" while starting", err, c.says, "running the command again is safe")
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("%s interrupted while starting left %s behind (%v)", c.name, data, err)
+		}
 	}
 }
 

@@ -111,16 +111,17 @@ func serveCmd() *cobra.Command {
 					os.Exit(1)
 				}
 			})
+			made := noteData(c.data) // removed when the start fails
 			p, err := pipeline.Start(ctx, pipeline.Config{Logger: pipelineLogger(rl), VectorStore: vs, DataDir: c.data, Brokers: c.brokerList(), KafkaListen: c.kafkaListen, Partitions: c.partitions, ReplicationFactor: c.replication, MinInsyncReplicas: c.minInsync, LLM: c.llm(), OnRelayError: logRelayError, OnSearchError: logSearchError, OnTickError: logTickError, OnDeadLetter: logDeadLetterTo(rl), TickInterval: tick, PAIR: true, SessionTimeout: sessionTimeout,
 				StandbyReplicas: standbys, Holdings: held, OnPartitionsDiffer: warnPartitionsDiffer(cmd, c.partitions), OnFiniteRetention: warnFiniteRetention, OnSmallMessageLimit: warnSmallMessageLimit, OnLogRepaired: warnLogRepaired,
 				SubscriberOpts: httpapi.MemberOpts(advertise, held)})
 			close(started)
 			stopWatch()
 			if errors.Is(err, kerr.InvalidSessionTimeout) {
-				return fmt.Errorf("--session-timeout: %w", err)
+				return made.failedStart(fmt.Errorf("--session-timeout: %w", err))
 			}
 			if err != nil {
-				return startInterrupted(ctx, err, "nothing was served")
+				return made.failedStart(startInterrupted(ctx, err, "nothing was served"))
 			}
 			var stopAt atomic.Pointer[time.Time]
 			context.AfterFunc(ctx, func() { now := time.Now(); stopAt.Store(&now) })
