@@ -20,6 +20,20 @@ import (
 )
 
 func main() {
+	if cmd, err := newRoot().ExecuteC(); err != nil {
+		err = namedListen(cmd, err)
+		fmt.Fprintln(os.Stderr, "chronicle:", err)
+		var ec exitCoder
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+// newRoot is the chronicle command with every subcommand, its flags and
+// its refusals, as main runs it (a test walks the same tree).
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "chronicle",
 		Short:         "An auditable memory for AI-agent systems: every decision an event in Kafka, projections rebuilt by replay",
@@ -43,15 +57,7 @@ func main() {
 	refuseUnknownHelpTopics(root)
 	refuseUnknownSubcommands(root)
 	refuseStrayArgs(root)
-	if cmd, err := root.ExecuteC(); err != nil {
-		err = namedListen(cmd, err)
-		fmt.Fprintln(os.Stderr, "chronicle:", err)
-		var ec exitCoder
-		if errors.As(err, &ec) {
-			os.Exit(ec.ExitCode())
-		}
-		os.Exit(1)
-	}
+	return root
 }
 
 // namedListen names --kafka-listen in err, a failure of cmd, when the
