@@ -58,6 +58,14 @@ func replayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay --data DIR --into NEWDIR [--until RFC3339|topic:partition:offset]",
 		Short: "Rebuild every projection from offset 0 into NEWDIR with the same processor code",
+		Example: `  # every projection of a stopped service rebuilt from its log, into ./rebuilt
+  chronicle replay --data ./data --into ./rebuilt
+
+  # the state as of a moment (each record's Kafka timestamp), or as of a record of the log
+  chronicle replay --data ./data --into ./asof-noon --until 2026-12-05T12:00:00Z
+  chronicle replay --data ./data --into ./asof-100 --until chronicle.sessions:0:100
+
+  # then read it: chronicle inspect --data ./asof-noon, or chronicle digest --data ./rebuilt`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
@@ -203,7 +211,12 @@ func digestCmd() *cobra.Command {
 	var data string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "digest --data DIR",
+		Use: "digest --data DIR",
+		Example: `  # what a stopped service's projections know
+  chronicle digest --data ./data
+
+  # a replay's, as JSON, to compare with a running service's GET /v1/digest
+  chronicle digest --data ./rebuilt --json`,
 		Short: "Print a SHA-256 over each projection's rows (keys and values, in key order) and one over all: what the store knows",
 		Long: `digest prints a SHA-256 over each projection's rows (its keys and values, in key
 order), with the number of rows, and one over every projection ("all"). Offsets,
@@ -259,6 +272,11 @@ func auditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit --data DIR",
 		Short: "Replay the log into a temporary directory, as far as the live projections got, and compare; exit 2 naming the first differing key",
+		Example: `  # a stopped service's projections against a replay of its log
+  chronicle audit --data ./data
+
+  # with its log on a Kafka cluster
+  chronicle audit --data ./node1 --brokers kafka1:9092`,
 		RunE: func(cmd *cobra.Command, _ []string) (rerr error) {
 			ctx, cancel := signalContext(cmd)
 			defer cancel()

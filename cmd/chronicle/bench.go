@@ -19,6 +19,11 @@ func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Throughput and latency of the processing engine next to a raw franz-go job, in one run on the embedded broker",
+		Example: `  # every job, 5 runs each, in a temporary directory (several minutes)
+  chronicle bench
+
+  # a quick look at the engine's default path only, as JSON
+  chronicle bench --only default --events 5000 --runs 1 --json`,
 		Long: `Produces --events tau-bench events into an embedded broker with --partitions partitions,
 then consumes them with: a raw franz-go job counting events per session in Pebble (one batch per
 fetch: the limit; it takes about a tenth of a second, so it runs five times after a discarded

@@ -39,6 +39,11 @@ func deadletterListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--data DIR | --brokers HOST:PORT] [--json]",
 		Short: "List every dead letter: original topic, partition, offset, handler, reason, key and event id",
+		Example: `  # the letters in a stopped service's log
+  chronicle deadletter list --data ./data
+
+  # a running service's, through its embedded broker, as JSON
+  chronicle deadletter list --brokers 127.0.0.1:9092 --json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
@@ -148,6 +153,11 @@ func deadletterRedriveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "redrive (--id TOPIC:PARTITION:OFFSET ... | --all) [--again] [--data DIR | --brokers HOST:PORT] [--json]",
 		Short: "Re-produce dead-lettered records to their original topics with their original keys, as their producers sent them",
+		Example: `  # one letter's record (its id as deadletter list shows it), on a running service
+  chronicle deadletter redrive --id chronicle.sessions:0:42 --brokers 127.0.0.1:9092
+
+  # every letter waiting for a redrive, in a stopped service's log
+  chronicle deadletter redrive --all --data ./data`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all && len(ids) > 0 {
 				// it said "--id or --all: give one" to a caller who gave both

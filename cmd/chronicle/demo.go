@@ -64,6 +64,14 @@ func demoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the pipeline on the bundled 200 tau-bench airline sessions and print a summary",
+		Example: `  # the bundled sessions into a new directory, then the summary (digest, evaluations, memories)
+  chronicle demo --data ./demo
+
+  # the summary as one JSON object, then keep serving the HTTP API on the result
+  chronicle demo --data ./demo2 --json --serve --http 127.0.0.1:8080
+
+  # beside a running chronicle serve, which holds 127.0.0.1:9092: the demo's broker on a free port
+  chronicle demo --data ./demo3 --kafka-listen 127.0.0.1:0`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(cmd)
 			defer cancel()

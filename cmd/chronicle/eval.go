@@ -89,7 +89,12 @@ type EvalReport struct {
 func evalCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "eval [--json]",
+		Use: "eval [--json]",
+		Example: `  # the quality report on the bundled data
+  chronicle eval
+
+  # as one JSON object, e.g. the next-tool prediction's top-1 accuracy with jq
+  chronicle eval --json | jq .next_tool_top1`,
 		Short: "Quality on the bundled data: next-tool prediction (leave-one-task-out, against frequency and bigram baselines; also on the Reflexion HotPotQA actions), distillation, PAIR retrieval and revision, DAG dependencies vs observed data flow, workflow suggestions, hybrid tool search, Game of 24 consensus and panels, Reflexion reasoning passes",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := taubench.SampleRecords()

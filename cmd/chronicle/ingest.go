@@ -22,7 +22,12 @@ import (
 func ingestCmd() *cobra.Command {
 	var brokers string
 	cmd := &cobra.Command{
-		Use:   "ingest FILE.jsonl|-",
+		Use: "ingest FILE.jsonl|-",
+		Example: `  # CloudEvents, one per line, into a running chronicle serve (its embedded broker, 127.0.0.1:9092)
+  chronicle ingest events.jsonl
+
+  # from stdin, into a Kafka cluster
+  cat events.jsonl | chronicle ingest - --brokers kafka1:9092,kafka2:9092`,
 		Short: "Validate and produce CloudEvents, one JSON object per line; FILE '-' reads stdin (all lines are checked as the producer would, size and repeated ids too, before any is produced)",
 		Args: func(_ *cobra.Command, args []string) error {
 			// cobra's "accepts 1 arg(s), received 0" named no argument (a

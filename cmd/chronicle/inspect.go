@@ -23,6 +23,12 @@ func inspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect --data DIR [--http 127.0.0.1:8080]",
 		Short: "Serve the read API (every GET route) over a stopped or replayed data directory, read-only: no broker, no processors, no relay, no workers; writes answer 405",
+		Example: `  # the read API over the state as of a moment, beside a running chronicle serve on 8080
+  chronicle replay --data ./data --into ./asof --until 2026-12-05T12:00:00Z
+  chronicle inspect --data ./asof --http 127.0.0.1:8081
+
+  # a stopped service's directory, with its tokens
+  chronicle inspect --data ./data --tokens tokens.json`,
 		Long: `inspect opens DIR's projections read-only (Pebble's read-only mode: nothing in DIR
 is written) and serves the GET routes of the HTTP API over them: sessions, memories
 and memory search, reasoning tasks, tree searches, workflows (their state, checkpoint

@@ -22,7 +22,12 @@ func mcpCmd() *cobra.Command {
 	var api, tokenEnv, scope string
 	var drainWait time.Duration
 	cmd := &cobra.Command{
-		Use:   "mcp [--api http://127.0.0.1:8080] [--scope project:a] [--drain-wait 65s]",
+		Use: "mcp [--api http://127.0.0.1:8080] [--scope project:a] [--drain-wait 65s]",
+		Example: `  # the MCP server an agent's client starts, against a chronicle serve on 127.0.0.1:8080
+  chronicle mcp
+
+  # writing memories to one project, with the token in $AGENT_A_TOKEN, against another host
+  chronicle mcp --api http://10.0.0.5:8080 --scope project:a --token-env AGENT_A_TOKEN`,
 		Short: "Serve the memory tools (memory_search, memory_record, memory_feedback), pair_improvement, search_get, search_resume and next_tool over MCP on stdio, backed by a running chronicle serve",
 		Long: `mcp serves the memory tools (memory_search, memory_record, memory_feedback),
 pair_improvement, search_get, search_resume and next_tool over MCP on stdin/stdout (newline-delimited

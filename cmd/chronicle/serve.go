@@ -40,6 +40,14 @@ func serveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
+		Example: `  # on ./data: the embedded broker on 127.0.0.1:9092, the HTTP API on 127.0.0.1:8080
+  chronicle serve
+
+  # another directory and ports; with API tokens (chronicle token create) the API may listen beyond loopback
+  chronicle serve --data /var/lib/chronicle --kafka-listen 127.0.0.1:9093 --http 0.0.0.0:8080 --tokens tokens.json
+
+  # one instance of several on a Kafka cluster (see README "Running as a cluster")
+  chronicle serve --data ./node1 --brokers kafka1:9092,kafka2:9092 --partitions 4 --http 10.0.0.5:8080 --tokens tokens.json`,
 		RunE: func(cmd *cobra.Command, _ []string) (rerr error) {
 			ctx, cancel := signalContext(cmd)
 			defer cancel()

@@ -22,6 +22,11 @@ func tokenCmd() *cobra.Command {
 	create := &cobra.Command{
 		Use:   "create --file tokens.json --name NAME --read project:a[,team:b|*] --write project:a",
 		Short: "Create a token, store its SHA-256 in the file and print the token once",
+		Example: `  # an agent's token, reading and writing one project; then chronicle serve --tokens tokens.json
+  chronicle token create --file tokens.json --name agent-a --read project:a --write project:a
+
+  # an analyst's, reading every scope and writing none
+  chronicle token create --file tokens.json --name analyst --read '*'`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// the flags are checked here, by name: the file's check named
 			// "tokens[0].name" for a missing --name, and a token with

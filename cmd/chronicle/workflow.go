@@ -45,11 +45,27 @@ func workflowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workflow list|state|history|at|resume|answer [ID ...]",
 		Short: "The workflows of a running chronicle serve: list them; a workflow's state, checkpoint history, state as of a checkpoint; resume it, answer its decision",
+		Example: `  # against a chronicle serve on 127.0.0.1:8080, the token in $CHRONICLE_TOKEN
+  chronicle workflow list --all
+  chronicle workflow state w1
+  chronicle workflow history w1
+  chronicle workflow at w1 chronicle.workflows:0:16
+  chronicle workflow resume w1
+  chronicle workflow answer w1 d1 approve
+
+  # another service, one scope of the token's
+  chronicle workflow state w1 --api http://10.0.0.5:8080 --scope project:a`,
 	}
 	var limit int
 	var cursor string
 	var all bool
 	list := &cobra.Command{Use: "list", Short: "the workflows the token reads (--scope: one scope), in key order (scope, then id), a page at a time: {workflows, next_cursor}",
+		Example: `  # every workflow the token in $CHRONICLE_TOKEN reads, all pages
+  chronicle workflow list --all
+
+  # one scope's, 20 at a time: the next page is --cursor and the answer's next_cursor
+  chronicle workflow list --scope project:a --limit 20
+  chronicle workflow list --scope project:a --limit 20 --cursor project:a/w20`,
 		Long: "Lists the workflows of the scopes the token reads, each with its status, current layer, event and checkpoint counts, last update time and checkpoint id, in key order (<scope>/<workflow id>). " +
 			"A page holds --limit workflows (1 to 500; 0: the server's default, 50); pass its next_cursor as --cursor for the next one, or --all to follow every page (printed as one page).",
 		Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
@@ -74,23 +90,23 @@ func workflowCmd() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&tokenEnv, "token-env", "CHRONICLE_TOKEN", "environment variable holding the API token, if the service uses tokens")
 	cmd.PersistentFlags().StringVar(&scope, "scope", "", "the workflow's scope, when the token holds several")
 	cmd.AddCommand(
-		&cobra.Command{Use: "state ID", Short: "the workflow's state", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, a []string) error {
+		&cobra.Command{Use: "state ID", Short: "the workflow's state", Example: "  chronicle workflow state w1\n  chronicle workflow state w1 --scope project:a --token-env AGENT_A_TOKEN", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, a []string) error {
 			return print(c)(newClient().State(c.Context(), a[0]))
 		}},
-		&cobra.Command{Use: "history ID", Short: "its checkpoints, oldest first, each with its id (log position)", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, a []string) error {
+		&cobra.Command{Use: "history ID", Short: "its checkpoints, oldest first, each with its id (log position)", Example: "  chronicle workflow history w1", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, a []string) error {
 			return print(c)(newClient().History(c.Context(), a[0]))
 		}},
-		&cobra.Command{Use: "at ID CHECKPOINT_ID", Short: "its state as of a checkpoint (= replay --until the checkpoint id)", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, a []string) error {
+		&cobra.Command{Use: "at ID CHECKPOINT_ID", Short: "its state as of a checkpoint (= replay --until the checkpoint id)", Example: "  # a checkpoint id as workflow history shows it\n  chronicle workflow at w1 chronicle.workflows:0:16", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, a []string) error {
 			return print(c)(newClient().StateAt(c.Context(), a[0], a[1]))
 		}},
-		&cobra.Command{Use: "resume ID [CHECKPOINT_ID]", Short: "back to a checkpoint (default the last), e.g. after a crash", Args: cobra.RangeArgs(1, 2), RunE: func(c *cobra.Command, a []string) error {
+		&cobra.Command{Use: "resume ID [CHECKPOINT_ID]", Short: "back to a checkpoint (default the last), e.g. after a crash", Example: "  # from its last checkpoint, or from an earlier one of its history\n  chronicle workflow resume w1\n  chronicle workflow resume w1 chronicle.workflows:0:16", Args: cobra.RangeArgs(1, 2), RunE: func(c *cobra.Command, a []string) error {
 			cp := ""
 			if len(a) == 2 {
 				cp = a[1]
 			}
 			return print(c)(newClient().Resume(c.Context(), a[0], cp))
 		}},
-		&cobra.Command{Use: "answer ID DECISION_ID ANSWER", Short: "answer a pending decision (a human's approval)", Args: cobra.ExactArgs(3), RunE: func(c *cobra.Command, a []string) error {
+		&cobra.Command{Use: "answer ID DECISION_ID ANSWER", Short: "answer a pending decision (a human's approval)", Example: "  # decision d1 of workflow w1 (its state lists the pending ones), answered by human:$USER\n  chronicle workflow answer w1 d1 approve", Args: cobra.ExactArgs(3), RunE: func(c *cobra.Command, a []string) error {
 			by := os.Getenv("USER")
 			if by == "" {
 				by = "cli"
