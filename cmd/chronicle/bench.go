@@ -19,7 +19,7 @@ func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Throughput and latency of the processing engine next to a raw franz-go job, in one run on the embedded broker",
-		Example: `  # every job, 5 runs each, in a temporary directory (several minutes)
+		Example: `  # every job, 5 runs each, in a temporary directory removed afterwards
   chronicle bench
 
   # a quick look at the engine's default path only, as JSON
