@@ -279,6 +279,10 @@ func HistoryPage(store *projections.Store, key string, checkpoints int, after st
 		if err != nil || !present {
 			return nil, "", true, present, err
 		}
+		if len(page) > 0 && size+len(raw) > maxBytes {
+			// the row alone does not fit: its blobs need not be read
+			return page, page[len(page)-1].CheckpointID, true, true, nil
+		}
 		cp, n, err := decodeCheckpoint(storeRows(store), key, raw)
 		if err != nil {
 			return nil, "", true, true, err
