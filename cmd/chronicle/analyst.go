@@ -70,17 +70,17 @@ func replayCmd() *cobra.Command {
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
 			if into == "" {
-				return fmt.Errorf("--into: required")
+				return usage(fmt.Errorf("--into: required"))
 			}
 			if len(c.brokerList()) > 0 && cmd.Flags().Changed("data") {
 				// it was ignored silently: the replay read the cluster's
 				// log, and an analyst took it for DATA's (a walkthrough)
-				return fmt.Errorf("--data: not read with --brokers (the replay reads the cluster's log and writes --into); leave --data out, or --brokers to replay DATA/log")
+				return usage(fmt.Errorf("--data: not read with --brokers (the replay reads the cluster's log and writes --into); leave --data out, or --brokers to replay DATA/log"))
 			}
 			if cmd.Flags().Changed("until") && strings.TrimSpace(until) == "" {
 				// a script's empty variable replayed the whole log, and
 				// labelled today's state an as-of one (an analyst's walkthrough)
-				return fmt.Errorf("--until: empty: give an RFC 3339 time or topic:partition:offset, or leave --until out to replay the whole log")
+				return usage(fmt.Errorf("--until: empty: give an RFC 3339 time or topic:partition:offset, or leave --until out to replay the whole log"))
 			}
 			u, err := processors.ParseUntil(until)
 			if err != nil {

@@ -54,7 +54,7 @@ cluster cost is 1 − cluster path / single-instance path.`,
 			if cmd.Flags().Changed("only") && len(only) == 0 {
 				// a script's empty variable ran every job, the whole bench
 				// (a CLI walkthrough, 2026-12-05)
-				return fmt.Errorf("--only: empty: name one or more jobs (raw, count, single, default, replay), or leave --only out to run them all")
+				return usage(fmt.Errorf("--only: empty: name one or more jobs (raw, count, single, default, replay), or leave --only out to run them all"))
 			}
 			if len(only) > 0 {
 				cfg.Only = map[string]bool{}
@@ -63,7 +63,7 @@ cluster cost is 1 − cluster path / single-instance path.`,
 					case "raw", "count", "single", "default", "replay":
 						cfg.Only[j] = true
 					default:
-						return fmt.Errorf("--only: %q is not a job (raw, count, single, default, replay)", j)
+						return usage(fmt.Errorf("--only: %q is not a job (raw, count, single, default, replay)", j))
 					}
 				}
 			}

@@ -161,10 +161,10 @@ func deadletterRedriveCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all && len(ids) > 0 {
 				// it said "--id or --all: give one" to a caller who gave both
-				return fmt.Errorf("--id and --all: give one of them, not both (--all redrives every letter waiting for a redrive, --id the letters named)")
+				return usage(fmt.Errorf("--id and --all: give one of them, not both (--all redrives every letter waiting for a redrive, --id the letters named)"))
 			}
 			if !all && len(ids) == 0 {
-				return fmt.Errorf("--id or --all: give one (ids as `deadletter list` prints them)")
+				return usage(fmt.Errorf("--id or --all: give one (ids as `deadletter list` prints them)"))
 			}
 			ctx, cancel := signalContext(cmd)
 			defer cancel()

@@ -69,7 +69,7 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 		return err
 	}
 	if !events.ValidScope(f.scope) {
-		return fmt.Errorf("--scope: %s", events.ScopeReason(f.scope))
+		return usage(fmt.Errorf("--scope: %s", events.ScopeReason(f.scope)))
 	}
 	var brokers []string
 	if f.brokers != "" {

@@ -21,6 +21,11 @@ import (
 
 func main() {
 	if cmd, err := newRoot().ExecuteC(); err != nil {
+		if cmd == cmd.Root() {
+			// the root runs nothing: its error is cobra's refusal of an
+			// unknown command (or of a flag, a usage error already)
+			err = usage(err)
+		}
 		err = namedListen(cmd, err)
 		fmt.Fprintln(os.Stderr, "chronicle:", err)
 		var ec exitCoder
@@ -48,7 +53,10 @@ func newRoot() *cobra.Command {
 		inspectCmd(),    // issue 11 item 7: the read API over a stopped or replayed directory
 	)
 	addKafkaSecurityFlags(root)
-	root.PersistentPreRunE = checkFlags
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return usage(checkFlags(cmd, args)) }
+	// a flag cobra cannot parse (unknown, or a value its type refuses)
+	// is a usage error; every subcommand asks its parents for this func
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	// cobra adds its completion command only in Execute, after the
 	// refusals below were set: added now, `chronicle completion zhs`
 	// is refused as `workflow bogus` is (it printed the group's help into
@@ -130,7 +138,7 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(c *cobra.Command, args []string) error {
 				if len(args) > 0 {
-					return fmt.Errorf("unknown command %q for %q (its commands: run %s --help)", args[0], c.CommandPath(), c.CommandPath())
+					return usage(fmt.Errorf("unknown command %q for %q (its commands: run %s --help)", args[0], c.CommandPath(), c.CommandPath()))
 				}
 				return c.Help()
 			}
@@ -154,7 +162,7 @@ func refuseUnknownHelpTopics(root *cobra.Command) {
 		c.Run, c.Args = nil, cobra.ArbitraryArgs
 		c.RunE = func(c *cobra.Command, args []string) error {
 			if cmd, rest, err := c.Root().Find(args); cmd == nil || err != nil || len(rest) > 0 {
-				return fmt.Errorf("help: %q is not a command (run %s --help for the commands)", strings.Join(args, " "), c.Root().Name())
+				return usage(fmt.Errorf("help: %q is not a command (run %s --help for the commands)", strings.Join(args, " "), c.Root().Name()))
 			}
 			show(c, args)
 			return nil
@@ -173,7 +181,7 @@ func refuseStrayArgs(cmd *cobra.Command) {
 		if c.Args == nil && (c.Run != nil || c.RunE != nil) {
 			c.Args = func(c *cobra.Command, args []string) error {
 				if len(args) > 0 {
-					return fmt.Errorf("%s takes no argument, got %q (every input is a flag: see %s --help)", c.CommandPath(), args[0], c.CommandPath())
+					return usage(fmt.Errorf("%s takes no argument, got %q (every input is a flag: see %s --help)", c.CommandPath(), args[0], c.CommandPath()))
 				}
 				return nil
 			}
@@ -184,7 +192,7 @@ func refuseStrayArgs(cmd *cobra.Command) {
 			c.Args = func(c *cobra.Command, args []string) error {
 				if err := check(c, args); err != nil {
 					_, want, _ := strings.Cut(c.Use, " ")
-					return fmt.Errorf("%s takes %s, got %d argument(s) %q (%w; see %s --help)", c.CommandPath(), want, len(args), args, err, c.CommandPath())
+					return usage(fmt.Errorf("%s takes %s, got %d argument(s) %q (%w; see %s --help)", c.CommandPath(), want, len(args), args, err, c.CommandPath()))
 				}
 				return nil
 			}

@@ -41,12 +41,12 @@ non-zero with an error naming the requests left unanswered (id, method, tool). C
 SIGTERM ends the wait at once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if drainWait <= 0 {
-				return fmt.Errorf("--drain-wait %s: must be a positive duration (how long to wait, once stdin ends, for the answers of the requests read before the end; default %s)", drainWait, mcpserver.DefaultDrainWait)
+				return usage(fmt.Errorf("--drain-wait %s: must be a positive duration (how long to wait, once stdin ends, for the answers of the requests read before the end; default %s)", drainWait, mcpserver.DefaultDrainWait))
 			}
 			// a URL that names no HTTP server: with --scope, mcp started
 			// and every call failed (a walkthrough's finding)
 			if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("--api %q: not the http:// or https:// URL of a running chronicle serve (e.g. http://127.0.0.1:8080)", api)
+				return usage(fmt.Errorf("--api %q: not the http:// or https:// URL of a running chronicle serve (e.g. http://127.0.0.1:8080)", api))
 			}
 			ctx, cancel := signalContext(cmd)
 			defer cancel()
@@ -68,7 +68,7 @@ SIGTERM ends the wait at once.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "chronicle mcp: the token writes no scope: memory_record and memory_feedback will be refused; the read tools work")
 				}
 			} else if !events.ValidScope(scope) {
-				return fmt.Errorf("--scope: %s", events.ScopeReason(scope))
+				return usage(fmt.Errorf("--scope: %s", events.ScopeReason(scope)))
 			} else {
 				var err error
 				if who, err = checkScope(ctx, backend, scope, tokenEnv, cmd.ErrOrStderr()); err != nil {

@@ -102,20 +102,20 @@ func searchGame24Cmd() *cobra.Command {
 Searches already in --data are not run again: an interrupted run resumes where its projection stands.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if beam < 1 {
-				return fmt.Errorf("--beam: %d, must be ≥ 1", beam)
+				return usage(fmt.Errorf("--beam: %d, must be ≥ 1", beam))
 			}
 			// checked before anything starts, naming the flag (a negative
 			// quota failed after the broker started, as the event's
 			// /data/config/quota_tokens; --from -5 ran ranks 1–2 and said
 			// "ranks -5–2": found by a new user's walkthrough)
 			if quota < 0 {
-				return fmt.Errorf("--quota: %d, must be ≥ 0 (0: none)", quota)
+				return usage(fmt.Errorf("--quota: %d, must be ≥ 0 (0: none)", quota))
 			}
 			if from < 1 || to < from {
-				return fmt.Errorf("--from %d --to %d: ranks start at 1 and --to may not be below --from", from, to)
+				return usage(fmt.Errorf("--from %d --to %d: ranks start at 1 and --to may not be below --from", from, to))
 			}
 			if !events.ValidScope(scope) {
-				return fmt.Errorf("--scope: %s", events.ScopeReason(scope))
+				return usage(fmt.Errorf("--scope: %s", events.ScopeReason(scope)))
 			}
 			var prop treesearch.Proposer
 			var eval treesearch.Evaluator
@@ -129,26 +129,26 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			case "llm":
 				lc := c.llm()
 				if lc == nil {
-					return fmt.Errorf("--proposer llm: give the model's endpoint with --llm-url and --llm-model")
+					return usage(fmt.Errorf("--proposer llm: give the model's endpoint with --llm-url and --llm-model"))
 				}
 				client, err := distill.NewLLM(*lc)
 				if err != nil {
-					return fmt.Errorf("--proposer llm: %w", err)
+					return usage(fmt.Errorf("--proposer llm: %w", err))
 				}
 				l := &game24.LLM{Client: client}
 				prop, eval, model = l, l, lc.Model
 				if cmd.Flags().Changed("baseline") && baseline {
-					return fmt.Errorf("--baseline: the breadth-first baseline would call the model for every node it generates; not with --proposer llm")
+					return usage(fmt.Errorf("--baseline: the breadth-first baseline would call the model for every node it generates; not with --proposer llm"))
 				}
 				baseline = false
 			default:
-				return fmt.Errorf("--proposer: %q, want arithmetic, recorded or llm", proposer)
+				return usage(fmt.Errorf("--proposer: %q, want arithmetic, recorded or llm", proposer))
 			}
 			if proposer != "llm" {
 				for _, f := range []string{"llm-url", "llm-model", "llm-rate", "llm-key-env"} {
 					if cmd.Flags().Changed(f) {
 						// --llm-rate and --llm-key-env were taken silently (a re-test, 2026-11-30)
-						return fmt.Errorf("--%s: only --proposer llm calls a model (--proposer %s does not)", f, proposer)
+						return usage(fmt.Errorf("--%s: only --proposer llm calls a model (--proposer %s does not)", f, proposer))
 					}
 				}
 			}
@@ -168,7 +168,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				return err
 			}
 			if len(puzzles) == 0 {
-				return fmt.Errorf("--from %d --to %d: no puzzle of 24.csv in that rank range", from, to)
+				return usage(fmt.Errorf("--from %d --to %d: no puzzle of 24.csv in that rank range", from, to))
 			}
 			if last := puzzles[len(puzzles)-1].Rank; last < to {
 				// said, not silently cut (a walkthrough)
@@ -177,7 +177,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			if proposer == "recorded" && (from < 901 || to > 1000) {
 				// the recording holds ToT's puzzles only: others came out
 				// as 0 solved, every one "unexpandable" (a walkthrough)
-				return fmt.Errorf("--proposer recorded: --from %d --to %d: the recorded Tree of Thoughts log covers puzzles 901–1000 only (game24.ToTFile); use --proposer arithmetic for others", from, to)
+				return usage(fmt.Errorf("--proposer recorded: --from %d --to %d: the recorded Tree of Thoughts log covers puzzles 901–1000 only (game24.ToTFile); use --proposer arithmetic for others", from, to))
 			}
 			ctx, cancel := signalContext(cmd)
 			defer cancel()

@@ -521,9 +521,9 @@ func waitHTTP(ctx context.Context, srv *http.Server, errc chan error) error {
 func checkStandbys(n int, brokers []string) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("--standby-replicas %d: must be ≥ 0", n)
+		return usage(fmt.Errorf("--standby-replicas %d: must be ≥ 0", n))
 	case n > 0 && len(brokers) == 0:
-		return fmt.Errorf("--standby-replicas %d: needs --brokers (standby replicas are copies of other instances' partitions on a shared Kafka cluster)", n)
+		return usage(fmt.Errorf("--standby-replicas %d: needs --brokers (standby replicas are copies of other instances' partitions on a shared Kafka cluster)", n))
 	}
 	return nil
 }
@@ -536,16 +536,16 @@ func checkAdvertise(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("--advertise %q: %w", s, err)
+		return usage(fmt.Errorf("--advertise %q: %w", s, err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--advertise %q: must be an absolute http:// or https:// URL with a host, e.g. http://chronicle-1:8080", s)
+		return usage(fmt.Errorf("--advertise %q: must be an absolute http:// or https:// URL with a host, e.g. http://chronicle-1:8080", s))
 	}
 	// the members append a request's path and query to it: a path made
 	// them ask for /chronicle/v1/sessions/…, and a query ended up in front
 	// of the path (an SRE's walkthrough, 2026-11-30)
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("--advertise %q: scheme, host and port only (the other members add each request's path to it), e.g. http://chronicle-1:8080", s)
+		return usage(fmt.Errorf("--advertise %q: scheme, host and port only (the other members add each request's path to it), e.g. http://chronicle-1:8080", s))
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func solverCmd() *cobra.Command {
 				return fmt.Errorf("SEARCH_ID: %w", err)
 			}
 			if !events.ValidScope(scope) {
-				return fmt.Errorf("--scope: %s", events.ScopeReason(scope))
+				return usage(fmt.Errorf("--scope: %s", events.ScopeReason(scope)))
 			}
 			if len(c.brokerList()) == 0 {
 				// the search is in a log: without --brokers, the embedded

@@ -33,10 +33,10 @@ func tokenCmd() *cobra.Command {
 			// neither scope list could do nothing (found by a new user's
 			// walkthrough)
 			if name == "" {
-				return fmt.Errorf("--name: required (who the token is for)")
+				return usage(fmt.Errorf("--name: required (who the token is for)"))
 			}
 			if len(splitList(strings.Join(read, ","))) == 0 && len(splitList(strings.Join(write, ","))) == 0 {
-				return fmt.Errorf("--read, --write: give at least one (a token with neither may read and write nothing)")
+				return usage(fmt.Errorf("--read, --write: give at least one (a token with neither may read and write nothing)"))
 			}
 			var f access.File
 			if _, err := os.Stat(file); err == nil {
@@ -86,10 +86,10 @@ func loadTokens(file, httpAddr string) (*access.File, error) {
 	if file == "" {
 		host, _, err := net.SplitHostPort(httpAddr)
 		if err != nil {
-			return nil, fmt.Errorf("--http %s: %w", httpAddr, err)
+			return nil, usage(fmt.Errorf("--http %s: %w", httpAddr, err))
 		}
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return nil, errors.New("--http: no --tokens configured, so the API serves every scope and listens on loopback only; give a loopback address or --tokens FILE")
+			return nil, usage(errors.New("--http: no --tokens configured, so the API serves every scope and listens on loopback only; give a loopback address or --tokens FILE"))
 		}
 		fmt.Fprintln(os.Stderr, "chronicle: no API tokens configured: every scope is served, on loopback only")
 		return nil, nil

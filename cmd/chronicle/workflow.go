@@ -70,7 +70,7 @@ func workflowCmd() *cobra.Command {
 			"A page holds --limit workflows (1 to 500; 0: the server's default, 50); pass its next_cursor as --cursor for the next one, or --all to follow every page (printed as one page).",
 		Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
 			if limit < 0 || limit > 500 {
-				return fmt.Errorf("--limit: %d is not from 1 to 500 (0: the server's default, 50)", limit)
+				return usage(fmt.Errorf("--limit: %d is not from 1 to 500 (0: the server's default, 50)", limit))
 			}
 			cl := newClient()
 			page, err := cl.List(c.Context(), limit, cursor)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUsageErrorsExit64 runs the binary on command lines it refuses before
+// starting anything and checks each exits with exitUsage (64) naming what
+// is wrong, while failures of what a command talks to or reads still exit
+// 1: before, both exited 1, so a script could not tell a typo from an
+// outage.
+func TestUsageErrorsExit64(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"bogus"}, exitUsage, `unknown command "bogus"`},
+		{[]string{"serv"}, exitUsage, "Did you mean this?"},
+		{[]string{"workflow", "bogus"}, exitUsage, `unknown command "bogus" for "chronicle workflow"`},
+		{[]string{"help", "bogus"}, exitUsage, `"bogus" is not a command`},
+		{[]string{"serve", "--bogus"}, exitUsage, "unknown flag: --bogus"},
+		{[]string{"serve", "--partitions", "x"}, exitUsage, `invalid argument "x" for "--partitions"`},
+		{[]string{"serve", "--partitions", "0"}, exitUsage, "--partitions: 0, must be ≥ 1"},
+		{[]string{"serve", "--http", "0.0.0.0:0", "--data", filepath.Join(dir, "d1")}, exitUsage, "--http: no --tokens configured"},
+		{[]string{"digest", "./x"}, exitUsage, "takes no argument"},
+		{[]string{"workflow", "state"}, exitUsage, "takes ID, got 0 argument(s)"},
+		{[]string{"bench", "--only", ""}, exitUsage, "--only: empty"},
+		{[]string{"search", "game24", "--beam", "0"}, exitUsage, "--beam: 0, must be ≥ 1"},
+		{[]string{"replay", "--data", dir}, exitUsage, "--into: required"},
+		{[]string{"token", "create", "--file", filepath.Join(dir, "t.json")}, exitUsage, "--name: required"},
+		{[]string{"deadletter", "redrive", "--data", dir}, exitUsage, "--id or --all: give one"},
+		// not usage: what the command reads is not there
+		{[]string{"digest", "--data", filepath.Join(dir, "none")}, 1, "holds no store"},
+		{[]string{"ingest", filepath.Join(dir, "none.jsonl"), "--brokers", "127.0.0.1:1"}, 1, "none.jsonl"},
+	} {
+		out, err := exec.Command(binary, c.args...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Errorf("chronicle %s: %v, want exit status %d\n%s", strings.Join(c.args, " "), err, c.code, out)
+			continue
+		}
+		if ee.ExitCode() != c.code || !strings.Contains(string(out), c.says) {
+			t.Errorf("chronicle %s: exit status %d, want %d, saying %q:\n%s", strings.Join(c.args, " "), ee.ExitCode(), c.code, c.says, out)
+		}
+	}
+}
+
+// TestUsageKeepsAnExitStatus: an error that carries its own exit status
+// (audit's 2) keeps it when marked as usage, and usage(nil) is nil.
+func TestUsageKeepsAnExitStatus(t *testing.T) {
+	if usage(nil) != nil {
+		t.Fatal("usage(nil) is not nil")
+	}
+	var ec exitCoder
+	if err := usage(fail(2, "differs")); !errors.As(err, &ec) || ec.ExitCode() != 2 {
+		t.Fatalf("usage(fail(2)): %v", err)
+	}
+	inner := errors.New("x")
+	if err := usage(inner); !errors.Is(err, inner) || !errors.As(err, &ec) || ec.ExitCode() != exitUsage || err.Error() != "x" {
+		t.Fatalf("usage(x): %v", err)
+	}
+}
