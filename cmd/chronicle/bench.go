@@ -33,8 +33,9 @@ them; its own copy of the log) and on the cluster path (what serve --brokers run
 fenced with Kafka transactions), and Replay of the default processors; last, the
 produce→projection latency of --probes single events. The single-instance and cluster paths run
 --runs times each, alternating, each on a copy of the log of its own, and the replay --runs times;
-their figures are the medians. Ratios are to the raw job of the same run;
-cluster cost is 1 − cluster path / single-instance path.`,
+their figures are the medians. Every job starts after a garbage collection, as a Go
+benchmark does, so none pays for the garbage of the one before. Ratios are to the raw job of
+the same run; cluster cost is 1 − cluster path / single-instance path.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var bar *progressbar.ProgressBar
 			var stage string

@@ -21,6 +21,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -247,6 +248,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		// heap), which made the first of five runs the slowest in most
 		// runs of the bench
 		for i := -1; i < RawRuns; i++ {
+			collect()
 			r, wait, err := rawCount(ctx, brk.Addrs(), filepath.Join(cfg.Dir, "raw"+strconv.Itoa(i+1)), len(envs), progress)
 			if err != nil {
 				return res, fmt.Errorf("bench: raw job: %w", err)
@@ -546,6 +548,7 @@ func rawCount(ctx context.Context, brokers []string, dir string, n int, progress
 // probes' latencies and the process's CPU time per event (µs) from the
 // first commit to the last.
 func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, procs []processors.Processor, stage string, n, probes int, progress func(string, int64, int64)) (float64, []time.Duration, float64, error) {
+	collect()
 	// the rate and the CPU figure run from the first commit to the last
 	// one: the pipeline's start (loading the embedding model, joining the
 	// group) is not the engine's work, and the caught-up check polls. The
@@ -645,6 +648,7 @@ func chronicle(ctx context.Context, brokers []string, dir string, cfg Config, pr
 // replay rebuilds the default processors' projections from the log into a
 // new store: records read per second.
 func replay(ctx context.Context, brokers []string, dir string, progress func(string, int64, int64)) (float64, int64, error) {
+	collect()
 	store, err := projections.Open(dir, projections.Options{})
 	if err != nil {
 		return 0, 0, err
@@ -662,6 +666,18 @@ func replay(ctx context.Context, brokers []string, dir string, progress func(str
 	}
 	return float64(st.Records) / time.Since(start).Seconds(), st.Records, nil
 }
+
+// collect runs a garbage collection before a job starts, as the testing
+// package does before each benchmark, so that a job does not pay for the
+// garbage of the one before it. Without it, the raw job (a tenth of a
+// second, in the process that had just produced the log or run the jobs
+// before) paid for the collection of their garbage in some runs and not
+// in others: its five runs ranged over ×3.8 (88k–336k events/s, first
+// poll 31–188 ms, three `chronicle bench --only raw` runs) against ×1.9
+// with a collection before each run (204k–388k, first poll 23–58 ms,
+// three runs alternating with them, 2026-12-05): the raw rate, which
+// every ratio divides by, followed the collector.
+func collect() { runtime.GC() }
 
 func quantile(d []time.Duration, q float64) time.Duration {
 	s := append([]time.Duration(nil), d...)
