@@ -486,22 +486,27 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	bo.Multiplier = 2
 	bo.MaxElapsedTime = 0
 	var attempts int
+	unknown := false // some attempt left a record's outcome unknown
 	op := func() error {
 		attempts++
-		failed, lastErr := p.produceOnce(ctx, pending)
+		failed, lastErr, refused := p.produceOnce(ctx, pending)
 		if len(failed) == 0 {
 			return nil
 		}
 		pending = failed
+		unknown = unknown || !refused
 		err := fmt.Errorf("events: produce %d of %d records failed (attempt %d): %w", len(failed), len(recs), attempts, lastErr)
-		if errors.Is(lastErr, kerr.UnknownTopicOrPartition) || errors.Is(lastErr, kerr.MessageTooLarge) || errors.Is(lastErr, kerr.RecordListTooLarge) || errors.Is(lastErr, kgo.ErrClientClosed) || ctx.Err() != nil {
-			return backoff.Permanent(err)
+		if refused || errors.Is(lastErr, kerr.UnknownTopicOrPartition) || errors.Is(lastErr, kerr.MessageTooLarge) || errors.Is(lastErr, kerr.RecordListTooLarge) || errors.Is(lastErr, kgo.ErrClientClosed) || ctx.Err() != nil {
+			return backoff.Permanent(err) // the broker would refuse them again
 		}
 		return err
 	}
 	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(bo, uint64(p.cfg.MaxAttempts-1)), ctx))
 	if err != nil {
 		err = p.explain(err, start, parent.Err() == nil)
+		if !unknown {
+			err = fmt.Errorf("%w: %w", ErrRefused, err)
+		}
 	}
 	if err == nil || parent.Err() == nil { // not the caller giving up
 		// the failure as the caller gets it, its cause named: /healthz
@@ -565,11 +570,47 @@ func (p *Producer) explain(err error, start time.Time, ownTimeout bool) error {
 // (e.g. "connection refused").
 var ErrNotAcknowledged = errors.New("events: not acknowledged by the broker")
 
+// ErrRefused narrows ErrNotAcknowledged (a refused write's error wraps
+// both): the broker answered every attempt for the records not
+// acknowledged with a refusal that Kafka makes before it appends
+// anything (refusal: an ACL, a record or batch too large, a topic
+// policy), or the client refused them before sending; so they were not
+// written, and a retry is refused again until the cause is fixed. Such a
+// call is not retried. A call in which any attempt lost its answer (a
+// timeout, a dropped connection, another broker error) stays
+// ErrNotAcknowledged alone, its outcome unknown. Before, a refusal read
+// as an unknown outcome: a memory route answered "the recording may still
+// be written: retry" to a cluster whose ACL refused every write (left out
+// by several stops, done 2026-12-05).
+var ErrRefused = errors.New("events: refused by the broker, not written")
+
+// refusal reports whether err, a record's produce failure, is one that
+// Kafka makes before appending anything: a broker error code from the
+// request's validation (authorization, size, record format, topic
+// policy), or franz-go's own MESSAGE_TOO_LARGE for a record it will not
+// send. Other errors, UNKNOWN_SERVER_ERROR among them (an append may have
+// failed after it began), leave the outcome unknown.
+func refusal(err error) bool {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke {
+	case kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed,
+		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.InvalidTimestamp,
+		kerr.PolicyViolation, kerr.InvalidTopicException, kerr.InvalidRequiredAcks,
+		kerr.UnsupportedForMessageFormat, kerr.UnsupportedCompressionType:
+		return true
+	}
+	return false
+}
+
 // produceOnce produces recs and waits for every acknowledgement, or for
 // ctx: franz-go keeps a buffered record until its delivery timeout even
 // when the context of ProduceSync ends, so the wait is bounded here. It
-// returns the records not acknowledged and the last error.
-func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.Record, error) {
+// returns the records not acknowledged, the last error, and whether each
+// of those records was refused (refusal) rather than left unknown.
+func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.Record, error, bool) {
 	type result struct {
 		i   int
 		err error
@@ -591,17 +632,20 @@ func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.
 	}
 	acked := make([]bool, len(recs))
 	var lastErr error
+	refused := true // every failed record's error is a refusal
 wait:
 	for range recs {
 		select {
 		case res := <-done:
 			if res.err != nil {
 				lastErr = res.err
+				refused = refused && refusal(res.err)
 			} else {
 				acked[res.i] = true
 			}
 		case <-ctx.Done():
 			lastErr = ctx.Err()
+			refused = false // records without an answer
 			break wait
 		}
 	}
@@ -611,5 +655,5 @@ wait:
 			failed = append(failed, r)
 		}
 	}
-	return failed, lastErr
+	return failed, lastErr, refused
 }

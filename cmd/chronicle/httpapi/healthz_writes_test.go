@@ -287,6 +287,12 @@ func TestWritesNotAcknowledgedSayTheOutcomeIsUnknown(t *testing.T) {
 // then on (UNKNOWN_SERVER_ERROR).
 func refusableService(t *testing.T) (*httptest.Server, func()) {
 	t.Helper()
+	return refusingService(t, kerr.UnknownServerError.Code)
+}
+
+// refusingService is refusableService with the broker's answer code.
+func refusingService(t *testing.T, code int16) (*httptest.Server, func()) {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +309,53 @@ func refusableService(t *testing.T) (*httptest.Server, func()) {
 	return srv, func() {
 		cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			cluster.KeepControl()
-			return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+			return rejectProduce(req.(*kmsg.ProduceRequest), code), nil, true
 		})
+	}
+}
+
+// TestRefusedWritesSayNothingWasWritten: a broker that refuses a write
+// before appending it (TOPIC_AUTHORIZATION_FAILED: the cluster's ACL)
+// makes each write route answer a 503 without Retry-After saying the write
+// was not written and that a retry is refused again, naming the code. The
+// routes answered "may still be written … retry" (the unknown outcome of
+// TestWritesNotAcknowledgedSayTheOutcomeIsUnknown), with Retry-After: 5,
+// after five attempts.
+func TestRefusedWritesSayNothingWasWritten(t *testing.T) {
+	srv, refuse := refusingService(t, kerr.TopicAuthorizationFailed.Code)
+	code, m := call(t, srv.URL, "", "POST", "/v1/memories", map[string]any{"title": "t", "description": "d", "content": "c", "outcome": "success"})
+	mid, _ := m["id"].(string)
+	if code != http.StatusAccepted || mid == "" {
+		t.Fatalf("POST /v1/memories: %d %v", code, m)
+	}
+	refuse()
+	ev := map[string]any{"specversion": "1.0", "id": "refused-1", "source": "test", "type": "memory.feedback.v1",
+		"data": map[string]any{"memory_id": mid, "signal": "task_completion", "positive": true}}
+	for _, c := range []struct {
+		path string
+		body any
+		says string
+	}{
+		{"/v1/events", []any{ev}, "the event was not written"},
+		{"/v1/memories", map[string]any{"title": "t2", "description": "d2", "content": "c2", "outcome": "success"}, "the memory was not recorded"},
+		{"/v1/memories/" + mid + "/feedback", map[string]any{"helpful": true}, "the feedback was not recorded"},
+		{"/v1/workflows/w-9/updates", map[string]any{"channel": "messages", "update": "hi"}, "the event was not written"},
+	} {
+		req, err := http.NewRequest("POST", srv.URL+c.path, bytes.NewReader(mustJSON(c.body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "" ||
+			!strings.Contains(body.Error, "refused by the broker: "+c.says) || !strings.Contains(body.Error, "TOPIC_AUTHORIZATION_FAILED") || strings.Contains(body.Error, "may still") {
+			t.Errorf("POST %s while the broker refuses: %d (Retry-After %q) %q", c.path, resp.StatusCode, resp.Header.Get("Retry-After"), body.Error)
+		}
 	}
 }

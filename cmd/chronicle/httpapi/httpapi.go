@@ -653,6 +653,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
 			// a cluster configured below Kafka's defaults: permanent, not "retry"
 			writeErr(w, http.StatusRequestEntityTooLarge, "the broker refused the events as too large (its max.message.bytes is below Chronicle's %d-byte event limit): %v", events.MaxEventBytes, err)
+		case writeRefused(w, err, refusedEvents(err, len(envs))):
 		default:
 			if !s.brokerDown.Swap(true) { // once per outage
 				slog.Warn("broker not acknowledging events: POST /v1/events answers 503", "error", err)
@@ -1604,6 +1605,9 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusUnprocessableEntity, "%s: %v", IdempotencyKeyHeader, err)
 		return
 	}
+	if writeRefused(w, err, "the memory was not recorded") {
+		return
+	}
 	if errors.Is(err, events.ErrNotAcknowledged) {
 		// outcome unknown, as POST /v1/events' 503: say how to retry
 		// safely (before, the broker's error alone, which an SRE drill's
@@ -1696,6 +1700,9 @@ func (s *Server) memoryFeedback(w http.ResponseWriter, r *http.Request) {
 		// POST /v1/events: an OpenAPI walkthrough)
 		reason := fmt.Sprintf("the feedback's event would be above the %d-byte limit of one event: shorten the comment", events.MaxEventBytes)
 		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: "comment: " + reason, Pointer: "/comment", Reason: reason})
+		return
+	}
+	if writeRefused(w, err, "the feedback was not recorded") {
 		return
 	}
 	if errors.Is(err, events.ErrNotAcknowledged) {

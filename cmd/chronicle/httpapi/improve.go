@@ -301,6 +301,7 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	view, ok, err := s.startLoop(r.Context(), r, key)
 	switch {
+	case writeRefused(w, err, "the improvement request was not written"):
 	case errors.Is(err, events.ErrNotAcknowledged):
 		// the broker away: the loop's request may still be written, and
 		// asking again is safe (one loop per session); it was a 500 (a

@@ -773,6 +773,8 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, workflows.ErrNotProcessed):
 		writeJSON(w, http.StatusAccepted, map[string]any{"event_id": env.ID, "position": pos.String(), "status": err.Error()})
 		return
+	case writeRefused(w, err, "the event was not written"):
+		return
 	case errors.Is(err, events.ErrNotAcknowledged):
 		// the broker may have written it all the same (a cluster
 		// walkthrough, 2026-11-30: a complete answered 503 and the
