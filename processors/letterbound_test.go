@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,5 +291,62 @@ func TestLetterOfARecordWithHTTPBindingHeadersNamesItsEvent(t *testing.T) {
 	}
 	if d, err := processors.LetterOf(asRecord(processors.DeadLetterRecord(sessions.Processor{}, rec, perr))); err != nil || d.EventID != "u1" || d.EventType != "memory.retrieved.v1" {
 		t.Fatalf("LetterOf with ce_ headers too: %+v %v; want the ce_ headers' event u1", d, err)
+	}
+}
+
+// TestRelayFailedRoundWaitsForTheTicker: a row the broker refuses for
+// good fails each round at once, so the relay waits its Idle interval
+// after a failed round instead of starting one on every commit. Before,
+// a busy engine's commits (one every 2 ms here) each started a round
+// against the broker, refused again: a round per commit.
+func TestRelayFailedRoundWaitsForTheTicker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer brk.Close()
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	letter := func(off int64, val []byte) projections.Item {
+		return projections.Item{Pos: projections.Position{Topic: "t", Offset: off}, Err: errTest,
+			DeadLetter: func(error) projections.OutboxRecord {
+				return projections.OutboxRecord{Topic: string(events.TopicDeadLetter), Key: "k", Value: val}
+			}}
+	}
+	apply := func(it projections.Item) {
+		t.Helper()
+		if _, err := store.ApplyBatch("p", []projections.Item{it}, func(*projections.Tx, *events.Envelope) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(letter(0, []byte(strings.Repeat("x", 1_200_000)))) // above franz-go's batch limit: refused at once, every round
+	prod, err := events.NewProducer(events.ProducerConfig{Brokers: brk.Addrs(), PublishTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var rounds atomic.Int32
+	rctx, stop := context.WithCancel(ctx)
+	relay := &processors.Relay{Store: store, Producer: prod, Idle: 200 * time.Millisecond, OnError: func(error) { rounds.Add(1) }}
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(rctx) }()
+	start := time.Now()
+	for off := int64(1); time.Since(start) < time.Second; off++ {
+		apply(letter(off, []byte("small"))) // a commit with an outbox row: a notification
+		time.Sleep(2 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// one round at the start, then one per Idle interval, give or take
+	t.Logf("%d failed rounds", rounds.Load())
+	if n := rounds.Load(); n < 2 || n > 9 {
+		t.Fatalf("%d failed rounds in a second of commits every 2 ms with Idle 200 ms, want about 6", n)
 	}
 }

@@ -19,7 +19,8 @@ type Relay struct {
 	Producer *events.Producer
 	// Batch is the most records produced at once (default 500).
 	Batch int
-	// Idle is the poll interval when no notification arrives (default 200 ms).
+	// Idle is the poll interval when no notification arrives (default
+	// 200 ms), and the wait after a failed round.
 	Idle time.Duration
 	// OnError, when set, is told about produce failures; the relay retries.
 	OnError func(error)
@@ -53,6 +54,19 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.OnError(err)
 		}
 		if n == r.Batch && err == nil {
+			continue
+		}
+		if err != nil {
+			// a failed round waits for the ticker, not for the next
+			// commit: a broker that refuses a row for good answers at
+			// once (events.ErrRefused, a record too large), and each
+			// commit of a busy engine would otherwise start another
+			// round against it, refused again
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
 			continue
 		}
 		select {
