@@ -266,7 +266,8 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 // Publish may have written some records: retrying it with the same event
 // ids is safe, because consumers drop duplicates by (scope, source, id).
 // A produce failure wraps ErrNotAcknowledged (errors.As finds a
-// *ProduceError naming the records not acknowledged); the wait ends at
+// *ProduceError naming the records not acknowledged), and ErrRefused too
+// when the broker refused them before appending (nothing was written); the wait ends at
 // ProducerConfig.PublishTimeout (15 s by default) or when ctx ends,
 // whichever comes first, and in the second case the error also wraps
 // ctx.Err() and WriteFailure is left as it was. No events (an empty envs)
@@ -489,7 +490,7 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	unknown := false // some attempt left a record's outcome unknown
 	op := func() error {
 		attempts++
-		failed, lastErr, refused := p.produceOnce(ctx, pending)
+		failed, refused, lastErr := p.produceOnce(ctx, pending)
 		if len(failed) == 0 {
 			return nil
 		}
@@ -608,9 +609,9 @@ func refusal(err error) bool {
 // produceOnce produces recs and waits for every acknowledgement, or for
 // ctx: franz-go keeps a buffered record until its delivery timeout even
 // when the context of ProduceSync ends, so the wait is bounded here. It
-// returns the records not acknowledged, the last error, and whether each
-// of those records was refused (refusal) rather than left unknown.
-func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.Record, error, bool) {
+// returns the records not acknowledged, whether each of them was refused
+// (refusal) rather than left unknown, and the last error.
+func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.Record, bool, error) {
 	type result struct {
 		i   int
 		err error
@@ -655,5 +656,5 @@ wait:
 			failed = append(failed, r)
 		}
 	}
-	return failed, lastErr, refused
+	return failed, refused, lastErr
 }
