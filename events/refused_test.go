@@ -13,25 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
 )
-
-// answerProduce answers a produce request with code for every partition
-// of it, as a broker refusing the batch does.
-func answerProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	resp.Version = req.Version
-	for _, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
-}
 
 // TestRefusedWriteIsErrRefused: a broker that refuses a write before
 // appending it (an ACL: TOPIC_AUTHORIZATION_FAILED) makes Publish fail at
@@ -63,7 +46,7 @@ func TestRefusedWriteIsErrRefused(t *testing.T) {
 			cl.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 				cl.KeepControl()
 				produces.Add(1)
-				return answerProduce(req.(*kmsg.ProduceRequest), c.code), nil, true
+				return brokertest.RejectProduce(req.(*kmsg.ProduceRequest), c.code), nil, true
 			})
 			p, err := events.NewProducer(events.ProducerConfig{Brokers: cl.ListenAddrs(), PublishTimeout: 10 * time.Second, InitialBackoff: 10 * time.Millisecond})
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
 	"github.com/chronicle-dev/chronicle/events/kafkapubsub"
 )
 
@@ -63,7 +64,7 @@ func TestPublishRetriesFailedRecords(t *testing.T) {
 		} else {
 			cluster.KeepControl()
 		}
-		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.NotEnoughReplicas.Code), nil, true
+		return brokertest.RejectProduce(req.(*kmsg.ProduceRequest), kerr.NotEnoughReplicas.Code), nil, true
 	})
 
 	pub := newTestPublisher(t, kafkapubsub.PublisherConfig{
@@ -112,7 +113,7 @@ func TestPublishGivesUpAfterMaxAttempts(t *testing.T) {
 	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		cluster.KeepControl()
 		produces.Add(1)
-		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.NotEnoughReplicas.Code), nil, true
+		return brokertest.RejectProduce(req.(*kmsg.ProduceRequest), kerr.NotEnoughReplicas.Code), nil, true
 	})
 
 	pub := newTestPublisher(t, kafkapubsub.PublisherConfig{
@@ -128,24 +129,6 @@ func TestPublishGivesUpAfterMaxAttempts(t *testing.T) {
 	if n := produces.Load(); n != 3 {
 		t.Fatalf("%d produce requests, want 3 (MaxAttempts)", n)
 	}
-}
-
-func rejectProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	resp.Version = req.Version
-	for _, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
-		st.TopicID = rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.ErrorCode = code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
 }
 
 // TestPublishAfterClose: Publish fails with ErrPublisherClosed after Close,

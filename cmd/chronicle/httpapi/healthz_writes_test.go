@@ -14,6 +14,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,7 +47,7 @@ func TestHealthzWhenTheBrokerRejectsWrites(t *testing.T) {
 		if !refusing.Load() {
 			return nil, nil, false
 		}
-		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+		return brokertest.RejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
 	})
 	body, _ = sessionJSON(t, 1)
 	if code, m := post(t, srv, body); code != http.StatusServiceUnavailable {
@@ -77,23 +78,6 @@ func TestHealthzWhenTheBrokerRejectsWrites(t *testing.T) {
 	}
 }
 
-// rejectProduce answers a produce request with code for every partition.
-func rejectProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	resp.Version = req.Version
-	for _, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
-}
-
 // TestHealthzOKOnceWorkersWriteAgain: after the broker refused a write,
 // the processors' relay and the workers writing again (their own
 // transactional clients, no HTTP write) end "broker rejects writes" as an
@@ -112,7 +96,7 @@ func TestHealthzOKOnceWorkersWriteAgain(t *testing.T) {
 		if !refusing.Load() {
 			return nil, nil, false
 		}
-		return rejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
+		return brokertest.RejectProduce(req.(*kmsg.ProduceRequest), kerr.UnknownServerError.Code), nil, true
 	})
 	body, _ := sessionJSON(t, 0)
 	if code, m := post(t, srv, body); code != http.StatusServiceUnavailable {
@@ -309,7 +293,7 @@ func refusingService(t *testing.T, code int16) (*httptest.Server, func()) {
 	return srv, func() {
 		cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			cluster.KeepControl()
-			return rejectProduce(req.(*kmsg.ProduceRequest), code), nil, true
+			return brokertest.RejectProduce(req.(*kmsg.ProduceRequest), code), nil, true
 		})
 	}
 }

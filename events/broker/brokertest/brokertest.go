@@ -1,7 +1,8 @@
 // Package brokertest reads topics to their end for tests: the event ids
 // they hold and their number of records, as a consumer of one isolation
 // level sees them (read_committed: what the engine, the workers and
-// replay apply; read_uncommitted: aborted transactions' records too).
+// replay apply; read_uncommitted: aborted transactions' records too); and
+// it answers for a broker that refuses writes (RejectProduce).
 package brokertest
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/kafkaconn"
@@ -89,4 +91,23 @@ func Read(ctx context.Context, brokers []string, level kgo.IsolationLevel, parse
 		}
 	}
 	return ids, records, nil
+}
+
+// RejectProduce is the answer of a broker that refuses every batch of req
+// with code (a kerr code), for a kfake cluster's ControlKey on
+// kmsg.Produce: each partition of the request answered with the error.
+func RejectProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Version = req.Version
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
