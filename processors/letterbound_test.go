@@ -120,16 +120,7 @@ func (o ownsT) Ownership() processors.Ownership {
 func relayAcksWhatTheBrokerAcknowledged(t *testing.T, deferred bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer brk.Close()
-	store, err := projections.Open(t.TempDir(), projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	brk, store := brokerAndStore(ctx, t)
 	// four rejected items whose letters go to the outbox: the third is
 	// larger than any batch the producer sends (franz-go's 1,000,012 bytes)
 	topic := string(events.TopicDeadLetter)
@@ -302,16 +293,7 @@ func TestLetterOfARecordWithHTTPBindingHeadersNamesItsEvent(t *testing.T) {
 func TestRelayFailedRoundWaitsForTheTicker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer brk.Close()
-	store, err := projections.Open(t.TempDir(), projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	brk, store := brokerAndStore(ctx, t)
 	letter := func(off int64, val []byte) projections.Item {
 		return projections.Item{Pos: projections.Position{Topic: "t", Offset: off}, Err: errTest,
 			DeadLetter: func(error) projections.OutboxRecord {
@@ -349,4 +331,21 @@ func TestRelayFailedRoundWaitsForTheTicker(t *testing.T) {
 	if n := rounds.Load(); n < 2 || n > 9 {
 		t.Fatalf("%d failed rounds in a second of commits every 2 ms with Idle 200 ms, want about 6", n)
 	}
+}
+
+// brokerAndStore starts an embedded broker (one partition a topic) and
+// opens a store, both closed when t ends.
+func brokerAndStore(ctx context.Context, t *testing.T) (*broker.Broker, *projections.Store) {
+	t.Helper()
+	brk, err := broker.Start(ctx, broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(brk.Close)
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	return brk, store
 }
