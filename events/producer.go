@@ -490,14 +490,17 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	unknown := false // some attempt left a record's outcome unknown
 	op := func() error {
 		attempts++
-		failed, refused, lastErr := p.produceOnce(ctx, pending)
+		failed, refused, lastErr := p.produceOnce(ctx, pending, time.Now())
 		if len(failed) == 0 {
 			return nil
 		}
 		pending = failed
 		unknown = unknown || !refused
 		err := fmt.Errorf("events: produce %d of %d records failed (attempt %d): %w", len(failed), len(recs), attempts, lastErr)
-		if refused || errors.Is(lastErr, kerr.UnknownTopicOrPartition) || errors.Is(lastErr, kerr.MessageTooLarge) || errors.Is(lastErr, kerr.RecordListTooLarge) || errors.Is(lastErr, kgo.ErrClientClosed) || ctx.Err() != nil {
+		// a log that could not be written may be writable again (room
+		// freed): that refusal is retried, the others would be refused
+		// again
+		if refused && !errors.Is(lastErr, kerr.UnknownServerError) || errors.Is(lastErr, kerr.UnknownTopicOrPartition) || errors.Is(lastErr, kerr.MessageTooLarge) || errors.Is(lastErr, kerr.RecordListTooLarge) || errors.Is(lastErr, kgo.ErrClientClosed) || ctx.Err() != nil {
 			return backoff.Permanent(err) // the broker would refuse them again
 		}
 		return err
@@ -575,9 +578,11 @@ var ErrNotAcknowledged = errors.New("events: not acknowledged by the broker")
 // both): the broker answered every attempt for the records not
 // acknowledged with a refusal that Kafka makes before it appends
 // anything (refusal: an ACL, a record or batch too large, a topic
-// policy), or the client refused them before sending; so they were not
-// written, and a retry is refused again until the cause is fixed. Such a
-// call is not retried. A call in which any attempt lost its answer (a
+// policy), or the client refused them before sending, or the embedded
+// broker could not write its log (ProducerConfig.StorageFailure: a full
+// disk); so they were not written, and a retry is refused again until the
+// cause is fixed. Such a call is not retried, except after a failed log
+// write (room may be freed meanwhile). A call in which any attempt lost its answer (a
 // timeout, a dropped connection, another broker error) stays
 // ErrNotAcknowledged alone, its outcome unknown. Before, a refusal read
 // as an unknown outcome: a memory route answered "the recording may still
@@ -606,12 +611,26 @@ func refusal(err error) bool {
 	return false
 }
 
+// storageRefusal reports whether err, a record's produce failure, is the
+// embedded broker's answer to a write of its log that failed since
+// (ProducerConfig.StorageFailure): UNKNOWN_SERVER_ERROR, with the record
+// left out of the log (kfake truncates the segment back and does not
+// index the batch).
+func (p *Producer) storageRefusal(err error, since time.Time) bool {
+	if p.cfg.StorageFailure == nil || !errors.Is(err, kerr.UnknownServerError) {
+		return false
+	}
+	at, serr := p.cfg.StorageFailure()
+	return serr != nil && !at.Before(since)
+}
+
 // produceOnce produces recs and waits for every acknowledgement, or for
 // ctx: franz-go keeps a buffered record until its delivery timeout even
 // when the context of ProduceSync ends, so the wait is bounded here. It
 // returns the records not acknowledged, whether each of them was refused
-// (refusal) rather than left unknown, and the last error.
-func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record) ([]*kgo.Record, bool, error) {
+// (refusal, or storageRefusal since start) rather than left unknown, and
+// the last error.
+func (p *Producer) produceOnce(ctx context.Context, recs []*kgo.Record, start time.Time) ([]*kgo.Record, bool, error) {
 	type result struct {
 		i   int
 		err error
@@ -640,7 +659,7 @@ wait:
 		case res := <-done:
 			if res.err != nil {
 				lastErr = res.err
-				refused = refused && refusal(res.err)
+				refused = refused && (refusal(res.err) || p.storageRefusal(res.err, start))
 			} else {
 				acked[res.i] = true
 			}

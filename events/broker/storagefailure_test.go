@@ -55,6 +55,11 @@ func TestBrokerStorageFailureIsNamed(t *testing.T) {
 	if !errors.Is(err, events.ErrNotAcknowledged) {
 		t.Fatalf("Publish = %v, want ErrNotAcknowledged", err)
 	}
+	// the record is not in the log (kfake truncates the segment back):
+	// the outcome is known, a refusal (it said "may still be written")
+	if !errors.Is(err, events.ErrRefused) {
+		t.Fatalf("Publish = %v, want ErrRefused", err)
+	}
 	if !strings.Contains(err.Error(), "the broker could not write its log") || !strings.Contains(err.Error(), blocked) {
 		t.Fatalf("Publish error does not name the log write's failure and %s:\n%v", blocked, err)
 	}

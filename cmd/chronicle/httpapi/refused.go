@@ -10,7 +10,7 @@ import (
 
 // writeRefused answers err, a write's failure, when the broker refused the
 // write before appending it (events.ErrRefused: an ACL, a size limit, a
-// topic policy): a 503 without Retry-After saying what was not written
+// topic policy, the embedded broker's full disk): a 503 without Retry-After saying what was not written
 // (a clause, e.g. "the feedback was not written") and that a retry is
 // refused again until the cluster's cause is fixed, with the broker's
 // error. It reports whether it
@@ -22,7 +22,7 @@ func writeRefused(w http.ResponseWriter, err error, notWritten string) bool {
 	if !errors.Is(err, events.ErrRefused) {
 		return false
 	}
-	writeErr(w, http.StatusServiceUnavailable, "refused by the broker: %s, and a retry is refused again until the cause on the Kafka cluster is fixed (an ACL, a size limit, a topic policy): %v", notWritten, err)
+	writeErr(w, http.StatusServiceUnavailable, "refused by the broker: %s, and a retry is refused again until its cause is fixed (an ACL, a size limit or a topic policy of the Kafka cluster, or the embedded broker's full disk): %v", notWritten, err)
 	return true
 }
 
