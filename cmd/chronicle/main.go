@@ -40,8 +40,14 @@ func main() {
 // its refusals, as main runs it (a test walks the same tree).
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "chronicle",
-		Short:         "An auditable memory for AI-agent systems: every decision an event in Kafka, projections rebuilt by replay",
+		Use:   "chronicle",
+		Short: "An auditable memory for AI-agent systems: every decision an event in Kafka, projections rebuilt by replay",
+		Long: `An auditable memory for AI-agent systems: every decision an event in Kafka, projections rebuilt by replay.
+
+Exit status: 0 success; 1 a failure of what a command talks to or reads (a broker, an API,
+a directory, a file's content); 2 audit found a difference; 64 a command line refused before
+anything starts (an unknown command or flag, a wrong argument count, a flag value out of range);
+70 a projections store that cannot go on (a failed write-ahead-log write).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),
