@@ -179,12 +179,21 @@ func trimSpace(b []byte) []byte {
 }
 
 // publishBatches produces recs, checked already (readJSONL), size at a
-// time, each batch acknowledged before the next.
+// time, each batch acknowledged before the next. A batch that fails ends
+// it with an error saying which events (0-based, in file order), that
+// those before them were acknowledged, whether the failed ones were
+// refused (events.ErrRefused: not written) or may still be written, and
+// that running the command again is safe. Before, it said only "events
+// 500-999: …", and an operator could not tell whether to run it again.
 func publishBatches(ctx context.Context, p *events.Producer, recs []*kgo.Record, size int, bar *progressbar.ProgressBar) error {
 	for i := 0; i < len(recs); i += size {
 		j := min(i+size, len(recs))
 		if err := p.ProduceRecords(ctx, recs[i:j]); err != nil {
-			return fmt.Errorf("events %d-%d: %w", i, j-1, err)
+			outcome := "they may still be written"
+			if errors.Is(err, events.ErrRefused) {
+				outcome = "the broker refused them, so they were not written"
+			}
+			return fmt.Errorf("events %d-%d of %d (0-based, in file order): %w; %s; the %d before them were acknowledged; running the command again is safe once the cause is fixed (an event the log holds already is a duplicate, which the processors drop)", i, j-1, len(recs), err, outcome, i)
 		}
 		_ = bar.Add(j - i)
 	}
