@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -60,15 +60,7 @@ func TestPublishToAHungBrokerSaysSo(t *testing.T) {
 // minute after a 16 s broker outage). The failure names its cause as the
 // caller's error does.
 func TestLateAcknowledgementEndsWriteFailure(t *testing.T) {
-	topics := make([]string, len(events.AllTopics))
-	for i, tp := range events.AllTopics {
-		topics[i] = string(tp)
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := brokertest.FakeCluster(t)
 	release := make(chan struct{})
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.SleepControl(func() { <-release }) // the broker hangs on this produce, then handles it

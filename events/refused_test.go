@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -23,10 +22,6 @@ import (
 // leaves the outcome unknown: ErrNotAcknowledged alone, after the
 // attempts. Before, both were ErrNotAcknowledged after five attempts.
 func TestRefusedWriteIsErrRefused(t *testing.T) {
-	topics := make([]string, len(events.AllTopics))
-	for i, tp := range events.AllTopics {
-		topics[i] = string(tp)
-	}
 	for _, c := range []struct {
 		code    int16
 		refused bool
@@ -37,11 +32,7 @@ func TestRefusedWriteIsErrRefused(t *testing.T) {
 		{kerr.UnknownServerError.Code, false, "UNKNOWN_SERVER_ERROR"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
+			cl := brokertest.FakeCluster(t)
 			var produces atomic.Int32
 			cl.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 				cl.KeepControl()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,15 +19,7 @@ import (
 // those before were acknowledged, that the refused ones were not written,
 // and that running it again is safe. It said only "events 1-1: …".
 func TestIngestFailureSaysWhatWasWritten(t *testing.T) {
-	topics := make([]string, len(events.AllTopics))
-	for i, tp := range events.AllTopics {
-		topics[i] = string(tp)
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := brokertest.FakeCluster(t)
 	var produces atomic.Int32
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()

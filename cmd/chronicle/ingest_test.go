@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/events/broker/brokertest"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,16 +19,8 @@ import (
 // function counting the records written to all of them.
 func ingestBroker(t *testing.T) (addr string, written func() int64) {
 	t.Helper()
-	topics := make([]string, len(events.AllTopics))
-	for i, tp := range events.AllTopics {
-		topics[i] = string(tp)
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr = c.ListenAddrs()[0]
+	topics := brokertest.TopicNames()
+	addr = brokertest.FakeCluster(t).ListenAddrs()[0]
 	return addr, func() int64 {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 		if err != nil {

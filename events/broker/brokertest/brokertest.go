@@ -2,14 +2,17 @@
 // they hold and their number of records, as a consumer of one isolation
 // level sees them (read_committed: what the engine, the workers and
 // replay apply; read_uncommitted: aborted transactions' records too); and
-// it answers for a broker that refuses writes (RejectProduce).
+// it gives a scripted broker (FakeCluster) and the answer of one that
+// refuses writes (RejectProduce).
 package brokertest
 
 import (
 	"context"
 	"fmt"
+	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -110,4 +113,26 @@ func RejectProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// TopicNames are the names of events.AllTopics.
+func TopicNames() []string {
+	names := make([]string, len(events.AllTopics))
+	for i, tp := range events.AllTopics {
+		names[i] = string(tp)
+	}
+	return names
+}
+
+// FakeCluster is a one-broker kfake cluster holding every Chronicle topic
+// with one partition, closed when tb ends: the broker of the tests that
+// script its answers (ControlKey, RejectProduce).
+func FakeCluster(tb testing.TB) *kfake.Cluster {
+	tb.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, TopicNames()...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return c
 }
