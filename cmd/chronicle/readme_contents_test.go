@@ -9,7 +9,9 @@ import (
 
 // githubAnchor is the fragment GitHub gives a heading: lower case, every
 // character but letters, digits, '_', '-' and spaces dropped, spaces
-// made '-'.
+// made '-'. It keeps ASCII letters only, which is GitHub's rule for the
+// README's headings (the en dash of "items 6–7" is dropped); a heading
+// with a letter such as 'é' would need unicode.IsLetter.
 func githubAnchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
