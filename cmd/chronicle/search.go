@@ -203,7 +203,6 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			cfg := game24.Config(beam)
 			cfg.QuotaTokens = quota
 			sum := Game24Summary{Proposer: proposer, Beam: beam, Puzzles: len(puzzles)}
-			fmt.Fprintln(os.Stderr, "searching")
 			bar := newBar(len(puzzles), "searching")
 			keys := make([]string, len(puzzles))
 			for i, pz := range puzzles {

@@ -141,10 +141,49 @@ func (r *Runner) sameSetup(s Search, req StartRequest) error {
 			// no advice here: the callers name their own ways to another
 			// search (search game24's said "another search id", which no
 			// flag of it sets: a re-test, 2026-12-01)
-			return fmt.Errorf("%w: search %q has %s %s, this run asks for %s", ErrSetupDiffers, s.ID, f.name, held, asks)
+			name, h, a := firstDifference(f.name, held, asks)
+			return fmt.Errorf("%w: search %q has %s %s, this run asks for %s", ErrSetupDiffers, s.ID, name, h, a)
 		}
 	}
 	return nil
+}
+
+// firstDifference narrows two differing JSON values to the first member
+// (in key order) where they differ, so that a config differing in one
+// field is named by it ("config.quota_tokens 3000 … 1"), not printed
+// whole twice (a walkthrough, 2026-12-05). A member one side omits (an
+// omitempty zero) is shown as "unset". Values that are not both
+// objects are returned as they are.
+func firstDifference(name string, held, asks []byte) (string, string, string) {
+	var h, a map[string]json.RawMessage
+	if json.Unmarshal(held, &h) != nil || json.Unmarshal(asks, &a) != nil || h == nil || a == nil {
+		return name, string(held), string(asks)
+	}
+	keys := make([]string, 0, len(h)+len(a))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	for k := range a {
+		if _, ok := h[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		hv, hok := h[k]
+		av, aok := a[k]
+		switch {
+		case hok && aok && string(hv) == string(av):
+			continue
+		case hok && aok:
+			return firstDifference(name+"."+k, hv, av)
+		case hok:
+			return name + "." + k, string(hv), "unset"
+		default:
+			return name + "." + k, "unset", string(av)
+		}
+	}
+	return name, string(held), string(asks)
 }
 
 func (r *Runner) event(key, suffix string, t events.Type, payload any) (events.Envelope, error) {

@@ -298,10 +298,21 @@ func TestRunnerPausesAndQuota(t *testing.T) {
 	if k, err := again.Start(ctx, req); err != nil || k != events.EntityKey("project:a", "quota") {
 		t.Fatalf("the same setup again: %q %v", k, err)
 	}
+	// the differing member is named, not the whole config twice
 	req.Config.QuotaTokens = 1
-	if _, err := again.Start(ctx, req); !errors.Is(err, treesearch.ErrSetupDiffers) || !strings.Contains(err.Error(), `config {"beam_width":5`) || !strings.Contains(err.Error(), `"quota_tokens":1,`) {
+	if _, err := again.Start(ctx, req); !errors.Is(err, treesearch.ErrSetupDiffers) || !strings.Contains(err.Error(), `has config.quota_tokens 3000, this run asks for 1`) || strings.Contains(err.Error(), "beam_width") {
 		t.Fatalf("another quota: %v", err)
 	}
+	req.Config.QuotaTokens = 0 // omitted from the JSON
+	if _, err := again.Start(ctx, req); !errors.Is(err, treesearch.ErrSetupDiffers) || !strings.Contains(err.Error(), `has config.quota_tokens 3000, this run asks for unset`) {
+		t.Fatalf("no quota: %v", err)
+	}
+	req.Config = cfg
+	req.Goal = "another goal"
+	if _, err := again.Start(ctx, req); !errors.Is(err, treesearch.ErrSetupDiffers) || !strings.Contains(err.Error(), `has goal "`) || !strings.Contains(err.Error(), `asks for "another goal"`) {
+		t.Fatalf("another goal: %v", err)
+	}
+	req.Goal = game24.Goal("4 5 6 10")
 	req.Config = cfg
 	if _, err := runner(t, p, game24.Arithmetic{}, pauser{}).Start(ctx, req); !errors.Is(err, treesearch.ErrSetupDiffers) || !strings.Contains(err.Error(), "has evaluator") {
 		t.Fatalf("another evaluator: %v", err)

@@ -135,3 +135,26 @@ func TestParseStateIsBounded(t *testing.T) {
 		t.Errorf("CheckState of a reached state: %v", err)
 	}
 }
+
+// TestToTLogErrorsNameTheRunByIdx: a malformed run is named by its "idx"
+// field, as the log spells it, and the member at fault; before, "run 900
+// has no steps" beside the import's "search tot-901" read as two runs.
+func TestToTLogErrorsNameTheRunByIdx(t *testing.T) {
+	for _, c := range []struct {
+		run  ToTRun
+		want []string
+	}{
+		{ToTRun{Idx: 900}, []string{"run with idx 900", `"steps" is empty or missing`}},
+		{ToTRun{Idx: 7, Steps: []ToTStep{{X: "4 5 x"}}}, []string{"run with idx 7", "steps[0].x"}},
+	} {
+		_, err := NewToTLog(c.run)
+		if err == nil {
+			t.Fatalf("%+v: accepted", c.run)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: %v\nwant it to say %q", c.run, err, w)
+			}
+		}
+	}
+}

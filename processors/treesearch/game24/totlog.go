@@ -30,11 +30,14 @@ type ToTLog struct {
 // NewToTLog indexes run.
 func NewToTLog(run ToTRun) (*ToTLog, error) {
 	if len(run.Steps) == 0 {
-		return nil, fmt.Errorf("game24: tree of thoughts run %d has no steps", run.Idx)
+		// named by its "idx" field, as the log spells it: "run 900"
+		// beside the import's "search tot-901" read as two runs (a
+		// walkthrough, 2026-12-05)
+		return nil, fmt.Errorf("game24: the tree of thoughts run with idx %d has no steps (its \"steps\" is empty or missing)", run.Idx)
 	}
 	nums, err := ParseState(run.Steps[0].X)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("game24: the tree of thoughts run with idx %d: steps[0].x: %w", run.Idx, err)
 	}
 	l := &ToTLog{Run: run, Puzzle: State(nums), kids: map[string][]string{}, values: map[string]float64{}, Steps: map[int]map[string]bool{}}
 	for _, st := range run.Steps {
