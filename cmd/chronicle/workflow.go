@@ -106,14 +106,38 @@ func workflowCmd() *cobra.Command {
 			}
 			return print(c)(newClient().Resume(c.Context(), a[0], cp))
 		}},
-		&cobra.Command{Use: "answer ID DECISION_ID ANSWER", Short: "answer a pending decision (a human's approval)", Example: "  # decision d1 of workflow w1 (its state lists the pending ones), answered by human:$USER\n  chronicle workflow answer w1 d1 approve", Args: cobra.ExactArgs(3), RunE: func(c *cobra.Command, a []string) error {
-			by := os.Getenv("USER")
-			if by == "" {
-				by = "cli"
-			}
-			return print(c)(newClient().Answer(c.Context(), a[0], a[1], a[2], fmt.Sprintf("human:%s", by)))
-		}},
+		answerCmd(newClient, print, &tokenEnv),
 	)
+	return cmd
+}
+
+// answerCmd is `chronicle workflow answer`. The answer's by is the
+// caller: with a token the member is left out, and the service records
+// token:<name> (a service with tokens refuses any other name, 403 naming
+// /by); without one it is human:$USER (human:cli when $USER is empty),
+// which a service without tokens keeps. --by sends a name of the caller's
+// choosing. Before, human:$USER was always sent, so the command was
+// refused by every service with tokens (a workflows walkthrough,
+// 2026-12-06).
+func answerCmd(newClient func() *client.Client, print func(*cobra.Command) func(any, error) error, tokenEnv *string) *cobra.Command {
+	var by string
+	cmd := &cobra.Command{Use: "answer ID DECISION_ID ANSWER", Short: "answer a pending decision (a human's approval)",
+		Long: "Answers decision DECISION_ID of workflow ID (its state lists the pending ones). The answer is recorded as given by the caller: " +
+			"with a token (the variable --token-env names), by token:<its name>, which the service sets; without one, by human:$USER. " +
+			"--by names another (a service with tokens accepts only token:<name> of the token sent).",
+		Example: "  # decision d1 of workflow w1, by token:<name> of the token in $CHRONICLE_TOKEN\n  chronicle workflow answer w1 d1 approve\n\n  # a service without tokens: by human:$USER, or a name of your choosing\n  chronicle workflow answer w1 d1 approve --by human:alice",
+		Args:    cobra.ExactArgs(3), RunE: func(c *cobra.Command, a []string) error {
+			who := by
+			if who == "" && strings.TrimSpace(os.Getenv(*tokenEnv)) == "" {
+				user := os.Getenv("USER")
+				if user == "" {
+					user = "cli"
+				}
+				who = "human:" + user
+			}
+			return print(c)(newClient().Answer(c.Context(), a[0], a[1], a[2], who))
+		}}
+	cmd.Flags().StringVar(&by, "by", "", "who answers (default: token:<name> of the token, which the service sets; without a token human:$USER)")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -80,8 +81,51 @@ func TestWorkflowCommand(t *testing.T) {
 	if err := bad.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "cursor:") {
 		t.Fatalf("list --cursor nonsense: %v, want the 400 naming cursor", err)
 	}
+	// without a token the answer is human:$USER's
+	t.Setenv("USER", "tester")
+	t.Setenv("CHRONICLE_TOKEN", "")
 	var ans workflows.WriteResult
-	if err := json.Unmarshal(run("answer", "w", d.EventID, "approve"), &ans); err != nil || ans.State.Status != workflows.StatusRunning || len(ans.State.Decisions) != 1 {
+	if err := json.Unmarshal(run("answer", "w", d.EventID, "approve"), &ans); err != nil || ans.State.Status != workflows.StatusRunning || len(ans.State.Decisions) != 1 || answeredBy(ans.State.Decisions[0]) != "human:tester" {
 		t.Fatalf("answer: %+v %v", ans, err)
 	}
+
+	// With a token the answer is the token's: the command leaves by out
+	// and the service records token:<name>. Before, it sent human:$USER
+	// and every service with tokens refused it (403 naming /by: a
+	// workflows walkthrough, 2026-12-06).
+	tokens := access.File{Tokens: []access.Token{{Name: "a", SHA256: access.Hash("tok-a"), Read: []string{"project:a"}, Write: []string{"project:a"}}}}
+	scoped := httptest.NewServer((&httpapi.Server{P: p, Tokens: &tokens}).Handler())
+	defer scoped.Close()
+	ca := client.New(scoped.URL, "tok-a")
+	d2, err := ca.Interrupt(ctx, "w3", events.DecisionHuman, "go on?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENT_A_TOKEN", "tok-a")
+	answer := func(args ...string) ([]byte, error) {
+		cmd := workflowCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(append([]string{"answer", "w3", d2.EventID, "approve", "--api", scoped.URL, "--token-env", "AGENT_A_TOKEN"}, args...))
+		err := cmd.ExecuteContext(ctx)
+		return out.Bytes(), err
+	}
+	if _, err := answer("--by", "human:alice"); err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "token:a") {
+		t.Fatalf("answer --by another name with a token: %v, want the service's 403 naming token:a", err)
+	}
+	out, err := answer()
+	if err != nil {
+		t.Fatalf("answer with a token: %v", err)
+	}
+	if err := json.Unmarshal(out, &ans); err != nil || len(ans.State.Decisions) != 1 || answeredBy(ans.State.Decisions[0]) != "token:a" {
+		t.Fatalf("answer with a token: %+v %v, want it by token:a", ans, err)
+	}
+}
+
+// answeredBy is the by of a decision of a workflow's decisions channel.
+func answeredBy(raw json.RawMessage) string {
+	var d workflows.Decision
+	_ = json.Unmarshal(raw, &d)
+	return d.By
 }

@@ -297,9 +297,15 @@ func (c *Client) Interrupt(ctx context.Context, id, kind, question string, optio
 }
 
 // Answer answers the pending decision decisionID; the workflow runs again
-// once no human decision is pending.
+// once no human decision is pending. by "" leaves the member out: a
+// service with tokens then records token:<name> of the client's token
+// (and refuses any other name).
 func (c *Client) Answer(ctx context.Context, id, decisionID, answer, by string) (workflows.WriteResult, error) {
-	return c.write(ctx, id, []string{"decisions", decisionID}, map[string]any{"answer": answer, "by": by})
+	body := map[string]any{"answer": answer}
+	if by != "" {
+		body["by"] = by
+	}
+	return c.write(ctx, id, []string{"decisions", decisionID}, body)
 }
 
 // Resume returns the workflow to a checkpoint ("" = the last one), e.g.
