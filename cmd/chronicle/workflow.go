@@ -99,7 +99,7 @@ func workflowCmd() *cobra.Command {
 		&cobra.Command{Use: "at ID CHECKPOINT_ID", Short: "its state as of a checkpoint (= replay --until the checkpoint id)", Example: "  # a checkpoint id as workflow history shows it\n  chronicle workflow at w1 chronicle.workflows:0:16", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, a []string) error {
 			return print(c)(newClient().StateAt(c.Context(), a[0], a[1]))
 		}},
-		&cobra.Command{Use: "resume ID [CHECKPOINT_ID]", Short: "back to a checkpoint (default the last), e.g. after a crash", Example: "  # from its last checkpoint, or from an earlier one of its history\n  chronicle workflow resume w1\n  chronicle workflow resume w1 chronicle.workflows:0:16", Args: cobra.RangeArgs(1, 2), RunE: func(c *cobra.Command, a []string) error {
+		&cobra.Command{Use: "resume ID [CHECKPOINT_ID]", Short: "back to a checkpoint (default the state's: the last saved, or the one last resumed to), e.g. after a crash", Example: "  # from the checkpoint its state names, or from another one of its history\n  chronicle workflow resume w1\n  chronicle workflow resume w1 chronicle.workflows:0:16", Args: cobra.RangeArgs(1, 2), RunE: func(c *cobra.Command, a []string) error {
 			cp := ""
 			if len(a) == 2 {
 				cp = a[1]

@@ -88,7 +88,27 @@ func LastCheckpoint(ctx context.Context, brokers []string, store *projections.St
 	if err != nil || !ok || st.Checkpoints == 0 {
 		return HistoryEntry{}, false, err
 	}
-	seq := st.Checkpoints - 1
+	return checkpointEntry(ctx, brokers, store, key, source, st.Checkpoints-1)
+}
+
+// CurrentCheckpoint returns the checkpoint the workflow's state stands on
+// (State.Checkpoint: the last saved, or the one a resume went back to
+// since) with its id, as GET /v1/workflows/{id} names it; ok is false
+// when it has none. It is what a resume without checkpoint_id returns to:
+// after a rewind to an earlier checkpoint, the last saved one is the state
+// the rewind left, and resuming to it undid the rewind while the state
+// named the earlier one (a workflows walkthrough, 2026-12-06). Cost and
+// errors as LastCheckpoint's.
+func CurrentCheckpoint(ctx context.Context, brokers []string, store *projections.Store, key, source string) (HistoryEntry, bool, error) {
+	st, ok, err := Get(store, key)
+	if err != nil || !ok || st.Checkpoint == nil {
+		return HistoryEntry{}, false, err
+	}
+	return checkpointEntry(ctx, brokers, store, key, source, st.Checkpoint.Seq)
+}
+
+// checkpointEntry is checkpoint seq of workflow key with its id.
+func checkpointEntry(ctx context.Context, brokers []string, store *projections.Store, key, source string, seq int) (HistoryEntry, bool, error) {
 	cp, ok, err := getCheckpoint(storeRows(store), key, seq)
 	if err != nil || !ok {
 		return HistoryEntry{}, false, err

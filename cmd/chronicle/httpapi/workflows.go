@@ -302,7 +302,7 @@ var workflowFields = map[string][]string{
 //	POST /v1/workflows/{id}/commands           {command, args, by, command_id?}: enqueue a command (replan_dag: see replanArgs)
 //	POST /v1/workflows/{id}/decisions          {kind agent|human, question, options, layer, decision_id?}: a decision point (interrupt)
 //	POST /v1/workflows/{id}/decisions/{did}    {answer, by, comment}: answer it (resume with the answer)
-//	POST /v1/workflows/{id}/resume             {checkpoint_id?}: back to a checkpoint (default the last), e.g. after a crash
+//	POST /v1/workflows/{id}/resume             {checkpoint_id?}: back to a checkpoint (default the state's: the last saved or resumed to), e.g. after a crash
 //	POST /v1/workflows/{id}/fork               {checkpoint_id, workflow_id, updates{channel: update}}: a new workflow from a checkpoint
 //	POST /v1/workflows/{id}/complete           {outcome, output}
 //
@@ -589,11 +589,14 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				writeErr(w, http.StatusNotFound, "workflow %q has no checkpoint to resume from", id)
 				return
 			}
-			// the last checkpoint from the projection (its row and the id
-			// the processor recorded), not from a scan of the partition:
-			// before, this read the whole partition back, so a resume
-			// took longer the more any workflow of the partition wrote
-			last, found, err := workflows.LastCheckpoint(ctx, s.brokers(), s.P.Store, key, WorkflowSource(key))
+			// the checkpoint the state stands on, as GET names it (the
+			// last saved, or the one a resume went back to since: the
+			// last saved undid a rewind; a walkthrough, 2026-12-06), from
+			// the projection (its row and the id the processor
+			// recorded), not from a scan of the partition: before, this
+			// read the whole partition back, so a resume took longer the
+			// more any workflow of the partition wrote
+			last, found, err := workflows.CurrentCheckpoint(ctx, s.brokers(), s.P.Store, key, WorkflowSource(key))
 			if err != nil {
 				writeErr(w, http.StatusServiceUnavailable, "%v", err)
 				return

@@ -244,6 +244,43 @@ func TestHILPauseAndCrashResumeSurviveRestart(t *testing.T) {
 	}
 }
 
+// A resume without checkpoint_id goes back to the checkpoint the state
+// stands on, the one GET names: after a rewind to an earlier checkpoint
+// that is the earlier one. Before, it went to the last saved one, so an
+// executor that crashed after a deliberate rewind and resumed as
+// documented jumped forward to the state it had rewound away from, while
+// the state named the earlier checkpoint (a workflows walkthrough,
+// 2026-12-06).
+func TestDefaultResumeIsTheStatesCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	_, c, _ := startAt(t, t.TempDir())
+	m := musts{t, c}
+	m.w(c.Update(ctx, "rw", 0, events.ChannelTasks, map[string]any{"id": "a"}))
+	cpA := m.w(c.Checkpoint(ctx, "rw", 0))
+	m.w(c.Update(ctx, "rw", 1, events.ChannelTasks, map[string]any{"id": "b"}))
+	cpB := m.w(c.Checkpoint(ctx, "rw", 1))
+	if r := m.w(c.Resume(ctx, "rw", cpA.CheckpointID)); r.CheckpointID != cpA.CheckpointID {
+		t.Fatalf("the rewind: to %s, want %s", r.CheckpointID, cpA.CheckpointID)
+	}
+	if v := m.state("rw"); v.CheckpointID != cpA.CheckpointID {
+		t.Fatalf("the state after the rewind names %s, want %s", v.CheckpointID, cpA.CheckpointID)
+	}
+	m.w(c.Update(ctx, "rw", 1, events.ChannelTasks, map[string]any{"id": "c"})) // the crash: layer 1 half run
+	r := m.w(c.Resume(ctx, "rw", ""))
+	if r.CheckpointID != cpA.CheckpointID || r.NextLayer == nil || *r.NextLayer != 1 {
+		t.Fatalf("the default resume: to %s (next layer %v), want %s, the state's, not the last saved %s", r.CheckpointID, r.NextLayer, cpA.CheckpointID, cpB.CheckpointID)
+	}
+	if got := taskIDsOf(t, r.State); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Fatalf("tasks after the default resume: %v, want [a]", got)
+	}
+	// a checkpoint saved after the rewind is the state's, and the last
+	m.w(c.Update(ctx, "rw", 1, events.ChannelTasks, map[string]any{"id": "d"}))
+	cpC := m.w(c.Checkpoint(ctx, "rw", 1))
+	if r := m.w(c.Resume(ctx, "rw", "")); r.CheckpointID != cpC.CheckpointID {
+		t.Fatalf("the default resume after a new checkpoint: to %s, want %s", r.CheckpointID, cpC.CheckpointID)
+	}
+}
+
 // POST /v1/dags: layers for catalogue tools and declared ones, the cycle
 // named with 422, an unknown tool named with 400.
 func TestPostDAG(t *testing.T) {

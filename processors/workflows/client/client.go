@@ -308,7 +308,8 @@ func (c *Client) Answer(ctx context.Context, id, decisionID, answer, by string) 
 	return c.write(ctx, id, []string{"decisions", decisionID}, body)
 }
 
-// Resume returns the workflow to a checkpoint ("" = the last one), e.g.
+// Resume returns the workflow to a checkpoint ("" = the one its state
+// stands on: the last saved, or the one a resume went back to since), e.g.
 // after the executor crashed during a layer: the state becomes the
 // checkpoint's, and the executor runs res.NextLayer again (its tasks with
 // side effects must be idempotent).
