@@ -534,7 +534,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				entityNotFound(w, "workflow", id)
 				return
 			}
-			args, ok := s.replanArgs(w, r, st, b.Args)
+			args, ok := s.replanArgs(w, r, scope, st, b.Args)
 			if !ok {
 				return
 			}
@@ -881,16 +881,17 @@ func answeredDecision(st workflows.State, did string) (workflows.Decision, bool)
 	return workflows.Decision{}, false
 }
 
-// replanArgs computes the plan of a replan_dag command before it is
+// replanArgs computes the plan of a replan_dag command of a workflow of
+// scope (st its state, empty for one not started) before it is
 // written (suggest.Replan over the workflow's running DAG), so the event
 // carries the tool choice and the processor only applies it when a
 // checkpoint names the command processed. args.requirement runs the
 // hybrid tool search over the tool graph of the workflow's scope (and the
-// bundled catalogue): it needs a token that reads * (403); args.tools
-// names the tools and needs no search. It answers 400 naming the field, 409 while another
+// bundled catalogue), which the caller reads; args.tools names the tools
+// and needs no search. It answers 400 naming the field, 409 while another
 // replan is pending (its plan was computed on the DAG this one would
 // change), 422 {error, cycle} when the merged DAG has a cycle.
-func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows.State, raw json.RawMessage) (json.RawMessage, bool) {
+func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, scope string, st workflows.State, raw json.RawMessage) (json.RawMessage, bool) {
 	var a workflows.ReplanArgs
 	if len(raw) > 0 {
 		dec := json.NewDecoder(strings.NewReader(string(raw)))
@@ -911,9 +912,13 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 			return nil, false
 		}
 	}
-	if len(a.Tools) == 0 && a.Requirement != "" && needsAll(w, r) {
-		return nil, false
-	}
+	// A requirement's search reads the tool graph of the workflow's own
+	// scope, which the caller reads (checked before this call), and the
+	// catalogue: no token that reads * is needed. Before, it was, from
+	// when the search read every scope's graph, so an agent could not
+	// replan its own workflow by requirement, and the 403 said "this view
+	// aggregates every scope" of a command write (a workflows
+	// walkthrough, 2026-12-06).
 	for _, c := range st.PendingCommands {
 		if c.Command == events.CommandReplanDAG {
 			writeErr(w, http.StatusConflict, "command: replan_dag %q is pending: a checkpoint must process it before another replan", c.CommandID)
@@ -927,8 +932,7 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 	// args.tools are checked against the tool graphs of the scopes the
 	// caller reads, as every graph route answers (before, every scope's:
 	// a 200 for another tenant's tool and a 400 for a made-up one told a
-	// tenant which tools the others have; a walkthrough); a requirement's
-	// tool search needs a token that reads * and gets the whole graph
+	// tenant which tools the others have; a walkthrough)
 	graphs := everyGraph()
 	if c := CallerOf(r); !c.ReadsAll() {
 		graphs = graphsOf(c.Read...) // none: the empty graph
@@ -939,7 +943,7 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, st workflows
 		// catalogue). Before, every scope's: an admin's replan of a
 		// project:b workflow wrote project:a's private tools into it (a
 		// workflows walkthrough, 2026-11-30)
-		graphs = graphsOf(st.Scope)
+		graphs = graphsOf(scope) // st.Scope is empty for a workflow not started
 	}
 	g, err := s.toolGraphIn(graphs)
 	if err != nil {

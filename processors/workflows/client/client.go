@@ -280,8 +280,8 @@ func (c *Client) Enqueue(ctx context.Context, id, command string, args any, by s
 }
 
 // Replan enqueues a replan_dag command (workflows.ReplanArgs without the
-// plan: Requirement for a hybrid tool search, which needs a token that
-// reads *, or Tools by name). The API computes the plan into the command
+// plan: Requirement for a hybrid tool search in the tool graph of the
+// workflow's scope and the bundled catalogue, or Tools by name). The API computes the plan into the command
 // (answering 422 with the cycle when the merged DAG has one, 409 while
 // another replan is pending); the DAG changes when a Checkpoint names the
 // command (the result's EventID) processed.

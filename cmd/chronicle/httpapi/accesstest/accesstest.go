@@ -188,13 +188,14 @@ func Cases() []Case {
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/resume", Body: map[string]any{"checkpoint_id": f.WorkflowCheckpoint}}
 		}, Want: map[Caller]int{Other: 404, WriteOnly: 404}}, // answers the state
-		// a replan by requirement searches the tool graph, which aggregates
-		// every scope (replan_dag by named tools is a plain write); any
-		// replan_dag is planned from the running DAG, so a write-only caller
-		// gets the read's 404 first
+		// a replan by requirement searches the tool graph of the workflow's
+		// own scope and the catalogue (the other caller's request names
+		// the same id in its own scope: its own workflow, its own graph);
+		// any replan_dag is planned from the running DAG, so a write-only
+		// caller gets the read's 404 first
 		{Pattern: "POST /v1/workflows/{id...}", Write: true, Request: func(f Fixture) Request {
-			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/commands", Body: map[string]any{"command": "replan_dag", "args": map[string]any{"requirement": "check the baggage allowance"}}}
-		}, Want: map[Caller]int{Own: 403, Other: 403, WriteOnly: 404}},
+			return Request{Method: "POST", Path: "/v1/workflows/" + esc(f.Workflow) + "/commands", Body: map[string]any{"command": "replan_dag", "args": map[string]any{"requirement": "check the baggage allowance", "k": 1}}}
+		}, Want: map[Caller]int{WriteOnly: 404}},
 		{Pattern: "POST /v1/workflows/suggest", Request: func(Fixture) Request {
 			return Request{Method: "POST", Path: "/v1/workflows/suggest", Body: map[string]any{"intent": "change my flight", "context_tools": []string{"get_user_details"}}}
 		}, Want: aggregate},
