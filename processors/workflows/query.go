@@ -143,12 +143,15 @@ type View struct {
 // WriteResult answers a workflow write over HTTP: the event written, its
 // position in the log (topic:partition:offset), the checkpoint id (for a
 // checkpoint: its own position; for a resume: the checkpoint resumed
-// from) and the state after the event.
+// from) and the state after the event, with its checkpoint's id as GET
+// /v1/workflows/{id} answers it (View: before, the state of a write's
+// answer had none, so a client tracking the current checkpoint read the
+// workflow again; a workflows walkthrough, 2026-12-06).
 type WriteResult struct {
 	EventID      string `json:"event_id"`
 	Position     string `json:"position"`
 	CheckpointID string `json:"checkpoint_id,omitempty"`
-	State        State  `json:"state"`
+	State        View   `json:"state"`
 	// NextLayer is the layer to run after a resume (the checkpoint's + 1).
 	NextLayer *int `json:"next_layer,omitempty"`
 }

@@ -56,7 +56,7 @@ func TestReplanDAGBetweenLayers(t *testing.T) {
 	}
 	// a requirement: the API searches the tool graph and the catalogue
 	r2 := m.w(c.Enqueue(ctx, wf, events.CommandReplanDAG, map[string]any{"requirement": "search for a direct flight between two airports on a date", "k": 1}, "agent"))
-	plan := replanOf(t, r2.State, r2.EventID).Plan
+	plan := replanOf(t, r2.State.State, r2.EventID).Plan
 	if len(plan.Added) != 1 || slices.Contains(plan.Added, "get_user_details") || len(plan.Search) == 0 || len(plan.DAG.Tools) != 2 {
 		t.Fatalf("the search's plan: %s", jsonOf(t, plan))
 	}

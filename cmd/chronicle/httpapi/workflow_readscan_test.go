@@ -91,11 +91,18 @@ func TestWorkflowResumeScansNoLog(t *testing.T) {
 	if len(h) != 2 || h[1].CheckpointID != last.CheckpointID {
 		t.Fatalf("history %+v, want 2 checkpoints ending with %q", h, last.CheckpointID)
 	}
-	// after a resume to the first checkpoint, the last one is still the
-	// last saved (History's last), not the one resumed from
+	// after a resume to the first checkpoint, a resume without
+	// checkpoint_id goes to the one resumed to, which the state names, not
+	// the last saved (History's last): that undid the rewind (decided so
+	// on 2026-12-06, after a walkthrough; TestDefaultResumeIsTheStatesCheckpoint),
+	// still without a scan of the log
 	m.w(c.Resume(ctx, wf, h[0].CheckpointID))
-	if r := m.w(c.Resume(ctx, wf, "")); r.CheckpointID != last.CheckpointID {
-		t.Fatalf("after a rewind, a resume without checkpoint_id went to %q, want the last saved %q", r.CheckpointID, last.CheckpointID)
+	before = workflows.LogScans()
+	if r := m.w(c.Resume(ctx, wf, "")); r.CheckpointID != h[0].CheckpointID {
+		t.Fatalf("after a rewind, a resume without checkpoint_id went to %q, want the state's %q", r.CheckpointID, h[0].CheckpointID)
+	}
+	if n := workflows.LogScans() - before; n != 0 {
+		t.Fatalf("a resume without checkpoint_id after a rewind scanned the partition %d times", n)
 	}
 }
 

@@ -506,7 +506,17 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusConflict, "workflow %q completed: it takes no more events", id)
 			return
 		}
-		writeErr(w, http.StatusConflict, "workflow %q completed (%s): it takes no more events; fork it to go on", id, st.Outcome)
+		// a fork starts from one of the workflow's checkpoints: one that
+		// saved none cannot be forked (the hint said "fork it" of a fork
+		// that had saved none: a workflows walkthrough, 2026-12-06)
+		how := "fork it from one of its checkpoints to go on"
+		switch {
+		case st.Checkpoints == 0 && st.Parent != nil:
+			how = fmt.Sprintf("it saved no checkpoint to fork from; fork its parent %q from %s to go on", st.Parent.WorkflowID, st.Parent.CheckpointID)
+		case st.Checkpoints == 0:
+			how = "it saved no checkpoint, so it cannot be forked either; start another workflow"
+		}
+		writeErr(w, http.StatusConflict, "workflow %q completed (%s): it takes no more events; %s", id, st.Outcome, how)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -808,7 +818,15 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	res.State = after
+	res.State = workflows.View{State: after}
+	if after.Checkpoint != nil {
+		// as GET /v1/workflows/{id} names it (the write's answer had no
+		// state checkpoint_id: a workflows walkthrough, 2026-12-06)
+		if res.State.CheckpointID, err = s.checkpointIDOf(ctx, key, after.Checkpoint.EventID); err != nil {
+			s.writeLogErr(w, r, err)
+			return
+		}
+	}
 	writeState(w, http.StatusOK, res)
 }
 

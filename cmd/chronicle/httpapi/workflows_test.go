@@ -171,7 +171,7 @@ func TestWorkflowCheckpointIsReplayUntil(t *testing.T) {
 	}
 	// a fork from checkpoint 0 with an update; the parent stays
 	f := m.w(c.Fork(ctx, wf, ids[0], "book/w-1-fork", map[string]any{"context": map[string]any{"user": "sophia_silva_7557"}}))
-	if got := taskIDsOf(t, f.State); !reflect.DeepEqual(got, []string{"ta"}) || string(f.State.Context["user"]) != `"sophia_silva_7557"` || f.State.Parent.CheckpointID != ids[0] {
+	if got := taskIDsOf(t, f.State.State); !reflect.DeepEqual(got, []string{"ta"}) || string(f.State.Context["user"]) != `"sophia_silva_7557"` || f.State.Parent.CheckpointID != ids[0] {
 		t.Fatalf("fork: %s", jsonOf(t, f.State))
 	}
 	if v := m.state(wf); string(v.Context["user"]) != `"mia_li_3668"` || v.Events != view.Events {
@@ -229,13 +229,13 @@ func TestHILPauseAndCrashResumeSurviveRestart(t *testing.T) {
 	if r.CheckpointID != cp1.CheckpointID || r.NextLayer == nil || *r.NextLayer != 1 {
 		t.Fatalf("resume: from %s, next layer %v; want %s, 1", r.CheckpointID, r.NextLayer, cp1.CheckpointID)
 	}
-	if got := taskIDsOf(t, r.State); !reflect.DeepEqual(got, []string{"t1", "t2"}) || len(r.State.Decisions) != 1 {
+	if got := taskIDsOf(t, r.State.State); !reflect.DeepEqual(got, []string{"t1", "t2"}) || len(r.State.Decisions) != 1 {
 		t.Fatalf("state after resume: tasks %v, decisions %d", got, len(r.State.Decisions))
 	}
 	m.w(c.Update(ctx, "w", 1, events.ChannelTasks, []map[string]any{{"id": "t3"}, {"id": "t4"}}))
 	m.w(c.Checkpoint(ctx, "w", 1))
 	done := m.w(c.Complete(ctx, "w", "success", map[string]any{"cancelled": "ABC123"}))
-	if got := taskIDsOf(t, done.State); !reflect.DeepEqual(got, []string{"t1", "t2", "t3", "t4"}) || done.State.Status != workflows.StatusCompleted {
+	if got := taskIDsOf(t, done.State.State); !reflect.DeepEqual(got, []string{"t1", "t2", "t3", "t4"}) || done.State.Status != workflows.StatusCompleted {
 		t.Fatalf("tasks at the end: %v (each once), status %s", got, done.State.Status)
 	}
 	var ae *client.Error
@@ -265,12 +265,16 @@ func TestDefaultResumeIsTheStatesCheckpoint(t *testing.T) {
 	if v := m.state("rw"); v.CheckpointID != cpA.CheckpointID {
 		t.Fatalf("the state after the rewind names %s, want %s", v.CheckpointID, cpA.CheckpointID)
 	}
-	m.w(c.Update(ctx, "rw", 1, events.ChannelTasks, map[string]any{"id": "c"})) // the crash: layer 1 half run
+	// a write's answer names the state's checkpoint as GET does (it had
+	// none in its state)
+	if u := m.w(c.Update(ctx, "rw", 1, events.ChannelTasks, map[string]any{"id": "c"})); u.State.CheckpointID != cpA.CheckpointID { // the crash: layer 1 half run
+		t.Fatalf("an update's answer: state checkpoint_id %q, want %q", u.State.CheckpointID, cpA.CheckpointID)
+	}
 	r := m.w(c.Resume(ctx, "rw", ""))
 	if r.CheckpointID != cpA.CheckpointID || r.NextLayer == nil || *r.NextLayer != 1 {
 		t.Fatalf("the default resume: to %s (next layer %v), want %s, the state's, not the last saved %s", r.CheckpointID, r.NextLayer, cpA.CheckpointID, cpB.CheckpointID)
 	}
-	if got := taskIDsOf(t, r.State); !reflect.DeepEqual(got, []string{"a"}) {
+	if got := taskIDsOf(t, r.State.State); !reflect.DeepEqual(got, []string{"a"}) {
 		t.Fatalf("tasks after the default resume: %v, want [a]", got)
 	}
 	// a checkpoint saved after the rewind is the state's, and the last
@@ -623,5 +627,34 @@ func TestPostDAGRefusesTooManyMatches(t *testing.T) {
 	}
 	if code, m := call(t, srv.URL, "", "POST", "/v1/dags", tools(2)); code != 200 || len(m["edges"].([]any)) != 128*128 {
 		t.Fatalf("2 shared names: %d, want 200 with %d edges", code, 128*128)
+	}
+}
+
+// A write to a completed workflow is a 409 whose hint can be followed: a
+// fork needs a checkpoint, so a workflow that saved none is not told to
+// fork itself (a fork that saved none is told its parent's checkpoint).
+// Before, every such 409 said "fork it to go on" (a workflows
+// walkthrough, 2026-12-06).
+func TestCompletedWorkflowHintCanBeFollowed(t *testing.T) {
+	ctx := context.Background()
+	_, c, _ := startAt(t, t.TempDir())
+	m := musts{t, c}
+	m.w(c.Update(ctx, "p", 0, events.ChannelTasks, map[string]any{"id": "a"}))
+	cp := m.w(c.Checkpoint(ctx, "p", 0))
+	m.w(c.Fork(ctx, "p", cp.CheckpointID, "p-retry", nil))
+	m.w(c.Update(ctx, "bare", 0, events.ChannelTasks, map[string]any{"id": "a"}))
+	for _, id := range []string{"p", "p-retry", "bare"} {
+		m.w(c.Complete(ctx, id, "aborted", nil))
+	}
+	for id, want := range map[string]string{
+		"p":       "fork it from one of its checkpoints to go on",
+		"p-retry": `it saved no checkpoint to fork from; fork its parent "p" from ` + cp.CheckpointID,
+		"bare":    "it saved no checkpoint, so it cannot be forked either",
+	} {
+		_, err := c.Update(ctx, id, 1, events.ChannelTasks, map[string]any{"id": "b"})
+		var ae *client.Error
+		if !errors.As(err, &ae) || ae.Status != 409 || !strings.Contains(err.Error(), want) {
+			t.Errorf("a write to completed %s: %v, want a 409 saying %q", id, err, want)
+		}
 	}
 }

@@ -330,7 +330,11 @@ func (c *Client) Fork(ctx context.Context, id, checkpointID, newID string, updat
 
 // Complete ends the workflow (outcome success, failure or aborted).
 func (c *Client) Complete(ctx context.Context, id, outcome string, output any) (workflows.WriteResult, error) {
-	return c.write(ctx, id, []string{"complete"}, map[string]any{"outcome": outcome, "output": output})
+	body := map[string]any{"outcome": outcome}
+	if output != nil { // nil: no output (it was sent as null, an output of null)
+		body["output"] = output
+	}
+	return c.write(ctx, id, []string{"complete"}, body)
 }
 
 // State returns the workflow's current state.
