@@ -361,8 +361,11 @@ const (
 // record key). MergedInto is empty for a new memory; otherwise it is the
 // id of the memory of the same scope with the same normalised title and
 // content, which the recording added evidence to (it may equal MemoryID:
-// a distilled memory's id is its content address). Confidence and
-// Evidence are the bank memory's after the recording.
+// a distilled memory's id is its content address). Title, Description,
+// Outcome, Tags, Confidence and Evidence are the bank memory's after the
+// recording (for a merge, not the recording's own text, which its
+// memory.recorded.v1, RecordedEventID, holds); Source and SourceSession
+// are the recording's.
 type MemoryCreatedData struct {
 	MemoryID      string   `json:"memory_id"`
 	MergedInto    string   `json:"merged_into,omitempty"`

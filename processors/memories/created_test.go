@@ -32,7 +32,7 @@ func createdRun(t *testing.T) []projections.OutboxRecord {
 		b.off++
 	}
 	send(events.MemoryRecorded, "r1", events.MemoryRecordedData{MemoryID: "m1", Title: "Check the fare", Content: "Look up the fare first", Outcome: "success", Source: "explicit"})
-	send(events.MemoryRecorded, "r2", events.MemoryRecordedData{MemoryID: "m2", Title: "check the fare", Content: "look up the fare  first", Outcome: "success", Source: "distilled", SourceSession: "s9"})
+	send(events.MemoryRecorded, "r2", events.MemoryRecordedData{MemoryID: "m2", Title: "check the fare", Description: "another description", Content: "look up the fare  first", Outcome: "success", Source: "distilled", SourceSession: "s9", Tags: []string{"zzz"}})
 	return out
 }
 
@@ -75,7 +75,9 @@ func TestMemoryCreatedEmitted(t *testing.T) {
 	if c := created[0]; c.MemoryID != "m1" || c.MergedInto != "" || c.Evidence != 1 || c.Confidence != 0.8 || c.RecordedEventID != "r1" {
 		t.Fatalf("created: %+v", c)
 	}
-	if c := created[1]; c.MemoryID != "m2" || c.MergedInto != "m1" || c.Evidence != 2 || c.SourceSession != "s9" {
+	// the merge carries the memory's text, not the recording's (a
+	// subscriber upserting by it overwrote the memory's)
+	if c := created[1]; c.MemoryID != "m2" || c.MergedInto != "m1" || c.Evidence != 2 || c.SourceSession != "s9" || c.Title != "Check the fare" || c.Description != "" || len(c.Tags) != 0 {
 		t.Fatalf("merged: %+v", c)
 	}
 	again := createdRun(t)

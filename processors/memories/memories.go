@@ -509,14 +509,19 @@ func recorder(env *events.Envelope, d events.MemoryRecordedData) string {
 
 // emitCreated emits memory.created.v1 for the recording d that entered
 // the bank as memory m (mergedInto: m's id when d was merged into it, ""
-// when it created m). Its id derives from the causing event, the type and
+// when it created m). Title, description and tags are m's, as its
+// confidence and evidence are: a merged recording's own text differs
+// (case, spacing, another description and tags), and a subscriber that
+// upserted the memory from the event overwrote its text with the
+// recording's (a subscriber walkthrough, 2026-12-06); the recording's
+// text is in its memory.recorded.v1, recorded_event_id. Its id derives from the causing event, the type and
 // the number of memories the event recorded before (projections.Tx.Emit),
 // so a replay emits the same bytes and a subscriber drops a repeat by its
 // (source, id).
 func emitCreated(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedData, m *Memory, mergedInto string) error {
 	return tx.Emit(events.MemoryCreated, events.MemoryCreatedData{
-		MemoryID: d.MemoryID, MergedInto: mergedInto, Title: d.Title, Description: d.Description, Outcome: d.Outcome,
-		Tags: d.Tags, Source: d.Source, SourceSession: d.SourceSession, Confidence: m.Confidence, Evidence: m.Evidence,
+		MemoryID: d.MemoryID, MergedInto: mergedInto, Title: m.Title, Description: m.Description, Outcome: m.Outcome,
+		Tags: m.Tags, Source: d.Source, SourceSession: d.SourceSession, Confidence: m.Confidence, Evidence: m.Evidence,
 		RecordedEventID: env.ID,
 	})
 }
