@@ -215,14 +215,18 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var cur LearnedCursor
-	after := q.Get("after")
+	// the cursor's refusals name where it came from, the header (which
+	// wins) or the query parameter, as parameter and reason, as this
+	// route's other parameters do (they had the text alone: a subscriber
+	// walkthrough, 2026-12-06)
+	after, afterParam := q.Get("after"), "after"
 	if h := r.Header.Get("Last-Event-ID"); h != "" {
-		after = h
+		after, afterParam = h, "Last-Event-ID"
 	}
 	if after != "" {
 		c, err := ParseLearnedCursor(after)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, "Last-Event-ID / after: %v", err)
+			writeParamErr(w, http.StatusBadRequest, afterParam, err.Error())
 			return
 		}
 		cur = c
@@ -293,13 +297,13 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	for p, o := range cur {
 		e, ok := end[p]
 		if !ok {
-			writeErr(w, http.StatusBadRequest, "Last-Event-ID / after: %s has no partition %d", topic, p)
+			writeParamErr(w, http.StatusBadRequest, afterParam, fmt.Sprintf("%s has no partition %d", topic, p))
 			return
 		}
 		if o > e {
 			// a cursor no stream handed out: resuming there would skip
 			// the events written between the end and it, silently
-			writeErr(w, http.StatusBadRequest, "Last-Event-ID / after: %d:%d is beyond the end of %s partition %d (%d): not a position this stream gave", p, o, topic, p, e)
+			writeParamErr(w, http.StatusBadRequest, afterParam, fmt.Sprintf("%d:%d is beyond the end of %s partition %d (%d): not a position this stream gave", p, o, topic, p, e))
 			return
 		}
 	}

@@ -278,15 +278,27 @@ func TestLearnedStream(t *testing.T) {
 	// a cursor beyond a partition's end is no position a stream gave:
 	// resuming there would skip what is written up to it (400, not a
 	// stream that silently starts later)
-	for q, want := range map[string]int{"scope=nope:": 400, "after=x": 400, "types=memory.recorded.v1": 400, "follow=maybe": 400, "after=0:100000&follow=false": 400} {
-		resp, err := http.Get(srv.URL + "/v1/learned/stream?" + q)
+	// Each refusal names its parameter (the cursor's too, by where it
+	// came from: it had the text alone, a subscriber walkthrough,
+	// 2026-12-06).
+	for _, c := range []struct{ q, header, param string }{
+		{"scope=nope:", "", "scope"}, {"after=x", "", "after"}, {"types=memory.recorded.v1", "", "types"}, {"follow=maybe", "", "follow"},
+		{"after=0:100000&follow=false", "", "after"}, {"after=7:1&follow=false", "", "after"}, {"follow=false", "0:100000", "Last-Event-ID"},
+	} {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/learned/stream?"+c.q, nil)
+		if c.header != "" {
+			req.Header.Set("Last-Event-ID", c.header)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("?%s: %d %s, want %d", q, resp.StatusCode, b, want)
+		var body struct{ Parameter, Reason string }
+		_ = json.Unmarshal(b, &body)
+		if resp.StatusCode != 400 || body.Parameter != c.param || body.Reason == "" {
+			t.Errorf("?%s (Last-Event-ID %q): %d %s, want a 400 naming parameter %q with a reason", c.q, c.header, resp.StatusCode, b, c.param)
 		}
 	}
 }
