@@ -84,7 +84,10 @@ func replayCmd() *cobra.Command {
 			}
 			u, err := processors.ParseUntil(until)
 			if err != nil {
-				return err
+				// the flag's own check, before anything starts: a usage
+				// error, as the empty --until is (it exited 1, as a broker
+				// outage does: a walkthrough, 2026-12-06)
+				return usage(err)
 			}
 			if projections.HoldsStore(pipeline.ProjectionsDir(into)) == nil {
 				// an unfinished replay's store (the replay was killed) is

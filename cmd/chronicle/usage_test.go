@@ -33,6 +33,7 @@ func TestUsageErrorsExit64(t *testing.T) {
 		{[]string{"bench", "--only", ""}, exitUsage, "--only: empty"},
 		{[]string{"search", "game24", "--beam", "0"}, exitUsage, "--beam: 0, must be ≥ 1"},
 		{[]string{"replay", "--data", dir}, exitUsage, "--into: required"},
+		{[]string{"replay", "--brokers", "127.0.0.1:1", "--into", filepath.Join(dir, "asof"), "--until", "bogus"}, exitUsage, `--until: "bogus" is neither`},
 		{[]string{"token", "create", "--file", filepath.Join(dir, "t.json")}, exitUsage, "--name: required"},
 		{[]string{"deadletter", "redrive", "--data", dir}, exitUsage, "--id or --all: give one"},
 		// not usage: what the command reads is not there
