@@ -101,6 +101,28 @@ func ValidScope(s string) bool {
 // ("character '東' at byte 8 is not allowed in a scope's name (ASCII
 // letters, digits, '.', '_' and '-' only)").
 func ScopeReason(s string) string {
+	reason := fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", s)
+	if why := scopeWhy(s); why != "" {
+		reason += ": " + why
+	}
+	return reason
+}
+
+// ScopeFilterReason says why s is neither a scope kind (project, team,
+// org, all) nor a valid scope, for a ?scope= filter's refusal: the forms
+// it takes and, for a scope of a known kind, what is wrong with it (the
+// character and its byte, or the empty name), as ScopeReason says it
+// (the filters said the forms alone: a walkthrough, 2026-12-06).
+func ScopeFilterReason(s string) string {
+	reason := fmt.Sprintf("%q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", s)
+	if why := scopeWhy(s); why != "" {
+		reason += ": " + why
+	}
+	return reason
+}
+
+// scopeWhy is what is wrong with s, a scope of a known kind, or "".
+func scopeWhy(s string) string {
 	why := ""
 	kind, name, ok := strings.Cut(s, ":")
 	switch {
@@ -116,9 +138,5 @@ func ScopeReason(s string) string {
 			}
 		}
 	}
-	reason := fmt.Sprintf("%q is not project:<id>, team:<id> or org:<id>", s)
-	if why != "" {
-		reason += ": " + why
-	}
-	return reason
+	return why
 }

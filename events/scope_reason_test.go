@@ -25,3 +25,17 @@ func TestScopeReasonNamesTheCharacter(t *testing.T) {
 		}
 	}
 }
+
+// A ?scope= filter's refusal names the forms it takes and, for a scope of
+// a known kind, what is wrong with it, as ScopeReason does.
+func TestScopeFilterReasonNamesTheCharacter(t *testing.T) {
+	for _, c := range []struct{ scope, want string }{
+		{"project:東京", `character '東' at byte 8 is not allowed`},
+		{"team:", `the name after "team:" is empty`},
+		{"nope:", `"nope:" is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)`},
+	} {
+		if got := events.ScopeFilterReason(c.scope); !strings.HasPrefix(got, `"`+c.scope+`" is not a kind`) || !strings.Contains(got, c.want) {
+			t.Errorf("ScopeFilterReason(%q) = %s, want it to say %s", c.scope, got, c.want)
+		}
+	}
+}

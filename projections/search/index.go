@@ -798,7 +798,7 @@ func normalise(q Query) (Query, error) {
 	case ScopeProject, ScopeTeam, ScopeOrg, ScopeAll:
 	default:
 		if !events.ValidScope(q.Scope) {
-			return q, argErr("scope", "%q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", q.Scope)
+			return q, argErr("scope", "%s", events.ScopeFilterReason(q.Scope))
 		}
 		// one scope: filter by its kind (pushed down to the vector store)
 		// and keep only that scope among the readable ones

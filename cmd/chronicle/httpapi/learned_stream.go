@@ -179,7 +179,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.scope != "" && !scopeKinds[f.scope] {
 		if !events.ValidScope(f.scope) {
-			writeParamErr(w, http.StatusBadRequest, "scope", fmt.Sprintf("%q is not project:<id>, team:<id>, org:<id> or one of the kinds project, team, org, all", f.scope))
+			writeParamErr(w, http.StatusBadRequest, "scope", events.ScopeFilterReason(f.scope))
 			return
 		}
 		if !f.caller.CanRead(f.scope) {

@@ -19,7 +19,7 @@ func scopeFilter(v string) (func(scope string) bool, error) {
 		return func(sc string) bool { return strings.HasPrefix(sc, v+":") }, nil
 	}
 	if !events.ValidScope(v) {
-		return nil, paramErr("scope", "%q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", v)
+		return nil, paramErr("scope", "%s", events.ScopeFilterReason(v))
 	}
 	return func(sc string) bool { return sc == v }, nil
 }

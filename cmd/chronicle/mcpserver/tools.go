@@ -400,7 +400,7 @@ func (in *searchInput) validate() error {
 		return err
 	}
 	if !scopeFilterRe.MatchString(in.Scope) {
-		return invalid("scope", "%q is not a kind (project, team, org, all) or a scope (project:<id>, team:<id>, org:<id>)", in.Scope)
+		return invalid("scope", "%s", events.ScopeFilterReason(in.Scope))
 	}
 	if err := oneOf("outcome", in.Outcome, "success", "failure", "all"); err != nil {
 		return err
