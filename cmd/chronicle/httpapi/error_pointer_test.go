@@ -48,6 +48,14 @@ func TestRouteErrorsNamePointerAndReason(t *testing.T) {
 		{"/v1/dags", map[string]any{"tools": []any{map[string]any{"description": "d"}}}, "/tools/0/name", "tools[0].name: required, a non-empty string"},
 		{"/v1/dags", map[string]any{"tools": []any{map[string]any{"name": "a", "outputs": map[string]any{}}}}, "/tools/0", `tools[0]: unknown member "outputs" (name, description, parameters, output)`},
 		{"/v1/searches/s-err/resume", map[string]any{"decision": "maybe"}, "/decision", `decision: "maybe" is not approve or reject`},
+		// a required member left out was refused as its empty value
+		// ("channel: value must be one of …": a workflows walkthrough,
+		// 2026-12-06)
+		{"/v1/workflows/w-err/updates", map[string]any{}, "/channel", "channel: required by POST /v1/workflows/w-err/updates"},
+		{"/v1/workflows/w-err/updates", map[string]any{"channel": "tasks"}, "/update", "update: required by POST /v1/workflows/w-err/updates"},
+		{"/v1/workflows/w-err/commands", map[string]any{"args": map[string]any{}}, "/command", "command: required by POST /v1/workflows/w-err/commands"},
+		{"/v1/workflows/w-err/decisions", map[string]any{"kind": "human"}, "/question", "question: required by POST /v1/workflows/w-err/decisions"},
+		{"/v1/workflows/w-err/complete", map[string]any{}, "/outcome", "outcome: required by POST /v1/workflows/w-err/complete"},
 	} {
 		code, m := call(t, c.Base, "", "POST", tc.path, tc.body)
 		msg := fmt.Sprint(m["error"])

@@ -295,6 +295,17 @@ var workflowFields = map[string][]string{
 	"complete":    {"event_id", "outcome", "output"},
 }
 
+// workflowRequired are the members each write route requires, as
+// openapi.json's request schemas list them (the fork's, and a decision's
+// answer, which a decision without options may leave out, are checked
+// where the route reads them).
+var workflowRequired = map[string][]string{
+	"updates":   {"channel", "update"},
+	"commands":  {"command"},
+	"decisions": {"kind", "question"},
+	"complete":  {"outcome"},
+}
+
 // workflowPost serves the write routes:
 //
 //	POST /v1/workflows/{id}/updates            {layer, channel, update}: a reducer update
@@ -355,6 +366,16 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("body: %q is %s", name, reason), Pointer: "/" + pointerToken(name), Reason: reason})
 				return
 			}
+		}
+	}
+	// a required member left out is said so, with its pointer: it was
+	// refused by the event's schema as the empty value, so a missing
+	// channel read "channel: value must be one of …" (a workflows
+	// walkthrough, 2026-12-06); what openapi.json requires of each body
+	for _, name := range workflowRequired[route] {
+		if _, ok := members[name]; !ok {
+			writeFieldErr(w, name, "/"+name, fmt.Sprintf("required by POST %s", r.URL.Path))
+			return
 		}
 	}
 	if b.EventID == "" {
