@@ -51,6 +51,7 @@ func TestRouteErrorsNamePointerAndReason(t *testing.T) {
 		// a required member left out was refused as its empty value
 		// ("channel: value must be one of …": a workflows walkthrough,
 		// 2026-12-06)
+		{"/v1/workflows/w-err/commands", map[string]any{"command": "replan_dag", "args": map[string]any{"tools": "think"}}, "/args/tools", `args: "tools": got string, want array (replan_dag takes requirement, k, or tools)`},
 		{"/v1/workflows/w-err/updates", map[string]any{}, "/channel", "channel: required by POST /v1/workflows/w-err/updates"},
 		{"/v1/workflows/w-err/updates", map[string]any{"channel": "tasks"}, "/update", "update: required by POST /v1/workflows/w-err/updates"},
 		{"/v1/workflows/w-err/commands", map[string]any{"args": map[string]any{}}, "/command", "command: required by POST /v1/workflows/w-err/commands"},

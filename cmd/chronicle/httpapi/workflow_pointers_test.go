@@ -1,10 +1,13 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/chronicle-dev/chronicle/events"
 )
 
 // Every 400 of the workflow write routes and of the suggestion routes
@@ -79,5 +82,26 @@ func TestForkTooLargeSaysWhy(t *testing.T) {
 	code, m = post("/v1/workflows/wbig/fork", fmt.Sprintf(`{"workflow_id":"wbig2","checkpoint_id":%q}`, cid))
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(fmt.Sprint(m["error"]), "the parent's state") {
 		t.Fatalf("fork of a parent too large: %d %v; want 413 saying the parent's state is too large", code, m)
+	}
+}
+
+// A checkpoint id that names no checkpoint of the workflow is named as
+// the member or parameter it came from: a resume's checkpoint_id of
+// another workflow is a 404 at /checkpoint_id, and a malformed id in the
+// checkpoint read's path a 400 naming the path parameter, not "no such
+// checkpoint" (a 404's words; a workflows walkthrough, 2026-12-06).
+func TestCheckpointIDRefusalsNameTheirSource(t *testing.T) {
+	_, c, _ := startAt(t, t.TempDir())
+	ctx, m := context.Background(), musts{t, c}
+	m.w(c.Update(ctx, "cp-a", 0, events.ChannelTasks, map[string]any{"id": "t"}))
+	cp := m.w(c.Checkpoint(ctx, "cp-a", 0))
+	m.w(c.Update(ctx, "cp-b", 0, events.ChannelTasks, map[string]any{"id": "t"}))
+	code, body := call(t, c.Base, "", "POST", "/v1/workflows/cp-b/resume", map[string]any{"checkpoint_id": cp.CheckpointID})
+	if code != http.StatusNotFound || body["pointer"] != "/checkpoint_id" || body["reason"] == nil {
+		t.Errorf("resume with another workflow's checkpoint: %d %v, want a 404 at /checkpoint_id", code, body)
+	}
+	code, body = call(t, c.Base, "", "GET", "/v1/workflows/cp-a/checkpoints/garbage", nil)
+	if msg := fmt.Sprint(body["error"]); code != http.StatusBadRequest || body["parameter"] != "checkpoint_id" || strings.HasPrefix(msg, "no such checkpoint") || !strings.Contains(msg, `"garbage" is not chronicle.workflows`) {
+		t.Errorf("a malformed checkpoint id in the path: %d %v, want a 400 naming the parameter", code, body)
 	}
 }

@@ -230,16 +230,24 @@ func (s *Server) writeLogErr(w http.ResponseWriter, r *http.Request, err error) 
 func (s *Server) checkpointAt(ctx context.Context, w http.ResponseWriter, r *http.Request, key, cid string, fromBody bool) (workflows.Checkpoint, bool) {
 	pos, err := workflows.ParseCheckpointID(cid)
 	if err != nil {
+		reason := strings.TrimPrefix(err.Error(), "no such checkpoint: checkpoint_id ")
 		if fromBody {
-			reason := strings.TrimPrefix(err.Error(), "no such checkpoint: ")
-			writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error(), Pointer: "/checkpoint_id", Reason: reason})
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: "checkpoint_id: " + reason, Pointer: "/checkpoint_id", Reason: reason})
 			return workflows.Checkpoint{}, false
 		}
-		writeErrOf(w, http.StatusBadRequest, err)
+		// the path's id, named as the path parameter (it read "no such
+		// checkpoint: …", a 404's words, in a 400: a workflows
+		// walkthrough, 2026-12-06)
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: "checkpoint_id (the path's): " + reason, Parameter: "checkpoint_id", Reason: reason})
 		return workflows.Checkpoint{}, false
 	}
 	cp, err := workflows.CheckpointAt(ctx, s.brokers(), s.P.Store, key, pos)
 	switch {
+	case errors.Is(err, workflows.ErrNoCheckpoint) && fromBody:
+		// the body's member, named as the 400 names it (this 404 had no
+		// pointer: a workflows walkthrough, 2026-12-06)
+		writeJSON(w, http.StatusNotFound, errorBody{Error: "checkpoint_id: " + err.Error(), Pointer: "/checkpoint_id", Reason: "no checkpoint of this workflow"})
+		return cp, false
 	case errors.Is(err, workflows.ErrNoCheckpoint):
 		writeErr(w, http.StatusNotFound, "%v", err)
 		return cp, false
@@ -936,7 +944,17 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, scope string
 		dec := json.NewDecoder(strings.NewReader(string(raw)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
-			writeErr(w, http.StatusBadRequest, "args: %s (replan_dag takes requirement, k, or tools)", strings.TrimPrefix(bodyError(err).Error(), "body: "))
+			// with the pointer into args and the reason, as the route's
+			// other refusals of args (this one had the text alone: a
+			// workflows walkthrough, 2026-12-06)
+			err = bodyError(err)
+			const takes = " (replan_dag takes requirement, k, or tools)"
+			msg := "args: " + strings.TrimPrefix(err.Error(), "body: ") + takes
+			if fe := (*fieldError)(nil); errors.As(err, &fe) {
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Pointer: "/args" + strings.TrimSuffix(fe.pointer, "/"), Reason: fe.reason + takes})
+				return nil, false
+			}
+			writeErr(w, http.StatusBadRequest, "%s", msg)
 			return nil, false
 		}
 		// k left out is the default; k sent out of range (0 included, as
