@@ -233,7 +233,11 @@ complete (not an interrupted replay).`,
 				return err // damaged, not in use: its own advice (an SRE's walkthrough)
 			}
 			if err != nil {
-				return fmt.Errorf("%w (a running service answers GET /v1/digest)", err)
+				// an inspect holds the store too (Pebble locks a store for
+				// one process, read-only opens included): say it answers
+				// the digest as serve does (a walkthrough read "a running
+				// service" as serve only, 2026-12-06)
+				return fmt.Errorf("%w (a chronicle serve or inspect running on it holds it, even read-only, and answers GET /v1/digest)", err)
 			}
 			defer store.Close()
 			if err := store.CheckComplete(); err != nil {
