@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events/taubench"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // logOfOneSession runs the pipeline on a new data directory, imports one
@@ -123,6 +124,16 @@ func TestReplayRefusedLeavesNoStore(t *testing.T) {
 	}
 	if out, err := exec.Command(binary, "digest", "--data", into).CombinedOutput(); err != nil || !strings.Contains(string(out), "all") {
 		t.Fatalf("digest of the corrected replay: %v\n%s", err, out)
+	}
+	// a store held read-only, as inspect holds it, is locked: digest
+	// says which processes hold one and where the digest is then
+	held, err := projections.Open(pipeline.ProjectionsDir(into), projections.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if out, err := exec.Command(binary, "digest", "--data", into).CombinedOutput(); err == nil || !strings.Contains(string(out), "a chronicle serve or inspect running on it holds it, even read-only, and answers GET /v1/digest") {
+		t.Fatalf("digest of a store an inspect holds: %v\n%s", err, out)
 	}
 }
 
