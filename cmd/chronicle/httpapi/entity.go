@@ -43,7 +43,7 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 				writeErr(w, http.StatusForbidden, "scope: this token may read but not write %s", sc)
 				return "", false
 			}
-			entityNotFound(w, kind, id)
+			entityNotFound(w, r, kind, id)
 			return "", false
 		}
 		return events.EntityKey(sc, id), true
@@ -82,7 +82,7 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 		writeErr(w, http.StatusForbidden, "%s %q is in %s, which this token may read but not write", kind, id, strings.Join(readOnly, ", "))
 		return "", false
 	}
-	entityNotFound(w, kind, id)
+	entityNotFound(w, r, kind, id)
 	return "", false
 }
 
@@ -94,12 +94,16 @@ func entityKey(w http.ResponseWriter, r *http.Request, kind, id string, scopes s
 // said "not found" only (a Python integrator's walkthrough: its session's
 // records, sent to another partition, were dead letters, and nothing
 // pointed there).
-func entityNotFound(w http.ResponseWriter, kind, id string) {
+func entityNotFound(w http.ResponseWriter, r *http.Request, kind, id string) {
 	hint := "; an event refused after its 202 is listed in GET /v1/deadletters"
-	switch kind {
-	case "session":
+	switch {
+	case kind == "session" && servedReadOnly(r):
+		// inspect reads no log: the events route is a 503 there (the
+		// hint pointed to it: a walkthrough, 2026-12-06)
+		hint = " in the sessions projection of a scope you read (this directory's: inspect reads no log, so events the log holds beyond it are not seen here); GET /v1/deadletters lists those refused after their 202"
+	case kind == "session":
 		hint = " in the sessions projection of a scope you read; GET /v1/sessions/{id}/events reads its events from the log (those not applied yet included), and GET /v1/deadletters lists those refused after their 202"
-	case "memory":
+	case kind == "memory":
 		// a recording merged into an existing memory is no memory of its
 		// own: its id answered 404 pointing at the dead letters alone,
 		// where there was nothing (a subscriber walkthrough, 2026-12-03)

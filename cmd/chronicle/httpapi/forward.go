@@ -494,7 +494,7 @@ func (s *Server) ownedOnly(rt ownerRoute, next http.HandlerFunc) http.HandlerFun
 				writeJSON(w, http.StatusServiceUnavailable, e)
 				return
 			}
-			entityNotFound(w, rt.kind, id)
+			entityNotFound(w, r, rt.kind, id)
 		case 1:
 			r2 := r.Clone(r.Context())
 			q := r2.URL.Query()

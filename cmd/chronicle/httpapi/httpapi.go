@@ -837,7 +837,7 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	case !ok:
-		entityNotFound(w, "session", id)
+		entityNotFound(w, r, "session", id)
 	default:
 		writeJSON(w, http.StatusOK, v)
 	}
@@ -1100,7 +1100,7 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
-		entityNotFound(w, "memory", id)
+		entityNotFound(w, r, "memory", id)
 		return
 	case suffix == "":
 		writeJSON(w, http.StatusOK, m)

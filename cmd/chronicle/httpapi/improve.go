@@ -213,7 +213,7 @@ func (s *Server) sessionImprovement(w http.ResponseWriter, r *http.Request, id s
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	case !ok:
-		entityNotFound(w, "session", id)
+		entityNotFound(w, r, "session", id)
 	default:
 		writeJSON(w, http.StatusOK, view)
 	}
@@ -311,7 +311,7 @@ func (s *Server) improveSession(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 	case !ok:
-		entityNotFound(w, "session", id)
+		entityNotFound(w, r, "session", id)
 	case view.Status == pair.LoopNotEvaluated:
 		// nothing to improve from: a 409 saying why (it was revised as a
 		// failure at composite 0: a walkthrough)

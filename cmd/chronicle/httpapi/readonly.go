@@ -1,9 +1,22 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 )
+
+// readOnlyKey marks the context of a request a ReadOnly server serves,
+// so that what a route says can leave out the routes inspect does not
+// serve (servedReadOnly).
+type readOnlyKey struct{}
+
+// servedReadOnly reports whether r is served by a ReadOnly server
+// (chronicle inspect).
+func servedReadOnly(r *http.Request) bool {
+	ro, _ := r.Context().Value(readOnlyKey{}).(bool)
+	return ro
+}
 
 // ReadOnlyMessage starts the error of every route a read-only server
 // (chronicle inspect) does not serve.
@@ -56,7 +69,7 @@ func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 			writeErr(w, http.StatusServiceUnavailable, "%s: %s reads the Kafka log, and inspect starts no broker (it serves the projections only)", ReadOnlyMessage, r.URL.Path)
 			return
 		}
-		rt.Handler.ServeHTTP(w, r)
+		rt.Handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), readOnlyKey{}, true)))
 	})
 }
 

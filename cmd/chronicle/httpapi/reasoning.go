@@ -31,7 +31,7 @@ func (s *Server) reasoningRoutes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
-		entityNotFound(w, "reasoning task", id)
+		entityNotFound(w, r, "reasoning task", id)
 		return
 	case suffix == "":
 		writeJSON(w, http.StatusOK, t)

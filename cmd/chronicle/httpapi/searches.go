@@ -109,7 +109,7 @@ func (s *Server) panelRoute(w http.ResponseWriter, r *http.Request, id string) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
-		entityNotFound(w, "panel", id)
+		entityNotFound(w, r, "panel", id)
 		return
 	}
 	writeJSON(w, http.StatusOK, PanelView{Panel: p, Branches: bs})
@@ -407,7 +407,7 @@ func (s *Server) loadSearch(w http.ResponseWriter, r *http.Request, id string, a
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return "", sr, false
 	case !ok:
-		entityNotFound(w, "search", id)
+		entityNotFound(w, r, "search", id)
 		return "", sr, false
 	}
 	return key, sr, true

@@ -82,7 +82,7 @@ func (s *Server) workflowGet(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
-		entityNotFound(w, "workflow", id)
+		entityNotFound(w, r, "workflow", id)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -570,7 +570,7 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 				// id, the tools of a cycle): like resume, a write the
 				// caller must read the workflow for; the read's 404
 				// whether it exists or not (tenant-isolation review)
-				entityNotFound(w, "workflow", id)
+				entityNotFound(w, r, "workflow", id)
 				return
 			}
 			args, ok := s.replanArgs(w, r, scope, st, b.Args)

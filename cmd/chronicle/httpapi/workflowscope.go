@@ -246,7 +246,7 @@ func (s *Server) writeToHeldScope(w http.ResponseWriter, r *http.Request, v *gro
 			writeErr(w, http.StatusForbidden, "%s %q is in %s, which this token may read but not write", rt.kind, id, strings.Join(readOnly, ", "))
 			return
 		}
-		entityNotFound(w, rt.kind, id)
+		entityNotFound(w, r, rt.kind, id)
 		return
 	}
 	if rule == scopeStarts && !c.CanWrite(sc) {
