@@ -539,7 +539,7 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		changes, _, err := History(s.Store, key)
+		changes, stored, err := History(s.Store, key)
 		if err != nil {
 			return search.FeedbackResult{}, err
 		}
@@ -552,12 +552,23 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 				return search.FeedbackResult{}, err
 			}
 			msg := fmt.Sprintf("signal applied: confidence %.2f → %.2f", c.Old, c.New)
+			if n := len(c.Signals) - 1; n > 0 {
+				// consensus applied stored signals with this one: say so,
+				// or the move reads as this signal's alone (1.00 → 0.60
+				// for one negative: a walkthrough, 2026-12-06)
+				msg = fmt.Sprintf("signal applied with %d stored signal(s) it agreed with (consensus; GET /v1/memories/{id}/history lists them): confidence %.2f → %.2f", n, c.Old, c.New)
+			}
 			if c.New < PruneBelow && c.Old >= PruneBelow {
 				msg += fmt.Sprintf(", below %.2f: the memory is pruned, and searches no longer return it", PruneBelow)
 			}
 			switch c.Reason {
 			case ReasonPending:
 				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources, not yet applied, exist within 7 days (consensus while fewer than 3 distinct callers used the memory; signals that already moved it do not count again)"
+				if prior, ok := pendingOfSource(stored, env.ID, f.Source, f.Helpful, env.Time); ok {
+					// it said "stored" of a second vote that consensus then
+					// consumed as a repeat (a walkthrough, 2026-12-06)
+					msg = fmt.Sprintf("signal stored, but it brings consensus no nearer: this source's signal %s of %s, the same way, is pending already (one vote per source); confidence moves once a signal from another source agrees within 7 days", prior.EventID, prior.Time)
+				}
 				if f.SharedSource {
 					// the answer said a second source would come, and none
 					// could (a walkthrough, 2026-11-30)
@@ -580,6 +591,25 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// pendingOfSource is a stored signal other than eventID, of source and
+// polarity positive, not applied and within ConsensusWindow of at (an
+// RFC 3339 time): one consensus will take for this source's vote, so the
+// new one adds nothing (Consensus counts distinct sources).
+func pendingOfSource(stored []Pending, eventID, source string, positive bool, at string) (Pending, bool) {
+	now, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil || source == "" {
+		return Pending{}, false
+	}
+	for _, p := range stored {
+		t, err := time.Parse(time.RFC3339Nano, p.Time)
+		if err != nil || p.EventID == eventID || p.Applied || p.Source != source || p.Positive != positive || now.Sub(t) > ConsensusWindow {
+			continue
+		}
+		return p, true
+	}
+	return Pending{}, false
 }
 
 // feedbackKey resolves the memory f names to its events.EntityKey: in
