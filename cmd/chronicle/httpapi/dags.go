@@ -161,7 +161,19 @@ func (s *Server) postDAG(w http.ResponseWriter, r *http.Request) {
 	var ce *dag.CycleError
 	switch {
 	case errors.As(err, &ce):
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error(), "cycle": ce.Cycle})
+		msg := err.Error()
+		if !rule.SkipEcho {
+			// say when skip_echo would build it: the everyday
+			// get_user_details → book_reservation pair is a cycle through
+			// echoed ids, and the 422 gave no way out (a workflows
+			// walkthrough, 2026-12-06); checked, not guessed
+			echo := rule
+			echo.SkipEcho = true
+			if _, e := dag.Build(catalog, names, echo); e == nil {
+				msg += `; with "skip_echo": true (an output named like one of its tool's own parameters is an echo of its input, not something it produces) these tools have no cycle`
+			}
+		}
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": msg, "cycle": ce.Cycle})
 	case errors.Is(err, dag.ErrUnknownTool):
 		writeErr(w, http.StatusBadRequest, "tools: %v", err)
 	case err != nil:

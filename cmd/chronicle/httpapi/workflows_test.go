@@ -301,6 +301,23 @@ func TestPostDAG(t *testing.T) {
 	if code != 422 || fmt.Sprint(m["cycle"]) != "[cancel_reservation get_reservation_details cancel_reservation]" {
 		t.Fatalf("cycle: %d %v", code, m)
 	}
+	// a cycle skip_echo breaks says so, and skip_echo builds it (the 422
+	// gave no way out: a workflows walkthrough, 2026-12-06)
+	code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"get_user_details", "book_reservation"}})
+	if code != 422 || !strings.Contains(fmt.Sprint(m["error"]), `with "skip_echo": true`) {
+		t.Fatalf("a cycle skip_echo breaks: %d %v, want the 422 to say so", code, m)
+	}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"get_user_details", "book_reservation"}, "skip_echo": true}); code != 200 {
+		t.Fatalf("the same with skip_echo: %d %v", code, m)
+	}
+	// a real cycle (a gives y for b's y, b gives x for a's x) has no hint
+	obj := func(p string) map[string]any {
+		return map[string]any{"type": "object", "properties": map[string]any{p: map[string]any{"type": "string"}}}
+	}
+	loop := []any{map[string]any{"name": "a", "parameters": obj("x"), "output": obj("y")}, map[string]any{"name": "b", "parameters": obj("y"), "output": obj("x")}}
+	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": loop}); code != 422 || strings.Contains(fmt.Sprint(m["error"]), "skip_echo") {
+		t.Fatalf("a cycle skip_echo keeps: %d %v, want a 422 without the hint", code, m)
+	}
 	if code, m = call(t, srv.URL, "", "POST", "/v1/dags", map[string]any{"tools": []string{"launch_rocket"}}); code != 400 || !strings.Contains(fmt.Sprint(m["error"]), `"launch_rocket"`) {
 		t.Fatalf("unknown tool: %d %v", code, m)
 	}
