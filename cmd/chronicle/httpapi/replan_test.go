@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -63,6 +64,10 @@ func TestReplanDAGBetweenLayers(t *testing.T) {
 	var ae *client.Error
 	if _, err := c.Enqueue(ctx, wf, events.CommandReplanDAG, map[string]any{"tools": []string{"calculate"}}, "agent"); !errors.As(err, &ae) || ae.Status != 409 {
 		t.Fatalf("a second pending replan: %v", err)
+	}
+	// its 409 names the member, as the route's other refusals do
+	if code, b := call(t, c.Base, "", "POST", "/v1/workflows/"+url.PathEscape(wf)+"/commands", map[string]any{"command": "replan_dag", "args": map[string]any{"tools": []string{"calculate"}}}); code != 409 || b["pointer"] != "/command" || b["reason"] == nil {
+		t.Fatalf("a second pending replan over HTTP: %d %v, want a 409 at /command with a reason", code, b)
 	}
 	cp1 := m.w(c.Checkpoint(ctx, wf, 1, r2.EventID))
 	d := cp1.State.DAG

@@ -978,7 +978,10 @@ func (s *Server) replanArgs(w http.ResponseWriter, r *http.Request, scope string
 	// walkthrough, 2026-12-06).
 	for _, c := range st.PendingCommands {
 		if c.Command == events.CommandReplanDAG {
-			writeErr(w, http.StatusConflict, "command: replan_dag %q is pending: a checkpoint must process it before another replan", c.CommandID)
+			// with its pointer and reason, as the route's other refusals
+			// (a workflows walkthrough, 2026-12-06)
+			writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("command: replan_dag %q is pending: a checkpoint must process it before another replan", c.CommandID),
+				Pointer: "/command", Reason: "another replan_dag is pending"})
 			return nil, false
 		}
 	}
