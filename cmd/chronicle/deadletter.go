@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/rivo/uniseg"
 	"github.com/spf13/cobra"
@@ -165,6 +166,14 @@ func deadletterRedriveCmd() *cobra.Command {
 			}
 			if !all && len(ids) == 0 {
 				return usage(fmt.Errorf("--id or --all: give one (ids as `deadletter list` prints them)"))
+			}
+			for _, id := range ids {
+				// a malformed id is the flag's own error, said before the
+				// log is read (it was "no dead letter has this id": a
+				// walkthrough, 2026-12-06)
+				if u, err := processors.ParseUntil(id); err != nil || u.Pos == nil {
+					return usage(fmt.Errorf("--id %q: not TOPIC:PARTITION:OFFSET, a letter's id as `chronicle deadletter list` prints it (e.g. chronicle.sessions:0:42)", id))
+				}
 			}
 			ctx, cancel := signalContext(cmd)
 			defer cancel()

@@ -36,6 +36,7 @@ func TestUsageErrorsExit64(t *testing.T) {
 		{[]string{"replay", "--brokers", "127.0.0.1:1", "--into", filepath.Join(dir, "asof"), "--until", "bogus"}, exitUsage, `--until: "bogus" is neither`},
 		{[]string{"token", "create", "--file", filepath.Join(dir, "t.json")}, exitUsage, "--name: required"},
 		{[]string{"deadletter", "redrive", "--data", dir}, exitUsage, "--id or --all: give one"},
+		{[]string{"deadletter", "redrive", "--id", "bogus", "--brokers", "127.0.0.1:1"}, exitUsage, `--id "bogus": not TOPIC:PARTITION:OFFSET`},
 		// not usage: what the command reads is not there
 		{[]string{"digest", "--data", filepath.Join(dir, "none")}, 1, "holds no store"},
 		{[]string{"ingest", filepath.Join(dir, "none.jsonl"), "--brokers", "127.0.0.1:1"}, 1, "none.jsonl"},
