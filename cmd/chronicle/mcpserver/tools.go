@@ -459,7 +459,9 @@ func (in *recordInput) idempotencyKey() string {
 
 func (in *feedbackInput) validate() error {
 	if in.Scope != "" && !events.ValidScope(in.Scope) {
-		return fmt.Errorf("scope: %s", events.ScopeReason(in.Scope))
+		// by its pointer, as memory_record names the same argument (a
+		// walkthrough, 2026-12-06)
+		return invalid("scope", "%s", events.ScopeReason(in.Scope))
 	}
 	return required("memory_id", in.MemoryID)
 }
