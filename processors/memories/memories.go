@@ -514,10 +514,10 @@ func recorder(env *events.Envelope, d events.MemoryRecordedData) string {
 // (case, spacing, another description and tags), and a subscriber that
 // upserted the memory from the event overwrote its text with the
 // recording's (a subscriber walkthrough, 2026-12-06); the recording's
-// text is in its memory.recorded.v1, recorded_event_id. Its id derives from the causing event, the type and
-// the number of memories the event recorded before (projections.Tx.Emit),
-// so a replay emits the same bytes and a subscriber drops a repeat by its
-// (source, id).
+// text is in its memory.recorded.v1, recorded_event_id. Its id derives
+// from the causing event, the type and the number of memories the event
+// recorded before (projections.Tx.Emit), so a replay emits the same bytes
+// and a subscriber drops a repeat by its (source, id).
 func emitCreated(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedData, m *Memory, mergedInto string) error {
 	return tx.Emit(events.MemoryCreated, events.MemoryCreatedData{
 		MemoryID: d.MemoryID, MergedInto: mergedInto, Title: m.Title, Description: m.Description, Outcome: m.Outcome,
