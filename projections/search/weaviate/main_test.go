@@ -59,10 +59,15 @@ func sharedServer(tb testing.TB) *weaviatetest.Server {
 
 var prefixes atomic.Int64
 
-// testConfig is a config for srv with collections of their own and short
-// retries.
+// testConfig is a config for srv with collections of their own, short
+// retries and a 30 s bound on one request: the tests that use it check
+// behaviour, not latency, and under the whole race-enabled suite on two
+// cores a schema create or drop took over the default 10 s (a CI run,
+// 2026-12-06: "context deadline exceeded" on DELETE /v1/schema; the
+// package passed alone in the same clone). The failure tests set their
+// own short timeouts.
 func testConfig(srv *weaviatetest.Server) Config {
-	return Config{Host: srv.Host, ClassPrefix: fmt.Sprintf("T%d_%d_", os.Getpid(), prefixes.Add(1)),
+	return Config{Host: srv.Host, ClassPrefix: fmt.Sprintf("T%d_%d_", os.Getpid(), prefixes.Add(1)), Timeout: 30 * time.Second,
 		RetryMaxElapsed: 3 * time.Second, RetryInitialInterval: 50 * time.Millisecond, RetryMaxInterval: 500 * time.Millisecond}
 }
 
