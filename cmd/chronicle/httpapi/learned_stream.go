@@ -163,8 +163,12 @@ func (f learnedFilter) show(env *events.Envelope) (events.Type, bool) {
 // value counts); follow=false ends the stream at the end the topic had
 // when the request came (catch up and close), with a last block holding
 // only the id of the position reached (endCatchUp). after, from, scope
-// and follow take one value: a repeat is a 400 naming it (queryShape). Every LearnedKeepAlive without an event a ": keep-alive"
-// comment is written; a broker that does not answer for LearnedBrokerWait
+// and follow take one value: a repeat is a 400 naming it (queryShape).
+// The stream opens with an id-only block holding its starting position,
+// so a client that reconnects before its first event resumes there, not
+// at from= again. Every LearnedKeepAlive without an event a ": keep-alive"
+// comment is written (with an id: line when records were skipped since
+// the last id); a broker that does not answer for LearnedBrokerWait
 // ends the stream with "event: error". It reads with a plain franz-go
 // consumer of assigned partitions (no consumer group: nothing is
 // committed; the position is the client's), read_committed: a record of
@@ -320,6 +324,18 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	due()
 	startEventStream(w)
 	fmt.Fprintf(w, ": chronicle.learned from %s\nretry: 2000\n\n", cur)
+	// the starting position as an id-only block (it sets the client's
+	// last event ID and dispatches nothing, WHATWG HTML's event stream
+	// interpretation): an EventSource never sees the comment above, so a
+	// client that lost its connection before its first event reconnected
+	// without Last-Event-ID and started again at from= — with from=end,
+	// past every event learned while it was away (a subscriber's
+	// walkthrough, 2026-12-06: a confidence change written during a 3 s
+	// drop never arrived)
+	sentID := cur.String()
+	if sentID != "" {
+		fmt.Fprintf(w, "id: %s\n\n", sentID)
+	}
 	if err := rc.Flush(); err != nil {
 		return
 	}
@@ -332,10 +348,9 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		return true
 	}
 	if !follow && caughtUp() {
-		endCatchUp(w, rc, cur, "")
+		endCatchUp(w, rc, cur, sentID)
 		return
 	}
-	lastID := "" // the id of the last event written
 	// The broker's liveness is checked on its own clock, not the
 	// keep-alive's: every poll ends by the next keep-alive, the next probe
 	// (LearnedBrokerWait/3 after the last one) or the deadline (the last
@@ -397,8 +412,8 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			if json.Compact(&line, raw) != nil {
 				return
 			}
-			lastID = cur.String()
-			fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", lastID, typ, line.Bytes())
+			sentID = cur.String()
+			fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", sentID, typ, line.Bytes())
 		})
 		due()
 		switch {
@@ -409,8 +424,16 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			lastWrite = time.Now()
 		case time.Since(lastWrite) >= keepAlive:
 			// nothing written for the keep-alive interval: say so (a
-			// client that went away is noticed here)
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			// client that went away is noticed here), with the position
+			// reached when records were skipped since the last id (another
+			// scope's, another type's): a reconnect resumes after them
+			// rather than scanning them again
+			ka := ": keep-alive\n"
+			if id := cur.String(); id != sentID {
+				ka += "id: " + id + "\n"
+				sentID = id
+			}
+			if _, err := fmt.Fprint(w, ka+"\n"); err != nil {
 				return
 			}
 			lastWrite = time.Now()
@@ -443,7 +466,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !follow && caughtUp() {
-			endCatchUp(w, rc, cur, lastID)
+			endCatchUp(w, rc, cur, sentID)
 			return
 		}
 	}
@@ -459,9 +482,9 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 // offsets only, as every event's id does; the records skipped to reach it
 // are those of the topic, and a resumed stream applies its own caller's
 // scopes and filter to what follows. Not written when it is the id of
-// the last event written.
-func endCatchUp(w http.ResponseWriter, rc *http.ResponseController, cur LearnedCursor, lastID string) {
-	if id := cur.String(); id != "" && id != lastID {
+// the last id written (sentID).
+func endCatchUp(w http.ResponseWriter, rc *http.ResponseController, cur LearnedCursor, sentID string) {
+	if id := cur.String(); id != "" && id != sentID {
 		fmt.Fprintf(w, "id: %s\n\n", id)
 		_ = rc.Flush()
 	}
