@@ -97,6 +97,25 @@ func (e *Envelope) EventTime() (time.Time, error) {
 	return t, nil
 }
 
+// TimeUTC is Time in UTC ("Z"), as projections keep an event's time:
+// the API answers every time in UTC. A time sent with an offset
+// ("2026-12-06T10:40:00+05:30") is the same instant written in UTC
+// ("2026-12-06T05:10:00Z"; a fraction kept, its trailing zeros dropped);
+// one already in UTC ("Z") is returned as sent, byte for byte. Time
+// itself stays as sent (the event read back is the event written). A
+// Time that does not parse (none reaches a processor: the schema checks
+// it) is returned unchanged.
+func (e *Envelope) TimeUTC() string {
+	if strings.HasSuffix(e.Time, "Z") {
+		return e.Time
+	}
+	t, err := time.Parse(time.RFC3339Nano, e.Time)
+	if err != nil {
+		return e.Time
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
 // EffectiveScope is Scope, or DefaultScope when the event carries none.
 func (e *Envelope) EffectiveScope() string {
 	if e.Scope == "" {

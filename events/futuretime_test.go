@@ -35,3 +35,19 @@ func TestProducerTimeFarAheadIsRefused(t *testing.T) {
 		t.Errorf("got %v, want a reason saying how far ahead of the clock (2,912,1xx days)", err)
 	}
 }
+
+// TimeUTC writes an offset time in UTC and returns a UTC one as sent.
+func TestTimeUTC(t *testing.T) {
+	for in, want := range map[string]string{
+		"2026-12-06T10:40:00+05:30":        "2026-12-06T05:10:00Z",
+		"2026-12-06T05:12:19.366906+00:00": "2026-12-06T05:12:19.366906Z",
+		"2026-12-05T23:00:00.100-02:00":    "2026-12-06T01:00:00.1Z",
+		"2026-12-06T05:12:19.3830Z":        "2026-12-06T05:12:19.3830Z", // as sent, trailing zero kept
+		"":                                 "",
+	} {
+		e := events.Envelope{Time: in}
+		if got := e.TimeUTC(); got != want {
+			t.Errorf("TimeUTC(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -287,12 +287,12 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := use(tx, m, who, d.Source); err != nil {
 			return err
 		}
-		if err := tx.SetJSON(retrievalKey(m.Key(), m.Retrievals), Retrieval{EventID: env.ID, Time: env.Time, Position: tx.Position().String(),
+		if err := tx.SetJSON(retrievalKey(m.Key(), m.Retrievals), Retrieval{EventID: env.ID, Time: env.TimeUTC(), Position: tx.Position().String(),
 			Source: d.Source, SessionID: d.SessionID, Query: d.Query, Rank: d.Rank, Relevance: d.Relevance, ReaderScopes: d.Readers}); err != nil {
 			return err
 		}
 		m.Retrievals++
-		m.LastUsedAt = env.Time
+		m.LastUsedAt = env.TimeUTC()
 		return save(tx, m)
 	case events.ClockTick:
 		return decayAll(tx, env, at)
@@ -425,7 +425,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		m := &Memory{
 			ID: d.MemoryID, Scope: scope, Title: d.Title, Description: d.Description, Content: d.Content,
 			Outcome: d.Outcome, Tags: d.Tags, Source: d.Source, Evidence: 1, Confidence: c,
-			CreatedAt: env.Time, LastDecayAt: env.Time,
+			CreatedAt: env.TimeUTC(), LastDecayAt: env.TimeUTC(),
 		}
 		if err := addSource(tx, m, d.SourceSession); err != nil {
 			return err
@@ -436,7 +436,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 		if err := tx.Set(idIndexKey(m.ID, scope), nil); err != nil {
 			return err
 		}
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonCreated, Old: c, New: c, Author: recorder(env, d)}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.TimeUTC(), Reason: ReasonCreated, Old: c, New: c, Author: recorder(env, d)}); err != nil {
 			return err
 		}
 		if err := emitCreated(tx, env, d, m, ""); err != nil {
@@ -450,7 +450,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 	}
 	if d.Outcome != m.Outcome {
 		// not evidence for it (ReasonIgnoredOutcome): in its history only
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonIgnoredOutcome, Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.TimeUTC(), Reason: ReasonIgnoredOutcome, Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
 			return err
 		}
 		return save(tx, m)
@@ -462,7 +462,7 @@ func record(tx *projections.Tx, env *events.Envelope, d events.MemoryRecordedDat
 	if err := addSource(tx, m, d.SourceSession); err != nil {
 		return err
 	}
-	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonEvidence, Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
+	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.TimeUTC(), Reason: ReasonEvidence, Old: m.Confidence, New: m.Confidence, Author: recorder(env, d)}); err != nil {
 		return err
 	}
 	if err := emitCreated(tx, env, d, m, m.ID); err != nil {
@@ -544,7 +544,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		if who == "" && env.SessionID != "" {
 			who = "session:" + env.SessionID
 		}
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonIgnoredPruned, Old: m.Confidence, New: m.Confidence, Author: who, Comment: d.Comment}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.TimeUTC(), Reason: ReasonIgnoredPruned, Old: m.Confidence, New: m.Confidence, Author: who, Comment: d.Comment}); err != nil {
 			return err
 		}
 		return save(tx, m)
@@ -568,7 +568,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	if who == "" && env.SessionID != "" {
 		who = "session:" + env.SessionID
 	}
-	stored = append(stored, Pending{EventID: env.ID, Time: env.Time, Signal: d.Signal, Positive: d.Positive, Delta: delta, Source: who,
+	stored = append(stored, Pending{EventID: env.ID, Time: env.TimeUTC(), Signal: d.Signal, Positive: d.Positive, Delta: delta, Source: who,
 		Comment: d.Comment, Position: tx.Position().String()})
 	usage, err := usageAuthors(tx, m)
 	if err != nil {
@@ -582,7 +582,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 	if err := use(tx, m, who, who); err != nil {
 		return err
 	}
-	m.LastUsedAt = env.Time
+	m.LastUsedAt = env.TimeUTC()
 	old := m.Confidence
 	var applied []AppliedSignal
 	sum := 0.0
@@ -613,7 +613,7 @@ func feedback(tx *projections.Tx, env *events.Envelope, at time.Time, d events.M
 		if stored[len(stored)-1].Repeat {
 			why = ReasonRepeat
 		}
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: why, Old: old, New: old, Author: author(env, who), Comment: d.Comment}); err != nil {
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.TimeUTC(), Reason: why, Old: old, New: old, Author: author(env, who), Comment: d.Comment}); err != nil {
 			return err
 		}
 		return save(tx, m)
@@ -761,7 +761,7 @@ const ReasonRepeat = "repeat"
 func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float64, reason string, applied []AppliedSignal, by, comment string) error {
 	old := m.Confidence
 	m.Confidence = c
-	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: reason, Old: old, New: c, Signals: applied, Author: by, Comment: comment}); err != nil {
+	if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.TimeUTC(), Reason: reason, Old: old, New: c, Signals: applied, Author: by, Comment: comment}); err != nil {
 		return err
 	}
 	if c != old {
@@ -775,8 +775,8 @@ func setConfidence(tx *projections.Tx, env *events.Envelope, m *Memory, c float6
 		}
 	}
 	if c < PruneBelow && !m.Pruned {
-		m.Pruned, m.PrunedAt = true, env.Time
-		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.Time, Reason: ReasonPruned, Old: c, New: c, Author: by}); err != nil {
+		m.Pruned, m.PrunedAt = true, env.TimeUTC()
+		if err := addChange(tx, m, Change{EventID: env.ID, Type: env.Type, Time: env.TimeUTC(), Reason: ReasonPruned, Old: c, New: c, Author: by}); err != nil {
 			return err
 		}
 		if err := tx.EmitIn(m.Scope, events.MemoryPruned, map[string]any{"memory_id": m.ID, "confidence": c, "threshold": PruneBelow}); err != nil {
@@ -819,7 +819,7 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 			continue
 		}
 		if m.DecayClock == "" {
-			m.DecayClock = env.Time
+			m.DecayClock = env.TimeUTC()
 			if err := save(tx, m); err != nil {
 				return err
 			}
@@ -843,7 +843,7 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 			// tick wrote a "decay 0.8 → 0.8" history row per memory.
 			continue
 		}
-		clock := env.Time
+		clock := env.TimeUTC()
 		if math.Abs(lost-loss) > loss/100 {
 			// the rounding moved more than 1% of this loss (short tick
 			// intervals): the clock moves by the time the applied loss
@@ -853,7 +853,7 @@ func decayAll(tx *projections.Tx, env *events.Envelope, at time.Time) error {
 			// to the tick, as before.
 			clock = from.Add(time.Duration(lost / DecayPerMonth * float64(Month))).UTC().Format(time.RFC3339Nano)
 		}
-		m.LastDecayAt, m.DecayClock = env.Time, clock
+		m.LastDecayAt, m.DecayClock = env.TimeUTC(), clock
 		if err := setConfidence(tx, env, m, c, ReasonDecay, nil, "clock", ""); err != nil {
 			return err
 		}

@@ -564,7 +564,7 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 			switch c.Reason {
 			case ReasonPending:
 				msg = "signal stored; confidence moves once 2 agreeing signals from distinct sources, not yet applied, exist within 7 days (consensus while fewer than 3 distinct callers used the memory; signals that already moved it do not count again)"
-				if prior, ok := pendingOfSource(stored, env.ID, f.Source, f.Helpful, env.Time); ok {
+				if prior, ok := pendingOfSource(stored, env.ID, f.Source, f.Helpful, env.TimeUTC()); ok {
 					// it said "stored" of a second vote that consensus then
 					// consumed as a repeat (a walkthrough, 2026-12-06)
 					msg = fmt.Sprintf("signal stored, but it brings consensus no nearer: this source's signal %s of %s, the same way, is pending already (one vote per source); confidence moves once a signal from another source agrees within 7 days", prior.EventID, prior.Time)

@@ -407,7 +407,7 @@ func sentences(s string) []string {
 // ParseRevisionAnswer). A pure function of the event: the pairloop
 // processor applies it, replay gives the same revision.
 func InterpretRevision(env *events.Envelope, d RevisionWrittenData) LLMRevision {
-	r := LLMRevision{Model: d.Model, EventID: env.ID, ContextID: d.ContextID, WrittenAt: env.Time}
+	r := LLMRevision{Model: d.Model, EventID: env.ID, ContextID: d.ContextID, WrittenAt: env.TimeUTC()}
 	switch {
 	case d.Error != "":
 		r.Source, r.FallbackReason = SourceDeterministic, "model call failed: "+distill.Clip(d.Error, 500)

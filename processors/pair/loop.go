@@ -102,7 +102,7 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := env.Decode(&ev); err != nil {
 			return err
 		}
-		st.Evaluated, st.Composite, st.EvaluatedAt = true, ev.Composite, env.Time
+		st.Evaluated, st.Composite, st.EvaluatedAt = true, ev.Composite, env.TimeUTC()
 		st.NotEvaluated = ev.Recommendation == events.NotEvaluated
 		// any revision below PassComposite of a session without a
 		// context waits for one (a call that arrived after the completion
@@ -129,7 +129,7 @@ func (Loop) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return &events.ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 		}
 		rev := Revise(c)
-		st.Context, st.Revision, st.ContextAt = &c, &rev, env.Time
+		st.Context, st.Revision, st.ContextAt = &c, &rev, env.TimeUTC()
 		st.Iteration, st.ParentSession = c.Iteration, c.ParentSession
 		if !st.Evaluated {
 			st.Composite = c.Composite

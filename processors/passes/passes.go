@@ -163,7 +163,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	}
 	var prev *Pass
 	if !ok {
-		t = Task{ID: id, Scope: scope, Status: TaskOpen, StartedAt: env.Time}
+		t = Task{ID: id, Scope: scope, Status: TaskOpen, StartedAt: env.TimeUTC()}
 		if err := tx.Set(idIndexKey(id, scope), nil); err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if gap := d.PassNumber - t.Passes - 1; gap > MaxPassGap {
 		return &RejectError{Pointer: "/data/pass_number", Reason: fmt.Sprintf("pass %d of task %q would leave %d passes missing after pass %d: at most %d may be missing (MaxPassGap)", d.PassNumber, id, gap, t.Passes, MaxPassGap)}
 	}
-	p := Pass{PassNumber: d.PassNumber, EventID: env.ID, Time: env.Time, SessionID: d.SessionID, Phase: d.Phase, Status: d.Status,
+	p := Pass{PassNumber: d.PassNumber, EventID: env.ID, Time: env.TimeUTC(), SessionID: d.SessionID, Phase: d.Phase, Status: d.Status,
 		RefinementActions: d.RefinementActions, StepsExecuted: d.StepsExecuted, ValidationIssues: d.ValidationIssues, Output: d.Output, Error: d.Error}
 	for n := t.Passes + 1; n < d.PassNumber; n++ {
 		p.MissingBefore = append(p.MissingBefore, n)
@@ -242,7 +242,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if d.Task != "" {
 		t.Task = d.Task
 	}
-	t.Profile, t.Plan, t.LastVerdict, t.UpdatedAt = p.Profile, p.Plan, p.Verdict, env.Time
+	t.Profile, t.Plan, t.LastVerdict, t.UpdatedAt = p.Profile, p.Plan, p.Verdict, env.TimeUTC()
 	t.Refinements += len(d.RefinementActions)
 	if d.Output != "" {
 		t.Output = d.Output

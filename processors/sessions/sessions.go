@@ -224,7 +224,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := env.Decode(&d); err != nil {
 			return err
 		}
-		s.StartedAt = env.Time
+		s.StartedAt = env.TimeUTC()
 		s.Iteration, s.ParentSession = d.Iteration, d.ParentSession
 		if err := tx.SetJSON(detailKey(id), detail{Task: d.OriginalTask, RecordedBy: d.RecordedBy}); err != nil {
 			return err
@@ -243,7 +243,7 @@ func (p Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if err := env.Decode(&d); err != nil {
 			return err
 		}
-		s.Status, s.CompletedAt, s.Outcome, s.Reward, s.Output = StatusCompleted, env.Time, d.Outcome, d.Reward, d.Output
+		s.Status, s.CompletedAt, s.Outcome, s.Reward, s.Output = StatusCompleted, env.TimeUTC(), d.Outcome, d.Reward, d.Output
 		if err := tx.Set(outcomeKey(d.Outcome, id), nil); err != nil {
 			return err
 		}

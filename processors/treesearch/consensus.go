@@ -152,7 +152,7 @@ func applyPanel(tx *projections.Tx, env *events.Envelope, key string) error {
 			return rejectf("/data/branch_id", "branch %q of panel %s exists already", d.BranchID, key)
 		}
 		p.Branches = append(p.Branches, d.BranchID)
-		if err := tx.SetJSON(branchRow(key, d.BranchID), Branch{ID: d.BranchID, Output: d.Output, Answer: d.Answer, Score: d.Score, Report: d.Report, Time: env.Time}); err != nil {
+		if err := tx.SetJSON(branchRow(key, d.BranchID), Branch{ID: d.BranchID, Output: d.Output, Answer: d.Answer, Score: d.Score, Report: d.Report, Time: env.TimeUTC()}); err != nil {
 			return err
 		}
 		return tx.SetJSON(panelRow(key), p)
@@ -181,6 +181,6 @@ func applyPanel(tx *projections.Tx, env *events.Envelope, key string) error {
 	case d.Output != bs[w].Output:
 		return rejectf("/data/output", "is not the output of branch %q", bs[w].ID)
 	}
-	p.Reductions = append(p.Reductions, Reduction{Reducer: d.Reducer, Winner: d.Winner, Votes: votes, Branches: len(bs), Time: env.Time})
+	p.Reductions = append(p.Reductions, Reduction{Reducer: d.Reducer, Winner: d.Winner, Votes: votes, Branches: len(bs), Time: env.TimeUTC()})
 	return tx.SetJSON(panelRow(key), p)
 }

@@ -287,11 +287,11 @@ func start(tx *projections.Tx, env *events.Envelope, key string) error {
 	s := Search{
 		ID: id, Scope: scope, Goal: d.Goal, RootState: d.RootState, Config: d.Config,
 		Proposer: d.Proposer, Evaluator: d.Evaluator, Model: d.Model,
-		Status: StatusRunning, StartedAt: env.Time, Quota: Quota{Limit: d.Config.QuotaTokens}, Seq: 1,
+		Status: StatusRunning, StartedAt: env.TimeUTC(), Quota: Quota{Limit: d.Config.QuotaTokens}, Seq: 1,
 	}
 	h := 1.0
 	f := h
-	root := Node{ID: RootID, State: d.RootState, Digest: Digest(d.RootState), H: &h, F: &f, Status: NodeOpen, Time: env.Time}
+	root := Node{ID: RootID, State: d.RootState, Digest: Digest(d.RootState), H: &h, F: &f, Status: NodeOpen, Time: env.TimeUTC()}
 	s.Open = []OpenEntry{{ID: RootID, F: f}}
 	if err := tx.SetJSON(nodeRow(key, RootID), root); err != nil {
 		return err
@@ -423,7 +423,7 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		ID: d.NodeID, Parent: c.NodeID, Depth: d.Depth, Expansion: d.Expansion, State: d.State, Digest: d.StateDigest,
 		Candidate: d.Candidate, G: d.G, H: d.H, F: d.F, Score: d.Score, Goal: d.Goal, HardFail: d.HardFail,
 		NeedsHuman: d.NeedsHuman, Status: NodeOpen, PrunedReason: reason, DuplicateOf: d.DuplicateOf,
-		Report: d.Report, TokensUsed: d.TokensUsed, Time: env.Time,
+		Report: d.Report, TokensUsed: d.TokensUsed, Time: env.TimeUTC(),
 	}
 	s.Counts.Nodes++
 	n.Seq = s.Counts.Nodes
@@ -630,7 +630,7 @@ func resume(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		s.Open[0].NeedsHuman = false
 	}
 	// Apply counts this event (s.Seq++) after resume returns
-	s.Decisions = append(s.Decisions, Decision{NodeID: s.PausedAt, Question: s.Question, Decision: d.Decision, Note: d.Note, By: d.By, Time: env.Time, Seq: s.Seq + 1})
+	s.Decisions = append(s.Decisions, Decision{NodeID: s.PausedAt, Question: s.Question, Decision: d.Decision, Note: d.Note, By: d.By, Time: env.TimeUTC(), Seq: s.Seq + 1})
 	s.Status, s.PausedAt, s.Question = StatusRunning, "", ""
 	return tx.SetJSON(nodeRow(key, n.ID), n)
 }
@@ -699,6 +699,6 @@ func complete(tx *projections.Tx, env *events.Envelope, s *Search) error {
 			return rejectf("/data/outcome", "quota_exhausted, but the search has no quota")
 		}
 	}
-	s.Status, s.Outcome, s.CompletedAt = StatusCompleted, d.Outcome, env.Time
+	s.Status, s.Outcome, s.CompletedAt = StatusCompleted, d.Outcome, env.TimeUTC()
 	return nil
 }

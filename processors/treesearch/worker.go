@@ -211,7 +211,7 @@ func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events
 		if ok {
 			for i := len(s.Decisions) - 1; i >= 0; i-- {
 				dec := s.Decisions[i]
-				if isDecisionAt(dec, env.Time, d) {
+				if isDecisionAt(dec, env.TimeUTC(), d) {
 					if i != len(s.Decisions)-1 {
 						dec.NodeID = "" // a later decision was taken: not the head any more
 					}
@@ -224,7 +224,7 @@ func (w *ResumeWorker) waitDecision(ctx context.Context, key string, env *events
 		if _, applied, _, err := w.Store.AppliedAt(Name, env); err != nil {
 			return s, Decision{}, err
 		} else if applied && ok {
-			if s2, ok2, err := Get(w.Store, key); err == nil && ok2 && !hasDecisionAt(s2, env.Time, d) {
+			if s2, ok2, err := Get(w.Store, key); err == nil && ok2 && !hasDecisionAt(s2, env.TimeUTC(), d) {
 				return s2, Decision{}, errRepeatedResume
 			}
 			continue // applied in between: the search read again finds it

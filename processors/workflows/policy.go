@@ -130,7 +130,7 @@ func applyFeedback(tx *projections.Tx, key string, env *events.Envelope) error {
 		return err
 	}
 	p.observe(d.Accepted, d.Mode == "speculative_execution")
-	p.UpdatedAt = env.Time
+	p.UpdatedAt = env.TimeUTC()
 	if err := tx.Set(eventKey(key, env.ID), []byte(strconv.Itoa(p.Feedbacks))); err != nil {
 		return err
 	}

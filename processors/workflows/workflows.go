@@ -263,7 +263,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		return err
 	}
 	if !ok {
-		s = State{WorkflowID: id, Scope: scope, Status: StatusRunning, StartedAt: env.Time}
+		s = State{WorkflowID: id, Scope: scope, Status: StatusRunning, StartedAt: env.TimeUTC()}
 		if env.Type != events.WorkflowForked {
 			if err := tx.Set(idIndexKey(id, scope), nil); err != nil {
 				return err
@@ -297,7 +297,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 				return fmt.Errorf("workflow %s: %w", key, err)
 			}
 		}
-		s.PendingCommands = append(s.PendingCommands, Command{CommandID: d.CommandID, Command: d.Command, Args: compactOrNil(d.Args), By: d.By, EnqueuedAt: env.Time, EnqueuedEvent: s.Events + 1})
+		s.PendingCommands = append(s.PendingCommands, Command{CommandID: d.CommandID, Command: d.Command, Args: compactOrNil(d.Args), By: d.By, EnqueuedAt: env.TimeUTC(), EnqueuedEvent: s.Events + 1})
 	case events.WorkflowDecisionRequested:
 		var d events.DecisionRequestedData
 		if err := env.Decode(&d); err != nil {
@@ -306,7 +306,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		if slices.ContainsFunc(s.PendingDecisions, func(x Decision) bool { return x.DecisionID == d.DecisionID }) {
 			return fmt.Errorf("workflow %s: %w", key, fieldError("/data/decision_id", "%q: %w (pending)", d.DecisionID, ErrDuplicateID))
 		}
-		s.PendingDecisions = append(s.PendingDecisions, Decision{DecisionID: d.DecisionID, Kind: d.Kind, Layer: d.Layer, Question: d.Question, Options: d.Options, RequestedAt: env.Time})
+		s.PendingDecisions = append(s.PendingDecisions, Decision{DecisionID: d.DecisionID, Kind: d.Kind, Layer: d.Layer, Question: d.Question, Options: d.Options, RequestedAt: env.TimeUTC()})
 	case events.WorkflowDecisionAnswered:
 		var d events.DecisionAnsweredData
 		if err := env.Decode(&d); err != nil {
@@ -318,7 +318,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		dec := s.PendingDecisions[i]
 		s.PendingDecisions = slices.Delete(s.PendingDecisions, i, i+1)
-		dec.Answer, dec.By, dec.Comment, dec.AnsweredAt = d.Answer, d.By, d.Comment, env.Time
+		dec.Answer, dec.By, dec.Comment, dec.AnsweredAt = d.Answer, d.By, d.Comment, env.TimeUTC()
 		raw, err := json.Marshal(dec)
 		if err != nil {
 			return err
@@ -355,7 +355,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			s.PendingCommands = slices.Delete(s.PendingCommands, i, i+1)
 		}
 		s.CurrentLayer = d.Layer
-		ref := CheckpointRef{Seq: s.Checkpoints, EventID: env.ID, Layer: d.Layer, Time: env.Time}
+		ref := CheckpointRef{Seq: s.Checkpoints, EventID: env.ID, Layer: d.Layer, Time: env.TimeUTC()}
 		s.Checkpoint = &ref
 		s.Checkpoints++
 		finish(&s, env)
@@ -429,7 +429,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		s = State{WorkflowID: id, Scope: scope, CurrentLayer: parent.CurrentLayer,
 			Messages: parent.Messages, Tasks: parent.Tasks, Decisions: parent.Decisions, Context: parent.Context,
 			PendingCommands: parent.PendingCommands, PendingDecisions: parent.PendingDecisions, DAG: parent.DAG,
-			Parent: &Parent{WorkflowID: d.ParentWorkflowID, CheckpointID: d.ParentCheckpointID}, StartedAt: env.Time}
+			Parent: &Parent{WorkflowID: d.ParentWorkflowID, CheckpointID: d.ParentCheckpointID}, StartedAt: env.TimeUTC()}
 		for _, ch := range []string{events.ChannelMessages, events.ChannelTasks, events.ChannelDecisions, events.ChannelContext} {
 			if u, has := d.Update[ch]; has {
 				if err := Reduce(&s, ch, u); err != nil {
@@ -459,7 +459,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 // decisions.
 func finish(s *State, env *events.Envelope) {
 	s.Events++
-	s.UpdatedAt = env.Time
+	s.UpdatedAt = env.TimeUTC()
 	s.Status = StatusRunning
 	for _, d := range s.PendingDecisions {
 		if d.Kind == events.DecisionHuman {
