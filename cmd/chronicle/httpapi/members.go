@@ -194,6 +194,9 @@ type directory struct {
 	joined bool
 	// notJoined is why the last description did not show it ("" none).
 	notJoined string
+	// othersSeen: the last description that came (in any state) showed
+	// a member other than this instance (see wasCluster).
+	othersSeen bool
 }
 
 // errNoAnswer is wrapped by groupView's error when the group's
@@ -213,12 +216,19 @@ func brokersAway(err error) bool {
 }
 
 // wasCluster reports whether this member was last seen Stable in a group
-// with other members: a cluster, whose owners it cannot know once the
+// with other members, or the group's last description (in any state)
+// showed another member: a cluster, whose owners it cannot know once the
 // brokers have been away longer than a session timeout (localOrUnknown).
+// The second case is a member that restarted and never saw the group
+// Stable before the brokers went: the group waits a session timeout for
+// the member's old incarnation before it settles, and such a member
+// answered from its own store, false 404s and a partial list with 200
+// for the whole outage, where the others answered 503 (an operator's
+// walkthrough, 2026-12-06: the broker stopped 10 s after a restart).
 func (d *directory) wasCluster() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.stable != nil && len(d.stable.members) > 1
+	return d.stable != nil && len(d.stable.members) > 1 || d.othersSeen
 }
 
 // settle turns a view just described into the one the routes use. The
@@ -479,6 +489,11 @@ func (d *directory) record(v *groupView, err error, self string, ttl time.Durati
 	case err == nil:
 		if !d.joined {
 			d.joined, d.notJoined = joined(v)
+		}
+		if self == "" { // not joined yet: which member is this one is unknown
+			d.othersSeen = len(v.members) > 1
+		} else {
+			d.othersSeen = slices.ContainsFunc(v.members, func(m string) bool { return m != self })
 		}
 		v = d.settle(v)
 	default:

@@ -100,3 +100,28 @@ func TestOwnedOnlyWithoutAViewNamesItsScopes(t *testing.T) {
 		t.Fatalf("%d, held scope %q; want 200 naming org:default (the scope the caller reads)", w.Code, w.Header().Get(heldScopeHeader))
 	}
 }
+
+// A member that restarted and never saw the group Stable before the
+// brokers went (the group waits a session timeout for its old
+// incarnation) still counts as a cluster's once a description showed
+// another member: it answered from its own store, false 404s and a
+// partial list with 200 for the whole outage (an operator's walkthrough,
+// 2026-12-06). A description that shows this member alone ends it.
+func TestRejoinedMemberCountsAsACluster(t *testing.T) {
+	s := &Server{P: &pipeline.Pipeline{}}
+	view := func(state string, members ...string) *groupView {
+		return &groupView{self: "c", state: state, members: members, urls: map[string]string{}, owner: map[tp]string{}, parts: map[string]int{}, topics: map[string]bool{}}
+	}
+	s.dir.record(view("PreparingRebalance", "a", "b", "c"), nil, "c", time.Minute)
+	if !s.dir.wasCluster() {
+		t.Fatal("a member that saw others in a rebalancing group does not count as a cluster's")
+	}
+	s.dir.record(nil, fmt.Errorf("describe group g: %w within 2s", errNoAnswer), "c", time.Minute)
+	if !s.dir.wasCluster() {
+		t.Fatal("the brokers' silence made it forget the others")
+	}
+	s.dir.record(view(groupStable, "c"), nil, "c", time.Minute)
+	if s.dir.wasCluster() {
+		t.Fatal("a member alone in a Stable group counts as a cluster's")
+	}
+}
