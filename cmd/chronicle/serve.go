@@ -63,7 +63,7 @@ func serveCmd() *cobra.Command {
 			}
 			if len(c.brokerList()) == 0 {
 				if err := broker.CheckEmbeddedSessionTimeout(sessionTimeout); err != nil {
-					return fmt.Errorf("--session-timeout: %w", err)
+					return usage(fmt.Errorf("--session-timeout: %w", err))
 				}
 			}
 			if sessionTimeout > pipeline.MaxTransactionTimeout/2 {
@@ -177,11 +177,11 @@ func serveCmd() *cobra.Command {
 func workflowStateMax(mib int) (int, error) {
 	switch {
 	case mib < 0:
-		return 0, fmt.Errorf("--workflow-state-max-mib %d: negative (0 for no bound)", mib)
+		return 0, usage(fmt.Errorf("--workflow-state-max-mib %d: negative (0 for no bound)", mib))
 	case mib == 0:
 		return -1, nil
 	case mib > 1<<20:
-		return 0, fmt.Errorf("--workflow-state-max-mib %d: above 1048576 MiB (1 TiB; 0 for no bound)", mib)
+		return 0, usage(fmt.Errorf("--workflow-state-max-mib %d: above 1048576 MiB (1 TiB; 0 for no bound)", mib))
 	}
 	return mib << 20, nil
 }
@@ -297,7 +297,7 @@ func requestLogger(format string) (*slog.Logger, error) {
 	case "off":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("--request-log: %q is not text, json or off", format)
+	return nil, usage(fmt.Errorf("--request-log: %q is not text, json or off", format))
 }
 
 // pipelineLogger is the logger of serve's pipeline (its workers, such as

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/spf13/cobra"
 )
@@ -37,6 +38,17 @@ func tokenCmd() *cobra.Command {
 			}
 			if len(splitList(strings.Join(read, ","))) == 0 && len(splitList(strings.Join(write, ","))) == 0 {
 				return usage(fmt.Errorf("--read, --write: give at least one (a token with neither may read and write nothing)"))
+			}
+			for flag, l := range map[string][]string{"--read": read, "--write": write} {
+				for _, g := range splitList(strings.Join(l, ",")) {
+					if !access.ValidGrant(g) {
+						// named by its flag: the file's validation named
+						// tokens[0] (admin), a path the user never wrote
+						// (an operator's walkthrough, 2026-12-06)
+						reason := strings.Replace(events.ScopeReason(g), " or org:<id>", ", org:<id> or *", 1)
+						return usage(fmt.Errorf("%s: %s", flag, reason))
+					}
+				}
 			}
 			var f access.File
 			if _, err := os.Stat(file); err == nil {

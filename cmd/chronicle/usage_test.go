@@ -37,6 +37,12 @@ func TestUsageErrorsExit64(t *testing.T) {
 		{[]string{"token", "create", "--file", filepath.Join(dir, "t.json")}, exitUsage, "--name: required"},
 		{[]string{"deadletter", "redrive", "--data", dir}, exitUsage, "--id or --all: give one"},
 		{[]string{"deadletter", "redrive", "--id", "bogus", "--brokers", "127.0.0.1:1"}, exitUsage, `--id "bogus": not TOPIC:PARTITION:OFFSET`},
+		// exited 1, or named tokens[0] (admin) (an operator's walkthrough, 2026-12-06)
+		{[]string{"serve", "--request-log", "yaml", "--data", filepath.Join(dir, "d2")}, exitUsage, `--request-log: "yaml" is not text, json or off`},
+		{[]string{"serve", "--session-timeout", "2s", "--data", filepath.Join(dir, "d3")}, exitUsage, "--session-timeout: 2s is below the embedded broker's minimum"},
+		{[]string{"serve", "--workflow-state-max-mib", "-1", "--data", filepath.Join(dir, "d4")}, exitUsage, "--workflow-state-max-mib -1: negative"},
+		{[]string{"token", "create", "--file", filepath.Join(dir, "t.json"), "--name", "admin", "--read", "project:"}, exitUsage, `--read: "project:" is not project:<id>, team:<id>, org:<id> or *: the name after "project:" is empty`},
+		{[]string{"token", "create", "--file", filepath.Join(dir, "t.json"), "--name", "admin", "--read", "*", "--write", "projekt:x"}, exitUsage, `--write: "projekt:x" is not`},
 		// not usage: what the command reads is not there
 		{[]string{"digest", "--data", filepath.Join(dir, "none")}, 1, "holds no store"},
 		{[]string{"ingest", filepath.Join(dir, "none.jsonl"), "--brokers", "127.0.0.1:1"}, 1, "none.jsonl"},

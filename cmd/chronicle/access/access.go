@@ -47,6 +47,10 @@ const MinMemberSecret = 32
 
 var scopeRe = regexp.MustCompile(`^((project|team|org):[A-Za-z0-9._-]+|\*)$`)
 
+// ValidGrant reports whether s may stand in a token's read or write
+// list: a scope (project:<id>, team:<id>, org:<id>) or "*".
+func ValidGrant(s string) bool { return scopeRe.MatchString(s) }
+
 // Validate reports the first bad entry, naming it and the field.
 func (f File) Validate() error {
 	if f.MemberSecret != "" && len(f.MemberSecret) < MinMemberSecret {
