@@ -11,8 +11,8 @@ import (
 	"syscall"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
-	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/spf13/cobra"
 )
 
