@@ -12,6 +12,7 @@ import (
 	"math"
 	"mime"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -166,6 +167,27 @@ func schemaError(err error, prefix string) *ValidationError {
 		// walkthrough, 2026-11-30). Several missing: the object's.
 		ptr = strings.TrimSuffix(ptr, "/") + "/" + ptrEscaper.Replace(rk.Missing[0])
 	}
+	if ak, ok := ve.ErrorKind.(*kind.AdditionalProperties); ok && len(ak.Properties) == 1 {
+		// the unknown member's own pointer, as POST /v1/memories names it:
+		// before, "/data" with "additional properties 'colour' not
+		// allowed" (a producer's walkthrough, 2026-12-06). Several
+		// unknown: the object's, the reason naming them all.
+		ptr = strings.TrimSuffix(ptr, "/") + "/" + ptrEscaper.Replace(ak.Properties[0])
+	}
+	if fk, ok := ve.ErrorKind.(*kind.Format); ok && fk.Want == "date-time" {
+		if got, ok := fk.Got.(string); ok && zoneless.MatchString(got) {
+			// Python's datetime.utcnow().isoformat(): the validator said
+			// "invalid time element: offset must be 6 characters long"
+			// (a producer's walkthrough, 2026-12-06)
+			return &ValidationError{Index: -1, Pointer: ptr, Reason: fmt.Sprintf("%q has no time zone: RFC 3339 needs Z or ±hh:mm after the time, e.g. %sZ", got, got)}
+		}
+	}
+	if pk, ok := ve.ErrorKind.(*kind.Pattern); ok && ptr == "/scope" {
+		// in ScopeReason's words, as every route names a scope: the
+		// schema's regular expression says nothing of which character
+		// is wrong (a producer's walkthrough, 2026-12-06)
+		return &ValidationError{Index: -1, Pointer: ptr, Reason: ScopeReason(pk.Got)}
+	}
 	if pk, ok := ve.ErrorKind.(*kind.Pattern); ok && ptr == "/datacontenttype" {
 		// the schema's pattern spells application/json in any case: the
 		// regular expression says nothing to a producer
@@ -173,6 +195,10 @@ func schemaError(err error, prefix string) *ValidationError {
 	}
 	return &ValidationError{Index: -1, Pointer: ptr, Reason: ve.ErrorKind.LocalizedString(printer)}
 }
+
+// zoneless is a date and a time without a time zone, which RFC 3339
+// requires (section 5.6).
+var zoneless = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?$`)
 
 // ParseProducerEvent validates one event sent by a producer (CloudEvents
 // JSON format) and decodes it. It rejects, with a *ValidationError naming

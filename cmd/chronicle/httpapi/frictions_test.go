@@ -219,7 +219,7 @@ func TestFrictions(t *testing.T) {
 			{ev(with("memory_id", nil)), `event 0: /data/memory_id: missing property 'memory_id'`},
 			{ev(with("title", 5)), `event 0: /data/title: got number, want string`},
 			{ev(with("outcome", "meh")), `event 0: /data/outcome: value must be one of 'success', 'failure'`},
-			{ev(with("zzz", 1)), `event 0: /data: additional properties 'zzz' not allowed`},
+			{ev(with("zzz", 1)), `event 0: /data/zzz: additional properties 'zzz' not allowed`},
 			{ev(with("title", "")), `event 0: /data/title: minLength: got 0, want 1`},
 			{ev([]any{}), `event 0: /data: got array, want object`},
 		} {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,6 +37,11 @@ func TestUnparsableQueryIsA400(t *testing.T) {
 		if code, msg := get(uri); code != http.StatusBadRequest || !strings.Contains(msg, name) {
 			t.Errorf("GET %s: %d %q, want 400 naming %s", uri, code, msg, name)
 		}
+	}
+	// parameter and reason, as every other parameter's 400 (it had only
+	// error: a producer's walkthrough, 2026-12-06)
+	if code, m := call(t, srv.URL, "", "GET", "/v1/sessions?cursor=%zz", nil); code != http.StatusBadRequest || m["parameter"] != "cursor" || !strings.Contains(fmt.Sprint(m["reason"]), `invalid URL escape "%zz"`) {
+		t.Errorf("GET /v1/sessions?cursor=%%zz: %d %v, want 400 with parameter cursor and the reason", code, m)
 	}
 	if code, msg := get("/v1/workflows?cursor=a%20b&limit=5"); code == http.StatusBadRequest && strings.Contains(msg, "query parameter") {
 		t.Errorf("a query that parses: %d %s", code, msg)

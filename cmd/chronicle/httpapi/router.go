@@ -143,15 +143,22 @@ func moreConcrete(a, b []string) bool {
 var routerMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
 func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if name, err := badQuery(r.URL.RawQuery); err != nil {
-		msg := fmt.Sprintf("%s: %v (percent-encode the query's '%%' as %%25, and separate parameters with '&')", name, err)
+	if param, err := badQuery(r.URL.RawQuery); err != nil {
+		name := "query"
+		if param != "" {
+			name = fmt.Sprintf("query parameter %q", param)
+		}
+		reason := fmt.Sprintf("%v (percent-encode the query's '%%' as %%25, and separate parameters with '&')", err)
+		msg := name + ": " + reason
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/events" {
 			// its 400 has every field (EventError): the request as a whole
 			idx := -1
 			writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Index: &idx, Pointer: "/", Reason: "the query string does not parse"})
 			return
 		}
-		writeErr(w, http.StatusBadRequest, "%s", msg)
+		// parameter and reason as every other parameter's 400 (it had
+		// only error: a producer's walkthrough, 2026-12-06)
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Parameter: param, Reason: reason})
 		return
 	}
 	if name, reason := queryShape(r.URL.Query()); name != "" {
@@ -324,8 +331,9 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 }
 
 // badQuery names the first parameter of a query string that does not parse
-// (url.ParseQuery's error: a bad percent-encoding, a ';'), with the error;
-// "", nil for a query that parses. Every route reads its query with
+// (url.ParseQuery's error: a bad percent-encoding, a ';'), with the error
+// ("" with the error when no one parameter is at fault); "", nil for a
+// query that parses. Every route reads its query with
 // r.URL.Query(), which silently drops such a parameter: GET
 // /v1/workflows?cursor=%zz (or ?%%%) answered 200 with the first page,
 // while ?cursor=zzz was a 400 naming cursor (found by an agent-runtime
@@ -348,10 +356,10 @@ func badQuery(raw string) (string, error) {
 			name = k
 		}
 		_, err := url.ParseQuery(part)
-		return fmt.Sprintf("query parameter %q", name), err
+		return name, err
 	}
 	_, err := url.ParseQuery(raw)
-	return "query", err
+	return "", err
 }
 
 // listQueryParams are the query parameters that take several values
