@@ -151,7 +151,10 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 // review, 2026-12-03: search_get "." listed the searches).
 func idPath(field, id string) (string, error) {
 	if err := events.CheckID(id); err != nil {
-		return "", fmt.Errorf("%w: %s: %q: %v", search.ErrInvalid, field, id, err)
+		// the argument by its pointer, as the MCP tools' schema refusals
+		// name theirs ("search_id: …" read unlike "/after/0: …" over
+		// stdio: a subscriber's walkthrough, 2026-12-06)
+		return "", fmt.Errorf("%w: /%s: %q: %v", search.ErrInvalid, events.PointerToken(field), id, err)
 	}
 	return url.PathEscape(id), nil
 }

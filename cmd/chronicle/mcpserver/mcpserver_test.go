@@ -549,7 +549,7 @@ func TestHTTPRecord(t *testing.T) {
 		t.Errorf("backend got %+v, want the third record in project:a", recs)
 	}
 	args["scope"] = "project:b"
-	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), "memory_record: scope: this caller may not write project:b")
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), "memory_record: scope: this token may not write project:b")
 	args["scope"] = "bogus"
 	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), `invalid argument: /scope: "bogus" is not project:<id>, team:<id> or org:<id>`)
 	// memory_feedback names the same argument the same way (it said
@@ -648,7 +648,10 @@ func TestHTTPInvalidArguments(t *testing.T) {
 		{"memory_record", record(map[string]any{"content": nil}), []string{"invalid argument: /content: required: missing"}},
 		{"memory_record", record(map[string]any{"description": nil}), []string{"description", "required"}},
 		{"memory_record", record(map[string]any{"outcome": "all"}), []string{"outcome", "enum"}},
-		{"memory_record", record(map[string]any{"tags": []string{"ok", ""}}), []string{"invalid argument: /tags: an item: minLength:"}},
+		// an item by its own pointer (it was "/tags: an item: minLength":
+		// a subscriber's walkthrough, 2026-12-06)
+		{"memory_record", record(map[string]any{"tags": []string{"ok", ""}}), []string{"invalid argument: /tags/1: minLength:"}},
+		{"memory_record", record(map[string]any{"tags": []string{"ok", "a", "b", ""}}), []string{"invalid argument: /tags/3: minLength:"}},
 		{"memory_record", record(map[string]any{"tags": "airline"}), []string{"tags", "type"}},
 		{"memory_record", record(map[string]any{"idempotency_key": strings.Repeat("k", 256)}), []string{"invalid argument: /idempotency_key: maxLength:", "256", "255"}},
 		{"memory_record", record(map[string]any{"idempotency_key": "k\u00e9"}), []string{"invalid argument: /idempotency_key: pattern:", "not printable ASCII"}},

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -26,9 +27,13 @@ func readableSchemaErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r.IsError {
+			var args json.RawMessage
+			if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil {
+				args = c.Params.Arguments
+			}
 			for _, c := range r.Content {
 				if tc, ok := c.(*mcp.TextContent); ok {
-					tc.Text = readableSchemaError(tc.Text)
+					tc.Text = readableSchemaErrorIn(tc.Text, args)
 				}
 			}
 		}
@@ -64,7 +69,15 @@ var (
 // item"), a member the schema does not name (additionalProperties), the
 // required members left out, and arguments that are no JSON object — each
 // came back in the SDK's own words (a walkthrough, 2026-11-30).
-func readableSchemaError(msg string) string {
+func readableSchemaError(msg string) string { return readableSchemaErrorIn(msg, nil) }
+
+// readableSchemaErrorIn is readableSchemaError with the call's arguments:
+// an item of a top-level array refused with its string value quoted
+// (minLength, maxLength, pattern) is named by its own pointer,
+// /after/1, the first item holding that value (next_tool's empty tool
+// name said "/after: an item: minLength", though the README promised
+// /after/<i>: a subscriber's walkthrough, 2026-12-06).
+func readableSchemaErrorIn(msg string, args json.RawMessage) string {
 	if m := additionalRe.FindStringSubmatch(msg); m != nil {
 		name, err := strconv.Unquote(`"` + m[1] + `"`)
 		if err != nil {
@@ -112,7 +125,11 @@ func readableSchemaError(msg string) string {
 	numeric := keyword == "minimum" || keyword == "maximum" || keyword == "exclusiveMinimum" || keyword == "exclusiveMaximum" || keyword == "multipleOf"
 	ptr := "/" + strings.ReplaceAll(strings.TrimPrefix(path, "/properties/"), "/properties/", "/")
 	if items, ok := strings.CutSuffix(ptr, "/items"); ok {
-		ptr, keyword = items, "an item: "+keyword
+		if i, found := itemIndex(args, strings.TrimPrefix(items, "/"), detail); found {
+			ptr = items + "/" + strconv.Itoa(i)
+		} else {
+			ptr, keyword = items, "an item: "+keyword
+		}
 	}
 	ptr = strings.ReplaceAll(ptr, "/items/", "/")
 	detail = ratRe.ReplaceAllStringFunc(detail, func(s string) string {
@@ -156,4 +173,37 @@ func clipQuoted(q string) string {
 		return q
 	}
 	return strconv.Quote(string([]rune(v)[:maxQuoted])) + "…"
+}
+
+// itemIndex finds, in the arguments args, the first item of the array
+// argument member whose string value is the one detail starts with
+// (quoted, as the validator quotes it): the item a refusal names. false
+// when member is not a top-level array, or detail quotes no value.
+func itemIndex(args json.RawMessage, member, detail string) (int, bool) {
+	if len(args) == 0 || strings.Contains(member, "/") || !strings.HasPrefix(detail, `"`) {
+		return 0, false
+	}
+	q, err := strconv.QuotedPrefix(detail)
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.Unquote(q)
+	if err != nil {
+		return 0, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return 0, false
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(m[member], &items) != nil {
+		return 0, false
+	}
+	for i, it := range items {
+		var s string
+		if json.Unmarshal(it, &s) == nil && s == v {
+			return i, true
+		}
+	}
+	return 0, false
 }

@@ -481,7 +481,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 	if readable := caller.readable(); readable != nil && events.ValidScope(in.Scope) && !readable(in.Scope) {
 		// one scope the caller does not read: an error, as GET
 		// /v1/memories/search's 403, not an empty list
-		return nil, search.Result{}, fmt.Errorf("memory_search: scope: this caller may not read %s", in.Scope)
+		return nil, search.Result{}, fmt.Errorf("memory_search: scope: this token may not read %s", in.Scope)
 	}
 	minConfidence := in.MinConfidence
 	ctx = ContextWithCaller(ctx, caller)
@@ -523,7 +523,7 @@ func (t *tools) record(ctx context.Context, req *mcp.CallToolRequest, in recordI
 		return nil, search.Recorded{}, errors.New("memory_record: the caller may write no scope")
 	case in.Scope != "" && !grants(caller.WriteScopes, scope):
 		// as POST /v1/memories' 403 for a body's scope it may not write
-		return nil, search.Recorded{}, fmt.Errorf("memory_record: scope: this caller may not write %s", scope)
+		return nil, search.Recorded{}, fmt.Errorf("memory_record: scope: this token may not write %s", scope)
 	case scope == "":
 		return nil, search.Recorded{}, errors.New("memory_record: the caller has no default scope to write to")
 	case !events.ValidScope(scope):
@@ -574,7 +574,7 @@ func (t *tools) feedback(ctx context.Context, req *mcp.CallToolRequest, in feedb
 		// a scope it reads: name the argument, as memory_search does for
 		// a scope it may not read; it said "memory not found" (a
 		// subscriber's walkthrough)
-		return nil, search.FeedbackResult{}, fmt.Errorf("memory_feedback: scope: this caller may not write %s", in.Scope)
+		return nil, search.FeedbackResult{}, fmt.Errorf("memory_feedback: scope: this token may not write %s", in.Scope)
 	}
 	ctx = ContextWithCaller(ctx, caller)
 	res, err := t.backend.Feedback(ctx, search.Feedback{
