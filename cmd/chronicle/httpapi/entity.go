@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/access"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -108,6 +109,13 @@ func entityNotFound(w http.ResponseWriter, r *http.Request, kind, id string) {
 		// own: its id answered 404 pointing at the dead letters alone,
 		// where there was nothing (a subscriber walkthrough, 2026-12-03)
 		hint += "; a recording merged into an existing memory is that memory's evidence, under the id its memory.created.v1 names in merged_into (POST /v1/memories answers it as merged_into)"
+	}
+	if c, ok := r.Context().Value(callerKey{}).(access.Caller); ok && len(c.Read) == 0 {
+		// a write-only token: every entity and every dead letter is
+		// hidden from it, and the hint led nowhere (a producer's
+		// walkthrough, 2026-12-06: its conflicting resend was dead-lettered
+		// after its 202, and GET /v1/deadletters answered it an empty list)
+		hint = "; this token reads no scope, so it sees no " + kind + " and no dead letter: a token that reads the event's scope sees both (GET /v1/deadletters lists an event refused after its 202)"
 	}
 	writeErr(w, http.StatusNotFound, "%s %q not found%s", kind, id, hint)
 }
