@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,16 @@ func TestVersion(t *testing.T) {
 	version = "v9.8.7" // what -ldflags "-X main.version=v9.8.7" sets
 	if got := versionString(); !strings.HasPrefix(got, "v9.8.7 ") {
 		t.Errorf("versionString with version v9.8.7: %q", got)
+	}
+	// a build without a VCS revision says so (it printed "(devel) go1.x":
+	// an operator's walkthrough, 2026-12-06); one with it names it
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}
+	if got := versionOf("", bi, true); !strings.Contains(got, "(devel) (no VCS revision in this build: make build stamps") {
+		t.Errorf("versionOf a build without VCS: %q", got)
+	}
+	bi.Settings = []debug.BuildSetting{{Key: "vcs.revision", Value: "bc4bd2ecd7be0123"}, {Key: "vcs.time", Value: "2026-12-06T05:39:48Z"}}
+	if got := versionOf("", bi, true); got != "(devel) (bc4bd2ecd7be, 2026-12-06T05:39:48Z) go1.26.8" {
+		t.Errorf("versionOf a build with VCS: %q", got)
 	}
 }
 

@@ -19,8 +19,18 @@ var version string
 // "+dirty" for a modified tree), its commit time and the Go version when
 // the build info holds them.
 func versionString() string {
-	v := version
 	bi, ok := debug.ReadBuildInfo()
+	return versionOf(version, bi, ok)
+}
+
+// versionOf is versionString for the -ldflags version v and the build
+// info bi (ok false: none). A build without -ldflags version and without
+// a VCS revision (go build -buildvcs=false, or GOFLAGS holding it, or a
+// tree that is no git checkout) says so and how to get one: it printed
+// "(devel) go1.x" alone, which the README's promise of a revision did not
+// prepare for (an operator's walkthrough, 2026-12-06).
+func versionOf(v string, bi *debug.BuildInfo, ok bool) string {
+	ldflags := v
 	if !ok {
 		if v == "" {
 			v = "unknown"
@@ -49,12 +59,15 @@ func versionString() string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	if rev != "" {
+	switch {
+	case rev != "":
 		v += fmt.Sprintf(" (%s%s", rev, dirty)
 		if at != "" {
 			v += ", " + at
 		}
 		v += ")"
+	case ldflags == "" && v == "(devel)":
+		v += " (no VCS revision in this build: make build stamps git describe's, and go build stamps the commit in a git checkout unless -buildvcs=false, which GOFLAGS may hold)"
 	}
 	return v + " " + bi.GoVersion
 }
