@@ -77,7 +77,7 @@ func (q quietV1) Fatalf(format string, args ...interface{}) {
 func holdsStore(fs vfs.FS, dir string) error {
 	names, err := fs.List(dir)
 	if err != nil {
-		return fmt.Errorf("projections: %s holds no store: %w", dir, err)
+		return fmt.Errorf("projections: %s %w: %w", dir, ErrNoStore, err)
 	}
 	var marker string
 	for _, n := range names {
@@ -94,8 +94,12 @@ func holdsStore(fs vfs.FS, dir string) error {
 		// store")
 		return &UnreadableError{Dir: dir, Err: fmt.Errorf("no MANIFEST file, though it holds %s of a store", marker)}
 	}
-	return fmt.Errorf("projections: %s holds no store: no MANIFEST file", dir)
+	return fmt.Errorf("projections: %s %w: no MANIFEST file", dir, ErrNoStore)
 }
+
+// ErrNoStore is wrapped by the error of opening a directory that holds no
+// store (none there, or no MANIFEST file and no other file of a store).
+var ErrNoStore = errors.New("holds no store")
 
 // HoldsStore returns nil when dir on the OS filesystem holds a store, of
 // either Pebble version (Pebble v2 writes no CURRENT file, so looking for

@@ -232,6 +232,9 @@ complete (not an interrupted replay).`,
 			if ue := (*projections.UnreadableError)(nil); errors.As(err, &ue) {
 				return err // damaged, not in use: its own advice (an SRE's walkthrough)
 			}
+			if errors.Is(err, projections.ErrNoStore) {
+				return err // nothing there to be held (it said a running serve might hold it: an operator's walkthrough, 2026-12-06)
+			}
 			if err != nil {
 				// an inspect holds the store too (Pebble locks a store for
 				// one process, read-only opens included): say it answers

@@ -56,6 +56,11 @@ func TestUsageErrorsExit64(t *testing.T) {
 		if ee.ExitCode() != c.code || !strings.Contains(string(out), c.says) {
 			t.Errorf("chronicle %s: exit status %d, want %d, saying %q:\n%s", strings.Join(c.args, " "), ee.ExitCode(), c.code, c.says, out)
 		}
+		if c.args[0] == "digest" && strings.Contains(string(out), "running on it holds it") {
+			// no directory: nothing there for a serve to hold (an
+			// operator's walkthrough, 2026-12-06)
+			t.Errorf("chronicle %s: %s, want no hint of a process holding it", strings.Join(c.args, " "), out)
+		}
 	}
 }
 
