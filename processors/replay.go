@@ -249,6 +249,12 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	}
 	if pos := cfg.Until.Pos; pos != nil {
 		end, ok := stopAt[pos.Topic][pos.Partition]
+		if n := len(stopAt[pos.Topic]); !ok && n > 0 {
+			// the topic is there: say how many partitions it has (it said
+			// "no such topic partition among [every topic]": an
+			// operator's walkthrough, 2026-12-06)
+			return st, fmt.Errorf("--until: %s: %s has partitions 0 to %d only", pos, pos.Topic, n-1)
+		}
 		if !ok {
 			return st, fmt.Errorf("--until: %s: no such topic partition among %v", pos, topics)
 		}

@@ -97,6 +97,19 @@ func TestReplayUntilUnknownPartitionNamesTopicsInOrder(t *testing.T) {
 			t.Fatalf("run %d: %q; run 0: %q", i, err, first)
 		}
 	}
+	// a partition the topic does not have: its count (it listed every
+	// topic: an operator's walkthrough, 2026-12-06)
+	pos = projections.Position{Topic: "chronicle.sessions", Partition: 7, Offset: 1}
+	store, err := projections.Open(t.TempDir(), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, err = processors.Replay(ctx, processors.ReplayConfig{Brokers: brokers, Store: store, Until: processors.Until{Pos: &pos},
+		Processors: []processors.Processor{sessions.Processor{}}})
+	if err == nil || !strings.Contains(err.Error(), "chronicle.sessions has partitions 0 to 0 only") {
+		t.Fatalf("replay --until %s: %v, want the topic's partition count", pos, err)
+	}
 }
 
 // Replay's progress counts offsets, so it ends at its total though the log
