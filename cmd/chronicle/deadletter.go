@@ -80,6 +80,10 @@ func printLetters(w io.Writer, ls []deadletter.Letter) error {
 			to = "-"
 		}
 		reason := strings.ReplaceAll(l.Reason, "\n", " ")
+		// the engine's reason starts "at <its position>: ", the ID column
+		// already (a producer's walkthrough, 2026-12-06: every reason
+		// began with it, pushing the useful text right)
+		reason = strings.TrimPrefix(reason, "at "+l.ID+": ")
 		if l.Pointer != "" && !strings.Contains(reason, l.Pointer) {
 			reason += " (at " + l.Pointer + ")"
 		}

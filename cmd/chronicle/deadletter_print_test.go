@@ -75,3 +75,17 @@ func TestDeadletterListAlignsWideCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A reason does not repeat the letter's position, the ID column: the
+// engine's reasons start "at <position>: " (a producer's walkthrough,
+// 2026-12-06). --json keeps the reason whole.
+func TestDeadletterListReasonWithoutItsPosition(t *testing.T) {
+	ls := []deadletter.Letter{{ID: "chronicle.sessions:0:7", Handler: "sessions@chronicle.sessions", Key: "k", EventID: "e", EventType: "t", Reason: "at chronicle.sessions:0:7: session k: not started"}}
+	var out bytes.Buffer
+	if err := printLetters(&out, ls); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Count(s, "chronicle.sessions:0:7") != 1 || !strings.Contains(s, "session k: not started") {
+		t.Errorf("the position once, the reason after it:\n%s", s)
+	}
+}
