@@ -247,7 +247,10 @@ func (g *GlobalTableRunner) startOffsets(ctx context.Context) (map[string]map[in
 			parts = append(parts, tp{t, p})
 		}
 		if tasks > 0 && int32(len(d.Partitions)) != tasks {
-			g.cfg.Logger.Info("global tables: a table's topic and the group's topics have different partition counts: partition n of the table follows task n mod the group's count",
+			// Debug: expected on every start of the default processors
+			// (chronicle.memories has one partition), and an operator read
+			// it as a misconfiguration (a walkthrough, 2026-12-06)
+			g.cfg.Logger.Debug("global tables: a table's topic and the group's topics have different partition counts: partition n of the table follows task n mod the group's count",
 				map[string]any{"topic": t, "partitions": len(d.Partitions), "tasks": tasks})
 		}
 	}

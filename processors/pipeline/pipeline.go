@@ -578,9 +578,13 @@ func (p *Pipeline) watchJoin(ctx context.Context) {
 		case <-time.After(JoinCheckInterval):
 		}
 		if p.joined() && p.fence.Arm() {
-			p.Config.Logger.Info(ErrFenceArmed.Error(), nil)
+			// once: to OnRelayError when there is one, else to the
+			// logger (serve printed it twice, a log line and its own:
+			// an operator's walkthrough, 2026-12-06)
 			if p.Config.OnRelayError != nil {
 				p.Config.OnRelayError(ErrFenceArmed)
+			} else {
+				p.Config.Logger.Info(ErrFenceArmed.Error(), nil)
 			}
 			return
 		}
