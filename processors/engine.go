@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/cenkalti/backoff/v4"
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/kafkaconn"
@@ -135,11 +138,16 @@ func newEngine(cfg RunnerConfig) (*engine, error) {
 			if e.sb != nil {
 				e.sb.assigned(added) // the standby stops them first; the stored offsets are read after this
 			}
+			logOwnership(e.cfg.Logger, "engine: partitions assigned to this instance", added)
 			e.onAssigned(ctx, cl, added)
 			e.once.Do(func() { close(e.running) })
 		}),
-		kgo.OnPartitionsRevoked(e.onRevoked),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+			logOwnership(e.cfg.Logger, "engine: partitions revoked from this instance (the group moves them to another member)", revoked)
+			e.onRevoked(ctx, cl, revoked)
+		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			logOwnership(e.cfg.Logger, "engine: partitions lost by this instance (its group session ended)", lost)
 			e.own.revoked(lost)
 			if e.sb != nil {
 				e.sb.revoked(lost)
@@ -790,4 +798,43 @@ func letterStub(rec *kgo.Record) []byte {
 		return nil
 	}
 	return b
+}
+
+// logOwnership logs a change of the partitions this instance owns, as
+// "chronicle.sessions:0,2 chronicle.memories:0" under "partitions"; nothing
+// for none. Before, nothing was logged when a member died, partitions
+// moved or a takeover ended: only GET /v1/cluster showed it (an
+// operator's walkthrough, 2026-12-06).
+func logOwnership(l watermill.LoggerAdapter, msg string, parts map[string][]int32) {
+	if l == nil || len(parts) == 0 {
+		return
+	}
+	topics := make([]string, 0, len(parts))
+	for t, ps := range parts {
+		if len(ps) > 0 {
+			topics = append(topics, t)
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	sort.Strings(topics)
+	var b strings.Builder
+	for i, t := range topics {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		ps := slices.Clone(parts[t])
+		slices.Sort(ps)
+		b.WriteString(t)
+		for j, p := range ps {
+			if j == 0 {
+				b.WriteByte(':')
+			} else {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(int(p)))
+		}
+	}
+	l.Info(msg, watermill.LogFields{"partitions": b.String()})
 }
