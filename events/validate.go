@@ -198,7 +198,7 @@ func schemaError(err error, prefix string) *ValidationError {
 
 // zoneless is a date and a time without a time zone, which RFC 3339
 // requires (section 5.6).
-var zoneless = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?$`)
+var zoneless = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?$`)
 
 // ParseProducerEvent validates one event sent by a producer (CloudEvents
 // JSON format) and decodes it. It rejects, with a *ValidationError naming

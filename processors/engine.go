@@ -801,7 +801,7 @@ func letterStub(rec *kgo.Record) []byte {
 }
 
 // logOwnership logs a change of the partitions this instance owns, as
-// "chronicle.sessions:0,2 chronicle.memories:0" under "partitions"; nothing
+// "chronicle.memories:0 chronicle.sessions:0,2" (sorted) under "partitions"; nothing
 // for none. Before, nothing was logged when a member died, partitions
 // moved or a takeover ended: only GET /v1/cluster showed it (an
 // operator's walkthrough, 2026-12-06).
