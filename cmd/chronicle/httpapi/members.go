@@ -194,6 +194,9 @@ type directory struct {
 	joined bool
 	// notJoined is why the last description did not show it ("" none).
 	notJoined string
+	// probedAt is when keepGroupViewFresh last started a probe (a
+	// description before the first Stable view, see describeCall.probe).
+	probedAt time.Time
 	// othersSeen: the last description that came (in any state) showed
 	// a member other than this instance (see wasCluster).
 	othersSeen bool
@@ -368,6 +371,7 @@ func (s *Server) startDescribe() *describeCall {
 		d.describing = &describeCall{done: make(chan struct{}), deadline: time.Now().Add(DescribeTimeout)}
 		go s.describe(d.describing) // cached for every caller: not cut short by one leaving
 	}
+	d.describing.probe = false // a read waits for it: it is cached, whatever it finds
 	return d.describing
 }
 
@@ -393,7 +397,21 @@ func (s *Server) keepGroupViewFresh() {
 	// for the reads of the next DirectoryTTL, which answered 503 where
 	// their own lookup a moment later found the group Stable (seven
 	// cluster tests failed so in CI)
-	if d.stable == nil || !d.at.IsZero() && time.Since(d.at) < DirectoryTTL {
+	if d.stable == nil {
+		// but a probe: whether other members are in the group
+		// (othersSeen, see wasCluster), caching no view unless it finds
+		// the group Stable. A member that restarted, got its partitions
+		// and served /healthz only until the brokers went had described
+		// nothing, and answered from its own store, false 404s and a
+		// partial list (an operator's re-test, 2026-12-06)
+		if d.describing == nil && time.Since(d.probedAt) >= DirectoryTTL {
+			d.probedAt = time.Now()
+			d.describing = &describeCall{done: make(chan struct{}), deadline: time.Now().Add(DescribeTimeout), probe: true}
+			go s.describe(d.describing)
+		}
+		return
+	}
+	if !d.at.IsZero() && time.Since(d.at) < DirectoryTTL {
 		return
 	}
 	s.startDescribe()
@@ -463,8 +481,12 @@ func (s *Server) joinedGroup(ctx context.Context) (bool, string) {
 type describeCall struct {
 	done     chan struct{} // closed once view and err are set
 	deadline time.Time     // its start + DescribeTimeout
-	view     *groupView
-	err      error
+	// probe: started by keepGroupViewFresh before any Stable view, and
+	// no read waits for it: it caches nothing unless it finds the group
+	// Stable, and notes othersSeen (guarded by directory.mu)
+	probe bool
+	view  *groupView
+	err   error
 }
 
 // describe runs c and keeps its result in the directory's cache, even
@@ -474,11 +496,34 @@ func (s *Server) describe(c *describeCall) {
 	v, err := s.describeGroup(context.Background())
 	d := &s.dir
 	d.mu.Lock()
-	d.record(v, err, s.P.Runner.MemberID(), s.sessionTimeout())
-	c.view, c.err = d.view, d.err
-	d.describing = nil
+	d.finish(c, v, err, s.P.Runner.MemberID(), s.sessionTimeout())
 	d.mu.Unlock()
 	close(c.done)
+}
+
+// finish ends description c with its result, v or err: recorded (record),
+// but for a probe no read joined that found no Stable group, which only
+// notes othersSeen. d.mu is held.
+func (d *directory) finish(c *describeCall, v *groupView, err error, self string, ttl time.Duration) {
+	if c.probe && (err != nil || v.state != groupStable) {
+		if err == nil {
+			d.othersSeen = othersIn(v, self)
+		}
+		c.view, c.err = v, err
+	} else {
+		d.record(v, err, self, ttl)
+		c.view, c.err = d.view, d.err
+	}
+	d.describing = nil
+}
+
+// othersIn reports whether description v shows a member other than self
+// (with self "", not joined yet, more than one member).
+func othersIn(v *groupView, self string) bool {
+	if self == "" {
+		return len(v.members) > 1
+	}
+	return slices.ContainsFunc(v.members, func(m string) bool { return m != self })
 }
 
 // record keeps a description of the group, v, or the error describing it
@@ -490,11 +535,7 @@ func (d *directory) record(v *groupView, err error, self string, ttl time.Durati
 		if !d.joined {
 			d.joined, d.notJoined = joined(v)
 		}
-		if self == "" { // not joined yet: which member is this one is unknown
-			d.othersSeen = len(v.members) > 1
-		} else {
-			d.othersSeen = slices.ContainsFunc(v.members, func(m string) bool { return m != self })
-		}
+		d.othersSeen = othersIn(v, self)
 		v = d.settle(v)
 	default:
 		if kept := d.outageView(self, ttl); kept != nil {

@@ -125,3 +125,32 @@ func TestRejoinedMemberCountsAsACluster(t *testing.T) {
 		t.Fatal("a member alone in a Stable group counts as a cluster's")
 	}
 }
+
+// A probe (keepGroupViewFresh before any Stable view: a member that served
+// /healthz only) notes the other members without caching a rebalancing
+// view for the reads; one a read joined, or that found the group Stable,
+// is recorded (an operator's re-test, 2026-12-06: a restarted member that
+// served only /healthz had described nothing when the brokers went).
+func TestProbeNotesOthersWithoutCaching(t *testing.T) {
+	view := func(state string, members ...string) *groupView {
+		return &groupView{self: "c", state: state, members: members, urls: map[string]string{}, owner: map[tp]string{}, parts: map[string]int{}, topics: map[string]bool{}}
+	}
+	var d directory
+	d.finish(&describeCall{probe: true}, view("PreparingRebalance", "a", "b", "c"), nil, "c", time.Minute)
+	if !d.wasCluster() || !d.at.IsZero() || d.view != nil || d.stable != nil {
+		t.Fatalf("after a probe of a rebalancing group: cluster %v, cached at %v, view %v; want a cluster and nothing cached", d.wasCluster(), d.at, d.view)
+	}
+	d.finish(&describeCall{probe: true}, nil, fmt.Errorf("describe group g: %w within 2s", errNoAnswer), "c", time.Minute)
+	if !d.wasCluster() || !d.at.IsZero() {
+		t.Fatal("a probe the brokers did not answer changed the directory")
+	}
+	d.finish(&describeCall{probe: true}, view(groupStable, "a", "c"), nil, "c", time.Minute)
+	if d.stable == nil || d.at.IsZero() {
+		t.Fatal("a probe that found the group Stable was not recorded")
+	}
+	var joinedByARead directory
+	joinedByARead.finish(&describeCall{}, view("PreparingRebalance", "a", "c"), nil, "c", time.Minute)
+	if joinedByARead.at.IsZero() || joinedByARead.view == nil || !joinedByARead.view.blind {
+		t.Fatal("a description a read waits for was not recorded as before")
+	}
+}
