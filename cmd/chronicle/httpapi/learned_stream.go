@@ -161,14 +161,14 @@ func (f learnedFilter) show(env *events.Envelope) (events.Type, bool) {
 // default every scope the token reads (403 for a scope it does not read);
 // types= a comma-separated list of learned types (repeatable: every
 // value counts); follow=false ends the stream at the end the topic had
-// when the request came (catch up and close), with a last block holding
-// only the id of the position reached (endCatchUp). after, from, scope
+// when the request came (catch up and close), with a last position block
+// (LearnedPositionEvent) holding the position reached (endCatchUp). after, from, scope
 // and follow take one value: a repeat is a 400 naming it (queryShape).
-// The stream opens with an id-only block holding its starting position,
+// The stream opens with a position block holding its starting position,
 // so a client that reconnects before its first event resumes there, not
 // at from= again. Every LearnedKeepAlive without an event a ": keep-alive"
-// comment is written (with an id: line when records were skipped since
-// the last id); a broker that does not answer for LearnedBrokerWait
+// comment is written (followed by a position block when records were
+// skipped since the last id); a broker that does not answer for LearnedBrokerWait
 // ends the stream with "event: error". It reads with a plain franz-go
 // consumer of assigned partitions (no consumer group: nothing is
 // committed; the position is the client's), read_committed: a record of
@@ -324,9 +324,9 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	due()
 	startEventStream(w)
 	fmt.Fprintf(w, ": chronicle.learned from %s\nretry: 2000\n\n", cur)
-	// the starting position as an id-only block (it sets the client's
-	// last event ID and dispatches nothing, WHATWG HTML's event stream
-	// interpretation): an EventSource never sees the comment above, so a
+	// the starting position as a position block (it sets the client's
+	// last event ID; LearnedPositionEvent): an EventSource never sees the
+	// comment above, so a
 	// client that lost its connection before its first event reconnected
 	// without Last-Event-ID and started again at from= — with from=end,
 	// past every event learned while it was away (a subscriber's
@@ -334,7 +334,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	// drop never arrived)
 	sentID := cur.String()
 	if sentID != "" {
-		fmt.Fprintf(w, "id: %s\n\n", sentID)
+		fmt.Fprint(w, positionBlock(sentID))
 	}
 	if err := rc.Flush(); err != nil {
 		return
@@ -428,12 +428,12 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			// reached when records were skipped since the last id (another
 			// scope's, another type's): a reconnect resumes after them
 			// rather than scanning them again
-			ka := ": keep-alive\n"
+			ka := ": keep-alive\n\n"
 			if id := cur.String(); id != sentID {
-				ka += "id: " + id + "\n"
+				ka += positionBlock(id)
 				sentID = id
 			}
-			if _, err := fmt.Fprint(w, ka+"\n"); err != nil {
+			if _, err := fmt.Fprint(w, ka); err != nil {
 				return
 			}
 			lastWrite = time.Now()
@@ -473,9 +473,8 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // endCatchUp ends a follow=false stream with the position it reached as
-// an SSE block holding only an id ("id: 0:13,1:7", no data): per the
-// WHATWG event stream interpretation it sets the client's last event ID
-// without dispatching an event. So a catch-up client whose filter matched
+// a position block (LearnedPositionEvent: "id: 0:13,1:7", no learned
+// event): it sets the client's last event ID. So a catch-up client whose filter matched
 // nothing, or nothing after its last event, resumes (Last-Event-ID) after
 // everything this stream scanned rather than from where it started (from
 // 0:0 on every poll, a rescan of the whole topic). The position names
@@ -485,7 +484,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 // the last id written (sentID).
 func endCatchUp(w http.ResponseWriter, rc *http.ResponseController, cur LearnedCursor, sentID string) {
 	if id := cur.String(); id != "" && id != sentID {
-		fmt.Fprintf(w, "id: %s\n\n", id)
+		fmt.Fprint(w, positionBlock(id))
 		_ = rc.Flush()
 	}
 }
@@ -656,4 +655,26 @@ func earliest(ts ...time.Time) time.Time {
 		}
 	}
 	return e
+}
+
+// LearnedPositionEvent is the SSE event name of a position block: the
+// stream's position with no learned event, as
+//
+//	id: 0:13,1:7
+//	event: position
+//	data: {"position":"0:13,1:7"}
+//
+// where the stream starts, in a keep-alive once records were skipped, and
+// at the end of a follow=false stream. It sets a client's last event ID,
+// so a reconnect resumes there; its data is no CloudEvent, and an
+// EventSource's onmessage never sees it (a named event). It was an
+// id-only block (no event, no data), which the WHATWG standard has set
+// the last event ID too, but the npm eventsource package (v3, which the
+// README names for tokens) records the id of a dispatched event only, and
+// dispatches none without data (a subscriber's re-test, 2026-12-06).
+const LearnedPositionEvent = "position"
+
+// positionBlock is the SSE block of LearnedPositionEvent at cursor id.
+func positionBlock(id string) string {
+	return fmt.Sprintf("id: %s\nevent: %s\ndata: {\"position\":%q}\n\n", id, LearnedPositionEvent, id)
 }

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +11,20 @@ import (
 )
 
 // block reads one SSE block (up to a blank line), applying its id: line
-// as an EventSource does; false at the stream's end.
-func (s *sseReader) block() bool {
+// as an EventSource does, and returns its lines; nil at the stream's end.
+func (s *sseReader) block() []string {
+	var lines []string
 	for s.sc.Scan() {
 		line := strings.TrimSuffix(s.sc.Text(), "\r")
 		if line == "" {
-			return true
+			return lines
 		}
+		lines = append(lines, line)
 		if v, ok := strings.CutPrefix(line, "id:"); ok {
 			s.lastID = strings.TrimPrefix(v, " ")
 		}
 	}
-	return false
+	return nil
 }
 
 // TestLearnedStreamReconnectBeforeFirstEvent: a ?from=end client whose
@@ -36,11 +39,21 @@ func TestLearnedStreamReconnectBeforeFirstEvent(t *testing.T) {
 	url := srv.URL + "/v1/learned/stream?from=end&types=memory.created.v1"
 	ctx1, cancel1 := context.WithTimeout(context.Background(), 5*time.Second)
 	resp, rd := openStream(t, ctx1, url, "")
-	for rd.lastID == "" && rd.block() { // the opening blocks: a comment, then the id
+	var opening []string
+	for rd.lastID == "" { // the opening blocks: a comment, then the position
+		if opening = rd.block(); opening == nil {
+			t.Fatal("the stream ended before it gave its position")
+		}
 	}
 	resp.Body.Close()
 	cancel1()
 	start := rd.lastID
+	// a named event with data: the npm eventsource package records the id
+	// of a dispatched event only, and dispatches none without data (an
+	// id-only block: a re-test with it, 2026-12-06)
+	if want := []string{"id: " + start, "event: position", `data: {"position":"` + start + `"}`}; !slices.Equal(opening, want) {
+		t.Fatalf("the opening position block %q, want %q", opening, want)
+	}
 	if _, err := httpapi.ParseLearnedCursor(start); err != nil {
 		t.Fatalf("the stream's opening set last event ID %q (%v), want its starting position", start, err)
 	}

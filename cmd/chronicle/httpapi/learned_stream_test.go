@@ -37,6 +37,9 @@ type sseReader struct {
 	comments []string
 	lastID   string
 	retry    int // the last retry: field's milliseconds
+	// positions counts the position blocks read (LearnedPositionEvent),
+	// which next does not return
+	positions int
 }
 
 func newSSEReader(r io.Reader) *sseReader {
@@ -53,6 +56,13 @@ func (s *sseReader) next() (sseEvent, bool) {
 	for s.sc.Scan() {
 		line := strings.TrimSuffix(s.sc.Text(), "\r")
 		if line == "" {
+			if has && ev.Event == httpapi.LearnedPositionEvent {
+				// a position block: the id only, as a client that
+				// listens to the learned types takes it
+				s.positions++
+				ev, data, has = sseEvent{}, nil, false
+				continue
+			}
 			if has {
 				ev.Data = strings.Join(data, "\n")
 				ev.ID = s.lastID
