@@ -77,7 +77,7 @@ func (f File) Validate() error {
 		seen[t.SHA256] = true
 		for _, l := range [][]string{t.Read, t.Write} {
 			for _, s := range l {
-				if !scopeRe.MatchString(s) {
+				if !ValidGrant(s) {
 					return fmt.Errorf("access: tokens[%d] (%s): scope %q is not project:<id>, team:<id>, org:<id> or *", i, t.Name, s)
 				}
 			}

@@ -62,19 +62,18 @@ var (
 	fixedRe     = regexp.MustCompile(`\b(-?\d+)\.000000\b`)
 )
 
-// readableSchemaError is readableSchemaErrors' rewrite of one message;
+// readableSchemaErrorIn is readableSchemaErrors' rewrite of one message;
 // any other message is returned as it is. Besides a member's keyword
 // (limit's minimum), it rewrites an item's (tags' minLength: the validator
 // names no index, so the pointer is the array's and the rule says "an
 // item"), a member the schema does not name (additionalProperties), the
 // required members left out, and arguments that are no JSON object — each
 // came back in the SDK's own words (a walkthrough, 2026-11-30).
-func readableSchemaError(msg string) string { return readableSchemaErrorIn(msg, nil) }
-
-// readableSchemaErrorIn is readableSchemaError with the call's arguments:
-// an item of a top-level array refused with its string value quoted
-// (minLength, maxLength, pattern) is named by its own pointer,
-// /after/1, the first item holding that value (next_tool's empty tool
+//
+// With the call's arguments, args (nil: none known), an item of a
+// top-level array refused with its string value quoted (minLength,
+// maxLength, pattern) is named by its own pointer, /after/1, the first
+// item holding that value (next_tool's empty tool
 // name said "/after: an item: minLength", though the README promised
 // /after/<i>: a subscriber's walkthrough, 2026-12-06).
 func readableSchemaErrorIn(msg string, args json.RawMessage) string {

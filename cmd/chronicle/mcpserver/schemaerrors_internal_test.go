@@ -24,7 +24,7 @@ func TestReadableSchemaErrors(t *testing.T) {
 		`validating "arguments": unmarshaling arguments: json: cannot unmarshal "\"refund\"" into Go value of type map[string]interface {}`:                `invalid argument: /: type: got string, want object (the tool's arguments are a JSON object)`,
 		`validating "arguments": unmarshaling arguments: json: cannot unmarshal "[1]" into Go value of type map[string]interface {}`:                       `invalid argument: /: type: got array, want object (the tool's arguments are a JSON object)`,
 	} {
-		if got := readableSchemaError(in); got != want {
+		if got := readableSchemaErrorIn(in, nil); got != want {
 			t.Errorf("%s\n got %s\nwant %s", in, got, want)
 		}
 	}
