@@ -12,8 +12,10 @@ import (
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
-// toolCalls counts the successful calls of each tool: a custom processor.
-// Its projection is its rows, keyed relative to its Name.
+// toolCalls counts the successful calls of each tool in each scope: a
+// custom processor. Its projection is its rows, keyed relative to its
+// Name, and each key holds the event's scope (events.EntityKey), so two
+// tenants' counts of one tool stay apart.
 type toolCalls struct{}
 
 func (toolCalls) Name() string           { return "toolcalls" }
@@ -33,12 +35,13 @@ func (toolCalls) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if !d.Success {
 		return nil
 	}
-	v, _, err := tx.Get(d.ToolID)
+	key := events.EntityKey(env.Scope, d.ToolID) // e.g. "org:default/refund"
+	v, _, err := tx.Get(key)
 	if err != nil {
 		return err
 	}
 	n, _ := strconv.Atoi(string(v))
-	return tx.Set(d.ToolID, []byte(strconv.Itoa(n+1)))
+	return tx.Set(key, []byte(strconv.Itoa(n+1)))
 }
 
 var _ processors.TypedProcessor = toolCalls{}
@@ -75,7 +78,7 @@ func ExampleProcessor() {
 	_, err = store.Apply(p.Name(), projections.Position{Topic: string(events.TopicSessions), Offset: 3}, call("c3", ""), p.Apply)
 	var rej *projections.RejectedError
 	fmt.Println("c3 rejected:", errors.As(err, &rej), err)
-	v, _, _ := store.Get(p.Name(), "refund")
+	v, _, _ := store.Get(p.Name(), events.EntityKey(events.DefaultScope, "refund"))
 	fmt.Println("refund calls:", string(v))
 	// Output:
 	// c1 true false <nil>

@@ -32,6 +32,7 @@ func TestProcessorNamesAreChecked(t *testing.T) {
 		{[]processors.Processor{namedProc("a"), namedProc("b"), namedProc("a")}, `Processors[2]: Name "a" is also `},
 		{[]processors.Processor{namedProc("")}, "Processors[0]: Name is empty"},
 		{[]processors.Processor{namedProc("a"), namedProc("x/y")}, `Processors[1]: Name "x/y" holds a '/'`},
+		{[]processors.Processor{namedProc("a"), nil}, "Processors[1]: nil"}, // it panicked in Name
 	} {
 		err := processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: c.procs}.Validate()
 		if err == nil || !strings.Contains(err.Error(), "RunnerConfig."+c.want) {
@@ -47,6 +48,11 @@ func TestProcessorNamesAreChecked(t *testing.T) {
 		Processors: []processors.Processor{namedProc("a"), namedProc("a")}})
 	if err == nil || !strings.Contains(err.Error(), `ReplayConfig.Processors[1]: Name "a" is also `) {
 		t.Errorf("Replay: %v, want the repeated name refused", err)
+	}
+	// no processor: it replayed nothing and answered zero stats
+	_, err = processors.Replay(context.Background(), processors.ReplayConfig{Brokers: []string{"127.0.0.1:9"}, Store: store})
+	if err == nil || !strings.Contains(err.Error(), "ReplayConfig.Processors: at least one") {
+		t.Errorf("Replay without processors: %v, want it refused", err)
 	}
 	if err := (processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: []processors.Processor{namedProc("a"), namedProc("b")}}).Validate(); err != nil {
 		t.Errorf("two names: %v", err)

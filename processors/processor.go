@@ -31,14 +31,33 @@ import (
 // retried first (a Go-package walkthrough counted one Apply call).
 // projections.Store.Apply on a store of one's own runs Apply as the engine
 // does, without a broker: a rejection is a *projections.RejectedError.
+//
+// Apply may run more than once for one event: the engine applies a
+// partition's records of one poll as one batch, and when an event of the
+// batch is refused it applies the batch again one event at a time, after
+// throwing away what the first pass wrote; a restart re-applies what was
+// not committed. Only what goes through tx is kept, once, so anything done
+// outside it (a counter, a log line) may count an event twice.
+//
+// Keys: a row's key is relative to the processor's projection (Name), and
+// nothing adds the event's scope to it. A processor that serves more than
+// one tenant keeps its scope in every key (events.EntityKey(env.Scope,
+// id), as the built-in processors do); keyed by an id alone, the rows of
+// project:a and project:b merge.
+//
+// Types: a processor reads Chronicle's event types (events.Types), whose
+// schemas are in package schemas; an envelope of any other type is refused
+// by events.New and dead-lettered by the engine. A new event family is
+// added to this repository (a schema in schemas/, its types in events),
+// not registered at run time.
 type Processor interface {
 	Name() string
 	Topics() []events.Topic
 	Apply(tx *projections.Tx, env *events.Envelope) error
 }
 
-// CheckNames fails for a processor of procs whose Name is empty, holds a
-// '/' or repeats another's, naming field (e.g. "RunnerConfig.Processors")
+// CheckNames fails for a processor of procs that is nil or whose Name is
+// empty, holds a '/' or repeats another's, naming field (e.g. "RunnerConfig.Processors")
 // and the index: two processors of one
 // name share one projection, offsets and idempotency keys, so the second
 // saw every event as a duplicate of the first and was never applied (a
@@ -47,6 +66,10 @@ type Processor interface {
 func CheckNames(field string, procs []Processor) error {
 	seen := make(map[string]int, len(procs))
 	for i, p := range procs {
+		if p == nil {
+			// it panicked in Name (a Go-package walkthrough, 2026-12-06)
+			return fmt.Errorf("processors: %s[%d]: nil", field, i)
+		}
 		name := p.Name()
 		switch j, dup := seen[name]; {
 		case name == "":

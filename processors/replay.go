@@ -149,6 +149,11 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayStats, error) {
 	if err := CheckNames("ReplayConfig.Processors", cfg.Processors); err != nil {
 		return st, err // as the Runner's: a repeated name's processor was never applied
 	}
+	if len(cfg.Processors) == 0 {
+		// it replayed nothing and said so with zero stats (a Go-package
+		// walkthrough, 2026-12-06)
+		return st, errors.New("ReplayConfig.Processors: at least one")
+	}
 	if cfg.Store == nil {
 		return st, errors.New("ReplayConfig.Store: nil: Replay rebuilds into an empty store (projections.Open of a new directory)")
 	}

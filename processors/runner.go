@@ -95,7 +95,12 @@ type RunnerConfig struct {
 	// topic applied or refused (a letter naming no scope: its record was
 	// no JSON) in the live engine: once per letter, when its batch
 	// committed (a replay, a standby replica and a re-delivered record
-	// that was applied already do not call it). serve logs it.
+	// that was applied already do not call it). serve logs it. It is
+	// called only when Processors hold one of events.TopicDeadLetter
+	// (deadletter.Processor, one of pipeline.DefaultProcessors) and a
+	// Relay writes the store's outbox to the log: a Runner of one's own
+	// processors alone never calls it (a Go-package walkthrough,
+	// 2026-12-06).
 	OnDeadLetter func(LetterData)
 	// SubscriberOpts are extra franz-go options for every consumer.
 	SubscriberOpts []kgo.Opt
@@ -237,6 +242,11 @@ func (c *RunnerConfig) setDefaults() {
 // offset past it; only store failures are retried (MaxRetries times from
 // RetryInterval, doubling; then the partition pauses and retries with
 // backoff while the others go on).
+//
+// A Runner writes dead letters and derived events to its store's outbox
+// only: a Relay (Relay{Store, Producer}.Run, next to Runner.Run) writes
+// them to the log. Without one they stay in the outbox, and the events
+// they carry reach no topic (pipeline.Start runs both).
 //
 // Workers (effects outside the store: calling a model) run on Watermill's
 // Router, one handler per worker, with its poison queue into

@@ -693,8 +693,23 @@ func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) 
 // event being applied. Its id is events.DerivedIDIn of the cause (scope, source, id), the type and
 // the number of events of that type emitted so far by this call; its time,
 // sessionid, scope and correlationid are the cause's; causationid is the
-// cause's id. The event is validated against its schema; an invalid event
-// fails the Apply call.
+// cause's id.
+//
+// Where it is validated: an event of a type on events.TopicLearned (read by
+// subscribers, by no processor) is validated against its schema here, and
+// an invalid one fails the Apply call with the schema's reason. An event of
+// any other type is validated once, where the engine reads its topic (issue
+// 10: each record is parsed and validated once, not once by the writer and
+// again by the reader): an invalid one is written and then dead-lettered by
+// its readers, the letter's event_source naming the writer
+// ("chronicle/<Name>"). processortest refuses it at once instead
+// ("processortest: a derived event on … does not parse"), so a test of a
+// processor finds what the live engine would dead-letter. A type that is
+// not one of events.Types fails the call here.
+//
+// A processor that emits a type its own topics carry reads its own event
+// back and, if it emits again, never stops: nothing bounds that chain in
+// the live engine (processortest stops it after MaxRelayRounds).
 //
 // In a store being rebuilt by a replay (Rebuilding) the event is derived
 // and validated and its topic and key are checked, so the call fails
@@ -730,8 +745,13 @@ func (t *Tx) Emit(typ events.Type, payload any) error {
 // EmitIn is Emit with the derived event's scope set to scope instead of the
 // cause's: for a change of an entity of another scope than the causing
 // event (decay of every memory at a clock tick), so its record key is the
-// entity's events.EntityKey.
+// entity's events.EntityKey. A scope that is not project:<id>, team:<id>
+// or org:<id> (events.ValidScope) fails the call naming it: its event
+// would be dead-lettered by every reader.
 func (t *Tx) EmitIn(scope string, typ events.Type, payload any) error {
+	if !events.ValidScope(scope) {
+		return fmt.Errorf("projections: EmitIn %s: scope: %s", typ, events.ScopeReason(scope))
+	}
 	cause := *t.cause
 	cause.Scope = scope
 	orig := t.cause

@@ -483,3 +483,28 @@ func TestDamagedStoreSaysToReplay(t *testing.T) {
 		})
 	}
 }
+
+// EmitIn with a string that is no scope fails the Apply call naming it:
+// the event was written and then dead-lettered by every reader, its letter
+// blaming the reader (a Go-package walkthrough, 2026-12-06).
+func TestEmitInRefusesANonScope(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	emit := func(scope string) error {
+		_, err := s.Apply("emitter", projections.Position{Topic: "chronicle.memories"}, feedback(t, "f-"+scope), func(tx *projections.Tx, env *events.Envelope) error {
+			return tx.EmitIn(scope, events.EvaluationCompleted, events.EvaluationData{SessionID: "s1", Composite: 1})
+		})
+		return err
+	}
+	err := emit("tenant")
+	if err == nil || !strings.Contains(err.Error(), `EmitIn evaluation.completed.v1: scope: "tenant" is not project:<id>, team:<id> or org:<id>`) {
+		t.Fatalf("EmitIn(\"tenant\"): %v, want the scope refused", err)
+	}
+	var rej *projections.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("EmitIn(\"tenant\"): %T, want a rejection (nothing written)", err)
+	}
+	if err := emit("project:a"); err != nil {
+		t.Fatalf("EmitIn(\"project:a\"): %v", err)
+	}
+}

@@ -95,7 +95,8 @@ type Config struct {
 	OnRelayError func(error)
 	// OnDeadLetter is told about each dead letter once, when the live
 	// engine's dead-letter projection applies it
-	// (processors.RunnerConfig.OnDeadLetter; default: ignored).
+	// (processors.RunnerConfig.OnDeadLetter; default: ignored): only when
+	// Processors hold deadletter.Processor, as DefaultProcessors() do.
 	OnDeadLetter func(processors.LetterData)
 	// OnSearchError is told about the search index's background sync
 	// failures (a vector store that does not answer; default: ignored, the
