@@ -684,6 +684,12 @@ func usageHash(who string) string {
 // as they counted before. The count is at most m.UsageCount and stops at
 // ConsensusUsage; below it m.UsageCount is returned without a scan.
 func usageAuthors(tx *projections.Tx, m *Memory) (int, error) {
+	return usageAuthorsIn(tx.Scan, m)
+}
+
+// usageAuthorsIn is usageAuthors over the rows scan reads (a Tx's, or the
+// store's as they are now: storeScan).
+func usageAuthorsIn(scan func(prefix string, fn func(k string, v []byte) (bool, error)) error, m *Memory) (int, error) {
 	if m.UsageCount < ConsensusUsage {
 		return m.UsageCount, nil
 	}
@@ -691,7 +697,7 @@ func usageAuthors(tx *projections.Tx, m *Memory) (int, error) {
 	authors := map[string]bool{}
 	rows := 0
 	anonymous := 0
-	err := tx.Scan(prefix, func(k string, v []byte) (bool, error) {
+	err := scan(prefix, func(k string, v []byte) (bool, error) {
 		if !projections.OwnRow(prefix, k) {
 			return true, nil // a usage of a memory whose id extends this one's
 		}

@@ -18,6 +18,14 @@ func Get(store *projections.Store, key string) (Memory, bool, error) {
 	return m, ok, err
 }
 
+// storeScan scans the memory bank's rows in store as they are now, as
+// Tx.Scan scans them in an Apply.
+func storeScan(store *projections.Store) func(prefix string, fn func(k string, v []byte) (bool, error)) error {
+	return func(prefix string, fn func(k string, v []byte) (bool, error)) error {
+		return store.Scan(Name, prefix, "", fn)
+	}
+}
+
 // Scopes returns, sorted, the scopes that hold a memory with the bare id
 // (usually one: memory ids are content addresses of scope and content).
 func Scopes(store *projections.Store, id string) ([]string, error) { return store.ScopesOf(Name, id) }

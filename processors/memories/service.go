@@ -569,6 +569,13 @@ func (s *Service) feedback(ctx context.Context, f search.Feedback) (search.Feedb
 					// consumed as a repeat (a walkthrough, 2026-12-06)
 					msg = fmt.Sprintf("signal stored, but it brings consensus no nearer: this source's signal %s of %s, the same way, is pending already (one vote per source); confidence moves once a signal from another source agrees within 7 days", prior.EventID, prior.Time)
 				}
+				if n, err := usageAuthorsIn(storeScan(s.Store), &cur); err == nil && n >= ConsensusUsage && !strings.HasPrefix(msg, "signal stored, but") {
+					// it said a second source was needed, and then the
+					// same source's next signal applied alone: this one
+					// had made its source the memory's third caller (a
+					// passes walkthrough, 2026-12-06)
+					msg = fmt.Sprintf("signal stored: consensus was needed when it arrived (fewer than %d distinct callers had used the memory), and it made %d: from now on one signal from any source, this one's included, applies alone", ConsensusUsage, n)
+				}
 				if f.SharedSource {
 					// the answer said a second source would come, and none
 					// could (a walkthrough, 2026-11-30)
