@@ -49,7 +49,10 @@ func CheckID(id string) error {
 	case len(id) > MaxIDLength:
 		return fmt.Errorf("%d bytes, longer than %d", len(id), MaxIDLength)
 	case !isAlnum(id[0]):
-		return errors.New("must start with a letter or digit")
+		// the character: "タスク" was told to start with a letter, which
+		// タ is (a passes walkthrough, 2026-12-06)
+		r, _ := utf8.DecodeRuneInString(id)
+		return fmt.Errorf("must start with an ASCII letter or digit, not %q", r)
 	case strings.HasSuffix(id, "/") || strings.Contains(id, "//"):
 		return errors.New(`no empty segment ("//") and no trailing '/'`)
 	}

@@ -78,6 +78,12 @@ func TestCheckIDNamesTheCharacter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `'é' at byte 3`) {
 		t.Fatalf("CheckID(café): %v; want it to name 'é' at byte 3", err)
 	}
+	// the first character too, and that the rule is ASCII: "タスク" was
+	// told to start with a letter
+	err = events.CheckID("タスク")
+	if err == nil || err.Error() != `must start with an ASCII letter or digit, not 'タ'` {
+		t.Fatalf("CheckID(タスク): %v; want it to name 'タ' and say ASCII", err)
+	}
 }
 
 // Two scopes' events with one source and id (two events: the processors key
