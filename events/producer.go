@@ -420,7 +420,12 @@ func validRecord(e *Envelope, producer bool) (*kgo.Record, error) {
 		return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 	}
 	if len(raw) > MaxEventBytes {
-		return nil, &ValidationError{Index: -1, Pointer: "/", Reason: fmt.Sprintf("%d bytes encoded, above the %d-byte limit of one event", len(raw), MaxEventBytes), Err: ErrEventTooLarge}
+		ptr, size := largestMember(raw)
+		reason := fmt.Sprintf("%d bytes encoded, above the %d-byte limit of one event", len(raw), MaxEventBytes)
+		if ptr != "/" {
+			reason += fmt.Sprintf(", %d of them in %s", size, ptr)
+		}
+		return nil, &ValidationError{Index: -1, Pointer: ptr, Reason: reason, Err: ErrEventTooLarge}
 	}
 	if producer {
 		_, err = ParseProducerEvent(raw)

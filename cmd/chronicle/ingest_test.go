@@ -64,7 +64,7 @@ func TestIngestChecksEveryLineBeforeProducing(t *testing.T) {
 		extra []string
 		want  []string
 	}{
-		{"too large", []string{memoryLine("big", strings.Repeat("x", 1<<20))}, []string{"too large.jsonl:601: /: ", "above the 983040-byte limit", "nothing was ingested"}},
+		{"too large", []string{memoryLine("big", strings.Repeat("x", 1<<20))}, []string{"too large.jsonl:601: /data/content: ", "of them in /data/content", "above the 983040-byte limit", "nothing was ingested"}},
 		{"reused id", []string{memoryLine("m5", "other")}, []string{"reused id.jsonl:601: /id: ", `id "m5"`, "line 5 with other content"}},
 		{"reused in batch", []string{memoryLine("m601", "a"), memoryLine("m601", "b")}, []string{"reused in batch.jsonl:602: /id: ", "line 601 with other content"}},
 	} {
