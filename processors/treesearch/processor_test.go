@@ -271,6 +271,23 @@ func TestDecimalFAndHAreAccepted(t *testing.T) {
 	}
 }
 
+// g + h that overflows float64 is refused: closeEnough(f, +Inf) held for
+// any f, so a node with g = h = 1e308 and f = 0 was accepted and led the
+// open set (a walkthrough).
+func TestOverflowingFIsRefused(t *testing.T) {
+	st := newStore(t)
+	started(st, 2, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	n := child("r.0", 1, "a", 1e308, 0.2)
+	n.Score, n.H, n.F = nil, f64(1e308), f64(0)
+	rejected(t, st.apply(events.SearchNodeExpanded, n), "/data/h")
+	n.F = f64(math.MaxFloat64)
+	rejected(t, st.apply(events.SearchNodeExpanded, n), "/data/h")
+	if s := st.get(); s.Counts.Nodes != 0 {
+		t.Fatalf("counts %+v", s.Counts)
+	}
+}
+
 // max_depth is checked as max_expansions is: a node at max_depth is not
 // expanded (events.SearchConfig), so a child below it is refused naming
 // /data/depth; before, it was applied and joined the open set.

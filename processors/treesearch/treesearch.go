@@ -396,6 +396,9 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	if (d.H == nil) != (reason != "") || (d.F == nil) != (d.H == nil) {
 		return rejectf("/data/h", "h and f are null (∞) exactly when pruned_reason is set")
 	}
+	if d.H != nil && math.IsInf(d.G+*d.H, 0) {
+		return rejectf("/data/h", "g + h overflows float64 (g %v, h %v): f would be ∞, which is a pruned node's (h null)", d.G, *d.H)
+	}
 	if d.H != nil && !closeEnough(*d.F, d.G+*d.H) {
 		return rejectf("/data/f", "%v is not g + h = %v", *d.F, d.G+*d.H)
 	}
