@@ -639,6 +639,10 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, eb)
 		return
 	}
+	if eb := s.undrivableResumes(envs); eb != nil {
+		writeJSON(w, http.StatusUnprocessableEntity, eb)
+		return
+	}
 	// bounded by the producer's PublishTimeout (15 s)
 	if err := s.P.Producer.Publish(r.Context(), envs...); err != nil {
 		var ve *events.ValidationError

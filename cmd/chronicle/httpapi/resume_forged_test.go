@@ -52,5 +52,27 @@ func TestResumeOfAForgedBuiltinSearchIsRefused(t *testing.T) {
 		if s, _, _ := treesearch.Get(p.Store, "project:a/"+id); s.Status != treesearch.StatusPaused || len(s.Decisions) != 0 {
 			t.Errorf("%s after the refused resume: %s with %d decisions; want paused, none (nothing written)", id, s.Status, len(s.Decisions))
 		}
+		// the same resume written as an event: refused alike, the whole
+		// batch with it (before, a 202, the worker dead-lettered it and
+		// the search stayed running for good)
+		resumed := map[string]any{"specversion": "1.0", "id": id + "-resume", "source": "test/forger", "type": string(events.SearchResumed), "scope": "project:a",
+			"data": map[string]any{"search_id": id, "decision": "approve"}}
+		other := map[string]any{"specversion": "1.0", "id": id + "-other", "source": "test/forger", "type": string(events.SearchStarted), "scope": "project:a",
+			"data": map[string]any{"search_id": "elsewhere-" + id, "goal": "g", "root_state": "1 2 3 4",
+				"config":   map[string]any{"beam_width": 5, "k": 48, "max_depth": 8, "cost_per_step": 0.05},
+				"proposer": map[string]any{"name": "p", "version": "1"}, "evaluator": map[string]any{"name": "e", "version": "1"}}}
+		code, m = call(t, base, "tok-a", "POST", "/v1/events", []any{other, resumed})
+		if code != 422 || m["pointer"] != "/data/search_id" || m["index"] != float64(1) || !strings.Contains(fmt.Sprint(m["error"]), want) {
+			t.Errorf("resume of %s as an event: %d %v; want a 422 for event 1 at /data/search_id saying %q", id, code, m, want)
+		}
+	}
+	waitCaughtUp(t, p)
+	for _, id := range []string{"eight", "word", "exponent"} {
+		if s, _, _ := treesearch.Get(p.Store, "project:a/"+id); s.Status != treesearch.StatusPaused || len(s.Decisions) != 0 {
+			t.Errorf("%s after the refused batch: %s with %d decisions; want paused, none", id, s.Status, len(s.Decisions))
+		}
+		if _, ok, _ := treesearch.Get(p.Store, "project:a/elsewhere-"+id); ok {
+			t.Errorf("the search started in the refused batch of %s was written", id)
+		}
 	}
 }

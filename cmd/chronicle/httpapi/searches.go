@@ -258,6 +258,41 @@ func (s *Server) undrivable(key string, sr treesearch.Search) (what, reason stri
 	return "", ""
 }
 
+// undrivableResumes refuses, as POST /v1/searches/{id}/resume does (422,
+// the whole batch, nothing written), a search.resumed.v1 in envs whose
+// search is paused in this member's store and could not be driven on by
+// the resume worker (undrivable). Before, the same resume sent through
+// POST /v1/events was a 202, the worker dead-lettered it, and the search
+// stayed running with nobody to drive it (a walkthrough). A search this
+// store does not hold (started in the same batch, or on a cluster member
+// that does not own its partition) is not checked here: the worker then
+// dead-letters the resume with the reason, as before.
+func (s *Server) undrivableResumes(envs []events.Envelope) *errorBody {
+	if s.P.Store == nil {
+		return nil
+	}
+	for i := range envs {
+		if envs[i].Type != events.SearchResumed {
+			continue
+		}
+		var d events.SearchResumedData
+		if envs[i].Decode(&d) != nil || d.SearchID == "" {
+			continue // the schema check said so already
+		}
+		key := events.EntityKey(envs[i].EffectiveScope(), d.SearchID)
+		sr, ok, err := treesearch.Get(s.P.Store, key)
+		if err != nil || !ok || sr.Status != treesearch.StatusPaused {
+			continue
+		}
+		if what, reason := s.undrivable(key, sr); what != "" {
+			idx := i
+			return &errorBody{Error: fmt.Sprintf("event %d: /data/search_id: search %q: its %s: %s; nothing was written", i, d.SearchID, what, reason),
+				Index: &idx, Pointer: "/data/search_id", Reason: reason}
+		}
+	}
+	return nil
+}
+
 // resumeBy is who a resume records (search.resumed.v1 data.by) for a
 // request of caller c that sent by, under the memory bank's author rule
 // (authorship.go): absent → "token:<caller>"; equal to it → kept; any
