@@ -147,6 +147,13 @@ type SearchCompletedData struct {
 	NodeID   string   `json:"node_id,omitempty"`
 	Path     []string `json:"path,omitempty"`
 	Answer   string   `json:"answer,omitempty"`
+	// RefusedTokens, with quota_exhausted only, is the reservation the
+	// quota refused (tokens, ≥ 1): the estimate for the next expansion,
+	// which used + outstanding + RefusedTokens takes above the quota. The
+	// runner writes it; the treesearch processor refuses one that fits.
+	// Left out (a log written before 2026-12-06 has none), the outcome
+	// is taken on the producer's word, as it was.
+	RefusedTokens int64 `json:"refused_tokens,omitempty"`
 }
 
 // Search outcomes.

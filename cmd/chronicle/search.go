@@ -52,7 +52,13 @@ type Game24Summary struct {
 	TokensReserved int64          `json:"tokens_reserved"`
 	TokensUsed     int64          `json:"tokens_used"`
 	TokensRefunded int64          `json:"tokens_refunded"`
-	Seconds        float64        `json:"seconds"`
+	// QuotaRefused is the largest reservation (tokens) a search's quota
+	// refused, among the searches that ended quota_exhausted (0: none):
+	// what --quota must at least allow for one more expansion. Before, a
+	// --quota below one expansion's estimate ended every search without a
+	// hint of the size (a walkthrough).
+	QuotaRefused int64   `json:"quota_refused,omitempty"`
+	Seconds      float64 `json:"seconds"`
 	// Fingerprint is a SHA-256 over every search's Fingerprint (frontier,
 	// closed set, nodes, result; no wall-clock times), in rank order.
 	Fingerprint string `json:"fingerprint"`
@@ -253,6 +259,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				sum.TokensReserved += s.Quota.Reserved
 				sum.TokensUsed += s.Quota.Used
 				sum.TokensRefunded += s.Quota.Refunded
+				sum.QuotaRefused = max(sum.QuotaRefused, s.Quota.Refused)
 				f, err := treesearch.Fingerprint(p.Store, key)
 				if err != nil {
 					return err
@@ -319,6 +326,9 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			fmt.Printf("  nodes expanded    %d (generated %d; %d duplicates, %d hard-check and %d pre-filter failures, %d unexpandable)\n", sum.NodesExpanded, sum.NodesGenerated, sum.DedupHits, sum.HardFailed, sum.Prefiltered, sum.Unexpandable)
 			fmt.Printf("  evaluator calls   %d\n", sum.EvaluatorCalls)
 			fmt.Printf("  tokens            reserved %d, used %d, refunded %d\n", sum.TokensReserved, sum.TokensUsed, sum.TokensRefunded)
+			if sum.QuotaRefused > 0 {
+				fmt.Printf("  quota             --quota %d refused a next expansion's reservation of up to %d tokens (its prompt + k × (candidate + prompt + evaluator answer), cl100k_base)\n", quota, sum.QuotaRefused)
+			}
 			if b := sum.BFS; b != nil {
 				fmt.Printf("  breadth-first     solved %d, nodes expanded %d (%d unexpandable); on the %d both solve: Beam-A* %d vs breadth-first %d expansions\n", b.Solved, b.NodesExpanded, b.Unexpandable, b.BothSolved, b.BeamAStarOnBoth, b.BreadthFirstOnBoth)
 			}

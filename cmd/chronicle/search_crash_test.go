@@ -135,6 +135,11 @@ func TestSearchSummaryOutcomes(t *testing.T) {
 	if s.Solved != 0 || s.Outcomes["quota_exhausted"] != 3 || len(s.Outcomes) != 1 {
 		t.Fatalf("outcomes %v, solved %d; want 3 quota_exhausted", s.Outcomes, s.Solved)
 	}
+	// and the size --quota must allow: the largest refused reservation
+	// (it gave no hint of it: a walkthrough)
+	if s.QuotaRefused <= 1000 {
+		t.Fatalf("quota_refused %d; want the reservation 1000 refused, above 1000", s.QuotaRefused)
+	}
 	// another quota in the same directory is refused naming the config,
 	// and the hint names the flags that pick other searches (it said
 	// "another search id", which no flag of the command sets: a passes

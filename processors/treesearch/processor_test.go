@@ -188,6 +188,50 @@ func TestQuotaBreachRefusedAtReserve(t *testing.T) {
 	rejected(t, st.apply(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 3, NodeID: "r.0", Tokens: 1}), "/type")
 }
 
+// A quota_exhausted completion names the reservation the quota refused,
+// and one that fits the quota is refused: before, a search with its quota
+// untouched could be completed quota_exhausted (a walkthrough). A
+// completion without refused_tokens (a log written before it existed) is
+// taken as before.
+func TestQuotaExhaustedNamesTheRefusedReservation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused int64
+		outcome string
+		reject  string
+	}{
+		{"fits", 1000, events.SearchQuotaExhausted, "/data/refused_tokens"},
+		{"breaches", 1001, events.SearchQuotaExhausted, ""},
+		{"on another outcome", 1001, events.SearchExhausted, "/data/refused_tokens"},
+		{"left out", 0, events.SearchQuotaExhausted, ""},
+		{"largest", math.MaxInt64, events.SearchQuotaExhausted, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStore(t)
+			started(st, 3, 1000)
+			if tc.outcome == events.SearchExhausted {
+				st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 700})
+				st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+					Children: []string{}, Kept: []string{}, Dropped: []string{}, TokensUsed: 600, TokensRefunded: 100})
+			}
+			err := st.apply(events.SearchCompleted, events.SearchCompletedData{SearchID: "s1", Outcome: tc.outcome, RefusedTokens: tc.refused})
+			if tc.reject != "" {
+				rejected(t, err, tc.reject)
+				if s := st.get(); s.Status == treesearch.StatusCompleted {
+					t.Fatalf("completed by a refused event: %+v", s)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := st.get(); s.Outcome != tc.outcome || s.Quota.Refused != tc.refused {
+				t.Fatalf("outcome %s refused %d, want %s %d", s.Outcome, s.Quota.Refused, tc.outcome, tc.refused)
+			}
+		})
+	}
+}
+
 // Pause and resume: a node that needs a human pauses the search with its
 // frontier saved; the human's decision is recorded and reject prunes the
 // node.

@@ -317,7 +317,7 @@ func (r *Runner) step(ctx context.Context, s Search) error {
 	p := r.Tokenizer.Count(prompt)
 	estimate := p + int64(s.Config.K)*(CandidateTokens+p+EvalAnswerTokens)
 	if q := s.Quota; q.Limit > 0 && q.Used+q.Outstanding+estimate > q.Limit {
-		return complete(events.SearchCompletedData{Outcome: events.SearchQuotaExhausted})
+		return complete(events.SearchCompletedData{Outcome: events.SearchQuotaExhausted, RefusedTokens: estimate})
 	}
 	n := s.Expansions + 1
 	env, err := r.event(key, "e"+strconv.Itoa(n)+"/reserved", events.SearchQuotaReserved, events.SearchQuotaReservedData{

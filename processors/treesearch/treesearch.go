@@ -89,6 +89,9 @@ type Quota struct {
 	Refunded    int64 `json:"refunded"`
 	Overrun     int64 `json:"overrun"`
 	Outstanding int64 `json:"outstanding"`
+	// Refused is the reservation the quota refused when the search ended
+	// quota_exhausted (search.completed.v1 refused_tokens; 0: none named).
+	Refused int64 `json:"refused,omitempty"`
 }
 
 // Counts are a search's running totals.
@@ -701,6 +704,15 @@ func complete(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		if s.Quota.Limit == 0 {
 			return rejectf("/data/outcome", "quota_exhausted, but the search has no quota")
 		}
+		// compared without adding, so no count wraps around (the reserve
+		// check's rule): the headroom is limit − used − outstanding
+		if q := s.Quota; d.RefusedTokens > 0 && q.Limit-q.Used >= 0 && d.RefusedTokens <= q.Limit-q.Used-q.Outstanding {
+			return rejectf("/data/refused_tokens", "%d fits the quota: used %d + outstanding %d + %d ≤ quota %d", d.RefusedTokens, q.Used, q.Outstanding, d.RefusedTokens, q.Limit)
+		}
+		s.Quota.Refused = d.RefusedTokens
+	}
+	if d.RefusedTokens > 0 && d.Outcome != events.SearchQuotaExhausted {
+		return rejectf("/data/refused_tokens", "only a quota_exhausted outcome names a refused reservation, not %s", d.Outcome)
 	}
 	s.Status, s.Outcome, s.CompletedAt = StatusCompleted, d.Outcome, env.TimeUTC()
 	return nil
