@@ -211,13 +211,18 @@ type SearchConsensusData struct {
 // version, for a search that was solved. LockSHA256 is the SHA-256 of the
 // lock's JSON with LockSHA256 empty.
 type SolverLockedData struct {
-	SearchID     string            `json:"search_id"`
-	Proposer     SearchComponent   `json:"proposer"`
-	Evaluator    SearchComponent   `json:"evaluator"`
-	Model        string            `json:"model,omitempty"`
-	ConfigSHA256 string            `json:"config_sha256"`
-	Prompts      map[string]string `json:"prompts"`
-	LockSHA256   string            `json:"lock_sha256"`
+	SearchID     string          `json:"search_id"`
+	Proposer     SearchComponent `json:"proposer"`
+	Evaluator    SearchComponent `json:"evaluator"`
+	Model        string          `json:"model,omitempty"`
+	ConfigSHA256 string          `json:"config_sha256"`
+	// Config is the locked config itself, whose SHA-256 is ConfigSHA256,
+	// so a solver that differs from its lock is told which setting
+	// differs. Locks written before 2026-12-06 have none (nil): they name
+	// config_sha256 only, as they did.
+	Config     *SearchConfig     `json:"config,omitempty"`
+	Prompts    map[string]string `json:"prompts"`
+	LockSHA256 string            `json:"lock_sha256"`
 }
 
 // SearchCorrectionData is the payload of search.candidate.corrected.v1:

@@ -56,7 +56,7 @@ func SolverLock(searchID string, cfg events.SearchConfig, model string, p Propos
 	if ps, ok := e.(PromptSet); ok {
 		add("evaluator.", ps.Prompts())
 	}
-	l := events.SolverLockedData{SearchID: searchID, Proposer: p.Component(), Evaluator: e.Component(), Model: model, ConfigSHA256: ConfigSHA256(cfg), Prompts: prompts}
+	l := events.SolverLockedData{SearchID: searchID, Proposer: p.Component(), Evaluator: e.Component(), Model: model, ConfigSHA256: ConfigSHA256(cfg), Config: &cfg, Prompts: prompts}
 	b, _ := json.Marshal(l)
 	l.LockSHA256 = sha(b)
 	return l
@@ -78,6 +78,8 @@ func CheckLock(l events.SolverLockedData) error {
 		return errors.New("config_sha256 missing")
 	case l.LockSHA256 == "":
 		return errors.New("lock_sha256 missing")
+	case l.Config != nil && ConfigSHA256(*l.Config) != l.ConfigSHA256:
+		return errors.New("config_sha256 is not the SHA-256 of config: the lock was edited")
 	}
 	check := l
 	check.LockSHA256 = ""
@@ -101,7 +103,11 @@ func VerifyLock(frozen, current events.SolverLockedData) error {
 		diffs = append(diffs, fmt.Sprintf("model %q, locked %q", current.Model, frozen.Model))
 	}
 	if frozen.ConfigSHA256 != current.ConfigSHA256 {
-		diffs = append(diffs, "config_sha256 "+current.ConfigSHA256+", locked "+frozen.ConfigSHA256)
+		if d := configDiffs(frozen.Config, current.Config); len(d) > 0 {
+			diffs = append(diffs, d...)
+		} else {
+			diffs = append(diffs, "config_sha256 "+current.ConfigSHA256+", locked "+frozen.ConfigSHA256)
+		}
 	}
 	names := map[string]bool{}
 	for k := range frozen.Prompts {
@@ -124,6 +130,32 @@ func VerifyLock(frozen, current events.SolverLockedData) error {
 		return fmt.Errorf("treesearch: the solver differs from its lock (search %s): %s", frozen.SearchID, strings.Join(diffs, "; "))
 	}
 	return nil
+}
+
+// configDiffs names the settings in which current differs from frozen
+// ("config.beam_width 3, locked 5"), by their JSON names; none when either
+// is nil (a lock written before locks held their config). Before, a
+// solver with another --beam or --quota was told only that config_sha256
+// differed (a walkthrough).
+func configDiffs(frozen, current *events.SearchConfig) []string {
+	if frozen == nil || current == nil {
+		return nil
+	}
+	f, c := *frozen, *current
+	var diffs []string
+	differs := func(name string, cur, locked any) {
+		if cur != locked {
+			diffs = append(diffs, fmt.Sprintf("config.%s %v, locked %v", name, cur, locked))
+		}
+	}
+	differs("beam_width", c.BeamWidth, f.BeamWidth)
+	differs("beam_per_depth", c.BeamPerDepth, f.BeamPerDepth)
+	differs("k", c.K, f.K)
+	differs("max_depth", c.MaxDepth, f.MaxDepth)
+	differs("max_expansions", c.MaxExpansions, f.MaxExpansions)
+	differs("quota_tokens", c.QuotaTokens, f.QuotaTokens)
+	differs("cost_per_step", c.CostPerStep, f.CostPerStep)
+	return diffs
 }
 
 // Lock freezes the solver of search key, which must be solved and have
@@ -171,6 +203,8 @@ func lockApply(env *events.Envelope, s *Search) error {
 		return rejectf("/data/evaluator", "%s@%s: the search ran %s@%s", d.Evaluator.Name, d.Evaluator.Version, s.Evaluator.Name, s.Evaluator.Version)
 	case d.ConfigSHA256 != ConfigSHA256(s.Config):
 		return rejectf("/data/config_sha256", "is not the SHA-256 of the search's config")
+	case d.Config != nil && ConfigSHA256(*d.Config) != d.ConfigSHA256:
+		return rejectf("/data/config", "its SHA-256 is not config_sha256")
 	case d.Model != s.Model:
 		return rejectf("/data/model", "%q: the search ran %q", d.Model, s.Model)
 	}

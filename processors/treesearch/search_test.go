@@ -397,9 +397,26 @@ func TestSolverLock(t *testing.T) {
 	if err := treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(5), "", game24.Arithmetic{}, game24.Arithmetic{})); err != nil {
 		t.Fatalf("the same solver refused: %v", err)
 	}
+	// another beam is named as the setting, not as config_sha256 alone (a
+	// walkthrough); a lock without its config (before 2026-12-06) names
+	// the hash as it did
 	err = treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(3), "", game24.Arithmetic{}, game24.Arithmetic{}))
+	if err == nil || !strings.Contains(err.Error(), "config.beam_width 3, locked 5") || strings.Contains(err.Error(), "config_sha256") {
+		t.Fatalf("another beam: %v; want config.beam_width 3, locked 5", err)
+	}
+	old := l
+	old.Config = nil
+	err = treesearch.VerifyLock(old, treesearch.SolverLock("x", game24.Config(3), "", game24.Arithmetic{}, game24.Arithmetic{}))
 	if err == nil || !strings.Contains(err.Error(), "config_sha256") {
-		t.Fatalf("another beam: %v", err)
+		t.Fatalf("another beam against a lock without its config: %v", err)
+	}
+	// an edited config is an edited lock
+	edited := l
+	ec := *l.Config
+	ec.BeamWidth = 9
+	edited.Config = &ec
+	if err := treesearch.CheckLock(edited); err == nil || !strings.Contains(err.Error(), "config_sha256 is not the SHA-256 of config") {
+		t.Fatalf("a lock with an edited config: %v", err)
 	}
 	rec := &game24.Recorded{}
 	err = treesearch.VerifyLock(l, treesearch.SolverLock("x", game24.Config(5), "", rec, rec))
