@@ -307,7 +307,12 @@ func TestDecimalFAndHAreAccepted(t *testing.T) {
 	off.Score, off.H, off.F = f64(0.8), f64(0.2), f64(0.3001)
 	rejected(t, st.apply(events.SearchNodeExpanded, off), "/data/f")
 	off.F, off.H = f64(0.31), f64(0.21)
-	rejected(t, st.apply(events.SearchNodeExpanded, off), "/data/h")
+	err := st.apply(events.SearchNodeExpanded, off)
+	rejected(t, err, "/data/h")
+	// the reason gives 1 − 0.8 as 0.2, not float64's 0.19999999999999996
+	if !strings.Contains(err.Error(), "0.21 is not 1 − score = 0.2") {
+		t.Errorf("reason %q; want it to say 0.21 is not 1 − score = 0.2", err)
+	}
 	st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
 		Children: []string{"r.0"}, Kept: []string{"r.0"}, Dropped: []string{}, TokensUsed: 10, TokensRefunded: 90})
 	if s := st.get(); len(s.Open) != 1 || s.Open[0].ID != "r.0" || s.Open[0].F != 0.3 {

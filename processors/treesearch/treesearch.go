@@ -33,6 +33,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -198,6 +199,12 @@ var idIndexRow = projections.IDIndexKey
 func closeEnough(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
+
+// num formats x for a reason, to 12 significant digits: 1 − 0.8 is
+// 0.2, not float64's 0.19999999999999996 (a walkthrough read the noise as
+// the processor's own arithmetic error). closeEnough's tolerance, 10⁻⁹
+// relative, is still visible at that precision.
+func num(x float64) string { return strconv.FormatFloat(x, 'g', 12, 64) }
 
 func rejectf(field, format string, a ...any) error {
 	return &events.ValidationError{Index: -1, Pointer: field, Reason: fmt.Sprintf(format, a...)}
@@ -403,10 +410,10 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		return rejectf("/data/h", "g + h overflows float64 (g %v, h %v): f would be ∞, which is a pruned node's (h null)", d.G, *d.H)
 	}
 	if d.H != nil && !closeEnough(*d.F, d.G+*d.H) {
-		return rejectf("/data/f", "%v is not g + h = %v", *d.F, d.G+*d.H)
+		return rejectf("/data/f", "%s is not g + h = %s", num(*d.F), num(d.G+*d.H))
 	}
 	if d.Score != nil && d.H != nil && !closeEnough(*d.H, 1-*d.Score) {
-		return rejectf("/data/h", "%v is not 1 − score = %v", *d.H, 1-*d.Score)
+		return rejectf("/data/h", "%s is not 1 − score = %s", num(*d.H), num(1-*d.Score))
 	}
 	if d.HardFail != (reason == events.PrunedHardCheck) {
 		return rejectf("/data/hard_fail", "hard_fail is true exactly when pruned_reason is %q", events.PrunedHardCheck)
