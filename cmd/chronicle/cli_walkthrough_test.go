@@ -194,6 +194,9 @@ func TestSearchFlagsCheckedFirst(t *testing.T) {
 		// the recording covers ToT's puzzles only: others were reported as
 		// 0 solved, every one unexpandable (a walkthrough)
 		{[]string{"--proposer", "recorded", "--from", "1", "--to", "1"}, "covers puzzles 901–1000 only"},
+		// the flag, not distill's Go field ("distill: LLMConfig.URL: …":
+		// a walkthrough)
+		{[]string{"--proposer", "llm", "--llm-url", "ftp://x", "--llm-model", "m"}, `--proposer llm: --llm-url: "ftp://x" is not an http or https URL`},
 	} {
 		out, err := exec.Command(binary, append([]string{"search", "game24", "--data", data}, c.args...)...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {

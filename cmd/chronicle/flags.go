@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,8 +37,8 @@ type commonFlags struct {
 
 // registerLLM adds the flags of the LLM distiller and judge.
 func (c *commonFlags) registerLLM(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1); enables the LLM distiller, the judge and, under serve, the PAIR LLM revision")
-	cmd.Flags().StringVar(&c.llmModel, "llm-model", "", "chat model for the LLM distiller, the judge and the PAIR LLM revision")
+	cmd.Flags().StringVar(&c.llmURL, "llm-url", "", "OpenAI-compatible API base URL (e.g. http://127.0.0.1:11434/v1); enables the LLM distiller, the judge and, under serve, the PAIR LLM revision; search game24 --proposer llm's model")
+	cmd.Flags().StringVar(&c.llmModel, "llm-model", "", "chat model for the LLM distiller, the judge, the PAIR LLM revision and search game24 --proposer llm")
 	cmd.Flags().StringVar(&c.llmKeyEnv, "llm-key-env", "CHRONICLE_LLM_API_KEY", "environment variable holding the API key")
 	cmd.Flags().Float64Var(&c.llmRate, "llm-rate", 1, "requests per second to the model, at most (a tree search's value samples are many calls)")
 }
@@ -120,6 +121,21 @@ func hostPort(s string) error {
 // llm is the LLM configuration, nil without --llm-url and --llm-model
 // (--llm-model alone was ignored silently: its LLMConfig.Validate now says
 // --llm-url is required; a walkthrough, 2026-11-30).
+// llmFlagError restates an error of distill.LLMConfig.Validate that names
+// its flag ("distill: LLMConfig.URL: … (--llm-url)") as the flag's
+// ("--llm-url: …"); other errors are returned as they are. search game24
+// --proposer llm said "distill: LLMConfig.URL: required", naming a Go
+// field of a package the command's user never chose (a walkthrough).
+func llmFlagError(err error) error {
+	m := llmFieldError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	return fmt.Errorf("%s: %s", m[2], m[1])
+}
+
+var llmFieldError = regexp.MustCompile(`^distill: LLMConfig\.\w+: (.*) \((--llm-[a-z-]+)\)$`)
+
 func (c *commonFlags) llm() *distill.LLMConfig {
 	if c.llmURL == "" && c.llmModel == "" {
 		return nil

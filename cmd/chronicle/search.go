@@ -137,9 +137,14 @@ Searches already in --data are not run again: an interrupted run resumes where i
 				if lc == nil {
 					return usage(fmt.Errorf("--proposer llm: give the model's endpoint with --llm-url and --llm-model"))
 				}
+				lc.OnRetry = func(err error, wait time.Duration) {
+					// one line per failed attempt: a hung endpoint kept the
+					// command silent for three timeouts (a walkthrough)
+					fmt.Fprintf(os.Stderr, "search: model %s: %v; trying again in %v\n", lc.Model, err, wait.Round(time.Millisecond))
+				}
 				client, err := distill.NewLLM(*lc)
 				if err != nil {
-					return usage(fmt.Errorf("--proposer llm: %w", err))
+					return usage(fmt.Errorf("--proposer llm: %w", llmFlagError(err)))
 				}
 				l := &game24.LLM{Client: client}
 				prop, eval, model = l, l, lc.Model

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -185,6 +190,25 @@ func TestSearchWithTheLLMProposer(t *testing.T) {
 	}
 	if len(prompts()) != n {
 		t.Fatalf("audit called the model %d times", len(prompts())-n)
+	}
+	// a failed model call tried again is said on stderr, one line per
+	// attempt (a hung endpoint kept the command silent for 185 s: a
+	// walkthrough); the search then goes on as before
+	var failedOnce atomic.Bool
+	fresh, _ := game24test.RecordedServer(t, &game24.Recorded{}) // it counts the value samples it served
+	target, _ := url.Parse(fresh.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failedOnce.CompareAndSwap(false, true) {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer flaky.Close()
+	again, stderr := runSearchStderr(t, t.TempDir(), "--proposer", "llm", "--llm-url", flaky.URL, "--llm-model", "gpt-4-recorded", "--llm-rate", "10000", "--from", "901", "--to", "902")
+	if again.Solved != 2 || !strings.Contains(stderr, "search: model gpt-4-recorded: attempt 1: POST") || !strings.Contains(stderr, "503 Service Unavailable") || !strings.Contains(stderr, "trying again in") {
+		t.Fatalf("after one 503: solved %d, stderr:\n%s\nwant a line saying attempt 1 failed with 503 and is tried again", again.Solved, stderr)
 	}
 	// a model flag without --proposer llm, and llm without an endpoint, are refused
 	for _, c := range []struct {

@@ -72,13 +72,20 @@ func TestLLMRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("TEST_LLM_KEY", "k3y")
-	llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "m", APIKeyEnv: "TEST_LLM_KEY", InitialBackoff: time.Millisecond, RatePerSecond: 1000})
+	// OnRetry hears of each attempt tried again, with its error (a hung
+	// endpoint kept a command silent: a walkthrough)
+	var retried []string
+	llm, err := distill.NewLLM(distill.LLMConfig{URL: srv.URL, Model: "m", APIKeyEnv: "TEST_LLM_KEY", InitialBackoff: time.Millisecond, RatePerSecond: 1000,
+		OnRetry: func(err error, wait time.Duration) { retried = append(retried, err.Error()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := llm.Complete(context.Background(), "hi")
 	if err != nil || got != "NO_EXTRACTIONS" || calls.Load() != 3 {
 		t.Fatalf("%q %v after %d calls", got, err, calls.Load())
+	}
+	if len(retried) != 2 || !strings.Contains(retried[0], "attempt 1:") || !strings.Contains(retried[0], "503") || !strings.Contains(retried[1], "429") {
+		t.Fatalf("OnRetry heard %q; want attempts 1 (503) and 2 (429)", retried)
 	}
 	calls.Store(0)
 	t.Setenv("TEST_LLM_KEY", "wrong")

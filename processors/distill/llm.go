@@ -168,6 +168,12 @@ type LLMConfig struct {
 	// HTTPClient sends the requests (default: a new http.Client with
 	// Timeout). A given client's own Timeout, if shorter, also applies.
 	HTTPClient *http.Client
+	// OnRetry, when set, is called after each failed attempt that will be
+	// tried again, with its error ("attempt N: …") and the wait before
+	// the next (default: nil, nothing said). A command can tell its user
+	// why it waits: a hung endpoint held search game24 --proposer llm
+	// silent for three Timeouts, 185 s (a walkthrough).
+	OnRetry func(err error, wait time.Duration)
 }
 
 // redactedURL is raw with the password of its user information, if any,
@@ -367,7 +373,7 @@ func (l *LLM) Complete(ctx context.Context, user string) (string, error) {
 	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.Multiplier, bo.RandomizationFactor, bo.MaxElapsedTime = l.cfg.InitialBackoff, 2, 0, 0
-	err := backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(hinted{bo, &hint}, uint64(l.cfg.Attempts-1)), ctx))
+	err := backoff.RetryNotify(op, backoff.WithContext(backoff.WithMaxRetries(hinted{bo, &hint}, uint64(l.cfg.Attempts-1)), ctx), l.cfg.OnRetry)
 	if err != nil {
 		return "", fmt.Errorf("model %s after %d attempts: %w", l.cfg.Model, attempt, err)
 	}
