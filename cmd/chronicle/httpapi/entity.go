@@ -104,6 +104,8 @@ func entityNotFound(w http.ResponseWriter, r *http.Request, kind, id string) {
 		hint = " in the sessions projection of a scope you read (this directory's: inspect reads no log, so events the log holds beyond it are not seen here); GET /v1/deadletters lists those refused after their 202"
 	case kind == "session":
 		hint = " in the sessions projection of a scope you read; GET /v1/sessions/{id}/events reads its events from the log (those not applied yet included), and GET /v1/deadletters lists those refused after their 202"
+	case kind == "panel":
+		hint = "; a panel is the search.branch.completed.v1 events of a consensus panel's search_id, in a scope you read; GET /v1/deadletters lists those refused after their 202"
 	case kind == "memory":
 		// a recording merged into an existing memory is no memory of its
 		// own: its id answered 404 pointing at the dead letters alone,

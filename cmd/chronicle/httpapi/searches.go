@@ -109,6 +109,12 @@ func (s *Server) panelRoute(w http.ResponseWriter, r *http.Request, id string) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	case !ok:
+		if _, isSearch, _ := treesearch.Get(s.P.Store, key); isSearch {
+			// a Beam-A* search has no panel: the hint pointed to the dead
+			// letters, where there was nothing (a walkthrough)
+			writeErr(w, http.StatusNotFound, "panel %q not found: %q is a Beam-A* search, read at GET /v1/searches/{id}; a panel is the search.branch.completed.v1 events of a consensus panel's search_id", id, id)
+			return
+		}
 		entityNotFound(w, r, "panel", id)
 		return
 	}

@@ -271,8 +271,24 @@ func TestPanelRoute(t *testing.T) {
 	if code, m = call(t, base, "tok-b", "GET", "/v1/searches/pan%2F1/panel", nil); code != 404 {
 		t.Fatalf("another scope's token: %d %v", code, m)
 	}
-	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/nope/panel", nil); code != 404 || !strings.Contains(fmt.Sprint(m["error"]), "panel") {
-		t.Fatalf("unknown panel: %d %v", code, m)
+	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/nope/panel", nil); code != 404 || !strings.Contains(fmt.Sprint(m["error"]), "consensus panel's search_id") {
+		t.Fatalf("unknown panel: %d %v; want a 404 saying what a panel is", code, m)
+	}
+	// a Beam-A* search's id: the 404 says where it is read (it pointed to
+	// the dead letters, where there was nothing: a walkthrough)
+	started, err := events.New(events.SearchStarted, "paneltest", "beam-1", time.Now(), events.SearchStartedData{SearchID: "beam", Goal: "g", RootState: "1 2 3 4",
+		Config:   events.SearchConfig{BeamWidth: 1, K: 1, MaxDepth: 1},
+		Proposer: events.SearchComponent{Name: "p", Version: "1"}, Evaluator: events.SearchComponent{Name: "e", Version: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started.Scope = "project:a"
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{started}); code != 202 {
+		t.Fatalf("seed the search: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	if code, m = call(t, base, "tok-a", "GET", "/v1/searches/beam/panel", nil); code != 404 || !strings.Contains(fmt.Sprint(m["error"]), "is a Beam-A* search, read at GET /v1/searches/{id}") {
+		t.Fatalf("a Beam-A* search's panel: %d %v; want a 404 naming the search route", code, m)
 	}
 }
 
