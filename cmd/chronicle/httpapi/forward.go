@@ -173,7 +173,7 @@ func (s *Server) toOwner(rt ownerRoute, next http.HandlerFunc) http.HandlerFunc 
 			next(w, r) // the handler answers 400
 			return
 		}
-		v, err := s.groupView(r.Context())
+		v, err := s.settledView(r.Context(), string(rt.topic(suffix)))
 		if err != nil && brokersAway(err) && s.dir.wasCluster() {
 			// the brokers have been away longer than a session timeout:
 			// the local store is all there is, and its "not found" may be
@@ -312,7 +312,7 @@ func (s *Server) toTopicOwner(topic events.Topic, wait time.Duration, next http.
 			next(w, r)
 			return
 		}
-		v, err := s.groupView(r.Context())
+		v, err := s.settledView(r.Context(), string(topic))
 		if err != nil && brokersAway(err) && s.dir.wasCluster() && !s.ownsLocally(string(topic), 0) {
 			// the brokers have been away longer than a session timeout and
 			// this member does not hold the topic: its store's answer (a
@@ -911,8 +911,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.listSessionsLocal(w, r)
 		return
 	}
-	v, err := s.groupView(r.Context())
 	topic := string(events.TopicSessions)
+	v, err := s.settledView(r.Context(), topic)
 	if err == nil && v.blind {
 		s.noOwner(w, v, topic, -1, "the list")
 		return
@@ -1115,6 +1115,72 @@ func (s *Server) ownerElsewhere(ctx context.Context, topic events.Topic, key str
 		return nil, "", 0
 	}
 	return v, owner, p
+}
+
+// ownerWait bounds how long a write whose entity's partition has no
+// owner in the group view waits for one (awaitOwner): the view is
+// described again every DirectoryTTL, and a cooperative rebalance gives
+// a moved partition its new owner in the round after.
+const ownerWait = 3 * time.Second
+
+// awaitOwner is ownerElsewhere for a write that must be made by the owner
+// of key's partition on topic: while the group view names no owner of
+// that partition and this member does not hold it, it asks again (at
+// most ownerWait); ok false then, with the view and partition for
+// noOwner's 503. Before, the fork route took such a partition for its
+// own: it wrote the fork from a member whose store never applies it and
+// answered 202 "not yet processed after 5s", and a retry then found no
+// idempotency key there (a flaky cluster test,
+// TestForkRetryInACluster: the view it read was described while the
+// rebalance moved the new workflow's partition). A blind view goes on
+// locally, as ownerElsewhere does.
+func (s *Server) awaitOwner(ctx context.Context, topic events.Topic, key string) (v *groupView, owner string, p int32, ok bool) {
+	deadline := time.Now().Add(ownerWait)
+	for {
+		if v, owner, p = s.ownerElsewhere(ctx, topic, key); owner != "" {
+			return v, owner, p, true
+		}
+		view, err := s.groupView(ctx)
+		if err != nil || view.blind || !view.forwarding() {
+			return nil, "", 0, true
+		}
+		p = partitionOf(string(topic), key, view.parts[string(topic)])
+		if !view.ownerless(string(topic), p) || s.ownsLocally(string(topic), p) {
+			return nil, "", 0, true
+		}
+		if time.Now().After(deadline) {
+			return view, "", p, false
+		}
+		select {
+		case <-ctx.Done():
+			return view, "", p, false
+		case <-time.After(DirectoryTTL / 4):
+		}
+	}
+}
+
+// settledView is groupView for a request on topic: while the view names
+// no owner for some partition of topic (a rebalance moving it; the
+// coordinator can describe the group Stable between a cooperative
+// rebalance's two rounds), it asks again, at most ownerWait, and returns
+// the last view. Before, such a view answered 503 at once: cluster tests
+// failed so under load, a write-only token's resume answered 503 where
+// the test waited for 404 (TestWriteOnlyResumeInACluster) seconds after
+// the group had settled. Blind views, errors and members alone are
+// returned at once.
+func (s *Server) settledView(ctx context.Context, topic string) (*groupView, error) {
+	deadline := time.Now().Add(ownerWait)
+	for {
+		v, err := s.groupView(ctx)
+		if err != nil || v.blind || !v.forwarding() || v.complete(topic) || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(DirectoryTTL / 4):
+		}
+	}
 }
 
 // getFrom sends GET path to the member at base with r's Authorization and

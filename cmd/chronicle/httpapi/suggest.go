@@ -156,12 +156,18 @@ func (s *Server) postSuggest(w http.ResponseWriter, r *http.Request) {
 // another member a suggestion read a stale threshold and a feedback waited
 // 5 s for an apply that happened elsewhere, then answered 503 (found by a
 // cluster walkthrough). Bounded as a forwarded write (forwardWrite), the
-// suggestion too: it computes its answer there.
+// suggestion too: it computes its answer there. While no member owns the
+// partition (a rebalance moving it) it waits for one (awaitOwner, at most
+// ownerWait), then answers 503 with Retry-After and returns true.
 func (s *Server) policyToOwner(w http.ResponseWriter, r *http.Request, body []byte, key string) bool {
 	if r.Header.Get(ForwardedHeader) != "" {
 		return false
 	}
-	v, owner, p := s.ownerElsewhere(r.Context(), events.TopicWorkflows, key)
+	v, owner, p, known := s.awaitOwner(r.Context(), events.TopicWorkflows, key)
+	if !known {
+		s.noOwner(w, v, string(events.TopicWorkflows), p, "the policy's write")
+		return true
+	}
 	if owner == "" {
 		return false
 	}

@@ -226,7 +226,7 @@ func serveMergedList[T any](s *Server, w http.ResponseWriter, r *http.Request, l
 		l.local(w, r)
 		return
 	}
-	v, err := s.groupView(r.Context())
+	v, err := s.settledView(r.Context(), l.topic)
 	if err == nil && v.blind {
 		s.noOwner(w, v, l.topic, -1, "the list")
 		return

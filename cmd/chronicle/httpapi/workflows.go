@@ -471,7 +471,10 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		// workflow the same URL reads, and the other writes waited 5 s for
 		// an apply made elsewhere (found by a cluster walkthrough).
 		if r.URL.Query().Get("scope") == "" && r.Header.Get(ForwardedHeader) == "" {
-			if v, owner, p := s.ownerElsewhere(r.Context(), events.TopicWorkflows, key); owner != "" {
+			if v, owner, p, known := s.awaitOwner(r.Context(), events.TopicWorkflows, key); !known {
+				s.noOwner(w, v, string(events.TopicWorkflows), p, "the write")
+				return
+			} else if owner != "" {
 				s.forwardWrite(w, r, body, sc, v, owner, p)
 				return
 			}
@@ -698,7 +701,12 @@ func (s *Server) workflowPost(w http.ResponseWriter, r *http.Request) {
 		// was taken: a retry of the fork found it taken and answered 409
 		// (its idempotency key is not in this store)
 		childKey := events.EntityKey(scope, b.WorkflowID)
-		if v, owner, p := s.ownerElsewhere(ctx, events.TopicWorkflows, childKey); owner != "" {
+		v, owner, p, known := s.awaitOwner(ctx, events.TopicWorkflows, childKey)
+		if !known {
+			s.noOwner(w, v, string(events.TopicWorkflows), p, "the fork into "+strconv.Quote(b.WorkflowID))
+			return
+		}
+		if owner != "" {
 			if r.Header.Get(forkHopHeader) != "" {
 				// sent on by the parent's owner while the partition moved
 				// (a rebalance), or the header set by a client: only the
