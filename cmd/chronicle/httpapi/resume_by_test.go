@@ -109,3 +109,23 @@ func TestResumeByWithoutTokens(t *testing.T) {
 		}
 	}
 }
+
+// A resume whose note takes its event above the size limit is a 413
+// naming the body's /note, as a bad note is a 400 naming it; it said
+// "event 0: /: …", an index and a pointer of no request the caller sent
+// (a walkthrough).
+func TestResumeWithAnOversizedNoteNamesTheNote(t *testing.T) {
+	p, _, base := scopedServer(t)
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", pausedSearchIn(t, "project:a", "big-note", "x")); code != 202 {
+		t.Fatalf("seed: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	note := strings.Repeat("n", events.MaxEventBytes)
+	code, m := call(t, base, "tok-a", "POST", "/v1/searches/big-note/resume", map[string]any{"decision": "approve", "note": note})
+	if code != 413 || m["pointer"] != "/note" || strings.Contains(fmt.Sprint(m["error"]), "event 0") || !strings.Contains(fmt.Sprint(m["error"]), "of them in the note") {
+		t.Fatalf("an oversized note: %d %.300v; want 413 naming /note, no event index", code, m)
+	}
+	if s, _, _ := treesearch.Get(p.Store, events.EntityKey("project:a", "big-note")); s.Status != treesearch.StatusPaused {
+		t.Fatalf("after the refused resume: %s, want paused", s.Status)
+	}
+}

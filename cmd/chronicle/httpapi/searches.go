@@ -216,6 +216,17 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, errResumedAlready):
 			writeErr(w, http.StatusConflict, "%v", err)
 			return
+		case errors.Is(err, events.ErrEventTooLarge) && errors.As(err, &ve):
+			// the body's member that made the event too large (the note,
+			// mostly), not "event 0: /data/note", an index and a pointer
+			// of no request the caller sent (a walkthrough)
+			eb := errorBody{Error: ve.Reason, Reason: ve.Reason}
+			if m, ok := strings.CutPrefix(ve.Pointer, "/data/"); ok && (m == "note" || m == "by") {
+				eb.Reason = strings.ReplaceAll(ve.Reason, "in /data/"+m, "in the "+m)
+				eb.Error, eb.Pointer = m+": "+eb.Reason, "/"+m
+			}
+			writeJSON(w, http.StatusRequestEntityTooLarge, eb)
+			return
 		case errors.Is(err, events.ErrEventTooLarge):
 			writeErr(w, http.StatusRequestEntityTooLarge, "%v", err)
 			return
