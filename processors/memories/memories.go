@@ -68,8 +68,10 @@ type Memory struct {
 	// merged into it (see use and mergeSource). The single-signal rule
 	// (Consensus) compares not this count but usageAuthors, the same
 	// usages grouped by the caller who caused them.
-	UsageCount  int    `json:"usage_count"`
-	CreatedAt   string `json:"created_at"`
+	UsageCount int    `json:"usage_count"`
+	CreatedAt  string `json:"created_at"`
+	// LastDecayAt is when the confidence last decayed: CreatedAt until
+	// the first decay (a walkthrough read it as a decay at creation).
 	LastDecayAt string `json:"last_decay_at"`
 	// DecayClock is the time (a clock.tick.v1's) from which the memory's
 	// next decay counts; empty until the first tick after the memory
