@@ -16,6 +16,14 @@ func (n namedProc) Name() string                                { return string(
 func (namedProc) Topics() []events.Topic                        { return []events.Topic{events.TopicSessions} }
 func (namedProc) Apply(*projections.Tx, *events.Envelope) error { return nil }
 
+// typedProc acts on types, on chronicle.sessions.
+type typedProc struct {
+	namedProc
+	types []events.Type
+}
+
+func (p typedProc) Types() []events.Type { return p.types }
+
 // A processor's Name names its projection, offsets and idempotency keys:
 // two processors of one name shared them, so the second saw every event
 // as a duplicate and was never applied (a Go-package walkthrough's
@@ -33,6 +41,11 @@ func TestProcessorNamesAreChecked(t *testing.T) {
 		{[]processors.Processor{namedProc("")}, "Processors[0]: Name is empty"},
 		{[]processors.Processor{namedProc("a"), namedProc("x/y")}, `Processors[1]: Name "x/y" holds a '/'`},
 		{[]processors.Processor{namedProc("a"), nil}, "Processors[1]: nil"}, // it panicked in Name
+		// a type its topics never carry was taken and never applied (a
+		// Go-package walkthrough)
+		{[]processors.Processor{typedProc{"t", []events.Type{events.SessionStarted, events.MemoryFeedback}}},
+			"Processors[0] (t): Types()[1] memory.feedback.v1 is written to chronicle.memories, which is not among its Topics() [chronicle.sessions]"},
+		{[]processors.Processor{typedProc{"t", []events.Type{"made.up.v1"}}}, `Processors[0] (t): Types()[0] "made.up.v1" is no event type`},
 	} {
 		err := processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: c.procs}.Validate()
 		if err == nil || !strings.Contains(err.Error(), "RunnerConfig."+c.want) {
@@ -54,7 +67,7 @@ func TestProcessorNamesAreChecked(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ReplayConfig.Processors: at least one") {
 		t.Errorf("Replay without processors: %v, want it refused", err)
 	}
-	if err := (processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: []processors.Processor{namedProc("a"), namedProc("b")}}).Validate(); err != nil {
+	if err := (processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: []processors.Processor{namedProc("a"), namedProc("b"), typedProc{"c", []events.Type{events.SessionStarted}}}}).Validate(); err != nil {
 		t.Errorf("two names: %v", err)
 	}
 }

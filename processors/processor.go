@@ -62,7 +62,9 @@ type Processor interface {
 // name share one projection, offsets and idempotency keys, so the second
 // saw every event as a duplicate of the first and was never applied (a
 // Go-package walkthrough's processor named "sessions", next to the
-// built-in one).
+// built-in one). It fails too for a TypedProcessor listing a type that is
+// not Chronicle's (events.Lookup) or is written to a topic not among its
+// Topics: no such event ever reaches it (it was taken silently).
 func CheckNames(field string, procs []Processor) error {
 	seen := make(map[string]int, len(procs))
 	for i, p := range procs {
@@ -80,6 +82,20 @@ func CheckNames(field string, procs []Processor) error {
 			return fmt.Errorf("processors: %s[%d]: Name %q is also %s[%d]'s: each processor needs its own (it names its projection, offsets and idempotency keys)", field, i, name, field, j)
 		}
 		seen[name] = i
+		if tp, ok := p.(TypedProcessor); ok {
+			topics := tp.Topics()
+			for j, t := range tp.Types() {
+				info, known := events.Lookup(t)
+				switch {
+				case !known:
+					return fmt.Errorf("processors: %s[%d] (%s): Types()[%d] %q is no event type of Chronicle's (events.Lookup): it would never be applied", field, i, name, j, t)
+				case !slices.Contains(topics, info.Topic):
+					// it was taken silently and never applied (a Go-package
+					// walkthrough, 2026-12-06)
+					return fmt.Errorf("processors: %s[%d] (%s): Types()[%d] %s is written to %s, which is not among its Topics() %v: it would never be applied", field, i, name, j, t, info.Topic, topics)
+				}
+			}
+		}
 	}
 	return nil
 }
