@@ -1117,17 +1117,18 @@ func (s *Server) ownerElsewhere(ctx context.Context, topic events.Topic, key str
 	return v, owner, p
 }
 
-// ownerWait bounds how long a write whose entity's partition has no
-// owner in the group view waits for one (awaitOwner): the view is
-// described again every DirectoryTTL, and a cooperative rebalance gives
-// a moved partition its new owner in the round after.
+// ownerWait bounds how long a request whose topic has a partition
+// without an owner in the group view waits for a view that names one
+// (settledView, awaitOwner): the view is described again every
+// DirectoryTTL, and a cooperative rebalance gives a moved partition its
+// new owner in the round after.
 const ownerWait = 3 * time.Second
 
 // awaitOwner is ownerElsewhere for a write that must be made by the owner
-// of key's partition on topic: while the group view names no owner of
-// that partition and this member does not hold it, it asks again (at
-// most ownerWait); ok false then, with the view and partition for
-// noOwner's 503. Before, the fork route took such a partition for its
+// of key's partition on topic, on a settled view (settledView: at most
+// ownerWait); ok false, with the view and partition for noOwner's 503,
+// when that partition still has no owner and this member does not hold
+// it. Before, the fork route took such a partition for its
 // own: it wrote the fork from a member whose store never applies it and
 // answered 202 "not yet processed after 5s", and a retry then found no
 // idempotency key there (a flaky cluster test,
@@ -1135,28 +1136,15 @@ const ownerWait = 3 * time.Second
 // rebalance moved the new workflow's partition). A blind view goes on
 // locally, as ownerElsewhere does.
 func (s *Server) awaitOwner(ctx context.Context, topic events.Topic, key string) (v *groupView, owner string, p int32, ok bool) {
-	deadline := time.Now().Add(ownerWait)
-	for {
-		if v, owner, p = s.ownerElsewhere(ctx, topic, key); owner != "" {
-			return v, owner, p, true
-		}
-		view, err := s.groupView(ctx)
-		if err != nil || view.blind || !view.forwarding() {
-			return nil, "", 0, true
-		}
+	view, err := s.settledView(ctx, string(topic))
+	if err == nil && !view.blind && view.forwarding() {
 		p = partitionOf(string(topic), key, view.parts[string(topic)])
-		if !view.ownerless(string(topic), p) || s.ownsLocally(string(topic), p) {
-			return nil, "", 0, true
-		}
-		if time.Now().After(deadline) {
+		if view.ownerless(string(topic), p) && !s.ownsLocally(string(topic), p) {
 			return view, "", p, false
-		}
-		select {
-		case <-ctx.Done():
-			return view, "", p, false
-		case <-time.After(DirectoryTTL / 4):
 		}
 	}
+	v, owner, p = s.ownerElsewhere(ctx, topic, key)
+	return v, owner, p, true
 }
 
 // settledView is groupView for a request on topic: while the view names
