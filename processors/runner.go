@@ -449,7 +449,13 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 }
 
 // Run runs the engine and the workers until ctx ends or Close is called.
-// Its error is the router's; the engine only stops with ctx.
+// Its error is the router's; the engine only stops with ctx. Like a Kafka
+// Streams application it waits for its brokers rather than failing: with
+// every broker unreachable Run keeps retrying, and with the default
+// Logger (NopLogger) says nothing of it (a Go-package walkthrough). To
+// learn that it started, wait on Running with a bound of your own
+// (pipeline.Start waits 60 s for it); a Logger shows each failed
+// connection.
 func (r *Runner) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	r.cancelMu.Lock()
