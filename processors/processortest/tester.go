@@ -136,7 +136,7 @@ func (t *Tester) Publish(envs ...events.Envelope) ([]Outcomes, error) {
 	}
 	out := make([]Outcomes, len(recs))
 	for i, r := range recs {
-		o, err := t.write(r)
+		o, err := t.write(r, false)
 		if err != nil {
 			return out[:i], err
 		}
@@ -156,12 +156,27 @@ func (t *Tester) PublishRecord(r *kgo.Record) (Outcomes, error) {
 		return nil, errors.New("processortest: PublishRecord: Topic is empty")
 	}
 	c := *r
-	return t.write(&c)
+	return t.write(&c, false)
 }
 
-// write appends r to the log, applies it, then relays.
-func (t *Tester) write(r *kgo.Record) (Outcomes, error) {
-	o, err := t.append(r)
+// PublishRecordTo is PublishRecord on partition p of r.Topic, 0 included:
+// PublishRecord reads a zero r.Partition as "the key's partition", so a
+// record whose key hashes elsewhere could not be written to partition 0
+// (a Go-package walkthrough). A p outside the topic's partitions is an
+// error, nothing written.
+func (t *Tester) PublishRecordTo(r *kgo.Record, p int32) (Outcomes, error) {
+	if r.Topic == "" {
+		return nil, errors.New("processortest: PublishRecordTo: Topic is empty")
+	}
+	c := *r
+	c.Partition = p
+	return t.write(&c, true)
+}
+
+// write appends r to the log (at r.Partition when manual), applies it,
+// then relays.
+func (t *Tester) write(r *kgo.Record, manual bool) (Outcomes, error) {
+	o, err := t.append(r, manual)
 	if err != nil {
 		return o, err
 	}
@@ -170,9 +185,9 @@ func (t *Tester) write(r *kgo.Record) (Outcomes, error) {
 
 // append places r in its topic partition's log at the next offset and
 // applies it through the processors of its topic.
-func (t *Tester) append(r *kgo.Record) (Outcomes, error) {
+func (t *Tester) append(r *kgo.Record, manual bool) (Outcomes, error) {
 	n := t.partitionsOf(r.Topic)
-	if r.Partition == 0 || n == 1 {
+	if !manual && (r.Partition == 0 || n == 1) {
 		r.Partition = events.Partition(r.Topic, string(r.Key), n)
 	}
 	if r.Partition < 0 || int(r.Partition) >= n {
@@ -237,7 +252,7 @@ func (t *Tester) relay() error {
 				}
 				t.emitted = append(t.emitted, env)
 			}
-			if _, err := t.append(r); err != nil {
+			if _, err := t.append(r, false); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package processortest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -236,4 +237,32 @@ func first(rs []*kgo.Record) *kgo.Record {
 		return nil
 	}
 	return rs[0]
+}
+
+// PublishRecordTo writes to the partition it is given, 0 included:
+// PublishRecord reads a zero Partition as "the key's partition", so a
+// record whose key hashes elsewhere could not be put on partition 0 (a
+// Go-package walkthrough). A partition the topic lacks is an error.
+func TestPublishRecordToForcesThePartition(t *testing.T) {
+	tt := processortest.New(t, []processors.Processor{toolCalls{"a"}}, processortest.Partitions(4))
+	topic := string(events.TopicSessions)
+	key := ""
+	for i := 0; key == ""; i++ { // a key that does not hash to partition 0
+		if k := fmt.Sprintf("s%d", i); events.Partition(topic, k, 4) != 0 {
+			key = k
+		}
+	}
+	if _, err := tt.PublishRecord(&kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tt.PublishRecordTo(&kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(`{}`)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	recs := tt.Records(events.TopicSessions)
+	if len(recs) != 2 || recs[0].Partition != 0 || recs[1].Partition != events.Partition(topic, key, 4) {
+		t.Fatalf("partitions of the two records: %d, %d; want 0 (PublishRecordTo) then the key's %d", recs[0].Partition, recs[1].Partition, events.Partition(topic, key, 4))
+	}
+	if _, err := tt.PublishRecordTo(&kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(`{}`)}, 4); err == nil {
+		t.Fatal("partition 4 of a 4-partition topic was accepted")
+	}
 }
