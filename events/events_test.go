@@ -717,3 +717,39 @@ func TestCriterionIDsAreUnique(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A Publish whose context had ended before the call sends nothing, and
+// says so: the error wraps context.Canceled, not ErrNotAcknowledged
+// ("outcome unknown", which it was, for records that never left: a
+// Go-package walkthrough).
+func TestPublishWithAnEndedContextSendsNothing(t *testing.T) {
+	b, err := broker.Start(context.Background(), broker.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p, err := events.NewProducer(events.ProducerConfig{Brokers: b.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	env, err := events.New(events.MemoryFeedback, "test", "ended-1", time.Unix(1700000000, 0), events.MemoryFeedbackData{MemoryID: "m1", Signal: "task_completion", Positive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = p.Publish(ctx, env)
+	var pe *events.ProduceError
+	if !errors.Is(err, context.Canceled) || errors.Is(err, events.ErrNotAcknowledged) || !errors.As(err, &pe) || len(pe.Failed) != 1 || !strings.Contains(err.Error(), "not sent") {
+		t.Fatalf("Publish with an ended context: %v; want context.Canceled, not ErrNotAcknowledged, the record in Failed", err)
+	}
+	// nothing reached the log: the first record written now is at offset 0
+	rec, err := events.Record(&env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceRecords(context.Background(), []*kgo.Record{rec}); err != nil || rec.Offset != 0 {
+		t.Fatalf("the next write: %v at offset %d; want offset 0 (nothing written before)", err, rec.Offset)
+	}
+}

@@ -270,7 +270,9 @@ func ParseBatch(raws [][]byte) ([]Envelope, error) {
 // when the broker refused them before appending (nothing was written); the wait ends at
 // ProducerConfig.PublishTimeout (15 s by default) or when ctx ends,
 // whichever comes first, and in the second case the error also wraps
-// ctx.Err() and WriteFailure is left as it was. No events (an empty envs)
+// ctx.Err() and WriteFailure is left as it was. A ctx that has ended
+// before the call sends nothing: the error wraps ctx.Err() but not
+// ErrNotAcknowledged, whose outcome is unknown. No events (an empty envs)
 // is nil at once.
 //
 // Two events of one call with the same scope, source and id but other
@@ -461,7 +463,9 @@ func WithRecordSink(ctx context.Context, sink RecordSink) context.Context {
 // outbox relay re-sent every record of a call with one record too large
 // for the broker, so each of the others reached the log again every
 // round, hundreds of times: a Node.js integrator's walkthrough). Err is
-// the failure as ProduceRecords describes it (wrapping ErrNotAcknowledged).
+// the failure as ProduceRecords describes it (wrapping ErrNotAcknowledged;
+// for a ctx that had ended before the call, ctx.Err() alone: nothing was
+// sent).
 type ProduceError struct {
 	Failed []*kgo.Record
 	Err    error
@@ -482,6 +486,11 @@ func (p *Producer) ProduceRecords(ctx context.Context, recs []*kgo.Record) error
 	}
 	if p.closed.Load() {
 		return fmt.Errorf("%w: %d records not sent", ErrProducerClosed, len(recs))
+	}
+	if err := ctx.Err(); err != nil {
+		// nothing sent: it was ErrNotAcknowledged, "outcome unknown",
+		// for records that never left (a Go-package walkthrough)
+		return &ProduceError{Failed: recs, Err: fmt.Errorf("events: %d records not sent: the context had ended before the call: %w", len(recs), err)}
 	}
 	start, parent := time.Now(), ctx
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
