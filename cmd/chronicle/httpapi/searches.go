@@ -216,29 +216,30 @@ func (s *Server) resumeSearch(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, errResumedAlready):
 			writeErr(w, http.StatusConflict, "%v", err)
 			return
-		case errors.Is(err, events.ErrEventTooLarge) && errors.As(err, &ve):
-			// the body's member that made the event too large (the note,
-			// mostly), not "event 0: /data/note", an index and a pointer
-			// of no request the caller sent (a walkthrough)
-			eb := errorBody{Error: ve.Reason, Reason: ve.Reason}
-			if m, ok := strings.CutPrefix(ve.Pointer, "/data/"); ok && (m == "note" || m == "by") {
-				eb.Reason = strings.ReplaceAll(ve.Reason, "in /data/"+m, "in the "+m)
-				eb.Error, eb.Pointer = m+": "+eb.Reason, "/"+m
+		case errors.As(err, &ve):
+			// the event's data member of the body's (note, by, decision):
+			// the body's pointer, as every route's 400 names it, also in
+			// the 413 of an event too large (before, the event's message
+			// without a pointer, a walkthrough, 2026-11-30; and the 413
+			// said "event 0: /data/note", an index and a pointer of no
+			// request the caller sent)
+			code := http.StatusBadRequest
+			if errors.Is(err, events.ErrEventTooLarge) {
+				code = http.StatusRequestEntityTooLarge
 			}
-			writeJSON(w, http.StatusRequestEntityTooLarge, eb)
+			if m, ok := strings.CutPrefix(ve.Pointer, "/data/"); ok && (m == "note" || m == "by" || m == "decision") {
+				reason := strings.ReplaceAll(ve.Reason, "in /data/"+m, "in the "+m)
+				writeJSON(w, code, errorBody{Error: m + ": " + reason, Pointer: "/" + m, Reason: reason})
+				return
+			}
+			if code == http.StatusRequestEntityTooLarge {
+				writeJSON(w, code, errorBody{Error: ve.Reason, Reason: ve.Reason})
+				return
+			}
+			writeErrOf(w, code, err)
 			return
 		case errors.Is(err, events.ErrEventTooLarge):
 			writeErr(w, http.StatusRequestEntityTooLarge, "%v", err)
-			return
-		case errors.As(err, &ve):
-			// the event's data member of the body's (note, by): the body's
-			// pointer, as every route's 400 names it; before, the event's
-			// message without a pointer (a walkthrough, 2026-11-30)
-			if m, ok := strings.CutPrefix(ve.Pointer, "/data/"); ok && (m == "note" || m == "by" || m == "decision") {
-				writeFieldErr(w, m, "/"+m, ve.Reason)
-				return
-			}
-			writeErrOf(w, http.StatusBadRequest, err)
 			return
 		}
 		writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry: %v", err)
