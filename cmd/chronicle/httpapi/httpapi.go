@@ -530,7 +530,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		// it was ignored, and the events written into the token's
 		// default write scope, which others may read (a security
 		// review, 2026-11-30): refused, saying where a scope goes
-		reason := "not a query parameter of POST /v1/events: an event's scope is its scope attribute (structured and batched modes) or its ce-scope header (binary mode); without one, the token's default write scope (GET /v1/whoami)"
+		reason := "not a query parameter of POST /v1/events: " + eventsScopeHint
 		idx := -1 // the request's, as an empty body's
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: "scope: " + reason, Index: &idx, Pointer: "/", Reason: reason})
 		return
@@ -1555,7 +1555,7 @@ func (s *Server) recordMemory(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("scope") {
 		// ignored before: the memory went into the token's default write
 		// scope, which others may read (a security review, 2026-11-30)
-		writeErr(w, http.StatusBadRequest, `scope: not a query parameter of POST /v1/memories: the memory's scope is the body's "scope"; without one, the token's default write scope (GET /v1/whoami)`)
+		writeErr(w, http.StatusBadRequest, "scope: not a query parameter of POST /v1/memories: "+memoriesScopeHint)
 		return
 	}
 	var body struct {

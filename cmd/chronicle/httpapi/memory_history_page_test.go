@@ -62,14 +62,14 @@ func TestMemoryHistoryPagesRetrievals(t *testing.T) {
 		var got []string
 		cursor, pages := "", 0
 		for {
-			q := "?limit=" + c.limit
-			if c.limit == "" {
-				q = "?x=1"
+			q := url.Values{}
+			if c.limit != "" {
+				q.Set("limit", c.limit)
 			}
 			if cursor != "" {
-				q += "&cursor=" + cursor
+				q.Set("cursor", cursor)
 			}
-			page, next, _ := read(q)
+			page, next, _ := read("?" + q.Encode())
 			pages++
 			if len(page) == 0 || len(page) > c.perPage {
 				t.Fatalf("limit %q, %d bytes: page %d holds %d retrievals, want 1 to %d", c.limit, c.bytes, pages, len(page), c.perPage)

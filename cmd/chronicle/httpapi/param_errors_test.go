@@ -78,3 +78,41 @@ func TestEventsRepeatedQueryParameter(t *testing.T) {
 		t.Fatalf("POST /v1/events?x=1&x=2: %d %v", code, m)
 	}
 }
+
+// A query parameter the operation does not take is a 400 naming it and the
+// parameters the operation takes, on every /v1/ route: before, it was
+// ignored, so a typo changed the answer without a word (an analyst's
+// walkthrough, 2026-12-06: ?scop=project:x answered the memories of every
+// scope the token reads, ?limt=1 a page of the default size, ?q= "query:
+// required"). A cache-buster's ?_= is left alone, and so are the routes
+// outside /v1/.
+func TestUnknownQueryParameterIsNamed(t *testing.T) {
+	_, _, base := scopedServer(t)
+	body, _ := sessionJSON(t, 0)
+	for _, c := range []struct {
+		method, path string
+		body         any
+		param, takes string // takes: a part of the reason
+	}{
+		{"GET", "/v1/memories/search?query=x&scop=project:a", nil, "scop", "GET /v1/memories/search, which takes query, scope, outcome, limit"},
+		{"GET", "/v1/memories/search?q=x", nil, "q", "takes query, scope"},
+		{"GET", "/v1/sessions?limt=1", nil, "limt", "GET /v1/sessions, which takes outcome, limit, cursor, scope"},
+		{"GET", "/v1/sessions/s-1?format=json", nil, "format", "GET /v1/sessions/{id}, which takes scope"},
+		{"GET", "/v1/whoami?verbose=1", nil, "verbose", "GET /v1/whoami, which takes none"},
+		{"POST", "/v1/events?dry_run=true", json.RawMessage(body), "dry_run", "POST /v1/events, which takes none"},
+	} {
+		code, m := call(t, base, "tok-a", c.method, c.path, c.body)
+		reason, _ := m["reason"].(string)
+		if code != http.StatusBadRequest || m["parameter"] != c.param || !strings.Contains(reason, "not a query parameter of ") || !strings.Contains(reason, c.takes) {
+			t.Errorf("%s %s: %d %v, want 400 naming %q, saying it is not a parameter and %q", c.method, c.path, code, m, c.param, c.takes)
+		}
+		if c.path[:10] == "/v1/events" && (m["index"] != float64(-1) || m["pointer"] != "/") {
+			t.Errorf("POST %s: %v, want index -1 and pointer / as every 400 of /v1/events", c.path, m)
+		}
+	}
+	for _, path := range []string{"/v1/sessions?_=1733500000000", "/v1/memories/search?query=x&_=1", "/healthz?probe=k8s", "/openapi.json?v=3"} {
+		if code, m := call(t, base, "tok-a", "GET", path, nil); code != http.StatusOK {
+			t.Errorf("GET %s: %d %v, want 200 (left alone)", path, code, m)
+		}
+	}
+}

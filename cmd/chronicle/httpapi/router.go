@@ -91,6 +91,13 @@ func (jr *jsonRouter) allowFor(r *http.Request) []string {
 // before a templated one (POST /v1/workflows/suggest, not GET
 // /v1/workflows/{id}: GET /v1/workflows/suggest has no operation).
 func documentedPath(method, escaped string) bool {
+	_, found := documentedTemplate(method, escaped)
+	return found
+}
+
+// documentedTemplate is documentedPath with the path template of
+// openapi.json that has the operation (/v1/memories/{id}/history).
+func documentedTemplate(method, escaped string) (string, bool) {
 	segs := strings.Split(escaped, "/")
 	var best []string // the matching template, most concrete first
 	found := false
@@ -120,7 +127,7 @@ func documentedPath(method, escaped string) bool {
 			found = found || rt.method == method
 		}
 	}
-	return found
+	return strings.Join(best, "/"), found
 }
 
 // isParam says whether a path template's segment is a {param}.
@@ -166,6 +173,15 @@ func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// its 400 has every field (EventError), as for a query that
 			// does not parse; before, it lacked index, pointer and reason
 			// (a mutation test)
+			idx := -1
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: name + ": " + reason, Index: &idx, Pointer: "/", Parameter: name, Reason: reason})
+			return
+		}
+		writeParamErr(w, http.StatusBadRequest, name, reason)
+		return
+	}
+	if name, reason := unknownParam(r); name != "" {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/events" {
 			idx := -1
 			writeJSON(w, http.StatusBadRequest, errorBody{Error: name + ": " + reason, Index: &idx, Pointer: "/", Parameter: name, Reason: reason})
 			return
@@ -362,6 +378,113 @@ func badQuery(raw string) (string, error) {
 	return "", err
 }
 
+// unknownParam names the first query parameter (in name order) of a
+// request to a documented /v1/ operation that openapi.json does not
+// declare for it, with the reason, which names the operation and the
+// parameters it takes; "", "" when there is none. A name starting with
+// '_' is left alone: it is how a client busts a cache (jQuery's
+// cache: false sends ?_=<time>), not a parameter it means the server to
+// read. Before 2026-12-06 every unknown parameter was ignored, so a typo
+// changed the answer without a word: GET /v1/memories/search?scop=project:x
+// answered the memories of every scope the token reads, ?limt=1 a page of
+// the default size, and ?q= (the usual name elsewhere) "query: required",
+// which did not say that q is not read (an analyst's walkthrough;
+// TestUnknownQueryParameterIsNamed). Operations outside /v1/ (/healthz,
+// /metrics, /openapi.json, /mcp), which monitoring and MCP clients call
+// with their own conventions, are left as they were.
+func unknownParam(r *http.Request) (name, reason string) {
+	if r.URL.RawQuery == "" || !strings.HasPrefix(r.URL.Path, "/v1/") {
+		return "", ""
+	}
+	m := r.Method
+	if m == http.MethodHead {
+		m = http.MethodGet
+	}
+	tmpl, ok := documentedTemplate(m, r.URL.EscapedPath())
+	if !ok {
+		return "", "" // no such operation: the router's 404 or 405 says so
+	}
+	takes := documentedParams()[route{m, tmpl}]
+	names := make([]string, 0, len(r.URL.Query()))
+	for n := range r.URL.Query() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasPrefix(n, "_") || slices.Contains(takes, n) {
+			continue
+		}
+		if hint := paramHints[route{m, tmpl}][n]; hint != "" {
+			return n, fmt.Sprintf("not a query parameter of %s %s: %s", m, tmpl, hint)
+		}
+		if len(takes) == 0 {
+			return n, fmt.Sprintf("not a query parameter of %s %s, which takes none (see GET /openapi.json)", m, tmpl)
+		}
+		return n, fmt.Sprintf("not a query parameter of %s %s, which takes %s (see GET /openapi.json)", m, tmpl, strings.Join(takes, ", "))
+	}
+	return "", ""
+}
+
+// The hints of paramHints: where what a caller put in the query goes.
+const (
+	eventsScopeHint   = "an event's scope is its scope attribute (structured and batched modes) or its ce-scope header (binary mode); without one, the token's default write scope (GET /v1/whoami)"
+	memoriesScopeHint = `the memory's scope is the body's "scope"; without one, the token's default write scope (GET /v1/whoami)`
+)
+
+// paramHints say, for a parameter an operation does not take, where what
+// it meant goes: ?scope= on the write routes that take the scope in the
+// body (before 2026-11-30 it was ignored, and the write went into the
+// token's default write scope, which others may read: a security review).
+var paramHints = map[route]map[string]string{
+	{http.MethodPost, "/v1/events"}:   {"scope": eventsScopeHint},
+	{http.MethodPost, "/v1/memories"}: {"scope": memoriesScopeHint},
+}
+
+// documentedParams are the query parameters of each operation of
+// openapi.json, the path item's and the operation's own, in the order
+// declared.
+var documentedParams = sync.OnceValue(func() map[route][]string {
+	type param struct {
+		Name string `json:"name"`
+		In   string `json:"in"`
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		panic("httpapi: openapi.json: " + err.Error()) // embedded and tested: a build defect
+	}
+	out := map[route][]string{}
+	for p, item := range doc.Paths {
+		var common []param
+		if raw, ok := item["parameters"]; ok {
+			if err := json.Unmarshal(raw, &common); err != nil {
+				panic("httpapi: openapi.json: " + p + ": parameters: " + err.Error())
+			}
+		}
+		for _, m := range routerMethods {
+			raw, ok := item[strings.ToLower(m)]
+			if !ok {
+				continue
+			}
+			var op struct {
+				Parameters []param `json:"parameters"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				panic("httpapi: openapi.json: " + m + " " + p + ": " + err.Error())
+			}
+			var names []string
+			for _, q := range append(append([]param(nil), common...), op.Parameters...) {
+				if q.In == "query" && !slices.Contains(names, q.Name) {
+					names = append(names, q.Name)
+				}
+			}
+			out[route{m, p}] = names
+		}
+	}
+	return out
+})
+
 // listQueryParams are the query parameters that take several values
 // (types=a&types=b, as many HTTP clients send a list).
 var listQueryParams = map[string]bool{"types": true}
@@ -378,8 +501,9 @@ var numericParams = [...]string{"limit", "k", "min_confidence"}
 // differed: url.Values.Get kept the first of repeated values silently,
 // and ?limit= meant the default on /v1/sessions and /v1/memories/search
 // but was a 400 on /v1/workflows (a walkthrough, 2026-11-30). A parameter
-// no route reads is left alone when given once, as HTTP APIs usually do
-// (a browser's cache-busting ?_=…); given twice, it is refused as any.
+// the route does not take is refused by unknownParam, except a
+// cache-buster's (?_=…), which is left alone when given once; given twice,
+// it is refused as any.
 func queryShape(q url.Values) (name, reason string) {
 	names := make([]string, 0, len(q))
 	for n := range q {
