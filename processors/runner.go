@@ -340,7 +340,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, err
 	}
 	if cfg.Metrics != nil {
-		wmmetrics.NewPrometheusMetricsBuilder(cfg.Metrics.Registry, "chronicle", "router").AddPrometheusRouterMetrics(r.router)
+		mb := wmmetrics.NewPrometheusMetricsBuilder(cfg.Metrics.Registry, "chronicle", "router")
+		mb.HandlerBuckets = workerHandlerBuckets
+		mb.AddPrometheusRouterMetrics(r.router)
 		var procs, workers []string
 		for _, p := range cfg.Processors {
 			procs = append(procs, p.Name())
@@ -606,6 +608,16 @@ func (recordUnmarshaler) Unmarshal(rec *kgo.Record) (*message.Message, error) {
 
 // ensure the unmarshaler fits the subscriber.
 var _ kafkapubsub.Unmarshaler = recordUnmarshaler{}
+
+// workerHandlerBuckets are the buckets, in seconds, of
+// chronicle_router_handler_execution_time_seconds, the time a worker's
+// handler took on one message: Watermill's defaults (0.5 ms to 1 s) and
+// on to two minutes. A worker's handler calls a model (the distiller, the
+// judge: seconds to tens of seconds, at --llm-rate) or drives a tree
+// search step by step (treesearch-resume), so with Watermill's buckets
+// alone every such call fell in +Inf and histogram_quantile could say no
+// more than "above 1 s" (an observability walkthrough, 2026-12-06).
+var workerHandlerBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 // Metrics are the runner's Prometheus metrics.
 type Metrics struct {
