@@ -693,7 +693,7 @@ func (m *Metrics) observeItem(proc string, item projections.Item, o projections.
 }
 
 // Zero makes the series of processors and workers exist at 0 before
-// their first event: a counter that appears only at its first increment
+// their first event (chronicle_engine_batch_events' included): a counter that appears only at its first increment
 // has no earlier sample, so increase() and rate() miss that increment (a
 // subscriber walkthrough's first dead letter did not show in increase()).
 func (m *Metrics) Zero(processors, workers []string) {
@@ -704,6 +704,9 @@ func (m *Metrics) Zero(processors, workers []string) {
 		m.Events.WithLabelValues(p, resultRejected)
 		m.DeadLettered.WithLabelValues(p)
 		m.ConflictingDuplicates.WithLabelValues(p)
+		// the batch histogram too: it was absent, family and all, until a
+		// processor's first batch (an observability walkthrough)
+		m.BatchEvents.WithLabelValues(p)
 	}
 	for _, w := range workers {
 		m.DeadLettered.WithLabelValues(w)
