@@ -340,7 +340,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, err
 	}
 	if cfg.Metrics != nil {
-		wmmetrics.NewPrometheusMetricsBuilder(cfg.Metrics.Registry, "chronicle", "router").AddPrometheusRouterMetrics(r.router)
+		mb := wmmetrics.NewPrometheusMetricsBuilder(cfg.Metrics.Registry, "chronicle", "router")
+		mb.HandlerBuckets = workerHandlerBuckets
+		mb.AddPrometheusRouterMetrics(r.router)
 		var procs, workers []string
 		for _, p := range cfg.Processors {
 			procs = append(procs, p.Name())
@@ -607,6 +609,16 @@ func (recordUnmarshaler) Unmarshal(rec *kgo.Record) (*message.Message, error) {
 // ensure the unmarshaler fits the subscriber.
 var _ kafkapubsub.Unmarshaler = recordUnmarshaler{}
 
+// workerHandlerBuckets are the buckets, in seconds, of
+// chronicle_router_handler_execution_time_seconds, the time a worker's
+// handler took on one message: Watermill's defaults (0.5 ms to 1 s) and
+// on to two minutes. A worker's handler calls a model (the distiller, the
+// judge: seconds to tens of seconds, at --llm-rate) or drives a tree
+// search step by step (treesearch-resume), so with Watermill's buckets
+// alone every such call fell in +Inf and histogram_quantile could say no
+// more than "above 1 s" (an observability walkthrough, 2026-12-06).
+var workerHandlerBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+
 // Metrics are the runner's Prometheus metrics.
 type Metrics struct {
 	Registry *prometheus.Registry
@@ -681,7 +693,7 @@ func (m *Metrics) observeItem(proc string, item projections.Item, o projections.
 }
 
 // Zero makes the series of processors and workers exist at 0 before
-// their first event: a counter that appears only at its first increment
+// their first event (chronicle_engine_batch_events' included): a counter that appears only at its first increment
 // has no earlier sample, so increase() and rate() miss that increment (a
 // subscriber walkthrough's first dead letter did not show in increase()).
 func (m *Metrics) Zero(processors, workers []string) {
@@ -692,6 +704,9 @@ func (m *Metrics) Zero(processors, workers []string) {
 		m.Events.WithLabelValues(p, resultRejected)
 		m.DeadLettered.WithLabelValues(p)
 		m.ConflictingDuplicates.WithLabelValues(p)
+		// the batch histogram too: it was absent, family and all, until a
+		// processor's first batch (an observability walkthrough)
+		m.BatchEvents.WithLabelValues(p)
 	}
 	for _, w := range workers {
 		m.DeadLettered.WithLabelValues(w)

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Every metric a pipeline registers follows Prometheus' naming and help
@@ -89,4 +91,56 @@ func TestMetricsLint(t *testing.T) {
 		t.Errorf("%s: %s", pr.Metric, pr.Text)
 	}
 	t.Logf("%d metric families (%d chronicle_*: %v), %d problems", len(mfs), len(ours), ours, len(problems))
+}
+
+// The workers' handler-time histogram reaches two minutes: a worker calls
+// a model (the distiller, the judge) or drives a tree search, for seconds
+// to tens of seconds, and Watermill's default buckets stop at 1 s, so
+// every such call fell in +Inf and no quantile above 1 s could be read
+// (an observability walkthrough, 2026-12-06).
+func TestWorkerHandlerBucketsReachMinutes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// the pair worker (serve's) handles every evaluation
+	p, err := pipeline.Start(ctx, pipeline.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", PAIR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, envs := range sampleEvents(t, 1) {
+		if err := p.Producer.Publish(ctx, envs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the handler's time is observed once the worker acknowledged the
+	// session's evaluation
+	var handled *dto.MetricFamily
+	for handled == nil {
+		mfs, err := p.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "chronicle_router_handler_execution_time_seconds" {
+				handled = mf
+			}
+		}
+		if handled != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no worker handled a message: chronicle_router_handler_execution_time_seconds not gathered")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for _, m := range handled.GetMetric() {
+		var top float64
+		for _, b := range m.GetHistogram().GetBucket() {
+			top = max(top, b.GetUpperBound())
+		}
+		if top < 60 {
+			t.Errorf("%v: largest finite bucket %v s, want at least 60 s", m.GetLabel(), top)
+		}
+	}
 }

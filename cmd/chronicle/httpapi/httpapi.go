@@ -300,7 +300,8 @@ func (s *Server) metricsHandler() http.Handler {
 // Handler returns the API: every route of Routes behind authentication;
 // a path or method no route serves is a JSON 404 or 405 (jsonRouter).
 func (s *Server) Handler() http.Handler {
-	h := s.authenticate(s.router()) // unmatched routes and methods: JSON 404/405 (router.go)
+	jr := s.router()
+	h := s.authenticate(jr) // unmatched routes and methods: JSON 404/405 (router.go)
 	// /mcp's Origin check comes before authentication (mcpserver.OriginChecked)
 	checked := mcpserver.OriginChecked(h)
 	inner := h
@@ -311,6 +312,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		inner.ServeHTTP(w, r)
 	})
+	h = s.countRequests(jr, h)
 	if s.RequestLog != nil {
 		h = logRequests(s.RequestLog, h)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -37,7 +39,10 @@ const (
 //   - chronicle_member_request_failures_total{kind,reason} (counter): those
 //     that got no answer about the data, reason timeout, unreachable,
 //     refused or server_error; the client got a 503 or 504 naming the
-//     member (a fan-out's failure fails the whole request).
+//     member (a fan-out's failure fails the whole request);
+//   - chronicle_http_requests_total{route,code} (counter) and
+//     chronicle_http_request_duration_seconds{route} (histogram): the
+//     requests this member answered, by route and status (countRequests).
 //
 // Before, none existed: an operator could not see the open subscriptions
 // nor alert on a member that other members could not reach (the last
@@ -45,7 +50,15 @@ const (
 type serverMetrics struct {
 	requests *prometheus.CounterVec
 	failures *prometheus.CounterVec
+	// httpRequests and httpDuration count and time the requests this
+	// member answered (countRequests)
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
 }
+
+// routeUnmatched is the route label of a request no route's pattern
+// matches (a 404 or 405 of the router).
+const routeUnmatched = "unmatched"
 
 // metrics returns s's series, registering them once on s.P.Registry (a
 // registry that has them already, another Server of the same pipeline,
@@ -57,6 +70,11 @@ func (s *Server) metrics() *serverMetrics {
 				Help: "Requests this member sent to another member: kind forward (to the owner of the entity's partition) or fan_out (one member's part of a request asked of every member)."}, []string{"kind"}),
 			failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronicle_member_request_failures_total",
 				Help: "Requests to another member that got no answer about the data, by kind and reason (timeout, unreachable, refused: a 401 or a 404 of no route, server_error: a 5xx); the client got a 503 or 504 naming the member."}, []string{"kind", "reason"}),
+			httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronicle_http_requests_total",
+				Help: "HTTP requests this member answered, by route (the route's pattern, e.g. \"GET /v1/sessions/{id...}\", never the path; unmatched for a path or method no route serves) and status code, refusals (400, 401, 403, 413, 429) and errors included."}, []string{"route", "code"}),
+			httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chronicle_http_request_duration_seconds",
+				Help:    "Time from a request's arrival to the end of its answer, by route (as chronicle_http_requests_total's); GET /v1/learned/stream's is the stream's whole connection.",
+				Buckets: prometheus.DefBuckets}, []string{"route"}),
 		}
 		streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_learned_streams_open",
 			Help: "GET /v1/learned/stream connections open on this member."}, func() float64 { return float64(s.openStreams.Load()) })
@@ -69,6 +87,8 @@ func (s *Server) metrics() *serverMetrics {
 		if s.P != nil && s.P.Registry != nil {
 			m.requests = register(s.P.Registry, m.requests)
 			m.failures = register(s.P.Registry, m.failures)
+			m.httpRequests = register(s.P.Registry, m.httpRequests)
+			m.httpDuration = register(s.P.Registry, m.httpDuration)
 			register(s.P.Registry, prometheus.Collector(streams))
 		}
 		s.serverMetrics = m
@@ -113,4 +133,41 @@ func (m *serverMetrics) memberRequest(kind string, err error, code int, refused 
 	if reason != "" {
 		m.failures.WithLabelValues(kind, reason).Inc()
 	}
+}
+
+// countRequests counts and times every request h answers in
+// chronicle_http_requests_total and chronicle_http_request_duration_seconds,
+// labelled by the pattern of the route jr serves it with (routeOf): the
+// label's values are bounded by the routes, whatever ids and paths
+// clients send. Refusals before the route runs (authentication, the DNS
+// rebinding check, a malformed query) count under the route too. Before,
+// /metrics had no HTTP series at all: the 4xx and 5xx an operator alerts
+// on were in the request log only (an observability walkthrough,
+// 2026-12-06).
+func (s *Server) countRequests(jr *jsonRouter, h http.Handler) http.Handler {
+	m := s.metrics()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		route := jr.routeOf(r)
+		cw := &countingWriter{ResponseWriter: w}
+		h.ServeHTTP(cw, r)
+		code := cw.status
+		if code == 0 {
+			code = http.StatusOK
+		}
+		m.httpRequests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+		m.httpDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+// routeOf is the pattern of the route that serves r ("GET
+// /v1/sessions/{id...}", "/mcp"), or routeUnmatched when none does: no
+// pattern matches, or only a subtree's whose root ServeMux would redirect
+// (jsonRouter.ServeHTTP answers both as no route).
+func (jr *jsonRouter) routeOf(r *http.Request) string {
+	_, p := jr.mux.Handler(r)
+	if p == "" || subtreeRootRedirect(r, p) {
+		return routeUnmatched
+	}
+	return p
 }
