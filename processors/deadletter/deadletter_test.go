@@ -320,9 +320,10 @@ func TestConflictingDuplicateIsDeadLetteredOnce(t *testing.T) {
 	if conflicts != 3 {
 		t.Fatalf("%v conflicting duplicates counted, want 3 (each processor of the topic refused it)", conflicts)
 	}
-	ls := waitLetters(ctx, t, p.Broker.Addrs(), 1)
-	time.Sleep(500 * time.Millisecond) // a second letter would be relayed by now
-	if ls, err = deadletter.List(ctx, p.Broker.Addrs()); err != nil {
+	waitLetters(ctx, t, p.Broker.Addrs(), 1) // waits for them (or fails)
+	time.Sleep(500 * time.Millisecond)       // a second letter would be relayed by now
+	ls, err := deadletter.List(ctx, p.Broker.Addrs())
+	if err != nil {
 		t.Fatal(err)
 	}
 	var mine []deadletter.Letter
@@ -464,13 +465,14 @@ func TestRefusedCompletionTakesItsID(t *testing.T) {
 	if err := p.WaitCaughtUp(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	ls := waitLetters(ctx, t, brokers, 2)
+	waitLetters(ctx, t, brokers, 2) // waits for them (or fails)
 	key := events.EntityKey(done.EffectiveScope(), done.SessionID)
 	if v, ok, err := sessions.Get(p.Store, key); err != nil || !ok || v.Status != sessions.StatusRunning {
 		t.Fatalf("session %+v %v %v: want running (the second output is a conflicting duplicate)", v.Session, ok, err)
 	}
 	time.Sleep(200 * time.Millisecond) // a second letter for the record would have been relayed by now
-	if ls, err = deadletter.List(ctx, brokers); err != nil {
+	ls, err := deadletter.List(ctx, brokers)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ls) != 2 || !strings.Contains(ls[0].Reason, sessions.ErrNotStarted.Error()) || !strings.Contains(ls[1].Reason, "conflicting duplicate") {

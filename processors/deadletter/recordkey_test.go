@@ -75,11 +75,12 @@ func TestRecordOnAnotherPartitionIsDeadLettered(t *testing.T) {
 	}
 	produce(envs[len(envs)-2], sameP) // already applied: a duplicate, wherever its key
 	produce(done, wrong)
-	ls := waitLetters(ctx, t, brokers, 1)
+	waitLetters(ctx, t, brokers, 1) // waits for them (or fails)
 	if err := p.WaitCaughtUp(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if ls, err = deadletter.List(ctx, brokers); err != nil {
+	ls, err := deadletter.List(ctx, brokers)
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("its event's key %q belongs on partition %d (record key %q)", key, events.Partition(topic, key, 4), wrong)

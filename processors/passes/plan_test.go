@@ -171,8 +171,8 @@ func TestTTLIsAPureFunctionOfTheProfile(t *testing.T) {
 		if TTL(a) >= TTL(b) {
 			t.Fatalf("depth %d → %d, depth %d → %d: not increasing", depth, TTL(a), depth+1, TTL(b))
 		}
-		if TTL(a) != TTL(a) {
-			t.Fatal("not deterministic")
+		if first, again := TTL(a), TTL(a); first != again {
+			t.Fatalf("depth %d → %d, then %d: not deterministic", depth, first, again)
 		}
 	}
 }
