@@ -9,11 +9,10 @@ import (
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
-// typedCounter counts the events Apply is called with; it handles
-// memory.feedback.v1 only when typed.
+// typedCounter counts the events Apply is called with; wrapped in
+// typedCounterTyped it handles memory.feedback.v1 only.
 type typedCounter struct {
-	typed bool
-	seen  map[events.Type]int
+	seen map[events.Type]int
 }
 
 func (c *typedCounter) Name() string           { return "typed-counter" }

@@ -75,7 +75,8 @@ func streams(w Worker) bool {
 //     next owner handles it again and writes its outputs once. A kill
 //     after the commit leaves the offset past the event.
 //   - Consumers read read_committed (the engine, the workers, replay), and
-//     the group's offsets are fetched stable (kgo.RequireStableFetchOffsets).
+//     the group's offsets are fetched stable (franz-go's group consumers
+//     always ask so; kgo.RequireStableFetchOffsets, a no-op now, was dropped).
 //
 // A Handle error goes to the dead-letter topic (its outputs dropped) the
 // same way: the dead-letter record Watermill's poison queue would publish
@@ -154,7 +155,6 @@ func (k *keptOutputs) records() []*kgo.Record {
 // clientOpts are the worker subscriber's options that make it exactly-once.
 func (o *workerOnce) clientOpts() []kgo.Opt {
 	return []kgo.Opt{
-		kgo.RequireStableFetchOffsets(),
 		kgo.OnPartitionsAssigned(o.assigned),
 		kgo.OnPartitionsRevoked(o.revoked),
 		kgo.OnPartitionsLost(o.revoked),

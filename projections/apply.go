@@ -380,7 +380,7 @@ func dedupValue(offset int64, sum []byte) []byte {
 }
 
 // dedupVersion 6: ContentHash (no time, the effective scope, no
-// datacontenttype, no author member); 5: contentHashV5; 4: contentHashV4; 3: contentHashV3; 2: contentHashV2.
+// datacontenttype, no author member); 5: contentHash(env, 5), the author member as sent; 4: contentHashV4; 3: contentHashV3; 2: contentHashV2.
 const dedupVersion = 6
 
 // refusedVersion is the version byte of an idempotency key written for an
@@ -417,12 +417,6 @@ func refused(prev, sum []byte) (was, same bool) {
 	return true, bytes.Equal(prev[9:], sum)
 }
 
-// contentHashV5 is ContentHash as idempotency keys of dedup version 5 hold
-// it: the author member as sent.
-func contentHashV5(env *events.Envelope) []byte {
-	return contentHash(env, 5)
-}
-
 // contentHashV4 is ContentHash as idempotency keys of dedup version 4 hold
 // it: the datacontenttype as sent.
 func contentHashV4(env *events.Envelope) []byte {
@@ -433,7 +427,7 @@ func contentHashV4(env *events.Envelope) []byte {
 // written for an event with env's content. Values of every earlier layout
 // are understood: offset only (no hash: the same), offset + contentHashV1,
 // offset + version 2 + contentHashV2, offset + version 3 + contentHashV3,
-// offset + version 4 + contentHashV4, offset + version 5 + contentHashV5;
+// offset + version 4 + contentHashV4, offset + version 5 + contentHash(env, 5);
 // a value of version 2 to 5 answers today's rules as far as its hash can
 // (sameAsSpelled).
 func sameContent(prev []byte, env *events.Envelope, sum []byte) bool {

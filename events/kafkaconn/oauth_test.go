@@ -53,14 +53,8 @@ func saslBroker(t *testing.T, mechanism string, auth func([]byte) ([]byte, bool)
 	return c
 }
 
-// oauthBroker is a saslBroker of OAUTHBEARER that accepts the tokens
-// "tok-…", recording the bearer tokens it was given.
-func oauthBroker(t *testing.T) (addrs []string, tokens func() []string) {
-	addrs, tokens, _ = oauthBrokerBytes(t)
-	return addrs, tokens
-}
-
-// oauthBrokerBytes is oauthBroker that also returns the last
+// oauthBrokerBytes is a saslBroker of OAUTHBEARER that accepts the tokens
+// "tok-…", recording the bearer tokens it was given, and returns the last
 // authenticate request's bytes (RFC 7628's client initial response).
 func oauthBrokerBytes(t *testing.T) (addrs []string, tokens func() []string, last func() string) {
 	t.Helper()

@@ -825,7 +825,7 @@ func (h *hit) whole() (d search.Doc, ok bool, err error) {
 	if h.Doc == "" {
 		return d, false, nil
 	}
-	if err := gojson.UnmarshalNoEscape([]byte(h.Doc), &d); err != nil { // goccy/go-json: 0.6 ms per 200 documents, encoding/json 1.3–1.7 (BenchmarkDecodeDoc)
+	if err := gojson.Unmarshal([]byte(h.Doc), &d); err != nil { // goccy/go-json: 0.6 ms per 200 documents, encoding/json 1.3–1.7 (BenchmarkDecodeDoc)
 		return d, false, fmt.Errorf("object %q: property %s: %w", h.MemoryID+h.PatternID+h.ToolID, docProp, err)
 	}
 	return d, true, nil
@@ -1027,7 +1027,7 @@ func (s *Store) postGraphQL(ctx context.Context, query string, into any) error {
 			Message string `json:"message"`
 		} `json:"errors"`
 	}
-	if err := gojson.UnmarshalNoEscape(raw, &out); err != nil {
+	if err := gojson.Unmarshal(raw, &out); err != nil {
 		return fmt.Errorf("GraphQL response: %w", err)
 	}
 	if len(out.Errors) > 0 {
@@ -1037,7 +1037,7 @@ func (s *Store) postGraphQL(ctx context.Context, query string, into any) error {
 		}
 		return graphQLError(msgs)
 	}
-	return gojson.UnmarshalNoEscape(out.Data, into)
+	return gojson.Unmarshal(out.Data, into)
 }
 
 // docsOf are the documents of hits, in order: each decoded from its
