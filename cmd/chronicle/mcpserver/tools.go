@@ -73,7 +73,7 @@ type feedbackInput struct {
 type tools struct {
 	backend search.Backend
 	opts    Options
-	reg     *callerRegistry // nil: every call runs for opts.Caller
+	reg     *callerRegistry // nil (stdio): every call runs for opts.Caller
 }
 
 func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.Server {
@@ -96,6 +96,9 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 			"search_resume answers a search paused for a human decision.",
 	})
 	s.AddReceivingMiddleware(recoverHandlerPanic, refuseNullArguments, refuseRepeatedArguments, readableSchemaErrors, refuseUnknownLogLevel)
+	if reg != nil {
+		s.AddReceivingMiddleware(reg.cancelWithRequest)
+	}
 	t := &tools{backend: backend, opts: opts, reg: reg}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "memory_search",
