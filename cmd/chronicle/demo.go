@@ -159,7 +159,7 @@ func demoCmd() *cobra.Command {
 					return err
 				}
 				useLogFormat(rl)
-				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, RequestLog: rl, Version: versionString()}, httpAddr)
+				return serveHTTP(ctx, &httpapi.Server{P: p, Tokens: tf, RequestLog: rl, Version: serverVersion()}, httpAddr)
 			}
 			return nil
 		},

@@ -120,5 +120,5 @@ func openInspect(data string) (*httpapi.Server, func(), error) {
 		// Feedback fail with memories.ErrReadOnly
 		Search: &memories.Service{Index: search.NewIndex(store, emb, nil, pipeline.SearchSources()...), Store: store},
 	}
-	return &httpapi.Server{P: p, ReadOnly: true, Version: versionString()}, func() { store.Close() }, nil
+	return &httpapi.Server{P: p, ReadOnly: true, Version: serverVersion()}, func() { store.Close() }, nil
 }

@@ -147,7 +147,7 @@ func serveCmd() *cobra.Command {
 				}
 			}()
 			describe(p)
-			api := &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: versionString(), WorkflowStateMax: stateMax}
+			api := &httpapi.Server{P: p, Tokens: tf, StallAfter: stallAfter, Advertise: advertise, RequestLog: rl, Version: serverVersion(), WorkflowStateMax: stateMax}
 			reloadTokensOnHUP(ctx, tokens, api)
 			late.set(api.Handler())
 			announce(ln) // when it answers: scripts and tests wait for this line

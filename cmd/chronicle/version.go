@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
+	"strings"
 )
 
 // version is the release version, set at link time:
@@ -67,7 +68,28 @@ func versionOf(v string, bi *debug.BuildInfo, ok bool) string {
 		}
 		v += ")"
 	case ldflags == "" && v == "(devel)":
-		v += " (no VCS revision in this build: make build stamps git describe's, and go build stamps the commit in a git checkout unless -buildvcs=false, which GOFLAGS may hold)"
+		v += noVCSAdvice
 	}
 	return v + " " + bi.GoVersion
+}
+
+// noVCSAdvice is what versionOf adds for a build without a VCS revision:
+// how to get one, for an operator reading --version.
+const noVCSAdvice = " (no VCS revision in this build: make build stamps git describe's, and go build stamps the commit in a git checkout unless -buildvcs=false, which GOFLAGS may hold)"
+
+// serverVersion is versionString as the MCP servers (/mcp and chronicle
+// mcp) name their version to clients in initialize's serverInfo, and
+// with every result under protocol 2026-07-28: a version, without the
+// advice for operators. The advice, added for --version, went there too,
+// so agent runtimes showed and logged a 190-character sentence as the
+// server's version (an MCP walkthrough, 2026-12-06).
+func serverVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	return serverVersionOf(version, bi, ok)
+}
+
+// serverVersionOf is serverVersion for the -ldflags version v and the
+// build info bi (ok false: none).
+func serverVersionOf(v string, bi *debug.BuildInfo, ok bool) string {
+	return strings.Replace(versionOf(v, bi, ok), noVCSAdvice, "", 1)
 }

@@ -145,7 +145,8 @@ type Server struct {
 	resumeMu sync.Mutex
 	// Version is the server's version as the MCP initialize handshake of
 	// /mcp names it (serverInfo.version; default "dev"): `chronicle
-	// --version`'s, set by serve, demo and inspect.
+	// --version`'s without its advice for a build without a VCS
+	// revision, set by serve, demo and inspect.
 	Version string
 	// Tokens, when set, require a bearer token on every /v1 route and
 	// limit each caller to its scopes; nil serves every scope (the service

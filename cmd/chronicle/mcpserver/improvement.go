@@ -28,7 +28,7 @@ func (t *tools) addImprovement(s *mcp.Server) {
 	if t.opts.Improvement == nil {
 		return
 	}
-	in := inferSchema[improvementInput]()
+	in := oneScope(inferSchema[improvementInput]())
 	in.Properties["session_id"].MinLength = jsonschema.Ptr(1) // "" is refused (it was not in the schema)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "pair_improvement",

@@ -152,26 +152,26 @@ func New(backend search.Backend, opts Options) *mcp.Server {
 // (opts.CallerFunc, else opts.Caller), so no MCP session outlives its
 // request and no session can be taken over with another token. Requests
 // reaching a loopback listener with a non-loopback Host header are refused
-// (the SDK's DNS rebinding protection); bodies are limited to 4 MiB.
+// (the SDK's DNS rebinding protection); bodies are limited to 4 MiB. A
+// request's handling ends when its POST does: a client that gives up on a
+// call (cancels it, times out, hangs up) cancels the tool's context, and
+// with it the backend's work, whatever the protocol version.
 func HTTPHandler(backend search.Backend, opts Options) http.Handler {
-	var reg *callerRegistry
-	if opts.CallerFunc != nil {
-		reg = &callerRegistry{callers: make(map[string]Caller)}
-	}
+	reg := &callerRegistry{callers: make(map[string]inflight)}
 	server := newServer(backend, opts, reg)
 	h := textChecked(methodNotFound(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true})))
-	if reg == nil {
-		return originChecked(h)
-	}
 	return originChecked(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, err := opts.CallerFunc(r.Context(), r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "unauthorized: "+err.Error(), http.StatusUnauthorized)
-			return
+		caller := opts.Caller
+		if opts.CallerFunc != nil {
+			var err error
+			if caller, err = opts.CallerFunc(r.Context(), r); err != nil {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				http.Error(w, "unauthorized: "+err.Error(), http.StatusUnauthorized)
+				return
+			}
 		}
-		key, release := reg.add(caller)
+		key, release := reg.add(caller, r.Context())
 		defer release()
 		r = r.Clone(r.Context())
 		r.Header.Set(callerHeader, key)
@@ -294,19 +294,28 @@ func textChecked(h http.Handler) http.Handler {
 // registry of the handler that made it while its request is being served.
 const callerHeader = "X-Chronicle-Mcp-Caller"
 
-// callerRegistry holds the callers of the HTTP requests being served.
+// callerRegistry holds the callers of the HTTP requests being served,
+// with the requests' contexts.
 type callerRegistry struct {
 	mu      sync.Mutex
-	callers map[string]Caller
+	callers map[string]inflight
 }
 
-// add registers c under a fresh random key; release removes it.
-func (r *callerRegistry) add(c Caller) (key string, release func()) {
+// inflight is an HTTP request being served: its caller and its context,
+// done when the client hangs up or the server ends it.
+type inflight struct {
+	caller Caller
+	ctx    context.Context
+}
+
+// add registers c and the request context ctx under a fresh random key;
+// release removes them.
+func (r *callerRegistry) add(c Caller, ctx context.Context) (key string, release func()) {
 	b := make([]byte, 16)
 	rand.Read(b) // never fails (crypto/rand)
 	key = hex.EncodeToString(b)
 	r.mu.Lock()
-	r.callers[key] = c
+	r.callers[key] = inflight{caller: c, ctx: ctx}
 	r.mu.Unlock()
 	return key, func() {
 		r.mu.Lock()
@@ -319,7 +328,43 @@ func (r *callerRegistry) get(key string) (Caller, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.callers[key]
-	return c, ok
+	return c.caller, ok
+}
+
+// requestContext is the context of the HTTP request registered under key.
+func (r *callerRegistry) requestContext(key string) (context.Context, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.callers[key]
+	return c.ctx, ok
+}
+
+// cancelWithRequest gives every request handled for an HTTP POST a
+// context that is cancelled when the POST's is: the client gave up (its
+// call's context ended, so the SDK client closed the POST), the server
+// is shutting down. In stateless mode the SDK runs a handler on the
+// detached context of the request's one-off session, and a
+// notifications/cancelled arrives on another POST, in another one-off
+// session that knows nothing of the call; so a cancelled memory_search,
+// or a pair_improvement waiting up to 20 s, ran to its end for an answer
+// nobody would read (an MCP walkthrough, 2026-12-06: a cancelled call's
+// backend ran its full 10 s). The SDK's PropagateRequestCancellation does
+// this for protocol 2026-07-28 only; this covers every version.
+func (r *callerRegistry) cancelWithRequest(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+			if key := extra.Header.Get(callerHeader); key != "" {
+				if reqCtx, ok := r.requestContext(key); ok {
+					var cancel context.CancelCauseFunc
+					ctx, cancel = context.WithCancelCause(ctx)
+					defer cancel(nil)
+					stop := context.AfterFunc(reqCtx, func() { cancel(fmt.Errorf("the HTTP request of %s ended: %w", method, context.Cause(reqCtx))) })
+					defer stop()
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // callerOf returns the caller of a tool call: opts.Caller without a

@@ -551,10 +551,10 @@ func TestHTTPRecord(t *testing.T) {
 	args["scope"] = "project:b"
 	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), "memory_record: scope: this token may not write project:b")
 	args["scope"] = "bogus"
-	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), `invalid argument: /scope: "bogus" is not project:<id>, team:<id> or org:<id>`)
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_record", args), `invalid argument: /scope: pattern: "bogus" is not project:<id>, team:<id> or org:<id>`)
 	// memory_feedback names the same argument the same way (it said
 	// "scope: …" without the pointer: a walkthrough, 2026-12-06)
-	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_feedback", map[string]any{"memory_id": "m1", "helpful": true, "scope": "bogus"}), `invalid argument: /scope: "bogus" is not project:<id>, team:<id> or org:<id>`)
+	mcptest.WantToolError(t, mcptest.Call(t, writer, "memory_feedback", map[string]any{"memory_id": "m1", "helpful": true, "scope": "bogus"}), `invalid argument: /scope: pattern: "bogus" is not project:<id>, team:<id> or org:<id>`)
 	delete(args, "scope")
 	if _, recs, _ := fake.calls(); len(recs) != 3 {
 		t.Errorf("refused records reached the backend: %d records", len(recs))

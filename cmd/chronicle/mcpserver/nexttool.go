@@ -86,6 +86,9 @@ func (t *tools) addNextTool(s *mcp.Server) {
 	in.Properties["k"].Maximum = jsonschema.Ptr(float64(maxNextK))
 	in.Properties["k"].Default = defaultValue(defaultNextK)
 	in.Properties["text"].MaxLength = jsonschema.Ptr(maxNextText)
+	// a kind or one scope, as memory_search's (it was a bare string: an
+	// MCP walkthrough, 2026-12-06)
+	in.Properties["scope"].Pattern = scopeFilterPattern
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "next_tool",
 		Description: nextDescription,

@@ -44,7 +44,36 @@ func readableSchemaErrors(next mcp.MethodHandler) mcp.MethodHandler {
 // patternReasons say in words what a member's pattern asks.
 var patternReasons = map[string]string{
 	"idempotency_key": "not printable ASCII (0x20 to 0x7e only), at most 255 characters",
-	"scope":           "a kind (project, team, org, all) or one scope such as project:a",
+}
+
+// scopePatternReasons say, for a scope argument's pattern, what is wrong
+// with the value refused, as the HTTP routes and the tools' own checks
+// say it (the form, and the character not allowed and its byte): a
+// memory_search scope "project:東京" said only "a kind (project, team,
+// org, all) or one scope such as project:a" (an MCP walkthrough,
+// 2026-12-06).
+var scopePatternReasons = map[string]func(string) string{
+	scopePattern:       events.ScopeReason,
+	scopeFilterPattern: events.ScopeFilterReason,
+}
+
+// patternDetailRe is the detail of the validator's pattern refusal.
+var patternDetailRe = regexp.MustCompile(`^("(?:[^"\\]|\\.)*") does not match regular expression ("(?:[^"\\]|\\.)*")$`)
+
+// scopePatternDetail is the detail of a pattern refusal of a scope
+// argument: what is wrong with the value; ok false for any other pattern.
+func scopePatternDetail(detail string) (string, bool) {
+	m := patternDetailRe.FindStringSubmatch(detail)
+	if m == nil {
+		return "", false
+	}
+	v, err1 := strconv.Unquote(m[1])
+	re, err2 := strconv.Unquote(m[2])
+	reason, ok := scopePatternReasons[re]
+	if err1 != nil || err2 != nil || !ok {
+		return "", false
+	}
+	return reason(v), true
 }
 
 var (
@@ -148,7 +177,9 @@ func readableSchemaErrorIn(msg string, args json.RawMessage) string {
 	}
 	detail = strings.Replace(detail, "<invalid reflect.Value> has type", "got", 1)
 	if keyword == "pattern" {
-		if why, ok := patternReasons[strings.TrimPrefix(ptr, "/")]; ok {
+		if why, ok := scopePatternDetail(detail); ok {
+			detail = why
+		} else if why, ok := patternReasons[strings.TrimPrefix(ptr, "/")]; ok {
 			detail = why
 		}
 	}

@@ -44,7 +44,7 @@ func (t *tools) addSearches(s *mcp.Server) {
 	if t.opts.Searches == nil {
 		return
 	}
-	get := inferSchema[searchGetInput]()
+	get := oneScope(inferSchema[searchGetInput]())
 	get.Properties["search_id"].MinLength = jsonschema.Ptr(1) // "" is refused (it was not in the schema)
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "search_get",
@@ -53,7 +53,7 @@ func (t *tools) addSearches(s *mcp.Server) {
 		InputSchema: get,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, t.searchGet)
-	in := inferSchema[searchResumeInput]()
+	in := oneScope(inferSchema[searchResumeInput]())
 	in.Properties["decision"].Enum = enum("approve", "reject")
 	in.Properties["search_id"].MinLength = jsonschema.Ptr(1)
 	mcp.AddTool(s, &mcp.Tool{

@@ -73,7 +73,7 @@ type feedbackInput struct {
 type tools struct {
 	backend search.Backend
 	opts    Options
-	reg     *callerRegistry // nil: every call runs for opts.Caller
+	reg     *callerRegistry // nil (stdio): every call runs for opts.Caller
 }
 
 func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.Server {
@@ -96,6 +96,9 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 			"search_resume answers a search paused for a human decision.",
 	})
 	s.AddReceivingMiddleware(recoverHandlerPanic, refuseNullArguments, refuseRepeatedArguments, readableSchemaErrors, refuseUnknownLogLevel)
+	if reg != nil {
+		s.AddReceivingMiddleware(reg.cancelWithRequest)
+	}
 	t := &tools{backend: backend, opts: opts, reg: reg}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "memory_search",
@@ -236,6 +239,20 @@ const scopeFilterPattern = `^(project|team|org|all)$|^(project|team|org):[A-Za-z
 
 var scopeFilterRe = regexp.MustCompile(scopeFilterPattern)
 
+// scopePattern is the scope argument of the tools that take one scope
+// (memory_record, memory_feedback, pair_improvement, search_get,
+// search_resume): events.ValidScope's form. Those schemas said a bare
+// string, though every tool refused another, so a client checking its
+// arguments against the schema could not know (an MCP walkthrough,
+// 2026-12-06).
+const scopePattern = `^(project|team|org):[A-Za-z0-9._-]+$`
+
+// oneScope gives the schema s's scope property scopePattern.
+func oneScope(s *jsonschema.Schema) *jsonschema.Schema {
+	s.Properties["scope"].Pattern = scopePattern
+	return s
+}
+
 func searchSchema() *jsonschema.Schema {
 	s := inferSchema[searchInput]()
 	p := s.Properties
@@ -271,13 +288,13 @@ func recordSchema() *jsonschema.Schema {
 	p["idempotency_key"].MinLength = jsonschema.Ptr(1)
 	p["idempotency_key"].MaxLength = jsonschema.Ptr(search.MaxIdempotencyKey)
 	p["idempotency_key"].Pattern = `^[ -~]+$`
-	return s
+	return oneScope(s)
 }
 
 func feedbackSchema() *jsonschema.Schema {
 	s := inferSchema[feedbackInput]()
 	s.Properties["memory_id"].MinLength = jsonschema.Ptr(1)
-	return s
+	return oneScope(s)
 }
 
 // recordedSchema is memory_record's output schema: search.Recorded's,
