@@ -294,7 +294,15 @@ func (s *Service) record(ctx context.Context, r search.Record) (search.Recorded,
 			// it so, as feedback names its comment (before, pointer "/",
 			// which names no member of the body a caller can shorten)
 			ptr := largestMember(r)
-			return search.Recorded{}, &search.FieldError{Pointer: ptr, Reason: ve.Reason + ": shorten " + ptr[1:], Err: events.ErrEventTooLarge}
+			// the reason's "N of them in /data/content" in the body's
+			// terms, as the resume route's "in the note": it named a
+			// pointer into the event, which the caller never sent (an MCP
+			// walkthrough, 2026-12-06)
+			reason := ve.Reason
+			if bp := bodyPointer(ve.Pointer); len(bp) > 1 {
+				reason = strings.ReplaceAll(reason, "in "+ve.Pointer, "in the "+bp[1:])
+			}
+			return search.Recorded{}, &search.FieldError{Pointer: ptr, Reason: reason + ": shorten " + ptr[1:], Err: events.ErrEventTooLarge}
 		}
 		if errors.As(err, &ve) {
 			return search.Recorded{}, &search.FieldError{Pointer: bodyPointer(ve.Pointer), Reason: ve.Reason}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -78,6 +79,12 @@ func TestOversizedRecordingIsA413NamingTheMember(t *testing.T) {
 		code, m := call(t, base, "tok-a", "POST", "/v1/memories", c.rec)
 		if code != 413 || m["pointer"] != c.pointer || !strings.Contains(m["reason"].(string), "limit of one event") {
 			t.Errorf("an oversized %s: %d %v; want 413 naming %s", c.name, code, m, c.pointer)
+		}
+		// in the body's terms only: the reason said "… of them in
+		// /data/content", a pointer into the event, which the caller
+		// never sent (an MCP walkthrough, 2026-12-06)
+		if msg := fmt.Sprint(m["error"]); strings.Contains(msg, "/data/") || !strings.Contains(msg, "of them in the "+c.name) {
+			t.Errorf("an oversized %s: %q; want the member named as the body's, no /data/ pointer", c.name, msg)
 		}
 	}
 	waitCaughtUp(t, p)
