@@ -1379,8 +1379,15 @@ func (s *Server) graphPath(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from, to := r.URL.Query().Get("from"), r.URL.Query().Get("to")
-	if from == "" || to == "" {
-		writeErr(w, http.StatusBadRequest, "from and to: both required")
+	// each named as every refused parameter is, parameter and reason
+	// (before, {"error": "from and to: both required"} without them: a
+	// TypeScript integrator's walkthrough, 2026-12-06)
+	if from == "" {
+		writeParamErr(w, http.StatusBadRequest, "from", "required (the tool the path starts at; to: the tool it ends at)")
+		return
+	}
+	if to == "" {
+		writeParamErr(w, http.StatusBadRequest, "to", "required (the tool the path ends at)")
 		return
 	}
 	g, err := s.toolGraphIn(scopes)

@@ -45,6 +45,8 @@ func TestRefusedQueryParametersAreNamed(t *testing.T) {
 		{"/v1/graph/next?after=a&k=0", 400, "k"},
 		{"/v1/graph/next?after=a&failed=3", 400, "failed"},
 		{"/v1/learned/stream?from=middle", 400, "from"},
+		{"/v1/graph/path?to=book_reservation", 400, "from"},
+		{"/v1/graph/path?from=get_user_details", 400, "to"},
 		{"/v1/learned/stream?follow=maybe", 400, "follow"},
 		// the checks every route shares (queryShape): a repeated
 		// parameter and an empty number had no parameter nor reason
