@@ -231,7 +231,7 @@ func mutate(recs []*kgo.Record, envs []events.Envelope, op, i, p, k int) ([]*kgo
 // compares digests and outcomes.
 func checkBatchSplitsAgree(t *testing.T, recs []*kgo.Record, lengths []int) {
 	procs := pipeline.DefaultProcessors()
-	tt := processortest.New(t, procs)
+	tt := processortest.New(t, procs, processortest.InMemory())
 	live := map[string]string{}
 	for _, r := range recs {
 		at := &kgo.Record{Topic: r.Topic, Offset: int64(len(tt.Records(events.Topic(r.Topic))))} // one partition
