@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,7 +38,8 @@ import (
 // input gives. Every replay must have the live store's digest, projection
 // by projection, and the replays the same outcome (result, quiet, reason)
 // for every record and processor; the input records' outcomes must be
-// the live run's too.
+// the live run's too. The input is also run live a second time in those
+// polls (checkLiveInPolls), derived events and letters relayed after it.
 func FuzzBatchSplitsAgree(f *testing.F) {
 	// layout: sessions count, session indexes, interleave, mutation count,
 	// mutations (op, record, place), then the poll lengths of the third cut
@@ -247,6 +249,7 @@ func checkBatchSplitsAgree(t *testing.T, recs []*kgo.Record, lengths []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkLiveInPolls(t, procs, recs, lengths, tt, want, live)
 	var log [][]*kgo.Record // each topic partition's records, in offset order
 	for _, topic := range events.AllTopics {
 		byPart := map[int32][]*kgo.Record{}
@@ -325,6 +328,111 @@ func checkBatchSplitsAgree(t *testing.T, recs []*kgo.Record, lengths []int) {
 			t.FailNow()
 		}
 	}
+}
+
+// checkLiveInPolls runs recs live once more, in polls of lengths (cycled)
+// instead of one record a poll, the derived events and dead letters
+// relayed once the input is applied (round by round until none is left,
+// each topic's in polls of lengths too), and compares it with the
+// tester's run: every projection's digest but the dead letters' (their
+// rows are named by the letter's own offset, and letters of one poll
+// arrive processor by processor, in another order than one record a poll
+// gives), the input records' outcomes, and the letters of input records,
+// as a set.
+func checkLiveInPolls(t *testing.T, procs []processors.Processor, recs []*kgo.Record, lengths []int, tt *processortest.Tester, want projections.Digest, live map[string]string) {
+	store, err := projections.Open("store", projections.Options{FS: vfs.NewMem(), CacheSize: 8 << 20, MemTableSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	logs := map[string][]*kgo.Record{}
+	applied := map[string]int{}
+	clock := processortest.Epoch
+	add := func(r *kgo.Record) {
+		c := *r
+		c.Partition, c.Offset = 0, int64(len(logs[c.Topic]))
+		if c.Timestamp.IsZero() {
+			c.Timestamp = clock
+		}
+		clock = clock.Add(time.Millisecond)
+		logs[c.Topic] = append(logs[c.Topic], &c)
+	}
+	for _, r := range recs {
+		add(r)
+	}
+	got := map[string]string{}
+	for round := 0; ; round++ {
+		if round == processortest.MaxRelayRounds {
+			t.Fatalf("live in polls: still relaying after %d rounds", round)
+		}
+		for _, topic := range events.AllTopics {
+			rs := logs[string(topic)]
+			for k := 0; applied[string(topic)] < len(rs); k++ {
+				at := applied[string(topic)]
+				end := min(at+lengths[k%len(lengths)], len(rs))
+				byName, err := processors.ApplyPoll(store, procs, 1, rs[at:end])
+				if err != nil {
+					t.Fatalf("live in polls: %v", err)
+				}
+				for name, outs := range byName {
+					for j, o := range outs {
+						got[outcomeKey(rs[at+j], name)] = outcomeString(o)
+					}
+				}
+				applied[string(topic)] = end
+			}
+		}
+		pending, err := store.PendingOutbox(1 << 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if err := store.AckOutbox(pending); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range processors.OutboxRecords(pending) {
+			add(r)
+		}
+	}
+	d, err := store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range union(d.Projections, want.Projections) {
+		if d.Projections[name] != want.Projections[name] && (name != "deadletters" || d.Rows[name] != want.Rows[name]) {
+			t.Errorf("live in polls of %v: projection %s: %s (%d rows), one record a poll %s (%d rows)", lengths, name, d.Projections[name], d.Rows[name], want.Projections[name], want.Rows[name])
+		}
+	}
+	for k, v := range live {
+		if got[k] != v {
+			t.Errorf("live in polls of %v: %s: %q, one record a poll %q", lengths, k, got[k], v)
+		}
+	}
+	gotLetters, wantLetters := inputLetters(logs[string(events.TopicDeadLetter)]), inputLetters(tt.Records(events.TopicDeadLetter))
+	if strings.Join(gotLetters, "\n") != strings.Join(wantLetters, "\n") {
+		t.Errorf("live in polls of %v: the input's letters\n%s\none record a poll\n%s", lengths, strings.Join(gotLetters, "\n"), strings.Join(wantLetters, "\n"))
+	}
+}
+
+// inputLetters describes the letters of records on chronicle.sessions
+// (the input's; a derived record's offset depends on the relay's order),
+// sorted: original offset, handler, reason.
+func inputLetters(letters []*kgo.Record) []string {
+	var out []string
+	for _, l := range letters {
+		h := map[string]string{}
+		for _, kv := range l.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		if h[processors.HeaderOriginalTopic] != string(events.TopicSessions) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s: %s", h[processors.HeaderOriginalOffset], h[processors.HeaderHandler], h[processors.HeaderError]))
+	}
+	sort.Strings(out)
+	return out
 }
 
 func outcomeKey(r *kgo.Record, processor string) string {
