@@ -41,13 +41,21 @@ import (
 // the live run's too. The input is also run live a second time in those
 // polls (checkLiveInPolls), derived events and letters relayed after it.
 func FuzzBatchSplitsAgree(f *testing.F) {
-	// layout: sessions count, session indexes, interleave, mutation count,
-	// mutations (op, record, place), then the poll lengths of the third cut
-	f.Add([]byte{0, 0, 0, 0})                                                       // one session as recorded, one poll of 3 records
-	f.Add([]byte{0, 0, 0, 2, 3, 41, 0, 4, 0, 20})                                   // its completion first, a second start
-	f.Add([]byte{1, 3, 77, 1, 2, 0, 5, 30, 3, 40, 0, 2, 1, 4})                      // two interleaved, a truncated record, one moved first
-	f.Add([]byte{2, 10, 11, 12, 0, 3, 1, 9, 40, 2, 30, 3, 4, 0, 50, 1, 2, 3, 5, 8}) // a conflicting duplicate, a copy, a second start
+	// layout: n-1 (n = 1 + b%3 sessions), n session indexes (b%200),
+	// interleaved (b%2), m (b%8 mutations), m times op (b%6), record and
+	// place, then the poll lengths of the third cut (1 + b%16)
+	//
+	// one session as recorded, polls of 3
+	f.Add([]byte{0, 0, 0, 0})
+	// its completion first, a second start
+	f.Add([]byte{0, 0, 0, 2, 3, 41, 0, 4, 0, 20})
+	// two interleaved, a truncated record, one moved first
+	f.Add([]byte{1, 3, 77, 1, 2, 0, 5, 30, 3, 40, 0, 2, 1, 4})
+	// a conflicting duplicate, a copy, a second start
+	f.Add([]byte{2, 10, 11, 12, 0, 3, 1, 9, 40, 2, 30, 3, 4, 0, 50, 1, 2, 3, 5, 8})
+	// an orphan, a copy, a move, a truncation, a conflict
 	f.Add([]byte{0, 150, 1, 5, 5, 20, 10, 4, 60, 61, 3, 60, 1, 0, 0, 0, 1, 3, 4, 16, 1})
+	// seven mutations
 	f.Add([]byte{1, 42, 43, 0, 7, 3, 255, 0, 4, 254, 255, 0, 100, 96, 5, 7, 7, 2, 8, 9, 1, 11, 12, 3, 1, 200, 255, 0, 7})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		recs, err := splitInput(in).records()
@@ -250,13 +258,9 @@ func checkBatchSplitsAgree(t *testing.T, recs []*kgo.Record, lengths []int) {
 		t.Fatal(err)
 	}
 	checkLiveInPolls(t, procs, recs, lengths, tt, want, live)
-	var log [][]*kgo.Record // each topic partition's records, in offset order
+	var log [][]*kgo.Record // each topic's records (one partition), in offset order
 	for _, topic := range events.AllTopics {
-		byPart := map[int32][]*kgo.Record{}
-		for _, r := range tt.Records(topic) {
-			byPart[r.Partition] = append(byPart[r.Partition], r)
-		}
-		for _, rs := range byPart {
+		if rs := tt.Records(topic); len(rs) > 0 {
 			log = append(log, rs)
 		}
 	}
