@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBinaryModeRecord$$' -fuzztime $(FUZZTIME) ./events/
 	$(GO) test -run '^$$' -fuzz '^FuzzPayloadDecoders$$' -fuzztime $(FUZZTIME) ./events/
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitBody$$' -fuzztime $(FUZZTIME) ./cmd/chronicle/httpapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzBatchSplitsAgree$$' -fuzztime $(FUZZTIME) -parallel 1 ./processors/processortest/
 
 ## weaviate: install the Weaviate server the projections/search/weaviate tests start (from the Go module proxy, about 7 min on 2 cores, a 169 MB binary; skipped when present)
 WEAVIATE_VERSION ?= v1.35.2

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -62,6 +63,7 @@ type Option func(*config)
 type config struct {
 	partitions int
 	dir        string
+	memory     bool
 }
 
 // Partitions sets the partition count of every topic but those of
@@ -74,6 +76,13 @@ func Partitions(n int) Option { return func(c *config) { c.partitions = n } }
 // (removed with the test): to look at it after the test, or to give it to
 // processors.Replay's digest.
 func Dir(dir string) Option { return func(c *config) { c.dir = dir } }
+
+// InMemory keeps the store in memory (Pebble's in-memory filesystem)
+// instead of a directory: for a test that opens many testers, as a fuzz
+// target does once per input (FuzzBatchSplitsAgree: a store on disk per
+// input spent most of its time in the kernel, creating, syncing and
+// removing the store's files). Not with Dir.
+func InMemory() Option { return func(c *config) { c.memory = true } }
 
 // Tester runs processors over an in-memory log. It is not safe for
 // concurrent use.
@@ -90,8 +99,8 @@ type Tester struct {
 	letters    []*kgo.Record
 }
 
-// New opens a store for procs (in a directory of tb.TempDir unless Dir
-// says otherwise; closed when the test ends) and returns their Tester. It
+// New opens a store for procs (in a directory of tb.TempDir unless Dir or
+// InMemory says otherwise; closed when the test ends) and returns their Tester. It
 // fails the test for procs that the engine refuses (processors.CheckNames:
 // an empty, repeated or '/'-holding Name) and for a partition count below
 // 1.
@@ -107,10 +116,16 @@ func New(tb testing.TB, procs []processors.Processor, opts ...Option) *Tester {
 	if err := processors.CheckNames("processortest.New procs", procs); err != nil {
 		tb.Fatal(err)
 	}
-	if cfg.dir == "" {
+	var popts projections.Options
+	switch {
+	case cfg.memory && cfg.dir != "":
+		tb.Fatalf("processortest: InMemory and Dir(%q): a store in memory has no directory", cfg.dir)
+	case cfg.memory:
+		cfg.dir, popts.FS = "store", vfs.NewMem()
+	case cfg.dir == "":
 		cfg.dir = tb.TempDir()
 	}
-	store, err := projections.Open(cfg.dir, projections.Options{})
+	store, err := projections.Open(cfg.dir, popts)
 	if err != nil {
 		tb.Fatalf("processortest: open the store in %s: %v", cfg.dir, err)
 	}
