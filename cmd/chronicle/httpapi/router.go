@@ -168,20 +168,15 @@ func (jr *jsonRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: msg, Parameter: param, Reason: reason})
 		return
 	}
-	if name, reason := queryShape(r.URL.Query()); name != "" {
+	name, reason := queryShape(r.URL.Query())
+	if name == "" {
+		name, reason = unknownParam(r)
+	}
+	if name != "" {
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/events" {
 			// its 400 has every field (EventError), as for a query that
 			// does not parse; before, it lacked index, pointer and reason
 			// (a mutation test)
-			idx := -1
-			writeJSON(w, http.StatusBadRequest, errorBody{Error: name + ": " + reason, Index: &idx, Pointer: "/", Parameter: name, Reason: reason})
-			return
-		}
-		writeParamErr(w, http.StatusBadRequest, name, reason)
-		return
-	}
-	if name, reason := unknownParam(r); name != "" {
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/events" {
 			idx := -1
 			writeJSON(w, http.StatusBadRequest, errorBody{Error: name + ": " + reason, Index: &idx, Pointer: "/", Parameter: name, Reason: reason})
 			return
