@@ -27,7 +27,8 @@ import (
 // heldJoiner is a member of the processors' group driven by hand with the
 // group protocol's requests (kmsg), to hold a rebalance open: it joins
 // with the advertising balancer's metadata (so the group keeps its
-// protocol), syncs once, then heartbeats without ever joining again. The
+// protocol), syncs once (an answer of REBALANCE_IN_PROGRESS leaves it
+// holding with nothing), then heartbeats without ever joining again. The
 // cooperative rebalance its join starts gives it nothing in its first
 // round and takes a task from a member, which gives it up and joins
 // again: the group is then PreparingRebalance, waiting for this member's
@@ -62,46 +63,50 @@ func joinAndHold(ctx context.Context, t *testing.T, brokers []string, topics []s
 	proto.Metadata = httpapi.AdvertisingBalancer(url, nil).JoinGroupMetadata(topics, nil, -1)
 	join.Protocols = append(join.Protocols, proto)
 	var jr *kmsg.JoinGroupResponse
-	var sr *kmsg.SyncGroupResponse
-	// a member that joins again between this join and its sync (one whose
-	// held stores changed, say) starts a new round, and the coordinator
-	// answers the sync REBALANCE_IN_PROGRESS: as a Kafka consumer does,
-	// join again (the test failed there once in CI)
-	for round := 0; ; round++ {
-		for attempt := 0; ; attempt++ {
-			jr, err = join.RequestWith(ctx, cl)
-			if err != nil {
-				t.Fatalf("join: %v", err)
-			}
-			if e := kerr.ErrorForCode(jr.ErrorCode); e == kerr.MemberIDRequired && attempt == 0 {
-				join.MemberID = jr.MemberID
-				continue
-			} else if e != nil {
-				t.Fatalf("join: %v", e)
-			}
-			break
-		}
-		j.memberID, j.generation = jr.MemberID, jr.Generation
-		if jr.LeaderID == j.memberID {
-			t.Fatalf("the held member %s leads the group: the members did not join again", j.memberID)
-		}
-		sg := kmsg.NewPtrSyncGroupRequest()
-		sg.Group, sg.Generation, sg.MemberID = j.group, j.generation, j.memberID
-		sg.ProtocolType, sg.Protocol = kmsg.StringPtr("consumer"), jr.Protocol
-		sr, err = sg.RequestWith(ctx, cl)
-		if err == nil {
-			err = kerr.ErrorForCode(sr.ErrorCode)
-		}
-		if errors.Is(err, kerr.RebalanceInProgress) && round < 10 {
-			join.MemberID = j.memberID
-			continue
-		}
+	for attempt := 0; ; attempt++ {
+		jr, err = join.RequestWith(ctx, cl)
 		if err != nil {
-			t.Fatalf("sync: %v", err)
+			t.Fatalf("join: %v", err)
+		}
+		if e := kerr.ErrorForCode(jr.ErrorCode); e == kerr.MemberIDRequired && attempt == 0 {
+			join.MemberID = jr.MemberID
+			continue
+		} else if e != nil {
+			t.Fatalf("join: %v", e)
 		}
 		break
 	}
-	if len(sr.MemberAssignment) > 0 {
+	j.memberID, j.generation = jr.MemberID, jr.Generation
+	if jr.LeaderID == j.memberID {
+		t.Fatalf("the held member %s leads the group: the members did not join again", j.memberID)
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID = j.group, j.generation, j.memberID
+	sg.ProtocolType, sg.Protocol = kmsg.StringPtr("consumer"), jr.Protocol
+	sr, err := sg.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(sr.ErrorCode)
+	}
+	// REBALANCE_IN_PROGRESS: the group went back to PreparingRebalance
+	// between this join and its sync: either a member joined again
+	// before the leader's sync (the round was abandoned; no partition
+	// moved), or the round completed and the member that gave up a
+	// partition joined again before this sync arrived (a loaded
+	// machine). Either way the new round waits for this member's join,
+	// which it never sends: it holds the rebalance from here with an
+	// empty assignment, at the generation it joined (the coordinator
+	// keeps it while preparing). Joining again, as an earlier version
+	// did, let the second round complete and handed it the given-up
+	// partition (CI failed there once: "assigned chronicle.deadletter
+	// [2] in the first round").
+	if errors.Is(err, kerr.RebalanceInProgress) {
+		t.Logf("held member's sync: %v; it holds the next round with nothing", err)
+		sr, err = nil, nil
+	}
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if sr != nil && len(sr.MemberAssignment) > 0 {
 		if err := j.assigned.ReadFrom(sr.MemberAssignment); err != nil {
 			t.Fatalf("sync: assignment %v", err)
 		}
