@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/zonetest"
 	"github.com/chronicle-dev/chronicle/processors"
 )
 
@@ -58,12 +59,9 @@ func TestWarningsFollowTheLogFormat(t *testing.T) {
 // the API's times and the CLI's messages do: under TZ=America/New_York
 // they said 15:00:06-05:00 (a time walkthrough, 2026-12-04).
 func TestServeLogsTimesInUTC(t *testing.T) {
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		t.Skipf("no time zone database: %v", err)
+	if !zonetest.Run(t, "America/New_York", time.Minute) {
+		return
 	}
-	defer func(l *time.Location) { time.Local = l }(time.Local)
-	time.Local = ny
 	var b bytes.Buffer
 	logDeadLetter(&b)(processors.LetterData{Topic: "chronicle.sessions", Handler: "sessions", Reason: "r"})
 	j := slog.New(slog.NewJSONHandler(&b, logUTC))
