@@ -31,8 +31,9 @@ func (t *tools) addImprovement(s *mcp.Server) {
 	in := oneScope(inferSchema[improvementInput]())
 	in.Properties["session_id"].MinLength = jsonschema.Ptr(1) // "" is refused (it was not in the schema)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "pair_improvement",
-		InputSchema: in,
+		Name:         "pair_improvement",
+		OutputSchema: t.outputSchema("pair_improvement"),
+		InputSchema:  in,
 		Description: "The PAIR loop state of a session evaluated below 95: status (SUCCESS, MAX_ITERATIONS_REACHED, REVISION_READY, AWAITING_CONTEXT, AWAITING_EVALUATION when the session has no evaluation yet, NOT_EVALUATED when its evaluation is not_evaluated: no criterion with a weight could be scored, so there is nothing to revise), " +
 			"the retrieved patterns per gap with their recommendation, the revision (tool sequence to follow, missing writes, rules, rationale, estimated improvement) " +
 			"and how to start the next attempt (next_attempt: iteration, parent_session). " +

@@ -35,6 +35,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -134,6 +135,16 @@ type Options struct {
 	// Graph, when set, adds next_tool (issue 11, item 10): the next tool
 	// of a workflow from the learned tool graph.
 	Graph GraphTools
+	// OutputSchemas, when set, gives the output schema (the JSON Schema
+	// of structuredContent, "type": "object" at its root) of the tools
+	// whose answer is an HTTP route's body, by tool name:
+	// pair_improvement, search_get, search_resume and next_tool
+	// (httpapi.MCPOutputSchemas builds them from openapi.json). The SDK
+	// checks every answer of such a tool against its schema, and a
+	// mismatch is the call's error. A tool without an entry (the
+	// default: nil) declares an open object. The memory tools' output
+	// schemas are their Go types' and are not read from here.
+	OutputSchemas map[string]*jsonschema.Schema
 	// DrainWait bounds how long [ServeStdio], once stdin ends, waits for
 	// the answers of the requests read before the end (0:
 	// [DefaultDrainWait]). Not used over HTTP.

@@ -90,10 +90,11 @@ func (t *tools) addNextTool(s *mcp.Server) {
 	// MCP walkthrough, 2026-12-06)
 	in.Properties["scope"].Pattern = scopeFilterPattern
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "next_tool",
-		Description: nextDescription,
-		InputSchema: in,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+		Name:         "next_tool",
+		OutputSchema: t.outputSchema("next_tool"),
+		Description:  nextDescription,
+		InputSchema:  in,
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, t.nextTool)
 }
 

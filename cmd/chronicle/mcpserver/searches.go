@@ -47,7 +47,8 @@ func (t *tools) addSearches(s *mcp.Server) {
 	get := oneScope(inferSchema[searchGetInput]())
 	get.Properties["search_id"].MinLength = jsonschema.Ptr(1) // "" is refused (it was not in the schema)
 	mcp.AddTool(s, &mcp.Tool{
-		Name: "search_get",
+		Name:         "search_get",
+		OutputSchema: t.outputSchema("search_get"),
 		Description: "The state of a durable tree search (quota-aware Beam-A*): status (running, paused, completed), outcome, " +
 			"the open set ordered by f (its head is expanded next), the question when paused, the token quota and the best path.",
 		InputSchema: get,
@@ -57,10 +58,11 @@ func (t *tools) addSearches(s *mcp.Server) {
 	in.Properties["decision"].Enum = enum("approve", "reject")
 	in.Properties["search_id"].MinLength = jsonschema.Ptr(1)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "search_resume",
-		Description: "Give the human decision a paused tree search waits for: approve keeps the node it paused on, reject drops it; the search goes on from there.",
-		InputSchema: in,
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
+		Name:         "search_resume",
+		OutputSchema: t.outputSchema("search_resume"),
+		Description:  "Give the human decision a paused tree search waits for: approve keeps the node it paused on, reject drops it; the search goes on from there.",
+		InputSchema:  in,
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.searchResume)
 }
 

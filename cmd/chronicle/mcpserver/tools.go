@@ -247,6 +247,17 @@ var scopeFilterRe = regexp.MustCompile(scopeFilterPattern)
 // 2026-12-06).
 const scopePattern = `^(project|team|org):[A-Za-z0-9._-]+$`
 
+// outputSchema is the output schema of the tool name from
+// opts.OutputSchemas, as Tool.OutputSchema wants it: nil (no schema: the
+// SDK infers an open object from map[string]any) when it has none, never
+// a nil *jsonschema.Schema, which the SDK would take as a schema.
+func (t *tools) outputSchema(name string) any {
+	if s := t.opts.OutputSchemas[name]; s != nil {
+		return s
+	}
+	return nil
+}
+
 // oneScope gives the schema s's scope property scopePattern.
 func oneScope(s *jsonschema.Schema) *jsonschema.Schema {
 	s.Properties["scope"].Pattern = scopePattern
