@@ -201,8 +201,8 @@ type Server struct {
 	internalOnce sync.Once
 	internal     http.Handler
 
-	// pairMu guards pairSent, the sessions (entity keys) whose context
-	// this process published, and pairBusy, the improve route's
+	// pairMu guards pairSent, sessions (entity keys) whose context this
+	// process published (at most maxPairSent), and pairBusy, the improve route's
 	// retrievals in flight, one per session (retrievalOf).
 	pairMu   sync.Mutex
 	pairSent map[string]bool

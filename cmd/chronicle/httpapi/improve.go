@@ -410,10 +410,7 @@ func (s *Server) retrieve(ctx context.Context, key string) error {
 		sent, err := wk.RetrieveNow(ctx, key)
 		s.pairMu.Lock()
 		if err == nil && sent {
-			if s.pairSent == nil {
-				s.pairSent = map[string]bool{}
-			}
-			s.pairSent[key] = true
+			s.markPairSent(key)
 		}
 		delete(s.pairBusy, key)
 		rt.err = err
@@ -421,6 +418,30 @@ func (s *Server) retrieve(ctx context.Context, key string) error {
 		s.pairMu.Unlock()
 		return err
 	}
+}
+
+// maxPairSent bounds Server.pairSent: past it, markPairSent forgets one
+// session (an arbitrary one) for each it adds. Forgetting is safe: the
+// set only spares a second retrieval between a context's publish and its
+// apply, after which RetrieveNow finds no pending evaluation and writes
+// nothing; and a second publish carries the same derived id, which the
+// processors apply once. Before 2026-12-07 the set kept every session a
+// process had improved, for its life.
+const maxPairSent = 4096
+
+// markPairSent records, under pairMu, that this process published the
+// PAIR context of the session with key.
+func (s *Server) markPairSent(key string) {
+	if s.pairSent == nil {
+		s.pairSent = map[string]bool{}
+	}
+	if len(s.pairSent) >= maxPairSent && !s.pairSent[key] {
+		for k := range s.pairSent {
+			delete(s.pairSent, k)
+			break
+		}
+	}
+	s.pairSent[key] = true
 }
 
 // startLoop is the improve action on the session with key: its view, after
