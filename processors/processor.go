@@ -2,10 +2,21 @@
 // the log that write projections into the Pebble store (package
 // projections) and emit derived events through its outbox.
 //
-// The same Apply path serves the live pipeline (Runner: consumer groups on
-// Watermill's Router, with Recoverer, Retry and a poison queue into the
-// dead-letter topic) and Replay (a straight read of the log from offset 0),
-// so a replay rebuilds every projection bit for bit.
+// The same Apply path serves the live pipeline (Runner: the engine, one
+// franz-go consumer group for every topic the processors read, each
+// partition's records of a poll applied as one Pebble batch, a rejected
+// event dead-lettered through the outbox; only the Workers run on
+// Watermill's Router) and Replay (a straight read of the log from offset
+// 0), so a replay rebuilds every projection bit for bit. (This comment
+// still described the first engine, on Watermill's Router with Retry and a
+// poison queue: a new contributor's walkthrough.)
+//
+// A processor of one's own implements Processor (and TypedProcessor,
+// KeyedState or TotalOrder where they hold), is tested with
+// processors/processortest (New, Publish, CheckReplay) and runs live in
+// pipeline.Config.Processors. Packages depend one way: cmd → processors →
+// projections → events → schemas; a processor reads and writes its rows
+// through projections.Tx and never imports cmd/ (TestLayering).
 package processors
 
 import (
