@@ -59,8 +59,9 @@ import (
 // Types: a processor reads Chronicle's event types (events.Types), whose
 // schemas are in package schemas; an envelope of any other type is refused
 // by events.New and dead-lettered by the engine. A new event family is
-// added to this repository (a schema in schemas/, its types in events),
-// not registered at run time.
+// added to this repository (a schema in schemas/, its types, registry
+// entry, payload and test cases in events: the README's "Adding an event
+// type" lists each step), not registered at run time.
 type Processor interface {
 	Name() string
 	Topics() []events.Topic
