@@ -74,9 +74,11 @@ type Processor interface {
 // name share one projection, offsets and idempotency keys, so the second
 // saw every event as a duplicate of the first and was never applied (a
 // Go-package walkthrough's processor named "sessions", next to the
-// built-in one). It fails too for a TypedProcessor listing a type that is
-// not Chronicle's (events.Lookup) or is written to a topic not among its
-// Topics: no such event ever reaches it (it was taken silently).
+// built-in one). It fails too for a topic of Topics that is not
+// Chronicle's (events.AllTopics: it is never created), and for a
+// TypedProcessor listing a type that is not Chronicle's (events.Lookup) or
+// is written to a topic not among its Topics: no such event ever reaches
+// it (it was taken silently).
 func CheckNames(field string, procs []Processor) error {
 	seen := make(map[string]int, len(procs))
 	for i, p := range procs {
@@ -94,6 +96,14 @@ func CheckNames(field string, procs []Processor) error {
 			return fmt.Errorf("processors: %s[%d]: Name %q is also %s[%d]'s: each processor needs its own (it names its projection, offsets and idempotency keys)", field, i, name, field, j)
 		}
 		seen[name] = i
+		for j, t := range p.Topics() {
+			if !slices.Contains(events.AllTopics, t) {
+				// Start took it and WaitCaughtUp failed with "end offsets:
+				// UNKNOWN_TOPIC_OR_PARTITION", naming neither (a new
+				// contributor's walkthrough, 2026-12-07)
+				return fmt.Errorf("processors: %s[%d] (%s): Topics()[%d] %q is no topic of Chronicle's (events.AllTopics): it is never created, so nothing would be read from it (a new topic is added to events.AllTopics)", field, i, name, j, t)
+			}
+		}
 		if tp, ok := p.(TypedProcessor); ok {
 			topics := tp.Topics()
 			for j, t := range tp.Types() {
