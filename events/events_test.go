@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,6 +57,20 @@ func TestEveryProducerTypeHasCases(t *testing.T) {
 		ti, _ := events.Lookup(typ)
 		if _, ok := cases[typ]; !ok && !ti.Derived {
 			t.Errorf("no testdata/types/%s.json", typ)
+		}
+	}
+}
+
+// Every type lives on a topic Chronicle creates (AllTopics): a producer
+// writing to another fails after its metadata refreshes with
+// UNKNOWN_TOPIC_OR_PARTITION, and a processor reading it is refused
+// (processors.CheckNames). A guard for a new family on a topic of its own
+// (the README's "Adding an event type").
+func TestEveryTypeIsOnACreatedTopic(t *testing.T) {
+	for _, typ := range events.Types() {
+		ti, _ := events.Lookup(typ)
+		if !slices.Contains(events.AllTopics, ti.Topic) {
+			t.Errorf("%s is written to %s, which is not in events.AllTopics", typ, ti.Topic)
 		}
 	}
 }
