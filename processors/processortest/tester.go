@@ -105,8 +105,8 @@ type Tester struct {
 // New opens a store for procs (in a directory of tb.TempDir unless Dir or
 // InMemory says otherwise; closed when the test ends) and returns their Tester. It
 // fails the test for procs that the engine refuses (processors.CheckNames:
-// an empty, repeated or '/'-holding Name) and for a partition count below
-// 1.
+// an empty, repeated or '/'-holding Name, a topic or type that is not
+// Chronicle's) and for a partition count below 1.
 func New(tb testing.TB, procs []processors.Processor, opts ...Option) *Tester {
 	tb.Helper()
 	cfg := configOf(opts)
