@@ -75,6 +75,39 @@ func TestEveryTypeIsOnACreatedTopic(t *testing.T) {
 	}
 }
 
+// A type's key field (TypeInfo.KeyField, KeyOver) is a string member of
+// its schema: misspelled in the registry, every event of the type without
+// a sessionid is refused as lacking it, while the schema refuses the
+// member so named (a guard for a new type: the README's "Adding an event
+// type").
+func TestKeyFieldsAreSchemaMembers(t *testing.T) {
+	for _, typ := range events.Types() {
+		ti, _ := events.Lookup(typ)
+		raw, ok := events.Schema(string(typ))
+		if !ok {
+			t.Errorf("%s: no schema", typ)
+			continue
+		}
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		for _, f := range []string{ti.KeyField, ti.KeyOver} {
+			if f == "" || f == "-" {
+				continue
+			}
+			var p struct {
+				Type any `json:"type"`
+			}
+			if m, ok := s.Properties[f]; !ok || json.Unmarshal(m, &p) != nil || p.Type != nil && p.Type != "string" {
+				t.Errorf("%s: key field %q is not a string member of schemas/%s.json", typ, f, typ)
+			}
+		}
+	}
+}
+
 func TestValidationNamesTheField(t *testing.T) {
 	for typ, c := range loadCases(t) {
 		if _, err := events.ParseProducerEvent(c.Valid); err != nil {
