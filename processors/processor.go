@@ -35,7 +35,10 @@ import (
 // the event: no wall clock, no random ids (time comes from the event).
 // An error from Apply (or a panic in it) rejects the event: since applying
 // it again would refuse it again, it is dead-lettered at once (its letter's
-// reason is the error's text; RunnerConfig.OnDeadLetter is told), nothing it
+// reason is the error's text, which should name the member at fault and
+// why; an error implementing PointerError, or an *events.ValidationError,
+// also gives the letter the member's JSON pointer, which GET
+// /v1/deadletters answers; RunnerConfig.OnDeadLetter is told), nothing it
 // wrote is kept, and the next event is applied. Only a failure of the store
 // itself (an error of a Tx call, whether or not Apply returns it) is
 // retried (RunnerConfig.MaxRetries) before it is dead-lettered. Before, this comment said every error was
