@@ -29,6 +29,7 @@ package processortest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -201,13 +202,14 @@ func (t *Tester) Publish(envs ...events.Envelope) ([]Outcomes, error) {
 
 // PublishRecord writes r as a client writing straight to Kafka would,
 // unchecked (an invalid record is dead-lettered by the processors, as
-// live), on r.Topic at its key's partition unless r.Partition is set
+// live), on r.Topic (one of events.AllTopics, else an error, as the
+// broker refuses it) at its key's partition unless r.Partition is set
 // with a partition count above 1, and applies it and what it caused. A
 // zero r.Timestamp is the tester's clock (Epoch, then a millisecond a
 // record).
 func (t *Tester) PublishRecord(r *kgo.Record) (Outcomes, error) {
-	if r.Topic == "" {
-		return nil, errors.New("processortest: PublishRecord: Topic is empty")
+	if err := checkTopic("PublishRecord", r.Topic); err != nil {
+		return nil, err
 	}
 	c := *r
 	return t.write(&c, false)
@@ -219,12 +221,26 @@ func (t *Tester) PublishRecord(r *kgo.Record) (Outcomes, error) {
 // (a Go-package walkthrough). A p outside the topic's partitions is an
 // error, nothing written.
 func (t *Tester) PublishRecordTo(r *kgo.Record, p int32) (Outcomes, error) {
-	if r.Topic == "" {
-		return nil, errors.New("processortest: PublishRecordTo: Topic is empty")
+	if err := checkTopic("PublishRecordTo", r.Topic); err != nil {
+		return nil, err
 	}
 	c := *r
 	c.Partition = p
 	return t.write(&c, true)
+}
+
+// checkTopic refuses an empty topic and one Chronicle does not create, as
+// a broker refuses the write (UNKNOWN_TOPIC_OR_PARTITION): a mistyped
+// topic applied nothing and answered no error (a new contributor's
+// walkthrough).
+func checkTopic(call, topic string) error {
+	switch {
+	case topic == "":
+		return fmt.Errorf("processortest: %s: Topic is empty", call)
+	case !slices.Contains(events.AllTopics, events.Topic(topic)):
+		return fmt.Errorf("processortest: %s: Topic %q is no topic of Chronicle's (events.AllTopics): a broker refuses the write", call, topic)
+	}
+	return nil
 }
 
 // write appends r to the log (at r.Partition when manual), applies it,

@@ -352,3 +352,22 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A record for a topic Chronicle does not create is refused, naming it,
+// as the broker refuses the write: before, PublishRecord took a mistyped
+// topic ("chronicle.session"), applied nothing and answered no outcome
+// and no error, so a test asserting that nothing happened passed (a new
+// contributor's walkthrough).
+func TestPublishRecordRefusesAnUnknownTopic(t *testing.T) {
+	tt := processortest.New(t, []processors.Processor{toolCalls{"a"}}, processortest.InMemory())
+	r := &kgo.Record{Topic: "chronicle.session", Key: []byte("s1"), Value: []byte(`{}`)}
+	if _, err := tt.PublishRecord(r); err == nil || !strings.Contains(err.Error(), `"chronicle.session"`) || !strings.Contains(err.Error(), "events.AllTopics") {
+		t.Fatalf("PublishRecord to chronicle.session: %v, want an error naming the topic", err)
+	}
+	if _, err := tt.PublishRecordTo(r, 0); err == nil || !strings.Contains(err.Error(), `"chronicle.session"`) {
+		t.Fatalf("PublishRecordTo chronicle.session: %v, want an error naming the topic", err)
+	}
+	if n := len(tt.Records("chronicle.session")); n != 0 {
+		t.Fatalf("%d records written to chronicle.session", n)
+	}
+}
