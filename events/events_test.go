@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,6 +57,53 @@ func TestEveryProducerTypeHasCases(t *testing.T) {
 		ti, _ := events.Lookup(typ)
 		if _, ok := cases[typ]; !ok && !ti.Derived {
 			t.Errorf("no testdata/types/%s.json", typ)
+		}
+	}
+}
+
+// Every type lives on a topic Chronicle creates (AllTopics): a producer
+// writing to another fails after its metadata refreshes with
+// UNKNOWN_TOPIC_OR_PARTITION, and a processor reading it is refused
+// (processors.CheckNames). A guard for a new family on a topic of its own
+// (the README's "Adding an event type").
+func TestEveryTypeIsOnACreatedTopic(t *testing.T) {
+	for _, typ := range events.Types() {
+		ti, _ := events.Lookup(typ)
+		if !slices.Contains(events.AllTopics, ti.Topic) {
+			t.Errorf("%s is written to %s, which is not in events.AllTopics", typ, ti.Topic)
+		}
+	}
+}
+
+// A type's key field (TypeInfo.KeyField, KeyOver) is a string member of
+// its schema: misspelled in the registry, every event of the type without
+// a sessionid is refused as lacking it, while the schema refuses the
+// member so named (a guard for a new type: the README's "Adding an event
+// type").
+func TestKeyFieldsAreSchemaMembers(t *testing.T) {
+	for _, typ := range events.Types() {
+		ti, _ := events.Lookup(typ)
+		raw, ok := events.Schema(string(typ))
+		if !ok {
+			t.Errorf("%s: no schema", typ)
+			continue
+		}
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		for _, f := range []string{ti.KeyField, ti.KeyOver} {
+			if f == "" || f == "-" {
+				continue
+			}
+			var p struct {
+				Type any `json:"type"`
+			}
+			if m, ok := s.Properties[f]; !ok || json.Unmarshal(m, &p) != nil || p.Type != nil && p.Type != "string" {
+				t.Errorf("%s: key field %q is not a string member of schemas/%s.json", typ, f, typ)
+			}
 		}
 	}
 }

@@ -27,6 +27,7 @@ var payloadTypes = map[Type]func() any{
 	WorkflowSuggestionFeedback: func() any { return new(SuggestionFeedbackData) },
 	MemoryRecorded:             func() any { return new(MemoryRecordedData) },
 	MemoryFeedback:             func() any { return new(MemoryFeedbackData) },
+	MemoryRetrieved:            func() any { return new(MemoryRetrievedData) },
 	ReasoningPassCompleted:     func() any { return new(ReasoningPassData) },
 	SearchStarted:              func() any { return new(SearchStartedData) },
 	SearchQuotaReserved:        func() any { return new(SearchQuotaReservedData) },

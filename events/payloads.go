@@ -288,6 +288,21 @@ type MemoryFeedbackData struct {
 	Source string `json:"source,omitempty"`
 }
 
+// MemoryRetrievedData is the data of memory.retrieved.v1: a memory a
+// search returned (a usage). Rank is the hit's 1-based place in the
+// answer; Relevance, when set, its score; ReaderScopes the scopes the
+// searcher could read (schemas/memory.retrieved.v1.json says how each is
+// shown).
+type MemoryRetrievedData struct {
+	MemoryID     string   `json:"memory_id"`
+	SessionID    string   `json:"session_id,omitempty"`
+	Source       string   `json:"source,omitempty"`
+	Query        string   `json:"query,omitempty"`
+	Rank         int      `json:"rank,omitempty"`
+	Relevance    *float64 `json:"relevance,omitempty"`
+	ReaderScopes []string `json:"reader_scopes,omitempty"`
+}
+
 // CriterionResult is one criterion's outcome in an evaluation. Score is
 // 0..100 and present only when Evaluated.
 type CriterionResult struct {

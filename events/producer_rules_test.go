@@ -601,3 +601,41 @@ func TestPassSessionIDIsAnID(t *testing.T) {
 		t.Errorf("session_id hotpot/q-7: %v", err)
 	}
 }
+
+// Every producer type has a typed payload (events.PayloadTypes) that the
+// producer paths decode its data into, as its processor will: without
+// one, a value the schema admits and the processor's decoding refuses (an
+// integer written 1.0, or beyond 64 bits) is acknowledged and then
+// dead-lettered. memory.retrieved.v1 had none (a new contributor's
+// walkthrough, 2026-12-07, adding an event type and looking for what a
+// type needs).
+func TestEveryProducerTypeHasAPayload(t *testing.T) {
+	for _, typ := range events.ProducerTypes() {
+		if _, ok := events.PayloadTypes[typ]; !ok {
+			t.Errorf("%s: no typed payload in payloadTypes (events/payloadcheck.go)", typ)
+		}
+	}
+}
+
+// A usage's rank is refused on the producer paths when the memory bank
+// could not decode it; before, it was acknowledged and then dead-lettered
+// by the memories processor ("cannot unmarshal number 1.0 into ... int").
+func TestRetrievalRankIsRefusedAsTheProcessorWouldReadIt(t *testing.T) {
+	usage := func(rank string) []byte {
+		return []byte(`{"specversion":"1.0","id":"u1","source":"py","type":"memory.retrieved.v1","data":{"memory_id":"m1","rank":` + rank + `}}`)
+	}
+	for _, c := range []struct{ rank, reason string }{
+		{"1.0", "without a fraction or an exponent"},
+		{"2e0", "without a fraction or an exponent"},
+		{"99999999999999999999", "beyond the range of a 64-bit integer"},
+	} {
+		_, err := events.ParseProducerEvent(usage(c.rank))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != "/data/rank" || !strings.Contains(ve.Reason, c.reason) {
+			t.Errorf("rank %s: %v; want a refusal at /data/rank saying %q", c.rank, err, c.reason)
+		}
+	}
+	if _, err := events.ParseProducerEvent(usage("3")); err != nil {
+		t.Errorf("rank 3: %v", err)
+	}
+}

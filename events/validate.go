@@ -77,54 +77,59 @@ var (
 )
 
 func loadSchemas() (*compiled, error) {
-	compileOnce.Do(func() {
-		c := jsonschema.NewCompiler()
-		c.DefaultDraft(jsonschema.Draft2020)
-		c.AssertFormat()
-		files, err := fs.Glob(schemas.FS, "*.json")
-		if err != nil {
-			compileErr = err
-			return
-		}
-		for _, f := range files {
-			b, err := schemas.FS.ReadFile(f)
-			if err != nil {
-				compileErr = err
-				return
-			}
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-			if err != nil {
-				compileErr = fmt.Errorf("events: schema %s: %w", f, err)
-				return
-			}
-			if err := c.AddResource("urn:chronicle:schema:"+strings.TrimSuffix(f, ".json"), doc); err != nil {
-				compileErr = fmt.Errorf("events: schema %s: %w", f, err)
-				return
-			}
-		}
-		out := &compiled{data: map[Type]*jsonschema.Schema{}, opaque: map[Type]map[string]fastjson.Type{}, fast: map[Type]*fastSchema{}}
-		memo := map[*jsonschema.Schema]*fastSchema{}
-		if out.envelope, compileErr = c.Compile("urn:chronicle:schema:cloudevent"); compileErr != nil {
-			return
-		}
-		if out.dateTime, compileErr = c.Compile("urn:chronicle:schema:cloudevent#/properties/time"); compileErr != nil {
-			return
-		}
-		for t := range registry {
-			s, err := c.Compile(SchemaURI(t))
-			if err != nil {
-				compileErr = fmt.Errorf("events: schema of %s: %w", t, err)
-				return
-			}
-			out.data[t] = s
-			out.fast[t] = compileFast(s, memo)
-			if raw, ok := Schema(string(t)); ok {
-				out.opaque[t] = opaqueMembers(raw)
-			}
-		}
-		schemaSet = out
-	})
+	compileOnce.Do(func() { schemaSet, compileErr = compileSchemas(schemas.FS, registry) })
 	return schemaSet, compileErr
+}
+
+// compileSchemas compiles the *.json schemas of files (package schemas'
+// FS) for the envelope and each of types. A type without its file is an
+// error naming the file to add and its $id (the validator's own error was
+// "failing loading "urn:chronicle:schema:…": invalid file url").
+func compileSchemas(files fs.FS, types map[Type]TypeInfo) (*compiled, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	names, err := fs.Glob(files, "*.json")
+	if err != nil {
+		return nil, err
+	}
+	raws := make(map[string][]byte, len(names))
+	for _, f := range names {
+		b, err := fs.ReadFile(files, f)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("events: schema %s: %w", f, err)
+		}
+		if err := c.AddResource("urn:chronicle:schema:"+strings.TrimSuffix(f, ".json"), doc); err != nil {
+			return nil, fmt.Errorf("events: schema %s: %w", f, err)
+		}
+		raws[strings.TrimSuffix(f, ".json")] = b
+	}
+	out := &compiled{data: map[Type]*jsonschema.Schema{}, opaque: map[Type]map[string]fastjson.Type{}, fast: map[Type]*fastSchema{}}
+	memo := map[*jsonschema.Schema]*fastSchema{}
+	if out.envelope, err = c.Compile("urn:chronicle:schema:cloudevent"); err != nil {
+		return nil, err
+	}
+	if out.dateTime, err = c.Compile("urn:chronicle:schema:cloudevent#/properties/time"); err != nil {
+		return nil, err
+	}
+	for t := range types {
+		raw, ok := raws[string(t)]
+		if !ok {
+			return nil, fmt.Errorf("events: type %s has no schema: add schemas/%s.json (JSON Schema draft 2020-12, $id %q; package schemas embeds every *.json there)", t, t, SchemaURI(t))
+		}
+		s, err := c.Compile(SchemaURI(t))
+		if err != nil {
+			return nil, fmt.Errorf("events: schema of %s: %w", t, err)
+		}
+		out.data[t] = s
+		out.fast[t] = compileFast(s, memo)
+		out.opaque[t] = opaqueMembers(raw)
+	}
+	return out, nil
 }
 
 // Schema returns the raw JSON Schema of type t (or "cloudevent" for the

@@ -50,7 +50,10 @@ var _ processors.TypedProcessor = toolCalls{}
 // with projections.Store.Apply, as the engine does: an event whose (scope,
 // source, id) was applied before is a Duplicate and not given to Apply
 // again, and an Apply error is a *projections.RejectedError that writes
-// nothing (the engine dead-letters such an event). To run it live, add it
+// nothing (the engine dead-letters such an event). Store.Apply checks no
+// schema and relays nothing; processors/processortest runs a processor as
+// the engine does (its Example), and checks that a replay rebuilds it
+// (CheckReplay). To run it live, add it
 // to pipeline.Config.Processors (with pipeline.DefaultProcessors()); to
 // rebuild its projection from a log, give it to Replay.
 func ExampleProcessor() {

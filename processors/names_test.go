@@ -16,6 +16,14 @@ func (n namedProc) Name() string                                { return string(
 func (namedProc) Topics() []events.Topic                        { return []events.Topic{events.TopicSessions} }
 func (namedProc) Apply(*projections.Tx, *events.Envelope) error { return nil }
 
+// topicProc reads one topic.
+type topicProc struct {
+	namedProc
+	topic events.Topic
+}
+
+func (p topicProc) Topics() []events.Topic { return []events.Topic{p.topic} }
+
 // typedProc acts on types, on chronicle.sessions.
 type typedProc struct {
 	namedProc
@@ -46,6 +54,11 @@ func TestProcessorNamesAreChecked(t *testing.T) {
 		{[]processors.Processor{typedProc{"t", []events.Type{events.SessionStarted, events.MemoryFeedback}}},
 			"Processors[0] (t): Types()[1] memory.feedback.v1 is written to chronicle.memories, which is not among its Topics() [chronicle.sessions]"},
 		{[]processors.Processor{typedProc{"t", []events.Type{"made.up.v1"}}}, `Processors[0] (t): Types()[0] "made.up.v1" is no event type`},
+		// a topic Chronicle never creates: Start took it, and
+		// WaitCaughtUp failed with "end offsets: UNKNOWN_TOPIC_OR_PARTITION",
+		// naming neither the topic nor the processor (a new contributor's
+		// walkthrough, 2026-12-07)
+		{[]processors.Processor{namedProc("a"), topicProc{"n", "chronicle.notes"}}, `Processors[1] (n): Topics()[0] "chronicle.notes" is no topic of Chronicle's (events.AllTopics)`},
 	} {
 		err := processors.RunnerConfig{Brokers: []string{"127.0.0.1:9"}, Store: store, Processors: c.procs}.Validate()
 		if err == nil || !strings.Contains(err.Error(), "RunnerConfig."+c.want) {

@@ -2,10 +2,21 @@
 // the log that write projections into the Pebble store (package
 // projections) and emit derived events through its outbox.
 //
-// The same Apply path serves the live pipeline (Runner: consumer groups on
-// Watermill's Router, with Recoverer, Retry and a poison queue into the
-// dead-letter topic) and Replay (a straight read of the log from offset 0),
-// so a replay rebuilds every projection bit for bit.
+// The same Apply path serves the live pipeline (Runner: the engine, one
+// franz-go consumer group for every topic the processors read, each
+// partition's records of a poll applied as one Pebble batch, a rejected
+// event dead-lettered through the outbox; only the Workers run on
+// Watermill's Router) and Replay (a straight read of the log from offset
+// 0), so a replay rebuilds every projection bit for bit. (This comment
+// still described the first engine, on Watermill's Router with Retry and a
+// poison queue: a new contributor's walkthrough.)
+//
+// A processor of one's own implements Processor (and TypedProcessor,
+// KeyedState or TotalOrder where they hold), is tested with
+// processors/processortest (New, Publish, CheckReplay) and runs live in
+// pipeline.Config.Processors. Packages depend one way: cmd → processors →
+// projections → events → schemas; a processor reads and writes its rows
+// through projections.Tx and never imports cmd/ (TestLayering).
 package processors
 
 import (
@@ -24,7 +35,10 @@ import (
 // the event: no wall clock, no random ids (time comes from the event).
 // An error from Apply (or a panic in it) rejects the event: since applying
 // it again would refuse it again, it is dead-lettered at once (its letter's
-// reason is the error's text; RunnerConfig.OnDeadLetter is told), nothing it
+// reason is the error's text, which should name the member at fault and
+// why; an error implementing PointerError, or an *events.ValidationError,
+// also gives the letter the member's JSON pointer, which GET
+// /v1/deadletters answers; RunnerConfig.OnDeadLetter is told), nothing it
 // wrote is kept, and the next event is applied. Only a failure of the store
 // itself (an error of a Tx call, whether or not Apply returns it) is
 // retried (RunnerConfig.MaxRetries) before it is dead-lettered. Before, this comment said every error was
@@ -48,8 +62,9 @@ import (
 // Types: a processor reads Chronicle's event types (events.Types), whose
 // schemas are in package schemas; an envelope of any other type is refused
 // by events.New and dead-lettered by the engine. A new event family is
-// added to this repository (a schema in schemas/, its types in events),
-// not registered at run time.
+// added to this repository (a schema in schemas/, its types, registry
+// entry, payload and test cases in events: the README's "Adding an event
+// type" lists each step), not registered at run time.
 type Processor interface {
 	Name() string
 	Topics() []events.Topic
@@ -62,9 +77,11 @@ type Processor interface {
 // name share one projection, offsets and idempotency keys, so the second
 // saw every event as a duplicate of the first and was never applied (a
 // Go-package walkthrough's processor named "sessions", next to the
-// built-in one). It fails too for a TypedProcessor listing a type that is
-// not Chronicle's (events.Lookup) or is written to a topic not among its
-// Topics: no such event ever reaches it (it was taken silently).
+// built-in one). It fails too for a topic of Topics that is not
+// Chronicle's (events.AllTopics: it is never created), and for a
+// TypedProcessor listing a type that is not Chronicle's (events.Lookup) or
+// is written to a topic not among its Topics: no such event ever reaches
+// it (it was taken silently).
 func CheckNames(field string, procs []Processor) error {
 	seen := make(map[string]int, len(procs))
 	for i, p := range procs {
@@ -82,6 +99,14 @@ func CheckNames(field string, procs []Processor) error {
 			return fmt.Errorf("processors: %s[%d]: Name %q is also %s[%d]'s: each processor needs its own (it names its projection, offsets and idempotency keys)", field, i, name, field, j)
 		}
 		seen[name] = i
+		for j, t := range p.Topics() {
+			if !slices.Contains(events.AllTopics, t) {
+				// Start took it and WaitCaughtUp failed with "end offsets:
+				// UNKNOWN_TOPIC_OR_PARTITION", naming neither (a new
+				// contributor's walkthrough, 2026-12-07)
+				return fmt.Errorf("processors: %s[%d] (%s): Topics()[%d] %q is no topic of Chronicle's (events.AllTopics): it is never created, so nothing would be read from it (a new topic is added to events.AllTopics)", field, i, name, j, t)
+			}
+		}
 		if tp, ok := p.(TypedProcessor); ok {
 			topics := tp.Topics()
 			for j, t := range tp.Types() {

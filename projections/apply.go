@@ -612,7 +612,7 @@ type Tx struct {
 
 func (t *Tx) key(k string) string { return prefixProjection + t.proj + "/" + k }
 
-// Get reads a row; ok is false when absent.
+// Get reads a row (a copy, the caller's to keep); ok is false when absent.
 func (t *Tx) Get(key string) (val []byte, ok bool, err error) {
 	v, ok, err := t.ws.get(t.key(key))
 	if !ok || err != nil {
@@ -677,7 +677,11 @@ func (t *Tx) Delete(key string) error {
 }
 
 // Scan calls fn for each row whose key starts with prefix, in key order,
-// seeing the call's own writes, until fn returns false or an error.
+// seeing the call's own writes, until fn returns false or an error. key
+// is relative to the projection, as Get takes it. val is valid only during
+// fn and must not be modified: it is the store's buffer or the call's own
+// write itself (a val changed in fn changed the row this call commits: a
+// new contributor's walkthrough); copy it to keep it, or use Get.
 func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) error {
 	base := prefixProjection + t.proj + "/"
 	return t.ws.scan([]byte(base+prefix), upper(base+prefix), len(base), fn)

@@ -575,8 +575,12 @@ func (s *Store) GetJSON(proj, key string, v any) (bool, error) {
 }
 
 // Scan calls fn for each row of projection proj whose key starts with
-// prefix, from start (exclusive, "" for the first) in key order, until fn
-// returns false or an error.
+// prefix, after the key after (exclusive, "" for the first: a page's last
+// key resumes the scan) in key order, until fn returns false or an error.
+// key is relative to proj; val is valid only during fn (the iterator's
+// buffer) and must not be modified: copy it to keep it. (The comment named
+// the parameter start, and said nothing of val: a new contributor's
+// walkthrough.)
 func (s *Store) Scan(proj, prefix, after string, fn func(key string, val []byte) (bool, error)) error {
 	base := prefixProjection + proj + "/"
 	lower := []byte(base + prefix)

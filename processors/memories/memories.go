@@ -264,15 +264,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 		}
 		return feedback(tx, env, at, d)
 	case events.MemoryRetrieved:
-		var d struct {
-			MemoryID  string   `json:"memory_id"`
-			SessionID string   `json:"session_id"`
-			Source    string   `json:"source"`
-			Query     string   `json:"query"`
-			Rank      int      `json:"rank"`
-			Relevance *float64 `json:"relevance"`
-			Readers   []string `json:"reader_scopes"`
-		}
+		var d events.MemoryRetrievedData
 		if err := env.Decode(&d); err != nil {
 			return err
 		}
@@ -290,7 +282,7 @@ func (Processor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			return err
 		}
 		if err := tx.SetJSON(retrievalKey(m.Key(), m.Retrievals), Retrieval{EventID: env.ID, Time: env.TimeUTC(), Position: tx.Position().String(),
-			Source: d.Source, SessionID: d.SessionID, Query: d.Query, Rank: d.Rank, Relevance: d.Relevance, ReaderScopes: d.Readers}); err != nil {
+			Source: d.Source, SessionID: d.SessionID, Query: d.Query, Rank: d.Rank, Relevance: d.Relevance, ReaderScopes: d.ReaderScopes}); err != nil {
 			return err
 		}
 		m.Retrievals++

@@ -12,6 +12,9 @@
 //	_, _, _ = tt.Store.Get("myproc", key) // the projection's row
 //	derived := tt.Emitted()               // derived events since the last call
 //	letters := tt.DeadLetters()           // dead-letter records since the last call
+//	processortest.CheckReplay(t, tt)      // a replay of the log, cut into polls two ways, gives tt.Store's digest
+//
+// Open does the same outside a test (Example), returning errors.
 //
 // Each event is its own poll (the live engine batches several, with the
 // same result: ApplyBatch re-applies one by one around a rejection).
@@ -26,6 +29,7 @@ package processortest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,35 +106,66 @@ type Tester struct {
 // New opens a store for procs (in a directory of tb.TempDir unless Dir or
 // InMemory says otherwise; closed when the test ends) and returns their Tester. It
 // fails the test for procs that the engine refuses (processors.CheckNames:
-// an empty, repeated or '/'-holding Name) and for a partition count below
-// 1.
+// an empty, repeated or '/'-holding Name, a topic or type that is not
+// Chronicle's) and for a partition count below 1.
 func New(tb testing.TB, procs []processors.Processor, opts ...Option) *Tester {
 	tb.Helper()
+	cfg := configOf(opts)
+	if cfg.dir == "" && !cfg.memory {
+		cfg.dir = tb.TempDir()
+	}
+	t, err := open(procs, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = t.Close() })
+	return t
+}
+
+// Open is New outside a test (a runnable example, a program of one's own):
+// it returns New's refusals as errors, keeps the store in memory unless
+// Dir is given, and leaves closing it to Close. (New's need of a
+// testing.TB left processortest without a runnable example: a new
+// contributor's walkthrough.)
+func Open(procs []processors.Processor, opts ...Option) (*Tester, error) {
+	cfg := configOf(opts)
+	if cfg.dir == "" {
+		cfg.memory = true
+	}
+	return open(procs, cfg)
+}
+
+// Close closes the tester's store. A Tester of New is closed when its
+// test ends; one of Open must be closed by its caller.
+func (t *Tester) Close() error { return t.Store.Close() }
+
+func configOf(opts []Option) config {
 	cfg := config{partitions: 1}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return cfg
+}
+
+func open(procs []processors.Processor, cfg config) (*Tester, error) {
 	if cfg.partitions < 1 {
-		tb.Fatalf("processortest: Partitions(%d): want at least 1", cfg.partitions)
+		return nil, fmt.Errorf("processortest: Partitions(%d): want at least 1", cfg.partitions)
 	}
 	if err := processors.CheckNames("processortest.New procs", procs); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	var popts projections.Options
 	switch {
 	case cfg.memory && cfg.dir != "":
-		tb.Fatalf("processortest: InMemory and Dir(%q): a store in memory has no directory", cfg.dir)
+		return nil, fmt.Errorf("processortest: InMemory and Dir(%q): a store in memory has no directory", cfg.dir)
 	case cfg.memory:
 		cfg.dir, popts.FS = "store", vfs.NewMem()
-	case cfg.dir == "":
-		cfg.dir = tb.TempDir()
 	}
 	store, err := projections.Open(cfg.dir, popts)
 	if err != nil {
-		tb.Fatalf("processortest: open the store in %s: %v", cfg.dir, err)
+		return nil, fmt.Errorf("processortest: open the store in %s: %w", cfg.dir, err)
 	}
-	tb.Cleanup(func() { _ = store.Close() })
-	return &Tester{Store: store, procs: procs, partitions: cfg.partitions, log: map[string][][]*kgo.Record{}, clock: Epoch}
+	return &Tester{Store: store, procs: procs, partitions: cfg.partitions, log: map[string][][]*kgo.Record{}, clock: Epoch}, nil
 }
 
 // Publish writes envs to their topics as events.Producer.Publish writes
@@ -138,7 +173,12 @@ func New(tb testing.TB, procs []processors.Processor, opts ...Option) *Tester {
 // invalid event or a reused id with other content is refused, and then
 // nothing is written) — and applies each, then the derived events and
 // dead letters it caused. It returns the outcomes of envs' own records,
-// in envs' order. An error other than a refusal is the store's.
+// in envs' order. An error other than a refusal is the store's. As on
+// every producer path, an event whose time is more than
+// events.MaxTimeAhead (1 h) ahead of the host's clock is refused (a
+// *events.ValidationError at /time): a test's fixed times belong in the
+// past, or left out (events.New with a zero time: the tester's clock,
+// Epoch on, stands in).
 func (t *Tester) Publish(envs ...events.Envelope) ([]Outcomes, error) {
 	var c events.Checker
 	recs := make([]*kgo.Record, len(envs))
@@ -162,13 +202,14 @@ func (t *Tester) Publish(envs ...events.Envelope) ([]Outcomes, error) {
 
 // PublishRecord writes r as a client writing straight to Kafka would,
 // unchecked (an invalid record is dead-lettered by the processors, as
-// live), on r.Topic at its key's partition unless r.Partition is set
+// live), on r.Topic (one of events.AllTopics, else an error, as the
+// broker refuses it) at its key's partition unless r.Partition is set
 // with a partition count above 1, and applies it and what it caused. A
 // zero r.Timestamp is the tester's clock (Epoch, then a millisecond a
 // record).
 func (t *Tester) PublishRecord(r *kgo.Record) (Outcomes, error) {
-	if r.Topic == "" {
-		return nil, errors.New("processortest: PublishRecord: Topic is empty")
+	if err := checkTopic("PublishRecord", r.Topic); err != nil {
+		return nil, err
 	}
 	c := *r
 	return t.write(&c, false)
@@ -180,12 +221,26 @@ func (t *Tester) PublishRecord(r *kgo.Record) (Outcomes, error) {
 // (a Go-package walkthrough). A p outside the topic's partitions is an
 // error, nothing written.
 func (t *Tester) PublishRecordTo(r *kgo.Record, p int32) (Outcomes, error) {
-	if r.Topic == "" {
-		return nil, errors.New("processortest: PublishRecordTo: Topic is empty")
+	if err := checkTopic("PublishRecordTo", r.Topic); err != nil {
+		return nil, err
 	}
 	c := *r
 	c.Partition = p
 	return t.write(&c, true)
+}
+
+// checkTopic refuses an empty topic and one Chronicle does not create, as
+// a broker refuses the write (UNKNOWN_TOPIC_OR_PARTITION): a mistyped
+// topic applied nothing and answered no error (a new contributor's
+// walkthrough).
+func checkTopic(call, topic string) error {
+	switch {
+	case topic == "":
+		return fmt.Errorf("processortest: %s: Topic is empty", call)
+	case !slices.Contains(events.AllTopics, events.Topic(topic)):
+		return fmt.Errorf("processortest: %s: Topic %q is no topic of Chronicle's (events.AllTopics): a broker refuses the write", call, topic)
+	}
+	return nil
 }
 
 // write appends r to the log (at r.Partition when manual), applies it,

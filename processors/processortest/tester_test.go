@@ -170,6 +170,7 @@ func testDigestEqualsReplay(t *testing.T, partitions int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	processortest.CheckReplay(t, tt) // in process, in polls of two lengths
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -264,5 +265,109 @@ func TestPublishRecordToForcesThePartition(t *testing.T) {
 	}
 	if _, err := tt.PublishRecordTo(&kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(`{}`)}, 4); err == nil {
 		t.Fatal("partition 4 of a 4-partition topic was accepted")
+	}
+}
+
+// counted numbers its applies in a field, outside the Tx: the state a
+// processor must not keep (processors.Processor), which a replay cannot
+// rebuild.
+type counted struct{ n *int }
+
+func (counted) Name() string           { return "counted" }
+func (counted) Topics() []events.Topic { return []events.Topic{events.TopicSessions} }
+func (c counted) Apply(tx *projections.Tx, env *events.Envelope) error {
+	*c.n++
+	return tx.Set(env.ID, []byte(strconv.Itoa(*c.n)))
+}
+
+// errorsTB records Errorf instead of failing the test.
+type errorsTB struct {
+	testing.TB
+	errs []string
+}
+
+func (r *errorsTB) Helper() {}
+func (r *errorsTB) Errorf(format string, a ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, a...))
+}
+
+// CheckReplay passes for a processor that keeps its state in its rows,
+// also over several partitions and with a rejection in the log, and fails
+// naming the projection for one that keeps state outside the Tx. Before,
+// a processor's author had no such check short of copying
+// FuzzBatchSplitsAgree's replay (a new contributor's walkthrough).
+func TestCheckReplay(t *testing.T) {
+	tt := processortest.New(t, []processors.Processor{toolCalls{"calls"}}, processortest.InMemory(), processortest.Partitions(4))
+	for i, tool := range []string{"refund", "search", "forbidden", "refund"} {
+		env := call(t, "c"+strconv.Itoa(i), tool)
+		env.SessionID = "s" + strconv.Itoa(i) // several partitions
+		if _, err := tt.Publish(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(tt.DeadLetters()); n != 1 {
+		t.Fatalf("%d dead letters, want the forbidden call's", n)
+	}
+	processortest.CheckReplay(t, tt)
+	one, err := tt.ReplayDigest(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := tt.Store.Digest(); one.All != want.All || one.Rows["calls"] != 2 {
+		t.Fatalf("replay one record a poll: %s (%d rows), tester %s", one.All, one.Rows["calls"], want.All)
+	}
+
+	n := 0
+	bad := processortest.New(t, []processors.Processor{counted{&n}}, processortest.InMemory())
+	if _, err := bad.Publish(call(t, "c1", "refund"), call(t, "c2", "refund")); err != nil {
+		t.Fatal(err)
+	}
+	rec := &errorsTB{TB: t}
+	processortest.CheckReplay(rec, bad)
+	if len(rec.errs) != 2 || !strings.Contains(rec.errs[0], `projection "counted"`) {
+		t.Fatalf("CheckReplay of a processor with state outside the Tx: %q; want one error per replay naming the projection", rec.errs)
+	}
+}
+
+// Open is New without a testing.TB: refusals are errors, the store is in
+// memory and Close closes it.
+func TestOpen(t *testing.T) {
+	if _, err := processortest.Open([]processors.Processor{toolCalls{"a"}}, processortest.Partitions(0)); err == nil || !strings.Contains(err.Error(), "Partitions(0)") {
+		t.Fatalf("Open with Partitions(0): %v, want an error naming it", err)
+	}
+	if _, err := processortest.Open([]processors.Processor{toolCalls{"a"}, toolCalls{"a"}}); err == nil {
+		t.Fatal("Open with two processors of one name: no error")
+	}
+	tt, err := processortest.Open([]processors.Processor{toolCalls{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tt.Publish(call(t, "c1", "refund")); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := tt.Store.Get("a", "refund"); string(v) != "1" {
+		t.Fatalf("refund = %q, want 1", v)
+	}
+	if err := tt.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A record for a topic Chronicle does not create is refused, naming it,
+// as the broker refuses the write: before, PublishRecord took a mistyped
+// topic ("chronicle.session"), applied nothing and answered no outcome
+// and no error, so a test asserting that nothing happened passed (a new
+// contributor's walkthrough).
+func TestPublishRecordRefusesAnUnknownTopic(t *testing.T) {
+	tt := processortest.New(t, []processors.Processor{toolCalls{"a"}}, processortest.InMemory())
+	r := &kgo.Record{Topic: "chronicle.session", Key: []byte("s1"), Value: []byte(`{}`)}
+	if _, err := tt.PublishRecord(r); err == nil || !strings.Contains(err.Error(), `"chronicle.session"`) || !strings.Contains(err.Error(), "events.AllTopics") {
+		t.Fatalf("PublishRecord to chronicle.session: %v, want an error naming the topic", err)
+	}
+	if _, err := tt.PublishRecordTo(r, 0); err == nil || !strings.Contains(err.Error(), `"chronicle.session"`) {
+		t.Fatalf("PublishRecordTo chronicle.session: %v, want an error naming the topic", err)
+	}
+	if n := len(tt.Records("chronicle.session")); n != 0 {
+		t.Fatalf("%d records written to chronicle.session", n)
 	}
 }

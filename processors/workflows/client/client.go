@@ -80,8 +80,16 @@ func New(base, token string) *Client { return &Client{Base: base, Token: token} 
 // <message>" (and " (at <pointer>)"), without a program name: the CLI
 // prefixes its own.
 type Error struct {
-	Status  int
+	// Status is the HTTP status: 400 bad input, 401/403 the token, 404
+	// no such workflow, checkpoint or decision, 409 a write the workflows
+	// processor refused, 202 a write not applied within the service's 5 s
+	// (it is in the log: read the state again).
+	Status int
+	// Message is the answer's error text.
 	Message string
+	// Pointer is the JSON pointer of the member at fault, when the
+	// service names one: in the request body for bad input ("/channel"
+	// for an unknown channel).
 	Pointer string
 }
 
