@@ -42,6 +42,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/semaphore"
 )
 
 // MaxBodyBytes is the largest request body accepted (4 MiB): a batch of
@@ -211,6 +212,16 @@ type Server struct {
 	// dir caches the processors' group (members, advertised URLs,
 	// assignment) for the routes that forward to a partition's owner.
 	dir directory
+
+	// IngestBudget bounds the bytes of request bodies POST /v1/events
+	// holds at once; ≤ 0: DefaultIngestBudget (32 MiB). IngestWait is how
+	// long a request waits for room before a 429; ≤ 0:
+	// DefaultIngestWait (5 s). See admitIngest.
+	IngestBudget int64
+	IngestWait   time.Duration
+	ingestOnce   sync.Once
+	ingestSem    *semaphore.Weighted
+	ingestLimit  int64
 
 	// brokerDown is set while produces fail, so an outage is logged once.
 	brokerDown atomic.Bool
@@ -538,6 +549,13 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: "scope: " + reason, Index: &idx, Pointer: "/", Reason: reason})
 		return
 	}
+	// the body is held, parsed and produced within the ingest budget
+	// (429 when it stays full: admitIngest)
+	release, ok := s.admitIngest(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
