@@ -56,7 +56,8 @@ const (
 	// ReadHeaderTimeout bounds reading a request's headers (10 s).
 	ReadHeaderTimeout = 10 * time.Second
 	// ReadTimeout bounds reading a whole request, body included (30 s): a
-	// body trickled more slowly than MaxBodyBytes / 30 s is cut off then.
+	// body trickled more slowly than MaxBodyBytes / 30 s is cut off then
+	// (POST /v1/events answers 408 naming it).
 	ReadTimeout = 30 * time.Second
 	// IdleTimeout closes an idle keep-alive connection (120 s).
 	IdleTimeout = 120 * time.Second
@@ -78,7 +79,7 @@ const HealthTimeout = 3 * time.Second
 // NewHTTPServer is the http.Server that serves h with the documented read
 // bounds (ReadHeaderTimeout, ReadTimeout, IdleTimeout) and each write of
 // a response bounded by ResponseWriteTimeout. Handlers bound their own
-// waits: a publish 30 s, a feedback 5 s, a session log read 30 s.
+// waits: a publish 15 s, a feedback 5 s, a session log read 30 s.
 func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: writeDeadlines(h), ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout, IdleTimeout: IdleTimeout}
 }
@@ -566,6 +567,17 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			idx := -1
 			reason := fmt.Sprintf("larger than %d bytes (MaxBodyBytes; one event may be at most %d bytes)", MaxBodyBytes, events.MaxEventBytes)
 			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: "body " + reason, Index: &idx, Pointer: "/", Reason: reason})
+			return
+		}
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			// the body did not arrive within the server's read bound: a
+			// 408 naming it (it was a 400 "read body: read tcp
+			// 127.0.0.1:8080->…: i/o timeout", which named no limit: a
+			// load walkthrough, 2026-12-07, a body sent a byte at a time)
+			idx := -1
+			reason := fmt.Sprintf("not received within %s of the request's start (ReadTimeout; a body of MaxBodyBytes must arrive at %d bytes/s or faster): nothing was written, send it again at once", ReadTimeout, MaxBodyBytes/int(ReadTimeout/time.Second))
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestTimeout, errorBody{Error: "body " + reason, Index: &idx, Pointer: "/", Reason: reason})
 			return
 		}
 		writeBadInput(w, bodyInputError("read body", err.Error()))

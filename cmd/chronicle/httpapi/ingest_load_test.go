@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -188,5 +189,42 @@ func TestClientGoneIsNoBrokerOutage(t *testing.T) {
 	}
 	if strings.Contains(logged.String(), "acknowledging events again") {
 		t.Errorf("a recovery was logged after a client went away, with no outage:\n%s", logged.String())
+	}
+}
+
+// A body that does not arrive within the server's read bound is a 408
+// naming the bound (ReadTimeout) and saying nothing was written. Before,
+// a 400 "read body: read tcp 127.0.0.1:…->…: i/o timeout", which named
+// no limit (a load walkthrough, 2026-12-07: a body sent a byte every
+// 0.5 s was cut after 30.5 s).
+func TestTrickledBodyIs408NamingTheBound(t *testing.T) {
+	p := loadPipeline(t)
+	hs := httpapi.NewHTTPServer((&httpapi.Server{P: p}).Handler())
+	hs.ReadTimeout = 500 * time.Millisecond // ReadTimeout (30 s), shortened
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ev := loadEvent("slow-1")
+	if _, err := fmt.Fprintf(c, "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/cloudevents+json\r\nContent-Length: %d\r\n\r\n%s", len(ev), ev[:10]); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "ReadTimeout") || !strings.Contains(string(body), "nothing was written") || !strings.Contains(string(body), `"pointer":"/"`) {
+		t.Fatalf("a body cut off by the read bound: %d %s, want 408 naming ReadTimeout, pointer /, and that nothing was written", resp.StatusCode, body)
 	}
 }
