@@ -224,8 +224,8 @@ type Server struct {
 	ingestSem    *semaphore.Weighted
 	ingestLimit  int64
 
-	// brokerDown is set while produces fail, so an outage is logged once.
-	brokerDown atomic.Bool
+	// outage logs the broker outages POST /v1/events meets (outageLog).
+	outage outageLog
 	// metricsFailing is set while a collector of GET /metrics fails, so
 	// the failure is logged once (metricsHandler).
 	metricsFailing atomic.Bool
@@ -694,7 +694,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		case r.Context().Err() != nil:
 			// the client went away while the events were produced (or
 			// before): no broker outage, so nothing is logged and the
-			// outage flag is left as it was. Before, such a client made
+			// outage log is left as it was. Before, such a client made
 			// serve log "broker not acknowledging events" with "context
 			// canceled", and under load a real outage's first line was
 			// then held back (a load walkthrough, 2026-12-07: 20 clients
@@ -703,17 +703,13 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "5")
 			writeErr(w, http.StatusServiceUnavailable, "the client closed the connection before the broker acknowledged: the events may still be written, retry with the same ids: %v", err)
 		default:
-			if !s.brokerDown.Swap(true) { // once per outage
-				slog.Warn("broker not acknowledging events: POST /v1/events answers 503", "error", err)
-			}
+			s.outage.failed(time.Now(), err)   // logged once per outage, at most once a minute
 			w.Header().Set("Retry-After", "5") // openapi.json says so (it said nothing: a Python integrator's walkthrough)
 			writeErr(w, http.StatusServiceUnavailable, "not acknowledged by the broker, retry with the same ids: %v", err)
 		}
 		return
 	}
-	if s.brokerDown.Swap(false) {
-		slog.Info("broker acknowledging events again")
-	}
+	s.outage.succeeded()
 	ids := make([]string, len(envs))
 	for i := range envs {
 		ids[i] = envs[i].ID
