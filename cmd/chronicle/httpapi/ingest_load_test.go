@@ -74,7 +74,7 @@ func TestIngestBudgetAnswers429(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // the holders' handlers are reading
+	time.Sleep(time.Second) // the holders' handlers are reading (they take their room within milliseconds)
 
 	start := time.Now()
 	resp, err := http.Post(checked.URL+"/v1/events", "application/cloudevents+json", bytes.NewReader(loadEvent("load-1")))
