@@ -156,7 +156,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Hea
 // event is a *events.ValidationError (errors.As) with the event's Index,
 // Pointer and Reason, and nothing was written; a 403 (a scope the token
 // may not write, a reserved source) or a 413 is a *StatusError naming
-// the pointer; a 503 means the outcome is unknown, as Publish's
+// the pointer; a 429 (the service busy with other bodies) or a 408 is a
+// *StatusError of a request that wrote nothing: send it again, a 429
+// after its RetryAfter; a 503 means the outcome is unknown, as Publish's
 // events.ErrNotAcknowledged does: send the same events again (same
 // scope, source and id, same content), which the processors drop as
 // duplicates if they were written (StatusError.RetryAfter is the wait the
@@ -208,6 +210,10 @@ const ClientMaxAnswerBytes = 64 << 20
 //   - 409, 422: the request conflicts with what was written (Record's
 //     422, an Idempotency-Key reused with other fields, is no StatusError
 //     but search.ErrKeyReused and search.ErrInvalid);
+//   - 408 (POST /v1/events: the body did not arrive within the
+//     service's ReadTimeout) and 429 (POST /v1/events: the service's
+//     ingest budget stayed full, IngestBudget): nothing was written,
+//     send it again (after RetryAfter for a 429);
 //   - 503, 504: the service or its broker did not answer in time; the
 //     outcome of a write is unknown, so retry it as it was sent (a
 //     recording with the same Idempotency-Key, which the service answers

@@ -228,3 +228,26 @@ func TestTrickledBodyIs408NamingTheBound(t *testing.T) {
 		t.Fatalf("a body cut off by the read bound: %d %s, want 408 naming ReadTimeout, pointer /, and that nothing was written", resp.StatusCode, body)
 	}
 }
+
+// A Server whose IngestBudget is below a request's size takes that
+// request when the budget is free (it waits for the whole budget), not a
+// 429 every time: semaphore.Weighted blocks a weight above its size until
+// the wait ends (a review of the budget, 2026-12-07).
+func TestIngestBudgetBelowARequestStillTakesIt(t *testing.T) {
+	p := loadPipeline(t)
+	srv := httptest.NewServer((&httpapi.Server{P: p, IngestBudget: 128, IngestWait: 500 * time.Millisecond}).Handler())
+	defer srv.Close()
+	body := loadEvent("load-small-budget")
+	if len(body) <= 128 {
+		t.Fatalf("the event is %d bytes, want more than the 128-byte budget", len(body))
+	}
+	resp, err := http.Post(srv.URL+"/v1/events", "application/cloudevents+json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a %d-byte request under a 128-byte budget nobody holds: %d %s, want 202", len(body), resp.StatusCode, b)
+	}
+}

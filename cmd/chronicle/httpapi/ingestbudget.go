@@ -68,6 +68,10 @@ func (s *Server) admitIngest(w http.ResponseWriter, r *http.Request) (release fu
 	if n == 0 {
 		n = 1
 	}
+	// a budget configured below MaxBodyBytes: a request larger than the
+	// whole budget waits for all of it (semaphore.Weighted would block on
+	// it until the wait ends, a 429 every time)
+	n = min(n, limit)
 	wait := s.IngestWait
 	if wait <= 0 {
 		wait = DefaultIngestWait
