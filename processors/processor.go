@@ -16,7 +16,8 @@
 // processors/processortest (New, Publish, CheckReplay) and runs live in
 // pipeline.Config.Processors. Packages depend one way: cmd → processors →
 // projections → events → schemas; a processor reads and writes its rows
-// through projections.Tx and never imports cmd/ (TestLayering).
+// through projections.Tx and never imports cmd/ (projections'
+// TestLayersRunOneWay checks every non-test file).
 package processors
 
 import (
