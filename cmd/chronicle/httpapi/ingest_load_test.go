@@ -170,9 +170,14 @@ func TestClientGoneIsNoBrokerOutage(t *testing.T) {
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
 
+	// the client is gone once its body is read: after the ingest
+	// budget took the request, before the events are produced (a
+	// request cancelled before it is admitted never reaches the
+	// producer)
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // the client is gone before the events are produced
-	req := httptest.NewRequest(http.MethodPost, "/v1/events", bytes.NewReader(loadEvent("gone-1"))).WithContext(ctx)
+	defer cancel()
+	body := cancelAtEOF{r: bytes.NewReader(loadEvent("gone-1")), cancel: cancel}
+	req := httptest.NewRequest(http.MethodPost, "/v1/events", body).WithContext(ctx)
 	req.Header.Set("Content-Type", "application/cloudevents+json")
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	if strings.Contains(logged.String(), "broker not acknowledging") {
@@ -250,4 +255,19 @@ func TestIngestBudgetBelowARequestStillTakesIt(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("a %d-byte request under a 128-byte budget nobody holds: %d %s, want 202", len(body), resp.StatusCode, b)
 	}
+}
+
+// cancelAtEOF reads r and calls cancel when r is at its end: a client
+// that hangs up right after sending its body.
+type cancelAtEOF struct {
+	r      io.Reader
+	cancel context.CancelFunc
+}
+
+func (c cancelAtEOF) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.EOF {
+		c.cancel()
+	}
+	return n, err
 }
