@@ -608,12 +608,18 @@ type Tx struct {
 	// rebuild is the store's Rebuilding at the start of the call: the
 	// outbox is dropped, so Emit does not encode the derived events.
 	rebuild bool
+	// invalid is the first ErrBadRow of the call (checkRow): the call
+	// fails with it even if the processor went on.
+	invalid error
+	// access is the store's RowAccess, nil when none is registered.
+	access RowAccess
 }
 
 func (t *Tx) key(k string) string { return prefixProjection + t.proj + "/" + k }
 
 // Get reads a row (a copy, the caller's to keep); ok is false when absent.
 func (t *Tx) Get(key string) (val []byte, ok bool, err error) {
+	t.accessed(key)
 	v, ok, err := t.ws.get(t.key(key))
 	if !ok || err != nil {
 		return nil, false, err
@@ -624,12 +630,14 @@ func (t *Tx) Get(key string) (val []byte, ok bool, err error) {
 // Has reports whether a row exists (in the call's own writes or the
 // store), without copying its value.
 func (t *Tx) Has(key string) (bool, error) {
+	t.accessed(key)
 	_, ok, err := t.ws.get(t.key(key))
 	return ok, err
 }
 
 // GetJSON reads a row into v; ok is false when absent.
 func (t *Tx) GetJSON(key string, v any) (bool, error) {
+	t.accessed(key)
 	b, ok, err := t.ws.get(t.key(key))
 	if err != nil || !ok {
 		return false, err
@@ -640,8 +648,13 @@ func (t *Tx) GetJSON(key string, v any) (bool, error) {
 	return true, gojson.Unmarshal(b, v)
 }
 
-// Set writes a row.
+// Set writes a row. Errors: ErrBadRow for an empty key or a value larger
+// than MaxRowBytes (nothing written; the call fails with it).
 func (t *Tx) Set(key string, val []byte) error {
+	if err := t.checkRow("Set", key, len(val)); err != nil {
+		return err
+	}
+	t.accessed(key)
 	t.touched = append(t.touched, key)
 	t.ws.set(t.key(key), append([]byte(nil), val...))
 	return nil
@@ -650,8 +663,12 @@ func (t *Tx) Set(key string, val []byte) error {
 // Put writes a row whose value the caller hands over: Set without the
 // copy, for a value built for this row alone (a session's trace row is the
 // event's data, about a kilobyte, which Set allocated and copied a second
-// time). val must not be modified after the call.
+// time). val must not be modified after the call. Errors: as Set's.
 func (t *Tx) Put(key string, val []byte) error {
+	if err := t.checkRow("Put", key, len(val)); err != nil {
+		return err
+	}
+	t.accessed(key)
 	t.touched = append(t.touched, key)
 	t.ws.set(t.key(key), val)
 	return nil
@@ -659,18 +676,27 @@ func (t *Tx) Put(key string, val []byte) error {
 
 // SetJSON writes v as a JSON row, encoded as encoding/json encodes it
 // (events.Marshal): map keys sorted, so equal values give equal bytes.
+// Errors: v's encoding error; as Set's.
 func (t *Tx) SetJSON(key string, v any) error {
 	b, err := events.Marshal(v)
 	if err != nil {
 		return err
 	}
+	if err := t.checkRow("SetJSON", key, len(b)); err != nil {
+		return err
+	}
+	t.accessed(key)
 	t.touched = append(t.touched, key)
 	t.ws.set(t.key(key), b) // b is fresh: no copy
 	return nil
 }
 
-// Delete removes a row.
+// Delete removes a row. Errors: ErrBadRow for an empty key.
 func (t *Tx) Delete(key string) error {
+	if err := t.checkRow("Delete", key, -1); err != nil {
+		return err
+	}
+	t.accessed(key)
 	t.touched = append(t.touched, key)
 	t.ws.delete(t.key(key))
 	return nil
@@ -684,6 +710,13 @@ func (t *Tx) Delete(key string) error {
 // new contributor's walkthrough); copy it to keep it, or use Get.
 func (t *Tx) Scan(prefix string, fn func(key string, val []byte) (bool, error)) error {
 	base := prefixProjection + t.proj + "/"
+	if t.access != nil {
+		inner := fn
+		fn = func(key string, val []byte) (bool, error) {
+			t.accessed(key)
+			return inner(key, val)
+		}
+	}
 	return t.ws.scan([]byte(base+prefix), upper(base+prefix), len(base), fn)
 }
 

@@ -167,6 +167,7 @@ func (s *Store) ApplyBatch(processor string, items []Item, fn ApplyFunc) ([]Outc
 func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn ApplyFunc, deadLetter bool) (n, failAt int, err error) {
 	ws := newWriteSet(s.db)
 	rebuild := s.rebuild.Load()
+	access := s.rowAccessFunc()
 	next, hasNext := s.NextOffset(processor, items[0].Pos.Topic, items[0].Pos.Partition)
 	var (
 		outbox  []OutboxRecord
@@ -272,7 +273,7 @@ func (s *Store) applyRun(processor, okey string, items []Item, out []Outcome, fn
 			advance(it.Pos)
 			continue
 		}
-		tx := &Tx{ws: ws, proj: processor, cause: it.Env, pos: it.Pos, rebuild: rebuild}
+		tx := &Tx{ws: ws, proj: processor, cause: it.Env, pos: it.Pos, rebuild: rebuild, access: access}
 		if ferr := safeApply(fn, tx, it.Env); ferr != nil {
 			if tx.err != nil { // a store failure inside the call, not a rejection
 				return 0, -1, tx.err
@@ -384,5 +385,8 @@ func safeApply(fn ApplyFunc, tx *Tx, env *events.Envelope) (err error) {
 			err = fmt.Errorf("processor panicked: %v", r)
 		}
 	}()
-	return fn(tx, env)
+	if err := fn(tx, env); err != nil {
+		return err
+	}
+	return tx.invalid // a bad row the processor went on after
 }

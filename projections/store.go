@@ -238,6 +238,7 @@ type Store struct {
 	outboxBytes int
 	notify      chan struct{}
 	hooks       []CommitHook
+	rowAccess   RowAccess // OnRowAccess
 	// lastCommit is when a processor's batch last committed (Unix ns).
 	lastCommit atomic.Int64
 	// keys tells idempotency keys that are certainly not stored (nil for

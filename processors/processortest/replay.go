@@ -77,9 +77,13 @@ func (t *Tester) topics() []string {
 // (ReplayDigest): the check that a processor of one's own rebuilds bit
 // for bit from the log, as `chronicle audit` checks a live directory, and
 // that its result does not depend on how records are cut into batches.
-// Call it after the test's Publish calls.
+// It also runs CheckStatePerKey: a replay with one partition cannot show a
+// wrong processors.KeyedState claim, which changes results only when
+// partitions are applied concurrently. Call it after the test's Publish
+// calls.
 func CheckReplay(tb testing.TB, tt *Tester) {
 	tb.Helper()
+	CheckStatePerKey(tb, tt)
 	want, err := tt.Store.Digest()
 	if err != nil {
 		tb.Errorf("processortest: CheckReplay: the tester's digest: %v", err)

@@ -101,6 +101,7 @@ type Tester struct {
 	clock      time.Time
 	emitted    []events.Envelope
 	letters    []*kgo.Record
+	keys       *keyAccess // CheckStatePerKey
 }
 
 // New opens a store for procs (in a directory of tb.TempDir unless Dir or
@@ -165,7 +166,9 @@ func open(procs []processors.Processor, cfg config) (*Tester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processortest: open the store in %s: %w", cfg.dir, err)
 	}
-	return &Tester{Store: store, procs: procs, partitions: cfg.partitions, log: map[string][][]*kgo.Record{}, clock: Epoch}, nil
+	keys := newKeyAccess(procs)
+	store.OnRowAccess(keys.access)
+	return &Tester{Store: store, procs: procs, partitions: cfg.partitions, log: map[string][][]*kgo.Record{}, clock: Epoch, keys: keys}, nil
 }
 
 // Publish writes envs to their topics as events.Producer.Publish writes
