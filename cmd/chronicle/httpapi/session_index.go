@@ -44,25 +44,97 @@ type SessionRecords struct {
 	PairContexts []PositionedEvent `json:"pair_contexts"`
 }
 
-// readers holds one sessionlog.Reader per broker list (joined by ","),
-// kept for the life of the process: a Reader is a long-lived client, so a
-// request costs no connection or consumer setup.
-var readers sync.Map
+// maxReaders is how many broker lists keep a sessionlog.Reader open at
+// once (8). A serve process has one broker list; a process that reads
+// several clusters one after the other (a test binary starting a broker
+// per test: a few dozen) used to keep a franz-go client per list for its
+// whole life, each one reconnecting to a broker long gone.
+const maxReaders = 8
 
-func readerFor(brokers []string) (*sessionlog.Reader, error) {
+// readerCache holds one sessionlog.Reader per broker list (joined by
+// ","), so a request costs no connection or consumer setup. Past
+// maxReaders lists, the least recently used reader is closed once its
+// last request has released it.
+type readerCache struct {
+	mu      sync.Mutex
+	entries map[string]*readerEntry
+	tick    uint64 // use counter, for least recently used
+	// close closes an evicted reader (nil: Reader.Close; tests record it)
+	close func(*sessionlog.Reader)
+}
+
+type readerEntry struct {
+	r       *sessionlog.Reader
+	refs    int    // requests using r
+	used    uint64 // readerCache.tick at the last use
+	evicted bool   // out of the cache: closed when refs drops to 0
+}
+
+var readers = readerCache{entries: map[string]*readerEntry{}}
+
+// get returns brokers' reader and the function that releases it; every
+// get must be released.
+func (c *readerCache) get(brokers []string) (*sessionlog.Reader, func(), error) {
 	k := strings.Join(brokers, ",")
-	if r, ok := readers.Load(k); ok {
-		return r.(*sessionlog.Reader), nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick++
+	e, ok := c.entries[k]
+	if !ok {
+		r, err := sessionlog.NewReader(brokers)
+		if err != nil {
+			return nil, nil, err
+		}
+		e = &readerEntry{r: r, used: c.tick}
+		c.entries[k] = e
+		c.evict()
 	}
-	r, err := sessionlog.NewReader(brokers)
-	if err != nil {
-		return nil, err
+	e.refs++
+	e.used = c.tick
+	return e.r, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e.refs--
+		if e.evicted && e.refs == 0 {
+			c.closeReader(e.r)
+		}
+	}, nil
+}
+
+// evict takes the least recently used entries out while the cache holds
+// more than maxReaders, closing those no request uses. c.mu is held.
+func (c *readerCache) evict() {
+	for len(c.entries) > maxReaders {
+		var (
+			oldK string
+			old  *readerEntry
+		)
+		for k, e := range c.entries {
+			if old == nil || e.used < old.used {
+				oldK, old = k, e
+			}
+		}
+		delete(c.entries, oldK)
+		old.evicted = true
+		if old.refs == 0 {
+			c.closeReader(old.r)
+		}
 	}
-	if prev, loaded := readers.LoadOrStore(k, r); loaded {
-		r.Close()
-		return prev.(*sessionlog.Reader), nil
+}
+
+func (c *readerCache) closeReader(r *sessionlog.Reader) {
+	if c.close != nil {
+		c.close(r)
+		return
 	}
-	return r, nil
+	r.Close()
+}
+
+// open is how many readers the cache holds (for tests).
+func (c *readerCache) open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
 }
 
 // ReadIndexedSession reads the records of the session with key
@@ -112,10 +184,11 @@ func readIndexedSessionPage(ctx context.Context, brokers []string, store *projec
 		evs = evs[:limit]
 	}
 	delete(byKind, sessionlog.KindEvent)
-	rd, err := readerFor(brokers)
+	rd, release, err := readers.get(brokers)
 	if err != nil {
 		return rec, next, true, err
 	}
+	defer release()
 	// read appends the records of es that hold scope to the list into
 	// names for each, in order; bounded, it counts their bytes in size
 	// and stops before the one that takes size past maxBytes, answering
