@@ -65,7 +65,8 @@ func (k *keyAccess) access(proj string, cause *events.Envelope, row string) {
 // batches at once, one overwriting the other, and a replay applies them
 // in another order than the live run did. A processor whose rows span
 // keys must not claim it (its partitions are then applied one batch at a
-// time). CheckReplay calls it too.
+// time). A record whose key events.Key cannot give (a dead letter, which
+// the engine builds) is not checked. CheckReplay calls it too.
 func CheckStatePerKey(tb testing.TB, tt *Tester) {
 	tb.Helper()
 	tt.keys.mu.Lock()
