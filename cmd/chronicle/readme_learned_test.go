@@ -1,16 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
-	"github.com/chronicle-dev/chronicle/schemas"
 )
 
 // The README tells a team that subscribes to chronicle.learned with a
@@ -74,69 +71,6 @@ func TestReadmeTellsAKafkaSubscriberHowToConsumeLearned(t *testing.T) {
 	for _, typ := range events.LearnedTypes {
 		if !strings.Contains(rebuild, "`"+string(typ)+"`") {
 			t.Errorf("the rebuild guidance does not say what to do with %s", typ)
-		}
-	}
-}
-
-// The event table's row of every learned type names each member of its
-// data the type's schema has, and each member of an array's objects one
-// level down (gaps[].description): a subscriber reads the row to know
-// what a record holds. The row of pair.context.retrieved.v1 named neither
-// next_iteration nor a gap's description, which every record of the
-// demo's has (a downstream consumer's walkthrough, 2026-12-07).
-func TestReadmeLearnedRowsNameEverySchemaMember(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type schema struct {
-		Properties map[string]struct {
-			Type  any `json:"type"`
-			Items *struct {
-				Properties map[string]json.RawMessage `json:"properties"`
-			} `json:"items"`
-		} `json:"properties"`
-	}
-	for _, typ := range events.LearnedTypes {
-		var row string
-		for _, line := range strings.Split(string(readme), "\n") {
-			if strings.HasPrefix(line, "| `"+string(typ)+"` ") {
-				row = line
-				break
-			}
-		}
-		cols := strings.Split(row, " | ")
-		if len(cols) < 3 {
-			t.Errorf("the README's event table has no row for %s", typ)
-			continue
-		}
-		members := cols[1]
-		named := func(name string) bool {
-			return regexp.MustCompile(`(^|[^a-z_])` + regexp.QuoteMeta(name) + `($|[^a-z_])`).MatchString(members)
-		}
-		raw, err := schemas.FS.ReadFile(string(typ) + ".json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s schema
-		if err := json.Unmarshal(raw, &s); err != nil {
-			t.Fatal(err)
-		}
-		if len(s.Properties) == 0 {
-			t.Fatalf("%s: no properties read from its schema", typ)
-		}
-		for name, p := range s.Properties {
-			if !named(name) {
-				t.Errorf("the README's row of %s does not name its data member %s", typ, name)
-			}
-			if p.Items == nil {
-				continue
-			}
-			for sub := range p.Items.Properties {
-				if !named(sub) {
-					t.Errorf("the README's row of %s does not name %s[].%s", typ, name, sub)
-				}
-			}
 		}
 	}
 }
