@@ -64,7 +64,7 @@ func TestReadmeTellsAKafkaSubscriberHowToConsumeLearned(t *testing.T) {
 	if uri := strings.Replace(events.SchemaURI("X"), "X", "<type>", 1); !strings.Contains(sec, "`"+uri+"`") {
 		t.Errorf("the paragraph does not name the schema URI form %s", uri)
 	}
-	_, rebuild, ok := strings.Cut(sec, "**Rebuilding the current state from the topic alone**")
+	_, rebuild, ok := strings.Cut(sec, "**Rebuilding the current state from the topic**")
 	if !ok {
 		t.Fatal("the paragraph does not say how to rebuild state from the topic")
 	}
