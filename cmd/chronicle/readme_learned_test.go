@@ -8,6 +8,8 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/projections"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The README tells a team that subscribes to chronicle.learned with a
@@ -39,7 +41,8 @@ func TestReadmeTellsAKafkaSubscriberHowToConsumeLearned(t *testing.T) {
 			t.Errorf("the paragraph does not name Chronicle's group %s", g)
 		}
 	}
-	// the headers of a learned record, as the code writes them
+	// the headers of a learned record, as the relay writes it
+	// (processors.OutboxRecords) and as a producer would (events.Record)
 	env, err := events.New(events.MemoryPruned, "chronicle/memories", "p1", time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC),
 		map[string]any{"memory_id": "m1", "confidence": 0.2, "threshold": 0.3})
 	if err != nil {
@@ -53,12 +56,16 @@ func TestReadmeTellsAKafkaSubscriberHowToConsumeLearned(t *testing.T) {
 	if rec.Topic != string(events.TopicLearned) {
 		t.Fatalf("memory.pruned.v1 goes to %s", rec.Topic)
 	}
-	if len(rec.Headers) != 1 || !strings.Contains(sec, "one header,") {
-		t.Errorf("a learned record has %d headers; the paragraph must say how many", len(rec.Headers))
-	}
-	for _, h := range rec.Headers {
-		if !strings.Contains(sec, "`"+h.Key+": "+string(h.Value)+"`") {
-			t.Errorf("the paragraph does not name the header `%s: %s`", h.Key, h.Value)
+	relayed := processors.OutboxRecords([]projections.OutboxEntry{{OutboxRecord: projections.OutboxRecord{
+		Topic: rec.Topic, Key: string(rec.Key), Type: events.MemoryPruned, Value: rec.Value}}})[0]
+	for _, r := range []*kgo.Record{rec, relayed} {
+		if len(r.Headers) != 1 || !strings.Contains(sec, "one header,") {
+			t.Errorf("a learned record has %d headers; the paragraph must say how many", len(r.Headers))
+		}
+		for _, h := range r.Headers {
+			if !strings.Contains(sec, "`"+h.Key+": "+string(h.Value)+"`") {
+				t.Errorf("the paragraph does not name the header `%s: %s`", h.Key, h.Value)
+			}
 		}
 	}
 	if uri := strings.Replace(events.SchemaURI("X"), "X", "<type>", 1); !strings.Contains(sec, "`"+uri+"`") {
