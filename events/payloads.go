@@ -380,7 +380,10 @@ const (
 // Outcome, Tags, Confidence and Evidence are the bank memory's after the
 // recording (for a merge, not the recording's own text, which its
 // memory.recorded.v1, RecordedEventID, holds); Source and SourceSession
-// are the recording's.
+// are the recording's. Pruned is true when the memory merged into was
+// pruned before (memory.pruned.v1): pruning is final, so the memory stays
+// out of searches and a subscriber keeps it out of its set; it is left out
+// (false) otherwise.
 type MemoryCreatedData struct {
 	MemoryID      string   `json:"memory_id"`
 	MergedInto    string   `json:"merged_into,omitempty"`
@@ -395,6 +398,7 @@ type MemoryCreatedData struct {
 	// RecordedEventID is the id of the memory.recorded.v1 (or
 	// distillation.completed.v1) the memory came from: the causationid.
 	RecordedEventID string `json:"recorded_event_id"`
+	Pruned          bool   `json:"pruned,omitempty"`
 }
 
 // PatternChangedData is the data of coordination.pattern.changed.v1: a

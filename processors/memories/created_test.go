@@ -2,6 +2,7 @@ package memories_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/chronicle-dev/chronicle/events"
@@ -88,5 +89,69 @@ func TestMemoryCreatedEmitted(t *testing.T) {
 		if !bytes.Equal(out[i].Value, again[i].Value) {
 			t.Fatalf("record %d differs between runs:\n%s\n%s", i, out[i].Value, again[i].Value)
 		}
+	}
+}
+
+// TestMergeIntoAPrunedMemorySaysSo: a recording merged into a memory that
+// was pruned emits memory.created.v1 with pruned true (valid against its
+// schema), so a subscriber that upserts memories from the learned topic
+// keeps the memory out of its set; a merge into a live memory carries no
+// pruned member. Before, the merge's event looked like a live memory's
+// (confidence 0.2 below the 0.3 threshold, nothing else), so a subscriber
+// re-added a memory Chronicle's searches no longer return (a downstream
+// Kafka consumer's walkthrough, 2026-12-07).
+func TestMergeIntoAPrunedMemorySaysSo(t *testing.T) {
+	b := newBank(t)
+	var created []events.MemoryCreatedData
+	send := func(typ events.Type, id string, data any) {
+		t.Helper()
+		env, err := events.New(typ, "test", id, t0, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Scope = "project:a"
+		if _, err := b.store.Apply(memories.Name, projections.Position{Topic: "chronicle.memories", Offset: b.off}, &env, func(tx *projections.Tx, env *events.Envelope) error {
+			err := memories.Processor{}.Apply(tx, env)
+			for _, rec := range tx.Emitted() {
+				if rec.Type != events.MemoryCreated {
+					continue
+				}
+				parsed, perr := events.ParseEvent(rec.Value) // schema-validated
+				if perr != nil {
+					t.Fatalf("memory.created: %v\n%s", perr, rec.Value)
+				}
+				var d events.MemoryCreatedData
+				if derr := parsed.Decode(&d); derr != nil {
+					t.Fatal(derr)
+				}
+				created = append(created, d)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		b.off++
+	}
+	rec := events.MemoryRecordedData{MemoryID: "m1", Title: "Check the fare", Content: "Look up the fare first", Outcome: "failure", Source: "distilled", SourceSession: "s1"}
+	send(events.MemoryRecorded, "r1", rec)
+	again := rec
+	again.MemoryID, again.SourceSession = "m2", "s2"
+	send(events.MemoryRecorded, "r2", again) // a merge into a live memory
+	for i, who := range []string{"token:a", "token:b"} {
+		send(events.MemoryFeedback, fmt.Sprintf("f%d", i), events.MemoryFeedbackData{MemoryID: "m1", Signal: "explicit_feedback", Positive: false, Source: who})
+	}
+	if m := b.get("m1"); !m.Pruned {
+		t.Fatalf("m1 not pruned after two negative signals: confidence %v", m.Confidence)
+	}
+	again.MemoryID, again.SourceSession = "m3", "s3"
+	send(events.MemoryRecorded, "r3", again) // a merge into the pruned memory
+	if len(created) != 3 {
+		t.Fatalf("%d memory.created events, want 3: %+v", len(created), created)
+	}
+	if c := created[1]; c.MergedInto != "m1" || c.Pruned {
+		t.Fatalf("merge into a live memory: %+v, want merged_into m1 and no pruned", c)
+	}
+	if c := created[2]; c.MergedInto != "m1" || !c.Pruned {
+		t.Fatalf("merge into a pruned memory: %+v, want merged_into m1 and pruned true", c)
 	}
 }

@@ -516,7 +516,7 @@ func emitCreated(tx *projections.Tx, env *events.Envelope, d events.MemoryRecord
 	return tx.Emit(events.MemoryCreated, events.MemoryCreatedData{
 		MemoryID: d.MemoryID, MergedInto: mergedInto, Title: m.Title, Description: m.Description, Outcome: m.Outcome,
 		Tags: m.Tags, Source: d.Source, SourceSession: d.SourceSession, Confidence: m.Confidence, Evidence: m.Evidence,
-		RecordedEventID: env.ID,
+		RecordedEventID: env.ID, Pruned: m.Pruned,
 	})
 }
 
