@@ -12,13 +12,18 @@ func ScanSessionEvents() (restore func()) {
 
 // HoldIngestBudget takes n bytes of s's ingest budget (at most its size),
 // as bodies being read would hold them, until the returned function is
-// called: a test holds the budget without racing requests for it.
+// called: a test holds the budget without racing requests for it. Its
+// main part is taken first, then the reserve for small bodies.
 func (s *Server) HoldIngestBudget(n int64) (release func()) {
-	sem, _ := s.ingestBudget()
-	if err := sem.Acquire(context.Background(), n); err != nil {
+	sem, reserve, _ := s.ingestBudget()
+	inMain := min(n, s.ingestLimit-s.ingestReserveSize)
+	if err := sem.Acquire(context.Background(), inMain); err != nil {
 		panic(err) // a Background context is never done
 	}
+	if err := reserve.Acquire(context.Background(), n-inMain); err != nil {
+		panic(err)
+	}
 	s.ingestHeld.Add(n)
-	h := &bodyHold{s: s, n: n}
-	return h.release
+	m, r := &bodyHold{s: s, sem: sem, n: inMain}, &bodyHold{s: s, sem: reserve, n: n - inMain}
+	return func() { m.release(); r.release() }
 }

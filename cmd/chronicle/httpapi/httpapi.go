@@ -222,8 +222,12 @@ type Server struct {
 	IngestBudget int64
 	IngestWait   time.Duration
 	ingestOnce   sync.Once
-	ingestSem    *semaphore.Weighted
+	ingestSem    *semaphore.Weighted // the budget but its reserve
 	ingestLimit  int64
+	// ingestReserve is the budget's reserve for small bodies, of
+	// ingestReserveSize bytes (ingestBudget)
+	ingestReserve     *semaphore.Weighted
+	ingestReserveSize int64
 	// ingestHeld is the room held now, in bytes
 	// (chronicle_ingest_budget_held_bytes)
 	ingestHeld atomic.Int64
