@@ -260,3 +260,26 @@ func TestIngestBudgetReserveLetsSmallBodiesPass(t *testing.T) {
 	code, ra, body := send(t, srv.URL, "POST", "/v1/memories", "application/json", large)
 	check429(t, "an 80 KiB POST /v1/memories with the budget's main part held", code, ra, body)
 }
+
+// An /mcp tool's call of the API, made in process within its /mcp
+// request, takes no room of its own: the /mcp body's room is its. With
+// the budget held but for the /mcp body's bytes, memory_record (POST
+// /v1/memories in process) records the memory; weighed again, it waited
+// for room the /mcp request itself held and was a 429.
+func TestIngestBudgetWeighsAnMCPToolCallOnce(t *testing.T) {
+	p := loadPipeline(t)
+	s := &httpapi.Server{P: p, IngestWait: budgetWait}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_record","arguments":{"title":"weighed once","description":"d","content":"c","outcome":"success"}}}`
+	release := s.HoldIngestBudget(httpapi.DefaultIngestBudget - int64(len(call)))
+	defer release()
+
+	code, _, body := send(t, srv.URL, "POST", "/mcp", "application/json", call)
+	if code != http.StatusOK || strings.Contains(string(body), `"isError":true`) || !strings.Contains(string(body), "memory recorded") {
+		t.Fatalf("memory_record over /mcp with room for its body alone: %d %s, want the recorded memory", code, body)
+	}
+	// the budget is full now: another /mcp request is held back
+	code, ra, body := send(t, srv.URL, "POST", "/mcp", "application/json", call+" ")
+	check429(t, "a second /mcp request", code, ra, body)
+}
