@@ -111,7 +111,12 @@ func hasBody(r *http.Request) bool {
 // (hasBody) to the ingest budget before h runs (admitBody), and gives
 // their room back once h has answered. The router wraps every route with
 // it but the GET ones, so a route that reads a body cannot miss it; a
-// read-only server (chronicle inspect) reads none and has none.
+// read-only server (chronicle inspect) reads none and has none. What is
+// refused before a route runs (401, the DNS rebinding 403, a 404 or 405
+// of no route, a malformed query's 400) takes no room and never waits;
+// a route's own refusals come after the budget, a 415 for the media type
+// included (before, POST /v1/events answered its 415 before the budget
+// too): while the budget stays full such a request is a 429 first.
 //
 // A request within one that holds room already is not weighed again: the
 // /mcp tools call the API in process (mcpAPI), with the /mcp request's
