@@ -211,9 +211,10 @@ const ClientMaxAnswerBytes = 64 << 20
 //     422, an Idempotency-Key reused with other fields, is no StatusError
 //     but search.ErrKeyReused and search.ErrInvalid);
 //   - 408 (POST /v1/events: the body did not arrive within the
-//     service's ReadTimeout) and 429 (POST /v1/events: the service's
-//     ingest budget stayed full, IngestBudget): nothing was written,
-//     send it again (after RetryAfter for a 429);
+//     service's ReadTimeout) and 429 (any request with a body: Publish,
+//     Record, a feedback, a workflow write, a resume, an improvement;
+//     the service's ingest budget stayed full, IngestBudget): nothing was
+//     written, send it again (after RetryAfter for a 429);
 //   - 503, 504: the service or its broker did not answer in time; the
 //     outcome of a write is unknown, so retry it as it was sent (a
 //     recording with the same Idempotency-Key, which the service answers

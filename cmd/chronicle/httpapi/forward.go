@@ -575,6 +575,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
 		return
 	}
+	// the owner holds the body, not this member (releaseForwarded)
+	releaseForwarded(r)
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	rp := &httputil.ReverseProxy{

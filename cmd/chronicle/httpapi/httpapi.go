@@ -214,15 +214,23 @@ type Server struct {
 	// assignment) for the routes that forward to a partition's owner.
 	dir directory
 
-	// IngestBudget bounds the bytes of request bodies POST /v1/events
-	// holds at once; ≤ 0: DefaultIngestBudget (32 MiB). IngestWait is how
-	// long a request waits for room before a 429; ≤ 0:
-	// DefaultIngestWait (5 s). See admitIngest.
+	// IngestBudget bounds the bytes of request bodies every route that
+	// reads one holds at once, together (budgeted); ≤ 0:
+	// DefaultIngestBudget (32 MiB). IngestWait is how long a request
+	// waits for room before a 429; ≤ 0: DefaultIngestWait (5 s). See
+	// admitBody.
 	IngestBudget int64
 	IngestWait   time.Duration
 	ingestOnce   sync.Once
-	ingestSem    *semaphore.Weighted
+	ingestSem    *semaphore.Weighted // the budget but its reserve
 	ingestLimit  int64
+	// ingestReserve is the budget's reserve for small bodies, of
+	// ingestReserveSize bytes (ingestBudget)
+	ingestReserve     *semaphore.Weighted
+	ingestReserveSize int64
+	// ingestHeld is the room held now, in bytes
+	// (chronicle_ingest_budget_held_bytes)
+	ingestHeld atomic.Int64
 
 	// outage logs the broker outages POST /v1/events meets (outageLog).
 	outage outageLog
@@ -335,7 +343,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) router() *jsonRouter {
 	jr := &jsonRouter{mux: http.NewServeMux(), readOnly: s.ReadOnly}
 	for _, r := range s.Routes() {
-		jr.mux.Handle(r.Pattern, s.readOnlyGuard(r, jr))
+		jr.mux.Handle(r.Pattern, s.budgeted(r.Pattern, s.readOnlyGuard(r, jr)))
 	}
 	return jr
 }
@@ -550,13 +558,8 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: "scope: " + reason, Index: &idx, Pointer: "/", Reason: reason})
 		return
 	}
-	// the body is held, parsed and produced within the ingest budget
-	// (429 when it stays full: admitIngest)
-	release, ok := s.admitIngest(w, r)
-	if !ok {
-		return
-	}
-	defer release()
+	// the body is held, parsed and produced within the ingest budget,
+	// which the router took for it (429 when it stays full: budgeted)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError

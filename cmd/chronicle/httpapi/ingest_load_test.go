@@ -40,7 +40,8 @@ func loadPipeline(t *testing.T) *pipeline.Pipeline {
 
 // POST /v1/events holds at most DefaultIngestBudget bytes of request
 // bodies at once: with the budget taken by bodies still arriving, one
-// more request waits DefaultIngestWait and is answered 429 with
+// more request (above 64 KiB, which the budget's reserve for small
+// bodies does not take) waits DefaultIngestWait and is answered 429 with
 // Retry-After, naming the budget, and nothing of it is written; once the
 // budget is freed the same request is a 202. Before, nothing bounded the
 // bodies held: a load walkthrough's 128 clients posting 3.9 MB batches
@@ -55,29 +56,45 @@ func TestIngestBudgetAnswers429(t *testing.T) {
 	checked := httptest.NewServer(conforming(t, h))
 	defer checked.Close()
 
-	// bodies that declare MaxBodyBytes each and stop after their first
-	// byte, enough of them to hold the whole budget
-	holders := int(httpapi.DefaultIngestBudget / httpapi.MaxBodyBytes)
+	// bodies that declare MaxBodyBytes (the last one less) and stop after
+	// their first byte, enough of them to hold the whole budget but its
+	// reserve for small bodies (a 32nd), which the probe does not take
+	held := int64(httpapi.DefaultIngestBudget - httpapi.DefaultIngestBudget/32)
+	var sizes []int64
+	for rest := held; rest > 0; rest -= sizes[len(sizes)-1] {
+		sizes = append(sizes, min(rest, httpapi.MaxBodyBytes))
+	}
+	holders := len(sizes)
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
 			_ = c.Close()
 		}
 	}()
-	for range holders {
+	for _, size := range sizes {
 		c, err := net.Dial("tcp", raw.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
-		if _, err := fmt.Fprintf(c, "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/cloudevents+json\r\nContent-Length: %d\r\n\r\n[", httpapi.MaxBodyBytes); err != nil {
+		if _, err := fmt.Fprintf(c, "POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/cloudevents+json\r\nContent-Length: %d\r\n\r\n[", size); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second) // the holders' handlers are reading (they take their room within milliseconds)
+	// the holders' handlers are reading: every holder has its room
+	waitMetric(t, raw.URL, "chronicle_ingest_budget_held_bytes", float64(held))
 
+	var probe bytes.Buffer // a batch above 64 KiB: no small body
+	probe.WriteByte('[')
+	for i := 0; probe.Len() <= 64<<10; i++ {
+		if i > 0 {
+			probe.WriteByte(',')
+		}
+		probe.Write(loadEvent(fmt.Sprintf("load-probe-%d", i)))
+	}
+	probe.WriteByte(']')
 	start := time.Now()
-	resp, err := http.Post(checked.URL+"/v1/events", "application/cloudevents+json", bytes.NewReader(loadEvent("load-1")))
+	resp, err := http.Post(checked.URL+"/v1/events", "application/cloudevents-batch+json", bytes.NewReader(probe.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +102,7 @@ func TestIngestBudgetAnswers429(t *testing.T) {
 	resp.Body.Close()
 	took := time.Since(start)
 	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("with the ingest budget held by %d bodies of %d bytes still arriving: %d %s after %v, want 429", holders, httpapi.MaxBodyBytes, resp.StatusCode, body, took)
+		t.Fatalf("with the ingest budget held by %d bodies (%d bytes) still arriving: %d %s after %v, want 429", holders, held, resp.StatusCode, body, took)
 	}
 	if ra := resp.Header.Get("Retry-After"); ra != "1" {
 		t.Errorf("429's Retry-After %q, want 1", ra)

@@ -42,7 +42,13 @@ const (
 //     member (a fan-out's failure fails the whole request);
 //   - chronicle_http_requests_total{route,code} (counter) and
 //     chronicle_http_request_duration_seconds{route} (histogram): the
-//     requests this member answered, by route and status (countRequests).
+//     requests this member answered, by route and status (countRequests);
+//   - chronicle_ingest_budget_held_bytes (gauge) and
+//     chronicle_ingest_budget_limit_bytes (gauge): the request bodies'
+//     room held now in the ingest budget, and its size (IngestBudget);
+//   - chronicle_ingest_budget_rejections_total{route} (counter): the 429s
+//     of a budget that stayed full, by route pattern (admitBody), at 0
+//     for every route that reads a body.
 //
 // Before, none existed: an operator could not see the open subscriptions
 // nor alert on a member that other members could not reach (the last
@@ -54,6 +60,8 @@ type serverMetrics struct {
 	// member answered (countRequests)
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	// budgetRefusals counts the ingest budget's 429s by route (admitBody)
+	budgetRefusals *prometheus.CounterVec
 }
 
 // routeUnmatched is the route label of a request no route's pattern
@@ -75,7 +83,13 @@ func (s *Server) metrics() *serverMetrics {
 			httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chronicle_http_request_duration_seconds",
 				Help:    "Time from a request's arrival to the end of its answer, by route (as chronicle_http_requests_total's); GET /v1/learned/stream's is the stream's whole connection.",
 				Buckets: prometheus.DefBuckets}, []string{"route"}),
+			budgetRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronicle_ingest_budget_rejections_total",
+				Help: "Requests answered 429 because the ingest budget (chronicle_ingest_budget_limit_bytes) had no room for their body within IngestWait, by route (the route's pattern, e.g. \"POST /v1/memories\", never the path); nothing of them was written."}, []string{"route"}),
 		}
+		held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_ingest_budget_held_bytes",
+			Help: "Bytes of the ingest budget held now by the request bodies this member is reading or processing (each weighed by its Content-Length, at most MaxBodyBytes)."}, func() float64 { return float64(s.ingestHeld.Load()) })
+		limit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_ingest_budget_limit_bytes",
+			Help: "Size of the ingest budget in bytes (IngestBudget, default 32 MiB): the request bodies of every route that reads one, held at once."}, func() float64 { _, _, l := s.ingestBudget(); return float64(l) })
 		streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_learned_streams_open",
 			Help: "GET /v1/learned/stream connections open on this member."}, func() float64 { return float64(s.openStreams.Load()) })
 		for _, k := range []string{memberForward, memberFanOut} {
@@ -90,6 +104,9 @@ func (s *Server) metrics() *serverMetrics {
 			m.httpRequests = register(s.P.Registry, m.httpRequests)
 			m.httpDuration = register(s.P.Registry, m.httpDuration)
 			register(s.P.Registry, prometheus.Collector(streams))
+			m.budgetRefusals = register(s.P.Registry, m.budgetRefusals)
+			register(s.P.Registry, prometheus.Collector(held))
+			register(s.P.Registry, prometheus.Collector(limit))
 		}
 		s.serverMetrics = m
 	})
