@@ -220,9 +220,14 @@ func originChecked(h http.Handler) http.Handler {
 // protocolVersionRe is the form of an MCP protocol version: a date.
 var protocolVersionRe = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
-// textCheckedMax is the most of a POST body textChecked reads to check it
-// (16 MiB); a larger body is handed on, and the SDK's own limit applies.
-const textCheckedMax = 16 << 20
+// textCheckedMax is the most of a POST body textChecked reads to check it:
+// the SDK's own limit, mcp.DefaultMaxRequestBodyBytes (4 MiB), which
+// HTTPHandler keeps; a larger body is handed on and the SDK refuses it.
+// It was 16 MiB, so a body the SDK would refuse was held whole in memory
+// first, four times the room the HTTP API's ingest budget weighs a body
+// at (an ingest-budget walkthrough, 2026-12-07;
+// TestTextCheckedReadsNoMoreThanTheSDKTakes).
+const textCheckedMax = mcp.DefaultMaxRequestBodyBytes
 
 // textChecked refuses a POST whose body is not UTF-8 text, or holds a \u
 // escape of a lone UTF-16 surrogate, with 400 and a JSON-RPC parse error
