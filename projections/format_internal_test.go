@@ -52,6 +52,9 @@ func TestLegacyStoreIsUpgraded(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open (read-only %v) of a legacy store: %v", readOnly, err)
 		}
+		if !s.UpgradedFormat() {
+			t.Fatalf("read-only %v: the open that upgraded the store does not say so (UpgradedFormat false)", readOnly)
+		}
 		for k, want := range map[string]int{"a": 1, "b": 2, "late": 3} {
 			var v struct{ N int }
 			ok, err := s.GetJSON("count", k, &v)
@@ -68,6 +71,9 @@ func TestLegacyStoreIsUpgraded(t *testing.T) {
 		s, err = Open(dir, Options{})
 		if err != nil {
 			t.Fatalf("reopen after the upgrade: %v", err)
+		}
+		if s.UpgradedFormat() {
+			t.Fatal("a reopen after the upgrade says it upgraded the store again")
 		}
 		s.Close()
 	}

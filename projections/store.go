@@ -239,6 +239,7 @@ type Store struct {
 	notify      chan struct{}
 	hooks       []CommitHook
 	rowAccess   RowAccess // OnRowAccess
+	upgraded    bool      // UpgradedFormat
 	// lastCommit is when a processor's batch last committed (Unix ns).
 	lastCommit atomic.Int64
 	// keys tells idempotency keys that are certainly not stored (nil for
@@ -332,10 +333,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	} else if err := holdsStore(opts.FS, dir); err != nil {
 		return nil, err
 	}
+	upgraded := false
 	if legacyFormat(opts.FS, dir) {
 		if err := upgradeLegacy(opts.FS, dir, opts.OnFatal); err != nil {
 			return nil, err
 		}
+		upgraded = true
 	}
 	if !opts.ReadOnly && opts.FS == vfs.Default {
 		if err := roomToOpen(dir); err != nil {
@@ -361,7 +364,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		// a service might be running (an SRE's walkthrough)
 		return nil, &UnreadableError{Dir: dir, Err: err}
 	}
-	s := &Store{db: db, dir: dir, opts: opts, offsets: map[string]int64{}, procMu: map[string]*sync.Mutex{}, notify: make(chan struct{}, 1)}
+	s := &Store{db: db, dir: dir, opts: opts, offsets: map[string]int64{}, procMu: map[string]*sync.Mutex{}, notify: make(chan struct{}, 1), upgraded: upgraded}
 	if err := s.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -574,6 +577,14 @@ func (s *Store) GetJSON(proj, key string, v any) (bool, error) {
 	}
 	return true, json.Unmarshal(b, v)
 }
+
+// UpgradedFormat reports whether the Open that returned s upgraded its
+// directory in place from a Pebble v1 store (a data directory of a
+// Chronicle before 2026-11-30; see Options.ReadOnly): true on that one
+// open, false on every later one. Such a directory can no longer be
+// opened by an older Chronicle, so serve says so on stderr (before, the
+// upgrade was silent: an upgrade walkthrough, 2026-12-07).
+func (s *Store) UpgradedFormat() bool { return s.upgraded }
 
 // Scan calls fn for each row of projection proj whose key starts with
 // prefix, after the key after (exclusive, "" for the first: a page's last

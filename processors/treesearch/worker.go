@@ -257,7 +257,25 @@ func hasDecisionAt(s Search, t string, d events.SearchResumedData) bool {
 	return slices.ContainsFunc(s.Decisions, func(dec Decision) bool { return isDecisionAt(dec, t, d) })
 }
 
-// isDecisionAt reports whether dec is resume decision d recorded at time t.
+// isDecisionAt reports whether dec is resume decision d recorded at time t
+// (RFC 3339). The times are compared as instants: a Chronicle before
+// Envelope.TimeUTC stored a decision's time as the event was sent
+// ("…T05:00:00+02:00"), and this worker asks with the time in UTC, so after
+// an upgrade a resume that the old build applied and this build's worker
+// handled (its offset not committed before the stop) was taken for a
+// repeat, and its search was never driven (an upgrade walkthrough,
+// 2026-12-07).
 func isDecisionAt(dec Decision, t string, d events.SearchResumedData) bool {
-	return dec.Time == t && dec.Decision == d.Decision && dec.Note == d.Note && dec.By == d.By
+	return sameInstant(dec.Time, t) && dec.Decision == d.Decision && dec.Note == d.Note && dec.By == d.By
+}
+
+// sameInstant reports whether RFC 3339 times a and b are equal strings or
+// parse to the same instant.
+func sameInstant(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ta, errA := time.Parse(time.RFC3339Nano, a)
+	tb, errB := time.Parse(time.RFC3339Nano, b)
+	return errA == nil && errB == nil && ta.Equal(tb)
 }
