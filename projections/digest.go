@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -135,6 +137,32 @@ func (d *Difference) String() string {
 		where = fmt.Sprintf(" (the values differ from byte %d)", at)
 	}
 	return fmt.Sprintf("first difference at key %q%s:\n  live:   %s\n  replay: %s", d.Key, where, show(d.Left), show(d.Right))
+}
+
+// rfc3339 matches an RFC 3339 date-time as JSON rows hold one.
+var rfc3339 = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})`)
+
+// utcTimes returns b with every RFC 3339 time in it written as
+// time.RFC3339Nano in UTC.
+func utcTimes(b []byte) []byte {
+	return rfc3339.ReplaceAllFunc(b, func(m []byte) []byte {
+		t, err := time.Parse(time.RFC3339Nano, string(m))
+		if err != nil {
+			return m
+		}
+		return []byte(t.UTC().Format(time.RFC3339Nano))
+	})
+}
+
+// TimesOnly reports whether both rows are present and differ only in how
+// their RFC 3339 times are written, each naming the same instant
+// ("13:00:34+02:00" on one side, "11:00:34Z" on the other). A Chronicle
+// before 2026-12-06 (750d093, Envelope.TimeUTC) kept an event's time as
+// it was sent; later builds keep it in UTC, so a store written by the
+// older build differs from a replay by the newer one in exactly this way
+// (an upgrade walkthrough, 2026-12-07).
+func (d *Difference) TimesOnly() bool {
+	return d.Left != nil && d.Right != nil && !bytes.Equal(d.Left, d.Right) && bytes.Equal(utcTimes(d.Left), utcTimes(d.Right))
 }
 
 // Diff compares the projection rows of two stores in key order and returns

@@ -277,6 +277,21 @@ func auditInterrupted(ctx context.Context, data string, err error) error {
 	return fmt.Errorf("interrupted by a signal: the audit stopped before it finished, so nothing was compared; the live projections in %s were only read, and no temporary replay is left behind; run the audit again (%w)", pipeline.ProjectionsDir(data), err)
 }
 
+// auditFailure is audit's message for diff, the first difference between
+// the live projections of data and a replay. When the rows differ only in
+// how a time is written (projections.Difference.TimesOnly), it says why
+// and how to rebuild: a store written by a Chronicle before 2026-12-06
+// kept an event's time as it was sent and today's keeps it in UTC, so an
+// upgraded cluster's audit failed at its first such row with nothing
+// pointing at the cause (an upgrade walkthrough, 2026-12-07).
+func auditFailure(diff *projections.Difference, data string) string {
+	msg := "audit failed: live projections differ from replay\n" + diff.String()
+	if diff.TimesOnly() {
+		msg += fmt.Sprintf("\nThe two rows differ only in how a time is written (the same instant, with an offset on one side and in UTC on the other): a Chronicle before 2026-12-06 kept an event's time as it was sent, and this one keeps it in UTC, so this store was most likely written by an older Chronicle. With the service stopped, rebuild the projections from the log (chronicle replay --data %s --into NEW, then NEW/projections in place of %s; with --brokers on a cluster, for every instance) and audit again; README, \"Rolling upgrades\".", data, pipeline.ProjectionsDir(data))
+	}
+	return msg
+}
+
 func auditCmd() *cobra.Command {
 	var c commonFlags
 	cmd := &cobra.Command{
@@ -350,7 +365,7 @@ func auditCmd() *cobra.Command {
 				return err
 			}
 			if diff != nil {
-				return fail(2, "audit failed: live projections differ from replay\n%s", diff)
+				return fail(2, "%s", auditFailure(diff, c.data))
 			}
 			d, err := live.Digest()
 			if err != nil {
