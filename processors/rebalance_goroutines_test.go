@@ -18,9 +18,12 @@ import (
 )
 
 // TestRebalancesLeaveGoroutinesFlat is the CI-sized form of a cluster soak
-// (an SRE's walkthrough, 2026-12-07: a broker and three serve instances,
-// one restarted every 2.5 min for 35+ min, the long-lived member's
-// goroutines staying within 153–188): a long-lived Runner A sees a second
+// (an SRE's walkthrough, 2026-12-07: a broker and three serve instances
+// for 42 min at about 4 events/s, one of two instances stopped every
+// 2.5 min, 14 stops of which 3 SIGKILL, and the third, never restarted,
+// SIGSTOPped past its session timeout 3 times; that member's goroutines
+// stayed within 125–188 (median 166; fewer while it owned fewer
+// partitions), its fds within 47–94): a long-lived Runner A sees a second
 // instance B join and leave several times, each time giving up half of the
 // 4 partitions and taking them back. Once A owns every partition again and
 // B is closed, the process holds no more goroutines than after the first
