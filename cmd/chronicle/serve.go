@@ -37,6 +37,7 @@ func serveCmd() *cobra.Command {
 	var sessionTimeout time.Duration
 	var standbys int
 	var stateMaxMiB int
+	var pprofAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the service: embedded broker (or --brokers), processors, outbox relay and the HTTP API",
@@ -85,6 +86,14 @@ func serveCmd() *cobra.Command {
 			vs, err := c.vectorStore(ctx)
 			if err != nil {
 				return err
+			}
+			if pprofAddr != "" {
+				// before the start, so a start that hangs can be looked into
+				stop, err := startPprof(pprofAddr)
+				if err != nil {
+					return err
+				}
+				defer stop()
 			}
 			// listen first: the advertised URL (default: the listen
 			// address) joins the group with the processors
@@ -168,6 +177,7 @@ func serveCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&sessionTimeout, "session-timeout", 0, "consumer group session timeout: how long a killed or paused instance keeps its partitions (0: 45s); the embedded broker allows 6s to 5m, refused at once outside; with --brokers it must lie within the cluster's group.min/max.session.timeout.ms, else startup fails at the first join naming the flag")
 	cmd.Flags().IntVar(&standbys, "standby-replicas", 0, "keep warm copies of the partitions of this many other instances (Kafka Streams' num.standby.replicas): each partition's standbys are the next N members after its owner in member-id order; a take-over then restores only what the standby had not applied (needs --brokers)")
 	cmd.Flags().IntVar(&stateMaxMiB, "workflow-state-max-mib", workflows.DefaultMaxStateBytes>>20, "a workflow write route that would grow the workflow's state above this many MiB of JSON is a 413 naming the member (every event rewrites the state row; 0: no bound)")
+	cmd.Flags().StringVar(&pprofAddr, pprofFlag, "", "serve Go's profiler (net/http/pprof: goroutine dumps, heap and CPU profiles at /debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060; no authentication, so loopback only (off by default)")
 	cmd.Flags().DurationVar(&tick, "decay-interval", 24*time.Hour, "interval of clock.tick.v1 events (memory decay); the first comes one interval after start; 0: no ticks, so no decay")
 	return cmd
 }
