@@ -95,6 +95,7 @@ func replayCmd() *cobra.Command {
 				// projections", while digest and serve named it (an SRE's
 				// walkthrough)
 				if st, err := projections.Open(pipeline.ProjectionsDir(into), projections.Options{ReadOnly: true}); err == nil {
+					sayUpgraded(os.Stderr, st, pipeline.ProjectionsDir(into))
 					incomplete := errors.Is(st.CheckComplete(), projections.ErrReplayIncomplete)
 					st.Close()
 					if incomplete {
@@ -243,6 +244,7 @@ complete (not an interrupted replay).`,
 				return fmt.Errorf("%w (a chronicle serve or inspect running on it holds it, even read-only, and answers GET /v1/digest)", err)
 			}
 			defer store.Close()
+			sayUpgraded(os.Stderr, store, pipeline.ProjectionsDir(data))
 			if err := store.CheckComplete(); err != nil {
 				return err
 			}
@@ -326,6 +328,7 @@ func auditCmd() *cobra.Command {
 				return fmt.Errorf("%w (stop the service first: audit reads the live projections)", err)
 			}
 			defer live.Close()
+			sayUpgraded(os.Stderr, live, pipeline.ProjectionsDir(c.data))
 			if err := live.CheckComplete(); err != nil {
 				return err
 			}

@@ -101,6 +101,7 @@ func openInspect(data string) (*httpapi.Server, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--data %s: %w", data, err)
 	}
+	sayUpgraded(os.Stderr, store, pipeline.ProjectionsDir(data))
 	if err := store.CheckComplete(); err != nil {
 		store.Close()
 		return nil, nil, err

@@ -91,5 +91,6 @@ func holdsRecords(data string) bool {
 		return true
 	}
 	defer st.Close()
+	sayUpgraded(os.Stderr, st, dir)
 	return len(st.Offsets()) > 0
 }

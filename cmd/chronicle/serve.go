@@ -363,9 +363,7 @@ func describe(p *pipeline.Pipeline) {
 		fmt.Fprintf(os.Stderr, "chronicle: Kafka cluster %v\n", p.Broker.Addrs())
 	}
 	fmt.Fprintf(os.Stderr, "chronicle: projections in %s\n", pipeline.ProjectionsDir(p.Config.DataDir))
-	if p.Store.UpgradedFormat() {
-		fmt.Fprintf(os.Stderr, "chronicle: upgraded %s in place from the Pebble v1 format of a Chronicle before 2026-11-30 (keys and values unchanged): an older Chronicle can no longer open it\n", pipeline.ProjectionsDir(p.Config.DataDir))
-	}
+	sayUpgraded(os.Stderr, p.Store, pipeline.ProjectionsDir(p.Config.DataDir))
 }
 
 // StopWait bounds serve's stop, from SIGTERM (or SIGINT) to its exit
