@@ -169,11 +169,14 @@ type Options struct {
 	BlobMinSize int
 }
 
+// defaultCacheSize is Options.CacheSize's default: 256 MiB.
+const defaultCacheSize = 256 << 20
+
 // pebbleOptions are the Pebble options for o (see the defaults above).
 func (o Options) pebbleOptions() *pebble.Options {
 	cacheSize, memtable, bits, blob := o.CacheSize, o.MemTableSize, o.BloomBitsPerKey, o.BlobMinSize
 	if cacheSize == 0 {
-		cacheSize = 256 << 20
+		cacheSize = defaultCacheSize
 	}
 	if memtable == 0 {
 		memtable = 64 << 20
@@ -255,6 +258,9 @@ type Store struct {
 	// consult after m/idk/; a store created since has none.
 	hasLegacyIdem bool
 	closing       atomic.Bool
+	// metricsMu keeps Close from closing the DB under a Metrics call
+	// (Pebble's DB.Metrics has no check of its own).
+	metricsMu sync.RWMutex
 
 	closeOnce sync.Once
 	closeErr  error
@@ -481,6 +487,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
 		<-s.filled
+		s.metricsMu.Lock()
+		defer s.metricsMu.Unlock()
 		s.closeErr = s.db.Close()
 	})
 	return s.closeErr

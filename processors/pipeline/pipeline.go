@@ -456,6 +456,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		Namespace: "chronicle", Name: "outbox_rows",
 		Help: "Rows in the store's outbox: derived events and dead letters not yet relayed, and on a fenced cluster member its copies of global-table events waiting for their owner's relayed frontier (pruned every 5 s).",
 	}, func() float64 { return float64(p.Store.OutboxLen()) }))
+	p.Registry.MustRegister(newStoreCollector(p.Store))
 	if p.fence != nil && !p.fence.Armed() {
 		p.goPart("join watcher", func() { p.watchJoin(runCtx) })
 	}
