@@ -1,6 +1,10 @@
 package httpapi
 
-import "context"
+import (
+	"context"
+
+	"golang.org/x/sync/semaphore"
+)
 
 // ScanSessionEvents makes GET /v1/sessions/{id}/events read every session
 // by the scan (as a data directory older than the sessionlog index does)
@@ -12,18 +16,28 @@ func ScanSessionEvents() (restore func()) {
 
 // HoldIngestBudget takes n bytes of s's ingest budget (at most its size),
 // as bodies being read would hold them, until the returned function is
-// called: a test holds the budget without racing requests for it. Its
-// main part is taken first, then the reserve for small bodies.
+// called: a test holds the budget without racing requests for it. The
+// part for bodies another member sent on (BodyHeldHeader) is taken
+// first, then the main part, then the reserve for small bodies: a test
+// that leaves some room leaves it in the reserve.
 func (s *Server) HoldIngestBudget(n int64) (release func()) {
-	sem, reserve, _ := s.ingestBudget()
-	inMain := min(n, s.ingestLimit-s.ingestReserveSize)
-	if err := sem.Acquire(context.Background(), inMain); err != nil {
-		panic(err) // a Background context is never done
+	main, reserve, sentOn, _ := s.ingestBudget()
+	var holds []*bodyHold
+	for _, p := range []struct {
+		sem  *semaphore.Weighted
+		size int64
+	}{{sentOn, s.ingestReserveSize}, {main, s.ingestMainSize()}, {reserve, s.ingestReserveSize}} {
+		k := min(n, p.size)
+		if err := p.sem.Acquire(context.Background(), k); err != nil {
+			panic(err) // a Background context is never done
+		}
+		s.ingestHeld.Add(k)
+		holds = append(holds, &bodyHold{s: s, sem: p.sem, n: k})
+		n -= k
 	}
-	if err := reserve.Acquire(context.Background(), n-inMain); err != nil {
-		panic(err)
+	return func() {
+		for _, h := range holds {
+			h.release()
+		}
 	}
-	s.ingestHeld.Add(n)
-	m, r := &bodyHold{s: s, sem: sem, n: inMain}, &bodyHold{s: s, sem: reserve, n: n - inMain}
-	return func() { m.release(); r.release() }
 }

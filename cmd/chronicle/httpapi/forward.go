@@ -575,14 +575,19 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, v *groupView, o
 			Member: owner, URL: v.urls[owner], Topic: topic, Partition: &p})
 		return
 	}
-	// the owner holds the body, not this member (releaseForwarded)
-	releaseForwarded(r)
+	// the owner holds the body, not this member, unless it was read here
+	// already (releaseForwarded)
+	held := releaseForwarded(r)
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Header.Set(ForwardedHeader, v.self)
+			pr.Out.Header.Del(BodyHeldHeader)
+			if held {
+				pr.Out.Header.Set(BodyHeldHeader, "1")
+			}
 			s.signMember(pr.Out)
 		},
 		Transport: forwardClient.Transport,

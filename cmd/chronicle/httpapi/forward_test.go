@@ -71,8 +71,10 @@ func startMemberTimeout(ctx context.Context, t testing.TB, name string, brokers 
 	return startMemberTokens(ctx, t, name, brokers, fwd, sessionTimeout, &clusterTokens)
 }
 
-// startMemberTokens is startMemberTimeout with the token file tokens.
-func startMemberTokens(ctx context.Context, t testing.TB, name string, brokers []string, fwd, sessionTimeout time.Duration, tokens *access.File) *member {
+// startMemberTokens is startMemberTimeout with the token file tokens;
+// each of configure is applied to the member's Server before its handler
+// is made (an ingest budget, say), so nothing races its requests.
+func startMemberTokens(ctx context.Context, t testing.TB, name string, brokers []string, fwd, sessionTimeout time.Duration, tokens *access.File, configure ...func(*httpapi.Server)) *member {
 	t.Helper()
 	m := &member{name: name}
 	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -91,6 +93,9 @@ func startMemberTokens(ctx context.Context, t testing.TB, name string, brokers [
 	t.Cleanup(func() { _ = p.Close() })
 	m.p = p
 	m.api = &httpapi.Server{P: p, Tokens: tokens, Advertise: url, ForwardTimeout: fwd}
+	for _, c := range configure {
+		c(m.api)
+	}
 	m.swap(m.api.Handler())
 	m.srv.Start()
 	t.Cleanup(m.srv.Close)

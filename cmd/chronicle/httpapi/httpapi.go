@@ -222,12 +222,16 @@ type Server struct {
 	IngestBudget int64
 	IngestWait   time.Duration
 	ingestOnce   sync.Once
-	ingestSem    *semaphore.Weighted // the budget but its reserve
+	ingestSem    *semaphore.Weighted // the budget but its reserve and sent-on part
 	ingestLimit  int64
 	// ingestReserve is the budget's reserve for small bodies, of
 	// ingestReserveSize bytes (ingestBudget)
 	ingestReserve     *semaphore.Weighted
 	ingestReserveSize int64
+	// ingestSentOn is the budget's part for bodies another member read
+	// and sent on holding their room there (BodyHeldHeader), of the
+	// reserve's size (ingestBudget)
+	ingestSentOn *semaphore.Weighted
 	// ingestHeld is the room held now, in bytes
 	// (chronicle_ingest_budget_held_bytes)
 	ingestHeld atomic.Int64

@@ -24,7 +24,9 @@ import (
 // times its size; a request is weighed by its Content-Length
 // (MaxBodyBytes when it has none, a chunked body); a 32nd of the budget
 // is kept for bodies of at most 64 KiB, so that they are not held back
-// behind large ones (admitBody's Fairness). A body still arriving
+// behind large ones (admitBody's Fairness), and another for bodies a
+// cluster member read and sent on here while it keeps their room
+// (BodyHeldHeader), so that two members never wait on each other. A body still arriving
 // keeps its room until it has arrived or ReadTimeout cuts it (30 s): a
 // caller with a write token that trickles bodies holds the others back
 // that long, which the budget trades for bounded memory (room taken as
@@ -53,23 +55,40 @@ const IngestRetryAfter = 1
 // reserve (64 KiB): a memory, a workflow update, a handful of events.
 const smallBody = 64 << 10
 
+// BodyHeldHeader marks a request a member sends on to the owner with a
+// body it has read already and whose room it keeps in its own budget
+// until the owner answers (forward): the owner weighs it against its
+// budget's sent-on part, never waiting behind its own clients' bodies
+// (admitBody). Only a member sends it; from a request without
+// ForwardedHeader it is ignored, and removed from one that carries no
+// member's signature where the token file names a member_secret.
+const BodyHeldHeader = "Chronicle-Body-Held"
+
 // ingestBudget is s's budget (IngestBudget, else DefaultIngestBudget),
-// made at first use: main, of the budget less its reserve, which every
-// body waits for in order, and the reserve (a 32nd of the budget, 1 MiB
+// made at first use: main, of the budget less its two small parts, which
+// every body waits for in order; the reserve (a 32nd of the budget, 1 MiB
 // by default), which only a body of at most smallBody takes, and only
-// when main has no room for it at once (admitBody).
-func (s *Server) ingestBudget() (main, reserve *semaphore.Weighted, limit int64) {
+// when main has no room for it at once; and the sent-on part (a 32nd
+// too), which only a body another member sends on holding its room there
+// takes (BodyHeldHeader, admitBody). Main is 30 MiB by default, room for
+// seven bodies of MaxBodyBytes at once, as before the sent-on part.
+func (s *Server) ingestBudget() (main, reserve, sentOn *semaphore.Weighted, limit int64) {
 	s.ingestOnce.Do(func() {
 		s.ingestLimit = s.IngestBudget
 		if s.ingestLimit <= 0 {
 			s.ingestLimit = DefaultIngestBudget
 		}
 		s.ingestReserveSize = s.ingestLimit / 32
-		s.ingestSem = semaphore.NewWeighted(s.ingestLimit - s.ingestReserveSize)
+		s.ingestSem = semaphore.NewWeighted(s.ingestMainSize())
 		s.ingestReserve = semaphore.NewWeighted(s.ingestReserveSize)
+		s.ingestSentOn = semaphore.NewWeighted(s.ingestReserveSize)
 	})
-	return s.ingestSem, s.ingestReserve, s.ingestLimit
+	return s.ingestSem, s.ingestReserve, s.ingestSentOn, s.ingestLimit
 }
+
+// ingestMainSize is the size of the budget's main part: the budget less
+// its reserve and its sent-on part (ingestBudget).
+func (s *Server) ingestMainSize() int64 { return s.ingestLimit - 2*s.ingestReserveSize }
 
 // bodyHold is the room one request's body holds in the ingest budget.
 type bodyHold struct {
@@ -134,7 +153,9 @@ func (s *Server) budgeted(pattern string, h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		hold, ok := s.admitBody(w, r, pattern)
+		// a body another member read and sends on, holding its room there
+		sentOn := r.Header.Get(ForwardedHeader) != "" && r.Header.Get(BodyHeldHeader) != ""
+		hold, ok := s.admitBody(w, r, pattern, sentOn)
 		if !ok {
 			return
 		}
@@ -153,13 +174,28 @@ func (s *Server) budgeted(pattern string, h http.Handler) http.Handler {
 // Kept here too, the body would count twice, once on each member, and
 // two members forwarding to each other under load would fill each
 // other's budgets with requests neither holds, answering 429 for up to
-// the forward timeout (25 s for a write). A body the route has read
-// already (POST /v1/events' late feedback, sent on from memory) keeps
-// its room until the answer: r.Body is no longer the heldBody then.
-func releaseForwarded(r *http.Request) {
+// the forward timeout (25 s for a write).
+//
+// A body the route has read already (the policy routes, a fork, a
+// workflow write sent on without ?scope=, POST /v1/events' late memory
+// feedback, a /mcp tool call's request) is in this member's memory until
+// the owner answers, so it keeps its room here (r.Body is no longer the
+// heldBody), and held says so: forward marks the request
+// (BodyHeldHeader) and the owner weighs it against its sent-on part, in
+// which no body waits for room on another member. Before 2026-12-07 the
+// owner weighed it against its main part, where its own clients' bodies
+// sent on to this member the same way held room while waiting here: two
+// members waited on each other until IngestWait, and answered 429 though
+// each had room (TestIngestBudgetAcrossMembers: a policy feedback sent to
+// each of two members, with room for one body each, for a policy the
+// other owns: one or both were 429s after IngestWait; of 16 such
+// requests and workflow writes at once, 14 and 16 in two runs).
+func releaseForwarded(r *http.Request) (held bool) {
 	if hb, ok := r.Body.(*heldBody); ok {
 		hb.hold.release()
+		return false
 	}
+	return r.Context().Value(holdKey{}) != nil
 }
 
 // admitBody takes room for r's body in the ingest budget, waiting at
@@ -190,20 +226,32 @@ func releaseForwarded(r *http.Request) {
 // body under a steady stream of small ones: a 429 every time); the
 // budget as a whole still bounds every body. Its cost: a body above
 // smallBody has a 32nd less room (31 MiB of 32: seven bodies of
-// MaxBodyBytes at once, not eight; eight of the walkthrough's 3.9 MB).
+// MaxBodyBytes at once, not eight; eight of the walkthrough's 3.9 MB;
+// since the sent-on part, another 32nd less, 30 MiB: seven of either).
 // With it, the same measurements: the event behind the queued 4 MiB body
 // 202 after 17 ms; among the 24 clients' batches, 40 of 40 single events
 // 202, at a median of 0.64 and 0.68 s (producing them on the busy
 // machine) and at most 1.8 s, while the batches got 120 202s and 54
 // 429s, as many as before (106 and 64) within the noise of a shared
 // machine (TestIngestBudgetReserveLetsSmallBodiesPass).
-func (s *Server) admitBody(w http.ResponseWriter, r *http.Request, route string) (*bodyHold, bool) {
-	sem, reserve, limit := s.ingestBudget()
+//
+// A body another member sent on holding its room there (sentOn:
+// BodyHeldHeader) waits for the sent-on part alone, whatever its size.
+// The bodies that hold that part are being processed here and wait on no
+// other member's budget (an owner never sends a request on again), so
+// such a wait always ends; in main, it could wait behind this member's
+// own clients' bodies that hold room here while they wait for room on
+// the sender (releaseForwarded), each member waiting on the other.
+func (s *Server) admitBody(w http.ResponseWriter, r *http.Request, route string, sentOn bool) (*bodyHold, bool) {
+	sem, reserve, sentOnPart, limit := s.ingestBudget()
 	n := r.ContentLength
 	if n < 0 || n > MaxBodyBytes {
 		n = MaxBodyBytes // unknown (chunked), or refused 413 once read to the limit
 	}
-	if n <= smallBody {
+	partSize := s.ingestMainSize()
+	if sentOn {
+		sem, partSize = sentOnPart, s.ingestReserveSize
+	} else if n <= smallBody {
 		for _, part := range []*semaphore.Weighted{sem, reserve} {
 			if part.TryAcquire(n) {
 				s.ingestHeld.Add(n)
@@ -211,10 +259,11 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request, route string)
 			}
 		}
 	}
-	// a budget configured below MaxBodyBytes: a request larger than the
-	// whole of main waits for all of it (semaphore.Weighted would block on
-	// it until the wait ends, a 429 every time)
-	n = min(n, limit-s.ingestReserveSize)
+	// a budget configured below MaxBodyBytes, or the sent-on part: a
+	// request larger than the whole part waits for all of it
+	// (semaphore.Weighted would block on it until the wait ends, a 429
+	// every time)
+	n = min(n, partSize)
 	wait := s.IngestWait
 	if wait <= 0 {
 		wait = DefaultIngestWait

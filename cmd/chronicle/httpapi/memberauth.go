@@ -43,7 +43,7 @@ var signedHeaders = []string{"Authorization", ForwardedHeader, FanOutHeader, Sco
 // valid member signature (when the token file names a member_secret):
 // those only a member sends, and heldScopeHeader, which only a member's
 // answer carries.
-var internalHeaders = []string{ForwardedHeader, FanOutHeader, ScopeProbeHeader, forkHopHeader, chainHopHeader, heldScopeHeader, MemberAuthHeader}
+var internalHeaders = []string{ForwardedHeader, FanOutHeader, ScopeProbeHeader, forkHopHeader, chainHopHeader, heldScopeHeader, MemberAuthHeader, BodyHeldHeader}
 
 // memberSecret is the token file's member_secret (nil: none, members'
 // requests are not signed).

@@ -89,7 +89,7 @@ func (s *Server) metrics() *serverMetrics {
 		held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_ingest_budget_held_bytes",
 			Help: "Bytes of the ingest budget held now by the request bodies this member is reading or processing (each weighed by its Content-Length, at most MaxBodyBytes)."}, func() float64 { return float64(s.ingestHeld.Load()) })
 		limit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_ingest_budget_limit_bytes",
-			Help: "Size of the ingest budget in bytes (IngestBudget, default 32 MiB): the request bodies of every route that reads one, held at once."}, func() float64 { _, _, l := s.ingestBudget(); return float64(l) })
+			Help: "Size of the ingest budget in bytes (IngestBudget, default 32 MiB): the request bodies of every route that reads one, held at once."}, func() float64 { _, _, _, l := s.ingestBudget(); return float64(l) })
 		streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronicle_learned_streams_open",
 			Help: "GET /v1/learned/stream connections open on this member."}, func() float64 { return float64(s.openStreams.Load()) })
 		for _, k := range []string{memberForward, memberFanOut} {
