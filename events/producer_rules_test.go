@@ -387,6 +387,37 @@ func TestDecisionOptionsAreAnswerable(t *testing.T) {
 	}
 }
 
+// A quota_exhausted completion names the reservation the quota refused:
+// producer paths refuse one without refused_tokens, naming it, since the
+// treesearch processor takes such a completion on the producer's word (a
+// search with quota 1000 and nothing reserved was completed
+// quota_exhausted through POST /v1/events: a tree-search walkthrough,
+// 2026-12-07); the consumer's parse still applies such a record of a log
+// written before, and other outcomes need no refused_tokens.
+func TestQuotaExhaustedNeedsRefusedTokens(t *testing.T) {
+	event := func(data string) []byte {
+		return []byte(`{"specversion":"1.0","id":"c1","source":"test","type":"search.completed.v1","data":` + data + `}`)
+	}
+	without := event(`{"search_id":"s1","outcome":"quota_exhausted","node_id":"r","path":["r"]}`)
+	_, err := events.ParseProducerEvent(without)
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) || ve.Pointer != "/data/refused_tokens" || !strings.Contains(ve.Reason, "quota_exhausted") {
+		t.Errorf("quota_exhausted without refused_tokens: %v, want a refusal at /data/refused_tokens naming the outcome", err)
+	}
+	if _, err := events.ParseEvent(without); err != nil {
+		t.Errorf("the consumer's parse refused a log's completion without refused_tokens: %v", err)
+	}
+	for _, ok := range []string{
+		`{"search_id":"s1","outcome":"quota_exhausted","refused_tokens":120}`,
+		`{"search_id":"s1","outcome":"exhausted"}`,
+		`{"search_id":"s1","outcome":"max_expansions"}`,
+	} {
+		if _, err := events.ParseProducerEvent(event(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
+
 // A pass cannot have more steps left, or have used more, than its profile
 // allocates: producer paths refuse ttl_remaining or ttl_used above
 // TaskProfile.TTL when the pass carries its profile, naming the member;

@@ -531,6 +531,9 @@ func checkProduced(e *Envelope) error {
 	if err := checkNodeID(e); err != nil {
 		return err
 	}
+	if err := checkRefusedTokens(e); err != nil {
+		return err
+	}
 	if err := checkDecisionOptions(e); err != nil {
 		return err
 	}
@@ -680,6 +683,32 @@ func checkNodeID(e *Envelope) error {
 			}
 			return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: "is not the SHA-256 of state (hex, lower case)"}
 		}
+	}
+	return nil
+}
+
+// checkRefusedTokens refuses a search.completed.v1 of outcome
+// quota_exhausted without refused_tokens, the reservation the quota
+// refused: the treesearch processor refuses a completion whose
+// refused_tokens fits the quota, but takes one without it on the
+// producer's word (logs written before 2026-12-06 hold such), so a
+// producer that left it out completed a search quota_exhausted with its
+// quota untouched (a tree-search walkthrough, 2026-12-07: quota 1000,
+// nothing reserved, acknowledged and applied). Producer paths only: the
+// processor applies a log written before as it did.
+func checkRefusedTokens(e *Envelope) error {
+	if e.Type != SearchCompleted {
+		return nil
+	}
+	var d struct {
+		Outcome       string `json:"outcome"`
+		RefusedTokens *int64 `json:"refused_tokens"`
+	}
+	if gojson.Unmarshal(e.Data, &d) != nil {
+		return nil // checkPayload judged the shape
+	}
+	if d.Outcome == SearchQuotaExhausted && d.RefusedTokens == nil {
+		return &ValidationError{Index: -1, Pointer: "/data/refused_tokens", Reason: "required by outcome quota_exhausted: the reservation the quota refused (used + outstanding + refused_tokens above quota_tokens), which the treesearch processor checks against the search's quota"}
 	}
 	return nil
 }

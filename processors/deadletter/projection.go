@@ -192,11 +192,17 @@ type ListPage struct {
 // ofType, when set, keeps only letters of that event type. next is the last
 // entry's Cursor when more follow.
 func ListScoped(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string, ofType string) (list []Entry, next string, err error) {
+	return ListScopedMatching(store, scopes, allow, limit, cursor, func(e Entry) bool { return ofType == "" || e.EventType == ofType })
+}
+
+// ListScopedMatching is ListScoped keeping only the letters match admits
+// (GET /v1/deadletters' ?type= and ?key=).
+func ListScopedMatching(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string, match func(Entry) bool) (list []Entry, next string, err error) {
 	return projections.ListScoped(store, Name, "", scopes, allow, limit, cursor, func(key string, val []byte) (Entry, bool, error) {
 		var e Entry
 		if err := json.Unmarshal(val, &e); err != nil {
 			return e, false, fmt.Errorf("deadletters: row %s: %w", key, err)
 		}
-		return e, ofType == "" || e.EventType == ofType, nil
+		return e, match(e), nil
 	})
 }

@@ -269,6 +269,46 @@ func TestPauseAndResume(t *testing.T) {
 	rejected(t, st.apply(events.SearchResumed, events.SearchResumedData{SearchID: "s1", Decision: "approve"}), "/type")
 }
 
+// A goal the evaluator marks needs_human waits for the human like any
+// other such node: search.completed.v1 solved on it is refused, naming the
+// node, until the search is paused there and resumed approved (before, it
+// completed the search solved and no human was asked: a tree-search
+// walkthrough, 2026-12-07); rejected, it is pruned and the search goes on.
+func TestGoalThatNeedsAHumanIsNotCompletedWithoutOne(t *testing.T) {
+	solved := events.SearchCompletedData{SearchID: "s1", Outcome: events.SearchSolved, NodeID: "r.0", Path: []string{"r", "r.0"}, Answer: "24"}
+	expand := func(st *store) {
+		started(st, 3, 0)
+		st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 0})
+		goal := child("r.0", 1, "24", 0.25, 0)
+		goal.Goal, goal.NeedsHuman = true, true
+		st.must(events.SearchNodeExpanded, goal)
+		st.must(events.SearchNodeExpanded, child("r.1", 1, "b", 0.25, 0.5))
+		st.must(events.SearchFrontierDecided, events.SearchFrontierDecidedData{SearchID: "s1", Expansion: 1, NodeID: "r",
+			Children: []string{"r.0", "r.1"}, Kept: []string{"r.0", "r.1"}, Dropped: []string{}})
+	}
+	st := newStore(t)
+	expand(st)
+	rejected(t, st.apply(events.SearchCompleted, solved), "/data/node_id")
+	if s := st.get(); s.Status != treesearch.StatusRunning {
+		t.Fatalf("a refused completion changed the search: %+v", s)
+	}
+	st.must(events.SearchPaused, events.SearchPausedData{SearchID: "s1", NodeID: "r.0", Question: "is this answer acceptable?"})
+	st.must(events.SearchResumed, events.SearchResumedData{SearchID: "s1", Decision: "approve", By: "ana"})
+	st.must(events.SearchCompleted, solved)
+	if s := st.get(); s.Outcome != events.SearchSolved || s.GoalNode != "r.0" || len(s.Decisions) != 1 {
+		t.Fatalf("approved goal: %+v", s)
+	}
+
+	st = newStore(t)
+	expand(st)
+	st.must(events.SearchPaused, events.SearchPausedData{SearchID: "s1", NodeID: "r.0", Question: "is this answer acceptable?"})
+	st.must(events.SearchResumed, events.SearchResumedData{SearchID: "s1", Decision: "reject", By: "ana"})
+	rejected(t, st.apply(events.SearchCompleted, solved), "/data/node_id")
+	if s := st.get(); len(s.Open) != 1 || s.Open[0].ID != "r.1" {
+		t.Fatalf("rejected goal: open %+v", s.Open)
+	}
+}
+
 // A search event carrying a sessionid is still keyed by its search (scope
 // and search_id) and lives on chronicle.searches, so it never reaches the
 // sessions processor or creates a session.

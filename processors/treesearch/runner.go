@@ -282,17 +282,10 @@ func (r *Runner) step(ctx context.Context, s Search) error {
 		return complete(events.SearchCompletedData{Outcome: events.SearchExhausted})
 	}
 	head := s.Open[0]
-	if head.Goal {
-		path, err := r.path(key, head.ID)
-		if err != nil {
-			return err
-		}
-		ids := make([]string, len(path))
-		for i, p := range path {
-			ids[i] = p.NodeID
-		}
-		return complete(events.SearchCompletedData{Outcome: events.SearchSolved, NodeID: head.ID, Path: ids, Answer: path[len(path)-1].Candidate})
-	}
+	// a goal that needs a human is paused for the decision before it
+	// completes the search, as any node that needs one is (before, the goal
+	// completed it solved and the human was never asked: a tree-search
+	// walkthrough, 2026-12-07); approved, it completes the search
 	if head.NeedsHuman {
 		n, _, err := GetNode(r.Store, key, head.ID)
 		if err != nil {
@@ -305,6 +298,17 @@ func (r *Runner) step(ctx context.Context, s Search) error {
 			return err
 		}
 		return r.publish(ctx, key, s.Seq, env)
+	}
+	if head.Goal {
+		path, err := r.path(key, head.ID)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(path))
+		for i, p := range path {
+			ids[i] = p.NodeID
+		}
+		return complete(events.SearchCompletedData{Outcome: events.SearchSolved, NodeID: head.ID, Path: ids, Answer: path[len(path)-1].Candidate})
 	}
 	if s.Config.MaxExpansions > 0 && s.Expansions >= s.Config.MaxExpansions {
 		return complete(events.SearchCompletedData{Outcome: events.SearchMaxExpansions})

@@ -247,6 +247,57 @@ func (p pauser) Evaluate(ctx context.Context, req treesearch.EvalRequest) (trees
 	return v, err
 }
 
+// goalGate needs a human for every goal (a state of 24 alone): an
+// evaluator that wants a person to accept any answer.
+type goalGate struct{ game24.Arithmetic }
+
+func (goalGate) Component() events.SearchComponent {
+	return events.SearchComponent{Name: "test-goal-gate", Version: "1"}
+}
+
+func (g goalGate) Evaluate(ctx context.Context, req treesearch.EvalRequest) (treesearch.Verdict, error) {
+	v, err := g.Arithmetic.Evaluate(ctx, req)
+	if v.Goal {
+		v.NeedsHuman, v.Report = true, "an answer: accept it?"
+	}
+	return v, err
+}
+
+// The runner pauses at a goal that needs a human, as at any node that
+// needs one, and completes the search solved on it once approved (before,
+// it completed the search at the goal and the human was never asked: a
+// tree-search walkthrough, 2026-12-07).
+func TestRunnerPausesAtAGoalThatNeedsAHuman(t *testing.T) {
+	p := start(t)
+	r := runner(t, p, game24.Arithmetic{}, goalGate{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "goal-gate", Goal: game24.Goal("4 5 6 10"), RootState: "4 5 6 10", Config: game24.Config(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Run(ctx, key)
+	if !errors.Is(err, treesearch.ErrPaused) || s.Status != treesearch.StatusPaused || len(s.Open) == 0 || !s.Open[0].Goal || s.PausedAt != s.Open[0].ID {
+		t.Fatalf("want a pause at a goal, got %v, %s %s, open %+v", err, s.Status, s.Outcome, s.Open)
+	}
+	goal := s.PausedAt
+	env, _ := events.New(events.SearchResumed, "test/human", "resume-"+goal, time.Now(), events.SearchResumedData{SearchID: "goal-gate", Decision: "approve", By: "test"})
+	env.Scope = "project:a"
+	if err := p.Producer.Publish(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	for s.Status == treesearch.StatusPaused {
+		time.Sleep(5 * time.Millisecond)
+		s, _, _ = treesearch.Get(p.Store, key)
+	}
+	if s, err = r.Run(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if s.Outcome != events.SearchSolved || s.GoalNode != goal || len(s.Decisions) != 1 || s.Decisions[0].NodeID != goal {
+		t.Fatalf("after approving goal %s: %s at %s, decisions %+v", goal, s.Outcome, s.GoalNode, s.Decisions)
+	}
+}
+
 // The runner pauses at a node that needs a human, the frontier stays
 // saved, and after the human's decision (search.resumed.v1) it goes on to
 // the end. A quota too small for the next reservation ends the search with

@@ -683,6 +683,12 @@ func complete(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		if len(s.Open) == 0 || s.Open[0].ID != d.NodeID || !s.Open[0].Goal {
 			return rejectf("/data/node_id", "%q is not a goal at the head of the open set", d.NodeID)
 		}
+		if s.Open[0].NeedsHuman {
+			// the evaluator asked for a human: the search pauses there
+			// (before, a goal that needed one completed the search solved
+			// without a decision: a tree-search walkthrough, 2026-12-07)
+			return rejectf("/data/node_id", "%q waits for a human decision: pause the search there (search.paused.v1) and resume it approved first", d.NodeID)
+		}
 		path, err := pathTo(tx, key, d.NodeID)
 		if err != nil {
 			return err

@@ -186,6 +186,51 @@ func TestDeadLettersOfTheCallersScopes(t *testing.T) {
 	}
 }
 
+// ?key= lists one entity's letters: an integrator driving two searches
+// through POST /v1/events (every step a 202) finds the refusals of one of
+// them by its key, <scope>/<id> as a letter shows it, and not the
+// other's (before, the parameter was ignored and only ?type= and ?scope=
+// narrowed the list: a tree-search walkthrough, 2026-12-07). A key that
+// is not <scope>/<id> is a 400 naming key, one of a scope the token does
+// not read a 403 naming key, as ?scope= is.
+func TestDeadLettersOfOneKey(t *testing.T) {
+	p, _, base := scopedServer(t)
+	var refused []string
+	for _, id := range []string{"s-one", "s-two"} {
+		evs := quotaSearchIn(t, "project:a", id)
+		for _, e := range evs {
+			if code, m := call(t, base, "tok-a", "POST", "/v1/events", []events.Envelope{e}); code != 202 {
+				t.Fatalf("%s's %s: %d %v", id, e.Type, code, m)
+			}
+		}
+		refused = append(refused, evs[len(evs)-1].ID)
+	}
+	waitDeadLetters(t, p, base, "tok-a", "", 2)
+	one := waitDeadLetters(t, p, base, "tok-a", "?key="+url.QueryEscape("project:a/s-one"), 1)
+	if len(one) != 1 || one[0]["event_id"] != refused[0] || one[0]["key"] != "project:a/s-one" {
+		t.Fatalf("?key=project:a/s-one lists %v; want only %s", one, refused[0])
+	}
+	if code, m := call(t, base, "tok-a", "GET", "/v1/deadletters?key="+url.QueryEscape("project:a/s-none"), nil); code != 200 || len(m["dead_letters"].([]any)) != 0 {
+		t.Fatalf("?key= of a search without letters: %d %v", code, m)
+	}
+	for q, want := range map[string]struct {
+		code  int
+		token string
+	}{
+		"s-one":            {400, "tok-a"},
+		"project:a/":       {400, "tok-a"},
+		"planet:x/s-one":   {400, "tok-a"},
+		"":                 {400, "tok-a"},
+		"project:a/s-one":  {403, "tok-b"},
+		"project:b/B-ONLY": {200, "tok-b"},
+	} {
+		code, m := call(t, base, want.token, "GET", "/v1/deadletters?key="+url.QueryEscape(q), nil)
+		if code != want.code || code != 200 && m["parameter"] != "key" {
+			t.Fatalf("?key=%s as %s: %d %v; want %d naming key", q, want.token, code, m, want.code)
+		}
+	}
+}
+
 // deadLetterIDs pages through GET /v1/deadletters?<query> on base as token
 // and returns the event ids of the sessions processor's letters, in the
 // order listed, and every letter's scope.

@@ -404,7 +404,30 @@ func (s *Server) publishResume(ctx context.Context, key string, sr treesearch.Se
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": decision}, nil
+	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": sr.PausedAt, "decision": decision, "driver": resumeDriver(sr)}, nil
+}
+
+// Drivers of a resumed search, as a resume's answer names them (driver).
+const (
+	// DriverResumeWorker: serve's treesearch-resume worker runs the search
+	// on (its proposer and evaluator are built in: game24.Builtin).
+	DriverResumeWorker = "treesearch-resume"
+	// DriverExternal: the search's components are the caller's own, so
+	// whoever started it runs it on; nothing in serve does.
+	DriverExternal = "external"
+)
+
+// resumeDriver names who runs search sr on after a resume: the resume
+// worker for the built-in components, else whoever started it. Before,
+// both answers were alike, and a person approving an integrator's search
+// read a 202 while nothing moved until the integrator's runtime noticed
+// (serve logged "need their own driver: left alone" on its stderr only: a
+// tree-search walkthrough, 2026-12-07).
+func resumeDriver(sr treesearch.Search) string {
+	if _, _, ok := game24.Builtin(sr.Proposer, sr.Evaluator); ok {
+		return DriverResumeWorker
+	}
+	return DriverExternal
 }
 
 // resumeEvent is the search.resumed.v1 event the route writes for a
@@ -443,7 +466,7 @@ func (s *Server) resumeRetry(key string, sr treesearch.Search, decision, note, b
 	if err != nil || !applied || !same {
 		return nil, false, err
 	}
-	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": last.NodeID, "decision": decision}, true, nil
+	return map[string]any{"id": env.ID, "search_id": sr.ID, "scope": sr.Scope, "node_id": last.NodeID, "decision": decision, "driver": resumeDriver(sr)}, true, nil
 }
 
 // loadSearch resolves id in the scopes allow admits (entityKey) and reads

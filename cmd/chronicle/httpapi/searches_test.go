@@ -334,6 +334,45 @@ func TestConcurrentResumesOneWins(t *testing.T) {
 	}
 }
 
+// A resume's answer names who runs the search on (driver): the resume
+// worker for a search of the built-in components, "external" for one of
+// the caller's own, which nothing in serve moves (before, both answers
+// were alike, and a person approving an integrator's search read a 202
+// while the search sat running until the integrator's runtime noticed; a
+// tree-search walkthrough, 2026-12-07). A retry's answer names it too.
+func TestResumeAnswerNamesTheDriver(t *testing.T) {
+	p, _, base := scopedServer(t)
+	if code, m := call(t, base, "tok-a", "POST", "/v1/events", pausedSearchIn(t, "project:a", "own", "x")); code != 202 {
+		t.Fatalf("seed: %d %v", code, m)
+	}
+	waitCaughtUp(t, p)
+	body := map[string]any{"decision": "approve", "note": "ok"}
+	for _, attempt := range []string{"resume", "retry"} {
+		if code, m := call(t, base, "tok-a", "POST", "/v1/searches/own/resume", body); code != 202 || m["driver"] != httpapi.DriverExternal {
+			t.Fatalf("%s of a search of the caller's components: %d %v, want 202 driver %q", attempt, code, m, httpapi.DriverExternal)
+		}
+		waitCaughtUp(t, p)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	r, err := treesearch.NewRunner(p.Store, p.Producer, game24.Arithmetic{}, &askOnce{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	puzzle := "4 5 6 10"
+	key, err := r.Start(ctx, treesearch.StartRequest{Scope: "project:a", SearchID: "builtin", Goal: game24.Goal(puzzle), RootState: puzzle, Config: game24.Config(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, key); !errors.Is(err, treesearch.ErrPaused) {
+		t.Fatalf("want a pause, got %v", err)
+	}
+	if code, m := call(t, base, "tok-a", "POST", "/v1/searches/builtin/resume", body); code != 202 || m["driver"] != httpapi.DriverResumeWorker {
+		t.Fatalf("resume of a search of the built-in components: %d %v, want 202 driver %q", code, m, httpapi.DriverResumeWorker)
+	}
+}
+
 // A retry of a resume that moved the search on (its first answer lost) is
 // answered 202 with the first answer, and writes nothing; the same
 // decision with another note, or another decision, is a 409. Before, the

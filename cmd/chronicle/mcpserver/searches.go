@@ -60,7 +60,7 @@ func (t *tools) addSearches(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         "search_resume",
 		OutputSchema: t.outputSchema("search_resume"),
-		Description:  "Give the human decision a paused tree search waits for: approve keeps the node it paused on, reject drops it; the search goes on from there.",
+		Description:  "Give the human decision a paused tree search waits for: approve keeps the node it paused on, reject drops it; the answer's driver says who goes on from there: treesearch-resume (Chronicle, for its built-in components) or external (whoever started the search, which nothing in Chronicle moves).",
 		InputSchema:  in,
 		Annotations:  &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.searchResume)
