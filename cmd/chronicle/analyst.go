@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events/broker"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
@@ -170,7 +171,9 @@ func replayCmd() *cobra.Command {
 				return err
 			}
 			out, _ := json.Marshal(st)
-			fmt.Printf("replayed into %s: %s\n%s", into, out, d)
+			// the positions the as-of state holds: the summary said how
+			// many records, not which (an analyst walkthrough, 2026-12-07)
+			fmt.Printf("replayed into %s: %s\n%s\n%s", into, out, httpapi.AsOfLine(store), d)
 			return nil
 		},
 	}
