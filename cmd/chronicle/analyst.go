@@ -28,6 +28,13 @@ func logBrokers(ctx context.Context, cmd *cobra.Command, c *commonFlags) ([]stri
 		return b, func() {}, nil
 	}
 	if _, err := os.Stat(pipeline.LogDir(c.data)); err != nil {
+		if projections.HoldsStore(pipeline.ProjectionsDir(c.data)) == nil {
+			// projections without a log: a replay --into directory, which
+			// an analyst audited as it says to audit a directory, and was
+			// told only that it holds no log (an analyst walkthrough,
+			// 2026-12-07)
+			return nil, nil, fmt.Errorf("--data %s: no log at %s: it holds projections only, as replay --into writes them; %s (%w)", c.data, pipeline.LogDir(c.data), logElsewhere(cmd.Name(), c.data), err)
+		}
 		return nil, nil, fmt.Errorf("--data %s: no log at %s: %w", c.data, pipeline.LogDir(c.data), err)
 	}
 	// --partitions does not change a log's topics: said, as serve says it
@@ -37,6 +44,17 @@ func logBrokers(ctx context.Context, cmd *cobra.Command, c *commonFlags) ([]stri
 		return nil, nil, err
 	}
 	return b.Addrs(), b.Close, nil
+}
+
+// logElsewhere says where command (audit, replay, deadletter's list or
+// redrive) finds the log of data, a directory that holds projections and
+// no log: the log they were built from, which chronicle broker serves for
+// an audit of data's projections.
+func logElsewhere(command, data string) string {
+	if command == "audit" {
+		return fmt.Sprintf("to audit them against the log they were built from (a replay --until as far as it read): chronicle broker --data ORIGINAL --kafka-listen 127.0.0.1:9093 (ORIGINAL: the --data the replay read), then chronicle audit --data %s --brokers 127.0.0.1:9093", data)
+	}
+	return "the log they were built from is in the --data the replay read: give that directory (or --brokers of a chronicle serving it)"
 }
 
 // namedBrokers is err of a command given --brokers, naming the flag and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
 )
 
 // TestReplayAndInspectNameTheirLogPositions: an as-of directory says which
@@ -65,5 +70,43 @@ func TestReplayAndInspectNameTheirLogPositions(t *testing.T) {
 	}
 	if len(positions) == 0 || !strings.Contains(strings.Join(positions, " "), "chronicle.sessions:0:5") {
 		t.Fatalf("GET /healthz as_of: %v, want chronicle.sessions:0:5 among them (%s)", positions, body)
+	}
+}
+
+// TestAuditOfAReplayedDirectorySaysWhereItsLogIs: audit of a directory
+// replay --into wrote (projections, no log) says that it holds projections
+// only and how to audit them against the log they were built from, and
+// that advice works: with the original log's broker as --brokers, the
+// as-of state audits equal as far as it read. Before, audit said only "no
+// log at DIR/log", and nothing said that an as-of state can be audited (an
+// analyst walkthrough, 2026-12-07). replay and deadletter list of such a
+// directory name the --data the replay read.
+func TestAuditOfAReplayedDirectorySaysWhereItsLogIs(t *testing.T) {
+	data, stop := logOfOneSession(t)
+	stop()
+	asOf := filepath.Join(t.TempDir(), "asof")
+	if out, err := exec.Command(binary, "replay", "--data", data, "--into", asOf, "--until", "chronicle.sessions:0:5").CombinedOutput(); err != nil {
+		t.Fatalf("replay --until: %v\n%s", err, out)
+	}
+	out, err := exec.Command(binary, "audit", "--data", asOf).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "holds projections only") || !strings.Contains(string(out), "chronicle broker --data ORIGINAL") || !strings.Contains(string(out), "chronicle audit --data "+asOf+" --brokers") {
+		t.Fatalf("audit of a replayed directory: %v\n%s\nwant a refusal saying how to audit it against its log", err, out)
+	}
+	for _, args := range [][]string{{"replay", "--data", asOf, "--into", filepath.Join(t.TempDir(), "again")}, {"deadletter", "list", "--data", asOf}} {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "holds projections only") || !strings.Contains(string(out), "the --data the replay read") {
+			t.Fatalf("%v: %v\n%s\nwant a refusal naming the --data the replay read", args, err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := broker.Start(ctx, broker.Config{DataDir: pipeline.LogDir(data), Listen: "127.0.0.1:0", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	out, err = exec.Command(binary, "audit", "--data", asOf, "--brokers", strings.Join(b.Addrs(), ",")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "audit ok") {
+		t.Fatalf("audit of the replayed directory against its log: %v\n%s\nwant audit ok", err, out)
 	}
 }
