@@ -110,3 +110,37 @@ func TestAuditOfAReplayedDirectorySaysWhereItsLogIs(t *testing.T) {
 		t.Fatalf("audit of the replayed directory against its log: %v\n%s\nwant audit ok", err, out)
 	}
 }
+
+// TestReplayBeforeTheLogSaysWhereItStarts: a replay --until a time before
+// the log's first record warns that the state is empty and names the
+// record the log starts at and its Kafka timestamp, the earliest --until
+// that holds a record; a replay --until that timestamp holds it. Before,
+// the warning said only that no record was stamped that early, and the
+// analyst guessed times (the demo's import took a second: 04:38:57 gave
+// the empty state, 04:38:58 2,132 records; an analyst walkthrough,
+// 2026-12-07).
+func TestReplayBeforeTheLogSaysWhereItStarts(t *testing.T) {
+	before := time.Now()
+	data, stop := logOfOneSession(t)
+	stop()
+	out, err := exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "empty"), "--until", before.Add(-time.Minute).UTC().Format(time.RFC3339Nano)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("replay --until before the log: %v\n%s", err, out)
+	}
+	_, rest, found := strings.Cut(string(out), "The log starts at chronicle.sessions:0:0, stamped ")
+	if !found {
+		t.Fatalf("replay --until before the log:\n%s\nwant the warning naming where the log starts", out)
+	}
+	stamp, _, found := strings.Cut(rest, ": an --until")
+	if !found {
+		t.Fatalf("replay --until before the log:\n%s\nwant the timestamp followed by \": an --until\"", out)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil || ts.Before(before.Add(-time.Second)) || ts.After(time.Now()) {
+		t.Fatalf("the log's start stamped %q (%v), want a time of this test's import\n%s", stamp, err, out)
+	}
+	out, err = exec.Command(binary, "replay", "--data", data, "--into", filepath.Join(t.TempDir(), "first"), "--until", stamp).CombinedOutput()
+	if err != nil || strings.Contains(string(out), `"records":0`) || strings.Contains(string(out), "state is empty") {
+		t.Fatalf("replay --until %s, the time named: %v\n%s\nwant records", stamp, err, out)
+	}
+}

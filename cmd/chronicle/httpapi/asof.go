@@ -79,11 +79,11 @@ func AsOf(store *projections.Store) []AsOfPosition {
 // chronicle.memories:0:72, chronicle.sessions:0:2456 (each partition's
 // last record read, itself included; a partition not named had none)",
 // a position some processor read past followed by "(some processors to
-// N)"; "as of an empty log (no record read)" when nothing was read.
+// N)"; "as of no record of the log (none was read)" when nothing was read.
 func AsOfLine(store *projections.Store) string {
 	ps := AsOf(store)
 	if len(ps) == 0 {
-		return "as of an empty log (no record read)"
+		return "as of no record of the log (none was read)"
 	}
 	s := make([]string, len(ps))
 	for i, p := range ps {

@@ -21,7 +21,7 @@ func TestAsOf(t *testing.T) {
 	if got := httpapi.AsOf(store); len(got) != 0 {
 		t.Fatalf("empty store: %+v, want none", got)
 	}
-	if line := httpapi.AsOfLine(store); !strings.Contains(line, "empty log") {
+	if line := httpapi.AsOfLine(store); !strings.Contains(line, "no record of the log") {
 		t.Fatalf("empty store: %q", line)
 	}
 	for _, s := range []struct {
