@@ -51,6 +51,17 @@ type Until struct {
 // time, never topic:partition:offset.
 var timeLike = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
 
+// timeOfDay is a time of day without its date ("14:02", "14:02:00Z",
+// "T14:02:00+01:00"): an analyst asking what the system knew at 14:02
+// typed it, and it was split at its colons into topic "14", partition 2,
+// offset 0 ("no such topic partition") or refused as a position whose
+// offset is no integer (an analyst's walkthrough, 2026-12-07).
+var timeOfDay = regexp.MustCompile(`^[Tt]?\d{1,2}:\d{2}(:\d{2}([.,]\d+)?)?([Zz]|[+-]\d{2}(:?\d{2})?)?$`)
+
+// dateSpaceTime is a date and a time joined by a space, which RFC 3339
+// mentions (section 5.6, a note) but its date-time does not take.
+var dateSpaceTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} +\d`)
+
 // rfc3339 is RFC 3339's date-time (section 5.6), "T" and "Z" uppercase:
 // Go's time.Parse also takes a one-digit hour, a comma before the
 // fraction and offsets of 24 hours or 60 minutes, which are not RFC 3339.
@@ -70,9 +81,17 @@ func ParseUntil(s string) (Until, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil && rfc3339.MatchString(s) {
 		return Until{Time: t}, nil
 	}
+	if dateSpaceTime.MatchString(s) {
+		// it has the date, the time and maybe the zone: the message below
+		// asked for them
+		return Until{}, fmt.Errorf("--until: %q: join the date and the time with \"T\", not a space (RFC 3339), e.g. %s", s, strings.Replace(strings.Join(strings.Fields(s), " "), " ", "T", 1))
+	}
 	if timeLike.MatchString(s) {
 		// "2026-11-25T13:58:03" split at its colons is no position either
 		return Until{}, fmt.Errorf("--until: %q looks like a time but is not RFC 3339: give the date, the time and the time zone, e.g. 2026-11-25T13:58:03Z or 2026-11-25T14:58:03+01:00", s)
+	}
+	if timeOfDay.MatchString(s) {
+		return Until{}, fmt.Errorf("--until: %q is a time of day without a date: give the date and the time zone too, e.g. 2026-11-25T%sZ (RFC 3339: the records' Kafka timestamps are compared, so a time in UTC, or with its offset, +01:00)", s, clockOf(s))
 	}
 	i := strings.LastIndexByte(s, ':')
 	j := strings.LastIndexByte(s[:max(i, 0)], ':')
@@ -88,6 +107,26 @@ func ParseUntil(s string) (Until, error) {
 		return Until{}, fmt.Errorf("--until: %q: no topic before partition:offset (e.g. chronicle.memories:0:294)", s)
 	}
 	return Until{Pos: &projections.Position{Topic: s[:j], Partition: int32(p), Offset: o}}, nil
+}
+
+// clockOf is the hh:mm:ss of a time of day as timeOfDay matches it, for
+// an example: "14:02Z" is "14:02:00", "9:05" "09:05:00".
+func clockOf(s string) string {
+	s = strings.TrimLeft(s, "Tt")
+	if k := strings.IndexAny(s, "Zz+-"); k >= 0 {
+		s = s[:k]
+	}
+	if k := strings.IndexAny(s, ".,"); k >= 0 {
+		s = s[:k]
+	}
+	parts := strings.Split(s, ":")
+	for len(parts) < 3 {
+		parts = append(parts, "00")
+	}
+	if len(parts[0]) == 1 {
+		parts[0] = "0" + parts[0]
+	}
+	return strings.Join(parts, ":")
 }
 
 // ErrLogTruncated is wrapped by Replay's error when a partition of the log

@@ -400,3 +400,36 @@ func TestParseUntilIsStrictRFC3339(t *testing.T) {
 		}
 	}
 }
+
+// A time of day without its date ("what did the system know at 14:02?")
+// is named as such, with an example holding that time: it was split at its
+// colons into a position ("14:02:00": topic "14", partition 2, offset 0,
+// refused later as "no such topic partition"; "14:02:00Z": "partition and
+// offset must be non-negative integers"). A date and time joined by a space
+// is told to take a "T": the message asked for "the date, the time and the
+// time zone", which the value had (an analyst's walkthrough, 2026-12-07).
+func TestParseUntilNamesATimeWithoutADate(t *testing.T) {
+	for in, example := range map[string]string{
+		"14:02":             "2026-11-25T14:02:00Z",
+		"14:02:00":          "2026-11-25T14:02:00Z",
+		"14:02:00Z":         "2026-11-25T14:02:00Z",
+		"T14:02:00.5+01:00": "2026-11-25T14:02:00Z",
+		"9:05":              "2026-11-25T09:05:00Z",
+	} {
+		u, err := processors.ParseUntil(in)
+		if err == nil || !strings.Contains(err.Error(), "time of day without a date") || !strings.Contains(err.Error(), example) {
+			t.Errorf("%q: %+v %v, want refused as a time of day without a date, with the example %s", in, u, err, example)
+		}
+	}
+	u, err := processors.ParseUntil("2026-12-07 14:02:00Z")
+	if err == nil || !strings.Contains(err.Error(), `join the date and the time with "T"`) || !strings.Contains(err.Error(), "2026-12-07T14:02:00Z") {
+		t.Errorf("a space for T: %+v %v, want refused asking for a T, with the corrected value", u, err)
+	}
+	// positions are still positions, timestamps still timestamps
+	if u, err := processors.ParseUntil("chronicle.memories:0:72"); err != nil || u.Pos == nil || u.Pos.Offset != 72 {
+		t.Errorf("a position: %+v %v", u, err)
+	}
+	if u, err := processors.ParseUntil("2026-12-07T14:02:00+01:00"); err != nil || !u.Time.Equal(time.Date(2026, 12, 7, 13, 2, 0, 0, time.UTC)) {
+		t.Errorf("a time: %+v %v", u, err)
+	}
+}

@@ -8,16 +8,21 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events/broker"
+	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/pipeline"
 	"github.com/chronicle-dev/chronicle/projections"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // logBrokers returns the brokers holding the log of data: --brokers, or an
@@ -27,6 +32,13 @@ func logBrokers(ctx context.Context, cmd *cobra.Command, c *commonFlags) ([]stri
 		return b, func() {}, nil
 	}
 	if _, err := os.Stat(pipeline.LogDir(c.data)); err != nil {
+		if projections.HoldsStore(pipeline.ProjectionsDir(c.data)) == nil {
+			// projections without a log: a replay --into directory, which
+			// an analyst audited as it says to audit a directory, and was
+			// told only that it holds no log (an analyst walkthrough,
+			// 2026-12-07)
+			return nil, nil, fmt.Errorf("--data %s: no log at %s: it holds projections only, as replay --into writes them; %s (%w)", c.data, pipeline.LogDir(c.data), logElsewhere(cmd.Name(), c.data), err)
+		}
 		return nil, nil, fmt.Errorf("--data %s: no log at %s: %w", c.data, pipeline.LogDir(c.data), err)
 	}
 	// --partitions does not change a log's topics: said, as serve says it
@@ -36,6 +48,17 @@ func logBrokers(ctx context.Context, cmd *cobra.Command, c *commonFlags) ([]stri
 		return nil, nil, err
 	}
 	return b.Addrs(), b.Close, nil
+}
+
+// logElsewhere says where command (audit, replay, deadletter's list or
+// redrive) finds the log of data, a directory that holds projections and
+// no log: the log they were built from, which chronicle broker serves for
+// an audit of data's projections.
+func logElsewhere(command, data string) string {
+	if command == "audit" {
+		return fmt.Sprintf("to audit them against the log they were built from (a replay --until as far as it read): chronicle broker --data ORIGINAL --kafka-listen 127.0.0.1:9093 (ORIGINAL: the --data the replay read), then chronicle audit --data %s --brokers 127.0.0.1:9093", data)
+	}
+	return "the log they were built from is in the --data the replay read: give that directory (or --brokers of a chronicle serving it)"
 }
 
 // namedBrokers is err of a command given --brokers, naming the flag and
@@ -161,7 +184,13 @@ func replayCmd() *cobra.Command {
 			}
 			if !u.Time.IsZero() && st.Records == 0 {
 				// an as-of time before the log: say why the state is empty
-				fmt.Fprintf(os.Stderr, "chronicle: warning: no record of the log is stamped at or before --until %s, so the state is empty. --until compares each record's Kafka timestamp (the producer's clock when it sent it: an import's records carry the time of the import), not the events' own time attribute; a position (--until topic:partition:offset) avoids the question\n", u.Time.UTC().Format(time.RFC3339Nano))
+				// and when the log starts: the analyst guessed times until
+				// one held records (an analyst walkthrough, 2026-12-07)
+				starts := ""
+				if pos, ts, ok := firstRecord(ctx, brokers); ok {
+					starts = fmt.Sprintf(" The log starts at %s, stamped %s: an --until at or after that time holds records.", pos, ts.UTC().Format(time.RFC3339Nano))
+				}
+				fmt.Fprintf(os.Stderr, "chronicle: warning: no record of the log is stamped at or before --until %s, so the state is empty.%s --until compares each record's Kafka timestamp (the producer's clock when it sent it: an import's records carry the time of the import), not the events' own time attribute; a position (--until topic:partition:offset) avoids the question\n", u.Time.UTC().Format(time.RFC3339Nano), starts)
 			}
 			if !u.Time.IsZero() && u.Time.After(began) {
 				fmt.Fprintf(os.Stderr, "chronicle: warning: --until %s is after the replay started (%s): the state is the log's as it was then, not a future one\n", u.Time.UTC().Format(time.RFC3339Nano), began.UTC().Format(time.RFC3339))
@@ -171,7 +200,9 @@ func replayCmd() *cobra.Command {
 				return err
 			}
 			out, _ := json.Marshal(st)
-			fmt.Printf("replayed into %s: %s\n%s", into, out, d)
+			// the positions the as-of state holds: the summary said how
+			// many records, not which (an analyst walkthrough, 2026-12-07)
+			fmt.Printf("replayed into %s: %s\n%s\n%s", into, out, httpapi.AsOfLine(store), d)
 			return nil
 		},
 	}
@@ -179,6 +210,66 @@ func replayCmd() *cobra.Command {
 	cmd.Flags().StringVar(&into, "into", "", "directory to rebuild the projections in (must not hold any)")
 	cmd.Flags().StringVar(&until, "until", "", "state as of an RFC 3339 time (each record's Kafka timestamp: on each partition, the records before the first stamped later) or a topic:partition:offset (that record and all before it on its partition; other partitions up to its timestamp)")
 	return cmd
+}
+
+// firstRecord is, among the first records of the log's partitions, the
+// one stamped earliest: its position and its Kafka timestamp, the earliest
+// --until time whose state holds a record (each partition's state is the
+// prefix before its first record stamped later). ok is false when the log
+// holds no record or none was read within 10 s (it only adds to a
+// warning).
+func firstRecord(ctx context.Context, brokers []string) (pos string, ts time.Time, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cl, err := kafkaconn.NewClient(brokers)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics.Names()...)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	start := map[string]map[int32]kgo.Offset{}
+	want := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset <= 0 || strings.HasPrefix(o.Topic, "__") {
+			return
+		}
+		if start[o.Topic] == nil {
+			start[o.Topic] = map[int32]kgo.Offset{}
+		}
+		start[o.Topic][o.Partition] = kgo.NewOffset().At(0)
+		want++
+	})
+	if want == 0 {
+		return "", time.Time{}, false
+	}
+	cons, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(start), kgo.KeepControlRecords(),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.FetchMaxPartitionBytes(64<<10))
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	defer cons.Close()
+	seen := map[string]bool{}
+	for len(seen) < want && ctx.Err() == nil {
+		cons.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			k := r.Topic + ":" + strconv.Itoa(int(r.Partition))
+			if seen[k] {
+				return
+			}
+			seen[k] = true
+			if !ok || r.Timestamp.Before(ts) {
+				pos, ts, ok = fmt.Sprintf("%s:%d", k, r.Offset), r.Timestamp, true
+			}
+		})
+	}
+	return pos, ts, ok && len(seen) == want
 }
 
 // removeStore removes the store a refused replay opened in dir: dir

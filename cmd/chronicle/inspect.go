@@ -42,7 +42,8 @@ that read the Kafka log rather than the projections (a session's events, the lea
 stream) answer 503, as does /v1/cluster. A workflow read answers 503 too when DIR holds
 checkpoints applied by a Chronicle older than the recorded checkpoint ids (cpid/ rows):
 only the log names those; replay --into rebuilds DIR with them. Memory searches write
-no usage events.
+no usage events. inspect names, when it starts and in GET /healthz ("as_of"), the last
+record of each partition of the log the projections hold.
 The memory, pattern and tool vectors are embedded once at start with the embedded
 model (vectors the live service cached in DIR are reused).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,7 +80,7 @@ model (vectors the live service cached in DIR are reused).`,
 				}
 				return fmt.Errorf("inspect: index the memory bank: %w", err)
 			}
-			fmt.Fprintf(os.Stderr, "chronicle: read-only projections in %s (search index built in %.1fs)\n", pipeline.ProjectionsDir(data), time.Since(start).Seconds())
+			fmt.Fprintf(os.Stderr, "chronicle: read-only projections in %s (search index built in %.1fs), %s\n", pipeline.ProjectionsDir(data), time.Since(start).Seconds(), httpapi.AsOfLine(s.P.Store))
 			s.Tokens, s.RequestLog = tf, rl
 			reloadTokensOnHUP(ctx, tokens, s)
 			return serveListener(ctx, s, ln)

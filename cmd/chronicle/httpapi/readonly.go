@@ -26,7 +26,8 @@ const ReadOnlyMessage = "read-only: chronicle inspect serves the read API over a
 //   - for a route that writes (every pattern not starting with "GET ",
 //     /mcp included): 405 with Allow naming what the path serves here
 //     ("GET, HEAD", or empty: /mcp) and an error naming read-only mode;
-//   - GET /healthz: {"status": "read-only"};
+//   - GET /healthz: {"status": "read-only", "as_of": [...]}, as_of naming
+//     the last record of each partition the projections hold (AsOf);
 //   - GET /v1/cluster: 503 (no consumer group runs);
 //   - the GET routes that read the log itself rather than the projections
 //     (a session's events, the learned events' stream): 503 naming the
@@ -57,7 +58,9 @@ func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 	switch rt.Pattern {
 	case "GET /healthz":
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]any{"status": "read-only", "lag": 0})
+			// as_of: the log positions the projections were built to
+			// (AsOf), so that an answer can be tied to its records
+			writeJSON(w, http.StatusOK, map[string]any{"status": "read-only", "lag": 0, "as_of": AsOf(s.P.Store)})
 		})
 	case "GET /v1/cluster":
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
