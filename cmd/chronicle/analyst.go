@@ -296,7 +296,7 @@ func replayBar() func(done, total int64) {
 		if bar == nil {
 			// the line ends when the bar completes: a warning printed after
 			// it started on the bar's line (an operator's walkthrough)
-			bar = progressBar(total, "replaying")
+			bar = progressBar(total, "replaying the log", "records")
 		}
 		_ = bar.Set64(done)
 	}
