@@ -207,6 +207,7 @@ func replayCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
+	logReaderBrokers(cmd)
 	cmd.Flags().StringVar(&into, "into", "", "directory to rebuild the projections in (must not hold any)")
 	cmd.Flags().StringVar(&until, "until", "", "state as of an RFC 3339 time (each record's Kafka timestamp: on each partition, the records before the first stamped later) or a topic:partition:offset (that record and all before it on its partition; other partitions up to its timestamp)")
 	return cmd
@@ -474,5 +475,6 @@ func auditCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
+	logReaderBrokers(cmd)
 	return cmd
 }
