@@ -3,9 +3,12 @@ package events_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -415,6 +418,34 @@ func TestQuotaExhaustedNeedsRefusedTokens(t *testing.T) {
 		if _, err := events.ParseProducerEvent(event(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
+	}
+}
+
+// A search node sent without its state still names it by its SHA-256, 64
+// lower-case hex digits as treesearch.Digest writes them, by which the
+// processor finds a state reached before: producer paths refuse any other
+// state_digest, naming it (a tree-search walkthrough, 2026-12-07:
+// "not-a-digest" was acknowledged and applied); the consumer's parse
+// still applies such a record of a log written before.
+func TestStateDigestWithoutStateIsASHA256(t *testing.T) {
+	event := func(digest string) []byte {
+		return []byte(`{"specversion":"1.0","id":"n1","source":"test","type":"search.node.expanded.v1","data":{"search_id":"s1","node_id":"r.0","parent_id":"r","expansion":1,"depth":1,"state_digest":` +
+			strconv.Quote(digest) + `,"candidate":"4+4","g":0.25,"h":0.5,"f":0.75,"score":0.5}}`)
+	}
+	sum := sha256.Sum256([]byte("4 8"))
+	good := hex.EncodeToString(sum[:])
+	for _, bad := range []string{"not-a-digest", good[:63], good + "0", strings.ToUpper(good), "sha256:" + good[7:], good[:62] + "zz"} {
+		_, err := events.ParseProducerEvent(event(bad))
+		var ve *events.ValidationError
+		if !errors.As(err, &ve) || ve.Pointer != "/data/state_digest" || !strings.Contains(ve.Reason, "SHA-256") {
+			t.Errorf("state_digest %q without state: %v, want a refusal at /data/state_digest naming a SHA-256", bad, err)
+		}
+		if _, err := events.ParseEvent(event(bad)); err != nil {
+			t.Errorf("state_digest %q: the consumer's parse refused a log's node: %v", bad, err)
+		}
+	}
+	if _, err := events.ParseProducerEvent(event(good)); err != nil {
+		t.Errorf("a SHA-256 without state: %v", err)
 	}
 }
 

@@ -662,9 +662,13 @@ func checkDecisionOptions(e *Envelope) error {
 // sent empty with another digest than the empty state's (state is
 // optional: a producer may keep it and send its digest; sent as "", it is
 // the empty state; any digest was taken). Both found by a walkthrough,
-// 2026-11-30. Producer paths only, as every check here: the treesearch
-// processor applies a log written before as it did (a node id with a
-// space, taken then, is applied on replay as then).
+// 2026-11-30. A state_digest sent without state must be a SHA-256 as
+// the processor writes one, 64 lower-case hex digits (treesearch.Digest):
+// the processor keys the search's closed set by it, and "not-a-digest"
+// was taken (a tree-search walkthrough, 2026-12-07). Producer paths only,
+// as every check here: the treesearch processor applies a log written
+// before as it did (a node id with a space, or a digest of another form,
+// taken then, is applied on replay as then).
 func checkNodeID(e *Envelope) error {
 	if e.Type != SearchNodeExpanded {
 		return nil
@@ -672,7 +676,16 @@ func checkNodeID(e *Envelope) error {
 	if err := checkIDMember(e, "node_id", "a node id"); err != nil {
 		return err
 	}
-	if state, obj, present, str := dataString(e.Data, "state"); obj && present && str {
+	state, obj, present, str := dataString(e.Data, "state")
+	if obj && !present {
+		// the state kept to itself: its digest can be checked for its
+		// form only
+		if digest, _, _, str := dataString(e.Data, "state_digest"); str && (len(digest) != 2*sha256.Size || !isLowerHex(digest)) {
+			return &ValidationError{Index: -1, Pointer: "/data/state_digest", Reason: fmt.Sprintf("is not a SHA-256 (%d characters sent): the SHA-256 of the node's state as 64 hex digits, lower case, by which the treesearch processor finds a state reached before", utf8.RuneCountInString(digest))}
+		}
+		return nil
+	}
+	if obj && present && str {
 		// any state sent is checked against its digest here, as the
 		// processor checks it (a non-empty one was accepted with another
 		// digest, 202, and dead-lettered after: a walkthrough, 2026-11-30)

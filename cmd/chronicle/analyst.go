@@ -207,6 +207,7 @@ func replayCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
+	logReaderBrokers(cmd)
 	cmd.Flags().StringVar(&into, "into", "", "directory to rebuild the projections in (must not hold any)")
 	cmd.Flags().StringVar(&until, "until", "", "state as of an RFC 3339 time (each record's Kafka timestamp: on each partition, the records before the first stamped later) or a topic:partition:offset (that record and all before it on its partition; other partitions up to its timestamp)")
 	return cmd
@@ -296,7 +297,7 @@ func replayBar() func(done, total int64) {
 		if bar == nil {
 			// the line ends when the bar completes: a warning printed after
 			// it started on the bar's line (an operator's walkthrough)
-			bar = progressBar(total, "replaying")
+			bar = progressBar(total, "replaying the log", "records")
 		}
 		_ = bar.Set64(done)
 	}
@@ -474,5 +475,6 @@ func auditCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
+	logReaderBrokers(cmd)
 	return cmd
 }

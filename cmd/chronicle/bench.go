@@ -45,7 +45,7 @@ the same run; cluster cost is 1 − cluster path / single-instance path.`,
 						_ = bar.Finish()
 					}
 					stage = s
-					bar = progressBar(total, s)
+					bar = progressBar(total, s, benchUnit(s))
 				}
 				if total > 0 {
 					bar.ChangeMax64(total)
@@ -168,4 +168,17 @@ func measuredOnly(res bench.Result, ran func(job string) bool) map[string]any {
 		drop("replay_events_per_s", "replay_runs_records_per_s", "replay_runs_cpu_us_per_record", "replay_cpu_us_per_record", "replay_records", "replay_ratio")
 	}
 	return m
+}
+
+// benchUnit is what a bench stage's progress counts (bench.Config's
+// Progress): the produce stage events, the latency probes probes, every
+// other stage records of the log.
+func benchUnit(stage string) string {
+	switch stage {
+	case "produce":
+		return "events"
+	case "latency probes":
+		return "probes"
+	}
+	return "records"
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/rivo/uniseg"
@@ -71,8 +72,18 @@ func deadletterListCmd() *cobra.Command {
 	return cmd
 }
 
-// printLetters writes deadletter list's table of ls to w.
+// noLetters is deadletter list's answer when the dead-letter topic holds
+// no letter: a header without rows read as output cut short (a
+// walkthrough, 2026-12-07).
+var noLetters = "no dead letters: " + string(events.TopicDeadLetter) + " is empty\n"
+
+// printLetters writes deadletter list's table of ls to w, or noLetters
+// when ls is empty.
 func printLetters(w io.Writer, ls []deadletter.Letter) error {
+	if len(ls) == 0 {
+		_, err := io.WriteString(w, noLetters)
+		return err
+	}
 	rows := [][]string{{"ID", "HANDLER", "KEY", "EVENT ID", "TYPE", "REDRIVEN TO", "REASON"}}
 	for _, l := range ls {
 		to := l.RedrivenTo
@@ -149,6 +160,19 @@ func someIDs(ids []string) string {
 		return strings.Join(ids, ", ")
 	}
 	return fmt.Sprintf("%s and %d more (chronicle deadletter list shows them)", strings.Join(ids[:someIDsMax], ", "), len(ids)-someIDsMax)
+}
+
+// nothingToRedrive is redrive --all's note when it re-produces nothing:
+// the dead-letter topic holds no letter (letters 0), or each of the
+// skipped records its letters name was skipped, as the lines before say.
+func nothingToRedrive(letters, skipped int) string {
+	if letters == 0 {
+		return "nothing to redrive: " + string(events.TopicDeadLetter) + " holds no dead letters"
+	}
+	if skipped == 1 {
+		return "nothing to redrive: the one record dead-lettered in " + string(events.TopicDeadLetter) + " was skipped (see above)"
+	}
+	return fmt.Sprintf("nothing to redrive: each of the %d records dead-lettered in %s was skipped (see above)", skipped, events.TopicDeadLetter)
 }
 
 func deadletterRedriveCmd() *cobra.Command {
@@ -246,6 +270,13 @@ func deadletterRedriveCmd() *cobra.Command {
 			}
 			if len(refused) > 0 {
 				fmt.Fprintf(os.Stderr, "skipped %d whose record was a redrive refused again for the same reasons (--again, or --id, re-produces them once more): %s\n", len(refused), someIDs(refused))
+			}
+			if all && len(pick) == 0 {
+				// said on stderr, as the skips are: stdout holds the
+				// positions (--json: the empty array); before, nothing
+				// was said, as if the command had not run (a walkthrough,
+				// 2026-12-07)
+				fmt.Fprintln(os.Stderr, nothingToRedrive(len(ls), len(done)+len(refused)))
 			}
 			out, err := deadletter.Redrive(ctx, brokers, pick)
 			if asJSON {

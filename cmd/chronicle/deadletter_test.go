@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +124,10 @@ func TestDeadletterCLI(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "[]" || !strings.Contains(stderr.String(), "skipped") || !strings.Contains(stderr.String(), id) {
 		t.Fatalf("redrive --all after the redrive: %v %s (stderr %s); want nothing re-produced", err, out, stderr.String())
 	}
+	// and says that it re-produced nothing (a walkthrough, 2026-12-07)
+	if !strings.Contains(stderr.String(), "nothing to redrive: the one record dead-lettered in chronicle.deadletter was skipped") {
+		t.Fatalf("redrive --all after the redrive: stderr %q; want it to say there was nothing to redrive", stderr.String())
+	}
 	out, err = exec.Command(binary, "deadletter", "redrive", "--data", data, "--id", id, "--again", "--json").Output()
 	rd = nil
 	if err != nil || json.Unmarshal(out, &rd) != nil || len(rd) != 1 || rd[0].ID != id {
@@ -129,6 +135,42 @@ func TestDeadletterCLI(t *testing.T) {
 	}
 	if again := fmt.Sprintf("%s:%d:%d", rd[0].Topic, rd[0].Partition, rd[0].Offset); again == to {
 		t.Fatalf("redrive --again wrote to %s, the first redrive's position", again)
+	}
+}
+
+// `deadletter list` and `deadletter redrive --all` of a log whose
+// dead-letter topic is empty say so, and exit 0: list on stdout, where
+// its table goes ("no dead letters"; --json the empty array), redrive on
+// stderr, where its notes go, its stdout left to the positions (none;
+// --json the empty array). Before, list printed only the table's header
+// and redrive nothing at all (a walkthrough, 2026-12-07).
+func TestEmptyDeadLetterTopicIsSaid(t *testing.T) {
+	data := t.TempDir()
+	if err := os.Mkdir(filepath.Join(data, "log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(binary, append(append([]string{"deadletter"}, args...), "--data", data)...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("deadletter %v: %v (exit 0 wanted)\nstdout %q\nstderr %q", args, err, stdout.String(), stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	if out, _ := run("list"); out != "no dead letters: chronicle.deadletter is empty\n" {
+		t.Errorf("list: stdout %q, want it to say there are no dead letters", out)
+	}
+	if out, _ := run("list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("list --json: stdout %q, want []", out)
+	}
+	const note = "nothing to redrive: chronicle.deadletter holds no dead letters"
+	if out, errOut := run("redrive", "--all"); out != "" || !strings.Contains(errOut, note) {
+		t.Errorf("redrive --all: stdout %q, stderr %q; want nothing on stdout and %q on stderr", out, errOut, note)
+	}
+	if out, errOut := run("redrive", "--all", "--json"); strings.TrimSpace(out) != "[]" || !strings.Contains(errOut, note) {
+		t.Errorf("redrive --all --json: stdout %q, stderr %q; want [] on stdout and %q on stderr", out, errOut, note)
 	}
 }
 

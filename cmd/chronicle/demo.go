@@ -104,7 +104,7 @@ func demoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := importTaubench(ctx, p.Producer, recs, newBar(len(recs), "importing sessions")); err != nil {
+			if _, err := importTaubench(ctx, p.Producer, recs, newBar(len(recs), "importing sessions", "sessions")); err != nil {
 				return interrupted(ctx, err)
 			}
 			wctx, wcancel := context.WithTimeout(ctx, timeout)
@@ -184,7 +184,7 @@ func lagBar() func(int64) {
 	return func(lag int64) {
 		if bar == nil {
 			max = lag
-			bar = progressBar(max, "processors catching up")
+			bar = progressBar(max, "processors catching up", "records")
 		}
 		if lag > max {
 			max = lag

@@ -165,10 +165,21 @@ func (c *commonFlags) registerTopicReplicas(cmd *cobra.Command) {
 }
 
 // registerKafkaListen adds --kafka-listen, only to the commands that start
-// the embedded broker on it (serve, demo, broker, search, solver); replay
-// and audit start theirs on a free loopback port and do not show it.
+// the embedded broker on it (serve, demo, broker, search, solver); replay,
+// audit and deadletter start theirs on a free loopback port and do not
+// show it (kafkaListenHint points them to --brokers).
 func (c *commonFlags) registerKafkaListen(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.kafkaListen, "kafka-listen", "127.0.0.1:9092", "address of the embedded broker (port 0: any free port)")
+}
+
+// logReaderBrokers says in the --brokers help of cmd (replay, audit), a
+// command that reads a log, what it names and where the embedded broker
+// listens without it: "a Kafka cluster; empty starts the embedded broker"
+// left out a chronicle broker, which an as-of audit is pointed to, and
+// read as if the embedded broker took --kafka-listen's address (a
+// walkthrough, 2026-12-07: a user guessed `audit --kafka-listen`).
+func logReaderBrokers(cmd *cobra.Command) {
+	cmd.Flags().Lookup("brokers").Usage = "comma-separated host:port of the broker serving the log: the address a chronicle broker or serve listens on (e.g. 127.0.0.1:9092), or a Kafka cluster; empty: the embedded broker, started on DATA/log at a free loopback port"
 }
 
 func (c *commonFlags) brokerList() []string {

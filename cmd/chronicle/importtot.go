@@ -106,7 +106,7 @@ func importToT(ctx context.Context, file string, f totFlags) error {
 		return err
 	}
 	var sum ToTImport
-	bar := newBar(len(runs), "import tot")
+	bar := newBar(len(runs), "import tot", "runs")
 	for i, run := range runs {
 		l := logs[i]
 		r.Proposer, r.Evaluator = l, l

@@ -54,7 +54,7 @@ func ingestCmd() *cobra.Command {
 				return interrupted(ctx, err)
 			}
 			defer p.Close()
-			if err := publishBatches(ctx, p, recs, 500, newBar(len(recs), "ingest")); err != nil {
+			if err := publishBatches(ctx, p, recs, 500, newBar(len(recs), "ingest", "events")); err != nil {
 				return interrupted(ctx, err)
 			}
 			fmt.Printf("ingested %d events (produced and acknowledged; an event the log holds already is a duplicate, which the processors drop)\n", len(recs))
@@ -228,7 +228,7 @@ func importTaubenchCmd() *cobra.Command {
 				return interrupted(ctx, err)
 			}
 			defer p.Close()
-			n, err := importTaubench(ctx, p, recs, newBar(len(recs), "import"))
+			n, err := importTaubench(ctx, p, recs, newBar(len(recs), "import", "sessions"))
 			if err != nil {
 				return interrupted(ctx, err)
 			}
@@ -313,7 +313,7 @@ func importReflexion(ctx context.Context, file string, brokers []string) error {
 	}
 	defer p.Close()
 	// a pass ends with its reasoning.pass.completed.v1: publish up to it
-	bar := newBar(len(envs), "import")
+	bar := newBar(len(envs), "import", "events")
 	passes, from := 0, 0
 	for i := range envs {
 		if envs[i].Type != events.ReasoningPassCompleted {
@@ -350,5 +350,7 @@ func importTaubench(ctx context.Context, p *events.Producer, recs []taubench.Rec
 	return n, nil
 }
 
-// newBar is progressBar for n steps of what.
-func newBar(n int, what string) *progressbar.ProgressBar { return progressBar(int64(n), what) }
+// newBar is progressBar for n steps of what, counted in unit.
+func newBar(n int, what, unit string) *progressbar.ProgressBar {
+	return progressBar(int64(n), what, unit)
+}

@@ -46,7 +46,7 @@ func TestIngestFailureSaysWhatWasWritten(t *testing.T) {
 		}
 		recs = append(recs, r)
 	}
-	err = publishBatches(context.Background(), p, recs, 1, newBar(len(recs), "ingest"))
+	err = publishBatches(context.Background(), p, recs, 1, newBar(len(recs), "ingest", "events"))
 	if err == nil {
 		t.Fatal("publishBatches: nil, want the refused batch's error")
 	}

@@ -62,7 +62,7 @@ anything starts (an unknown command or flag, a wrong argument count, a flag valu
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return usage(checkFlags(cmd, args)) }
 	// a flag cobra cannot parse (unknown, or a value its type refuses)
 	// is a usage error; every subcommand asks its parents for this func
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usage(kafkaListenHint(c, err)) })
 	// cobra adds its completion command only in Execute, after the
 	// refusals below were set: added now, `chronicle completion zhs`
 	// is refused as `workflow bogus` is (it printed the group's help into
@@ -85,6 +85,25 @@ func namedListen(cmd *cobra.Command, err error) error {
 		return err
 	}
 	return fmt.Errorf("--kafka-listen %s: the address is in use (another chronicle serve, demo or broker, or `make run`, listens there?): give another, or 127.0.0.1:0 for a free port: %w", f.Value.String(), err)
+}
+
+// kafkaListenHint is err, cobra's refusal of c's flags, saying what to give
+// instead when it refuses --kafka-listen on a command that takes
+// --brokers: replay, audit and deadletter start their embedded broker on
+// a free loopback port, and ingest and the importers start none. The bare
+// "unknown flag: --kafka-listen" left a user who guessed `audit
+// --kafka-listen` (as `chronicle broker` takes it) to find --brokers
+// alone (a walkthrough, 2026-12-07). Any other error is err.
+func kafkaListenHint(c *cobra.Command, err error) error {
+	b := c.Flags().Lookup("brokers")
+	if err == nil || b == nil || err.Error() != "unknown flag: --kafka-listen" {
+		return err
+	}
+	name := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+	if b.DefValue == "" {
+		return fmt.Errorf("%w: %s starts its embedded broker on DATA/log at a free loopback port, which takes no address; to read a log that another broker serves (a chronicle broker's or a running serve's --kafka-listen, or a Kafka cluster), give it as --brokers HOST:PORT", err, name)
+	}
+	return fmt.Errorf("%w: %s starts no broker; --brokers names the one it writes to (default %s, serve's default --kafka-listen)", err, name, b.DefValue)
 }
 
 // addKafkaSecurityFlags gives every command that takes --brokers the flags

@@ -214,7 +214,7 @@ Searches already in --data are not run again: an interrupted run resumes where i
 			cfg := game24.Config(beam)
 			cfg.QuotaTokens = quota
 			sum := Game24Summary{Proposer: proposer, Beam: beam, Puzzles: len(puzzles)}
-			bar := newBar(len(puzzles), "searching")
+			bar := newBar(len(puzzles), "searching", "puzzles")
 			keys := make([]string, len(puzzles))
 			for i, pz := range puzzles {
 				id := fmt.Sprintf("game24-%s-w%d-%d", proposer, beam, pz.Rank)

@@ -79,3 +79,40 @@ func TestUsageKeepsAnExitStatus(t *testing.T) {
 		t.Fatalf("usage(x): %v", err)
 	}
 }
+
+// A --kafka-listen given to a command that takes --brokers instead is
+// refused as an unknown flag, exit 64, saying what to give: replay, audit
+// and deadletter start their embedded broker on a free loopback port, and
+// their --brokers names a log another broker serves; ingest and the
+// importers start none and write to --brokers. Before, only "unknown
+// flag: --kafka-listen", to a user who guessed `audit --kafka-listen` as
+// `chronicle broker` takes it (a walkthrough, 2026-12-07). A command
+// without --brokers (digest) still says the bare refusal.
+func TestKafkaListenWhereBrokersIsMeant(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"audit"}, "audit starts its embedded broker on DATA/log at a free loopback port"},
+		{[]string{"replay"}, "give it as --brokers HOST:PORT"},
+		{[]string{"deadletter", "list"}, "deadletter list starts its embedded broker on DATA/log at a free loopback port"},
+		{[]string{"deadletter", "redrive", "--all"}, "give it as --brokers HOST:PORT"},
+		{[]string{"ingest", "-"}, "ingest starts no broker; --brokers names the one it writes to (default 127.0.0.1:9092"},
+		{[]string{"import", "taubench", "sample"}, "import taubench starts no broker; --brokers"},
+		{[]string{"digest"}, "unknown flag: --kafka-listen\n"},
+	} {
+		args := append(c.args, "--kafka-listen", "127.0.0.1:9093")
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "unknown flag: --kafka-listen") || !strings.Contains(string(out), c.says) {
+			t.Errorf("chronicle %s: %v, want exit status %d saying %q:\n%s", strings.Join(args, " "), err, exitUsage, c.says, out)
+		}
+	}
+	// and their help says where the embedded broker listens
+	for _, cmd := range []string{"audit", "replay"} {
+		out, err := exec.Command(binary, cmd, "--help").Output()
+		if err != nil || !strings.Contains(string(out), "the address a chronicle broker or serve listens on") || !strings.Contains(string(out), "at a free loopback port") {
+			t.Errorf("chronicle %s --help: %v; want --brokers to name a chronicle broker and the embedded broker's free port:\n%s", cmd, err, out)
+		}
+	}
+}

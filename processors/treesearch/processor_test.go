@@ -422,7 +422,8 @@ func TestCorrectionSentAsAStringIsNamed(t *testing.T) {
 // 2026-11-30). The processor applies such records as it did, so a log
 // written before replays as it did (an upgrade walkthrough found searches
 // lost on a rebuild when the processor refused them too); a node without
-// state keeps it to itself, its digest taken as sent.
+// state keeps it to itself, its digest checked for its form only (a
+// SHA-256, 64 lower-case hex digits) and by the processor taken as sent.
 func TestNodeChecksAreTheProducers(t *testing.T) {
 	asMap := func(d events.SearchNodeData) map[string]any {
 		b, _ := json.Marshal(d)
@@ -465,10 +466,15 @@ func TestNodeChecksAreTheProducers(t *testing.T) {
 	}
 	private := asMap(child("r.1", 1, "", 0.25, 0.5))
 	delete(private, "state")
-	private["state_digest"] = "a-digest-of-a-private-state"
+	private["state_digest"] = treesearch.Digest("a private state")
 	if err := produced(private); err != nil {
 		t.Fatalf("a node without state: %v", err)
 	}
+	// a digest sent without state is a SHA-256 as Digest writes it: any
+	// other string was taken (a tree-search walkthrough, 2026-12-07); a
+	// log holding one replays as it did (applied below)
+	private["state_digest"] = "a-digest-of-a-private-state"
+	rejected(t, produced(private), "/data/state_digest")
 	// the processor: a log written before replays as it did
 	st := newStore(t)
 	started(st, 3, 0)
