@@ -36,7 +36,20 @@ type sessionEventsAnswer struct {
 
 // sessionAnswer is the part of GET /v1/sessions/{id} the inspect tests read.
 type sessionAnswer struct {
-	Scope string `json:"scope"`
+	Scope      string `json:"scope"`
+	Evaluation *struct {
+		Revision int `json:"revision"`
+	} `json:"evaluation"`
+	EvaluationLog *struct {
+		Record *struct {
+			Topic    string `json:"topic"`
+			Position string `json:"position"`
+		} `json:"record"`
+		Completion *struct {
+			Position string `json:"position"`
+			Type     string `json:"type"`
+		} `json:"completion"`
+	} `json:"evaluation_log"`
 }
 
 // TestInspectReadsTheSessionLogUpToItsState: chronicle inspect answers GET
@@ -52,6 +65,10 @@ type sessionAnswer struct {
 // chronicle broker --data DIR. Before, inspect answered that route 503
 // whatever it was given, so an analyst could not see which events an
 // evaluation was built from (an analyst's walkthrough, 2026-12-07).
+//
+// GET /v1/sessions/{id} ties the evaluation to the log (evaluation_log):
+// the completion it was made from, and, once the log holds it, the
+// evaluation's own record, the very positions the events route lists.
 func TestInspectReadsTheSessionLogUpToItsState(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -147,14 +164,22 @@ func TestInspectReadsTheSessionLogUpToItsState(t *testing.T) {
 	if code != http.StatusOK || len(ev.Events) != first {
 		t.Fatalf("inspect --brokers: GET %s: %d %s, want the first session's %d events", eventsOf(ids[0]), code, body, first)
 	}
+	completion := ""
 	for _, e := range ev.Events {
 		if e.Offset > int64(first-1) {
 			t.Errorf("event at %s listed, past the state's %s", e.Position, until)
 		}
+		var ce struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(e.Event, &ce) == nil && ce.Type == string(events.SessionCompleted) {
+			completion = e.Position
+		}
 	}
 	var sess sessionAnswer
-	if code, body := get(srv, "/v1/sessions/"+url.PathEscape(ids[0]), &sess); code != http.StatusOK {
-		t.Errorf("GET session %s in the as-of state: %d %s", ids[0], code, body)
+	if code, body := get(srv, "/v1/sessions/"+url.PathEscape(ids[0]), &sess); code != http.StatusOK || sess.Evaluation == nil || sess.EvaluationLog == nil || sess.EvaluationLog.Completion == nil ||
+		completion == "" || sess.EvaluationLog.Completion.Position != completion || sess.EvaluationLog.Completion.Type != string(events.SessionCompleted) {
+		t.Errorf("GET session %s in the as-of state: %d %s, want evaluation_log.completion at %s (the completion the events route lists)", ids[0], code, body, completion)
 	}
 	// the second session is in the first's scope (both taubench's): named,
 	// so that the scan reads that scope's records of it
@@ -185,6 +210,12 @@ func TestInspectReadsTheSessionLogUpToItsState(t *testing.T) {
 	ev = sessionEventsAnswer{}
 	if code, body := get(srv, eventsOf(ids[0]), &ev); code != http.StatusOK || len(ev.Evaluations) == 0 {
 		t.Fatalf("inspect --brokers of the stopped directory: GET %s: %d %s, want its events and evaluation", eventsOf(ids[0]), code, body)
+	}
+	sess = sessionAnswer{}
+	code, body = get(srv, "/v1/sessions/"+url.PathEscape(ids[0]), &sess)
+	if code != http.StatusOK || sess.EvaluationLog == nil || sess.EvaluationLog.Record == nil || sess.EvaluationLog.Record.Topic != string(events.TopicEvaluations) ||
+		sess.EvaluationLog.Record.Position != ev.Evaluations[len(ev.Evaluations)-1].Position || sess.EvaluationLog.Completion == nil || sess.EvaluationLog.Completion.Position != completion {
+		t.Errorf("GET session %s of the stopped directory: %d %s, want evaluation_log.record at %s (the evaluation the events route lists) and completion at %s", ids[0], code, body, ev.Evaluations[len(ev.Evaluations)-1].Position, completion)
 	}
 	if code, body := get(srv, later, nil); code != http.StatusOK {
 		t.Errorf("inspect --brokers of the stopped directory: GET %s: %d %s, want 200 (the whole log is its state)", later, code, body)

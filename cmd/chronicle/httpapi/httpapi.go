@@ -898,6 +898,13 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, ok, err := sessions.Get(s.P.Store, key)
+	if err == nil && ok {
+		// where the evaluation and its completion sit in the log, so the
+		// answer can be tied to its records (GET /v1/sessions/{id}/events
+		// reads them); before, only the evaluation event read from the
+		// log named its cause (an analyst's walkthrough, 2026-12-07)
+		v.EvaluationLog, err = sessions.EvaluationLogOf(s.P.Store, key, v.Evaluation)
+	}
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
