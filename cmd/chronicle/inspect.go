@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
@@ -19,16 +21,21 @@ import (
 )
 
 func inspectCmd() *cobra.Command {
-	var data, httpAddr, tokens, requestLog string
+	var data, httpAddr, tokens, requestLog, brokers string
 	cmd := &cobra.Command{
-		Use:   "inspect --data DIR [--http 127.0.0.1:8080]",
+		Use:   "inspect --data DIR [--http 127.0.0.1:8080] [--brokers h:p,...]",
 		Short: "Serve the read API (every GET route) over a stopped or replayed data directory, read-only: no broker, no processors, no relay, no workers; writes answer 405",
 		Example: `  # the read API over the state as of a moment, beside a running chronicle serve on 8080
   chronicle replay --data ./data --into ./asof --until 2026-12-05T12:00:00Z
   chronicle inspect --data ./asof --http 127.0.0.1:8081
 
   # a stopped service's directory, with its tokens
-  chronicle inspect --data ./data --tokens tokens.json`,
+  chronicle inspect --data ./data --tokens tokens.json
+
+  # a session's events too (GET /v1/sessions/{id}/events, up to the state's positions):
+  # the log the state was built from, served by chronicle broker
+  chronicle broker --data ./data --kafka-listen 127.0.0.1:9093 &
+  chronicle inspect --data ./asof --http 127.0.0.1:8081 --brokers 127.0.0.1:9093`,
 		Long: `inspect opens DIR's projections read-only (Pebble's read-only mode: nothing in DIR
 is written) and serves the GET routes of the HTTP API over them: sessions, memories
 and memory search, reasoning tasks, tree searches, workflows (their state, checkpoint
@@ -37,9 +44,15 @@ analyst reads an as-of state built by "chronicle replay --until ... --into DIR" 
 --until a workflow's checkpoint id), or a stopped service's directory.
 
 No broker is started, nothing is produced or relayed, and no processor or worker runs.
-Write routes (POST, and the MCP endpoint) answer 405 naming read-only mode; the routes
-that read the Kafka log rather than the projections (a session's events, the learned
-stream) answer 503, as does /v1/cluster. A workflow read answers 503 too when DIR holds
+Write routes (POST, and the MCP endpoint) answer 405 naming read-only mode; the learned
+stream, which reads the Kafka log rather than the projections, answers 503, as does
+/v1/cluster. A session's events (GET /v1/sessions/{id}/events) are read from the log
+given with --brokers (a chronicle broker on the log the projections were built from, or
+the Kafka cluster serving it), checked at start to be that log (within 15s), and list
+only the records at or before the positions the projections hold, later ones left out;
+without --brokers that route answers 503 saying how to serve the log. inspect does not
+open DIR/log itself, even when no process holds it: the embedded broker writes in its log
+directory when it starts (its LOCK file, the stopped mark, topics) and when it stops. A workflow read answers 503 too when DIR holds
 checkpoints applied by a Chronicle older than the recorded checkpoint ids (cpid/ rows):
 only the log names those; replay --into rebuilds DIR with them. Memory searches write
 no usage events. inspect names, when it starts and in GET /healthz ("as_of"), the last
@@ -63,6 +76,9 @@ model (vectors the live service cached in DIR are reused).`,
 				return err
 			}
 			defer closeStore()
+			if err := inspectLog(ctx, s, data, splitBrokers(brokers)); err != nil {
+				return err
+			}
 			// the address is taken before the index is built (seconds), so
 			// a busy port fails at once (an analyst's walkthrough)
 			ln, err := net.Listen("tcp", httpAddr)
@@ -89,8 +105,43 @@ model (vectors the live service cached in DIR are reused).`,
 	cmd.Flags().StringVar(&data, "data", "./data", "data directory to read (its projections: DATA/projections), e.g. the --into of chronicle replay")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
 	cmd.Flags().StringVar(&tokens, "tokens", "", "API token file (see chronicle token create), read at start and re-read on SIGHUP (a token created or removed since is then accepted or refused; a changed member_secret takes a restart); without it the API listens on loopback only")
+	cmd.Flags().StringVar(&brokers, "brokers", "", "Kafka brokers (host:port,...) serving the log the projections were built from — a chronicle broker --data on it, or the cluster — from which GET /v1/sessions/{id}/events reads a session's records, up to the positions the projections hold; without it that route answers 503 (inspect does not open DIR/log: its broker would write there)")
 	registerRequestLog(cmd, &requestLog)
 	return cmd
+}
+
+// InspectLogCheckWait bounds inspect's check, at start, that its --brokers
+// serve the log its projections were built from (15 s): a broker that does
+// not answer fails inspect then, naming --brokers, rather than every
+// GET /v1/sessions/{id}/events later.
+const InspectLogCheckWait = 15 * time.Second
+
+// inspectLog sets up s (openInspect's server over data) to read the log
+// GET /v1/sessions/{id}/events answers from: with brokers, after checking
+// within InspectLogCheckWait that they serve the log data's projections
+// were built from (pipeline.CheckLog, which writes nothing: no stored
+// position past a partition's end, the topic ids the store recorded);
+// without, the 503 of that route says how to serve data's log
+// (httpapi.NoLogHint).
+func inspectLog(ctx context.Context, s *httpapi.Server, data string, brokers []string) error {
+	if len(brokers) == 0 {
+		_, err := os.Stat(pipeline.LogDir(data))
+		s.NoLogHint = httpapi.NoLogHint(data, err == nil)
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, InspectLogCheckWait)
+	defer cancel()
+	if err := pipeline.CheckLog(cctx, brokers, s.P.Store); err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("--brokers %s: no answer within %s checking that they serve the log %s was built from: %w", strings.Join(brokers, ","), InspectLogCheckWait, data, err)
+		}
+		if errors.Is(err, pipeline.ErrForeignLog) {
+			return fmt.Errorf("--brokers %s: not the log %s was built from (give a broker on that log: chronicle broker --data ORIGINAL): %w", strings.Join(brokers, ","), data, err)
+		}
+		return fmt.Errorf("--brokers %s: cannot read the log there (is a chronicle broker running on it?): %w", strings.Join(brokers, ","), err)
+	}
+	s.LogBrokers = brokers
+	return nil
 }
 
 // openInspect opens data's projections read-only and returns the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors/flux"
+	"github.com/chronicle-dev/chronicle/processors/sessionlog"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -19,6 +20,82 @@ var ErrNotEntityKey = errors.New(`not a session key: want events.EntityKey(scope
 type View struct {
 	Session
 	Evaluation *events.EvaluationData `json:"evaluation,omitempty"`
+	// EvaluationLog ties Evaluation to its records in the log (see
+	// EvaluationLogOf); set by GET /v1/sessions/{id} only, not by Get or
+	// List.
+	EvaluationLog *EvaluationLog `json:"evaluation_log,omitempty"`
+}
+
+// LogPosition is where one record sits in the log, and its event type.
+type LogPosition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Position is "topic:partition:offset", as replay --until, the as-of
+	// positions and GET /v1/sessions/{id}/events name records.
+	Position string      `json:"position"`
+	Type     events.Type `json:"type"`
+}
+
+// EvaluationLog is where a session's evaluation and its cause sit in the
+// log, read from the session index (package sessionlog) and stored
+// nowhere else: no projection row holds them, so a data directory applied
+// by an older Chronicle answers them too, and a replay's rows are
+// unchanged.
+type EvaluationLog struct {
+	// Record is the evaluation.completed.v1 record of the evaluation
+	// answered (chronicle.evaluations, whose causationid names the event
+	// that caused it): the last the index holds for the session, when it
+	// holds at least revision + 1 of them (one per revision, in log order).
+	// Absent while the log the index read holds fewer: the record of this
+	// revision is not relayed yet, or not in an as-of state, which was cut
+	// between the completion and the evaluation's record.
+	Record *LogPosition `json:"record,omitempty"`
+	// Completion is the session's completion (its first
+	// coordination.session.completed.v1 after its first start, the one the
+	// sessions processor applied; chronicle.sessions), from which the
+	// evaluation was made: revision 0's cause. A later revision's own cause
+	// (a judge's answer, a tool call or minute recorded after the
+	// completion) is the Record's causationid.
+	Completion *LogPosition `json:"completion,omitempty"`
+}
+
+// EvaluationLogOf is the EvaluationLog of the session with key
+// (events.EntityKey) whose evaluation is ev, from the session index; nil
+// when the index holds neither record (a directory older than the index).
+// Cost: one scan of the session's index rows.
+func EvaluationLogOf(store *projections.Store, key string, ev *events.EvaluationData) (*EvaluationLog, error) {
+	if ev == nil {
+		return nil, nil
+	}
+	byKind, err := sessionlog.Entries(store, key)
+	if err != nil {
+		return nil, err
+	}
+	var el EvaluationLog
+	if evs := byKind[sessionlog.KindEvaluation]; len(evs) > ev.Revision {
+		el.Record = logPosition(evs[len(evs)-1])
+	}
+	started := false
+	for _, e := range byKind[sessionlog.KindEvent] { // one partition: log order
+		switch {
+		case e.Type == events.SessionStarted:
+			started = true
+		case e.Type == events.SessionCompleted && started:
+			el.Completion = logPosition(e)
+		}
+		if el.Completion != nil {
+			break
+		}
+	}
+	if el.Record == nil && el.Completion == nil {
+		return nil, nil
+	}
+	return &el, nil
+}
+
+func logPosition(e sessionlog.Entry) *LogPosition {
+	return &LogPosition{Topic: e.Position.Topic, Partition: e.Position.Partition, Offset: e.Position.Offset, Position: e.Position.String(), Type: e.Type}
 }
 
 // Get returns the session whose events.EntityKey is key (scope "/" id) with

@@ -198,6 +198,20 @@ type Server struct {
 	// Store and Search but no broker, producer or runner; every write
 	// route answers 405 naming read-only mode (see readonly.go).
 	ReadOnly bool
+	// LogBrokers, on a ReadOnly server, are the seed brokers (host:port) of
+	// a Kafka serving the log the projections were built from (chronicle
+	// inspect --brokers: a chronicle broker on that log, or the cluster);
+	// with them, GET /v1/sessions/{id}/events is served, listing only the
+	// records at or before the positions the projections hold (AsOf).
+	// Without them that route answers 503 saying how to give one
+	// (NoLogHint). Not read by a server that is not ReadOnly (its log is
+	// P.Broker's).
+	LogBrokers []string
+	// NoLogHint ends the 503 of GET /v1/sessions/{id}/events on a
+	// ReadOnly server without LogBrokers: how to serve this directory's
+	// log (chronicle inspect sets it from what DIR holds); empty: a generic
+	// hint naming --brokers and chronicle broker.
+	NoLogHint string
 
 	// internal is the API without the request log (internalHandler).
 	internalOnce sync.Once
@@ -884,6 +898,13 @@ func (s *Server) sessionRoutes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, ok, err := sessions.Get(s.P.Store, key)
+	if err == nil && ok {
+		// where the evaluation and its completion sit in the log, so the
+		// answer can be tied to its records (GET /v1/sessions/{id}/events
+		// reads them); before, only the evaluation event read from the
+		// log named its cause (an analyst's walkthrough, 2026-12-07)
+		v.EvaluationLog, err = sessions.EvaluationLogOf(s.P.Store, key, v.Evaluation)
+	}
 	switch {
 	case err != nil:
 		writeErr(w, http.StatusInternalServerError, "%v", err)
@@ -938,7 +959,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		part int32
 	}
 	got, err := processors.Within(ctx, SessionEventsTimeout, "read the session log", func(ctx context.Context) (scanned, error) {
-		list, p, err := readSessionLog(ctx, s.P.Broker.Addrs(), key, scope, max(after, 0), limit+1)
+		list, p, err := readSessionLog(ctx, s.logAddrs(), key, scope, max(after, 0), limit+1, s.asOfBound())
 		return scanned{list, p}, err
 	})
 	list := got.list
@@ -956,7 +977,13 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		// where the scan looked: a record sent to another partition (a
 		// client's other partitioner) is dead-lettered, not missing (a
 		// Python integrator's walkthrough read "no events in the log")
-		writeErr(w, http.StatusNotFound, "%s (read on the partition of %s the session's key belongs to; its records written to another partition are dead letters: GET /v1/deadletters)", noSessionEvents(r, id, scope), events.TopicSessions)
+		asOf := ""
+		if s.ReadOnly {
+			// the scan stopped at the state's positions: later records of
+			// the session may be in the log
+			asOf = ", up to the last record this read-only state holds (GET /healthz as_of)"
+		}
+		writeErr(w, http.StatusNotFound, "%s (read on the partition of %s the session's key belongs to%s; its records written to another partition are dead letters: GET /v1/deadletters)", noSessionEvents(r, id, scope), events.TopicSessions, asOf)
 		return
 	}
 	next := int64(-1)
@@ -972,15 +999,17 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 // sessions topic, in log order, keeping only those whose scope attribute
 // is scope. Cost: one scan of the session's partition.
 func ReadSessionLog(ctx context.Context, brokers []string, key, scope string) ([]PositionedEvent, error) {
-	list, _, err := readSessionLog(ctx, brokers, key, scope, 0, 0)
+	list, _, err := readSessionLog(ctx, brokers, key, scope, 0, 0, nil)
 	return list, err
 }
 
 // readSessionLog is ReadSessionLog from offset from of the key's
-// partition, ending once it holds most events (0: no bound); it answers
-// the partition too. Cost: a scan of the partition from from up to the
+// partition, ending once it holds most events (0: no bound) or past the
+// last offset bound holds for the partition (nil: the log's end; a
+// partition bound does not name: nothing is read); it answers the
+// partition too. Cost: a scan of the partition from from up to the
 // most-th event or the end.
-func readSessionLog(ctx context.Context, brokers []string, key, scope string, from int64, most int) ([]PositionedEvent, int32, error) {
+func readSessionLog(ctx context.Context, brokers []string, key, scope string, from int64, most int, bound logBound) ([]PositionedEvent, int32, error) {
 	id := key
 	adm, err := kafkaconn.NewClient(brokers)
 	if err != nil {
@@ -1000,6 +1029,14 @@ func readSessionLog(ctx context.Context, brokers []string, key, scope string, fr
 	end, err := endOffset(ctx, adm, topic, part)
 	if err != nil {
 		return nil, part, err
+	}
+	if bound != nil {
+		// a read-only state lists nothing past the records it holds
+		last, ok := bound[topicPartition{topic, part}]
+		if !ok {
+			return nil, part, nil
+		}
+		end = min(end, last+1)
 	}
 	if end <= from {
 		return nil, part, nil

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // readOnlyKey marks the context of a request a ReadOnly server serves,
@@ -29,8 +32,11 @@ const ReadOnlyMessage = "read-only: chronicle inspect serves the read API over a
 //   - GET /healthz: {"status": "read-only", "as_of": [...]}, as_of naming
 //     the last record of each partition the projections hold (AsOf);
 //   - GET /v1/cluster: 503 (no consumer group runs);
-//   - the GET routes that read the log itself rather than the projections
-//     (a session's events, the learned events' stream): 503 naming the
+//   - GET /v1/sessions/{id}/events, which reads the log itself: served
+//     from LogBrokers (inspect --brokers) when given, listing only the
+//     records at or before the positions the projections hold
+//     (asOfBound); without them 503, saying how to give them (NoLogHint);
+//   - the learned events' stream, which reads the log too: 503 naming the
 //     reason, since inspect starts no broker;
 //   - every other GET route: served as is, from the projections. The
 //     workflow reads (a workflow's state, its checkpoints, its state as of
@@ -68,7 +74,18 @@ func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if readsLog(r.URL.Path) {
+		switch {
+		case readsSessionLog(r.URL.Path) && len(s.LogBrokers) > 0:
+			// served from the log given (inspect --brokers), up to the
+			// state's positions (asOfBound)
+		case readsSessionLog(r.URL.Path):
+			hint := s.NoLogHint
+			if hint == "" {
+				hint = NoLogHint("", false)
+			}
+			writeErr(w, http.StatusServiceUnavailable, "%s: %s reads the session's records from the Kafka log, and this inspect was given none: %s", ReadOnlyMessage, r.URL.Path, hint)
+			return
+		case readsLog(r.URL.Path):
 			writeErr(w, http.StatusServiceUnavailable, "%s: %s reads the Kafka log, and inspect starts no broker (it serves the projections only)", ReadOnlyMessage, r.URL.Path)
 			return
 		}
@@ -87,4 +104,76 @@ func readsLog(path string) bool {
 		return strings.HasSuffix(rest, "/events")
 	}
 	return strings.HasPrefix(path, "/v1/learned/")
+}
+
+// readsSessionLog says whether a GET path is /v1/sessions/{id}/events.
+func readsSessionLog(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1/sessions/")
+	return ok && strings.HasSuffix(rest, "/events")
+}
+
+// NoLogHint says how a read-only server over dir (chronicle inspect --data
+// dir) reaches the log its projections were built from, for the 503 of GET
+// /v1/sessions/{id}/events without one: inspect --brokers naming a
+// chronicle broker serving that log. hasLog says dir holds its own log
+// (dir/log: a stopped service's directory), which inspect does not open
+// itself: the embedded broker writes in its log directory when it starts
+// (its LOCK file, the stopped mark it removes, the topics it creates, and
+// the state it saves when it stops), and inspect writes nothing. dir
+// empty: the generic hint.
+func NoLogHint(dir string, hasLog bool) string {
+	const restart = "then start inspect again with --brokers 127.0.0.1:9093 (or --brokers naming any Kafka serving that log)"
+	switch {
+	case dir == "":
+		return "serve the log these projections were built from with chronicle broker --data DIR --kafka-listen 127.0.0.1:9093 (DIR: the stopped service's directory, or the --data a replay --into read), " + restart
+	case hasLog:
+		return fmt.Sprintf("%s holds its own log (%s/log), which inspect does not open, since the embedded broker writes in its log directory when it starts and inspect writes nothing: serve it with chronicle broker --data %s --kafka-listen 127.0.0.1:9093 (once no other process holds it), %s", dir, dir, dir, restart)
+	default:
+		return fmt.Sprintf("%s holds projections only (as replay --into writes them): serve the log they were built from with chronicle broker --data ORIGINAL --kafka-listen 127.0.0.1:9093 (ORIGINAL: the --data the replay read), %s", dir, restart)
+	}
+}
+
+// logAddrs are the brokers the routes that read the log read: P.Broker's,
+// or, on a ReadOnly server, LogBrokers.
+func (s *Server) logAddrs() []string {
+	if s.ReadOnly || s.P.Broker == nil {
+		return s.LogBrokers
+	}
+	return s.P.Broker.Addrs()
+}
+
+// topicPartition names one partition of a topic.
+type topicPartition struct {
+	topic string
+	part  int32
+}
+
+// logBound is the last offset, per partition, of the records an answer may
+// list: a read-only state's positions (AsOf's Last, that record included).
+// A partition it does not name had no record read: none of it is listed.
+// nil lists every record.
+type logBound map[topicPartition]int64
+
+// holds says whether bound lets the record at pos be listed.
+func (b logBound) holds(pos projections.Position) bool {
+	if b == nil {
+		return true
+	}
+	last, ok := b[topicPartition{pos.Topic, pos.Partition}]
+	return ok && pos.Offset <= last
+}
+
+// asOfBound is the bound of a ReadOnly server's log reads: the positions
+// its projections hold (AsOf), so that an as-of state shows no record the
+// state was not built from, though the log given (LogBrokers) holds later
+// ones; nil on a server that is not ReadOnly.
+func (s *Server) asOfBound() logBound {
+	if !s.ReadOnly {
+		return nil
+	}
+	b := logBound{}
+	for _, p := range AsOf(s.P.Store) {
+		b[topicPartition{p.Topic, p.Partition}] = p.Last
+	}
+	return b
 }

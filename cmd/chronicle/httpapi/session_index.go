@@ -143,7 +143,7 @@ func (c *readerCache) open() int {
 // is false when the index holds nothing for the key (not yet indexed, or
 // a data directory older than the index): the caller falls back to a scan.
 func ReadIndexedSession(ctx context.Context, brokers []string, store *projections.Store, key, scope string) (SessionRecords, bool, error) {
-	rec, _, ok, err := readIndexedSessionPage(ctx, brokers, store, key, scope, -1, -1, 0, 0)
+	rec, _, ok, err := readIndexedSessionPage(ctx, brokers, store, key, scope, -1, -1, 0, 0, nil)
 	return rec, ok, err
 }
 
@@ -163,13 +163,30 @@ const sessionEventsChunk = 16
 // fetched sessionEventsChunk at a time, so a page reads about what it
 // answers (a re-test: the route fetched 500 events of about 1 MB for a 4
 // MiB page, 547 MB of RSS for one request, 2.6 GB for six). Evaluations,
-// memories and PAIR contexts are read whole.
-func readIndexedSessionPage(ctx context.Context, brokers []string, store *projections.Store, key, scope string, after int64, part int32, limit, maxBytes int) (rec SessionRecords, next int64, ok bool, err error) {
+// memories and PAIR contexts are read whole. With bound (a read-only
+// state's positions: Server.asOfBound), an indexed record past it is left
+// out, as if the index did not hold it.
+func readIndexedSessionPage(ctx context.Context, brokers []string, store *projections.Store, key, scope string, after int64, part int32, limit, maxBytes int, bound logBound) (rec SessionRecords, next int64, ok bool, err error) {
 	rec = SessionRecords{Events: []PositionedEvent{}, Evaluations: []PositionedEvent{}, Memories: []PositionedEvent{}, PairContexts: []PositionedEvent{}}
 	next = -1
 	byKind, err := sessionlog.Entries(store, key)
 	if err != nil || len(byKind) == 0 {
 		return rec, next, false, err
+	}
+	if bound != nil {
+		// a stopped service's index may be ahead of another processor's
+		// position (AsOfPosition.AheadTo): what the state as a whole holds
+		// is listed, nothing after
+		for kind, es := range byKind {
+			if es = slices.DeleteFunc(es, func(e sessionlog.Entry) bool { return !bound.holds(e.Position) }); len(es) > 0 {
+				byKind[kind] = es
+			} else {
+				delete(byKind, kind)
+			}
+		}
+		if len(byKind) == 0 {
+			return rec, next, false, nil
+		}
 	}
 	evs := byKind[sessionlog.KindEvent]
 	if part >= 0 && len(evs) > 0 && evs[0].Position.Partition != part {
@@ -326,7 +343,7 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 		ok   bool
 	}
 	got, err := processors.Within(ctx, SessionEventsTimeout, "read the session's records", func(ctx context.Context) (read, error) {
-		rec, next, ok, err := readIndexedSessionPage(ctx, s.P.Broker.Addrs(), s.P.Store, key, scope, after, part, limit, SessionEventsPageBytes)
+		rec, next, ok, err := readIndexedSessionPage(ctx, s.logAddrs(), s.P.Store, key, scope, after, part, limit, SessionEventsPageBytes, s.asOfBound())
 		return read{rec, next, ok}, err
 	})
 	rec, ok := got.rec, got.ok
