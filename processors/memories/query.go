@@ -192,3 +192,30 @@ func FirstChange(store *projections.Store, key string) (Change, bool, error) {
 	ok, err := store.GetJSON(Name, changeKey(key, 0), &c)
 	return c, ok, err
 }
+
+// ListPage is a page of memories in events.EntityKey order (scope, '/',
+// id) and the cursor of the next page (the key of the page's last memory;
+// "" on the last page).
+type ListPage struct {
+	Memories   []Memory `json:"memories"`
+	NextCursor string   `json:"next_cursor"`
+}
+
+// List returns the memories of scopes in events.EntityKey order (scope,
+// '/', id), pruned ones included (a memory is never deleted: an audit
+// lists every one), at most limit (≥ 1) of them, starting after the key
+// cursor ("" from the first); next is the key of the last one returned
+// when more follow, else "". Only the given scopes' rows are read; with
+// scopes nil every scope is listed, those allow refuses skipped (allow
+// nil: all). Before, a search (at most 20 hits) was the only way to find
+// memories, so the bank could not be enumerated (an analyst's
+// walkthrough, 2026-12-07).
+func List(store *projections.Store, scopes []string, allow func(scope string) bool, limit int, cursor string) (list []Memory, next string, err error) {
+	return projections.ListScoped(store, Name, "m/", scopes, allow, limit, cursor, func(key string, val []byte) (Memory, bool, error) {
+		var m Memory
+		if err := json.Unmarshal(val, &m); err != nil {
+			return m, false, fmt.Errorf("memories: memory %s: %w", key, err)
+		}
+		return m, true, nil
+	})
+}

@@ -274,6 +274,7 @@ func (s *Server) Routes() []Route {
 		f("POST /v1/memories", requireJSON(s.toTopicOwner(events.TopicMemories, memories.DefaultRecordWait, s.recordMemory))),
 		f("POST /v1/memories/{id...}", requireJSON(s.toOwner(memoriesRoute(true), s.memoryFeedback))),
 		f("GET /v1/memories/{id...}", s.toOwner(memoriesRoute(false), s.memoryRoutes)),
+		f("GET /v1/memories", s.toTopicOwner(events.TopicMemories, 0, s.listMemories)), // the memories of the caller's scopes (memories_list.go)
 		f("POST /v1/workflows/suggest", requireJSON(s.postSuggest)),
 		f("POST /v1/workflows/suggest/feedback", requireJSON(s.postSuggestFeedback)),
 		f("GET /v1/workflows", s.listWorkflows),

@@ -47,6 +47,7 @@ var schemaFieldsCovered = []struct {
 	{"FeedbackResult", search.FeedbackResult{}},
 	{"NextPrediction", toolgraph.Prediction{}},
 	{"Memory", memories.Memory{}},
+	{"MemoryList", httpapi.MemoryList{}},
 	{"Session", sessions.View{}},
 	{"WorkflowState", workflows.State{}},
 	{"WorkflowWrite", workflows.WriteResult{}},

@@ -159,6 +159,11 @@ func Cases() []Case {
 		}, Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) + "/history" }), Want: map[Caller]int{Other: 404}},
+		// the memory list: 200 for both, the other scope's without the own
+		// scope's memory (its title is a secret); naming the own scope:
+		// 403 for the other
+		{Pattern: "GET /v1/memories", Request: get(func(Fixture) string { return "/v1/memories" })},
+		{Pattern: "GET /v1/memories", Request: get(func(f Fixture) string { return "/v1/memories?scope=" + url.QueryEscape(f.OwnScope) }), Want: map[Caller]int{Other: 403}},
 		// workflows: reads and the writes that need the workflow's past are
 		// 404 for the other scope; writes that may start a workflow go to
 		// the caller's own scope (the other scope gets its own workflow of
