@@ -188,6 +188,7 @@ func TestRouterErrorsAreJSON(t *testing.T) {
 		{"GET", "/v1/events", 405, "POST", []string{"GET", "/v1/events", "POST /v1/events"}},
 		{"PUT", "/v1/memories", 405, "GET, HEAD, POST", []string{"GET /v1/memories/search", "GET /v1/memories/{id}", "POST /v1/memories"}},
 		{"DELETE", "/v1/memories", 405, "GET, HEAD, POST", []string{"DELETE"}},
+		{"DELETE", "/v1/patterns/p1", 405, "GET, HEAD", []string{"GET /v1/patterns/{id}/history"}},
 		{"POST", "/v1/sessions", 405, "GET, HEAD", []string{"GET /v1/sessions"}},
 		{"DELETE", "/v1/workflows", 405, "GET, HEAD", []string{"GET /v1/workflows", "GET /v1/workflows/{id}", "POST /v1/workflows/suggest"}},
 		// the documented routes, not the subtree patterns that serve them

@@ -270,6 +270,7 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/reasoning/{id...}", s.toOwner(reasoningRoute, s.reasoningRoutes)),
 		f("GET /v1/memories/search", s.toTopicOwner(events.TopicMemories, 0, s.searchMemories)),
 		f("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns")),
+		f("GET /v1/patterns/{id...}", s.patternRoutes), // a pattern and its history: a global table, answered here (patterns.go)
 		f("GET /v1/tools/search", s.searchCollection(search.Tools, "tools")),
 		f("POST /v1/memories", requireJSON(s.toTopicOwner(events.TopicMemories, memories.DefaultRecordWait, s.recordMemory))),
 		f("POST /v1/memories/{id...}", requireJSON(s.toOwner(memoriesRoute(true), s.memoryFeedback))),
