@@ -1204,8 +1204,12 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 	if next > 0 {
 		cursor = strconv.Itoa(next)
 	}
+	// usage_count and evidence beside retrieval_count: usage_count counts
+	// distinct sources, merged recordings' sessions among them, so it was
+	// 7 beside a retrieval_count of 0 and nothing in the answer said why
+	// (an analyst's walkthrough, 2026-12-07)
 	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals,
-		"retrievals": retrievals, "retrieval_count": m.Retrievals, "next_cursor": cursor})
+		"retrievals": retrievals, "retrieval_count": m.Retrievals, "usage_count": m.UsageCount, "evidence": m.Evidence, "next_cursor": cursor})
 }
 
 // cachedGraph is a loaded tool graph and the version it was loaded at.
