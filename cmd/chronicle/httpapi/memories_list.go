@@ -14,6 +14,13 @@ const (
 	MaxMemoryList     = 500
 )
 
+// MemoryListPageBytes bounds a page of GET /v1/memories: it ends before
+// the memory that would take it past this many bytes (about: their
+// JSON), holding at least one, with its next_cursor, as the other pages of
+// large entities are bounded (a memory's content may be close to the
+// event limit); a variable for tests.
+var MemoryListPageBytes = 4 << 20
+
 // MemoryList is the answer of GET /v1/memories: a page of memories, each
 // as GET /v1/memories/{id} answers it, in key order (scope, '/', id: by id
 // within a scope) and the cursor of the next page ("" on the last page).
@@ -46,7 +53,7 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request) {
 	}
 	serveLocalList(s, w, r, string(events.TopicMemories), "memories", inScope,
 		func(scopes []string, allow func(string) bool) ([]memories.Memory, string, error) {
-			return memories.List(s.P.Store, scopes, allow, limit, cursor)
+			return memories.List(s.P.Store, scopes, allow, limit, MemoryListPageBytes, cursor)
 		},
 		func(rows []memories.Memory, next string) any {
 			return MemoryList{Memories: rows, NextCursor: next}

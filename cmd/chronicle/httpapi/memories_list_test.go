@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 )
 
 // GET /v1/memories lists the memory bank of the scopes the caller reads,
@@ -13,7 +15,9 @@ import (
 // hits, so an analyst could not enumerate a scope's memories for an audit
 // (an analyst's walkthrough, 2026-12-07). Another scope's memories are
 // never listed, ?scope= of a scope the token does not read is a 403, and
-// a bad limit or cursor a 400 naming it.
+// a bad limit or cursor a 400 naming it. A page ends before about 4 MiB
+// (MemoryListPageBytes), as a memory's content may be close to the event
+// limit.
 func TestMemoriesAreListed(t *testing.T) {
 	p, _, base := scopedServer(t)
 	record := func(tok, scope, title string) string {
@@ -63,6 +67,27 @@ func TestMemoriesAreListed(t *testing.T) {
 			t.Fatalf("tok-a's memories %v: want project:a's three, each once, in key order", got)
 		}
 	}
+	// a page ends before the memory that would take it past
+	// MemoryListPageBytes, holding at least one: one a page here
+	defer func(b int) { httpapi.MemoryListPageBytes = b }(httpapi.MemoryListPageBytes)
+	httpapi.MemoryListPageBytes = 10
+	var small []string
+	cursor = ""
+	for i := 0; ; i++ {
+		code, m := call(t, base, "tok-a", "GET", "/v1/memories?limit=500&cursor="+url.QueryEscape(cursor), nil)
+		list, _ := m["memories"].([]any)
+		if code != 200 || len(list) != 1 || i > 2 {
+			t.Fatalf("10-byte pages, page %d: %d %v; want one memory a page", i, code, m)
+		}
+		small = append(small, fmt.Sprint(list[0].(map[string]any)["scope"], "/", list[0].(map[string]any)["id"]))
+		if cursor, _ = m["next_cursor"].(string); cursor == "" {
+			break
+		}
+	}
+	if fmt.Sprint(small) != fmt.Sprint(got) {
+		t.Fatalf("10-byte pages %v; want the same memories %v", small, got)
+	}
+	httpapi.MemoryListPageBytes = 4 << 20
 	code, m := call(t, base, "tok-admin", "GET", "/v1/memories?scope=project:b", nil)
 	if list, _ := m["memories"].([]any); code != 200 || len(list) != 1 || fmt.Sprint(list[0].(map[string]any)["scope"], "/", list[0].(map[string]any)["id"]) != other {
 		t.Fatalf("admin, ?scope=project:b: %d %v; want project:b's one memory", code, m)
