@@ -2,6 +2,7 @@ package memories
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -192,3 +193,45 @@ func FirstChange(store *projections.Store, key string) (Change, bool, error) {
 	ok, err := store.GetJSON(Name, changeKey(key, 0), &c)
 	return c, ok, err
 }
+
+// ListPage is a page of memories in events.EntityKey order (scope, '/',
+// id) and the cursor of the next page (the key of the page's last memory;
+// "" on the last page).
+type ListPage struct {
+	Memories   []Memory `json:"memories"`
+	NextCursor string   `json:"next_cursor"`
+}
+
+// List returns the memories of scopes in events.EntityKey order (scope,
+// '/', id), pruned ones included (a memory is never deleted: an audit
+// lists every one), at most limit (≥ 1) of them, starting after the key
+// cursor ("" from the first), and ending before the memory that would take
+// the page's stored JSON past maxBytes (0: no bound; the page holds at
+// least one): a memory's content may be close to the event limit, so a
+// page of 500 could otherwise be hundreds of MB. next is the key of the
+// last one returned when more follow, else "". Only the given scopes' rows
+// are read; with scopes nil every scope is listed, those allow refuses
+// skipped (allow nil: all). Before, a search (at most 20 hits) was the
+// only way to find memories, so the bank could not be enumerated (an
+// analyst's walkthrough, 2026-12-07).
+func List(store *projections.Store, scopes []string, allow func(scope string) bool, limit, maxBytes int, cursor string) (list []Memory, next string, err error) {
+	size := 0
+	list, next, err = projections.ListScoped(store, Name, "m/", scopes, allow, limit, cursor, func(key string, val []byte) (Memory, bool, error) {
+		var m Memory
+		if maxBytes > 0 && size > 0 && size+len(val) > maxBytes {
+			return m, false, errPageFull
+		}
+		if err := json.Unmarshal(val, &m); err != nil {
+			return m, false, fmt.Errorf("memories: memory %s: %w", key, err)
+		}
+		size += len(val)
+		return m, true, nil
+	})
+	if errors.Is(err, errPageFull) {
+		return list, list[len(list)-1].Key(), nil
+	}
+	return list, next, err
+}
+
+// errPageFull stops List's scan at the memory that does not fit the page.
+var errPageFull = errors.New("memories: page full")

@@ -210,7 +210,9 @@ func (PatternsProcessor) GlobalTable() bool { return true }
 // moves it in or out of Succeeded as its verdict changed, and emits
 // coordination.pattern.changed.v1 with the pattern as it now stands (to
 // chronicle.learned, keyed by the pattern). Cost: one row read and write,
-// whatever the pattern's size.
+// whatever the pattern's size. The counting itself is CountPattern, which
+// GET /v1/patterns/{id}/history folds over the pattern's records of the
+// log to show each step.
 func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if env.Type != events.PatternCounted {
 		return nil
@@ -224,11 +226,51 @@ func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
 	if err != nil {
 		return err
 	}
-	if d.Left {
-		return leavePattern(tx, p, ok, d)
+	p, change := CountPattern(p, ok, env.EffectiveScope(), d)
+	switch change {
+	case PatternUnchanged:
+		return nil
+	case PatternRemoved:
+		if err := tx.Delete(patternKey(d.PatternID)); err != nil {
+			return err
+		}
+	default:
+		if err := tx.SetJSON(patternKey(d.PatternID), p); err != nil {
+			return err
+		}
 	}
+	return tx.Emit(events.PatternChanged, events.PatternChangedData{
+		PatternID: p.ID, Change: change, SessionID: d.SessionID, Steps: p.Steps, Category: p.Category, Tools: p.Tools,
+		Task: p.Task, SessionCount: p.SessionCount, SucceededCount: p.SucceededCount, Confidence: p.Confidence(), Outcome: p.Outcome(),
+	})
+}
+
+// The changes CountPattern makes (coordination.pattern.changed.v1's change;
+// PatternUnchanged emits nothing).
+const (
+	PatternCreated   = "created"
+	PatternUpdated   = "updated"
+	PatternRemoved   = "removed"
+	PatternUnchanged = ""
+)
+
+// CountPattern is pattern p (found: ok; the zero Pattern when not) after
+// the coordination.pattern.counted.v1 d of scope, and the change:
+// PatternCreated, PatternUpdated, PatternRemoved (d took out its last
+// session: the row goes, counts 0) or PatternUnchanged (d took a session
+// out of a pattern that is not there). A session counted first adds one
+// to SessionCount; one that meets its criteria now and did not before (or
+// is counted first) one to SucceededCount; one that met them and no
+// longer does takes one off. It does not modify p's lists in place
+// beyond what append and slices.Delete do to its own slices.
+func CountPattern(p Pattern, ok bool, scope string, d PatternCountedData) (Pattern, string) {
+	if d.Left {
+		return leavePattern(p, ok, d)
+	}
+	change := PatternUpdated
 	if !ok {
-		p = Pattern{ID: d.PatternID, Scope: env.EffectiveScope(), Steps: d.Steps, Category: d.Category, Tools: d.Tools, Task: d.Task}
+		p = Pattern{ID: d.PatternID, Scope: scope, Steps: d.Steps, Category: d.Category, Tools: d.Tools, Task: d.Task}
+		change = PatternCreated
 	}
 	if d.First {
 		p.SessionCount++
@@ -247,26 +289,16 @@ func (PatternsProcessor) Apply(tx *projections.Tx, env *events.Envelope) error {
 			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
 		}
 	}
-	if err := tx.SetJSON(patternKey(d.PatternID), p); err != nil {
-		return err
-	}
-	change := "updated"
-	if !ok {
-		change = "created"
-	}
-	return tx.Emit(events.PatternChanged, events.PatternChangedData{
-		PatternID: p.ID, Change: change, SessionID: d.SessionID, Steps: p.Steps, Category: p.Category, Tools: p.Tools,
-		Task: p.Task, SessionCount: p.SessionCount, SucceededCount: p.SucceededCount, Confidence: p.Confidence(), Outcome: p.Outcome(),
-	})
+	return p, change
 }
 
 // leavePattern takes session d.SessionID out of pattern p (found: ok):
 // one session fewer, one success fewer when it met its criteria there, and
-// the pattern row removed with its last session ("removed", counts 0). A
-// pattern that is not there has nothing to take out.
-func leavePattern(tx *projections.Tx, p Pattern, ok bool, d PatternCountedData) error {
+// the pattern removed with its last session (PatternRemoved, counts 0). A
+// pattern that is not there has nothing to take out (PatternUnchanged).
+func leavePattern(p Pattern, ok bool, d PatternCountedData) (Pattern, string) {
 	if !ok || p.SessionCount == 0 {
-		return nil
+		return p, PatternUnchanged
 	}
 	p.SessionCount--
 	if i := slices.Index(p.Sessions, d.SessionID); i >= 0 {
@@ -278,19 +310,11 @@ func leavePattern(tx *projections.Tx, p Pattern, ok bool, d PatternCountedData) 
 			p.Succeeded = slices.Delete(p.Succeeded, i, i+1)
 		}
 	}
-	change := "updated"
 	if p.SessionCount == 0 {
-		change, p.SucceededCount = "removed", 0
-		if err := tx.Delete(patternKey(d.PatternID)); err != nil {
-			return err
-		}
-	} else if err := tx.SetJSON(patternKey(d.PatternID), p); err != nil {
-		return err
+		p.SucceededCount = 0
+		return p, PatternRemoved
 	}
-	return tx.Emit(events.PatternChanged, events.PatternChangedData{
-		PatternID: p.ID, Change: change, SessionID: d.SessionID, Steps: p.Steps, Category: p.Category, Tools: p.Tools,
-		Task: p.Task, SessionCount: p.SessionCount, SucceededCount: p.SucceededCount, Confidence: p.Confidence(), Outcome: p.Outcome(),
-	})
+	return p, PatternUpdated
 }
 
 // lastN is the last n elements of l.

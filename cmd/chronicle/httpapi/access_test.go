@@ -193,7 +193,8 @@ func TestAccessConformance(t *testing.T) {
 	}
 	waitCaughtUp(t, p)
 	waitDeadLetters(t, p, base, "tok-a", "", 1)
-	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1",
+	pattern := patternOf(t, p, "project:a")
+	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1", Pattern: pattern,
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin", WriteOnlyToken: "tok-wo",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: rec["id"].(string), Secrets: []string{secret},

@@ -171,9 +171,10 @@ func TestSessionListCursor(t *testing.T) {
 // TestRouterErrorsAreJSON: what no route serves is a JSON error with
 // Content-Type application/json: 405 with Allow for a method the path has
 // no route for, 404 for an unknown path, and no redirect for the root of
-// an {id} subtree (GET /v1/memories: 405 with Allow: POST, naming the
-// routes under /v1/memories; it used to redirect to /v1/memories/, which
-// answered 400 "memory id: empty"). Registered routes answer as before.
+// an {id} subtree (PUT /v1/memories: 405 with Allow naming GET and POST
+// and the routes under /v1/memories; it used to redirect to /v1/memories/,
+// which answered 400 "memory id: empty"; GET /v1/memories, a 405 until
+// it listed the memories, 2026-12-07). Registered routes answer as before.
 func TestRouterErrorsAreJSON(t *testing.T) {
 	srv := httptest.NewServer(routesOnly().Handler())
 	defer srv.Close()
@@ -185,8 +186,9 @@ func TestRouterErrorsAreJSON(t *testing.T) {
 		contains     []string
 	}{
 		{"GET", "/v1/events", 405, "POST", []string{"GET", "/v1/events", "POST /v1/events"}},
-		{"GET", "/v1/memories", 405, "POST", []string{"GET /v1/memories/search", "GET /v1/memories/{id}", "POST /v1/memories"}},
-		{"DELETE", "/v1/memories", 405, "POST", []string{"DELETE"}},
+		{"PUT", "/v1/memories", 405, "GET, HEAD, POST", []string{"GET /v1/memories/search", "GET /v1/memories/{id}", "POST /v1/memories"}},
+		{"DELETE", "/v1/memories", 405, "GET, HEAD, POST", []string{"DELETE"}},
+		{"DELETE", "/v1/patterns/p1", 405, "GET, HEAD", []string{"GET /v1/patterns/{id}/history"}},
 		{"POST", "/v1/sessions", 405, "GET, HEAD", []string{"GET /v1/sessions"}},
 		{"DELETE", "/v1/workflows", 405, "GET, HEAD", []string{"GET /v1/workflows", "GET /v1/workflows/{id}", "POST /v1/workflows/suggest"}},
 		// the documented routes, not the subtree patterns that serve them

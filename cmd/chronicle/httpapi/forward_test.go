@@ -766,7 +766,7 @@ func accessConformanceCluster(t *testing.T, external bool) {
 		base = m2.srv.URL
 	}
 	memID := rec["id"].(string)
-	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1",
+	f := accesstest.Fixture{Reasoning: "rt/1", Search: "search-1", Pattern: patternOf(t, m1.p, "project:a"),
 		Workflow: "wf-a", WorkflowCheckpoint: cp.CheckpointID, WorkflowDecision: dec.EventID,
 		BaseURL: base, OwnToken: "tok-a", OtherToken: "tok-b", AdminToken: "tok-admin", WriteOnlyToken: "tok-wo",
 		OwnScope: "project:a", OtherScope: "project:b", Session: sid, Memory: memID, Secrets: []string{secret},

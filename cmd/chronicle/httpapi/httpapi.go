@@ -284,10 +284,12 @@ func (s *Server) Routes() []Route {
 		f("GET /v1/reasoning/{id...}", s.toOwner(reasoningRoute, s.reasoningRoutes)),
 		f("GET /v1/memories/search", s.toTopicOwner(events.TopicMemories, 0, s.searchMemories)),
 		f("GET /v1/patterns/search", s.searchCollection(search.Patterns, "patterns")),
+		f("GET /v1/patterns/{id...}", s.patternRoutes), // a pattern and its history: a global table, answered here (patterns.go)
 		f("GET /v1/tools/search", s.searchCollection(search.Tools, "tools")),
 		f("POST /v1/memories", requireJSON(s.toTopicOwner(events.TopicMemories, memories.DefaultRecordWait, s.recordMemory))),
 		f("POST /v1/memories/{id...}", requireJSON(s.toOwner(memoriesRoute(true), s.memoryFeedback))),
 		f("GET /v1/memories/{id...}", s.toOwner(memoriesRoute(false), s.memoryRoutes)),
+		f("GET /v1/memories", s.toTopicOwner(events.TopicMemories, 0, s.listMemories)), // the memories of the caller's scopes (memories_list.go)
 		f("POST /v1/workflows/suggest", requireJSON(s.postSuggest)),
 		f("POST /v1/workflows/suggest/feedback", requireJSON(s.postSuggestFeedback)),
 		f("GET /v1/workflows", s.listWorkflows),
@@ -1239,8 +1241,12 @@ func (s *Server) memoryRoutes(w http.ResponseWriter, r *http.Request) {
 	if next > 0 {
 		cursor = strconv.Itoa(next)
 	}
+	// usage_count and evidence beside retrieval_count: usage_count counts
+	// distinct sources, merged recordings' sessions among them, so it was
+	// 7 beside a retrieval_count of 0 and nothing in the answer said why
+	// (an analyst's walkthrough, 2026-12-07)
 	writeJSON(w, http.StatusOK, map[string]any{"memory_id": id, "scope": m.Scope, "confidence": m.Confidence, "pruned": m.Pruned, "changes": changes, "signals": signals,
-		"retrievals": retrievals, "retrieval_count": m.Retrievals, "next_cursor": cursor})
+		"retrievals": retrievals, "retrieval_count": m.Retrievals, "usage_count": m.UsageCount, "evidence": m.Evidence, "next_cursor": cursor})
 }
 
 // cachedGraph is a loaded tool graph and the version it was loaded at.

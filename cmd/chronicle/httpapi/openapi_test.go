@@ -93,7 +93,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := accesstest.Fixture{OwnScope: "project:a", OtherScope: "project:b", Session: "s-1", Memory: "m-1", Workflow: "wf-1",
-		WorkflowCheckpoint: "chronicle.workflows:0:7", WorkflowDecision: "d-1", Search: "srch-1", Reasoning: "r-1", Secrets: []string{"x"}}
+		WorkflowCheckpoint: "chronicle.workflows:0:7", WorkflowDecision: "d-1", Search: "srch-1", Reasoning: "r-1", Pattern: "pat-1", Secrets: []string{"x"}}
 	var undocumented []string
 	for _, c := range accesstest.Cases() {
 		rq := c.Request(f)
@@ -683,7 +683,7 @@ func TestOpenAPIDocumentsReadOnlyAnswers(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("checked %d write operations, want every one (≥ 10)", n)
 	}
-	for _, uri := range []string{"/v1/learned/stream", "/v1/sessions/x/events", "/v1/cluster"} {
+	for _, uri := range []string{"/v1/learned/stream", "/v1/sessions/x/events", "/v1/patterns/x/history", "/v1/cluster"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, uri, nil))
 		if rec.Code != http.StatusServiceUnavailable {

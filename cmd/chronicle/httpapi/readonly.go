@@ -94,14 +94,18 @@ func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 }
 
 // readsLog says whether a GET path is answered from the log rather than
-// the projections: /v1/sessions/{id}/events and the learned events'
-// stream (/v1/learned/..., read from its topic). The workflow routes are
+// the projections: /v1/sessions/{id}/events, a pattern's history
+// (/v1/patterns/{id}/history, read from chronicle.patterns) and the
+// learned events' stream (/v1/learned/..., read from its topic). The workflow routes are
 // not: their checkpoint ids are the processor's cpid/ rows (before, every
 // /v1/workflows/... path answered 503 here, though GET /v1/workflows
 // listed the same workflows with their checkpoint ids).
 func readsLog(path string) bool {
 	if rest, ok := strings.CutPrefix(path, "/v1/sessions/"); ok {
 		return strings.HasSuffix(rest, "/events")
+	}
+	if rest, ok := strings.CutPrefix(path, "/v1/patterns/"); ok {
+		return strings.HasSuffix(rest, "/history")
 	}
 	return strings.HasPrefix(path, "/v1/learned/")
 }

@@ -21,13 +21,11 @@ import (
 // ServeMux also redirects the root of a "/prefix/{id...}" subtree
 // (GET /v1/memories → /v1/memories/), where every such route answers 400
 // for the empty id. Decision: no redirect; such a path is answered as one
-// without that subtree route. There is no route that lists memories (nor
-// searches or reasoning tasks): GET /v1/memories is a 405 with Allow: POST
-// (POST /v1/memories records a memory), and the error names the routes
-// under /v1/memories (GET /v1/memories/search finds memories, GET
-// /v1/memories/{id} reads one). GET /v1/workflows lists workflows (its own
-// pattern, which ServeMux prefers to the subtree's root). A redirect to a cleaned path (//v1/x →
-// /v1/x) stays as ServeMux answers it.
+// without that subtree route: GET /v1/patterns (no list of patterns) is a
+// 404 naming the routes under /v1/patterns. GET /v1/memories and GET
+// /v1/workflows list memories and workflows (their own patterns, which
+// ServeMux prefers to the subtree's root). A redirect to a cleaned path
+// (//v1/x → /v1/x) stays as ServeMux answers it.
 type jsonRouter struct {
 	mux *http.ServeMux
 	// readOnly: only GET patterns serve (chronicle inspect); the Allow of

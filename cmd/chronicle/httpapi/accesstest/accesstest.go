@@ -47,7 +47,10 @@ type Fixture struct {
 	// Reasoning is a reasoning task of the own scope (its task text
 	// contains the secrets too).
 	Reasoning string
-	Secrets   []string
+	// Pattern is a coordination pattern of the own scope (the tool
+	// sequence of Session).
+	Pattern string
+	Secrets []string
 	// State returns a digest of the own scope's entities as the own token
 	// reads them (session, its events, memory, history); Run requires it
 	// unchanged by every request of the other scope's token.
@@ -159,6 +162,15 @@ func Cases() []Case {
 		}, Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) }), Want: map[Caller]int{Other: 404}},
 		{Pattern: "GET /v1/memories/{id...}", Request: get(func(f Fixture) string { return "/v1/memories/" + esc(f.Memory) + "/history" }), Want: map[Caller]int{Other: 404}},
+		// the memory list: 200 for both, the other scope's without the own
+		// scope's memory (its title is a secret); naming the own scope:
+		// 403 for the other
+		{Pattern: "GET /v1/memories", Request: get(func(Fixture) string { return "/v1/memories" })},
+		{Pattern: "GET /v1/memories", Request: get(func(f Fixture) string { return "/v1/memories?scope=" + url.QueryEscape(f.OwnScope) }), Want: map[Caller]int{Other: 403}},
+		// a pattern and its history: another scope's is the 404 of an id
+		// no pattern has
+		{Pattern: "GET /v1/patterns/{id...}", Request: get(func(f Fixture) string { return "/v1/patterns/" + esc(f.Pattern) }), Want: map[Caller]int{Other: 404}},
+		{Pattern: "GET /v1/patterns/{id...}", Request: get(func(f Fixture) string { return "/v1/patterns/" + esc(f.Pattern) + "/history" }), Want: map[Caller]int{Other: 404}},
 		// workflows: reads and the writes that need the workflow's past are
 		// 404 for the other scope; writes that may start a workflow go to
 		// the caller's own scope (the other scope gets its own workflow of
