@@ -99,7 +99,7 @@ func TestInterruptedSearchSaysItResumes(t *testing.T) {
 		// starts): searches are running
 		var seen strings.Builder
 		buf := make([]byte, 4096)
-		for !strings.Contains(seen.String(), "chronicle: searching (100)") && !strings.Contains(seen.String(), "chronicle: import tot (100)") {
+		for !strings.Contains(seen.String(), "chronicle: searching (100 puzzles)") && !strings.Contains(seen.String(), "chronicle: import tot (100 runs)") {
 			n, err := stderr.Read(buf)
 			seen.Write(buf[:n])
 			if err != nil {
