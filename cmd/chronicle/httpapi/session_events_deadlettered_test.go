@@ -5,15 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/chronicle-dev/chronicle/cmd/chronicle/httpapi"
 	"github.com/chronicle-dev/chronicle/events"
+	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/pipeline"
+	"github.com/chronicle-dev/chronicle/projections"
 )
 
 // TestSessionEventsMarkTheDeadLettered: GET /v1/sessions/{id}/events
@@ -70,7 +77,7 @@ func TestSessionEventsMarkTheDeadLettered(t *testing.T) {
 			DeadLettered []mark          `json:"dead_lettered"`
 		} `json:"events"`
 	}
-	check := func(name, base, token string) {
+	check := func(name, base, token string, wantMarked bool) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", base+"/v1/sessions/"+url.PathEscape(sid)+"/events?scope=project:b", nil)
 		if token != "" {
@@ -91,6 +98,11 @@ func TestSessionEventsMarkTheDeadLettered(t *testing.T) {
 			var ce struct{ ID string }
 			_ = json.Unmarshal(e.Event, &ce)
 			switch {
+			case ce.ID == again.ID && !wantMarked:
+				if len(e.DeadLettered) > 0 {
+					t.Errorf("%s: the second completion at %s is marked %+v by a letter the state does not hold", name, e.Position, e.DeadLettered)
+				}
+				marked++
 			case ce.ID == again.ID:
 				if len(e.DeadLettered) != 1 || e.DeadLettered[0].Handler == "" || e.DeadLettered[0].Reason == "" ||
 					!strings.HasPrefix(e.DeadLettered[0].Letter, string(events.TopicDeadLetter)+":") || e.DeadLettered[0].DeadLetteredAt == "" {
@@ -106,13 +118,36 @@ func TestSessionEventsMarkTheDeadLettered(t *testing.T) {
 			t.Errorf("%s: the second completion %s listed %d times among %d events, want once", name, again.ID, marked, len(a.Events))
 		}
 	}
-	check("serve, from the index", base, "tok-b")
+	check("serve, from the index", base, "tok-b", true)
 	restore := httpapi.ScanSessionEvents()
-	check("serve, by the scan", base, "tok-b")
+	check("serve, by the scan", base, "tok-b", true)
 	restore()
 	ro := httptest.NewServer(conforming(t, (&httpapi.Server{P: p, ReadOnly: true, LogBrokers: p.Broker.Addrs()}).Handler()))
 	defer ro.Close()
-	check("inspect --brokers", ro.URL, "")
+	check("inspect --brokers", ro.URL, "", true)
+
+	// an as-of state that applied every record but no letter (a replay
+	// stopped at chronicle.deadletter's start): the completion is listed,
+	// unmarked, as the state stood; the log's letter does not count
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := projections.Open(filepath.Join(t.TempDir(), "asof"), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: st, Processors: pipeline.DefaultProcessors(),
+		StopAt: func(_, topic string, _ int32) int64 {
+			if topic == string(events.TopicDeadLetter) {
+				return 0
+			}
+			return math.MaxInt64
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	asOf := httptest.NewServer(conforming(t, (&httpapi.Server{P: &pipeline.Pipeline{Store: st, Registry: prometheus.NewRegistry()}, ReadOnly: true, LogBrokers: p.Broker.Addrs()}).Handler()))
+	defer asOf.Close()
+	check("inspect --brokers of a state without the letter", asOf.URL, "", false)
 }
 
 // TestInspectServesTheLearnedStream: chronicle inspect --brokers serves
@@ -163,5 +198,53 @@ func TestInspectServesTheLearnedStream(t *testing.T) {
 	}
 	if created != 2 || last == "" {
 		t.Errorf("inspect --brokers: the stream gave %d memory.created.v1 and ended at %q, want 2 and the position reached", created, last)
+	}
+	whole, err := httpapi.ParseLearnedCursor(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// an as-of state that read one record of each partition of
+	// chronicle.learned: the stream ends there, though the log given holds
+	// more
+	st, err := projections.Open(filepath.Join(t.TempDir(), "asof"), projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := processors.Replay(ctx, processors.ReplayConfig{Brokers: p.Broker.Addrs(), Store: st, Processors: pipeline.DefaultProcessors(),
+		StopAt: func(_, topic string, _ int32) int64 {
+			if topic == string(events.TopicLearned) {
+				return 1
+			}
+			return math.MaxInt64
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	asOf := httptest.NewServer((&httpapi.Server{P: &pipeline.Pipeline{Store: st, Registry: prometheus.NewRegistry()}, ReadOnly: true, LogBrokers: p.Broker.Addrs()}).Handler())
+	defer asOf.Close()
+	resp2, rd2 := openStream(t, ctx, asOf.URL+"/v1/learned/stream", "")
+	defer resp2.Body.Close()
+	last = ""
+	for {
+		ev, ok := rd2.next()
+		if !ok {
+			break
+		}
+		last = ev.ID
+	}
+	end, err := httpapi.ParseLearnedCursor(last)
+	if ctx.Err() != nil || err != nil {
+		t.Fatalf("the as-of stream did not end with its position within 30s: %q %v", last, err)
+	}
+	past := false
+	for part, o := range end {
+		if o > 1 {
+			t.Errorf("the as-of stream ended at %s: partition %d past the state's 1", last, part)
+		}
+		past = past || whole[part] > 1
+	}
+	if !past {
+		t.Fatalf("the whole stream ended at %s: nothing past the as-of state's positions to leave out", whole)
 	}
 }
