@@ -44,13 +44,14 @@ analyst reads an as-of state built by "chronicle replay --until ... --into DIR" 
 --until a workflow's checkpoint id), or a stopped service's directory.
 
 No broker is started, nothing is produced or relayed, and no processor or worker runs.
-Write routes (POST, and the MCP endpoint) answer 405 naming read-only mode; the learned
-stream, which reads the Kafka log rather than the projections, answers 503, as does
-/v1/cluster. A session's events (GET /v1/sessions/{id}/events) are read from the log
+Write routes (POST, and the MCP endpoint) answer 405 naming read-only mode; /v1/cluster
+answers 503. A session's events (GET /v1/sessions/{id}/events, a refused one marked
+dead_lettered by the letters the state holds) and the learned stream (GET
+/v1/learned/stream, which ends at the state's positions) are read from the log
 given with --brokers (a chronicle broker on the log the projections were built from, or
 the Kafka cluster serving it), checked at start to be that log (within 15s), and list
 only the records at or before the positions the projections hold, later ones left out;
-without --brokers that route answers 503 saying how to serve the log. inspect does not
+without --brokers those routes answer 503 saying how to serve the log. inspect does not
 open DIR/log itself, even when no process holds it: the embedded broker writes in its log
 directory when it starts (its LOCK file, the stopped mark, topics) and when it stops. A workflow read answers 503 too when DIR holds
 checkpoints applied by a Chronicle older than the recorded checkpoint ids (cpid/ rows):

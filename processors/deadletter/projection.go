@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -205,4 +206,38 @@ func ListScopedMatching(store *projections.Store, scopes []string, allow func(sc
 		}
 		return e, match(e), nil
 	})
+}
+
+// OfKey answers the letters this store holds of the records keyed key
+// (events.EntityKey: <scope>/<id>) on topic, by the rejected record's
+// position (Entry.ID, "topic:partition:offset"), newest letter first
+// within a record (a record may have several: a processor's and a
+// worker's). GET /v1/sessions/{id}/events marks with them the events that
+// were refused. Cost: one scan of key's scope's rows (the projection is
+// keyed by scope and time, not by the record), each row decoded; no row
+// is added for it, so the projections and their digest are unchanged and
+// a directory written before this reads the same. An as-of store holds
+// only the letters applied up to its positions, so only those are
+// answered.
+func OfKey(store *projections.Store, key, topic string) (map[string][]Entry, error) {
+	scope, _, ok := events.SplitEntityKey(key)
+	if !ok || !events.ValidScope(scope) {
+		return nil, fmt.Errorf("deadletters: key %q is not <scope>/<id>", key)
+	}
+	out := map[string][]Entry{}
+	err := store.Scan(Name, scope+"/", "", func(k string, val []byte) (bool, error) {
+		// a cheap test before decoding the row: its key is in the JSON
+		if !bytes.Contains(val, []byte(topic)) {
+			return true, nil
+		}
+		var e Entry
+		if err := json.Unmarshal(val, &e); err != nil {
+			return false, fmt.Errorf("deadletters: row %s: %w", k, err)
+		}
+		if e.Key == key && e.Topic == topic {
+			out[e.ID] = append(out[e.ID], e)
+		}
+		return true, nil
+	})
+	return out, err
 }

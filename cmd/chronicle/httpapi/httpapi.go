@@ -993,6 +993,10 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request, key strin
 		next, list = list[limit].Offset, list[:limit]
 	}
 	page, cursor := pageEvents(list, next)
+	if err := markDeadLettered(s.P.Store, key, page); err != nil {
+		writeErr(w, http.StatusInternalServerError, "mark the session's dead-lettered events: %v", err)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "source": "scan", "events": page,
 		"evaluations": []PositionedEvent{}, "memories": []PositionedEvent{}, "pair_contexts": []PositionedEvent{}, "next_cursor": cursor})
 }

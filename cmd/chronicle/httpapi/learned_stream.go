@@ -259,7 +259,7 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	topic := string(events.TopicLearned)
-	cl, err := kafkaconn.NewClient(s.P.Broker.Addrs(), kgo.DisableFetchSessions(), // see kafkapubsub: avoids a race in franz-go's Close
+	cl, err := kafkaconn.NewClient(s.logAddrs(), kgo.DisableFetchSessions(), // see kafkapubsub: avoids a race in franz-go's Close
 		// a fenced relay writes the learned events in transactions: never
 		// an aborted record, and the markers kept so that the position
 		// passes them (the topic's end offset is after the last marker)
@@ -286,6 +286,17 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 	}
 	end := LearnedCursor{}
 	ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+	bound := s.asOfBound()
+	if bound != nil {
+		// chronicle inspect --brokers: the stream ends where the state
+		// does (its positions of chronicle.learned, which the sessionlog
+		// and PAIR processors read), though the log given may hold later
+		// records, and never follows: a read-only state learns nothing
+		// more. Before, inspect answered this route 503 whatever it was
+		// given (an analyst's walkthrough, 2026-12-07)
+		end = boundLearnedEnd(end, bound)
+		follow = false
+	}
 	if cur == nil {
 		cur = LearnedCursor{}
 	}
@@ -307,7 +318,11 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		if o > e {
 			// a cursor no stream handed out: resuming there would skip
 			// the events written between the end and it, silently
-			writeParamErr(w, http.StatusBadRequest, afterParam, fmt.Sprintf("%d:%d is beyond the end of %s partition %d (%d): not a position this stream gave", p, o, topic, p, e))
+			asOf := ""
+			if bound != nil {
+				asOf = " as of this read-only state (GET /healthz as_of)"
+			}
+			writeParamErr(w, http.StatusBadRequest, afterParam, fmt.Sprintf("%d:%d is beyond the end of %s partition %d%s (%d): not a position this stream gave", p, o, topic, p, asOf, e))
 			return
 		}
 	}
@@ -381,8 +396,8 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 		})
 		var buf bytes.Buffer
 		fs.EachRecord(func(rec *kgo.Record) {
-			if rec.Offset < cur[rec.Partition] {
-				return
+			if rec.Offset < cur[rec.Partition] || bound != nil && rec.Offset >= end[rec.Partition] {
+				return // before the position, or past a read-only state's end
 			}
 			cur[rec.Partition] = rec.Offset + 1
 			if rec.Attrs.IsControl() { // a transaction marker: not an event
@@ -470,6 +485,21 @@ func (s *Server) learnedStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// boundLearnedEnd is end (the topic's end offsets, per partition) cut at
+// a read-only state's positions (bound): the offset after the last record
+// of chronicle.learned the state read, 0 on a partition it read none of.
+func boundLearnedEnd(end LearnedCursor, bound logBound) LearnedCursor {
+	out := LearnedCursor{}
+	for p, e := range end {
+		last, ok := bound[topicPartition{string(events.TopicLearned), p}]
+		out[p] = 0
+		if ok {
+			out[p] = min(e, last+1)
+		}
+	}
+	return out
 }
 
 // endCatchUp ends a follow=false stream with the position it reached as

@@ -36,8 +36,10 @@ const ReadOnlyMessage = "read-only: chronicle inspect serves the read API over a
 //     from LogBrokers (inspect --brokers) when given, listing only the
 //     records at or before the positions the projections hold
 //     (asOfBound); without them 503, saying how to give them (NoLogHint);
-//   - the learned events' stream, which reads the log too: 503 naming the
-//     reason, since inspect starts no broker;
+//   - GET /v1/learned/stream, which reads chronicle.learned: served from
+//     LogBrokers as well, ending at the state's positions of that topic
+//     and never following (boundLearnedEnd); without them 503 saying how
+//     to give them, as above;
 //   - every other GET route: served as is, from the projections. The
 //     workflow reads (a workflow's state, its checkpoints, its state as of
 //     a checkpoint id) are among them: the processor records each
@@ -75,15 +77,19 @@ func (s *Server) readOnlyGuard(rt Route, jr *jsonRouter) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case readsSessionLog(r.URL.Path) && len(s.LogBrokers) > 0:
+		case (readsSessionLog(r.URL.Path) || readsLearned(r.URL.Path)) && len(s.LogBrokers) > 0:
 			// served from the log given (inspect --brokers), up to the
 			// state's positions (asOfBound)
-		case readsSessionLog(r.URL.Path):
+		case readsSessionLog(r.URL.Path) || readsLearned(r.URL.Path):
 			hint := s.NoLogHint
 			if hint == "" {
 				hint = NoLogHint("", false)
 			}
-			writeErr(w, http.StatusServiceUnavailable, "%s: %s reads the session's records from the Kafka log, and this inspect was given none: %s", ReadOnlyMessage, r.URL.Path, hint)
+			what := "the session's records"
+			if readsLearned(r.URL.Path) {
+				what = "chronicle.learned"
+			}
+			writeErr(w, http.StatusServiceUnavailable, "%s: %s reads %s from the Kafka log, and this inspect was given none: %s", ReadOnlyMessage, r.URL.Path, what, hint)
 			return
 		case readsLog(r.URL.Path):
 			writeErr(w, http.StatusServiceUnavailable, "%s: %s reads the Kafka log, and inspect starts no broker (it serves the projections only)", ReadOnlyMessage, r.URL.Path)
@@ -109,6 +115,11 @@ func readsLog(path string) bool {
 	}
 	return strings.HasPrefix(path, "/v1/learned/")
 }
+
+// readsLearned says whether a GET path is the learned events' stream
+// (/v1/learned/stream), which inspect --brokers serves up to the state's
+// positions (learnedStream, boundLearnedEnd).
+func readsLearned(path string) bool { return path == "/v1/learned/stream" }
 
 // readsSessionLog says whether a GET path is /v1/sessions/{id}/events.
 func readsSessionLog(path string) bool {

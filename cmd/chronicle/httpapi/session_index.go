@@ -17,6 +17,7 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/processors"
+	"github.com/chronicle-dev/chronicle/processors/deadletter"
 	"github.com/chronicle-dev/chronicle/processors/sessionlog"
 	"github.com/chronicle-dev/chronicle/projections"
 )
@@ -29,6 +30,55 @@ type PositionedEvent struct {
 	Offset    int64           `json:"offset"`
 	Position  string          `json:"position"`
 	Event     json.RawMessage `json:"event"`
+	// DeadLettered, on GET /v1/sessions/{id}/events' events only, names
+	// the letters of a record a processor or worker refused (a second
+	// completion, a completion before the start): the log keeps such a
+	// record, the handler named did not apply it. Absent for a record applied
+	// as evidence. Before, a refused event was listed exactly like an
+	// applied one (an analyst's walkthrough, 2026-12-07).
+	DeadLettered []DeadLetterMark `json:"dead_lettered,omitempty"`
+}
+
+// DeadLetterMark is one letter of a listed record (deadletter.Entry's
+// essentials): the Handler that refused it (processor@topic or
+// worker@topic), the Reason, the JSON Pointer of the member the reason
+// names (when it names one), the Letter's own position
+// ("chronicle.deadletter:<partition>:<offset>"), when the log received it
+// (DeadLetteredAt, RFC 3339) and, once `chronicle deadletter redrive`
+// re-produced the record, where (RedrivenTo). The record's own position
+// is the letter's id in GET /v1/deadletters and `chronicle deadletter`.
+type DeadLetterMark struct {
+	Handler        string `json:"handler"`
+	Reason         string `json:"reason"`
+	Pointer        string `json:"pointer,omitempty"`
+	Letter         string `json:"letter"`
+	DeadLetteredAt string `json:"dead_lettered_at"`
+	RedrivenTo     string `json:"redriven_to,omitempty"`
+}
+
+// markDeadLettered sets DeadLettered on each of evs (records of the
+// session with key on chronicle.sessions) that store holds a letter of
+// (deadletter.OfKey: one scan of the scope's letters, none when evs is
+// empty). In a cluster the letters of a session's records are on the
+// dead-letter partition of the session's number (they are keyed by the
+// record's key), which the co-partitioned group gives the member that owns
+// the session, the one that answers this route; an as-of store (chronicle
+// inspect) holds only the letters applied up to its positions.
+func markDeadLettered(store *projections.Store, key string, evs []PositionedEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	letters, err := deadletter.OfKey(store, key, string(events.TopicSessions))
+	if err != nil || len(letters) == 0 {
+		return err
+	}
+	for i := range evs {
+		for _, l := range letters[evs[i].Position] {
+			evs[i].DeadLettered = append(evs[i].DeadLettered, DeadLetterMark{Handler: l.Handler, Reason: l.Reason, Pointer: l.Pointer,
+				Letter: fmt.Sprintf("%s:%d:%d", events.TopicDeadLetter, l.DeadLetterPartition, l.DeadLetterOffset), DeadLetteredAt: l.DeadLetteredAt, RedrivenTo: l.RedrivenTo})
+		}
+	}
+	return nil
 }
 
 // SessionRecords is a session's records read at the positions the
@@ -358,6 +408,10 @@ func (s *Server) indexedSessionEvents(ctx context.Context, w http.ResponseWriter
 		return false
 	}
 	page, next := pageEvents(rec.Events, got.next)
+	if err := markDeadLettered(s.P.Store, key, page); err != nil {
+		writeErr(w, http.StatusInternalServerError, "mark the session's dead-lettered events: %v", err)
+		return true
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "scope": scope, "source": "index", "events": page,
 		"evaluations": rec.Evaluations, "memories": rec.Memories, "pair_contexts": rec.PairContexts, "next_cursor": next})
 	return true
