@@ -87,7 +87,7 @@ SIGTERM ends the wait at once.`,
 				fmt.Fprintln(cmd.ErrOrStderr(), "chronicle mcp: the token reads no scope: memory_search, next_tool and search_get will be refused; the writing tools work")
 			}
 			caller := mcpserver.Caller{ReadScopes: reads, WriteScopes: writes, DefaultScope: scope}
-			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: serverVersion(), Caller: caller, Improvement: httpapi.ClientTools{Client: backend}.Improvement, Searches: httpapi.ClientTools{Client: backend}, Graph: httpapi.ClientTools{Client: backend}, OutputSchemas: httpapi.MCPOutputSchemas(), DrainWait: drainWait})
+			return mcpserver.ServeStdio(ctx, backend, mcpserver.Options{Name: "chronicle", Version: serverVersion(), Caller: caller, Improvement: httpapi.ClientTools{Client: backend}.Improvement, Searches: httpapi.ClientTools{Client: backend}, Graph: httpapi.ClientTools{Client: backend}, Reads: httpapi.ClientTools{Client: backend}, OutputSchemas: httpapi.MCPOutputSchemas(), DrainWait: drainWait})
 		},
 	}
 	cmd.Flags().StringVar(&api, "api", "http://127.0.0.1:8080", "URL of a running chronicle serve")

@@ -208,12 +208,16 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"memory_feedback", "memory_record", "memory_search", "next_tool", "pair_improvement", "search_get", "search_resume"}; !slices.Equal(names, want) {
+	if want := []string{"memory_feedback", "memory_list", "memory_record", "memory_search", "next_tool", "pair_improvement", "pattern_get", "pattern_history", "search_get", "search_resume"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 	// the search tools go through GET and POST /v1/searches/{id}: a missing search is not found
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_get", map[string]any{"search_id": "no-such-search"}), "not found")
 	mcptest.WantToolError(t, mcptest.Call(t, cs, "search_resume", map[string]any{"search_id": "no-such-search", "decision": "approve"}), "not found")
+	// the pattern tools go through GET /v1/patterns/{id} and its history
+	for _, tool := range []string{"pattern_get", "pattern_history"} {
+		mcptest.WantToolError(t, mcptest.Call(t, cs, tool, map[string]any{"pattern_id": "no-such-pattern"}), "not found")
+	}
 	// next_tool goes through GET /v1/graph/next: an empty graph suggests
 	// nothing, the route's refusal of a scope comes back as the tool's
 	// error, and a scope kind is the route's too
@@ -240,6 +244,12 @@ func TestMCPStdioAgainstServe(t *testing.T) {
 	if hit.Title != rec["title"] || hit.Description != rec["description"] || hit.Content != rec["content"] ||
 		hit.Outcome != "success" || hit.Scope != "org:default" || hit.Confidence != 0.8 || hit.UsageCount != 0 || hit.Relevance <= 0 {
 		t.Errorf("memory_search hit %+v, want the recorded memory in org:default with confidence 0.8, usage 0 and a positive relevance", hit)
+	}
+	// memory_list goes through GET /v1/memories: the memory is listed,
+	// as the route lists it
+	list := callOK[map[string]any](t, cs, "memory_list", map[string]any{"scope": "org:default"})
+	if ms, _ := list["memories"].([]any); len(ms) != 1 || ms[0].(map[string]any)["id"] != wantID || list["next_cursor"] != "" {
+		t.Errorf("memory_list: %v, want the one recorded memory %s", list, wantID)
 	}
 	// Filters reach the service: a failure-only search leaves it out.
 	if res := callOK[search.Result](t, cs, "memory_search", map[string]any{"query": query["query"], "outcome": "failure"}); slices.Contains(hitIDs(res.Memories), wantID) {
@@ -390,7 +400,8 @@ func TestMCPScopedTokens(t *testing.T) {
 	}
 	// its read tools are refused, as /mcp refuses them (before, over
 	// stdio they answered empty lists: a walkthrough's finding)
-	for tool, args := range map[string]map[string]any{"memory_search": query, "next_tool": {"after": []any{"get_user_details"}}, "search_get": {"search_id": "s-1"}} {
+	for tool, args := range map[string]map[string]any{"memory_search": query, "next_tool": {"after": []any{"get_user_details"}}, "search_get": {"search_id": "s-1"},
+		"memory_list": {}, "pattern_get": {"pattern_id": "p-1"}, "pattern_history": {"pattern_id": "p-1"}} {
 		if msg := callError(t, producer, tool, args); !strings.Contains(msg, "may read no scope") {
 			t.Errorf("%s with a write-only token over stdio: %q, want the refusal /mcp answers (the caller may read no scope)", tool, msg)
 		}

@@ -100,6 +100,12 @@ func TestClientRefusesDotIDs(t *testing.T) {
 		if _, err := c.Feedback(ctx, search.Feedback{MemoryID: id, Helpful: true}); !errors.Is(err, search.ErrInvalid) {
 			t.Errorf("memory_feedback %q: %v, want search.ErrInvalid", id, err)
 		}
+		if _, err := c.PatternGet(ctx, id); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "/pattern_id") {
+			t.Errorf("pattern_get %q: %v, want search.ErrInvalid naming /pattern_id", id, err)
+		}
+		if _, err := c.PatternHistory(ctx, id, 0, ""); !errors.Is(err, search.ErrInvalid) || !strings.Contains(err.Error(), "/pattern_id") {
+			t.Errorf("pattern_history %q: %v, want search.ErrInvalid naming /pattern_id", id, err)
+		}
 	}
 	if sent != 0 {
 		t.Errorf("%d requests sent", sent)

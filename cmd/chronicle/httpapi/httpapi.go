@@ -310,7 +310,7 @@ func (s *Server) Routes() []Route {
 		f("GET /openapi.json", s.openAPI), // issue 11: the OpenAPI 3.1 description of these routes
 		f("GET /healthz", s.health),
 		{"GET /metrics", s.metricsHandler()},
-		{"/mcp", mcpserver.HTTPHandler(mcpAPI{s}, mcpserver.Options{Name: "chronicle", Version: s.Version, CallerFunc: s.mcpCaller, Improvement: mcpAPI{s}.Improvement, Searches: mcpAPI{s}, Graph: mcpAPI{s}, OutputSchemas: MCPOutputSchemas()})},
+		{"/mcp", mcpserver.HTTPHandler(mcpAPI{s}, mcpserver.Options{Name: "chronicle", Version: s.Version, CallerFunc: s.mcpCaller, Improvement: mcpAPI{s}.Improvement, Searches: mcpAPI{s}, Graph: mcpAPI{s}, Reads: mcpAPI{s}, OutputSchemas: MCPOutputSchemas()})},
 	}
 }
 

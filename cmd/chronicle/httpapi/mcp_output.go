@@ -16,14 +16,19 @@ var mcpOutputs = map[string]struct{ method, path, status string }{
 	"search_get":       {"get", "/v1/searches/{id}", "200"},
 	"search_resume":    {"post", "/v1/searches/{id}/resume", "202"},
 	"next_tool":        {"get", "/v1/graph/next", "200"},
+	"memory_list":      {"get", "/v1/memories", "200"},
+	"pattern_get":      {"get", "/v1/patterns/{id}", "200"},
+	"pattern_history":  {"get", "/v1/patterns/{id}/history", "200"},
 }
 
 // MCPOutputSchemas returns the output schemas (mcpserver.Options'
 // OutputSchemas) of the MCP tools whose structured content is an HTTP
 // route's JSON body: pair_improvement (POST /v1/sessions/{id}/improve's
 // Improvement), search_get (GET /v1/searches/{id}'s Search),
-// search_resume (POST /v1/searches/{id}/resume's 202 body) and next_tool
-// (GET /v1/graph/next's NextPrediction). Each is the route's response
+// search_resume (POST /v1/searches/{id}/resume's 202 body), next_tool
+// (GET /v1/graph/next's NextPrediction), memory_list (GET /v1/memories'
+// MemoryList), pattern_get (GET /v1/patterns/{id}'s Pattern) and
+// pattern_history (GET /v1/patterns/{id}/history's PatternHistory). Each is the route's response
 // schema in openapi.json made a document of its own: the components it
 // references, transitively, under $defs, and its $refs pointed there; a
 // response schema that is only a $ref is replaced by the component, as

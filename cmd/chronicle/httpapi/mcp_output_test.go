@@ -26,13 +26,16 @@ func TestMCPOutputSchemasFromOpenAPI(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if want := []string{"next_tool", "pair_improvement", "search_get", "search_resume"}; !slices.Equal(names, want) {
+	if want := []string{"memory_list", "next_tool", "pair_improvement", "pattern_get", "pattern_history", "search_get", "search_resume"}; !slices.Equal(names, want) {
 		t.Fatalf("MCPOutputSchemas names %v, want %v", names, want)
 	}
 	// each resolves on its own ($defs) and refuses a body its route's
 	// schema refuses
 	bad := map[string]string{
 		"next_tool":        `{"suggestions":"none"}`,
+		"memory_list":      `{"memories":{},"next_cursor":""}`,
+		"pattern_get":      `{"id":"p1","session_count":"one"}`,
+		"pattern_history":  `{"pattern_id":"p1","records":"none"}`,
 		"pair_improvement": `{"status":7}`,
 		"search_get":       `{"id":"s1"}`,
 		"search_resume":    `{"id":"e1","search_id":"s1","scope":"project:a","node_id":"n1","decision":"maybe"}`,

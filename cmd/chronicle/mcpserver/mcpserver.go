@@ -1,7 +1,9 @@
 // Package mcpserver serves the ReasoningBank memory tools — memory_search,
 // memory_record and memory_feedback — over the Model Context Protocol, on
 // top of a [search.Backend], and, when [Options] provide their backends,
-// pair_improvement and the tree-search tools search_get and search_resume.
+// pair_improvement, the tree-search tools search_get and search_resume,
+// next_tool, and the read tools memory_list, pattern_get and
+// pattern_history.
 //
 // The tools are registered with the official Go SDK's typed handlers; their
 // input schemas advertise the ReasoningBank constraints (required fields,
@@ -135,10 +137,15 @@ type Options struct {
 	// Graph, when set, adds next_tool (issue 11, item 10): the next tool
 	// of a workflow from the learned tool graph.
 	Graph GraphTools
+	// Reads, when set, adds memory_list, pattern_get and pattern_history:
+	// GET /v1/memories, GET /v1/patterns/{id} and its history as the
+	// caller.
+	Reads ReadTools
 	// OutputSchemas, when set, gives the output schema (the JSON Schema
 	// of structuredContent, "type": "object" at its root) of the tools
 	// whose answer is an HTTP route's body, by tool name:
-	// pair_improvement, search_get, search_resume and next_tool
+	// pair_improvement, search_get, search_resume, next_tool,
+	// memory_list, pattern_get and pattern_history
 	// (httpapi.MCPOutputSchemas builds them from openapi.json). The SDK
 	// checks every answer of such a tool against its schema, and a
 	// mismatch is the call's error. A tool without an entry (the

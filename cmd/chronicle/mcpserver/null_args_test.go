@@ -17,7 +17,7 @@ import (
 // ended `chronicle serve` and `chronicle mcp` on one request from any
 // token, a reader's included (an MCP walkthrough, 2026-12-03).
 func TestNullArgumentsAreAToolError(t *testing.T) {
-	tools := []string{"memory_search", "memory_record", "memory_feedback", "next_tool", "search_get", "search_resume", "pair_improvement"}
+	tools := []string{"memory_search", "memory_record", "memory_feedback", "next_tool", "search_get", "search_resume", "pair_improvement", "memory_list", "pattern_get", "pattern_history"}
 	t.Run("http", func(t *testing.T) {
 		fake, url := newHTTP(t)
 		cs := connectToken(t, url, "writer")

@@ -12,7 +12,8 @@ import (
 // TestScopeArgumentsHaveAPattern: every tool's scope argument says in its
 // schema the form the tool takes — one scope for memory_record,
 // memory_feedback, pair_improvement, search_get and search_resume, a kind
-// or one scope for memory_search and next_tool — and a value of another
+// or one scope for memory_search, next_tool and memory_list (pattern_get
+// and pattern_history take none) — and a value of another
 // form is a tool error naming /scope, the pattern and what is wrong with
 // the value (the character and its byte), as the HTTP routes say it.
 // Before, five of the schemas said a bare string, memory_search's refusal
@@ -24,11 +25,14 @@ func TestScopeArgumentsHaveAPattern(t *testing.T) {
 		return map[string]any{"status": "SUCCESS"}, nil
 	}
 	srv := httptest.NewServer(HTTPHandler(newFake(), Options{Name: "chronicle-test", Version: "1", CallerFunc: callerFromToken,
-		Improvement: improvement, Searches: &fakeSearches{}, Graph: &fakeGraph{}}))
+		Improvement: improvement, Searches: &fakeSearches{}, Graph: &fakeGraph{}, Reads: &fakeReads{}}))
 	t.Cleanup(srv.Close)
 	writer := connectToken(t, srv.URL, "writer")
 
-	kinds := map[string]bool{"memory_search": true, "next_tool": true}
+	kinds := map[string]bool{"memory_search": true, "next_tool": true, "memory_list": true}
+	// a pattern id is unique across scopes: GET /v1/patterns/{id} takes no
+	// scope, nor do its tools
+	noScope := map[string]bool{"pattern_get": true, "pattern_history": true}
 	args := map[string]map[string]any{
 		"memory_search":    {"query": "retry"},
 		"memory_record":    {"title": "t", "description": "d", "content": "c", "outcome": "success"},
@@ -37,6 +41,9 @@ func TestScopeArgumentsHaveAPattern(t *testing.T) {
 		"search_get":       {"search_id": "s1"},
 		"search_resume":    {"search_id": "s1", "decision": "approve"},
 		"next_tool":        {},
+		"memory_list":      {},
+		"pattern_get":      {"pattern_id": "p1"},
+		"pattern_history":  {"pattern_id": "p1"},
 	}
 	res, err := writer.ListTools(mcptest.Context(t), nil)
 	if err != nil {
@@ -49,6 +56,12 @@ func TestScopeArgumentsHaveAPattern(t *testing.T) {
 		a, ok := args[tool.Name]
 		if !ok {
 			t.Errorf("tool %s is not covered", tool.Name)
+			continue
+		}
+		if noScope[tool.Name] {
+			if _, has := schemaOf(t, tool)["properties"].(map[string]any)["scope"]; has {
+				t.Errorf("%s takes a scope, which its route does not", tool.Name)
+			}
 			continue
 		}
 		pattern, _ := prop(t, schemaOf(t, tool), "scope")["pattern"].(string)

@@ -93,7 +93,8 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 			"memory_feedback to say whether a memory helped; next_tool suggests the next tool call of a " +
 			"workflow from the tool graph learned from earlier sessions; where listed, pair_improvement gives a " +
 			"session's PAIR improvement loop (its next attempt's context), search_get a tree search's state and " +
-			"search_resume answers a search paused for a human decision.",
+			"search_resume answers a search paused for a human decision; memory_list pages through the memory bank, " +
+			"pattern_get and pattern_history show a coordination pattern and the records that made its confidence.",
 	})
 	s.AddReceivingMiddleware(recoverHandlerPanic, refuseNullArguments, refuseRepeatedArguments, readableSchemaErrors, refuseUnknownLogLevel)
 	if reg != nil {
@@ -128,6 +129,7 @@ func newServer(backend search.Backend, opts Options, reg *callerRegistry) *mcp.S
 	t.addImprovement(s)
 	t.addSearches(s)
 	t.addNextTool(s)
+	t.addReadTools(s)
 	return s
 }
 
