@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/kafkaconn"
+	"github.com/chronicle-dev/chronicle/events/keylog"
 	"github.com/chronicle-dev/chronicle/projections"
 )
 
@@ -74,63 +74,42 @@ func PatternLog(ctx context.Context, brokers []string, scope, id string) ([]Patt
 	if err != nil {
 		return nil, err
 	}
-	defer adm.Close()
-	ka := kadm.NewClient(adm)
-	td, err := ka.ListTopics(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("patterns: metadata: %w", err)
+	part, end, err := keylog.Partition(ctx, adm, topic, key)
+	adm.Close()
+	if err != nil || end == 0 {
+		return nil, wrapPatterns(err)
 	}
-	n := len(td[topic].Partitions)
-	if n == 0 {
-		return nil, fmt.Errorf("patterns: topic %s not found", topic)
-	}
-	part := int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, n))
-	ends, err := ka.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("patterns: end offsets: %w", err)
-	}
-	o, ok := ends.Lookup(topic, part)
-	if !ok || o.Err != nil {
-		return nil, fmt.Errorf("patterns: end offset of %s/%d: %v", topic, part, o.Err)
-	}
-	if o.Offset == 0 {
-		return nil, nil
-	}
-	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(0)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
-		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	var steps []PatternStep
 	var p Pattern
 	found := false
 	seen := map[string]bool{}
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("patterns: read log: %w", ctx.Err())
+	err = keylog.Scan(ctx, brokers, topic, part, end, key, func(rec *kgo.Record) {
+		env, err := events.FromRecord(rec)
+		if err != nil || env.Type != events.PatternCounted || env.EffectiveScope() != scope {
+			return
 		}
-		for it := fs.RecordIter(); !it.Done(); {
-			rec := it.Next()
-			if string(rec.Key) == key {
-				if env, err := events.FromRecord(rec); err == nil && env.Type == events.PatternCounted && env.EffectiveScope() == scope {
-					var d PatternCountedData
-					if env.Decode(&d) == nil && d.PatternID == id {
-						pos := projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
-						var step PatternStep
-						p, found, step = patternStep(p, found, seen, scope, &env, d)
-						step.Position = pos.String()
-						steps = append(steps, step)
-					}
-				}
-			}
-			if rec.Offset+1 >= o.Offset {
-				return steps, nil
-			}
+		var d PatternCountedData
+		if env.Decode(&d) != nil || d.PatternID != id {
+			return
 		}
+		var step PatternStep
+		p, found, step = patternStep(p, found, seen, scope, &env, d)
+		step.Position = projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}.String()
+		steps = append(steps, step)
+	})
+	if err != nil {
+		return nil, wrapPatterns(err)
 	}
+	return steps, nil
+}
+
+// wrapPatterns prefixes a log read's error with the package's name (nil
+// stays nil).
+func wrapPatterns(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("patterns: %w", err)
 }
 
 // patternStep applies record env (its data d) to pattern p (found) as the

@@ -11,9 +11,9 @@ import (
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/events/kafkaconn"
+	"github.com/chronicle-dev/chronicle/events/keylog"
 	"github.com/chronicle-dev/chronicle/processors"
 	"github.com/chronicle-dev/chronicle/projections"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -26,26 +26,11 @@ type Logged struct {
 // partitionOf is the partition of chronicle.workflows that holds the
 // records keyed key (franz-go's default partitioner, the producer's).
 func partitionOf(ctx context.Context, cl *kgo.Client, key string) (int32, int64, error) {
-	topic := string(events.TopicWorkflows)
-	adm := kadm.NewClient(cl)
-	td, err := adm.ListTopics(ctx, topic)
+	part, end, err := keylog.Partition(ctx, cl, string(events.TopicWorkflows), key)
 	if err != nil {
-		return 0, 0, fmt.Errorf("workflows: metadata: %w", err)
+		return 0, 0, fmt.Errorf("workflows: %w", err)
 	}
-	n := len(td[topic].Partitions)
-	if n == 0 {
-		return 0, 0, fmt.Errorf("workflows: topic %s not found", topic)
-	}
-	part := int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, n))
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return 0, 0, fmt.Errorf("workflows: end offsets: %w", err)
-	}
-	o, ok := ends.Lookup(topic, part)
-	if !ok || o.Err != nil {
-		return 0, 0, fmt.Errorf("workflows: end offset of %s/%d: %v", topic, part, o.Err)
-	}
-	return part, o.Offset, nil
+	return part, end, nil
 }
 
 // ReadLog reads the events of the workflow with key (events.EntityKey)
@@ -72,32 +57,16 @@ func ReadLog(ctx context.Context, brokers []string, key string) ([]Logged, error
 		return nil, err
 	}
 	logScans.Add(1)
-	topic := string(events.TopicWorkflows)
-	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(0)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), // a fenced relay writes in transactions: never an aborted record, and the markers reach the end
-		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
 	var out []Logged
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("workflows: read log: %w", ctx.Err())
+	err = keylog.Scan(ctx, brokers, string(events.TopicWorkflows), part, end, key, func(rec *kgo.Record) {
+		if env, err := events.FromRecord(rec); err == nil && env.EffectiveScope() == scope {
+			out = append(out, Logged{Pos: projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}, Env: env})
 		}
-		for it := fs.RecordIter(); !it.Done(); {
-			rec := it.Next()
-			if string(rec.Key) == key {
-				if env, err := events.FromRecord(rec); err == nil && env.EffectiveScope() == scope {
-					out = append(out, Logged{Pos: projections.Position{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}, Env: env})
-				}
-			}
-			if rec.Offset+1 >= end {
-				return out, nil
-			}
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workflows: %w", err)
 	}
+	return out, nil
 }
 
 // ErrNoLog is wrapped by the error of a read that needs the Kafka log when
