@@ -20,7 +20,7 @@ import (
 
 // Place is where the records of a key are: its partition of a topic, that
 // partition's end offset when read, and the topic's id in the log read
-// (kadm.TopicID's String form; "" when the broker gave none), which names
+// (32 hex digits; "" when the broker gave none), which names
 // the log: a topic deleted and made again, or another cluster's, has
 // another id.
 type Place struct {
@@ -52,7 +52,7 @@ func Locate(ctx context.Context, cl *kgo.Client, topic, key string) (Place, erro
 	}
 	pl := Place{Part: int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, n))}
 	if id := td[topic].ID; id != (kadm.TopicID{}) {
-		pl.TopicID = id.String()
+		pl.TopicID = fmt.Sprintf("%x", [16]byte(id))
 	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
