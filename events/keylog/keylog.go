@@ -10,6 +10,7 @@ package keylog
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,31 +18,52 @@ import (
 	"github.com/chronicle-dev/chronicle/events/kafkaconn"
 )
 
+// Place is where the records of a key are: its partition of a topic, that
+// partition's end offset when read, and the topic's id in the log read
+// (32 hex digits; "" when the broker gave none), which names
+// the log: a topic deleted and made again, or another cluster's, has
+// another id.
+type Place struct {
+	Part    int32
+	End     int64
+	TopicID string
+}
+
 // Partition returns the partition of topic that holds key (franz-go's
 // StickyKeyPartitioner, which hashes a key as Kafka's default partitioner
 // does: murmur2 modulo the partition count) and that partition's end
 // offset (0 for an empty one), read with cl. Errors: the topic's metadata
 // or end offsets could not be read, or the topic does not exist.
 func Partition(ctx context.Context, cl *kgo.Client, topic, key string) (part int32, end int64, err error) {
+	pl, err := Locate(ctx, cl, topic, key)
+	return pl.Part, pl.End, err
+}
+
+// Locate is Partition that also returns the topic's id (Place).
+func Locate(ctx context.Context, cl *kgo.Client, topic, key string) (Place, error) {
 	adm := kadm.NewClient(cl)
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return 0, 0, fmt.Errorf("metadata of %s: %w", topic, err)
+		return Place{}, fmt.Errorf("metadata of %s: %w", topic, err)
 	}
 	n := len(td[topic].Partitions)
 	if n == 0 {
-		return 0, 0, fmt.Errorf("topic %s not found", topic)
+		return Place{}, fmt.Errorf("topic %s not found", topic)
 	}
-	part = int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, n))
+	pl := Place{Part: int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, n))}
+	if id := td[topic].ID; id != (kadm.TopicID{}) {
+		pl.TopicID = fmt.Sprintf("%x", [16]byte(id))
+	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return 0, 0, fmt.Errorf("end offsets of %s: %w", topic, err)
+		return Place{}, fmt.Errorf("end offsets of %s: %w", topic, err)
 	}
-	o, ok := ends.Lookup(topic, part)
+	o, ok := ends.Lookup(topic, pl.Part)
 	if !ok || o.Err != nil {
-		return 0, 0, fmt.Errorf("end offset of %s/%d: %v", topic, part, o.Err)
+		return Place{}, fmt.Errorf("end offset of %s/%d: %v", topic, pl.Part, o.Err)
 	}
-	return part, o.Offset, nil
+	pl.End = o.Offset
+	return pl, nil
 }
 
 // Scan calls fn, in log order, for each record with key among the records
@@ -52,7 +74,13 @@ func Partition(ctx context.Context, cl *kgo.Client, topic, key string) (part int
 // returns ctx's error, wrapped, when ctx ends first; fn's records are then
 // a prefix of the key's.
 func Scan(ctx context.Context, brokers []string, topic string, part int32, end int64, key string, fn func(*kgo.Record)) error {
-	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(0)}}),
+	return scanFrom(ctx, brokers, topic, part, 0, end, key, fn)
+}
+
+// scanFrom is Scan from offset from (< end) instead of 0.
+func scanFrom(ctx context.Context, brokers []string, topic string, part int32, from, end int64, key string, fn func(*kgo.Record)) error {
+	scans.Add(1)
+	cl, err := kafkaconn.NewClient(brokers, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.DisableFetchSessions()) // see kafkapubsub: avoids a race in franz-go's Close
 	if err != nil {
@@ -66,6 +94,7 @@ func Scan(ctx context.Context, brokers []string, topic string, part int32, end i
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			rec := it.Next()
+			scanned.Add(1)
 			if string(rec.Key) == key {
 				fn(rec)
 			}
@@ -75,3 +104,12 @@ func Scan(ctx context.Context, brokers []string, topic string, part int32, end i
 		}
 	}
 }
+
+// scans and scanned count the partition reads made in this process and
+// the records they fetched (Counts).
+var scans, scanned atomic.Int64
+
+// Counts returns how many partition reads Scan and ScanCached made in this
+// process and how many records (the key's and the others) they fetched: a
+// test checks that a cached read fetched only what was new.
+func Counts() (reads, records int64) { return scans.Load(), scanned.Load() }

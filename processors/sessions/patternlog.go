@@ -61,10 +61,13 @@ var ErrNoPatternLog = errors.New("the Kafka log is not read here (no broker)")
 // last step's counts are the pattern row's unless a record was refused
 // (a global table logs a refusal instead of dead-lettering it). Records
 // of another scope under the key, or that do not decode, are left out.
-// Cost: one scan of the partition, whatever the pattern's size: the
-// patterns projection keeps no history rows (they would change every
-// replay's digest), so the log is the history.
-func PatternLog(ctx context.Context, brokers []string, scope, id string) ([]PatternStep, error) {
+// The patterns projection keeps no history rows (they would change every
+// replay's digest), so the log is the history. Cost: with cache nil, one
+// scan of the partition from offset 0, whatever the pattern's size; with
+// a cache (the projections store), the pattern's records read before are
+// kept there (keylog.ScanCached, outside the digest), so a call scans
+// only the records that arrived since the last one.
+func PatternLog(ctx context.Context, brokers []string, cache keylog.Cache, scope, id string) ([]PatternStep, error) {
 	if len(brokers) == 0 {
 		return nil, fmt.Errorf("%w: the history of pattern %s is read back from %s", ErrNoPatternLog, id, events.TopicPatterns)
 	}
@@ -74,16 +77,16 @@ func PatternLog(ctx context.Context, brokers []string, scope, id string) ([]Patt
 	if err != nil {
 		return nil, err
 	}
-	part, end, err := keylog.Partition(ctx, adm, topic, key)
+	pl, err := keylog.Locate(ctx, adm, topic, key)
 	adm.Close()
-	if err != nil || end == 0 {
+	if err != nil || pl.End == 0 {
 		return nil, wrapPatterns(err)
 	}
 	var steps []PatternStep
 	var p Pattern
 	found := false
 	seen := map[string]bool{}
-	err = keylog.Scan(ctx, brokers, topic, part, end, key, func(rec *kgo.Record) {
+	err = keylog.ScanCached(ctx, brokers, cache, topic, pl, key, func(rec *kgo.Record) {
 		env, err := events.FromRecord(rec)
 		if err != nil || env.Type != events.PatternCounted || env.EffectiveScope() != scope {
 			return

@@ -115,7 +115,7 @@ func (s *Server) patternRoutes(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), SessionEventsTimeout)
 	defer cancel()
 	steps, err := processors.Within(ctx, SessionEventsTimeout, "read the pattern's records", func(ctx context.Context) ([]sessions.PatternStep, error) {
-		return sessions.PatternLog(ctx, s.brokers(), p.Scope, p.ID)
+		return sessions.PatternLog(ctx, s.brokers(), s.P.Store, p.Scope, p.ID)
 	})
 	if err != nil {
 		if errors.Is(err, sessions.ErrNoPatternLog) {

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -118,5 +120,70 @@ func TestPatternAndItsHistory(t *testing.T) {
 	}
 	if code, m := call(t, base, "tok-a", "GET", "/v1/patterns/"+pat.ID+"/history?cursor=x", nil); code != 400 || m["parameter"] != "cursor" {
 		t.Fatalf("cursor=x: %d %v; want a 400 naming cursor", code, m)
+	}
+}
+
+// A pattern's history is read from the log once and kept in the store's
+// cache (keylog.ScanCached); a later call scans only what arrived since.
+// After a third session joins the pattern, the history (whole, and paged
+// with limit and cursor) is still what a scan of the whole partition
+// without the cache answers.
+func TestPatternHistoryCachedAnswersAsTheLog(t *testing.T) {
+	p, _, base := scopedServer(t)
+	post := func(suffix string) {
+		envs, _ := sessionIn(t, 3, "project:a", "PATTERN-CACHE")
+		for i := range envs {
+			envs[i].SessionID += suffix
+			envs[i].ID += suffix
+		}
+		if code, m := call(t, base, "tok-a", "POST", "/v1/events", envs); code != 202 {
+			t.Fatalf("session %q: %d %v", suffix, code, m)
+		}
+		waitCaughtUp(t, p)
+	}
+	uncached := func(pat sessions.Pattern) []sessions.PatternStep {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		steps, err := sessions.PatternLog(ctx, p.Broker.Addrs(), nil, pat.Scope, pat.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return steps
+	}
+	page := func(pat sessions.Pattern, query string) string {
+		code, h := call(t, base, "tok-a", "GET", "/v1/patterns/"+pat.ID+"/history"+query, nil)
+		if code != 200 {
+			t.Fatalf("history%s: %d %v", query, code, h)
+		}
+		b, _ := json.Marshal(h["records"])
+		return string(b)
+	}
+	asJSON := func(v any) string { // as call decodes an answer: keys in order
+		b, _ := json.Marshal(v)
+		var a any
+		_ = json.Unmarshal(b, &a)
+		b, _ = json.Marshal(a)
+		return string(b)
+	}
+	post("")
+	post("-2")
+	pat := patternWith(t, p, "project:a", 2)
+	if got, want := page(pat, ""), asJSON(uncached(pat)); got != want {
+		t.Fatalf("first call:\n%s\nwant\n%s", got, want)
+	}
+	post("-3")
+	pat = patternWith(t, p, "project:a", 3)
+	want := uncached(pat)
+	if len(want) != 3 {
+		t.Fatalf("the log holds %d records of the pattern; want 3", len(want))
+	}
+	if got := page(pat, ""); got != asJSON(want) {
+		t.Fatalf("after a third session:\n%s\nwant\n%s", got, asJSON(want))
+	}
+	if got := page(pat, "?limit=1&cursor=2"); got != asJSON(want[2:]) {
+		t.Fatalf("limit=1&cursor=2:\n%s\nwant\n%s", got, asJSON(want[2:]))
+	}
+	if got := page(pat, "?limit=2"); got != asJSON(want[:2]) {
+		t.Fatalf("limit=2:\n%s\nwant\n%s", got, asJSON(want[:2]))
 	}
 }
