@@ -50,15 +50,18 @@ var payloadTypes = map[Type]func() any{
 // processor: "cannot unmarshal number"; found by a new user's
 // walkthrough), and an integer written with a fraction or an exponent
 // (1.0, 1e2), which the schema admits too. The producer paths check it, so
-// such an event is refused with the rest of its request instead.
-func checkPayload(e *Envelope) error {
+// such an event is refused with the rest of its request instead. The
+// decoded payload is returned (nil for a type without one) for the checks
+// that read it (checkSearchEvent).
+func checkPayload(e *Envelope) (any, error) {
 	mk, ok := payloadTypes[e.Type]
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	err := gojson.Unmarshal(e.Data, mk())
+	v := mk()
+	err := gojson.Unmarshal(e.Data, v)
 	if err == nil {
-		return nil
+		return v, nil
 	}
 	var te *gojson.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
@@ -75,7 +78,7 @@ func checkPayload(e *Envelope) error {
 				reason = fmt.Sprintf("got %s: write an integer without a fraction or an exponent (1, not 1.0 or 1e0)", te.Value)
 			}
 		}
-		return &ValidationError{Index: -1, Pointer: "/data/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: reason}
+		return nil, &ValidationError{Index: -1, Pointer: "/data/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: reason}
 	}
-	return &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
+	return nil, &ValidationError{Index: -1, Pointer: "/data", Reason: err.Error()}
 }

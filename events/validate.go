@@ -522,7 +522,11 @@ func checkProduced(e *Envelope) error {
 			return err
 		}
 	}
-	if err := checkPayload(e); err != nil {
+	payload, err := checkPayload(e)
+	if err != nil {
+		return err
+	}
+	if err := checkSearchEvent(payload); err != nil {
 		return err
 	}
 	if err := checkCriterionIDs(e); err != nil {

@@ -338,7 +338,10 @@ func TestNodeEventsNeverCreateASession(t *testing.T) {
 // refused.
 func TestDecimalFAndHAreAccepted(t *testing.T) {
 	st := newStore(t)
-	started(st, 2, 0)
+	// g 0.1 at depth 1: cost_per_step 0.1 (g = depth × cost_per_step)
+	st.must(events.SearchStarted, events.SearchStartedData{SearchID: "s1", Goal: "obtain 24", RootState: "root",
+		Config:   events.SearchConfig{BeamWidth: 2, K: 8, MaxDepth: 4, CostPerStep: 0.1},
+		Proposer: events.SearchComponent{Name: "p", Version: "1"}, Evaluator: events.SearchComponent{Name: "e", Version: "1"}})
 	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
 	n := child("r.0", 1, "a", 0.1, 0.2)
 	n.Score, n.H, n.F = f64(0.8), f64(0.2), f64(0.3)
@@ -482,4 +485,29 @@ func TestNodeChecksAreTheProducers(t *testing.T) {
 	st.must(events.SearchNodeExpanded, empty)
 	st.must(events.SearchNodeExpanded, child("r 1", 1, "b", 0.25, 0.5))
 	st.must(events.SearchNodeExpanded, private)
+}
+
+// g is depth × cost_per_step (the search's config; 0.25 here), up to
+// events.CloseEnough: a node whose g differs is refused naming /data/g,
+// pruned or not; before, any g was taken and set the node's f, so its
+// place in the open set (a tree-search walkthrough, 2026-12-07).
+func TestGIsDepthTimesCostPerStep(t *testing.T) {
+	st := newStore(t)
+	started(st, 2, 0)
+	st.must(events.SearchQuotaReserved, events.SearchQuotaReservedData{SearchID: "s1", Expansion: 1, NodeID: "r", Tokens: 100})
+	cheap := child("r.0", 1, "a", 0, 0.5) // f 0.5 would lead the open set
+	err := st.apply(events.SearchNodeExpanded, cheap)
+	rejected(t, err, "/data/g")
+	if !strings.Contains(err.Error(), "0 is not depth × cost_per_step = 1 × 0.25 = 0.25") {
+		t.Errorf("reason %q; want it to name depth × cost_per_step", err)
+	}
+	pruned := child("r.0", 1, "a", 0.5, 0)
+	pruned.H, pruned.F, pruned.Score, pruned.PrunedReason = nil, nil, nil, str(events.PrunedPrefilter)
+	rejected(t, st.apply(events.SearchNodeExpanded, pruned), "/data/g")
+	// rounding is no difference: 0.25 written as 0.25000000000000001
+	near := child("r.0", 1, "a", 0.25+1e-12, 0.5)
+	st.must(events.SearchNodeExpanded, near)
+	if s := st.get(); s.Counts.Nodes != 1 {
+		t.Fatalf("counts %+v", s.Counts)
+	}
 }

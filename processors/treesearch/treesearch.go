@@ -33,7 +33,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 
 	"github.com/chronicle-dev/chronicle/events"
 	"github.com/chronicle-dev/chronicle/projections"
@@ -190,21 +189,14 @@ func closedPrefix(key string) string      { return "c/" + key + "\x00" }
 
 var idIndexRow = projections.IDIndexKey
 
-// closeEnough tells whether a producer's f (or h) is the g + h (or
-// 1 − score) the processor computes, up to floating-point rounding: a
-// producer that writes f = 0.3 for g = 0.1 and h = 0.2, or rounds its
-// numbers to a few decimals, computed the same sum (float64 gives
-// 0.30000000000000004). The stored f is the event's, so live and replay
-// order the open set alike.
-func closeEnough(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
-}
-
-// num formats x for a reason, to 12 significant digits: 1 − 0.8 is
-// 0.2, not float64's 0.19999999999999996 (a walkthrough read the noise as
-// the processor's own arithmetic error). closeEnough's tolerance, 10⁻⁹
-// relative, is still visible at that precision.
-func num(x float64) string { return strconv.FormatFloat(x, 'g', 12, 64) }
+// closeEnough and num are the producer paths' tolerance and number
+// format (events.CloseEnough, events.ReasonNumber), so a record a
+// producer path takes is applied, and one the processor refuses is named
+// alike.
+var (
+	closeEnough = events.CloseEnough
+	num         = events.ReasonNumber
+)
 
 func rejectf(field, format string, a ...any) error {
 	return &events.ValidationError{Index: -1, Pointer: field, Reason: fmt.Sprintf(format, a...)}
@@ -414,6 +406,15 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	}
 	if d.Score != nil && d.H != nil && !closeEnough(*d.H, 1-*d.Score) {
 		return rejectf("/data/h", "%s is not 1 − score = %s", num(*d.H), num(1-*d.Score))
+	}
+	// g is the CostFunction "depth": cost_per_step is a required member of
+	// every search.started.v1's config (its schema, since the family's
+	// first commit), and the config has no other cost model to declare.
+	// Before, any g was taken, and a node's f, so its place in the open
+	// set, rested on the producer's word (a tree-search walkthrough,
+	// 2026-12-07). The depth is checked against the parent's above.
+	if want := float64(d.Depth) * s.Config.CostPerStep; !closeEnough(d.G, want) {
+		return rejectf("/data/g", "%s is not depth × cost_per_step = %d × %s = %s", num(d.G), d.Depth, num(s.Config.CostPerStep), num(want))
 	}
 	if d.HardFail != (reason == events.PrunedHardCheck) {
 		return rejectf("/data/hard_fail", "hard_fail is true exactly when pruned_reason is %q", events.PrunedHardCheck)
