@@ -80,6 +80,7 @@ type member struct {
 	done             chan struct{}
 	log              string
 	alive            atomic.Bool
+	logStart         int64 // the size of log when this run of the process started
 }
 
 // cluster is the suite's broker and instances.
@@ -165,6 +166,12 @@ func (c *cluster) start(m *member) {
 	if n := os.Getenv("CHRONICLE_FAULT_STANDBY_REPLICAS"); n != "" {
 		// the same faults with warm copies (serve --standby-replicas)
 		args = append(args, "--standby-replicas", n)
+	}
+	// the profiler on a free port, read from the log (pprofAddr): a stall
+	// report takes each live member's goroutines from it
+	args = append(args, "--pprof-listen", "127.0.0.1:0")
+	if st, err := logf.Stat(); err == nil {
+		m.logStart = st.Size()
 	}
 	m.cmd = exec.Command(binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
@@ -278,43 +285,185 @@ func (c *cluster) progress(ctx context.Context) (map[string]map[int32]int64, int
 	return committed, lag, nil
 }
 
-// lagging names the group's lagging topic partitions with their committed
-// and end offsets, and the live members with their log's last lines.
-func (c *cluster) lagging(ctx context.Context) string {
-	ends, err := c.adm.ListEndOffsets(ctx, c.topics...)
+// health is m's /healthz (every partition it owns, of every topic).
+func (c *cluster) health(m *member) (processors.HealthReport, error) {
+	var h processors.HealthReport
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + m.http + "/healthz")
 	if err != nil {
-		return err.Error()
+		return h, err
 	}
-	fo, err := c.adm.FetchOffsets(ctx, string(processors.ProcessorsGroup))
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	return h, err
+}
+
+// pprofAddr is the address of the profiler m's current process serves
+// (its "profiler on" line in the log since it started), "" if none.
+func (m *member) pprofAddr() string {
+	b, _ := os.ReadFile(m.log)
+	if int64(len(b)) < m.logStart {
+		return ""
+	}
+	const mark = "chronicle: profiler on http://"
+	s := string(b[m.logStart:])
+	i := strings.LastIndex(s, mark)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(mark):]
+	if j := strings.Index(s, "/"); j >= 0 {
+		return s[:j]
+	}
+	return ""
+}
+
+// goroutines is m's goroutine dump (debug=2) from its profiler.
+func (m *member) goroutines() ([]byte, error) {
+	addr := m.pprofAddr()
+	if addr == "" {
+		return nil, fmt.Errorf("%s: no profiler address in its log", m.name)
+	}
+	cl := http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/debug/pprof/goroutine?debug=2")
 	if err != nil {
-		return err.Error()
+		return nil, err
 	}
-	var b strings.Builder
-	ends.Each(func(o kadm.ListedOffset) {
-		at := int64(0)
-		if r, ok := fo.Lookup(o.Topic, o.Partition); ok && r.Err == nil {
-			at = r.At
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// keepLogs copies the broker's and the members' logs, and each live
+// member's goroutine dump, to a new directory under $TMPDIR (the test's
+// own directory goes with the test) and returns its path.
+func (c *cluster) keepLogs(seed uint64) string {
+	kept, err := os.MkdirTemp("", fmt.Sprintf("chronicle-fault-%d-", seed))
+	if err != nil {
+		return "(not kept: " + err.Error() + ")"
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil {
+			_ = os.WriteFile(filepath.Join(kept, filepath.Base(l)), b, 0o644)
 		}
-		if o.Offset > at {
-			fmt.Fprintf(&b, "%s/%d committed %d end %d; ", o.Topic, o.Partition, at, o.Offset)
-		}
-	})
+	}
 	for _, m := range c.all() {
 		if !m.alive.Load() {
 			continue
 		}
+		b, err := m.goroutines()
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		_ = os.WriteFile(filepath.Join(kept, m.name+".goroutines.txt"), b, 0o644)
+	}
+	return kept
+}
+
+// partitionWatch is one topic partition's committed offset as the stall
+// watcher last saw it change.
+type partitionWatch struct {
+	committed int64
+	since     time.Time // when committed last changed (or the watch began)
+}
+
+// stallReport says what a stall is made of: each topic partition of the
+// processors' group behind its end, with its committed offset, its end
+// for read_committed consumers (the last stable offset: an open
+// transaction holds it below the high watermark) and its high watermark,
+// since when its committed offset has not moved (watched), and which live
+// member owns it with that member's view (/healthz); then each live
+// member's status and the tail of its log since its current process
+// started.
+func (c *cluster) stallReport(ctx context.Context, watched map[string]map[int32]partitionWatch) string {
+	var b strings.Builder
+	hwm, err := c.adm.ListEndOffsets(ctx, c.topics...)
+	if err != nil {
+		return "end offsets: " + err.Error()
+	}
+	lso, err := c.adm.ListCommittedOffsets(ctx, c.topics...)
+	if err != nil {
+		fmt.Fprintf(&b, "(last stable offsets: %v) ", err)
+	}
+	fo, err := c.adm.FetchOffsets(ctx, string(processors.ProcessorsGroup))
+	if err != nil {
+		return "committed offsets: " + err.Error()
+	}
+	type owner struct {
+		m *member
+		p processors.PartitionHealth
+	}
+	owners := map[string]map[int32][]owner{}
+	healths := map[string]string{}
+	var live []*member
+	for _, m := range c.all() {
+		if !m.alive.Load() {
+			continue
+		}
+		live = append(live, m)
+		h, err := c.health(m)
+		if err != nil {
+			healths[m.name] = "/healthz: " + err.Error()
+			continue
+		}
+		healths[m.name] = fmt.Sprintf("status %s, rebalancing %v, %d partitions", h.Status, h.Rebalancing, len(h.Partitions))
+		for _, p := range h.Partitions {
+			if owners[p.Topic] == nil {
+				owners[p.Topic] = map[int32][]owner{}
+			}
+			owners[p.Topic][p.Partition] = append(owners[p.Topic][p.Partition], owner{m, p})
+		}
+	}
+	now := time.Now()
+	hwm.Each(func(o kadm.ListedOffset) {
+		at := int64(0)
+		if r, ok := fo.Lookup(o.Topic, o.Partition); ok && r.Err == nil && r.At > 0 {
+			at = r.At
+		}
+		if o.Offset <= at {
+			return
+		}
+		stable := "?"
+		if l, ok := lso.Lookup(o.Topic, o.Partition); ok && l.Err == nil {
+			stable = strconv.FormatInt(l.Offset, 10)
+			if l.Offset <= at {
+				stable += " (the rest is in an open transaction)"
+			}
+		}
+		fmt.Fprintf(&b, "\n  %s/%d: committed %d, last stable offset %s, high watermark %d", o.Topic, o.Partition, at, stable, o.Offset)
+		if w, ok := watched[o.Topic][o.Partition]; ok {
+			fmt.Fprintf(&b, ", committed offset unchanged since %s (%s ago)", w.since.Format("15:04:05.000"), now.Sub(w.since).Round(100*time.Millisecond))
+		}
+		ows := owners[o.Topic][o.Partition]
+		if len(ows) == 0 {
+			b.WriteString("; owned by no live member")
+		}
+		for _, ow := range ows {
+			fmt.Fprintf(&b, "; owner %s: %s, lag %d, next %d, restore remaining %d, %d ms since progress",
+				ow.m.name, ow.p.Status, ow.p.Lag, ow.p.Next, ow.p.RestoreRemaining, ow.p.SinceProgressMS)
+		}
+	})
+	for _, m := range live {
 		log, _ := os.ReadFile(m.log)
+		if int64(len(log)) >= m.logStart {
+			log = log[m.logStart:]
+		}
 		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
-		fmt.Fprintf(&b, "\n%s owns %v, last log lines:\n  %s", m.name, c.owned(m), strings.Join(lines[max(0, len(lines)-15):], "\n  "))
+		fmt.Fprintf(&b, "\n%s (pid %d; %s), last %d log lines:\n  %s", m.name, m.cmd.Process.Pid, healths[m.name],
+			min(30, len(lines)), strings.Join(lines[max(0, len(lines)-30):], "\n  "))
 	}
 	return b.String()
 }
 
 // watchStalls fails the run when the group's lag is > 0 with no committed
 // progress for faultStall while an instance is alive and not stopped.
+// Its message names every lagging partition, since when its committed
+// offset stood still, its owner, and each live member's log tail
+// (stallReport).
 func (c *cluster) watchStalls(ctx context.Context, stopped *atomic.Bool, failed chan<- string) {
 	var last int64 = -1
 	since := time.Now()
+	watched := map[string]map[int32]partitionWatch{}
 	for ctx.Err() == nil {
 		time.Sleep(500 * time.Millisecond)
 		committed, lag, err := c.progress(ctx)
@@ -322,9 +471,16 @@ func (c *cluster) watchStalls(ctx context.Context, stopped *atomic.Bool, failed 
 			continue
 		}
 		var sum int64
-		for _, ps := range committed {
-			for _, v := range ps {
+		now := time.Now()
+		for topic, ps := range committed {
+			if watched[topic] == nil {
+				watched[topic] = map[int32]partitionWatch{}
+			}
+			for p, v := range ps {
 				sum += v
+				if w, ok := watched[topic][p]; !ok || w.committed != v {
+					watched[topic][p] = partitionWatch{committed: v, since: now}
+				}
 			}
 		}
 		live := false
@@ -332,11 +488,12 @@ func (c *cluster) watchStalls(ctx context.Context, stopped *atomic.Bool, failed 
 			live = live || m.alive.Load()
 		}
 		if sum != last || lag == 0 || !live || stopped.Load() {
-			last, since = sum, time.Now()
+			last, since = sum, now
 			continue
 		}
 		if time.Since(since) > faultStall {
-			failed <- fmt.Sprintf("lag %d with no committed progress for %s under a live member; lagging: %s", lag, faultStall, c.lagging(ctx))
+			failed <- fmt.Sprintf("lag %d with no committed progress on any partition since %s (%s) under a live member; behind:%s",
+				lag, since.Format("15:04:05.000"), time.Since(since).Round(100*time.Millisecond), c.stallReport(ctx, watched))
 			return
 		}
 	}
@@ -550,6 +707,17 @@ func faultRun(t *testing.T, plan faultPlan) {
 	defer cancel()
 	c := &cluster{t: t, dir: t.TempDir()}
 	c.startBroker()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the broker's and the members' logs, and the live members' goroutines, kept in %s", c.keepLogs(seed))
+		}
+		for _, m := range c.all() { // a failed run's members go with it
+			if m.cmd != nil && m.alive.Load() {
+				_ = m.cmd.Process.Kill()
+				<-m.done
+			}
+		}
+	})
 
 	// the import: copies of the bundled sessions under other trial numbers
 	recs, err := sampleRecords()
