@@ -50,7 +50,7 @@ func searchRefusal(pointer, format string, a ...any) error {
 func checkSearchEvent(payload any) error {
 	switch d := payload.(type) {
 	case *SearchNodeData:
-		return checkSearchNode(d)
+		return CheckSearchNode(d)
 	case *SearchFrontierDecidedData:
 		if d.TokensRefunded > 0 && d.TokensOverrun > 0 {
 			return searchRefusal("/data/tokens_refunded", "%d refunded and %d overrun: an expansion is refunded max(0, reserved − used) or overruns max(0, used − reserved), not both", d.TokensRefunded, d.TokensOverrun)
@@ -63,7 +63,13 @@ func checkSearchEvent(payload any) error {
 	return nil
 }
 
-func checkSearchNode(d *SearchNodeData) error {
+// CheckSearchNode refuses, as a *ValidationError naming the member, a
+// search.node.expanded.v1 that breaks a rule its own members decide (see
+// checkSearchEvent for the list); nil when it breaks none. The producer
+// paths call it through checkSearchEvent, and the treesearch processor
+// after its checks against the search's state, so both refuse a node for
+// one reason in one wording.
+func CheckSearchNode(d *SearchNodeData) error {
 	reason := ""
 	if d.PrunedReason != nil {
 		reason = *d.PrunedReason

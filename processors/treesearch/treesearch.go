@@ -391,21 +391,14 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	} else if exists {
 		return rejectf("/data/node_id", "node %q exists already", d.NodeID)
 	}
+	// the rules the node's own members decide, as the producer paths
+	// check them (a record written straight to Kafka passed none of them)
+	if err := events.CheckSearchNode(&d); err != nil {
+		return err
+	}
 	reason := ""
 	if d.PrunedReason != nil {
 		reason = *d.PrunedReason
-	}
-	if (d.H == nil) != (reason != "") || (d.F == nil) != (d.H == nil) {
-		return rejectf("/data/h", "h and f are null (∞) exactly when pruned_reason is set")
-	}
-	if d.H != nil && math.IsInf(d.G+*d.H, 0) {
-		return rejectf("/data/h", "g + h overflows float64 (g %v, h %v): f would be ∞, which is a pruned node's (h null)", d.G, *d.H)
-	}
-	if d.H != nil && !closeEnough(*d.F, d.G+*d.H) {
-		return rejectf("/data/f", "%s is not g + h = %s", num(*d.F), num(d.G+*d.H))
-	}
-	if d.Score != nil && d.H != nil && !closeEnough(*d.H, 1-*d.Score) {
-		return rejectf("/data/h", "%s is not 1 − score = %s", num(*d.H), num(1-*d.Score))
 	}
 	// g is the CostFunction "depth": cost_per_step is a required member of
 	// every search.started.v1's config (its schema, since the family's
@@ -415,9 +408,6 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	// 2026-12-07). The depth is checked against the parent's above.
 	if want := float64(d.Depth) * s.Config.CostPerStep; !closeEnough(d.G, want) {
 		return rejectf("/data/g", "%s is not depth × cost_per_step = %d × %s = %s", num(d.G), d.Depth, num(s.Config.CostPerStep), num(want))
-	}
-	if d.HardFail != (reason == events.PrunedHardCheck) {
-		return rejectf("/data/hard_fail", "hard_fail is true exactly when pruned_reason is %q", events.PrunedHardCheck)
 	}
 	seen, dup, err := tx.Get(closedRow(key, d.StateDigest))
 	if err != nil {
@@ -430,8 +420,6 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 		return rejectf("/data/duplicate_of", "%q: the closed set names node %q", d.DuplicateOf, seen)
 	case !dup && reason == events.PrunedDuplicate:
 		return rejectf("/data/pruned_reason", "state %s is not in the closed set: not a duplicate", d.StateDigest)
-	case reason == events.PrunedDuplicate && d.Score != nil:
-		return rejectf("/data/score", "a duplicate is killed without an evaluator call")
 	}
 	n := Node{
 		ID: d.NodeID, Parent: c.NodeID, Depth: d.Depth, Expansion: d.Expansion, State: d.State, Digest: d.StateDigest,
