@@ -363,7 +363,7 @@ func TestDecimalFAndHAreAccepted(t *testing.T) {
 	}
 }
 
-// g + h that overflows float64 is refused: closeEnough(f, +Inf) held for
+// g + h that overflows float64 is refused: events.CloseEnough(f, +Inf) held for
 // any f, so a node with g = h = 1e308 and f = 0 was accepted and led the
 // open set (a walkthrough).
 func TestOverflowingFIsRefused(t *testing.T) {

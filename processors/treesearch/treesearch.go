@@ -189,15 +189,6 @@ func closedPrefix(key string) string      { return "c/" + key + "\x00" }
 
 var idIndexRow = projections.IDIndexKey
 
-// closeEnough and num are the producer paths' tolerance and number
-// format (events.CloseEnough, events.ReasonNumber), so a record a
-// producer path takes is applied, and one the processor refuses is named
-// alike.
-var (
-	closeEnough = events.CloseEnough
-	num         = events.ReasonNumber
-)
-
 func rejectf(field, format string, a ...any) error {
 	return &events.ValidationError{Index: -1, Pointer: field, Reason: fmt.Sprintf(format, a...)}
 }
@@ -406,8 +397,8 @@ func node(tx *projections.Tx, env *events.Envelope, s *Search) error {
 	// Before, any g was taken, and a node's f, so its place in the open
 	// set, rested on the producer's word (a tree-search walkthrough,
 	// 2026-12-07). The depth is checked against the parent's above.
-	if want := float64(d.Depth) * s.Config.CostPerStep; !closeEnough(d.G, want) {
-		return rejectf("/data/g", "%s is not depth × cost_per_step = %d × %s = %s", num(d.G), d.Depth, num(s.Config.CostPerStep), num(want))
+	if want := float64(d.Depth) * s.Config.CostPerStep; !events.CloseEnough(d.G, want) {
+		return rejectf("/data/g", "%s is not depth × cost_per_step = %d × %s = %s", events.ReasonNumber(d.G), d.Depth, events.ReasonNumber(s.Config.CostPerStep), events.ReasonNumber(want))
 	}
 	seen, dup, err := tx.Get(closedRow(key, d.StateDigest))
 	if err != nil {
